@@ -1,0 +1,513 @@
+//! Validated, zero-copy views of encoded messages.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use ferry_buf::SharedBuf;
+
+use super::error::{DecodeError, DecodeErrorKind as K};
+use crate::desc::{Kind, Label, MessageDesc};
+use crate::hybrid::{Context, HybridBytes};
+use crate::layout::{
+    self, CHUNK_LEN, ENTRY_LEN, MAX_FIELD_NUMBER, PREAMBLE_LEN, read_u16, read_u32, read_u64,
+};
+use crate::scalar::Scalar;
+
+/// Limits applied while validating peer bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest message accepted, in bytes (the format's own limit is 4 GiB - 1).
+    pub max_message_len: u64,
+    /// Deepest nesting of messages accepted (the root is depth 0).
+    pub max_depth: u32,
+    /// Most fields and list elements, counted over the whole message (bounds validation work).
+    pub max_elements: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_message_len: 64 << 20, max_depth: 64, max_elements: 1 << 22 }
+    }
+}
+
+/// A validated view of one message (the root or a nested one) inside an encoded buffer.
+///
+/// Created only by [`View::decode`] / [`View::decode_shared`], which validate the whole message
+/// against its descriptor first; accessors then read in place, copy nothing and never panic
+/// (they return `None` or an empty list for anything they cannot read).
+#[derive(Clone, Copy)]
+pub struct View<'b> {
+    root: &'b [u8],
+    owner: Option<&'b SharedBuf>,
+    desc: &'static MessageDesc,
+    at: usize,
+    chunks: usize,
+}
+
+impl fmt::Debug for View<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("View")
+            .field("message", &self.desc.name)
+            .field("header_at", &self.at)
+            .field("chunks", &self.chunks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'b> View<'b> {
+    /// Validates `buf` as a `desc` message and returns its view.
+    pub fn decode(buf: &'b [u8], desc: &'static MessageDesc, limits: &Limits) -> Result<Self, DecodeError> {
+        Self::decode_inner(buf, None, desc, limits)
+    }
+
+    /// Like [`View::decode`]; `bytes` fields can then be taken as shared sub-buffers of `buf`.
+    pub fn decode_shared(
+        buf: &'b SharedBuf,
+        desc: &'static MessageDesc,
+        limits: &Limits,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_inner(buf, Some(buf), desc, limits)
+    }
+
+    fn decode_inner(
+        root: &'b [u8],
+        owner: Option<&'b SharedBuf>,
+        desc: &'static MessageDesc,
+        limits: &Limits,
+    ) -> Result<Self, DecodeError> {
+        let len = root.len() as u64;
+        let max = limits.max_message_len.min(layout::MAX_MESSAGE_LEN);
+        if len > max {
+            return Err(DecodeError::new(K::MessageTooLarge { len, max }, 0));
+        }
+        let mut v = Validator { root, limits, budget: limits.max_elements };
+        let chunks = v.header(0, None)?;
+        let view = View { root, owner, desc, at: 0, chunks };
+        v.message(&view, 0)?;
+        Ok(view)
+    }
+
+    /// The message's descriptor.
+    pub fn desc(&self) -> &'static MessageDesc {
+        self.desc
+    }
+
+    /// The whole encoded root message this view reads from.
+    pub fn root(&self) -> &'b [u8] {
+        self.root
+    }
+
+    fn entries_at(&self) -> usize {
+        self.at + PREAMBLE_LEN + CHUNK_LEN * self.chunks
+    }
+
+    /// The entry of `field` and its offset, if present.
+    #[inline]
+    fn entry_at(&self, field: u32) -> Option<(usize, u64)> {
+        let group = layout::group_of(field);
+        let bit = layout::bit_of(field);
+        let base = self.at + PREAMBLE_LEN;
+        for i in 0..self.chunks {
+            let c = base + CHUNK_LEN * i;
+            let g = read_u32(self.root, c)?;
+            if g == group {
+                let bits = read_u64(self.root, c + 8)?;
+                if bits & bit == 0 {
+                    return None;
+                }
+                let rank = read_u32(self.root, c + 4)? as usize + (bits & (bit - 1)).count_ones() as usize;
+                let at = self.entries_at() + ENTRY_LEN * rank;
+                return Some((at, read_u64(self.root, at)?));
+            }
+            if g > group {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// The raw 8-byte entry of `field`, if present.
+    #[inline]
+    pub fn entry(&self, field: u32) -> Option<u64> {
+        self.entry_at(field).map(|(_, e)| e)
+    }
+
+    /// Whether `field` is present.
+    pub fn has(&self, field: u32) -> bool {
+        self.entry(field).is_some()
+    }
+
+    /// A singular scalar.
+    #[inline]
+    pub fn scalar<T: Scalar>(&self, field: u32) -> Option<T> {
+        self.entry(field).map(T::from_entry)
+    }
+
+    #[inline]
+    fn range(&self, entry: u64) -> Option<&'b [u8]> {
+        let (off, len) = layout::split_range(entry);
+        let start = off as usize;
+        self.root.get(start..start.checked_add(len as usize)?)
+    }
+
+    /// A singular `bytes` (or the raw bytes of a `string`), in place.
+    #[inline]
+    pub fn bytes(&self, field: u32) -> Option<&'b [u8]> {
+        self.range(self.entry(field)?)
+    }
+
+    /// A singular `bytes` as a shared sub-buffer of the received buffer (views made by
+    /// [`View::decode_shared`] only).
+    pub fn shared(&self, field: u32) -> Option<SharedBuf> {
+        self.owner?.slice_ref(self.bytes(field)?)
+    }
+
+    /// A singular `string`, UTF-8 checked now. `Ok(None)` when absent.
+    pub fn str(&self, field: u32) -> Result<Option<&'b str>, DecodeError> {
+        let Some((at, e)) = self.entry_at(field) else { return Ok(None) };
+        let b = self.range(e).unwrap_or_default();
+        match core::str::from_utf8(b) {
+            Ok(s) => Ok(Some(s)),
+            Err(err) => {
+                let name = self.desc.field(field).map_or("?", |f| f.name);
+                Err(DecodeError::invalid_utf8(err.valid_up_to(), at as u64, self.desc.name, name))
+            }
+        }
+    }
+
+    /// A `bytes` field as an outgoing value: a zero-copy reference into the received buffer
+    /// when it reaches the context's threshold, else borrowed (copied when re-sent).
+    pub fn hybrid(&self, field: u32, ctx: &Context) -> Option<HybridBytes<'b>> {
+        let data = self.bytes(field)?;
+        if data.len() >= ctx.threshold() {
+            if let Some(buf) = self.owner.and_then(|o| o.slice_ref(data)) {
+                return Some(HybridBytes::from_shared(buf, ctx));
+            }
+        }
+        Some(HybridBytes::new(data, ctx))
+    }
+
+    /// A singular nested message of type `desc` (the descriptor of the field, as validated).
+    pub fn message(&self, field: u32) -> Option<View<'b>> {
+        let desc = match self.desc.field(field)?.kind {
+            Kind::Message(d) => d,
+            _ => return None,
+        };
+        let e = self.entry(field)?;
+        self.child(layout::split_range(e).0 as usize, desc)
+    }
+
+    fn child(&self, at: usize, desc: &'static MessageDesc) -> Option<View<'b>> {
+        let chunks = read_u16(self.root, at)? as usize;
+        Some(View { root: self.root, owner: self.owner, desc, at, chunks })
+    }
+
+    /// A repeated scalar (empty when absent).
+    pub fn scalars<T: Scalar>(&self, field: u32) -> ScalarList<'b, T> {
+        let data = self.entry(field).and_then(|e| self.range(e)).unwrap_or_default();
+        ScalarList { data, _t: PhantomData }
+    }
+
+    /// A repeated `bytes` or `string` (empty when absent).
+    pub fn bytes_list(&self, field: u32) -> BytesList<'b> {
+        let ptrs = self.entry(field).and_then(|e| self.range(e)).unwrap_or_default();
+        BytesList { root: self.root, owner: self.owner, ptrs }
+    }
+
+    /// A repeated message or map (empty when absent).
+    pub fn messages(&self, field: u32) -> MessageList<'b> {
+        let desc = match self.desc.field(field).map(|f| f.kind) {
+            Some(Kind::Message(d)) => d,
+            _ => self.desc,
+        };
+        let ptrs = self.entry(field).and_then(|e| self.range(e)).unwrap_or_default();
+        MessageList { parent: *self, desc, ptrs }
+    }
+
+    /// Present field numbers, ascending (known and unknown).
+    pub fn present_fields(&self) -> impl Iterator<Item = u32> + 'b {
+        let root = self.root;
+        let base = self.at + PREAMBLE_LEN;
+        (0..self.chunks).flat_map(move |i| {
+            let c = base + CHUNK_LEN * i;
+            let g = read_u32(root, c).unwrap_or(0);
+            let bits = read_u64(root, c + 8).unwrap_or(0);
+            (0..64u32).filter(move |b| bits & (1 << b) != 0).map(move |b| g * 64 + b)
+        })
+    }
+}
+
+/// A packed list of scalars, read in place.
+#[derive(Clone, Copy)]
+pub struct ScalarList<'b, T> {
+    data: &'b [u8],
+    _t: PhantomData<T>,
+}
+
+impl<'b, T: Scalar> ScalarList<'b, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len() / T::WIDTH
+    }
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Element `i`.
+    pub fn get(&self, i: usize) -> Option<T> {
+        let start = i.checked_mul(T::WIDTH)?;
+        self.data.get(start..start + T::WIDTH).map(T::read_packed)
+    }
+    /// The elements.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = T> + 'b {
+        self.data.chunks_exact(T::WIDTH).map(T::read_packed)
+    }
+    /// The packed little-endian bytes.
+    pub fn as_bytes(&self) -> &'b [u8] {
+        self.data
+    }
+}
+
+impl<T: Scalar> fmt::Debug for ScalarList<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// A list of `bytes` or `string` values, read in place.
+#[derive(Clone, Copy)]
+pub struct BytesList<'b> {
+    root: &'b [u8],
+    owner: Option<&'b SharedBuf>,
+    ptrs: &'b [u8],
+}
+
+impl<'b> BytesList<'b> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.ptrs.len() / ENTRY_LEN
+    }
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn at(&self, ptr: &[u8]) -> &'b [u8] {
+        let e = read_u64(ptr, 0).unwrap_or(0);
+        let (off, len) = layout::split_range(e);
+        let start = off as usize;
+        self.root.get(start..start + len as usize).unwrap_or_default()
+    }
+    /// Element `i`.
+    pub fn get(&self, i: usize) -> Option<&'b [u8]> {
+        let start = i.checked_mul(ENTRY_LEN)?;
+        self.ptrs.get(start..start + ENTRY_LEN).map(|p| self.at(p))
+    }
+    /// Element `i` as a shared sub-buffer (views from [`View::decode_shared`] only).
+    pub fn shared(&self, i: usize) -> Option<SharedBuf> {
+        self.owner?.slice_ref(self.get(i)?)
+    }
+    /// The elements.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &'b [u8]> + 'b {
+        let me = *self;
+        self.ptrs.chunks_exact(ENTRY_LEN).map(move |p| me.at(p))
+    }
+    /// The elements as text, each UTF-8 checked.
+    pub fn strs(&self) -> impl ExactSizeIterator<Item = Result<&'b str, core::str::Utf8Error>> + 'b {
+        self.iter().map(core::str::from_utf8)
+    }
+}
+
+impl fmt::Debug for BytesList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// A list of nested messages (or map entries), each a lazy [`View`].
+#[derive(Clone, Copy)]
+pub struct MessageList<'b> {
+    parent: View<'b>,
+    desc: &'static MessageDesc,
+    ptrs: &'b [u8],
+}
+
+impl<'b> MessageList<'b> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.ptrs.len() / ENTRY_LEN
+    }
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn at(&self, ptr: &[u8]) -> Option<View<'b>> {
+        let e = read_u64(ptr, 0)?;
+        self.parent.child(layout::split_range(e).0 as usize, self.desc)
+    }
+    /// Element `i`.
+    pub fn get(&self, i: usize) -> Option<View<'b>> {
+        let start = i.checked_mul(ENTRY_LEN)?;
+        self.at(self.ptrs.get(start..start + ENTRY_LEN)?)
+    }
+    /// The elements.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = View<'b>> + 'b {
+        let me = *self;
+        // Validated lists always yield a view; the fallback keeps the iterator exact-size.
+        let empty = View { root: &[], owner: None, desc: self.desc, at: 0, chunks: 0 };
+        self.ptrs.chunks_exact(ENTRY_LEN).map(move |p| me.at(p).unwrap_or(empty))
+    }
+}
+
+impl fmt::Debug for MessageList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Whole-message validation, run once by [`View::decode`].
+struct Validator<'b, 'l> {
+    root: &'b [u8],
+    limits: &'l Limits,
+    budget: u64,
+}
+
+impl<'b> Validator<'b, '_> {
+    fn spend(&mut self, n: u64, at: usize) -> Result<(), DecodeError> {
+        match self.budget.checked_sub(n) {
+            Some(left) => {
+                self.budget = left;
+                Ok(())
+            }
+            None => Err(DecodeError::new(K::TooManyElements { max: self.limits.max_elements }, at as u64)),
+        }
+    }
+
+    /// Checks the header at `at`; returns its chunk count.
+    fn header(&mut self, at: usize, declared: Option<u64>) -> Result<usize, DecodeError> {
+        let err = |kind| Err(DecodeError::new(kind, at as u64));
+        let available = (self.root.len() as u64).saturating_sub(at as u64);
+        let (Some(chunks), Some(flags), Some(entries)) =
+            (read_u16(self.root, at), read_u16(self.root, at + 2), read_u32(self.root, at + 4))
+        else {
+            return err(K::HeaderOutOfBounds { needed: PREAMBLE_LEN as u64, available });
+        };
+        if flags != 0 {
+            return err(K::UnknownFlags(flags));
+        }
+        let (chunks, entries) = (chunks as usize, entries as u64);
+        let needed = (PREAMBLE_LEN + CHUNK_LEN * chunks) as u64 + ENTRY_LEN as u64 * entries;
+        if needed > available {
+            return err(K::HeaderOutOfBounds { needed, available });
+        }
+        if let Some(declared) = declared {
+            if declared != needed {
+                return err(K::HeaderLength { declared, actual: needed });
+            }
+        }
+        self.spend(entries, at)?;
+        let mut rank = 0u32;
+        let mut last: Option<u32> = None;
+        for i in 0..chunks {
+            let c = at + PREAMBLE_LEN + CHUNK_LEN * i;
+            let chunk_err = |kind| Err(DecodeError::new(kind, c as u64));
+            // In bounds: the whole header was checked above.
+            let g = read_u32(self.root, c).unwrap_or(u32::MAX);
+            let base = read_u32(self.root, c + 4).unwrap_or(u32::MAX);
+            let bits = read_u64(self.root, c + 8).unwrap_or(0);
+            let chunk = i as u32;
+            if last.is_some_and(|l| l >= g) {
+                return chunk_err(K::ChunkOrder { chunk });
+            }
+            if bits == 0 || (g == 0 && bits & 1 != 0) || g > layout::group_of(MAX_FIELD_NUMBER) {
+                return chunk_err(K::BadChunk { chunk });
+            }
+            if base != rank {
+                return chunk_err(K::RankMismatch { chunk, found: base, expected: rank });
+            }
+            rank += bits.count_ones();
+            last = Some(g);
+        }
+        if u64::from(rank) != entries {
+            return err(K::EntryCount { found: entries as u32, expected: rank });
+        }
+        Ok(chunks)
+    }
+
+    fn range(&self, at: usize, e: u64) -> Result<(usize, usize), DecodeError> {
+        let (off, len) = layout::split_range(e);
+        let message_len = self.root.len() as u64;
+        if u64::from(off) + u64::from(len) > message_len {
+            return Err(DecodeError::new(K::RangeOutOfBounds { offset: off, len, message_len }, at as u64));
+        }
+        Ok((off as usize, len as usize))
+    }
+
+    /// Validates every known field of `view`; unknown fields are skipped.
+    fn message(&mut self, view: &View<'b>, depth: u32) -> Result<(), DecodeError> {
+        let desc = view.desc;
+        let mut oneofs_seen = 0u64;
+        for (i, f) in desc.fields.iter().enumerate() {
+            let Some((at, e)) = view.entry_at(f.number) else {
+                if f.label == Label::Required {
+                    return Err(DecodeError::new(K::MissingRequired, view.at as u64).within(desc.name, f.name));
+                }
+                continue;
+            };
+            if let Some(o) = f.oneof {
+                let mask = 1u64 << (o % 64);
+                if o >= 64 || oneofs_seen & mask != 0 {
+                    let earlier = desc.fields[..i].iter().find(|g| g.oneof == Some(o) && view.has(g.number));
+                    if let Some(first) = earlier {
+                        let kind = K::OneofConflict { first: first.number, second: f.number };
+                        return Err(DecodeError::new(kind, at as u64).within(desc.name, f.name));
+                    }
+                }
+                oneofs_seen |= mask;
+            }
+            self.field(view, f.kind, f.label, at, e, depth).map_err(|err| err.within(desc.name, f.name))?;
+        }
+        Ok(())
+    }
+
+    fn field(&mut self, view: &View<'b>, kind: Kind, label: Label, at: usize, e: u64, depth: u32) -> Result<(), DecodeError> {
+        if label != Label::Repeated {
+            return match kind {
+                Kind::String | Kind::Bytes => self.range(at, e).map(|_| ()),
+                Kind::Message(d) => self.nested(view, at, e, d, depth),
+                _ => Ok(()),
+            };
+        }
+        let (off, len) = self.range(at, e)?;
+        let width = kind.packed_width().unwrap_or(ENTRY_LEN);
+        if len % width != 0 {
+            let kind = K::ListLength { len: len as u32, width: width as u32 };
+            return Err(DecodeError::new(kind, at as u64));
+        }
+        let n = len / width;
+        self.spend(n as u64, at)?;
+        if kind.packed_width().is_some() {
+            return Ok(());
+        }
+        for i in 0..n {
+            let p = off + ENTRY_LEN * i;
+            let pe = read_u64(self.root, p).unwrap_or(0);
+            match kind {
+                Kind::Message(d) => self.nested(view, p, pe, d, depth)?,
+                _ => {
+                    self.range(p, pe)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn nested(&mut self, view: &View<'b>, at: usize, e: u64, desc: &'static MessageDesc, depth: u32) -> Result<(), DecodeError> {
+        let (off, len) = self.range(at, e)?;
+        if depth + 1 > self.limits.max_depth {
+            return Err(DecodeError::new(K::TooDeep { max: self.limits.max_depth }, at as u64));
+        }
+        let chunks = self.header(off, Some(len as u64))?;
+        let child = View { root: self.root, owner: view.owner, desc, at: off, chunks };
+        self.message(&child, depth + 1)
+    }
+}

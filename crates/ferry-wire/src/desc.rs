@@ -1,0 +1,116 @@
+//! Message descriptors: the schema facts the decoder validates against.
+//!
+//! Generated code (and hand-written types in the same shape) emits one `static` [`MessageDesc`]
+//! per message; recursive messages refer to their own static.
+
+/// The protobuf kind of a field.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// `int32`.
+    Int32,
+    /// `int64`.
+    Int64,
+    /// `uint32`.
+    UInt32,
+    /// `uint64`.
+    UInt64,
+    /// `sint32`.
+    SInt32,
+    /// `sint64`.
+    SInt64,
+    /// `fixed32`.
+    Fixed32,
+    /// `fixed64`.
+    Fixed64,
+    /// `sfixed32`.
+    SFixed32,
+    /// `sfixed64`.
+    SFixed64,
+    /// `float`.
+    Float,
+    /// `double`.
+    Double,
+    /// `bool`.
+    Bool,
+    /// An enum (stored as `int32`; unknown values are kept).
+    Enum,
+    /// `string` (UTF-8 is checked when read as text).
+    String,
+    /// `bytes`.
+    Bytes,
+    /// A nested message.
+    Message(&'static MessageDesc),
+}
+
+impl Kind {
+    /// Width of one element in a packed list, or `None` for ranged kinds.
+    pub const fn packed_width(self) -> Option<usize> {
+        match self {
+            Kind::Bool => Some(1),
+            Kind::Int32
+            | Kind::UInt32
+            | Kind::SInt32
+            | Kind::Fixed32
+            | Kind::SFixed32
+            | Kind::Float
+            | Kind::Enum => Some(4),
+            Kind::Int64
+            | Kind::UInt64
+            | Kind::SInt64
+            | Kind::Fixed64
+            | Kind::SFixed64
+            | Kind::Double => Some(8),
+            Kind::String | Kind::Bytes | Kind::Message(_) => None,
+        }
+    }
+}
+
+/// Cardinality of a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Label {
+    /// At most one value; absent means the default (proto3 implicit and explicit presence, proto2 optional).
+    Optional,
+    /// proto2 `required`: the decoder rejects a message without it.
+    Required,
+    /// Any number of values; a map is a repeated field of its entry message.
+    Repeated,
+}
+
+/// One field of a message.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldDesc {
+    /// Name as written in the schema.
+    pub name: &'static str,
+    /// Field number, 1 ..= 2^29 - 1.
+    pub number: u32,
+    /// Kind.
+    pub kind: Kind,
+    /// Cardinality.
+    pub label: Label,
+    /// Index of the oneof this field belongs to, if any.
+    pub oneof: Option<u16>,
+}
+
+/// A message type.
+#[derive(Debug)]
+pub struct MessageDesc {
+    /// Fully qualified name, e.g. `ferry.sample.KvPair`.
+    pub name: &'static str,
+    /// Fields in ascending field number order.
+    pub fields: &'static [FieldDesc],
+    /// Whether this is a map entry (key = field 1, value = field 2).
+    pub map_entry: bool,
+}
+
+impl MessageDesc {
+    /// The field with this number.
+    pub fn field(&self, number: u32) -> Option<&'static FieldDesc> {
+        let i = self.fields.binary_search_by_key(&number, |f| f.number).ok()?;
+        Some(&self.fields[i])
+    }
+
+    /// The field with this name.
+    pub fn field_by_name(&self, name: &str) -> Option<&'static FieldDesc> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}

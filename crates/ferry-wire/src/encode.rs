@@ -1,0 +1,512 @@
+//! Encoding: the [`Encode`] trait that message types implement, and the object interface
+//! ([`Serialize`]) that transports call for serialize-and-send.
+//!
+//! A message type implements one method, [`Encode::visit`], which hands each present field to a
+//! [`Visitor`] in ascending field-number order. The runtime's visitors do the rest: one computes
+//! the [`Layout`], one writes the header segment (headers, scalars, copied data), one lists the
+//! zero-copy entries. All three walk the fields in the same order, so the offsets the writer
+//! assigns to zero-copy data match the order in which [`Serialize::for_each_zero_copy`] reports
+//! them. Nothing on this path allocates.
+
+use std::collections::BTreeMap;
+use std::io::IoSlice;
+
+use ferry_buf::SharedBuf;
+
+use crate::hybrid::{AsHybrid, HybridBytes, HybridStr};
+use crate::layout::{self, ALIGN, CHUNK_LEN, ENTRY_LEN, PREAMBLE_LEN};
+use crate::scalar::Scalar;
+
+/// Receives the present fields of a message, in ascending field-number order.
+///
+/// Empty lists must not be passed (an absent repeated field is the empty list).
+pub trait Visitor<'a> {
+    /// A singular scalar (including enums, as `i32`).
+    fn scalar<T: Scalar>(&mut self, field: u32, value: T);
+    /// A singular `bytes` or `string`.
+    fn bytes(&mut self, field: u32, value: &HybridBytes<'a>);
+    /// A singular nested message.
+    fn message<M: Encode<'a> + ?Sized>(&mut self, field: u32, value: &M);
+    /// A repeated scalar, packed.
+    fn scalars<T: Scalar>(&mut self, field: u32, values: &[T]);
+    /// A repeated `bytes` or `string`.
+    fn bytes_list<B: AsHybrid<'a>>(&mut self, field: u32, values: &[B]);
+    /// A repeated message (or a map, as its entries).
+    fn messages<M, I>(&mut self, field: u32, values: I)
+    where
+        M: Encode<'a>,
+        I: ExactSizeIterator<Item = M>;
+}
+
+/// A message type that can be encoded.
+pub trait Encode<'a> {
+    /// Passes every present field to `v`, in ascending field-number order.
+    fn visit<V: Visitor<'a>>(&self, v: &mut V);
+}
+
+impl<'a, M: Encode<'a> + ?Sized> Encode<'a> for &M {
+    fn visit<V: Visitor<'a>>(&self, v: &mut V) {
+        (**self).visit(v)
+    }
+}
+
+impl<'a, M: Encode<'a> + ?Sized> Encode<'a> for Box<M> {
+    fn visit<V: Visitor<'a>>(&self, v: &mut V) {
+        (**self).visit(v)
+    }
+}
+
+/// A value that can stand as a map key or value (field 1 or 2 of a map entry).
+pub trait FieldValue<'a> {
+    /// Visits this value as field `field`.
+    fn visit_as<V: Visitor<'a>>(&self, field: u32, v: &mut V);
+}
+
+impl<'a, T: Scalar> FieldValue<'a> for T {
+    fn visit_as<V: Visitor<'a>>(&self, field: u32, v: &mut V) {
+        v.scalar(field, *self)
+    }
+}
+impl<'a> FieldValue<'a> for HybridBytes<'a> {
+    fn visit_as<V: Visitor<'a>>(&self, field: u32, v: &mut V) {
+        v.bytes(field, self)
+    }
+}
+impl<'a> FieldValue<'a> for HybridStr<'a> {
+    fn visit_as<V: Visitor<'a>>(&self, field: u32, v: &mut V) {
+        v.bytes(field, self.as_bytes())
+    }
+}
+
+/// One map entry as a message: key = field 1, value = field 2, both always present.
+pub struct MapEntry<'m, K, V>(pub &'m K, pub &'m V);
+
+impl<'a, K: FieldValue<'a>, V: FieldValue<'a>> Encode<'a> for MapEntry<'_, K, V> {
+    fn visit<Vis: Visitor<'a>>(&self, v: &mut Vis) {
+        self.0.visit_as(1, v);
+        self.1.visit_as(2, v);
+    }
+}
+
+/// Visits a map field; entries go out in ascending key order, as the format requires.
+pub fn visit_map<'a, K, Val, Vis>(v: &mut Vis, field: u32, map: &BTreeMap<K, Val>)
+where
+    K: FieldValue<'a>,
+    Val: FieldValue<'a>,
+    Vis: Visitor<'a>,
+{
+    if !map.is_empty() {
+        v.messages(field, map.iter().map(|(k, val)| MapEntry(k, val)));
+    }
+}
+
+/// Sizes of an encoded message: a header segment, then `zero_copy_count` referenced buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Layout {
+    /// Bytes of the header segment: all headers, inline scalars and copied data.
+    pub head_len: usize,
+    /// Bytes referenced by zero-copy entries.
+    pub zero_copy_len: usize,
+    /// Number of zero-copy entries.
+    pub zero_copy_count: usize,
+}
+
+impl Layout {
+    /// Total encoded length.
+    pub fn total_len(&self) -> usize {
+        self.head_len + self.zero_copy_len
+    }
+}
+
+/// Errors of encoding.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The message would exceed the format's 4 GiB limit.
+    #[error("message of {len} bytes exceeds the format limit of {max} bytes")]
+    TooLarge {
+        /// Encoded length.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The output slice does not match the layout (the message changed between `layout` and `write_head`?).
+    #[error("header segment needs {needed} bytes, output has {got}")]
+    OutputSize {
+        /// Bytes the message needs.
+        needed: usize,
+        /// Bytes given.
+        got: usize,
+    },
+}
+
+/// The object interface of serialize-and-send (Cornflakes section 3.2.3), for every [`Encode`] type.
+pub trait Serialize {
+    /// Sizes of the header segment and the zero-copy entries (one pass over the fields).
+    fn layout(&self) -> Layout;
+
+    /// Writes the header segment into `out`, whose length must be `layout.head_len`.
+    fn write_head(&self, layout: &Layout, out: &mut [u8]) -> Result<(), EncodeError>;
+
+    /// Calls `f` for each zero-copy buffer, in wire order.
+    fn for_each_zero_copy<F: FnMut(&SharedBuf)>(&self, f: F);
+
+    /// Encodes into one contiguous vector (copies the zero-copy data: for tests and tools).
+    fn to_vec(&self) -> Result<Vec<u8>, EncodeError> {
+        let layout = self.layout();
+        let mut out = vec![0u8; layout.head_len];
+        self.write_head(&layout, &mut out)?;
+        out.reserve(layout.zero_copy_len);
+        self.for_each_zero_copy(|b| out.extend_from_slice(b));
+        Ok(out)
+    }
+
+    /// Appends a handle (refcount + 1) to each zero-copy buffer, in wire order: what a
+    /// zero-copy send holds until the kernel's completion.
+    fn zero_copy_bufs(&self, out: &mut Vec<SharedBuf>) {
+        self.for_each_zero_copy(|b| out.push(b.clone()));
+    }
+}
+
+impl<'a, M: Encode<'a>> Serialize for M {
+    fn layout(&self) -> Layout {
+        let mut s = Sizer::default();
+        let head = header_len_of(self);
+        s.head = head;
+        self.visit(&mut s);
+        Layout { head_len: s.head, zero_copy_len: s.zc_len, zero_copy_count: s.zc_count }
+    }
+
+    fn write_head(&self, layout: &Layout, out: &mut [u8]) -> Result<(), EncodeError> {
+        let total = layout.total_len() as u64;
+        if total > layout::MAX_MESSAGE_LEN {
+            return Err(EncodeError::TooLarge { len: total, max: layout::MAX_MESSAGE_LEN });
+        }
+        if out.len() != layout.head_len {
+            return Err(EncodeError::OutputSize { needed: layout.head_len, got: out.len() });
+        }
+        let head = header_len_of(self);
+        let mut w = Writer { out, copy: head, zc: layout.head_len, failed: false };
+        w.write_message(0, self);
+        if w.failed || w.copy != layout.head_len {
+            return Err(EncodeError::OutputSize { needed: w.copy, got: layout.head_len });
+        }
+        Ok(())
+    }
+
+    fn for_each_zero_copy<F: FnMut(&SharedBuf)>(&self, mut f: F) {
+        self.visit(&mut ZeroCopyLister { f: &mut f });
+    }
+}
+
+/// Counts chunks and entries of one message, without descending.
+#[derive(Default)]
+struct Presence {
+    chunks: usize,
+    entries: usize,
+    last_group: Option<u32>,
+}
+
+impl Presence {
+    #[inline]
+    fn see(&mut self, field: u32) {
+        let g = layout::group_of(field);
+        if self.last_group != Some(g) {
+            debug_assert!(self.last_group.is_none_or(|last| last < g), "fields out of order");
+            self.chunks += 1;
+            self.last_group = Some(g);
+        }
+        self.entries += 1;
+    }
+}
+
+impl<'a> Visitor<'a> for Presence {
+    fn scalar<T: Scalar>(&mut self, field: u32, _: T) {
+        self.see(field)
+    }
+    fn bytes(&mut self, field: u32, _: &HybridBytes<'a>) {
+        self.see(field)
+    }
+    fn message<M: Encode<'a> + ?Sized>(&mut self, field: u32, _: &M) {
+        self.see(field)
+    }
+    fn scalars<T: Scalar>(&mut self, field: u32, _: &[T]) {
+        self.see(field)
+    }
+    fn bytes_list<B: AsHybrid<'a>>(&mut self, field: u32, _: &[B]) {
+        self.see(field)
+    }
+    fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, field: u32, _: I) {
+        self.see(field)
+    }
+}
+
+fn header_len_of<'a, M: Encode<'a> + ?Sized>(m: &M) -> usize {
+    let mut p = Presence::default();
+    m.visit(&mut p);
+    layout::header_len(p.chunks, p.entries)
+}
+
+/// Computes the layout: the caller seeds `head` with the root header length.
+#[derive(Default)]
+struct Sizer {
+    head: usize,
+    zc_len: usize,
+    zc_count: usize,
+}
+
+impl Sizer {
+    #[inline]
+    fn add_bytes(&mut self, b: &HybridBytes<'_>) {
+        if b.is_zero_copy() {
+            self.zc_len += b.len();
+            self.zc_count += 1;
+        } else {
+            self.head += layout::align(b.len());
+        }
+    }
+}
+
+impl<'a> Visitor<'a> for Sizer {
+    fn scalar<T: Scalar>(&mut self, _: u32, _: T) {}
+    fn bytes(&mut self, _: u32, value: &HybridBytes<'a>) {
+        self.add_bytes(value)
+    }
+    fn message<M: Encode<'a> + ?Sized>(&mut self, _: u32, value: &M) {
+        self.head += header_len_of(value);
+        value.visit(self);
+    }
+    fn scalars<T: Scalar>(&mut self, _: u32, values: &[T]) {
+        self.head += layout::align(values.len() * T::WIDTH);
+    }
+    fn bytes_list<B: AsHybrid<'a>>(&mut self, _: u32, values: &[B]) {
+        self.head += values.len() * ENTRY_LEN;
+        for b in values {
+            self.add_bytes(b.as_hybrid());
+        }
+    }
+    fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, _: u32, values: I) {
+        self.head += values.len() * ENTRY_LEN;
+        for m in values {
+            self.message(0, &m);
+        }
+    }
+}
+
+/// Writes the header segment. `copy` is the next free offset of the copied region, `zc` the
+/// offset the next zero-copy buffer will have. Out-of-range writes set `failed` instead of
+/// panicking (possible only if the message changed after its layout was taken).
+struct Writer<'o> {
+    out: &'o mut [u8],
+    copy: usize,
+    zc: usize,
+    failed: bool,
+}
+
+/// The state of the header being written for one message.
+struct HeaderCursor {
+    /// Offset of the message's header.
+    at: usize,
+    /// Offset of the next entry.
+    entry: usize,
+    /// Index of the current chunk, if any.
+    chunk: Option<usize>,
+    group: u32,
+    bits: u64,
+    rank: u32,
+}
+
+impl Writer<'_> {
+    #[inline]
+    fn put(&mut self, at: usize, data: &[u8]) {
+        match self.out.get_mut(at..at + data.len()) {
+            Some(dst) => dst.copy_from_slice(data),
+            None => self.failed = true,
+        }
+    }
+
+    #[inline]
+    fn put_u64(&mut self, at: usize, v: u64) {
+        self.put(at, &v.to_le_bytes())
+    }
+
+    /// Reserves `len` bytes in the copied region, zero-filling the padding after them.
+    #[inline]
+    fn reserve(&mut self, len: usize) -> usize {
+        let at = self.copy;
+        let end = at + layout::align(len);
+        if let Some(pad) = self.out.get_mut(at + len..end) {
+            pad.fill(0);
+        }
+        self.copy = end;
+        at
+    }
+
+    /// Places a bytes value and returns its range entry.
+    #[inline]
+    fn place(&mut self, b: &HybridBytes<'_>) -> u64 {
+        let data = b.as_slice();
+        let len = data.len();
+        let at = if b.is_zero_copy() {
+            let at = self.zc;
+            self.zc += len;
+            at
+        } else if len == 0 {
+            0
+        } else {
+            let at = self.reserve(len);
+            self.put(at, data);
+            at
+        };
+        layout::range_entry(at as u32, len as u32)
+    }
+
+    /// Writes message `m` whose header starts at `at` (already reserved).
+    fn write_message<'a, M: Encode<'a> + ?Sized>(&mut self, at: usize, m: &M) {
+        let mut p = Presence::default();
+        m.visit(&mut p);
+        let mut h = HeaderWriter {
+            w: self,
+            cur: HeaderCursor {
+                at,
+                entry: at + PREAMBLE_LEN + CHUNK_LEN * p.chunks,
+                chunk: None,
+                group: 0,
+                bits: 0,
+                rank: 0,
+            },
+        };
+        m.visit(&mut h);
+        h.finish_chunk();
+        let mut pre = [0u8; 8];
+        pre[0..2].copy_from_slice(&(p.chunks as u16).to_le_bytes());
+        pre[4..8].copy_from_slice(&(p.entries as u32).to_le_bytes());
+        self.put(at, &pre);
+    }
+
+    /// Reserves and writes a nested message, returning its range entry.
+    fn nested<'a, M: Encode<'a> + ?Sized>(&mut self, m: &M) -> u64 {
+        let len = header_len_of(m);
+        let at = self.reserve(len);
+        self.write_message(at, m);
+        layout::range_entry(at as u32, len as u32)
+    }
+}
+
+struct HeaderWriter<'w, 'o> {
+    w: &'w mut Writer<'o>,
+    cur: HeaderCursor,
+}
+
+impl HeaderWriter<'_, '_> {
+    fn finish_chunk(&mut self) {
+        if let Some(i) = self.cur.chunk {
+            let at = self.cur.at + PREAMBLE_LEN + CHUNK_LEN * i;
+            let c = &self.cur;
+            let mut d = [0u8; CHUNK_LEN];
+            d[0..4].copy_from_slice(&c.group.to_le_bytes());
+            d[4..8].copy_from_slice(&(c.rank - c.bits.count_ones()).to_le_bytes());
+            d[8..16].copy_from_slice(&c.bits.to_le_bytes());
+            self.w.put(at, &d);
+        }
+    }
+
+    /// Records `field` as present and writes its entry.
+    #[inline]
+    fn entry(&mut self, field: u32, value: u64) {
+        let g = layout::group_of(field);
+        if self.cur.chunk.is_none() || self.cur.group != g {
+            self.finish_chunk();
+            self.cur.chunk = Some(self.cur.chunk.map_or(0, |i| i + 1));
+            self.cur.group = g;
+            self.cur.bits = 0;
+        }
+        self.cur.bits |= layout::bit_of(field);
+        self.cur.rank += 1;
+        let at = self.cur.entry;
+        self.cur.entry += ENTRY_LEN;
+        self.w.put_u64(at, value);
+    }
+}
+
+impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
+    fn scalar<T: Scalar>(&mut self, field: u32, value: T) {
+        self.entry(field, value.to_entry())
+    }
+    fn bytes(&mut self, field: u32, value: &HybridBytes<'a>) {
+        let e = self.w.place(value);
+        self.entry(field, e)
+    }
+    fn message<M: Encode<'a> + ?Sized>(&mut self, field: u32, value: &M) {
+        let e = self.w.nested(value);
+        self.entry(field, e)
+    }
+    fn scalars<T: Scalar>(&mut self, field: u32, values: &[T]) {
+        let len = values.len() * T::WIDTH;
+        let at = self.w.reserve(len);
+        match self.w.out.get_mut(at..at + len) {
+            Some(dst) => {
+                for (chunk, v) in dst.chunks_exact_mut(T::WIDTH).zip(values) {
+                    v.write_packed(chunk);
+                }
+            }
+            None => self.w.failed = true,
+        }
+        self.entry(field, layout::range_entry(at as u32, len as u32))
+    }
+    fn bytes_list<B: AsHybrid<'a>>(&mut self, field: u32, values: &[B]) {
+        let len = values.len() * ENTRY_LEN;
+        let at = self.w.reserve(len);
+        for (i, b) in values.iter().enumerate() {
+            let e = self.w.place(b.as_hybrid());
+            self.w.put_u64(at + i * ENTRY_LEN, e);
+        }
+        self.entry(field, layout::range_entry(at as u32, len as u32))
+    }
+    fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, field: u32, values: I) {
+        let len = values.len() * ENTRY_LEN;
+        let at = self.w.reserve(len);
+        for (i, m) in values.enumerate() {
+            let e = self.w.nested(&m);
+            self.w.put_u64(at + i * ENTRY_LEN, e);
+        }
+        self.entry(field, layout::range_entry(at as u32, len as u32))
+    }
+}
+
+const _: () = assert!(ALIGN == ENTRY_LEN && CHUNK_LEN % ALIGN == 0 && PREAMBLE_LEN % ALIGN == 0);
+
+struct ZeroCopyLister<'f, F> {
+    f: &'f mut F,
+}
+
+impl<'a, F: FnMut(&SharedBuf)> Visitor<'a> for ZeroCopyLister<'_, F> {
+    fn scalar<T: Scalar>(&mut self, _: u32, _: T) {}
+    fn bytes(&mut self, _: u32, value: &HybridBytes<'a>) {
+        if let Some(b) = value.zero_copy_buf() {
+            (self.f)(b)
+        }
+    }
+    fn message<M: Encode<'a> + ?Sized>(&mut self, _: u32, value: &M) {
+        value.visit(self)
+    }
+    fn scalars<T: Scalar>(&mut self, _: u32, _: &[T]) {}
+    fn bytes_list<B: AsHybrid<'a>>(&mut self, _: u32, values: &[B]) {
+        for v in values {
+            if let Some(b) = v.as_hybrid().zero_copy_buf() {
+                (self.f)(b)
+            }
+        }
+    }
+    fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, _: u32, values: I) {
+        for m in values {
+            m.visit(self)
+        }
+    }
+}
+
+/// The gather list of an encoded message: its header segment, then each zero-copy buffer.
+pub fn iovecs<'s>(head: &'s [u8], zero_copy: &'s [SharedBuf], out: &mut Vec<IoSlice<'s>>) {
+    out.push(IoSlice::new(head));
+    out.extend(zero_copy.iter().map(|b| IoSlice::new(b)));
+}

@@ -1,0 +1,249 @@
+//! Sample message types, written by hand in the shape the schema compiler will generate.
+//!
+//! [`Record`] is the Cornflakes/muSer object model (a key and a list of opaque fields), used by
+//! the demo and the benchmarks:
+//!
+//! ```proto
+//! message Record {
+//!   bytes key = 1;
+//!   repeated bytes fields = 2;
+//! }
+//! ```
+//!
+//! [`ALL_KINDS`] describes a message with every field kind in singular, repeated and map form, a
+//! oneof, recursion and field numbers past 64; tests drive it through
+//! [`DynamicMessage`](crate::wire::DynamicMessage).
+
+use ferry_buf::SharedBuf;
+use ferry_wire::{
+    Context, DecodeError, Encode, FieldDesc, HybridBytes, IntoHybrid, Kind, Label, Limits, MessageDesc, View,
+    Visitor,
+};
+
+const fn field(name: &'static str, number: u32, kind: Kind, label: Label) -> FieldDesc {
+    FieldDesc { name, number, kind, label, oneof: None }
+}
+
+/// Descriptor of [`Record`].
+pub static RECORD: MessageDesc = MessageDesc {
+    name: "ferry.sample.Record",
+    fields: &[
+        field("key", 1, Kind::Bytes, Label::Optional),
+        field("fields", 2, Kind::Bytes, Label::Repeated),
+    ],
+    map_entry: false,
+};
+
+/// A key and a list of opaque fields (the muSer / Cornflakes object shape).
+#[derive(Debug, Clone)]
+pub struct Record<'a> {
+    ctx: &'a Context,
+    key: HybridBytes<'a>,
+    fields: Vec<HybridBytes<'a>>,
+}
+
+impl<'a> Record<'a> {
+    /// An empty record whose fields follow `ctx`'s copy-or-reference rule.
+    pub fn new(ctx: &'a Context) -> Self {
+        Record { ctx, key: HybridBytes::EMPTY, fields: Vec::new() }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &HybridBytes<'a> {
+        &self.key
+    }
+
+    /// Sets the key (copy or reference is decided now).
+    pub fn set_key(&mut self, value: impl IntoHybrid<'a>) {
+        self.key = value.into_hybrid(self.ctx);
+    }
+
+    /// Clears the key.
+    pub fn clear_key(&mut self) {
+        self.key = HybridBytes::EMPTY;
+    }
+
+    /// The fields.
+    pub fn fields(&self) -> &[HybridBytes<'a>] {
+        &self.fields
+    }
+
+    /// Clears the list and reserves room for `capacity` fields.
+    pub fn init_fields(&mut self, capacity: usize) {
+        self.fields.clear();
+        self.fields.reserve(capacity);
+    }
+
+    /// Appends a field (copy or reference is decided now).
+    pub fn append_field(&mut self, value: impl IntoHybrid<'a>) {
+        self.fields.push(value.into_hybrid(self.ctx));
+    }
+
+    /// Mutable access to the list.
+    pub fn fields_mut(&mut self) -> &mut Vec<HybridBytes<'a>> {
+        &mut self.fields
+    }
+
+    /// Validates `buf` and returns a view that reads it in place.
+    pub fn decode(buf: &[u8]) -> Result<RecordView<'_>, DecodeError> {
+        Self::decode_with(buf, &Limits::default())
+    }
+
+    /// [`Record::decode`] with explicit limits.
+    pub fn decode_with<'b>(buf: &'b [u8], limits: &Limits) -> Result<RecordView<'b>, DecodeError> {
+        View::decode(buf, &RECORD, limits).map(RecordView)
+    }
+
+    /// Like [`Record::decode`]; fields can then be taken as shared sub-buffers of `buf`.
+    pub fn decode_shared(buf: &SharedBuf) -> Result<RecordView<'_>, DecodeError> {
+        View::decode_shared(buf, &RECORD, &Limits::default()).map(RecordView)
+    }
+}
+
+impl<'a> Encode<'a> for Record<'a> {
+    fn visit<V: Visitor<'a>>(&self, v: &mut V) {
+        if !self.key.is_empty() {
+            v.bytes(1, &self.key);
+        }
+        if !self.fields.is_empty() {
+            v.bytes_list(2, &self.fields);
+        }
+    }
+}
+
+/// A validated, zero-copy view of an encoded [`Record`].
+#[derive(Debug, Clone, Copy)]
+pub struct RecordView<'b>(View<'b>);
+
+impl<'b> RecordView<'b> {
+    /// The key, in place.
+    pub fn key(&self) -> &'b [u8] {
+        self.0.bytes(1).unwrap_or_default()
+    }
+
+    /// The fields, in place.
+    pub fn fields(&self) -> ferry_wire::BytesList<'b> {
+        self.0.bytes_list(2)
+    }
+
+    /// The underlying view.
+    pub fn view(&self) -> &View<'b> {
+        &self.0
+    }
+
+    /// An outgoing copy of this record that references the received buffer for large fields
+    /// (decode, change a field, send back, without copying the untouched large fields).
+    pub fn to_message(&self, ctx: &'b Context) -> Record<'b> {
+        let mut r = Record::new(ctx);
+        r.key = self.0.hybrid(1, ctx).unwrap_or_default();
+        let list = self.fields();
+        r.fields.reserve(list.len());
+        for i in 0..list.len() {
+            let data = list.get(i).unwrap_or_default();
+            let value = match list.shared(i) {
+                Some(buf) if data.len() >= ctx.threshold() => HybridBytes::from_shared(buf, ctx),
+                _ => HybridBytes::new(data, ctx),
+            };
+            r.fields.push(value);
+        }
+        r
+    }
+}
+
+const fn oneof(name: &'static str, number: u32, kind: Kind, index: u16) -> FieldDesc {
+    FieldDesc { name, number, kind, label: Label::Optional, oneof: Some(index) }
+}
+
+/// Every scalar kind, in the order of [`SCALAR_KINDS`].
+pub const SCALAR_KINDS: [Kind; 14] = [
+    Kind::Int32,
+    Kind::Int64,
+    Kind::UInt32,
+    Kind::UInt64,
+    Kind::SInt32,
+    Kind::SInt64,
+    Kind::Fixed32,
+    Kind::Fixed64,
+    Kind::SFixed32,
+    Kind::SFixed64,
+    Kind::Float,
+    Kind::Double,
+    Kind::Bool,
+    Kind::Enum,
+];
+
+/// Map entry `map<string, int64>`.
+pub static MAP_STRING_INT64: MessageDesc = MessageDesc {
+    name: "ferry.sample.AllKinds.StrI64Entry",
+    fields: &[field("key", 1, Kind::String, Label::Optional), field("value", 2, Kind::Int64, Label::Optional)],
+    map_entry: true,
+};
+
+/// Map entry `map<uint32, AllKinds>`.
+pub static MAP_UINT32_MESSAGE: MessageDesc = MessageDesc {
+    name: "ferry.sample.AllKinds.U32MsgEntry",
+    fields: &[
+        field("key", 1, Kind::UInt32, Label::Optional),
+        field("value", 2, Kind::Message(&ALL_KINDS), Label::Optional),
+    ],
+    map_entry: true,
+};
+
+/// Map entry `map<bool, bytes>`.
+pub static MAP_BOOL_BYTES: MessageDesc = MessageDesc {
+    name: "ferry.sample.AllKinds.BoolBytesEntry",
+    fields: &[field("key", 1, Kind::Bool, Label::Optional), field("value", 2, Kind::Bytes, Label::Optional)],
+    map_entry: true,
+};
+
+/// A message with every field kind: singular 1-16, repeated 21-36, nested/recursive 17-18 and
+/// 37, maps 40-42, a oneof 50-52, and fields 100 and 70000 (past the first presence chunk).
+pub static ALL_KINDS: MessageDesc = MessageDesc {
+    name: "ferry.sample.AllKinds",
+    fields: &[
+        field("int32", 1, Kind::Int32, Label::Optional),
+        field("int64", 2, Kind::Int64, Label::Optional),
+        field("uint32", 3, Kind::UInt32, Label::Optional),
+        field("uint64", 4, Kind::UInt64, Label::Optional),
+        field("sint32", 5, Kind::SInt32, Label::Optional),
+        field("sint64", 6, Kind::SInt64, Label::Optional),
+        field("fixed32", 7, Kind::Fixed32, Label::Optional),
+        field("fixed64", 8, Kind::Fixed64, Label::Optional),
+        field("sfixed32", 9, Kind::SFixed32, Label::Optional),
+        field("sfixed64", 10, Kind::SFixed64, Label::Optional),
+        field("float", 11, Kind::Float, Label::Optional),
+        field("double", 12, Kind::Double, Label::Optional),
+        field("bool", 13, Kind::Bool, Label::Optional),
+        field("enum", 14, Kind::Enum, Label::Optional),
+        field("string", 15, Kind::String, Label::Optional),
+        field("bytes", 16, Kind::Bytes, Label::Optional),
+        field("child", 17, Kind::Message(&ALL_KINDS), Label::Optional),
+        field("record", 18, Kind::Message(&RECORD), Label::Optional),
+        field("r_int32", 21, Kind::Int32, Label::Repeated),
+        field("r_int64", 22, Kind::Int64, Label::Repeated),
+        field("r_uint32", 23, Kind::UInt32, Label::Repeated),
+        field("r_uint64", 24, Kind::UInt64, Label::Repeated),
+        field("r_sint32", 25, Kind::SInt32, Label::Repeated),
+        field("r_sint64", 26, Kind::SInt64, Label::Repeated),
+        field("r_fixed32", 27, Kind::Fixed32, Label::Repeated),
+        field("r_fixed64", 28, Kind::Fixed64, Label::Repeated),
+        field("r_sfixed32", 29, Kind::SFixed32, Label::Repeated),
+        field("r_sfixed64", 30, Kind::SFixed64, Label::Repeated),
+        field("r_float", 31, Kind::Float, Label::Repeated),
+        field("r_double", 32, Kind::Double, Label::Repeated),
+        field("r_bool", 33, Kind::Bool, Label::Repeated),
+        field("r_enum", 34, Kind::Enum, Label::Repeated),
+        field("r_string", 35, Kind::String, Label::Repeated),
+        field("r_bytes", 36, Kind::Bytes, Label::Repeated),
+        field("r_child", 37, Kind::Message(&ALL_KINDS), Label::Repeated),
+        field("m_str_i64", 40, Kind::Message(&MAP_STRING_INT64), Label::Repeated),
+        field("m_u32_msg", 41, Kind::Message(&MAP_UINT32_MESSAGE), Label::Repeated),
+        field("m_bool_bytes", 42, Kind::Message(&MAP_BOOL_BYTES), Label::Repeated),
+        oneof("o_uint64", 50, Kind::UInt64, 0),
+        oneof("o_string", 51, Kind::String, 0),
+        oneof("o_child", 52, Kind::Message(&ALL_KINDS), 0),
+        field("far", 100, Kind::Fixed64, Label::Optional),
+        field("very_far", 70000, Kind::Bytes, Label::Optional),
+    ],
+    map_entry: false,
+};
