@@ -4,7 +4,7 @@
 //! per message; recursive messages refer to their own static.
 
 /// The protobuf kind of a field.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub enum Kind {
     /// `int32`.
     Int32,
@@ -42,6 +42,31 @@ pub enum Kind {
     Message(&'static MessageDesc),
 }
 
+/// Names a nested message instead of printing its descriptor, which may contain itself.
+impl core::fmt::Debug for Kind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Kind::Message(d) => write!(f, "Message({})", d.name),
+            Kind::Int32 => f.write_str("Int32"),
+            Kind::Int64 => f.write_str("Int64"),
+            Kind::UInt32 => f.write_str("UInt32"),
+            Kind::UInt64 => f.write_str("UInt64"),
+            Kind::SInt32 => f.write_str("SInt32"),
+            Kind::SInt64 => f.write_str("SInt64"),
+            Kind::Fixed32 => f.write_str("Fixed32"),
+            Kind::Fixed64 => f.write_str("Fixed64"),
+            Kind::SFixed32 => f.write_str("SFixed32"),
+            Kind::SFixed64 => f.write_str("SFixed64"),
+            Kind::Float => f.write_str("Float"),
+            Kind::Double => f.write_str("Double"),
+            Kind::Bool => f.write_str("Bool"),
+            Kind::Enum => f.write_str("Enum"),
+            Kind::String => f.write_str("String"),
+            Kind::Bytes => f.write_str("Bytes"),
+        }
+    }
+}
+
 impl Kind {
     /// Width of one element in a packed list, or `None` for ranged kinds.
     pub const fn packed_width(self) -> Option<usize> {
@@ -54,12 +79,9 @@ impl Kind {
             | Kind::SFixed32
             | Kind::Float
             | Kind::Enum => Some(4),
-            Kind::Int64
-            | Kind::UInt64
-            | Kind::SInt64
-            | Kind::Fixed64
-            | Kind::SFixed64
-            | Kind::Double => Some(8),
+            Kind::Int64 | Kind::UInt64 | Kind::SInt64 | Kind::Fixed64 | Kind::SFixed64 | Kind::Double => {
+                Some(8)
+            }
             Kind::String | Kind::Bytes | Kind::Message(_) => None,
         }
     }

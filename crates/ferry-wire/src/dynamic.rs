@@ -92,10 +92,18 @@ pub struct TypeMismatch {
 }
 
 /// A message whose type is known at run time.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DynamicMessage<'a> {
     desc: &'static MessageDesc,
     fields: BTreeMap<u32, Value<'a>>,
+}
+
+impl core::fmt::Debug for DynamicMessage<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct(self.desc.name)
+            .field("fields", &self.fields)
+            .finish()
+    }
 }
 
 impl PartialEq for DynamicMessage<'_> {
@@ -153,7 +161,10 @@ fn key_cmp(a: &Value<'_>, b: &Value<'_>) -> Ordering {
 impl<'a> DynamicMessage<'a> {
     /// An empty message of type `desc`.
     pub fn new(desc: &'static MessageDesc) -> Self {
-        DynamicMessage { desc, fields: BTreeMap::new() }
+        DynamicMessage {
+            desc,
+            fields: BTreeMap::new(),
+        }
     }
 
     /// The message type.
@@ -162,14 +173,20 @@ impl<'a> DynamicMessage<'a> {
     }
 
     fn field_desc(&self, number: u32) -> Result<&'static FieldDesc, TypeMismatch> {
-        self.desc.field(number).ok_or_else(|| TypeMismatch { message: self.desc.name, field: number.to_string() })
+        self.desc.field(number).ok_or_else(|| TypeMismatch {
+            message: self.desc.name,
+            field: number.to_string(),
+        })
     }
 
     /// Sets field `number`; setting a oneof member clears the others. An empty list clears the field.
     pub fn set(&mut self, number: u32, value: Value<'a>) -> Result<(), TypeMismatch> {
         let f = self.field_desc(number)?;
         if !fits(f.kind, f.label, &value) {
-            return Err(TypeMismatch { message: self.desc.name, field: f.name.to_string() });
+            return Err(TypeMismatch {
+                message: self.desc.name,
+                field: f.name.to_string(),
+            });
         }
         if let Some(o) = f.oneof {
             for g in self.desc.fields.iter().filter(|g| g.oneof == Some(o)) {
@@ -188,18 +205,33 @@ impl<'a> DynamicMessage<'a> {
     }
 
     /// Inserts into map field `number`, keeping entries in ascending key order; an equal key is replaced.
-    pub fn insert_map_entry(&mut self, number: u32, key: Value<'a>, value: Value<'a>) -> Result<(), TypeMismatch> {
+    pub fn insert_map_entry(
+        &mut self,
+        number: u32,
+        key: Value<'a>,
+        value: Value<'a>,
+    ) -> Result<(), TypeMismatch> {
         let f = self.field_desc(number)?;
-        let mismatch = || TypeMismatch { message: self.desc.name, field: f.name.to_string() };
-        let Kind::Message(entry_desc) = f.kind else { return Err(mismatch()) };
+        let mismatch = || TypeMismatch {
+            message: self.desc.name,
+            field: f.name.to_string(),
+        };
+        let Kind::Message(entry_desc) = f.kind else {
+            return Err(mismatch());
+        };
         if !entry_desc.map_entry {
             return Err(mismatch());
         }
         let mut entry = DynamicMessage::new(entry_desc);
         entry.set(1, key).map_err(|_| mismatch())?;
         entry.set(2, value).map_err(|_| mismatch())?;
-        let slot = self.fields.entry(number).or_insert(Value::List(List::Messages(Vec::new())));
-        let Value::List(List::Messages(entries)) = slot else { return Err(mismatch()) };
+        let slot = self
+            .fields
+            .entry(number)
+            .or_insert(Value::List(List::Messages(Vec::new())));
+        let Value::List(List::Messages(entries)) = slot else {
+            return Err(mismatch());
+        };
         let k = entry.fields.get(&1);
         let pos = entries.binary_search_by(|e| match (e.fields.get(&1), k) {
             (Some(a), Some(b)) => key_cmp(a, b),
@@ -240,8 +272,12 @@ impl<'a> DynamicMessage<'a> {
             let value = if f.label == Label::Repeated {
                 let list = match f.kind {
                     Kind::Bool => List::Bool(view.scalars(n).iter().collect()),
-                    Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => List::I32(view.scalars(n).iter().collect()),
-                    Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => List::I64(view.scalars(n).iter().collect()),
+                    Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => {
+                        List::I32(view.scalars(n).iter().collect())
+                    }
+                    Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => {
+                        List::I64(view.scalars(n).iter().collect())
+                    }
                     Kind::UInt32 | Kind::Fixed32 => List::U32(view.scalars(n).iter().collect()),
                     Kind::UInt64 | Kind::Fixed64 => List::U64(view.scalars(n).iter().collect()),
                     Kind::Float => List::F32(view.scalars(n).iter().collect()),
@@ -274,8 +310,12 @@ impl<'a> DynamicMessage<'a> {
             } else {
                 match f.kind {
                     Kind::Bool => Value::Bool(view.scalar(n).unwrap_or_default()),
-                    Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => Value::I32(view.scalar(n).unwrap_or_default()),
-                    Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => Value::I64(view.scalar(n).unwrap_or_default()),
+                    Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => {
+                        Value::I32(view.scalar(n).unwrap_or_default())
+                    }
+                    Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => {
+                        Value::I64(view.scalar(n).unwrap_or_default())
+                    }
                     Kind::UInt32 | Kind::Fixed32 => Value::U32(view.scalar(n).unwrap_or_default()),
                     Kind::UInt64 | Kind::Fixed64 => Value::U64(view.scalar(n).unwrap_or_default()),
                     Kind::Float => Value::F32(view.scalar(n).unwrap_or_default()),
@@ -291,7 +331,9 @@ impl<'a> DynamicMessage<'a> {
                     },
                 }
             };
-            m.fields.insert(n, value);
+            if !matches!(&value, Value::List(l) if l.is_empty()) {
+                m.fields.insert(n, value);
+            }
         }
         Ok(m)
     }
@@ -302,7 +344,12 @@ fn check_utf8(view: &View<'_>, f: &FieldDesc, data: &[u8]) -> Result<(), DecodeE
         Ok(_) => Ok(()),
         Err(e) => {
             let offset = (data.as_ptr() as usize).wrapping_sub(view.root().as_ptr() as usize);
-            Err(DecodeError::invalid_utf8(e.valid_up_to(), offset as u64, view.desc().name, f.name))
+            Err(DecodeError::invalid_utf8(
+                e.valid_up_to(),
+                offset as u64,
+                view.desc().name,
+                f.name,
+            ))
         }
     }
 }

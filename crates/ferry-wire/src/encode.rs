@@ -130,6 +130,12 @@ pub enum EncodeError {
         /// The limit.
         max: u64,
     },
+    /// A message has more than 65535 presence chunks (field numbers spread over that many groups of 64).
+    #[error("a message has {chunks} presence chunks; the format allows 65535")]
+    TooManyChunks {
+        /// Chunks needed.
+        chunks: usize,
+    },
     /// The output slice does not match the layout (the message changed between `layout` and `write_head`?).
     #[error("header segment needs {needed} bytes, output has {got}")]
     OutputSize {
@@ -174,22 +180,44 @@ impl<'a, M: Encode<'a>> Serialize for M {
         let head = header_len_of(self);
         s.head = head;
         self.visit(&mut s);
-        Layout { head_len: s.head, zero_copy_len: s.zc_len, zero_copy_count: s.zc_count }
+        Layout {
+            head_len: s.head,
+            zero_copy_len: s.zc_len,
+            zero_copy_count: s.zc_count,
+        }
     }
 
     fn write_head(&self, layout: &Layout, out: &mut [u8]) -> Result<(), EncodeError> {
         let total = layout.total_len() as u64;
         if total > layout::MAX_MESSAGE_LEN {
-            return Err(EncodeError::TooLarge { len: total, max: layout::MAX_MESSAGE_LEN });
+            return Err(EncodeError::TooLarge {
+                len: total,
+                max: layout::MAX_MESSAGE_LEN,
+            });
         }
         if out.len() != layout.head_len {
-            return Err(EncodeError::OutputSize { needed: layout.head_len, got: out.len() });
+            return Err(EncodeError::OutputSize {
+                needed: layout.head_len,
+                got: out.len(),
+            });
         }
         let head = header_len_of(self);
-        let mut w = Writer { out, copy: head, zc: layout.head_len, failed: false };
+        let mut w = Writer {
+            out,
+            copy: head,
+            zc: layout.head_len,
+            failed: false,
+            too_many_chunks: None,
+        };
         w.write_message(0, self);
+        if let Some(chunks) = w.too_many_chunks {
+            return Err(EncodeError::TooManyChunks { chunks });
+        }
         if w.failed || w.copy != layout.head_len {
-            return Err(EncodeError::OutputSize { needed: w.copy, got: layout.head_len });
+            return Err(EncodeError::OutputSize {
+                needed: w.copy,
+                got: layout.head_len,
+            });
         }
         Ok(())
     }
@@ -301,6 +329,7 @@ struct Writer<'o> {
     copy: usize,
     zc: usize,
     failed: bool,
+    too_many_chunks: Option<usize>,
 }
 
 /// The state of the header being written for one message.
@@ -365,6 +394,9 @@ impl Writer<'_> {
     fn write_message<'a, M: Encode<'a> + ?Sized>(&mut self, at: usize, m: &M) {
         let mut p = Presence::default();
         m.visit(&mut p);
+        if p.chunks > usize::from(u16::MAX) {
+            self.too_many_chunks = Some(p.chunks);
+        }
         let mut h = HeaderWriter {
             w: self,
             cur: HeaderCursor {

@@ -25,12 +25,18 @@ pub struct Context {
 impl Context {
     /// Zero-copy for pool-resident values of at least [`DEFAULT_THRESHOLD`] bytes.
     pub fn new(pool: Pool) -> Self {
-        Context { pool: Some(pool), threshold: DEFAULT_THRESHOLD }
+        Context {
+            pool: Some(pool),
+            threshold: DEFAULT_THRESHOLD,
+        }
     }
 
     /// A context that always copies and has no pool.
     pub fn copy_only() -> Self {
-        Context { pool: None, threshold: usize::MAX }
+        Context {
+            pool: None,
+            threshold: usize::MAX,
+        }
     }
 
     /// Sets the threshold: `0` references whenever possible, `usize::MAX` always copies.
@@ -51,7 +57,7 @@ impl Context {
 
     /// The shared buffer for `data` when it should be sent by reference.
     fn reference(&self, data: &[u8]) -> Option<SharedBuf> {
-        if data.len() < self.threshold {
+        if data.is_empty() || data.len() < self.threshold {
             return None;
         }
         self.pool.as_ref()?.recover(data)
@@ -92,7 +98,8 @@ impl<'a> HybridBytes<'a> {
 
     /// From a shared buffer, with no lookup: referenced when at least the threshold, else copied at serialization.
     pub fn from_shared(buf: SharedBuf, ctx: &Context) -> Self {
-        let zero_copy = buf.len() >= ctx.threshold && ctx.pool.is_some();
+        // Empty values never become gather entries.
+        let zero_copy = !buf.is_empty() && buf.len() >= ctx.threshold && ctx.pool.is_some();
         HybridBytes(Repr::Shared { buf, zero_copy })
     }
 

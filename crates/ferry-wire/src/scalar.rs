@@ -54,12 +54,9 @@ int_scalar!(u32, 4, |v: u32| v as u64, |e: u64| e as u32);
 int_scalar!(i32, 4, |v: i32| v as i64 as u64, |e: u64| e as u32 as i32);
 int_scalar!(u64, 8, |v: u64| v, |e: u64| e);
 int_scalar!(i64, 8, |v: i64| v as u64, |e: u64| e as i64);
-int_scalar!(
-    f32,
-    4,
-    |v: f32| v.to_bits() as u64,
-    |e: u64| f32::from_bits(e as u32)
-);
+int_scalar!(f32, 4, |v: f32| v.to_bits() as u64, |e: u64| f32::from_bits(
+    e as u32
+));
 int_scalar!(f64, 8, |v: f64| v.to_bits(), f64::from_bits);
 
 impl sealed::Sealed for bool {}

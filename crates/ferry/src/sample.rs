@@ -21,7 +21,13 @@ use ferry_wire::{
 };
 
 const fn field(name: &'static str, number: u32, kind: Kind, label: Label) -> FieldDesc {
-    FieldDesc { name, number, kind, label, oneof: None }
+    FieldDesc {
+        name,
+        number,
+        kind,
+        label,
+        oneof: None,
+    }
 }
 
 /// Descriptor of [`Record`].
@@ -45,7 +51,11 @@ pub struct Record<'a> {
 impl<'a> Record<'a> {
     /// An empty record whose fields follow `ctx`'s copy-or-reference rule.
     pub fn new(ctx: &'a Context) -> Self {
-        Record { ctx, key: HybridBytes::EMPTY, fields: Vec::new() }
+        Record {
+            ctx,
+            key: HybridBytes::EMPTY,
+            fields: Vec::new(),
+        }
     }
 
     /// The key.
@@ -151,7 +161,13 @@ impl<'b> RecordView<'b> {
 }
 
 const fn oneof(name: &'static str, number: u32, kind: Kind, index: u16) -> FieldDesc {
-    FieldDesc { name, number, kind, label: Label::Optional, oneof: Some(index) }
+    FieldDesc {
+        name,
+        number,
+        kind,
+        label: Label::Optional,
+        oneof: Some(index),
+    }
 }
 
 /// Every scalar kind, in the order of [`SCALAR_KINDS`].
@@ -175,7 +191,10 @@ pub const SCALAR_KINDS: [Kind; 14] = [
 /// Map entry `map<string, int64>`.
 pub static MAP_STRING_INT64: MessageDesc = MessageDesc {
     name: "ferry.sample.AllKinds.StrI64Entry",
-    fields: &[field("key", 1, Kind::String, Label::Optional), field("value", 2, Kind::Int64, Label::Optional)],
+    fields: &[
+        field("key", 1, Kind::String, Label::Optional),
+        field("value", 2, Kind::Int64, Label::Optional),
+    ],
     map_entry: true,
 };
 
@@ -192,7 +211,10 @@ pub static MAP_UINT32_MESSAGE: MessageDesc = MessageDesc {
 /// Map entry `map<bool, bytes>`.
 pub static MAP_BOOL_BYTES: MessageDesc = MessageDesc {
     name: "ferry.sample.AllKinds.BoolBytesEntry",
-    fields: &[field("key", 1, Kind::Bool, Label::Optional), field("value", 2, Kind::Bytes, Label::Optional)],
+    fields: &[
+        field("key", 1, Kind::Bool, Label::Optional),
+        field("value", 2, Kind::Bytes, Label::Optional),
+    ],
     map_entry: true,
 };
 
@@ -237,8 +259,18 @@ pub static ALL_KINDS: MessageDesc = MessageDesc {
         field("r_bytes", 36, Kind::Bytes, Label::Repeated),
         field("r_child", 37, Kind::Message(&ALL_KINDS), Label::Repeated),
         field("m_str_i64", 40, Kind::Message(&MAP_STRING_INT64), Label::Repeated),
-        field("m_u32_msg", 41, Kind::Message(&MAP_UINT32_MESSAGE), Label::Repeated),
-        field("m_bool_bytes", 42, Kind::Message(&MAP_BOOL_BYTES), Label::Repeated),
+        field(
+            "m_u32_msg",
+            41,
+            Kind::Message(&MAP_UINT32_MESSAGE),
+            Label::Repeated,
+        ),
+        field(
+            "m_bool_bytes",
+            42,
+            Kind::Message(&MAP_BOOL_BYTES),
+            Label::Repeated,
+        ),
         oneof("o_uint64", 50, Kind::UInt64, 0),
         oneof("o_string", 51, Kind::String, 0),
         oneof("o_child", 52, Kind::Message(&ALL_KINDS), 0),

@@ -13,10 +13,14 @@ fn copy_only_all_kinds_round_trip() {
     let mut child = DynamicMessage::new(&ALL_KINDS);
     child.set(100, Value::U64(9)).unwrap();
     m.set(17, Value::Message(child.clone())).unwrap();
-    m.set(37, Value::List(List::Messages(vec![child.clone(), child]))).unwrap();
-    m.insert_map_entry(40, Value::Bytes(HybridBytes::new(b"b", &ctx)), Value::I64(2)).unwrap();
-    m.insert_map_entry(40, Value::Bytes(HybridBytes::new(b"a", &ctx)), Value::I64(1)).unwrap();
-    m.set(70000, Value::Bytes(HybridBytes::new(&[1, 2, 3], &ctx))).unwrap();
+    m.set(37, Value::List(List::Messages(vec![child.clone(), child])))
+        .unwrap();
+    m.insert_map_entry(40, Value::Bytes(HybridBytes::new(b"b", &ctx)), Value::I64(2))
+        .unwrap();
+    m.insert_map_entry(40, Value::Bytes(HybridBytes::new(b"a", &ctx)), Value::I64(1))
+        .unwrap();
+    m.set(70000, Value::Bytes(HybridBytes::new(&[1, 2, 3], &ctx)))
+        .unwrap();
     let bytes = m.to_vec().unwrap();
     assert_eq!(bytes.len(), m.layout().total_len());
     let view = View::decode(&bytes, &ALL_KINDS, &Limits::default()).unwrap();

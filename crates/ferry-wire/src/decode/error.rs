@@ -71,6 +71,14 @@ pub enum DecodeErrorKind {
         /// Width of one element.
         width: u32,
     },
+    /// A nested header or list array starts before the end of the previous one in walk order
+    /// (overlapping or aliased structures are rejected).
+    StructureOverlap {
+        /// Start of the offending structure.
+        start: u64,
+        /// End of the previous structure.
+        previous_end: u64,
+    },
     /// Nesting deeper than [`Limits::max_depth`](super::Limits).
     TooDeep {
         /// The limit.
@@ -108,11 +116,20 @@ pub struct DecodeError {
 
 impl DecodeError {
     pub(crate) fn new(kind: DecodeErrorKind, offset: u64) -> Self {
-        DecodeError { kind, offset, path: Vec::new() }
+        DecodeError {
+            kind,
+            offset,
+            path: Vec::new(),
+        }
     }
 
     /// A `string` that is not UTF-8, at `offset` in field `message.field`.
-    pub(crate) fn invalid_utf8(valid_up_to: usize, offset: u64, message: &'static str, field: &'static str) -> Self {
+    pub(crate) fn invalid_utf8(
+        valid_up_to: usize,
+        offset: u64,
+        message: &'static str,
+        field: &'static str,
+    ) -> Self {
         DecodeError::new(DecodeErrorKind::InvalidUtf8 { valid_up_to }, offset).within(message, field)
     }
 
@@ -152,19 +169,34 @@ impl fmt::Display for DecodeErrorKind {
             UnknownFlags(x) => write!(f, "unknown header flags {x:#06x}"),
             ChunkOrder { chunk } => write!(f, "chunk {chunk} is not in ascending group order"),
             BadChunk { chunk } => write!(f, "chunk {chunk} is empty or names an invalid field number"),
-            RankMismatch { chunk, found, expected } => {
+            RankMismatch {
+                chunk,
+                found,
+                expected,
+            } => {
                 write!(f, "chunk {chunk} has rank base {found}, expected {expected}")
             }
             EntryCount { found, expected } => {
                 write!(f, "entry count {found} does not match the {expected} bits set")
             }
-            RangeOutOfBounds { offset, len, message_len } => write!(
+            RangeOutOfBounds {
+                offset,
+                len,
+                message_len,
+            } => write!(
                 f,
                 "range {offset}+{len} lies outside the {message_len}-byte message"
             ),
             ListLength { len, width } => {
-                write!(f, "list of {len} bytes is not a multiple of the {width}-byte element")
+                write!(
+                    f,
+                    "list of {len} bytes is not a multiple of the {width}-byte element"
+                )
             }
+            StructureOverlap { start, previous_end } => write!(
+                f,
+                "structure at {start} starts before the end of the previous one ({previous_end})"
+            ),
             TooDeep { max } => write!(f, "nesting deeper than {max}"),
             TooManyElements { max } => write!(f, "more than {max} fields and elements"),
             OneofConflict { first, second } => {

@@ -26,7 +26,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_message_len: 64 << 20, max_depth: 64, max_elements: 1 << 22 }
+        Limits {
+            max_message_len: 64 << 20,
+            max_depth: 64,
+            max_elements: 1 << 22,
+        }
     }
 }
 
@@ -80,9 +84,20 @@ impl<'b> View<'b> {
         if len > max {
             return Err(DecodeError::new(K::MessageTooLarge { len, max }, 0));
         }
-        let mut v = Validator { root, limits, budget: limits.max_elements };
+        let mut v = Validator {
+            root,
+            limits,
+            budget: limits.max_elements,
+            cursor: 0,
+        };
         let chunks = v.header(0, None)?;
-        let view = View { root, owner, desc, at: 0, chunks };
+        let view = View {
+            root,
+            owner,
+            desc,
+            at: 0,
+            chunks,
+        };
         v.message(&view, 0)?;
         Ok(view)
     }
@@ -164,13 +179,20 @@ impl<'b> View<'b> {
 
     /// A singular `string`, UTF-8 checked now. `Ok(None)` when absent.
     pub fn str(&self, field: u32) -> Result<Option<&'b str>, DecodeError> {
-        let Some((at, e)) = self.entry_at(field) else { return Ok(None) };
+        let Some((at, e)) = self.entry_at(field) else {
+            return Ok(None);
+        };
         let b = self.range(e).unwrap_or_default();
         match core::str::from_utf8(b) {
             Ok(s) => Ok(Some(s)),
             Err(err) => {
                 let name = self.desc.field(field).map_or("?", |f| f.name);
-                Err(DecodeError::invalid_utf8(err.valid_up_to(), at as u64, self.desc.name, name))
+                Err(DecodeError::invalid_utf8(
+                    err.valid_up_to(),
+                    at as u64,
+                    self.desc.name,
+                    name,
+                ))
             }
         }
     }
@@ -199,19 +221,32 @@ impl<'b> View<'b> {
 
     fn child(&self, at: usize, desc: &'static MessageDesc) -> Option<View<'b>> {
         let chunks = read_u16(self.root, at)? as usize;
-        Some(View { root: self.root, owner: self.owner, desc, at, chunks })
+        Some(View {
+            root: self.root,
+            owner: self.owner,
+            desc,
+            at,
+            chunks,
+        })
     }
 
     /// A repeated scalar (empty when absent).
     pub fn scalars<T: Scalar>(&self, field: u32) -> ScalarList<'b, T> {
         let data = self.entry(field).and_then(|e| self.range(e)).unwrap_or_default();
-        ScalarList { data, _t: PhantomData }
+        ScalarList {
+            data,
+            _t: PhantomData,
+        }
     }
 
     /// A repeated `bytes` or `string` (empty when absent).
     pub fn bytes_list(&self, field: u32) -> BytesList<'b> {
         let ptrs = self.entry(field).and_then(|e| self.range(e)).unwrap_or_default();
-        BytesList { root: self.root, owner: self.owner, ptrs }
+        BytesList {
+            root: self.root,
+            owner: self.owner,
+            ptrs,
+        }
     }
 
     /// A repeated message or map (empty when absent).
@@ -221,7 +256,11 @@ impl<'b> View<'b> {
             _ => self.desc,
         };
         let ptrs = self.entry(field).and_then(|e| self.range(e)).unwrap_or_default();
-        MessageList { parent: *self, desc, ptrs }
+        MessageList {
+            parent: *self,
+            desc,
+            ptrs,
+        }
     }
 
     /// Present field numbers, ascending (known and unknown).
@@ -232,7 +271,9 @@ impl<'b> View<'b> {
             let c = base + CHUNK_LEN * i;
             let g = read_u32(root, c).unwrap_or(0);
             let bits = read_u64(root, c + 8).unwrap_or(0);
-            (0..64u32).filter(move |b| bits & (1 << b) != 0).map(move |b| g * 64 + b)
+            (0..64u32)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| g * 64 + b)
         })
     }
 }
@@ -256,7 +297,9 @@ impl<'b, T: Scalar> ScalarList<'b, T> {
     /// Element `i`.
     pub fn get(&self, i: usize) -> Option<T> {
         let start = i.checked_mul(T::WIDTH)?;
-        self.data.get(start..start + T::WIDTH).map(T::read_packed)
+        self.data
+            .get(start..start.checked_add(T::WIDTH)?)
+            .map(T::read_packed)
     }
     /// The elements.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = T> + 'b {
@@ -295,12 +338,17 @@ impl<'b> BytesList<'b> {
         let e = read_u64(ptr, 0).unwrap_or(0);
         let (off, len) = layout::split_range(e);
         let start = off as usize;
-        self.root.get(start..start + len as usize).unwrap_or_default()
+        start
+            .checked_add(len as usize)
+            .and_then(|end| self.root.get(start..end))
+            .unwrap_or_default()
     }
     /// Element `i`.
     pub fn get(&self, i: usize) -> Option<&'b [u8]> {
         let start = i.checked_mul(ENTRY_LEN)?;
-        self.ptrs.get(start..start + ENTRY_LEN).map(|p| self.at(p))
+        self.ptrs
+            .get(start..start.checked_add(ENTRY_LEN)?)
+            .map(|p| self.at(p))
     }
     /// Element `i` as a shared sub-buffer (views from [`View::decode_shared`] only).
     pub fn shared(&self, i: usize) -> Option<SharedBuf> {
@@ -347,14 +395,22 @@ impl<'b> MessageList<'b> {
     /// Element `i`.
     pub fn get(&self, i: usize) -> Option<View<'b>> {
         let start = i.checked_mul(ENTRY_LEN)?;
-        self.at(self.ptrs.get(start..start + ENTRY_LEN)?)
+        self.at(self.ptrs.get(start..start.checked_add(ENTRY_LEN)?)?)
     }
     /// The elements.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = View<'b>> + 'b {
         let me = *self;
         // Validated lists always yield a view; the fallback keeps the iterator exact-size.
-        let empty = View { root: &[], owner: None, desc: self.desc, at: 0, chunks: 0 };
-        self.ptrs.chunks_exact(ENTRY_LEN).map(move |p| me.at(p).unwrap_or(empty))
+        let empty = View {
+            root: &[],
+            owner: None,
+            desc: self.desc,
+            at: 0,
+            chunks: 0,
+        };
+        self.ptrs
+            .chunks_exact(ENTRY_LEN)
+            .map(move |p| me.at(p).unwrap_or(empty))
     }
 }
 
@@ -365,10 +421,16 @@ impl fmt::Debug for MessageList<'_> {
 }
 
 /// Whole-message validation, run once by [`View::decode`].
+///
+/// Headers, pointer arrays and packed arrays ("structures") must lie at increasing,
+/// non-overlapping offsets in walk order (`cursor` is the end of the last one). Without this
+/// rule, many pointers could name one nested header and a small message would unfold into an
+/// exponential tree; with it, decoded structure is bounded by the message length.
 struct Validator<'b, 'l> {
     root: &'b [u8],
     limits: &'l Limits,
     budget: u64,
+    cursor: usize,
 }
 
 impl<'b> Validator<'b, '_> {
@@ -378,18 +440,41 @@ impl<'b> Validator<'b, '_> {
                 self.budget = left;
                 Ok(())
             }
-            None => Err(DecodeError::new(K::TooManyElements { max: self.limits.max_elements }, at as u64)),
+            None => Err(DecodeError::new(
+                K::TooManyElements {
+                    max: self.limits.max_elements,
+                },
+                at as u64,
+            )),
         }
+    }
+
+    /// Claims `[start, start + len)` as the next structure in walk order.
+    fn claim(&mut self, entry_at: usize, start: usize, len: usize) -> Result<(), DecodeError> {
+        if start < self.cursor {
+            let kind = K::StructureOverlap {
+                start: start as u64,
+                previous_end: self.cursor as u64,
+            };
+            return Err(DecodeError::new(kind, entry_at as u64));
+        }
+        self.cursor = start + len;
+        Ok(())
     }
 
     /// Checks the header at `at`; returns its chunk count.
     fn header(&mut self, at: usize, declared: Option<u64>) -> Result<usize, DecodeError> {
         let err = |kind| Err(DecodeError::new(kind, at as u64));
         let available = (self.root.len() as u64).saturating_sub(at as u64);
-        let (Some(chunks), Some(flags), Some(entries)) =
-            (read_u16(self.root, at), read_u16(self.root, at + 2), read_u32(self.root, at + 4))
-        else {
-            return err(K::HeaderOutOfBounds { needed: PREAMBLE_LEN as u64, available });
+        let (Some(chunks), Some(flags), Some(entries)) = (
+            read_u16(self.root, at),
+            read_u16(self.root, at + 2),
+            read_u32(self.root, at + 4),
+        ) else {
+            return err(K::HeaderOutOfBounds {
+                needed: PREAMBLE_LEN as u64,
+                available,
+            });
         };
         if flags != 0 {
             return err(K::UnknownFlags(flags));
@@ -401,10 +486,14 @@ impl<'b> Validator<'b, '_> {
         }
         if let Some(declared) = declared {
             if declared != needed {
-                return err(K::HeaderLength { declared, actual: needed });
+                return err(K::HeaderLength {
+                    declared,
+                    actual: needed,
+                });
             }
         }
         self.spend(entries, at)?;
+        self.cursor = at + needed as usize;
         let mut rank = 0u32;
         let mut last: Option<u32> = None;
         for i in 0..chunks {
@@ -422,13 +511,20 @@ impl<'b> Validator<'b, '_> {
                 return chunk_err(K::BadChunk { chunk });
             }
             if base != rank {
-                return chunk_err(K::RankMismatch { chunk, found: base, expected: rank });
+                return chunk_err(K::RankMismatch {
+                    chunk,
+                    found: base,
+                    expected: rank,
+                });
             }
             rank += bits.count_ones();
             last = Some(g);
         }
         if u64::from(rank) != entries {
-            return err(K::EntryCount { found: entries as u32, expected: rank });
+            return err(K::EntryCount {
+                found: entries as u32,
+                expected: rank,
+            });
         }
         Ok(chunks)
     }
@@ -437,7 +533,14 @@ impl<'b> Validator<'b, '_> {
         let (off, len) = layout::split_range(e);
         let message_len = self.root.len() as u64;
         if u64::from(off) + u64::from(len) > message_len {
-            return Err(DecodeError::new(K::RangeOutOfBounds { offset: off, len, message_len }, at as u64));
+            return Err(DecodeError::new(
+                K::RangeOutOfBounds {
+                    offset: off,
+                    len,
+                    message_len,
+                },
+                at as u64,
+            ));
         }
         Ok((off as usize, len as usize))
     }
@@ -449,27 +552,43 @@ impl<'b> Validator<'b, '_> {
         for (i, f) in desc.fields.iter().enumerate() {
             let Some((at, e)) = view.entry_at(f.number) else {
                 if f.label == Label::Required {
-                    return Err(DecodeError::new(K::MissingRequired, view.at as u64).within(desc.name, f.name));
+                    return Err(
+                        DecodeError::new(K::MissingRequired, view.at as u64).within(desc.name, f.name)
+                    );
                 }
                 continue;
             };
             if let Some(o) = f.oneof {
                 let mask = 1u64 << (o % 64);
                 if o >= 64 || oneofs_seen & mask != 0 {
-                    let earlier = desc.fields[..i].iter().find(|g| g.oneof == Some(o) && view.has(g.number));
+                    let earlier = desc.fields[..i]
+                        .iter()
+                        .find(|g| g.oneof == Some(o) && view.has(g.number));
                     if let Some(first) = earlier {
-                        let kind = K::OneofConflict { first: first.number, second: f.number };
+                        let kind = K::OneofConflict {
+                            first: first.number,
+                            second: f.number,
+                        };
                         return Err(DecodeError::new(kind, at as u64).within(desc.name, f.name));
                     }
                 }
                 oneofs_seen |= mask;
             }
-            self.field(view, f.kind, f.label, at, e, depth).map_err(|err| err.within(desc.name, f.name))?;
+            self.field(view, f.kind, f.label, at, e, depth)
+                .map_err(|err| err.within(desc.name, f.name))?;
         }
         Ok(())
     }
 
-    fn field(&mut self, view: &View<'b>, kind: Kind, label: Label, at: usize, e: u64, depth: u32) -> Result<(), DecodeError> {
+    fn field(
+        &mut self,
+        view: &View<'b>,
+        kind: Kind,
+        label: Label,
+        at: usize,
+        e: u64,
+        depth: u32,
+    ) -> Result<(), DecodeError> {
         if label != Label::Repeated {
             return match kind {
                 Kind::String | Kind::Bytes => self.range(at, e).map(|_| ()),
@@ -480,11 +599,17 @@ impl<'b> Validator<'b, '_> {
         let (off, len) = self.range(at, e)?;
         let width = kind.packed_width().unwrap_or(ENTRY_LEN);
         if len % width != 0 {
-            let kind = K::ListLength { len: len as u32, width: width as u32 };
+            let kind = K::ListLength {
+                len: len as u32,
+                width: width as u32,
+            };
             return Err(DecodeError::new(kind, at as u64));
         }
         let n = len / width;
         self.spend(n as u64, at)?;
+        if n > 0 {
+            self.claim(at, off, len)?;
+        }
         if kind.packed_width().is_some() {
             return Ok(());
         }
@@ -501,13 +626,32 @@ impl<'b> Validator<'b, '_> {
         Ok(())
     }
 
-    fn nested(&mut self, view: &View<'b>, at: usize, e: u64, desc: &'static MessageDesc, depth: u32) -> Result<(), DecodeError> {
+    fn nested(
+        &mut self,
+        view: &View<'b>,
+        at: usize,
+        e: u64,
+        desc: &'static MessageDesc,
+        depth: u32,
+    ) -> Result<(), DecodeError> {
         let (off, len) = self.range(at, e)?;
         if depth + 1 > self.limits.max_depth {
-            return Err(DecodeError::new(K::TooDeep { max: self.limits.max_depth }, at as u64));
+            return Err(DecodeError::new(
+                K::TooDeep {
+                    max: self.limits.max_depth,
+                },
+                at as u64,
+            ));
         }
+        self.claim(at, off, len)?;
         let chunks = self.header(off, Some(len as u64))?;
-        let child = View { root: self.root, owner: view.owner, desc, at: off, chunks };
+        let child = View {
+            root: self.root,
+            owner: view.owner,
+            desc,
+            at: off,
+            chunks,
+        };
         self.message(&child, depth + 1)
     }
 }

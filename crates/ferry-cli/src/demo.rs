@@ -1,0 +1,230 @@
+//! `ferry demo`: hybrid serialization on sample workloads, with what was copied and what was referenced.
+
+use std::error::Error;
+use std::hint::black_box;
+use std::time::Instant;
+
+use ferry::sample::Record;
+use ferry::{Context, Pool, PoolConfig, Serialize, SharedBuf};
+
+/// Options of `ferry demo`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Messages to serialize per workload and mode.
+    #[arg(long, default_value_t = 20_000)]
+    messages: usize,
+    /// Zero-copy threshold in bytes for the hybrid mode.
+    #[arg(long, default_value_t = ferry::wire::DEFAULT_THRESHOLD)]
+    threshold: usize,
+}
+
+/// A workload: a key and field sizes (`../shared/workloads.md`).
+struct Workload {
+    name: &'static str,
+    source: &'static str,
+    key_len: usize,
+    fields: Vec<usize>,
+}
+
+fn workloads() -> Vec<Workload> {
+    // 16 fields drawn from the fleet-wide protobuf bytes-field size buckets (workloads.md,
+    // "Google protobuf bytes field sizes"), fixed here so every run shows the same message.
+    let google = vec![5, 12, 3, 30, 45, 90, 8, 300, 2000, 14, 26, 7, 60, 700, 4, 5000];
+    vec![
+        Workload {
+            name: "muSer",
+            source: "24 B key + 10 x 100 B",
+            key_len: 24,
+            fields: vec![100; 10],
+        },
+        Workload {
+            name: "echo",
+            source: "2 x 2048 B",
+            key_len: 0,
+            fields: vec![2048; 2],
+        },
+        Workload {
+            name: "kv-8k",
+            source: "64 B key + 8 KiB value",
+            key_len: 64,
+            fields: vec![8192],
+        },
+        Workload {
+            name: "google-16",
+            source: "64 B key + 16 fleet-sized fields",
+            key_len: 64,
+            fields: google,
+        },
+    ]
+}
+
+/// The application's data, held in pool memory as a store would hold its values.
+struct Store {
+    key: SharedBuf,
+    values: Vec<SharedBuf>,
+}
+
+impl Store {
+    fn new(pool: &Pool, w: &Workload) -> Result<Self, Box<dyn Error>> {
+        let fill = |len: usize, seed: u8| (0..len).map(|i| seed.wrapping_add(i as u8)).collect::<Vec<u8>>();
+        let key = pool.copy_from(&fill(w.key_len, b'k'))?;
+        let values = w
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| pool.copy_from(&fill(len, i as u8)))
+            .collect::<Result<_, _>>()?;
+        Ok(Store { key, values })
+    }
+
+    fn record<'a>(&'a self, ctx: &'a Context) -> Record<'a> {
+        let mut r = Record::new(ctx);
+        r.set_key(&self.key[..]);
+        r.init_fields(self.values.len());
+        for v in &self.values {
+            r.append_field(&v[..]);
+        }
+        r
+    }
+}
+
+struct Measured {
+    head_len: usize,
+    referenced: usize,
+    entries: usize,
+    ns_per_msg: f64,
+}
+
+/// Builds, lays out and writes `n` messages as a transport would: header segment into a pool
+/// buffer, zero-copy entries collected as held references.
+fn measure(pool: &Pool, store: &Store, ctx: &Context, n: usize) -> Result<Measured, Box<dyn Error>> {
+    let mut held: Vec<SharedBuf> = Vec::with_capacity(32);
+    let mut last = None;
+    let start = Instant::now();
+    for _ in 0..n {
+        let rec = store.record(ctx);
+        let layout = rec.layout();
+        let mut head = pool.alloc(layout.head_len)?;
+        head.set_len(layout.head_len);
+        rec.write_head(&layout, &mut head)?;
+        held.clear();
+        rec.zero_copy_bufs(&mut held);
+        black_box((&head, &held));
+        last = Some(layout);
+    }
+    let elapsed = start.elapsed();
+    let layout = last.unwrap_or_default();
+    Ok(Measured {
+        head_len: layout.head_len,
+        referenced: layout.zero_copy_len,
+        entries: 1 + layout.zero_copy_count,
+        ns_per_msg: elapsed.as_nanos() as f64 / n.max(1) as f64,
+    })
+}
+
+/// Serializes once, decodes the contiguous bytes a receiver would get, and checks every field.
+fn verify(store: &Store, ctx: &Context) -> Result<(), Box<dyn Error>> {
+    let rec = store.record(ctx);
+    let bytes = rec.to_vec()?;
+    let view = Record::decode(&bytes)?;
+    if view.key() != &store.key[..] || view.fields().len() != store.values.len() {
+        return Err("decoded record differs from the original".into());
+    }
+    for (got, want) in view.fields().iter().zip(&store.values) {
+        if got != &want[..] {
+            return Err("decoded field differs from the original".into());
+        }
+    }
+    Ok(())
+}
+
+fn explain(store: &Store, ctx: &Context) {
+    let rec = store.record(ctx);
+    let layout = rec.layout();
+    let mut held = Vec::new();
+    rec.zero_copy_bufs(&mut held);
+    let mut refs = held.iter();
+    println!(
+        "  key       {:>6} B  copied into the header segment",
+        rec.key().len()
+    );
+    for (i, f) in rec.fields().iter().enumerate() {
+        if f.is_zero_copy() {
+            let entry = refs.next().map(|b| b.as_ptr());
+            let same = entry == Some(store.values[i].as_ptr());
+            println!(
+                "  fields[{i:>2}] {:>6} B  referenced: gather entry at {:p} (the store's own memory: {})",
+                f.len(),
+                entry.unwrap_or(std::ptr::null()),
+                if same { "yes" } else { "NO" }
+            );
+        } else {
+            println!(
+                "  fields[{i:>2}] {:>6} B  copied into the header segment",
+                f.len()
+            );
+        }
+    }
+    println!(
+        "  => {} gather entries: header segment of {} B + {} referenced buffer(s) of {} B",
+        1 + layout.zero_copy_count,
+        layout.head_len,
+        layout.zero_copy_count,
+        layout.zero_copy_len
+    );
+}
+
+/// Runs the demo.
+pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+    let pool = Pool::new(PoolConfig::default())?;
+    let hybrid = Context::new(pool.clone()).with_threshold(args.threshold);
+    let copy = Context::copy_only();
+    println!(
+        "Ferry demo: the same messages serialized copy-only and hybrid (zero-copy threshold {} B).",
+        args.threshold
+    );
+    println!(
+        "Values live in Ferry's registered pool, as a store's values would; {} messages per row.\n",
+        args.messages
+    );
+
+    println!(
+        "{:<10} {:<10} {:>12} {:>14} {:>15} {:>10}  shape",
+        "workload", "mode", "copied B/msg", "referenced B", "gather entries", "ns/msg"
+    );
+    let mut stores = Vec::new();
+    for w in workloads() {
+        let store = Store::new(&pool, &w)?;
+        for (mode, ctx) in [("copy-only", &copy), ("hybrid", &hybrid)] {
+            verify(&store, ctx)?;
+            // Warm up: the first allocation of a size class maps and prefaults its region.
+            measure(&pool, &store, ctx, args.messages / 10 + 1)?;
+            let m = measure(&pool, &store, ctx, args.messages)?;
+            println!(
+                "{:<10} {:<10} {:>12} {:>14} {:>15} {:>10.0}  {}",
+                w.name, mode, m.head_len, m.referenced, m.entries, m.ns_per_msg, w.source
+            );
+        }
+        stores.push((w, store));
+    }
+
+    for (w, store) in &stores {
+        if w.name == "kv-8k" || w.name == "google-16" {
+            println!("\n{} in hybrid mode, field by field:", w.name);
+            explain(store, &hybrid);
+        }
+    }
+
+    drop(stores);
+    let stats = pool.stats();
+    println!(
+        "\nEvery message decoded back identical. Pool: {} region(s), {} MiB mapped, {} buffers outstanding after the run.",
+        stats.regions,
+        stats.mapped_bytes >> 20,
+        stats.buffers_outstanding()
+    );
+    println!(
+        "(\"copied B/msg\" is the header segment a send writes; \"referenced B\" goes out by scatter-gather, untouched.)"
+    );
+    Ok(())
+}

@@ -1,0 +1,305 @@
+//! Property tests: random messages of every field kind, mixing copied and referenced values,
+//! at thresholds 0, 512 and "always copy", round-trip through the wire format.
+
+use ferry::sample::{ALL_KINDS, RECORD, SCALAR_KINDS};
+use ferry::wire::{DynamicMessage, Kind, Label, List, MessageDesc, Value};
+use ferry::{Context, HybridBytes, Limits, Pool, PoolConfig, Serialize, View};
+use proptest::prelude::*;
+
+/// A small deterministic generator, so one proptest `u64` seeds a whole message tree.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+struct Builder<'p> {
+    rng: Rng,
+    pool: &'p Pool,
+    ctx: &'p Context,
+}
+
+const SIZES: [usize; 10] = [0, 1, 7, 24, 100, 511, 512, 513, 2048, 9000];
+
+impl Builder<'_> {
+    fn data(&mut self) -> Vec<u8> {
+        let len = SIZES[self.rng.below(SIZES.len() as u64) as usize];
+        (0..len).map(|_| self.rng.next() as u8).collect()
+    }
+
+    fn text(&mut self) -> Vec<u8> {
+        const PARTS: [&str; 5] = ["a", "Zürich", "日本", "🦀", "0123456789abcdef"];
+        let n = self.rng.below(80);
+        let mut s = String::new();
+        for _ in 0..n {
+            s.push_str(PARTS[self.rng.below(PARTS.len() as u64) as usize]);
+        }
+        s.into_bytes()
+    }
+
+    /// Heap data is always copied; pool data is referenced when it reaches the threshold.
+    fn hybrid(&mut self, data: Vec<u8>) -> HybridBytes<'static> {
+        if self.rng.chance(50) && !data.is_empty() {
+            HybridBytes::from_shared(self.pool.copy_from(&data).unwrap(), self.ctx)
+        } else {
+            HybridBytes::from_vec(data)
+        }
+    }
+
+    fn scalar(&mut self, kind: Kind) -> Value<'static> {
+        let r = self.rng.next();
+        match kind {
+            Kind::Bool => Value::Bool(r & 1 == 1),
+            Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => Value::I32(r as i32),
+            Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => Value::I64(r as i64),
+            Kind::UInt32 | Kind::Fixed32 => Value::U32(r as u32),
+            Kind::UInt64 | Kind::Fixed64 => Value::U64(r),
+            Kind::Float => Value::F32((r as i32) as f32 / 7.0),
+            Kind::Double => Value::F64((r as i64) as f64 / 3.0),
+            _ => unreachable!("not a scalar"),
+        }
+    }
+
+    fn list(&mut self, kind: Kind, depth: u32) -> List<'static> {
+        let n = 1 + self.rng.below(6) as usize;
+        macro_rules! scalars {
+            ($variant:ident) => {
+                List::$variant(
+                    (0..n)
+                        .map(|_| match self.scalar(kind) {
+                            Value::$variant(x) => x,
+                            _ => unreachable!(),
+                        })
+                        .collect(),
+                )
+            };
+        }
+        match kind {
+            Kind::Bool => scalars!(Bool),
+            Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => scalars!(I32),
+            Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => scalars!(I64),
+            Kind::UInt32 | Kind::Fixed32 => scalars!(U32),
+            Kind::UInt64 | Kind::Fixed64 => scalars!(U64),
+            Kind::Float => scalars!(F32),
+            Kind::Double => scalars!(F64),
+            Kind::String => List::Bytes(
+                (0..n)
+                    .map(|_| {
+                        let t = self.text();
+                        self.hybrid(t)
+                    })
+                    .collect(),
+            ),
+            Kind::Bytes => List::Bytes(
+                (0..n)
+                    .map(|_| {
+                        let d = self.data();
+                        self.hybrid(d)
+                    })
+                    .collect(),
+            ),
+            Kind::Message(d) => List::Messages((0..n.min(3)).map(|_| self.message(d, depth + 1)).collect()),
+        }
+    }
+
+    fn singular(&mut self, kind: Kind, depth: u32) -> Option<Value<'static>> {
+        Some(match kind {
+            Kind::String => {
+                let t = self.text();
+                Value::Bytes(self.hybrid(t))
+            }
+            Kind::Bytes => {
+                let d = self.data();
+                Value::Bytes(self.hybrid(d))
+            }
+            Kind::Message(_) if depth >= 2 => return None,
+            Kind::Message(d) => Value::Message(self.message(d, depth + 1)),
+            k => self.scalar(k),
+        })
+    }
+
+    fn message(&mut self, desc: &'static MessageDesc, depth: u32) -> DynamicMessage<'static> {
+        let mut m = DynamicMessage::new(desc);
+        for f in desc.fields {
+            if !self.rng.chance(45) {
+                continue;
+            }
+            let value = match (f.label, f.kind) {
+                (Label::Repeated, Kind::Message(entry)) if entry.map_entry => {
+                    for _ in 0..self.rng.below(4) {
+                        let (Some(k), Some(v)) = (
+                            self.singular(entry.fields[0].kind, depth),
+                            self.singular(entry.fields[1].kind, depth),
+                        ) else {
+                            break;
+                        };
+                        m.insert_map_entry(f.number, k, v).unwrap();
+                    }
+                    continue;
+                }
+                (Label::Repeated, Kind::Message(_)) if depth >= 2 => continue,
+                (Label::Repeated, k) => Value::List(self.list(k, depth)),
+                (_, k) => match self.singular(k, depth) {
+                    Some(v) => v,
+                    None => continue,
+                },
+            };
+            m.set(f.number, value).unwrap();
+        }
+        m
+    }
+}
+
+fn test_pool() -> Pool {
+    Pool::new(PoolConfig {
+        region_size: 1 << 20,
+        max_bytes: 256 << 20,
+        ..PoolConfig::default()
+    })
+    .unwrap()
+}
+
+fn count_zero_copy(m: &DynamicMessage<'_>) -> usize {
+    fn value(v: &Value<'_>) -> usize {
+        match v {
+            Value::Bytes(b) => b.is_zero_copy() as usize,
+            Value::Message(m) => count_zero_copy(m),
+            Value::List(List::Bytes(l)) => l.iter().filter(|b| b.is_zero_copy()).count(),
+            Value::List(List::Messages(l)) => l.iter().map(count_zero_copy).sum(),
+            _ => 0,
+        }
+    }
+    m.iter().map(|(_, v)| value(v)).sum()
+}
+
+fn check(seed: u64, threshold: usize) {
+    let pool = test_pool();
+    let start = pool.stats();
+    {
+        let ctx = Context::new(pool.clone()).with_threshold(threshold);
+        let mut b = Builder {
+            rng: Rng(seed | 1),
+            pool: &pool,
+            ctx: &ctx,
+        };
+        let msg = b.message(&ALL_KINDS, 0);
+
+        // Encoded length equals bytes written; the gather list is header + zero-copy buffers.
+        let layout = msg.layout();
+        let bytes = msg.to_vec().unwrap();
+        assert_eq!(bytes.len(), layout.total_len());
+        let mut head = vec![0u8; layout.head_len];
+        msg.write_head(&layout, &mut head).unwrap();
+        assert_eq!(&bytes[..layout.head_len], &head[..]);
+        let mut zc = Vec::new();
+        msg.zero_copy_bufs(&mut zc);
+        assert_eq!(zc.len(), layout.zero_copy_count);
+        assert_eq!(zc.len(), count_zero_copy(&msg));
+        assert_eq!(zc.iter().map(|b| b.len()).sum::<usize>(), layout.zero_copy_len);
+        if threshold == usize::MAX {
+            assert_eq!(layout.zero_copy_count, 0);
+        }
+
+        // Round trip is the identity, from a borrowed slice ...
+        let view = View::decode(&bytes, &ALL_KINDS, &Limits::default()).unwrap();
+        let back = DynamicMessage::from_view(&view, &ctx).unwrap();
+        assert_eq!(back, msg);
+
+        // ... and from a received pool buffer, re-encoding deterministically (the echo path).
+        let received = pool.copy_from(&bytes).unwrap();
+        let view = View::decode_shared(&received, &ALL_KINDS, &Limits::default()).unwrap();
+        let echo = DynamicMessage::from_view(&view, &ctx).unwrap();
+        assert_eq!(echo, msg);
+        let echoed = echo.to_vec().unwrap();
+        let again = View::decode(&echoed, &ALL_KINDS, &Limits::default()).unwrap();
+        assert_eq!(DynamicMessage::from_view(&again, &ctx).unwrap(), msg);
+        // Encoding is deterministic. Copy-or-reference decisions move data between the copied
+        // and zero-copy regions, so only copy-only re-encodings are byte-identical.
+        assert!(
+            msg.to_vec().unwrap() == bytes,
+            "same message, different bytes (seed {seed})"
+        );
+        if threshold == usize::MAX {
+            assert!(echoed == bytes, "copy-only re-encoding differs (seed {seed})");
+        }
+    }
+    assert_eq!(
+        pool.stats().buffers_outstanding(),
+        start.buffers_outstanding(),
+        "leak at seed {seed}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn round_trip_threshold_0(seed in any::<u64>()) {
+        check(seed, 0);
+    }
+
+    #[test]
+    fn round_trip_threshold_512(seed in any::<u64>()) {
+        check(seed, 512);
+    }
+
+    #[test]
+    fn round_trip_always_copy(seed in any::<u64>()) {
+        check(seed, usize::MAX);
+    }
+}
+
+#[test]
+fn every_scalar_kind_round_trips_at_its_extremes() {
+    let ctx = Context::copy_only();
+    for (i, kind) in SCALAR_KINDS.iter().enumerate() {
+        let number = i as u32 + 1;
+        assert!(
+            matches!(ALL_KINDS.field(number).map(|f| f.kind), Some(k) if core::mem::discriminant(&k) == core::mem::discriminant(kind))
+        );
+        let extremes = match kind {
+            Kind::Bool => vec![Value::Bool(false), Value::Bool(true)],
+            Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => {
+                vec![
+                    Value::I32(i32::MIN),
+                    Value::I32(-1),
+                    Value::I32(0),
+                    Value::I32(i32::MAX),
+                ]
+            }
+            Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => {
+                vec![Value::I64(i64::MIN), Value::I64(-1), Value::I64(i64::MAX)]
+            }
+            Kind::UInt32 | Kind::Fixed32 => vec![Value::U32(0), Value::U32(u32::MAX)],
+            Kind::UInt64 | Kind::Fixed64 => vec![Value::U64(0), Value::U64(u64::MAX)],
+            Kind::Float => vec![Value::F32(f32::MIN), Value::F32(-0.0), Value::F32(f32::INFINITY)],
+            Kind::Double => vec![
+                Value::F64(f64::MAX),
+                Value::F64(f64::MIN_POSITIVE),
+                Value::F64(f64::NEG_INFINITY),
+            ],
+            _ => unreachable!(),
+        };
+        for v in extremes {
+            let mut m = DynamicMessage::new(&ALL_KINDS);
+            m.set(number, v.clone()).unwrap();
+            let bytes = m.to_vec().unwrap();
+            let view = View::decode(&bytes, &ALL_KINDS, &Limits::default()).unwrap();
+            let back = DynamicMessage::from_view(&view, &ctx).unwrap();
+            assert_eq!(back.get(number), Some(&v), "{kind:?}");
+        }
+    }
+    let _ = &RECORD;
+}
