@@ -109,6 +109,9 @@ pub struct Layout {
     pub zero_copy_len: usize,
     /// Number of zero-copy entries.
     pub zero_copy_count: usize,
+    /// Shape of the root header, so that writing needs no second presence walk.
+    root_chunks: usize,
+    root_entries: usize,
 }
 
 impl Layout {
@@ -177,13 +180,13 @@ pub trait Serialize {
 impl<'a, M: Encode<'a>> Serialize for M {
     fn layout(&self) -> Layout {
         let mut s = Sizer::default();
-        let head = header_len_of(self);
-        s.head = head;
-        self.visit(&mut s);
+        let root = s.sized(self);
         Layout {
             head_len: s.head,
             zero_copy_len: s.zc_len,
             zero_copy_count: s.zc_count,
+            root_chunks: root.chunks,
+            root_entries: root.entries,
         }
     }
 
@@ -201,7 +204,12 @@ impl<'a, M: Encode<'a>> Serialize for M {
                 got: out.len(),
             });
         }
-        let head = header_len_of(self);
+        let root = Presence {
+            chunks: layout.root_chunks,
+            entries: layout.root_entries,
+            last_group: None,
+        };
+        let head = root.header_len();
         let mut w = Writer {
             out,
             copy: head,
@@ -209,7 +217,7 @@ impl<'a, M: Encode<'a>> Serialize for M {
             failed: false,
             too_many_chunks: None,
         };
-        w.write_message(0, self);
+        w.write_message(0, self, &root);
         if let Some(chunks) = w.too_many_chunks {
             return Err(EncodeError::TooManyChunks { chunks });
         }
@@ -236,6 +244,16 @@ struct Presence {
 }
 
 impl Presence {
+    fn of<'a, M: Encode<'a> + ?Sized>(m: &M) -> Self {
+        let mut p = Presence::default();
+        m.visit(&mut p);
+        p
+    }
+
+    fn header_len(&self) -> usize {
+        layout::header_len(self.chunks, self.entries)
+    }
+
     #[inline]
     fn see(&mut self, field: u32) {
         let g = layout::group_of(field);
@@ -269,18 +287,13 @@ impl<'a> Visitor<'a> for Presence {
     }
 }
 
-fn header_len_of<'a, M: Encode<'a> + ?Sized>(m: &M) -> usize {
-    let mut p = Presence::default();
-    m.visit(&mut p);
-    layout::header_len(p.chunks, p.entries)
-}
-
-/// Computes the layout: the caller seeds `head` with the root header length.
+/// Computes the layout in one walk; `p` is the presence of the message being visited.
 #[derive(Default)]
 struct Sizer {
     head: usize,
     zc_len: usize,
     zc_count: usize,
+    p: Presence,
 }
 
 impl Sizer {
@@ -293,30 +306,45 @@ impl Sizer {
             self.head += layout::align(b.len());
         }
     }
+
+    /// Sizes message `m` and its header; returns its presence.
+    fn sized<'a, M: Encode<'a> + ?Sized>(&mut self, m: &M) -> Presence {
+        let outer = core::mem::take(&mut self.p);
+        m.visit(self);
+        let p = core::mem::replace(&mut self.p, outer);
+        self.head += p.header_len();
+        p
+    }
 }
 
 impl<'a> Visitor<'a> for Sizer {
-    fn scalar<T: Scalar>(&mut self, _: u32, _: T) {}
-    fn bytes(&mut self, _: u32, value: &HybridBytes<'a>) {
+    fn scalar<T: Scalar>(&mut self, field: u32, _: T) {
+        self.p.see(field);
+    }
+    fn bytes(&mut self, field: u32, value: &HybridBytes<'a>) {
+        self.p.see(field);
         self.add_bytes(value)
     }
-    fn message<M: Encode<'a> + ?Sized>(&mut self, _: u32, value: &M) {
-        self.head += header_len_of(value);
-        value.visit(self);
+    fn message<M: Encode<'a> + ?Sized>(&mut self, field: u32, value: &M) {
+        self.p.see(field);
+        self.sized(value);
     }
-    fn scalars<T: Scalar>(&mut self, _: u32, values: &[T]) {
+    fn scalars<T: Scalar>(&mut self, field: u32, values: &[T]) {
+        self.p.see(field);
         self.head += layout::align(values.len() * T::WIDTH);
     }
-    fn bytes_list<B: AsHybrid<'a>>(&mut self, _: u32, values: &[B]) {
+    fn bytes_list<B: AsHybrid<'a>>(&mut self, field: u32, values: &[B]) {
+        self.p.see(field);
         self.head += values.len() * ENTRY_LEN;
         for b in values {
             self.add_bytes(b.as_hybrid());
         }
     }
-    fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, _: u32, values: I) {
+    fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, field: u32, values: I) {
+        self.p.see(field);
         self.head += values.len() * ENTRY_LEN;
         for m in values {
-            self.message(0, &m);
+            self.sized(&m);
         }
     }
 }
@@ -359,16 +387,26 @@ impl Writer<'_> {
         self.put(at, &v.to_le_bytes())
     }
 
-    /// Reserves `len` bytes in the copied region, zero-filling the padding after them.
+    /// Reserves `len` bytes in the copied region and returns the slice of `align(len)` bytes,
+    /// its padding already zeroed (one 8-byte store: the caller's data then overwrites the
+    /// front of that word).
     #[inline]
-    fn reserve(&mut self, len: usize) -> usize {
+    fn reserve(&mut self, len: usize) -> (usize, Option<&mut [u8]>) {
         let at = self.copy;
         let end = at + layout::align(len);
-        if let Some(pad) = self.out.get_mut(at + len..end) {
-            pad.fill(0);
-        }
         self.copy = end;
-        at
+        let dst = self.out.get_mut(at..end);
+        if dst.is_none() {
+            self.failed = true;
+        }
+        let dst = dst.map(|d| {
+            if len % ALIGN != 0 {
+                let n = d.len();
+                d[n - ALIGN..].copy_from_slice(&[0; ALIGN]);
+            }
+            d
+        });
+        (at, dst)
     }
 
     /// Places a bytes value and returns its range entry.
@@ -383,17 +421,17 @@ impl Writer<'_> {
         } else if len == 0 {
             0
         } else {
-            let at = self.reserve(len);
-            self.put(at, data);
+            let (at, dst) = self.reserve(len);
+            if let Some(dst) = dst {
+                dst[..len].copy_from_slice(data);
+            }
             at
         };
         layout::range_entry(at as u32, len as u32)
     }
 
     /// Writes message `m` whose header starts at `at` (already reserved).
-    fn write_message<'a, M: Encode<'a> + ?Sized>(&mut self, at: usize, m: &M) {
-        let mut p = Presence::default();
-        m.visit(&mut p);
+    fn write_message<'a, M: Encode<'a> + ?Sized>(&mut self, at: usize, m: &M, p: &Presence) {
         if p.chunks > usize::from(u16::MAX) {
             self.too_many_chunks = Some(p.chunks);
         }
@@ -410,6 +448,10 @@ impl Writer<'_> {
         };
         m.visit(&mut h);
         h.finish_chunk();
+        // The presence given must be the message's own (the layout may be stale).
+        if h.cur.rank as usize != p.entries || h.cur.chunk.map_or(0, |i| i + 1) != p.chunks {
+            self.failed = true;
+        }
         let mut pre = [0u8; 8];
         pre[0..2].copy_from_slice(&(p.chunks as u16).to_le_bytes());
         pre[4..8].copy_from_slice(&(p.entries as u32).to_le_bytes());
@@ -418,9 +460,10 @@ impl Writer<'_> {
 
     /// Reserves and writes a nested message, returning its range entry.
     fn nested<'a, M: Encode<'a> + ?Sized>(&mut self, m: &M) -> u64 {
-        let len = header_len_of(m);
-        let at = self.reserve(len);
-        self.write_message(at, m);
+        let p = Presence::of(m);
+        let len = p.header_len();
+        let (at, _) = self.reserve(len);
+        self.write_message(at, m, &p);
         layout::range_entry(at as u32, len as u32)
     }
 }
@@ -475,20 +518,17 @@ impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
     }
     fn scalars<T: Scalar>(&mut self, field: u32, values: &[T]) {
         let len = values.len() * T::WIDTH;
-        let at = self.w.reserve(len);
-        match self.w.out.get_mut(at..at + len) {
-            Some(dst) => {
-                for (chunk, v) in dst.chunks_exact_mut(T::WIDTH).zip(values) {
-                    v.write_packed(chunk);
-                }
+        let (at, dst) = self.w.reserve(len);
+        if let Some(dst) = dst {
+            for (chunk, v) in dst.chunks_exact_mut(T::WIDTH).zip(values) {
+                v.write_packed(chunk);
             }
-            None => self.w.failed = true,
         }
         self.entry(field, layout::range_entry(at as u32, len as u32))
     }
     fn bytes_list<B: AsHybrid<'a>>(&mut self, field: u32, values: &[B]) {
         let len = values.len() * ENTRY_LEN;
-        let at = self.w.reserve(len);
+        let (at, _) = self.w.reserve(len);
         for (i, b) in values.iter().enumerate() {
             let e = self.w.place(b.as_hybrid());
             self.w.put_u64(at + i * ENTRY_LEN, e);
@@ -497,7 +537,7 @@ impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
     }
     fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, field: u32, values: I) {
         let len = values.len() * ENTRY_LEN;
-        let at = self.w.reserve(len);
+        let (at, _) = self.w.reserve(len);
         for (i, m) in values.enumerate() {
             let e = self.w.nested(&m);
             self.w.put_u64(at + i * ENTRY_LEN, e);

@@ -46,6 +46,7 @@ impl Context {
     }
 
     /// The zero-copy threshold in bytes.
+    #[inline]
     pub fn threshold(&self) -> usize {
         self.threshold
     }
@@ -56,6 +57,7 @@ impl Context {
     }
 
     /// The shared buffer for `data` when it should be sent by reference.
+    #[inline]
     fn reference(&self, data: &[u8]) -> Option<SharedBuf> {
         if data.is_empty() || data.len() < self.threshold {
             return None;
@@ -81,6 +83,7 @@ impl<'a> HybridBytes<'a> {
 
     /// From any slice: a zero-copy reference when it is long enough and lies in the pool
     /// (an O(1) lookup), otherwise borrowed and copied once, at serialization.
+    #[inline]
     pub fn new(data: &'a [u8], ctx: &Context) -> Self {
         match ctx.reference(data) {
             Some(buf) => HybridBytes(Repr::Shared { buf, zero_copy: true }),
@@ -97,6 +100,7 @@ impl<'a> HybridBytes<'a> {
     }
 
     /// From a shared buffer, with no lookup: referenced when at least the threshold, else copied at serialization.
+    #[inline]
     pub fn from_shared(buf: SharedBuf, ctx: &Context) -> Self {
         // Empty values never become gather entries.
         let zero_copy = !buf.is_empty() && buf.len() >= ctx.threshold && ctx.pool.is_some();
@@ -109,11 +113,13 @@ impl<'a> HybridBytes<'a> {
     }
 
     /// Whether this value is sent by reference.
+    #[inline]
     pub fn is_zero_copy(&self) -> bool {
         matches!(self.0, Repr::Shared { zero_copy: true, .. })
     }
 
     /// The shared buffer a zero-copy value references.
+    #[inline]
     pub fn zero_copy_buf(&self) -> Option<&SharedBuf> {
         match &self.0 {
             Repr::Shared { buf, zero_copy: true } => Some(buf),
@@ -122,6 +128,7 @@ impl<'a> HybridBytes<'a> {
     }
 
     /// The bytes.
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         match &self.0 {
             Repr::Borrowed(s) => s,
@@ -131,11 +138,13 @@ impl<'a> HybridBytes<'a> {
     }
 
     /// Length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.as_slice().len()
     }
 
     /// Whether the value is empty.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -248,21 +257,25 @@ impl<'a> IntoHybrid<'a> for HybridBytes<'a> {
     }
 }
 impl<'a> IntoHybrid<'a> for &'a [u8] {
+    #[inline]
     fn into_hybrid(self, ctx: &Context) -> HybridBytes<'a> {
         HybridBytes::new(self, ctx)
     }
 }
 impl<'a, const N: usize> IntoHybrid<'a> for &'a [u8; N] {
+    #[inline]
     fn into_hybrid(self, ctx: &Context) -> HybridBytes<'a> {
         HybridBytes::new(self, ctx)
     }
 }
 impl<'a> IntoHybrid<'a> for &'a str {
+    #[inline]
     fn into_hybrid(self, ctx: &Context) -> HybridBytes<'a> {
         HybridBytes::new(self.as_bytes(), ctx)
     }
 }
 impl<'a> IntoHybrid<'a> for SharedBuf {
+    #[inline]
     fn into_hybrid(self, ctx: &Context) -> HybridBytes<'a> {
         HybridBytes::from_shared(self, ctx)
     }

@@ -59,11 +59,13 @@ impl<'a> Record<'a> {
     }
 
     /// The key.
+    #[inline]
     pub fn key(&self) -> &HybridBytes<'a> {
         &self.key
     }
 
     /// Sets the key (copy or reference is decided now).
+    #[inline]
     pub fn set_key(&mut self, value: impl IntoHybrid<'a>) {
         self.key = value.into_hybrid(self.ctx);
     }
@@ -74,17 +76,20 @@ impl<'a> Record<'a> {
     }
 
     /// The fields.
+    #[inline]
     pub fn fields(&self) -> &[HybridBytes<'a>] {
         &self.fields
     }
 
     /// Clears the list and reserves room for `capacity` fields.
+    #[inline]
     pub fn init_fields(&mut self, capacity: usize) {
         self.fields.clear();
         self.fields.reserve(capacity);
     }
 
     /// Appends a field (copy or reference is decided now).
+    #[inline]
     pub fn append_field(&mut self, value: impl IntoHybrid<'a>) {
         self.fields.push(value.into_hybrid(self.ctx));
     }
@@ -111,6 +116,7 @@ impl<'a> Record<'a> {
 }
 
 impl<'a> Encode<'a> for Record<'a> {
+    #[inline]
     fn visit<V: Visitor<'a>>(&self, v: &mut V) {
         if !self.key.is_empty() {
             v.bytes(1, &self.key);
@@ -127,11 +133,13 @@ pub struct RecordView<'b>(View<'b>);
 
 impl<'b> RecordView<'b> {
     /// The key, in place.
+    #[inline]
     pub fn key(&self) -> &'b [u8] {
         self.0.bytes(1).unwrap_or_default()
     }
 
     /// The fields, in place.
+    #[inline]
     pub fn fields(&self) -> ferry_wire::BytesList<'b> {
         self.0.bytes_list(2)
     }

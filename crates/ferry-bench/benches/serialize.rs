@@ -1,0 +1,48 @@
+//! Serialize cost per system and shape: application buffers in, socket-ready bytes out.
+//!
+//! Ids are `serialize/<shape>/<system>`: one Criterion group per shape, one function per
+//! system, so `report.py` can divide every row by the `memcpy` floor of its group.
+//! Headline shapes run every system; the size and count sweeps run the systems whose
+//! registry entry has `sweeps: true`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ferry_bench::Shape;
+use ferry_bench::systems::{SERIALIZERS, SerializerEntry};
+
+fn bench_shape(c: &mut Criterion, shape: &Shape, systems: &[&SerializerEntry]) {
+    let mut group = c.benchmark_group(format!("serialize/{}", shape.name()));
+    group.throughput(Throughput::Bytes(shape.payload_len() as u64));
+    for entry in systems {
+        // A fresh instance per shape: its reused buffers size themselves to this shape.
+        let mut serializer = (entry.new)();
+        serializer
+            .serialize(shape)
+            .unwrap_or_else(|e| panic!("{} cannot serialize {}: {e}", entry.name, shape.name()));
+        group.bench_function(entry.name, |b| {
+            b.iter(|| {
+                let out = serializer.serialize(black_box(shape)).expect("checked above");
+                black_box(out);
+            });
+        });
+    }
+    group.finish();
+}
+
+fn headline(c: &mut Criterion) {
+    let systems: Vec<_> = SERIALIZERS.iter().collect();
+    for shape in Shape::headline() {
+        bench_shape(c, &shape, &systems);
+    }
+}
+
+fn sweeps(c: &mut Criterion) {
+    let systems: Vec<_> = SERIALIZERS.iter().filter(|e| e.sweeps).collect();
+    for shape in Shape::size_sweep().iter().chain(&Shape::count_sweep()) {
+        bench_shape(c, shape, &systems);
+    }
+}
+
+criterion_group!(benches, headline, sweeps);
+criterion_main!(benches);

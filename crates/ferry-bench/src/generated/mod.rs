@@ -1,0 +1,46 @@
+//! Generated schema code, one module per system, never edited by hand.
+//!
+//! - [`record_prost`]: prost types, generated at build time by `build.rs` (protox, no `protoc`).
+//! - [`record_generated`]: `flatc --rust` output, committed (see `regen.sh`).
+//! - [`record_capnp`]: `capnp compile -orust` output, committed (see `regen.sh`).
+//!
+//! The workspace lints (`missing_docs`, `unsafe_code`, documented unsafe blocks) hold for the
+//! code we write, not for what the schema compilers emit, so they are relaxed here and only here;
+//! rustfmt skips these files so that `regen.sh` output stays byte-for-byte as generated.
+
+/// prost types for `schema/record.proto`; every `bytes` field is `bytes::Bytes`.
+#[rustfmt::skip]
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod record_prost {
+    include!(concat!(env!("OUT_DIR"), "/ferry_bench.rs"));
+}
+
+/// FlatBuffers types for `schema/record.fbs` (flatc 25.12.19).
+#[rustfmt::skip]
+#[allow(
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    missing_docs,
+    unused_imports,
+    dead_code,
+    mismatched_lifetime_syntaxes,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks
+)]
+pub mod record_generated;
+
+/// Cap'n Proto types for `schema/record.capnp` (capnp 0.9.2, capnpc 0.27.0).
+#[rustfmt::skip]
+#[allow(
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    missing_docs,
+    unused_imports,
+    dead_code,
+    mismatched_lifetime_syntaxes,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks
+)]
+pub mod record_capnp;

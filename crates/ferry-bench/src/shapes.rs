@@ -1,0 +1,192 @@
+//! Benchmark shapes: an optional key plus a list of opaque byte fields.
+//!
+//! Application data lives where a server would hold it: every key and field value is its
+//! own heap allocation (`bytes::Bytes`), made once up front, outside any timed loop. A
+//! serializer reads these buffers; none of them is owned by the serializer.
+//!
+//! Shape names are shared by the Criterion groups (`serialize/<shape>`, `decode/<shape>`)
+//! and the `ferry-callgrind` command line:
+//!
+//! | name        | key   | fields            | source (`shared/workloads.md`)                        |
+//! |-------------|-------|-------------------|-------------------------------------------------------|
+//! | `muser`     | 24 B  | 10 x 100 B        | "muSer table 1 shape"                                 |
+//! | `echo`      | none  | 2 x 2048 B        | "YCSB-C": values of 2 x 2048 B (mget-2, lrange-2)     |
+//! | `kv8k`      | 64 B  | 1 x 8192 B        | `platform.md` peer table; 64-byte keys as in Cornflakes |
+//! | `size-<n>`  | none  | 1 x n B           | "YCSB-C" threshold study: N buffers of size S         |
+//! | `count-<n>` | none  | n x 512 B         | same; 512 B covers ~94.9 % of Google `bytes` fields   |
+//!
+//! The sweeps carry no key so that they measure the per-field cost alone.
+
+use bytes::Bytes;
+
+use crate::BenchError;
+
+/// The shapes every system is compared on, in report order.
+pub const HEADLINE: [&str; 3] = ["muser", "echo", "kv8k"];
+
+/// Field sizes of the one-field size sweep (`size-<n>`).
+pub const SWEEP_FIELD_SIZES: [usize; 6] = [64, 256, 1024, 4096, 16 * 1024, 64 * 1024];
+
+/// Field counts of the count sweep (`count-<n>`), each field [`SWEEP_COUNT_FIELD_LEN`] bytes.
+pub const SWEEP_FIELD_COUNTS: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// Field length used by the count sweep.
+pub const SWEEP_COUNT_FIELD_LEN: usize = 512;
+
+/// One message's worth of application data, held in separately allocated buffers.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    name: String,
+    key: Bytes,
+    fields: Vec<Bytes>,
+}
+
+impl Shape {
+    /// Builds a shape with a key of `key_len` bytes (0 = no key) and one field per entry of
+    /// `field_lens`. Contents are deterministic pseudo-random bytes.
+    pub fn new(name: impl Into<String>, key_len: usize, field_lens: &[usize]) -> Self {
+        let name = name.into();
+        let mut rng = XorShift::seeded(&name);
+        let key = app_buffer(&mut rng, key_len);
+        let fields = field_lens.iter().map(|&len| app_buffer(&mut rng, len)).collect();
+        Self { name, key, fields }
+    }
+
+    /// Looks a shape up by name: one of [`HEADLINE`], `size-<n>` or `count-<n>`
+    /// (any `n` is accepted, not only the sweep points).
+    pub fn by_name(name: &str) -> Result<Self, BenchError> {
+        let unknown = || BenchError::Unknown {
+            what: "shape",
+            name: name.to_owned(),
+            expected: "muser, echo, kv8k, size-<bytes>, count-<fields>".to_owned(),
+        };
+        let shape = match name {
+            "muser" => Self::new(name, 24, &[100; 10]),
+            "echo" => Self::new(name, 0, &[2048; 2]),
+            "kv8k" => Self::new(name, 64, &[8192]),
+            _ => {
+                let (kind, n) = name.split_once('-').ok_or_else(unknown)?;
+                let n: usize = n.parse().map_err(|_| unknown())?;
+                match kind {
+                    "size" => Self::new(name, 0, &[n]),
+                    "count" => Self::new(name, 0, &vec![SWEEP_COUNT_FIELD_LEN; n]),
+                    _ => return Err(unknown()),
+                }
+            }
+        };
+        Ok(shape)
+    }
+
+    /// The headline shapes, in [`HEADLINE`] order.
+    pub fn headline() -> Vec<Self> {
+        HEADLINE
+            .iter()
+            .map(|name| Self::by_name(name).expect("headline shape names are valid"))
+            .collect()
+    }
+
+    /// The one-field size sweep, in [`SWEEP_FIELD_SIZES`] order.
+    pub fn size_sweep() -> Vec<Self> {
+        SWEEP_FIELD_SIZES
+            .iter()
+            .map(|n| Self::new(format!("size-{n}"), 0, &[*n]))
+            .collect()
+    }
+
+    /// The field-count sweep, in [`SWEEP_FIELD_COUNTS`] order.
+    pub fn count_sweep() -> Vec<Self> {
+        SWEEP_FIELD_COUNTS
+            .iter()
+            .map(|n| Self::new(format!("count-{n}"), 0, &vec![SWEEP_COUNT_FIELD_LEN; *n]))
+            .collect()
+    }
+
+    /// The shape's name, as used in benchmark ids and on the command line.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The key; empty means the message has no key.
+    pub fn key(&self) -> &Bytes {
+        &self.key
+    }
+
+    /// The data fields, in order.
+    pub fn fields(&self) -> &[Bytes] {
+        &self.fields
+    }
+
+    /// Key plus field bytes: what the memcpy floor copies and what Criterion's throughput
+    /// figures are based on.
+    pub fn payload_len(&self) -> usize {
+        self.key.len() + self.fields.iter().map(Bytes::len).sum::<usize>()
+    }
+}
+
+/// One application buffer of `len` bytes in its own allocation.
+fn app_buffer(rng: &mut XorShift, len: usize) -> Bytes {
+    let data: Vec<u8> = (0..len).map(|_| rng.next_byte()).collect();
+    let buffer = Bytes::from(data);
+    // `Bytes::from(Vec)` starts in a "promotable" state whose first clone allocates the
+    // shared refcount. Pay that once here rather than inside the first timed iteration.
+    drop(buffer.clone());
+    buffer
+}
+
+/// Tiny deterministic generator, so runs and callgrind counts are reproducible.
+struct XorShift(u64);
+
+impl XorShift {
+    fn seeded(name: &str) -> Self {
+        // FNV-1a of the name; `| 1` keeps the state non-zero.
+        let seed = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        Self(seed | 1)
+    }
+
+    fn next_byte(&mut self) -> u8 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0.to_le_bytes()[0]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headline_shapes_match_workloads_md() {
+        let [muser, echo, kv8k] = <[Shape; 3]>::try_from(Shape::headline()).unwrap();
+        assert_eq!((muser.key().len(), muser.fields().len()), (24, 10));
+        assert!(muser.fields().iter().all(|f| f.len() == 100));
+        assert_eq!(muser.payload_len(), 1024);
+        assert_eq!((echo.key().len(), echo.payload_len()), (0, 4096));
+        assert_eq!((kv8k.key().len(), kv8k.payload_len()), (64, 64 + 8192));
+    }
+
+    #[test]
+    fn every_field_is_its_own_allocation() {
+        let shape = Shape::by_name("count-4").unwrap();
+        let mut ptrs: Vec<_> = shape.fields().iter().map(|f| f.as_ptr()).collect();
+        ptrs.dedup();
+        assert_eq!(ptrs.len(), 4);
+    }
+
+    #[test]
+    fn sweep_names_round_trip_through_by_name() {
+        for shape in Shape::size_sweep().into_iter().chain(Shape::count_sweep()) {
+            let again = Shape::by_name(shape.name()).unwrap();
+            assert_eq!(again.fields(), shape.fields());
+        }
+    }
+
+    #[test]
+    fn unknown_shape_names_are_errors() {
+        for bad in ["", "mu", "size-", "size-x", "count", "blob-3"] {
+            assert!(Shape::by_name(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The systems under comparison, one file each, and the registry the benches loop over.
+//!
+//! A system is a [`Serializer`] (application buffers in, bytes ready for a socket write out)
+//! and, if it can be read back, one or more [`Decoder`]s. The bench targets and the
+//! callgrind binary know systems only through [`SERIALIZERS`] and [`DECODERS`].
+//!
+//! # Adding a system (e.g. Ferry)
+//!
+//! 1. Add `src/systems/<name>.rs` with a serializer and a decoder type implementing the two
+//!    traits; `prepare` should encode with the module's own serializer so that the decode
+//!    bench reads exactly what the serialize bench writes.
+//! 2. Add `pub mod <name>;` below and one entry to [`SERIALIZERS`] (with `sweeps: true` to
+//!    join the size and count sweeps) and to [`DECODERS`].
+//! 3. Add the dependency to `crates/ferry-bench/Cargo.toml`.
+//!
+//! `cargo test -p ferry-bench` then checks that the new system round-trips every shape, and
+//! both bench targets, `ferry-callgrind list` and `run-callgrind.sh` pick it up.
+
+use std::hint::black_box;
+
+use crate::{BenchError, Shape};
+
+pub mod capnp;
+pub mod ferry;
+pub mod flatbuf;
+pub mod memcpy;
+pub mod prost;
+
+/// Turns a shape's application buffers into bytes ready for a socket write.
+///
+/// Implementations own and reuse every buffer they need (output vector, builder, scratch
+/// space) across calls, the way a server reuses them across requests. The harness makes a
+/// fresh instance per shape, so reused buffers size themselves to that shape.
+pub trait Serializer {
+    /// Serializes `shape`; the returned bytes stay valid until the next call.
+    fn serialize(&mut self, shape: &Shape) -> Result<&[u8], BenchError>;
+
+    /// Bytes of the last output that go out by reference (scatter-gather entries beside the
+    /// returned bytes) instead of inside them. Zero for contiguous serializers.
+    fn referenced_len(&self) -> usize {
+        0
+    }
+}
+
+/// Decodes one prepared message and reads every field.
+pub trait Decoder {
+    /// Encodes `shape` into this decoder's input buffer (untimed setup).
+    fn prepare(&mut self, shape: &Shape) -> Result<(), BenchError>;
+
+    /// Decodes the prepared input and hands the key, then every field in order, to `sink`.
+    fn decode_and_read(&mut self, sink: &mut Sink) -> Result<(), BenchError>;
+}
+
+/// A serializer in the registry.
+#[derive(Debug, Clone, Copy)]
+pub struct SerializerEntry {
+    /// Name used as the Criterion function id and on the callgrind command line.
+    pub name: &'static str,
+    /// Makes a fresh instance with empty reusable buffers.
+    pub new: fn() -> Box<dyn Serializer>,
+    /// Whether the system also runs the field-size and field-count sweeps.
+    pub sweeps: bool,
+}
+
+/// A decoder in the registry.
+#[derive(Debug, Clone, Copy)]
+pub struct DecoderEntry {
+    /// Name used as the Criterion function id and on the callgrind command line.
+    pub name: &'static str,
+    /// Makes a fresh, unprepared instance.
+    pub new: fn() -> Box<dyn Decoder>,
+}
+
+/// Every serializer, floor first: reports divide each row by `memcpy` of the same group.
+pub static SERIALIZERS: &[SerializerEntry] = &[
+    SerializerEntry {
+        name: "memcpy",
+        new: memcpy::MemcpySerializer::boxed,
+        sweeps: true,
+    },
+    SerializerEntry {
+        name: "prost",
+        new: prost::ProstSerializer::boxed,
+        sweeps: true,
+    },
+    SerializerEntry {
+        name: "ferry_copy",
+        new: ferry::FerrySerializer::<{ usize::MAX }>::boxed,
+        sweeps: true,
+    },
+    SerializerEntry {
+        name: "ferry",
+        new: ferry::FerrySerializer::<{ ferry_wire_threshold() }>::boxed,
+        sweeps: true,
+    },
+    SerializerEntry {
+        name: "ferry_zc",
+        new: ferry::FerrySerializer::<0>::boxed,
+        sweeps: true,
+    },
+    SerializerEntry {
+        name: "flatbuf",
+        new: flatbuf::FlatbufSerializer::boxed,
+        sweeps: false,
+    },
+    SerializerEntry {
+        name: "capnp",
+        new: capnp::CapnpSerializer::boxed,
+        sweeps: false,
+    },
+];
+
+/// Ferry's default zero-copy threshold (the `ferry` row is the hybrid default).
+const fn ferry_wire_threshold() -> usize {
+    ::ferry::wire::DEFAULT_THRESHOLD
+}
+
+/// Every decoder. FlatBuffers appears twice: with its verifier and without.
+pub static DECODERS: &[DecoderEntry] = &[
+    DecoderEntry {
+        name: "ferry",
+        new: ferry::FerryDecoder::boxed,
+    },
+    DecoderEntry {
+        name: "prost",
+        new: prost::ProstDecoder::boxed,
+    },
+    DecoderEntry {
+        name: "flatbuf",
+        new: flatbuf::FlatbufDecoder::<true>::boxed,
+    },
+    DecoderEntry {
+        name: "flatbuf_unchecked",
+        new: flatbuf::FlatbufDecoder::<false>::boxed,
+    },
+    DecoderEntry {
+        name: "capnp",
+        new: capnp::CapnpDecoder::boxed,
+    },
+];
+
+/// Looks a serializer up by name.
+pub fn serializer(name: &str) -> Result<&'static SerializerEntry, BenchError> {
+    SERIALIZERS
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| BenchError::Unknown {
+            what: "serializer",
+            name: name.to_owned(),
+            expected: names(SERIALIZERS.iter().map(|e| e.name)),
+        })
+}
+
+/// Looks a decoder up by name.
+pub fn decoder(name: &str) -> Result<&'static DecoderEntry, BenchError> {
+    DECODERS
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| BenchError::Unknown {
+            what: "decoder",
+            name: name.to_owned(),
+            expected: names(DECODERS.iter().map(|e| e.name)),
+        })
+}
+
+fn names(names: impl Iterator<Item = &'static str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
+}
+
+/// Where a decoder puts what it read.
+///
+/// "Reading a field" means obtaining its `&[u8]` (pointer and length, after whatever
+/// offset-following and bounds checks the format does) and passing it through
+/// [`black_box`]; the field's bytes are not scanned, since that costs the same for every
+/// system. In recording mode (tests) the fields are also copied out for comparison.
+#[derive(Debug, Default)]
+pub struct Sink {
+    bytes_read: usize,
+    recorded: Option<Recorded>,
+}
+
+/// Key and fields copied out by a recording [`Sink`].
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// The key; empty if the message had none.
+    pub key: Vec<u8>,
+    /// The fields, in order.
+    pub fields: Vec<Vec<u8>>,
+}
+
+impl Sink {
+    /// A sink for timing: counts bytes, keeps nothing.
+    pub fn counting() -> Self {
+        Self::default()
+    }
+
+    /// A sink for tests: also copies the key and fields out.
+    pub fn recording() -> Self {
+        Self {
+            bytes_read: 0,
+            recorded: Some(Recorded::default()),
+        }
+    }
+
+    /// Reads the key (empty if the message has none).
+    #[inline]
+    pub fn key(&mut self, key: &[u8]) {
+        self.bytes_read += black_box(key).len();
+        if let Some(r) = &mut self.recorded {
+            r.key = key.to_vec();
+        }
+    }
+
+    /// Reads the next field.
+    #[inline]
+    pub fn field(&mut self, field: &[u8]) {
+        self.bytes_read += black_box(field).len();
+        if let Some(r) = &mut self.recorded {
+            r.fields.push(field.to_vec());
+        }
+    }
+
+    /// Total key and field bytes seen since the sink was made.
+    pub fn bytes_read(&self) -> usize {
+        self.bytes_read
+    }
+
+    /// What a recording sink copied out; `None` for a counting sink.
+    pub fn into_recorded(self) -> Option<Recorded> {
+        self.recorded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shapes() -> Vec<Shape> {
+        let mut shapes = Shape::headline();
+        shapes.extend(Shape::size_sweep());
+        shapes.extend(Shape::count_sweep());
+        shapes
+    }
+
+    fn expected(shape: &Shape) -> Recorded {
+        Recorded {
+            key: shape.key().to_vec(),
+            fields: shape.fields().iter().map(|f| f.to_vec()).collect(),
+        }
+    }
+
+    #[test]
+    fn every_decoder_reads_back_every_shape() {
+        for entry in DECODERS {
+            for shape in shapes() {
+                let mut decoder = (entry.new)();
+                decoder.prepare(&shape).unwrap();
+                // Twice: the second pass catches state wrongly carried between calls.
+                for _ in 0..2 {
+                    let mut sink = Sink::recording();
+                    decoder.decode_and_read(&mut sink).unwrap();
+                    assert_eq!(sink.bytes_read(), shape.payload_len());
+                    let got = sink.into_recorded().unwrap();
+                    assert!(got == expected(&shape), "{} / {}", entry.name, shape.name());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn serializers_are_stable_across_reuse() {
+        // Reused builders and scratch space must give the same bytes on every call,
+        // including after a larger message has been built with them.
+        for entry in SERIALIZERS {
+            let mut serializer = (entry.new)();
+            let small = Shape::by_name("muser").unwrap();
+            let large = Shape::by_name("kv8k").unwrap();
+            let first = serializer.serialize(&small).unwrap().to_vec();
+            serializer.serialize(&large).unwrap();
+            let again = serializer.serialize(&small).unwrap().to_vec();
+            assert_eq!(first, again, "{}", entry.name);
+            serializer.serialize(&small).unwrap();
+            let referenced = serializer.referenced_len();
+            assert!(first.len() + referenced >= small.payload_len(), "{}", entry.name);
+        }
+    }
+
+    #[test]
+    fn decoders_refuse_to_run_unprepared() {
+        for entry in DECODERS {
+            let err = (entry.new)().decode_and_read(&mut Sink::counting());
+            assert!(
+                matches!(err, Err(BenchError::NotPrepared { .. })),
+                "{}",
+                entry.name
+            );
+        }
+    }
+
+    #[test]
+    fn registry_names_are_unique_and_resolve() {
+        for entry in SERIALIZERS {
+            assert_eq!(serializer(entry.name).unwrap().name, entry.name);
+        }
+        for entry in DECODERS {
+            assert_eq!(decoder(entry.name).unwrap().name, entry.name);
+        }
+        assert!(serializer("nope").is_err());
+        assert!(decoder("memcpy").is_err());
+    }
+}
