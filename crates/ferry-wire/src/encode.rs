@@ -395,17 +395,15 @@ impl Writer<'_> {
         let at = self.copy;
         let end = at + layout::align(len);
         self.copy = end;
-        let dst = self.out.get_mut(at..end);
-        if dst.is_none() {
-            self.failed = true;
-        }
-        let dst = dst.map(|d| {
-            if len % ALIGN != 0 {
+        let mut dst = self.out.get_mut(at..end);
+        match dst.as_deref_mut() {
+            Some(d) if len % ALIGN != 0 => {
                 let n = d.len();
                 d[n - ALIGN..].copy_from_slice(&[0; ALIGN]);
             }
-            d
-        });
+            Some(_) => {}
+            None => self.failed = true,
+        }
         (at, dst)
     }
 
