@@ -11,7 +11,7 @@ use std::io::IoSlice;
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_wire::{
     Context, DecodeError, DecodeErrorKind, DynamicMessage, Encode, FieldDesc, HybridBytes, Kind, Label,
-    Layout, Limits, List, MessageDesc, Serialize, Value, View, Visitor, iovecs,
+    Limits, List, MessageDesc, Serialize, Value, View, Visitor, iovecs,
 };
 
 use DecodeErrorKind as K;
@@ -433,12 +433,8 @@ fn ex2_item_encode() {
     let bytes = assert_encodes_to(&ex2_message(), EX2_ITEM);
     let layout = ex2_message().layout();
     assert_eq!(
-        layout,
-        Layout {
-            head_len: bytes.len(),
-            zero_copy_len: 0,
-            zero_copy_count: 0
-        }
+        (layout.head_len, layout.zero_copy_len, layout.zero_copy_count),
+        (bytes.len(), 0, 0)
     );
 }
 
@@ -481,12 +477,8 @@ fn ex3_item_zero_copy_encode() {
     let expected = hex(EX3_ITEM_ZERO_COPY);
     let layout = m.layout();
     assert_eq!(
-        layout,
-        Layout {
-            head_len: 0x30,
-            zero_copy_len: 16,
-            zero_copy_count: 1
-        }
+        (layout.head_len, layout.zero_copy_len, layout.zero_copy_count),
+        (0x30, 16, 1)
     );
 
     // Gather entry 0: the header segment.
@@ -631,13 +623,10 @@ fn ex6_record_encode() {
     ];
     m.set(2, Value::List(List::Bytes(list))).unwrap();
 
+    let layout = m.layout();
     assert_eq!(
-        m.layout(),
-        Layout {
-            head_len: 0x58,
-            zero_copy_len: 16,
-            zero_copy_count: 1
-        }
+        (layout.head_len, layout.zero_copy_len, layout.zero_copy_count),
+        (0x58, 16, 1)
     );
     let mut bufs = Vec::new();
     m.zero_copy_bufs(&mut bufs);
