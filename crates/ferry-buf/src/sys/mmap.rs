@@ -1,0 +1,223 @@
+//! Linux backend: `mmap` a `PROT_NONE` reservation, then map regions over it with `MAP_FIXED`.
+//!
+//! Page choice per region, in order: hugetlbfs 2 MiB pages if enough are free, transparent
+//! huge pages if THP is not disabled, else 4 KiB pages. Every region is prefaulted before
+//! it is handed out, so the hot path never takes a page fault, and `mlock`ed if asked
+//! (best effort).
+
+use std::io;
+use std::ptr::{self, NonNull};
+
+use super::{Cursor, MapOptions, Mapped};
+use crate::{PageKind, PoolError};
+
+const HUGE_PAGE: usize = 2 << 20;
+/// Stride for prefaulting; the smallest page size Linux uses.
+const BASE_PAGE: usize = 4096;
+
+/// `len` bytes of address space aligned to `region_size`, `PROT_NONE` until regions are mapped.
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    base: NonNull<u8>,
+    len: usize,
+    region_size: usize,
+    cursor: Cursor,
+}
+
+// SAFETY: `base` is the address of a mapping this value owns; the reservation itself never
+// reads or writes through it except in `map_next` on a freshly claimed region, which no other
+// thread can reach yet. Who accesses mapped regions is governed by the pool.
+unsafe impl Send for Reservation {}
+// SAFETY: as for `Send`; `&self` methods only touch the atomic cursor and unclaimed regions.
+unsafe impl Sync for Reservation {}
+
+fn os_error(what: &str) -> PoolError {
+    PoolError::Map(format!("{what}: {}", io::Error::last_os_error()))
+}
+
+impl Reservation {
+    /// Reserves `len` bytes aligned to `region_size` (both validated by `PoolConfig`).
+    pub(crate) fn new(len: usize, region_size: usize) -> Result<Self, PoolError> {
+        // Over-reserve by one region, then trim, to get the alignment hugetlb `MAP_FIXED` needs.
+        let total = len
+            .checked_add(region_size)
+            .ok_or(PoolError::Config("max_bytes + region_size overflows"))?;
+        // SAFETY: a fresh anonymous mapping at an address the kernel chooses; touches no
+        // existing memory.
+        let raw = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                total,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(os_error("reserving address space"));
+        }
+        let raw = raw.cast::<u8>();
+        let head = raw.addr().next_multiple_of(region_size) - raw.addr();
+        let tail = total - head - len;
+        // SAFETY: `head + len + tail == total`, so both trimmed pieces lie inside the mapping
+        // just created, which nothing else uses yet.
+        unsafe {
+            if head > 0 {
+                libc::munmap(raw.cast(), head);
+            }
+            if tail > 0 {
+                libc::munmap(raw.add(head + len).cast(), tail);
+            }
+        }
+        // SAFETY: `head < total`, so `raw + head` is inside the (non-null) mapping.
+        let base = unsafe { NonNull::new_unchecked(raw.add(head)) };
+        Ok(Reservation {
+            base,
+            len,
+            region_size,
+            cursor: Cursor::new(len / region_size),
+        })
+    }
+
+    /// Address of the first byte.
+    pub(crate) fn base(&self) -> NonNull<u8> {
+        self.base
+    }
+
+    /// Maps the next unused region, or returns `None` if every region is in use.
+    pub(crate) fn map_next(&self, options: MapOptions) -> Result<Option<Mapped>, PoolError> {
+        let Some(index) = self.cursor.claim() else {
+            return Ok(None);
+        };
+        // SAFETY: `index < len / region_size`, so the region lies inside the reservation.
+        let ptr = unsafe { self.base.add(index * self.region_size) };
+        let len = self.region_size;
+        let huge = options.huge_pages && len % HUGE_PAGE == 0;
+
+        let mut pages = None;
+        if huge && hugetlb_pages_available() >= len / HUGE_PAGE {
+            // SAFETY: the range is our own PROT_NONE reservation, claimed once via the cursor,
+            // so replacing it affects no live memory.
+            if unsafe { map_fixed(ptr, len, libc::MAP_HUGETLB | libc::MAP_HUGE_2MB) }.is_ok() {
+                pages = Some(PageKind::Huge2M);
+            } else {
+                // Another process took the pages between the check and the mmap. Linux >= 6.12
+                // keeps the old mapping on a failed MAP_FIXED; older kernels may leave a hole,
+                // which this closes again (the window is a few instructions long).
+                // SAFETY: as above, the range is ours and unused.
+                unsafe { reserve_fixed(ptr, len) }?;
+            }
+        }
+        let pages = match pages {
+            Some(pages) => pages,
+            None => {
+                // SAFETY: as above, the range is ours and unused.
+                unsafe { map_fixed(ptr, len, 0) }?;
+                // SAFETY: `ptr..ptr + len` is the mapping just created.
+                let thp = huge
+                    && thp_enabled()
+                    && unsafe { libc::madvise(ptr.as_ptr().cast(), len, libc::MADV_HUGEPAGE) } == 0;
+                if thp {
+                    PageKind::Transparent
+                } else {
+                    PageKind::Base
+                }
+            }
+        };
+        // SAFETY: `ptr..ptr + len` is mapped read-write just above and not yet shared.
+        unsafe { prefault(ptr, len) };
+
+        let (locked, mlock_error) = if options.mlock {
+            // SAFETY: locks our own mapping; no memory is read or written.
+            match unsafe { libc::mlock(ptr.as_ptr().cast(), len) } {
+                0 => (true, None),
+                _ => (false, Some(io::Error::last_os_error().to_string())),
+            }
+        } else {
+            (false, None)
+        };
+        Ok(Some(Mapped {
+            index,
+            ptr,
+            len,
+            pages,
+            locked,
+            mlock_error,
+        }))
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the range `new` kept; the pool drops the reservation only once
+        // no buffer refers into it.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// Maps `len` anonymous read-write bytes at `ptr`, replacing what is there.
+///
+/// # Safety
+/// `ptr..ptr + len` must be part of this process's reservation and hold no live data.
+unsafe fn map_fixed(ptr: NonNull<u8>, len: usize, extra_flags: i32) -> Result<(), PoolError> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | extra_flags;
+    // SAFETY: the caller guarantees the range is ours and unused; MAP_FIXED replaces it.
+    let got = unsafe {
+        libc::mmap(
+            ptr.as_ptr().cast(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            -1,
+            0,
+        )
+    };
+    if got == libc::MAP_FAILED {
+        return Err(os_error("mapping a region"));
+    }
+    Ok(())
+}
+
+/// Puts a `PROT_NONE` reservation back at `ptr..ptr + len`.
+///
+/// # Safety
+/// As for [`map_fixed`].
+unsafe fn reserve_fixed(ptr: NonNull<u8>, len: usize) -> Result<(), PoolError> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE;
+    // SAFETY: the caller guarantees the range is ours and unused.
+    let got = unsafe { libc::mmap(ptr.as_ptr().cast(), len, libc::PROT_NONE, flags, -1, 0) };
+    if got == libc::MAP_FAILED {
+        return Err(os_error("restoring the reservation"));
+    }
+    Ok(())
+}
+
+/// Touches every page so the hot path never faults.
+///
+/// # Safety
+/// `ptr..ptr + len` must be mapped read-write and not yet visible to any other thread.
+unsafe fn prefault(ptr: NonNull<u8>, len: usize) {
+    for offset in (0..len).step_by(BASE_PAGE) {
+        // SAFETY: `offset < len`, inside the mapping; a fresh anonymous page reads as zero, so
+        // writing zero leaves the (initialized) contents unchanged.
+        unsafe { ptr.add(offset).write_volatile(0) };
+    }
+}
+
+/// Free 2 MiB hugetlb pages not already promised to another mapping.
+fn hugetlb_pages_available() -> usize {
+    let read = |name: &str| -> usize {
+        std::fs::read_to_string(format!("/sys/kernel/mm/hugepages/hugepages-2048kB/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    read("free_hugepages").saturating_sub(read("resv_hugepages"))
+}
+
+/// Whether transparent huge pages are enabled (`always` or `madvise` mode).
+fn thp_enabled() -> bool {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .is_ok_and(|mode| !mode.contains("[never]"))
+}

@@ -1,0 +1,249 @@
+//! Allocation, size classes, growth, exhaustion, hooks and statistics.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::{MAX_BYTES, REGION, all_bytes, assert_no_leaks, small_config, small_pool};
+use ferry_buf::{MIN_CLASS, PageKind, Pool, PoolConfig, PoolError, RegionInfo};
+
+fn classes() -> impl Iterator<Item = usize> {
+    (0..)
+        .map(|shift| MIN_CLASS << shift)
+        .take_while(|&class| class <= REGION)
+}
+
+#[test]
+fn every_class_allocates_and_frees() {
+    let pool = small_pool();
+    let mut bufs = Vec::new();
+    for class in classes() {
+        for request in [class / 2 + 1, class] {
+            let mut buf = pool.alloc(request).unwrap();
+            assert_eq!(buf.capacity(), class.max(MIN_CLASS), "request {request}");
+            assert!(buf.is_empty());
+            buf.capacity_mut().fill(0xA5);
+            buf.set_len(request);
+            bufs.push(buf);
+        }
+    }
+    let stats = pool.stats();
+    assert_eq!(stats.classes.len(), classes().count());
+    for class in &stats.classes {
+        assert_eq!(class.buffers_outstanding, 2, "{class:?}");
+        assert_eq!(class.bytes_outstanding, 2 * class.class);
+        // The largest class has one slot per region.
+        assert_eq!(class.regions, if class.class == REGION { 2 } else { 1 });
+    }
+    let regions = classes().count() + 1;
+    assert_eq!(stats.regions, regions);
+    assert_eq!(stats.mapped_bytes, regions * REGION);
+    for buf in &bufs {
+        assert!(all_bytes(buf, 0xA5), "buffers must not overlap");
+    }
+    drop(bufs);
+    assert_no_leaks(&pool);
+    assert_eq!(pool.stats().regions, regions, "regions stay mapped");
+}
+
+#[test]
+fn zero_capacity_gets_the_smallest_class() {
+    let pool = small_pool();
+    assert_eq!(pool.alloc(0).unwrap().capacity(), MIN_CLASS);
+}
+
+#[test]
+fn freed_slot_is_reused_without_growth() {
+    let pool = small_pool();
+    let addr = pool.alloc(100).unwrap().as_ptr();
+    let again = pool.alloc(100).unwrap();
+    assert_eq!(again.as_ptr(), addr, "the free list is LIFO");
+    assert_eq!(pool.stats().regions, 1);
+}
+
+#[test]
+fn memory_is_zeroed_when_fresh() {
+    let pool = small_pool();
+    let mut buf = pool.alloc(REGION).unwrap();
+    assert!(all_bytes(buf.capacity_mut(), 0));
+}
+
+#[test]
+fn too_large_is_an_error() {
+    let pool = small_pool();
+    assert_eq!(
+        pool.alloc(REGION + 1).unwrap_err(),
+        PoolError::TooLarge {
+            requested: REGION + 1,
+            max: REGION
+        }
+    );
+    assert_eq!(pool.max_class(), REGION);
+    assert!(pool.copy_from(&vec![0; REGION + 1]).is_err());
+    assert_eq!(pool.stats().regions, 0);
+}
+
+#[test]
+fn exhaustion_is_an_error_and_recovers_after_free() {
+    let pool = small_pool();
+    let regions = MAX_BYTES / REGION;
+    let mut bufs: Vec<_> = (0..regions).map(|_| pool.alloc(REGION).unwrap()).collect();
+    assert_eq!(
+        pool.alloc(REGION).unwrap_err(),
+        PoolError::Exhausted {
+            class: REGION,
+            max_bytes: MAX_BYTES
+        }
+    );
+    // Every region belongs to the largest class now, so other classes are exhausted too.
+    assert!(matches!(
+        pool.alloc(64),
+        Err(PoolError::Exhausted { class: 64, .. })
+    ));
+    assert_eq!(pool.stats().mapped_bytes, MAX_BYTES);
+
+    bufs.pop();
+    let buf = pool.alloc(REGION).expect("a freed slot is allocatable again");
+    drop((buf, bufs));
+    assert_no_leaks(&pool);
+}
+
+#[test]
+fn growth_adds_regions_and_calls_hooks() {
+    let pool = small_pool();
+    let early: Arc<Mutex<Vec<RegionInfo>>> = Arc::default();
+    let seen = early.clone();
+    pool.on_region(move |info| seen.lock().unwrap().push(*info));
+    assert!(early.lock().unwrap().is_empty(), "no region yet");
+
+    // Class 64 KiB: one slot per region, so each allocation adds a region.
+    let bufs: Vec<_> = (0..3).map(|_| pool.alloc(REGION).unwrap()).collect();
+    let small = pool.alloc(1000).unwrap();
+    assert_eq!(pool.stats().regions, 4);
+
+    let infos = early.lock().unwrap().clone();
+    assert_eq!(infos.iter().map(|i| i.index).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!(
+        infos.iter().map(|i| i.class).collect::<Vec<_>>(),
+        [REGION, REGION, REGION, 1024]
+    );
+    let base = infos[0].addr.addr();
+    for info in &infos {
+        assert_eq!(info.len, REGION);
+        assert_eq!(info.addr.addr() % REGION, 0, "regions are aligned to their size");
+        assert_eq!(
+            info.addr.addr() - base,
+            info.index * REGION,
+            "regions tile one range"
+        );
+        let expected = if cfg!(miri) {
+            PageKind::Heap
+        } else {
+            PageKind::Base
+        };
+        assert_eq!(
+            info.pages, expected,
+            "64 KiB regions are too small for huge pages"
+        );
+    }
+    for (buf, info) in bufs.iter().zip(&infos) {
+        assert_eq!(buf.as_ptr(), info.addr, "a one-slot region's slot is the region");
+    }
+    assert!(pool.contains(&small));
+
+    // A hook registered late sees the existing regions at once, then new ones.
+    let late: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let seen = late.clone();
+    pool.on_region(move |info| seen.lock().unwrap().push(info.index));
+    assert_eq!(*late.lock().unwrap(), [0, 1, 2, 3]);
+    let more = pool.alloc(64).unwrap();
+    assert_eq!(*late.lock().unwrap(), [0, 1, 2, 3, 4]);
+    assert_eq!(early.lock().unwrap().len(), 5);
+
+    drop((bufs, small, more));
+    assert_no_leaks(&pool);
+}
+
+#[test]
+fn mlock_outcome_is_reported() {
+    let pool = small_pool();
+    let info: Arc<Mutex<Option<RegionInfo>>> = Arc::default();
+    let seen = info.clone();
+    pool.on_region(move |region| *seen.lock().unwrap() = Some(*region));
+    let _buf = pool.alloc(64).unwrap();
+    let info = info.lock().unwrap().expect("one region");
+    let stats = pool.stats();
+    if cfg!(miri) {
+        assert!(!info.locked, "heap regions are never locked");
+        assert_eq!(stats.mlock_failures, 0, "not a failure: locking is unavailable");
+    } else {
+        assert_eq!(info.locked, stats.mlock_failures == 0, "{info:?} {stats:?}");
+        if !info.locked {
+            println!("note: mlock failed here (RLIMIT_MEMLOCK?); checked that it is reported");
+        }
+    }
+}
+
+#[test]
+fn no_mlock_when_not_asked() {
+    let pool = Pool::new(PoolConfig {
+        mlock: false,
+        ..small_config()
+    })
+    .unwrap();
+    let locked: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let seen = locked.clone();
+    pool.on_region(move |region| seen.lock().unwrap().push(region.locked));
+    let _buf = pool.alloc(64).unwrap();
+    assert_eq!(*locked.lock().unwrap(), [false]);
+    assert_eq!(pool.stats().mlock_failures, 0);
+}
+
+#[test]
+fn contains_checks_the_address_range_only() {
+    let pool = small_pool();
+    let buf = pool.copy_from(b"inside").unwrap();
+    assert!(pool.contains(&buf));
+    assert!(pool.contains(&buf[1..3]));
+    assert!(!pool.contains(b"static bytes"));
+    let heap = vec![1u8; 16];
+    assert!(!pool.contains(&heap));
+    let other = small_pool();
+    assert!(!other.contains(&buf), "another pool's memory");
+}
+
+#[test]
+fn buffers_outlive_every_pool_handle() {
+    let pool = small_pool();
+    let buf = pool.copy_from(b"still here").unwrap();
+    let clone = pool.clone();
+    drop((pool, clone));
+    assert_eq!(&*buf, b"still here");
+    let copy = buf.clone();
+    drop(buf);
+    assert_eq!(&*copy, b"still here");
+}
+
+#[test]
+fn invalid_config_is_rejected() {
+    let config = PoolConfig {
+        region_size: 100_000,
+        ..small_config()
+    };
+    assert!(matches!(Pool::new(config), Err(PoolError::Config(_))));
+    let config = PoolConfig {
+        max_bytes: REGION + 1,
+        ..small_config()
+    };
+    assert!(matches!(Pool::new(config), Err(PoolError::Config(_))));
+}
+
+#[test]
+fn pool_and_buffers_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Pool>();
+    send_sync::<ferry_buf::SharedBuf>();
+    send_sync::<ferry_buf::BufMut>();
+    assert_eq!(size_of::<ferry_buf::SharedBuf>(), 3 * size_of::<usize>());
+    assert_eq!(size_of::<Option<ferry_buf::SharedBuf>>(), 3 * size_of::<usize>());
+}
