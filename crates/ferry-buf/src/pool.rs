@@ -139,6 +139,14 @@ impl Pool {
         RawShared::recover(&self.inner, data.as_ptr().addr(), data.len()).map(SharedBuf::from_raw)
     }
 
+    /// O(1), no atomic write: whether `data` lies wholly inside one live, frozen buffer of this
+    /// pool, i.e. whether [`Pool::recover`] would accept it. The answer stays true for as long
+    /// as `data` is borrowed: a live borrow of pool memory comes from a `SharedBuf` (or
+    /// `BufMut`) that keeps its slot allocated.
+    pub fn is_shared(&self, data: &[u8]) -> bool {
+        RawShared::is_shared(&self.inner, data.as_ptr().addr(), data.len())
+    }
+
     /// O(1): whether `data` lies in this pool's address range (no liveness check). An empty
     /// slice counts if its address does.
     pub fn contains(&self, data: &[u8]) -> bool {

@@ -267,9 +267,9 @@ unsafe impl Send for RawShared {}
 unsafe impl Sync for RawShared {}
 
 impl RawShared {
-    /// A handle for `addr .. addr + len` if that range is non-empty and lies inside one shared
-    /// (frozen, live) slot of `pool`. O(1): a subtraction, a table load and a CAS loop.
-    pub(crate) fn recover(pool: &PoolInner, addr: usize, len: usize) -> Option<RawShared> {
+    /// The region, offset within it and slot of `addr .. addr + len`, if that range is
+    /// non-empty and lies inside one slot of a mapped region. O(1): a subtraction and a table load.
+    fn locate(pool: &PoolInner, addr: usize, len: usize) -> Option<(&Region, usize, usize)> {
         if len == 0 {
             return None;
         }
@@ -281,6 +281,19 @@ impl RawShared {
         if len > slot_end - within {
             return None; // runs past the slot (and maybe the region)
         }
+        Some((region, within, slot))
+    }
+
+    /// Whether `addr .. addr + len` is non-empty and lies inside one shared (frozen, live) slot
+    /// of `pool`: what [`RawShared::recover`] accepts, without taking a reference.
+    pub(crate) fn is_shared(pool: &PoolInner, addr: usize, len: usize) -> bool {
+        Self::locate(pool, addr, len).is_some_and(|(region, _, slot)| region.slot(slot).is_shared())
+    }
+
+    /// A handle for `addr .. addr + len` if that range is non-empty and lies inside one shared
+    /// (frozen, live) slot of `pool`. O(1): a subtraction, a table load and a CAS loop.
+    pub(crate) fn recover(pool: &PoolInner, addr: usize, len: usize) -> Option<RawShared> {
+        let (region, within, slot) = Self::locate(pool, addr, len)?;
         if !region.slot(slot).try_retain() {
             return None; // free, or still being written
         }

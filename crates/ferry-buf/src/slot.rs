@@ -97,6 +97,12 @@ impl SlotMeta {
         }
     }
 
+    /// Whether the slot is shared (frozen and live) right now.
+    pub(crate) fn is_shared(&self) -> bool {
+        let current = self.refs.load(Ordering::Relaxed);
+        current != FREE && current != WRITING
+    }
+
     /// One shared owner fewer. Returns true if it was the last: the slot is then `FREE` and the
     /// caller must hand it back to the free list.
     pub(crate) fn release(&self) -> bool {

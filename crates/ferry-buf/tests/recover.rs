@@ -100,3 +100,18 @@ fn largest_class_recovers() {
     let tail = pool.recover(&buf[REGION - 1..]).unwrap();
     assert_eq!(&*tail, &[3]);
 }
+
+#[test]
+fn is_shared_answers_like_recover_without_counting() {
+    let pool = common::small_pool();
+    let buf = pool.copy_from(&[9u8; 100]).unwrap();
+    assert!(pool.is_shared(&buf[10..20]));
+    assert_eq!(buf.ref_count(), 1);
+    assert!(!pool.is_shared(&[9u8; 100]), "heap memory");
+    assert!(!pool.is_shared(&buf[..0]), "empty");
+    let mut unique = pool.alloc(64).unwrap();
+    unique.extend_from_slice(&[1; 64]);
+    assert!(!pool.is_shared(&unique), "still being written");
+    let frozen = unique.freeze();
+    assert!(pool.is_shared(&frozen));
+}

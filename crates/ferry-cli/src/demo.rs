@@ -98,7 +98,7 @@ struct Measured {
 /// Builds, lays out and writes `n` messages as a transport would: header segment into a pool
 /// buffer, zero-copy entries collected as held references.
 fn measure(pool: &Pool, store: &Store, ctx: &Context, n: usize) -> Result<Measured, Box<dyn Error>> {
-    let mut held: Vec<SharedBuf> = Vec::with_capacity(32);
+    let mut gather: Vec<(usize, usize)> = Vec::with_capacity(32);
     let mut last = None;
     let start = Instant::now();
     for _ in 0..n {
@@ -107,9 +107,10 @@ fn measure(pool: &Pool, store: &Store, ctx: &Context, n: usize) -> Result<Measur
         let mut head = pool.alloc(layout.head_len)?;
         head.set_len(layout.head_len);
         rec.write_head(&layout, &mut head)?;
-        held.clear();
-        rec.zero_copy_bufs(&mut held);
-        black_box((&head, &held));
+        // The gather list a `writev` would take: (address, length) of each referenced value.
+        gather.clear();
+        rec.for_each_zero_copy(|b| gather.push((b.as_ptr() as usize, b.len())));
+        black_box((&head, &gather));
         last = Some(layout);
     }
     let elapsed = start.elapsed();
@@ -141,16 +142,16 @@ fn verify(store: &Store, ctx: &Context) -> Result<(), Box<dyn Error>> {
 fn explain(store: &Store, ctx: &Context) {
     let rec = store.record(ctx);
     let layout = rec.layout();
-    let mut held = Vec::new();
-    rec.zero_copy_bufs(&mut held);
-    let mut refs = held.iter();
+    let mut gather = Vec::new();
+    rec.for_each_zero_copy(|b| gather.push(b.as_ptr()));
+    let mut refs = gather.into_iter();
     println!(
         "  key       {:>6} B  copied into the header segment",
         rec.key().len()
     );
     for (i, f) in rec.fields().iter().enumerate() {
         if f.is_zero_copy() {
-            let entry = refs.next().map(|b| b.as_ptr());
+            let entry = refs.next();
             let same = entry == Some(store.values[i].as_ptr());
             println!(
                 "  fields[{i:>2}] {:>6} B  referenced: gather entry at {:p} (the store's own memory: {})",
@@ -195,7 +196,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     let mut stores = Vec::new();
     for w in workloads() {
         let store = Store::new(&pool, &w)?;
-        for (mode, ctx) in [("copy-only", &copy), ("hybrid", &hybrid)] {
+        for (mode, ctx) in [("copy-only", copy), ("hybrid", &hybrid)] {
             verify(&store, ctx)?;
             // Warm up: the first allocation of a size class maps and prefaults its region.
             measure(&pool, &store, ctx, args.messages / 10 + 1)?;

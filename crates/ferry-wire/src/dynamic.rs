@@ -262,7 +262,7 @@ impl<'a> DynamicMessage<'a> {
     /// Reads a validated view into a dynamic message. `bytes` values borrow the view's buffer,
     /// or reference it when the view was decoded from a shared buffer and the value reaches the
     /// context's threshold. Unknown fields are dropped. Strings are UTF-8 checked.
-    pub fn from_view(view: &View<'a>, ctx: &Context) -> Result<Self, DecodeError> {
+    pub fn from_view(view: &View<'a>, ctx: &'a Context) -> Result<Self, DecodeError> {
         let mut m = DynamicMessage::new(view.desc());
         for f in view.desc().fields {
             if !view.has(f.number) {
@@ -290,11 +290,7 @@ impl<'a> DynamicMessage<'a> {
                             if matches!(f.kind, Kind::String) {
                                 check_utf8(view, f, data)?;
                             }
-                            let v = match l.shared(i) {
-                                Some(b) if data.len() >= ctx.threshold() => HybridBytes::from_shared(b, ctx),
-                                _ => HybridBytes::new(data, ctx),
-                            };
-                            out.push(v);
+                            out.push(HybridBytes::received(data, view.owner(), ctx));
                         }
                         List::Bytes(out)
                     }

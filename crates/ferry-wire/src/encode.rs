@@ -139,6 +139,10 @@ pub enum EncodeError {
         /// Chunks needed.
         chunks: usize,
     },
+    /// A zero-copy value's memory is no longer a shared pool buffer (cannot happen while the
+    /// message borrows it; reported rather than assumed).
+    #[error("a zero-copy value is no longer a shared pool buffer")]
+    NotShared,
     /// The output slice does not match the layout (the message changed between `layout` and `write_head`?).
     #[error("header segment needs {needed} bytes, output has {got}")]
     OutputSize {
@@ -157,8 +161,9 @@ pub trait Serialize {
     /// Writes the header segment into `out`, whose length must be `layout.head_len`.
     fn write_head(&self, layout: &Layout, out: &mut [u8]) -> Result<(), EncodeError>;
 
-    /// Calls `f` for each zero-copy buffer, in wire order.
-    fn for_each_zero_copy<F: FnMut(&SharedBuf)>(&self, f: F);
+    /// Calls `f` with the bytes of each zero-copy value, in wire order: the gather entries
+    /// after the header segment, pointing at the original memory.
+    fn for_each_zero_copy<F: FnMut(&[u8])>(&self, f: F);
 
     /// Encodes into one contiguous vector (copies the zero-copy data: for tests and tools).
     fn to_vec(&self) -> Result<Vec<u8>, EncodeError> {
@@ -170,11 +175,9 @@ pub trait Serialize {
         Ok(out)
     }
 
-    /// Appends a handle (refcount + 1) to each zero-copy buffer, in wire order: what a
-    /// zero-copy send holds until the kernel's completion.
-    fn zero_copy_bufs(&self, out: &mut Vec<SharedBuf>) {
-        self.for_each_zero_copy(|b| out.push(b.clone()));
-    }
+    /// Appends a counted reference (refcount + 1) to each zero-copy value, in wire order: what
+    /// a zero-copy send holds until the kernel's completion, beyond the message's lifetime.
+    fn zero_copy_bufs(&self, out: &mut Vec<SharedBuf>) -> Result<(), EncodeError>;
 }
 
 impl<'a, M: Encode<'a>> Serialize for M {
@@ -230,8 +233,21 @@ impl<'a, M: Encode<'a>> Serialize for M {
         Ok(())
     }
 
-    fn for_each_zero_copy<F: FnMut(&SharedBuf)>(&self, mut f: F) {
-        self.visit(&mut ZeroCopyLister { f: &mut f });
+    fn for_each_zero_copy<F: FnMut(&[u8])>(&self, mut f: F) {
+        self.visit(&mut ZeroCopyLister {
+            f: &mut |v: &HybridBytes<'a>| f(v.as_slice()),
+        });
+    }
+
+    fn zero_copy_bufs(&self, out: &mut Vec<SharedBuf>) -> Result<(), EncodeError> {
+        let mut lost = false;
+        self.visit(&mut ZeroCopyLister {
+            f: &mut |v: &HybridBytes<'a>| match v.to_shared() {
+                Some(b) => out.push(b),
+                None => lost = true,
+            },
+        });
+        if lost { Err(EncodeError::NotShared) } else { Ok(()) }
     }
 }
 
@@ -550,11 +566,11 @@ struct ZeroCopyLister<'f, F> {
     f: &'f mut F,
 }
 
-impl<'a, F: FnMut(&SharedBuf)> Visitor<'a> for ZeroCopyLister<'_, F> {
+impl<'a, F: FnMut(&HybridBytes<'a>)> Visitor<'a> for ZeroCopyLister<'_, F> {
     fn scalar<T: Scalar>(&mut self, _: u32, _: T) {}
     fn bytes(&mut self, _: u32, value: &HybridBytes<'a>) {
-        if let Some(b) = value.zero_copy_buf() {
-            (self.f)(b)
+        if value.is_zero_copy() {
+            (self.f)(value)
         }
     }
     fn message<M: Encode<'a> + ?Sized>(&mut self, _: u32, value: &M) {
@@ -563,8 +579,9 @@ impl<'a, F: FnMut(&SharedBuf)> Visitor<'a> for ZeroCopyLister<'_, F> {
     fn scalars<T: Scalar>(&mut self, _: u32, _: &[T]) {}
     fn bytes_list<B: AsHybrid<'a>>(&mut self, _: u32, values: &[B]) {
         for v in values {
-            if let Some(b) = v.as_hybrid().zero_copy_buf() {
-                (self.f)(b)
+            let v = v.as_hybrid();
+            if v.is_zero_copy() {
+                (self.f)(v)
             }
         }
     }

@@ -2,8 +2,14 @@
 //!
 //! The copy-or-reference decision is made once, when a field is set (paper, section 3.2.1):
 //! a value of at least [`Context::threshold`] bytes that lies in the context's pool becomes a
-//! zero-copy reference to that pool memory (refcount + 1); anything else is copied into the
-//! header segment when the message is serialized.
+//! zero-copy reference to that pool memory; anything else is copied into the header segment
+//! when the message is serialized.
+//!
+//! A reference to *borrowed* pool memory takes no refcount at all: the borrow (`'a`) already
+//! keeps the buffer alive and unchanged for as long as the message can see it, so setting and
+//! serializing such a field costs no atomic operation. Only a send that must outlive the
+//! borrow (a zero-copy send waiting for its completion) takes counted references, with
+//! [`HybridBytes::to_shared`] or `Serialize::zero_copy_bufs`.
 
 use core::fmt;
 
@@ -31,12 +37,13 @@ impl Context {
         }
     }
 
-    /// A context that always copies and has no pool.
-    pub fn copy_only() -> Self {
-        Context {
+    /// The context that always copies and has no pool (static, so it can be lent to any message).
+    pub fn copy_only() -> &'static Context {
+        static COPY_ONLY: Context = Context {
             pool: None,
             threshold: usize::MAX,
-        }
+        };
+        &COPY_ONLY
     }
 
     /// Sets the threshold: `0` references whenever possible, `usize::MAX` always copies.
@@ -56,21 +63,34 @@ impl Context {
         self.pool.as_ref()
     }
 
-    /// The shared buffer for `data` when it should be sent by reference.
+    /// The pool, if `data` should be sent by reference (long enough and pool-resident).
     #[inline]
-    fn reference(&self, data: &[u8]) -> Option<SharedBuf> {
+    fn lender(&self, data: &[u8]) -> Option<&Pool> {
         if data.is_empty() || data.len() < self.threshold {
             return None;
         }
-        self.pool.as_ref()?.recover(data)
+        self.pool.as_ref().filter(|p| p.is_shared(data))
+    }
+
+    /// A counted reference to `data` when it should be sent by reference.
+    fn reference(&self, data: &[u8]) -> Option<SharedBuf> {
+        self.lender(data)?.recover(data)
     }
 }
 
 #[derive(Clone)]
 enum Repr<'a> {
     Borrowed(&'a [u8]),
+    /// Borrowed pool memory, sent by reference; the borrow keeps it alive.
+    Lent {
+        data: &'a [u8],
+        pool: &'a Pool,
+    },
     Owned(Vec<u8>),
-    Shared { buf: SharedBuf, zero_copy: bool },
+    Shared {
+        buf: SharedBuf,
+        zero_copy: bool,
+    },
 }
 
 /// A `bytes` field value: copied when serialized, or referenced by a gather entry.
@@ -82,11 +102,12 @@ impl<'a> HybridBytes<'a> {
     pub const EMPTY: HybridBytes<'static> = HybridBytes(Repr::Borrowed(&[]));
 
     /// From any slice: a zero-copy reference when it is long enough and lies in the pool
-    /// (an O(1) lookup), otherwise borrowed and copied once, at serialization.
+    /// (an O(1) lookup, no refcount: the borrow keeps it alive), otherwise borrowed and copied
+    /// once, at serialization.
     #[inline]
-    pub fn new(data: &'a [u8], ctx: &Context) -> Self {
-        match ctx.reference(data) {
-            Some(buf) => HybridBytes(Repr::Shared { buf, zero_copy: true }),
+    pub fn new(data: &'a [u8], ctx: &'a Context) -> Self {
+        match ctx.lender(data) {
+            Some(pool) => HybridBytes(Repr::Lent { data, pool }),
             None => HybridBytes(Repr::Borrowed(data)),
         }
     }
@@ -107,6 +128,23 @@ impl<'a> HybridBytes<'a> {
         HybridBytes(Repr::Shared { buf, zero_copy })
     }
 
+    /// From bytes of a received message: a reference when at least the threshold long, either
+    /// borrowed (the received buffer is in the context's pool) or counted (a sub-buffer of
+    /// `owner`); otherwise borrowed and copied at serialization.
+    pub fn received(data: &'a [u8], owner: Option<&'a SharedBuf>, ctx: &'a Context) -> Self {
+        let value = HybridBytes::new(data, ctx);
+        if value.is_zero_copy() || data.len() < ctx.threshold || ctx.pool.is_none() {
+            return value;
+        }
+        match owner.and_then(|o| o.slice_ref(data)) {
+            Some(buf) => HybridBytes(Repr::Shared {
+                buf,
+                zero_copy: !data.is_empty(),
+            }),
+            None => value,
+        }
+    }
+
     /// From owned data; always copied at serialization (heap memory cannot be referenced safely by a send).
     pub fn from_vec(data: Vec<u8>) -> Self {
         HybridBytes(Repr::Owned(data))
@@ -115,14 +153,16 @@ impl<'a> HybridBytes<'a> {
     /// Whether this value is sent by reference.
     #[inline]
     pub fn is_zero_copy(&self) -> bool {
-        matches!(self.0, Repr::Shared { zero_copy: true, .. })
+        matches!(self.0, Repr::Lent { .. } | Repr::Shared { zero_copy: true, .. })
     }
 
-    /// The shared buffer a zero-copy value references.
-    #[inline]
-    pub fn zero_copy_buf(&self) -> Option<&SharedBuf> {
+    /// A counted reference to a zero-copy value's memory (refcount + 1), for a send that must
+    /// hold it beyond this value's lifetime; `None` for copied values.
+    pub fn to_shared(&self) -> Option<SharedBuf> {
         match &self.0 {
-            Repr::Shared { buf, zero_copy: true } => Some(buf),
+            Repr::Shared { buf, zero_copy: true } => Some(buf.clone()),
+            // A borrowed shared slot stays shared while borrowed, so this cannot fail.
+            Repr::Lent { data, pool } => pool.recover(data),
             _ => None,
         }
     }
@@ -131,7 +171,7 @@ impl<'a> HybridBytes<'a> {
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
         match &self.0 {
-            Repr::Borrowed(s) => s,
+            Repr::Borrowed(s) | Repr::Lent { data: s, .. } => s,
             Repr::Owned(v) => v,
             Repr::Shared { buf, .. } => buf,
         }
@@ -187,7 +227,7 @@ pub struct HybridStr<'a>(HybridBytes<'a>);
 
 impl<'a> HybridStr<'a> {
     /// From a string slice; see [`HybridBytes::new`].
-    pub fn new(s: &'a str, ctx: &Context) -> Self {
+    pub fn new(s: &'a str, ctx: &'a Context) -> Self {
         HybridStr(HybridBytes::new(s.as_bytes(), ctx))
     }
 
@@ -248,40 +288,40 @@ impl<'a> AsHybrid<'a> for HybridStr<'a> {
 /// Anything a `bytes` setter accepts; the conversion applies the context's rule once.
 pub trait IntoHybrid<'a> {
     /// Converts, deciding copy or reference.
-    fn into_hybrid(self, ctx: &Context) -> HybridBytes<'a>;
+    fn into_hybrid(self, ctx: &'a Context) -> HybridBytes<'a>;
 }
 
 impl<'a> IntoHybrid<'a> for HybridBytes<'a> {
-    fn into_hybrid(self, _: &Context) -> HybridBytes<'a> {
+    fn into_hybrid(self, _: &'a Context) -> HybridBytes<'a> {
         self
     }
 }
 impl<'a> IntoHybrid<'a> for &'a [u8] {
     #[inline]
-    fn into_hybrid(self, ctx: &Context) -> HybridBytes<'a> {
+    fn into_hybrid(self, ctx: &'a Context) -> HybridBytes<'a> {
         HybridBytes::new(self, ctx)
     }
 }
 impl<'a, const N: usize> IntoHybrid<'a> for &'a [u8; N] {
     #[inline]
-    fn into_hybrid(self, ctx: &Context) -> HybridBytes<'a> {
+    fn into_hybrid(self, ctx: &'a Context) -> HybridBytes<'a> {
         HybridBytes::new(self, ctx)
     }
 }
 impl<'a> IntoHybrid<'a> for &'a str {
     #[inline]
-    fn into_hybrid(self, ctx: &Context) -> HybridBytes<'a> {
+    fn into_hybrid(self, ctx: &'a Context) -> HybridBytes<'a> {
         HybridBytes::new(self.as_bytes(), ctx)
     }
 }
 impl<'a> IntoHybrid<'a> for SharedBuf {
     #[inline]
-    fn into_hybrid(self, ctx: &Context) -> HybridBytes<'a> {
+    fn into_hybrid(self, ctx: &'a Context) -> HybridBytes<'a> {
         HybridBytes::from_shared(self, ctx)
     }
 }
 impl<'a> IntoHybrid<'a> for Vec<u8> {
-    fn into_hybrid(self, _: &Context) -> HybridBytes<'a> {
+    fn into_hybrid(self, _: &'a Context) -> HybridBytes<'a> {
         HybridBytes::from_vec(self)
     }
 }
@@ -289,21 +329,21 @@ impl<'a> IntoHybrid<'a> for Vec<u8> {
 /// Anything a `string` setter accepts.
 pub trait IntoHybridStr<'a> {
     /// Converts, deciding copy or reference.
-    fn into_hybrid_str(self, ctx: &Context) -> HybridStr<'a>;
+    fn into_hybrid_str(self, ctx: &'a Context) -> HybridStr<'a>;
 }
 
 impl<'a> IntoHybridStr<'a> for HybridStr<'a> {
-    fn into_hybrid_str(self, _: &Context) -> HybridStr<'a> {
+    fn into_hybrid_str(self, _: &'a Context) -> HybridStr<'a> {
         self
     }
 }
 impl<'a> IntoHybridStr<'a> for &'a str {
-    fn into_hybrid_str(self, ctx: &Context) -> HybridStr<'a> {
+    fn into_hybrid_str(self, ctx: &'a Context) -> HybridStr<'a> {
         HybridStr::new(self, ctx)
     }
 }
 impl<'a> IntoHybridStr<'a> for String {
-    fn into_hybrid_str(self, _: &Context) -> HybridStr<'a> {
+    fn into_hybrid_str(self, _: &'a Context) -> HybridStr<'a> {
         HybridStr::from_string(self)
     }
 }

@@ -187,7 +187,7 @@ fn patch(bytes: &[u8], at: usize, new: &[u8]) -> Vec<u8> {
 }
 
 fn copied(data: &'static [u8]) -> Value<'static> {
-    Value::Bytes(HybridBytes::new(data, &Context::copy_only()))
+    Value::Bytes(HybridBytes::new(data, Context::copy_only()))
 }
 
 fn decode<'b>(bytes: &'b [u8], desc: &'static MessageDesc) -> View<'b> {
@@ -392,7 +392,7 @@ fn ex1_scalars_decode() {
     assert_eq!(view.scalar::<f32>(5), Some(1.5));
     assert_eq!(view.entry(1), Some(u64::MAX - 1));
     assert_eq!(
-        DynamicMessage::from_view(&view, &Context::copy_only()).unwrap(),
+        DynamicMessage::from_view(&view, Context::copy_only()).unwrap(),
         ex1_message()
     );
 }
@@ -405,7 +405,7 @@ fn ex1_read_with_a_widened_schema() {
     assert_eq!(view.scalar::<i64>(1), Some(-2));
     assert_eq!(view.scalar::<u64>(2), Some(0xdead_beef));
     assert_eq!(view.scalar::<bool>(3), Some(true));
-    let back = DynamicMessage::from_view(&view, &Context::copy_only()).unwrap();
+    let back = DynamicMessage::from_view(&view, Context::copy_only()).unwrap();
     assert_eq!(back.iter().map(|(n, _)| n).collect::<Vec<_>>(), [1, 2, 3]);
 }
 
@@ -445,7 +445,7 @@ fn ex2_item_decode() {
     assert_eq!(view.bytes(1), Some(&[1u8, 2, 3][..]));
     assert_eq!(view.str(2).unwrap(), Some("ferry"));
     assert_eq!(
-        DynamicMessage::from_view(&view, &Context::copy_only()).unwrap(),
+        DynamicMessage::from_view(&view, Context::copy_only()).unwrap(),
         ex2_message()
     );
 }
@@ -488,7 +488,7 @@ fn ex3_item_zero_copy_encode() {
 
     // Gather entry 1: the pool buffer itself, not a copy.
     let mut bufs = Vec::new();
-    m.zero_copy_bufs(&mut bufs);
+    m.zero_copy_bufs(&mut bufs).unwrap();
     assert_eq!(bufs.len(), 1);
     assert_eq!(bufs[0].as_ptr(), key_buf.as_ptr());
     assert_eq!(&bufs[0][..], &expected[0x30..]);
@@ -547,7 +547,7 @@ fn ex4_outer_decode() {
     assert_eq!(view.scalars::<i32>(2).iter().collect::<Vec<_>>(), [1, -1, 3]);
     assert_eq!(view.scalar::<u64>(70), Some(0x0102_0304_0506_0708));
     assert_eq!(
-        DynamicMessage::from_view(&view, &Context::copy_only()).unwrap(),
+        DynamicMessage::from_view(&view, Context::copy_only()).unwrap(),
         ex4_message()
     );
 }
@@ -598,7 +598,7 @@ fn ex5_tagged_decode() {
     assert_eq!(view.scalar::<u64>(2), Some(9));
     assert!(!view.has(3));
     assert_eq!(
-        DynamicMessage::from_view(&view, &Context::copy_only()).unwrap(),
+        DynamicMessage::from_view(&view, Context::copy_only()).unwrap(),
         ex5_message()
     );
 }
@@ -618,8 +618,8 @@ fn ex6_record_encode() {
     m.set(1, copied(b"key")).unwrap();
     let list = vec![
         val1,
-        HybridBytes::new(b"two", &ctx),
-        HybridBytes::new(b"three", &ctx),
+        HybridBytes::new(b"two", ctx),
+        HybridBytes::new(b"three", ctx),
     ];
     m.set(2, Value::List(List::Bytes(list))).unwrap();
 
@@ -629,7 +629,7 @@ fn ex6_record_encode() {
         (0x58, 16, 1)
     );
     let mut bufs = Vec::new();
-    m.zero_copy_bufs(&mut bufs);
+    m.zero_copy_bufs(&mut bufs).unwrap();
     assert_eq!(bufs.len(), 1);
     assert_eq!(bufs[0].as_ptr(), val1_buf.as_ptr());
     assert_encodes_to(&m, EX6_RECORD);

@@ -155,15 +155,8 @@ impl<'b> RecordView<'b> {
         let mut r = Record::new(ctx);
         r.key = self.0.hybrid(1, ctx).unwrap_or_default();
         let list = self.fields();
-        r.fields.reserve(list.len());
-        for i in 0..list.len() {
-            let data = list.get(i).unwrap_or_default();
-            let value = match list.shared(i) {
-                Some(buf) if data.len() >= ctx.threshold() => HybridBytes::from_shared(buf, ctx),
-                _ => HybridBytes::new(data, ctx),
-            };
-            r.fields.push(value);
-        }
+        r.fields
+            .extend((0..list.len()).filter_map(|i| list.hybrid(i, ctx)));
         r
     }
 }

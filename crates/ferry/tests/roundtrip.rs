@@ -204,7 +204,7 @@ fn check(seed: u64, threshold: usize) {
         msg.write_head(&layout, &mut head).unwrap();
         assert_eq!(&bytes[..layout.head_len], &head[..]);
         let mut zc = Vec::new();
-        msg.zero_copy_bufs(&mut zc);
+        msg.zero_copy_bufs(&mut zc).unwrap();
         assert_eq!(zc.len(), layout.zero_copy_count);
         assert_eq!(zc.len(), count_zero_copy(&msg));
         assert_eq!(zc.iter().map(|b| b.len()).sum::<usize>(), layout.zero_copy_len);
@@ -297,7 +297,7 @@ fn every_scalar_kind_round_trips_at_its_extremes() {
             m.set(number, v.clone()).unwrap();
             let bytes = m.to_vec().unwrap();
             let view = View::decode(&bytes, &ALL_KINDS, &Limits::default()).unwrap();
-            let back = DynamicMessage::from_view(&view, &ctx).unwrap();
+            let back = DynamicMessage::from_view(&view, ctx).unwrap();
             assert_eq!(back.get(number), Some(&v), "{kind:?}");
         }
     }

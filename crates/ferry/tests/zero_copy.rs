@@ -42,7 +42,7 @@ fn large_pool_field_is_a_gather_entry_at_the_original_bytes() {
     let mut head = vec![0u8; layout.head_len];
     rec.write_head(&layout, &mut head).unwrap();
     let mut held = Vec::new();
-    rec.zero_copy_bufs(&mut held);
+    rec.zero_copy_bufs(&mut held).unwrap();
     let mut iov: Vec<IoSlice<'_>> = Vec::new();
     iovecs(&head, &held, &mut iov);
     assert_eq!(iov.len(), 2);
@@ -100,7 +100,7 @@ fn echo_reuses_received_memory_for_untouched_large_fields() {
     let mut reply = view.to_message(&ctx);
     reply.set_key(&b"reply"[..]);
     let mut held = Vec::new();
-    reply.zero_copy_bufs(&mut held);
+    reply.zero_copy_bufs(&mut held).unwrap();
     assert_eq!(held.len(), 2);
     for (b, original) in held.iter().zip(view.fields().iter()) {
         assert_eq!(
@@ -137,7 +137,7 @@ fn referenced_memory_outlives_the_application_handle() {
         assert_ne!(other.as_ptr(), ptr);
         drop(other);
         let mut held = Vec::new();
-        rec.zero_copy_bufs(&mut held);
+        rec.zero_copy_bufs(&mut held).unwrap();
         drop(rec);
         // The send still holds it: the bytes are intact.
         assert_eq!(held[0].as_ptr(), ptr);
@@ -174,4 +174,44 @@ fn threshold_decides_once_at_set_time() {
     let h = HybridBytes::copy_in(&tmp, &arena, &default);
     drop(tmp);
     assert_eq!(h.as_slice(), &[9u8; 10]);
+}
+
+#[test]
+fn borrowed_pool_values_are_referenced_without_touching_the_refcount() {
+    let pool = pool();
+    let ctx = Context::new(pool.clone());
+    let store = pool.copy_from(&[4u8; 4096]).unwrap();
+    let mut rec = Record::new(&ctx);
+    rec.append_field(&store[..]);
+    assert!(rec.fields()[0].is_zero_copy());
+    assert_eq!(
+        store.ref_count(),
+        1,
+        "the borrow keeps the buffer alive; no count taken"
+    );
+    let mut gather = Vec::new();
+    rec.for_each_zero_copy(|b| gather.push(b.as_ptr()));
+    assert_eq!(gather, [store.as_ptr()]);
+    // A send that must outlive the borrow takes counted references.
+    let mut held = Vec::new();
+    rec.zero_copy_bufs(&mut held).unwrap();
+    assert_eq!(store.ref_count(), 2);
+    drop(rec);
+    drop(store);
+    assert!(
+        held[0].iter().all(|&b| b == 4),
+        "the held reference keeps the bytes"
+    );
+}
+
+#[test]
+fn unfrozen_pool_memory_is_copied_not_referenced() {
+    let pool = pool();
+    let ctx = Context::new(pool.clone()).with_threshold(0);
+    let mut buf = pool.alloc(1024).unwrap();
+    buf.extend_from_slice(&[1u8; 1024]);
+    // Still a unique, writable BufMut: not shared, so a message must copy it.
+    assert!(!HybridBytes::new(&buf, &ctx).is_zero_copy());
+    let frozen = buf.freeze();
+    assert!(HybridBytes::new(&frozen, &ctx).is_zero_copy());
 }

@@ -108,7 +108,7 @@ impl FerryDecoder {
 impl Decoder for FerryDecoder {
     fn prepare(&mut self, shape: &Shape) -> Result<(), BenchError> {
         let ctx = Context::copy_only();
-        let mut rec = Record::new(&ctx);
+        let mut rec = Record::new(ctx);
         rec.set_key(&shape.key()[..]);
         for f in shape.fields() {
             rec.append_field(&f[..]);

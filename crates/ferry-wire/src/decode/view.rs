@@ -107,6 +107,11 @@ impl<'b> View<'b> {
         self.desc
     }
 
+    /// The received buffer, for views made by [`View::decode_shared`].
+    pub fn owner(&self) -> Option<&'b SharedBuf> {
+        self.owner
+    }
+
     /// The whole encoded root message this view reads from.
     pub fn root(&self) -> &'b [u8] {
         self.root
@@ -198,15 +203,11 @@ impl<'b> View<'b> {
     }
 
     /// A `bytes` field as an outgoing value: a zero-copy reference into the received buffer
-    /// when it reaches the context's threshold, else borrowed (copied when re-sent).
-    pub fn hybrid(&self, field: u32, ctx: &Context) -> Option<HybridBytes<'b>> {
-        let data = self.bytes(field)?;
-        if data.len() >= ctx.threshold() {
-            if let Some(buf) = self.owner.and_then(|o| o.slice_ref(data)) {
-                return Some(HybridBytes::from_shared(buf, ctx));
-            }
-        }
-        Some(HybridBytes::new(data, ctx))
+    /// when it reaches the context's threshold and the view was decoded from a shared buffer
+    /// (a counted sub-buffer, or a borrow when the buffer is in the context's pool), else
+    /// borrowed (copied when re-sent).
+    pub fn hybrid(&self, field: u32, ctx: &'b Context) -> Option<HybridBytes<'b>> {
+        Some(HybridBytes::received(self.bytes(field)?, self.owner, ctx))
     }
 
     /// A singular nested message of type `desc` (the descriptor of the field, as validated).
@@ -350,6 +351,11 @@ impl<'b> BytesList<'b> {
             .get(start..start.checked_add(ENTRY_LEN)?)
             .map(|p| self.at(p))
     }
+    /// Element `i` as an outgoing value; see [`View::hybrid`].
+    pub fn hybrid(&self, i: usize, ctx: &'b Context) -> Option<HybridBytes<'b>> {
+        Some(HybridBytes::received(self.get(i)?, self.owner, ctx))
+    }
+
     /// Element `i` as a shared sub-buffer (views from [`View::decode_shared`] only).
     pub fn shared(&self, i: usize) -> Option<SharedBuf> {
         self.owner?.slice_ref(self.get(i)?)
