@@ -68,6 +68,9 @@ impl Default for PoolConfig {
     }
 }
 
+/// The most regions one pool may have (its lock-free region table is allocated up front).
+pub const MAX_REGIONS: usize = 1 << 16;
+
 impl PoolConfig {
     /// Checks the invariants the pool relies on.
     pub(crate) fn validate(&self) -> Result<(), PoolError> {
@@ -80,6 +83,12 @@ impl PoolConfig {
         if self.max_bytes < self.region_size || self.max_bytes % self.region_size != 0 {
             return Err(PoolError::Config(
                 "max_bytes must be a non-zero multiple of region_size",
+            ));
+        }
+        if self.max_bytes / self.region_size > MAX_REGIONS {
+            // The region table is allocated up front, one cell per possible region.
+            return Err(PoolError::Config(
+                "max_bytes / region_size must not exceed MAX_REGIONS (65536)",
             ));
         }
         if self.max_bytes > MAX_POOL_BYTES {

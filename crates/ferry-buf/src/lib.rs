@@ -101,7 +101,9 @@ mod stats;
 mod sys;
 
 pub use buf_mut::BufMut;
-pub use config::{MAX_POOL_BYTES, MAX_REGION_SIZE, MIN_CLASS, MIN_REGION_SIZE, PageKind, PoolConfig};
+pub use config::{
+    MAX_POOL_BYTES, MAX_REGION_SIZE, MAX_REGIONS, MIN_CLASS, MIN_REGION_SIZE, PageKind, PoolConfig,
+};
 pub use error::{CapacityError, PoolError};
 pub use pool::Pool;
 pub use region_info::RegionInfo;

@@ -160,7 +160,9 @@ impl Pool {
     /// any buffer of the new region is handed out.
     ///
     /// The hook runs with the pool's growth lock held, on whichever thread grows the pool: it
-    /// must not call back into this pool (that may deadlock) and should be quick.
+    /// must not call back into this pool (that may deadlock), must not panic (the region being
+    /// added would be lost), and should be quick. A hook that captures a clone of this `Pool`
+    /// keeps the pool alive for ever (a reference cycle); capture what the transport needs.
     pub fn on_region(&self, hook: impl Fn(&RegionInfo) + Send + Sync + 'static) {
         let mut growth = self.inner.lock_growth();
         for region in self.inner.regions.iter().filter_map(OnceLock::get) {

@@ -139,6 +139,13 @@ pub enum EncodeError {
         /// Chunks needed.
         chunks: usize,
     },
+    /// The message type visited a field number out of ascending order, twice, or outside
+    /// 1 ..= 2^29 - 1 (a bug in the type's `Encode` implementation).
+    #[error("field {field} visited out of order or out of range")]
+    FieldOrder {
+        /// The offending field number.
+        field: u32,
+    },
     /// A zero-copy value's memory is no longer a shared pool buffer (cannot happen while the
     /// message borrows it; reported rather than assumed).
     #[error("a zero-copy value is no longer a shared pool buffer")]
@@ -219,8 +226,12 @@ impl<'a, M: Encode<'a>> Serialize for M {
             zc: layout.head_len,
             failed: false,
             too_many_chunks: None,
+            bad_field: None,
         };
         w.write_message(0, self, &root);
+        if let Some(field) = w.bad_field {
+            return Err(EncodeError::FieldOrder { field });
+        }
         if let Some(chunks) = w.too_many_chunks {
             return Err(EncodeError::TooManyChunks { chunks });
         }
@@ -374,6 +385,8 @@ struct Writer<'o> {
     zc: usize,
     failed: bool,
     too_many_chunks: Option<usize>,
+    /// The first field number visited out of order or out of range.
+    bad_field: Option<u32>,
 }
 
 /// The state of the header being written for one message.
@@ -387,6 +400,8 @@ struct HeaderCursor {
     group: u32,
     bits: u64,
     rank: u32,
+    /// The last field number written.
+    last: Option<u32>,
 }
 
 impl Writer<'_> {
@@ -458,6 +473,7 @@ impl Writer<'_> {
                 group: 0,
                 bits: 0,
                 rank: 0,
+                last: None,
             },
         };
         m.visit(&mut h);
@@ -503,6 +519,13 @@ impl HeaderWriter<'_, '_> {
     /// Records `field` as present and writes its entry.
     #[inline]
     fn entry(&mut self, field: u32, value: u64) {
+        // The visitor contract: ascending, valid field numbers. A message type that breaks it
+        // gets an error, never silently misplaced entries.
+        let ascending = self.cur.last.is_none_or(|last| field > last);
+        if !ascending || field == 0 || field > layout::MAX_FIELD_NUMBER {
+            self.w.bad_field.get_or_insert(field);
+        }
+        self.cur.last = Some(field);
         let g = layout::group_of(field);
         if self.cur.chunk.is_none() || self.cur.group != g {
             self.finish_chunk();
@@ -552,9 +575,15 @@ impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
     fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, field: u32, values: I) {
         let len = values.len() * ENTRY_LEN;
         let (at, _) = self.w.reserve(len);
+        let n = values.len();
+        let mut count = 0;
         for (i, m) in values.enumerate() {
             let e = self.w.nested(&m);
             self.w.put_u64(at + i * ENTRY_LEN, e);
+            count += 1;
+        }
+        if count != n {
+            self.w.failed = true; // an iterator that misreported its length
         }
         self.entry(field, layout::range_entry(at as u32, len as u32))
     }

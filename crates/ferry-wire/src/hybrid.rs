@@ -124,7 +124,11 @@ impl<'a> HybridBytes<'a> {
     #[inline]
     pub fn from_shared(buf: SharedBuf, ctx: &Context) -> Self {
         // Empty values never become gather entries.
-        let zero_copy = !buf.is_empty() && buf.len() >= ctx.threshold && ctx.pool.is_some();
+        // Empty values never become gather entries, and only memory of the context's own pool
+        // (the one a transport registered) may.
+        let zero_copy = !buf.is_empty()
+            && buf.len() >= ctx.threshold
+            && ctx.pool.as_ref().is_some_and(|p| p.contains(&buf));
         HybridBytes(Repr::Shared { buf, zero_copy })
     }
 
@@ -137,10 +141,7 @@ impl<'a> HybridBytes<'a> {
             return value;
         }
         match owner.and_then(|o| o.slice_ref(data)) {
-            Some(buf) => HybridBytes(Repr::Shared {
-                buf,
-                zero_copy: !data.is_empty(),
-            }),
+            Some(buf) => HybridBytes::from_shared(buf, ctx),
             None => value,
         }
     }

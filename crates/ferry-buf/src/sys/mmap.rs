@@ -112,8 +112,18 @@ impl Reservation {
         let pages = match pages {
             Some(pages) => pages,
             None => {
+                // Open the reservation in place rather than mapping over it: a failed mprotect
+                // leaves the reservation intact, where a failed MAP_FIXED on kernels before 6.12
+                // could leave a hole another mapping might take.
                 // SAFETY: as above, the range is ours and unused.
-                unsafe { map_fixed(ptr, len, 0) }?;
+                if unsafe { libc::mprotect(ptr.as_ptr().cast(), len, libc::PROT_READ | libc::PROT_WRITE) }
+                    != 0
+                {
+                    return Err(PoolError::Map(format!(
+                        "mprotect of a region: {}",
+                        io::Error::last_os_error()
+                    )));
+                }
                 // SAFETY: `ptr..ptr + len` is the mapping just created.
                 let thp = huge
                     && thp_enabled()

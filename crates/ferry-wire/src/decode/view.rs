@@ -18,10 +18,16 @@ use crate::scalar::Scalar;
 pub struct Limits {
     /// Largest message accepted, in bytes (the format's own limit is 4 GiB - 1).
     pub max_message_len: u64,
-    /// Deepest nesting of messages accepted (the root is depth 0).
+    /// Deepest nesting of messages accepted (the root is depth 0); at most [`Limits::MAX_DEPTH`].
     pub max_depth: u32,
     /// Most fields and list elements, counted over the whole message (bounds validation work).
     pub max_elements: u64,
+}
+
+impl Limits {
+    /// The deepest nesting any [`Limits`] allows: validation and readers recurse once per
+    /// level, so this bounds their stack use (a larger `max_depth` is clamped to it).
+    pub const MAX_DEPTH: u32 = 256;
 }
 
 impl Default for Limits {
@@ -84,6 +90,10 @@ impl<'b> View<'b> {
         if len > max {
             return Err(DecodeError::new(K::MessageTooLarge { len, max }, 0));
         }
+        let limits = &Limits {
+            max_depth: limits.max_depth.min(Limits::MAX_DEPTH),
+            ..*limits
+        };
         let mut v = Validator {
             root,
             limits,
@@ -212,12 +222,24 @@ impl<'b> View<'b> {
 
     /// A singular nested message of type `desc` (the descriptor of the field, as validated).
     pub fn message(&self, field: u32) -> Option<View<'b>> {
-        let desc = match self.desc.field(field)?.kind {
-            Kind::Message(d) => d,
+        let f = self.desc.field(field)?;
+        let desc = match (f.kind, f.label) {
+            (Kind::Message(d), Label::Optional | Label::Required) => d,
             _ => return None,
         };
         let e = self.entry(field)?;
         self.child(layout::split_range(e).0 as usize, desc)
+    }
+
+    /// The bytes of repeated field `field` if the schema says it is repeated and `kind_ok`
+    /// accepts its kind: only such fields were validated as lists. Empty otherwise.
+    fn list(&self, field: u32, kind_ok: impl Fn(Kind) -> bool) -> &'b [u8] {
+        match self.desc.field(field) {
+            Some(f) if f.label == Label::Repeated && kind_ok(f.kind) => {
+                self.entry(field).and_then(|e| self.range(e)).unwrap_or_default()
+            }
+            _ => &[],
+        }
     }
 
     fn child(&self, at: usize, desc: &'static MessageDesc) -> Option<View<'b>> {
@@ -231,9 +253,10 @@ impl<'b> View<'b> {
         })
     }
 
-    /// A repeated scalar (empty when absent).
+    /// A repeated scalar (empty when absent, or when the schema's field is not a repeated
+    /// scalar of `T`'s width). Accessors only read what validation checked.
     pub fn scalars<T: Scalar>(&self, field: u32) -> ScalarList<'b, T> {
-        let data = self.entry(field).and_then(|e| self.range(e)).unwrap_or_default();
+        let data = self.list(field, |k| k.packed_width() == Some(T::WIDTH));
         ScalarList {
             data,
             _t: PhantomData,
@@ -242,7 +265,7 @@ impl<'b> View<'b> {
 
     /// A repeated `bytes` or `string` (empty when absent).
     pub fn bytes_list(&self, field: u32) -> BytesList<'b> {
-        let ptrs = self.entry(field).and_then(|e| self.range(e)).unwrap_or_default();
+        let ptrs = self.list(field, |k| matches!(k, Kind::Bytes | Kind::String));
         BytesList {
             root: self.root,
             owner: self.owner,
@@ -252,11 +275,10 @@ impl<'b> View<'b> {
 
     /// A repeated message or map (empty when absent).
     pub fn messages(&self, field: u32) -> MessageList<'b> {
-        let desc = match self.desc.field(field).map(|f| f.kind) {
-            Some(Kind::Message(d)) => d,
-            _ => self.desc,
+        let (desc, ptrs) = match self.desc.field(field).map(|f| f.kind) {
+            Some(Kind::Message(d)) => (d, self.list(field, |_| true)),
+            _ => (self.desc, &[][..]),
         };
-        let ptrs = self.entry(field).and_then(|e| self.range(e)).unwrap_or_default();
         MessageList {
             parent: *self,
             desc,
@@ -274,7 +296,7 @@ impl<'b> View<'b> {
             let bits = read_u64(root, c + 8).unwrap_or(0);
             (0..64u32)
                 .filter(move |b| bits & (1 << b) != 0)
-                .map(move |b| g * 64 + b)
+                .filter_map(move |b| g.checked_mul(64)?.checked_add(b))
         })
     }
 }

@@ -1,0 +1,143 @@
+//! One regression test per bug found in review, named for the bug.
+
+use ferry::sample::{ALL_KINDS, Record};
+use ferry::wire::{DecodeErrorKind, DynamicMessage, Encode, EncodeError, Value, Visitor};
+use ferry::{Context, HybridBytes, Limits, Pool, PoolConfig, Serialize, View};
+
+fn pool() -> Pool {
+    Pool::new(PoolConfig {
+        region_size: 1 << 20,
+        max_bytes: 16 << 20,
+        ..PoolConfig::default()
+    })
+    .unwrap()
+}
+
+/// `View::messages` on a field that is not a repeated message used to fall back to the parent's
+/// descriptor and read unvalidated peer bytes as pointers (a panic, or a stack overflow).
+#[test]
+fn list_accessors_only_read_fields_validated_as_lists() {
+    let ctx = Context::copy_only();
+    let mut m = DynamicMessage::new(&ALL_KINDS);
+    // `bytes` field 16 holds what would look like a pointer array to a list reader.
+    let fake = [0xffu8; 64];
+    m.set(16, Value::Bytes(HybridBytes::new(&fake, ctx))).unwrap();
+    m.set(21, Value::List(ferry::wire::List::I32(vec![1, 2])))
+        .unwrap();
+    let bytes = m.to_vec().unwrap();
+    let view = View::decode(&bytes, &ALL_KINDS, &Limits::default()).unwrap();
+    assert!(view.messages(16).is_empty(), "bytes field read as a message list");
+    assert!(view.bytes_list(16).is_empty());
+    assert!(view.scalars::<u32>(16).is_empty());
+    assert!(
+        view.messages(999).is_empty(),
+        "unknown field read as a message list"
+    );
+    // A repeated field is not a singular message, and the width must match.
+    assert!(view.message(21).is_none());
+    assert!(view.scalars::<u64>(21).is_empty());
+    assert_eq!(view.scalars::<i32>(21).iter().collect::<Vec<_>>(), [1, 2]);
+}
+
+/// `max_depth` was not capped, so a deep enough chain with a huge limit overflowed the stack.
+#[test]
+fn max_depth_is_clamped() {
+    let mut m = DynamicMessage::new(&ALL_KINDS);
+    for _ in 0..(Limits::MAX_DEPTH + 10) {
+        let mut parent = DynamicMessage::new(&ALL_KINDS);
+        parent.set(17, Value::Message(m)).unwrap();
+        m = parent;
+    }
+    let bytes = m.to_vec().unwrap();
+    let huge = Limits {
+        max_depth: u32::MAX,
+        ..Limits::default()
+    };
+    let err = View::decode(&bytes, &ALL_KINDS, &huge).unwrap_err();
+    assert_eq!(
+        err.kind(),
+        &DecodeErrorKind::TooDeep {
+            max: Limits::MAX_DEPTH
+        }
+    );
+    // Dropping a deep DynamicMessage recurses too; it is fine at this depth.
+}
+
+struct Visits(&'static [u32]);
+
+impl<'a> Encode<'a> for Visits {
+    fn visit<V: Visitor<'a>>(&self, v: &mut V) {
+        for &f in self.0 {
+            v.scalar(f, u64::from(f));
+        }
+    }
+}
+
+/// Fields visited out of order within a chunk used to be written swapped, silently.
+#[test]
+fn out_of_order_visits_are_an_encode_error() {
+    assert_eq!(
+        Visits(&[2, 1]).to_vec(),
+        Err(EncodeError::FieldOrder { field: 1 })
+    );
+    assert_eq!(
+        Visits(&[3, 3]).to_vec(),
+        Err(EncodeError::FieldOrder { field: 3 })
+    );
+    assert_eq!(Visits(&[0]).to_vec(), Err(EncodeError::FieldOrder { field: 0 }));
+    assert_eq!(
+        Visits(&[1 << 29]).to_vec(),
+        Err(EncodeError::FieldOrder { field: 1 << 29 })
+    );
+    assert!(Visits(&[1, 2, 64, 70000]).to_vec().is_ok());
+}
+
+/// An iterator whose `len()` understated its items used to overwrite element headers.
+struct Lying;
+
+impl<'a> Encode<'a> for Lying {
+    fn visit<V: Visitor<'a>>(&self, v: &mut V) {
+        struct Short(std::vec::IntoIter<Visits>);
+        impl Iterator for Short {
+            type Item = Visits;
+            fn next(&mut self) -> Option<Visits> {
+                self.0.next()
+            }
+        }
+        impl ExactSizeIterator for Short {
+            fn len(&self) -> usize {
+                1
+            }
+        }
+        v.messages(
+            1,
+            Short(vec![Visits(&[1]), Visits(&[2]), Visits(&[3])].into_iter()),
+        );
+    }
+}
+
+#[test]
+fn a_lying_exact_size_iterator_is_an_encode_error() {
+    assert!(Lying.to_vec().is_err());
+}
+
+/// A shared buffer of another pool used to become a gather entry in memory the transport
+/// never registered.
+#[test]
+fn foreign_pool_buffers_are_copied() {
+    let ours = pool();
+    let theirs = pool();
+    let ctx = Context::new(ours.clone()).with_threshold(0);
+    let foreign = theirs.copy_from(&[1u8; 1024]).unwrap();
+    assert!(!HybridBytes::from_shared(foreign.clone(), &ctx).is_zero_copy());
+    assert!(!HybridBytes::new(&foreign, &ctx).is_zero_copy());
+    // Echoing a message received into the other pool copies its fields.
+    let mut rec = Record::new(&ctx);
+    rec.append_field(&foreign[..]);
+    let received = theirs.copy_from(&rec.to_vec().unwrap()).unwrap();
+    let view = Record::decode_shared(&received).unwrap();
+    assert!(!view.to_message(&ctx).fields()[0].is_zero_copy());
+    let mine = ours.copy_from(&rec.to_vec().unwrap()).unwrap();
+    let view = Record::decode_shared(&mine).unwrap();
+    assert!(view.to_message(&ctx).fields()[0].is_zero_copy());
+}
