@@ -12,7 +12,10 @@ use crate::encode::{Encode, Visitor};
 use crate::hybrid::{Context, HybridBytes};
 
 /// A singular value.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Equality is representational: floats compare by their bits, so a NaN equals the same NaN
+/// and `-0.0` differs from `0.0` (what "decodes to the same message" needs).
+#[derive(Debug, Clone)]
 pub enum Value<'a> {
     /// `bool`.
     Bool(bool),
@@ -36,8 +39,8 @@ pub enum Value<'a> {
     List(List<'a>),
 }
 
-/// A repeated value.
-#[derive(Debug, Clone, PartialEq)]
+/// A repeated value (equality as for [`Value`]).
+#[derive(Debug, Clone)]
 pub enum List<'a> {
     /// `repeated bool`.
     Bool(Vec<bool>),
@@ -57,6 +60,41 @@ pub enum List<'a> {
     Bytes(Vec<HybridBytes<'a>>),
     /// `repeated` messages, or map entries in ascending key order.
     Messages(Vec<DynamicMessage<'a>>),
+}
+
+impl PartialEq for Value<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::I32(a), Value::I32(b)) => a == b,
+            (Value::I64(a), Value::I64(b)) => a == b,
+            (Value::U32(a), Value::U32(b)) => a == b,
+            (Value::U64(a), Value::U64(b)) => a == b,
+            (Value::F32(a), Value::F32(b)) => a.to_bits() == b.to_bits(),
+            (Value::F64(a), Value::F64(b)) => a.to_bits() == b.to_bits(),
+            (Value::Bytes(a), Value::Bytes(b)) => a == b,
+            (Value::Message(a), Value::Message(b)) => a == b,
+            (Value::List(a), Value::List(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl PartialEq for List<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (List::Bool(a), List::Bool(b)) => a == b,
+            (List::I32(a), List::I32(b)) => a == b,
+            (List::I64(a), List::I64(b)) => a == b,
+            (List::U32(a), List::U32(b)) => a == b,
+            (List::U64(a), List::U64(b)) => a == b,
+            (List::F32(a), List::F32(b)) => a.iter().map(|x| x.to_bits()).eq(b.iter().map(|x| x.to_bits())),
+            (List::F64(a), List::F64(b)) => a.iter().map(|x| x.to_bits()).eq(b.iter().map(|x| x.to_bits())),
+            (List::Bytes(a), List::Bytes(b)) => a == b,
+            (List::Messages(a), List::Messages(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl List<'_> {
@@ -377,5 +415,18 @@ impl<'a> Encode<'a> for DynamicMessage<'a> {
                 },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_compare_by_bits() {
+        assert_eq!(Value::F64(f64::NAN), Value::F64(f64::NAN));
+        assert_ne!(Value::F32(0.0), Value::F32(-0.0));
+        assert_eq!(List::F32(vec![f32::NAN, 1.0]), List::F32(vec![f32::NAN, 1.0]));
+        assert_ne!(Value::I32(1), Value::U32(1));
     }
 }

@@ -294,11 +294,7 @@ fn valid_corpus(rng: &mut Rng, count: usize) -> Vec<(&'static MessageDesc, Vec<u
         let view = View::decode(&bytes, desc, &Limits::default()).unwrap();
         let ctx = Context::copy_only();
         let back = DynamicMessage::from_view(&view, ctx).unwrap();
-        assert!(
-            same_message(&back, &m),
-            "valid message did not round-trip: {}",
-            hex(&bytes)
-        );
+        assert!(back == m, "valid message did not round-trip: {}", hex(&bytes));
         out.push((desc, bytes));
     }
     out
@@ -455,33 +451,6 @@ struct Tally {
     rejected: u64,
 }
 
-/// Equality that compares floats by their bits (a mutated float is often NaN).
-fn same_message(a: &DynamicMessage<'_>, b: &DynamicMessage<'_>) -> bool {
-    core::ptr::eq(a.desc(), b.desc())
-        && a.iter().count() == b.iter().count()
-        && a.iter()
-            .zip(b.iter())
-            .all(|((na, va), (nb, vb))| na == nb && same_value(va, vb))
-}
-
-fn same_value(a: &Value<'_>, b: &Value<'_>) -> bool {
-    match (a, b) {
-        (Value::F32(x), Value::F32(y)) => x.to_bits() == y.to_bits(),
-        (Value::F64(x), Value::F64(y)) => x.to_bits() == y.to_bits(),
-        (Value::Message(x), Value::Message(y)) => same_message(x, y),
-        (Value::List(List::F32(x)), Value::List(List::F32(y))) => {
-            x.iter().map(|v| v.to_bits()).eq(y.iter().map(|v| v.to_bits()))
-        }
-        (Value::List(List::F64(x)), Value::List(List::F64(y))) => {
-            x.iter().map(|v| v.to_bits()).eq(y.iter().map(|v| v.to_bits()))
-        }
-        (Value::List(List::Messages(x)), Value::List(List::Messages(y))) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_message(p, q))
-        }
-        _ => a == b,
-    }
-}
-
 /// Calls the typed accessor of every field and walks nested views; none may panic, and what
 /// they return must agree with the validation that accepted the message.
 fn read_with_accessors(view: &View<'_>, depth: u32, work: &mut u32) {
@@ -633,7 +602,7 @@ fn check_input(buf: &[u8], desc: &'static MessageDesc, limits: &Limits, tally: &
         .unwrap_or_else(|e| panic!("re-encoding does not decode: {e}\ninput: {}", hex(buf)));
     let back = DynamicMessage::from_view(&view2, ctx).expect("re-encoded strings are UTF-8");
     assert!(
-        same_message(&back, &message),
+        back == message,
         "round trip changed the message\ninput: {}",
         hex(buf)
     );
