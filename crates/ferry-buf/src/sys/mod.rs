@@ -22,8 +22,9 @@ mod heap;
 #[cfg(any(miri, not(target_os = "linux")))]
 pub(crate) use heap::Reservation;
 
-/// How to map a region.
+/// How to map a region (the heap fallback has no pages or locks to choose).
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(any(miri, not(target_os = "linux")), allow(dead_code))]
 pub(crate) struct MapOptions {
     /// Try 2 MiB pages (hugetlbfs, then THP).
     pub(crate) huge_pages: bool,
