@@ -15,10 +15,12 @@
 //! # Who owns what
 //!
 //! ```text
-//! app data (pool) --HybridBytes::new--> message holds SharedBuf (refcount+1)
-//!                                        | write_head: header segment written into the caller's buffer
-//!                                        | for_each_zero_copy / zero_copy_bufs: gather entries (refcount+1 per held send)
-//! received SharedBuf --View::decode_shared--> views borrow it; View::shared/hybrid clone sub-buffers
+//! app's SharedBuf --&[u8]--> HybridBytes::new: borrows it (no refcount; the borrow keeps it alive)
+//! app's SharedBuf --by value--> HybridBytes::from_shared: the message holds a counted reference
+//!        | write_head: header segment (headers, scalars, copied values) into the caller's buffer
+//!        | for_each_zero_copy: gather entries pointing at the original memory
+//!        | zero_copy_bufs: counted references a send holds until its completion (refcount + 1 each)
+//! received SharedBuf --View::decode_shared--> views borrow it; View::shared/hybrid reference it
 //! ```
 #![deny(unsafe_code)]
 
