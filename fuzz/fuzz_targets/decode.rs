@@ -67,7 +67,7 @@ fn read_with_accessors(view: &View<'_>, depth: u32, work: &mut u32) {
         present.windows(2).all(|w| w[0] < w[1]),
         "present_fields not ascending"
     );
-    for f in view.desc().fields {
+    for f in view.desc().fields() {
         let n = f.number;
         assert_eq!(view.has(n), present.contains(&n));
         match (f.label, f.kind) {
@@ -101,7 +101,7 @@ fn read_with_accessors(view: &View<'_>, depth: u32, work: &mut u32) {
 /// Every accessor on every field number, whatever its kind (and on a few unknown numbers):
 /// accessors are total, so wrong-kind calls return nothing, never panic.
 fn misuse_accessors(view: &View<'_>) {
-    let known = view.desc().fields.iter().map(|f| f.number);
+    let known = view.desc().fields().iter().map(|f| f.number);
     for n in known.chain([0, 19, 64, 70_001, u32::MAX]) {
         let _ = (view.entry(n), view.scalar::<f64>(n), view.bytes(n), view.str(n));
         let _ = view.scalars::<u32>(n).iter().count();

@@ -114,25 +114,111 @@ pub struct FieldDesc {
 }
 
 /// A message type.
+///
+/// Generated code writes one `static` per message with [`MessageDesc::new`]; recursive messages
+/// refer to their own static. Descriptors built at run time (from a `.proto` file, by tools)
+/// may be recursive too: create each with [`MessageDesc::dynamic`], leak it, then give it its
+/// fields with [`MessageDesc::set_fields`] once every message it refers to exists.
 #[derive(Debug)]
 pub struct MessageDesc {
     /// Fully qualified name, e.g. `ferry.sample.KvPair`.
     pub name: &'static str,
-    /// Fields in ascending field number order.
-    pub fields: &'static [FieldDesc],
+    fields: Fields,
     /// Whether this is a map entry (key = field 1, value = field 2).
     pub map_entry: bool,
 }
 
+#[derive(Debug)]
+enum Fields {
+    Static(&'static [FieldDesc]),
+    Dynamic(std::sync::OnceLock<&'static [FieldDesc]>),
+}
+
+/// [`MessageDesc::set_fields`] was called twice, on a static descriptor, or with fields out of order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("fields of `{0}` cannot be set: already set, static, or not in ascending number order")]
+pub struct FieldsError(pub &'static str);
+
 impl MessageDesc {
+    /// A descriptor with its fields, which must be in ascending field number order.
+    pub const fn new(name: &'static str, fields: &'static [FieldDesc], map_entry: bool) -> Self {
+        MessageDesc {
+            name,
+            fields: Fields::Static(fields),
+            map_entry,
+        }
+    }
+
+    /// A descriptor whose fields are given later, once, with [`MessageDesc::set_fields`]. Until
+    /// then it has no fields.
+    pub fn dynamic(name: &'static str, map_entry: bool) -> Self {
+        MessageDesc {
+            name,
+            fields: Fields::Dynamic(std::sync::OnceLock::new()),
+            map_entry,
+        }
+    }
+
+    /// Gives a [`MessageDesc::dynamic`] descriptor its fields (ascending field numbers).
+    pub fn set_fields(&self, fields: &'static [FieldDesc]) -> Result<(), FieldsError> {
+        let ascending = fields.windows(2).all(|w| w[0].number < w[1].number);
+        match &self.fields {
+            Fields::Dynamic(cell) if ascending => cell.set(fields).map_err(|_| FieldsError(self.name)),
+            _ => Err(FieldsError(self.name)),
+        }
+    }
+
+    /// Fields in ascending field number order.
+    #[inline]
+    pub fn fields(&self) -> &'static [FieldDesc] {
+        match &self.fields {
+            Fields::Static(f) => f,
+            Fields::Dynamic(cell) => cell.get().copied().unwrap_or_default(),
+        }
+    }
+
     /// The field with this number.
     pub fn field(&self, number: u32) -> Option<&'static FieldDesc> {
-        let i = self.fields.binary_search_by_key(&number, |f| f.number).ok()?;
-        Some(&self.fields[i])
+        let fields = self.fields();
+        let i = fields.binary_search_by_key(&number, |f| f.number).ok()?;
+        fields.get(i)
     }
 
     /// The field with this name.
     pub fn field_by_name(&self, name: &str) -> Option<&'static FieldDesc> {
-        self.fields.iter().find(|f| f.name == name)
+        self.fields().iter().find(|f| f.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dynamic_descriptors_can_be_recursive() {
+        let node: &'static MessageDesc = Box::leak(Box::new(MessageDesc::dynamic("t.Node", false)));
+        assert!(node.fields().is_empty());
+        let fields = Box::leak(Box::new([
+            FieldDesc {
+                name: "value",
+                number: 1,
+                kind: Kind::Int32,
+                label: Label::Optional,
+                oneof: None,
+            },
+            FieldDesc {
+                name: "next",
+                number: 2,
+                kind: Kind::Message(node),
+                label: Label::Optional,
+                oneof: None,
+            },
+        ]));
+        node.set_fields(fields).unwrap();
+        assert_eq!(node.field(2).map(|f| f.name), Some("next"));
+        assert!(matches!(node.field(2).unwrap().kind, Kind::Message(d) if core::ptr::eq(d, node)));
+        assert_eq!(node.set_fields(fields), Err(FieldsError("t.Node")));
+        static FIXED: MessageDesc = MessageDesc::new("t.Fixed", &[], false);
+        assert!(FIXED.set_fields(&[]).is_err());
     }
 }

@@ -227,7 +227,7 @@ impl<'a> DynamicMessage<'a> {
             });
         }
         if let Some(o) = f.oneof {
-            for g in self.desc.fields.iter().filter(|g| g.oneof == Some(o)) {
+            for g in self.desc.fields().iter().filter(|g| g.oneof == Some(o)) {
                 self.fields.remove(&g.number);
             }
         }
@@ -302,7 +302,7 @@ impl<'a> DynamicMessage<'a> {
     /// context's threshold. Unknown fields are dropped. Strings are UTF-8 checked.
     pub fn from_view(view: &View<'a>, ctx: &'a Context) -> Result<Self, DecodeError> {
         let mut m = DynamicMessage::new(view.desc());
-        for f in view.desc().fields {
+        for f in view.desc().fields() {
             if !view.has(f.number) {
                 continue;
             }

@@ -174,10 +174,13 @@ pub trait Serialize {
 
     /// Encodes into one contiguous vector (copies the zero-copy data: for tests and tools).
     fn to_vec(&self) -> Result<Vec<u8>, EncodeError> {
-                let layout = self.layout();
+        let layout = self.layout();
         let total = layout.total_len() as u64;
         if total > layout::MAX_MESSAGE_LEN {
-            return Err(EncodeError::TooLarge { len: total, max: layout::MAX_MESSAGE_LEN });
+            return Err(EncodeError::TooLarge {
+                len: total,
+                max: layout::MAX_MESSAGE_LEN,
+            });
         }
         let mut out = vec![0u8; layout.head_len];
         self.write_head(&layout, &mut out)?;

@@ -33,7 +33,7 @@ pub mod layout;
 mod scalar;
 
 pub use decode::{BytesList, DecodeError, DecodeErrorKind, Limits, MessageList, ScalarList, View};
-pub use desc::{FieldDesc, Kind, Label, MessageDesc};
+pub use desc::{FieldDesc, FieldsError, Kind, Label, MessageDesc};
 pub use dynamic::{DynamicMessage, List, TypeMismatch, Value};
 pub use encode::{Encode, EncodeError, FieldValue, Layout, MapEntry, Serialize, Visitor, iovecs, visit_map};
 pub use hybrid::{

@@ -35,82 +35,78 @@ const fn opt(name: &'static str, number: u32, kind: Kind) -> FieldDesc {
 }
 
 /// Example 1.
-static SCALARS: MessageDesc = MessageDesc {
-    name: "fixtures.Scalars",
-    fields: &[
+static SCALARS: MessageDesc = MessageDesc::new(
+    "fixtures.Scalars",
+    &[
         opt("temp", 1, Kind::Int32),
         opt("id", 2, Kind::UInt32),
         opt("ok", 3, Kind::Bool),
         opt("big", 4, Kind::Int64),
         opt("ratio", 5, Kind::Float),
     ],
-    map_entry: false,
-};
+    false,
+);
 
 /// Example 1 after a schema change: `temp` widened to `int64`, `id` to `uint64`, `ratio` removed.
-static SCALARS_V2: MessageDesc = MessageDesc {
-    name: "fixtures.ScalarsV2",
-    fields: &[
+static SCALARS_V2: MessageDesc = MessageDesc::new(
+    "fixtures.ScalarsV2",
+    &[
         opt("temp", 1, Kind::Int64),
         opt("id", 2, Kind::UInt64),
         opt("ok", 3, Kind::Bool),
     ],
-    map_entry: false,
-};
+    false,
+);
 
 /// Example 1 with `big` made proto2 `required`.
-static SCALARS_REQUIRED: MessageDesc = MessageDesc {
-    name: "fixtures.ScalarsRequired",
-    fields: &[
+static SCALARS_REQUIRED: MessageDesc = MessageDesc::new(
+    "fixtures.ScalarsRequired",
+    &[
         opt("temp", 1, Kind::Int32),
         field("big", 4, Kind::Int64, Label::Required),
     ],
-    map_entry: false,
-};
+    false,
+);
 
 /// Examples 2 and 3.
-static ITEM: MessageDesc = MessageDesc {
-    name: "fixtures.Item",
-    fields: &[opt("key", 1, Kind::Bytes), opt("name", 2, Kind::String)],
-    map_entry: false,
-};
+static ITEM: MessageDesc = MessageDesc::new(
+    "fixtures.Item",
+    &[opt("key", 1, Kind::Bytes), opt("name", 2, Kind::String)],
+    false,
+);
 
 /// Example 4, nested.
-static INNER: MessageDesc = MessageDesc {
-    name: "fixtures.Inner",
-    fields: &[opt("x", 1, Kind::Int32), opt("tag", 2, Kind::String)],
-    map_entry: false,
-};
+static INNER: MessageDesc = MessageDesc::new(
+    "fixtures.Inner",
+    &[opt("x", 1, Kind::Int32), opt("tag", 2, Kind::String)],
+    false,
+);
 
 /// Example 4.
-static OUTER: MessageDesc = MessageDesc {
-    name: "fixtures.Outer",
-    fields: &[
+static OUTER: MessageDesc = MessageDesc::new(
+    "fixtures.Outer",
+    &[
         opt("inner", 1, Kind::Message(&INNER)),
         field("nums", 2, Kind::Int32, Label::Repeated),
         opt("far", 70, Kind::Fixed64),
     ],
-    map_entry: false,
-};
+    false,
+);
 
 /// Example 4 as an older reader knows it: only field 70.
-static OUTER_V0: MessageDesc = MessageDesc {
-    name: "fixtures.OuterV0",
-    fields: &[opt("far", 70, Kind::Fixed64)],
-    map_entry: false,
-};
+static OUTER_V0: MessageDesc = MessageDesc::new("fixtures.OuterV0", &[opt("far", 70, Kind::Fixed64)], false);
 
 /// Example 5, the map entry of `map<string, int64> counts = 1`.
-static COUNTS_ENTRY: MessageDesc = MessageDesc {
-    name: "fixtures.Tagged.CountsEntry",
-    fields: &[opt("key", 1, Kind::String), opt("value", 2, Kind::Int64)],
-    map_entry: true,
-};
+static COUNTS_ENTRY: MessageDesc = MessageDesc::new(
+    "fixtures.Tagged.CountsEntry",
+    &[opt("key", 1, Kind::String), opt("value", 2, Kind::Int64)],
+    true,
+);
 
 /// Example 5.
-static TAGGED: MessageDesc = MessageDesc {
-    name: "fixtures.Tagged",
-    fields: &[
+static TAGGED: MessageDesc = MessageDesc::new(
+    "fixtures.Tagged",
+    &[
         field("counts", 1, Kind::Message(&COUNTS_ENTRY), Label::Repeated),
         FieldDesc {
             name: "id",
@@ -127,36 +123,36 @@ static TAGGED: MessageDesc = MessageDesc {
             oneof: Some(0),
         },
     ],
-    map_entry: false,
-};
+    false,
+);
 
 /// [`TAGGED`] without the oneof: lets a test write two members of it.
-static TAGGED_NO_ONEOF: MessageDesc = MessageDesc {
-    name: "fixtures.TaggedNoOneof",
-    fields: &[
+static TAGGED_NO_ONEOF: MessageDesc = MessageDesc::new(
+    "fixtures.TaggedNoOneof",
+    &[
         field("counts", 1, Kind::Message(&COUNTS_ENTRY), Label::Repeated),
         opt("id", 2, Kind::UInt64),
         opt("label", 3, Kind::String),
     ],
-    map_entry: false,
-};
+    false,
+);
 
 /// Example 6 (the Cornflakes paper's Figure 4 message).
-static RECORD: MessageDesc = MessageDesc {
-    name: "fixtures.Record",
-    fields: &[
+static RECORD: MessageDesc = MessageDesc::new(
+    "fixtures.Record",
+    &[
         opt("key", 1, Kind::Bytes),
         field("fields", 2, Kind::Bytes, Label::Repeated),
     ],
-    map_entry: false,
-};
+    false,
+);
 
 /// A recursive message: `message Node { repeated Node kids = 1; }`.
-static NODE: MessageDesc = MessageDesc {
-    name: "fixtures.Node",
-    fields: &[field("kids", 1, Kind::Message(&NODE), Label::Repeated)],
-    map_entry: false,
-};
+static NODE: MessageDesc = MessageDesc::new(
+    "fixtures.Node",
+    &[field("kids", 1, Kind::Message(&NODE), Label::Repeated)],
+    false,
+);
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.

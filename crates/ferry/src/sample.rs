@@ -31,14 +31,14 @@ const fn field(name: &'static str, number: u32, kind: Kind, label: Label) -> Fie
 }
 
 /// Descriptor of [`Record`].
-pub static RECORD: MessageDesc = MessageDesc {
-    name: "ferry.sample.Record",
-    fields: &[
+pub static RECORD: MessageDesc = MessageDesc::new(
+    "ferry.sample.Record",
+    &[
         field("key", 1, Kind::Bytes, Label::Optional),
         field("fields", 2, Kind::Bytes, Label::Repeated),
     ],
-    map_entry: false,
-};
+    false,
+);
 
 /// A key and a list of opaque fields (the muSer / Cornflakes object shape).
 #[derive(Debug, Clone)]
@@ -190,40 +190,40 @@ pub const SCALAR_KINDS: [Kind; 14] = [
 ];
 
 /// Map entry `map<string, int64>`.
-pub static MAP_STRING_INT64: MessageDesc = MessageDesc {
-    name: "ferry.sample.AllKinds.StrI64Entry",
-    fields: &[
+pub static MAP_STRING_INT64: MessageDesc = MessageDesc::new(
+    "ferry.sample.AllKinds.StrI64Entry",
+    &[
         field("key", 1, Kind::String, Label::Optional),
         field("value", 2, Kind::Int64, Label::Optional),
     ],
-    map_entry: true,
-};
+    true,
+);
 
 /// Map entry `map<uint32, AllKinds>`.
-pub static MAP_UINT32_MESSAGE: MessageDesc = MessageDesc {
-    name: "ferry.sample.AllKinds.U32MsgEntry",
-    fields: &[
+pub static MAP_UINT32_MESSAGE: MessageDesc = MessageDesc::new(
+    "ferry.sample.AllKinds.U32MsgEntry",
+    &[
         field("key", 1, Kind::UInt32, Label::Optional),
         field("value", 2, Kind::Message(&ALL_KINDS), Label::Optional),
     ],
-    map_entry: true,
-};
+    true,
+);
 
 /// Map entry `map<bool, bytes>`.
-pub static MAP_BOOL_BYTES: MessageDesc = MessageDesc {
-    name: "ferry.sample.AllKinds.BoolBytesEntry",
-    fields: &[
+pub static MAP_BOOL_BYTES: MessageDesc = MessageDesc::new(
+    "ferry.sample.AllKinds.BoolBytesEntry",
+    &[
         field("key", 1, Kind::Bool, Label::Optional),
         field("value", 2, Kind::Bytes, Label::Optional),
     ],
-    map_entry: true,
-};
+    true,
+);
 
 /// A message with every field kind: singular 1-16, repeated 21-36, nested/recursive 17-18 and
 /// 37, maps 40-42, a oneof 50-52, and fields 100 and 70000 (past the first presence chunk).
-pub static ALL_KINDS: MessageDesc = MessageDesc {
-    name: "ferry.sample.AllKinds",
-    fields: &[
+pub static ALL_KINDS: MessageDesc = MessageDesc::new(
+    "ferry.sample.AllKinds",
+    &[
         field("int32", 1, Kind::Int32, Label::Optional),
         field("int64", 2, Kind::Int64, Label::Optional),
         field("uint32", 3, Kind::UInt32, Label::Optional),
@@ -278,5 +278,5 @@ pub static ALL_KINDS: MessageDesc = MessageDesc {
         field("far", 100, Kind::Fixed64, Label::Optional),
         field("very_far", 70000, Kind::Bytes, Label::Optional),
     ],
-    map_entry: false,
-};
+    false,
+);

@@ -238,7 +238,7 @@ fn random_message(
     }
     let mut m = DynamicMessage::new(desc);
     let density = rng.pick(&[5u64, 15, 30]);
-    for f in desc.fields {
+    for f in desc.fields() {
         let always = desc.map_entry;
         if !always && !rng.chance(density) {
             continue;
@@ -259,8 +259,8 @@ fn random_message(
             )),
             (Label::Repeated, Kind::Message(d)) if d.map_entry => {
                 for _ in 0..rng.range(1, 4) {
-                    let key = random_value(rng, d.fields[0].kind, depth, nodes);
-                    let value = random_value(rng, d.fields[1].kind, depth, nodes);
+                    let key = random_value(rng, d.fields()[0].kind, depth, nodes);
+                    let value = random_value(rng, d.fields()[1].kind, depth, nodes);
                     m.insert_map_entry(f.number, key, value).unwrap();
                 }
                 continue;
@@ -470,7 +470,7 @@ fn read_with_accessors(view: &View<'_>, depth: u32, work: &mut u32) {
         );
     }
     let desc = view.desc();
-    for f in desc.fields {
+    for f in desc.fields() {
         let n = f.number;
         assert_eq!(view.has(n), present.contains(&n));
         match (f.label, f.kind) {
@@ -529,7 +529,7 @@ fn misuse_accessors(view: &View<'_>, depth: u32, work: &mut u32) {
         return;
     }
     *work -= 1;
-    let mut numbers: Vec<u32> = view.desc().fields.iter().map(|f| f.number).collect();
+    let mut numbers: Vec<u32> = view.desc().fields().iter().map(|f| f.number).collect();
     numbers.extend([0, 19, 63, 64, 70_001, layout::MAX_FIELD_NUMBER, u32::MAX]);
     for n in numbers {
         let _ = (view.entry(n), view.scalar::<f64>(n), view.bytes(n), view.str(n));

@@ -132,7 +132,7 @@ impl Builder<'_> {
 
     fn message(&mut self, desc: &'static MessageDesc, depth: u32) -> DynamicMessage<'static> {
         let mut m = DynamicMessage::new(desc);
-        for f in desc.fields {
+        for f in desc.fields() {
             if !self.rng.chance(45) {
                 continue;
             }
@@ -140,8 +140,8 @@ impl Builder<'_> {
                 (Label::Repeated, Kind::Message(entry)) if entry.map_entry => {
                     for _ in 0..self.rng.below(4) {
                         let (Some(k), Some(v)) = (
-                            self.singular(entry.fields[0].kind, depth),
-                            self.singular(entry.fields[1].kind, depth),
+                            self.singular(entry.fields()[0].kind, depth),
+                            self.singular(entry.fields()[1].kind, depth),
                         ) else {
                             break;
                         };

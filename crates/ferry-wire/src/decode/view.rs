@@ -577,7 +577,7 @@ impl<'b> Validator<'b, '_> {
     fn message(&mut self, view: &View<'b>, depth: u32) -> Result<(), DecodeError> {
         let desc = view.desc;
         let mut oneofs_seen = 0u64;
-        for (i, f) in desc.fields.iter().enumerate() {
+        for (i, f) in desc.fields().iter().enumerate() {
             let Some((at, e)) = view.entry_at(f.number) else {
                 if f.label == Label::Required {
                     return Err(
@@ -589,7 +589,7 @@ impl<'b> Validator<'b, '_> {
             if let Some(o) = f.oneof {
                 let mask = 1u64 << (o % 64);
                 if o >= 64 || oneofs_seen & mask != 0 {
-                    let earlier = desc.fields[..i]
+                    let earlier = desc.fields()[..i]
                         .iter()
                         .find(|g| g.oneof == Some(o) && view.has(g.number));
                     if let Some(first) = earlier {
