@@ -1,0 +1,22 @@
+//! `ferry-build`: compiles protobuf schemas into Ferry message types, shaped like `prost-build`.
+//!
+//! ```ignore
+//! // build.rs
+//! fn main() -> Result<(), ferry_build::BuildError> {
+//!     ferry_build::compile_protos(&["proto/kv.proto"], &["proto/"])
+//! }
+//! ```
+//!
+//! Pipeline: `.proto` files → descriptors (`protox`, no `protoc`) → type graph
+//! (`prost-reflect`'s descriptor pool) → one generator per file with a shared context →
+//! `prettyplease` → `@generated` header → written only if changed. Generated code stays thin:
+//! the logic lives in `ferry-wire`.
+//!
+//! It is NOT the runtime (that is `ferry-wire`) and does not need `protoc`.
+#![deny(unsafe_code)]
+
+mod error;
+mod load;
+
+pub use error::BuildError;
+pub use load::load;
