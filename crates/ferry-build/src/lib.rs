@@ -15,6 +15,7 @@
 //! It is NOT the runtime (that is `ferry-wire`) and does not need `protoc`.
 #![deny(unsafe_code)]
 
+pub mod dynamic;
 mod error;
 mod load;
 
