@@ -19,6 +19,10 @@ pub enum BuildError {
         /// Why, and what to do instead.
         why: String,
     },
+    /// Code generation failed (a configuration problem, or a service generator's output that
+    /// is not Rust).
+    #[error("{0}")]
+    Codegen(String),
     /// Writing generated files failed.
     #[error("writing {path}: {source}")]
     Io {

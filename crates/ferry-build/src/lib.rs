@@ -5,6 +5,8 @@
 //! fn main() -> Result<(), ferry_build::BuildError> {
 //!     ferry_build::compile_protos(&["proto/kv.proto"], &["proto/"])
 //! }
+//! // lib.rs: every package as nested modules (`pub mod ferry { pub mod kv { .. } }`)
+//! include!(concat!(env!("OUT_DIR"), "/ferry_protos.rs"));
 //! ```
 //!
 //! Pipeline: `.proto` files → descriptors (`protox`, no `protoc`) → type graph
@@ -15,9 +17,14 @@
 //! It is NOT the runtime (that is `ferry-wire`) and does not need `protoc`.
 #![deny(unsafe_code)]
 
+mod codegen;
+mod config;
 pub mod dynamic;
 mod error;
 mod load;
 
+pub use config::{
+    Config, GeneratedFile, HEADER, Method, Service, ServiceGenerator, compile_protos, write_files,
+};
 pub use error::BuildError;
 pub use load::load;

@@ -1,11 +1,22 @@
 //! The `ferry` command.
 //!
-//! `ferry demo` builds messages whose large values live in Ferry's pool, serializes them in
-//! copy-only and hybrid modes, and prints what was copied and what was sent by reference.
-//! Later issues add transports, `encode`/`decode`/`inspect` and benchmarks.
+//! - `ferry demo` builds messages whose large values live in Ferry's pool, serializes them in
+//!   copy-only and hybrid modes, and prints what was copied and what was sent by reference.
+//! - `ferry encode|decode|inspect --proto FILE [-I DIR]... --message NAME` work on any message
+//!   of a `.proto` schema with no compile step: protobuf-JSON to wire bytes, wire bytes to
+//!   protobuf-JSON, and a dump of the header layout.
+//!
+//! Exit status: 0 on success, 1 for usage and schema errors (bad options, a `.proto` that does
+//! not parse, an unknown message), 2 for invalid input on standard input (wire bytes that do not
+//! validate, JSON that does not parse or does not fit the message).
 #![deny(unsafe_code)]
 
+mod decode;
 mod demo;
+mod encode;
+mod inspect;
+mod json;
+mod schema;
 
 use clap::{Parser, Subcommand};
 
@@ -21,18 +32,41 @@ struct Cli {
 enum Command {
     /// Serialize sample workloads in copy-only and hybrid modes; show copies and references.
     Demo(demo::Args),
+    /// Read protobuf-JSON on stdin, write Ferry wire bytes on stdout (every value copied).
+    ///
+    /// Well-known types (Timestamp, Duration, ...) are read as ordinary messages, not in
+    /// their special JSON forms.
+    Encode(encode::Args),
+    /// Read Ferry wire bytes on stdin, write protobuf-JSON on stdout (one line).
+    ///
+    /// Invalid bytes exit with status 2 and a message naming the field and byte offset.
+    Decode(decode::Args),
+    /// Read Ferry wire bytes on stdin, print the header layout: chunks, entries, nested
+    /// headers, and the copied and zero-copy regions.
+    Inspect(inspect::Args),
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with status 0; usage errors exit 1 (not clap's 2,
+            // which this command keeps for invalid input).
+            let _ = e.print();
+            return std::process::ExitCode::from(if e.use_stderr() { 1 } else { 0 });
+        }
+    };
     let result = match cli.command {
-        Command::Demo(args) => demo::run(&args),
+        Command::Demo(args) => demo::run(&args).map_err(|e| schema::CliError::Usage(e.to_string())),
+        Command::Encode(args) => encode::run(&args),
+        Command::Decode(args) => decode::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ferry: {e}");
-            std::process::ExitCode::FAILURE
+            std::process::ExitCode::from(e.exit_code())
         }
     }
 }

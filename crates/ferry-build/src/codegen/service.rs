@@ -1,0 +1,89 @@
+//! Services: a description module per `service`, plus whatever the configured
+//! [`ServiceGenerator`](crate::ServiceGenerator) adds (server traits, client stubs).
+
+use proc_macro2::TokenStream;
+use prost_reflect::ServiceDescriptor;
+use quote::quote;
+
+use super::Context;
+use super::docs::doc;
+use super::names::ident;
+use crate::BuildError;
+use crate::config::{Method, Service, ServiceGenerator};
+
+fn describe(ctx: &Context<'_>, s: &ServiceDescriptor, module: &[String]) -> Service {
+    let src = &ctx.sources[s.parent_file().name()];
+    let mut inner = module.to_vec();
+    inner.push(ctx.services[s.full_name()].clone());
+    let methods = s
+        .methods()
+        .enumerate()
+        .map(|(i, m)| {
+            let rust = |d: &prost_reflect::MessageDescriptor| {
+                let n = ctx.message(d);
+                ctx.path(&inner, &n.module, &n.name).to_string().replace(' ', "")
+            };
+            Method {
+                name: m.name().to_string(),
+                id: i as u32 + 1,
+                input_type: m.input().full_name().to_string(),
+                output_type: m.output().full_name().to_string(),
+                input_rust_type: rust(&m.input()),
+                output_rust_type: rust(&m.output()),
+                client_streaming: m.is_client_streaming(),
+                server_streaming: m.is_server_streaming(),
+                comments: src.comment(m.path()).to_string(),
+            }
+        })
+        .collect();
+    Service {
+        name: s.name().to_string(),
+        full_name: s.full_name().to_string(),
+        package: s.package_name().to_string(),
+        module: ctx.services[s.full_name()].clone(),
+        comments: src.comment(s.path()).to_string(),
+        methods,
+    }
+}
+
+pub(crate) fn generate(
+    ctx: &Context<'_>,
+    s: &ServiceDescriptor,
+    module: &[String],
+    hook: &mut Option<Box<dyn ServiceGenerator>>,
+) -> Result<TokenStream, BuildError> {
+    let service = describe(ctx, s, module);
+    let src = &ctx.sources[s.parent_file().name()];
+    let mname = ident(&service.module);
+    let sdoc = doc(&service.comments, &format!("Service `{}`.", service.full_name));
+    let full = &service.full_name;
+    let methods = service.methods.iter().map(|m| {
+        let (name, id, input, output) = (&m.name, m.id, &m.input_type, &m.output_type);
+        quote!((#name, #id, #input, #output),)
+    });
+    let extra: TokenStream = match hook {
+        Some(g) => {
+            let mut buf = String::new();
+            g.generate(&service, &mut buf);
+            buf.parse().map_err(|e| {
+                BuildError::Codegen(format!(
+                    "{}:{}: the service generator's output for `{full}` is not Rust tokens: {e}",
+                    s.parent_file().name(),
+                    src.line(s.path())
+                ))
+            })?
+        }
+        None => TokenStream::new(),
+    };
+    Ok(quote! {
+        #sdoc
+        pub mod #mname {
+            /// Fully qualified service name.
+            pub const NAME: &str = #full;
+            /// Methods: (name, method id, request type, response type); ids count from 1 in
+            /// declaration order.
+            pub const METHODS: &[(&str, u32, &str, &str)] = &[#(#methods)*];
+        }
+        #extra
+    })
+}

@@ -1,0 +1,128 @@
+//! Constructs Ferry does not support are build errors naming the file, line and construct.
+
+use std::path::Path;
+
+fn compile(name: &str, source: &str) -> Result<Vec<ferry_build::GeneratedFile>, ferry_build::BuildError> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join(name), source).expect("write proto");
+    let pool = ferry_build::load(&[Path::new(name)], &[dir.path()])?;
+    ferry_build::Config::new().generate(&pool)
+}
+
+fn unsupported(name: &str, source: &str) -> (u32, String) {
+    match compile(name, source) {
+        Err(ferry_build::BuildError::Unsupported {
+            file,
+            line,
+            construct,
+            ..
+        }) => {
+            assert_eq!(file, name);
+            (line, construct)
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+}
+
+#[test]
+fn groups_are_refused_with_their_line() {
+    let (line, construct) = unsupported(
+        "g.proto",
+        "syntax = \"proto2\";\npackage g;\nmessage M {\n  optional group Inner = 1 {\n    optional int32 x = 2;\n  }\n}\n",
+    );
+    assert_eq!(line, 4);
+    assert!(construct.contains("group"), "{construct}");
+}
+
+#[test]
+fn extensions_are_refused_with_their_line() {
+    let (line, construct) = unsupported(
+        "e.proto",
+        "syntax = \"proto2\";\npackage e;\nmessage M {\n  extensions 100 to 200;\n}\nextend M {\n  optional int32 ext = 100;\n}\n",
+    );
+    assert_eq!(line, 7);
+    assert!(construct.contains("extension `e.ext`"), "{construct}");
+}
+
+#[test]
+fn editions_are_refused() {
+    match compile(
+        "ed.proto",
+        "edition = \"2023\";\npackage ed;\nmessage M { int32 x = 1; }\n",
+    ) {
+        Err(ferry_build::BuildError::Unsupported { construct, .. }) => assert_eq!(construct, "editions"),
+        // protox may refuse editions itself; either way it is an error, not generated code.
+        Err(ferry_build::BuildError::Parse(msg)) => assert!(msg.contains("ed.proto"), "{msg}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn file_per_package_names_files_like_prost() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("a.proto"),
+        "syntax = \"proto3\";\npackage x.y;\nmessage A { int32 v = 1; }\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("b.proto"),
+        "syntax = \"proto3\";\nmessage B { int32 v = 1; }\n",
+    )
+    .expect("write");
+    let pool = ferry_build::load(&[Path::new("a.proto"), Path::new("b.proto")], &[dir.path()]).expect("load");
+    let files = ferry_build::Config::new()
+        .file_per_package(true)
+        .generate(&pool)
+        .expect("generate");
+    let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["_.rs", "x.y.rs"]);
+    assert!(files.iter().all(|f| f.contents.starts_with(ferry_build::HEADER)));
+}
+
+#[test]
+fn unchanged_files_are_not_rewritten() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = ferry_build::GeneratedFile {
+        name: "x.rs".into(),
+        contents: "// x\n".into(),
+    };
+    ferry_build::write_files(dir.path(), std::slice::from_ref(&file)).expect("write");
+    let path = dir.path().join("x.rs");
+    let before = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    ferry_build::write_files(dir.path(), &[file]).expect("write again");
+    let after = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    assert_eq!(before, after);
+}
+
+#[test]
+fn service_generator_output_is_placed_in_the_package() {
+    struct Marker;
+    impl ferry_build::ServiceGenerator for Marker {
+        fn generate(&mut self, service: &ferry_build::Service, buf: &mut String) {
+            buf.push_str(&format!(
+                "/// Marker.\npub const {}_METHODS: usize = {};\n",
+                service.name.to_uppercase(),
+                service.methods.len()
+            ));
+        }
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("s.proto"),
+        "syntax = \"proto3\";\npackage s;\nmessage Q {}\nservice Svc { rpc A(Q) returns (Q); rpc B(Q) returns (Q); }\n",
+    )
+    .expect("write");
+    let pool = ferry_build::load(&[Path::new("s.proto")], &[dir.path()]).expect("load");
+    let files = ferry_build::Config::new()
+        .service_generator(Box::new(Marker))
+        .generate(&pool)
+        .expect("generate");
+    assert!(files[0].contents.contains("pub const SVC_METHODS: usize = 2;"));
+    assert!(files[0].contents.contains("(\"B\", 2u32, \"s.Q\", \"s.Q\")"));
+}

@@ -1,0 +1,44 @@
+//! `ferry decode`: Ferry wire bytes on standard input to protobuf-JSON on standard output.
+
+use std::io::{Read, Write};
+
+use ferry::wire::{Context, DecodeError, DynamicMessage, Limits, View};
+
+use crate::json;
+use crate::schema::{CliError, SchemaArgs};
+
+/// Options of `ferry decode`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    schema: SchemaArgs,
+}
+
+/// Reads all of standard input.
+pub(crate) fn read_stdin() -> Result<Vec<u8>, CliError> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::Usage(format!("reading standard input: {e}")))?;
+    Ok(bytes)
+}
+
+/// An invalid message: exit status 2, with the field path and byte offset.
+pub(crate) fn invalid(e: DecodeError) -> CliError {
+    CliError::Input(e.to_string())
+}
+
+/// Validates the message (default limits), then prints it as one line of canonical JSON.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let loaded = args.schema.load()?;
+    let bytes = read_stdin()?;
+    let view = View::decode(&bytes, loaded.desc, &Limits::default()).map_err(invalid)?;
+    let message = DynamicMessage::from_view(&view, Context::copy_only()).map_err(invalid)?;
+    let mut text = String::new();
+    json::to_json(&loaded.descriptor, &message, &mut text);
+    text.push('\n');
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::Usage(format!("writing standard output: {e}")))
+}

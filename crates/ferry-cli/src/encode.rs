@@ -1,0 +1,37 @@
+//! `ferry encode`: protobuf-JSON on standard input to Ferry wire bytes on standard output.
+
+use std::io::{Read, Write};
+
+use ferry::Serialize;
+
+use crate::json;
+use crate::schema::{CliError, SchemaArgs};
+
+/// Options of `ferry encode`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    schema: SchemaArgs,
+}
+
+/// Reads one JSON document, encodes it with every value copied (no pool: one gather entry).
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let loaded = args.schema.load()?;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| CliError::Input(format!("reading standard input: {e}")))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| CliError::Input(format!("invalid JSON: {e}")))?;
+    let message = json::from_json(&loaded.descriptor, loaded.desc, &doc).map_err(|e| {
+        CliError::Input(format!(
+            "JSON does not fit `{}`: {e}",
+            loaded.descriptor.full_name()
+        ))
+    })?;
+    let bytes = message.to_vec().map_err(|e| CliError::Input(e.to_string()))?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&bytes)
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::Usage(format!("writing standard output: {e}")))
+}
