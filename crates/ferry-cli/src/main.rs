@@ -5,6 +5,7 @@
 //! - `ferry encode|decode|inspect --proto FILE [-I DIR]... --message NAME` work on any message
 //!   of a `.proto` schema with no compile step: protobuf-JSON to wire bytes, wire bytes to
 //!   protobuf-JSON, and a dump of the header layout.
+//! - `ferry gen --proto FILE [-I DIR]... --out DIR` writes the same Rust types as `ferry-build`.
 //!
 //! Exit status: 0 on success, 1 for usage and schema errors (bad options, a `.proto` that does
 //! not parse, an unknown message), 2 for invalid input on standard input (wire bytes that do not
@@ -14,6 +15,7 @@
 mod decode;
 mod demo;
 mod encode;
+mod generate;
 mod inspect;
 mod json;
 mod schema;
@@ -44,6 +46,9 @@ enum Command {
     /// Read Ferry wire bytes on stdin, print the header layout: chunks, entries, nested
     /// headers, and the copied and zero-copy regions.
     Inspect(inspect::Args),
+    /// Generate Rust types from .proto files: what `ferry_build::compile_protos` writes from
+    /// a build.rs.
+    Gen(generate::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -61,6 +66,7 @@ fn main() -> std::process::ExitCode {
         Command::Encode(args) => encode::run(&args),
         Command::Decode(args) => decode::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Gen(args) => generate::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -6,20 +6,61 @@ use ferry::wire::MessageDesc;
 use ferry_build::dynamic::Schema;
 use prost_reflect::MessageDescriptor;
 
-/// Where the message type comes from.
+/// The .proto files of a command.
 #[derive(clap::Args, Debug)]
-pub struct SchemaArgs {
-    /// A .proto file that defines the message (repeatable). Its imports, including
-    /// `google/protobuf/*.proto`, are resolved in the include directories.
+pub struct ProtoFiles {
+    /// A .proto file (repeatable). Its imports, including `google/protobuf/*.proto`, are
+    /// resolved in the include directories.
     #[arg(long = "proto", value_name = "FILE", required = true)]
     pub protos: Vec<PathBuf>,
     /// A directory to search for the .proto files and their imports (repeatable).
     /// Default: the directory of each --proto file.
     #[arg(short = 'I', long = "include", value_name = "DIR")]
     pub includes: Vec<PathBuf>,
+}
+
+impl ProtoFiles {
+    /// The include directories (given, or each file's directory), once the files exist.
+    pub fn includes(&self) -> Result<Vec<PathBuf>, CliError> {
+        for p in &self.protos {
+            if !p.is_file() {
+                return Err(CliError::Usage(format!("{}: no such file", p.display())));
+            }
+        }
+        if !self.includes.is_empty() {
+            return Ok(self.includes.clone());
+        }
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for p in &self.protos {
+            let dir = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        Ok(dirs)
+    }
+}
+
+/// Where the message type comes from.
+#[derive(clap::Args, Debug)]
+pub struct SchemaArgs {
+    #[command(flatten)]
+    pub files: ProtoFiles,
     /// The message type, fully qualified: `package.Message` or `package.Outer.Inner`.
     #[arg(long, value_name = "NAME")]
     pub message: String,
+}
+
+/// What a failed schema load means to the user (protox does not know editions).
+pub fn schema_error(e: impl std::fmt::Display) -> CliError {
+    let mut msg = e.to_string();
+    if msg.contains("found 'edition'") {
+        msg.push_str(" (editions are not supported: Ferry reads proto2 and proto3 files)");
+    }
+    CliError::Usage(msg)
 }
 
 /// A failed command, and how it exits.
@@ -60,34 +101,8 @@ pub struct Loaded {
 impl SchemaArgs {
     /// Parses the files and finds the message.
     pub fn load(&self) -> Result<Loaded, CliError> {
-        let includes: Vec<PathBuf> = if self.includes.is_empty() {
-            let mut dirs: Vec<PathBuf> = Vec::new();
-            for p in &self.protos {
-                let dir = match p.parent() {
-                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-                    _ => PathBuf::from("."),
-                };
-                if !dirs.contains(&dir) {
-                    dirs.push(dir);
-                }
-            }
-            dirs
-        } else {
-            self.includes.clone()
-        };
-        for p in &self.protos {
-            if !p.is_file() {
-                return Err(CliError::Usage(format!("{}: no such file", p.display())));
-            }
-        }
-        let schema = Schema::load(&self.protos, &includes).map_err(|e| {
-            let mut msg = e.to_string();
-            // protox does not know editions; say what the parse error means.
-            if msg.contains("found 'edition'") {
-                msg.push_str(" (editions are not supported: Ferry reads proto2 and proto3 files)");
-            }
-            CliError::Usage(msg)
-        })?;
+        let includes = self.files.includes()?;
+        let schema = Schema::load(&self.files.protos, &includes).map_err(schema_error)?;
         let Some(descriptor) = schema.descriptor(&self.message) else {
             return Err(CliError::Usage(unknown_message(&schema, &self.message)));
         };
