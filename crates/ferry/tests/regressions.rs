@@ -141,3 +141,19 @@ fn foreign_pool_buffers_are_copied() {
     let view = Record::decode_shared(&mine).unwrap();
     assert!(view.to_message(&ctx).fields()[0].is_zero_copy());
 }
+
+/// Under edition 2024 the list iterators captured `&self`, so an iterator could not outlive the
+/// temporary list value it came from (`view.fields().iter()` did not compile when kept).
+#[test]
+fn list_iterators_outlive_the_list_value() {
+    let ctx = Context::copy_only();
+    let mut rec = Record::new(ctx);
+    rec.append_field(&b"a"[..]);
+    rec.append_field(&b"bc"[..]);
+    let bytes = rec.to_vec().unwrap();
+    let view = Record::decode(&bytes).unwrap();
+    let fields = view.fields().iter();
+    let present = view.view().present_fields();
+    assert_eq!(fields.map(<[u8]>::len).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(present.collect::<Vec<_>>(), [2]);
+}

@@ -287,7 +287,7 @@ impl<'b> View<'b> {
     }
 
     /// Present field numbers, ascending (known and unknown).
-    pub fn present_fields(&self) -> impl Iterator<Item = u32> + 'b {
+    pub fn present_fields(&self) -> impl Iterator<Item = u32> + use<'b> {
         let root = self.root;
         let base = self.at + PREAMBLE_LEN;
         (0..self.chunks).flat_map(move |i| {
@@ -325,7 +325,7 @@ impl<'b, T: Scalar> ScalarList<'b, T> {
             .map(T::read_packed)
     }
     /// The elements.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = T> + 'b {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = T> + use<'b, T> {
         self.data.chunks_exact(T::WIDTH).map(T::read_packed)
     }
     /// The packed little-endian bytes.
@@ -383,12 +383,12 @@ impl<'b> BytesList<'b> {
         self.owner?.slice_ref(self.get(i)?)
     }
     /// The elements.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &'b [u8]> + 'b {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &'b [u8]> + use<'b> {
         let me = *self;
         self.ptrs.chunks_exact(ENTRY_LEN).map(move |p| me.at(p))
     }
     /// The elements as text, each UTF-8 checked.
-    pub fn strs(&self) -> impl ExactSizeIterator<Item = Result<&'b str, core::str::Utf8Error>> + 'b {
+    pub fn strs(&self) -> impl ExactSizeIterator<Item = Result<&'b str, core::str::Utf8Error>> + use<'b> {
         self.iter().map(core::str::from_utf8)
     }
 }
@@ -426,7 +426,7 @@ impl<'b> MessageList<'b> {
         self.at(self.ptrs.get(start..start.checked_add(ENTRY_LEN)?)?)
     }
     /// The elements.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = View<'b>> + 'b {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = View<'b>> + use<'b> {
         let me = *self;
         // Validated lists always yield a view; the fallback keeps the iterator exact-size.
         let empty = View {
