@@ -256,14 +256,15 @@ pub fn write_files(dir: &Path, files: &[GeneratedFile]) -> Result<(), BuildError
 
 /// Compiles `protos` (searching imports in `includes`) into `$OUT_DIR/ferry_protos.rs`.
 ///
-/// ```ignore
+/// ```no_run
 /// // build.rs
 /// fn main() -> Result<(), ferry_build::BuildError> {
 ///     ferry_build::compile_protos(&["proto/kv.proto"], &["proto/"])
 /// }
-/// // lib.rs
-/// include!(concat!(env!("OUT_DIR"), "/ferry_protos.rs"));
 /// ```
+///
+/// and in the crate, every package as nested modules (`pub mod ferry { pub mod kv { .. } }`):
+/// `include!(concat!(env!("OUT_DIR"), "/ferry_protos.rs"));`
 pub fn compile_protos(protos: &[impl AsRef<Path>], includes: &[impl AsRef<Path>]) -> Result<(), BuildError> {
     Config::new().compile_protos(protos, includes)
 }

@@ -35,6 +35,11 @@ pub enum BuildError {
 
 impl BuildError {
     pub(crate) fn parse(e: protox::Error) -> Self {
-        BuildError::Parse(format!("{e:?}"))
+        let mut msg = format!("{e:?}");
+        // protox does not know editions at all; say what its parse error means.
+        if msg.contains("found 'edition'") {
+            msg.push_str(" (editions are not supported: Ferry reads proto2 and proto3 files)");
+        }
+        BuildError::Parse(msg)
     }
 }

@@ -1,13 +1,14 @@
 //! `ferry-build`: compiles protobuf schemas into Ferry message types, shaped like `prost-build`.
 //!
-//! ```ignore
+//! ```no_run
 //! // build.rs
 //! fn main() -> Result<(), ferry_build::BuildError> {
 //!     ferry_build::compile_protos(&["proto/kv.proto"], &["proto/"])
 //! }
-//! // lib.rs: every package as nested modules (`pub mod ferry { pub mod kv { .. } }`)
-//! include!(concat!(env!("OUT_DIR"), "/ferry_protos.rs"));
 //! ```
+//!
+//! and in the crate, every package as nested modules (`pub mod ferry { pub mod kv { .. } }`):
+//! `include!(concat!(env!("OUT_DIR"), "/ferry_protos.rs"));`
 //!
 //! Pipeline: `.proto` files → descriptors (`protox`, no `protoc`) → type graph
 //! (`prost-reflect`'s descriptor pool) → one generator per file with a shared context →

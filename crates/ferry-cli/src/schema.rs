@@ -54,13 +54,9 @@ pub struct SchemaArgs {
     pub message: String,
 }
 
-/// What a failed schema load means to the user (protox does not know editions).
+/// A schema that does not load: a usage error (exit 1).
 pub fn schema_error(e: impl std::fmt::Display) -> CliError {
-    let mut msg = e.to_string();
-    if msg.contains("found 'edition'") {
-        msg.push_str(" (editions are not supported: Ferry reads proto2 and proto3 files)");
-    }
-    CliError::Usage(msg)
+    CliError::Usage(e.to_string())
 }
 
 /// A failed command, and how it exits.
