@@ -157,3 +157,36 @@ fn list_iterators_outlive_the_list_value() {
     assert_eq!(fields.map(<[u8]>::len).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(present.collect::<Vec<_>>(), [2]);
 }
+
+/// Map entries with duplicate or unordered keys from a peer were accepted, so a decoded map
+/// could hold two values for one key (and `ferry decode` printed duplicate JSON keys).
+#[test]
+fn map_keys_must_be_strictly_ascending() {
+    use ferry::sample::MAP_STRING_INT64;
+    use ferry::wire::List;
+    let ctx = Context::copy_only();
+    let entry = |k: &'static str, v: i64| {
+        let mut e = DynamicMessage::new(&MAP_STRING_INT64);
+        e.set(1, Value::Bytes(HybridBytes::new(k.as_bytes(), ctx)))
+            .unwrap();
+        e.set(2, Value::I64(v)).unwrap();
+        e
+    };
+    let decode = |entries: Vec<DynamicMessage<'static>>| {
+        let mut m = DynamicMessage::new(&ALL_KINDS);
+        m.set(40, Value::List(List::Messages(entries))).unwrap();
+        let bytes = m.to_vec().unwrap();
+        View::decode(&bytes, &ALL_KINDS, &Limits::default())
+            .map(|_| ())
+            .map_err(|e| e.kind().clone())
+    };
+    assert_eq!(decode(vec![entry("a", 1), entry("b", 2)]), Ok(()));
+    assert_eq!(
+        decode(vec![entry("b", 1), entry("a", 2)]),
+        Err(DecodeErrorKind::MapKeyOrder { index: 1 })
+    );
+    assert_eq!(
+        decode(vec![entry("a", 1), entry("a", 2)]),
+        Err(DecodeErrorKind::MapKeyOrder { index: 1 })
+    );
+}

@@ -96,6 +96,11 @@ pub enum DecodeErrorKind {
         /// Field number seen second.
         second: u32,
     },
+    /// A map's entries are not in strictly ascending key order (a duplicate or unordered key).
+    MapKeyOrder {
+        /// Index of the offending entry.
+        index: u32,
+    },
     /// A proto2 `required` field is absent.
     MissingRequired,
     /// A `string` field is not UTF-8.
@@ -203,6 +208,12 @@ impl fmt::Display for DecodeErrorKind {
                 write!(f, "fields {first} and {second} of one oneof are both set")
             }
             MissingRequired => write!(f, "required field is missing"),
+            MapKeyOrder { index } => {
+                write!(
+                    f,
+                    "map entry {index} does not follow the previous key in strictly ascending order"
+                )
+            }
             InvalidUtf8 { valid_up_to } => {
                 write!(f, "string is not UTF-8 (valid up to byte {valid_up_to})")
             }

@@ -641,11 +641,25 @@ impl<'b> Validator<'b, '_> {
         if kind.packed_width().is_some() {
             return Ok(());
         }
+        let mut previous_key = None;
         for i in 0..n {
             let p = off + ENTRY_LEN * i;
             let pe = read_u64(self.root, p).unwrap_or(0);
             match kind {
-                Kind::Message(d) => self.nested(view, p, pe, d, depth)?,
+                Kind::Message(d) => {
+                    self.nested(view, p, pe, d, depth)?;
+                    if d.map_entry {
+                        // Keys strictly ascending: no duplicates, one order (section 4.6).
+                        let key = view
+                            .child(layout::split_range(pe).0 as usize, d)
+                            .and_then(|e| map_key(&e));
+                        if key.is_some() && previous_key.is_some() && key <= previous_key {
+                            let kind = K::MapKeyOrder { index: i as u32 };
+                            return Err(DecodeError::new(kind, p as u64));
+                        }
+                        previous_key = key;
+                    }
+                }
                 _ => {
                     self.range(p, pe)?;
                 }
@@ -682,4 +696,30 @@ impl<'b> Validator<'b, '_> {
         };
         self.message(&child, depth + 1)
     }
+}
+
+/// A map key, ordered as encoders must emit them: integers numerically, strings and bytes
+/// bytewise, `false` before `true`.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum MapKey<'b> {
+    Signed(i64),
+    Unsigned(u64),
+    Bytes(&'b [u8]),
+}
+
+/// The key (field 1) of a validated map entry, read as the reader's schema types it; an absent
+/// key is the default. `None` for kinds that cannot be map keys.
+fn map_key<'b>(entry: &View<'b>) -> Option<MapKey<'b>> {
+    let kind = entry.desc.field(1)?.kind;
+    Some(match kind {
+        Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => {
+            MapKey::Signed(i64::from(entry.scalar::<i32>(1).unwrap_or(0)))
+        }
+        Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => MapKey::Signed(entry.scalar::<i64>(1).unwrap_or(0)),
+        Kind::UInt32 | Kind::Fixed32 => MapKey::Unsigned(u64::from(entry.scalar::<u32>(1).unwrap_or(0))),
+        Kind::UInt64 | Kind::Fixed64 => MapKey::Unsigned(entry.scalar::<u64>(1).unwrap_or(0)),
+        Kind::Bool => MapKey::Unsigned(u64::from(entry.scalar::<bool>(1).unwrap_or(false))),
+        Kind::String | Kind::Bytes => MapKey::Bytes(entry.bytes(1).unwrap_or_default()),
+        Kind::Float | Kind::Double | Kind::Message(_) => return None,
+    })
 }
