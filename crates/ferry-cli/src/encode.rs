@@ -2,7 +2,7 @@
 
 use std::io::{Read, Write};
 
-use ferry::Serialize;
+use ferry::{Limits, Serialize, View};
 
 use crate::json;
 use crate::schema::{CliError, SchemaArgs};
@@ -30,6 +30,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         ))
     })?;
     let bytes = message.to_vec().map_err(|e| CliError::Input(e.to_string()))?;
+    // Never write what `ferry decode` would refuse (e.g. nesting past the default depth limit).
+    View::decode(&bytes, loaded.desc, &Limits::default())
+        .map_err(|e| CliError::Input(format!("the encoded message exceeds the decoder's limits: {e}")))?;
     let mut out = std::io::stdout().lock();
     out.write_all(&bytes)
         .and_then(|()| out.flush())

@@ -34,8 +34,9 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use ferry::Context;
 use ferry::wire::layout::{self, CHUNK_LEN, ENTRY_LEN, PREAMBLE_LEN, read_u16, read_u32, read_u64};
-use ferry::wire::{Kind, Label, Limits, MessageDesc, View};
+use ferry::wire::{DynamicMessage, Kind, Label, Limits, MessageDesc, View};
 use prost_reflect::{FieldDescriptor, Kind as PKind, MessageDescriptor};
 
 use crate::decode::{invalid, read_stdin};
@@ -52,7 +53,9 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<(), CliError> {
     let loaded = args.schema.load()?;
     let bytes = read_stdin()?;
-    View::decode(&bytes, loaded.desc, &Limits::default()).map_err(invalid)?;
+    // Exactly what `ferry decode` accepts: validation, then every string read as text.
+    let view = View::decode(&bytes, loaded.desc, &Limits::default()).map_err(invalid)?;
+    DynamicMessage::from_view(&view, Context::copy_only()).map_err(invalid)?;
     let text = render(&bytes, &loaded.descriptor, loaded.desc);
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())

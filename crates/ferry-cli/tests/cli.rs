@@ -681,3 +681,35 @@ fn gen_writes_the_build_rs_output() {
     let bad = ferry(&["gen", "--proto", "/nonexistent.proto", "--out", "/tmp"], b"");
     assert_eq!(bad.status.code(), Some(1));
 }
+
+/// `inspect` accepted a string that is not UTF-8 (exit 0) where `decode` exits 2.
+#[test]
+fn inspect_rejects_what_decode_rejects() {
+    let mut bytes = encode("Item", r#"{"name":"abc"}"#);
+    let at = bytes.windows(3).position(|w| w == b"abc").unwrap();
+    bytes[at] = 0xff;
+    for command in ["decode", "inspect"] {
+        let o = run(command, "Item", &bytes);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("ferry.test.Item.name"),
+            "{command}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+/// `encode` wrote messages nested deeper than `decode` accepts.
+#[test]
+fn encode_refuses_what_decode_would_refuse() {
+    // Nested.items[0].nested... : two levels per step, 80 levels in all (the limit is 64).
+    let steps = 40;
+    let json = format!(
+        "{}{{}}{}",
+        r#"{"items":[{"nested":"#.repeat(steps),
+        "}]}".repeat(steps)
+    );
+    let o = run("encode", "Nested", json.as_bytes());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nesting deeper"), "{}", stderr(&o));
+}
