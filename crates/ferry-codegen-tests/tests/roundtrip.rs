@@ -285,9 +285,13 @@ fn proto2_required_and_defaults() {
     assert_eq!(note.text(), "hello");
     assert_eq!(note.mood(), other::Mood::Grumpy as i32);
     assert_eq!(note.ratio(), -0.25);
-    // `level` is required: a message without it is rejected.
-    let bytes = note.to_vec().unwrap();
-    assert!(other::Note::decode(&bytes).is_err());
+    // `level` is required: encoding a message without it fails (it used to encode, then be
+    // rejected by every decoder).
+    let err = note.to_vec().unwrap_err();
+    assert!(
+        matches!(err, ferry::EncodeError::MissingRequired { field } if field.ends_with(".level")),
+        "{err}"
+    );
     let mut note = other::Note::new(ctx);
     note.set_level(0);
     let bytes = note.to_vec().unwrap();

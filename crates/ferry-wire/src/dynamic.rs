@@ -389,6 +389,15 @@ fn check_utf8(view: &View<'_>, f: &FieldDesc, data: &[u8]) -> Result<(), DecodeE
 }
 
 impl<'a> Encode<'a> for DynamicMessage<'a> {
+    fn missing_required(&self) -> Option<&'static str> {
+        let missing = self
+            .desc
+            .fields()
+            .iter()
+            .find(|f| f.label == Label::Required && !self.fields.contains_key(&f.number));
+        missing.map(|f| f.name)
+    }
+
     fn visit<V: Visitor<'a>>(&self, v: &mut V) {
         for (&n, value) in &self.fields {
             match value {

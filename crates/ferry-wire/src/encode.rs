@@ -42,17 +42,29 @@ pub trait Visitor<'a> {
 pub trait Encode<'a> {
     /// Passes every present field to `v`, in ascending field-number order.
     fn visit<V: Visitor<'a>>(&self, v: &mut V);
+
+    /// The name of the first proto2 `required` field that is not set, if any: encoding such a
+    /// message fails with [`EncodeError::MissingRequired`] (a decoder would reject it).
+    fn missing_required(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl<'a, M: Encode<'a> + ?Sized> Encode<'a> for &M {
     fn visit<V: Visitor<'a>>(&self, v: &mut V) {
         (**self).visit(v)
     }
+    fn missing_required(&self) -> Option<&'static str> {
+        (**self).missing_required()
+    }
 }
 
 impl<'a, M: Encode<'a> + ?Sized> Encode<'a> for Box<M> {
     fn visit<V: Visitor<'a>>(&self, v: &mut V) {
         (**self).visit(v)
+    }
+    fn missing_required(&self) -> Option<&'static str> {
+        (**self).missing_required()
     }
 }
 
@@ -138,6 +150,12 @@ pub enum EncodeError {
     TooManyChunks {
         /// Chunks needed.
         chunks: usize,
+    },
+    /// A proto2 `required` field is not set.
+    #[error("required field `{field}` is not set")]
+    MissingRequired {
+        /// Name of the field.
+        field: &'static str,
     },
     /// The message type visited a field number out of ascending order, twice, or outside
     /// 1 ..= 2^29 - 1 (a bug in the type's `Encode` implementation).
@@ -234,8 +252,12 @@ impl<'a, M: Encode<'a>> Serialize for M {
             failed: false,
             too_many_chunks: None,
             bad_field: None,
+            missing_required: None,
         };
         w.write_message(0, self, &root);
+        if let Some(field) = w.missing_required {
+            return Err(EncodeError::MissingRequired { field });
+        }
         if let Some(field) = w.bad_field {
             return Err(EncodeError::FieldOrder { field });
         }
@@ -394,6 +416,8 @@ struct Writer<'o> {
     too_many_chunks: Option<usize>,
     /// The first field number visited out of order or out of range.
     bad_field: Option<u32>,
+    /// The first required field found unset.
+    missing_required: Option<&'static str>,
 }
 
 /// The state of the header being written for one message.
@@ -468,6 +492,9 @@ impl Writer<'_> {
 
     /// Writes message `m` whose header starts at `at` (already reserved).
     fn write_message<'a, M: Encode<'a> + ?Sized>(&mut self, at: usize, m: &M, p: &Presence) {
+        if let Some(field) = m.missing_required() {
+            self.missing_required.get_or_insert(field);
+        }
         if p.chunks > usize::from(u16::MAX) {
             self.too_many_chunks = Some(p.chunks);
         }

@@ -190,3 +190,26 @@ fn map_keys_must_be_strictly_ascending() {
         Err(DecodeErrorKind::MapKeyOrder { index: 1 })
     );
 }
+
+/// A message missing a proto2 `required` field encoded fine and was then rejected by every
+/// decoder; encoding now fails (generated types and `DynamicMessage` alike).
+#[test]
+fn missing_required_fields_fail_to_encode() {
+    use ferry::wire::{FieldDesc, Kind, Label, MessageDesc};
+    static REQ: MessageDesc = MessageDesc::new(
+        "t.Req",
+        &[FieldDesc {
+            name: "id",
+            number: 1,
+            kind: Kind::UInt64,
+            label: Label::Required,
+            oneof: None,
+        }],
+        false,
+    );
+    let mut m = DynamicMessage::new(&REQ);
+    assert_eq!(m.to_vec(), Err(EncodeError::MissingRequired { field: "id" }));
+    m.set(1, Value::U64(0)).unwrap();
+    let bytes = m.to_vec().unwrap();
+    assert!(View::decode(&bytes, &REQ, &Limits::default()).is_ok());
+}

@@ -522,6 +522,7 @@ impl Gen<'_, '_> {
             });
         }
 
+        let mut required_checks: Vec<TokenStream> = Vec::new();
         for f in &fields {
             len_lint |= f.base == "len";
             let num = f.number;
@@ -548,6 +549,14 @@ impl Gen<'_, '_> {
             let dhas = format!(" Whether `{pname}` is set.");
             let dmut = format!(" Mutable access to `{pname}`.");
 
+            if f.desc.is_required() && !matches!(f.shape, Shape::Oneof(_)) {
+                let full = f.desc.full_name().to_string();
+                required_checks.push(quote! {
+                    if self.#fid.is_none() {
+                        return ::core::option::Option::Some(#full);
+                    }
+                });
+            }
             if !matches!(f.shape, Shape::Oneof(_)) {
                 let st = self.storage_ty(f);
                 struct_fields.push(quote!(#fid: #st,));
@@ -1152,6 +1161,16 @@ impl Gen<'_, '_> {
         } else {
             quote!()
         };
+        let missing_required = if required_checks.is_empty() {
+            quote!()
+        } else {
+            quote! {
+                fn missing_required(&self) -> ::core::option::Option<&'static str> {
+                    #(#required_checks)*
+                    ::core::option::Option::None
+                }
+            }
+        };
         let vdoc = format!(" A validated, zero-copy view of an encoded [`{}`].", names.name);
         let tm = if to_msg.is_empty() {
             quote!(let m = #name::new(ctx);)
@@ -1199,10 +1218,11 @@ impl Gen<'_, '_> {
                 }
             }
 
-            impl<'a> #w::Encode<'a> for #name<'a> {
+                        impl<'a> #w::Encode<'a> for #name<'a> {
                 fn visit<V: #w::Visitor<'a>>(&self, v: &mut V) {
                     #(#visits)*
                 }
+                #missing_required
             }
 
             impl<'a> #w::FieldValue<'a> for #name<'a> {

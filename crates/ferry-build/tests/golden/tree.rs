@@ -458,6 +458,14 @@ pub mod ferry {
                     ::ferry::wire::visit_map(v, 10, &self.blobs);
                     ::ferry::wire::visit_map(v, 11, &self.flags);
                 }
+                fn missing_required(&self) -> ::core::option::Option<&'static str> {
+                    if self.name.is_none() {
+                        return ::core::option::Option::Some(
+                            "ferry.golden.tree.Node.name",
+                        );
+                    }
+                    ::core::option::Option::None
+                }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Node<'a> {
                 fn visit_as<V: ::ferry::wire::Visitor<'a>>(
