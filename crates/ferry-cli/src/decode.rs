@@ -16,10 +16,18 @@ pub struct Args {
 
 /// Reads all of standard input.
 pub(crate) fn read_stdin() -> Result<Vec<u8>, CliError> {
+    // Read no more than a message may be (the decoder's default limit), plus one byte to tell.
+    let max = Limits::default().max_message_len;
     let mut bytes = Vec::new();
     std::io::stdin()
+        .take(max + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| CliError::Usage(format!("reading standard input: {e}")))?;
+    if bytes.len() as u64 > max {
+        return Err(CliError::Input(format!(
+            "standard input exceeds the {max}-byte message limit"
+        )));
+    }
     Ok(bytes)
 }
 

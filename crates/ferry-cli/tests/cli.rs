@@ -713,3 +713,12 @@ fn encode_refuses_what_decode_would_refuse() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("nesting deeper"), "{}", stderr(&o));
 }
+
+/// Standard input was read whole, however large, before the size limit was applied.
+#[test]
+fn oversized_input_is_refused_without_reading_it_all() {
+    let big = vec![0u8; (64 << 20) + 1];
+    let o = run("decode", "Item", &big);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("message limit"), "{}", stderr(&o));
+}
