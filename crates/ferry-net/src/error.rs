@@ -1,0 +1,94 @@
+//! Errors: one enum for frames read from a peer, one for everything a connection can do.
+
+use std::io;
+
+use ferry_buf::PoolError;
+use ferry_wire::EncodeError;
+
+/// A frame header from the peer that cannot be accepted. The stream cannot be resynchronised
+/// after one, so the connection closes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The version byte is not [`VERSION`](crate::frame::VERSION).
+    #[error("frame version {found} (only 1 is understood)")]
+    Version {
+        /// The version byte received.
+        found: u8,
+    },
+    /// The payload length exceeds the configured limit.
+    #[error("frame of {len} bytes exceeds the limit of {max}")]
+    TooLong {
+        /// The length the header announced.
+        len: usize,
+        /// [`Config::max_frame_len`](crate::Config::max_frame_len).
+        max: usize,
+    },
+}
+
+/// What a connection operation can fail with. Every variant except [`NetError::WouldBlock`]
+/// closes the connection; its held buffers are released when it is dropped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetError {
+    /// A non-blocking (`try_*`) call could not proceed; retry when the socket is ready.
+    #[error("operation would block")]
+    WouldBlock,
+    /// The peer closed the stream between frames.
+    #[error("connection closed by peer")]
+    Closed,
+    /// The peer closed the stream inside a frame.
+    #[error("connection closed by peer {received} bytes into a frame of {expected} (header included)")]
+    Truncated {
+        /// Bytes of the frame received, header included.
+        received: usize,
+        /// Bytes the frame needed, header included.
+        expected: usize,
+    },
+    /// The peer sent a frame that cannot be accepted; `offset` is its position in the stream.
+    #[error("malformed frame at stream offset {offset}: {error}")]
+    Frame {
+        /// Byte offset of the frame header in the received stream.
+        offset: u64,
+        /// What is wrong with it.
+        error: FrameError,
+    },
+    /// A frame to send is larger than [`Config::max_frame_len`](crate::Config::max_frame_len).
+    #[error("outgoing frame of {len} bytes exceeds the limit of {max}")]
+    TooLong {
+        /// Payload length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The message could not be serialized.
+    #[error("serializing the message: {0}")]
+    Encode(#[from] EncodeError),
+    /// The pool could not supply a staging or receive buffer.
+    #[error("buffer pool: {0}")]
+    Pool(#[from] PoolError),
+    /// A socket or io_uring call failed.
+    #[error("{op}: {source}")]
+    Io {
+        /// The call that failed.
+        op: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The configuration does not fit the pool.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The connection already failed or was shut down.
+    #[error("connection is closed after an earlier error")]
+    Poisoned,
+}
+
+impl NetError {
+    pub(crate) fn io(op: &'static str, source: io::Error) -> NetError {
+        if source.kind() == io::ErrorKind::WouldBlock {
+            NetError::WouldBlock
+        } else {
+            NetError::Io { op, source }
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Ferry's kernel datapath: serialize-and-send over TCP.
+//!
+//! A [`Connection`] takes Ferry objects (anything that implements
+//! [`Serialize`](ferry_wire::Serialize)) and raw payloads, frames them
+//! ([`frame`]: 16 bytes of length, kind, flags and request id), batches many frames per
+//! system call, and hands them to the kernel in one of five [`Mode`]s:
+//!
+//! | mode | user-space copies of zero-copy values | kernel call | buffers held until |
+//! |---|---|---|---|
+//! | [`Mode::Copy`] | 1 (into staging) | `sendmsg`, one entry per batch | the call returns |
+//! | [`Mode::Gather`] | 0 | `sendmsg`, 1 + Z entries per message | the call returns |
+//! | [`Mode::ZeroCopy`] | 0 | `sendmsg(MSG_ZEROCOPY)` | the error-queue completion |
+//! | [`Mode::Uring`] | 0 | io_uring `SENDMSG_ZC` / `SEND_ZC` (registered regions) | the notification CQE |
+//! | [`Mode::Auto`] | per message ([`auto`]) | per call | as for the call |
+//!
+//! Receiving reads many frames per `readv` into pool buffers and hands each up as a
+//! [`SharedBuf`](ferry_buf::SharedBuf) sub-buffer, decoded in place
+//! ([`reader`](crate::Frame) explains the one case that copies).
+//!
+//! ```text
+//!  send(meta, &msg) ──► staging BufMut: [frame hdr | msg head]…   + SharedBuf refs to values
+//!                          │ flush / batch full
+//!                          ▼
+//!  writing batch: frozen staging + refs ──► sendmsg / SENDMSG_ZC (partial writes resume)
+//!                          │ fully written
+//!                          ▼
+//!  copy, gather: dropped ── zerocopy, uring: held until the kernel's completion, then dropped
+//! ```
+//!
+//! What it is not: an RPC layer (request ids are carried, not matched), TLS, or UDP. On
+//! loopback and veth the kernel copies on delivery, so the zero-copy modes can at best save
+//! sender CPU there; [`CompletionCounters::copied`] reports how often the kernel copied.
+//!
+//! Blocking and non-blocking: every call waits in `poll(2)` by default; after
+//! [`Connection::set_nonblocking`] it returns [`NetError::WouldBlock`] instead (for
+//! run-to-completion loops on `epoll`), and [`AsyncConnection`] drives the same code from
+//! tokio. Unsafe code is confined to `sys/` (the syscalls) and the two call sites in the
+//! sender that hand a batch to them.
+
+#![deny(unsafe_code)]
+
+pub mod auto;
+mod completions;
+mod config;
+mod conn;
+mod error;
+pub mod frame;
+pub mod probe;
+mod queue;
+mod reader;
+mod receiver;
+mod sender;
+#[allow(unsafe_code)]
+mod sys;
+#[cfg(feature = "tokio")]
+mod tokio;
+
+pub use completions::CompletionCounters;
+pub use config::{Config, Mode};
+pub use conn::{Connection, Stats};
+pub use error::{FrameError, NetError};
+pub use frame::{FrameHeader, Meta};
+pub use queue::QueueCounters;
+pub use reader::{Frame, RecvCounters};
+pub use receiver::Receiver;
+pub use sender::{Raw, SendStats, Sender};
+#[cfg(feature = "tokio")]
+pub use tokio::AsyncConnection;

@@ -1,0 +1,381 @@
+//! The sending half of a connection: drives the [`SendQueue`] and the zero-copy
+//! [`Completions`] with `sendmsg` or io_uring.
+
+use std::io;
+use std::net::TcpStream;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+
+use ferry_buf::{Pool, SharedBuf};
+use ferry_wire::Serialize;
+
+use crate::auto::Auto;
+use crate::completions::{CompletionCounters, Completions};
+use crate::frame::Meta;
+use crate::queue::{Placement, PushError, QueueCounters, SendQueue, Written};
+use crate::sys::uring::Ring;
+use crate::sys::{Iovecs, socket};
+use crate::{Config, Mode, NetError, probe};
+
+/// A payload that is not a Ferry message: what the baselines (prost, FlatBuffers, Cap'n Proto)
+/// send over the same transport.
+#[derive(Debug, Clone, Copy)]
+pub enum Raw<'a> {
+    /// Bytes copied into the staging buffer.
+    Bytes(&'a [u8]),
+    /// `head` copied, then `parts` posted as gather entries (referenced, not copied).
+    Gather {
+        /// Copied in front.
+        head: &'a [u8],
+        /// Referenced after `head`, in order.
+        parts: &'a [SharedBuf],
+    },
+}
+
+/// Send-side statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendStats {
+    /// What was queued, and what was copied in user space.
+    pub queue: QueueCounters,
+    /// Zero-copy completions, and how many the kernel reported as copied.
+    pub completions: CompletionCounters,
+    /// `sendmsg` calls and io_uring submissions that moved data.
+    pub send_calls: u64,
+    /// Batches written (one or more calls each).
+    pub batches: u64,
+    /// `ENOBUFS` from a `MSG_ZEROCOPY` send (the kernel's option-memory limit), each followed
+    /// by draining completions and retrying, or by sending that call without `MSG_ZEROCOPY`.
+    pub enobufs: u64,
+}
+
+/// The sending half. Frames are queued by [`send`](Self::send) and written when the batch
+/// fills or on [`flush`](Self::flush).
+///
+/// In blocking mode (the default) calls wait for the socket; in non-blocking mode they return
+/// [`NetError::WouldBlock`] instead, keeping their progress (see [`Sender::set_nonblocking`]).
+#[derive(Debug)]
+pub struct Sender {
+    stream: Arc<TcpStream>,
+    queue: SendQueue,
+    mode: Mode,
+    zc: Completions,
+    ring: Option<Ring>,
+    auto: Auto,
+    iov: Iovecs,
+    /// Last zero-copy call id of the batch being written, if any call of it was zero-copy.
+    batch_zc: Option<u32>,
+    batch_enobufs: u32,
+    max_in_flight: usize,
+    nonblocking: bool,
+    failed: bool,
+    stats: SendStats,
+}
+
+impl Sender {
+    pub(crate) fn new(stream: Arc<TcpStream>, pool: &Pool, config: &Config) -> Result<Sender, NetError> {
+        let mode = probe::effective_mode(config.mode);
+        let fd = stream.as_fd();
+        if matches!(mode, Mode::ZeroCopy | Mode::Auto) && probe::features().so_zerocopy.is_ok() {
+            socket::enable_zerocopy(fd).map_err(|e| NetError::io("setsockopt(SO_ZEROCOPY)", e))?;
+        }
+        let ring = match mode {
+            Mode::Uring => Some(Ring::new(pool).map_err(|e| NetError::io("io_uring_setup", e))?),
+            _ => None,
+        };
+        Ok(Sender {
+            zc: Completions::default(),
+            stream,
+            queue: SendQueue::new(pool, config),
+            mode,
+            ring,
+            auto: Auto::new(probe::features().so_zerocopy.is_ok()),
+            iov: Iovecs::default(),
+            batch_zc: None,
+            batch_enobufs: 0,
+            max_in_flight: config.max_in_flight,
+            nonblocking: false,
+            failed: false,
+            stats: SendStats::default(),
+        })
+    }
+
+    /// The mode in use: the configured one, or its fallback when the kernel lacks a feature.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Statistics so far.
+    pub fn stats(&self) -> SendStats {
+        SendStats {
+            queue: self.queue.counters(),
+            completions: self.zc.counters(),
+            ..self.stats
+        }
+    }
+
+    /// Non-blocking mode: calls return [`NetError::WouldBlock`] rather than wait. For
+    /// run-to-completion loops: poll [`as_fd`](AsFd::as_fd) for writability (and `POLLERR`,
+    /// which signals zero-copy completions), then call again.
+    pub fn set_nonblocking(&mut self, nonblocking: bool) {
+        self.nonblocking = nonblocking;
+    }
+
+    /// Bytes the kernel may still read from (zero-copy modes), held until their completion.
+    pub fn in_flight(&self) -> usize {
+        self.zc.held_bytes()
+    }
+
+    /// Whether frames are queued or being written.
+    pub fn has_pending(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Queues a Ferry message: its header segment is written into the staging buffer and its
+    /// zero-copy values are referenced (or copied, in [`Mode::Copy`] or when
+    /// [`Mode::Auto`] finds them small). Flushes the batch when it reaches a cap.
+    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
+        let placement = match self.mode {
+            Mode::Copy => Placement::Copy,
+            Mode::Auto => self.auto.placement(&msg.layout()),
+            Mode::Gather | Mode::ZeroCopy | Mode::Uring => Placement::Gather,
+        };
+        self.push(|q| q.push_message(meta, msg, placement))
+    }
+
+    /// Queues a payload that is not a Ferry message.
+    pub fn send_raw(&mut self, meta: Meta, raw: Raw<'_>) -> Result<(), NetError> {
+        match raw {
+            Raw::Bytes(bytes) => {
+                self.push(|q| q.push_with(meta, bytes.len(), |out| out.copy_from_slice(bytes)))
+            }
+            Raw::Gather { head, parts } => self.push(|q| q.push_gather(meta, head, parts)),
+        }
+    }
+
+    /// Queues a frame of `len` bytes that `write` fills in place in the staging buffer (for
+    /// serializers that write into a slice: the one copy is the serialization itself).
+    pub fn send_with(
+        &mut self,
+        meta: Meta,
+        len: usize,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Result<(), NetError> {
+        let mut write = Some(write);
+        self.push(|q| {
+            // `push_with` only consumes the closure when the frame is queued.
+            q.push_with(meta, len, |out| (write.take().expect("called once"))(out))
+        })
+    }
+
+    fn push(
+        &mut self,
+        mut push: impl FnMut(&mut SendQueue) -> Result<(), PushError>,
+    ) -> Result<(), NetError> {
+        if self.failed {
+            return Err(NetError::Poisoned);
+        }
+        loop {
+            match push(&mut self.queue) {
+                Ok(()) => break,
+                Err(PushError::Fatal(e)) => return Err(e),
+                Err(PushError::Full) => {
+                    // The staging buffer is out of room: write the batch, then try again.
+                    self.flush_inner()?;
+                }
+            }
+        }
+        if self.queue.is_full() {
+            // Start writing; in non-blocking mode the frame is queued whatever happens.
+            match self.flush_inner() {
+                Ok(()) | Err(NetError::WouldBlock) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every queued frame (waiting for the socket in blocking mode). Zero-copy buffers
+    /// may still be held afterwards, until their completions; see [`wait_idle`](Self::wait_idle).
+    pub fn flush(&mut self) -> Result<(), NetError> {
+        if self.failed {
+            return Err(NetError::Poisoned);
+        }
+        self.flush_inner()
+    }
+
+    /// Flushes, then waits until the kernel has released every zero-copy buffer.
+    pub fn wait_idle(&mut self) -> Result<(), NetError> {
+        self.flush()?;
+        while !self.zc.is_idle() {
+            self.completions(true)?;
+        }
+        Ok(())
+    }
+
+    /// Collects zero-copy completions that have arrived, without waiting, releasing buffers.
+    pub fn poll_completions(&mut self) -> Result<(), NetError> {
+        if self.failed {
+            return Err(NetError::Poisoned);
+        }
+        match self.completions(false) {
+            Err(NetError::WouldBlock) => Ok(()),
+            other => other,
+        }
+    }
+
+    fn flush_inner(&mut self) -> Result<(), NetError> {
+        let result = self.flush_steps();
+        if let Err(e) = &result {
+            if !matches!(e, NetError::WouldBlock) {
+                self.fail();
+            }
+        }
+        result
+    }
+
+    fn flush_steps(&mut self) -> Result<(), NetError> {
+        loop {
+            if !self.queue.is_writing() {
+                // Bound what the kernel holds before handing it more.
+                while self.zc.held_bytes() > self.max_in_flight {
+                    self.completions(true)?;
+                }
+                if !self.queue.start_write() {
+                    return Ok(());
+                }
+                self.batch_zc = None;
+                self.batch_enobufs = 0;
+            }
+            match self.write_once() {
+                Ok(()) => {}
+                Err(NetError::WouldBlock) if !self.nonblocking => {
+                    let ready = socket::poll(self.stream.as_fd(), false, true, -1)
+                        .map_err(|e| NetError::io("poll", e))?;
+                    if ready.error && self.zc_active() {
+                        self.completions(false)?;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn zc_active(&self) -> bool {
+        matches!(self.mode, Mode::ZeroCopy | Mode::Auto)
+    }
+
+    /// One send call for the writing batch.
+    fn write_once(&mut self) -> Result<(), NetError> {
+        self.queue.iovecs(&mut self.iov.0);
+        let zerocopy = match self.mode {
+            Mode::ZeroCopy => self.batch_enobufs < 8,
+            Mode::Auto => self.auto.zerocopy(&self.iov.0) && self.batch_enobufs < 8,
+            _ => false,
+        };
+        let sent = if let Some(ring) = &mut self.ring {
+            let id = self.zc.next_call();
+            let zc = &mut self.zc;
+            let queue = &mut self.queue;
+            let mut notified = |id: u32, copied: bool| zc.complete(id, id, copied, |w| queue.recycle(w.segs));
+            // SAFETY: the entries point into the writing batch, which stays in the queue until
+            // fully written and is then held in `self.zc` until the notification for its last
+            // request id, or the result says none follows (handled below).
+            #[allow(unsafe_code)]
+            let result = unsafe { ring.send(self.stream.as_fd(), &self.iov.0, id, &mut notified) }
+                .map_err(|e| NetError::io("io_uring_enter", e))?;
+            if !result.more {
+                self.zc.complete(id, id, false, |w| self.queue.recycle(w.segs));
+            }
+            if result.res < 0 {
+                return Err(NetError::io(
+                    "io_uring send_zc",
+                    io::Error::from_raw_os_error(-result.res),
+                ));
+            }
+            self.batch_zc = Some(id);
+            result.res as usize
+        } else {
+            // SAFETY: the entries point into the writing batch, which stays in the queue until
+            // fully written; with MSG_ZEROCOPY it is then held in `self.zc` until the kernel's
+            // completion covers this call's id.
+            #[allow(unsafe_code)]
+            match unsafe { socket::sendmsg(self.stream.as_fd(), &self.iov.0, zerocopy) } {
+                Ok(n) => {
+                    if zerocopy && n > 0 {
+                        self.batch_zc = Some(self.zc.next_call());
+                    }
+                    n
+                }
+                Err(e) if zerocopy && e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    // Option memory for completion notifications is exhausted: collect what
+                    // has completed and try again (after 8 tries, without MSG_ZEROCOPY).
+                    self.stats.enobufs += 1;
+                    self.batch_enobufs += 1;
+                    return self.completions(false).or_else(|e| match e {
+                        NetError::WouldBlock => Ok(()),
+                        e => Err(e),
+                    });
+                }
+                Err(e) => return Err(NetError::io("sendmsg", e)),
+            }
+        };
+        self.stats.send_calls += 1;
+        if self.queue.advance(sent) {
+            let written = self.queue.take_written().expect("advance said done");
+            self.stats.batches += 1;
+            self.release_or_hold(written);
+        }
+        Ok(())
+    }
+
+    fn release_or_hold(&mut self, written: Written) {
+        match self.batch_zc.take() {
+            Some(last) => self.zc.hold(last, written),
+            None => self.queue.recycle(written.segs),
+        }
+    }
+
+    /// Collects completions; with `wait`, waits for at least one first (unless idle).
+    fn completions(&mut self, wait: bool) -> Result<(), NetError> {
+        let zc = &mut self.zc;
+        let queue = &mut self.queue;
+        if let Some(ring) = &mut self.ring {
+            let wait = wait && !zc.is_idle() && !self.nonblocking;
+            return ring
+                .reap(wait, &mut |id, copied| {
+                    zc.complete(id, id, copied, |w| queue.recycle(w.segs))
+                })
+                .map_err(|e| NetError::io("io_uring_enter", e));
+        }
+        loop {
+            match socket::recv_completion(self.stream.as_fd()) {
+                Ok(Some(c)) => {
+                    zc.complete(c.lo, c.hi, c.copied, |w| queue.recycle(w.segs));
+                    self.auto.observe(c.copied, c.hi.wrapping_sub(c.lo) + 1);
+                }
+                Ok(None) if !wait || zc.is_idle() => return Ok(()),
+                Ok(None) if self.nonblocking => return Err(NetError::WouldBlock),
+                Ok(None) => {
+                    // `POLLERR` signals an error-queue entry.
+                    socket::poll(self.stream.as_fd(), false, false, -1)
+                        .map_err(|e| NetError::io("poll", e))?;
+                }
+                Err(e) => return Err(NetError::io("recvmsg(MSG_ERRQUEUE)", e)),
+            }
+        }
+    }
+
+    /// Marks the half failed and releases every buffer it holds.
+    fn fail(&mut self) {
+        self.failed = true;
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        self.queue.clear();
+        self.zc.clear();
+    }
+}
+
+impl AsFd for Sender {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.stream.as_fd()
+    }
+}
