@@ -83,18 +83,28 @@ impl Connection {
         self.tx.flush()
     }
 
-    /// Flushes queued frames, then returns the next frame received ([`Receiver::recv`]).
-    ///
-    /// [`Receiver::recv`]: crate::Receiver::recv
+    /// Returns the next frame received, writing queued frames meanwhile: while it waits, it
+    /// waits for the socket to become readable *or* writable, so two peers that both send
+    /// before they receive cannot deadlock on full socket buffers.
     pub fn recv(&mut self) -> Result<Frame, NetError> {
-        if let Some(frame) = self.rx.try_buffered()? {
-            return Ok(frame);
+        loop {
+            let unsent = match self.tx.flush_nowait() {
+                Ok(()) => false,
+                Err(NetError::WouldBlock) => true,
+                Err(e) => return Err(e),
+            };
+            match self.rx.recv_nowait() {
+                Err(NetError::WouldBlock) => {}
+                other => return other,
+            }
+            if self.rx.is_nonblocking() {
+                return Err(NetError::WouldBlock);
+            }
+            let ready = socket::poll(self.as_fd(), true, unsent, -1).map_err(|e| NetError::io("poll", e))?;
+            if ready.error {
+                self.tx.poll_completions()?;
+            }
         }
-        match self.tx.flush() {
-            Ok(()) | Err(NetError::WouldBlock) => {}
-            Err(e) => return Err(e),
-        }
-        self.rx.recv()
     }
 
     /// Switches both halves between blocking and non-blocking calls.

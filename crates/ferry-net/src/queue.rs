@@ -517,4 +517,47 @@ mod tests {
         assert!(q.is_empty());
         assert_eq!(pool.stats().buffers_outstanding(), 0);
     }
+
+    #[test]
+    fn zero_copy_values_are_gathered_from_their_own_memory() {
+        use ferry::sample::Record;
+        use ferry_wire::Context;
+
+        let pool = pool();
+        let ctx = Context::new(pool.clone());
+        let value = pool.copy_from(&[5u8; 4096]).unwrap();
+        let small = [6u8; 10];
+        let mut rec = Record::new(&ctx);
+        rec.set_key(&small[..]);
+        rec.append_field(&value[..]);
+        for (placement, referenced) in [(Placement::Gather, true), (Placement::Copy, false)] {
+            let mut q = SendQueue::new(&pool, &Config::default());
+            q.push_message(Meta::new(1, 2), &rec, placement).unwrap();
+            assert!(q.start_write());
+            let mut iov = Vec::new();
+            q.iovecs(&mut iov);
+            let points_at_value = iov
+                .iter()
+                .any(|v| v.iov_base as usize == value.as_ptr() as usize && v.iov_len == value.len());
+            assert_eq!(points_at_value, referenced, "{placement:?}");
+            assert_eq!(iov.len(), if referenced { 2 } else { 1 });
+            assert_eq!(value.ref_count(), if referenced { 2 } else { 1 }, "{placement:?}");
+            let counters = q.counters();
+            assert_eq!(
+                counters.zero_copy_values_copied,
+                if referenced { 0 } else { 4096 }
+            );
+            assert_eq!(gathered(&q), {
+                let mut frame = FrameHeader {
+                    meta: Meta::new(1, 2),
+                    len: ferry_wire::Serialize::to_vec(&rec).unwrap().len() as u32,
+                }
+                .to_bytes()
+                .to_vec();
+                frame.extend(ferry_wire::Serialize::to_vec(&rec).unwrap());
+                frame
+            });
+        }
+        assert_eq!(value.ref_count(), 1);
+    }
 }

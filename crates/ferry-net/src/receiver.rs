@@ -58,9 +58,16 @@ impl Receiver {
         result
     }
 
-    /// Whether a frame is ready without reading the socket.
-    pub fn try_buffered(&mut self) -> Result<Option<Frame>, NetError> {
-        self.reader.next_frame()
+    /// One receive attempt that never waits, whatever the mode.
+    pub(crate) fn recv_nowait(&mut self) -> Result<Frame, NetError> {
+        let nonblocking = std::mem::replace(&mut self.nonblocking, true);
+        let result = self.recv();
+        self.nonblocking = nonblocking;
+        result
+    }
+
+    pub(crate) fn is_nonblocking(&self) -> bool {
+        self.nonblocking
     }
 
     fn recv_inner(&mut self) -> Result<Frame, NetError> {
@@ -78,8 +85,13 @@ impl Receiver {
                     if self.nonblocking {
                         return Err(NetError::WouldBlock);
                     }
-                    socket::poll(self.stream.as_fd(), true, false, -1)
+                    let ready = socket::poll(self.stream.as_fd(), true, false, -1)
                         .map_err(|e| NetError::io("poll", e))?;
+                    if ready.error && !ready.read {
+                        // Only zero-copy completions for the sending half (on another thread,
+                        // after `split`), which collects them; let it run.
+                        std::thread::yield_now();
+                    }
                 }
                 Err(e) => return Err(NetError::io("readv", e)),
             }

@@ -203,6 +203,14 @@ impl Sender {
         self.flush_inner()
     }
 
+    /// One flush attempt that never waits, whatever the mode.
+    pub(crate) fn flush_nowait(&mut self) -> Result<(), NetError> {
+        let nonblocking = std::mem::replace(&mut self.nonblocking, true);
+        let result = self.flush();
+        self.nonblocking = nonblocking;
+        result
+    }
+
     /// Flushes, then waits until the kernel has released every zero-copy buffer.
     pub fn wait_idle(&mut self) -> Result<(), NetError> {
         self.flush()?;

@@ -105,6 +105,8 @@ pub(crate) fn recv_completion(fd: BorrowedFd<'_>) -> io::Result<Option<ZcComplet
 /// What `poll` reported beyond the readiness asked for.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Ready {
+    /// `POLLIN` or `POLLHUP`: a read will not block.
+    pub(crate) read: bool,
     /// `POLLERR`: the error queue holds completions (or the socket failed).
     pub(crate) error: bool,
 }
@@ -136,6 +138,7 @@ pub(crate) fn poll(fd: BorrowedFd<'_>, read: bool, write: bool, timeout_ms: i32)
         }
     }
     Ok(Ready {
+        read: pfd.revents & (libc::POLLIN | libc::POLLHUP) != 0,
         error: pfd.revents & libc::POLLERR != 0,
     })
 }
