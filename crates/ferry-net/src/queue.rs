@@ -173,7 +173,10 @@ impl SendQueue {
             if self.fill.frames > 0 {
                 return Err(PushError::Full);
             }
-            let size = need.max(self.batch_bytes.min(self.pool.max_class()));
+            // Room for a full batch of frames like this first one, up to the byte cap: an
+            // unbatched connection (one frame per batch) then holds no more than it sends.
+            let batch = need.saturating_mul(self.batch_frames).min(self.batch_bytes);
+            let size = need.max(batch.min(self.pool.max_class()));
             self.fill.staging = Some(self.pool.alloc(size).map_err(NetError::from)?);
         }
         Ok(self.fill.staging.as_mut().expect("allocated above"))
