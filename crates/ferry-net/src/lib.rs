@@ -27,6 +27,34 @@
 //!  copy, gather: dropped ── zerocopy, uring: held until the kernel's completion, then dropped
 //! ```
 //!
+//! ```
+//! use std::net::TcpListener;
+//! use ferry::sample::Record;
+//! use ferry_buf::{Pool, PoolConfig};
+//! use ferry_net::{Config, Connection, Meta, Mode};
+//! use ferry_wire::Context;
+//!
+//! let pool = Pool::new(PoolConfig { max_bytes: 256 << 20, ..PoolConfig::default() })?;
+//! let listener = TcpListener::bind("127.0.0.1:0")?;
+//! let mut client = Connection::connect(listener.local_addr()?, &pool, &Config::with_mode(Mode::Gather))?;
+//! let mut server = Connection::new(listener.accept()?.0, &pool, &Config::default())?;
+//!
+//! let ctx = Context::new(pool.clone());
+//! let value = pool.copy_from(&[7u8; 8192])?;         // lives in the pool: sent by reference
+//! let mut rec = Record::new(&ctx);
+//! rec.set_key(&b"user:42"[..]);
+//! rec.append_field(&value[..]);
+//! client.send(Meta::new(1, 42), &rec)?;              // queued in the batch
+//! client.flush()?;                                    // one sendmsg: [frame | head] + value
+//!
+//! let frame = server.recv()?;                         // a sub-buffer of a pool read buffer
+//! assert_eq!(frame.header.meta.request_id, 42);
+//! let view = Record::decode_shared(&frame.payload)?;  // validated, read in place
+//! assert_eq!(view.fields().get(0), Some(&value[..]));
+//! assert_eq!(client.stats().send.queue.zero_copy_values_copied, 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! What it is not: an RPC layer (request ids are carried, not matched), TLS, or UDP. On
 //! loopback and veth the kernel copies on delivery, so the zero-copy modes can at best save
 //! sender CPU there; [`CompletionCounters::copied`] reports how often the kernel copied.

@@ -6,8 +6,8 @@
 //! referenced value; decoding validates once and then reads fields in place.
 //!
 //! This crate is the one applications depend on: it re-exports the memory layer
-//! ([`buf`], `ferry-buf`) and the wire format ([`wire`], `ferry-wire`). Transports, the schema
-//! compiler and RPC come in later crates.
+//! ([`buf`], `ferry-buf`), the wire format ([`wire`], `ferry-wire`) and the TCP datapath
+//! ([`net`], `ferry-net`). The schema compiler is `ferry-build`, used from `build.rs`.
 //!
 //! ```
 //! use ferry::{Context, Pool, PoolConfig, Serialize};
@@ -36,6 +36,7 @@ pub mod sample;
 
 pub use ferry_buf as buf;
 pub use ferry_buf::{BufMut, Pool, PoolConfig, PoolError, SharedBuf};
+pub use ferry_net as net;
 pub use ferry_wire as wire;
 pub use ferry_wire::{
     Arena, Context, DecodeError, Encode, EncodeError, HybridBytes, HybridStr, Layout, Limits, Serialize, View,
