@@ -46,6 +46,9 @@ pub struct SendStats {
     /// `ENOBUFS` from a `MSG_ZEROCOPY` send (the kernel's option-memory limit), each followed
     /// by draining completions and retrying, or by sending that call without `MSG_ZEROCOPY`.
     pub enobufs: u64,
+    /// io_uring sends issued as `SEND_ZC` from a registered pool region (a batch that is one
+    /// contiguous staging range); the others use `SENDMSG_ZC`.
+    pub fixed_buffer_sends: u64,
 }
 
 /// The sending half. Frames are queued by [`send`](Self::send) and written when the batch
@@ -294,6 +297,7 @@ impl Sender {
             if !result.more {
                 self.zc.complete(id, id, false, |w| self.queue.recycle(w.segs));
             }
+            self.stats.fixed_buffer_sends += u64::from(result.fixed);
             if result.res < 0 {
                 return Err(NetError::io(
                     "io_uring send_zc",

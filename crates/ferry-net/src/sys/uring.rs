@@ -27,6 +27,8 @@ const RING_ENTRIES: u32 = 64;
 pub(crate) struct SendResult {
     pub(crate) res: i32,
     pub(crate) more: bool,
+    /// Sent with `SEND_ZC` from a registered buffer.
+    pub(crate) fixed: bool,
 }
 
 /// One send ring per connection.
@@ -131,14 +133,18 @@ impl Ring {
         }
         let fd = types::Fd(fd.as_raw_fd());
         let flags = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
-        let entry = match iov {
-            [one] if self.fixed_index(one).is_some() => {
-                opcode::SendZc::new(fd, one.iov_base.cast(), one.iov_len as u32)
-                    .buf_index(self.fixed_index(one))
-                    .flags(flags)
-                    .zc_flags(SEND_ZC_REPORT_USAGE)
-                    .build()
-            }
+        let fixed = match iov {
+            [one] => self
+                .fixed_index(one)
+                .filter(|_| u32::try_from(one.iov_len).is_ok()),
+            _ => None,
+        };
+        let entry = match (fixed, iov) {
+            (Some(index), [one]) => opcode::SendZc::new(fd, one.iov_base.cast(), one.iov_len as u32)
+                .buf_index(Some(index))
+                .flags(flags)
+                .zc_flags(SEND_ZC_REPORT_USAGE)
+                .build(),
             _ => {
                 self.msg.msg_iov = iov.as_ptr().cast_mut();
                 self.msg.msg_iovlen = iov.len();
@@ -170,6 +176,7 @@ impl Ring {
                     result = Some(SendResult {
                         res: cqe.result(),
                         more: cqueue::more(cqe.flags()),
+                        fixed: fixed.is_some(),
                     });
                 }
             }
