@@ -539,9 +539,9 @@ mod tests {
             assert!(q.start_write());
             let mut iov = Vec::new();
             q.iovecs(&mut iov);
-            let points_at_value = iov
-                .iter()
-                .any(|v| v.iov_base as usize == value.as_ptr() as usize && v.iov_len == value.len());
+            let points_at_value = iov.iter().any(|v| {
+                std::ptr::eq(v.iov_base.cast_const().cast::<u8>(), value.as_ptr()) && v.iov_len == value.len()
+            });
             assert_eq!(points_at_value, referenced, "{placement:?}");
             assert_eq!(iov.len(), if referenced { 2 } else { 1 });
             assert_eq!(value.ref_count(), if referenced { 2 } else { 1 }, "{placement:?}");
