@@ -186,6 +186,21 @@ pub trait Serialize {
     /// Writes the header segment into `out`, whose length must be `layout.head_len`.
     fn write_head(&self, layout: &Layout, out: &mut [u8]) -> Result<(), EncodeError>;
 
+    /// Writes the header segment of a message that lives inside a larger region both peers
+    /// map (a shared-memory transport): the segment will sit at offset `base` of the region,
+    /// and each zero-copy value stays where it is, at the offset `locate` returns for it. Every
+    /// offset is then region-relative; read it with [`View::decode_at`](crate::View::decode_at).
+    ///
+    /// Fails with [`EncodeError::NotShared`] if `locate` cannot place a zero-copy value, and
+    /// with [`EncodeError::TooLarge`] if an offset would not fit in 32 bits.
+    fn write_head_in<L: FnMut(&[u8]) -> Option<u64>>(
+        &self,
+        layout: &Layout,
+        out: &mut [u8],
+        base: u64,
+        locate: L,
+    ) -> Result<(), EncodeError>;
+
     /// Calls `f` with the bytes of each zero-copy value, in wire order: the gather entries
     /// after the header segment, pointing at the original memory.
     fn for_each_zero_copy<F: FnMut(&[u8])>(&self, f: F);
@@ -226,51 +241,17 @@ impl<'a, M: Encode<'a>> Serialize for M {
     }
 
     fn write_head(&self, layout: &Layout, out: &mut [u8]) -> Result<(), EncodeError> {
-        let total = layout.total_len() as u64;
-        if total > layout::MAX_MESSAGE_LEN {
-            return Err(EncodeError::TooLarge {
-                len: total,
-                max: layout::MAX_MESSAGE_LEN,
-            });
-        }
-        if out.len() != layout.head_len {
-            return Err(EncodeError::OutputSize {
-                needed: layout.head_len,
-                got: out.len(),
-            });
-        }
-        let root = Presence {
-            chunks: layout.root_chunks,
-            entries: layout.root_entries,
-            last_group: None,
-        };
-        let head = root.header_len();
-        let mut w = Writer {
-            out,
-            copy: head,
-            zc: layout.head_len,
-            failed: false,
-            too_many_chunks: None,
-            bad_field: None,
-            missing_required: None,
-        };
-        w.write_message(0, self, &root);
-        if let Some(field) = w.missing_required {
-            return Err(EncodeError::MissingRequired { field });
-        }
-        if let Some(field) = w.bad_field {
-            return Err(EncodeError::FieldOrder { field });
-        }
-        if let Some(chunks) = w.too_many_chunks {
-            return Err(EncodeError::TooManyChunks { chunks });
-        }
-        if w.failed || w.copy != layout.head_len {
-            return Err(EncodeError::OutputSize {
-                needed: w.copy,
-                got: layout.head_len,
-            });
-        }
-        Ok(())
+        write_head_with(self, layout, out, 0, None)
+    }
+
+    fn write_head_in<L: FnMut(&[u8]) -> Option<u64>>(
+        &self,
+        layout: &Layout,
+        out: &mut [u8],
+        base: u64,
+        mut locate: L,
+    ) -> Result<(), EncodeError> {
+        write_head_with(self, layout, out, base, Some(&mut locate))
     }
 
     fn for_each_zero_copy<F: FnMut(&[u8])>(&self, mut f: F) {
@@ -289,6 +270,72 @@ impl<'a, M: Encode<'a>> Serialize for M {
         });
         if lost { Err(EncodeError::NotShared) } else { Ok(()) }
     }
+}
+
+/// Where a zero-copy value sits in a shared region (`write_head_in`).
+type Locate<'l> = dyn FnMut(&[u8]) -> Option<u64> + 'l;
+
+/// `write_head` and `write_head_in`: offsets are `base +` their place in the segment, and
+/// zero-copy values go where `locate` says (or after the segment, in walk order, without it).
+fn write_head_with<'a, 'o, M: Encode<'a> + ?Sized>(
+    m: &M,
+    layout: &Layout,
+    out: &'o mut [u8],
+    base: u64,
+    locate: Option<&'o mut Locate<'o>>,
+) -> Result<(), EncodeError> {
+    let total = layout.total_len() as u64;
+    let end = base.saturating_add(layout.head_len as u64);
+    if total > layout::MAX_MESSAGE_LEN || end > layout::MAX_MESSAGE_LEN {
+        return Err(EncodeError::TooLarge {
+            len: total.max(end),
+            max: layout::MAX_MESSAGE_LEN,
+        });
+    }
+    if out.len() != layout.head_len {
+        return Err(EncodeError::OutputSize {
+            needed: layout.head_len,
+            got: out.len(),
+        });
+    }
+    let root = Presence {
+        chunks: layout.root_chunks,
+        entries: layout.root_entries,
+        last_group: None,
+    };
+    let head = root.header_len();
+    let mut w = Writer {
+        out,
+        copy: head,
+        zc: layout.head_len,
+        base: base as usize,
+        locate,
+        not_located: false,
+        failed: false,
+        too_many_chunks: None,
+        bad_field: None,
+        missing_required: None,
+    };
+    w.write_message(0, m, &root);
+    if w.not_located {
+        return Err(EncodeError::NotShared);
+    }
+    if let Some(field) = w.missing_required {
+        return Err(EncodeError::MissingRequired { field });
+    }
+    if let Some(field) = w.bad_field {
+        return Err(EncodeError::FieldOrder { field });
+    }
+    if let Some(chunks) = w.too_many_chunks {
+        return Err(EncodeError::TooManyChunks { chunks });
+    }
+    if w.failed || w.copy != layout.head_len {
+        return Err(EncodeError::OutputSize {
+            needed: w.copy,
+            got: layout.head_len,
+        });
+    }
+    Ok(())
 }
 
 /// Counts chunks and entries of one message, without descending.
@@ -412,6 +459,12 @@ struct Writer<'o> {
     out: &'o mut [u8],
     copy: usize,
     zc: usize,
+    /// Added to every offset written (the segment's place in a shared region).
+    base: usize,
+    /// Where zero-copy values are, in a shared region (instead of after the segment).
+    locate: Option<&'o mut Locate<'o>>,
+    /// `locate` could not place a value, or its offset did not fit.
+    not_located: bool,
     failed: bool,
     too_many_chunks: Option<usize>,
     /// The first field number visited out of order or out of range.
@@ -469,25 +522,40 @@ impl Writer<'_> {
         (at, dst)
     }
 
+    /// The range entry for `len` bytes at `at` in the segment (or past it).
+    #[inline]
+    fn range(&self, at: usize, len: usize) -> u64 {
+        // `base + head_len + zero-copy bytes` was checked against 4 GiB before writing.
+        layout::range_entry((self.base + at) as u32, len as u32)
+    }
+
     /// Places a bytes value and returns its range entry.
     #[inline]
     fn place(&mut self, b: &HybridBytes<'_>) -> u64 {
         let data = b.as_slice();
         let len = data.len();
-        let at = if b.is_zero_copy() {
+        if b.is_zero_copy() {
+            if let Some(locate) = self.locate.as_mut() {
+                let at = locate(data)
+                    .filter(|&at| at.saturating_add(len as u64) <= layout::MAX_MESSAGE_LEN)
+                    .unwrap_or_else(|| {
+                        self.not_located = true;
+                        0
+                    });
+                return layout::range_entry(at as u32, len as u32);
+            }
             let at = self.zc;
             self.zc += len;
-            at
-        } else if len == 0 {
-            0
-        } else {
-            let (at, dst) = self.reserve(len);
-            if let Some(dst) = dst {
-                dst[..len].copy_from_slice(data);
-            }
-            at
-        };
-        layout::range_entry(at as u32, len as u32)
+            return self.range(at, len);
+        }
+        if len == 0 {
+            return layout::range_entry(0, 0);
+        }
+        let (at, dst) = self.reserve(len);
+        if let Some(dst) = dst {
+            dst[..len].copy_from_slice(data);
+        }
+        self.range(at, len)
     }
 
     /// Writes message `m` whose header starts at `at` (already reserved).
@@ -528,7 +596,7 @@ impl Writer<'_> {
         let len = p.header_len();
         let (at, _) = self.reserve(len);
         self.write_message(at, m, &p);
-        layout::range_entry(at as u32, len as u32)
+        self.range(at, len)
     }
 }
 
@@ -595,7 +663,8 @@ impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
                 v.write_packed(chunk);
             }
         }
-        self.entry(field, layout::range_entry(at as u32, len as u32))
+        let e = self.w.range(at, len);
+        self.entry(field, e)
     }
     fn bytes_list<B: AsHybrid<'a>>(&mut self, field: u32, values: &[B]) {
         let len = values.len() * ENTRY_LEN;
@@ -604,7 +673,8 @@ impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
             let e = self.w.place(b.as_hybrid());
             self.w.put_u64(at + i * ENTRY_LEN, e);
         }
-        self.entry(field, layout::range_entry(at as u32, len as u32))
+        let e = self.w.range(at, len);
+        self.entry(field, e)
     }
     fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, field: u32, values: I) {
         let len = values.len() * ENTRY_LEN;
@@ -619,7 +689,8 @@ impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
         if count != n {
             self.w.failed = true; // an iterator that misreported its length
         }
-        self.entry(field, layout::range_entry(at as u32, len as u32))
+        let e = self.w.range(at, len);
+        self.entry(field, e)
     }
 }
 

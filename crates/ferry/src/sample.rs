@@ -113,6 +113,17 @@ impl<'a> Record<'a> {
     pub fn decode_shared(buf: &SharedBuf) -> Result<RecordView<'_>, DecodeError> {
         View::decode_shared(buf, &RECORD, &Limits::default()).map(RecordView)
     }
+
+    /// Validates the record whose root header is at `at` of a region both peers map (a
+    /// shared-memory transport; offsets are region-relative) and reads it in place.
+    /// `limits.max_message_len` bounds the region.
+    pub fn decode_at<'b>(
+        region: &'b [u8],
+        at: usize,
+        limits: &Limits,
+    ) -> Result<RecordView<'b>, DecodeError> {
+        View::decode_at(region, at, &RECORD, limits).map(RecordView)
+    }
 }
 
 impl<'a> Encode<'a> for Record<'a> {

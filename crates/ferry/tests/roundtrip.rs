@@ -303,3 +303,90 @@ fn every_scalar_kind_round_trips_at_its_extremes() {
     }
     let _ = &RECORD;
 }
+
+/// A message written into a shared region with `write_head_in` (its zero-copy values left
+/// where they are, some before and some after the header segment) decodes in place with
+/// `View::decode_at`, values read at the offsets they were placed at.
+fn check_in_region(seed: u64) {
+    let pool = test_pool();
+    let ctx = Context::new(pool.clone()).with_threshold(0);
+    let mut b = Builder {
+        rng: Rng(seed | 1),
+        pool: &pool,
+        ctx: &ctx,
+    };
+    let msg = b.message(&ALL_KINDS, 0);
+    let layout = msg.layout();
+    let mut values = Vec::new();
+    msg.for_each_zero_copy(|v| values.push(v.to_vec()));
+    // Region: [64 B][values in reverse walk order, half of them][head][the other half][64 B].
+    let base = 64 + values.iter().step_by(2).map(Vec::len).sum::<usize>();
+    let mut region = vec![0xeeu8; base + layout.head_len + layout.zero_copy_len + 64];
+    let mut offsets = Vec::new();
+    let (mut low, mut high) = (64, base + layout.head_len);
+    for (i, v) in values.iter().enumerate() {
+        let at = if i % 2 == 0 { &mut low } else { &mut high };
+        region[*at..*at + v.len()].copy_from_slice(v);
+        offsets.push(*at as u64);
+        *at += v.len();
+    }
+    let mut next = offsets.iter();
+    let mut head = vec![0u8; layout.head_len];
+    msg.write_head_in(&layout, &mut head, base as u64, |v| {
+        let at = *next.next()?;
+        (region[at as usize..at as usize + v.len()] == *v).then_some(at)
+    })
+    .unwrap();
+    region[base..base + layout.head_len].copy_from_slice(&head);
+    let view = View::decode_at(&region, base, &ALL_KINDS, &Limits::default()).unwrap();
+    assert_eq!(
+        DynamicMessage::from_view(&view, &ctx).unwrap(),
+        msg,
+        "seed {seed}"
+    );
+    // A `locate` that cannot place a value is an error, not a bad offset.
+    if layout.zero_copy_count > 0 {
+        let err = msg
+            .write_head_in(&layout, &mut head, base as u64, |_| None)
+            .unwrap_err();
+        assert_eq!(err, ferry::EncodeError::NotShared);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn round_trip_in_a_shared_region(seed in any::<u64>()) {
+        check_in_region(seed);
+    }
+}
+
+#[test]
+fn region_offsets_point_at_the_values_in_place() {
+    use ferry::sample::Record;
+    let pool = test_pool();
+    let ctx = Context::new(pool.clone());
+    let mut region = vec![0u8; 16384];
+    region[100..4196].fill(9);
+    let value = pool.copy_from(&region[100..4196]).unwrap();
+    let mut rec = Record::new(&ctx);
+    rec.set_key(&b"k"[..]);
+    rec.append_field(&value[..]);
+    let layout = rec.layout();
+    let mut head = vec![0u8; layout.head_len];
+    rec.write_head_in(&layout, &mut head, 8192, |_| Some(100))
+        .unwrap();
+    region[8192..8192 + head.len()].copy_from_slice(&head);
+    let view = Record::decode_at(&region, 8192, &Limits::default()).unwrap();
+    assert_eq!(view.key(), b"k");
+    let field = view.fields().get(0).unwrap();
+    assert!(
+        std::ptr::eq(field.as_ptr(), region[100..].as_ptr()),
+        "read in place"
+    );
+    assert_eq!(field.len(), 4096);
+    // The root header must lie inside the region.
+    assert!(View::decode_at(&region, region.len() + 1, &RECORD, &Limits::default()).is_err());
+    assert!(View::decode_at(&region, region.len() - 4, &RECORD, &Limits::default()).is_err());
+}

@@ -1216,6 +1216,13 @@ impl Gen<'_, '_> {
                 pub fn decode_shared(buf: &#rt::SharedBuf) -> ::core::result::Result<#view<'_>, #w::DecodeError> {
                     #w::View::decode_shared(buf, &#desc, &#w::Limits::default()).map(#view)
                 }
+
+                /// Validates the message whose root header is at `at` of a region both peers map
+                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                /// `limits.max_message_len` bounds the region.
+                pub fn decode_at<'b>(region: &'b [u8], at: usize, limits: &#w::Limits) -> ::core::result::Result<#view<'b>, #w::DecodeError> {
+                    #w::View::decode_at(region, at, &#desc, limits).map(#view)
+                }
             }
 
                         impl<'a> #w::Encode<'a> for #name<'a> {

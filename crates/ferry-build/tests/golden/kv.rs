@@ -125,6 +125,17 @@ pub mod ferry {
                         )
                         .map(KvPairView)
                 }
+                /// Validates the message whose root header is at `at` of a region both peers map
+                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                /// `limits.max_message_len` bounds the region.
+                pub fn decode_at<'b>(
+                    region: &'b [u8],
+                    at: usize,
+                    limits: &::ferry::wire::Limits,
+                ) -> ::core::result::Result<KvPairView<'b>, ::ferry::wire::DecodeError> {
+                    ::ferry::wire::View::decode_at(region, at, &KV_PAIR_DESC, limits)
+                        .map(KvPairView)
+                }
             }
             impl<'a> ::ferry::wire::Encode<'a> for KvPair<'a> {
                 fn visit<V: ::ferry::wire::Visitor<'a>>(&self, v: &mut V) {
@@ -288,6 +299,20 @@ pub mod ferry {
                         )
                         .map(GetRequestView)
                 }
+                /// Validates the message whose root header is at `at` of a region both peers map
+                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                /// `limits.max_message_len` bounds the region.
+                pub fn decode_at<'b>(
+                    region: &'b [u8],
+                    at: usize,
+                    limits: &::ferry::wire::Limits,
+                ) -> ::core::result::Result<
+                    GetRequestView<'b>,
+                    ::ferry::wire::DecodeError,
+                > {
+                    ::ferry::wire::View::decode_at(region, at, &GET_REQUEST_DESC, limits)
+                        .map(GetRequestView)
+                }
             }
             impl<'a> ::ferry::wire::Encode<'a> for GetRequest<'a> {
                 fn visit<V: ::ferry::wire::Visitor<'a>>(&self, v: &mut V) {
@@ -430,6 +455,25 @@ pub mod ferry {
                             buf,
                             &GET_RESPONSE_DESC,
                             &::ferry::wire::Limits::default(),
+                        )
+                        .map(GetResponseView)
+                }
+                /// Validates the message whose root header is at `at` of a region both peers map
+                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                /// `limits.max_message_len` bounds the region.
+                pub fn decode_at<'b>(
+                    region: &'b [u8],
+                    at: usize,
+                    limits: &::ferry::wire::Limits,
+                ) -> ::core::result::Result<
+                    GetResponseView<'b>,
+                    ::ferry::wire::DecodeError,
+                > {
+                    ::ferry::wire::View::decode_at(
+                            region,
+                            at,
+                            &GET_RESPONSE_DESC,
+                            limits,
                         )
                         .map(GetResponseView)
                 }

@@ -318,6 +318,17 @@ pub mod ferry {
                         )
                         .map(ShapeView)
                 }
+                /// Validates the message whose root header is at `at` of a region both peers map
+                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                /// `limits.max_message_len` bounds the region.
+                pub fn decode_at<'b>(
+                    region: &'b [u8],
+                    at: usize,
+                    limits: &::ferry::wire::Limits,
+                ) -> ::core::result::Result<ShapeView<'b>, ::ferry::wire::DecodeError> {
+                    ::ferry::wire::View::decode_at(region, at, &SHAPE_DESC, limits)
+                        .map(ShapeView)
+                }
             }
             impl<'a> ::ferry::wire::Encode<'a> for Shape<'a> {
                 fn visit<V: ::ferry::wire::Visitor<'a>>(&self, v: &mut V) {
@@ -566,6 +577,20 @@ pub mod ferry {
                             )
                             .map(CircleView)
                     }
+                    /// Validates the message whose root header is at `at` of a region both peers map
+                    /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                    /// `limits.max_message_len` bounds the region.
+                    pub fn decode_at<'b>(
+                        region: &'b [u8],
+                        at: usize,
+                        limits: &::ferry::wire::Limits,
+                    ) -> ::core::result::Result<
+                        CircleView<'b>,
+                        ::ferry::wire::DecodeError,
+                    > {
+                        ::ferry::wire::View::decode_at(region, at, &CIRCLE_DESC, limits)
+                            .map(CircleView)
+                    }
                 }
                 impl<'a> ::ferry::wire::Encode<'a> for Circle<'a> {
                     fn visit<V: ::ferry::wire::Visitor<'a>>(&self, v: &mut V) {
@@ -704,6 +729,20 @@ pub mod ferry {
                                 &RECT_DESC,
                                 &::ferry::wire::Limits::default(),
                             )
+                            .map(RectView)
+                    }
+                    /// Validates the message whose root header is at `at` of a region both peers map
+                    /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                    /// `limits.max_message_len` bounds the region.
+                    pub fn decode_at<'b>(
+                        region: &'b [u8],
+                        at: usize,
+                        limits: &::ferry::wire::Limits,
+                    ) -> ::core::result::Result<
+                        RectView<'b>,
+                        ::ferry::wire::DecodeError,
+                    > {
+                        ::ferry::wire::View::decode_at(region, at, &RECT_DESC, limits)
                             .map(RectView)
                     }
                 }

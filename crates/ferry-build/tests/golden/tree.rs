@@ -427,6 +427,17 @@ pub mod ferry {
                         )
                         .map(NodeView)
                 }
+                /// Validates the message whose root header is at `at` of a region both peers map
+                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                /// `limits.max_message_len` bounds the region.
+                pub fn decode_at<'b>(
+                    region: &'b [u8],
+                    at: usize,
+                    limits: &::ferry::wire::Limits,
+                ) -> ::core::result::Result<NodeView<'b>, ::ferry::wire::DecodeError> {
+                    ::ferry::wire::View::decode_at(region, at, &NODE_DESC, limits)
+                        .map(NodeView)
+                }
             }
             impl<'a> ::ferry::wire::Encode<'a> for Node<'a> {
                 fn visit<V: ::ferry::wire::Visitor<'a>>(&self, v: &mut V) {
@@ -839,6 +850,17 @@ pub mod ferry {
                         )
                         .map(LeafView)
                 }
+                /// Validates the message whose root header is at `at` of a region both peers map
+                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                /// `limits.max_message_len` bounds the region.
+                pub fn decode_at<'b>(
+                    region: &'b [u8],
+                    at: usize,
+                    limits: &::ferry::wire::Limits,
+                ) -> ::core::result::Result<LeafView<'b>, ::ferry::wire::DecodeError> {
+                    ::ferry::wire::View::decode_at(region, at, &LEAF_DESC, limits)
+                        .map(LeafView)
+                }
             }
             impl<'a> ::ferry::wire::Encode<'a> for Leaf<'a> {
                 fn visit<V: ::ferry::wire::Visitor<'a>>(&self, v: &mut V) {
@@ -1009,6 +1031,17 @@ pub mod ferry {
                             &FOREST_DESC,
                             &::ferry::wire::Limits::default(),
                         )
+                        .map(ForestView)
+                }
+                /// Validates the message whose root header is at `at` of a region both peers map
+                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
+                /// `limits.max_message_len` bounds the region.
+                pub fn decode_at<'b>(
+                    region: &'b [u8],
+                    at: usize,
+                    limits: &::ferry::wire::Limits,
+                ) -> ::core::result::Result<ForestView<'b>, ::ferry::wire::DecodeError> {
+                    ::ferry::wire::View::decode_at(region, at, &FOREST_DESC, limits)
                         .map(ForestView)
                 }
             }

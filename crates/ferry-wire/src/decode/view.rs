@@ -67,7 +67,21 @@ impl fmt::Debug for View<'_> {
 impl<'b> View<'b> {
     /// Validates `buf` as a `desc` message and returns its view.
     pub fn decode(buf: &'b [u8], desc: &'static MessageDesc, limits: &Limits) -> Result<Self, DecodeError> {
-        Self::decode_inner(buf, None, desc, limits)
+        Self::decode_inner(buf, 0, None, desc, limits)
+    }
+
+    /// Validates the `desc` message whose root header sits at offset `at` of `region`, with
+    /// region-relative offsets (written by
+    /// [`Serialize::write_head_in`](crate::Serialize::write_head_in)): how a shared-memory
+    /// transport reads a message in place, its zero-copy values wherever the sender put them
+    /// in the region. `limits.max_message_len` bounds the region's length.
+    pub fn decode_at(
+        region: &'b [u8],
+        at: usize,
+        desc: &'static MessageDesc,
+        limits: &Limits,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_inner(region, at, None, desc, limits)
     }
 
     /// Like [`View::decode`]; `bytes` fields can then be taken as shared sub-buffers of `buf`.
@@ -76,16 +90,24 @@ impl<'b> View<'b> {
         desc: &'static MessageDesc,
         limits: &Limits,
     ) -> Result<Self, DecodeError> {
-        Self::decode_inner(buf, Some(buf), desc, limits)
+        Self::decode_inner(buf, 0, Some(buf), desc, limits)
     }
 
     fn decode_inner(
         root: &'b [u8],
+        at: usize,
         owner: Option<&'b SharedBuf>,
         desc: &'static MessageDesc,
         limits: &Limits,
     ) -> Result<Self, DecodeError> {
         let len = root.len() as u64;
+        if at > root.len() {
+            let kind = K::HeaderOutOfBounds {
+                needed: PREAMBLE_LEN as u64,
+                available: 0,
+            };
+            return Err(DecodeError::new(kind, at as u64));
+        }
         let max = limits.max_message_len.min(layout::MAX_MESSAGE_LEN);
         if len > max {
             return Err(DecodeError::new(K::MessageTooLarge { len, max }, 0));
@@ -98,14 +120,14 @@ impl<'b> View<'b> {
             root,
             limits,
             budget: limits.max_elements,
-            cursor: 0,
+            cursor: at,
         };
-        let chunks = v.header(0, None)?;
+        let chunks = v.header(at, None)?;
         let view = View {
             root,
             owner,
             desc,
-            at: 0,
+            at,
             chunks,
         };
         v.message(&view, 0)?;
@@ -122,7 +144,8 @@ impl<'b> View<'b> {
         self.owner
     }
 
-    /// The whole encoded root message this view reads from.
+    /// The whole buffer this view reads from: the encoded root message, or the region given to
+    /// [`View::decode_at`].
     pub fn root(&self) -> &'b [u8] {
         self.root
     }
