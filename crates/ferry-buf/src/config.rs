@@ -55,6 +55,13 @@ pub struct PoolConfig {
     /// [`RegionInfo::locked`](crate::RegionInfo::locked) and in
     /// [`PoolStats::mlock_failures`](crate::PoolStats::mlock_failures)). Default true.
     pub mlock: bool,
+    /// Back the pool with a memfd mapped `MAP_SHARED`, so that another process can map the
+    /// same memory ([`Pool::memfd`](crate::Pool::memfd)) and read values in place at their
+    /// offsets ([`Pool::offset_of`](crate::Pool::offset_of)): the shared-memory transport's
+    /// send buffer. With `huge_pages`, a hugetlb memfd is used if the system can reserve all
+    /// of `max_bytes` in 2 MiB pages, else an ordinary one. Linux only (not under Miri).
+    /// Default false.
+    pub shared: bool,
 }
 
 impl Default for PoolConfig {
@@ -64,6 +71,7 @@ impl Default for PoolConfig {
             max_bytes: 1 << 30,
             huge_pages: true,
             mlock: true,
+            shared: false,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The pool: size classes, free lists, growth, registration hooks, recovery, statistics.
 
 use std::fmt;
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -77,7 +78,12 @@ impl Pool {
     pub fn new(config: PoolConfig) -> Result<Pool, PoolError> {
         config.validate()?;
         let classes = Classes::new(config.region_size);
-        let reservation = Reservation::new(config.max_bytes, config.region_size)?;
+        let reservation = Reservation::new(
+            config.max_bytes,
+            config.region_size,
+            config.shared,
+            config.huge_pages,
+        )?;
         let region_count = config.max_bytes / config.region_size;
         let inner = PoolInner {
             classes,
@@ -154,6 +160,20 @@ impl Pool {
         data.as_ptr().addr().checked_sub(base).is_some_and(|offset| {
             offset < self.inner.config.max_bytes && data.len() <= self.inner.config.max_bytes - offset
         })
+    }
+
+    /// The memfd behind a [`shared`](PoolConfig::shared) pool: map it (all of
+    /// [`max_bytes`](PoolConfig::max_bytes)) in another process to read this pool's buffers.
+    /// `None` for a private pool.
+    pub fn memfd(&self) -> Option<BorrowedFd<'_>> {
+        self.inner.reservation.memfd()
+    }
+
+    /// O(1): the offset of `data` from the start of the pool's memory (the offset in
+    /// [`memfd`](Self::memfd) for a shared pool), if it lies in the pool's address range.
+    pub fn offset_of(&self, data: &[u8]) -> Option<usize> {
+        self.contains(data)
+            .then(|| data.as_ptr().addr() - self.inner.reservation.base().addr().get())
     }
 
     /// Calls `hook` for every region, now (in index order) and whenever one is added, before

@@ -247,3 +247,46 @@ fn pool_and_buffers_are_send_and_sync() {
     assert_eq!(size_of::<ferry_buf::SharedBuf>(), 3 * size_of::<usize>());
     assert_eq!(size_of::<Option<ferry_buf::SharedBuf>>(), 3 * size_of::<usize>());
 }
+
+/// A shared pool's buffers are visible through its memfd at `offset_of`, as another process
+/// mapping it would see them.
+#[test]
+#[cfg_attr(miri, ignore = "memfd needs the Linux backend")]
+fn shared_pool_memory_is_visible_through_its_memfd() {
+    use std::os::unix::fs::FileExt;
+
+    for huge_pages in [false, true] {
+        let pool = Pool::new(PoolConfig {
+            shared: true,
+            huge_pages,
+            region_size: 2 << 20,
+            max_bytes: 8 << 20,
+            mlock: false,
+        })
+        .unwrap();
+        let file = std::fs::File::from(
+            pool.memfd()
+                .expect("a shared pool has a memfd")
+                .try_clone_to_owned()
+                .unwrap(),
+        );
+        assert_eq!(file.metadata().unwrap().len(), 8 << 20);
+        let mut bufs = Vec::new();
+        for (i, size) in [100usize, 5000, 1 << 20].into_iter().enumerate() {
+            let mut buf = pool.alloc(size).unwrap();
+            buf.capacity_mut()[..size].fill(i as u8 + 1);
+            buf.set_len(size);
+            let buf = buf.freeze();
+            let offset = pool.offset_of(&buf).unwrap();
+            let mut seen = vec![0u8; size];
+            file.read_exact_at(&mut seen, offset as u64).unwrap();
+            assert_eq!(seen, &buf[..], "huge_pages {huge_pages}, size {size}");
+            bufs.push(buf);
+        }
+        assert_eq!(pool.offset_of(&[1, 2, 3]), None, "heap memory is not in the pool");
+        drop(bufs);
+        assert_eq!(pool.stats().buffers_outstanding(), 0);
+    }
+    let private = Pool::new(small_config()).unwrap();
+    assert!(private.memfd().is_none());
+}

@@ -27,7 +27,12 @@ unsafe impl Sync for Reservation {}
 
 impl Reservation {
     /// Reserves `len` bytes aligned to `region_size` (both validated by `PoolConfig`).
-    pub(crate) fn new(len: usize, region_size: usize) -> Result<Self, PoolError> {
+    pub(crate) fn new(len: usize, region_size: usize, shared: bool, _huge: bool) -> Result<Self, PoolError> {
+        if shared {
+            return Err(PoolError::Config(
+                "shared pools need Linux memfds (not available here)",
+            ));
+        }
         let layout = Layout::from_size_align(len, region_size)
             .map_err(|e| PoolError::Map(format!("reservation layout: {e}")))?;
         // SAFETY: `layout` has a non-zero size (validated: len >= region_size > 0).
@@ -40,6 +45,11 @@ impl Reservation {
             region_size,
             cursor: Cursor::new(len / region_size),
         })
+    }
+
+    /// Never a memfd: shared pools are refused above.
+    pub(crate) fn memfd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
     }
 
     /// Address of the first byte.

@@ -6,6 +6,7 @@
 //! (best effort).
 
 use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::{self, NonNull};
 
 use super::{Cursor, MapOptions, Mapped};
@@ -22,6 +23,9 @@ pub(crate) struct Reservation {
     len: usize,
     region_size: usize,
     cursor: Cursor,
+    /// For a shared pool: the memfd mapped over the whole reservation, and whether it is
+    /// hugetlb-backed.
+    memfd: Option<(OwnedFd, bool)>,
 }
 
 // SAFETY: `base` is the address of a mapping this value owns; the reservation itself never
@@ -36,8 +40,10 @@ fn os_error(what: &str) -> PoolError {
 }
 
 impl Reservation {
-    /// Reserves `len` bytes aligned to `region_size` (both validated by `PoolConfig`).
-    pub(crate) fn new(len: usize, region_size: usize) -> Result<Self, PoolError> {
+    /// Reserves `len` bytes aligned to `region_size` (both validated by `PoolConfig`); with
+    /// `shared`, backs them with a memfd mapped `MAP_SHARED` (hugetlb if `huge` and the
+    /// kernel can reserve the pages), still `PROT_NONE` until regions are mapped.
+    pub(crate) fn new(len: usize, region_size: usize, shared: bool, huge: bool) -> Result<Self, PoolError> {
         // Over-reserve by one region, then trim, to get the alignment hugetlb `MAP_FIXED` needs.
         let total = len
             .checked_add(region_size)
@@ -72,12 +78,38 @@ impl Reservation {
         }
         // SAFETY: `head < total`, so `raw + head` is inside the (non-null) mapping.
         let base = unsafe { NonNull::new_unchecked(raw.add(head)) };
-        Ok(Reservation {
+        let mut reservation = Reservation {
             base,
             len,
             region_size,
             cursor: Cursor::new(len / region_size),
-        })
+            memfd: None,
+        };
+        if shared {
+            // Hugetlb first: a shared hugetlb mapping reserves its pages when it is made, so
+            // a shortage fails here rather than as SIGBUS on first touch.
+            let hugetlb = huge && len % HUGE_PAGE == 0 && region_size % HUGE_PAGE == 0;
+            let mapped = if hugetlb {
+                // SAFETY: `base..base + len` is the reservation just made; nothing uses it.
+                unsafe { map_memfd(base, len, libc::MFD_HUGETLB | libc::MFD_HUGE_2MB) }
+                    .ok()
+                    .map(|fd| (fd, true))
+            } else {
+                None
+            };
+            let mapped = match mapped {
+                Some(mapped) => mapped,
+                // SAFETY: as above (a failed hugetlb attempt left the reservation in place).
+                None => (unsafe { map_memfd(base, len, 0) }?, false),
+            };
+            reservation.memfd = Some(mapped);
+        }
+        Ok(reservation)
+    }
+
+    /// The memfd behind a shared reservation.
+    pub(crate) fn memfd(&self) -> Option<BorrowedFd<'_>> {
+        self.memfd.as_ref().map(|(fd, _)| fd.as_fd())
     }
 
     /// Address of the first byte.
@@ -95,8 +127,17 @@ impl Reservation {
         let len = self.region_size;
         let huge = options.huge_pages && len % HUGE_PAGE == 0;
 
-        let mut pages = None;
-        if huge && hugetlb_pages_available() >= len / HUGE_PAGE {
+        let mut pages = self
+            .memfd
+            .as_ref()
+            .and_then(|(_, hugetlb)| hugetlb.then_some(PageKind::Huge2M));
+        if let Some(PageKind::Huge2M) = pages {
+            // A hugetlb memfd: open the region in place; its pages were reserved at creation.
+            // SAFETY: the range is our own reservation, claimed once via the cursor.
+            if unsafe { libc::mprotect(ptr.as_ptr().cast(), len, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
+                return Err(os_error("mprotect of a shared region"));
+            }
+        } else if self.memfd.is_none() && huge && hugetlb_pages_available() >= len / HUGE_PAGE {
             // SAFETY: the range is our own PROT_NONE reservation, claimed once via the cursor,
             // so replacing it affects no live memory.
             if unsafe { map_fixed(ptr, len, libc::MAP_HUGETLB | libc::MAP_HUGE_2MB) }.is_ok() {
@@ -164,6 +205,46 @@ impl Drop for Reservation {
         // no buffer refers into it.
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
     }
+}
+
+/// Creates a memfd of `len` bytes (`flags` added to `MFD_CLOEXEC`) and maps it `MAP_SHARED`,
+/// `PROT_NONE`, over `ptr..ptr + len`.
+///
+/// # Safety
+/// `ptr..ptr + len` must be this process's reservation and hold no live data.
+unsafe fn map_memfd(ptr: NonNull<u8>, len: usize, flags: libc::c_uint) -> Result<OwnedFd, PoolError> {
+    // SAFETY: a NUL-terminated name; the call creates a new file descriptor.
+    let raw = unsafe { libc::memfd_create(c"ferry-pool".as_ptr(), libc::MFD_CLOEXEC | flags) };
+    if raw < 0 {
+        return Err(os_error("memfd_create"));
+    }
+    // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let size = libc::off_t::try_from(len).map_err(|_| PoolError::Config("max_bytes does not fit off_t"))?;
+    // SAFETY: plain syscall on our own descriptor.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), size) } != 0 {
+        return Err(os_error("ftruncate of the pool memfd"));
+    }
+    // SAFETY: the caller guarantees the range is ours and unused; MAP_FIXED replaces it with
+    // the (inaccessible until mprotect) shared mapping.
+    let got = unsafe {
+        libc::mmap(
+            ptr.as_ptr().cast(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if got == libc::MAP_FAILED {
+        let error = os_error("mapping the pool memfd");
+        // Kernels before 6.12 may have unmapped the range on failure: put the reservation back.
+        // SAFETY: as above.
+        unsafe { reserve_fixed(ptr, len) }?;
+        return Err(error);
+    }
+    Ok(fd)
 }
 
 /// Maps `len` anonymous read-write bytes at `ptr`, replacing what is there.
