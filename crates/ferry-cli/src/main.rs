@@ -6,12 +6,15 @@
 //!   of a `.proto` schema with no compile step: protobuf-JSON to wire bytes, wire bytes to
 //!   protobuf-JSON, and a dump of the header layout.
 //! - `ferry gen --proto FILE [-I DIR]... --out DIR` writes the same Rust types as `ferry-build`.
+//! - `ferry bench datapath [--quick] --json PATH [--plot PATH]` measures `ferry-net`'s send
+//!   modes over TCP loopback and writes the results as JSON (and an SVG plot).
 //!
 //! Exit status: 0 on success, 1 for usage and schema errors (bad options, a `.proto` that does
 //! not parse, an unknown message), 2 for invalid input on standard input (wire bytes that do not
 //! validate, JSON that does not parse or does not fit the message).
 #![deny(unsafe_code)]
 
+mod bench;
 mod decode;
 mod demo;
 mod encode;
@@ -49,6 +52,8 @@ enum Command {
     /// Generate Rust types from .proto files: what `ferry_build::compile_protos` writes from
     /// a build.rs.
     Gen(generate::Args),
+    /// Benchmarks that write JSON results: `datapath` (the TCP send modes over loopback).
+    Bench(bench::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -67,6 +72,7 @@ fn main() -> std::process::ExitCode {
         Command::Decode(args) => decode::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Gen(args) => generate::run(&args),
+        Command::Bench(args) => bench::run(&args).map_err(|e| schema::CliError::Usage(e.to_string())),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,179 @@
+//! `ferry bench datapath` and the demo's datapath section as real processes, on a tiny sweep
+//! with a fixed message count. Behaviour only: which records exist and whether their counters
+//! agree with what each mode does; no timing is asserted.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn ferry(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ferry"))
+        .args(args)
+        .output()
+        .expect("spawn ferry")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+const MODES: [&str; 5] = ["copy", "gather", "zerocopy", "uring", "auto"];
+
+#[test]
+fn datapath_writes_one_sane_record_per_configuration() {
+    let json = scratch("datapath.json");
+    let svg = scratch("datapath.svg");
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&svg);
+    let out = ferry(&[
+        "bench",
+        "datapath",
+        "--sizes",
+        "256,4096",
+        "--fields",
+        "1,8",
+        "--unbatched-sizes",
+        "4096",
+        "--count",
+        "300",
+        "--reps",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ferry bench failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("msgs/s"), "no table on stdout:\n{stdout}");
+
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["benchmark"], "datapath");
+    assert!(doc["command"].as_str().unwrap().contains("bench datapath"));
+    assert!(doc["date"].as_str().unwrap().ends_with('Z'));
+    assert!(doc["machine"]["kernel"].is_string());
+    assert_eq!(doc["settings"]["budget"]["messages"], 300);
+
+    let records = doc["records"].as_array().unwrap();
+    // 2 sizes x 2 field counts x 5 modes batched, plus 4 KiB x 8 fields unbatched in every mode.
+    let mut expect = BTreeSet::new();
+    for mode in MODES {
+        for size in [256u64, 4096] {
+            for fields in [1u64, 8] {
+                expect.insert((mode.to_owned(), size, fields, true));
+            }
+        }
+        expect.insert((mode.to_owned(), 4096, 8, false));
+    }
+    let got: BTreeSet<_> = records
+        .iter()
+        .map(|r| {
+            (
+                r["mode"].as_str().unwrap().to_owned(),
+                r["size"].as_u64().unwrap(),
+                r["fields"].as_u64().unwrap(),
+                r["batched"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(records.len(), expect.len(), "one record per configuration");
+    assert_eq!(got, expect);
+
+    for r in records {
+        let what = format!("{r}");
+        let num = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {what}"));
+        let size = num("size");
+        assert_eq!(r["messages"], 300, "{what}");
+        assert_eq!(
+            r["recv_frames"], 301,
+            "the data messages and the end frame: {what}"
+        );
+        assert!(num("msgs_per_sec") > 0.0, "{what}");
+        assert!(num("sender_cpu_us_per_msg") >= 0.0, "{what}");
+        assert!(num("receiver_cpu_us_per_msg") >= 0.0, "{what}");
+        assert!(
+            num("staged_bytes_per_msg") > 0.0,
+            "every frame stages its header: {what}"
+        );
+        let calls = num("send_calls_per_msg");
+        if r["batched"] == true {
+            assert!(calls > 0.0 && calls < 1.0, "batched sends share calls: {what}");
+        } else {
+            assert!(calls >= 1.0, "unbatched: a call per message: {what}");
+        }
+        // Every field is a zero-copy value (threshold 0): copy mode copies all of it in user
+        // space, the gather-based modes none, auto one or the other per message shape.
+        let copied = num("copied_bytes_per_msg");
+        let referenced = num("referenced_bytes_per_msg");
+        assert_eq!(copied + referenced, size, "{what}");
+        match r["effective_mode"].as_str().unwrap() {
+            "copy" => assert_eq!(copied, size, "{what}"),
+            "gather" | "zerocopy" | "uring" => assert_eq!(copied, 0.0, "{what}"),
+            "auto" => assert!(copied == 0.0 || copied == size, "{what}"),
+            other => panic!("unknown mode {other}"),
+        }
+        match r["effective_mode"].as_str().unwrap() {
+            "copy" | "gather" => assert!(r["kernel_copied_rate"].is_null(), "no zero-copy sends: {what}"),
+            "zerocopy" | "uring" => {
+                let rate = num("kernel_copied_rate");
+                assert!((0.0..=1.0).contains(&rate), "{what}");
+            }
+            _ => {
+                assert!(r["kernel_copied_rate"].is_null() || (0.0..=1.0).contains(&num("kernel_copied_rate")))
+            }
+        }
+        // A frame that arrived whole in one read buffer is never copied by the receiver: copies
+        // are at most the straddling frames (whole) plus a split frame header (< 16 B) each.
+        let frame = size + 16.0 + 8.0 * num("fields") + 64.0;
+        let bound = num("recv_straddled_frames") * frame + 15.0 * num("recv_frames");
+        assert!(num("recv_copied_bytes") <= bound, "{what}");
+    }
+
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("messages/s"),
+        "plot is an SVG chart"
+    );
+}
+
+#[test]
+fn datapath_rejects_an_unknown_mode() {
+    let json = scratch("never.json");
+    let out = ferry(&[
+        "bench",
+        "datapath",
+        "--modes",
+        "telepathy",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mode"));
+}
+
+#[test]
+fn demo_streams_every_mode_over_loopback() {
+    let out = ferry(&["demo", "--messages", "100", "--datapath-messages", "200"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "demo failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Datapath:"), "{stdout}");
+    for mode in MODES {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(mode)),
+            "no datapath row for {mode}:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("the kernel copies on delivery"), "{stdout}");
+}
