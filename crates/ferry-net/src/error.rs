@@ -16,6 +16,10 @@ pub enum FrameError {
         /// The version byte received.
         found: u8,
     },
+    /// The peer broke the transport's protocol (shared memory: a ring entry, block preamble or
+    /// message header that cannot be accepted); the offset of the error says where.
+    #[error("protocol violation: {0}")]
+    Protocol(&'static str),
     /// The payload length exceeds the configured limit.
     #[error("frame of {len} bytes exceeds the limit of {max}")]
     TooLong {
@@ -84,7 +88,8 @@ pub enum NetError {
 }
 
 impl NetError {
-    pub(crate) fn io(op: &'static str, source: io::Error) -> NetError {
+    /// An OS error from `op` (`WouldBlock` becomes [`NetError::WouldBlock`]).
+    pub fn io(op: &'static str, source: io::Error) -> NetError {
         if source.kind() == io::ErrorKind::WouldBlock {
             NetError::WouldBlock
         } else {

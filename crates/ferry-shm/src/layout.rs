@@ -1,0 +1,151 @@
+//! What lies in shared memory: the control area, ring entries, block preambles and message
+//! headers. All little-endian; every field read from the peer is copied out, then validated.
+//!
+//! ```text
+//! control area (one per side, in its own memfd; the peer maps it read-only)
+//!   0  u64 ring_head    entries this side has published in its ring
+//!   8  u64 peer_tail    entries of the peer's ring this side has consumed
+//!  16  u64 sleeping     1 while this side sleeps on its doorbell
+//!  24  u64 closed       1 once this side has shut down
+//!  64  u64 ring[RING]   entry i at 64 + 8 (i mod RING)
+//!
+//! ring entry (u64): bucket (u32, low half) | acks (u32, high half)
+//!   bucket = u32::MAX: no block, only `acks` (an acknowledgement with no data to carry it)
+//!   else: a block at offset bucket * 1024 of the sender's memfd; acks are in its preamble
+//!
+//! block: preamble, then `count` messages, each 8-aligned
+//!   preamble (16 B): u32 count, u32 len (bytes of the block in use), u32 acks, u32 0
+//!   message header (24 B): u32 len, u16 kind, u8 flags, u8 form, u64 request_id, u32 0, u32 0
+//!     form bit 0: a Ferry message (the payload is its header segment, region-relative,
+//!                 root at the payload's offset); else raw bytes
+//!     form bit 1: request_id is explicit; else it is the implicit id (see `conn.rs`)
+//!   payload (len bytes), padded to 8
+//! ```
+
+/// Blocks are addressed by bucket: offset / `BLOCK_ALIGN`.
+pub const BLOCK_ALIGN: usize = 1024;
+/// Bytes of a block preamble.
+pub const PREAMBLE_LEN: usize = 16;
+/// Bytes of a message header.
+pub const MSG_HEADER_LEN: usize = 24;
+/// Entries in each side's notification ring.
+pub const RING: usize = 1024;
+/// Bytes of the control area.
+pub const CONTROL_LEN: usize = 64 + 8 * RING;
+/// Ring entry bucket meaning "acknowledgements only".
+pub const NO_BLOCK: u32 = u32::MAX;
+
+pub(crate) const RING_HEAD: usize = 0;
+pub(crate) const PEER_TAIL: usize = 8;
+pub(crate) const SLEEPING: usize = 16;
+pub(crate) const CLOSED: usize = 24;
+pub(crate) const RING_AT: usize = 64;
+
+pub(crate) const FORM_FERRY: u8 = 1;
+pub(crate) const FORM_EXPLICIT_ID: u8 = 2;
+
+const _: () = assert!(CONTROL_LEN % 8 == 0 && PREAMBLE_LEN % 8 == 0 && MSG_HEADER_LEN % 8 == 0);
+
+/// A block preamble.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Preamble {
+    pub(crate) count: u32,
+    pub(crate) len: u32,
+    pub(crate) acks: u32,
+}
+
+impl Preamble {
+    pub(crate) fn write(&self, out: &mut [u8]) {
+        out[0..4].copy_from_slice(&self.count.to_le_bytes());
+        out[4..8].copy_from_slice(&self.len.to_le_bytes());
+        out[8..12].copy_from_slice(&self.acks.to_le_bytes());
+        out[12..16].fill(0);
+    }
+
+    pub(crate) fn read(b: &[u8; PREAMBLE_LEN]) -> Preamble {
+        let u = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Preamble {
+            count: u(0),
+            len: u(4),
+            acks: u(8),
+        }
+    }
+}
+
+/// A message header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MsgHeader {
+    pub(crate) len: u32,
+    pub(crate) kind: u16,
+    pub(crate) flags: u8,
+    pub(crate) form: u8,
+    pub(crate) request_id: u64,
+}
+
+impl MsgHeader {
+    pub(crate) fn write(&self, out: &mut [u8]) {
+        out[0..4].copy_from_slice(&self.len.to_le_bytes());
+        out[4..6].copy_from_slice(&self.kind.to_le_bytes());
+        out[6] = self.flags;
+        out[7] = self.form;
+        out[8..16].copy_from_slice(&self.request_id.to_le_bytes());
+        out[16..24].fill(0);
+    }
+
+    pub(crate) fn read(b: &[u8; MSG_HEADER_LEN]) -> MsgHeader {
+        MsgHeader {
+            len: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            kind: u16::from_le_bytes([b[4], b[5]]),
+            flags: b[6],
+            form: b[7],
+            request_id: u64::from_le_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]),
+        }
+    }
+}
+
+/// A ring entry.
+pub(crate) const fn entry(bucket: u32, acks: u32) -> u64 {
+    bucket as u64 | (acks as u64) << 32
+}
+
+/// `(bucket, acks)` of a ring entry.
+pub(crate) const fn split_entry(e: u64) -> (u32, u32) {
+    (e as u32, (e >> 32) as u32)
+}
+
+/// Bytes a message of `payload` bytes takes in a block.
+pub(crate) const fn message_space(payload: usize) -> usize {
+    MSG_HEADER_LEN + payload.next_multiple_of(8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_both_ways() {
+        let p = Preamble {
+            count: 3,
+            len: 0x0102,
+            acks: 7,
+        };
+        let mut b = [0xffu8; PREAMBLE_LEN];
+        p.write(&mut b);
+        assert_eq!(b, [3, 0, 0, 0, 2, 1, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(Preamble::read(&b), p);
+        let h = MsgHeader {
+            len: 5,
+            kind: 0x0201,
+            flags: 9,
+            form: FORM_FERRY | FORM_EXPLICIT_ID,
+            request_id: 0x0807_0605_0403_0201,
+        };
+        let mut b = [0xffu8; MSG_HEADER_LEN];
+        h.write(&mut b);
+        assert_eq!(&b[..16], &[5, 0, 0, 0, 1, 2, 9, 3, 1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(&b[16..], &[0; 8]);
+        assert_eq!(MsgHeader::read(&b), h);
+        assert_eq!(split_entry(entry(12, 34)), (12, 34));
+        assert_eq!(message_space(1), 32);
+    }
+}

@@ -1,0 +1,48 @@
+//! Ferry's shared-memory transport: the block protocol of the DPU-offload paper
+//! (`protobuf-deserialization-dpu-offload`, sections III and IV) between two processes on one
+//! host, where shared memory replaces RDMA write-with-immediate.
+//!
+//! Each side's send buffer is its [`shared`](ferry_buf::PoolConfig::shared) pool: a memfd the
+//! peer maps read-only as its receive buffer (the paper's mirrored SBuf/RBuf). Values built in
+//! that pool are sent with no copy at all: a message's header segment goes into a *block*, its
+//! zero-copy values stay where they are, and the receiver validates and reads the message in
+//! place ([`ShmFrame::view`], region-relative offsets, `View::decode_at`).
+//!
+//! ```text
+//!  sender (its memfd)                                   receiver (maps it read-only)
+//!  ┌ control: ring_head, peer_tail, sleeping, closed, ring[1024] ┐ ◄─ polls ring_head
+//!  │ block @ bucket·1024: preamble {count, len, acks}             │ ◄─ copies out, validates
+//!  │    msg header {len, kind, flags, form, id} + header segment  │ ◄─ View::decode_at
+//!  │ values (pool buffers), referenced by region offset           │ ◄─ read in place
+//!  └──────────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! - **Batching.** Messages accumulate in a block (8-aligned) that is published when full or on
+//!   [`ShmConnection::flush`] (called by `recv` too: the Nagle-like tick). A ring entry names the
+//!   block by bucket (offset / 1024), as the paper's immediate data does.
+//! - **Blocks** come from the pool's free lists, so they survive out-of-order completion; the
+//!   sender holds each block and the values its messages reference until acknowledged.
+//! - **Credits and implicit acknowledgements.** Each block costs a credit; the receiver
+//!   acknowledges a block once every frame of it (and of every earlier block) is dropped, in the
+//!   preamble of its next block, or in an acknowledgement-only ring entry if it has none.
+//! - **Request ids** are implicit: both sides count messages, so a message whose id is the
+//!   count ([`ShmConnection::next_request_id`]) carries none; any other id is written out.
+//! - **Notification:** busy-poll for [`ShmConfig::spin`], then sleep on an eventfd doorbell the
+//!   peer rings only when this side says it sleeps.
+//! - **Untrusted peer:** every ring entry, preamble and header is copied out of shared memory
+//!   once and then validated against the mapping; violations are
+//!   [`FrameError::Protocol`](ferry_net::FrameError::Protocol) errors. A peer that exits or closes
+//!   its socket fails pending operations; frames already received stay readable until dropped,
+//!   and the mapping goes with the last of them.
+//!
+//! What it is not: a cross-host transport (RDMA could replace the shared-memory writes without
+//! changing the protocol), or thread-safe (`ShmFrame` is `!Send`; one connection per thread).
+
+#![deny(unsafe_code)]
+
+mod conn;
+pub mod layout;
+#[allow(unsafe_code)]
+mod sys;
+
+pub use conn::{ShmConfig, ShmConnection, ShmFrame, ShmListener, ShmStats};

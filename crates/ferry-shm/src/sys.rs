@@ -1,0 +1,286 @@
+//! The unsafe edge of the shared-memory transport: mapping the peer's memfd read-only, words
+//! of shared memory read and written atomically, descriptor passing, and eventfds.
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The peer's memfd, mapped read-only: everything the peer sends lies in it.
+///
+/// The peer can write this memory at any time. Reads of protocol metadata go through
+/// [`Mapping::load_u64`] / [`Mapping::copy_out`] (read once, then validated); payload bytes are
+/// handed out as slices ([`Mapping::bytes`]) for in-place decoding, which is bounds-checked
+/// against the mapping, so a peer that rewrites them can make the reader see different bytes
+/// but never read outside the mapping.
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is a read-only view of shared memory; it is only read, through the
+// methods below, which are safe to call from any thread.
+unsafe impl Send for Mapping {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps all of `fd` (its size from `fstat`, not from the peer's word) read-only, shared.
+    pub(crate) fn map_readonly(fd: BorrowedFd<'_>) -> io::Result<Mapping> {
+        // SAFETY: a zeroed `stat` is a valid output buffer.
+        let mut st: libc::stat = unsafe { mem::zeroed() };
+        // SAFETY: `st` is a valid, writable `stat`.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let len = usize::try_from(st.st_size).map_err(|_| io::Error::other("negative memfd size"))?;
+        if len == 0 {
+            return Err(io::Error::other("the peer's memfd is empty"));
+        }
+        // SAFETY: a new mapping at an address the kernel chooses; touches no existing memory.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            base: NonNull::new(raw.cast()).ok_or_else(|| io::Error::other("mmap returned null"))?,
+            len,
+        })
+    }
+
+    /// Whether `offset .. offset + len` lies inside the mapping.
+    pub(crate) fn contains(&self, offset: usize, len: usize) -> bool {
+        offset <= self.len && len <= self.len - offset
+    }
+
+    /// The 8-byte word at `offset` (8-aligned, inside), read atomically (acquire).
+    pub(crate) fn load_u64(&self, offset: usize) -> Option<u64> {
+        if offset % 8 != 0 || !self.contains(offset, 8) {
+            return None;
+        }
+        // SAFETY: inside the mapping and 8-aligned (the mapping is page-aligned); the memory is
+        // shared with the peer, which writes such words atomically; an atomic load of read-only
+        // memory is a plain load on the targets Linux supports for this crate.
+        Some(unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast()) }.load(Ordering::Acquire))
+    }
+
+    /// Copies `out.len()` bytes at `offset` out of the mapping (read once: the copy is what
+    /// gets validated). `None` if the range is outside.
+    pub(crate) fn copy_out(&self, offset: usize, out: &mut [u8]) -> Option<()> {
+        if !self.contains(offset, out.len()) {
+            return None;
+        }
+        for (i, b) in out.iter_mut().enumerate() {
+            // SAFETY: the source byte is inside the mapping (range checked above); volatile,
+            // since the peer may be writing it.
+            *b = unsafe { self.base.as_ptr().add(offset + i).read_volatile() };
+        }
+        Some(())
+    }
+
+    /// The whole mapping as bytes, for in-place decoding (see the type's docs).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `base .. base + len` is mapped readable for the life of `self`.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `map_readonly` made; every slice handed out
+        // borrows `self`, so none outlives it.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// A word of this process's own shared memory (in its pool's memfd) that the peer reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OwnWord {
+    ptr: NonNull<u64>,
+}
+
+// SAFETY: points into pool memory the connection keeps alive (it holds the buffer); accessed
+// atomically only.
+unsafe impl Send for OwnWord {}
+
+impl OwnWord {
+    /// The 8-byte word at `offset` of `area`.
+    ///
+    /// # Panics
+    /// If the word is not inside `area` or not 8-aligned (a bug in this crate, not peer input).
+    pub(crate) fn new(area: &mut [u8], offset: usize) -> OwnWord {
+        let word = &mut area[offset..offset + 8];
+        assert_eq!(word.as_ptr().addr() % 8, 0, "shared words are 8-aligned");
+        OwnWord {
+            ptr: NonNull::from(word).cast(),
+        }
+    }
+
+    fn atomic(&self) -> &AtomicU64 {
+        // SAFETY: 8-aligned, inside a pool buffer the connection owns for as long as it uses
+        // this word; only accessed atomically, here and by the peer.
+        unsafe { AtomicU64::from_ptr(self.ptr.as_ptr()) }
+    }
+
+    pub(crate) fn store(&self, value: u64) {
+        self.atomic().store(value, Ordering::Release);
+    }
+}
+
+/// Sends `data` and the descriptors `fds` in one message on `sock`.
+pub(crate) fn send_fds(sock: &UnixStream, data: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    let raw: Vec<i32> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+    let payload = mem::size_of_val(raw.as_slice()) as u32;
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(payload) } as usize;
+    let mut control = vec![0u64; space.div_ceil(8)];
+    let iov = [IoSlice::new(data)];
+    // SAFETY: a zeroed `msghdr` is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_iov = iov.as_ptr().cast_mut().cast();
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: `msg` names `control`, which has room for one cmsg of `payload` bytes.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(payload) as usize;
+        std::ptr::copy_nonoverlapping(raw.as_ptr(), libc::CMSG_DATA(cmsg).cast::<i32>(), raw.len());
+    }
+    // SAFETY: `msg` points at live buffers for the duration of the call.
+    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != data.len() {
+        return Err(io::Error::other("short write of the setup message"));
+    }
+    Ok(())
+}
+
+/// Receives one message of exactly `data.len()` bytes with up to `max_fds` descriptors.
+pub(crate) fn recv_fds(sock: &UnixStream, data: &mut [u8], max_fds: usize) -> io::Result<Vec<OwnedFd>> {
+    let payload = (max_fds * mem::size_of::<i32>()) as u32;
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE(payload) } as usize;
+    let mut control = vec![0u64; space.div_ceil(8)];
+    let mut iov = [IoSliceMut::new(data)];
+    // SAFETY: a zeroed `msghdr` is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr().cast();
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: `msg` points at live, writable buffers for the duration of the call.
+    let n = unsafe {
+        libc::recvmsg(
+            sock.as_raw_fd(),
+            &mut msg,
+            libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut fds = Vec::new();
+    // SAFETY: the kernel filled `msg`; the CMSG macros stay within `msg_controllen`.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let data = libc::CMSG_DATA(cmsg).cast::<i32>();
+                for i in 0..bytes / mem::size_of::<i32>() {
+                    // Each received descriptor is new and ours alone.
+                    fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(io::Error::other("the peer sent more descriptors than expected"));
+    }
+    if n as usize != data.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "short setup message",
+        ));
+    }
+    Ok(fds)
+}
+
+/// A new non-blocking eventfd (a doorbell).
+pub(crate) fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: creates a new descriptor.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Rings a doorbell.
+pub(crate) fn ring(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: writes 8 bytes from a live buffer.
+    let n = unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), 8) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        // A full counter still wakes the reader.
+        if e.kind() != io::ErrorKind::WouldBlock {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Clears a doorbell (non-blocking).
+pub(crate) fn drain(fd: BorrowedFd<'_>) {
+    let mut buf = [0u8; 8];
+    // SAFETY: reads at most 8 bytes into a live buffer.
+    let _ = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+}
+
+/// Waits until `doorbell` is readable or `socket` is readable/hung up, or `timeout_ms` passes.
+/// Returns whether the socket signalled (the peer closed or died).
+pub(crate) fn wait(doorbell: BorrowedFd<'_>, socket: BorrowedFd<'_>, timeout_ms: i32) -> io::Result<bool> {
+    let mut fds = [
+        libc::pollfd {
+            fd: doorbell.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: socket.as_fd().as_raw_fd(),
+            events: libc::POLLIN | libc::POLLRDHUP,
+            revents: 0,
+        },
+    ];
+    // SAFETY: two valid `pollfd`s for the duration of the call.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(fds[1].revents != 0)
+}
