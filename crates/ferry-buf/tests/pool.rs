@@ -290,3 +290,43 @@ fn shared_pool_memory_is_visible_through_its_memfd() {
     let private = Pool::new(small_config()).unwrap();
     assert!(private.memfd().is_none());
 }
+
+/// Regression: creating a shared pool with `huge_pages` on a machine without free hugetlb
+/// pages used to attempt a `MAP_FIXED` hugetlb mapping over the fresh reservation; its failure
+/// left a hole that another thread's mapping could take, and restoring the reservation then
+/// clobbered that mapping (a SIGSEGV in a concurrent test). Pools made on many threads at once
+/// must keep every buffer intact.
+#[test]
+#[cfg_attr(miri, ignore = "memfd needs the Linux backend")]
+fn shared_pools_created_concurrently_never_clobber_each_other() {
+    let threads: Vec<_> = (0..4u8)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for round in 0..20u8 {
+                    let pool = Pool::new(PoolConfig {
+                        shared: round % 2 == 0,
+                        huge_pages: true,
+                        region_size: 2 << 20,
+                        max_bytes: 16 << 20,
+                        mlock: false,
+                    })
+                    .unwrap();
+                    let bufs: Vec<_> = (0..8usize)
+                        .map(|i| {
+                            let mut b = pool.alloc(4096 << (i % 4)).unwrap();
+                            let len = b.capacity();
+                            b.capacity_mut().fill(t ^ round);
+                            b.set_len(len);
+                            b.freeze()
+                        })
+                        .collect();
+                    std::thread::yield_now();
+                    assert!(bufs.iter().all(|b| b.iter().all(|&x| x == t ^ round)));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}

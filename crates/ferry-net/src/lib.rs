@@ -82,6 +82,7 @@ mod sender;
 mod sys;
 #[cfg(feature = "tokio")]
 mod tokio;
+mod transport;
 
 pub use completions::CompletionCounters;
 pub use config::{Config, Mode};
@@ -94,3 +95,4 @@ pub use receiver::Receiver;
 pub use sender::{Raw, SendStats, Sender};
 #[cfg(feature = "tokio")]
 pub use tokio::AsyncConnection;
+pub use transport::{Received, Transport};

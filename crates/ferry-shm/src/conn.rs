@@ -813,3 +813,37 @@ impl Drop for ShmConnection {
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
     }
 }
+
+impl ferry_net::Transport for ShmConnection {
+    type Frame = ShmFrame;
+
+    fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
+        ShmConnection::send(self, meta, msg)
+    }
+
+    fn send_raw(&mut self, meta: Meta, raw: Raw<'_>) -> Result<(), NetError> {
+        ShmConnection::send_raw(self, meta, raw)
+    }
+
+    fn flush(&mut self) -> Result<(), NetError> {
+        ShmConnection::flush(self)
+    }
+
+    fn recv(&mut self) -> Result<ShmFrame, NetError> {
+        ShmConnection::recv(self)
+    }
+}
+
+impl ferry_net::Received for ShmFrame {
+    fn meta(&self) -> Meta {
+        self.meta
+    }
+
+    fn raw(&self) -> Option<&[u8]> {
+        ShmFrame::raw(self)
+    }
+
+    fn view(&self, desc: &'static MessageDesc, limits: &Limits) -> Result<View<'_>, DecodeError> {
+        ShmFrame::view(self, desc, limits)
+    }
+}

@@ -86,23 +86,26 @@ impl Reservation {
             memfd: None,
         };
         if shared {
-            // Hugetlb first: a shared hugetlb mapping reserves its pages when it is made, so
-            // a shortage fails here rather than as SIGBUS on first touch.
-            let hugetlb = huge && len % HUGE_PAGE == 0 && region_size % HUGE_PAGE == 0;
-            let mapped = if hugetlb {
-                // SAFETY: `base..base + len` is the reservation just made; nothing uses it.
-                unsafe { map_memfd(base, len, libc::MFD_HUGETLB | libc::MFD_HUGE_2MB) }
-                    .ok()
-                    .map(|fd| (fd, true))
+            // Hugetlb only if the pages are there and the file can reserve them: the probe maps
+            // it at an address of the kernel's choosing, so a failure disturbs nothing (a
+            // failed MAP_FIXED over the reservation could leave a hole another thread's mapping
+            // might take).
+            let hugetlb = huge
+                && len % HUGE_PAGE == 0
+                && region_size % HUGE_PAGE == 0
+                && hugetlb_pages_available() >= len / HUGE_PAGE;
+            let fd = if hugetlb {
+                create_memfd(len, true).ok()
             } else {
                 None
             };
-            let mapped = match mapped {
-                Some(mapped) => mapped,
-                // SAFETY: as above (a failed hugetlb attempt left the reservation in place).
-                None => (unsafe { map_memfd(base, len, 0) }?, false),
+            let (fd, hugetlb) = match fd {
+                Some(fd) => (fd, true),
+                None => (create_memfd(len, false)?, false),
             };
-            reservation.memfd = Some(mapped);
+            // SAFETY: `base..base + len` is the reservation just made; nothing uses it.
+            unsafe { map_memfd(base, len, &fd) }?;
+            reservation.memfd = Some((fd, hugetlb));
         }
         Ok(reservation)
     }
@@ -143,9 +146,10 @@ impl Reservation {
             if unsafe { map_fixed(ptr, len, libc::MAP_HUGETLB | libc::MAP_HUGE_2MB) }.is_ok() {
                 pages = Some(PageKind::Huge2M);
             } else {
-                // Another process took the pages between the check and the mmap. Linux >= 6.12
-                // keeps the old mapping on a failed MAP_FIXED; older kernels may leave a hole,
-                // which this closes again (the window is a few instructions long).
+                // Another process took the pages between the check and the mmap. A failed
+                // MAP_FIXED can leave a hole (seen on 6.18 for a failed hugetlb reservation),
+                // which this closes again; the window is a few instructions long, and only opens
+                // when the free-page count said the mapping would succeed.
                 // SAFETY: as above, the range is ours and unused.
                 unsafe { reserve_fixed(ptr, len) }?;
             }
@@ -207,12 +211,15 @@ impl Drop for Reservation {
     }
 }
 
-/// Creates a memfd of `len` bytes (`flags` added to `MFD_CLOEXEC`) and maps it `MAP_SHARED`,
-/// `PROT_NONE`, over `ptr..ptr + len`.
-///
-/// # Safety
-/// `ptr..ptr + len` must be this process's reservation and hold no live data.
-unsafe fn map_memfd(ptr: NonNull<u8>, len: usize, flags: libc::c_uint) -> Result<OwnedFd, PoolError> {
+/// A memfd of `len` bytes; with `hugetlb`, backed by 2 MiB pages, and checked to reserve all
+/// of them (a shared hugetlb mapping reserves its file's pages when made, and the reservation
+/// stays with the file).
+fn create_memfd(len: usize, hugetlb: bool) -> Result<OwnedFd, PoolError> {
+    let flags = if hugetlb {
+        libc::MFD_HUGETLB | libc::MFD_HUGE_2MB
+    } else {
+        0
+    };
     // SAFETY: a NUL-terminated name; the call creates a new file descriptor.
     let raw = unsafe { libc::memfd_create(c"ferry-pool".as_ptr(), libc::MFD_CLOEXEC | flags) };
     if raw < 0 {
@@ -225,6 +232,32 @@ unsafe fn map_memfd(ptr: NonNull<u8>, len: usize, flags: libc::c_uint) -> Result
     if unsafe { libc::ftruncate(fd.as_raw_fd(), size) } != 0 {
         return Err(os_error("ftruncate of the pool memfd"));
     }
+    if hugetlb {
+        // SAFETY: a new mapping at an address the kernel chooses; touches no existing memory.
+        let probe = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_NONE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if probe == libc::MAP_FAILED {
+            return Err(os_error("reserving huge pages for the pool memfd"));
+        }
+        // SAFETY: unmaps exactly the probe mapping made above.
+        unsafe { libc::munmap(probe, len) };
+    }
+    Ok(fd)
+}
+
+/// Maps `fd` (`len` bytes) `MAP_SHARED`, `PROT_NONE`, over `ptr..ptr + len`.
+///
+/// # Safety
+/// `ptr..ptr + len` must be this process's reservation and hold no live data.
+unsafe fn map_memfd(ptr: NonNull<u8>, len: usize, fd: &OwnedFd) -> Result<(), PoolError> {
     // SAFETY: the caller guarantees the range is ours and unused; MAP_FIXED replaces it with
     // the (inaccessible until mprotect) shared mapping.
     let got = unsafe {
@@ -244,7 +277,7 @@ unsafe fn map_memfd(ptr: NonNull<u8>, len: usize, flags: libc::c_uint) -> Result
         unsafe { reserve_fixed(ptr, len) }?;
         return Err(error);
     }
-    Ok(fd)
+    Ok(())
 }
 
 /// Maps `len` anonymous read-write bytes at `ptr`, replacing what is there.
