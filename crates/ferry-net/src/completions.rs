@@ -63,10 +63,21 @@ impl Completions {
         id
     }
 
-    /// Holds a written batch until every call up to its last one (`last_id`) completes.
-    pub(crate) fn hold(&mut self, last_id: u32, written: Written) {
+    /// Holds a written batch until every call up to its last one (`last_id`) completes, or
+    /// hands it straight to `release` if they already have (io_uring can post a notification
+    /// before the batch's last send returns).
+    pub(crate) fn hold(&mut self, last_id: u32, written: Written, release: impl FnOnce(Written)) {
+        if before(last_id, self.low) {
+            release(written);
+            return;
+        }
         self.held_bytes += written.bytes;
         self.held.push_back(Held { last_id, written });
+    }
+
+    /// Batches held for the kernel.
+    pub(crate) fn held_batches(&self) -> usize {
+        self.held.len()
     }
 
     /// Bytes held for the kernel.
@@ -153,8 +164,8 @@ mod tests {
         let mut c = Completions::default();
         let (a, b, d) = (c.next_call(), c.next_call(), c.next_call());
         assert_eq!((a, b, d), (0, 1, 2));
-        c.hold(a, written(&pool, 10));
-        c.hold(d, written(&pool, 20));
+        c.hold(a, written(&pool, 10), drop);
+        c.hold(d, written(&pool, 20), drop);
         assert_eq!(c.held_bytes(), 30);
         let mut released = Vec::new();
         // Out of order: 2 first. Batch (last id 2) must wait for 0 and 1.
@@ -188,8 +199,8 @@ mod tests {
         let mut c = Completions::starting_at(u32::MAX - 1);
         let ids: Vec<u32> = (0..4).map(|_| c.next_call()).collect();
         assert_eq!(ids, [u32::MAX - 1, u32::MAX, 0, 1]);
-        c.hold(ids[1], written(&pool, 1));
-        c.hold(ids[3], written(&pool, 2));
+        c.hold(ids[1], written(&pool, 1), drop);
+        c.hold(ids[3], written(&pool, 2), drop);
         let mut released = Vec::new();
         c.complete(u32::MAX - 1, 0, true, |w| released.push(w.bytes));
         assert_eq!(released, [1]);
@@ -197,5 +208,27 @@ mod tests {
         c.complete(1, 1, true, |w| released.push(w.bytes));
         assert_eq!(released, [1, 2]);
         assert_eq!(c.counters().completed, 7);
+    }
+
+    /// Regression: io_uring reaps a request's notification while waiting for its result, so
+    /// the completion can arrive before the batch is held. The batch must be released at once,
+    /// not held for ever (`wait_idle` hung).
+    #[test]
+    fn a_batch_completed_before_it_is_held_is_released_at_once() {
+        let pool = Pool::new(PoolConfig {
+            region_size: 1 << 20,
+            max_bytes: 8 << 20,
+            ..PoolConfig::default()
+        })
+        .unwrap();
+        let mut c = Completions::default();
+        let id = c.next_call();
+        c.complete(id, id, true, drop);
+        let mut released = Vec::new();
+        c.hold(id, written(&pool, 5), |w| released.push(w.bytes));
+        assert_eq!(released, [5]);
+        assert!(c.is_idle());
+        assert_eq!(c.held_bytes(), 0);
+        assert_eq!(pool.stats().buffers_outstanding(), 0);
     }
 }

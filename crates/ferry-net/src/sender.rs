@@ -17,6 +17,9 @@ use crate::sys::uring::Ring;
 use crate::sys::{Iovecs, socket};
 use crate::{Config, Mode, NetError, probe};
 
+/// Zero-copy batches held before the sender collects completions without being asked.
+const COLLECT_EVERY: usize = 8;
+
 /// A payload that is not a Ferry message: what the baselines (prost, FlatBuffers, Cap'n Proto)
 /// send over the same transport.
 #[derive(Debug, Clone, Copy)]
@@ -336,13 +339,25 @@ impl Sender {
             let written = self.queue.take_written().expect("advance said done");
             self.stats.batches += 1;
             self.release_or_hold(written);
+            // Collect MSG_ZEROCOPY completions every few batches (one `recvmsg` that returns at
+            // once when there are none), so buffers go back to the pool promptly and auto's
+            // probe sees the kernel's verdict early. io_uring reaps them with every submission.
+            if self.ring.is_none() && self.zc.held_batches() >= COLLECT_EVERY {
+                match self.completions(false) {
+                    Ok(()) | Err(NetError::WouldBlock) => {}
+                    Err(e) => return Err(e),
+                }
+            }
         }
         Ok(())
     }
 
     fn release_or_hold(&mut self, written: Written) {
         match self.batch_zc.take() {
-            Some(last) => self.zc.hold(last, written),
+            Some(last) => {
+                let queue = &mut self.queue;
+                self.zc.hold(last, written, |w| queue.recycle(w.segs));
+            }
             None => self.queue.recycle(written.segs),
         }
     }
