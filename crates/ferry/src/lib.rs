@@ -7,7 +7,7 @@
 //!
 //! This crate is the one applications depend on: it re-exports the memory layer
 //! ([`buf`], `ferry-buf`), the wire format ([`wire`], `ferry-wire`) and the TCP datapath
-//! ([`net`], `ferry-net`). The schema compiler is `ferry-build`, used from `build.rs`.
+//! ([`net`], `ferry-net`) and the shared-memory transport ([`shm`], `ferry-shm`). The schema compiler is `ferry-build`, used from `build.rs`.
 //!
 //! ```
 //! use ferry::{Context, Pool, PoolConfig, Serialize};
@@ -37,6 +37,7 @@ pub mod sample;
 pub use ferry_buf as buf;
 pub use ferry_buf::{BufMut, Pool, PoolConfig, PoolError, SharedBuf};
 pub use ferry_net as net;
+pub use ferry_shm as shm;
 pub use ferry_wire as wire;
 pub use ferry_wire::{
     Arena, Context, DecodeError, Encode, EncodeError, HybridBytes, HybridStr, Layout, Limits, Serialize, View,
