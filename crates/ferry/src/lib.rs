@@ -6,8 +6,9 @@
 //! referenced value; decoding validates once and then reads fields in place.
 //!
 //! This crate is the one applications depend on: it re-exports the memory layer
-//! ([`buf`], `ferry-buf`), the wire format ([`wire`], `ferry-wire`) and the TCP datapath
-//! ([`net`], `ferry-net`) and the shared-memory transport ([`shm`], `ferry-shm`). The schema compiler is `ferry-build`, used from `build.rs`.
+//! ([`buf`], `ferry-buf`), the wire format ([`wire`], `ferry-wire`), the TCP datapath
+//! ([`net`], `ferry-net`) and the shared-memory transport ([`shm`], `ferry-shm`). The schema
+//! compiler is `ferry-build`, used from `build.rs`.
 //!
 //! ```
 //! use ferry::{Context, Pool, PoolConfig, Serialize};
