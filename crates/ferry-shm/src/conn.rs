@@ -229,6 +229,7 @@ pub struct ShmConnection {
     queue: VecDeque<ShmFrame>,
     releases: Rc<RefCell<Releases>>,
     failed: bool,
+    spins: u32,
     stats: ShmStats,
 }
 
@@ -324,6 +325,7 @@ impl ShmConnection {
             queue: VecDeque::new(),
             releases: Rc::default(),
             failed: false,
+            spins: 0,
             stats: ShmStats::default(),
         })
     }
@@ -389,9 +391,9 @@ impl ShmConnection {
         Ok(())
     }
 
-    fn header(&mut self, meta: Meta, len: usize, ferry: bool) -> MsgHeader {
+    /// The header of the next message; `send_seq` advances only once it is queued.
+    fn header(&self, meta: Meta, len: usize, ferry: bool) -> MsgHeader {
         let implicit = meta.request_id == self.send_seq;
-        self.send_seq += 1;
         MsgHeader {
             len: len as u32,
             kind: meta.kind,
@@ -423,6 +425,7 @@ impl ShmConnection {
         let block_offset = pool.offset_of(block).expect("pool memory");
         let (mut referenced, mut copied) = (0u64, 0u64);
         let mut lost = None;
+        let held_before = held.len();
         let out = &mut block.capacity_mut()[at..at + MSG_HEADER_LEN + layout.head_len];
         header.write(out);
         let written = msg.write_head_in(
@@ -451,11 +454,13 @@ impl ShmConnection {
                 Some(offset)
             },
         );
-        if let Some(e) = lost {
-            return Err(e.into());
+        if let Err(e) = lost.map_or(written.map_err(NetError::from), |e| Err(e.into())) {
+            // Nothing was queued: the message's id is not used, its values not held.
+            self.held.truncate(held_before);
+            return Err(e);
         }
-        written?;
         block.set_len(at + message_space(layout.head_len));
+        self.send_seq += 1;
         self.block_count += 1;
         self.stats.messages_sent += 1;
         self.stats.bytes_referenced += referenced;
@@ -498,6 +503,7 @@ impl ShmConnection {
             pos += part.len();
         }
         block.set_len(at + message_space(len));
+        self.send_seq += 1;
         self.block_count += 1;
         self.stats.messages_sent += 1;
         if self
@@ -735,6 +741,15 @@ impl ShmConnection {
     fn wait(&mut self, since: Instant) -> Result<(), NetError> {
         if since.elapsed() < self.config.spin {
             std::hint::spin_loop();
+            self.spins = self.spins.wrapping_add(1);
+            // A peer that dies sets no flag: look at the socket now and then, even when
+            // configured never to sleep.
+            if self.spins % 4096 == 0 && sys::hung_up(self.sock.as_fd()) {
+                return Err(self.fail(NetError::io(
+                    "peer",
+                    io::Error::from(io::ErrorKind::ConnectionReset),
+                )));
+            }
             return Ok(());
         }
         self.own(SLEEPING).store(1);
@@ -805,9 +820,8 @@ impl ShmConnection {
 
 impl Drop for ShmConnection {
     fn drop(&mut self) {
-        if !self.failed {
-            let _ = self.flush();
-        }
+        // Unflushed messages are discarded, as a TCP connection's queued frames are: flushing
+        // here could wait for credits for ever.
         self.own(CLOSED).store(1);
         self.wake();
         let _ = self.sock.shutdown(std::net::Shutdown::Both);

@@ -284,3 +284,16 @@ pub(crate) fn wait(doorbell: BorrowedFd<'_>, socket: BorrowedFd<'_>, timeout_ms:
     }
     Ok(fds[1].revents != 0)
 }
+
+/// Whether the peer has closed `socket` (it never sends after the handshake, so readable
+/// means end of stream). Does not wait.
+pub(crate) fn hung_up(socket: BorrowedFd<'_>) -> bool {
+    let mut fd = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN | libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid `pollfd` for the duration of the call.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n > 0 && fd.revents & (libc::POLLHUP | libc::POLLRDHUP | libc::POLLERR) != 0
+}

@@ -1,0 +1,68 @@
+//! One test per bug found in the shared-memory transport.
+
+use std::thread;
+
+use ferry::sample::{RECORD, Record};
+use ferry_buf::{Pool, PoolConfig};
+use ferry_net::{Meta, NetError};
+use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
+use ferry_wire::{Context, DynamicMessage, EncodeError, FieldDesc, Kind, Label, Limits, MessageDesc};
+
+static REQUIRED: MessageDesc = MessageDesc::new(
+    "regressions.Required",
+    &[FieldDesc {
+        name: "x",
+        number: 1,
+        kind: Kind::Int32,
+        label: Label::Required,
+        oneof: None,
+    }],
+    false,
+);
+
+fn shared_pool() -> Pool {
+    Pool::new(PoolConfig {
+        shared: true,
+        max_bytes: 32 << 20,
+        region_size: 2 << 20,
+        mlock: false,
+        ..PoolConfig::default()
+    })
+    .unwrap()
+}
+
+/// A send that fails (here: a required field unset) used to consume an implicit request id, so
+/// the receiver, which counts only messages that arrive, numbered every later message one
+/// lower than the sender had.
+#[test]
+fn a_failed_send_does_not_consume_an_implicit_request_id() {
+    let path = std::env::temp_dir().join(format!("ferry-shm-regression-ids-{}", std::process::id()));
+    let listener = ShmListener::bind(&path).unwrap();
+    let receiver = thread::spawn(move || {
+        let pool = shared_pool();
+        let mut conn = listener.accept(&pool, &ShmConfig::default()).unwrap();
+        let frame = conn.recv().unwrap();
+        let limits = Limits {
+            max_message_len: 1 << 30,
+            ..Limits::default()
+        };
+        frame.view(&RECORD, &limits).unwrap();
+        frame.meta().request_id
+    });
+    let pool = shared_pool();
+    let mut conn = ShmConnection::connect(&path, &pool, &ShmConfig::default()).unwrap();
+    let incomplete = DynamicMessage::new(&REQUIRED);
+    let id = conn.next_request_id();
+    match conn.send(Meta::new(1, id), &incomplete) {
+        Err(NetError::Encode(EncodeError::MissingRequired { field: "x" })) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(conn.next_request_id(), id, "the failed send used no id");
+    let ctx = Context::new(pool.clone());
+    let mut rec = Record::new(&ctx);
+    rec.set_key(&b"k"[..]);
+    conn.send(Meta::new(1, conn.next_request_id()), &rec).unwrap();
+    conn.flush().unwrap();
+    assert_eq!(receiver.join().unwrap(), id);
+    assert_eq!(conn.stats().messages_sent, 1);
+}
