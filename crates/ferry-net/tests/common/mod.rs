@@ -1,0 +1,445 @@
+//! Helpers shared by ferry-net's integration tests: pools, socket pairs, a seeded RNG, a
+//! deadlock guard, `poll(2)`, child processes (the test binary re-executed in a role) and
+//! network namespaces.
+//!
+//! Every test binary compiles this module and uses a part of it.
+#![allow(dead_code)]
+
+pub mod records;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ferry_buf::{Pool, PoolConfig};
+use ferry_net::{Config, Connection};
+
+/// How long any one test may take before the deadlock guard fails it. Not a performance
+/// threshold: every test here finishes in a small fraction of it.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The environment variable that tells a re-executed test binary which role to play.
+pub const ROLE_VAR: &str = "FERRY_NET_TEST_ROLE";
+
+/// Set (to anything) to make a test that cannot create network namespaces fail instead of
+/// skipping. CI sets it.
+pub const REQUIRE_NETNS_VAR: &str = "FERRY_NET_REQUIRE_NETNS";
+
+/// A pool like the default one (8 MiB regions) with a smaller address reservation.
+pub fn pool() -> Pool {
+    Pool::new(PoolConfig {
+        region_size: 8 << 20,
+        max_bytes: 512 << 20,
+        ..PoolConfig::default()
+    })
+    .expect("pool")
+}
+
+/// A connected loopback pair: (client, server), each with its own pool and config.
+pub fn pair(
+    client_pool: &Pool,
+    client_config: &Config,
+    server_pool: &Pool,
+    server_config: &Config,
+) -> (Connection, Connection) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let client = TcpStream::connect(listener.local_addr().unwrap()).expect("connect");
+    let (server, _) = listener.accept().expect("accept");
+    (
+        Connection::new(client, client_pool, client_config).expect("client connection"),
+        Connection::new(server, server_pool, server_config).expect("server connection"),
+    )
+}
+
+/// A raw client stream and the server-side connection it talks to.
+pub fn raw_pair(server_pool: &Pool, server_config: &Config) -> (TcpStream, Connection) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let client = TcpStream::connect(listener.local_addr().unwrap()).expect("connect");
+    client.set_nodelay(true).unwrap();
+    let (server, _) = listener.accept().expect("accept");
+    (
+        client,
+        Connection::new(server, server_pool, server_config).expect("server connection"),
+    )
+}
+
+/// Buffers a pool has handed out and not got back.
+pub fn outstanding(pool: &Pool) -> usize {
+    pool.stats().buffers_outstanding()
+}
+
+/// SplitMix64: a small, seeded, reproducible generator.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..hi` (`hi > lo`).
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        assert!(hi > lo);
+        lo + (self.u64() % (hi - lo) as u64) as usize
+    }
+
+    /// True with probability `num / den`.
+    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.u64() % den < num
+    }
+
+    /// `len` random bytes.
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len + 8);
+        while out.len() < len {
+            out.extend_from_slice(&self.u64().to_le_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+
+    /// Random bytes, of a random length in `lo..hi`.
+    pub fn bytes_in(&mut self, lo: usize, hi: usize) -> Vec<u8> {
+        let len = self.range(lo, hi);
+        self.bytes(len)
+    }
+
+    /// One element of `items`.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.range(0, items.len())]
+    }
+}
+
+/// The seed for randomized tests: `FERRY_NET_SEED` if set (to reproduce a failure), else
+/// `default`. Printed, so that a failing run names it.
+pub fn seed(default: u64) -> u64 {
+    let seed = std::env::var("FERRY_NET_SEED")
+        .ok()
+        .map(|s| s.parse().expect("FERRY_NET_SEED must be a u64"))
+        .unwrap_or(default);
+    eprintln!("seed {seed} (set FERRY_NET_SEED to reproduce)");
+    seed
+}
+
+/// Runs `f` on its own thread and fails the test if it does not finish within [`DEADLINE`]
+/// (a deadlock guard, not a timing check). Panics in `f` propagate.
+pub fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let handle = thread::Builder::new()
+        .name(what.to_owned())
+        .spawn(move || {
+            // Dropped on return and on panic: either way the waiter wakes.
+            let _done = done_tx;
+            f()
+        })
+        .expect("spawn");
+    match done_rx.recv_timeout(DEADLINE) {
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("deadlock guard: {what} did not finish within {DEADLINE:?}")
+        }
+        _ => match handle.join() {
+            Ok(v) => v,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+    }
+}
+
+/// `poll(2)` on `fds` with the deadline as timeout; panics (deadlock guard) if nothing becomes
+/// ready in time. Returns the number of ready descriptors.
+#[allow(unsafe_code)]
+pub fn poll(fds: &mut [libc::pollfd]) -> usize {
+    loop {
+        // SAFETY: `fds` is an exclusively borrowed, initialized array of `pollfd` whose length
+        // is passed with it; the kernel writes only `revents` inside it.
+        let n = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                DEADLINE.as_millis() as i32,
+            )
+        };
+        if n > 0 {
+            return n as usize;
+        }
+        if n == 0 {
+            panic!("deadlock guard: no descriptor became ready within {DEADLINE:?}");
+        }
+        let e = std::io::Error::last_os_error();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "poll: {e}");
+    }
+}
+
+/// A `pollfd` for `fd` and `events`.
+pub fn pollfd(fd: &impl AsFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd: fd.as_fd().as_raw_fd(),
+        events,
+        revents: 0,
+    }
+}
+
+/// Waits until at least `n` bytes are queued for reading on `sock` (peeked, not consumed), so
+/// that the next read sees them all at once. A deadlock guard bounds the wait.
+pub fn wait_queued(sock: &impl AsFd, n: usize) {
+    let stream = TcpStream::from(sock.as_fd().try_clone_to_owned().expect("dup"));
+    let mut buf = vec![0; n];
+    let start = Instant::now();
+    loop {
+        match stream.peek(&mut buf) {
+            Ok(k) if k >= n => return,
+            Ok(_) => thread::yield_now(),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let mut fds = [pollfd(&stream, libc::POLLIN)];
+                poll(&mut fds);
+            }
+            Err(e) => panic!("peek: {e}"),
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "deadlock guard: {n} bytes never arrived"
+        );
+    }
+}
+
+/// This test binary, re-executed to run only `test` in the role `role` (see [`ROLE_VAR`]),
+/// optionally inside network namespace `netns` (through `ip netns exec`).
+pub fn self_command(test: &str, role: &str, netns: Option<&str>) -> Command {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(ROLE_VAR, role)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// The role this process was started in, if it is a re-executed child.
+pub fn role() -> Option<String> {
+    std::env::var(ROLE_VAR).ok()
+}
+
+/// A child process that is killed (if still running) and reaped when dropped. Its stdout is
+/// read line by line; its stderr is collected for failure messages.
+pub struct ChildProc {
+    name: String,
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: Option<thread::JoinHandle<String>>,
+}
+
+impl ChildProc {
+    /// Spawns `cmd` (stdout and stderr piped).
+    pub fn spawn(name: &str, mut cmd: Command) -> ChildProc {
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let stdout: ChildStdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut err = child.stderr.take().expect("piped stderr");
+        let stderr = Some(thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        }));
+        ChildProc {
+            name: name.to_owned(),
+            child,
+            lines,
+            stderr,
+        }
+    }
+
+    /// The rest of the first stdout line that contains `prefix`, after it (earlier lines are
+    /// skipped; the test harness may print on the same line first). Fails if the child ends,
+    /// or the deadline passes, first.
+    pub fn expect_line(&mut self, prefix: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let left = DEADLINE.saturating_sub(start.elapsed());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(at) = line.find(prefix) {
+                        return line[at + prefix.len()..].trim().to_owned();
+                    }
+                }
+                Err(_) => {
+                    let _ = self.child.kill();
+                    let status = self.child.wait();
+                    let stderr = self.stderr_text();
+                    panic!(
+                        "{}: no line with {prefix:?} ({status:?}); stderr:\n{stderr}",
+                        self.name
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every remaining stdout line (the child must have exited or be about to).
+    pub fn remaining_lines(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(DEADLINE) {
+            out.push(line);
+        }
+        out
+    }
+
+    /// `SIGKILL`s the child and reaps it.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("wait");
+    }
+
+    /// Waits for the child to exit (deadlock guard: killed and failed after the deadline).
+    pub fn wait(&mut self) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            if start.elapsed() > DEADLINE {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let stderr = self.stderr_text();
+                panic!(
+                    "deadlock guard: {} did not exit within {DEADLINE:?}; stderr:\n{stderr}",
+                    self.name
+                );
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Waits for the child and fails the test, with its stderr, unless it succeeded.
+    pub fn wait_success(&mut self) {
+        let status = self.wait();
+        if !status.success() {
+            let stderr = self.stderr_text();
+            panic!("{} failed ({status}); stderr:\n{stderr}", self.name);
+        }
+    }
+
+    /// What the child wrote to stderr (after it exited).
+    pub fn stderr_text(&mut self) -> String {
+        self.stderr
+            .take()
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for ChildProc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `ip` with `args`: its stdout, or why it failed.
+pub fn ip(args: &[&str]) -> Result<String, String> {
+    run("ip", args)
+}
+
+/// Runs `program` with `args`: its stdout, or why it failed.
+pub fn run(program: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                format!("`{program}` is not installed (Debian: apt-get install iproute2)")
+            } else {
+                format!("cannot run `{program}`: {e}")
+            }
+        })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "`{program} {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A network namespace this test created; deleted (with its interfaces) when dropped.
+#[derive(Debug)]
+pub struct Netns {
+    /// Its name (unique to this process).
+    pub name: String,
+}
+
+impl Netns {
+    /// Creates `ferrynet-<pid>-<tag>`.
+    pub fn create(tag: &str) -> Result<Netns, String> {
+        let name = format!("ferrynet-{}-{tag}", std::process::id());
+        // A namespace of this name can only be left over from an earlier process with the same
+        // pid that was killed before its guard ran.
+        let _ = ip(&["netns", "del", &name]);
+        ip(&["netns", "add", &name])?;
+        Ok(Netns { name })
+    }
+
+    /// Runs `program args` inside the namespace.
+    pub fn exec(&self, program: &str, args: &[&str]) -> Result<String, String> {
+        let mut all = vec!["netns", "exec", &self.name, program];
+        all.extend_from_slice(args);
+        ip(&all)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        if let Err(e) = ip(&["netns", "del", &self.name]) {
+            eprintln!("warning: could not delete network namespace {}: {e}", self.name);
+        }
+    }
+}
+
+/// Reports that a test could not run here. Loud, so that it is never mistaken for a pass; with
+/// [`REQUIRE_NETNS_VAR`] set it fails the test instead.
+pub fn skip(test: &str, reason: &str) {
+    if std::env::var_os(REQUIRE_NETNS_VAR).is_some() {
+        panic!("{test}: cannot run ({reason}) and {REQUIRE_NETNS_VAR} is set");
+    }
+    // Straight to the process's stderr: the test harness captures `eprintln!` of passing
+    // tests, and a skip must be seen.
+    let banner = "*".repeat(70);
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "\n{banner}\nSKIPPED: {test}: {reason}\n{banner}\n"
+    );
+}
