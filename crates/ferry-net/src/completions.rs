@@ -131,11 +131,13 @@ impl Completions {
         }
     }
 
-    /// Releases everything (the connection is closing).
-    pub(crate) fn clear(&mut self) {
-        self.held.clear();
+    /// Forgets every held batch without releasing its buffers: the kernel may still read
+    /// them, and leaking is the only safe end.
+    pub(crate) fn leak(&mut self) {
+        for held in self.held.drain(..) {
+            std::mem::forget(held.written);
+        }
         self.held_bytes = 0;
-        self.ahead.clear();
     }
 }
 

@@ -30,8 +30,10 @@ pub enum FrameError {
     },
 }
 
-/// What a connection operation can fail with. Every variant except [`NetError::WouldBlock`]
-/// closes the connection; its held buffers are released when it is dropped.
+/// What a connection operation can fail with. Errors of the socket and from the peer close
+/// the connection (later calls return [`NetError::Poisoned`]); [`NetError::WouldBlock`], and
+/// the errors about one outgoing frame ([`NetError::TooLong`], [`NetError::Encode`],
+/// [`NetError::Pool`] while queueing), leave it usable with nothing queued.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NetError {

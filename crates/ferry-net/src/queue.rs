@@ -397,6 +397,20 @@ impl SendQueue {
         None
     }
 
+    /// Whether frames are queued that are not being written yet.
+    pub(crate) fn has_filling(&self) -> bool {
+        self.fill.frames > 0
+    }
+
+    /// The writing batch, whatever was written of it (the connection is closing).
+    pub(crate) fn take_writing(&mut self) -> Option<Written> {
+        self.writing.take().map(|w| Written {
+            head: w.head,
+            segs: w.segs,
+            bytes: self.written_bytes,
+        })
+    }
+
     /// Returns an emptied segment vector for reuse.
     pub(crate) fn recycle(&mut self, mut segs: Vec<Seg>) {
         segs.clear();

@@ -128,8 +128,8 @@ impl FrameReader {
                     let next = self.next_buf()?;
                     debug_assert!(next.is_empty());
                     next.extend_from_slice(&cur[pos..]);
+                    // Not handed out: `offset` moves when their frame is.
                     self.counters.copied += len as u64;
-                    self.offset += len as u64;
                 }
                 self.cur = None;
                 self.pos = 0;

@@ -5,6 +5,7 @@ use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, SharedBuf};
 use ferry_wire::Serialize;
@@ -16,6 +17,10 @@ use crate::queue::{Placement, PushError, QueueCounters, SendQueue, Written};
 use crate::sys::uring::Ring;
 use crate::sys::{Iovecs, socket};
 use crate::{Config, Mode, NetError, probe};
+
+/// How long the reaper of a dropped sender waits for the kernel to release zero-copy buffers
+/// (it finishes as soon as they are; a peer that reads nothing for this long costs the leak).
+const REAP_LIMIT: Duration = Duration::from_secs(600);
 
 /// Zero-copy batches held before the sender collects completions without being asked.
 const COLLECT_EVERY: usize = 8;
@@ -180,14 +185,17 @@ impl Sender {
         if self.failed {
             return Err(NetError::Poisoned);
         }
+        if self.queue.is_full() {
+            // A non-blocking sender whose batch is at a cap queues nothing more until the
+            // previous batch is written (the queue stays bounded).
+            self.make_room()?;
+        }
         loop {
             match push(&mut self.queue) {
                 Ok(()) => break,
                 Err(PushError::Fatal(e)) => return Err(e),
-                Err(PushError::Full) => {
-                    // The staging buffer is out of room: write the batch, then try again.
-                    self.flush_inner()?;
-                }
+                // The staging buffer is out of room: write the batch, then try again.
+                Err(PushError::Full) => self.make_room()?,
             }
         }
         if self.queue.is_full() {
@@ -198,6 +206,16 @@ impl Sender {
             }
         }
         Ok(())
+    }
+
+    /// Writes until the filling batch is empty (it became the writing batch), or returns
+    /// `WouldBlock` in non-blocking mode if it could not.
+    fn make_room(&mut self) -> Result<(), NetError> {
+        match self.flush_inner() {
+            Ok(()) => Ok(()),
+            Err(NetError::WouldBlock) if !self.queue.has_filling() => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Writes every queued frame (waiting for the socket in blocking mode). Zero-copy buffers
@@ -227,10 +245,8 @@ impl Sender {
     }
 
     /// Collects zero-copy completions that have arrived, without waiting, releasing buffers.
+    /// Works after a failure too (the kernel still owes completions for what it held).
     pub fn poll_completions(&mut self) -> Result<(), NetError> {
-        if self.failed {
-            return Err(NetError::Poisoned);
-        }
         match self.completions(false) {
             Err(NetError::WouldBlock) => Ok(()),
             other => other,
@@ -367,12 +383,17 @@ impl Sender {
         let zc = &mut self.zc;
         let queue = &mut self.queue;
         if let Some(ring) = &mut self.ring {
-            let wait = wait && !zc.is_idle() && !self.nonblocking;
-            return ring
-                .reap(wait, &mut |id, copied| {
-                    zc.complete(id, id, copied, |w| queue.recycle(w.segs))
-                })
-                .map_err(|e| NetError::io("io_uring_enter", e));
+            let block = wait && !zc.is_idle() && !self.nonblocking;
+            ring.reap(block.then_some(Duration::from_secs(1)), &mut |id, copied| {
+                zc.complete(id, id, copied, |w| queue.recycle(w.segs))
+            })
+            .map_err(|e| NetError::io("io_uring_enter", e))?;
+            // Non-blocking: the caller polls `completion_fd` and calls again.
+            return if wait && self.nonblocking && !self.zc.is_idle() {
+                Err(NetError::WouldBlock)
+            } else {
+                Ok(())
+            };
         }
         loop {
             match socket::recv_completion(self.stream.as_fd()) {
@@ -396,8 +417,109 @@ impl Sender {
     fn fail(&mut self) {
         self.failed = true;
         let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        self.retire();
+        // After a reset the kernel has purged its queues and posted the completions already.
+        let nonblocking = std::mem::replace(&mut self.nonblocking, true);
+        let _ = self.completions(false);
+        self.nonblocking = nonblocking;
+    }
+
+    /// Drops every queued buffer the kernel has not seen. A batch that went out partly with
+    /// zero copy is the kernel's too: it joins the held batches, which are released only by
+    /// their completions (the kernel keeps sending from them after an error or a close, and
+    /// memory the pool handed out again would reach the peer).
+    fn retire(&mut self) {
+        if let Some(last) = self.batch_zc.take() {
+            if let Some(written) = self.queue.take_writing() {
+                let queue = &mut self.queue;
+                self.zc.hold(last, written, |w| queue.recycle(w.segs));
+            }
+        }
         self.queue.clear();
-        self.zc.clear();
+    }
+
+    /// The descriptor to poll for zero-copy completions in non-blocking mode: the io_uring
+    /// instance (readable) in [`Mode::Uring`], else the socket (`POLLERR`).
+    pub fn completion_fd(&self) -> BorrowedFd<'_> {
+        match &self.ring {
+            Some(ring) => ring.fd(),
+            None => self.stream.as_fd(),
+        }
+    }
+}
+
+impl Drop for Sender {
+    /// Zero-copy buffers the kernel still holds go to a reaper thread that keeps the socket
+    /// open, collects their completions and then releases them; dropping never blocks.
+    fn drop(&mut self) {
+        self.retire();
+        if self.zc.is_idle() {
+            return;
+        }
+        let mut reaper = Reaper {
+            stream: Arc::clone(&self.stream),
+            zc: std::mem::take(&mut self.zc),
+            ring: self.ring.take(),
+        };
+        reaper.collect(Duration::ZERO);
+        if reaper.zc.is_idle() {
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("ferry-net-reaper".into())
+            .spawn(move || reaper.run());
+        if spawned.is_err() {
+            eprintln!("ferry-net: no thread to wait for zero-copy completions; leaking their buffers");
+        }
+    }
+}
+
+/// Waits, after its sender is gone, for the kernel to release zero-copy buffers.
+struct Reaper {
+    stream: Arc<TcpStream>,
+    zc: Completions,
+    ring: Option<Ring>,
+}
+
+impl Reaper {
+    /// Collects completions, waiting up to `wait` for the first. Returns false on an error.
+    fn collect(&mut self, wait: Duration) -> bool {
+        let zc = &mut self.zc;
+        match &mut self.ring {
+            Some(ring) => ring
+                .reap((!wait.is_zero()).then_some(wait), &mut |id, copied| {
+                    zc.complete(id, id, copied, drop)
+                })
+                .is_ok(),
+            None => loop {
+                match socket::recv_completion(self.stream.as_fd()) {
+                    Ok(Some(c)) => zc.complete(c.lo, c.hi, c.copied, drop),
+                    Ok(None) if wait.is_zero() || zc.is_idle() => return true,
+                    Ok(None) => {
+                        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+                        return socket::poll(self.stream.as_fd(), false, false, ms).is_ok();
+                    }
+                    Err(_) => return false,
+                }
+            },
+        }
+    }
+
+    fn run(mut self) {
+        let deadline = Instant::now() + REAP_LIMIT;
+        while !self.zc.is_idle() && Instant::now() < deadline {
+            if !self.collect(Duration::from_millis(100)) {
+                break;
+            }
+        }
+        if !self.zc.is_idle() {
+            eprintln!(
+                "ferry-net: the kernel still holds {} bytes of zero-copy sends of a closed \
+                 connection; leaking them rather than letting the pool reuse memory it may still send",
+                self.zc.held_bytes()
+            );
+            self.zc.leak();
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`AsyncConnection`]: a [`Connection`] driven by tokio's reactor through [`AsyncFd`].
 
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 use ferry_wire::Serialize;
 use tokio::io::Interest;
@@ -9,7 +9,7 @@ use tokio::io::unix::AsyncFd;
 use crate::frame::Meta;
 use crate::reader::Frame;
 use crate::sender::Raw;
-use crate::{Connection, NetError, Stats};
+use crate::{Connection, Mode, NetError, Stats};
 
 /// The connection in non-blocking mode, registered with tokio's reactor.
 #[derive(Debug)]
@@ -26,12 +26,31 @@ impl AsRawFd for Registered {
 #[derive(Debug)]
 pub struct AsyncConnection {
     inner: AsyncFd<Registered>,
+    /// In [`Mode::Uring`]: a duplicate of the ring's descriptor, readable when notifications
+    /// wait (they do not show on the socket).
+    ring: Option<AsyncFd<OwnedFd>>,
 }
 
 impl AsyncConnection {
     /// Registers `conn` with the current tokio runtime.
     pub fn new(mut conn: Connection) -> Result<AsyncConnection, NetError> {
         conn.set_nonblocking(true);
+        let ring = match conn.mode() {
+            Mode::Uring => {
+                let fd = conn
+                    .sender()
+                    .completion_fd()
+                    .try_clone_to_owned()
+                    .map_err(|e| NetError::io("dup", e))?;
+                // SAFETY: `fd` is a descriptor this value owns (a fresh duplicate), and the
+                // `AsyncFd` owns `fd`: it stays open until the `AsyncFd` is dropped.
+                #[allow(unsafe_code)]
+                let ring = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+                    .map_err(|e| NetError::io("epoll_ctl", e.into_parts().1))?;
+                Some(ring)
+            }
+            _ => None,
+        };
         let interest = Interest::READABLE | Interest::WRITABLE | Interest::ERROR;
         // SAFETY: the descriptor is the connection's socket, owned (through an `Arc` shared
         // only by its two halves, both inside `Registered`) by the value the `AsyncFd` owns:
@@ -40,7 +59,34 @@ impl AsyncConnection {
         #[allow(unsafe_code)]
         let inner = unsafe { AsyncFd::register_with_interest(Registered(conn), interest) }
             .map_err(|e| NetError::io("epoll_ctl", e.into_parts().1))?;
-        Ok(AsyncConnection { inner })
+        Ok(AsyncConnection { inner, ring })
+    }
+
+    fn conn(&mut self) -> &mut Connection {
+        &mut self.inner.get_mut().0
+    }
+
+    /// Waits until the socket is ready for `interest` or has zero-copy completions (the
+    /// error queue, or the ring in uring mode), and collects those completions.
+    async fn wait(&mut self, interest: Interest) -> Result<(), NetError> {
+        let epoll = |e| NetError::io("epoll_wait", e);
+        // `ready_mut`, not `ready`: a shared borrow held across the await would need the
+        // connection to be `Sync`, and it is only `Send`.
+        let (inner, ring) = (&mut self.inner, &self.ring);
+        match ring {
+            None => inner
+                .ready_mut(interest | Interest::ERROR)
+                .await
+                .map_err(epoll)?
+                .clear_ready(),
+            Some(ring) => {
+                tokio::select! {
+                    guard = inner.ready_mut(interest | Interest::ERROR) => guard.map_err(epoll)?.clear_ready(),
+                    guard = ring.readable() => guard.map_err(epoll)?.clear_ready(),
+                }
+            }
+        }
+        self.conn().sender().poll_completions()
     }
 
     /// Runs `op` until it stops returning `WouldBlock`, waiting for `interest` in between.
@@ -50,17 +96,8 @@ impl AsyncConnection {
         mut op: impl FnMut(&mut Connection) -> Result<T, NetError>,
     ) -> Result<T, NetError> {
         loop {
-            let mut guard = self
-                .inner
-                .ready_mut(interest | Interest::ERROR)
-                .await
-                .map_err(|e| NetError::io("epoll_wait", e))?;
-            if guard.ready().is_error() {
-                // Zero-copy completions wait on the error queue.
-                guard.get_inner_mut().0.sender().poll_completions()?;
-            }
-            match op(&mut guard.get_inner_mut().0) {
-                Err(NetError::WouldBlock) => guard.clear_ready(),
+            match op(self.conn()) {
+                Err(NetError::WouldBlock) => self.wait(interest).await?,
                 other => return other,
             }
         }
@@ -68,7 +105,7 @@ impl AsyncConnection {
 
     /// Queues a Ferry message ([`Connection::send`]), waiting while the queue is full.
     pub async fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
-        // The first attempt queues the frame; a retry only happens if it was not queued.
+        // An attempt that returns `WouldBlock` queued nothing; the retry queues the frame.
         self.drive(Interest::WRITABLE, |c| c.send(meta, msg)).await
     }
 
@@ -85,15 +122,13 @@ impl AsyncConnection {
     /// Waits until every zero-copy buffer has been released by the kernel.
     pub async fn wait_idle(&mut self) -> Result<(), NetError> {
         self.flush().await?;
-        self.drive(Interest::ERROR, |c| {
-            c.sender().poll_completions()?;
-            if c.sender().in_flight() == 0 {
-                Ok(())
-            } else {
-                Err(NetError::WouldBlock)
+        loop {
+            self.conn().sender().poll_completions()?;
+            if self.conn().sender().in_flight() == 0 {
+                return Ok(());
             }
-        })
-        .await
+            self.wait(Interest::ERROR).await?;
+        }
     }
 
     /// Flushes, then receives the next frame.

@@ -12,7 +12,7 @@ use ferry_net::{Config, Connection, Meta, Mode, NetError};
 use ferry_wire::Context;
 
 const VALUE: usize = 32 << 10;
-const MESSAGES: usize = 16;
+const MESSAGES: usize = 8;
 
 /// A pair for `mode`, or `None` (with a loud SKIPPED) if the kernel lacks the feature.
 fn zc_pair(

@@ -8,6 +8,7 @@ use std::io;
 use std::mem;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use ferry_buf::{Pool, RegionInfo};
 use io_uring::{IoUring, cqueue, opcode, types};
@@ -105,6 +106,12 @@ impl Ring {
         }
     }
 
+    /// The ring's descriptor: readable when completions are waiting.
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the descriptor is the ring's own and lives as long as `self`.
+        unsafe { BorrowedFd::borrow_raw(self.ring.as_raw_fd()) }
+    }
+
     /// The fixed-buffer index covering `iov`, if it lies in a registered region.
     fn fixed_index(&self, iov: &libc::iovec) -> Option<u16> {
         let start = iov.iov_base.addr();
@@ -186,11 +193,22 @@ impl Ring {
         }
     }
 
-    /// Passes every notification already posted to `notified`, without waiting; with `wait`,
-    /// first waits for at least one completion.
-    pub(crate) fn reap(&mut self, wait: bool, notified: &mut impl FnMut(u32, bool)) -> io::Result<()> {
-        if wait {
-            self.ring.submit_and_wait(1)?;
+    /// Passes every notification already posted to `notified`; with `wait`, first waits for
+    /// at least one completion, at most `wait` long.
+    pub(crate) fn reap(
+        &mut self,
+        wait: Option<Duration>,
+        notified: &mut impl FnMut(u32, bool),
+    ) -> io::Result<()> {
+        if let Some(timeout) = wait {
+            let ts = types::Timespec::from(timeout);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match self.ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) || e.kind() == io::ErrorKind::Interrupted => {
+                }
+                Err(e) => return Err(e),
+            }
         }
         for cqe in self.ring.completion() {
             if cqueue::notif(cqe.flags()) {
