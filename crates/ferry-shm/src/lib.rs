@@ -44,5 +44,7 @@ mod conn;
 pub mod layout;
 #[allow(unsafe_code)]
 mod sys;
+#[cfg(test)]
+mod tests;
 
 pub use conn::{ShmConfig, ShmConnection, ShmFrame, ShmListener, ShmStats};

@@ -48,7 +48,10 @@ fn ping_pong() {
             assert_eq!(n, 2);
         }
         conn.wait_idle().unwrap();
-        conn.stats()
+        let stats = conn.stats();
+        drop(conn);
+        assert_eq!(pool.stats().buffers_outstanding(), 0, "server leaked");
+        stats
     });
     let pool = pool();
     let mut conn = ShmConnection::connect(&path, &pool, &ShmConfig::default()).unwrap();
@@ -99,5 +102,5 @@ fn ping_pong() {
     );
     drop(conn);
     drop(big);
-    assert_eq!(pool.stats().buffers_outstanding(), 0);
+    assert_eq!(pool.stats().buffers_outstanding(), 0, "client leaked");
 }
