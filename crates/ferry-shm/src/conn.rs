@@ -71,6 +71,8 @@ pub struct ShmStats {
 }
 
 const MAGIC: [u8; 8] = *b"FERRYSHM";
+/// How long the setup exchange may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const VERSION: u32 = 1;
 const HELLO_LEN: usize = 32;
 
@@ -112,6 +114,16 @@ impl Drop for BlockToken {
     }
 }
 
+/// A received block whose messages are handed out one at a time.
+#[derive(Debug)]
+struct Pending {
+    token: Rc<BlockToken>,
+    /// Next message header.
+    pos: usize,
+    end: usize,
+    left: u32,
+}
+
 /// A received message: read in place in the peer's memory, which stays mapped and
 /// unacknowledged (so the peer cannot reuse it) until this frame is dropped. `!Send`: frames
 /// belong to the connection's thread.
@@ -143,8 +155,15 @@ impl ShmFrame {
     }
 
     /// Validates the Ferry message and returns its view, reading in place in the peer's memory.
+    ///
+    /// `limits.max_message_len` is raised to the region's size if it is smaller: the region is
+    /// the peer's whole pool, not the message, whose work the other limits bound.
     pub fn view(&self, desc: &'static MessageDesc, limits: &Limits) -> Result<View<'_>, DecodeError> {
-        View::decode_at(self.region(), self.offset, desc, limits)
+        let limits = Limits {
+            max_message_len: limits.max_message_len.max(self.region().len() as u64),
+            ..*limits
+        };
+        View::decode_at(self.region(), self.offset, desc, &limits)
     }
 
     /// The whole region the peer shares (its memfd): what a view reads from.
@@ -226,7 +245,7 @@ pub struct ShmConnection {
     recv_seq: u64,
     blocks_seen: u64,
     peer_unacked: u32,
-    queue: VecDeque<ShmFrame>,
+    queue: VecDeque<Pending>,
     releases: Rc<RefCell<Releases>>,
     failed: bool,
     spins: u32,
@@ -269,6 +288,10 @@ impl ShmConnection {
         hello[12..16].copy_from_slice(&credits.to_le_bytes());
         hello[16..24].copy_from_slice(&(control_offset as u64).to_le_bytes());
         hello[24..28].copy_from_slice(&(RING as u32).to_le_bytes());
+        // A peer that connects and says nothing must not hold `accept` for ever.
+        sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+            .and_then(|()| sock.set_write_timeout(Some(HANDSHAKE_TIMEOUT)))
+            .map_err(|e| NetError::io("setsockopt(SO_RCVTIMEO)", e))?;
         sys::send_fds(&sock, &hello, &[memfd, doorbell.as_fd()])
             .map_err(|e| NetError::io("sendmsg(SCM_RIGHTS)", e))?;
         let mut theirs = [0u8; HELLO_LEN];
@@ -289,6 +312,7 @@ impl ShmConnection {
             return Err(bad("expected a memfd and an eventfd"));
         }
         let peer_doorbell = fds.pop().expect("two");
+        sys::adopt_doorbell(&peer_doorbell).map_err(|e| NetError::io("the peer's doorbell", e))?;
         let peer_memfd = fds.pop().expect("two");
         let peer = Mapping::map_readonly(peer_memfd.as_fd())
             .map_err(|e| NetError::io("mmap of the peer's memfd", e))?;
@@ -573,6 +597,9 @@ impl ShmConnection {
         let start = Instant::now();
         while self.credits == 0 {
             self.stats.credit_waits += 1;
+            // Acknowledgement-only entries cost no credit: send what this side owes, or two
+            // peers out of credits, each owing the other, would wait for ever.
+            self.publish_acks()?;
             if !self.poll_incoming()? {
                 self.wait(start)?;
             }
@@ -625,13 +652,11 @@ impl ShmConnection {
     }
 
     fn poll_inner(&mut self) -> Result<bool, NetError> {
+        // `closed` before the head: a peer that publishes and then closes is seen to publish.
+        let closed = self.peer_word(CLOSED) != 0;
         let head = self.peer_word(RING_HEAD);
-
         if head == self.peer_tail {
-            if self.peer_word(CLOSED) != 0 {
-                return Err(NetError::Closed);
-            }
-            return Ok(false);
+            return if closed { Err(NetError::Closed) } else { Ok(false) };
         }
         if head < self.peer_tail || head - self.peer_tail > RING as u64 {
             return Err(protocol(
@@ -689,51 +714,71 @@ impl ShmConnection {
             seq,
             releases: Rc::clone(&self.releases),
         });
-        let mut pos = at + PREAMBLE_LEN;
-        let end = at + len;
-        for _ in 0..pre.count {
-            let mut h = [0u8; MSG_HEADER_LEN];
-            if pos + MSG_HEADER_LEN > end {
-                return Err(protocol(
-                    FrameError::Protocol("message header past the block"),
-                    pos,
-                ));
-            }
-            self.peer.copy_out(pos, &mut h).expect("inside the block");
-            let h = MsgHeader::read(&h);
-            if h.form & !(FORM_FERRY | FORM_EXPLICIT_ID) != 0 {
-                return Err(protocol(FrameError::Protocol("unknown message form"), pos));
-            }
-            let payload = pos + MSG_HEADER_LEN;
-            let space = message_space(h.len as usize);
-            if space > end - pos {
-                return Err(protocol(FrameError::Protocol("message past the block"), pos));
-            }
-            let implicit = self.recv_seq;
-            self.recv_seq += 1;
-            self.queue.push_back(ShmFrame {
-                meta: Meta {
-                    kind: h.kind,
-                    flags: h.flags,
-                    request_id: if h.form & FORM_EXPLICIT_ID != 0 {
-                        h.request_id
-                    } else {
-                        implicit
-                    },
-                },
-                ferry: h.form & FORM_FERRY != 0,
-                offset: payload,
-                len: h.len as usize,
-                mapping: Rc::clone(&self.peer),
-                _token: Rc::clone(&token),
+        if pre.count > 0 {
+            // Messages are parsed as they are handed out: queued work stays bounded by the
+            // credits, whatever counts the peer writes.
+            self.queue.push_back(Pending {
+                token,
+                pos: at + PREAMBLE_LEN,
+                end: at + len,
+                left: pre.count,
             });
-            self.stats.messages_received += 1;
-            pos += space;
         }
-        // Frames share `token`; the block is released when the last of them (or, with no frame,
-        // this reference) goes.
-        drop(token);
+        // Frames share the token; the block is released when the last of them (or, with no
+        // message, the token itself) goes.
         Ok(())
+    }
+
+    /// The next message of the oldest received block, validated.
+    fn next_frame(&mut self) -> Result<Option<ShmFrame>, NetError> {
+        let Some(p) = self.queue.front_mut() else {
+            return Ok(None);
+        };
+        let pos = p.pos;
+        let mut h = [0u8; MSG_HEADER_LEN];
+        if MSG_HEADER_LEN > p.end - pos {
+            return Err(self.fail(protocol(
+                FrameError::Protocol("message header past the block"),
+                pos,
+            )));
+        }
+        self.peer
+            .copy_out(pos, &mut h)
+            .expect("inside the block, inside the mapping");
+        let h = MsgHeader::read(&h);
+        if h.form & !(FORM_FERRY | FORM_EXPLICIT_ID) != 0 {
+            return Err(self.fail(protocol(FrameError::Protocol("unknown message form"), pos)));
+        }
+        let space = message_space(h.len as usize);
+        if space > p.end - pos {
+            return Err(self.fail(protocol(FrameError::Protocol("message past the block"), pos)));
+        }
+        p.pos += space;
+        p.left -= 1;
+        let token = if p.left == 0 {
+            self.queue.pop_front().expect("the front").token
+        } else {
+            Rc::clone(&p.token)
+        };
+        let implicit = self.recv_seq;
+        self.recv_seq += 1;
+        self.stats.messages_received += 1;
+        Ok(Some(ShmFrame {
+            meta: Meta {
+                kind: h.kind,
+                flags: h.flags,
+                request_id: if h.form & FORM_EXPLICIT_ID != 0 {
+                    h.request_id
+                } else {
+                    implicit
+                },
+            },
+            ferry: h.form & FORM_FERRY != 0,
+            offset: pos + MSG_HEADER_LEN,
+            len: h.len as usize,
+            mapping: Rc::clone(&self.peer),
+            _token: token,
+        }))
     }
 
     /// Waits a little for the peer: busy-polls until `config.spin` has passed since `since`,
@@ -784,7 +829,7 @@ impl ShmConnection {
         self.check()?;
         let start = Instant::now();
         loop {
-            if let Some(frame) = self.queue.pop_front() {
+            if let Some(frame) = self.next_frame()? {
                 return Ok(frame);
             }
             self.flush()?;
@@ -799,9 +844,17 @@ impl ShmConnection {
         self.check()?;
         if self.queue.is_empty() {
             self.flush()?;
-            self.poll_incoming()?;
+            if !self.poll_incoming()? && sys::hung_up(self.sock.as_fd()) {
+                // The socket closed: take what was published before it did, then fail.
+                if !self.poll_incoming()? {
+                    return Err(self.fail(NetError::io(
+                        "peer",
+                        io::Error::from(io::ErrorKind::ConnectionReset),
+                    )));
+                }
+            }
         }
-        Ok(self.queue.pop_front())
+        self.next_frame()
     }
 
     /// Waits until the peer has acknowledged every block sent (all values may be reused).
@@ -818,10 +871,13 @@ impl ShmConnection {
     }
 }
 
+/// Dropping discards unflushed messages (as a TCP connection's queued frames are: flushing
+/// here could wait for credits for ever) and releases blocks the peer has not acknowledged.
+/// A peer that still holds frames of those blocks keeps reading valid memory (its mapping
+/// stays), but the pool may reuse it: call [`ShmConnection::wait_idle`] before dropping when
+/// the peer's frames must stay unchanged.
 impl Drop for ShmConnection {
     fn drop(&mut self) {
-        // Unflushed messages are discarded, as a TCP connection's queued frames are: flushing
-        // here could wait for credits for ever.
         self.own(CLOSED).store(1);
         self.wake();
         let _ = self.sock.shutdown(std::net::Shutdown::Both);

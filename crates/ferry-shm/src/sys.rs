@@ -29,7 +29,16 @@ unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// Maps all of `fd` (its size from `fstat`, not from the peer's word) read-only, shared.
+    /// Refuses a file that is not sealed against shrinking: the peer could truncate it and
+    /// make every read of the tail fault (SIGBUS).
     pub(crate) fn map_readonly(fd: BorrowedFd<'_>) -> io::Result<Mapping> {
+        // SAFETY: plain syscall on a descriptor we hold.
+        let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+        if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
+            return Err(io::Error::other(
+                "the peer's memory is not a memfd sealed against shrinking",
+            ));
+        }
         // SAFETY: a zeroed `stat` is a valid output buffer.
         let mut st: libc::stat = unsafe { mem::zeroed() };
         // SAFETY: `st` is a valid, writable `stat`.
@@ -233,6 +242,28 @@ pub(crate) fn eventfd() -> io::Result<OwnedFd> {
     }
     // SAFETY: a fresh descriptor nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Checks that `fd` is an eventfd and makes it non-blocking: a peer could hand over a
+/// descriptor whose writes block (a full pipe or socket) and stall every send that rings it.
+pub(crate) fn adopt_doorbell(fd: &OwnedFd) -> io::Result<()> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    if link.as_os_str() != "anon_inode:[eventfd]" {
+        return Err(io::Error::other(format!(
+            "the peer's doorbell is not an eventfd ({})",
+            link.display()
+        )));
+    }
+    // SAFETY: plain syscalls on a descriptor we own.
+    let ok = unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Rings a doorbell.

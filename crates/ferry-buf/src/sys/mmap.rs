@@ -221,7 +221,12 @@ fn create_memfd(len: usize, hugetlb: bool) -> Result<OwnedFd, PoolError> {
         0
     };
     // SAFETY: a NUL-terminated name; the call creates a new file descriptor.
-    let raw = unsafe { libc::memfd_create(c"ferry-pool".as_ptr(), libc::MFD_CLOEXEC | flags) };
+    let raw = unsafe {
+        libc::memfd_create(
+            c"ferry-pool".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING | flags,
+        )
+    };
     if raw < 0 {
         return Err(os_error("memfd_create"));
     }
@@ -231,6 +236,13 @@ fn create_memfd(len: usize, hugetlb: bool) -> Result<OwnedFd, PoolError> {
     // SAFETY: plain syscall on our own descriptor.
     if unsafe { libc::ftruncate(fd.as_raw_fd(), size) } != 0 {
         return Err(os_error("ftruncate of the pool memfd"));
+    }
+    // Sealed at its size: a process that maps it (a peer given the descriptor) can rely on
+    // every page existing; one that shrank it would make readers of the tail fault (SIGBUS).
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+    // SAFETY: plain syscall on our own descriptor.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(os_error("sealing the pool memfd"));
     }
     if hugetlb {
         // SAFETY: a new mapping at an address the kernel chooses; touches no existing memory.
