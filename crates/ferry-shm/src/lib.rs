@@ -29,8 +29,10 @@
 //!   count ([`ShmConnection::next_request_id`]) carries none; any other id is written out.
 //! - **Notification:** busy-poll for [`ShmConfig::spin`], then sleep on an eventfd doorbell the
 //!   peer rings only when this side says it sleeps.
-//! - **Untrusted peer:** every ring entry, preamble and header is copied out of shared memory
-//!   once and then validated against the mapping; violations are
+//! - **Untrusted peer:** the peer's memfd must be sealed against shrinking (else a truncation
+//!   would make reads fault) and its doorbell must be an eventfd (made non-blocking); every ring
+//!   entry, preamble and header is copied out of shared memory once and then validated against
+//!   the mapping, and messages are parsed as they are handed out; violations are
 //!   [`FrameError::Protocol`](ferry_net::FrameError::Protocol) errors. A peer that exits or closes
 //!   its socket fails pending operations; frames already received stay readable until dropped,
 //!   and the mapping goes with the last of them.
