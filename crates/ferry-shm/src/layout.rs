@@ -2,12 +2,14 @@
 //! headers. All little-endian; every field read from the peer is copied out, then validated.
 //!
 //! ```text
-//! control area (one per side, in its own memfd; the peer maps it read-only)
+//! control area (one per side, in its own memfd; the peer maps it read-only), one cache line
+//! per word group, so that the peer's reads of a rarely written word (sleeping) do not miss
+//! each time a busy one (ring_head, peer_tail) changes
 //!   0  u64 ring_head    entries this side has published in its ring
-//!   8  u64 peer_tail    entries of the peer's ring this side has consumed
-//!  16  u64 sleeping     1 while this side sleeps on its doorbell
-//!  24  u64 closed       1 once this side has shut down
-//!  64  u64 ring[RING]   entry i at 64 + 8 (i mod RING)
+//!  64  u64 peer_tail    entries of the peer's ring this side has consumed
+//! 128  u64 sleeping     1 while this side sleeps on its doorbell
+//! 136  u64 closed       1 once this side has shut down
+//! 192  u64 ring[RING]   entry i at 192 + 8 (i mod RING)
 //!
 //! ring entry (u64): bucket (u32, low half) | acks (u32, high half)
 //!   bucket = u32::MAX: no block, only `acks` (an acknowledgement with no data to carry it)
@@ -31,15 +33,15 @@ pub const MSG_HEADER_LEN: usize = 24;
 /// Entries in each side's notification ring.
 pub const RING: usize = 1024;
 /// Bytes of the control area.
-pub const CONTROL_LEN: usize = 64 + 8 * RING;
+pub const CONTROL_LEN: usize = RING_AT + 8 * RING;
 /// Ring entry bucket meaning "acknowledgements only".
 pub const NO_BLOCK: u32 = u32::MAX;
 
 pub(crate) const RING_HEAD: usize = 0;
-pub(crate) const PEER_TAIL: usize = 8;
-pub(crate) const SLEEPING: usize = 16;
-pub(crate) const CLOSED: usize = 24;
-pub(crate) const RING_AT: usize = 64;
+pub(crate) const PEER_TAIL: usize = 64;
+pub(crate) const SLEEPING: usize = 128;
+pub(crate) const CLOSED: usize = 136;
+pub(crate) const RING_AT: usize = 192;
 
 pub(crate) const FORM_FERRY: u8 = 1;
 pub(crate) const FORM_EXPLICIT_ID: u8 = 2;
