@@ -97,6 +97,7 @@ fn datapath_writes_one_sane_record_per_configuration() {
             "the data messages and the end frame: {what}"
         );
         assert!(num("msgs_per_sec") > 0.0, "{what}");
+        assert!(num("adjacent_fields") < num("fields"), "{what}");
         assert!(num("sender_cpu_us_per_msg") >= 0.0, "{what}");
         assert!(num("receiver_cpu_us_per_msg") >= 0.0, "{what}");
         assert!(

@@ -44,6 +44,7 @@ use super::harness::{self, median, thread_cpu_time};
 use super::{plot, report};
 
 pub use super::BoxError;
+pub use super::harness::Budget;
 
 /// Frame kinds of the benchmark stream.
 const DATA: u16 = 1;
@@ -123,25 +124,6 @@ pub struct Args {
     congestion: String,
 }
 
-/// How long a run sends.
-#[derive(Debug, Clone, Copy)]
-pub enum Budget {
-    /// For this long.
-    Time(Duration),
-    /// This many messages.
-    Count(u64),
-}
-
-impl Budget {
-    /// A tenth of it (at least 1 ms or 1 message): the warm-up before the mark.
-    pub fn warmup(self) -> Budget {
-        match self {
-            Budget::Time(d) => Budget::Time((d / 10).max(Duration::from_millis(1))),
-            Budget::Count(n) => Budget::Count((n / 10).max(1)),
-        }
-    }
-}
-
 /// The two pools of a benchmark: the sender's (its values and staging buffers) and the
 /// receiver's (read buffers), as two processes would have.
 #[derive(Debug, Clone)]
@@ -169,6 +151,20 @@ impl Pools {
             .map(|(i, len)| Ok(self.send.copy_from(&vec![fill_byte(i); len])?))
             .collect()
     }
+}
+
+/// How many consecutive fields lie back to back in memory (field `i + 1` starting where field
+/// `i` ends), out of `values.len() - 1`. The kernel merges such neighbours into one page
+/// fragment when it references them (zerocopy, uring), so this changes their cost; the pool's
+/// free lists decide it, from what earlier configurations allocated and freed.
+pub fn adjacent_fields(pool: &Pool, values: &[SharedBuf]) -> usize {
+    values
+        .windows(2)
+        .filter(|w| match (pool.offset_of(&w[0]), pool.offset_of(&w[1])) {
+            (Some(a), Some(b)) => a + w[0].len() == b,
+            _ => false,
+        })
+        .count()
 }
 
 fn fill_byte(field: usize) -> u8 {
@@ -248,8 +244,6 @@ pub struct RunResult {
     pub recv_straddled: u64,
     /// The congestion control error, if it could not be set.
     pub congestion_error: Option<String>,
-    /// Bytes the kernel still held (zero-copy) when the wait for completions gave up.
-    pub stuck_bytes: usize,
 }
 
 impl RunResult {
@@ -324,7 +318,6 @@ struct SenderSide {
     window: SendWindow,
     total: SendStats,
     congestion_error: Option<String>,
-    stuck_bytes: usize,
 }
 
 fn sender(spec: &RunSpec<'_>, pool: &Pool, addr: SocketAddr) -> Result<SenderSide, BoxError> {
@@ -342,7 +335,8 @@ fn sender(spec: &RunSpec<'_>, pool: &Pool, addr: SocketAddr) -> Result<SenderSid
     let (cpu0, stats0) = (thread_cpu_time(), conn.stats().send);
     let messages = send_messages(&mut conn, &ctx, spec.values, spec.budget, warm)?;
     conn.send_raw(Meta::new(END, 0), Raw::Bytes(&[]))?;
-    let (cpu1, stuck_bytes) = wait_idle(&mut conn)?;
+    conn.sender().wait_idle()?;
+    let cpu1 = thread_cpu_time();
     let stats1 = conn.stats().send;
     Ok(SenderSide {
         effective_mode: conn.mode(),
@@ -351,39 +345,7 @@ fn sender(spec: &RunSpec<'_>, pool: &Pool, addr: SocketAddr) -> Result<SenderSid
         window: SendWindow::between(&stats0, &stats1),
         total: stats1,
         congestion_error,
-        stuck_bytes,
     })
-}
-
-/// How long [`wait_idle`] waits for a zero-copy completion before it gives up.
-const IDLE_PATIENCE: Duration = Duration::from_millis(50);
-
-/// Flushes, then collects zero-copy completions until the kernel holds nothing, like
-/// `Sender::wait_idle`, but gives up after [`IDLE_PATIENCE`] without progress. Returns the
-/// thread's CPU time at the last progress (so that the polling after it is not charged to the
-/// messages) and the bytes still held when it gave up.
-///
-/// `Sender::wait_idle` can block for ever in uring mode: when the notification for a batch's
-/// last request is reaped inside the send call itself, before the batch is held, the batch is
-/// held with an id that has already completed and waits for a completion that never comes
-/// (see docs/benchmarks/datapath.md). On loopback every completion arrives as soon as the data
-/// is delivered, so 50 ms without one means none is coming.
-fn wait_idle(conn: &mut Connection) -> Result<(Duration, usize), BoxError> {
-    conn.flush()?;
-    let tx = conn.sender();
-    let mut cpu = thread_cpu_time();
-    let mut held = tx.in_flight();
-    let mut last_progress = Instant::now();
-    while held > 0 && last_progress.elapsed() < IDLE_PATIENCE {
-        tx.poll_completions()?;
-        let now_held = tx.in_flight();
-        if now_held < held {
-            (held, cpu, last_progress) = (now_held, thread_cpu_time(), Instant::now());
-        } else {
-            thread::sleep(Duration::from_micros(20));
-        }
-    }
-    Ok((cpu, held))
 }
 
 /// Validates a frame in place and reads every field's length and first byte.
@@ -497,7 +459,6 @@ pub fn measure(spec: &RunSpec<'_>, pools: &Pools) -> Result<RunResult, BoxError>
         recv_copied: c1.copied - c0.copied,
         recv_straddled: c1.straddled - c0.straddled,
         congestion_error: tx.congestion_error,
-        stuck_bytes: tx.stuck_bytes,
     })
 }
 
@@ -575,7 +536,6 @@ fn summarize(point: Point, batch_frames: usize, runs: &[RunResult]) -> Summary {
         "recv_reads_per_msg": round(reads_per_msg, 5),
         "recv_straddled_frames": sum(&|r| r.recv_straddled),
         "recv_copied_bytes": sum(&|r| r.recv_copied),
-        "stuck_after_end_bytes": runs.iter().map(|r| r.stuck_bytes as u64).sum::<u64>(),
     });
     Summary {
         point,
@@ -710,6 +670,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     for &(size, fields, batched) in &groups {
         let fields = fields.clamp(1, size.max(1));
         let values = pools.values(size, fields)?;
+        let adjacent = adjacent_fields(&pools.send, &values);
         let batch_frames = if batched { batch_frames_batched } else { 1 };
         let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); modes.len()];
         // Repetitions interleave the modes, so that a noisy moment hits every mode alike.
@@ -742,7 +703,9 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
                     fields,
                     batched,
                 };
-                summarize(point, batch_frames, runs)
+                let mut s = summarize(point, batch_frames, runs);
+                s.record["adjacent_fields"] = json!(adjacent);
+                s
             })
             .collect();
         let copy = group.iter().find(|s| s.point.mode == Mode::Copy).cloned();
@@ -992,6 +955,8 @@ fn draw(path: &std::path::Path, all: &[Summary], modes: &[Mode], fields: usize) 
     };
     let panel = |title: String, y_label: &str, batched: bool, y: &dyn Fn(&Summary) -> f64| plot::Panel {
         title,
+        x_label: "message size".to_owned(),
+        x_axis: plot::XAxis::Bytes,
         y_label: y_label.to_owned(),
         series: series(batched, y),
     };
@@ -1028,7 +993,6 @@ fn draw(path: &std::path::Path, all: &[Summary], modes: &[Mode], fields: usize) 
     plot::log_log_svg(
         path,
         "ferry-net over TCP loopback: one-way stream, per send mode",
-        "message size",
         2,
         &panels,
     )

@@ -14,16 +14,34 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// How the x axis of a panel is labelled (it is logarithmic, base 2, either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XAxis {
+    /// Byte counts: `16 B`, `4 KiB`.
+    Bytes,
+    /// Plain counts: `1`, `32`, `128`.
+    Count,
+}
+
 /// One chart of the figure.
 #[derive(Debug, Clone)]
 pub struct Panel {
     /// Caption above the chart.
     pub title: String,
+    /// Label of the x axis.
+    pub x_label: String,
+    /// What the x values are.
+    pub x_axis: XAxis,
     /// Label of the y axis.
     pub y_label: String,
     /// Lines, drawn in the same colour by index in every panel.
     pub series: Vec<Series>,
 }
+
+/// Width of one panel, its legend strip included.
+const PANEL_WIDTH: u32 = 660;
+/// Width of the legend strip on a panel's right.
+const LEGEND_WIDTH: u32 = 130;
 
 /// Formats a byte count for an axis: `16 B`, `4 KiB`, `64 KiB`.
 pub fn bytes_label(bytes: f64) -> String {
@@ -37,22 +55,23 @@ pub fn bytes_label(bytes: f64) -> String {
     }
 }
 
-/// Draws `panels` in a grid of `columns` columns, all with a logarithmic x axis (base 2,
-/// labelled in bytes) and logarithmic y axes, and writes the SVG to `path`.
+/// Draws `panels` in a grid of `columns` columns, all with a logarithmic x axis (base 2) and
+/// logarithmic y axes, and writes the SVG to `path`.
 pub fn log_log_svg(
     path: &Path,
     title: &str,
-    x_label: &str,
     columns: usize,
     panels: &[Panel],
 ) -> Result<(), super::BoxError> {
     let columns = columns.max(1);
     let rows = panels.len().div_ceil(columns).max(1);
-    let root = SVGBackend::new(path, (560 * columns as u32, 420 * rows as u32)).into_drawing_area();
+    let root = SVGBackend::new(path, (PANEL_WIDTH * columns as u32, 420 * rows as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 22))?;
     let areas = root.split_evenly((rows, columns));
     for (area, panel) in areas.iter().zip(panels) {
+        // The legend goes in a strip on the right, where it cannot hide a point.
+        let (area, legend) = area.split_horizontally(PANEL_WIDTH - LEGEND_WIDTH);
         let points = || {
             panel
                 .series
@@ -67,7 +86,7 @@ pub fn log_log_svg(
         if x0 > x1 {
             (x0, x1, y0, y1) = (1.0, 2.0, 1.0, 2.0);
         }
-        let mut chart = ChartBuilder::on(area)
+        let mut chart = ChartBuilder::on(&area)
             .caption(&panel.title, ("sans-serif", 16))
             .margin(12)
             .x_label_area_size(40)
@@ -76,12 +95,16 @@ pub fn log_log_svg(
                 (x0 / 1.2..x1 * 1.2).log_scale().base(2.0),
                 (y0 / 1.5..y1 * 1.5).log_scale(),
             )?;
+        let x_format = |x: &f64| match panel.x_axis {
+            XAxis::Bytes => bytes_label(*x),
+            XAxis::Count => format_si(*x),
+        };
         chart
             .configure_mesh()
-            .x_desc(x_label)
+            .x_desc(&panel.x_label)
             .y_desc(&panel.y_label)
             .y_labels(12)
-            .x_label_formatter(&|x| bytes_label(*x))
+            .x_label_formatter(&x_format)
             .y_label_formatter(&|y| format_si(*y))
             .label_style(("sans-serif", 12))
             .draw()?;
@@ -93,19 +116,13 @@ pub fn log_log_svg(
                 .copied()
                 .filter(|&(x, y)| x > 0.0 && y > 0.0 && y.is_finite())
                 .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
-                .label(s.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
             chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+            let y = 48 + 20 * i as i32;
+            legend.draw(&PathElement::new(vec![(4, y), (24, y)], color.stroke_width(2)))?;
+            legend.draw(&Circle::new((14, y), 3, color.filled()))?;
+            legend.draw(&Text::new(s.name.clone(), (30, y - 6), ("sans-serif", 12)))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .label_font(("sans-serif", 12))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()?;
     }
     root.present()?;
     Ok(())

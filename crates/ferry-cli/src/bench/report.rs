@@ -64,7 +64,19 @@ pub fn machine() -> Value {
 
 /// Writes `{benchmark, command, date, machine, settings, records}` to `path`, pretty-printed.
 pub fn write(path: &Path, benchmark: &str, settings: Value, records: &[Value]) -> std::io::Result<()> {
-    let doc = json!({
+    write_with(path, benchmark, settings, records, Value::Null)
+}
+
+/// Like [`write`], plus `diagnostics` (measurements that explain the records rather than
+/// being configurations of the sweep) when it is not `null`.
+pub fn write_with(
+    path: &Path,
+    benchmark: &str,
+    settings: Value,
+    records: &[Value],
+    diagnostics: Value,
+) -> std::io::Result<()> {
+    let mut doc = json!({
         "benchmark": benchmark,
         "command": command_line(),
         "date": now_utc(),
@@ -72,6 +84,9 @@ pub fn write(path: &Path, benchmark: &str, settings: Value, records: &[Value]) -
         "settings": settings,
         "records": records,
     });
+    if !diagnostics.is_null() {
+        doc["diagnostics"] = diagnostics;
+    }
     let mut text = serde_json::to_string_pretty(&doc).map_err(std::io::Error::other)?;
     text.push('\n');
     std::fs::write(path, text)

@@ -1,0 +1,176 @@
+//! `ferry bench shm` as a real process, on a tiny sweep with a fixed request count. Behaviour
+//! only: which records exist, and whether their counters agree with what each transport does
+//! (the 4 KiB values are referenced, never copied); no timing is asserted.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn ferry(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ferry"))
+        .args(args)
+        .output()
+        .expect("spawn ferry")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-shm-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+const REQUESTS: u64 = 300;
+
+#[test]
+fn shm_writes_one_sane_record_per_configuration() {
+    let json = scratch("shm.json");
+    let svg = scratch("shm.svg");
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&svg);
+    let count = REQUESTS.to_string();
+    let out = ferry(&[
+        "bench",
+        "shm",
+        "--count",
+        &count,
+        "--reps",
+        "1",
+        "--in-flight",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ferry bench shm failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("p50 ns"), "no table on stdout:\n{stdout}");
+    assert!(
+        stdout.contains("p50 / raw p50"),
+        "no ratio to the floor:\n{stdout}"
+    );
+
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["benchmark"], "shm");
+    assert!(doc["command"].as_str().unwrap().contains("bench shm"));
+    assert!(doc["date"].as_str().unwrap().ends_with('Z'));
+    assert!(doc["machine"]["kernel"].is_string());
+    assert_eq!(doc["settings"]["budget"]["requests"], REQUESTS);
+
+    // The floor; every payload one in flight over shm (spin, default) and tcp (spin, poll);
+    // 64 B with 4 in flight over both; 4 KiB with 4 in flight over shm spin.
+    let mut expect = BTreeSet::new();
+    expect.insert(("raw".to_owned(), "spin".to_owned(), 8, 1));
+    for payload in [64u64, 4096] {
+        for (t, n) in [
+            ("shm", "spin"),
+            ("shm", "default"),
+            ("tcp", "spin"),
+            ("tcp", "poll"),
+        ] {
+            expect.insert((t.to_owned(), n.to_owned(), payload, 1));
+            if payload == 64 {
+                expect.insert((t.to_owned(), n.to_owned(), payload, 4));
+            }
+        }
+    }
+    expect.insert(("shm".to_owned(), "spin".to_owned(), 4096, 4));
+    let records = doc["records"].as_array().unwrap();
+    let got: BTreeSet<_> = records
+        .iter()
+        .map(|r| {
+            (
+                r["transport"].as_str().unwrap().to_owned(),
+                r["notify"].as_str().unwrap().to_owned(),
+                r["payload"].as_u64().unwrap(),
+                r["in_flight"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(records.len(), expect.len(), "one record per configuration");
+    assert_eq!(got, expect);
+
+    for r in records {
+        let what = format!("{r}");
+        let num = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {what}"));
+        assert_eq!(r["requests"], REQUESTS, "{what}");
+        let samples = r["samples"].as_u64().unwrap();
+        if r["in_flight"] == 1 {
+            assert_eq!(samples, REQUESTS, "every round trip timed: {what}");
+        } else {
+            assert!(samples > 0 && samples < REQUESTS, "some requests timed: {what}");
+        }
+        let (p50, p99, p999) = (num("p50_ns"), num("p99_ns"), num("p999_ns"));
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= p999, "{what}");
+        assert!(num("min_ns") <= p50 && p999 <= num("max_ns"), "{what}");
+        assert!(num("requests_per_sec") > 0.0, "{what}");
+        assert!(num("client_cpu_us_per_req") >= 0.0, "{what}");
+        assert!(num("server_cpu_us_per_req") >= 0.0, "{what}");
+        // Nothing is ever copied into the transport's memory: the values live in the sending
+        // side's pool. 4 KiB values (above the context's 512 B threshold) are referenced in
+        // both directions; 64 B values are copied into the message's header segment.
+        assert_eq!(r["bytes_copied_in"], 0, "{what}");
+        let referenced = num("bytes_referenced_per_req");
+        match (r["transport"].as_str().unwrap(), r["payload"].as_u64().unwrap()) {
+            ("raw", _) => assert_eq!(referenced, 0.0, "{what}"),
+            (_, 4096) => {
+                assert_eq!(referenced, 8192.0, "{what}");
+                assert!(num("bytes_referenced") >= 8192.0 * REQUESTS as f64, "{what}");
+            }
+            _ => assert_eq!(referenced, 0.0, "{what}"),
+        }
+        match r["transport"].as_str().unwrap() {
+            "shm" => {
+                assert!(num("sleeps_per_req") >= 0.0, "{what}");
+                assert!(num("publishes_per_req") > 0.0, "blocks are published: {what}");
+                if r["notify"] == "spin" {
+                    assert_eq!(num("sleeps_per_req"), 0.0, "a spinning side never sleeps: {what}");
+                }
+            }
+            "tcp" => assert!(num("publishes_per_req") > 0.0, "send calls: {what}"),
+            _ => assert!(r["publishes_per_req"].is_null(), "{what}"),
+        }
+    }
+
+    let diag = &doc["diagnostics"];
+    let phases = diag["breakdown"]["phases"].as_array().unwrap().len();
+    let by_payload = diag["breakdown"]["by_payload"].as_array().unwrap();
+    assert_eq!(by_payload.len(), 2, "{diag}");
+    for column in by_payload {
+        assert_eq!(column["ns"].as_array().unwrap().len(), phases, "{diag}");
+    }
+    assert_eq!(diag["raw_chain"]["p50_ns"].as_array().unwrap().len(), 4, "{diag}");
+
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("requests/s"),
+        "plot is an SVG chart"
+    );
+
+    // The table and targets come back from the results file alone.
+    let out = ferry(&["bench", "shm", "--from", json.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("p50 / raw p50"), "{stdout}");
+}
+
+#[test]
+fn shm_rejects_an_unknown_transport() {
+    let json = scratch("never.json");
+    let out = ferry(&[
+        "bench",
+        "shm",
+        "--transports",
+        "pigeon",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!json.exists());
+}
