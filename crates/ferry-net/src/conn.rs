@@ -87,6 +87,11 @@ impl Connection {
     /// waits for the socket to become readable *or* writable, so two peers that both send
     /// before they receive cannot deadlock on full socket buffers.
     pub fn recv(&mut self) -> Result<Frame, NetError> {
+        // A frame already read is returned without a system call: pipelined callers then keep
+        // batching their sends.
+        if let Some(frame) = self.rx.buffered()? {
+            return Ok(frame);
+        }
         loop {
             let unsent = match self.tx.flush_nowait() {
                 Ok(()) => false,

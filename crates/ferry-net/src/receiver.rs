@@ -58,6 +58,19 @@ impl Receiver {
         result
     }
 
+    /// A frame among the bytes already read, if there is one (no system call).
+    pub(crate) fn buffered(&mut self) -> Result<Option<Frame>, NetError> {
+        if self.failed {
+            return Err(NetError::Poisoned);
+        }
+        let result = self.reader.next_frame();
+        if result.is_err() {
+            self.failed = true;
+            self.reader.clear();
+        }
+        result
+    }
+
     /// One receive attempt that never waits, whatever the mode.
     pub(crate) fn recv_nowait(&mut self) -> Result<Frame, NetError> {
         let nonblocking = std::mem::replace(&mut self.nonblocking, true);
