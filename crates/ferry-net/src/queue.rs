@@ -11,7 +11,7 @@
 //! Two batches at most (one filling, one writing) and the caps in [`Config`] bound the queue.
 
 use ferry_buf::{BufMut, Pool, SharedBuf};
-use ferry_wire::Serialize;
+use ferry_wire::{Layout, Serialize};
 
 use crate::frame::{FrameHeader, HEADER_LEN, Meta};
 use crate::{Config, NetError};
@@ -208,14 +208,16 @@ impl SendQueue {
         self.counters.wire_bytes += (HEADER_LEN + payload) as u64;
     }
 
-    /// Queues a Ferry message. Nothing is queued on error.
+    /// Queues a Ferry message whose layout is `layout` (`msg.layout()`, taken by the caller).
+    /// Nothing is queued on error.
     pub(crate) fn push_message<M: Serialize + ?Sized>(
         &mut self,
         meta: Meta,
         msg: &M,
+        layout: &Layout,
         placement: Placement,
     ) -> Result<(), PushError> {
-        let layout = msg.layout();
+        let layout = *layout;
         let total = layout.total_len();
         let len = self.check_len(total)?;
         let header = FrameHeader { meta, len };
@@ -549,7 +551,7 @@ mod tests {
         rec.append_field(&value[..]);
         for (placement, referenced) in [(Placement::Gather, true), (Placement::Copy, false)] {
             let mut q = SendQueue::new(&pool, &Config::default());
-            q.push_message(Meta::new(1, 2), &rec, placement).unwrap();
+            q.push_message(Meta::new(1, 2), &rec, &rec.layout(), placement).unwrap();
             assert!(q.start_write());
             let mut iov = Vec::new();
             q.iovecs(&mut iov);

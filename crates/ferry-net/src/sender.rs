@@ -145,12 +145,14 @@ impl Sender {
     /// zero-copy values are referenced (or copied, in [`Mode::Copy`] or when
     /// [`Mode::Auto`] finds them small). Flushes the batch when it reaches a cap.
     pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
+        // One walk over the fields for the sizes; auto decides from the same layout.
+        let layout = msg.layout();
         let placement = match self.mode {
             Mode::Copy => Placement::Copy,
-            Mode::Auto => self.auto.placement(&msg.layout()),
+            Mode::Auto => self.auto.placement(&layout),
             Mode::Gather | Mode::ZeroCopy | Mode::Uring => Placement::Gather,
         };
-        self.push(|q| q.push_message(meta, msg, placement))
+        self.push(|q| q.push_message(meta, msg, &layout, placement))
     }
 
     /// Queues a payload that is not a Ferry message.
