@@ -185,10 +185,14 @@ pub struct ShmListener {
 }
 
 impl ShmListener {
-    /// Binds `path` (removing a stale socket file first).
+    /// Binds `path`, first removing a stale socket left there (only a socket: any other file
+    /// makes `bind` fail).
     pub fn bind(path: impl AsRef<Path>) -> Result<ShmListener, NetError> {
+        use std::os::unix::fs::FileTypeExt;
         let path = path.as_ref().to_path_buf();
-        let _ = std::fs::remove_file(&path);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket()) {
+            let _ = std::fs::remove_file(&path);
+        }
         let listener = UnixListener::bind(&path).map_err(|e| NetError::io("bind", e))?;
         Ok(ShmListener { listener, path })
     }

@@ -66,3 +66,19 @@ fn a_failed_send_does_not_consume_an_implicit_request_id() {
     assert_eq!(receiver.join().unwrap(), id);
     assert_eq!(conn.stats().messages_sent, 1);
 }
+
+/// `ShmListener::bind` removed whatever was at its path to clear a stale socket, so a wrong
+/// path deleted a regular file. Only a socket is removed now; anything else makes bind fail.
+#[test]
+fn bind_never_removes_a_file_that_is_not_a_socket() {
+    let path = std::env::temp_dir().join(format!("ferry-shm-regression-file-{}", std::process::id()));
+    std::fs::write(&path, b"precious").unwrap();
+    assert!(ShmListener::bind(&path).is_err());
+    assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+    std::fs::remove_file(&path).unwrap();
+    // A stale socket is still cleared.
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    let listener = ShmListener::bind(&path).unwrap();
+    drop(listener);
+    assert!(!path.exists(), "the listener removes its socket when dropped");
+}
