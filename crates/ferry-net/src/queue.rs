@@ -551,7 +551,8 @@ mod tests {
         rec.append_field(&value[..]);
         for (placement, referenced) in [(Placement::Gather, true), (Placement::Copy, false)] {
             let mut q = SendQueue::new(&pool, &Config::default());
-            q.push_message(Meta::new(1, 2), &rec, &rec.layout(), placement).unwrap();
+            q.push_message(Meta::new(1, 2), &rec, &rec.layout(), placement)
+                .unwrap();
             assert!(q.start_write());
             let mut iov = Vec::new();
             q.iovecs(&mut iov);
