@@ -562,7 +562,7 @@ impl ShmConnection {
 
     /// Waits for room in this side's ring (the peer consumes entries as it polls).
     fn ring_space(&mut self) -> Result<(), NetError> {
-        let start = Instant::now();
+        let mut start = None;
         loop {
             let consumed = self.peer_word(PEER_TAIL);
             if consumed > self.head {
@@ -574,7 +574,7 @@ impl ShmConnection {
             if self.head - consumed < RING as u64 {
                 return Ok(());
             }
-            self.wait(start)?;
+            self.wait(&mut start)?;
         }
     }
 
@@ -598,14 +598,14 @@ impl ShmConnection {
     }
 
     fn publish(&mut self) -> Result<(), NetError> {
-        let start = Instant::now();
+        let mut start = None;
         while self.credits == 0 {
             self.stats.credit_waits += 1;
             // Acknowledgement-only entries cost no credit: send what this side owes, or two
             // peers out of credits, each owing the other, would wait for ever.
             self.publish_acks()?;
             if !self.poll_incoming()? {
-                self.wait(start)?;
+                self.wait(&mut start)?;
             }
         }
         self.ring_space()?;
@@ -785,9 +785,12 @@ impl ShmConnection {
         }))
     }
 
-    /// Waits a little for the peer: busy-polls until `config.spin` has passed since `since`,
+    /// Waits a little for the peer: busy-polls until `config.spin` has passed since the first
+    /// wait of this operation (`since`, set then),
     /// then sleeps on the doorbell (bounded, so a dead peer is noticed).
-    fn wait(&mut self, since: Instant) -> Result<(), NetError> {
+    fn wait(&mut self, since: &mut Option<Instant>) -> Result<(), NetError> {
+        // The clock is first read when a wait begins, not on every send or receive.
+        let since = *since.get_or_insert_with(Instant::now);
         self.spins = self.spins.wrapping_add(1);
         // The clock is read every 64 spins (it cost a quarter of a busy-polling profile).
         let spin = self.config.spin;
@@ -833,14 +836,14 @@ impl ShmConnection {
     /// (per [`ShmConfig::spin`]) until the peer sends one.
     pub fn recv(&mut self) -> Result<ShmFrame, NetError> {
         self.check()?;
-        let start = Instant::now();
+        let mut start = None;
         loop {
             if let Some(frame) = self.next_frame()? {
                 return Ok(frame);
             }
             self.flush()?;
             if !self.poll_incoming()? {
-                self.wait(start)?;
+                self.wait(&mut start)?;
             }
         }
     }
@@ -866,11 +869,11 @@ impl ShmConnection {
     /// Waits until the peer has acknowledged every block sent (all values may be reused).
     pub fn wait_idle(&mut self) -> Result<(), NetError> {
         self.flush()?;
-        let start = Instant::now();
+        let mut start = None;
         while !self.in_flight.is_empty() {
             if !self.poll_incoming()? {
                 self.publish_acks()?;
-                self.wait(start)?;
+                self.wait(&mut start)?;
             }
         }
         Ok(())
