@@ -9,7 +9,7 @@
 //! The `next` links live in the per-region slot metadata, which outlives every list operation
 //! (regions are never unmapped while the pool lives), so reading a stale link is harmless.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 use crate::class::SlotId;
 
@@ -157,5 +157,100 @@ mod tests {
         let mut all: Vec<u32> = std::iter::from_fn(|| list.pop(link)).map(|id| id.0).collect();
         all.sort_unstable();
         assert_eq!(all, (0..SLOTS).collect::<Vec<_>>());
+    }
+}
+
+/// Model checks under loom (`RUSTFLAGS="--cfg loom" cargo test -p ferry-buf --lib --release -- loom_`).
+/// Slot contents are loom cells: two owners of one slot at once, or an owner that does not
+/// happen-after the previous one, is reported as a data race.
+#[cfg(all(test, loom))]
+#[allow(unsafe_code)]
+mod loom_tests {
+    use super::*;
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    struct Slots {
+        links: Vec<AtomicU32>,
+        data: Vec<UnsafeCell<u32>>,
+        list: FreeList,
+    }
+
+    impl Slots {
+        /// `n` slots, all on the list (0 on top).
+        fn new(n: u32) -> Arc<Slots> {
+            let slots = Slots {
+                links: (0..n).map(|_| AtomicU32::new(SlotId::NIL.0)).collect(),
+                data: (0..n).map(|_| UnsafeCell::new(0)).collect(),
+                list: FreeList::new(),
+            };
+            for id in (0..n).rev() {
+                slots.list.push(SlotId(id), |id| &slots.links[id.0 as usize]);
+            }
+            Arc::new(slots)
+        }
+
+        fn pop(&self) -> Option<SlotId> {
+            let id = self.list.pop(|id| &self.links[id.0 as usize])?;
+            // The popper owns the slot: it writes its contents.
+            // SAFETY: loom checks this access: a concurrent owner of the same slot, or one
+            // not ordered after the previous owner, fails the model.
+            self.data[id.0 as usize].with_mut(|p| unsafe { *p += 1 });
+            Some(id)
+        }
+
+        fn push(&self, id: SlotId) {
+            self.list.push(id, |id| &self.links[id.0 as usize]);
+        }
+
+        fn drain(&self) -> Vec<u32> {
+            std::iter::from_fn(|| self.list.pop(|id| &self.links[id.0 as usize])).map(|id| id.0).collect()
+        }
+    }
+
+    #[test]
+    fn loom_push_publishes_contents_to_the_popper() {
+        loom::model(|| {
+            let slots = Slots::new(1);
+            let id = slots.pop().unwrap();
+            let pusher = {
+                let slots = slots.clone();
+                thread::spawn(move || slots.push(id))
+            };
+            // Either the list is still empty or the popper owns the slot after the pusher.
+            let popped = slots.pop();
+            pusher.join().unwrap();
+            if popped.is_none() {
+                assert_eq!(slots.pop(), Some(id));
+            }
+        });
+    }
+
+    /// The ABA case the tag defends against: one pop reads `top = 0, next = 1` and is
+    /// preempted; another thread pops 0, pops 1 and pushes 0 back. Without the tag the first
+    /// pop's compare-exchange would succeed and make 1 (still owned) the list's top.
+    #[test]
+    fn loom_aba_pop_is_refused() {
+        loom::model(|| {
+            let slots = Slots::new(2);
+            let other = {
+                let slots = slots.clone();
+                thread::spawn(move || {
+                    let a = slots.pop();
+                    let b = slots.pop();
+                    if let Some(a) = a {
+                        slots.push(a);
+                    }
+                    b
+                })
+            };
+            let mine = slots.pop();
+            let theirs = other.join().unwrap();
+            let mut all: Vec<u32> = mine.into_iter().chain(theirs).map(|id| id.0).collect();
+            all.extend(slots.drain());
+            all.sort_unstable();
+            assert_eq!(all, [0, 1], "every slot exactly once: owned or on the list");
+        });
     }
 }

@@ -97,6 +97,7 @@ mod region_info;
 mod shared_buf;
 mod slot;
 mod stats;
+mod sync;
 #[allow(unsafe_code)]
 mod sys;
 

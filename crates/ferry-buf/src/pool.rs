@@ -2,11 +2,12 @@
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::class::{Classes, SlotId};
 use crate::free_list::FreeList;
+use crate::sync::AtomicU32;
 use crate::raw::{RawMut, RawShared, Region};
 use crate::sys::{MapOptions, Reservation};
 use crate::{BufMut, ClassStats, PoolConfig, PoolError, PoolStats, RegionInfo, SharedBuf};

@@ -15,7 +15,7 @@
 //! Counts are capped at [`MAX_REFS`]; going past it is a leak-sized bug and aborts the
 //! process, like `Arc`.
 
-use std::sync::atomic::{AtomicU32, Ordering, fence};
+use crate::sync::{AtomicU32, Ordering, fence};
 
 /// Count of a slot on the free list.
 const FREE: u32 = 0;
@@ -200,5 +200,129 @@ mod tests {
             return; // not reached
         }
         expect_abort("slot::tests::try_retain_past_cap_aborts");
+    }
+}
+
+/// Model checks under loom (`RUSTFLAGS="--cfg loom" cargo test -p ferry-buf --lib --release -- loom_`).
+/// The slot's memory is a loom cell: a reader that is not ordered before the slot's reuse, or a
+/// writer not ordered after `freeze`'s readers, is reported as a data race.
+#[cfg(all(test, loom))]
+#[allow(unsafe_code)]
+mod loom_tests {
+    use super::*;
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    use loom::sync::atomic::AtomicUsize;
+    use loom::thread;
+
+    struct Slot {
+        meta: SlotMeta,
+        data: UnsafeCell<u32>,
+        freed: AtomicUsize,
+    }
+
+    impl Slot {
+        /// A claimed slot whose contents were written, then frozen (count 1).
+        fn shared() -> Arc<Slot> {
+            let slot = Arc::new(Slot {
+                meta: SlotMeta::new(),
+                data: UnsafeCell::new(0),
+                freed: AtomicUsize::new(0),
+            });
+            assert!(slot.meta.claim());
+            slot.write(7);
+            slot.meta.freeze();
+            slot
+        }
+
+        fn read(&self) -> u32 {
+            // SAFETY: loom checks the access against every write of the model.
+            self.data.with(|p| unsafe { *p })
+        }
+
+        fn write(&self, value: u32) {
+            // SAFETY: loom checks the access against every other access of the model.
+            self.data.with_mut(|p| unsafe { *p = value });
+        }
+
+        /// Drops one shared reference; the last one frees the slot and reuses its memory.
+        fn release(&self) {
+            if self.meta.release() {
+                self.freed.fetch_add(1, Ordering::Relaxed);
+                assert!(self.meta.claim(), "a freed slot can be claimed");
+                self.write(0);
+            }
+        }
+    }
+
+    #[test]
+    fn loom_last_release_frees_once_after_every_read() {
+        loom::model(|| {
+            let slot = Slot::shared();
+            slot.meta.retain();
+            let other = {
+                let slot = slot.clone();
+                thread::spawn(move || {
+                    assert_eq!(slot.read(), 7);
+                    slot.release();
+                })
+            };
+            assert_eq!(slot.read(), 7);
+            slot.release();
+            other.join().unwrap();
+            assert_eq!(slot.freed.load(Ordering::Relaxed), 1);
+        });
+    }
+
+    /// Pointer recovery racing the last release: it either takes a reference before the
+    /// count reaches zero (and then frees the slot itself) or is refused; it never revives a
+    /// freed slot.
+    #[test]
+    fn loom_try_retain_never_resurrects() {
+        loom::model(|| {
+            let slot = Slot::shared();
+            let recoverer = {
+                let slot = slot.clone();
+                thread::spawn(move || {
+                    if slot.meta.try_retain() {
+                        assert_eq!(slot.read(), 7);
+                        slot.release();
+                    }
+                })
+            };
+            slot.release();
+            recoverer.join().unwrap();
+            assert_eq!(slot.freed.load(Ordering::Relaxed), 1);
+        });
+    }
+
+    /// `freeze` publishes the writer's bytes to a reader that recovers the buffer.
+    #[test]
+    fn loom_freeze_publishes_contents_to_recover() {
+        loom::model(|| {
+            let slot = Arc::new(Slot {
+                meta: SlotMeta::new(),
+                data: UnsafeCell::new(0),
+                freed: AtomicUsize::new(0),
+            });
+            assert!(slot.meta.claim());
+            let writer = {
+                let slot = slot.clone();
+                thread::spawn(move || {
+                    slot.write(7);
+                    slot.meta.freeze();
+                })
+            };
+            let recovered = slot.meta.try_retain();
+            if recovered {
+                assert_eq!(slot.read(), 7);
+            }
+            writer.join().unwrap();
+            if recovered {
+                slot.release();
+            }
+            slot.release();
+            assert_eq!(slot.freed.load(Ordering::Relaxed), 1);
+        });
     }
 }
