@@ -80,24 +80,34 @@ fn file_per_package_names_files_like_prost() {
     assert!(files.iter().all(|f| f.contents.starts_with(ferry_build::HEADER)));
 }
 
+/// Write-if-changed, checked without sleeping: the file's mtime is set far in the past, so any
+/// rewrite (which stamps the current time) shows, however coarse the file system's clock.
 #[test]
 fn unchanged_files_are_not_rewritten() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let file = ferry_build::GeneratedFile {
+    let mut file = ferry_build::GeneratedFile {
         name: "x.rs".into(),
         contents: "// x\n".into(),
     };
-    ferry_build::write_files(dir.path(), std::slice::from_ref(&file)).expect("write");
     let path = dir.path().join("x.rs");
-    let before = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .expect("mtime");
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    ferry_build::write_files(dir.path(), &[file]).expect("write again");
-    let after = std::fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .expect("mtime");
-    assert_eq!(before, after);
+    let long_ago = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    let mtime = || std::fs::metadata(&path).and_then(|m| m.modified()).expect("mtime");
+    let age = |time| {
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_modified(time))
+            .expect("set mtime")
+    };
+    ferry_build::write_files(dir.path(), std::slice::from_ref(&file)).expect("write");
+    age(long_ago);
+    ferry_build::write_files(dir.path(), std::slice::from_ref(&file)).expect("write again");
+    assert_eq!(mtime(), long_ago, "same contents: not rewritten");
+
+    file.contents.push_str("// y\n");
+    ferry_build::write_files(dir.path(), std::slice::from_ref(&file)).expect("write changed");
+    assert_ne!(mtime(), long_ago, "new contents: rewritten");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), file.contents);
 }
 
 #[test]

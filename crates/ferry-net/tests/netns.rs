@@ -3,7 +3,7 @@
 //! fields arrive byte for byte. The peers are this test binary, re-executed inside the
 //! namespaces with `ip netns exec`; the namespaces (and so the veth pair) are deleted
 //! afterwards. Without root or `ip` the test prints SKIPPED (or fails, with
-//! `FERRY_NET_REQUIRE_NETNS` set).
+//! `FERRY_REQUIRE_KERNEL_FEATURES` set).
 
 mod common;
 

@@ -1,6 +1,8 @@
 //! io_uring mode sends a batch that is one staging range with `SEND_ZC` from the registered
 //! pool region, and a batch with referenced values with `SENDMSG_ZC`.
 
+mod common;
+
 use std::net::TcpListener;
 use std::thread;
 
@@ -51,8 +53,10 @@ fn exchange(small: bool) -> ferry_net::SendStats {
 #[test]
 fn registered_buffers_for_contiguous_batches() {
     if let Err(why) = &probe::features().send_zc {
-        eprintln!("SKIPPED: io_uring SEND_ZC unavailable: {why}");
-        return;
+        return common::skip(
+            "registered_buffers_for_contiguous_batches",
+            &format!("io_uring SEND_ZC unavailable: {why}"),
+        );
     }
     let copied = exchange(true);
     assert_eq!(copied.queue.zero_copy_values_referenced, 0);

@@ -873,9 +873,7 @@ fn shared_subtrees_are_rejected_at_once() {
     let buf = dag(10, 64);
     assert!(buf.len() < 6 << 10);
     let limits = Limits::default();
-    let start = Instant::now();
     let (result, allocated) = measure(|| View::decode(&buf, &ALL_KINDS, &limits));
-    let elapsed = start.elapsed();
     let err = result.expect_err("a header referenced twice");
     let leaf_at = buf.len() as u64 - 8;
     assert_eq!(
@@ -889,7 +887,8 @@ fn shared_subtrees_are_rejected_at_once() {
     let path = vec!["ferry.sample.AllKinds.r_child"; 10];
     assert_names_path_and_offset(&err, &path, leaf_at - 64 * 8 + 8);
     assert!(allocated <= error_alloc_bound(&limits));
-    assert!(elapsed.as_millis() < 1000, "validation took {elapsed:?}");
+    // "At once" is the offset above: the error is raised at the second pointer to the first
+    // shared header, not after max_elements steps (no wall-clock bound: it would flake).
 
     // Even the smallest sharing is rejected: two pointers to one leaf.
     let err = View::decode(&dag(1, 2), &ALL_KINDS, &limits).unwrap_err();

@@ -25,9 +25,10 @@ pub const DEADLINE: Duration = Duration::from_secs(20);
 /// The environment variable that tells a re-executed test binary which role to play.
 pub const ROLE_VAR: &str = "FERRY_NET_TEST_ROLE";
 
-/// Set (to anything) to make a test that cannot create network namespaces fail instead of
-/// skipping. CI sets it.
-pub const REQUIRE_NETNS_VAR: &str = "FERRY_NET_REQUIRE_NETNS";
+/// Set (to anything) to make a test that needs a kernel feature this machine lacks (network
+/// namespaces, `MSG_ZEROCOPY`, io_uring `SEND_ZC`, ...) fail instead of skipping. CI sets it:
+/// its machines have every feature these tests use.
+pub const REQUIRE_KERNEL_FEATURES_VAR: &str = "FERRY_REQUIRE_KERNEL_FEATURES";
 
 /// A pool like the default one (8 MiB regions) with a smaller address reservation.
 pub fn pool() -> Pool {
@@ -430,10 +431,10 @@ impl Drop for Netns {
 }
 
 /// Reports that a test could not run here. Loud, so that it is never mistaken for a pass; with
-/// [`REQUIRE_NETNS_VAR`] set it fails the test instead.
+/// [`REQUIRE_KERNEL_FEATURES_VAR`] set it fails the test instead.
 pub fn skip(test: &str, reason: &str) {
-    if std::env::var_os(REQUIRE_NETNS_VAR).is_some() {
-        panic!("{test}: cannot run ({reason}) and {REQUIRE_NETNS_VAR} is set");
+    if std::env::var_os(REQUIRE_KERNEL_FEATURES_VAR).is_some() {
+        panic!("{test}: cannot run ({reason}) and {REQUIRE_KERNEL_FEATURES_VAR} is set");
     }
     // Straight to the process's stderr: the test harness captures `eprintln!` of passing
     // tests, and a skip must be seen.
