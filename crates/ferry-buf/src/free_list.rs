@@ -205,7 +205,9 @@ mod loom_tests {
         }
 
         fn drain(&self) -> Vec<u32> {
-            std::iter::from_fn(|| self.list.pop(|id| &self.links[id.0 as usize])).map(|id| id.0).collect()
+            std::iter::from_fn(|| self.list.pop(|id| &self.links[id.0 as usize]))
+                .map(|id| id.0)
+                .collect()
         }
     }
 

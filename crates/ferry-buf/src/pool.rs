@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::class::{Classes, SlotId};
 use crate::free_list::FreeList;
-use crate::sync::AtomicU32;
 use crate::raw::{RawMut, RawShared, Region};
+use crate::sync::AtomicU32;
 use crate::sys::{MapOptions, Reservation};
 use crate::{BufMut, ClassStats, PoolConfig, PoolError, PoolStats, RegionInfo, SharedBuf};
 

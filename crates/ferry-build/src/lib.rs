@@ -16,7 +16,7 @@
 //! the logic lives in `ferry-wire`.
 //!
 //! It is NOT the runtime (that is `ferry-wire`) and does not need `protoc`.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod codegen;
 mod config;

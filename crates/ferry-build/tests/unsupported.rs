@@ -91,7 +91,11 @@ fn unchanged_files_are_not_rewritten() {
     };
     let path = dir.path().join("x.rs");
     let long_ago = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
-    let mtime = || std::fs::metadata(&path).and_then(|m| m.modified()).expect("mtime");
+    let mtime = || {
+        std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .expect("mtime")
+    };
     let age = |time| {
         std::fs::File::options()
             .write(true)

@@ -90,7 +90,7 @@ pub use conn::{Connection, Stats};
 pub use error::{FrameError, NetError};
 pub use frame::{FrameHeader, Meta};
 pub use queue::QueueCounters;
-pub use reader::{Frame, RecvCounters};
+pub use reader::{Frame, FrameReader, RecvCounters};
 pub use receiver::Receiver;
 pub use sender::{Raw, SendStats, Sender};
 #[cfg(feature = "tokio")]

@@ -11,6 +11,11 @@
 //!   `readv`.
 //! - Headers are checked (version, length against [`Config::max_frame_len`]) before anything
 //!   is allocated for the frame.
+//!
+//! [`FrameReader`] is public so that other drivers (and the `frame_reader` fuzz target) can
+//! feed it: peer bytes go in through [`read_targets`](FrameReader::read_targets) and
+//! [`filled`](FrameReader::filled), frames or typed errors come out of
+//! [`next_frame`](FrameReader::next_frame), and no input makes it panic.
 
 use ferry_buf::{BufMut, Pool, SharedBuf};
 
@@ -42,9 +47,11 @@ pub struct RecvCounters {
     pub copied: u64,
 }
 
-/// See the module docs.
+/// The sans-IO receive state of one stream (see the module docs): call
+/// [`next_frame`](Self::next_frame) until it returns `None`, then read into
+/// [`read_targets`](Self::read_targets) and report the count with [`filled`](Self::filled).
 #[derive(Debug)]
-pub(crate) struct FrameReader {
+pub struct FrameReader {
     pool: Pool,
     max_frame_len: usize,
     read_buf: usize,
@@ -61,7 +68,8 @@ pub(crate) struct FrameReader {
 }
 
 impl FrameReader {
-    pub(crate) fn new(pool: &Pool, config: &Config) -> FrameReader {
+    /// A reader taking its buffers from `pool`, with `config`'s `max_frame_len` and `read_buf`.
+    pub fn new(pool: &Pool, config: &Config) -> FrameReader {
         FrameReader {
             pool: pool.clone(),
             max_frame_len: config.max_frame_len,
@@ -75,7 +83,8 @@ impl FrameReader {
         }
     }
 
-    pub(crate) fn counters(&self) -> RecvCounters {
+    /// What was received and copied so far.
+    pub fn counters(&self) -> RecvCounters {
         self.counters
     }
 
@@ -86,7 +95,7 @@ impl FrameReader {
     }
 
     /// The next complete frame among the bytes read so far, if any.
-    pub(crate) fn next_frame(&mut self) -> Result<Option<Frame>, NetError> {
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, NetError> {
         loop {
             if let Some((buf, header)) = &self.big {
                 if buf.len() < HEADER_LEN + header.len as usize {
@@ -160,7 +169,7 @@ impl FrameReader {
 
     /// Where the next read should go: the rest of a straddling frame (exactly), then the read
     /// buffer. Call only after [`next_frame`](Self::next_frame) returned `None`.
-    pub(crate) fn read_targets(&mut self) -> Result<(&mut [u8], &mut [u8]), NetError> {
+    pub fn read_targets(&mut self) -> Result<(&mut [u8], &mut [u8]), NetError> {
         self.next_buf()?;
         let next = self.next.as_mut().expect("allocated above");
         let start = next.len();
@@ -176,7 +185,11 @@ impl FrameReader {
     }
 
     /// Records that a read put `n > 0` bytes into the targets, in order.
-    pub(crate) fn filled(&mut self, n: usize) {
+    ///
+    /// # Panics
+    /// If `n` exceeds the total length of the targets [`read_targets`](Self::read_targets)
+    /// returned (a driver bug, not a peer's).
+    pub fn filled(&mut self, n: usize) {
         self.counters.reads += 1;
         self.counters.bytes += n as u64;
         let mut n = n;
@@ -194,7 +207,7 @@ impl FrameReader {
 
     /// The error for an end of stream now: [`NetError::Closed`] between frames, else
     /// [`NetError::Truncated`].
-    pub(crate) fn eof(&self) -> NetError {
+    pub fn eof(&self) -> NetError {
         if let Some((buf, header)) = &self.big {
             return NetError::Truncated {
                 received: buf.len(),
@@ -220,7 +233,7 @@ impl FrameReader {
     }
 
     /// Drops every buffer (the connection failed or closed).
-    pub(crate) fn clear(&mut self) {
+    pub fn clear(&mut self) {
         self.cur = None;
         self.next = None;
         self.big = None;

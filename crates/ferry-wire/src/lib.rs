@@ -22,7 +22,7 @@
 //!        | zero_copy_bufs: counted references a send holds until its completion (refcount + 1 each)
 //! received SharedBuf --View::decode_shared--> views borrow it; View::shared/hybrid reference it
 //! ```
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod decode;
 pub mod desc;

@@ -31,7 +31,7 @@
 //! assert_eq!(view.key(), b"user:42");
 //! assert_eq!(view.fields().get(0), Some(&value[..]));
 //! ```
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod sample;
 

@@ -902,7 +902,7 @@ fn shared_subtrees_are_rejected_at_once() {
 
 /// The committed seed inputs of the `decode` fuzz target.
 fn fuzz_seeds_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/decode")
 }
 
 /// The seeds: valid `AllKinds` and `Record` encodings of every shape the fuzzer should start

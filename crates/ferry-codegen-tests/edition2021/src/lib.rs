@@ -1,5 +1,6 @@
 //! The generated code of `ferry-codegen-tests`, built under edition 2021: clippy and the
 //! workspace lints (`-D warnings` in CI) check it builds warning-free there too.
+#![forbid(unsafe_code)]
 
 /// The schemas of `../proto/`.
 pub mod generated {
