@@ -28,7 +28,10 @@
 //!   region never changes class or returns memory to the OS before the pool is dropped.
 //! - Not a registration layer: it never calls io_uring, AF_XDP or RDMA APIs; transports do,
 //!   from their [`Pool::on_region`] hook.
-//! - Not shared memory between processes: regions are private anonymous mappings.
+//! - Not a shared-memory protocol: a pool made with [`PoolConfig::shared`](PoolConfig::shared) set lives in one memfd
+//!   ([`Pool::memfd`], [`Pool::offset_of`]) that another process may map, and
+//!   `ferry-shm` builds its transport on that; the pool itself only allocates in it. Default
+//!   pools are private anonymous mappings.
 //! - Not write protection for data in flight: a frozen buffer is immutable to safe Rust, but
 //!   memory is reused as soon as the last handle drops, so a transport must hold a
 //!   [`SharedBuf`] until the kernel or NIC reports completion.
@@ -62,6 +65,9 @@
 //!   exceeding it aborts the process, like `Arc`.
 //! - [`Pool::recover`] increments with a compare-exchange loop that refuses a count of zero:
 //!   a slot freed concurrently is never resurrected, and a [`BufMut`]'s slot is never shared.
+//! - The free list and the refcount are model-checked with loom (every interleaving of a few
+//!   threads; `--cfg loom`, see `.ci/run`), and the crate's tests run under Miri with strict
+//!   provenance.
 //!
 //! # Example
 //!
