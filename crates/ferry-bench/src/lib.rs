@@ -21,11 +21,18 @@
 //!
 //! The returned slice is "bytes ready for a socket write" and stays valid until the next call.
 
+pub mod datapath;
 pub mod error;
 pub mod generated;
+pub mod harness;
+pub mod plot;
 pub mod shapes;
+pub mod shm;
 pub mod systems;
 
 pub use error::BenchError;
 pub use shapes::Shape;
 pub use systems::{Decoder, Serializer, Sink};
+
+/// The end-to-end benchmarks' error type: it crosses thread boundaries.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

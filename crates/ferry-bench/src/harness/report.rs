@@ -56,7 +56,7 @@ pub fn machine() -> Value {
     json!({
         "kernel": read_trimmed("/proc/sys/kernel/osrelease"),
         "cpu_model": cpu_model,
-        "cpus": super::harness::cpus(),
+        "cpus": super::cpus(),
         "tcp_congestion_default": read_trimmed("/proc/sys/net/ipv4/tcp_congestion_control"),
         "optmem_max": read_trimmed("/proc/sys/net/core/optmem_max").and_then(|s| s.parse::<u64>().ok()),
     })

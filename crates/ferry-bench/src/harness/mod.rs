@@ -3,6 +3,10 @@
 
 use std::time::{Duration, Instant};
 
+pub mod report;
+#[allow(unsafe_code)]
+mod sys;
+
 /// How long a run goes on.
 #[derive(Debug, Clone, Copy)]
 pub enum Budget {
@@ -24,7 +28,7 @@ impl Budget {
 
 /// Pins the calling thread to CPU `cpu` (`sched_setaffinity`).
 pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
-    super::sys::pin_current_thread(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))
+    sys::pin_current_thread(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))
 }
 
 /// CPU time used by the calling thread so far, user plus system (`getrusage(RUSAGE_THREAD)`).
@@ -33,7 +37,7 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
 /// context, or in other threads, is not included.
 pub fn thread_cpu_time() -> Duration {
     // getrusage(RUSAGE_THREAD) on the calling thread cannot fail on Linux; zero is a safe answer.
-    super::sys::thread_cpu_time().unwrap_or_default()
+    sys::thread_cpu_time().unwrap_or_default()
 }
 
 /// CPUs this process may run on (for choosing where to pin).

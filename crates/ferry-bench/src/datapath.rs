@@ -40,11 +40,11 @@ use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_net::{Config, Connection, Meta, Mode, Raw, RecvCounters, SendStats};
 use serde_json::{Value, json};
 
-use super::harness::{self, median, thread_cpu_time};
-use super::{plot, report};
+use crate::harness::{self, median, report, thread_cpu_time};
+use crate::plot;
 
-pub use super::BoxError;
-pub use super::harness::Budget;
+pub use crate::BoxError;
+pub use crate::harness::Budget;
 
 /// Frame kinds of the benchmark stream.
 const DATA: u16 = 1;

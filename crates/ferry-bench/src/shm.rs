@@ -51,8 +51,8 @@ use ferry_net::{Config, Connection, Frame, Meta, Mode, NetError, Raw, Received, 
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
 use serde_json::{Value, json};
 
-use super::harness::{self, Budget, Histogram, median, thread_cpu_time};
-use super::{BoxError, plot, report};
+use crate::harness::{self, Budget, Histogram, median, report, thread_cpu_time};
+use crate::{BoxError, plot};
 
 /// Frame kinds of the benchmark.
 const DATA: u16 = 1;
