@@ -24,17 +24,15 @@ enum BenchCommand {
     /// One-way message streams over TCP loopback in every send mode (copy, gather, zerocopy,
     /// uring, auto), swept over message size and field count.
     ///
-    /// `--quick`: sizes 64 B, 1 KiB,
-    /// 4 KiB, 64 KiB x 1 and 8 fields, unbatched only at 4 KiB x 8 fields, 80 ms per
-    /// repetition, well under 30 s. `--plot`: messages/s and sender CPU per message against
-    /// message size, per mode, at `--plot-fields` fields, batched and unbatched.
+    /// `--quick`: sizes 64 B, 1 KiB, 4 KiB, 64 KiB x 1 and 8 fields, unbatched only at 4 KiB x 8
+    /// fields, 80 ms per repetition, well under 30 s. `--plot`: messages/s and sender CPU per
+    /// message against message size, per mode, at `--plot-fields` fields, batched and unbatched.
     Datapath(datapath::Args),
     /// Request/response round trips and pipelined throughput over the shared-memory transport,
     /// against a raw shared-memory ping-pong and TCP loopback.
     ///
-    /// `--quick`: 100 ms per
-    /// repetition, 3 repetitions, under 30 s. `--plot`: requests/s and latency against requests
-    /// in flight, and latency against payload.
+    /// `--quick`: 100 ms per repetition, 3 repetitions, under 30 s. `--plot`: requests/s and
+    /// latency against requests in flight, and latency against payload.
     Shm(shm::Args),
 }
 

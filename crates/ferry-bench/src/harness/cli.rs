@@ -69,14 +69,17 @@ mod tests {
 
     #[test]
     fn budget_prefers_count_then_duration_then_default() {
+        let ms = |b: Budget| match b {
+            Budget::Time(d) => Some(d.as_millis()),
+            Budget::Count(_) => None,
+        };
         assert!(matches!(common(Some(7), None).budget(80, 250), Budget::Count(7)));
         assert!(matches!(common(Some(0), None).budget(80, 250), Budget::Count(1)));
-        assert!(
-            matches!(common(None, Some(30)).budget(80, 250), Budget::Time(d) if d == Duration::from_millis(30))
-        );
-        assert!(
-            matches!(common(None, None).budget(80, 250), Budget::Time(d) if d == Duration::from_millis(80))
-        );
-        assert!(common(None, None).json_path().is_err());
+        assert_eq!(ms(common(None, Some(30)).budget(80, 250)), Some(30));
+        let full = common(None, None);
+        assert_eq!(ms(full.budget(80, 250)), Some(250));
+        assert!(full.json_path().is_err());
+        let quick = Common { quick: true, ..full };
+        assert_eq!(ms(quick.budget(80, 250)), Some(80));
     }
 }
