@@ -475,10 +475,7 @@ fn summarize(point: Point, batch_frames: usize, runs: &[RunResult]) -> Summary {
     );
     let kernel_copied_rate = (completed > 0).then(|| copied as f64 / completed as f64);
     let effective_mode = runs.first().map_or(point.mode, |r| r.effective_mode);
-    let round = |v: f64, digits: i32| {
-        let p = 10f64.powi(digits);
-        (v * p).round() / p
-    };
+    let round = harness::round;
     let record = json!({
         "mode": point.mode.name(),
         "effective_mode": effective_mode.name(),

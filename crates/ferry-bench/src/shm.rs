@@ -136,11 +136,7 @@ impl TransportKind {
         }
     }
 
-    fn parse(s: &str) -> Option<TransportKind> {
-        [TransportKind::Raw, TransportKind::Shm, TransportKind::Tcp]
-            .into_iter()
-            .find(|t| t.name() == s)
-    }
+    const ALL: [TransportKind; 3] = [TransportKind::Raw, TransportKind::Shm, TransportKind::Tcp];
 }
 
 /// How a side waits for the other.
@@ -164,11 +160,7 @@ impl Notify {
         }
     }
 
-    fn parse(s: &str) -> Option<Notify> {
-        [Notify::Spin, Notify::Default, Notify::Poll]
-            .into_iter()
-            .find(|n| n.name() == s)
-    }
+    const ALL: [Notify; 3] = [Notify::Spin, Notify::Default, Notify::Poll];
 }
 
 /// One configuration.
@@ -1095,10 +1087,7 @@ fn summarize(point: Point, runs: &[RunResult]) -> Summary {
     let tcp = point.transport == TransportKind::Tcp;
     let per_req_if = |on: bool, f: &dyn Fn(&Counters) -> u64| on.then(|| med(&|r| r.per_req(f(&r.window))));
     let sleeps_per_req = per_req_if(shm, &|c| c.sleeps);
-    let round = |v: f64, digits: i32| {
-        let p = 10f64.powi(digits);
-        (v * p).round() / p
-    };
+    let round = harness::round;
     let opt = |v: Option<f64>, digits: i32| v.map(|v| round(v, digits));
     let record = json!({
         "transport": point.transport.name(),
@@ -1151,8 +1140,8 @@ fn from_record(r: &Value) -> Option<Summary> {
     let f = |k: &str| r[k].as_f64();
     Some(Summary {
         point: Point {
-            transport: TransportKind::parse(r["transport"].as_str()?)?,
-            notify: Notify::parse(r["notify"].as_str()?)?,
+            transport: harness::by_name(&TransportKind::ALL, TransportKind::name, r["transport"].as_str()?)?,
+            notify: harness::by_name(&Notify::ALL, Notify::name, r["notify"].as_str()?)?,
             payload: r["payload"].as_u64()? as usize,
             in_flight: r["in_flight"].as_u64()? as usize,
         },

@@ -50,6 +50,17 @@ impl Budget {
     }
 }
 
+/// The one of `all` whose `name` is `s`: reads back the names an enum wrote into the records.
+pub fn by_name<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str, s: &str) -> Option<T> {
+    all.iter().copied().find(|&t| name(t) == s)
+}
+
+/// Rounds `v` to `digits` decimal digits, for the JSON records.
+pub fn round(v: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (v * p).round() / p
+}
+
 /// Accepts one connection on `listener`, giving up after 10 s, so that a peer that failed
 /// before connecting cannot hang the benchmark.
 pub fn accept(listener: &TcpListener) -> Result<TcpStream, BoxError> {
@@ -204,7 +215,7 @@ mod tests {
         assert!(h.quantile(1.0).unwrap() >= u64::MAX / 1024 * 1023);
         assert!(h.max().unwrap() >= u64::MAX / 1024 * 1023);
         let top = h.quantile(1001.0 / 1002.0).unwrap();
-        assert!(top >= 10_000_000 && top < 10_010_000, "{top}");
+        assert!((10_000_000..10_010_000).contains(&top), "{top}");
     }
 
     #[test]
