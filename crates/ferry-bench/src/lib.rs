@@ -1,13 +1,24 @@
-//! Micro-benchmark harness comparing serializers on the same shapes.
+//! Every Ferry benchmark, in one library.
 //!
-//! What it is: the shared code behind the Criterion targets (`benches/serialize.rs`,
-//! `benches/decode.rs`) and the `ferry-callgrind` instruction-count driver. Each system
-//! (the memcpy floor, prost, FlatBuffers, Cap'n Proto, and later Ferry) is one file under
-//! [`systems`]; the benches loop over [`systems::SERIALIZERS`] and [`systems::DECODERS`].
+//! What it is:
+//! - the harness every benchmark shares ([`harness`]): thread pinning and per-thread CPU time
+//!   (the crate's only unsafe code, in one small module), run budgets, repetitions and medians,
+//!   latency histograms ([`hdrhistogram`]), the JSON results files ([`harness::report`]),
+//!   progress bars on stderr ([`indicatif`], drawn only on a terminal), the options every
+//!   `ferry bench` command takes ([`harness::cli`]); and SVG line charts ([`plot`]);
+//! - one module per end-to-end benchmark, the only code here that calls a transport:
+//!   [`datapath`] (`ferry bench datapath`: one-way TCP streams in every send mode) and [`shm`]
+//!   (`ferry bench shm`: round trips over shared memory against a raw ping-pong and TCP). The
+//!   `ferry` binary parses their options and calls their `run`;
+//! - the serializer peers and workloads of the Criterion targets (`benches/serialize.rs`,
+//!   `benches/decode.rs`) and of the `ferry-callgrind` instruction-count driver: each system
+//!   (the memcpy floor, prost, FlatBuffers, Cap'n Proto, Ferry) is one file under [`systems`],
+//!   the workloads are [`shapes`]; the benches loop over [`systems::SERIALIZERS`] and
+//!   [`systems::DECODERS`].
 //!
-//! What it is NOT: a test suite (its tests only check that every system round-trips the
-//! shapes, so the numbers measure the right thing), an end-to-end RPC benchmark (no sockets,
-//! no latency histograms), or part of the default workspace build.
+//! What it is NOT: a test suite (its tests check the harness and that every system round-trips
+//! the shapes, so the numbers measure the right thing; they assert nothing about speed), or a
+//! dependency of any library crate (only the `ferry` binary uses it).
 //!
 //! Who owns which buffer, per serialize call:
 //!
@@ -21,11 +32,18 @@
 //!
 //! The returned slice is "bytes ready for a socket write" and stays valid until the next call.
 
+pub mod datapath;
 pub mod error;
 pub mod generated;
+pub mod harness;
+pub mod plot;
 pub mod shapes;
+pub mod shm;
 pub mod systems;
 
 pub use error::BenchError;
 pub use shapes::Shape;
 pub use systems::{Decoder, Serializer, Sink};
+
+/// The end-to-end benchmarks' error type: it crosses thread boundaries.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

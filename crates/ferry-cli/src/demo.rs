@@ -9,8 +9,8 @@ use ferry::sample::Record;
 use ferry::{Context, Pool, PoolConfig, Serialize, SharedBuf};
 use ferry_net::Mode;
 
-use crate::bench::datapath::{self, Budget, Pools, RunSpec};
-use crate::bench::harness;
+use ferry_bench::datapath::{self, Budget, Pools, RunSpec};
+use ferry_bench::harness;
 
 /// Options of `ferry demo`.
 #[derive(clap::Args)]

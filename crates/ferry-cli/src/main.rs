@@ -8,6 +8,12 @@
 //! - `ferry gen --proto FILE [-I DIR]... --out DIR` writes the same Rust types as `ferry-build`.
 //! - `ferry bench datapath [--quick] --json PATH [--plot PATH]` measures `ferry-net`'s send
 //!   modes over TCP loopback and writes the results as JSON (and an SVG plot).
+//! - `ferry bench shm [--quick] --json PATH [--plot PATH]` measures request/response round trips
+//!   over `ferry-shm` against a raw shared-memory ping-pong and TCP loopback, likewise.
+//! - `ferry bench datapath|shm --from RESULTS_JSON [--plot PATH]` prints the table and draws the
+//!   plot of an earlier run without measuring.
+//!
+//! The benchmarks themselves live in `ferry-bench`; this crate only parses their options.
 //!
 //! Exit status: 0 on success, 1 for usage and schema errors (bad options, a `.proto` that does
 //! not parse, an unknown message), 2 for invalid input on standard input (wire bytes that do not

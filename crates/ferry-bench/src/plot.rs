@@ -62,7 +62,7 @@ pub fn log_log_svg(
     title: &str,
     columns: usize,
     panels: &[Panel],
-) -> Result<(), super::BoxError> {
+) -> Result<(), crate::BoxError> {
     let columns = columns.max(1);
     let rows = panels.len().div_ceil(columns).max(1);
     let root = SVGBackend::new(path, (PANEL_WIDTH * columns as u32, 420 * rows as u32)).into_drawing_area();

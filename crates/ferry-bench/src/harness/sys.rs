@@ -1,5 +1,5 @@
 //! The two system calls the harness needs that `std` does not wrap: thread affinity and
-//! per-thread CPU time. The only unsafe code in `ferry-cli`.
+//! per-thread CPU time. The only unsafe code in `ferry-bench`.
 
 use std::io;
 use std::time::Duration;

@@ -2,9 +2,11 @@
 //! record per measured configuration.
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
+
+use crate::BoxError;
 
 /// The command line as typed (arguments joined with spaces).
 pub fn command_line() -> String {
@@ -56,26 +58,24 @@ pub fn machine() -> Value {
     json!({
         "kernel": read_trimmed("/proc/sys/kernel/osrelease"),
         "cpu_model": cpu_model,
-        "cpus": super::harness::cpus(),
+        "cpus": super::cpus(),
         "tcp_congestion_default": read_trimmed("/proc/sys/net/ipv4/tcp_congestion_control"),
         "optmem_max": read_trimmed("/proc/sys/net/core/optmem_max").and_then(|s| s.parse::<u64>().ok()),
     })
 }
 
-/// Writes `{benchmark, command, date, machine, settings, records}` to `path`, pretty-printed.
-pub fn write(path: &Path, benchmark: &str, settings: Value, records: &[Value]) -> std::io::Result<()> {
-    write_with(path, benchmark, settings, records, Value::Null)
-}
-
-/// Like [`write`], plus `diagnostics` (measurements that explain the records rather than
-/// being configurations of the sweep) when it is not `null`.
-pub fn write_with(
+/// Writes `{benchmark, command, date, machine, settings, records}` to `path`, pretty-printed,
+/// plus `diagnostics` (measurements that explain the records rather than being configurations
+/// of the sweep) when it is not `null`; then says on stdout how many configurations took how
+/// long and where they are.
+pub fn save(
     path: &Path,
     benchmark: &str,
     settings: Value,
     records: &[Value],
     diagnostics: Value,
-) -> std::io::Result<()> {
+    took: Duration,
+) -> Result<(), BoxError> {
     let mut doc = json!({
         "benchmark": benchmark,
         "command": command_line(),
@@ -87,9 +87,32 @@ pub fn write_with(
     if !diagnostics.is_null() {
         doc["diagnostics"] = diagnostics;
     }
-    let mut text = serde_json::to_string_pretty(&doc).map_err(std::io::Error::other)?;
+    let mut text = serde_json::to_string_pretty(&doc)?;
     text.push('\n');
-    std::fs::write(path, text)
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    println!(
+        "\n{} configurations in {:.1} s; results in {}",
+        records.len(),
+        took.as_secs_f64(),
+        path.display()
+    );
+    Ok(())
+}
+
+/// Reads an earlier results file (`--from`) and turns each record back into a summary with
+/// `parse`, after printing which run it was (command, date, file).
+pub fn load<S>(from: &Path, parse: impl Fn(&Value) -> Option<S>) -> Result<Vec<S>, BoxError> {
+    let text = std::fs::read_to_string(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", from.display()))?;
+    let records = doc["records"]
+        .as_array()
+        .ok_or("no records in the results file")?;
+    let all = records
+        .iter()
+        .map(|r| parse(r).ok_or_else(|| format!("malformed record {r}")))
+        .collect::<Result<Vec<S>, _>>()?;
+    println!("{} ({}), {}:\n", doc["command"], doc["date"], from.display());
+    Ok(all)
 }
 
 #[cfg(test)]

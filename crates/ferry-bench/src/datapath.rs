@@ -30,7 +30,6 @@
 
 use std::hint::black_box;
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -40,11 +39,13 @@ use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_net::{Config, Connection, Meta, Mode, Raw, RecvCounters, SendStats};
 use serde_json::{Value, json};
 
-use super::harness::{self, median, thread_cpu_time};
-use super::{plot, report};
+use crate::harness::cli::Common;
+use crate::harness::progress::Progress;
+use crate::harness::{self, median, report, thread_cpu_time};
+use crate::plot;
 
-pub use super::BoxError;
-pub use super::harness::Budget;
+pub use crate::BoxError;
+pub use crate::harness::Budget;
 
 /// Frame kinds of the benchmark stream.
 const DATA: u16 = 1;
@@ -60,25 +61,14 @@ const QUICK_FIELDS: [usize; 2] = [1, 8];
 const TARGET_SIZE: usize = 4 << 10;
 const TARGET_FIELDS: usize = 8;
 
-/// Options of `ferry bench datapath`.
+/// Options of `ferry bench datapath`. `--quick` sweeps sizes 64 B, 1 KiB, 4 KiB, 64 KiB x 1
+/// and 8 fields, unbatched only at 4 KiB x 8 fields, 80 ms per repetition: well under 30 s.
+/// `--plot` draws messages/s and sender CPU per message against message size, per mode, at
+/// `--plot-fields` fields, batched and unbatched.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A short sweep (sizes 64 B, 1 KiB, 4 KiB, 64 KiB x 1 and 8 fields; unbatched only at
-    /// 4 KiB x 8 fields; 80 ms per repetition): well under 30 s.
-    #[arg(long)]
-    quick: bool,
-    /// Write the results here: a header (machine, date, command, settings) and one record per
-    /// configuration.
-    #[arg(long, required_unless_present = "from")]
-    json: Option<PathBuf>,
-    /// Measure nothing: print the table and findings and draw the plot from an earlier
-    /// results file.
-    #[arg(long, value_name = "RESULTS_JSON")]
-    from: Option<PathBuf>,
-    /// Also draw messages/s and sender CPU per message against message size, per mode, at
-    /// `--plot-fields` fields, batched and unbatched, as SVG.
-    #[arg(long)]
-    plot: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
     /// Field count the plot shows.
     #[arg(long, default_value_t = TARGET_FIELDS)]
     plot_fields: usize,
@@ -98,14 +88,6 @@ pub struct Args {
     /// Field count of the unbatched runs.
     #[arg(long, default_value_t = TARGET_FIELDS)]
     unbatched_fields: usize,
-    /// Measured time per repetition in milliseconds (default 250, or 80 with --quick); a
-    /// warm-up of a tenth of it comes first.
-    #[arg(long)]
-    duration_ms: Option<u64>,
-    /// Send exactly this many measured messages per repetition instead of running for a time
-    /// (plus a tenth of it as warm-up). For smoke tests.
-    #[arg(long, conflicts_with = "duration_ms")]
-    count: Option<u64>,
     /// Repetitions per configuration; every reported number is the median over them.
     #[arg(long, default_value_t = 3)]
     reps: usize,
@@ -374,18 +356,7 @@ struct ReceiverSide {
 
 fn receiver(spec: &RunSpec<'_>, pool: &Pool, listener: TcpListener) -> Result<ReceiverSide, BoxError> {
     pin(spec.cpus.1)?;
-    // Accept with a deadline, so that a sender that failed before connecting cannot hang us.
-    listener.set_nonblocking(true)?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let stream = loop {
-        match listener.accept() {
-            Ok((stream, _)) => break stream,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
-                thread::sleep(Duration::from_micros(200));
-            }
-            Err(e) => return Err(format!("accept: {e}").into()),
-        }
-    };
+    let stream = harness::accept(&listener)?;
     let conn = Connection::new(stream, pool, &Config::default())?;
     // An error here is reported by the sender side, which sets the same option.
     let _ = set_congestion(&conn, spec.congestion);
@@ -504,10 +475,7 @@ fn summarize(point: Point, batch_frames: usize, runs: &[RunResult]) -> Summary {
     );
     let kernel_copied_rate = (completed > 0).then(|| copied as f64 / completed as f64);
     let effective_mode = runs.first().map_or(point.mode, |r| r.effective_mode);
-    let round = |v: f64, digits: i32| {
-        let p = 10f64.powi(digits);
-        (v * p).round() / p
-    };
+    let round = harness::round;
     let record = json!({
         "mode": point.mode.name(),
         "effective_mode": effective_mode.name(),
@@ -601,7 +569,7 @@ fn plan(args: &Args) -> (Vec<Mode>, Vec<(usize, usize, bool)>) {
     let or = |given: &[usize], quick: &[usize], full: &[usize]| {
         if !given.is_empty() {
             given.to_vec()
-        } else if args.quick {
+        } else if args.common.quick {
             quick.to_vec()
         } else {
             full.to_vec()
@@ -629,15 +597,11 @@ fn plan(args: &Args) -> (Vec<Mode>, Vec<(usize, usize, bool)>) {
 
 /// Runs the sweep, prints the table, writes the JSON (and the plot).
 pub fn run(args: &Args) -> Result<(), BoxError> {
-    if let Some(from) = &args.from {
+    if let Some(from) = &args.common.from {
         return redraw(args, from);
     }
-    let json_path = args.json.as_ref().ok_or("--json is required")?;
-    let budget = match (args.count, args.duration_ms) {
-        (Some(n), _) => Budget::Count(n.max(1)),
-        (None, Some(ms)) => Budget::Time(Duration::from_millis(ms.max(1))),
-        (None, None) => Budget::Time(Duration::from_millis(if args.quick { 80 } else { 250 })),
-    };
+    let json_path = args.common.json_path()?;
+    let budget = args.common.budget(80, 250);
     let reps = args.reps.max(1);
     let cpus = harness::cpus();
     let receiver_cpu = if cpus > 1 {
@@ -653,10 +617,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         "ferry bench datapath: one-way TCP loopback, sender on CPU {}, receiver on CPU {receiver_cpu}, {} congestion control, {reps} repetition(s) of {} per configuration (median shown), zero-copy threshold {} B.",
         args.sender_cpu,
         args.congestion,
-        match budget {
-            Budget::Time(d) => format!("{} ms", d.as_millis()),
-            Budget::Count(n) => format!("{n} messages"),
-        },
+        budget.describe("messages"),
         args.threshold,
     );
     println!(
@@ -667,6 +628,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     let started = Instant::now();
     let mut summaries: Vec<Summary> = Vec::new();
     let mut congestion_error = None;
+    let progress = Progress::new((groups.len() * reps * modes.len()) as u64, "datapath");
     for &(size, fields, batched) in &groups {
         let fields = fields.clamp(1, size.max(1));
         let values = pools.values(size, fields)?;
@@ -685,8 +647,10 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
                     cpus: (Some(args.sender_cpu), Some(receiver_cpu)),
                     congestion: Some(&args.congestion),
                 };
-                let r = measure(&spec, &pools)
-                    .map_err(|e| format!("{mode}, {size} B x {fields} fields, batched {batched}: {e}"))?;
+                let what = format!("{mode}, {size} B x {fields} fields, batched {batched}");
+                progress.start(what.clone());
+                let r = measure(&spec, &pools).map_err(|e| format!("{what}: {e}"))?;
+                progress.done();
                 if let Some(e) = &r.congestion_error {
                     congestion_error.get_or_insert_with(|| e.clone());
                 }
@@ -709,11 +673,14 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
             })
             .collect();
         let copy = group.iter().find(|s| s.point.mode == Mode::Copy).cloned();
-        for s in &group {
-            table_row(s, copy.as_ref());
-        }
+        progress.suspend(|| {
+            for s in &group {
+                table_row(s, copy.as_ref());
+            }
+        });
         summaries.extend(group);
     }
+    progress.finish();
     let took = started.elapsed();
     if let Some(e) = &congestion_error {
         eprintln!(
@@ -727,10 +694,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
 
     let settings = json!({
         "transport": "TCP over loopback (127.0.0.1), one connection per repetition, one-way",
-        "budget": match budget {
-            Budget::Time(d) => json!({"duration_ms": d.as_millis() as u64}),
-            Budget::Count(n) => json!({"messages": n}),
-        },
+        "budget": budget.to_json("messages"),
         "warmup": "a tenth of the budget, before the measured window",
         "reps": reps,
         "statistic": "median over repetitions, per metric; counts (zc_*, recv_*) summed",
@@ -745,15 +709,8 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         "wall_seconds": (took.as_secs_f64() * 10.0).round() / 10.0,
     });
     let records: Vec<Value> = summaries.iter().map(|s| s.record.clone()).collect();
-    report::write(json_path, "datapath", settings, &records)
-        .map_err(|e| format!("writing {}: {e}", json_path.display()))?;
-    println!(
-        "\n{} configurations in {:.1} s; results in {}",
-        records.len(),
-        took.as_secs_f64(),
-        json_path.display()
-    );
-    if let Some(path) = &args.plot {
+    report::save(json_path, "datapath", settings, &records, Value::Null, took)?;
+    if let Some(path) = &args.common.plot {
         draw(path, &summaries, &modes, args.plot_fields)?;
         println!("plot in {}", path.display());
     }
@@ -784,16 +741,7 @@ fn from_record(r: &Value) -> Option<Summary> {
 
 /// `--from`: the table, findings and plot of an earlier run.
 fn redraw(args: &Args, from: &std::path::Path) -> Result<(), BoxError> {
-    let text = std::fs::read_to_string(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", from.display()))?;
-    let records = doc["records"]
-        .as_array()
-        .ok_or("no records in the results file")?;
-    let all: Vec<Summary> = records
-        .iter()
-        .map(|r| from_record(r).ok_or_else(|| format!("malformed record {r}")))
-        .collect::<Result<_, _>>()?;
-    println!("{} ({}), {}:\n", doc["command"], doc["date"], from.display());
+    let all = report::load(from, from_record)?;
     table_header();
     for s in &all {
         let copy = all.iter().find(|c| {
@@ -807,7 +755,7 @@ fn redraw(args: &Args, from: &std::path::Path) -> Result<(), BoxError> {
     }
     println!();
     print_findings(&all);
-    if let Some(path) = &args.plot {
+    if let Some(path) = &args.common.plot {
         let mut modes: Vec<Mode> = Vec::new();
         for s in &all {
             if !modes.contains(&s.point.mode) {

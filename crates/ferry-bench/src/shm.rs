@@ -38,7 +38,7 @@ use std::collections::VecDeque;
 use std::hint::{black_box, spin_loop};
 use std::net::TcpListener;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -51,8 +51,10 @@ use ferry_net::{Config, Connection, Frame, Meta, Mode, NetError, Raw, Received, 
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
 use serde_json::{Value, json};
 
-use super::harness::{self, Budget, Histogram, median, thread_cpu_time};
-use super::{BoxError, plot, report};
+use crate::harness::cli::Common;
+use crate::harness::progress::Progress;
+use crate::harness::{self, Budget, Histogram, median, report, thread_cpu_time};
+use crate::{BoxError, plot};
 
 /// Frame kinds of the benchmark.
 const DATA: u16 = 1;
@@ -82,24 +84,13 @@ const TARGET_VS_RAW: f64 = 4.0;
 const TARGET_4K_VS_64: f64 = 1.10;
 const TARGET_RPS: f64 = 1e6;
 
-/// Options of `ferry bench shm`.
+/// Options of `ferry bench shm`. `--quick` runs 100 ms per repetition, 3 repetitions: under
+/// 30 s. `--plot` draws requests/s and latency against requests in flight, and latency
+/// against payload.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A short run (100 ms per repetition, 3 repetitions): under 30 s.
-    #[arg(long)]
-    quick: bool,
-    /// Write the results here: a header (machine, date, command, settings) and one record per
-    /// configuration.
-    #[arg(long, required_unless_present = "from")]
-    json: Option<PathBuf>,
-    /// Measure nothing: print the table and targets and draw the plot from an earlier results
-    /// file.
-    #[arg(long, value_name = "RESULTS_JSON")]
-    from: Option<PathBuf>,
-    /// Also draw requests/s and latency against requests in flight, and latency against
-    /// payload, as SVG.
-    #[arg(long)]
-    plot: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
     /// Transports to run, comma-separated (default: raw,shm,tcp).
     #[arg(long, value_delimiter = ',')]
     transports: Vec<TransportKind>,
@@ -110,14 +101,6 @@ pub struct Args {
     /// Requests in flight of the throughput runs, comma-separated (default 32,128).
     #[arg(long, value_delimiter = ',')]
     in_flight: Vec<usize>,
-    /// Measured time per repetition in milliseconds (default 500, or 100 with --quick); a
-    /// warm-up of a tenth of it comes first.
-    #[arg(long)]
-    duration_ms: Option<u64>,
-    /// Send exactly this many measured requests per repetition instead of running for a time
-    /// (plus a tenth of it as warm-up). For smoke tests.
-    #[arg(long, conflicts_with = "duration_ms")]
-    count: Option<u64>,
     /// Repetitions per configuration, the configurations interleaved; every reported number is
     /// the median over them (default 5, or 3 with --quick).
     #[arg(long)]
@@ -153,11 +136,7 @@ impl TransportKind {
         }
     }
 
-    fn parse(s: &str) -> Option<TransportKind> {
-        [TransportKind::Raw, TransportKind::Shm, TransportKind::Tcp]
-            .into_iter()
-            .find(|t| t.name() == s)
-    }
+    const ALL: [TransportKind; 3] = [TransportKind::Raw, TransportKind::Shm, TransportKind::Tcp];
 }
 
 /// How a side waits for the other.
@@ -181,11 +160,7 @@ impl Notify {
         }
     }
 
-    fn parse(s: &str) -> Option<Notify> {
-        [Notify::Spin, Notify::Default, Notify::Poll]
-            .into_iter()
-            .find(|n| n.name() == s)
-    }
+    const ALL: [Notify; 3] = [Notify::Spin, Notify::Default, Notify::Poll];
 }
 
 /// One configuration.
@@ -720,19 +695,7 @@ fn run_tcp(spec: &Spec, pools: &Pools, congestion: &str) -> Result<RunResult, Bo
         let server = s.spawn(|| {
             let listener = listener;
             pin(spec.cpus.1)?;
-            // Accept with a deadline, so that a client that failed before connecting cannot
-            // hang us.
-            listener.set_nonblocking(true)?;
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let stream = loop {
-                match listener.accept() {
-                    Ok((stream, _)) => break stream,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
-                        thread::sleep(Duration::from_micros(200));
-                    }
-                    Err(e) => return Err(format!("accept: {e}").into()),
-                }
-            };
+            let stream = harness::accept(&listener)?;
             let conn = Connection::new(stream, &pools.tcp.1, &tcp_config())?;
             // An error here is reported by the client, which sets the same option.
             let _ = conn.set_congestion(congestion);
@@ -1013,7 +976,7 @@ fn diagnostics(
 ) -> Result<Value, BoxError> {
     let rounds = match budget {
         Budget::Count(n) => n as usize,
-        Budget::Time(_) if args.quick => 50_000,
+        Budget::Time(_) if args.common.quick => 50_000,
         Budget::Time(_) => 200_000,
     }
     .max(1);
@@ -1124,10 +1087,7 @@ fn summarize(point: Point, runs: &[RunResult]) -> Summary {
     let tcp = point.transport == TransportKind::Tcp;
     let per_req_if = |on: bool, f: &dyn Fn(&Counters) -> u64| on.then(|| med(&|r| r.per_req(f(&r.window))));
     let sleeps_per_req = per_req_if(shm, &|c| c.sleeps);
-    let round = |v: f64, digits: i32| {
-        let p = 10f64.powi(digits);
-        (v * p).round() / p
-    };
+    let round = harness::round;
     let opt = |v: Option<f64>, digits: i32| v.map(|v| round(v, digits));
     let record = json!({
         "transport": point.transport.name(),
@@ -1180,8 +1140,8 @@ fn from_record(r: &Value) -> Option<Summary> {
     let f = |k: &str| r[k].as_f64();
     Some(Summary {
         point: Point {
-            transport: TransportKind::parse(r["transport"].as_str()?)?,
-            notify: Notify::parse(r["notify"].as_str()?)?,
+            transport: harness::by_name(&TransportKind::ALL, TransportKind::name, r["transport"].as_str()?)?,
+            notify: harness::by_name(&Notify::ALL, Notify::name, r["notify"].as_str()?)?,
             payload: r["payload"].as_u64()? as usize,
             in_flight: r["in_flight"].as_u64()? as usize,
         },
@@ -1295,18 +1255,14 @@ fn plan(args: &Args) -> Vec<Point> {
 
 /// Runs the sweep, prints the table and the targets, writes the JSON (and the plot).
 pub fn run(args: &Args) -> Result<(), BoxError> {
-    if let Some(from) = &args.from {
+    if let Some(from) = &args.common.from {
         return redraw(args, from);
     }
-    let json_path = args.json.as_ref().ok_or("--json is required")?;
-    let budget = match (args.count, args.duration_ms) {
-        (Some(n), _) => Budget::Count(n.max(1)),
-        (None, Some(ms)) => Budget::Time(Duration::from_millis(ms.max(1))),
-        (None, None) => Budget::Time(Duration::from_millis(if args.quick { QUICK_MS } else { FULL_MS })),
-    };
+    let json_path = args.common.json_path()?;
+    let budget = args.common.budget(QUICK_MS, FULL_MS);
     let reps = args
         .reps
-        .unwrap_or(if args.quick { QUICK_REPS } else { FULL_REPS })
+        .unwrap_or(if args.common.quick { QUICK_REPS } else { FULL_REPS })
         .max(1);
     let server_cpu = if harness::cpus() > 1 {
         args.server_cpu
@@ -1321,10 +1277,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     println!(
         "ferry bench shm: request/response round trips, client on CPU {}, server on CPU {server_cpu}, {reps} repetition(s) of {} per configuration (median shown); one clock reading costs {clock_ns:.0} ns and is inside every timed round trip.",
         args.client_cpu,
-        match budget {
-            Budget::Time(d) => format!("{} ms", d.as_millis()),
-            Budget::Count(n) => format!("{n} requests"),
-        },
+        budget.describe("requests"),
     );
     println!(
         "notify: spin = busy-poll; default = ShmConfig::default() (spin 50 us, then eventfd); poll = blocking TCP. copied B: value bytes copied into the transport's memory, whole run; refd B/r: value bytes referenced in place per round trip (both directions).\n"
@@ -1333,6 +1286,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     let started = Instant::now();
     let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); points.len()];
     let mut seq = 0u64;
+    let progress = Progress::new((reps * points.len()) as u64, "shm");
     // Repetitions interleave the configurations, so that a noisy moment hits them alike.
     for _ in 0..reps {
         for (i, &point) in points.iter().enumerate() {
@@ -1342,22 +1296,24 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
                 cpus: (args.client_cpu, server_cpu),
             };
             seq += 1;
+            let what = format!(
+                "{}, {} B, {} in flight",
+                point.label(),
+                point.payload,
+                point.in_flight
+            );
+            progress.start(what.clone());
             let r = match point.transport {
                 TransportKind::Raw => run_raw(&spec, 0),
                 TransportKind::Shm => run_shm(&spec, &pools, seq),
                 TransportKind::Tcp => run_tcp(&spec, &pools, &args.congestion),
             }
-            .map_err(|e| {
-                format!(
-                    "{}, {} B, {} in flight: {e}",
-                    point.label(),
-                    point.payload,
-                    point.in_flight
-                )
-            })?;
+            .map_err(|e| format!("{what}: {e}"))?;
+            progress.done();
             runs[i].push(r);
         }
     }
+    progress.finish();
     let summaries: Vec<Summary> = points.iter().zip(&runs).map(|(&p, r)| summarize(p, r)).collect();
     table_header();
     for s in &summaries {
@@ -1374,14 +1330,11 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     let shm_default = ShmConfig::default();
     let tcp = tcp_config();
     let settings = json!({
-        "budget": match budget {
-            Budget::Time(d) => json!({"duration_ms": d.as_millis() as u64}),
-            Budget::Count(n) => json!({"requests": n}),
-        },
+        "budget": budget.to_json("requests"),
         "warmup": "a tenth of the budget, before the measured window",
         "reps": reps,
         "statistic": "median over repetitions of each run's percentile, rate and CPU figures; byte counts summed over repetitions",
-        "latency": "from just before a request is built to just after its response is validated and touched; log-linear histogram, buckets within 0.1 %; one in flight: every round trip, one clock reading each; pipelined: every 16th request",
+        "latency": "from just before a request is built to just after its response is validated and touched; HdrHistogram, three significant digits (within 0.1 %); one in flight: every round trip, one clock reading each; pipelined: every 16th request",
         "clock_cost_ns": clock_ns,
         "client_cpu": args.client_cpu,
         "server_cpu": server_cpu,
@@ -1407,15 +1360,15 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         "wall_seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     });
     let records: Vec<Value> = summaries.iter().map(|s| s.record.clone()).collect();
-    report::write_with(json_path, "shm", settings, &records, diagnostics)
-        .map_err(|e| format!("writing {}: {e}", json_path.display()))?;
-    println!(
-        "\n{} configurations in {:.1} s; results in {}",
-        records.len(),
-        started.elapsed().as_secs_f64(),
-        json_path.display()
-    );
-    if let Some(path) = &args.plot {
+    report::save(
+        json_path,
+        "shm",
+        settings,
+        &records,
+        diagnostics,
+        started.elapsed(),
+    )?;
+    if let Some(path) = &args.common.plot {
         draw(path, &summaries)?;
         println!("plot in {}", path.display());
     }
@@ -1424,23 +1377,14 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
 
 /// `--from`: the table, targets and plot of an earlier run.
 fn redraw(args: &Args, from: &Path) -> Result<(), BoxError> {
-    let text = std::fs::read_to_string(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", from.display()))?;
-    let records = doc["records"]
-        .as_array()
-        .ok_or("no records in the results file")?;
-    let all: Vec<Summary> = records
-        .iter()
-        .map(|r| from_record(r).ok_or_else(|| format!("malformed record {r}")))
-        .collect::<Result<_, _>>()?;
-    println!("{} ({}), {}:\n", doc["command"], doc["date"], from.display());
+    let all = report::load(from, from_record)?;
     table_header();
     for s in &all {
         table_row(s);
     }
     println!();
     print_targets(&all);
-    if let Some(path) = &args.plot {
+    if let Some(path) = &args.common.plot {
         draw(path, &all)?;
         println!("plot in {}", path.display());
     }

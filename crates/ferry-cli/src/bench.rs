@@ -1,0 +1,45 @@
+//! `ferry bench`: thin dispatch to the end-to-end benchmarks of `ferry-bench`, which write JSON
+//! results (and optionally an SVG plot).
+//!
+//! - `ferry bench datapath` ([`ferry_bench::datapath`]): one-way streams of Ferry messages over
+//!   TCP loopback, swept over message size, number of fields and send mode.
+//! - `ferry bench shm` ([`ferry_bench::shm`]): request/response round trips over the
+//!   shared-memory transport, against a raw shared-memory ping-pong (the floor) and TCP loopback,
+//!   in one run.
+//!
+//! The harness (pinning, CPU time, histograms, JSON records, plots) lives in `ferry-bench`;
+//! this module only parses the command line and calls it.
+
+use ferry_bench::{BoxError, datapath, shm};
+
+/// Options of `ferry bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum BenchCommand {
+    /// One-way message streams over TCP loopback in every send mode (copy, gather, zerocopy,
+    /// uring, auto), swept over message size and field count.
+    ///
+    /// `--quick`: sizes 64 B, 1 KiB, 4 KiB, 64 KiB x 1 and 8 fields, unbatched only at 4 KiB x 8
+    /// fields, 80 ms per repetition, well under 30 s. `--plot`: messages/s and sender CPU per
+    /// message against message size, per mode, at `--plot-fields` fields, batched and unbatched.
+    Datapath(datapath::Args),
+    /// Request/response round trips and pipelined throughput over the shared-memory transport,
+    /// against a raw shared-memory ping-pong and TCP loopback.
+    ///
+    /// `--quick`: 100 ms per repetition, 3 repetitions, under 30 s. `--plot`: requests/s and
+    /// latency against requests in flight, and latency against payload.
+    Shm(shm::Args),
+}
+
+/// Runs the chosen benchmark.
+pub fn run(args: &Args) -> Result<(), BoxError> {
+    match &args.command {
+        BenchCommand::Datapath(args) => datapath::run(args),
+        BenchCommand::Shm(args) => shm::run(args),
+    }
+}
