@@ -9,7 +9,7 @@
 #![no_main]
 
 use ferry::net::frame::HEADER_LEN;
-use ferry::net::{Config, FrameReader, NetError};
+use ferry::net::{Config, FrameReader, TransportError};
 use ferry::{Pool, PoolConfig};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
@@ -45,14 +45,14 @@ fuzz_target!(|data: &[u8]| {
         loop {
             match reader.next_frame() {
                 Ok(Some(frame)) => {
-                    let len = frame.header.len as usize;
+                    let len = frame.header().len as usize;
                     assert!(len <= config.max_frame_len, "frame of {len} over the limit");
-                    assert_eq!(frame.payload.len(), len, "payload length is the header's");
-                    rebuilt.extend_from_slice(&frame.header.to_bytes());
-                    rebuilt.extend_from_slice(&frame.payload);
+                    assert_eq!(frame.payload().len(), len, "payload length is the header's");
+                    rebuilt.extend_from_slice(&frame.header().to_bytes());
+                    rebuilt.extend_from_slice(frame.payload());
                 }
                 Ok(None) => break,
-                Err(NetError::Frame { offset, .. }) => {
+                Err(TransportError::Frame { offset, .. }) => {
                     assert_eq!(offset, rebuilt.len() as u64, "error at the bad header");
                     assert_eq!(&stream[..rebuilt.len()], &rebuilt[..]);
                     return;
@@ -77,8 +77,8 @@ fuzz_target!(|data: &[u8]| {
         at += n;
     }
     match reader.eof() {
-        NetError::Closed => assert_eq!(rebuilt.len(), stream.len(), "Closed only between frames"),
-        NetError::Truncated { received, expected } => {
+        TransportError::Closed => assert_eq!(rebuilt.len(), stream.len(), "Closed only between frames"),
+        TransportError::Truncated { received, expected } => {
             assert!(rebuilt.len() < stream.len());
             assert_eq!(received, stream.len() - rebuilt.len(), "truncation counts the rest");
             assert!(received < expected.max(HEADER_LEN + 1));

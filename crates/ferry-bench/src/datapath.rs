@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use ferry::Context;
 use ferry::sample::Record;
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
-use ferry_net::{Config, Connection, Meta, Mode, Raw, RecvCounters, SendStats};
+use ferry_net::{Config, Connection, Meta, Mode, Payload, RecvCounters, SendStats};
 use serde_json::{Value, json};
 
 use crate::harness::cli::Common;
@@ -313,10 +313,10 @@ fn sender(spec: &RunSpec<'_>, pool: &Pool, addr: SocketAddr) -> Result<SenderSid
     let congestion_error = set_congestion(&conn, spec.congestion);
     let ctx = Context::new(pool.clone()).with_threshold(spec.threshold);
     let warm = send_messages(&mut conn, &ctx, spec.values, spec.budget.warmup(), 0)?;
-    conn.send_raw(Meta::new(MARK, 0), Raw::Bytes(&[]))?;
+    conn.send_payload(Meta::new(MARK, 0), Payload::Bytes(&[]))?;
     let (cpu0, stats0) = (thread_cpu_time(), conn.stats().send);
     let messages = send_messages(&mut conn, &ctx, spec.values, spec.budget, warm)?;
-    conn.send_raw(Meta::new(END, 0), Raw::Bytes(&[]))?;
+    conn.send_payload(Meta::new(END, 0), Payload::Bytes(&[]))?;
     conn.sender().wait_idle()?;
     let cpu1 = thread_cpu_time();
     let stats1 = conn.stats().send;
@@ -365,8 +365,8 @@ fn receiver(spec: &RunSpec<'_>, pool: &Pool, listener: TcpListener) -> Result<Re
     let mut acc = 0u64;
     loop {
         let frame = rx.recv()?;
-        match frame.header.meta.kind {
-            DATA => acc += touch(&frame.payload, fields)?,
+        match frame.meta().kind {
+            DATA => acc += touch(frame.payload(), fields)?,
             MARK => break,
             k => return Err(format!("unexpected frame kind {k} before the mark").into()),
         }
@@ -375,9 +375,9 @@ fn receiver(spec: &RunSpec<'_>, pool: &Pool, listener: TcpListener) -> Result<Re
     let mut messages = 0u64;
     loop {
         let frame = rx.recv()?;
-        match frame.header.meta.kind {
+        match frame.meta().kind {
             DATA => {
-                acc += touch(&frame.payload, fields)?;
+                acc += touch(frame.payload(), fields)?;
                 messages += 1;
             }
             END => break,

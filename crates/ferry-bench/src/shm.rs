@@ -37,6 +37,7 @@
 use std::collections::VecDeque;
 use std::hint::{black_box, spin_loop};
 use std::net::TcpListener;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,7 +48,7 @@ use ferry::Context;
 use ferry::sample::{RECORD, Record};
 use ferry::wire::{DEFAULT_THRESHOLD, Limits, Serialize};
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
-use ferry_net::{Config, Connection, Frame, Meta, Mode, NetError, Raw, Received, Transport};
+use ferry_net::{Config, Connection, Frame, Meta, Mode, Payload, Received, Transport, TransportError};
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
 use serde_json::{Value, json};
 
@@ -277,35 +278,50 @@ struct Tcp {
 }
 
 impl Tcp {
-    fn new(mut conn: Connection, spin: bool) -> Tcp {
-        // Only the receiving half: sends still complete (the socket buffer is never full here).
-        conn.receiver().set_nonblocking(spin);
+    fn new(conn: Connection, spin: bool) -> Tcp {
         Tcp { conn, spin }
+    }
+}
+
+impl AsFd for Tcp {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.conn.as_fd()
     }
 }
 
 impl Transport for Tcp {
     type Frame = Frame;
 
-    fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
+    fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         self.conn.send(meta, msg)
     }
 
-    fn send_raw(&mut self, meta: Meta, raw: Raw<'_>) -> Result<(), NetError> {
-        self.conn.send_raw(meta, raw)
+    fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError> {
+        self.conn.send_payload(meta, payload)
     }
 
-    fn flush(&mut self) -> Result<(), NetError> {
+    fn flush(&mut self) -> Result<(), TransportError> {
         self.conn.flush()
     }
 
-    fn recv(&mut self) -> Result<Frame, NetError> {
-        loop {
-            match self.conn.recv() {
-                Err(NetError::WouldBlock) if self.spin => spin_loop(),
-                other => return other,
-            }
+    fn recv(&mut self) -> Result<Frame, TransportError> {
+        if !self.spin {
+            return self.conn.recv();
         }
+        loop {
+            if let Some(frame) = self.conn.try_recv()? {
+                return Ok(frame);
+            }
+            spin_loop();
+        }
+    }
+
+    fn try_recv(&mut self) -> Result<Option<Frame>, TransportError> {
+        self.conn.try_recv()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.conn.in_flight()
     }
 }
 
@@ -325,11 +341,7 @@ impl Endpoint for Tcp {
 }
 
 fn limits() -> Limits {
-    // A shared-memory view's bound is the whole region the peer shares, not the message.
-    Limits {
-        max_message_len: 1 << 32,
-        ..Limits::default()
-    }
+    Limits::default()
 }
 
 /// Validates a message in place and checks its one field: length, first and last byte.
@@ -356,7 +368,7 @@ fn send_record<T: Transport>(
     ctx: &Context,
     id: u64,
     value: &SharedBuf,
-) -> Result<(), NetError> {
+) -> Result<(), TransportError> {
     let mut rec = Record::new(ctx);
     rec.append_field(&value[..]);
     conn.send(Meta::new(DATA, id), &rec)
@@ -366,7 +378,7 @@ fn send_record<T: Transport>(
 fn exchange<T: Transport>(conn: &mut T, kind: u16, next_id: &mut u64) -> Result<(), BoxError> {
     let id = *next_id;
     *next_id += 1;
-    conn.send_raw(Meta::new(kind, id), Raw::Bytes(&[]))?;
+    conn.send_payload(Meta::new(kind, id), Payload::Bytes(&[]))?;
     let frame = conn.recv()?;
     if frame.meta() != Meta::new(kind, id) {
         return Err(format!(
@@ -516,12 +528,12 @@ fn serve<T: Endpoint>(
             MARK => {
                 drop(frame);
                 mark = Some((thread_cpu_time(), conn.counters(), served));
-                conn.send_raw(meta, Raw::Bytes(&[]))?;
+                conn.send_payload(meta, Payload::Bytes(&[]))?;
             }
             END => {
                 drop(frame);
                 let (cpu1, c1) = (thread_cpu_time(), conn.counters());
-                conn.send_raw(meta, Raw::Bytes(&[]))?;
+                conn.send_payload(meta, Payload::Bytes(&[]))?;
                 conn.flush()?;
                 black_box(acc);
                 let (cpu0, c0, served0) = mark.ok_or("END before MARK")?;
@@ -891,7 +903,7 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
                 let meta = frame.meta();
                 if meta.kind != DATA {
                     drop(frame);
-                    conn.send_raw(meta, Raw::Bytes(&[]))?;
+                    conn.send_payload(meta, Payload::Bytes(&[]))?;
                     conn.flush()?;
                     return Ok(times);
                 }

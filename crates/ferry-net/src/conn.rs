@@ -7,11 +7,19 @@ use std::sync::Arc;
 use ferry_buf::Pool;
 use ferry_wire::Serialize;
 
-use crate::frame::{HEADER_LEN, Meta};
+use crate::Meta;
+use crate::Payload;
+use crate::frame::HEADER_LEN;
 use crate::reader::{Frame, RecvCounters};
-use crate::sender::{Raw, SendStats, Sender};
+use crate::sender::{SendStats, Sender};
 use crate::sys::socket;
-use crate::{Config, Mode, NetError};
+use crate::{Config, Mode, TransportError};
+
+/// What one non-waiting pass found.
+enum Poll {
+    Frame(Frame),
+    Idle { unsent: bool },
+}
 
 /// Both halves' statistics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,20 +44,20 @@ impl Connection {
     ///
     /// Fails if `config.max_frame_len` does not fit the pool's largest buffer (a frame that
     /// straddles reads is received into one buffer of its exact size).
-    pub fn new(stream: TcpStream, pool: &Pool, config: &Config) -> Result<Connection, NetError> {
+    pub fn new(stream: TcpStream, pool: &Pool, config: &Config) -> Result<Connection, TransportError> {
         let largest = pool.max_class() - HEADER_LEN;
         if config.max_frame_len > largest {
-            return Err(NetError::Config(format!(
+            return Err(TransportError::Config(format!(
                 "max_frame_len {} exceeds what the pool's largest buffer holds after a frame header ({largest})",
                 config.max_frame_len
             )));
         }
         stream
             .set_nonblocking(true)
-            .map_err(|e| NetError::io("fcntl(O_NONBLOCK)", e))?;
+            .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
         stream
             .set_nodelay(true)
-            .map_err(|e| NetError::io("setsockopt(TCP_NODELAY)", e))?;
+            .map_err(|e| TransportError::io("setsockopt(TCP_NODELAY)", e))?;
         let stream = Arc::new(stream);
         Ok(Connection {
             tx: Sender::new(Arc::clone(&stream), pool, config)?,
@@ -58,8 +66,12 @@ impl Connection {
     }
 
     /// Connects to `addr` and wraps the stream (see [`Connection::new`]).
-    pub fn connect(addr: impl ToSocketAddrs, pool: &Pool, config: &Config) -> Result<Connection, NetError> {
-        let stream = TcpStream::connect(addr).map_err(|e| NetError::io("connect", e))?;
+    pub fn connect(
+        addr: impl ToSocketAddrs,
+        pool: &Pool,
+        config: &Config,
+    ) -> Result<Connection, TransportError> {
+        let stream = TcpStream::connect(addr).map_err(|e| TransportError::io("connect", e))?;
         Connection::new(stream, pool, config)
     }
 
@@ -69,68 +81,97 @@ impl Connection {
     }
 
     /// Queues a Ferry message ([`Sender::send`]).
-    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
+    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         self.tx.send(meta, msg)
     }
 
-    /// Queues a payload that is not a Ferry message ([`Sender::send_raw`]).
-    pub fn send_raw(&mut self, meta: Meta, raw: Raw<'_>) -> Result<(), NetError> {
-        self.tx.send_raw(meta, raw)
+    /// Queues a payload that is not a Ferry message ([`Sender::send_payload`]).
+    pub fn send_payload(&mut self, meta: Meta, raw: Payload<'_>) -> Result<(), TransportError> {
+        self.tx.send_payload(meta, raw)
     }
 
     /// Writes every queued frame ([`Sender::flush`]).
-    pub fn flush(&mut self) -> Result<(), NetError> {
+    pub fn flush(&mut self) -> Result<(), TransportError> {
         self.tx.flush()
     }
 
     /// Returns the next frame received, writing queued frames meanwhile: while it waits, it
     /// waits for the socket to become readable *or* writable, so two peers that both send
-    /// before they receive cannot deadlock on full socket buffers.
-    pub fn recv(&mut self) -> Result<Frame, NetError> {
-        // A frame already read is returned without a system call: pipelined callers then keep
-        // batching their sends.
-        if let Some(frame) = self.rx.buffered()? {
-            return Ok(frame);
-        }
+    /// before they receive cannot deadlock on full socket buffers. Always waits (see
+    /// [`try_recv`](Self::try_recv) for the call that does not).
+    pub fn recv(&mut self) -> Result<Frame, TransportError> {
         loop {
-            let unsent = match self.tx.flush_nowait() {
-                Ok(()) => false,
-                Err(NetError::WouldBlock) => true,
-                Err(e) => return Err(e),
+            let unsent = match self.poll_once()? {
+                Poll::Frame(frame) => return Ok(frame),
+                Poll::Idle { unsent } => unsent,
             };
-            match self.rx.recv_nowait() {
-                Err(NetError::WouldBlock) => {}
-                other => return other,
-            }
-            if self.rx.is_nonblocking() {
-                return Err(NetError::WouldBlock);
-            }
-            let ready = socket::poll(self.as_fd(), true, unsent, -1).map_err(|e| NetError::io("poll", e))?;
+            let ready =
+                socket::poll(self.as_fd(), true, unsent, -1).map_err(|e| TransportError::io("poll", e))?;
             if ready.error {
                 self.tx.poll_completions()?;
             }
         }
     }
 
-    /// Switches both halves between blocking and non-blocking calls.
+    /// The next frame if one has arrived, never waiting, whatever
+    /// [`set_nonblocking`](Self::set_nonblocking) says: `Ok(None)` when none has. Writes
+    /// queued frames as far as the socket takes them. A frame already read is returned without
+    /// a system call, so an event loop calls this until `None` before it polls the socket
+    /// ([`AsFd`]) for reading again.
+    pub fn try_recv(&mut self) -> Result<Option<Frame>, TransportError> {
+        match self.poll_once()? {
+            Poll::Frame(frame) => Ok(Some(frame)),
+            Poll::Idle { .. } => Ok(None),
+        }
+    }
+
+    /// One pass of both halves that never waits.
+    fn poll_once(&mut self) -> Result<Poll, TransportError> {
+        // A frame already read is returned without a system call: pipelined callers then keep
+        // batching their sends.
+        if let Some(frame) = self.rx.buffered()? {
+            return Ok(Poll::Frame(frame));
+        }
+        let unsent = match self.tx.flush_nowait() {
+            Ok(()) => false,
+            Err(TransportError::WouldBlock) => true,
+            Err(e) => return Err(e),
+        };
+        match self.rx.try_recv()? {
+            Some(frame) => Ok(Poll::Frame(frame)),
+            None => Ok(Poll::Idle { unsent }),
+        }
+    }
+
+    /// Non-blocking sends: [`send`](Self::send) and [`flush`](Self::flush) return
+    /// [`TransportError::WouldBlock`] instead of waiting for the socket ([`Sender::set_nonblocking`]).
+    /// Receiving is chosen per call: [`recv`](Self::recv) waits, [`try_recv`](Self::try_recv)
+    /// does not.
     pub fn set_nonblocking(&mut self, nonblocking: bool) {
         self.tx.set_nonblocking(nonblocking);
-        self.rx.set_nonblocking(nonblocking);
+    }
+
+    /// Bytes held until the kernel's zero-copy completion ([`Sender::in_flight`]).
+    pub fn in_flight(&self) -> usize {
+        self.tx.in_flight()
     }
 
     /// Sets `SO_SNDBUF` (the kernel doubles it, with a floor).
-    pub fn set_send_buffer(&self, bytes: usize) -> Result<(), NetError> {
-        socket::set_send_buffer(self.as_fd(), bytes).map_err(|e| NetError::io("setsockopt(SO_SNDBUF)", e))
+    pub fn set_send_buffer(&self, bytes: usize) -> Result<(), TransportError> {
+        socket::set_send_buffer(self.as_fd(), bytes)
+            .map_err(|e| TransportError::io("setsockopt(SO_SNDBUF)", e))
     }
 
     /// Sets `SO_RCVBUF` (the kernel doubles it, with a floor).
-    pub fn set_recv_buffer(&self, bytes: usize) -> Result<(), NetError> {
-        socket::set_recv_buffer(self.as_fd(), bytes).map_err(|e| NetError::io("setsockopt(SO_RCVBUF)", e))
+    pub fn set_recv_buffer(&self, bytes: usize) -> Result<(), TransportError> {
+        socket::set_recv_buffer(self.as_fd(), bytes)
+            .map_err(|e| TransportError::io("setsockopt(SO_RCVBUF)", e))
     }
 
     /// Sets the TCP congestion control (`cubic`, `bbr`, `reno`): benchmarks fix it.
-    pub fn set_congestion(&self, name: &str) -> Result<(), NetError> {
-        socket::set_congestion(self.as_fd(), name).map_err(|e| NetError::io("setsockopt(TCP_CONGESTION)", e))
+    pub fn set_congestion(&self, name: &str) -> Result<(), TransportError> {
+        socket::set_congestion(self.as_fd(), name)
+            .map_err(|e| TransportError::io("setsockopt(TCP_CONGESTION)", e))
     }
 
     /// Both halves' statistics.

@@ -12,35 +12,12 @@
 //! The payload follows immediately; the next frame starts right after it. Payloads need no
 //! alignment: Ferry's decoder reads unaligned.
 
-use crate::FrameError;
+use crate::{FrameError, Meta};
 
 /// Bytes in a frame header.
 pub const HEADER_LEN: usize = 16;
 /// The only frame version this crate speaks.
 pub const VERSION: u8 = 1;
-
-/// What the application says about a frame it sends: everything in the header but the length,
-/// which the sender fills in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
-pub struct Meta {
-    /// Application-defined message type, passed through untouched.
-    pub kind: u16,
-    /// Application-defined flags, passed through untouched.
-    pub flags: u8,
-    /// The RPC layer's request id (0 when unused).
-    pub request_id: u64,
-}
-
-impl Meta {
-    /// A frame of `kind` for request `request_id`, no flags.
-    pub const fn new(kind: u16, request_id: u64) -> Meta {
-        Meta {
-            kind,
-            flags: 0,
-            request_id,
-        }
-    }
-}
 
 /// A decoded frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -48,8 +48,8 @@
 //! client.flush()?;                                    // one sendmsg: [frame | head] + value
 //!
 //! let frame = server.recv()?;                         // a sub-buffer of a pool read buffer
-//! assert_eq!(frame.header.meta.request_id, 42);
-//! let view = Record::decode_shared(&frame.payload)?;  // validated, read in place
+//! assert_eq!(frame.meta().request_id, 42);
+//! let view = Record::decode_shared(frame.payload())?;  // validated, read in place
 //! assert_eq!(view.fields().get(0), Some(&value[..]));
 //! assert_eq!(client.stats().send.queue.zero_copy_values_copied, 0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -59,10 +59,13 @@
 //! loopback and veth the kernel copies on delivery, so the zero-copy modes can at best save
 //! sender CPU there; [`CompletionCounters::copied`] reports how often the kernel copied.
 //!
-//! Blocking and non-blocking: every call waits in `poll(2)` by default; after
-//! [`Connection::set_nonblocking`] it returns [`NetError::WouldBlock`] instead (for
-//! run-to-completion loops on `epoll`), and [`AsyncConnection`] drives the same code from
-//! tokio. Unsafe code is confined to `sys/` (the syscalls) and the two call sites in the
+//! Blocking and non-blocking: [`Connection::recv`] waits in `poll(2)`,
+//! [`Connection::try_recv`] never waits (`Ok(None)` when no whole frame has arrived); sends
+//! wait by default and return [`TransportError::WouldBlock`] after
+//! [`Connection::set_nonblocking`] (for run-to-completion loops on `epoll`, which poll the
+//! socket, [`AsFd`](std::os::fd::AsFd)). [`AsyncConnection`] drives the same code from tokio.
+//! `Connection` implements [`Transport`] (`ferry-transport`), so the same code runs over
+//! `ferry-shm`; received [`Frame`]s are `Send`. Unsafe code is confined to `sys/` (the syscalls) and the two call sites in the
 //! sender that hand a batch to them.
 
 #![deny(unsafe_code)]
@@ -71,7 +74,6 @@ pub mod auto;
 mod completions;
 mod config;
 mod conn;
-mod error;
 pub mod frame;
 pub mod probe;
 mod queue;
@@ -87,12 +89,11 @@ mod transport;
 pub use completions::CompletionCounters;
 pub use config::{Config, Mode};
 pub use conn::{Connection, Stats};
-pub use error::{FrameError, NetError};
-pub use frame::{FrameHeader, Meta};
+pub use ferry_transport::{FrameError, Meta, Payload, Received, Transport, TransportError};
+pub use frame::FrameHeader;
 pub use queue::QueueCounters;
 pub use reader::{Frame, FrameReader, RecvCounters};
 pub use receiver::Receiver;
-pub use sender::{Raw, SendStats, Sender};
+pub use sender::{SendStats, Sender};
 #[cfg(feature = "tokio")]
 pub use tokio::AsyncConnection;
-pub use transport::{Received, Transport};

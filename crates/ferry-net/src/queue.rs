@@ -13,8 +13,9 @@
 use ferry_buf::{BufMut, Pool, SharedBuf};
 use ferry_wire::{Layout, Serialize};
 
-use crate::frame::{FrameHeader, HEADER_LEN, Meta};
-use crate::{Config, NetError};
+use crate::Meta;
+use crate::frame::{FrameHeader, HEADER_LEN};
+use crate::{Config, TransportError};
 
 /// Most gather entries handed to one `sendmsg` (Linux `UIO_MAXIOV`).
 pub(crate) const MAX_IOV: usize = 1024;
@@ -43,11 +44,11 @@ pub(crate) enum PushError {
     /// The filling batch has no room: flush, then push again.
     Full,
     /// The frame can never be sent.
-    Fatal(NetError),
+    Fatal(TransportError),
 }
 
-impl From<NetError> for PushError {
-    fn from(e: NetError) -> Self {
+impl From<TransportError> for PushError {
+    fn from(e: TransportError) -> Self {
         PushError::Fatal(e)
     }
 }
@@ -147,16 +148,16 @@ impl SendQueue {
         self.writing.is_some()
     }
 
-    fn check_len(&self, len: usize) -> Result<u32, NetError> {
+    fn check_len(&self, len: usize) -> Result<u32, TransportError> {
         if len > self.max_frame_len {
-            return Err(NetError::TooLong {
+            return Err(TransportError::TooLong {
                 len,
                 max: self.max_frame_len,
             });
         }
         // `max_frame_len` is checked against the pool's largest buffer, far below 4 GiB, when
         // the connection is made; this conversion cannot fail for an accepted length.
-        u32::try_from(len).map_err(|_| NetError::TooLong {
+        u32::try_from(len).map_err(|_| TransportError::TooLong {
             len,
             max: u32::MAX as usize,
         })
@@ -177,7 +178,7 @@ impl SendQueue {
             // unbatched connection (one frame per batch) then holds no more than it sends.
             let batch = need.saturating_mul(self.batch_frames).min(self.batch_bytes);
             let size = need.max(batch.min(self.pool.max_class()));
-            self.fill.staging = Some(self.pool.alloc(size).map_err(NetError::from)?);
+            self.fill.staging = Some(self.pool.alloc(size).map_err(TransportError::from)?);
         }
         Ok(self.fill.staging.as_mut().expect("allocated above"))
     }
@@ -187,7 +188,7 @@ impl SendQueue {
     fn stage(
         &mut self,
         need: usize,
-        f: impl FnOnce(&mut [u8]) -> Result<(), NetError>,
+        f: impl FnOnce(&mut [u8]) -> Result<(), TransportError>,
     ) -> Result<(), PushError> {
         let staging = self.staging(need)?;
         let start = staging.len();
@@ -243,7 +244,7 @@ impl SendQueue {
             bufs.clear();
             let staged = msg
                 .zero_copy_bufs(&mut bufs)
-                .map_err(|e| NetError::from(e).into())
+                .map_err(|e| TransportError::from(e).into())
                 .and_then(|()| {
                     self.stage(HEADER_LEN + layout.head_len, |out| {
                         header.write(out);
@@ -275,7 +276,7 @@ impl SendQueue {
             len: self.check_len(len)?,
         };
         if HEADER_LEN + len > self.pool.max_class() {
-            return Err(PushError::Fatal(NetError::TooLong {
+            return Err(PushError::Fatal(TransportError::TooLong {
                 len,
                 max: self.pool.max_class() - HEADER_LEN,
             }));
@@ -525,7 +526,7 @@ mod tests {
         let mut q = SendQueue::new(&pool, &config);
         assert!(matches!(
             q.push_with(Meta::default(), 101, |_| {}),
-            Err(PushError::Fatal(NetError::TooLong { len: 101, max: 100 }))
+            Err(PushError::Fatal(TransportError::TooLong { len: 101, max: 100 }))
         ));
         assert!(q.is_empty());
         q.push_with(Meta::default(), 100, |_| {}).unwrap();

@@ -20,15 +20,32 @@
 use ferry_buf::{BufMut, Pool, SharedBuf};
 
 use crate::frame::{FrameHeader, HEADER_LEN};
-use crate::{Config, FrameError, NetError};
+use crate::{Config, FrameError, Meta, TransportError};
 
-/// A received frame: its header and its payload, a sub-buffer of pool memory.
+/// A received frame: its header and its payload, a sub-buffer of pool memory. `Send`: it
+/// can be handed to another thread, and its read buffer is freed when its last frame drops.
 #[derive(Debug, Clone)]
 pub struct Frame {
-    /// The frame header.
-    pub header: FrameHeader,
-    /// The payload: decode it in place with `View::decode_shared`.
-    pub payload: SharedBuf,
+    header: FrameHeader,
+    payload: SharedBuf,
+}
+
+impl Frame {
+    /// Kind, flags and request id.
+    pub fn meta(&self) -> Meta {
+        self.header.meta
+    }
+
+    /// The frame header as received (its `len` is the payload's length).
+    pub fn header(&self) -> FrameHeader {
+        self.header
+    }
+
+    /// The payload: decode it in place with `View::decode_shared` (or
+    /// [`Received::view`](crate::Received::view)), or forward it as it is.
+    pub fn payload(&self) -> &SharedBuf {
+        &self.payload
+    }
 }
 
 /// Receive-side counters.
@@ -88,14 +105,14 @@ impl FrameReader {
         self.counters
     }
 
-    fn parse(&self, bytes: &[u8], at: u64) -> Result<FrameHeader, NetError> {
+    fn parse(&self, bytes: &[u8], at: u64) -> Result<FrameHeader, TransportError> {
         let header: &[u8; HEADER_LEN] = bytes[..HEADER_LEN].try_into().expect("HEADER_LEN bytes");
         FrameHeader::parse(header, self.max_frame_len)
-            .map_err(|error: FrameError| NetError::Frame { offset: at, error })
+            .map_err(|error: FrameError| TransportError::Frame { offset: at, error })
     }
 
     /// The next complete frame among the bytes read so far, if any.
-    pub fn next_frame(&mut self) -> Result<Option<Frame>, NetError> {
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, TransportError> {
         loop {
             if let Some((buf, header)) = &self.big {
                 if buf.len() < HEADER_LEN + header.len as usize {
@@ -160,7 +177,7 @@ impl FrameReader {
         }
     }
 
-    fn next_buf(&mut self) -> Result<&mut BufMut, NetError> {
+    fn next_buf(&mut self) -> Result<&mut BufMut, TransportError> {
         if self.next.is_none() {
             self.next = Some(self.pool.alloc(self.read_buf)?);
         }
@@ -169,7 +186,7 @@ impl FrameReader {
 
     /// Where the next read should go: the rest of a straddling frame (exactly), then the read
     /// buffer. Call only after [`next_frame`](Self::next_frame) returned `None`.
-    pub fn read_targets(&mut self) -> Result<(&mut [u8], &mut [u8]), NetError> {
+    pub fn read_targets(&mut self) -> Result<(&mut [u8], &mut [u8]), TransportError> {
         self.next_buf()?;
         let next = self.next.as_mut().expect("allocated above");
         let start = next.len();
@@ -205,11 +222,11 @@ impl FrameReader {
         }
     }
 
-    /// The error for an end of stream now: [`NetError::Closed`] between frames, else
-    /// [`NetError::Truncated`].
-    pub fn eof(&self) -> NetError {
+    /// The error for an end of stream now: [`TransportError::Closed`] between frames, else
+    /// [`TransportError::Truncated`].
+    pub fn eof(&self) -> TransportError {
         if let Some((buf, header)) = &self.big {
-            return NetError::Truncated {
+            return TransportError::Truncated {
                 received: buf.len(),
                 expected: HEADER_LEN + header.len as usize,
             };
@@ -217,7 +234,7 @@ impl FrameReader {
         let pending =
             self.cur.as_ref().map_or(0, |c| c.len() - self.pos) + self.next.as_ref().map_or(0, |n| n.len());
         if pending == 0 {
-            return NetError::Closed;
+            return TransportError::Closed;
         }
         let expected = match &self.next {
             Some(next) if next.len() >= HEADER_LEN => {
@@ -226,7 +243,7 @@ impl FrameReader {
             }
             _ => HEADER_LEN,
         };
-        NetError::Truncated {
+        TransportError::Truncated {
             received: pending,
             expected,
         }
@@ -246,7 +263,6 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::frame::Meta;
 
     fn pool() -> Pool {
         Pool::new(PoolConfig {
@@ -368,7 +384,7 @@ mod tests {
         r.filled(stream.len());
         assert!(r.next_frame().unwrap().is_some());
         match r.next_frame() {
-            Err(NetError::Frame {
+            Err(TransportError::Frame {
                 offset: 26,
                 error: FrameError::TooLong { len: 1001, max: 1000 },
             }) => {}
@@ -380,7 +396,7 @@ mod tests {
         r.filled(16);
         assert!(matches!(
             r.next_frame(),
-            Err(NetError::Frame {
+            Err(TransportError::Frame {
                 offset: 0,
                 error: FrameError::Version { found: 9 }
             })
@@ -395,13 +411,13 @@ mod tests {
         assert!(frames.is_empty());
         assert!(matches!(
             r.eof(),
-            NetError::Truncated {
+            TransportError::Truncated {
                 received: 30,
                 expected: 66
             }
         ));
         let (_, r) = feed(&Config::default(), &pool, &stream, &[66]);
-        assert!(matches!(r.eof(), NetError::Closed));
+        assert!(matches!(r.eof(), TransportError::Closed));
     }
 
     proptest! {
@@ -420,7 +436,7 @@ mod tests {
                 prop_assert_eq!(f.header.meta.kind, k as u16);
                 prop_assert_eq!(&f.payload[..], &frame(k as u16, lens[k])[HEADER_LEN..]);
             }
-            prop_assert!(matches!(r.eof(), NetError::Closed));
+            prop_assert!(matches!(r.eof(), TransportError::Closed));
             drop(frames);
             drop(r);
             prop_assert_eq!(pool.stats().buffers_outstanding(), 0);

@@ -9,14 +9,13 @@ use ferry_buf::Pool;
 
 use crate::reader::{Frame, FrameReader, RecvCounters};
 use crate::sys::socket;
-use crate::{Config, NetError};
+use crate::{Config, TransportError};
 
-/// The receiving half. Blocking by default; see [`Receiver::set_nonblocking`].
+/// The receiving half: [`recv`](Receiver::recv) waits, [`try_recv`](Receiver::try_recv) does not.
 #[derive(Debug)]
 pub struct Receiver {
     stream: Arc<TcpStream>,
     reader: FrameReader,
-    nonblocking: bool,
     failed: bool,
 }
 
@@ -25,15 +24,8 @@ impl Receiver {
         Receiver {
             stream,
             reader: FrameReader::new(pool, config),
-            nonblocking: false,
             failed: false,
         }
-    }
-
-    /// Non-blocking mode: [`recv`](Self::recv) returns [`NetError::WouldBlock`] when no whole
-    /// frame has arrived, keeping what it has read.
-    pub fn set_nonblocking(&mut self, nonblocking: bool) {
-        self.nonblocking = nonblocking;
     }
 
     /// Statistics so far.
@@ -41,52 +33,51 @@ impl Receiver {
         self.reader.counters()
     }
 
-    /// The next frame. Many frames arrive per read; each is a sub-buffer of the buffer it was
-    /// read into. Any error but [`NetError::WouldBlock`] is final: the buffers are released
-    /// and later calls return [`NetError::Poisoned`] (or the same end of stream).
-    pub fn recv(&mut self) -> Result<Frame, NetError> {
-        if self.failed {
-            return Err(NetError::Poisoned);
-        }
-        let result = self.recv_inner();
-        if let Err(e) = &result {
-            if !matches!(e, NetError::WouldBlock) {
-                self.failed = true;
-                self.reader.clear();
+    /// The next frame, waiting for it. Many frames arrive per read; each is a sub-buffer of
+    /// the buffer it was read into. Any error is final: the buffers are released and later
+    /// calls return [`TransportError::Poisoned`].
+    pub fn recv(&mut self) -> Result<Frame, TransportError> {
+        loop {
+            if let Some(frame) = self.try_recv()? {
+                return Ok(frame);
+            }
+            let ready = socket::poll(self.stream.as_fd(), true, false, -1)
+                .map_err(|e| self.fail(TransportError::io("poll", e)))?;
+            if ready.error && !ready.read {
+                // Only zero-copy completions for the sending half (on another thread, after
+                // `split`), which collects them; let it run.
+                std::thread::yield_now();
             }
         }
-        result
+    }
+
+    /// The next frame if one has arrived, never waiting: `Ok(None)` when the socket has no
+    /// whole frame yet (what was read is kept). Errors are final, as for [`recv`](Self::recv).
+    pub fn try_recv(&mut self) -> Result<Option<Frame>, TransportError> {
+        if self.failed {
+            return Err(TransportError::Poisoned);
+        }
+        self.read_nowait().map_err(|e| self.fail(e))
     }
 
     /// A frame among the bytes already read, if there is one (no system call).
-    pub(crate) fn buffered(&mut self) -> Result<Option<Frame>, NetError> {
+    pub(crate) fn buffered(&mut self) -> Result<Option<Frame>, TransportError> {
         if self.failed {
-            return Err(NetError::Poisoned);
+            return Err(TransportError::Poisoned);
         }
-        let result = self.reader.next_frame();
-        if result.is_err() {
-            self.failed = true;
-            self.reader.clear();
-        }
-        result
+        self.reader.next_frame().map_err(|e| self.fail(e))
     }
 
-    /// One receive attempt that never waits, whatever the mode.
-    pub(crate) fn recv_nowait(&mut self) -> Result<Frame, NetError> {
-        let nonblocking = std::mem::replace(&mut self.nonblocking, true);
-        let result = self.recv();
-        self.nonblocking = nonblocking;
-        result
+    fn fail(&mut self, e: TransportError) -> TransportError {
+        self.failed = true;
+        self.reader.clear();
+        e
     }
 
-    pub(crate) fn is_nonblocking(&self) -> bool {
-        self.nonblocking
-    }
-
-    fn recv_inner(&mut self) -> Result<Frame, NetError> {
+    fn read_nowait(&mut self) -> Result<Option<Frame>, TransportError> {
         loop {
             if let Some(frame) = self.reader.next_frame()? {
-                return Ok(frame);
+                return Ok(Some(frame));
             }
             let (first, second) = self.reader.read_targets()?;
             let mut targets = [IoSliceMut::new(first), IoSliceMut::new(second)];
@@ -94,19 +85,8 @@ impl Receiver {
                 Ok(0) => return Err(self.reader.eof()),
                 Ok(n) => self.reader.filled(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if self.nonblocking {
-                        return Err(NetError::WouldBlock);
-                    }
-                    let ready = socket::poll(self.stream.as_fd(), true, false, -1)
-                        .map_err(|e| NetError::io("poll", e))?;
-                    if ready.error && !ready.read {
-                        // Only zero-copy completions for the sending half (on another thread,
-                        // after `split`), which collects them; let it run.
-                        std::thread::yield_now();
-                    }
-                }
-                Err(e) => return Err(NetError::io("readv", e)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) => return Err(TransportError::io("readv", e)),
             }
         }
     }

@@ -7,16 +7,16 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry_buf::{Pool, SharedBuf};
+use ferry_buf::Pool;
 use ferry_wire::Serialize;
 
 use crate::auto::Auto;
 use crate::completions::{CompletionCounters, Completions};
-use crate::frame::Meta;
 use crate::queue::{Placement, PushError, QueueCounters, SendQueue, Written};
 use crate::sys::uring::Ring;
 use crate::sys::{Iovecs, socket};
-use crate::{Config, Mode, NetError, probe};
+use crate::{Config, Mode, TransportError, probe};
+use crate::{Meta, Payload};
 
 /// How long the reaper of a dropped sender waits for the kernel to release zero-copy buffers
 /// (it finishes as soon as they are; a peer that reads nothing for this long costs the leak).
@@ -24,21 +24,6 @@ const REAP_LIMIT: Duration = Duration::from_secs(600);
 
 /// Zero-copy batches held before the sender collects completions without being asked.
 const COLLECT_EVERY: usize = 8;
-
-/// A payload that is not a Ferry message: what the baselines (prost, FlatBuffers, Cap'n Proto)
-/// send over the same transport.
-#[derive(Debug, Clone, Copy)]
-pub enum Raw<'a> {
-    /// Bytes copied into the staging buffer.
-    Bytes(&'a [u8]),
-    /// `head` copied, then `parts` posted as gather entries (referenced, not copied).
-    Gather {
-        /// Copied in front.
-        head: &'a [u8],
-        /// Referenced after `head`, in order.
-        parts: &'a [SharedBuf],
-    },
-}
 
 /// Send-side statistics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -63,7 +48,7 @@ pub struct SendStats {
 /// fills or on [`flush`](Self::flush).
 ///
 /// In blocking mode (the default) calls wait for the socket; in non-blocking mode they return
-/// [`NetError::WouldBlock`] instead, keeping their progress (see [`Sender::set_nonblocking`]).
+/// [`TransportError::WouldBlock`] instead, keeping their progress (see [`Sender::set_nonblocking`]).
 #[derive(Debug)]
 pub struct Sender {
     stream: Arc<TcpStream>,
@@ -83,14 +68,18 @@ pub struct Sender {
 }
 
 impl Sender {
-    pub(crate) fn new(stream: Arc<TcpStream>, pool: &Pool, config: &Config) -> Result<Sender, NetError> {
+    pub(crate) fn new(
+        stream: Arc<TcpStream>,
+        pool: &Pool,
+        config: &Config,
+    ) -> Result<Sender, TransportError> {
         let mode = probe::effective_mode(config.mode);
         let fd = stream.as_fd();
         if matches!(mode, Mode::ZeroCopy | Mode::Auto) && probe::features().so_zerocopy.is_ok() {
-            socket::enable_zerocopy(fd).map_err(|e| NetError::io("setsockopt(SO_ZEROCOPY)", e))?;
+            socket::enable_zerocopy(fd).map_err(|e| TransportError::io("setsockopt(SO_ZEROCOPY)", e))?;
         }
         let ring = match mode {
-            Mode::Uring => Some(Ring::new(pool).map_err(|e| NetError::io("io_uring_setup", e))?),
+            Mode::Uring => Some(Ring::new(pool).map_err(|e| TransportError::io("io_uring_setup", e))?),
             _ => None,
         };
         Ok(Sender {
@@ -124,7 +113,7 @@ impl Sender {
         }
     }
 
-    /// Non-blocking mode: calls return [`NetError::WouldBlock`] rather than wait. For
+    /// Non-blocking mode: calls return [`TransportError::WouldBlock`] rather than wait. For
     /// run-to-completion loops: poll [`as_fd`](AsFd::as_fd) for writability (and `POLLERR`,
     /// which signals zero-copy completions), then call again.
     pub fn set_nonblocking(&mut self, nonblocking: bool) {
@@ -144,7 +133,7 @@ impl Sender {
     /// Queues a Ferry message: its header segment is written into the staging buffer and its
     /// zero-copy values are referenced (or copied, in [`Mode::Copy`] or when
     /// [`Mode::Auto`] finds them small). Flushes the batch when it reaches a cap.
-    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
+    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         // One walk over the fields for the sizes; auto decides from the same layout.
         let layout = msg.layout();
         let placement = match self.mode {
@@ -155,13 +144,14 @@ impl Sender {
         self.push(|q| q.push_message(meta, msg, &layout, placement))
     }
 
-    /// Queues a payload that is not a Ferry message.
-    pub fn send_raw(&mut self, meta: Meta, raw: Raw<'_>) -> Result<(), NetError> {
-        match raw {
-            Raw::Bytes(bytes) => {
+    /// Queues a payload that is not a Ferry message: bytes are copied into staging, gather
+    /// parts posted by reference.
+    pub fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError> {
+        match payload {
+            Payload::Bytes(bytes) => {
                 self.push(|q| q.push_with(meta, bytes.len(), |out| out.copy_from_slice(bytes)))
             }
-            Raw::Gather { head, parts } => self.push(|q| q.push_gather(meta, head, parts)),
+            Payload::Gather { head, parts } => self.push(|q| q.push_gather(meta, head, parts)),
         }
     }
 
@@ -172,7 +162,7 @@ impl Sender {
         meta: Meta,
         len: usize,
         write: impl FnOnce(&mut [u8]),
-    ) -> Result<(), NetError> {
+    ) -> Result<(), TransportError> {
         let mut write = Some(write);
         self.push(|q| {
             // `push_with` only consumes the closure when the frame is queued.
@@ -183,9 +173,9 @@ impl Sender {
     fn push(
         &mut self,
         mut push: impl FnMut(&mut SendQueue) -> Result<(), PushError>,
-    ) -> Result<(), NetError> {
+    ) -> Result<(), TransportError> {
         if self.failed {
-            return Err(NetError::Poisoned);
+            return Err(TransportError::Poisoned);
         }
         if self.queue.is_full() {
             // A non-blocking sender whose batch is at a cap queues nothing more until the
@@ -203,7 +193,7 @@ impl Sender {
         if self.queue.is_full() {
             // Start writing; in non-blocking mode the frame is queued whatever happens.
             match self.flush_inner() {
-                Ok(()) | Err(NetError::WouldBlock) => {}
+                Ok(()) | Err(TransportError::WouldBlock) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -212,25 +202,25 @@ impl Sender {
 
     /// Writes until the filling batch is empty (it became the writing batch), or returns
     /// `WouldBlock` in non-blocking mode if it could not.
-    fn make_room(&mut self) -> Result<(), NetError> {
+    fn make_room(&mut self) -> Result<(), TransportError> {
         match self.flush_inner() {
             Ok(()) => Ok(()),
-            Err(NetError::WouldBlock) if !self.queue.has_filling() => Ok(()),
+            Err(TransportError::WouldBlock) if !self.queue.has_filling() => Ok(()),
             Err(e) => Err(e),
         }
     }
 
     /// Writes every queued frame (waiting for the socket in blocking mode). Zero-copy buffers
     /// may still be held afterwards, until their completions; see [`wait_idle`](Self::wait_idle).
-    pub fn flush(&mut self) -> Result<(), NetError> {
+    pub fn flush(&mut self) -> Result<(), TransportError> {
         if self.failed {
-            return Err(NetError::Poisoned);
+            return Err(TransportError::Poisoned);
         }
         self.flush_inner()
     }
 
     /// One flush attempt that never waits, whatever the mode.
-    pub(crate) fn flush_nowait(&mut self) -> Result<(), NetError> {
+    pub(crate) fn flush_nowait(&mut self) -> Result<(), TransportError> {
         let nonblocking = std::mem::replace(&mut self.nonblocking, true);
         let result = self.flush();
         self.nonblocking = nonblocking;
@@ -238,7 +228,7 @@ impl Sender {
     }
 
     /// Flushes, then waits until the kernel has released every zero-copy buffer.
-    pub fn wait_idle(&mut self) -> Result<(), NetError> {
+    pub fn wait_idle(&mut self) -> Result<(), TransportError> {
         self.flush()?;
         while !self.zc.is_idle() {
             self.completions(true)?;
@@ -248,24 +238,24 @@ impl Sender {
 
     /// Collects zero-copy completions that have arrived, without waiting, releasing buffers.
     /// Works after a failure too (the kernel still owes completions for what it held).
-    pub fn poll_completions(&mut self) -> Result<(), NetError> {
+    pub fn poll_completions(&mut self) -> Result<(), TransportError> {
         match self.completions(false) {
-            Err(NetError::WouldBlock) => Ok(()),
+            Err(TransportError::WouldBlock) => Ok(()),
             other => other,
         }
     }
 
-    fn flush_inner(&mut self) -> Result<(), NetError> {
+    fn flush_inner(&mut self) -> Result<(), TransportError> {
         let result = self.flush_steps();
         if let Err(e) = &result {
-            if !matches!(e, NetError::WouldBlock) {
+            if !matches!(e, TransportError::WouldBlock) {
                 self.fail();
             }
         }
         result
     }
 
-    fn flush_steps(&mut self) -> Result<(), NetError> {
+    fn flush_steps(&mut self) -> Result<(), TransportError> {
         loop {
             if !self.queue.is_writing() {
                 // Bound what the kernel holds before handing it more.
@@ -280,9 +270,9 @@ impl Sender {
             }
             match self.write_once() {
                 Ok(()) => {}
-                Err(NetError::WouldBlock) if !self.nonblocking => {
+                Err(TransportError::WouldBlock) if !self.nonblocking => {
                     let ready = socket::poll(self.stream.as_fd(), false, true, -1)
-                        .map_err(|e| NetError::io("poll", e))?;
+                        .map_err(|e| TransportError::io("poll", e))?;
                     if ready.error && self.zc_active() {
                         self.completions(false)?;
                     }
@@ -297,7 +287,7 @@ impl Sender {
     }
 
     /// One send call for the writing batch.
-    fn write_once(&mut self) -> Result<(), NetError> {
+    fn write_once(&mut self) -> Result<(), TransportError> {
         self.queue.iovecs(&mut self.iov.0);
         let zerocopy = match self.mode {
             Mode::ZeroCopy => self.batch_enobufs < 8,
@@ -314,13 +304,13 @@ impl Sender {
             // request id, or the result says none follows (handled below).
             #[allow(unsafe_code)]
             let result = unsafe { ring.send(self.stream.as_fd(), &self.iov.0, id, &mut notified) }
-                .map_err(|e| NetError::io("io_uring_enter", e))?;
+                .map_err(|e| TransportError::io("io_uring_enter", e))?;
             if !result.more {
                 self.zc.complete(id, id, false, |w| self.queue.recycle(w.segs));
             }
             self.stats.fixed_buffer_sends += u64::from(result.fixed);
             if result.res < 0 {
-                return Err(NetError::io(
+                return Err(TransportError::io(
                     "io_uring send_zc",
                     io::Error::from_raw_os_error(-result.res),
                 ));
@@ -345,11 +335,11 @@ impl Sender {
                     self.stats.enobufs += 1;
                     self.batch_enobufs += 1;
                     return self.completions(false).or_else(|e| match e {
-                        NetError::WouldBlock => Ok(()),
+                        TransportError::WouldBlock => Ok(()),
                         e => Err(e),
                     });
                 }
-                Err(e) => return Err(NetError::io("sendmsg", e)),
+                Err(e) => return Err(TransportError::io("sendmsg", e)),
             }
         };
         self.stats.send_calls += 1;
@@ -362,7 +352,7 @@ impl Sender {
             // probe sees the kernel's verdict early. io_uring reaps them with every submission.
             if self.ring.is_none() && self.zc.held_batches() >= COLLECT_EVERY {
                 match self.completions(false) {
-                    Ok(()) | Err(NetError::WouldBlock) => {}
+                    Ok(()) | Err(TransportError::WouldBlock) => {}
                     Err(e) => return Err(e),
                 }
             }
@@ -381,7 +371,7 @@ impl Sender {
     }
 
     /// Collects completions; with `wait`, waits for at least one first (unless idle).
-    fn completions(&mut self, wait: bool) -> Result<(), NetError> {
+    fn completions(&mut self, wait: bool) -> Result<(), TransportError> {
         let zc = &mut self.zc;
         let queue = &mut self.queue;
         if let Some(ring) = &mut self.ring {
@@ -389,10 +379,10 @@ impl Sender {
             ring.reap(block.then_some(Duration::from_secs(1)), &mut |id, copied| {
                 zc.complete(id, id, copied, |w| queue.recycle(w.segs))
             })
-            .map_err(|e| NetError::io("io_uring_enter", e))?;
+            .map_err(|e| TransportError::io("io_uring_enter", e))?;
             // Non-blocking: the caller polls `completion_fd` and calls again.
             return if wait && self.nonblocking && !self.zc.is_idle() {
-                Err(NetError::WouldBlock)
+                Err(TransportError::WouldBlock)
             } else {
                 Ok(())
             };
@@ -404,13 +394,13 @@ impl Sender {
                     self.auto.observe(c.copied, c.hi.wrapping_sub(c.lo) + 1);
                 }
                 Ok(None) if !wait || zc.is_idle() => return Ok(()),
-                Ok(None) if self.nonblocking => return Err(NetError::WouldBlock),
+                Ok(None) if self.nonblocking => return Err(TransportError::WouldBlock),
                 Ok(None) => {
                     // `POLLERR` signals an error-queue entry.
                     socket::poll(self.stream.as_fd(), false, false, -1)
-                        .map_err(|e| NetError::io("poll", e))?;
+                        .map_err(|e| TransportError::io("poll", e))?;
                 }
-                Err(e) => return Err(NetError::io("recvmsg(MSG_ERRQUEUE)", e)),
+                Err(e) => return Err(TransportError::io("recvmsg(MSG_ERRQUEUE)", e)),
             }
         }
     }

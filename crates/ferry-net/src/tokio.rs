@@ -6,10 +6,10 @@ use ferry_wire::Serialize;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
-use crate::frame::Meta;
+use crate::Meta;
+use crate::Payload;
 use crate::reader::Frame;
-use crate::sender::Raw;
-use crate::{Connection, Mode, NetError, Stats};
+use crate::{Connection, Mode, Stats, TransportError};
 
 /// The connection in non-blocking mode, registered with tokio's reactor.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ pub struct AsyncConnection {
 
 impl AsyncConnection {
     /// Registers `conn` with the current tokio runtime.
-    pub fn new(mut conn: Connection) -> Result<AsyncConnection, NetError> {
+    pub fn new(mut conn: Connection) -> Result<AsyncConnection, TransportError> {
         conn.set_nonblocking(true);
         let ring = match conn.mode() {
             Mode::Uring => {
@@ -41,12 +41,12 @@ impl AsyncConnection {
                     .sender()
                     .completion_fd()
                     .try_clone_to_owned()
-                    .map_err(|e| NetError::io("dup", e))?;
+                    .map_err(|e| TransportError::io("dup", e))?;
                 // SAFETY: `fd` is a descriptor this value owns (a fresh duplicate), and the
                 // `AsyncFd` owns `fd`: it stays open until the `AsyncFd` is dropped.
                 #[allow(unsafe_code)]
                 let ring = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
-                    .map_err(|e| NetError::io("epoll_ctl", e.into_parts().1))?;
+                    .map_err(|e| TransportError::io("epoll_ctl", e.into_parts().1))?;
                 Some(ring)
             }
             _ => None,
@@ -58,7 +58,7 @@ impl AsyncConnection {
         // `into_inner` returns it.
         #[allow(unsafe_code)]
         let inner = unsafe { AsyncFd::register_with_interest(Registered(conn), interest) }
-            .map_err(|e| NetError::io("epoll_ctl", e.into_parts().1))?;
+            .map_err(|e| TransportError::io("epoll_ctl", e.into_parts().1))?;
         Ok(AsyncConnection { inner, ring })
     }
 
@@ -68,8 +68,8 @@ impl AsyncConnection {
 
     /// Waits until the socket is ready for `interest` or has zero-copy completions (the
     /// error queue, or the ring in uring mode), and collects those completions.
-    async fn wait(&mut self, interest: Interest) -> Result<(), NetError> {
-        let epoll = |e| NetError::io("epoll_wait", e);
+    async fn wait(&mut self, interest: Interest) -> Result<(), TransportError> {
+        let epoll = |e| TransportError::io("epoll_wait", e);
         // `ready_mut`, not `ready`: a shared borrow held across the await would need the
         // connection to be `Sync`, and it is only `Send`.
         let (inner, ring) = (&mut self.inner, &self.ring);
@@ -93,34 +93,35 @@ impl AsyncConnection {
     async fn drive<T>(
         &mut self,
         interest: Interest,
-        mut op: impl FnMut(&mut Connection) -> Result<T, NetError>,
-    ) -> Result<T, NetError> {
+        mut op: impl FnMut(&mut Connection) -> Result<T, TransportError>,
+    ) -> Result<T, TransportError> {
         loop {
             match op(self.conn()) {
-                Err(NetError::WouldBlock) => self.wait(interest).await?,
+                Err(TransportError::WouldBlock) => self.wait(interest).await?,
                 other => return other,
             }
         }
     }
 
     /// Queues a Ferry message ([`Connection::send`]), waiting while the queue is full.
-    pub async fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
+    pub async fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         // An attempt that returns `WouldBlock` queued nothing; the retry queues the frame.
         self.drive(Interest::WRITABLE, |c| c.send(meta, msg)).await
     }
 
-    /// Queues a raw payload ([`Connection::send_raw`]).
-    pub async fn send_raw(&mut self, meta: Meta, raw: Raw<'_>) -> Result<(), NetError> {
-        self.drive(Interest::WRITABLE, |c| c.send_raw(meta, raw)).await
+    /// Queues a raw payload ([`Connection::send_payload`]).
+    pub async fn send_payload(&mut self, meta: Meta, raw: Payload<'_>) -> Result<(), TransportError> {
+        self.drive(Interest::WRITABLE, |c| c.send_payload(meta, raw))
+            .await
     }
 
     /// Writes every queued frame.
-    pub async fn flush(&mut self) -> Result<(), NetError> {
+    pub async fn flush(&mut self) -> Result<(), TransportError> {
         self.drive(Interest::WRITABLE, Connection::flush).await
     }
 
     /// Waits until every zero-copy buffer has been released by the kernel.
-    pub async fn wait_idle(&mut self) -> Result<(), NetError> {
+    pub async fn wait_idle(&mut self) -> Result<(), TransportError> {
         self.flush().await?;
         loop {
             self.conn().sender().poll_completions()?;
@@ -132,7 +133,7 @@ impl AsyncConnection {
     }
 
     /// Flushes, then receives the next frame.
-    pub async fn recv(&mut self) -> Result<Frame, NetError> {
+    pub async fn recv(&mut self) -> Result<Frame, TransportError> {
         self.flush().await?;
         self.drive(Interest::READABLE, Connection::recv).await
     }

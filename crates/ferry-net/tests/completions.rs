@@ -8,7 +8,7 @@ use std::thread;
 use common::{outstanding, pair, pool, within};
 use ferry::sample::Record;
 use ferry_buf::SharedBuf;
-use ferry_net::{Config, Connection, Meta, Mode, NetError};
+use ferry_net::{Config, Connection, Meta, Mode, TransportError};
 use ferry_wire::Context;
 
 const VALUE: usize = 32 << 10;
@@ -58,7 +58,7 @@ fn held_until_completion(mode: Mode) {
             match client.send(Meta::new(1, i as u64), &rec) {
                 Ok(()) => {}
                 // The peer reads nothing yet: the frame was not queued.
-                Err(NetError::WouldBlock) => panic!(
+                Err(TransportError::WouldBlock) => panic!(
                     "message {i}: two batches of {} bytes should fit the socket buffers",
                     64 << 10
                 ),
@@ -66,7 +66,7 @@ fn held_until_completion(mode: Mode) {
             }
         }
         match client.flush() {
-            Ok(()) | Err(NetError::WouldBlock) => {}
+            Ok(()) | Err(TransportError::WouldBlock) => {}
             Err(e) => panic!("flush: {e}"),
         }
         // The peer has read nothing: what does not fit its window sits in our send queue, in
@@ -91,7 +91,7 @@ fn held_until_completion(mode: Mode) {
         let reader = thread::spawn(move || {
             for i in 0..MESSAGES {
                 let frame = server.recv().unwrap();
-                let view = Record::decode_shared(&frame.payload).unwrap();
+                let view = Record::decode_shared(frame.payload()).unwrap();
                 let field = view.fields().get(0).unwrap();
                 assert!(field.iter().all(|&b| b == i as u8 + 1), "value {i} intact");
             }
@@ -152,7 +152,7 @@ fn completed_before_held(mode: Mode) {
         let reader = thread::spawn(move || {
             for i in 0..N {
                 let frame = server.recv().unwrap();
-                assert_eq!(frame.header.meta.request_id, i);
+                assert_eq!(frame.meta().request_id, i);
             }
             drop(server);
             assert_eq!(outstanding(&server_pool), 0);
@@ -224,9 +224,9 @@ fn drop_in_flight(mode: Mode) {
         loop {
             match server.recv() {
                 Ok(frame) => {
-                    let i = frame.header.meta.request_id as usize;
+                    let i = frame.meta().request_id as usize;
                     assert_eq!(i, received);
-                    let view = Record::decode_shared(&frame.payload).unwrap();
+                    let view = Record::decode_shared(frame.payload()).unwrap();
                     let field = view.fields().get(0).unwrap();
                     let wrong = field.iter().filter(|&&b| b != i as u8 + 1).count();
                     assert_eq!(
@@ -237,7 +237,7 @@ fn drop_in_flight(mode: Mode) {
                     );
                     received += 1;
                 }
-                Err(NetError::Closed | NetError::Truncated { .. }) => break,
+                Err(TransportError::Closed | TransportError::Truncated { .. }) => break,
                 Err(e) => panic!("recv: {e}"),
             }
         }

@@ -13,7 +13,7 @@ use std::thread;
 use common::{ChildProc, Netns, outstanding, pool, self_command, skip, within};
 use ferry::sample::Record;
 use ferry_buf::SharedBuf;
-use ferry_net::{Config, Connection, Meta, Mode, NetError};
+use ferry_net::{Config, Connection, Meta, Mode, TransportError};
 use ferry_wire::Context;
 
 const TEST: &str = "zerocopy_enobufs_with_low_optmem_max";
@@ -43,12 +43,12 @@ fn stream_role() {
         let mut conn = Connection::new(stream, &server_pool, &Config::default()).unwrap();
         for i in 0..FRAMES {
             let f = conn.recv().unwrap_or_else(|e| panic!("recv {i}: {e}"));
-            assert_eq!(f.header.meta.request_id, i);
-            let view = Record::decode_shared(&f.payload).unwrap();
+            assert_eq!(f.meta().request_id, i);
+            let view = Record::decode_shared(f.payload()).unwrap();
             let field = view.fields().get(0).unwrap();
             assert!(field.iter().all(|&b| b == (i % 64) as u8), "frame {i} intact");
         }
-        assert!(matches!(conn.recv(), Err(NetError::Closed)));
+        assert!(matches!(conn.recv(), Err(TransportError::Closed)));
         drop(conn);
         assert_eq!(outstanding(&server_pool), 0);
     });

@@ -1,5 +1,5 @@
 //! Malformed, oversize, truncated and garbage byte streams from a raw `TcpStream` peer: every
-//! one ends in the right typed `NetError` at the right stream offset, never a panic, and the
+//! one ends in the right typed `TransportError` at the right stream offset, never a panic, and the
 //! pool returns to its baseline while the connection is still open.
 
 mod common;
@@ -12,7 +12,7 @@ use common::{Rng, outstanding, pool, raw_pair, wait_queued, within};
 use ferry::sample::Record;
 use ferry_buf::Pool;
 use ferry_net::frame::{FrameHeader, HEADER_LEN};
-use ferry_net::{Config, Connection, FrameError, Meta, NetError};
+use ferry_net::{Config, Connection, FrameError, Meta, TransportError};
 use ferry_wire::{Context, Serialize};
 
 /// Header bytes for a frame of `len` payload bytes.
@@ -38,9 +38,9 @@ fn write(peer: &mut TcpStream, bytes: &[u8]) {
 /// Receives the frame `kind` of `len` bytes and checks it.
 fn expect_frame(conn: &mut Connection, kind: u16, len: usize) {
     let f = conn.recv().unwrap_or_else(|e| panic!("frame {kind}: {e}"));
-    assert_eq!(f.header.meta, Meta::new(kind, u64::from(kind) * 1000 + 7));
+    assert_eq!(f.meta(), Meta::new(kind, u64::from(kind) * 1000 + 7));
     assert!(
-        f.payload[..] == frame(kind, len)[HEADER_LEN..],
+        f.payload()[..] == frame(kind, len)[HEADER_LEN..],
         "payload of {kind}"
     );
 }
@@ -48,7 +48,7 @@ fn expect_frame(conn: &mut Connection, kind: u16, len: usize) {
 /// After a final error: later calls say `Poisoned`, and every buffer is back in the pool.
 fn expect_poisoned_and_clean(conn: &mut Connection, pool: &Pool) {
     assert!(
-        matches!(conn.recv(), Err(NetError::Poisoned)),
+        matches!(conn.recv(), Err(TransportError::Poisoned)),
         "a failed connection stays failed"
     );
     assert_eq!(
@@ -77,7 +77,7 @@ fn bad_version_byte() {
         bad[0] = 2;
         write(&mut peer, &bad);
         match conn.recv() {
-            Err(NetError::Frame {
+            Err(TransportError::Frame {
                 offset: 0,
                 error: FrameError::Version { found: 2 },
             }) => {}
@@ -103,7 +103,7 @@ fn bad_version_byte() {
             expect_frame(&mut conn, kind, len);
         }
         match conn.recv() {
-            Err(NetError::Frame {
+            Err(TransportError::Frame {
                 offset: o,
                 error: FrameError::Version { found: 0 },
             }) if o == offset => {}
@@ -133,7 +133,7 @@ fn length_above_the_limit() {
                 expect_frame(&mut conn, k as u16, 1000);
             }
             match conn.recv() {
-                Err(NetError::Frame {
+                Err(TransportError::Frame {
                     offset: o,
                     error: FrameError::TooLong { len: l, max: 1000 },
                 }) if o == offset && l == len as usize => {}
@@ -157,15 +157,15 @@ fn valid_frame_then_garbage_in_one_read() {
         write(&mut peer, &stream);
         wait_queued(&conn, stream.len());
         let first = conn.recv().expect("the valid frame");
-        assert_eq!(first.payload.len(), 10);
+        assert_eq!(first.payload().len(), 10);
         match conn.recv() {
-            Err(NetError::Frame {
+            Err(TransportError::Frame {
                 offset: 26,
                 error: FrameError::Version { found: b'G' },
             }) => {}
             other => panic!("expected a version error at offset 26, got {other:?}"),
         }
-        assert!(matches!(conn.recv(), Err(NetError::Poisoned)));
+        assert!(matches!(conn.recv(), Err(TransportError::Poisoned)));
         assert_eq!(outstanding(&pool), 1, "only the frame the application holds");
         drop(first);
         assert_eq!(outstanding(&pool), 0);
@@ -181,21 +181,20 @@ fn header_split_across_writes() {
     within("header_split_across_writes", || {
         let pool = pool();
         let (mut peer, mut conn) = raw_pair(&pool, &Config::default());
-        conn.set_nonblocking(true);
         let f1 = frame(1, 100);
         write(&mut peer, &f1[..5]);
         wait_queued(&conn, 5);
-        assert!(matches!(conn.recv(), Err(NetError::WouldBlock)));
+        assert!(matches!(conn.try_recv(), Ok(None)));
         assert_eq!(conn.stats().recv.bytes, 5, "the 5 header bytes were read");
         write(&mut peer, &f1[5..12]);
         wait_queued(&conn, 7);
-        assert!(matches!(conn.recv(), Err(NetError::WouldBlock)));
+        assert!(matches!(conn.try_recv(), Ok(None)));
         write(&mut peer, &f1[12..]);
         wait_queued(&conn, f1.len() - 12);
         expect_frame(&mut conn, 1, 100);
 
         drop(peer);
-        assert!(matches!(conn.recv(), Err(NetError::Closed)));
+        assert!(matches!(conn.recv(), Err(TransportError::Closed)));
         expect_poisoned_and_clean(&mut conn, &pool);
     });
 }
@@ -208,7 +207,6 @@ fn split_header_carry_does_not_shift_stream_offsets() {
     within("split_header_carry_does_not_shift_stream_offsets", || {
         let pool = pool();
         let (mut peer, mut conn) = raw_pair(&pool, &Config::default());
-        conn.set_nonblocking(true);
         // A frame and 5 bytes of the next header in one read.
         let f1 = frame(1, 40);
         let f2 = frame(2, 8);
@@ -217,7 +215,7 @@ fn split_header_carry_does_not_shift_stream_offsets() {
         write(&mut peer, &chunk);
         wait_queued(&conn, chunk.len());
         expect_frame(&mut conn, 1, 40);
-        assert!(matches!(conn.recv(), Err(NetError::WouldBlock)));
+        assert!(matches!(conn.try_recv(), Ok(None)));
         let mut rest = f2[5..].to_vec();
         let offset = (f1.len() + f2.len()) as u64;
         rest.extend([7u8; HEADER_LEN]); // version 7
@@ -225,7 +223,7 @@ fn split_header_carry_does_not_shift_stream_offsets() {
         wait_queued(&conn, rest.len());
         expect_frame(&mut conn, 2, 8);
         match conn.recv() {
-            Err(NetError::Frame {
+            Err(TransportError::Frame {
                 offset: o,
                 error: FrameError::Version { found: 7 },
             }) if o == offset => {}
@@ -267,9 +265,9 @@ fn end_of_stream_inside_and_between_frames() {
             expect_frame(&mut conn, 1, 3000);
             let got = conn.recv();
             match (expected, &got) {
-                (Some((r, e)), Err(NetError::Truncated { received, expected }))
+                (Some((r, e)), Err(TransportError::Truncated { received, expected }))
                     if *received == r && *expected == e => {}
-                (None, Err(NetError::Closed)) => {}
+                (None, Err(TransportError::Closed)) => {}
                 _ => panic!("tail of {} bytes: expected {expected:?}, got {got:?}", tail.len()),
             }
             expect_poisoned_and_clean(&mut conn, &pool);
@@ -305,18 +303,18 @@ fn valid_frame_with_an_invalid_message() {
         write(&mut peer, &stream);
         for (i, p) in payloads.iter().enumerate() {
             let f = conn.recv().expect("the transport accepts any payload");
-            assert!(f.payload[..] == p[..]);
-            match Record::decode_shared(&f.payload) {
+            assert!(f.payload()[..] == p[..]);
+            match Record::decode_shared(f.payload()) {
                 Err(e) => eprintln!("payload {i}: {e}"),
                 Ok(v) => panic!("payload {i} decoded: {v:?}"),
             }
         }
         let f = conn.recv().unwrap();
-        let v = Record::decode_shared(&f.payload).expect("the valid one decodes");
+        let v = Record::decode_shared(f.payload()).expect("the valid one decodes");
         assert_eq!(v.key(), b"key");
         drop(f);
         drop(peer);
-        assert!(matches!(conn.recv(), Err(NetError::Closed)));
+        assert!(matches!(conn.recv(), Err(TransportError::Closed)));
         assert_eq!(outstanding(&pool), 0);
     });
 }
@@ -353,15 +351,15 @@ fn model(stream: &[u8], max: usize) -> (Vec<(u16, Vec<u8>)>, String) {
     }
 }
 
-fn describe(e: &NetError) -> String {
+fn describe(e: &TransportError) -> String {
     match e {
-        NetError::Closed => "Closed".into(),
-        NetError::Truncated { received, expected } => format!("Truncated {received} of {expected}"),
-        NetError::Frame {
+        TransportError::Closed => "Closed".into(),
+        TransportError::Truncated { received, expected } => format!("Truncated {received} of {expected}"),
+        TransportError::Frame {
             offset,
             error: FrameError::Version { found },
         } => format!("Version {found} at {offset}"),
-        NetError::Frame {
+        TransportError::Frame {
             offset,
             error: FrameError::TooLong { len, .. },
         } => format!("TooLong {len} at {offset}"),
@@ -410,7 +408,6 @@ fn random_streams_match_a_reference_parser() {
             }
             let (want_frames, want_end) = model(&stream, max);
             let (mut peer, mut conn) = raw_pair(&pool, &config);
-            conn.set_nonblocking(true);
             let mut got = Vec::new();
             let mut end = None;
             let mut at = 0;
@@ -421,9 +418,9 @@ fn random_streams_match_a_reference_parser() {
                 wait_queued(&conn, n);
                 at += n;
                 loop {
-                    match conn.recv() {
-                        Ok(f) => got.push((f.header.meta.kind, f.payload[..].to_vec())),
-                        Err(NetError::WouldBlock) => break,
+                    match conn.try_recv() {
+                        Ok(Some(f)) => got.push((f.meta().kind, f.payload()[..].to_vec())),
+                        Ok(None) => break,
                         Err(e) => {
                             end = Some(describe(&e));
                             break;
@@ -433,10 +430,9 @@ fn random_streams_match_a_reference_parser() {
             }
             let end = end.unwrap_or_else(|| {
                 peer.shutdown(Shutdown::Write).unwrap();
-                conn.set_nonblocking(false);
                 loop {
                     match conn.recv() {
-                        Ok(f) => got.push((f.header.meta.kind, f.payload[..].to_vec())),
+                        Ok(f) => got.push((f.meta().kind, f.payload()[..].to_vec())),
                         Err(e) => break describe(&e),
                     }
                 }
@@ -469,25 +465,25 @@ fn oversize_outgoing_frame_is_refused() {
         rec.append_field(&big[..]);
         let len = rec.layout().total_len();
         match client.send(Meta::new(1, 1), &rec) {
-            Err(NetError::TooLong { len: l, max: 1000 }) if l == len => {}
+            Err(TransportError::TooLong { len: l, max: 1000 }) if l == len => {}
             other => panic!("expected TooLong, got {other:?}"),
         }
         assert_eq!(big.ref_count(), 1, "nothing of the refused frame is held");
         assert!(!client.sender().has_pending());
-        match client.send_raw(Meta::new(2, 2), ferry_net::Raw::Bytes(&[0; 1001])) {
-            Err(NetError::TooLong { len: 1001, max: 1000 }) => {}
+        match client.send_payload(Meta::new(2, 2), ferry_net::Payload::Bytes(&[0; 1001])) {
+            Err(TransportError::TooLong { len: 1001, max: 1000 }) => {}
             other => panic!("expected TooLong, got {other:?}"),
         }
         client
-            .send_raw(Meta::new(3, 3), ferry_net::Raw::Bytes(&[3; 1000]))
+            .send_payload(Meta::new(3, 3), ferry_net::Payload::Bytes(&[3; 1000]))
             .expect("a frame at the limit is sent");
         client.flush().unwrap();
         let f = server.recv().unwrap();
-        assert_eq!(f.header.meta, Meta::new(3, 3));
-        assert_eq!(f.payload.len(), 1000);
+        assert_eq!(f.meta(), Meta::new(3, 3));
+        assert_eq!(f.payload().len(), 1000);
         drop((f, rec, client));
         drop(big);
-        assert!(matches!(server.recv(), Err(NetError::Closed)));
+        assert!(matches!(server.recv(), Err(TransportError::Closed)));
         drop(server);
         assert_eq!(outstanding(&pool), 0);
     });

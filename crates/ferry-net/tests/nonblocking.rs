@@ -8,7 +8,7 @@ mod common;
 use common::{outstanding, pair, poll, pollfd, pool, within};
 use ferry::sample::Record;
 use ferry_buf::SharedBuf;
-use ferry_net::{Config, Mode, NetError};
+use ferry_net::{Config, Mode, TransportError};
 use ferry_wire::Context;
 
 const N: u64 = 300;
@@ -42,7 +42,7 @@ fn drive(mode: Mode) {
                 }
                 match client.send(ferry_net::Meta::new(4, next), &rec) {
                     Ok(()) => next += 1,
-                    Err(NetError::WouldBlock) => {
+                    Err(TransportError::WouldBlock) => {
                         send_blocked += 1;
                         break;
                     }
@@ -52,15 +52,15 @@ fn drive(mode: Mode) {
             if next == N {
                 match client.flush() {
                     Ok(()) => {}
-                    Err(NetError::WouldBlock) => send_blocked += 1,
+                    Err(TransportError::WouldBlock) => send_blocked += 1,
                     Err(e) => panic!("flush: {e}"),
                 }
             }
             loop {
-                match server.recv() {
-                    Ok(frame) => {
-                        assert_eq!(frame.header.meta.request_id, received, "in order");
-                        let view = Record::decode_shared(&frame.payload).unwrap();
+                match server.try_recv() {
+                    Ok(Some(frame)) => {
+                        assert_eq!(frame.meta().request_id, received, "in order");
+                        let view = Record::decode_shared(frame.payload()).unwrap();
                         assert_eq!(view.key(), &received.to_le_bytes()[..]);
                         let want = fields(received);
                         assert_eq!(view.fields().len(), want.len());
@@ -69,7 +69,7 @@ fn drive(mode: Mode) {
                         }
                         received += 1;
                     }
-                    Err(NetError::WouldBlock) => {
+                    Ok(None) => {
                         recv_blocked += 1;
                         break;
                     }
@@ -178,7 +178,7 @@ fn nonblocking_send_stops_at_the_batch_caps() {
         let mut filled = false;
         for _ in 0..10_000 {
             send_value(&mut client, &mut values).unwrap();
-            if let Err(NetError::WouldBlock) = client.flush() {
+            if let Err(TransportError::WouldBlock) = client.flush() {
                 filled = true;
                 break;
             }
@@ -192,7 +192,7 @@ fn nonblocking_send_stops_at_the_batch_caps() {
         for _ in 0..1000 {
             match send_value(&mut client, &mut values) {
                 Ok(()) => accepted += 1,
-                Err(NetError::WouldBlock) => break,
+                Err(TransportError::WouldBlock) => break,
                 Err(e) => panic!("send: {e}"),
             }
         }

@@ -7,7 +7,7 @@ use std::thread;
 
 use common::records::{self, RecordSpec};
 use common::{outstanding, pair, poll, pollfd, pool, within};
-use ferry_net::{Config, Mode, NetError};
+use ferry_net::{Config, Mode, TransportError};
 use ferry_wire::Context;
 
 fn specs(mode: Mode, salt: u64) -> Vec<RecordSpec> {
@@ -51,7 +51,7 @@ fn interleaved(mode: Mode) {
                 let rec = records::build(&specs[next], &placed, &ctx);
                 match client.send(specs[next].meta, &rec) {
                     Ok(()) => next += 1,
-                    Err(NetError::WouldBlock) => {
+                    Err(TransportError::WouldBlock) => {
                         would_block += 1;
                         break;
                     }
@@ -61,17 +61,17 @@ fn interleaved(mode: Mode) {
             if next == specs.len() {
                 match client.flush() {
                     Ok(()) => {}
-                    Err(NetError::WouldBlock) => would_block += 1,
+                    Err(TransportError::WouldBlock) => would_block += 1,
                     Err(e) => panic!("flush: {e}"),
                 }
             }
             loop {
-                match server.recv() {
-                    Ok(frame) => {
+                match server.try_recv() {
+                    Ok(Some(frame)) => {
                         records::check(&specs[received], &frame, received);
                         received += 1;
                     }
-                    Err(NetError::WouldBlock) => break,
+                    Ok(None) => break,
                     Err(e) => panic!("recv {received}: {e}"),
                 }
             }

@@ -13,7 +13,7 @@ use common::{ChildProc, outstanding, pair, pool, self_command, within};
 use ferry::sample::Record;
 use ferry_buf::SharedBuf;
 use ferry_net::frame::{FrameHeader, HEADER_LEN};
-use ferry_net::{Config, Connection, Meta, Mode, NetError};
+use ferry_net::{Config, Connection, Meta, Mode, TransportError};
 use ferry_wire::Context;
 
 const ADDR_VAR: &str = "FERRY_NET_TEST_ADDR";
@@ -74,8 +74,8 @@ fn receiver_sees_a_peer_killed_mid_frame() {
             // Read concurrently, so that the peer's writes complete whatever the buffer sizes.
             let reader = thread::spawn(move || {
                 let first = conn.recv().expect("the whole frame");
-                assert_eq!(first.header.meta, Meta::new(7, 70));
-                assert_eq!(&first.payload[..], &[1u8; 10]);
+                assert_eq!(first.meta(), Meta::new(7, 70));
+                assert_eq!(&first.payload()[..], &[1u8; 10]);
                 drop(first);
                 let end = conn.recv();
                 (conn, end)
@@ -84,14 +84,14 @@ fn receiver_sees_a_peer_killed_mid_frame() {
             child.kill();
             let (mut conn, end) = reader.join().unwrap();
             match end {
-                Err(NetError::Truncated {
+                Err(TransportError::Truncated {
                     received: r,
                     expected: e,
                 }) if r == received && e == expected => {}
                 other => panic!("{role}: expected Truncated {{ {received}, {expected} }}, got {other:?}"),
             }
-            assert!(matches!(conn.recv(), Err(NetError::Poisoned)));
-            assert!(matches!(conn.recv(), Err(NetError::Poisoned)));
+            assert!(matches!(conn.recv(), Err(TransportError::Poisoned)));
+            assert!(matches!(conn.recv(), Err(TransportError::Poisoned)));
             assert_eq!(outstanding(&pool), 0, "{role}: buffers released, connection open");
             drop(conn);
             assert_eq!(outstanding(&pool), 0);
@@ -110,9 +110,9 @@ fn reader_peer() {
     let _ = std::io::stdin().read(&mut [0; 1]);
 }
 
-fn is_peer_gone(e: &NetError) -> bool {
+fn is_peer_gone(e: &TransportError) -> bool {
     match e {
-        NetError::Io { source, .. } => {
+        TransportError::Io { source, .. } => {
             matches!(source.raw_os_error(), Some(libc::EPIPE) | Some(libc::ECONNRESET))
         }
         _ => false,
@@ -164,10 +164,10 @@ fn sender_sees_a_peer_killed_mid_stream() {
             let rec = Record::new(&ctx);
             assert!(matches!(
                 conn.send(Meta::new(1, 0), &rec),
-                Err(NetError::Poisoned)
+                Err(TransportError::Poisoned)
             ));
-            assert!(matches!(conn.flush(), Err(NetError::Poisoned)));
-            assert!(matches!(conn.sender().wait_idle(), Err(NetError::Poisoned)));
+            assert!(matches!(conn.flush(), Err(TransportError::Poisoned)));
+            assert!(matches!(conn.sender().wait_idle(), Err(TransportError::Poisoned)));
             assert_eq!(conn.sender().in_flight(), 0);
             for (i, v) in values.iter().enumerate() {
                 assert_eq!(

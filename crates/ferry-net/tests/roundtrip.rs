@@ -11,7 +11,7 @@ use common::records::{self, Placement, RecordSpec, Source, ValueSpec};
 use common::{Rng, outstanding, pair, pool, within};
 use ferry::sample::{ALL_KINDS, RECORD, Record};
 use ferry_buf::{Pool, SharedBuf};
-use ferry_net::{Config, Connection, Meta, Mode, NetError, Raw, SendStats};
+use ferry_net::{Config, Connection, Meta, Mode, Payload, SendStats, TransportError};
 use ferry_wire::{Context, DynamicMessage, HybridBytes, Limits, List, Serialize, Value, View};
 
 /// What the sending side reports after a round trip.
@@ -328,13 +328,13 @@ fn dynamic_all_kinds_every_mode() {
                 let plain = rx_plain.recv().unwrap();
                 for (i, (meta, want)) in plain.iter().enumerate() {
                     let frame = conn.recv().unwrap_or_else(|e| panic!("recv {i}: {e}"));
-                    assert_eq!(frame.header.meta, *meta);
-                    let view = View::decode_shared(&frame.payload, &ALL_KINDS, &Limits::default())
+                    assert_eq!(frame.meta(), *meta);
+                    let view = View::decode_shared(frame.payload(), &ALL_KINDS, &Limits::default())
                         .unwrap_or_else(|e| panic!("message {i} does not decode: {e}"));
                     let got = DynamicMessage::from_view(&view, Context::copy_only()).unwrap();
                     assert!(got == *want, "message {i} differs:\n got {got:?}\nwant {want:?}");
                 }
-                assert!(matches!(conn.recv(), Err(NetError::Closed)));
+                assert!(matches!(conn.recv(), Err(TransportError::Closed)));
                 conn.stats().recv.bytes
             },
         );
@@ -374,15 +374,16 @@ fn raw_payloads_every_mode() {
                     let len = head.len() + parts.iter().map(Vec::len).sum::<usize>();
                     wire += (ferry_net::frame::HEADER_LEN + len) as u64;
                     if parts.is_empty() && i % 2 == 0 {
-                        conn.send_raw(meta, Raw::Bytes(head)).expect("send_raw");
+                        conn.send_payload(meta, Payload::Bytes(head))
+                            .expect("send_payload");
                     } else if parts.is_empty() {
                         conn.sender()
                             .send_with(meta, head.len(), |out| out.copy_from_slice(head))
                             .expect("send_with");
                     } else {
                         let bufs: Vec<SharedBuf> = parts.iter().map(|p| pool.copy_from(p).unwrap()).collect();
-                        conn.send_raw(meta, Raw::Gather { head, parts: &bufs })
-                            .expect("send_raw gather");
+                        conn.send_payload(meta, Payload::Gather { head, parts: &bufs })
+                            .expect("send_payload gather");
                     }
                 }
                 (Placement::default(), wire)
@@ -390,14 +391,14 @@ fn raw_payloads_every_mode() {
             move |conn| {
                 for (i, (head, parts)) in rx.iter().enumerate() {
                     let frame = conn.recv().unwrap_or_else(|e| panic!("recv {i}: {e}"));
-                    assert_eq!(frame.header.meta, Meta::new(1, i as u64));
+                    assert_eq!(frame.meta(), Meta::new(1, i as u64));
                     let mut want = head.clone();
                     for p in parts {
                         want.extend_from_slice(p);
                     }
-                    assert!(frame.payload[..] == want[..], "payload {i} differs");
+                    assert!(frame.payload()[..] == want[..], "payload {i} differs");
                 }
-                assert!(matches!(conn.recv(), Err(NetError::Closed)));
+                assert!(matches!(conn.recv(), Err(TransportError::Closed)));
                 conn.stats().recv.bytes
             },
         );
@@ -424,7 +425,7 @@ fn caller_buffers_are_referenced_once_again_when_idle() {
             let reader = thread::spawn(move || {
                 for i in 0..100 {
                     let frame = server.recv().unwrap();
-                    let view = Record::decode_shared(&frame.payload).unwrap();
+                    let view = Record::decode_shared(frame.payload()).unwrap();
                     assert_eq!(view.fields().len(), i % 8 + 1);
                 }
             });

@@ -6,7 +6,7 @@ mod common;
 use common::{outstanding, pair, pool, within};
 use ferry::sample::Record;
 use ferry_buf::SharedBuf;
-use ferry_net::{AsyncConnection, Config, Meta, Mode, Raw};
+use ferry_net::{AsyncConnection, Config, Meta, Mode, Payload};
 use ferry_wire::Context;
 
 const ROUNDS: u64 = 20;
@@ -37,11 +37,11 @@ fn async_round_trip(mode: Mode) {
             let echo = tokio::spawn(async move {
                 for _ in 0..ROUNDS * WINDOW {
                     let f = server.recv().await.expect("server recv");
-                    let parts = [f.payload.clone()];
+                    let parts = [f.payload().clone()];
                     server
-                        .send_raw(
-                            f.header.meta,
-                            Raw::Gather {
+                        .send_payload(
+                            f.meta(),
+                            Payload::Gather {
                                 head: &[],
                                 parts: &parts,
                             },
@@ -74,8 +74,8 @@ fn async_round_trip(mode: Mode) {
                 for k in 0..WINDOW {
                     let id = round * WINDOW + k;
                     let f = client.recv().await.expect("client recv");
-                    assert_eq!(f.header.meta.request_id, id, "in order");
-                    let view = Record::decode_shared(&f.payload).expect("echo decodes");
+                    assert_eq!(f.meta().request_id, id, "in order");
+                    let view = Record::decode_shared(f.payload()).expect("echo decodes");
                     assert_eq!(view.key(), b"async");
                     assert_eq!(view.fields().len(), (id % 4) as usize + 1);
                     for (got, want) in view.fields().iter().zip(&values) {

@@ -25,8 +25,8 @@ fn exchange(small: bool) -> ferry_net::SendStats {
             Connection::new(listener.accept().unwrap().0, &server_pool, &Config::default()).unwrap();
         for i in 0..500u64 {
             let frame = conn.recv().unwrap();
-            assert_eq!(frame.header.meta.request_id, i);
-            let view = Record::decode_shared(&frame.payload).unwrap();
+            assert_eq!(frame.meta().request_id, i);
+            let view = Record::decode_shared(frame.payload()).unwrap();
             assert!(view.fields().iter().all(|f| f.iter().all(|&b| b == i as u8)));
         }
     });

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -12,7 +12,7 @@ use std::sync::atomic::{Ordering, fence};
 use std::time::{Duration, Instant};
 
 use ferry_buf::{BufMut, Pool, SharedBuf};
-use ferry_net::{FrameError, Meta, NetError, Raw};
+use ferry_transport::{FrameError, Meta, Payload, TransportError};
 use ferry_wire::{DecodeError, Limits, MessageDesc, Serialize, View};
 
 use crate::layout::{
@@ -148,22 +148,17 @@ impl ShmFrame {
         self.ferry
     }
 
-    /// The payload of a raw frame (sent with `send_raw`), in the peer's memory; `None` for a
+    /// The payload of a frame sent with `send_payload`, in the peer's memory; `None` for a
     /// Ferry message, whose values lie elsewhere in the region (use [`view`](Self::view)).
-    pub fn raw(&self) -> Option<&[u8]> {
+    pub fn bytes(&self) -> Option<&[u8]> {
         (!self.ferry).then(|| &self.mapping.bytes()[self.offset..self.offset + self.len])
     }
 
     /// Validates the Ferry message and returns its view, reading in place in the peer's memory.
-    ///
-    /// `limits.max_message_len` is raised to the region's size if it is smaller: the region is
-    /// the peer's whole pool, not the message, whose work the other limits bound.
+    /// `limits` apply as given: `max_message_len` bounds the bytes the message references
+    /// (its header segment and values), not the region they lie in (`View::decode_at`).
     pub fn view(&self, desc: &'static MessageDesc, limits: &Limits) -> Result<View<'_>, DecodeError> {
-        let limits = Limits {
-            max_message_len: limits.max_message_len.max(self.region().len() as u64),
-            ..*limits
-        };
-        View::decode_at(self.region(), self.offset, desc, &limits)
+        View::decode_at(self.region(), self.offset, desc, limits)
     }
 
     /// The whole region the peer shares (its memfd): what a view reads from.
@@ -187,20 +182,23 @@ pub struct ShmListener {
 impl ShmListener {
     /// Binds `path`, first removing a stale socket left there (only a socket: any other file
     /// makes `bind` fail).
-    pub fn bind(path: impl AsRef<Path>) -> Result<ShmListener, NetError> {
+    pub fn bind(path: impl AsRef<Path>) -> Result<ShmListener, TransportError> {
         use std::os::unix::fs::FileTypeExt;
         let path = path.as_ref().to_path_buf();
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket()) {
             let _ = std::fs::remove_file(&path);
         }
-        let listener = UnixListener::bind(&path).map_err(|e| NetError::io("bind", e))?;
+        let listener = UnixListener::bind(&path).map_err(|e| TransportError::io("bind", e))?;
         Ok(ShmListener { listener, path })
     }
 
     /// Accepts one connection; its blocks and values are allocated from `pool`, which must be
     /// [`shared`](ferry_buf::PoolConfig::shared).
-    pub fn accept(&self, pool: &Pool, config: &ShmConfig) -> Result<ShmConnection, NetError> {
-        let (sock, _) = self.listener.accept().map_err(|e| NetError::io("accept", e))?;
+    pub fn accept(&self, pool: &Pool, config: &ShmConfig) -> Result<ShmConnection, TransportError> {
+        let (sock, _) = self
+            .listener
+            .accept()
+            .map_err(|e| TransportError::io("accept", e))?;
         ShmConnection::handshake(sock, pool, config)
     }
 
@@ -216,8 +214,8 @@ impl Drop for ShmListener {
     }
 }
 
-fn protocol(error: FrameError, offset: usize) -> NetError {
-    NetError::Frame {
+fn protocol(error: FrameError, offset: usize) -> TransportError {
+    TransportError::Frame {
         offset: offset as u64,
         error,
     }
@@ -262,19 +260,19 @@ impl ShmConnection {
         path: impl AsRef<Path>,
         pool: &Pool,
         config: &ShmConfig,
-    ) -> Result<ShmConnection, NetError> {
-        let sock = UnixStream::connect(path).map_err(|e| NetError::io("connect", e))?;
+    ) -> Result<ShmConnection, TransportError> {
+        let sock = UnixStream::connect(path).map_err(|e| TransportError::io("connect", e))?;
         ShmConnection::handshake(sock, pool, config)
     }
 
-    fn handshake(sock: UnixStream, pool: &Pool, config: &ShmConfig) -> Result<ShmConnection, NetError> {
+    fn handshake(sock: UnixStream, pool: &Pool, config: &ShmConfig) -> Result<ShmConnection, TransportError> {
         let Some(memfd) = pool.memfd() else {
-            return Err(NetError::Config(
+            return Err(TransportError::Config(
                 "the shared-memory transport needs a shared pool".into(),
             ));
         };
         if config.block_size < BLOCK_ALIGN || config.block_size > pool.max_class() {
-            return Err(NetError::Config(format!(
+            return Err(TransportError::Config(format!(
                 "block_size must be between {BLOCK_ALIGN} and the pool's largest buffer ({})",
                 pool.max_class()
             )));
@@ -283,7 +281,7 @@ impl ShmConnection {
         control.capacity_mut()[..CONTROL_LEN].fill(0);
         control.set_len(CONTROL_LEN);
         let control_offset = pool.offset_of(&control).expect("pool memory");
-        let doorbell = sys::eventfd().map_err(|e| NetError::io("eventfd", e))?;
+        let doorbell = sys::eventfd().map_err(|e| TransportError::io("eventfd", e))?;
         let credits = config.credits.clamp(1, (RING / 2) as u32);
 
         let mut hello = [0u8; HELLO_LEN];
@@ -295,13 +293,14 @@ impl ShmConnection {
         // A peer that connects and says nothing must not hold `accept` for ever.
         sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
             .and_then(|()| sock.set_write_timeout(Some(HANDSHAKE_TIMEOUT)))
-            .map_err(|e| NetError::io("setsockopt(SO_RCVTIMEO)", e))?;
+            .map_err(|e| TransportError::io("setsockopt(SO_RCVTIMEO)", e))?;
         sys::send_fds(&sock, &hello, &[memfd, doorbell.as_fd()])
-            .map_err(|e| NetError::io("sendmsg(SCM_RIGHTS)", e))?;
+            .map_err(|e| TransportError::io("sendmsg(SCM_RIGHTS)", e))?;
         let mut theirs = [0u8; HELLO_LEN];
         let mut fds =
-            sys::recv_fds(&sock, &mut theirs, 2).map_err(|e| NetError::io("recvmsg(SCM_RIGHTS)", e))?;
-        let bad = |what: &'static str| NetError::Config(format!("bad setup message from the peer: {what}"));
+            sys::recv_fds(&sock, &mut theirs, 2).map_err(|e| TransportError::io("recvmsg(SCM_RIGHTS)", e))?;
+        let bad =
+            |what: &'static str| TransportError::Config(format!("bad setup message from the peer: {what}"));
         if theirs[..8] != MAGIC {
             return Err(bad("not a Ferry shared-memory peer"));
         }
@@ -316,10 +315,10 @@ impl ShmConnection {
             return Err(bad("expected a memfd and an eventfd"));
         }
         let peer_doorbell = fds.pop().expect("two");
-        sys::adopt_doorbell(&peer_doorbell).map_err(|e| NetError::io("the peer's doorbell", e))?;
+        sys::adopt_doorbell(&peer_doorbell).map_err(|e| TransportError::io("the peer's doorbell", e))?;
         let peer_memfd = fds.pop().expect("two");
         let peer = Mapping::map_readonly(peer_memfd.as_fd())
-            .map_err(|e| NetError::io("mmap of the peer's memfd", e))?;
+            .map_err(|e| TransportError::io("mmap of the peer's memfd", e))?;
         drop(peer_memfd);
         let peer_control = u64::from_le_bytes(theirs[16..24].try_into().expect("8 bytes"));
         let peer_control = usize::try_from(peer_control).map_err(|_| bad("control area offset"))?;
@@ -328,7 +327,7 @@ impl ShmConnection {
         }
         let credits = credits.min(word(12).max(1));
         sock.set_nonblocking(true)
-            .map_err(|e| NetError::io("fcntl(O_NONBLOCK)", e))?;
+            .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
         Ok(ShmConnection {
             sock,
             pool: pool.clone(),
@@ -368,8 +367,17 @@ impl ShmConnection {
         self.stats
     }
 
-    /// Blocks sent and not yet acknowledged.
+    /// Bytes sent and not yet acknowledged: the published blocks the peer may still read and
+    /// the values they reference (held until the acknowledgement).
     pub fn in_flight(&self) -> usize {
+        self.in_flight
+            .iter()
+            .map(|(block, values)| block.len() + values.iter().map(SharedBuf::len).sum::<usize>())
+            .sum()
+    }
+
+    /// Blocks sent and not yet acknowledged (each holds a credit).
+    pub fn blocks_in_flight(&self) -> usize {
         self.in_flight.len()
     }
 
@@ -387,15 +395,15 @@ impl ShmConnection {
         self.peer.load_u64(self.peer_control + offset).unwrap_or(0)
     }
 
-    fn check(&self) -> Result<(), NetError> {
+    fn check(&self) -> Result<(), TransportError> {
         if self.failed {
-            Err(NetError::Poisoned)
+            Err(TransportError::Poisoned)
         } else {
             Ok(())
         }
     }
 
-    fn fail(&mut self, e: NetError) -> NetError {
+    fn fail(&mut self, e: TransportError) -> TransportError {
         self.failed = true;
         self.block = None;
         self.held.clear();
@@ -404,7 +412,7 @@ impl ShmConnection {
     }
 
     /// Space for `need` bytes in the current block, publishing it first if it is full.
-    fn room(&mut self, need: usize) -> Result<(), NetError> {
+    fn room(&mut self, need: usize) -> Result<(), TransportError> {
         if let Some(block) = &self.block {
             if block.capacity() - block.len() >= need {
                 return Ok(());
@@ -435,11 +443,11 @@ impl ShmConnection {
     /// its zero-copy values are referenced where they lie in this connection's pool (values
     /// elsewhere are copied into the pool once). The block is published when full or on
     /// [`flush`](Self::flush).
-    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
+    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         self.check()?;
         let layout = msg.layout();
         if layout.head_len > u32::MAX as usize {
-            return Err(NetError::TooLong {
+            return Err(TransportError::TooLong {
                 len: layout.head_len,
                 max: u32::MAX as usize,
             });
@@ -482,7 +490,7 @@ impl ShmConnection {
                 Some(offset)
             },
         );
-        if let Err(e) = lost.map_or(written.map_err(NetError::from), |e| Err(e.into())) {
+        if let Err(e) = lost.map_or(written.map_err(TransportError::from), |e| Err(e.into())) {
             // Nothing was queued: the message's id is not used, its values not held.
             self.held.truncate(held_before);
             return Err(e);
@@ -506,15 +514,15 @@ impl ShmConnection {
 
     /// Queues a raw payload, copied into the current block (shared memory: the receiver reads
     /// raw payloads contiguously, so gather parts are copied too).
-    pub fn send_raw(&mut self, meta: Meta, raw: Raw<'_>) -> Result<(), NetError> {
+    pub fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError> {
         self.check()?;
-        let (head, parts): (&[u8], &[SharedBuf]) = match raw {
-            Raw::Bytes(bytes) => (bytes, &[]),
-            Raw::Gather { head, parts } => (head, parts),
+        let len = payload.len();
+        let (head, parts): (&[u8], &[SharedBuf]) = match payload {
+            Payload::Bytes(bytes) => (bytes, &[]),
+            Payload::Gather { head, parts } => (head, parts),
         };
-        let len = head.len() + parts.iter().map(SharedBuf::len).sum::<usize>();
         if len > u32::MAX as usize {
-            return Err(NetError::TooLong {
+            return Err(TransportError::TooLong {
                 len,
                 max: u32::MAX as usize,
             });
@@ -546,7 +554,7 @@ impl ShmConnection {
 
     /// Publishes the current block (waiting for a credit if none is left) and any
     /// acknowledgements owed: the Nagle-like tick of the event loop.
-    pub fn flush(&mut self) -> Result<(), NetError> {
+    pub fn flush(&mut self) -> Result<(), TransportError> {
         self.check()?;
         if self.block.is_some() {
             self.publish()?;
@@ -561,7 +569,7 @@ impl ShmConnection {
     }
 
     /// Waits for room in this side's ring (the peer consumes entries as it polls).
-    fn ring_space(&mut self) -> Result<(), NetError> {
+    fn ring_space(&mut self) -> Result<(), TransportError> {
         let mut start = None;
         loop {
             let consumed = self.peer_word(PEER_TAIL);
@@ -597,7 +605,7 @@ impl ShmConnection {
         }
     }
 
-    fn publish(&mut self) -> Result<(), NetError> {
+    fn publish(&mut self) -> Result<(), TransportError> {
         let mut start = None;
         while self.credits == 0 {
             self.stats.credit_waits += 1;
@@ -625,7 +633,7 @@ impl ShmConnection {
         Ok(())
     }
 
-    fn publish_acks(&mut self) -> Result<(), NetError> {
+    fn publish_acks(&mut self) -> Result<(), TransportError> {
         if self.releases.borrow().pending == 0 {
             return Ok(());
         }
@@ -636,7 +644,7 @@ impl ShmConnection {
         Ok(())
     }
 
-    fn acked(&mut self, n: u32, at: usize) -> Result<(), NetError> {
+    fn acked(&mut self, n: u32, at: usize) -> Result<(), TransportError> {
         if n as usize > self.in_flight.len() {
             return Err(protocol(
                 FrameError::Protocol("acknowledgement of blocks never sent"),
@@ -650,17 +658,21 @@ impl ShmConnection {
 
     /// Processes every entry the peer has published: acknowledgements free blocks and return
     /// credits, blocks become frames. Returns whether anything arrived.
-    fn poll_incoming(&mut self) -> Result<bool, NetError> {
+    fn poll_incoming(&mut self) -> Result<bool, TransportError> {
         let result = self.poll_inner();
         result.map_err(|e| self.fail(e))
     }
 
-    fn poll_inner(&mut self) -> Result<bool, NetError> {
+    fn poll_inner(&mut self) -> Result<bool, TransportError> {
         // `closed` before the head: a peer that publishes and then closes is seen to publish.
         let closed = self.peer_word(CLOSED) != 0;
         let head = self.peer_word(RING_HEAD);
         if head == self.peer_tail {
-            return if closed { Err(NetError::Closed) } else { Ok(false) };
+            return if closed {
+                Err(TransportError::Closed)
+            } else {
+                Ok(false)
+            };
         }
         if head < self.peer_tail || head - self.peer_tail > RING as u64 {
             return Err(protocol(
@@ -683,7 +695,7 @@ impl ShmConnection {
         Ok(true)
     }
 
-    fn receive_block(&mut self, at: usize) -> Result<(), NetError> {
+    fn receive_block(&mut self, at: usize) -> Result<(), TransportError> {
         let mut pre = [0u8; PREAMBLE_LEN];
         self.peer
             .copy_out(at, &mut pre)
@@ -734,7 +746,7 @@ impl ShmConnection {
     }
 
     /// The next message of the oldest received block, validated.
-    fn next_frame(&mut self) -> Result<Option<ShmFrame>, NetError> {
+    fn next_frame(&mut self) -> Result<Option<ShmFrame>, TransportError> {
         let Some(p) = self.queue.front_mut() else {
             return Ok(None);
         };
@@ -788,7 +800,7 @@ impl ShmConnection {
     /// Waits a little for the peer: busy-polls until `config.spin` has passed since the first
     /// wait of this operation (`since`, set then),
     /// then sleeps on the doorbell (bounded, so a dead peer is noticed).
-    fn wait(&mut self, since: &mut Option<Instant>) -> Result<(), NetError> {
+    fn wait(&mut self, since: &mut Option<Instant>) -> Result<(), TransportError> {
         // The clock is first read when a wait begins, not on every send or receive.
         let since = *since.get_or_insert_with(Instant::now);
         self.spins = self.spins.wrapping_add(1);
@@ -799,7 +811,7 @@ impl ShmConnection {
             // A peer that dies sets no flag: look at the socket now and then, even when
             // configured never to sleep.
             if self.spins % 4096 == 0 && sys::hung_up(self.sock.as_fd()) {
-                return Err(self.fail(NetError::io(
+                return Err(self.fail(TransportError::io(
                     "peer",
                     io::Error::from(io::ErrorKind::ConnectionReset),
                 )));
@@ -813,7 +825,7 @@ impl ShmConnection {
         if head == self.peer_tail {
             self.stats.sleeps += 1;
             hung_up = sys::wait(self.doorbell.as_fd(), self.sock.as_fd(), 100)
-                .map_err(|e| NetError::io("poll", e))?;
+                .map_err(|e| TransportError::io("poll", e))?;
         }
         self.own(SLEEPING).store(0);
         sys::drain(self.doorbell.as_fd());
@@ -822,9 +834,9 @@ impl ShmConnection {
             let closed = matches!((&self.sock).read(&mut b), Ok(0));
             if closed || self.peer_word(CLOSED) != 0 {
                 let e = if self.peer_word(CLOSED) != 0 {
-                    NetError::Closed
+                    TransportError::Closed
                 } else {
-                    NetError::io("peer", io::Error::from(io::ErrorKind::ConnectionReset))
+                    TransportError::io("peer", io::Error::from(io::ErrorKind::ConnectionReset))
                 };
                 return Err(self.fail(e));
             }
@@ -834,7 +846,7 @@ impl ShmConnection {
 
     /// The next message: publishes what is queued and owed, then busy-polls and sleeps
     /// (per [`ShmConfig::spin`]) until the peer sends one.
-    pub fn recv(&mut self) -> Result<ShmFrame, NetError> {
+    pub fn recv(&mut self) -> Result<ShmFrame, TransportError> {
         self.check()?;
         let mut start = None;
         loop {
@@ -848,26 +860,51 @@ impl ShmConnection {
         }
     }
 
-    /// The next message if one has arrived, without waiting.
-    pub fn try_recv(&mut self) -> Result<Option<ShmFrame>, NetError> {
+    /// The next message if one has arrived, never waiting: `Ok(None)` when none has. Publishes
+    /// the block being filled (and acknowledgements owed) when a credit is free; it never
+    /// waits for one.
+    ///
+    /// Returning `Ok(None)` arms the doorbell: this side announces that it waits, so the peer's
+    /// next publication writes the eventfd that [`as_fd`](AsFd::as_fd) returns, and a poll loop
+    /// wakes. The announcement is withdrawn on the next call.
+    pub fn try_recv(&mut self) -> Result<Option<ShmFrame>, TransportError> {
         self.check()?;
-        if self.queue.is_empty() {
-            self.flush()?;
-            if !self.poll_incoming()? && sys::hung_up(self.sock.as_fd()) {
-                // The socket closed: take what was published before it did, then fail.
-                if !self.poll_incoming()? {
-                    return Err(self.fail(NetError::io(
-                        "peer",
-                        io::Error::from(io::ErrorKind::ConnectionReset),
-                    )));
-                }
-            }
+        self.own(SLEEPING).store(0);
+        sys::drain(self.doorbell.as_fd());
+        if let Some(frame) = self.next_frame()? {
+            return Ok(Some(frame));
         }
-        self.next_frame()
+        if self.credits > 0 {
+            self.flush()?;
+        } else {
+            self.publish_acks()?;
+        }
+        if self.poll_incoming()? {
+            return self.next_frame();
+        }
+        // Announce the wait, then look again: either the peer sees the flag and rings, or this
+        // side sees what it published (the fences pair as in `wait` and `wake`).
+        self.own(SLEEPING).store(1);
+        fence(Ordering::SeqCst);
+        if self.poll_incoming()? {
+            self.own(SLEEPING).store(0);
+            return self.next_frame();
+        }
+        if sys::hung_up(self.sock.as_fd()) {
+            // The socket closed: take what was published before it did, then fail.
+            if self.poll_incoming()? {
+                return self.next_frame();
+            }
+            return Err(self.fail(TransportError::io(
+                "peer",
+                io::Error::from(io::ErrorKind::ConnectionReset),
+            )));
+        }
+        Ok(None)
     }
 
     /// Waits until the peer has acknowledged every block sent (all values may be reused).
-    pub fn wait_idle(&mut self) -> Result<(), NetError> {
+    pub fn wait_idle(&mut self) -> Result<(), TransportError> {
         self.flush()?;
         let mut start = None;
         while !self.in_flight.is_empty() {
@@ -893,33 +930,50 @@ impl Drop for ShmConnection {
     }
 }
 
-impl ferry_net::Transport for ShmConnection {
-    type Frame = ShmFrame;
-
-    fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), NetError> {
-        ShmConnection::send(self, meta, msg)
-    }
-
-    fn send_raw(&mut self, meta: Meta, raw: Raw<'_>) -> Result<(), NetError> {
-        ShmConnection::send_raw(self, meta, raw)
-    }
-
-    fn flush(&mut self) -> Result<(), NetError> {
-        ShmConnection::flush(self)
-    }
-
-    fn recv(&mut self) -> Result<ShmFrame, NetError> {
-        ShmConnection::recv(self)
+/// The doorbell: an eventfd the peer writes when it publishes while this side waits. See
+/// [`ShmConnection::try_recv`] for how a poll loop arms it. A peer that dies without closing
+/// does not ring it; the next call on the connection notices.
+impl AsFd for ShmConnection {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.doorbell.as_fd()
     }
 }
 
-impl ferry_net::Received for ShmFrame {
+impl ferry_transport::Transport for ShmConnection {
+    type Frame = ShmFrame;
+
+    fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+        ShmConnection::send(self, meta, msg)
+    }
+
+    fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError> {
+        ShmConnection::send_payload(self, meta, payload)
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        ShmConnection::flush(self)
+    }
+
+    fn recv(&mut self) -> Result<ShmFrame, TransportError> {
+        ShmConnection::recv(self)
+    }
+
+    fn try_recv(&mut self) -> Result<Option<ShmFrame>, TransportError> {
+        ShmConnection::try_recv(self)
+    }
+
+    fn in_flight(&self) -> usize {
+        ShmConnection::in_flight(self)
+    }
+}
+
+impl ferry_transport::Received for ShmFrame {
     fn meta(&self) -> Meta {
         self.meta
     }
 
-    fn raw(&self) -> Option<&[u8]> {
-        ShmFrame::raw(self)
+    fn bytes(&self) -> Option<&[u8]> {
+        ShmFrame::bytes(self)
     }
 
     fn view(&self, desc: &'static MessageDesc, limits: &Limits) -> Result<View<'_>, DecodeError> {

@@ -28,17 +28,23 @@
 //! - **Request ids** are implicit: both sides count messages, so a message whose id is the
 //!   count ([`ShmConnection::next_request_id`]) carries none; any other id is written out.
 //! - **Notification:** busy-poll for [`ShmConfig::spin`], then sleep on an eventfd doorbell the
-//!   peer rings only when this side says it sleeps.
+//!   peer rings only when this side says it sleeps. An event loop polls the doorbell
+//!   ([`AsFd`](std::os::fd::AsFd)) instead: [`ShmConnection::try_recv`] returning `None`
+//!   announces the wait, so the next publication rings it.
 //! - **Untrusted peer:** the peer's memfd must be sealed against shrinking (else a truncation
 //!   would make reads fault) and its doorbell must be an eventfd (made non-blocking); every ring
 //!   entry, preamble and header is copied out of shared memory once and then validated against
 //!   the mapping, and messages are parsed as they are handed out; violations are
-//!   [`FrameError::Protocol`](ferry_net::FrameError::Protocol) errors. A peer that exits or closes
+//!   [`FrameError::Protocol`](ferry_transport::FrameError::Protocol) errors. A peer that exits or closes
 //!   its socket fails pending operations; frames already received stay readable until dropped,
 //!   and the mapping goes with the last of them.
 //!
 //! What it is not: a cross-host transport (RDMA could replace the shared-memory writes without
-//! changing the protocol), or thread-safe (`ShmFrame` is `!Send`; one connection per thread).
+//! changing the protocol), or thread-safe (`ShmFrame` is `!Send`; one connection per thread):
+//! a frame's drop records the release of its block in the connection's single-threaded
+//! acknowledgement state, without a lock; frames that cross threads would need an atomic
+//! release path the connection scans. It implements
+//! [`ferry_transport::Transport`], and depends on neither `ferry-net` nor tokio.
 
 #![deny(unsafe_code)]
 

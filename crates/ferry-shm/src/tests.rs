@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use ferry::sample::{RECORD, Record};
 use ferry_buf::{BufMut, Pool, PoolConfig, SharedBuf};
-use ferry_net::{FrameError, Meta, NetError, Raw};
+use ferry_transport::{FrameError, Meta, Payload, TransportError};
 use ferry_wire::{Context, Limits, Serialize};
 
 use crate::layout::{
@@ -87,7 +87,7 @@ fn victim_accepts(
     victim_pool: &Pool,
     config: &ShmConfig,
     speak: impl FnOnce(&UnixStream),
-) -> (Result<ShmConnection, NetError>, UnixStream) {
+) -> (Result<ShmConnection, TransportError>, UnixStream) {
     let listener = ShmListener::bind(socket_path(name)).expect("bind");
     let sock = UnixStream::connect(listener.path()).expect("connect");
     speak(&sock);
@@ -165,7 +165,7 @@ impl Pair {
     }
 
     /// The victim's next frame, if any (one poll, no waiting).
-    fn poll(&mut self) -> Result<Option<ShmFrame>, NetError> {
+    fn poll(&mut self) -> Result<Option<ShmFrame>, TransportError> {
         self.conn.try_recv()
     }
 
@@ -173,7 +173,7 @@ impl Pair {
     /// connection stays failed.
     fn violation(&mut self) -> &'static str {
         let what = match self.poll() {
-            Err(NetError::Frame {
+            Err(TransportError::Frame {
                 error: FrameError::Protocol(what),
                 ..
             }) => what,
@@ -184,10 +184,10 @@ impl Pair {
     }
 
     fn assert_poisoned(&mut self) {
-        assert!(matches!(self.poll(), Err(NetError::Poisoned)));
+        assert!(matches!(self.poll(), Err(TransportError::Poisoned)));
         assert!(matches!(
-            self.conn.send_raw(Meta::new(1, 0), Raw::Bytes(b"x")),
-            Err(NetError::Poisoned)
+            self.conn.send_payload(Meta::new(1, 0), Payload::Bytes(b"x")),
+            Err(TransportError::Poisoned)
         ));
     }
 
@@ -355,7 +355,7 @@ fn harness_valid_traffic_is_accepted() {
     let mut p = Pair::new("valid", 8);
     assert!(p.poll().unwrap().is_none(), "nothing published yet");
 
-    // Raw messages: implicit id (the count), explicit id, implicit again.
+    // Payloads: implicit id (the count), explicit id, implicit again.
     let b = block_bytes(
         &[
             (header(5, 0, 0), b"hello"),
@@ -369,9 +369,9 @@ fn harness_valid_traffic_is_accepted() {
     let f0 = p.poll().unwrap().unwrap();
     let f1 = p.poll().unwrap().unwrap();
     let f2 = p.poll().unwrap().unwrap();
-    assert_eq!((f0.raw(), f0.meta()), (Some(&b"hello"[..]), Meta::new(1, 0)));
-    assert_eq!((f1.raw(), f1.meta()), (Some(&b"abc"[..]), Meta::new(1, 77)));
-    assert_eq!((f2.raw(), f2.meta()), (Some(&b""[..]), Meta::new(1, 2)));
+    assert_eq!((f0.bytes(), f0.meta()), (Some(&b"hello"[..]), Meta::new(1, 0)));
+    assert_eq!((f1.bytes(), f1.meta()), (Some(&b"abc"[..]), Meta::new(1, 77)));
+    assert_eq!((f2.bytes(), f2.meta()), (Some(&b""[..]), Meta::new(1, 2)));
     assert_eq!(
         f0.offset(),
         bucket as usize * BLOCK_ALIGN + PREAMBLE_LEN + MSG_HEADER_LEN
@@ -388,7 +388,7 @@ fn harness_valid_traffic_is_accepted() {
     let (bucket2, root) = p.hostile.record_block(b"key", &value, |_| Some(at as u64));
     p.hostile.publish(bucket2, 0);
     let f3 = p.poll().unwrap().unwrap();
-    assert!(f3.is_message() && f3.raw().is_none());
+    assert!(f3.is_message() && f3.bytes().is_none());
     assert_eq!(f3.offset(), root);
     assert_eq!(f3.meta().request_id, 3);
     let view = Record::decode_at(f3.region(), f3.offset(), &limits()).unwrap();
@@ -415,11 +415,11 @@ fn harness_valid_traffic_is_accepted() {
     // The victim sends two blocks; an acknowledgement of both frees them.
     for i in 0..2u8 {
         p.conn
-            .send_raw(Meta::new(9, u64::from(i) + 5), Raw::Bytes(&[i; 10]))
+            .send_payload(Meta::new(9, u64::from(i) + 5), Payload::Bytes(&[i; 10]))
             .unwrap();
         p.conn.flush().unwrap();
     }
-    assert_eq!(p.conn.in_flight(), 2);
+    assert_eq!(p.conn.blocks_in_flight(), 2);
     assert_eq!(p.hostile.victim_word(RING_HEAD), 4);
     let (vb, acks) = p.hostile.victim_entry(2);
     assert_eq!(acks, 0);
@@ -445,7 +445,7 @@ fn harness_valid_traffic_is_accepted() {
     assert_eq!(MsgHeader::read(&h), expected);
     p.hostile.publish(NO_BLOCK, 2);
     assert!(p.poll().unwrap().is_none());
-    assert_eq!(p.conn.in_flight(), 0);
+    assert_eq!(p.conn.blocks_in_flight(), 0);
     p.finish();
 }
 
@@ -560,7 +560,7 @@ fn message_header_past_the_block() {
     p.hostile.publish(bucket, 0);
     // Messages are validated as they are handed out: the first one is good.
     let first = p.conn.recv().unwrap();
-    assert_eq!(first.raw(), Some(&[1u8; 8][..]));
+    assert_eq!(first.bytes(), Some(&[1u8; 8][..]));
     drop(first);
     assert_eq!(p.violation(), "message header past the block");
     p.finish();
@@ -616,17 +616,19 @@ fn acks_for_blocks_never_sent() {
     for acks in [3, u32::MAX] {
         let mut p = Pair::new("acks-more", 8);
         for _ in 0..2 {
-            p.conn.send_raw(Meta::new(1, 0), Raw::Bytes(b"abc")).unwrap();
+            p.conn
+                .send_payload(Meta::new(1, 0), Payload::Bytes(b"abc"))
+                .unwrap();
             p.conn.flush().unwrap();
         }
-        assert_eq!(p.conn.in_flight(), 2);
+        assert_eq!(p.conn.blocks_in_flight(), 2);
         p.hostile.publish(NO_BLOCK, acks);
         assert_eq!(
             p.violation(),
             "acknowledgement of blocks never sent",
             "acks {acks}"
         );
-        assert_eq!(p.conn.in_flight(), 0, "a failed connection holds no block");
+        assert_eq!(p.conn.blocks_in_flight(), 0, "a failed connection holds no block");
         p.finish();
     }
 }
@@ -663,7 +665,7 @@ fn more_blocks_than_credits() {
     p.hostile.publish(bucket, 0);
     assert_eq!(p.violation(), "the peer sent beyond its credits");
     assert_eq!(
-        held[3].raw(),
+        held[3].bytes(),
         Some(&[3u8][..]),
         "frames stay readable after the error"
     );
@@ -675,9 +677,11 @@ fn more_blocks_than_credits() {
 fn peer_consumed_unpublished_entries() {
     let mut p = Pair::new("tail-ahead", 8);
     p.hostile.word(PEER_TAIL, 1);
-    p.conn.send_raw(Meta::new(1, 0), Raw::Bytes(b"abc")).unwrap();
+    p.conn
+        .send_payload(Meta::new(1, 0), Payload::Bytes(b"abc"))
+        .unwrap();
     match p.conn.flush() {
-        Err(NetError::Frame {
+        Err(TransportError::Frame {
             error: FrameError::Protocol(what),
             ..
         }) => assert_eq!(what, "the peer consumed unpublished entries"),
@@ -851,8 +855,8 @@ fn try_recv_notices_a_closed_socket() {
     p.hostile.sock.shutdown(std::net::Shutdown::Both).unwrap();
     let r = p.poll();
     assert!(
-        matches!(&r, Err(NetError::Io { source, .. }) if source.kind() == std::io::ErrorKind::ConnectionReset)
-            || matches!(r, Err(NetError::Closed)),
+        matches!(&r, Err(TransportError::Io { source, .. }) if source.kind() == std::io::ErrorKind::ConnectionReset)
+            || matches!(r, Err(TransportError::Closed)),
         "try_recv after the peer hung up: {r:?}"
     );
     p.finish();
@@ -866,7 +870,7 @@ fn recv_notices_a_closed_socket() {
         p.hostile.sock.shutdown(std::net::Shutdown::Both).unwrap();
         let e = p.conn.recv().expect_err("the peer hung up");
         assert!(
-            matches!(&e, NetError::Io { source, .. } if source.kind() == std::io::ErrorKind::ConnectionReset),
+            matches!(&e, TransportError::Io { source, .. } if source.kind() == std::io::ErrorKind::ConnectionReset),
             "{e:?}"
         );
         p.finish();
@@ -897,7 +901,7 @@ fn hostile_doorbell_is_refused() {
             .unwrap();
         });
         match conn {
-            Err(NetError::Io {
+            Err(TransportError::Io {
                 op: "the peer's doorbell",
                 source,
             }) => {
@@ -1000,7 +1004,7 @@ fn setup_messages_that_are_refused() {
             }
         });
         match r {
-            Err(NetError::Config(msg)) => eprintln!("{what}: {msg}"),
+            Err(TransportError::Config(msg)) => eprintln!("{what}: {msg}"),
             // Descriptor trouble may also surface from the socket or the mapping.
             Err(e) if !config_error => eprintln!("{what}: {e}"),
             other => panic!("{what}: expected a refusal, got {other:?}"),
@@ -1061,8 +1065,8 @@ fn closed_word_then_nothing() {
     p.hostile.publish(bucket, 0);
     p.hostile.word(CLOSED, 1);
     let f = p.poll().unwrap().expect("the frame published before the close");
-    assert_eq!(f.raw(), Some(&b"hi"[..]));
-    assert!(matches!(p.poll(), Err(NetError::Closed)));
+    assert_eq!(f.bytes(), Some(&b"hi"[..]));
+    assert!(matches!(p.poll(), Err(TransportError::Closed)));
     drop(f);
     p.finish();
 }

@@ -4,8 +4,8 @@ use std::thread;
 
 use ferry::sample::Record;
 use ferry_buf::{Pool, PoolConfig};
-use ferry_net::Meta;
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
+use ferry_transport::Meta;
 use ferry_wire::{Context, Limits};
 
 fn pool() -> Pool {

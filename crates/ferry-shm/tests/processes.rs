@@ -15,8 +15,8 @@ use common::{
 };
 use ferry::sample::{RECORD, Record};
 use ferry_buf::{Pool, SharedBuf};
-use ferry_net::{Meta, NetError, Raw};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener, ShmStats};
+use ferry_transport::{Meta, Payload, TransportError};
 use ferry_wire::{Context, HybridBytes};
 
 const PATH_VAR: &str = "FERRY_SHM_TEST_PATH";
@@ -106,7 +106,9 @@ struct Expected {
 
 fn send_plan(conn: &mut ShmConnection, other: &Pool, p: &Plan, expected: &mut Expected) {
     match &p.body {
-        Body::Raw(bytes) => conn.send_raw(p.meta, Raw::Bytes(bytes)).expect("send_raw"),
+        Body::Raw(bytes) => conn
+            .send_payload(p.meta, Payload::Bytes(bytes))
+            .expect("send_payload"),
         Body::Record { key, fields } => {
             let bufs: Vec<Option<SharedBuf>> = fields
                 .iter()
@@ -145,11 +147,11 @@ fn check_plan(frame: &ShmFrame, p: &Plan, what: &str) {
     match &p.body {
         Body::Raw(bytes) => {
             assert!(!frame.is_message(), "{what}: a raw frame");
-            assert!(frame.raw() == Some(&bytes[..]), "{what}: raw bytes differ");
+            assert!(frame.bytes() == Some(&bytes[..]), "{what}: payload bytes differ");
         }
         Body::Record { key, fields } => {
             assert!(frame.is_message(), "{what}: a Ferry message");
-            assert!(frame.raw().is_none());
+            assert!(frame.bytes().is_none());
             frame.view(&RECORD, &limits()).expect("valid view");
             let view = Record::decode_at(frame.region(), frame.offset(), &limits()).expect("valid record");
             assert!(view.key() == &key[..], "{what}: key differs");
@@ -418,8 +420,12 @@ fn peer_killed_mid_block() {
         child.kill();
         let e = conn.recv().expect_err("the unflushed messages never arrive");
         assert!(peer_gone(&e), "{e:?}");
-        assert!(matches!(conn.recv().unwrap_err(), NetError::Poisoned));
-        assert_eq!(conn.in_flight(), 0, "the failed connection released its blocks");
+        assert!(matches!(conn.recv().unwrap_err(), TransportError::Poisoned));
+        assert_eq!(
+            conn.blocks_in_flight(),
+            0,
+            "the failed connection released its blocks"
+        );
         assert_eq!(v.ref_count(), 1, "the failed connection released the value");
         for (i, f) in frames.iter().enumerate() {
             assert_eq!(numbered(f), i as u64, "readable after the peer died");
@@ -520,13 +526,13 @@ fn credit_wait_fails_when_peer_dies() {
         child.expect_line("peer: connected", "the peer connected");
         send_numbered(&mut conn, 0);
         conn.flush().unwrap();
-        assert_eq!(conn.in_flight(), 1);
+        assert_eq!(conn.blocks_in_flight(), 1);
         send_numbered(&mut conn, 1);
         flushing.send(()).unwrap();
         let e = conn.flush().expect_err("no credit will ever come");
         assert!(peer_gone(&e), "{e:?}");
         assert!(conn.stats().credit_waits >= 1);
-        assert_eq!(conn.in_flight(), 0);
+        assert_eq!(conn.blocks_in_flight(), 0);
         drop(conn);
         assert_eq!(outstanding(&pool), 0, "survivor leaked");
     });

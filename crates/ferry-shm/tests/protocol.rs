@@ -12,8 +12,8 @@ use std::sync::{Arc, Barrier};
 use common::{DEADLINE, limits, pattern, run_pair};
 use ferry::sample::Record;
 use ferry_buf::{PoolConfig, PoolError};
-use ferry_net::{Meta, NetError};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame};
+use ferry_transport::{Meta, TransportError};
 use ferry_wire::{Context, HybridBytes};
 
 /// Queues a record whose key is `i` and whose one field is `value` (zero-copy when `value`
@@ -77,14 +77,14 @@ fn credit_exhaustion_and_recovery() {
                 send_keyed(&mut conn, i, &big[..]);
                 conn.flush().unwrap();
             }
-            assert_eq!(conn.in_flight(), 2, "two blocks, one credit each");
+            assert_eq!(conn.blocks_in_flight(), 2, "two blocks, one credit each");
             assert_eq!(conn.stats().credit_waits, 0);
             assert_eq!(big.ref_count(), 3, "each in-flight block holds the value");
             to_b.send("sent 2").unwrap();
             step(&from_b, "holding 2");
             assert!(conn.try_recv().unwrap().is_none());
             assert_eq!(
-                conn.in_flight(),
+                conn.blocks_in_flight(),
                 2,
                 "acknowledged while the receiver holds the frames"
             );
@@ -99,10 +99,14 @@ fn credit_exhaustion_and_recovery() {
             for i in 3..N {
                 send_keyed(&mut conn, i, &big[..]);
                 conn.flush().unwrap();
-                assert!(conn.in_flight() <= 2, "{} blocks in flight", conn.in_flight());
+                assert!(
+                    conn.blocks_in_flight() <= 2,
+                    "{} blocks in flight",
+                    conn.blocks_in_flight()
+                );
             }
             conn.wait_idle().unwrap();
-            assert_eq!(conn.in_flight(), 0);
+            assert_eq!(conn.blocks_in_flight(), 0);
             assert_eq!(big.ref_count(), 1, "every acknowledged block released the value");
             to_b.send("idle").unwrap();
             conn.stats()
@@ -164,7 +168,7 @@ fn out_of_order_release() {
             assert_eq!(conn.stats().blocks_sent, 2);
             let check = |conn: &mut ShmConnection, in_flight: usize, rc1: u32, rc2: u32, when: &str| {
                 assert!(conn.try_recv().unwrap().is_none());
-                assert_eq!(conn.in_flight(), in_flight, "blocks in flight {when}");
+                assert_eq!(conn.blocks_in_flight(), in_flight, "blocks in flight {when}");
                 assert_eq!(
                     (v1.ref_count(), v2.ref_count()),
                     (rc1, rc2),
@@ -240,7 +244,7 @@ fn credit_wait_publishes_owed_acks() {
                 send_keyed(&mut conn, i, &small);
                 conn.flush().unwrap();
             }
-            assert_eq!(conn.in_flight(), 2);
+            assert_eq!(conn.blocks_in_flight(), 2);
             // Both sides' blocks are published: each first recv takes both at once.
             barrier.wait();
             for i in 0..2 {
@@ -284,7 +288,10 @@ fn failed_send_keeps_request_ids_in_step() {
             assert!(r.fields()[0].is_zero_copy());
             let id = conn.next_request_id();
             let e = conn.send(Meta::new(1, id), &r).unwrap_err();
-            assert!(matches!(e, NetError::Pool(PoolError::TooLarge { .. })), "{e:?}");
+            assert!(
+                matches!(e, TransportError::Pool(PoolError::TooLarge { .. })),
+                "{e:?}"
+            );
             let id = conn.next_request_id();
             send_ok(&mut conn, Meta::new(2, id));
             conn.flush().unwrap();
@@ -331,7 +338,7 @@ fn failed_send_releases_its_values() {
         },
         move |mut conn: ShmConnection| {
             let e = conn.recv().expect_err("nothing of the failed message arrives");
-            assert!(matches!(e, NetError::Closed), "{e:?}");
+            assert!(matches!(e, TransportError::Closed), "{e:?}");
         },
     );
 }
@@ -392,8 +399,8 @@ fn close_after_flush_delivers_then_closed() {
                 frames.push_back(f);
             }
             let e = conn.recv().unwrap_err();
-            assert!(matches!(e, NetError::Closed), "{e:?}");
-            assert!(matches!(conn.recv().unwrap_err(), NetError::Poisoned));
+            assert!(matches!(e, TransportError::Closed), "{e:?}");
+            assert!(matches!(conn.recv().unwrap_err(), TransportError::Poisoned));
             for (i, f) in frames.iter().enumerate() {
                 assert_eq!(key_checked(f, &pattern(1500, 4)), i as u64);
             }

@@ -4,8 +4,8 @@ use std::thread;
 
 use ferry::sample::{RECORD, Record};
 use ferry_buf::{Pool, PoolConfig};
-use ferry_net::{Meta, NetError};
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
+use ferry_transport::{Meta, TransportError};
 use ferry_wire::{Context, DynamicMessage, EncodeError, FieldDesc, Kind, Label, Limits, MessageDesc};
 
 static REQUIRED: MessageDesc = MessageDesc::new(
@@ -54,7 +54,7 @@ fn a_failed_send_does_not_consume_an_implicit_request_id() {
     let incomplete = DynamicMessage::new(&REQUIRED);
     let id = conn.next_request_id();
     match conn.send(Meta::new(1, id), &incomplete) {
-        Err(NetError::Encode(EncodeError::MissingRequired { field: "x" })) => {}
+        Err(TransportError::Encode(EncodeError::MissingRequired { field: "x" })) => {}
         other => panic!("{other:?}"),
     }
     assert_eq!(conn.next_request_id(), id, "the failed send used no id");

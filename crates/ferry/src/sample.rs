@@ -116,7 +116,7 @@ impl<'a> Record<'a> {
 
     /// Validates the record whose root header is at `at` of a region both peers map (a
     /// shared-memory transport; offsets are region-relative) and reads it in place.
-    /// `limits.max_message_len` bounds the region.
+    /// `limits.max_message_len` bounds the bytes the message references, not the region.
     pub fn decode_at<'b>(
         region: &'b [u8],
         at: usize,
@@ -143,6 +143,12 @@ impl<'a> Encode<'a> for Record<'a> {
 pub struct RecordView<'b>(View<'b>);
 
 impl<'b> RecordView<'b> {
+    /// A record view of a view validated against [`RECORD`] (what a transport's
+    /// `Received::view(&RECORD, ..)` returns); `None` for a view of another message type.
+    pub fn from_view(view: View<'b>) -> Option<RecordView<'b>> {
+        std::ptr::eq(view.desc(), &RECORD).then_some(RecordView(view))
+    }
+
     /// The key, in place.
     #[inline]
     pub fn key(&self) -> &'b [u8] {

@@ -1219,7 +1219,7 @@ impl Gen<'_, '_> {
 
                 /// Validates the message whose root header is at `at` of a region both peers map
                 /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the region.
+                /// `limits.max_message_len` bounds the bytes the message references, not the region.
                 pub fn decode_at<'b>(region: &'b [u8], at: usize, limits: &#w::Limits) -> ::core::result::Result<#view<'b>, #w::DecodeError> {
                     #w::View::decode_at(region, at, &#desc, limits).map(#view)
                 }

@@ -127,7 +127,7 @@ pub mod ferry {
                 }
                 /// Validates the message whose root header is at `at` of a region both peers map
                 /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the region.
+                /// `limits.max_message_len` bounds the bytes the message references, not the region.
                 pub fn decode_at<'b>(
                     region: &'b [u8],
                     at: usize,
@@ -301,7 +301,7 @@ pub mod ferry {
                 }
                 /// Validates the message whose root header is at `at` of a region both peers map
                 /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the region.
+                /// `limits.max_message_len` bounds the bytes the message references, not the region.
                 pub fn decode_at<'b>(
                     region: &'b [u8],
                     at: usize,
@@ -460,7 +460,7 @@ pub mod ferry {
                 }
                 /// Validates the message whose root header is at `at` of a region both peers map
                 /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the region.
+                /// `limits.max_message_len` bounds the bytes the message references, not the region.
                 pub fn decode_at<'b>(
                     region: &'b [u8],
                     at: usize,

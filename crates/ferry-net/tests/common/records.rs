@@ -4,7 +4,7 @@
 
 use ferry::sample::Record;
 use ferry_buf::{Pool, SharedBuf};
-use ferry_net::{Connection, Frame, Meta, Mode, NetError, auto};
+use ferry_net::{Connection, Frame, Meta, Mode, TransportError, auto};
 use ferry_wire::hybrid::DEFAULT_THRESHOLD;
 use ferry_wire::{Context, Serialize};
 
@@ -175,7 +175,7 @@ pub fn send_all(
     conn: &mut Connection,
     pool: &Pool,
     specs: &[RecordSpec],
-) -> Result<(Placement, u64), NetError> {
+) -> Result<(Placement, u64), TransportError> {
     let ctx = Context::new(pool.clone());
     let mut placement = Placement::default();
     let mut wire = 0;
@@ -198,8 +198,8 @@ pub fn send_all(
 
 /// Checks a received frame against `spec`: metadata, key and every field, byte for byte.
 pub fn check(spec: &RecordSpec, frame: &Frame, index: usize) {
-    assert_eq!(frame.header.meta, spec.meta, "frame {index}: metadata");
-    let view = Record::decode_shared(&frame.payload)
+    assert_eq!(frame.meta(), spec.meta, "frame {index}: metadata");
+    let view = Record::decode_shared(frame.payload())
         .unwrap_or_else(|e| panic!("frame {index}: does not decode: {e}"));
     assert!(view.key() == &spec.key.data[..], "frame {index}: key differs");
     let fields = view.fields();
@@ -216,7 +216,7 @@ pub fn check(spec: &RecordSpec, frame: &Frame, index: usize) {
 }
 
 /// Receives `specs.len()` frames on `conn` and checks each; then expects a clean end of
-/// stream ([`NetError::Closed`]) once the peer is gone. Returns the bytes received.
+/// stream ([`TransportError::Closed`]) once the peer is gone. Returns the bytes received.
 pub fn receive_all(conn: &mut Connection, specs: &[RecordSpec]) -> u64 {
     for (i, spec) in specs.iter().enumerate() {
         let frame = conn
@@ -225,7 +225,7 @@ pub fn receive_all(conn: &mut Connection, specs: &[RecordSpec]) -> u64 {
         check(spec, &frame, i);
     }
     match conn.recv() {
-        Err(NetError::Closed) => {}
+        Err(TransportError::Closed) => {}
         other => panic!("after the last frame: expected Closed, got {other:?}"),
     }
     conn.stats().recv.bytes

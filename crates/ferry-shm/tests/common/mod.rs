@@ -15,8 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig};
-use ferry_net::NetError;
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
+use ferry_transport::TransportError;
 use ferry_wire::Limits;
 
 /// How long any one step may take before the deadlock guard fails the test. Not a performance
@@ -69,10 +69,10 @@ pub fn socket_path(name: &str) -> PathBuf {
 }
 
 /// Whether `e` says the peer went away: a clean close or a reset connection.
-pub fn peer_gone(e: &NetError) -> bool {
+pub fn peer_gone(e: &TransportError) -> bool {
     match e {
-        NetError::Closed => true,
-        NetError::Io { source, .. } => source.kind() == std::io::ErrorKind::ConnectionReset,
+        TransportError::Closed => true,
+        TransportError::Io { source, .. } => source.kind() == std::io::ErrorKind::ConnectionReset,
         _ => false,
     }
 }

@@ -8,7 +8,7 @@ use core::fmt;
 pub enum DecodeErrorKind {
     /// The message is larger than [`Limits::max_message_len`](super::Limits).
     MessageTooLarge {
-        /// Length of the input.
+        /// Length of the input (for `View::decode_at`: the bytes the message references so far).
         len: u64,
         /// The limit.
         max: u64,

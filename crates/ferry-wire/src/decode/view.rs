@@ -67,21 +67,23 @@ impl fmt::Debug for View<'_> {
 impl<'b> View<'b> {
     /// Validates `buf` as a `desc` message and returns its view.
     pub fn decode(buf: &'b [u8], desc: &'static MessageDesc, limits: &Limits) -> Result<Self, DecodeError> {
-        Self::decode_inner(buf, 0, None, desc, limits)
+        Self::decode_inner(buf, 0, None, Extent::Buffer, desc, limits)
     }
 
     /// Validates the `desc` message whose root header sits at offset `at` of `region`, with
     /// region-relative offsets (written by
     /// [`Serialize::write_head_in`](crate::Serialize::write_head_in)): how a shared-memory
     /// transport reads a message in place, its zero-copy values wherever the sender put them
-    /// in the region. `limits.max_message_len` bounds the region's length.
+    /// in the region. `limits.max_message_len` bounds the message, not the region: the bytes
+    /// of its root header and of every range it references (each reference counted, so
+    /// overlapping references count again).
     pub fn decode_at(
         region: &'b [u8],
         at: usize,
         desc: &'static MessageDesc,
         limits: &Limits,
     ) -> Result<Self, DecodeError> {
-        Self::decode_inner(region, at, None, desc, limits)
+        Self::decode_inner(region, at, None, Extent::Referenced, desc, limits)
     }
 
     /// Like [`View::decode`]; `bytes` fields can then be taken as shared sub-buffers of `buf`.
@@ -90,13 +92,14 @@ impl<'b> View<'b> {
         desc: &'static MessageDesc,
         limits: &Limits,
     ) -> Result<Self, DecodeError> {
-        Self::decode_inner(buf, 0, Some(buf), desc, limits)
+        Self::decode_inner(buf, 0, Some(buf), Extent::Buffer, desc, limits)
     }
 
     fn decode_inner(
         root: &'b [u8],
         at: usize,
         owner: Option<&'b SharedBuf>,
+        extent: Extent,
         desc: &'static MessageDesc,
         limits: &Limits,
     ) -> Result<Self, DecodeError> {
@@ -109,7 +112,7 @@ impl<'b> View<'b> {
             return Err(DecodeError::new(kind, at as u64));
         }
         let max = limits.max_message_len.min(layout::MAX_MESSAGE_LEN);
-        if len > max {
+        if extent == Extent::Buffer && len > max {
             return Err(DecodeError::new(K::MessageTooLarge { len, max }, 0));
         }
         let limits = &Limits {
@@ -121,8 +124,15 @@ impl<'b> View<'b> {
             limits,
             budget: limits.max_elements,
             cursor: at,
+            referenced: 0,
+            max_referenced: if extent == Extent::Referenced {
+                max
+            } else {
+                u64::MAX
+            },
         };
         let chunks = v.header(at, None)?;
+        v.reference(at, (v.cursor - at) as u64)?;
         let view = View {
             root,
             owner,
@@ -477,11 +487,23 @@ impl fmt::Debug for MessageList<'_> {
 /// non-overlapping offsets in walk order (`cursor` is the end of the last one). Without this
 /// rule, many pointers could name one nested header and a small message would unfold into an
 /// exponential tree; with it, decoded structure is bounded by the message length.
+/// What `Limits::max_message_len` bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extent {
+    /// The buffer holding the whole message.
+    Buffer,
+    /// The bytes the message references in a shared region (`decode_at`).
+    Referenced,
+}
+
 struct Validator<'b, 'l> {
     root: &'b [u8],
     limits: &'l Limits,
     budget: u64,
     cursor: usize,
+    /// Bytes referenced so far (root header included), against `max_referenced`.
+    referenced: u64,
+    max_referenced: u64,
 }
 
 impl<'b> Validator<'b, '_> {
@@ -580,7 +602,7 @@ impl<'b> Validator<'b, '_> {
         Ok(chunks)
     }
 
-    fn range(&self, at: usize, e: u64) -> Result<(usize, usize), DecodeError> {
+    fn range(&mut self, at: usize, e: u64) -> Result<(usize, usize), DecodeError> {
         let (off, len) = layout::split_range(e);
         let message_len = self.root.len() as u64;
         if u64::from(off) + u64::from(len) > message_len {
@@ -593,7 +615,21 @@ impl<'b> Validator<'b, '_> {
                 at as u64,
             ));
         }
+        self.reference(at, u64::from(len))?;
         Ok((off as usize, len as usize))
+    }
+
+    /// Counts `len` referenced bytes against the message-size limit (`decode_at` only).
+    fn reference(&mut self, at: usize, len: u64) -> Result<(), DecodeError> {
+        self.referenced += len;
+        if self.referenced > self.max_referenced {
+            let kind = K::MessageTooLarge {
+                len: self.referenced,
+                max: self.max_referenced,
+            };
+            return Err(DecodeError::new(kind, at as u64));
+        }
+        Ok(())
     }
 
     /// Validates every known field of `view`; unknown fields are skipped.

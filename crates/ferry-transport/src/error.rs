@@ -1,16 +1,17 @@
-//! Errors: one enum for frames read from a peer, one for everything a connection can do.
+//! Errors: one enum for frames (or protocol units) read from a peer, one for everything a
+//! connection of either transport can do.
 
 use std::io;
 
 use ferry_buf::PoolError;
 use ferry_wire::EncodeError;
 
-/// A frame header from the peer that cannot be accepted. The stream cannot be resynchronised
-/// after one, so the connection closes.
+/// A frame header (TCP) or protocol unit (shared memory) from the peer that cannot be accepted.
+/// The connection cannot resynchronise after one, so it closes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrameError {
-    /// The version byte is not [`VERSION`](crate::frame::VERSION).
+    /// The version byte is not the one the transport speaks.
     #[error("frame version {found} (only 1 is understood)")]
     Version {
         /// The version byte received.
@@ -25,18 +26,18 @@ pub enum FrameError {
     TooLong {
         /// The length the header announced.
         len: usize,
-        /// [`Config::max_frame_len`](crate::Config::max_frame_len).
+        /// The configured limit (`max_frame_len`).
         max: usize,
     },
 }
 
 /// What a connection operation can fail with. Errors of the socket and from the peer close
-/// the connection (later calls return [`NetError::Poisoned`]); [`NetError::WouldBlock`], and
-/// the errors about one outgoing frame ([`NetError::TooLong`], [`NetError::Encode`],
-/// [`NetError::Pool`] while queueing), leave it usable with nothing queued.
+/// the connection (later calls return [`TransportError::Poisoned`]); [`TransportError::WouldBlock`], and
+/// the errors about one outgoing frame ([`TransportError::TooLong`], [`TransportError::Encode`],
+/// [`TransportError::Pool`] while queueing), leave it usable with nothing queued.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum NetError {
+pub enum TransportError {
     /// A non-blocking (`try_*`) call could not proceed; retry when the socket is ready.
     #[error("operation would block")]
     WouldBlock,
@@ -59,7 +60,7 @@ pub enum NetError {
         /// What is wrong with it.
         error: FrameError,
     },
-    /// A frame to send is larger than [`Config::max_frame_len`](crate::Config::max_frame_len).
+    /// A frame to send is larger than the configured limit (`max_frame_len`).
     #[error("outgoing frame of {len} bytes exceeds the limit of {max}")]
     TooLong {
         /// Payload length.
@@ -89,13 +90,13 @@ pub enum NetError {
     Poisoned,
 }
 
-impl NetError {
-    /// An OS error from `op` (`WouldBlock` becomes [`NetError::WouldBlock`]).
-    pub fn io(op: &'static str, source: io::Error) -> NetError {
+impl TransportError {
+    /// An OS error from `op` (`WouldBlock` becomes [`TransportError::WouldBlock`]).
+    pub fn io(op: &'static str, source: io::Error) -> TransportError {
         if source.kind() == io::ErrorKind::WouldBlock {
-            NetError::WouldBlock
+            TransportError::WouldBlock
         } else {
-            NetError::Io { op, source }
+            TransportError::Io { op, source }
         }
     }
 }
