@@ -3,13 +3,13 @@
 //! Each input is decoded as an `AllKinds` (every field kind, recursion, maps, a oneof) and as a
 //! `Record`. Whatever `View::decode` accepts is read in full with the typed accessors and
 //! `DynamicMessage::from_view` (which may reject bad UTF-8 and nothing else), re-encoded with
-//! `Serialize::to_vec`, and decoded again: the re-encoding must be accepted and must read back
+//! `Outgoing::to_vec`, and decoded again: the re-encoding must be accepted and must read back
 //! as the same message. Panics anywhere are bugs.
 #![no_main]
 
 use ferry::sample::{ALL_KINDS, RECORD};
 use ferry::wire::{DecodeErrorKind, DynamicMessage, Kind, Label, MessageDesc};
-use ferry::{Context, Limits, Serialize, View};
+use ferry::{Context, Limits, Outgoing, View};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

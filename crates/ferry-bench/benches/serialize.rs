@@ -1,4 +1,4 @@
-//! Serialize cost per system and shape: application buffers in, socket-ready bytes out.
+//! Outgoing cost per system and shape: application buffers in, socket-ready bytes out.
 //!
 //! Ids are `serialize/<shape>/<system>`: one Criterion group per shape, one function per
 //! system, so `report.py` can divide every row by the `memcpy` floor of its group.

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use ferry::Context;
 use ferry::sample::{RECORD, Record};
-use ferry::wire::{DEFAULT_THRESHOLD, Limits, Serialize};
+use ferry::wire::{DEFAULT_THRESHOLD, Limits, Outgoing};
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_net::{Config, Connection, Frame, Meta, Mode, Payload, Received, Transport, TransportError};
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
@@ -292,7 +292,7 @@ impl AsFd for Tcp {
 impl Transport for Tcp {
     type Frame = Frame;
 
-    fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+    fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         self.conn.send(meta, msg)
     }
 

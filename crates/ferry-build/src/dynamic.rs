@@ -367,7 +367,7 @@ mod tests {
 
     #[test]
     fn descriptors_work_with_the_runtime() {
-        use ferry_wire::{DynamicMessage, Limits, Serialize, Value, View};
+        use ferry_wire::{DynamicMessage, Limits, Outgoing, Value, View};
         let s = schema(
             "rt",
             &[(

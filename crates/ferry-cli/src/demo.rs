@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use ferry::sample::Record;
-use ferry::{Context, Pool, PoolConfig, Serialize, SharedBuf};
+use ferry::{Context, Outgoing, Pool, PoolConfig, SharedBuf};
 use ferry_net::Mode;
 
 use ferry_bench::datapath::{self, Budget, Pools, RunSpec};
@@ -117,7 +117,7 @@ fn measure(pool: &Pool, store: &Store, ctx: &Context, n: usize) -> Result<Measur
         rec.write_head(&layout, &mut head)?;
         // The gather list a `writev` would take: (address, length) of each referenced value.
         gather.clear();
-        rec.for_each_zero_copy(|b| gather.push((b.as_ptr() as usize, b.len())));
+        rec.for_each_zero_copy(&mut |b| gather.push((b.as_ptr() as usize, b.len())));
         black_box((&head, &gather));
         last = Some(layout);
     }
@@ -151,7 +151,7 @@ fn explain(store: &Store, ctx: &Context) {
     let rec = store.record(ctx);
     let layout = rec.layout();
     let mut gather = Vec::new();
-    rec.for_each_zero_copy(|b| gather.push(b.as_ptr()));
+    rec.for_each_zero_copy(&mut |b| gather.push(b.as_ptr()));
     let mut refs = gather.into_iter();
     println!(
         "  key       {:>6} B  copied into the header segment",

@@ -2,7 +2,7 @@
 
 use std::io::{Read, Write};
 
-use ferry::{Limits, Serialize, View};
+use ferry::{Limits, Outgoing, View};
 
 use crate::json;
 use crate::schema::{CliError, SchemaArgs};

@@ -41,7 +41,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serialize sample workloads in copy-only and hybrid modes; show copies and references.
+    /// Outgoing sample workloads in copy-only and hybrid modes; show copies and references.
     Demo(demo::Args),
     /// Read protobuf-JSON on stdin, write Ferry wire bytes on stdout (every value copied).
     ///

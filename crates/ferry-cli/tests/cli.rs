@@ -614,7 +614,7 @@ fn invalid_json_exits_2() {
 /// schema compiler generates) produce the same bytes for the same message.
 #[test]
 fn dynamic_and_typed_messages_encode_identically() {
-    use ferry::Serialize;
+    use ferry::Outgoing;
     use ferry::sample::Record;
 
     let proto = data_dir().join("record.proto");

@@ -3,7 +3,7 @@
 //! `DynamicMessage` on the bytes.
 
 use ferry::wire::{DynamicMessage, Limits, Value, View};
-use ferry::{Context, Pool, PoolConfig, Serialize};
+use ferry::{Context, Outgoing, Pool, PoolConfig};
 use ferry_codegen_tests::generated::ferry::test::{self as t, all_kinds, other};
 use ferry_codegen_tests::generated::google::protobuf as wkt;
 

@@ -6,7 +6,7 @@ use std::str::FromStr;
 /// How a connection hands frames to the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
-    /// Serialize every message, zero-copy fields included, into a contiguous staging buffer,
+    /// Outgoing every message, zero-copy fields included, into a contiguous staging buffer,
     /// then `writev` it: two copies (user space, then kernel). The baseline.
     Copy,
     /// One copy: the header segments go to staging, zero-copy fields are posted as further

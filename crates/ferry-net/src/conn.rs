@@ -5,7 +5,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
 use ferry_buf::Pool;
-use ferry_wire::Serialize;
+use ferry_wire::Outgoing;
 
 use crate::Meta;
 use crate::Payload;
@@ -81,7 +81,7 @@ impl Connection {
     }
 
     /// Queues a Ferry message ([`Sender::send`]).
-    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+    pub fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         self.tx.send(meta, msg)
     }
 

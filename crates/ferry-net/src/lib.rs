@@ -1,7 +1,7 @@
 //! Ferry's kernel datapath: serialize-and-send over TCP.
 //!
 //! A [`Connection`] takes Ferry objects (anything that implements
-//! [`Serialize`](ferry_wire::Serialize)) and raw payloads, frames them
+//! [`Outgoing`](ferry_wire::Outgoing)) and raw payloads, frames them
 //! ([`frame`]: 16 bytes of length, kind, flags and request id), batches many frames per
 //! system call, and hands them to the kernel in one of five [`Mode`]s:
 //!

@@ -11,7 +11,7 @@
 //! Two batches at most (one filling, one writing) and the caps in [`Config`] bound the queue.
 
 use ferry_buf::{BufMut, Pool, SharedBuf};
-use ferry_wire::{Layout, Serialize};
+use ferry_wire::{Layout, Outgoing};
 
 use crate::Meta;
 use crate::frame::{FrameHeader, HEADER_LEN};
@@ -211,7 +211,7 @@ impl SendQueue {
 
     /// Queues a Ferry message whose layout is `layout` (`msg.layout()`, taken by the caller).
     /// Nothing is queued on error.
-    pub(crate) fn push_message<M: Serialize + ?Sized>(
+    pub(crate) fn push_message<M: Outgoing + ?Sized>(
         &mut self,
         meta: Meta,
         msg: &M,
@@ -231,7 +231,7 @@ impl SendQueue {
                 header.write(out);
                 let (head, mut rest) = out[HEADER_LEN..].split_at_mut(layout.head_len);
                 msg.write_head(&layout, head)?;
-                msg.for_each_zero_copy(|value| {
+                msg.for_each_zero_copy(&mut |value| {
                     let (dst, tail) = std::mem::take(&mut rest).split_at_mut(value.len());
                     dst.copy_from_slice(value);
                     rest = tail;
@@ -571,11 +571,11 @@ mod tests {
             assert_eq!(gathered(&q), {
                 let mut frame = FrameHeader {
                     meta: Meta::new(1, 2),
-                    len: ferry_wire::Serialize::to_vec(&rec).unwrap().len() as u32,
+                    len: ferry_wire::Outgoing::to_vec(&rec).unwrap().len() as u32,
                 }
                 .to_bytes()
                 .to_vec();
-                frame.extend(ferry_wire::Serialize::to_vec(&rec).unwrap());
+                frame.extend(ferry_wire::Outgoing::to_vec(&rec).unwrap());
                 frame
             });
         }

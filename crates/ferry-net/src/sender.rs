@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry_buf::Pool;
-use ferry_wire::Serialize;
+use ferry_wire::Outgoing;
 
 use crate::auto::Auto;
 use crate::completions::{CompletionCounters, Completions};
@@ -133,7 +133,7 @@ impl Sender {
     /// Queues a Ferry message: its header segment is written into the staging buffer and its
     /// zero-copy values are referenced (or copied, in [`Mode::Copy`] or when
     /// [`Mode::Auto`] finds them small). Flushes the batch when it reaches a cap.
-    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+    pub fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         // One walk over the fields for the sizes; auto decides from the same layout.
         let layout = msg.layout();
         let placement = match self.mode {

@@ -2,7 +2,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
-use ferry_wire::Serialize;
+use ferry_wire::Outgoing;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
@@ -104,7 +104,7 @@ impl AsyncConnection {
     }
 
     /// Queues a Ferry message ([`Connection::send`]), waiting while the queue is full.
-    pub async fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+    pub async fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         // An attempt that returns `WouldBlock` queued nothing; the retry queues the frame.
         self.drive(Interest::WRITABLE, |c| c.send(meta, msg)).await
     }

@@ -1,6 +1,6 @@
 //! [`Transport`] and [`Received`] for TCP: [`Connection`] and its [`Frame`]s.
 
-use ferry_wire::{DecodeError, Limits, MessageDesc, Serialize, View};
+use ferry_wire::{DecodeError, Limits, MessageDesc, Outgoing, View};
 
 use crate::reader::Frame;
 use crate::{Connection, Meta, Payload, Received, Transport, TransportError};
@@ -8,7 +8,7 @@ use crate::{Connection, Meta, Payload, Received, Transport, TransportError};
 impl Transport for Connection {
     type Frame = Frame;
 
-    fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+    fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         Connection::send(self, meta, msg)
     }
 

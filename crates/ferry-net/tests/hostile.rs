@@ -13,7 +13,7 @@ use ferry::sample::Record;
 use ferry_buf::Pool;
 use ferry_net::frame::{FrameHeader, HEADER_LEN};
 use ferry_net::{Config, Connection, FrameError, Meta, TransportError};
-use ferry_wire::{Context, Serialize};
+use ferry_wire::{Context, Outgoing};
 
 /// Header bytes for a frame of `len` payload bytes.
 fn header(kind: u16, len: u32) -> [u8; HEADER_LEN] {

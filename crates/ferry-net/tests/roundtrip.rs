@@ -12,7 +12,7 @@ use common::{Rng, outstanding, pair, pool, within};
 use ferry::sample::{ALL_KINDS, RECORD, Record};
 use ferry_buf::{Pool, SharedBuf};
 use ferry_net::{Config, Connection, Meta, Mode, Payload, SendStats, TransportError};
-use ferry_wire::{Context, DynamicMessage, HybridBytes, Limits, List, Serialize, Value, View};
+use ferry_wire::{Context, DynamicMessage, HybridBytes, Limits, List, Outgoing, Value, View};
 
 /// What the sending side reports after a round trip.
 struct Sent {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use ferry_buf::{BufMut, Pool, SharedBuf};
 use ferry_transport::{FrameError, Meta, Payload, TransportError};
-use ferry_wire::{DecodeError, Limits, MessageDesc, Serialize, View};
+use ferry_wire::{DecodeError, Limits, MessageDesc, Outgoing, View};
 
 use crate::layout::{
     BLOCK_ALIGN, CLOSED, CONTROL_LEN, FORM_EXPLICIT_ID, FORM_FERRY, MSG_HEADER_LEN, MsgHeader, NO_BLOCK,
@@ -443,7 +443,7 @@ impl ShmConnection {
     /// its zero-copy values are referenced where they lie in this connection's pool (values
     /// elsewhere are copied into the pool once). The block is published when full or on
     /// [`flush`](Self::flush).
-    pub fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+    pub fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         self.check()?;
         let layout = msg.layout();
         if layout.head_len > u32::MAX as usize {
@@ -468,7 +468,7 @@ impl ShmConnection {
             &layout,
             &mut out[MSG_HEADER_LEN..],
             (block_offset + at + MSG_HEADER_LEN) as u64,
-            |value| {
+            &mut |value| {
                 let buf = match pool.recover(value) {
                     Some(buf) => {
                         referenced += value.len() as u64;
@@ -942,7 +942,7 @@ impl AsFd for ShmConnection {
 impl ferry_transport::Transport for ShmConnection {
     type Frame = ShmFrame;
 
-    fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+    fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         ShmConnection::send(self, meta, msg)
     }
 

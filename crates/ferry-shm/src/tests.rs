@@ -19,7 +19,7 @@ use std::time::Duration;
 use ferry::sample::{RECORD, Record};
 use ferry_buf::{BufMut, Pool, PoolConfig, SharedBuf};
 use ferry_transport::{FrameError, Meta, Payload, TransportError};
-use ferry_wire::{Context, Limits, Serialize};
+use ferry_wire::{Context, Limits, Outgoing};
 
 use crate::layout::{
     BLOCK_ALIGN, CLOSED, CONTROL_LEN, FORM_EXPLICIT_ID, FORM_FERRY, MSG_HEADER_LEN, MsgHeader, NO_BLOCK,
@@ -278,7 +278,7 @@ impl Hostile {
         &mut self,
         key: &[u8],
         value: &SharedBuf,
-        locate: impl FnMut(&[u8]) -> Option<u64>,
+        mut locate: impl FnMut(&[u8]) -> Option<u64>,
     ) -> (u32, usize) {
         let ctx = Context::new(self.pool.clone());
         let mut r = Record::new(&ctx);
@@ -295,7 +295,7 @@ impl Hostile {
             &layout,
             &mut block[payload..payload + layout.head_len],
             base as u64,
-            locate,
+            &mut locate,
         )
         .unwrap();
         Preamble {

@@ -2,7 +2,7 @@
 
 use std::os::fd::AsFd;
 
-use ferry_wire::{DecodeError, Limits, MessageDesc, Serialize, View};
+use ferry_wire::{DecodeError, Limits, MessageDesc, Outgoing, View};
 
 use crate::{Meta, Payload, TransportError};
 
@@ -18,7 +18,7 @@ pub trait Transport: AsFd {
 
     /// Queues a Ferry message; zero-copy values are referenced, not copied, where the
     /// transport can (the transport decides how; see its docs).
-    fn send<M: Serialize + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError>;
+    fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError>;
 
     /// Queues a payload that is not a Ferry message.
     fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError>;

@@ -1,11 +1,11 @@
 //! Encoding: the [`Encode`] trait that message types implement, and the object interface
-//! ([`Serialize`]) that transports call for serialize-and-send.
+//! ([`Outgoing`]) that transports call for serialize-and-send.
 //!
 //! A message type implements one method, [`Encode::visit`], which hands each present field to a
 //! [`Visitor`] in ascending field-number order. The runtime's visitors do the rest: one computes
 //! the [`Layout`], one writes the header segment (headers, scalars, copied data), one lists the
 //! zero-copy entries. All three walk the fields in the same order, so the offsets the writer
-//! assigns to zero-copy data match the order in which [`Serialize::for_each_zero_copy`] reports
+//! assigns to zero-copy data match the order in which [`Outgoing::for_each_zero_copy`] reports
 //! them. Nothing on this path allocates.
 
 use std::collections::BTreeMap;
@@ -178,8 +178,15 @@ pub enum EncodeError {
     },
 }
 
-/// The object interface of serialize-and-send (Cornflakes section 3.2.3), for every [`Encode`] type.
-pub trait Serialize {
+/// An outgoing message as a transport sees it: the object interface of serialize-and-send
+/// (Cornflakes section 3.2.3), implemented for every [`Encode`] type.
+///
+/// It is dyn-compatible: a transport or an RPC layer can hold `&dyn Outgoing` (responses of
+/// different types in one queue). Transports take `M: Outgoing + ?Sized`, so the same call
+/// accepts a concrete message (statically dispatched) or a `dyn Outgoing`; the callbacks of
+/// [`write_head_in`](Self::write_head_in) and [`for_each_zero_copy`](Self::for_each_zero_copy)
+/// are `dyn` either way, once per zero-copy value (the visitors underneath already were).
+pub trait Outgoing {
     /// Sizes of the header segment and the zero-copy entries (one pass over the fields).
     fn layout(&self) -> Layout;
 
@@ -193,17 +200,17 @@ pub trait Serialize {
     ///
     /// Fails with [`EncodeError::NotShared`] if `locate` cannot place a zero-copy value, and
     /// with [`EncodeError::TooLarge`] if an offset would not fit in 32 bits.
-    fn write_head_in<L: FnMut(&[u8]) -> Option<u64>>(
+    fn write_head_in(
         &self,
         layout: &Layout,
         out: &mut [u8],
         base: u64,
-        locate: L,
+        locate: &mut dyn FnMut(&[u8]) -> Option<u64>,
     ) -> Result<(), EncodeError>;
 
     /// Calls `f` with the bytes of each zero-copy value, in wire order: the gather entries
     /// after the header segment, pointing at the original memory.
-    fn for_each_zero_copy<F: FnMut(&[u8])>(&self, f: F);
+    fn for_each_zero_copy(&self, f: &mut dyn FnMut(&[u8]));
 
     /// Encodes into one contiguous vector (copies the zero-copy data: for tests and tools).
     fn to_vec(&self) -> Result<Vec<u8>, EncodeError> {
@@ -218,7 +225,7 @@ pub trait Serialize {
         let mut out = vec![0u8; layout.head_len];
         self.write_head(&layout, &mut out)?;
         out.reserve(layout.zero_copy_len);
-        self.for_each_zero_copy(|b| out.extend_from_slice(b));
+        self.for_each_zero_copy(&mut |b| out.extend_from_slice(b));
         Ok(out)
     }
 
@@ -227,7 +234,7 @@ pub trait Serialize {
     fn zero_copy_bufs(&self, out: &mut Vec<SharedBuf>) -> Result<(), EncodeError>;
 }
 
-impl<'a, M: Encode<'a>> Serialize for M {
+impl<'a, M: Encode<'a>> Outgoing for M {
     fn layout(&self) -> Layout {
         let mut s = Sizer::default();
         let root = s.sized(self);
@@ -244,17 +251,17 @@ impl<'a, M: Encode<'a>> Serialize for M {
         write_head_with(self, layout, out, 0, None)
     }
 
-    fn write_head_in<L: FnMut(&[u8]) -> Option<u64>>(
+    fn write_head_in(
         &self,
         layout: &Layout,
         out: &mut [u8],
         base: u64,
-        mut locate: L,
+        locate: &mut dyn FnMut(&[u8]) -> Option<u64>,
     ) -> Result<(), EncodeError> {
-        write_head_with(self, layout, out, base, Some(&mut locate))
+        write_head_with(self, layout, out, base, Some(locate))
     }
 
-    fn for_each_zero_copy<F: FnMut(&[u8])>(&self, mut f: F) {
+    fn for_each_zero_copy(&self, f: &mut dyn FnMut(&[u8])) {
         self.visit(&mut ZeroCopyLister {
             f: &mut |v: &HybridBytes<'a>| f(v.as_slice()),
         });

@@ -9,7 +9,7 @@
 //! keeps the buffer alive and unchanged for as long as the message can see it, so setting and
 //! serializing such a field costs no atomic operation. Only a send that must outlive the
 //! borrow (a zero-copy send waiting for its completion) takes counted references, with
-//! [`HybridBytes::to_shared`] or `Serialize::zero_copy_bufs`.
+//! [`HybridBytes::to_shared`] or `Outgoing::zero_copy_bufs`.
 
 use core::fmt;
 

@@ -11,7 +11,7 @@ use std::io::IoSlice;
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_wire::{
     Context, DecodeError, DecodeErrorKind, DynamicMessage, Encode, FieldDesc, HybridBytes, Kind, Label,
-    Limits, List, MessageDesc, Serialize, Value, View, Visitor, iovecs,
+    Limits, List, MessageDesc, Outgoing, Value, View, Visitor, iovecs,
 };
 
 use DecodeErrorKind as K;

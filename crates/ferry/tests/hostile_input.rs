@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use ferry::sample::{ALL_KINDS, RECORD};
 use ferry::wire::{DecodeErrorKind, DynamicMessage, Kind, Label, List, MessageDesc, Value, layout};
-use ferry::{Context, DecodeError, HybridBytes, Limits, Serialize, View};
+use ferry::{Context, DecodeError, HybridBytes, Limits, Outgoing, View};
 
 /// Counts the bytes one thread allocates while armed (libtest runs tests on several threads).
 #[allow(unsafe_code)]

@@ -2,7 +2,7 @@
 
 use ferry::sample::{ALL_KINDS, Record};
 use ferry::wire::{DecodeErrorKind, DynamicMessage, Encode, EncodeError, Value, Visitor};
-use ferry::{Context, HybridBytes, Limits, Pool, PoolConfig, Serialize, View};
+use ferry::{Context, HybridBytes, Limits, Outgoing, Pool, PoolConfig, View};
 
 fn pool() -> Pool {
     Pool::new(PoolConfig {

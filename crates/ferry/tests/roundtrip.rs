@@ -3,7 +3,7 @@
 
 use ferry::sample::{ALL_KINDS, RECORD, SCALAR_KINDS};
 use ferry::wire::{DynamicMessage, Kind, Label, List, MessageDesc, Value};
-use ferry::{Context, HybridBytes, Limits, Pool, PoolConfig, Serialize, View};
+use ferry::{Context, HybridBytes, Limits, Outgoing, Pool, PoolConfig, View};
 use proptest::prelude::*;
 
 /// A small deterministic generator, so one proptest `u64` seeds a whole message tree.
@@ -318,7 +318,7 @@ fn check_in_region(seed: u64) {
     let msg = b.message(&ALL_KINDS, 0);
     let layout = msg.layout();
     let mut values = Vec::new();
-    msg.for_each_zero_copy(|v| values.push(v.to_vec()));
+    msg.for_each_zero_copy(&mut |v| values.push(v.to_vec()));
     // Region: [64 B][values in reverse walk order, half of them][head][the other half][64 B].
     let base = 64 + values.iter().step_by(2).map(Vec::len).sum::<usize>();
     let mut region = vec![0xeeu8; base + layout.head_len + layout.zero_copy_len + 64];
@@ -332,7 +332,7 @@ fn check_in_region(seed: u64) {
     }
     let mut next = offsets.iter();
     let mut head = vec![0u8; layout.head_len];
-    msg.write_head_in(&layout, &mut head, base as u64, |v| {
+    msg.write_head_in(&layout, &mut head, base as u64, &mut |v| {
         let at = *next.next()?;
         (region[at as usize..at as usize + v.len()] == *v).then_some(at)
     })
@@ -347,7 +347,7 @@ fn check_in_region(seed: u64) {
     // A `locate` that cannot place a value is an error, not a bad offset.
     if layout.zero_copy_count > 0 {
         let err = msg
-            .write_head_in(&layout, &mut head, base as u64, |_| None)
+            .write_head_in(&layout, &mut head, base as u64, &mut |_| None)
             .unwrap_err();
         assert_eq!(err, ferry::EncodeError::NotShared);
     }
@@ -375,7 +375,7 @@ fn region_offsets_point_at_the_values_in_place() {
     rec.append_field(&value[..]);
     let layout = rec.layout();
     let mut head = vec![0u8; layout.head_len];
-    rec.write_head_in(&layout, &mut head, 8192, |_| Some(100))
+    rec.write_head_in(&layout, &mut head, 8192, &mut |_| Some(100))
         .unwrap();
     region[8192..8192 + head.len()].copy_from_slice(&head);
     let view = Record::decode_at(&region, 8192, &Limits::default()).unwrap();
@@ -389,4 +389,41 @@ fn region_offsets_point_at_the_values_in_place() {
     // The root header must lie inside the region.
     assert!(View::decode_at(&region, region.len() + 1, &RECORD, &Limits::default()).is_err());
     assert!(View::decode_at(&region, region.len() - 4, &RECORD, &Limits::default()).is_err());
+}
+
+/// `Outgoing` is dyn-compatible: messages of different types go through one `&dyn Outgoing`
+/// path (what a queue of heterogeneous responses holds) and encode exactly as through the
+/// generic one.
+#[test]
+fn outgoing_is_usable_as_a_trait_object() {
+    let pool = Pool::new(PoolConfig::default()).unwrap();
+    let ctx = Context::new(pool.clone());
+    let value = pool.copy_from(&[5u8; 4096]).unwrap();
+    let mut rec = ferry::sample::Record::new(&ctx);
+    rec.set_key(&b"k"[..]);
+    rec.append_field(&value[..]);
+    let mut dynamic = DynamicMessage::new(&RECORD);
+    dynamic
+        .set(1, Value::Bytes(HybridBytes::new(b"other", &ctx)))
+        .unwrap();
+    let generic = [rec.to_vec().unwrap(), dynamic.to_vec().unwrap()];
+    let queue: [&dyn Outgoing; 2] = [&rec, &dynamic];
+    for (msg, want) in queue.iter().zip(&generic) {
+        let layout = msg.layout();
+        let mut head = vec![0u8; layout.head_len];
+        msg.write_head(&layout, &mut head).unwrap();
+        let mut zero_copy = 0;
+        msg.for_each_zero_copy(&mut |b| {
+            head.extend_from_slice(b);
+            zero_copy += 1;
+        });
+        assert_eq!(zero_copy, layout.zero_copy_count);
+        assert_eq!(&head, want);
+        assert_eq!(&msg.to_vec().unwrap(), want);
+    }
+    assert_eq!(
+        queue[0].layout().zero_copy_count,
+        1,
+        "the pool value is referenced"
+    );
 }

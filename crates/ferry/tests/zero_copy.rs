@@ -5,7 +5,7 @@ use std::io::IoSlice;
 
 use ferry::sample::Record;
 use ferry::wire::iovecs;
-use ferry::{Context, HybridBytes, Pool, PoolConfig, Serialize, SharedBuf};
+use ferry::{Context, HybridBytes, Outgoing, Pool, PoolConfig, SharedBuf};
 
 fn pool() -> Pool {
     Pool::new(PoolConfig {
@@ -190,7 +190,7 @@ fn borrowed_pool_values_are_referenced_without_touching_the_refcount() {
         "the borrow keeps the buffer alive; no count taken"
     );
     let mut gather = Vec::new();
-    rec.for_each_zero_copy(|b| gather.push(b.as_ptr()));
+    rec.for_each_zero_copy(&mut |b| gather.push(b.as_ptr()));
     assert_eq!(gather, [store.as_ptr()]);
     // A send that must outlive the borrow takes counted references.
     let mut held = Vec::new();

@@ -1,6 +1,6 @@
 //! Cap'n Proto (`capnp` 0.27) with reused scratch space.
 //!
-//! Serialize: a `message::Builder` over a `ScratchSpaceHeapAllocator` that lives as long as
+//! Outgoing: a `message::Builder` over a `ScratchSpaceHeapAllocator` that lives as long as
 //! the serializer, so every message is built in the same (already zeroed) first segment and
 //! only the words it used are re-zeroed when the builder is dropped. The output is
 //! `serialize::write_message` (segment table + segments) into a reused `Vec<u8>`: one

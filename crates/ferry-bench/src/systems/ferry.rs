@@ -1,6 +1,6 @@
 //! Ferry, in three modes: copy-only, hybrid (threshold 512 B) and zero-copy (threshold 0).
 //!
-//! Serialize: the application's values live in Ferry's pool (copied there once per shape,
+//! Outgoing: the application's values live in Ferry's pool (copied there once per shape,
 //! untimed, as a store holds its values). Each call refills a reused [`Record`] with the
 //! values (a pool lookup per field), takes its layout, writes the header segment into a reused
 //! vector (the returned bytes) and collects the (address, length) of each zero-copy buffer into
@@ -10,7 +10,7 @@
 //! the key and every field in place.
 
 use ferry::sample::Record;
-use ferry::{Context, Pool, PoolConfig, Serialize, SharedBuf};
+use ferry::{Context, Outgoing, Pool, PoolConfig, SharedBuf};
 
 use crate::systems::{Decoder, Serializer, Sink};
 use crate::{BenchError, Shape};
@@ -83,7 +83,7 @@ impl<const THRESHOLD: usize> Serializer for FerrySerializer<THRESHOLD> {
             .map_err(|e| BenchError::Ferry(e.to_string()))?;
         self.gather.clear();
         let gather = &mut self.gather;
-        rec.for_each_zero_copy(|b| gather.push((b.as_ptr() as usize, b.len())));
+        rec.for_each_zero_copy(&mut |b| gather.push((b.as_ptr() as usize, b.len())));
         Ok(&self.head)
     }
 

@@ -1,6 +1,6 @@
 //! FlatBuffers (`flatbuffers` 25.12) with a reused builder.
 //!
-//! Serialize: `reset()` the builder (it zeroes only the bytes the last message used), copy
+//! Outgoing: `reset()` the builder (it zeroes only the bytes the last message used), copy
 //! each field into a `[ubyte]` vector wrapped in a `Field` table, then the key and the root
 //! `Record`. The output is `finished_data()`, a slice of the builder's own buffer.
 //!

@@ -1,6 +1,6 @@
 //! prost 0.14 with `bytes::Bytes` fields (`prost-build` `.bytes(["."])`).
 //!
-//! Serialize: the message struct is reused; each call points its fields at the
+//! Outgoing: the message struct is reused; each call points its fields at the
 //! application's buffers (a refcount increment per field, no copy) and encodes into a
 //! reused `Vec<u8>`, which is the output. Decode: `Record::decode` from a `Bytes` input, so
 //! every decoded field is a zero-copy slice of the input.

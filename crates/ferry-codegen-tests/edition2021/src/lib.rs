@@ -29,7 +29,7 @@ mod tests {
 
     #[test]
     fn a_generated_message_round_trips_under_edition_2021() {
-        use ferry::Serialize;
+        use ferry::Outgoing;
         let ctx = ferry::Context::copy_only();
         let names: Vec<&str> = t::ALL_KINDS_DESC.fields().iter().map(|f| f.name).collect();
         assert!(!names.is_empty());

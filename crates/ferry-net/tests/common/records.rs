@@ -6,7 +6,7 @@ use ferry::sample::Record;
 use ferry_buf::{Pool, SharedBuf};
 use ferry_net::{Connection, Frame, Meta, Mode, TransportError, auto};
 use ferry_wire::hybrid::DEFAULT_THRESHOLD;
-use ferry_wire::{Context, Serialize};
+use ferry_wire::{Context, Outgoing};
 
 use super::Rng;
 

@@ -72,7 +72,7 @@ impl<'b> View<'b> {
 
     /// Validates the `desc` message whose root header sits at offset `at` of `region`, with
     /// region-relative offsets (written by
-    /// [`Serialize::write_head_in`](crate::Serialize::write_head_in)): how a shared-memory
+    /// [`Outgoing::write_head_in`](crate::Outgoing::write_head_in)): how a shared-memory
     /// transport reads a message in place, its zero-copy values wherever the sender put them
     /// in the region. `limits.max_message_len` bounds the message, not the region: the bytes
     /// of its root header and of every range it references (each reference counted, so
