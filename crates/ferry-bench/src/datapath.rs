@@ -28,6 +28,7 @@
 //! which is what the auto rule needs. (With the default 512 B threshold the message itself
 //! copies small fields into its header segment, and every mode would look alike below it.)
 
+use ferry::Message as _;
 use std::hint::black_box;
 use std::net::{SocketAddr, TcpListener};
 use std::thread;

@@ -32,8 +32,9 @@ pub struct Service {
 pub struct Method {
     /// Name in the `.proto` file, e.g. `Get`.
     pub name: String,
-    /// Method id: 1 + the index in declaration order.
-    pub id: u32,
+    /// Method id, the frame kind of its calls: `ferry_transport::method_id` of
+    /// `/package.Service/Method` (stable under reordering; unique in a build).
+    pub id: u16,
     /// Fully qualified request type.
     pub input_type: String,
     /// Fully qualified response type.

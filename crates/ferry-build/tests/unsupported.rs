@@ -138,5 +138,28 @@ fn service_generator_output_is_placed_in_the_package() {
         .generate(&pool)
         .expect("generate");
     assert!(files[0].contents.contains("pub const SVC_METHODS: usize = 2;"));
-    assert!(files[0].contents.contains("(\"B\", 2u32, \"s.Q\", \"s.Q\")"));
+    // The id of `/s.Svc/B`: FNV-1a folded to 16 bits, computed outside Ferry.
+    assert!(files[0].contents.contains("(\"B\", 16702u16, \"s.Q\", \"s.Q\")"));
+}
+
+/// Method ids are 16-bit hashes of the method's path; two methods whose ids collide (`M106`
+/// and `M293` of `t.S`, found by search) would share a frame kind, so the build fails and
+/// names both.
+#[test]
+fn colliding_method_ids_are_refused_naming_both() {
+    let source = "syntax = \"proto3\";\npackage t;\nmessage E {}\nservice S {\n  rpc M106(E) returns (E);\n  rpc M293(E) returns (E);\n}\n";
+    match compile("c.proto", source) {
+        Err(ferry_build::BuildError::Codegen(msg)) => {
+            assert!(msg.contains("c.proto:6"), "{msg}");
+            assert!(msg.contains("/t.S/M106") && msg.contains("/t.S/M293"), "{msg}");
+            assert!(
+                msg.contains(&ferry_transport::method_id("/t.S/M106").to_string()),
+                "{msg}"
+            );
+        }
+        other => panic!("expected a collision error, got {other:?}"),
+    }
+    // Renamed, the same service builds.
+    let fine = source.replace("M293", "M294");
+    compile("c.proto", &fine).expect("distinct ids");
 }

@@ -1,6 +1,7 @@
 //! `ferry demo`: hybrid serialization on sample workloads, with what was copied and what was
 //! referenced; then the same kind of message streamed over TCP loopback in each send mode.
 
+use ferry::Message as _;
 use std::error::Error;
 use std::hint::black_box;
 use std::time::Instant;

@@ -4,6 +4,7 @@
 
 use ferry::wire::{DynamicMessage, Limits, Value, View};
 use ferry::{Context, Outgoing, Pool, PoolConfig};
+use ferry::{Message as _, MessageView as _};
 use ferry_codegen_tests::generated::ferry::test::{self as t, all_kinds, other};
 use ferry_codegen_tests::generated::google::protobuf as wkt;
 
@@ -391,8 +392,10 @@ fn services_are_described() {
     assert_eq!(
         t::echo_service::METHODS,
         &[
-            ("Say", 1, "ferry.test.AllKinds", "ferry.test.AllKinds"),
-            ("Stream", 2, "ferry.test.Node", "ferry.test.Node"),
+            // FNV-1a of "/ferry.test.Echo/Say" and ".../Stream", folded to 16 bits (computed
+            // outside Ferry).
+            ("Say", 42441, "ferry.test.AllKinds", "ferry.test.AllKinds"),
+            ("Stream", 44834, "ferry.test.Node", "ferry.test.Node"),
         ]
     );
 }

@@ -32,7 +32,7 @@
 //! use ferry::sample::Record;
 //! use ferry_buf::{Pool, PoolConfig};
 //! use ferry_net::{Config, Connection, Meta, Mode};
-//! use ferry_wire::Context;
+//! use ferry_wire::{Context, Message};
 //!
 //! let pool = Pool::new(PoolConfig { max_bytes: 256 << 20, ..PoolConfig::default() })?;
 //! let listener = TcpListener::bind("127.0.0.1:0")?;

@@ -3,6 +3,7 @@
 
 mod common;
 
+use ferry::Message as _;
 use std::thread;
 
 use common::{outstanding, pair, pool, within};

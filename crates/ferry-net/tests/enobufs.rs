@@ -7,6 +7,7 @@
 
 mod common;
 
+use ferry::Message as _;
 use std::net::TcpListener;
 use std::thread;
 

@@ -4,6 +4,7 @@
 
 mod common;
 
+use ferry::Message as _;
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::thread;

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{outstanding, pair, poll, pollfd, pool, within};
+use ferry::Message as _;
 use ferry::sample::Record;
 use ferry_buf::SharedBuf;
 use ferry_net::{Config, Mode, TransportError};

@@ -4,6 +4,7 @@
 
 mod common;
 
+use ferry::Message as _;
 use std::sync::Arc;
 use std::thread;
 

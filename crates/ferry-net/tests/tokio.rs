@@ -4,6 +4,7 @@
 mod common;
 
 use common::{outstanding, pair, pool, within};
+use ferry::Message as _;
 use ferry::sample::Record;
 use ferry_buf::SharedBuf;
 use ferry_net::{AsyncConnection, Config, Meta, Mode, Payload};

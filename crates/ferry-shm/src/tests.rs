@@ -8,6 +8,7 @@
 //! The victim is a real [`ShmConnection`]; the hostile peer and the victim run on one thread,
 //! so every interleaving is deterministic: the peer writes, then the victim polls.
 
+use ferry::{Message as _, MessageView as _};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};

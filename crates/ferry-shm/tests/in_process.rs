@@ -1,5 +1,6 @@
 //! Two connections on two threads of one process: request/response round trips whose large
 //! field is referenced in shared memory, never copied, and released once acknowledged.
+use ferry::Message as _;
 use std::thread;
 
 use ferry::sample::Record;

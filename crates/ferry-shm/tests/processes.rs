@@ -5,6 +5,7 @@
 //! every buffer back.
 mod common;
 
+use ferry::Message as _;
 use std::collections::VecDeque;
 use std::sync::mpsc::channel;
 use std::time::Duration;

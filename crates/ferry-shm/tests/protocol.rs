@@ -4,6 +4,7 @@
 //! have every buffer back once its connection is dropped (checked by `run_pair`).
 mod common;
 
+use ferry::Message as _;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};

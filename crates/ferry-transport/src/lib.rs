@@ -1,7 +1,8 @@
 //! The interface every Ferry transport implements, so that an event loop, the RPC layer and
 //! applications run over TCP (`ferry-net`) or shared memory (`ferry-shm`) unchanged.
 //!
-//! - [`Meta`]: what a frame says besides its payload (kind, flags, request id).
+//! - [`Meta`]: what a frame says besides its payload (kind, flags, request id);
+//!   [`method_id`]: the kind of an RPC method's frames, derived from its name.
 //! - [`Payload`]: bytes that are not a Ferry message (another protocol's encoding, a
 //!   forwarded frame), sent contiguously or as a copied head plus referenced pool buffers.
 //! - [`TransportError`] and [`FrameError`]: one error type for both transports.
@@ -34,10 +35,12 @@
 
 mod error;
 mod meta;
+mod method;
 mod payload;
 mod transport;
 
 pub use error::{FrameError, TransportError};
 pub use meta::Meta;
+pub use method::method_id;
 pub use payload::Payload;
 pub use transport::{Received, Transport};

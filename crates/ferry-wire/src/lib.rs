@@ -30,6 +30,7 @@ pub mod dynamic;
 pub mod encode;
 pub mod hybrid;
 pub mod layout;
+mod message;
 mod scalar;
 
 pub use decode::{BytesList, DecodeError, DecodeErrorKind, Limits, MessageList, ScalarList, View};
@@ -39,4 +40,5 @@ pub use encode::{Encode, EncodeError, FieldValue, Layout, MapEntry, Outgoing, Vi
 pub use hybrid::{
     Arena, AsHybrid, Context, DEFAULT_THRESHOLD, HybridBytes, HybridStr, IntoHybrid, IntoHybridStr,
 };
+pub use message::{Message, MessageView};
 pub use scalar::Scalar;

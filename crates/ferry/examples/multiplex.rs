@@ -10,12 +10,13 @@
 //! cargo run --example multiplex -- 5000
 //! ```
 
+use ferry::{Message as _, MessageView as _};
 use std::error::Error;
 use std::net::TcpListener;
 use std::thread;
 
 use ferry::net::{Config, Connection};
-use ferry::sample::{RECORD, Record, RecordView};
+use ferry::sample::{RECORD, Record};
 use ferry::shm::{ShmConfig, ShmConnection, ShmListener};
 use ferry::transport::{Meta, Received, Transport, TransportError};
 use ferry::{Context, Limits, Pool, PoolConfig};
@@ -101,8 +102,8 @@ fn echo<T: Transport>(conn: &mut T, ctx: &Context, echoed: &mut u64) -> Result<b
             Err(e) => return Err(e.into()),
         };
         let view = frame.view(&RECORD, &Limits::default())?;
-        let request = RecordView::from_view(view).ok_or("not a Record view")?;
-        let reply = request.to_message(ctx);
+        let request = Record::view_of(view).ok_or("not a Record view")?;
+        let reply = request.to_message(ctx)?;
         conn.send(frame.meta(), &reply)?;
         *echoed += 1;
     }
@@ -128,8 +129,7 @@ fn call<T: Transport>(conn: &mut T, pool: &Pool, n: u64) -> Result<(), BoxError>
         if frame.meta() != Meta::new(ECHO, i) {
             return Err(format!("echo {i}: metadata {:?}", frame.meta()).into());
         }
-        let echo =
-            RecordView::from_view(frame.view(&RECORD, &Limits::default())?).ok_or("not a Record view")?;
+        let echo = Record::view_of(frame.view(&RECORD, &Limits::default())?).ok_or("not a Record view")?;
         if echo.key() != key || echo.fields().get(0) != Some(&value[..]) {
             return Err(format!("echo {i}: the record differs").into());
         }

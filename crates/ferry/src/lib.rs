@@ -16,7 +16,7 @@
 //! [`sample`] messages the examples and tests use.
 //!
 //! ```
-//! use ferry::{Context, Pool, PoolConfig, Outgoing};
+//! use ferry::{Context, Message, Outgoing, Pool, PoolConfig};
 //! use ferry::sample::Record;
 //!
 //! let pool = Pool::new(PoolConfig::default()).unwrap();
@@ -49,5 +49,6 @@ pub use ferry_shm as shm;
 pub use ferry_transport as transport;
 pub use ferry_wire as wire;
 pub use ferry_wire::{
-    Arena, Context, DecodeError, Encode, EncodeError, HybridBytes, HybridStr, Layout, Limits, Outgoing, View,
+    Arena, Context, DecodeError, Encode, EncodeError, HybridBytes, HybridStr, Layout, Limits, Message,
+    MessageView, Outgoing, View,
 };

@@ -14,10 +14,9 @@
 //! oneof, recursion and field numbers past 64; tests drive it through
 //! [`DynamicMessage`](crate::wire::DynamicMessage).
 
-use ferry_buf::SharedBuf;
 use ferry_wire::{
-    Context, DecodeError, Encode, FieldDesc, HybridBytes, IntoHybrid, Kind, Label, Limits, MessageDesc, View,
-    Visitor,
+    Context, DecodeError, Encode, FieldDesc, HybridBytes, IntoHybrid, Kind, Label, Message, MessageDesc,
+    MessageView, View, Visitor,
 };
 
 const fn field(name: &'static str, number: u32, kind: Kind, label: Label) -> FieldDesc {
@@ -98,31 +97,17 @@ impl<'a> Record<'a> {
     pub fn fields_mut(&mut self) -> &mut Vec<HybridBytes<'a>> {
         &mut self.fields
     }
+}
 
-    /// Validates `buf` and returns a view that reads it in place.
-    pub fn decode(buf: &[u8]) -> Result<RecordView<'_>, DecodeError> {
-        Self::decode_with(buf, &Limits::default())
+impl<'a> Message<'a> for Record<'a> {
+    type View<'b> = RecordView<'b>;
+
+    fn desc() -> &'static MessageDesc {
+        &RECORD
     }
 
-    /// [`Record::decode`] with explicit limits.
-    pub fn decode_with<'b>(buf: &'b [u8], limits: &Limits) -> Result<RecordView<'b>, DecodeError> {
-        View::decode(buf, &RECORD, limits).map(RecordView)
-    }
-
-    /// Like [`Record::decode`]; fields can then be taken as shared sub-buffers of `buf`.
-    pub fn decode_shared(buf: &SharedBuf) -> Result<RecordView<'_>, DecodeError> {
-        View::decode_shared(buf, &RECORD, &Limits::default()).map(RecordView)
-    }
-
-    /// Validates the record whose root header is at `at` of a region both peers map (a
-    /// shared-memory transport; offsets are region-relative) and reads it in place.
-    /// `limits.max_message_len` bounds the bytes the message references, not the region.
-    pub fn decode_at<'b>(
-        region: &'b [u8],
-        at: usize,
-        limits: &Limits,
-    ) -> Result<RecordView<'b>, DecodeError> {
-        View::decode_at(region, at, &RECORD, limits).map(RecordView)
+    fn view_of(view: View<'_>) -> Option<RecordView<'_>> {
+        std::ptr::eq(view.desc(), &RECORD).then_some(RecordView(view))
     }
 }
 
@@ -143,12 +128,6 @@ impl<'a> Encode<'a> for Record<'a> {
 pub struct RecordView<'b>(View<'b>);
 
 impl<'b> RecordView<'b> {
-    /// A record view of a view validated against [`RECORD`] (what a transport's
-    /// `Received::view(&RECORD, ..)` returns); `None` for a view of another message type.
-    pub fn from_view(view: View<'b>) -> Option<RecordView<'b>> {
-        std::ptr::eq(view.desc(), &RECORD).then_some(RecordView(view))
-    }
-
     /// The key, in place.
     #[inline]
     pub fn key(&self) -> &'b [u8] {
@@ -160,21 +139,24 @@ impl<'b> RecordView<'b> {
     pub fn fields(&self) -> ferry_wire::BytesList<'b> {
         self.0.bytes_list(2)
     }
+}
 
-    /// The underlying view.
-    pub fn view(&self) -> &View<'b> {
+impl<'b> MessageView<'b> for RecordView<'b> {
+    type Message = Record<'b>;
+
+    fn view(&self) -> &View<'b> {
         &self.0
     }
 
     /// An outgoing copy of this record that references the received buffer for large fields
     /// (decode, change a field, send back, without copying the untouched large fields).
-    pub fn to_message(&self, ctx: &'b Context) -> Record<'b> {
+    fn to_message(&self, ctx: &'b Context) -> Result<Record<'b>, DecodeError> {
         let mut r = Record::new(ctx);
         r.key = self.0.hybrid(1, ctx).unwrap_or_default();
         let list = self.fields();
         r.fields
             .extend((0..list.len()).filter_map(|i| list.hybrid(i, ctx)));
-        r
+        Ok(r)
     }
 }
 

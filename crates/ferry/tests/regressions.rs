@@ -3,6 +3,7 @@
 use ferry::sample::{ALL_KINDS, Record};
 use ferry::wire::{DecodeErrorKind, DynamicMessage, Encode, EncodeError, Value, Visitor};
 use ferry::{Context, HybridBytes, Limits, Outgoing, Pool, PoolConfig, View};
+use ferry::{Message as _, MessageView as _};
 
 fn pool() -> Pool {
     Pool::new(PoolConfig {
@@ -136,10 +137,10 @@ fn foreign_pool_buffers_are_copied() {
     rec.append_field(&foreign[..]);
     let received = theirs.copy_from(&rec.to_vec().unwrap()).unwrap();
     let view = Record::decode_shared(&received).unwrap();
-    assert!(!view.to_message(&ctx).fields()[0].is_zero_copy());
+    assert!(!view.to_message(&ctx).unwrap().fields()[0].is_zero_copy());
     let mine = ours.copy_from(&rec.to_vec().unwrap()).unwrap();
     let view = Record::decode_shared(&mine).unwrap();
-    assert!(view.to_message(&ctx).fields()[0].is_zero_copy());
+    assert!(view.to_message(&ctx).unwrap().fields()[0].is_zero_copy());
 }
 
 /// Under edition 2024 the list iterators captured `&self`, so an iterator could not outlive the

@@ -1,6 +1,7 @@
 //! Zero-copy guarantees: gather entries point at the original memory, decoded views point into
 //! the received buffer, referenced memory outlives the application's handle, nothing leaks.
 
+use ferry::{Message as _, MessageView as _};
 use std::io::IoSlice;
 
 use ferry::sample::Record;
@@ -97,7 +98,7 @@ fn echo_reuses_received_memory_for_untouched_large_fields() {
     drop(rec);
 
     let view = Record::decode_shared(&received).unwrap();
-    let mut reply = view.to_message(&ctx);
+    let mut reply = view.to_message(&ctx).unwrap();
     reply.set_key(&b"reply"[..]);
     let mut held = Vec::new();
     reply.zero_copy_bufs(&mut held).unwrap();

@@ -9,6 +9,7 @@
 //! plus that gather list: the referenced bytes are never touched, which is the point. Decode: validate the whole message, then read
 //! the key and every field in place.
 
+use ferry::Message as _;
 use ferry::sample::Record;
 use ferry::{Context, Outgoing, Pool, PoolConfig, SharedBuf};
 

@@ -431,7 +431,6 @@ impl Gen<'_, '_> {
 
     fn message(&self, names: &super::MessageNames) -> Result<TokenStream, BuildError> {
         let w = &self.w;
-        let rt = &self.rt;
         let src = &self.ctx.sources[self.msg.parent_file().name()];
         let name = ident(&names.name);
         let view = ident(&names.view);
@@ -1202,26 +1201,17 @@ impl Gen<'_, '_> {
 
                 #(#methods)*
 
-                /// Validates `buf` and returns a view that reads it in place.
-                pub fn decode(buf: &[u8]) -> ::core::result::Result<#view<'_>, #w::DecodeError> {
-                    Self::decode_with(buf, &#w::Limits::default())
+            }
+
+            impl<'a> #w::Message<'a> for #name<'a> {
+                type View<'b> = #view<'b>;
+
+                fn desc() -> &'static #w::MessageDesc {
+                    &#desc
                 }
 
-                /// Like `decode`, with explicit limits.
-                pub fn decode_with<'b>(buf: &'b [u8], limits: &#w::Limits) -> ::core::result::Result<#view<'b>, #w::DecodeError> {
-                    #w::View::decode(buf, &#desc, limits).map(#view)
-                }
-
-                /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                pub fn decode_shared(buf: &#rt::SharedBuf) -> ::core::result::Result<#view<'_>, #w::DecodeError> {
-                    #w::View::decode_shared(buf, &#desc, &#w::Limits::default()).map(#view)
-                }
-
-                /// Validates the message whose root header is at `at` of a region both peers map
-                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                pub fn decode_at<'b>(region: &'b [u8], at: usize, limits: &#w::Limits) -> ::core::result::Result<#view<'b>, #w::DecodeError> {
-                    #w::View::decode_at(region, at, &#desc, limits).map(#view)
+                fn view_of(view: #w::View<'_>) -> ::core::option::Option<#view<'_>> {
+                    ::core::ptr::eq(view.desc(), &#desc).then_some(#view(view))
                 }
             }
 
@@ -1245,16 +1235,16 @@ impl Gen<'_, '_> {
             #len_lint
             impl<'b> #view<'b> {
                 #(#view_methods)*
+            }
 
-                /// The underlying view.
-                pub fn view(&self) -> &#w::View<'b> {
+            impl<'b> #w::MessageView<'b> for #view<'b> {
+                type Message = #name<'b>;
+
+                fn view(&self) -> &#w::View<'b> {
                     &self.0
                 }
 
-                /// An outgoing copy that references the received buffer for large `bytes` fields
-                /// (decode, change a field, send back without copying untouched large fields).
-                /// Fails if a string is not UTF-8.
-                pub fn to_message(&self, ctx: &'b #w::Context) -> ::core::result::Result<#name<'b>, #w::DecodeError> {
+                fn to_message(&self, ctx: &'b #w::Context) -> ::core::result::Result<#name<'b>, #w::DecodeError> {
                     #tm
                     #(#to_msg)*
                     ::core::result::Result::Ok(m)

@@ -313,6 +313,7 @@ pub(crate) fn generate(
     ctx: &Context<'_>,
     services: &mut Option<Box<dyn ServiceGenerator>>,
 ) -> Result<Vec<PackageCode>, BuildError> {
+    service::check_ids(ctx)?;
     let mut out = Vec::new();
     for (package, files) in packages(ctx.pool) {
         let module = package_module(&package);

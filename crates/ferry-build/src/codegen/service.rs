@@ -10,6 +10,32 @@ use super::docs::doc;
 use super::names::ident;
 use crate::BuildError;
 use crate::config::{Method, Service, ServiceGenerator};
+use ferry_transport::method_id;
+
+/// The gRPC path of a method, `/package.Service/Method`: what its id is derived from.
+fn path_of(m: &prost_reflect::MethodDescriptor) -> String {
+    format!("/{}/{}", m.parent_service().full_name(), m.name())
+}
+
+/// Fails if two methods of the pool's services share an id (they would share a frame kind).
+pub(crate) fn check_ids(ctx: &Context<'_>) -> Result<(), BuildError> {
+    let mut seen: std::collections::BTreeMap<u16, (String, String)> = Default::default();
+    for s in ctx.pool.services() {
+        let src = &ctx.sources[s.parent_file().name()];
+        for m in s.methods() {
+            let path = path_of(&m);
+            let place = format!("{}:{}", s.parent_file().name(), src.line(m.path()));
+            if let Some((other, other_place)) = seen.get(&method_id(&path)) {
+                return Err(BuildError::Codegen(format!(
+                    "{place}: method `{path}` has the same id ({}) as `{other}` ({other_place}): rename one",
+                    method_id(&path)
+                )));
+            }
+            seen.insert(method_id(&path), (path, place));
+        }
+    }
+    Ok(())
+}
 
 fn describe(ctx: &Context<'_>, s: &ServiceDescriptor, module: &[String]) -> Service {
     let src = &ctx.sources[s.parent_file().name()];
@@ -17,15 +43,14 @@ fn describe(ctx: &Context<'_>, s: &ServiceDescriptor, module: &[String]) -> Serv
     inner.push(ctx.services[s.full_name()].clone());
     let methods = s
         .methods()
-        .enumerate()
-        .map(|(i, m)| {
+        .map(|m| {
             let rust = |d: &prost_reflect::MessageDescriptor| {
                 let n = ctx.message(d);
                 ctx.path(&inner, &n.module, &n.name).to_string().replace(' ', "")
             };
             Method {
                 name: m.name().to_string(),
-                id: i as u32 + 1,
+                id: method_id(&path_of(&m)),
                 input_type: m.input().full_name().to_string(),
                 output_type: m.output().full_name().to_string(),
                 input_rust_type: rust(&m.input()),
@@ -80,9 +105,9 @@ pub(crate) fn generate(
         pub mod #mname {
             /// Fully qualified service name.
             pub const NAME: &str = #full;
-            /// Methods: (name, method id, request type, response type); ids count from 1 in
-            /// declaration order.
-            pub const METHODS: &[(&str, u32, &str, &str)] = &[#(#methods)*];
+            /// Methods: (name, method id, request type, response type). The id is the frame
+            /// kind of the method's calls, `ferry_transport::method_id("/package.Service/Method")`.
+            pub const METHODS: &[(&str, u16, &str, &str)] = &[#(#methods)*];
         }
         #extra
     })

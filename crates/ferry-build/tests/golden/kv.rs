@@ -100,41 +100,17 @@ pub mod ferry {
                 pub fn clear_version(&mut self) {
                     self.version = ::core::default::Default::default();
                 }
-                /// Validates `buf` and returns a view that reads it in place.
-                pub fn decode(
-                    buf: &[u8],
-                ) -> ::core::result::Result<KvPairView<'_>, ::ferry::wire::DecodeError> {
-                    Self::decode_with(buf, &::ferry::wire::Limits::default())
+            }
+            impl<'a> ::ferry::wire::Message<'a> for KvPair<'a> {
+                type View<'b> = KvPairView<'b>;
+                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                    &KV_PAIR_DESC
                 }
-                /// Like `decode`, with explicit limits.
-                pub fn decode_with<'b>(
-                    buf: &'b [u8],
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<KvPairView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode(buf, &KV_PAIR_DESC, limits)
-                        .map(KvPairView)
-                }
-                /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                pub fn decode_shared(
-                    buf: &::ferry::SharedBuf,
-                ) -> ::core::result::Result<KvPairView<'_>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_shared(
-                            buf,
-                            &KV_PAIR_DESC,
-                            &::ferry::wire::Limits::default(),
-                        )
-                        .map(KvPairView)
-                }
-                /// Validates the message whose root header is at `at` of a region both peers map
-                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                pub fn decode_at<'b>(
-                    region: &'b [u8],
-                    at: usize,
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<KvPairView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_at(region, at, &KV_PAIR_DESC, limits)
-                        .map(KvPairView)
+                fn view_of(
+                    view: ::ferry::wire::View<'_>,
+                ) -> ::core::option::Option<KvPairView<'_>> {
+                    ::core::ptr::eq(view.desc(), &KV_PAIR_DESC)
+                        .then_some(KvPairView(view))
                 }
             }
             impl<'a> ::ferry::wire::Encode<'a> for KvPair<'a> {
@@ -185,14 +161,13 @@ pub mod ferry {
                 pub fn version(&self) -> u64 {
                     self.0.scalar(3).unwrap_or_default()
                 }
-                /// The underlying view.
-                pub fn view(&self) -> &::ferry::wire::View<'b> {
+            }
+            impl<'b> ::ferry::wire::MessageView<'b> for KvPairView<'b> {
+                type Message = KvPair<'b>;
+                fn view(&self) -> &::ferry::wire::View<'b> {
                     &self.0
                 }
-                /// An outgoing copy that references the received buffer for large `bytes` fields
-                /// (decode, change a field, send back without copying untouched large fields).
-                /// Fails if a string is not UTF-8.
-                pub fn to_message(
+                fn to_message(
                     &self,
                     ctx: &'b ::ferry::wire::Context,
                 ) -> ::core::result::Result<KvPair<'b>, ::ferry::wire::DecodeError> {
@@ -265,53 +240,17 @@ pub mod ferry {
                 pub fn clear_keys(&mut self) {
                     self.keys.clear();
                 }
-                /// Validates `buf` and returns a view that reads it in place.
-                pub fn decode(
-                    buf: &[u8],
-                ) -> ::core::result::Result<
-                    GetRequestView<'_>,
-                    ::ferry::wire::DecodeError,
-                > {
-                    Self::decode_with(buf, &::ferry::wire::Limits::default())
+            }
+            impl<'a> ::ferry::wire::Message<'a> for GetRequest<'a> {
+                type View<'b> = GetRequestView<'b>;
+                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                    &GET_REQUEST_DESC
                 }
-                /// Like `decode`, with explicit limits.
-                pub fn decode_with<'b>(
-                    buf: &'b [u8],
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<
-                    GetRequestView<'b>,
-                    ::ferry::wire::DecodeError,
-                > {
-                    ::ferry::wire::View::decode(buf, &GET_REQUEST_DESC, limits)
-                        .map(GetRequestView)
-                }
-                /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                pub fn decode_shared(
-                    buf: &::ferry::SharedBuf,
-                ) -> ::core::result::Result<
-                    GetRequestView<'_>,
-                    ::ferry::wire::DecodeError,
-                > {
-                    ::ferry::wire::View::decode_shared(
-                            buf,
-                            &GET_REQUEST_DESC,
-                            &::ferry::wire::Limits::default(),
-                        )
-                        .map(GetRequestView)
-                }
-                /// Validates the message whose root header is at `at` of a region both peers map
-                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                pub fn decode_at<'b>(
-                    region: &'b [u8],
-                    at: usize,
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<
-                    GetRequestView<'b>,
-                    ::ferry::wire::DecodeError,
-                > {
-                    ::ferry::wire::View::decode_at(region, at, &GET_REQUEST_DESC, limits)
-                        .map(GetRequestView)
+                fn view_of(
+                    view: ::ferry::wire::View<'_>,
+                ) -> ::core::option::Option<GetRequestView<'_>> {
+                    ::core::ptr::eq(view.desc(), &GET_REQUEST_DESC)
+                        .then_some(GetRequestView(view))
                 }
             }
             impl<'a> ::ferry::wire::Encode<'a> for GetRequest<'a> {
@@ -340,14 +279,13 @@ pub mod ferry {
                 pub fn keys(&self) -> ::ferry::wire::BytesList<'b> {
                     self.0.bytes_list(1)
                 }
-                /// The underlying view.
-                pub fn view(&self) -> &::ferry::wire::View<'b> {
+            }
+            impl<'b> ::ferry::wire::MessageView<'b> for GetRequestView<'b> {
+                type Message = GetRequest<'b>;
+                fn view(&self) -> &::ferry::wire::View<'b> {
                     &self.0
                 }
-                /// An outgoing copy that references the received buffer for large `bytes` fields
-                /// (decode, change a field, send back without copying untouched large fields).
-                /// Fails if a string is not UTF-8.
-                pub fn to_message(
+                fn to_message(
                     &self,
                     ctx: &'b ::ferry::wire::Context,
                 ) -> ::core::result::Result<GetRequest<'b>, ::ferry::wire::DecodeError> {
@@ -424,58 +362,17 @@ pub mod ferry {
                 pub fn clear_pairs(&mut self) {
                     self.pairs.clear();
                 }
-                /// Validates `buf` and returns a view that reads it in place.
-                pub fn decode(
-                    buf: &[u8],
-                ) -> ::core::result::Result<
-                    GetResponseView<'_>,
-                    ::ferry::wire::DecodeError,
-                > {
-                    Self::decode_with(buf, &::ferry::wire::Limits::default())
+            }
+            impl<'a> ::ferry::wire::Message<'a> for GetResponse<'a> {
+                type View<'b> = GetResponseView<'b>;
+                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                    &GET_RESPONSE_DESC
                 }
-                /// Like `decode`, with explicit limits.
-                pub fn decode_with<'b>(
-                    buf: &'b [u8],
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<
-                    GetResponseView<'b>,
-                    ::ferry::wire::DecodeError,
-                > {
-                    ::ferry::wire::View::decode(buf, &GET_RESPONSE_DESC, limits)
-                        .map(GetResponseView)
-                }
-                /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                pub fn decode_shared(
-                    buf: &::ferry::SharedBuf,
-                ) -> ::core::result::Result<
-                    GetResponseView<'_>,
-                    ::ferry::wire::DecodeError,
-                > {
-                    ::ferry::wire::View::decode_shared(
-                            buf,
-                            &GET_RESPONSE_DESC,
-                            &::ferry::wire::Limits::default(),
-                        )
-                        .map(GetResponseView)
-                }
-                /// Validates the message whose root header is at `at` of a region both peers map
-                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                pub fn decode_at<'b>(
-                    region: &'b [u8],
-                    at: usize,
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<
-                    GetResponseView<'b>,
-                    ::ferry::wire::DecodeError,
-                > {
-                    ::ferry::wire::View::decode_at(
-                            region,
-                            at,
-                            &GET_RESPONSE_DESC,
-                            limits,
-                        )
-                        .map(GetResponseView)
+                fn view_of(
+                    view: ::ferry::wire::View<'_>,
+                ) -> ::core::option::Option<GetResponseView<'_>> {
+                    ::core::ptr::eq(view.desc(), &GET_RESPONSE_DESC)
+                        .then_some(GetResponseView(view))
                 }
             }
             impl<'a> ::ferry::wire::Encode<'a> for GetResponse<'a> {
@@ -505,14 +402,13 @@ pub mod ferry {
                     let l = self.0.messages(1);
                     (0..l.len()).filter_map(move |i| l.get(i)).map(KvPairView)
                 }
-                /// The underlying view.
-                pub fn view(&self) -> &::ferry::wire::View<'b> {
+            }
+            impl<'b> ::ferry::wire::MessageView<'b> for GetResponseView<'b> {
+                type Message = GetResponse<'b>;
+                fn view(&self) -> &::ferry::wire::View<'b> {
                     &self.0
                 }
-                /// An outgoing copy that references the received buffer for large `bytes` fields
-                /// (decode, change a field, send back without copying untouched large fields).
-                /// Fails if a string is not UTF-8.
-                pub fn to_message(
+                fn to_message(
                     &self,
                     ctx: &'b ::ferry::wire::Context,
                 ) -> ::core::result::Result<
@@ -530,18 +426,18 @@ pub mod ferry {
             pub mod kv_store_service {
                 /// Fully qualified service name.
                 pub const NAME: &str = "ferry.golden.kv.KvStore";
-                /// Methods: (name, method id, request type, response type); ids count from 1 in
-                /// declaration order.
-                pub const METHODS: &[(&str, u32, &str, &str)] = &[
+                /// Methods: (name, method id, request type, response type). The id is the frame
+                /// kind of the method's calls, `ferry_transport::method_id("/package.Service/Method")`.
+                pub const METHODS: &[(&str, u16, &str, &str)] = &[
                     (
                         "Get",
-                        1u32,
+                        33740u16,
                         "ferry.golden.kv.GetRequest",
                         "ferry.golden.kv.GetResponse",
                     ),
                     (
                         "Put",
-                        2u32,
+                        20114u16,
                         "ferry.golden.kv.KvPair",
                         "ferry.golden.kv.GetResponse",
                     ),

@@ -294,40 +294,16 @@ pub mod ferry {
                 pub fn clear_palette(&mut self) {
                     self.palette.clear();
                 }
-                /// Validates `buf` and returns a view that reads it in place.
-                pub fn decode(
-                    buf: &[u8],
-                ) -> ::core::result::Result<ShapeView<'_>, ::ferry::wire::DecodeError> {
-                    Self::decode_with(buf, &::ferry::wire::Limits::default())
+            }
+            impl<'a> ::ferry::wire::Message<'a> for Shape<'a> {
+                type View<'b> = ShapeView<'b>;
+                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                    &SHAPE_DESC
                 }
-                /// Like `decode`, with explicit limits.
-                pub fn decode_with<'b>(
-                    buf: &'b [u8],
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<ShapeView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode(buf, &SHAPE_DESC, limits).map(ShapeView)
-                }
-                /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                pub fn decode_shared(
-                    buf: &::ferry::SharedBuf,
-                ) -> ::core::result::Result<ShapeView<'_>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_shared(
-                            buf,
-                            &SHAPE_DESC,
-                            &::ferry::wire::Limits::default(),
-                        )
-                        .map(ShapeView)
-                }
-                /// Validates the message whose root header is at `at` of a region both peers map
-                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                pub fn decode_at<'b>(
-                    region: &'b [u8],
-                    at: usize,
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<ShapeView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_at(region, at, &SHAPE_DESC, limits)
-                        .map(ShapeView)
+                fn view_of(
+                    view: ::ferry::wire::View<'_>,
+                ) -> ::core::option::Option<ShapeView<'_>> {
+                    ::core::ptr::eq(view.desc(), &SHAPE_DESC).then_some(ShapeView(view))
                 }
             }
             impl<'a> ::ferry::wire::Encode<'a> for Shape<'a> {
@@ -449,14 +425,13 @@ pub mod ferry {
                 pub fn palette(&self) -> ::ferry::wire::ScalarList<'b, i32> {
                     self.0.scalars(9)
                 }
-                /// The underlying view.
-                pub fn view(&self) -> &::ferry::wire::View<'b> {
+            }
+            impl<'b> ::ferry::wire::MessageView<'b> for ShapeView<'b> {
+                type Message = Shape<'b>;
+                fn view(&self) -> &::ferry::wire::View<'b> {
                     &self.0
                 }
-                /// An outgoing copy that references the received buffer for large `bytes` fields
-                /// (decode, change a field, send back without copying untouched large fields).
-                /// Fails if a string is not UTF-8.
-                pub fn to_message(
+                fn to_message(
                     &self,
                     ctx: &'b ::ferry::wire::Context,
                 ) -> ::core::result::Result<Shape<'b>, ::ferry::wire::DecodeError> {
@@ -543,53 +518,17 @@ pub mod ferry {
                     pub fn clear_radius(&mut self) {
                         self.radius = ::core::default::Default::default();
                     }
-                    /// Validates `buf` and returns a view that reads it in place.
-                    pub fn decode(
-                        buf: &[u8],
-                    ) -> ::core::result::Result<
-                        CircleView<'_>,
-                        ::ferry::wire::DecodeError,
-                    > {
-                        Self::decode_with(buf, &::ferry::wire::Limits::default())
+                }
+                impl<'a> ::ferry::wire::Message<'a> for Circle<'a> {
+                    type View<'b> = CircleView<'b>;
+                    fn desc() -> &'static ::ferry::wire::MessageDesc {
+                        &CIRCLE_DESC
                     }
-                    /// Like `decode`, with explicit limits.
-                    pub fn decode_with<'b>(
-                        buf: &'b [u8],
-                        limits: &::ferry::wire::Limits,
-                    ) -> ::core::result::Result<
-                        CircleView<'b>,
-                        ::ferry::wire::DecodeError,
-                    > {
-                        ::ferry::wire::View::decode(buf, &CIRCLE_DESC, limits)
-                            .map(CircleView)
-                    }
-                    /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                    pub fn decode_shared(
-                        buf: &::ferry::SharedBuf,
-                    ) -> ::core::result::Result<
-                        CircleView<'_>,
-                        ::ferry::wire::DecodeError,
-                    > {
-                        ::ferry::wire::View::decode_shared(
-                                buf,
-                                &CIRCLE_DESC,
-                                &::ferry::wire::Limits::default(),
-                            )
-                            .map(CircleView)
-                    }
-                    /// Validates the message whose root header is at `at` of a region both peers map
-                    /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                    /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                    pub fn decode_at<'b>(
-                        region: &'b [u8],
-                        at: usize,
-                        limits: &::ferry::wire::Limits,
-                    ) -> ::core::result::Result<
-                        CircleView<'b>,
-                        ::ferry::wire::DecodeError,
-                    > {
-                        ::ferry::wire::View::decode_at(region, at, &CIRCLE_DESC, limits)
-                            .map(CircleView)
+                    fn view_of(
+                        view: ::ferry::wire::View<'_>,
+                    ) -> ::core::option::Option<CircleView<'_>> {
+                        ::core::ptr::eq(view.desc(), &CIRCLE_DESC)
+                            .then_some(CircleView(view))
                     }
                 }
                 impl<'a> ::ferry::wire::Encode<'a> for Circle<'a> {
@@ -616,14 +555,13 @@ pub mod ferry {
                     pub fn radius(&self) -> f64 {
                         self.0.scalar(1).unwrap_or_default()
                     }
-                    /// The underlying view.
-                    pub fn view(&self) -> &::ferry::wire::View<'b> {
+                }
+                impl<'b> ::ferry::wire::MessageView<'b> for CircleView<'b> {
+                    type Message = Circle<'b>;
+                    fn view(&self) -> &::ferry::wire::View<'b> {
                         &self.0
                     }
-                    /// An outgoing copy that references the received buffer for large `bytes` fields
-                    /// (decode, change a field, send back without copying untouched large fields).
-                    /// Fails if a string is not UTF-8.
-                    pub fn to_message(
+                    fn to_message(
                         &self,
                         ctx: &'b ::ferry::wire::Context,
                     ) -> ::core::result::Result<Circle<'b>, ::ferry::wire::DecodeError> {
@@ -697,53 +635,17 @@ pub mod ferry {
                     pub fn clear_height(&mut self) {
                         self.height = ::core::default::Default::default();
                     }
-                    /// Validates `buf` and returns a view that reads it in place.
-                    pub fn decode(
-                        buf: &[u8],
-                    ) -> ::core::result::Result<
-                        RectView<'_>,
-                        ::ferry::wire::DecodeError,
-                    > {
-                        Self::decode_with(buf, &::ferry::wire::Limits::default())
+                }
+                impl<'a> ::ferry::wire::Message<'a> for Rect<'a> {
+                    type View<'b> = RectView<'b>;
+                    fn desc() -> &'static ::ferry::wire::MessageDesc {
+                        &RECT_DESC
                     }
-                    /// Like `decode`, with explicit limits.
-                    pub fn decode_with<'b>(
-                        buf: &'b [u8],
-                        limits: &::ferry::wire::Limits,
-                    ) -> ::core::result::Result<
-                        RectView<'b>,
-                        ::ferry::wire::DecodeError,
-                    > {
-                        ::ferry::wire::View::decode(buf, &RECT_DESC, limits)
-                            .map(RectView)
-                    }
-                    /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                    pub fn decode_shared(
-                        buf: &::ferry::SharedBuf,
-                    ) -> ::core::result::Result<
-                        RectView<'_>,
-                        ::ferry::wire::DecodeError,
-                    > {
-                        ::ferry::wire::View::decode_shared(
-                                buf,
-                                &RECT_DESC,
-                                &::ferry::wire::Limits::default(),
-                            )
-                            .map(RectView)
-                    }
-                    /// Validates the message whose root header is at `at` of a region both peers map
-                    /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                    /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                    pub fn decode_at<'b>(
-                        region: &'b [u8],
-                        at: usize,
-                        limits: &::ferry::wire::Limits,
-                    ) -> ::core::result::Result<
-                        RectView<'b>,
-                        ::ferry::wire::DecodeError,
-                    > {
-                        ::ferry::wire::View::decode_at(region, at, &RECT_DESC, limits)
-                            .map(RectView)
+                    fn view_of(
+                        view: ::ferry::wire::View<'_>,
+                    ) -> ::core::option::Option<RectView<'_>> {
+                        ::core::ptr::eq(view.desc(), &RECT_DESC)
+                            .then_some(RectView(view))
                     }
                 }
                 impl<'a> ::ferry::wire::Encode<'a> for Rect<'a> {
@@ -777,14 +679,13 @@ pub mod ferry {
                     pub fn height(&self) -> f32 {
                         self.0.scalar(2).unwrap_or_default()
                     }
-                    /// The underlying view.
-                    pub fn view(&self) -> &::ferry::wire::View<'b> {
+                }
+                impl<'b> ::ferry::wire::MessageView<'b> for RectView<'b> {
+                    type Message = Rect<'b>;
+                    fn view(&self) -> &::ferry::wire::View<'b> {
                         &self.0
                     }
-                    /// An outgoing copy that references the received buffer for large `bytes` fields
-                    /// (decode, change a field, send back without copying untouched large fields).
-                    /// Fails if a string is not UTF-8.
-                    pub fn to_message(
+                    fn to_message(
                         &self,
                         ctx: &'b ::ferry::wire::Context,
                     ) -> ::core::result::Result<Rect<'b>, ::ferry::wire::DecodeError> {

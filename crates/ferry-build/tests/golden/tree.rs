@@ -403,40 +403,16 @@ pub mod ferry {
                 pub fn clear_flags(&mut self) {
                     self.flags.clear();
                 }
-                /// Validates `buf` and returns a view that reads it in place.
-                pub fn decode(
-                    buf: &[u8],
-                ) -> ::core::result::Result<NodeView<'_>, ::ferry::wire::DecodeError> {
-                    Self::decode_with(buf, &::ferry::wire::Limits::default())
+            }
+            impl<'a> ::ferry::wire::Message<'a> for Node<'a> {
+                type View<'b> = NodeView<'b>;
+                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                    &NODE_DESC
                 }
-                /// Like `decode`, with explicit limits.
-                pub fn decode_with<'b>(
-                    buf: &'b [u8],
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<NodeView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode(buf, &NODE_DESC, limits).map(NodeView)
-                }
-                /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                pub fn decode_shared(
-                    buf: &::ferry::SharedBuf,
-                ) -> ::core::result::Result<NodeView<'_>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_shared(
-                            buf,
-                            &NODE_DESC,
-                            &::ferry::wire::Limits::default(),
-                        )
-                        .map(NodeView)
-                }
-                /// Validates the message whose root header is at `at` of a region both peers map
-                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                pub fn decode_at<'b>(
-                    region: &'b [u8],
-                    at: usize,
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<NodeView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_at(region, at, &NODE_DESC, limits)
-                        .map(NodeView)
+                fn view_of(
+                    view: ::ferry::wire::View<'_>,
+                ) -> ::core::option::Option<NodeView<'_>> {
+                    ::core::ptr::eq(view.desc(), &NODE_DESC).then_some(NodeView(view))
                 }
             }
             impl<'a> ::ferry::wire::Encode<'a> for Node<'a> {
@@ -616,14 +592,13 @@ pub mod ferry {
                             e.message(2).map(LeafView),
                         ))
                 }
-                /// The underlying view.
-                pub fn view(&self) -> &::ferry::wire::View<'b> {
+            }
+            impl<'b> ::ferry::wire::MessageView<'b> for NodeView<'b> {
+                type Message = Node<'b>;
+                fn view(&self) -> &::ferry::wire::View<'b> {
                     &self.0
                 }
-                /// An outgoing copy that references the received buffer for large `bytes` fields
-                /// (decode, change a field, send back without copying untouched large fields).
-                /// Fails if a string is not UTF-8.
-                pub fn to_message(
+                fn to_message(
                     &self,
                     ctx: &'b ::ferry::wire::Context,
                 ) -> ::core::result::Result<Node<'b>, ::ferry::wire::DecodeError> {
@@ -826,40 +801,16 @@ pub mod ferry {
                 pub fn clear_id(&mut self) {
                     self.id = ::core::option::Option::None;
                 }
-                /// Validates `buf` and returns a view that reads it in place.
-                pub fn decode(
-                    buf: &[u8],
-                ) -> ::core::result::Result<LeafView<'_>, ::ferry::wire::DecodeError> {
-                    Self::decode_with(buf, &::ferry::wire::Limits::default())
+            }
+            impl<'a> ::ferry::wire::Message<'a> for Leaf<'a> {
+                type View<'b> = LeafView<'b>;
+                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                    &LEAF_DESC
                 }
-                /// Like `decode`, with explicit limits.
-                pub fn decode_with<'b>(
-                    buf: &'b [u8],
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<LeafView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode(buf, &LEAF_DESC, limits).map(LeafView)
-                }
-                /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                pub fn decode_shared(
-                    buf: &::ferry::SharedBuf,
-                ) -> ::core::result::Result<LeafView<'_>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_shared(
-                            buf,
-                            &LEAF_DESC,
-                            &::ferry::wire::Limits::default(),
-                        )
-                        .map(LeafView)
-                }
-                /// Validates the message whose root header is at `at` of a region both peers map
-                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                pub fn decode_at<'b>(
-                    region: &'b [u8],
-                    at: usize,
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<LeafView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_at(region, at, &LEAF_DESC, limits)
-                        .map(LeafView)
+                fn view_of(
+                    view: ::ferry::wire::View<'_>,
+                ) -> ::core::option::Option<LeafView<'_>> {
+                    ::core::ptr::eq(view.desc(), &LEAF_DESC).then_some(LeafView(view))
                 }
             }
             impl<'a> ::ferry::wire::Encode<'a> for Leaf<'a> {
@@ -901,14 +852,13 @@ pub mod ferry {
                 pub fn has_id(&self) -> bool {
                     self.0.has(2)
                 }
-                /// The underlying view.
-                pub fn view(&self) -> &::ferry::wire::View<'b> {
+            }
+            impl<'b> ::ferry::wire::MessageView<'b> for LeafView<'b> {
+                type Message = Leaf<'b>;
+                fn view(&self) -> &::ferry::wire::View<'b> {
                     &self.0
                 }
-                /// An outgoing copy that references the received buffer for large `bytes` fields
-                /// (decode, change a field, send back without copying untouched large fields).
-                /// Fails if a string is not UTF-8.
-                pub fn to_message(
+                fn to_message(
                     &self,
                     ctx: &'b ::ferry::wire::Context,
                 ) -> ::core::result::Result<Leaf<'b>, ::ferry::wire::DecodeError> {
@@ -1008,41 +958,17 @@ pub mod ferry {
                 pub fn clear_first(&mut self) {
                     self.first = ::core::option::Option::None;
                 }
-                /// Validates `buf` and returns a view that reads it in place.
-                pub fn decode(
-                    buf: &[u8],
-                ) -> ::core::result::Result<ForestView<'_>, ::ferry::wire::DecodeError> {
-                    Self::decode_with(buf, &::ferry::wire::Limits::default())
+            }
+            impl<'a> ::ferry::wire::Message<'a> for Forest<'a> {
+                type View<'b> = ForestView<'b>;
+                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                    &FOREST_DESC
                 }
-                /// Like `decode`, with explicit limits.
-                pub fn decode_with<'b>(
-                    buf: &'b [u8],
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<ForestView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode(buf, &FOREST_DESC, limits)
-                        .map(ForestView)
-                }
-                /// Like `decode`; `bytes` fields can then be taken as shared sub-buffers of `buf`.
-                pub fn decode_shared(
-                    buf: &::ferry::SharedBuf,
-                ) -> ::core::result::Result<ForestView<'_>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_shared(
-                            buf,
-                            &FOREST_DESC,
-                            &::ferry::wire::Limits::default(),
-                        )
-                        .map(ForestView)
-                }
-                /// Validates the message whose root header is at `at` of a region both peers map
-                /// (a shared-memory transport; offsets are region-relative) and reads it in place.
-                /// `limits.max_message_len` bounds the bytes the message references, not the region.
-                pub fn decode_at<'b>(
-                    region: &'b [u8],
-                    at: usize,
-                    limits: &::ferry::wire::Limits,
-                ) -> ::core::result::Result<ForestView<'b>, ::ferry::wire::DecodeError> {
-                    ::ferry::wire::View::decode_at(region, at, &FOREST_DESC, limits)
-                        .map(ForestView)
+                fn view_of(
+                    view: ::ferry::wire::View<'_>,
+                ) -> ::core::option::Option<ForestView<'_>> {
+                    ::core::ptr::eq(view.desc(), &FOREST_DESC)
+                        .then_some(ForestView(view))
                 }
             }
             impl<'a> ::ferry::wire::Encode<'a> for Forest<'a> {
@@ -1083,14 +1009,13 @@ pub mod ferry {
                 pub fn has_first(&self) -> bool {
                     self.0.has(2)
                 }
-                /// The underlying view.
-                pub fn view(&self) -> &::ferry::wire::View<'b> {
+            }
+            impl<'b> ::ferry::wire::MessageView<'b> for ForestView<'b> {
+                type Message = Forest<'b>;
+                fn view(&self) -> &::ferry::wire::View<'b> {
                     &self.0
                 }
-                /// An outgoing copy that references the received buffer for large `bytes` fields
-                /// (decode, change a field, send back without copying untouched large fields).
-                /// Fails if a string is not UTF-8.
-                pub fn to_message(
+                fn to_message(
                     &self,
                     ctx: &'b ::ferry::wire::Context,
                 ) -> ::core::result::Result<Forest<'b>, ::ferry::wire::DecodeError> {

@@ -26,6 +26,7 @@ pub mod golden {
 #[cfg(test)]
 mod tests {
     use super::generated::ferry::test as t;
+    use ferry::Message as _;
 
     #[test]
     fn a_generated_message_round_trips_under_edition_2021() {

@@ -2,6 +2,7 @@
 //! in another process regenerates the same ones), built into messages on the sending side, and
 //! checked byte for byte on the receiving side.
 
+use ferry::Message as _;
 use ferry::sample::Record;
 use ferry_buf::{Pool, SharedBuf};
 use ferry_net::{Connection, Frame, Meta, Mode, TransportError, auto};

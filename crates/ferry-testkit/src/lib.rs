@@ -1,0 +1,200 @@
+//! Test support shared by Ferry's crates (dev-only; never a dependency of a library): a
+//! seeded random generator and a builder of random messages for any descriptor.
+//!
+//! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
+//! that file.
+
+#![forbid(unsafe_code)]
+
+use ferry_buf::Pool;
+use ferry_wire::{Context, DynamicMessage, HybridBytes, Kind, Label, List, MessageDesc, Value};
+
+/// A small deterministic generator, so one proptest `u64` seeds a whole message tree.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// A number below `n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+    /// True with the given probability.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// Builds random messages of any descriptor: every field kind, lists, maps, nesting up to
+/// depth 2, strings as UTF-8 text, `bytes` of sizes around the zero-copy threshold, half of
+/// them in `pool` (referenced when the context's threshold allows); proto2 required fields
+/// always set.
+pub struct Builder<'p> {
+    /// The random source.
+    pub rng: Rng,
+    /// Where values that may be referenced are put.
+    pub pool: &'p Pool,
+    /// The context the values follow.
+    pub ctx: &'p Context,
+}
+
+const SIZES: [usize; 10] = [0, 1, 7, 24, 100, 511, 512, 513, 2048, 9000];
+
+impl Builder<'_> {
+    fn data(&mut self) -> Vec<u8> {
+        let len = SIZES[self.rng.below(SIZES.len() as u64) as usize];
+        (0..len).map(|_| self.rng.next_u64() as u8).collect()
+    }
+
+    fn text(&mut self) -> Vec<u8> {
+        const PARTS: [&str; 5] = ["a", "Zürich", "日本", "🦀", "0123456789abcdef"];
+        let n = self.rng.below(80);
+        let mut s = String::new();
+        for _ in 0..n {
+            s.push_str(PARTS[self.rng.below(PARTS.len() as u64) as usize]);
+        }
+        s.into_bytes()
+    }
+
+    /// Heap data is always copied; pool data is referenced when it reaches the threshold.
+    fn hybrid(&mut self, data: Vec<u8>) -> HybridBytes<'static> {
+        if self.rng.chance(50) && !data.is_empty() {
+            HybridBytes::from_shared(self.pool.copy_from(&data).unwrap(), self.ctx)
+        } else {
+            HybridBytes::from_vec(data)
+        }
+    }
+
+    fn scalar(&mut self, kind: Kind) -> Value<'static> {
+        let r = self.rng.next_u64();
+        match kind {
+            Kind::Bool => Value::Bool(r & 1 == 1),
+            Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => Value::I32(r as i32),
+            Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => Value::I64(r as i64),
+            Kind::UInt32 | Kind::Fixed32 => Value::U32(r as u32),
+            Kind::UInt64 | Kind::Fixed64 => Value::U64(r),
+            Kind::Float => Value::F32((r as i32) as f32 / 7.0),
+            Kind::Double => Value::F64((r as i64) as f64 / 3.0),
+            _ => unreachable!("not a scalar"),
+        }
+    }
+
+    fn list(&mut self, kind: Kind, depth: u32) -> List<'static> {
+        let n = 1 + self.rng.below(6) as usize;
+        macro_rules! scalars {
+            ($variant:ident) => {
+                List::$variant(
+                    (0..n)
+                        .map(|_| match self.scalar(kind) {
+                            Value::$variant(x) => x,
+                            _ => unreachable!(),
+                        })
+                        .collect(),
+                )
+            };
+        }
+        match kind {
+            Kind::Bool => scalars!(Bool),
+            Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => scalars!(I32),
+            Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => scalars!(I64),
+            Kind::UInt32 | Kind::Fixed32 => scalars!(U32),
+            Kind::UInt64 | Kind::Fixed64 => scalars!(U64),
+            Kind::Float => scalars!(F32),
+            Kind::Double => scalars!(F64),
+            Kind::String => List::Bytes(
+                (0..n)
+                    .map(|_| {
+                        let t = self.text();
+                        self.hybrid(t)
+                    })
+                    .collect(),
+            ),
+            Kind::Bytes => List::Bytes(
+                (0..n)
+                    .map(|_| {
+                        let d = self.data();
+                        self.hybrid(d)
+                    })
+                    .collect(),
+            ),
+            Kind::Message(d) => List::Messages((0..n.min(3)).map(|_| self.message(d, depth + 1)).collect()),
+        }
+    }
+
+    /// A value for a singular field or a map key or value. Never the type's default (zero,
+    /// `false`, empty): encoders may drop a present default, so a message built here encodes
+    /// the same whichever encoder (dynamic or generated) writes it.
+    fn singular(&mut self, kind: Kind, depth: u32) -> Option<Value<'static>> {
+        Some(match kind {
+            Kind::String => {
+                let mut t = self.text();
+                if t.is_empty() {
+                    t.push(b'x');
+                }
+                Value::Bytes(self.hybrid(t))
+            }
+            Kind::Bytes => {
+                let mut d = self.data();
+                if d.is_empty() {
+                    d.push(0);
+                }
+                Value::Bytes(self.hybrid(d))
+            }
+            Kind::Message(d) if depth >= 2 && !has_required(d) => return None,
+            Kind::Message(d) => Value::Message(self.message(d, depth + 1)),
+            k => match self.scalar(k) {
+                Value::Bool(false) => Value::Bool(true),
+                Value::I32(0) => Value::I32(1),
+                Value::I64(0) => Value::I64(1),
+                Value::U32(0) => Value::U32(1),
+                Value::U64(0) => Value::U64(1),
+                Value::F32(0.0) => Value::F32(1.0),
+                Value::F64(0.0) => Value::F64(1.0),
+                v => v,
+            },
+        })
+    }
+
+    /// A random message of `desc` at nesting `depth` (0 for a root).
+    pub fn message(&mut self, desc: &'static MessageDesc, depth: u32) -> DynamicMessage<'static> {
+        let mut m = DynamicMessage::new(desc);
+        for f in desc.fields() {
+            if f.label != Label::Required && !self.rng.chance(45) {
+                continue;
+            }
+            let value = match (f.label, f.kind) {
+                (Label::Repeated, Kind::Message(entry)) if entry.map_entry => {
+                    for _ in 0..self.rng.below(4) {
+                        let (Some(k), Some(v)) = (
+                            self.singular(entry.fields()[0].kind, depth),
+                            self.singular(entry.fields()[1].kind, depth),
+                        ) else {
+                            break;
+                        };
+                        m.insert_map_entry(f.number, k, v).unwrap();
+                    }
+                    continue;
+                }
+                (Label::Repeated, Kind::Message(_)) if depth >= 2 => continue,
+                (Label::Repeated, k) => Value::List(self.list(k, depth)),
+                (_, k) => match self.singular(k, depth) {
+                    Some(v) => v,
+                    None => continue,
+                },
+            };
+            m.set(f.number, value).unwrap();
+        }
+        m
+    }
+}
+
+/// Whether a message of `desc` cannot be empty (it has a proto2 required field).
+fn has_required(desc: &MessageDesc) -> bool {
+    desc.fields().iter().any(|f| f.label == Label::Required)
+}
