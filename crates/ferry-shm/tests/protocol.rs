@@ -13,7 +13,7 @@ use std::sync::{Arc, Barrier};
 use common::{DEADLINE, limits, pattern, run_pair};
 use ferry::sample::Record;
 use ferry_buf::{PoolConfig, PoolError};
-use ferry_shm::{ShmConfig, ShmConnection, ShmFrame};
+use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener};
 use ferry_transport::{Meta, TransportError};
 use ferry_wire::{Context, HybridBytes};
 
@@ -435,4 +435,74 @@ fn frames_outlive_the_connection() {
             to_a.send(()).unwrap();
         },
     );
+}
+
+/// Replies in another order than the requests (what an RPC server with background handlers
+/// sends): the ids the server gives its replies arrive as given, whether they match the
+/// implicit count (and are not written) or not (and are written out). Requests are sent with
+/// the implicit id, replies in a seeded random order, some in batches.
+#[test]
+fn request_ids_survive_out_of_order_replies() {
+    const N: u64 = 300;
+    let path = common::socket_path("reorder");
+    let listener = ShmListener::bind(&path).unwrap();
+    let seed = common::seed(7);
+    let server = common::spawn("server", move || {
+        let pool = common::shm_pool();
+        let mut conn = listener.accept(&pool, &ShmConfig::default()).unwrap();
+        let ctx = Context::new(pool.clone());
+        let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut rng = seed;
+        let mut received = 0;
+        while received < N || !pending.is_empty() {
+            if received < N {
+                let f = conn.recv().unwrap();
+                let view = Record::decode_at(f.region(), f.offset(), &common::limits()).unwrap();
+                pending.push((f.meta().request_id, view.key().to_vec()));
+                received += 1;
+            }
+            // Answer a random pending request now and then, more as the requests run out.
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if !pending.is_empty() && (received == N || rng >> 62 == 0) {
+                let (id, key) = pending.swap_remove((rng >> 33) as usize % pending.len());
+                let mut reply = Record::new(&ctx);
+                reply.set_key(&key[..]);
+                conn.send(Meta::new(2, id), &reply).unwrap();
+                conn.flush().unwrap();
+            }
+        }
+        conn.wait_idle().unwrap();
+        conn.stats()
+    });
+    let pool = common::shm_pool();
+    let mut conn = ShmConnection::connect(&path, &pool, &ShmConfig::default()).unwrap();
+    let ctx = Context::new(pool.clone());
+    for i in 0..N {
+        let mut rec = Record::new(&ctx);
+        rec.set_key(i.to_le_bytes().to_vec());
+        assert_eq!(conn.next_request_id(), i);
+        conn.send(Meta::new(1, i), &rec).unwrap();
+    }
+    conn.flush().unwrap();
+    let mut seen = vec![false; N as usize];
+    let mut in_order = 0;
+    for k in 0..N {
+        let f = conn.recv().unwrap();
+        let id = f.meta().request_id;
+        let view = Record::decode_at(f.region(), f.offset(), &common::limits()).unwrap();
+        assert_eq!(
+            view.key(),
+            &id.to_le_bytes()[..],
+            "reply {k} carries the id of its request"
+        );
+        assert!(!std::mem::replace(&mut seen[id as usize], true), "id {id} twice");
+        in_order += u64::from(id == k);
+    }
+    // Acknowledge the last replies: the server waits for them before it returns.
+    conn.flush().unwrap();
+    let stats = server.join();
+    assert!(in_order < N, "the replies were reordered (seed {seed})");
+    assert_eq!(stats.messages_sent, N);
 }
