@@ -33,13 +33,22 @@ pub enum BuildError {
     },
 }
 
-impl BuildError {
-    pub(crate) fn parse(e: protox::Error) -> Self {
-        let mut msg = format!("{e:?}");
-        // protox does not know editions at all; say what its parse error means.
-        if msg.contains("found 'edition'") {
-            msg.push_str(" (editions are not supported: Ferry reads proto2 and proto3 files)");
+impl From<ferry_reflect::SchemaError> for BuildError {
+    fn from(e: ferry_reflect::SchemaError) -> Self {
+        match e {
+            ferry_reflect::SchemaError::Parse(msg) => BuildError::Parse(msg),
+            ferry_reflect::SchemaError::Unsupported {
+                file,
+                line,
+                construct,
+                why,
+            } => BuildError::Unsupported {
+                file,
+                line,
+                construct,
+                why,
+            },
+            other => BuildError::Parse(other.to_string()),
         }
-        BuildError::Parse(msg)
     }
 }

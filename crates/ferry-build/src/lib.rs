@@ -20,12 +20,10 @@
 
 mod codegen;
 mod config;
-pub mod dynamic;
 mod error;
-mod load;
 
 pub use config::{
     Config, GeneratedFile, HEADER, Method, Service, ServiceGenerator, compile_protos, write_files,
 };
 pub use error::BuildError;
-pub use load::load;
+pub use ferry_reflect::load;

@@ -4,8 +4,8 @@ use std::io::{Read, Write};
 
 use ferry::wire::{Context, DecodeError, DynamicMessage, Limits, View};
 
-use crate::json;
 use crate::schema::{CliError, SchemaArgs};
+use ferry_reflect::json;
 
 /// Options of `ferry decode`.
 #[derive(clap::Args, Debug)]

@@ -4,8 +4,8 @@ use std::io::{Read, Write};
 
 use ferry::{Limits, Outgoing, View};
 
-use crate::json;
 use crate::schema::{CliError, SchemaArgs};
+use ferry_reflect::json;
 
 /// Options of `ferry encode`.
 #[derive(clap::Args, Debug)]

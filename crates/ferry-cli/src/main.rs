@@ -26,7 +26,6 @@ mod demo;
 mod encode;
 mod generate;
 mod inspect;
-mod json;
 mod schema;
 
 use clap::{Parser, Subcommand};

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use ferry::wire::MessageDesc;
-use ferry_build::dynamic::Schema;
+use ferry_reflect::Schema;
 use prost_reflect::MessageDescriptor;
 
 /// The .proto files of a command.

@@ -1,5 +1,6 @@
 //! Run-time schemas: `.proto` messages as leaked [`ferry_wire::MessageDesc`]s, for tools that
-//! encode and decode without a compile step (`ferry encode/decode/inspect`).
+//! encode and decode without a compile step (`ferry encode/decode/inspect`, servers that load
+//! schemas at start).
 //!
 //! A [`Schema`] wraps a `prost_reflect` [`DescriptorPool`] (from [`crate::load`]) and turns a
 //! message, and every message it reaches, into `&'static MessageDesc`s that
@@ -24,7 +25,7 @@ use std::sync::Mutex;
 use ferry_wire::{FieldDesc, Kind, Label, MessageDesc};
 use prost_reflect::{Cardinality, DescriptorPool, FieldDescriptor, MessageDescriptor};
 
-use crate::BuildError;
+use crate::SchemaError;
 
 /// A descriptor pool and the Ferry descriptors built from it so far.
 pub struct Schema {
@@ -55,7 +56,7 @@ impl Schema {
     pub fn load(
         files: &[impl AsRef<std::path::Path>],
         includes: &[impl AsRef<std::path::Path>],
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, SchemaError> {
         crate::load(files, includes).map(Schema::new)
     }
 
@@ -72,7 +73,7 @@ impl Schema {
     }
 
     /// The Ferry descriptor of a message, by full name. `Ok(None)` if there is no such message.
-    pub fn message(&self, full_name: &str) -> Result<Option<&'static MessageDesc>, BuildError> {
+    pub fn message(&self, full_name: &str) -> Result<Option<&'static MessageDesc>, SchemaError> {
         match self.descriptor(full_name) {
             Some(m) => self.desc(&m).map(Some),
             None => Ok(None),
@@ -81,7 +82,7 @@ impl Schema {
 
     /// The Ferry descriptor of `message`, building it and every message it reaches that was
     /// not built before.
-    pub fn desc(&self, message: &MessageDescriptor) -> Result<&'static MessageDesc, BuildError> {
+    pub fn desc(&self, message: &MessageDescriptor) -> Result<&'static MessageDesc, SchemaError> {
         // A panic while building leaves no half-built entry in the map (they are inserted at
         // the end), so a poisoned lock is still consistent.
         let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
@@ -119,7 +120,7 @@ impl Schema {
             let lookup = |name: &str| shells.get(name).or_else(|| built.get(name)).copied();
             let fields: &'static [FieldDesc] = Box::leak(fields_of(m, lookup)?.into_boxed_slice());
             let desc = shells[m.full_name()];
-            desc.set_fields(fields).map_err(|e| BuildError::Unsupported {
+            desc.set_fields(fields).map_err(|e| SchemaError::Unsupported {
                 file: m.parent_file().name().to_owned(),
                 line: 0,
                 construct: format!("message `{}`", m.full_name()),
@@ -132,11 +133,11 @@ impl Schema {
 }
 
 /// Refuses files that are neither proto2 nor proto3 (editions).
-fn check_syntax(m: &MessageDescriptor) -> Result<(), BuildError> {
+fn check_syntax(m: &MessageDescriptor) -> Result<(), SchemaError> {
     let file = m.parent_file();
     match file.file_descriptor_proto().syntax.as_deref() {
         None | Some("proto2") | Some("proto3") => Ok(()),
-        Some(other) => Err(BuildError::Unsupported {
+        Some(other) => Err(SchemaError::Unsupported {
             file: file.name().to_owned(),
             line: 0,
             construct: format!("syntax `{other}`"),
@@ -154,7 +155,7 @@ fn leak_str(s: &str) -> &'static str {
 fn fields_of(
     m: &MessageDescriptor,
     lookup: impl Fn(&str) -> Option<&'static MessageDesc>,
-) -> Result<Vec<FieldDesc>, BuildError> {
+) -> Result<Vec<FieldDesc>, SchemaError> {
     // Dense indices for real oneofs; synthetic ones (proto3 `optional`) get none.
     let real_oneofs: Vec<String> = m
         .oneofs()
@@ -189,7 +190,7 @@ fn fields_of(
 fn kind_of(
     f: &FieldDescriptor,
     lookup: &impl Fn(&str) -> Option<&'static MessageDesc>,
-) -> Result<Kind, BuildError> {
+) -> Result<Kind, SchemaError> {
     use prost_reflect::Kind as P;
     Ok(match f.kind() {
         P::Double => Kind::Double,
@@ -212,7 +213,7 @@ fn kind_of(
             Some(d) => Kind::Message(d),
             // Unreachable: every message a field names was collected before.
             None => {
-                return Err(BuildError::Unsupported {
+                return Err(SchemaError::Unsupported {
                     file: f.parent_file().name().to_owned(),
                     line: 0,
                     construct: format!("field `{}`", f.full_name()),

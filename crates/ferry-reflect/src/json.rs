@@ -26,8 +26,7 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-use ferry::HybridBytes;
-use ferry::wire::{DynamicMessage, Kind, List, MessageDesc, Value};
+use ferry_wire::{DynamicMessage, HybridBytes, Kind, List, MessageDesc, Value};
 use prost_reflect::{FieldDescriptor, Kind as PKind, MessageDescriptor};
 use serde_json::Value as Json;
 
@@ -161,7 +160,7 @@ pub fn from_json(
 fn set_field(m: &mut DynamicMessage<'static>, f: &FieldDescriptor, json: &Json) -> Result<(), JsonError> {
     let desc = m.desc();
     let n = f.number();
-    let mismatch = |e: ferry::wire::TypeMismatch| JsonError::new(e.to_string());
+    let mismatch = |e: ferry_wire::TypeMismatch| JsonError::new(e.to_string());
     if f.is_map() {
         let Json::Object(obj) = json else {
             return Err(JsonError::new(format!(
@@ -597,13 +596,9 @@ fn string(s: &str, out: &mut String) {
 mod tests {
     use super::*;
 
-    fn schema() -> (
-        ferry_build::dynamic::Schema,
-        MessageDescriptor,
-        &'static MessageDesc,
-    ) {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-        let s = ferry_build::dynamic::Schema::load(&[dir.join("everything.proto")], &[&dir]).unwrap();
+    fn schema() -> (crate::Schema, MessageDescriptor, &'static MessageDesc) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ferry-cli/tests/data");
+        let s = crate::Schema::load(&[dir.join("everything.proto")], &[&dir]).unwrap();
         let md = s.descriptor("ferry.test.Everything").unwrap();
         let desc = s.desc(&md).unwrap();
         (s, md, desc)

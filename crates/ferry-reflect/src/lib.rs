@@ -1,0 +1,24 @@
+//! Ferry's schemas at run time, for long-running programs and tools: no code generation, no
+//! `syn`/`quote`/`prettyplease` (those stay in `ferry-build`).
+//!
+//! - [`load`]: `.proto` files to a `prost_reflect` descriptor pool (pure Rust, no `protoc`).
+//! - [`Schema`]: the pool's messages as Ferry descriptors ([`ferry_wire::MessageDesc`]) that
+//!   [`ferry_wire::DynamicMessage`] and [`ferry_wire::View`] work with.
+//! - [`json`]: the proto3 JSON mapping to and from a [`ferry_wire::DynamicMessage`].
+//!
+//! What it is not: the schema compiler (`ferry-build` generates Rust types from the same
+//! files), or a protobuf runtime for generated types.
+//!
+//! Known limit: a [`Schema`]'s descriptors are leaked (`MessageDesc` refers to nested types as
+//! `&'static`), so build a schema once per program, not per request or per reload.
+
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod json;
+mod load;
+mod schema;
+
+pub use error::SchemaError;
+pub use load::load;
+pub use schema::Schema;
