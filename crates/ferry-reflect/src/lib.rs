@@ -5,9 +5,11 @@
 //! - [`Schema`]: the pool's messages as Ferry descriptors ([`ferry_wire::MessageDesc`]) that
 //!   [`ferry_wire::DynamicMessage`] and [`ferry_wire::View`] work with.
 //! - [`json`]: the proto3 JSON mapping to and from a [`ferry_wire::DynamicMessage`].
+//! - [`protobuf`]: the protobuf binary format to and from a [`ferry_wire::DynamicMessage`],
+//!   byte for byte as prost writes it.
 //!
 //! What it is not: the schema compiler (`ferry-build` generates Rust types from the same
-//! files), or a protobuf runtime for generated types.
+//! files), or a protobuf runtime for generated types (prost is).
 //!
 //! Known limit: a [`Schema`]'s descriptors are leaked (`MessageDesc` refers to nested types as
 //! `&'static`), so build a schema once per program, not per request or per reload.
@@ -17,6 +19,7 @@
 mod error;
 pub mod json;
 mod load;
+pub mod protobuf;
 mod schema;
 
 pub use error::SchemaError;
