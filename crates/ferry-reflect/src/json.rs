@@ -30,6 +30,8 @@ use ferry_wire::{DynamicMessage, HybridBytes, Kind, List, MessageDesc, Value};
 use prost_reflect::{FieldDescriptor, Kind as PKind, MessageDescriptor};
 use serde_json::Value as Json;
 
+use crate::values::{empty_list, implicit_presence, is_default, push};
+
 /// Why a JSON document does not fit the schema: what, and where (a path like `inner.tags[2]`).
 #[derive(Debug)]
 pub struct JsonError {
@@ -69,26 +71,6 @@ impl std::fmt::Display for JsonError {
 }
 
 impl std::error::Error for JsonError {}
-
-/// A field without explicit presence: omitted on output when it holds its default.
-fn implicit_presence(f: &FieldDescriptor) -> bool {
-    !f.supports_presence() && !f.is_list() && !f.is_map()
-}
-
-fn is_default(v: &Value<'_>) -> bool {
-    match v {
-        Value::Bool(x) => !x,
-        Value::I32(x) => *x == 0,
-        Value::I64(x) => *x == 0,
-        Value::U32(x) => *x == 0,
-        Value::U64(x) => *x == 0,
-        // Bitwise zero: -0.0 is not the default (as in protobuf).
-        Value::F32(x) => x.to_bits() == 0,
-        Value::F64(x) => x.to_bits() == 0,
-        Value::Bytes(b) => b.is_empty(),
-        Value::Message(_) | Value::List(_) => false,
-    }
-}
 
 /// The fields of `md` in ascending number order.
 fn fields_by_number(md: &MessageDescriptor) -> Vec<FieldDescriptor> {
@@ -194,7 +176,11 @@ fn set_field(m: &mut DynamicMessage<'static>, f: &FieldDescriptor, json: &Json) 
         };
         let kind = f.kind();
         let child = nested(desc, n);
-        let mut list = empty_list(&kind);
+        let ferry_kind = desc
+            .field(n)
+            .map(|f| f.kind)
+            .ok_or_else(|| JsonError::new("field missing from the Ferry descriptor"))?;
+        let mut list = empty_list(ferry_kind);
         for (i, item) in items.iter().enumerate() {
             let at = |e: JsonError| e.at(format!("[{i}]"));
             if item.is_null() {
@@ -213,36 +199,6 @@ fn set_field(m: &mut DynamicMessage<'static>, f: &FieldDescriptor, json: &Json) 
         return Ok(());
     }
     m.set(n, v).map_err(mismatch)
-}
-
-fn empty_list(kind: &PKind) -> List<'static> {
-    match kind {
-        PKind::Bool => List::Bool(Vec::new()),
-        PKind::Int32 | PKind::Sint32 | PKind::Sfixed32 | PKind::Enum(_) => List::I32(Vec::new()),
-        PKind::Int64 | PKind::Sint64 | PKind::Sfixed64 => List::I64(Vec::new()),
-        PKind::Uint32 | PKind::Fixed32 => List::U32(Vec::new()),
-        PKind::Uint64 | PKind::Fixed64 => List::U64(Vec::new()),
-        PKind::Float => List::F32(Vec::new()),
-        PKind::Double => List::F64(Vec::new()),
-        PKind::String | PKind::Bytes => List::Bytes(Vec::new()),
-        PKind::Message(_) => List::Messages(Vec::new()),
-    }
-}
-
-fn push(list: &mut List<'static>, v: Value<'static>) -> bool {
-    match (list, v) {
-        (List::Bool(l), Value::Bool(x)) => l.push(x),
-        (List::I32(l), Value::I32(x)) => l.push(x),
-        (List::I64(l), Value::I64(x)) => l.push(x),
-        (List::U32(l), Value::U32(x)) => l.push(x),
-        (List::U64(l), Value::U64(x)) => l.push(x),
-        (List::F32(l), Value::F32(x)) => l.push(x),
-        (List::F64(l), Value::F64(x)) => l.push(x),
-        (List::Bytes(l), Value::Bytes(x)) => l.push(x),
-        (List::Messages(l), Value::Message(x)) => l.push(x),
-        _ => return false,
-    }
-    true
 }
 
 /// One value of kind `kind`; `child` is the Ferry descriptor when `kind` is a message.

@@ -21,6 +21,7 @@ pub mod json;
 mod load;
 pub mod protobuf;
 mod schema;
+mod values;
 
 pub use error::SchemaError;
 pub use load::load;

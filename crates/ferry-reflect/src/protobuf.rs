@@ -25,6 +25,8 @@ use std::collections::BTreeMap;
 use ferry_wire::{Context, DynamicMessage, HybridBytes, Kind, List, MessageDesc, Value};
 use prost_reflect::{FieldDescriptor, Kind as PKind, MessageDescriptor};
 
+use crate::values::{empty_list, implicit_presence, is_default, push};
+
 /// Limits of [`decode`], against hostile input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProtobufLimits {
@@ -297,7 +299,7 @@ impl<'a> Decoder<'a, '_> {
                     }
                     k => self.scalar(&fd, k, &mut r, wt).map_err(fail)?,
                 };
-                if !fd.supports_presence() && is_default(&value) {
+                if implicit_presence(&fd) && is_default(&value) {
                     // An implicit-presence field holding its default is absent (and a later
                     // default replaces an earlier value: last one wins).
                     m.clear(number);
@@ -394,13 +396,15 @@ impl<'a> Decoder<'a, '_> {
                 };
                 while packed.pos < bytes.len() {
                     let v = read_scalar(k, &mut packed, self.ctx).map_err(Nested::Here)?;
-                    push(&mut list, v);
+                    let pushed = push(&mut list, v);
+                    debug_assert!(pushed, "read_scalar returns the list's kind");
                 }
             }
             k => {
                 expect(wt, wire_type(k), fd).map_err(Nested::Here)?;
                 let v = read_scalar(k, r, self.ctx).map_err(Nested::Here)?;
-                push(&mut list, v);
+                let pushed = push(&mut list, v);
+                debug_assert!(pushed, "read_scalar returns the list's kind");
             }
         }
         Ok(list)
@@ -487,34 +491,6 @@ fn read_scalar<'a>(kind: Kind, r: &mut Reader<'a>, ctx: &'a Context) -> Result<V
     })
 }
 
-fn empty_list<'a>(kind: Kind) -> List<'a> {
-    match kind {
-        Kind::Bool => List::Bool(Vec::new()),
-        Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => List::I32(Vec::new()),
-        Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => List::I64(Vec::new()),
-        Kind::UInt32 | Kind::Fixed32 => List::U32(Vec::new()),
-        Kind::UInt64 | Kind::Fixed64 => List::U64(Vec::new()),
-        Kind::Float => List::F32(Vec::new()),
-        Kind::Double => List::F64(Vec::new()),
-        Kind::String | Kind::Bytes => List::Bytes(Vec::new()),
-        Kind::Message(_) => List::Messages(Vec::new()),
-    }
-}
-
-fn push<'a>(list: &mut List<'a>, v: Value<'a>) {
-    match (list, v) {
-        (List::Bool(l), Value::Bool(x)) => l.push(x),
-        (List::I32(l), Value::I32(x)) => l.push(x),
-        (List::I64(l), Value::I64(x)) => l.push(x),
-        (List::U32(l), Value::U32(x)) => l.push(x),
-        (List::U64(l), Value::U64(x)) => l.push(x),
-        (List::F32(l), Value::F32(x)) => l.push(x),
-        (List::F64(l), Value::F64(x)) => l.push(x),
-        (List::Bytes(l), Value::Bytes(x)) => l.push(x),
-        _ => unreachable!("read_scalar returns the list's kind"),
-    }
-}
-
 /// The default of a kind (a map entry's missing key or value).
 fn default_value<'a>(kind: Option<Kind>, ctx: &'a Context) -> Value<'a> {
     match kind {
@@ -568,21 +544,6 @@ fn put_scalar(out: &mut Vec<u8>, kind: Kind, v: &Value<'_>) {
         (_, Value::F32(x)) => out.extend_from_slice(&x.to_le_bytes()),
         (_, Value::F64(x)) => out.extend_from_slice(&x.to_le_bytes()),
         _ => {}
-    }
-}
-
-fn is_default(v: &Value<'_>) -> bool {
-    match v {
-        Value::Bool(b) => !b,
-        Value::I32(x) => *x == 0,
-        Value::I64(x) => *x == 0,
-        Value::U32(x) => *x == 0,
-        Value::U64(x) => *x == 0,
-        // Bitwise: -0.0 is not the default (protobuf's rule for implicit presence).
-        Value::F32(x) => x.to_bits() == 0,
-        Value::F64(x) => x.to_bits() == 0,
-        Value::Bytes(b) => b.is_empty(),
-        Value::Message(_) | Value::List(_) => false,
     }
 }
 
@@ -662,7 +623,7 @@ fn encode_into(md: &MessageDescriptor, m: &DynamicMessage<'_>, out: &mut Vec<u8>
                 }
             }
             v => {
-                if !fd.supports_presence() && is_default(v) {
+                if implicit_presence(&fd) && is_default(v) {
                     continue;
                 }
                 encode_value(out, &fd, f.kind, number, v);

@@ -3,10 +3,9 @@
 //! encode to the bytes prost writes and decode to the same values; hand-made inputs pin the
 //! decoding rules (unknown fields, unpacked repeated, last-one-wins, merging, errors).
 
-use ferry_buf::{Pool, PoolConfig};
 use ferry_reflect::Schema;
 use ferry_reflect::protobuf::{self, ProtobufErrorKind, ProtobufLimits};
-use ferry_testkit::{Builder, Rng};
+use ferry_testkit::{Builder, Rng, pool};
 use ferry_wire::{Context, DynamicMessage, List, Value};
 use prost::Message as _;
 
@@ -19,15 +18,6 @@ fn schema() -> Schema {
         ],
         &[&dir],
     )
-    .unwrap()
-}
-
-fn pool() -> Pool {
-    Pool::new(PoolConfig {
-        region_size: 1 << 20,
-        max_bytes: 64 << 20,
-        ..PoolConfig::default()
-    })
     .unwrap()
 }
 

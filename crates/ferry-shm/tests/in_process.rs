@@ -4,21 +4,10 @@ use ferry::Message as _;
 use std::thread;
 
 use ferry::sample::Record;
-use ferry_buf::{Pool, PoolConfig};
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
+use ferry_testkit::shared_pool as pool;
 use ferry_transport::Meta;
 use ferry_wire::{Context, Limits};
-
-fn pool() -> Pool {
-    Pool::new(PoolConfig {
-        shared: true,
-        max_bytes: 64 << 20,
-        region_size: 2 << 20,
-        mlock: false,
-        ..PoolConfig::default()
-    })
-    .unwrap()
-}
 
 #[test]
 fn ping_pong() {

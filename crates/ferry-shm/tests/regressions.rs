@@ -3,8 +3,8 @@
 use std::thread;
 
 use ferry::sample::{RECORD, Record};
-use ferry_buf::{Pool, PoolConfig};
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
+use ferry_testkit::shared_pool;
 use ferry_transport::{Meta, TransportError};
 use ferry_wire::{Context, DynamicMessage, EncodeError, FieldDesc, Kind, Label, Limits, MessageDesc};
 
@@ -19,17 +19,6 @@ static REQUIRED: MessageDesc = MessageDesc::new(
     }],
     false,
 );
-
-fn shared_pool() -> Pool {
-    Pool::new(PoolConfig {
-        shared: true,
-        max_bytes: 32 << 20,
-        region_size: 2 << 20,
-        mlock: false,
-        ..PoolConfig::default()
-    })
-    .unwrap()
-}
 
 /// A send that fails (here: a required field unset) used to consume an implicit request id, so
 /// the receiver, which counts only messages that arrive, numbered every later message one

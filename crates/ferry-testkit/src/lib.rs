@@ -1,12 +1,12 @@
 //! Test support shared by Ferry's crates (dev-only; never a dependency of a library): a
-//! seeded random generator and a builder of random messages for any descriptor.
+//! seeded random generator, a builder of random messages for any descriptor, and test pools.
 //!
 //! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
 //! that file.
 
 #![forbid(unsafe_code)]
 
-use ferry_buf::Pool;
+use ferry_buf::{Pool, PoolConfig};
 use ferry_wire::{Context, DynamicMessage, HybridBytes, Kind, Label, List, MessageDesc, Value};
 
 /// A small deterministic generator, so one proptest `u64` seeds a whole message tree.
@@ -197,4 +197,27 @@ impl Builder<'_> {
 /// Whether a message of `desc` cannot be empty (it has a proto2 required field).
 fn has_required(desc: &MessageDesc) -> bool {
     desc.fields().iter().any(|f| f.label == Label::Required)
+}
+
+/// A small private pool for tests: 1 MiB regions, at most 64 MiB.
+pub fn pool() -> Pool {
+    Pool::new(PoolConfig {
+        region_size: 1 << 20,
+        max_bytes: 64 << 20,
+        ..PoolConfig::default()
+    })
+    .expect("a test pool")
+}
+
+/// A small shared pool (a memfd a peer can map: what the shared-memory transport sends
+/// from): 2 MiB regions, at most 64 MiB, not `mlock`ed.
+pub fn shared_pool() -> Pool {
+    Pool::new(PoolConfig {
+        shared: true,
+        max_bytes: 64 << 20,
+        region_size: 2 << 20,
+        mlock: false,
+        ..PoolConfig::default()
+    })
+    .expect("a shared test pool")
 }

@@ -5,9 +5,10 @@ use std::net::TcpListener;
 use std::thread;
 
 use ferry::sample::{RECORD, Record};
-use ferry_buf::{Pool, PoolConfig};
+use ferry_buf::Pool;
 use ferry_net::{Config, Connection};
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
+use ferry_testkit::shared_pool;
 use ferry_transport::{Meta, Received, Transport};
 use ferry_wire::{Context, Limits};
 
@@ -52,17 +53,6 @@ fn call<T: Transport>(conn: &mut T, pool: &Pool) {
         let view = frame.view(&RECORD, &limits()).unwrap();
         assert_eq!(view.bytes(1), Some(&[(i % 3) as u8][..]));
     }
-}
-
-fn shared_pool() -> Pool {
-    Pool::new(PoolConfig {
-        shared: true,
-        max_bytes: 64 << 20,
-        region_size: 2 << 20,
-        mlock: false,
-        ..PoolConfig::default()
-    })
-    .unwrap()
 }
 
 /// Frames must fit the pool's largest buffer (2 MiB here).
