@@ -9,8 +9,8 @@
 //! ```
 //!
 //! This crate is sans-IO: it never touches a socket. It is NOT the schema compiler (message
-//! types implement [`Encode`] and wrap [`View`]; `ferry-build` will generate them) and NOT the
-//! memory pool (that is `ferry-buf`).
+//! types implement [`Encode`] and [`Message`] and wrap [`View`]; `ferry-build` generates them)
+//! and NOT the memory pool (that is `ferry-buf`).
 //!
 //! # Who owns what
 //!

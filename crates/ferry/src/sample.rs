@@ -1,4 +1,4 @@
-//! Sample message types, written by hand in the shape the schema compiler will generate.
+//! Sample message types, written by hand in the shape `ferry-build` generates.
 //!
 //! [`Record`] is the Cornflakes/muSer object model (a key and a list of opaque fields), used by
 //! the demo and the benchmarks:

@@ -5,7 +5,7 @@ use proc_macro2::{Literal, TokenStream};
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor, OneofDescriptor, Value};
 use quote::{format_ident, quote};
 
-use super::docs::doc;
+use super::docs::{SourceInfo, doc};
 use super::names::{Scope, ident, snake};
 use super::{Context, enums, oneof_index};
 use crate::BuildError;
@@ -429,6 +429,708 @@ impl Gen<'_, '_> {
         }
     }
 
+    /// A singular scalar or enum field.
+    fn emit_singular_scalar(&self, f: &Field, s: &Scalar, ids: &FieldNames, out: &mut Emitted) {
+        let num = ids.num;
+        let FieldNames {
+            n,
+            fid,
+            set,
+            clear,
+            has,
+            fdoc,
+            selfconv,
+            dset,
+            dclear,
+            dhas,
+            ..
+        } = ids;
+        let Emitted {
+            methods,
+            view_methods,
+            to_msg,
+            visits,
+            ..
+        } = out;
+        let t = &s.rust;
+        let explicit = matches!(f.shape, Shape::Explicit);
+        let (pty, conv) = self.param(&f.ty, &quote!(value));
+        let get = match (&f.default, explicit) {
+            (_, false) => quote!(self.#fid),
+            (Some(d), true) => quote!(self.#fid.unwrap_or(#d)),
+            (None, true) => quote!(self.#fid.unwrap_or_default()),
+        };
+        let store = if explicit {
+            quote!(::core::option::Option::Some(#conv))
+        } else {
+            conv
+        };
+        let presence = if explicit {
+            quote! {
+                #[doc = #dhas] #selfconv
+                pub fn #has(&self) -> bool { self.#fid.is_some() }
+                #[doc = #dclear] #selfconv
+                pub fn #clear(&mut self) { self.#fid = ::core::option::Option::None; }
+            }
+        } else {
+            quote! {
+                #[doc = #dclear] #selfconv
+                pub fn #clear(&mut self) { self.#fid = ::core::default::Default::default(); }
+            }
+        };
+        methods.push(quote! {
+            #fdoc #selfconv
+            pub fn #fid(&self) -> #t { #get }
+            #[doc = #dset] #selfconv
+            pub fn #set(&mut self, value: #pty) { self.#fid = #store; }
+            #presence
+        });
+        visits.push((
+            num,
+            if explicit {
+                quote!(if let ::core::option::Option::Some(x) = self.#fid { v.scalar(#n, x); })
+            } else if s.boolean {
+                quote!(if self.#fid { v.scalar(#n, true); })
+            } else if s.float {
+                quote!(if self.#fid.to_bits() != 0 { v.scalar(#n, self.#fid); })
+            } else {
+                quote!(if self.#fid != 0 { v.scalar(#n, self.#fid); })
+            },
+        ));
+        let vget = match &f.default {
+            Some(d) => quote!(self.0.scalar(#n).unwrap_or(#d)),
+            None => quote!(self.0.scalar(#n).unwrap_or_default()),
+        };
+        view_methods.push(quote! {
+            #fdoc #selfconv
+            pub fn #fid(&self) -> #t { #vget }
+        });
+        if explicit {
+            view_methods.push(quote! {
+                #[doc = #dhas] #selfconv
+                pub fn #has(&self) -> bool { self.0.has(#n) }
+            });
+            to_msg.push(quote!(m.#fid = self.0.scalar(#n);));
+        } else {
+            to_msg.push(quote!(m.#fid = self.0.scalar(#n).unwrap_or_default();));
+        }
+    }
+
+    /// A singular `bytes` or `string` field.
+    fn emit_singular_bytes(&self, f: &Field, ids: &FieldNames, out: &mut Emitted) {
+        let num = ids.num;
+        let FieldNames {
+            n,
+            fid,
+            set,
+            clear,
+            has,
+            hybrid,
+            pname,
+            fdoc,
+            selfconv,
+            dset,
+            dclear,
+            dhas,
+            ..
+        } = ids;
+        let Emitted {
+            methods,
+            view_methods,
+            to_msg,
+            visits,
+            ..
+        } = out;
+        let w = &self.w;
+        let is_str = matches!(f.ty, Ty::Str);
+        let explicit = matches!(f.shape, Shape::Explicit);
+        let (pty, conv) = self.param(&f.ty, &quote!(value));
+        let (out, hty, as_val, empty) = if is_str {
+            (
+                quote!(&str),
+                quote!(#w::HybridStr<'a>),
+                quote!(as_str()),
+                quote!(""),
+            )
+        } else {
+            (
+                quote!(&[u8]),
+                quote!(#w::HybridBytes<'a>),
+                quote!(as_slice()),
+                quote!(&[]),
+            )
+        };
+        let dflt = f.default.clone().unwrap_or(empty);
+        let dh = format!(" `{pname}` as stored: copied or zero-copy.");
+        if explicit {
+            methods.push(quote! {
+                #fdoc #selfconv
+                pub fn #fid(&self) -> #out {
+                    match &self.#fid {
+                        ::core::option::Option::Some(x) => x.#as_val,
+                        ::core::option::Option::None => #dflt,
+                    }
+                }
+                #[doc = #dh] #selfconv
+                pub fn #hybrid(&self) -> ::core::option::Option<&#hty> { self.#fid.as_ref() }
+                #[doc = #dset] #selfconv
+                pub fn #set(&mut self, value: #pty) { self.#fid = ::core::option::Option::Some(#conv); }
+                #[doc = #dhas] #selfconv
+                pub fn #has(&self) -> bool { self.#fid.is_some() }
+                #[doc = #dclear] #selfconv
+                pub fn #clear(&mut self) { self.#fid = ::core::option::Option::None; }
+            });
+        } else {
+            methods.push(quote! {
+                #fdoc #selfconv
+                pub fn #fid(&self) -> #out { self.#fid.#as_val }
+                #[doc = #dh] #selfconv
+                pub fn #hybrid(&self) -> &#hty { &self.#fid }
+                #[doc = #dset] #selfconv
+                pub fn #set(&mut self, value: #pty) { self.#fid = #conv; }
+                #[doc = #dclear] #selfconv
+                pub fn #clear(&mut self) { self.#fid = ::core::default::Default::default(); }
+            });
+        }
+        let bytes = if is_str { quote!(x.as_bytes()) } else { quote!(x) };
+        visits.push((
+            num,
+            if explicit {
+                quote!(if let ::core::option::Option::Some(x) = &self.#fid { v.bytes(#n, #bytes); })
+            } else {
+                quote!({ let x = &self.#fid; if !x.#as_val.is_empty() { v.bytes(#n, #bytes); } })
+            },
+        ));
+        if is_str {
+            let vget = match &f.default {
+                Some(d) => quote!(self.0.str(#n).map(|s| s.unwrap_or(#d))),
+                None => quote!(self.0.str(#n).map(::core::option::Option::unwrap_or_default)),
+            };
+            view_methods.push(quote! {
+                #fdoc
+                ///
+                /// Fails if the value is not UTF-8.
+                #selfconv
+                pub fn #fid(&self) -> ::core::result::Result<&'b str, #w::DecodeError> { #vget }
+            });
+            let read = quote!(self.0.str(#n)?.map(|s| #w::HybridStr::new(s, ctx)));
+            to_msg.push(if explicit {
+                quote!(m.#fid = #read;)
+            } else {
+                quote!(m.#fid = #read.unwrap_or_default();)
+            });
+        } else {
+            let vget = match &f.default {
+                Some(d) => quote!(self.0.bytes(#n).unwrap_or(#d)),
+                None => quote!(self.0.bytes(#n).unwrap_or_default()),
+            };
+            view_methods.push(quote! {
+                #fdoc #selfconv
+                pub fn #fid(&self) -> &'b [u8] { #vget }
+            });
+            to_msg.push(if explicit {
+                quote!(m.#fid = self.0.hybrid(#n, ctx);)
+            } else {
+                quote!(m.#fid = self.0.hybrid(#n, ctx).unwrap_or_default();)
+            });
+        }
+        if explicit {
+            view_methods.push(quote! {
+                #[doc = #dhas] #selfconv
+                pub fn #has(&self) -> bool { self.0.has(#n) }
+            });
+        }
+    }
+
+    /// A singular message field.
+    fn emit_singular_message(&self, f: &Field, c: &MessageDescriptor, ids: &FieldNames, out: &mut Emitted) {
+        let num = ids.num;
+        let FieldNames {
+            n,
+            fid,
+            set,
+            clear,
+            has,
+            mutf,
+            pname,
+            fdoc,
+            selfconv,
+            dset,
+            dclear,
+            dhas,
+            ..
+        } = ids;
+        let Emitted {
+            methods,
+            view_methods,
+            to_msg,
+            visits,
+            ..
+        } = out;
+        let cp = self.msg_path(c);
+        let cv = self.view_path(c);
+        let wrap = |x: TokenStream| {
+            if f.boxed {
+                quote!(::std::boxed::Box::new(#x))
+            } else {
+                x
+            }
+        };
+        let new_child = wrap(quote!(#cp::new(ctx)));
+        let set_value = wrap(quote!(value));
+        let get = if f.boxed {
+            quote!(self.#fid.as_deref())
+        } else {
+            quote!(self.#fid.as_ref())
+        };
+        let dm = format!(" Mutable access to `{pname}`, set to an empty message first if absent.");
+        methods.push(quote! {
+            #fdoc #selfconv
+            pub fn #fid(&self) -> ::core::option::Option<&#cp<'a>> { #get }
+            #[doc = #dm] #selfconv
+            pub fn #mutf(&mut self) -> &mut #cp<'a> {
+                let ctx = self.ctx;
+                self.#fid.get_or_insert_with(|| #new_child)
+            }
+            #[doc = #dset] #selfconv
+            pub fn #set(&mut self, value: #cp<'a>) { self.#fid = ::core::option::Option::Some(#set_value); }
+            #[doc = #dhas] #selfconv
+            pub fn #has(&self) -> bool { self.#fid.is_some() }
+            #[doc = #dclear] #selfconv
+            pub fn #clear(&mut self) { self.#fid = ::core::option::Option::None; }
+        });
+        visits.push((
+            num,
+            quote!(if let ::core::option::Option::Some(x) = &self.#fid { v.message(#n, x); }),
+        ));
+        view_methods.push(quote! {
+            #fdoc #selfconv
+            pub fn #fid(&self) -> ::core::option::Option<#cv<'b>> { self.0.message(#n).map(#cv) }
+            #[doc = #dhas] #selfconv
+            pub fn #has(&self) -> bool { self.0.has(#n) }
+        });
+        let read = wrap(quote!(#cv(c).to_message(ctx)?));
+        to_msg.push(quote! {
+            if let ::core::option::Option::Some(c) = self.0.message(#n) {
+                m.#fid = ::core::option::Option::Some(#read);
+            }
+        });
+    }
+
+    /// A repeated field (not a map).
+    fn emit_repeated(&self, ty: &Ty, ids: &FieldNames, out: &mut Emitted) {
+        let num = ids.num;
+        let FieldNames {
+            n,
+            fid,
+            clear,
+            mutf,
+            init,
+            append,
+            pname,
+            fdoc,
+            selfconv,
+            dclear,
+            dmut,
+            ..
+        } = ids;
+        let Emitted {
+            methods,
+            view_methods,
+            to_msg,
+            visits,
+            ..
+        } = out;
+        let w = &self.w;
+        let et = self.value_ty(ty, &quote!('a));
+        let (pty, conv) = self.param(ty, &quote!(value));
+        let dinit = format!(" Clears `{pname}` and reserves room for `capacity` elements.");
+        let dapp = format!(" Appends to `{pname}`.");
+        methods.push(quote! {
+            #fdoc #selfconv
+            pub fn #fid(&self) -> &[#et] { &self.#fid }
+            #[doc = #dmut] #selfconv
+            pub fn #mutf(&mut self) -> &mut ::std::vec::Vec<#et> { &mut self.#fid }
+            #[doc = #dinit] #selfconv
+            pub fn #init(&mut self, capacity: usize) { self.#fid.clear(); self.#fid.reserve(capacity); }
+            #[doc = #dapp] #selfconv
+            pub fn #append(&mut self, value: #pty) { self.#fid.push(#conv); }
+            #[doc = #dclear] #selfconv
+            pub fn #clear(&mut self) { self.#fid.clear(); }
+        });
+        visits.push((
+            num,
+            match ty {
+                Ty::Scalar(_) => quote!(if !self.#fid.is_empty() { v.scalars(#n, &self.#fid); }),
+                Ty::Bytes | Ty::Str => {
+                    quote!(if !self.#fid.is_empty() { v.bytes_list(#n, &self.#fid); })
+                }
+                Ty::Msg(_) => {
+                    quote!(if !self.#fid.is_empty() { v.messages(#n, self.#fid.iter()); })
+                }
+            },
+        ));
+        match ty {
+            Ty::Scalar(s) => {
+                let t = &s.rust;
+                view_methods.push(quote! {
+                    #fdoc #selfconv
+                    pub fn #fid(&self) -> #w::ScalarList<'b, #t> { self.0.scalars(#n) }
+                });
+                to_msg.push(quote!(m.#fid = self.0.scalars::<#t>(#n).iter().collect();));
+            }
+            Ty::Bytes => {
+                view_methods.push(quote! {
+                    #fdoc #selfconv
+                    pub fn #fid(&self) -> #w::BytesList<'b> { self.0.bytes_list(#n) }
+                });
+                to_msg.push(quote! {
+                    let l = self.0.bytes_list(#n);
+                    m.#fid = (0..l.len()).filter_map(|i| l.hybrid(i, ctx)).collect();
+                });
+            }
+            Ty::Str => {
+                view_methods.push(quote! {
+                    #fdoc
+                    ///
+                    /// Elements are UTF-8 checked when read with `strs()`.
+                    #selfconv
+                    pub fn #fid(&self) -> #w::BytesList<'b> { self.0.bytes_list(#n) }
+                });
+                to_msg.push(quote! {
+                    for b in self.0.bytes_list(#n).iter() {
+                        match ::core::str::from_utf8(b) {
+                            ::core::result::Result::Ok(s) => m.#fid.push(#w::HybridStr::new(s, ctx)),
+                            ::core::result::Result::Err(_) => {
+                                // The runtime names the field and offset of the bad string.
+                                #w::DynamicMessage::from_view(&self.0, ctx)?;
+                                m.#fid.push(#w::HybridStr::from_string(::std::string::String::from_utf8_lossy(b).into_owned()));
+                            }
+                        }
+                    }
+                });
+            }
+            Ty::Msg(c) => {
+                let cv = self.view_path(c);
+                view_methods.push(quote! {
+                    #fdoc #selfconv
+                    pub fn #fid(&self) -> impl ::core::iter::Iterator<Item = #cv<'b>> + use<'b> {
+                        let l = self.0.messages(#n);
+                        (0..l.len()).filter_map(move |i| l.get(i)).map(#cv)
+                    }
+                });
+                to_msg.push(quote! {
+                    for c in self.0.messages(#n).iter() {
+                        m.#fid.push(#cv(c).to_message(ctx)?);
+                    }
+                });
+            }
+        }
+    }
+
+    /// A map field.
+    fn emit_map(&self, k: &Ty, val: &Ty, ids: &FieldNames, out: &mut Emitted) {
+        let num = ids.num;
+        let FieldNames {
+            n,
+            fid,
+            b,
+            clear,
+            mutf,
+            insert,
+            pname,
+            fdoc,
+            selfconv,
+            dclear,
+            dmut,
+            ..
+        } = ids;
+        let Emitted {
+            methods,
+            view_methods,
+            to_msg,
+            visits,
+            ..
+        } = out;
+        let w = &self.w;
+        let kt = self.value_ty(k, &quote!('a));
+        let vt = self.value_ty(val, &quote!('a));
+        let (kp, kc) = self.param(k, &quote!(key));
+        let (vp, vc) = self.param(val, &quote!(value));
+        let dins = format!(" Inserts into `{pname}`, replacing an equal key.");
+        // `HybridStr` orders by its bytes only; the pool handle inside is not part of the key.
+        let keylint = if matches!(k, Ty::Str) {
+            quote!(#[allow(clippy::mutable_key_type)])
+        } else {
+            quote!()
+        };
+        methods.push(quote! {
+            #fdoc #selfconv
+            #keylint
+            pub fn #fid(&self) -> &::std::collections::BTreeMap<#kt, #vt> { &self.#fid }
+            #[doc = #dmut] #selfconv #keylint
+            pub fn #mutf(&mut self) -> &mut ::std::collections::BTreeMap<#kt, #vt> { &mut self.#fid }
+            #[doc = #dins] #selfconv
+            pub fn #insert(&mut self, key: #kp, value: #vp) {
+                self.#fid.insert(#kc, #vc);
+            }
+            #[doc = #dclear] #selfconv
+            pub fn #clear(&mut self) { self.#fid.clear(); }
+        });
+        if matches!(k, Ty::Str) {
+            let getf = ident(&sfx(b, "get"));
+            let vts = self.value_ty(val, &quote!('s));
+            let dg = format!(" The value of `{pname}` under `key`.");
+            methods.push(quote! {
+                #[doc = #dg] #selfconv
+                #keylint
+                pub fn #getf<'s>(&'s self, key: &'s str) -> ::core::option::Option<&'s #vts> {
+                    let map: &'s ::std::collections::BTreeMap<#w::HybridStr<'s>, #vts> = &self.#fid;
+                    map.get(&#w::HybridStr::new(key, #w::Context::copy_only()))
+                }
+            });
+        }
+        visits.push((num, quote!(#w::visit_map(v, #n, &self.#fid);)));
+        // View: (key, value) pairs.
+        let read = |t: &Ty, num: u32| -> (TokenStream, TokenStream, TokenStream) {
+            let num = Literal::u32_unsuffixed(num);
+            // (item type, read in iterator, read for to_message)
+            match t {
+                Ty::Scalar(s) => {
+                    let r = &s.rust;
+                    (
+                        quote!(#r),
+                        quote!(e.scalar::<#r>(#num).unwrap_or_default()),
+                        quote!(e.scalar::<#r>(#num).unwrap_or_default()),
+                    )
+                }
+                Ty::Bytes => (
+                    quote!(&'b [u8]),
+                    quote!(e.bytes(#num).unwrap_or_default()),
+                    quote!(e.hybrid(#num, ctx).unwrap_or_default()),
+                ),
+                Ty::Str => (
+                    quote!(&'b str),
+                    quote!(e.str(#num).ok().flatten().unwrap_or_default()),
+                    quote!(#w::HybridStr::new(e.str(#num)?.unwrap_or_default(), ctx)),
+                ),
+                Ty::Msg(c) => {
+                    let cv = self.view_path(c);
+                    let cp = self.msg_path(c);
+                    (
+                        quote!(::core::option::Option<#cv<'b>>),
+                        quote!(e.message(#num).map(#cv)),
+                        quote!(match e.message(#num) {
+                            ::core::option::Option::Some(c) => #cv(c).to_message(ctx)?,
+                            ::core::option::Option::None => #cp::new(ctx),
+                        }),
+                    )
+                }
+            }
+        };
+        let (kit, kread, kmsg) = read(k, 1);
+        let (vit, vread, vmsg) = read(val, 2);
+        let strings = matches!(k, Ty::Str) || matches!(val, Ty::Str);
+        if strings {
+            let checks = [(k, 1u32), (val, 2u32)]
+                .into_iter()
+                .filter(|(t, _)| matches!(t, Ty::Str))
+                .map(|(_, num)| {
+                    let num = Literal::u32_unsuffixed(num);
+                    quote!(e.str(#num)?;)
+                });
+            view_methods.push(quote! {
+                #fdoc
+                ///
+                /// Entries in ascending key order; fails if a string is not UTF-8.
+                #selfconv
+                pub fn #fid(&self) -> ::core::result::Result<impl ::core::iter::Iterator<Item = (#kit, #vit)> + use<'b>, #w::DecodeError> {
+                    let l = self.0.messages(#n);
+                    for e in l.iter() { #(#checks)* }
+                    ::core::result::Result::Ok((0..l.len()).filter_map(move |i| l.get(i)).map(|e| (#kread, #vread)))
+                }
+            });
+        } else {
+            view_methods.push(quote! {
+                #fdoc
+                ///
+                /// Entries in ascending key order.
+                #selfconv
+                pub fn #fid(&self) -> impl ::core::iter::Iterator<Item = (#kit, #vit)> + use<'b> {
+                    let l = self.0.messages(#n);
+                    (0..l.len()).filter_map(move |i| l.get(i)).map(|e| (#kread, #vread))
+                }
+            });
+        }
+        to_msg.push(quote! {
+            for e in self.0.messages(#n).iter() {
+                let key = #kmsg;
+                let value = #vmsg;
+                m.#fid.insert(key, value);
+            }
+        });
+    }
+
+    /// A member of a oneof (its enum variant's accessors).
+    fn emit_oneof_member(
+        &self,
+        f: &Field,
+        o: usize,
+        ty: &Ty,
+        fields: &[Field],
+        ids: &FieldNames,
+        out: &mut Emitted,
+    ) {
+        let num = ids.num;
+        let FieldNames {
+            n,
+            fid,
+            set,
+            has,
+            pname,
+            fdoc,
+            selfconv,
+            ..
+        } = ids;
+        let Emitted {
+            methods,
+            view_methods,
+            to_msg,
+            visits,
+            ..
+        } = out;
+        let w = &self.w;
+        let oid = ident(&self.oneof_base(fields, o));
+        let path = self.oneof_path(o);
+        let var = ident(&f.variant);
+        let (pty, conv) = self.param(ty, &quote!(value));
+        let conv = if f.boxed {
+            quote!(::std::boxed::Box::new(#conv))
+        } else {
+            conv
+        };
+        let pat = quote!(::core::option::Option::Some(#path::#var(x)));
+        let (out, get) = match ty {
+            Ty::Scalar(s) => {
+                let t = &s.rust;
+                let d = f
+                    .default
+                    .clone()
+                    .unwrap_or_else(|| quote!(::core::default::Default::default()));
+                (quote!(#t), quote!(if let #pat = &self.#oid { *x } else { #d }))
+            }
+            Ty::Bytes => {
+                let d = f.default.clone().unwrap_or_else(|| quote!(&[]));
+                (
+                    quote!(&[u8]),
+                    quote!(if let #pat = &self.#oid { x.as_slice() } else { #d }),
+                )
+            }
+            Ty::Str => {
+                let d = f.default.clone().unwrap_or_else(|| quote!(""));
+                (
+                    quote!(&str),
+                    quote!(if let #pat = &self.#oid { x.as_str() } else { #d }),
+                )
+            }
+            Ty::Msg(c) => {
+                let cp = self.msg_path(c);
+                (
+                    quote!(::core::option::Option<&#cp<'a>>),
+                    quote!(if let #pat = &self.#oid { ::core::option::Option::Some(x) } else { ::core::option::Option::None }),
+                )
+            }
+        };
+        let dset1 = format!(
+            " Sets oneof `{}` to `{pname}`.",
+            f.desc
+                .containing_oneof()
+                .map(|o| o.name().to_string())
+                .unwrap_or_default()
+        );
+        let dhas1 = format!(" Whether the oneof holds `{pname}`.");
+        methods.push(quote! {
+            #fdoc #selfconv
+            pub fn #fid(&self) -> #out { #get }
+            #[doc = #dset1] #selfconv
+            pub fn #set(&mut self, value: #pty) { self.#oid = ::core::option::Option::Some(#path::#var(#conv)); }
+            #[doc = #dhas1] #selfconv
+            pub fn #has(&self) -> bool { ::core::matches!(&self.#oid, ::core::option::Option::Some(#path::#var(_))) }
+        });
+        visits.push((
+            num,
+            match ty {
+                Ty::Scalar(_) => quote!(if let #pat = &self.#oid { v.scalar(#n, *x); }),
+                Ty::Bytes => quote!(if let #pat = &self.#oid { v.bytes(#n, x); }),
+                Ty::Str => quote!(if let #pat = &self.#oid { v.bytes(#n, x.as_bytes()); }),
+                Ty::Msg(_) => quote!(if let #pat = &self.#oid { v.message(#n, x); }),
+            },
+        ));
+        let has_view = quote! {
+            #[doc = #dhas1] #selfconv
+            pub fn #has(&self) -> bool { self.0.has(#n) }
+        };
+        match ty {
+            Ty::Scalar(s) => {
+                let t = &s.rust;
+                let vget = match &f.default {
+                    Some(d) => quote!(self.0.scalar(#n).unwrap_or(#d)),
+                    None => quote!(self.0.scalar(#n).unwrap_or_default()),
+                };
+                view_methods.push(quote!(#fdoc #selfconv pub fn #fid(&self) -> #t { #vget } #has_view));
+                to_msg.push(quote! {
+                    if let ::core::option::Option::Some(x) = self.0.scalar::<#t>(#n) {
+                        m.#oid = ::core::option::Option::Some(#path::#var(x));
+                    }
+                });
+            }
+            Ty::Bytes => {
+                let vget = match &f.default {
+                    Some(d) => quote!(self.0.bytes(#n).unwrap_or(#d)),
+                    None => quote!(self.0.bytes(#n).unwrap_or_default()),
+                };
+                view_methods.push(quote!(#fdoc #selfconv pub fn #fid(&self) -> &'b [u8] { #vget } #has_view));
+                to_msg.push(quote! {
+                    if let ::core::option::Option::Some(x) = self.0.hybrid(#n, ctx) {
+                        m.#oid = ::core::option::Option::Some(#path::#var(x));
+                    }
+                });
+            }
+            Ty::Str => {
+                let vget = match &f.default {
+                    Some(d) => quote!(self.0.str(#n).map(|s| s.unwrap_or(#d))),
+                    None => quote!(self.0.str(#n).map(::core::option::Option::unwrap_or_default)),
+                };
+                view_methods.push(quote! {
+                    #fdoc
+                    ///
+                    /// Fails if the value is not UTF-8.
+                    #selfconv
+                    pub fn #fid(&self) -> ::core::result::Result<&'b str, #w::DecodeError> { #vget }
+                    #has_view
+                });
+                to_msg.push(quote! {
+                    if let ::core::option::Option::Some(s) = self.0.str(#n)? {
+                        m.#oid = ::core::option::Option::Some(#path::#var(#w::HybridStr::new(s, ctx)));
+                    }
+                });
+            }
+            Ty::Msg(c) => {
+                let cv = self.view_path(c);
+                view_methods.push(quote! {
+                    #fdoc #selfconv
+                    pub fn #fid(&self) -> ::core::option::Option<#cv<'b>> { self.0.message(#n).map(#cv) }
+                    #has_view
+                });
+                to_msg.push(quote! {
+                    if let ::core::option::Option::Some(c) = self.0.message(#n) {
+                        m.#oid = ::core::option::Option::Some(#path::#var(::std::boxed::Box::new(#cv(c).to_message(ctx)?)));
+                    }
+                });
+            }
+        }
+    }
+
     fn message(&self, names: &super::MessageNames) -> Result<TokenStream, BuildError> {
         let w = &self.w;
         let src = &self.ctx.sources[self.msg.parent_file().name()];
@@ -524,29 +1226,9 @@ impl Gen<'_, '_> {
         let mut required_checks: Vec<TokenStream> = Vec::new();
         for f in &fields {
             len_lint |= f.base == "len";
-            let num = f.number;
-            let n = Literal::u32_unsuffixed(num);
-            let fid = ident(&f.base);
-            let b = &f.base;
-            let set = format_ident!("set_{}", b);
-            let clear = format_ident!("clear_{}", b);
-            let has = format_ident!("has_{}", b);
-            let mutf = ident(&sfx(b, "mut"));
-            let init = format_ident!("init_{}", b);
-            let append = format_ident!("append_{}", b);
-            let insert = format_ident!("insert_{}", b);
-            let hybrid = ident(&sfx(b, "hybrid"));
-            let pname = f.desc.name();
-            let fdoc = doc(src.comment(f.desc.path()), &format!("Field `{pname}` = {n}."));
-            let selfconv = if ["to_", "into_", "from_"].iter().any(|p| b.starts_with(p)) {
-                quote!(#[allow(clippy::wrong_self_convention)])
-            } else {
-                quote!()
-            };
-            let dset = format!(" Sets `{pname}`.");
-            let dclear = format!(" Clears `{pname}`.");
-            let dhas = format!(" Whether `{pname}` is set.");
-            let dmut = format!(" Mutable access to `{pname}`.");
+            let ids = FieldNames::new(f, src);
+            let FieldNames { fid, .. } = &ids;
+            let mut out = Emitted::default();
 
             if f.desc.is_required() && !matches!(f.shape, Shape::Oneof(_)) {
                 let full = f.desc.full_name().to_string();
@@ -563,563 +1245,25 @@ impl Gen<'_, '_> {
             }
 
             match (&f.shape, &f.ty) {
-                // ---- singular scalars
                 (Shape::Implicit | Shape::Explicit, Ty::Scalar(s)) => {
-                    let t = &s.rust;
-                    let explicit = matches!(f.shape, Shape::Explicit);
-                    let (pty, conv) = self.param(&f.ty, &quote!(value));
-                    let get = match (&f.default, explicit) {
-                        (_, false) => quote!(self.#fid),
-                        (Some(d), true) => quote!(self.#fid.unwrap_or(#d)),
-                        (None, true) => quote!(self.#fid.unwrap_or_default()),
-                    };
-                    let store = if explicit {
-                        quote!(::core::option::Option::Some(#conv))
-                    } else {
-                        conv
-                    };
-                    let presence = if explicit {
-                        quote! {
-                            #[doc = #dhas] #selfconv
-                            pub fn #has(&self) -> bool { self.#fid.is_some() }
-                            #[doc = #dclear] #selfconv
-                            pub fn #clear(&mut self) { self.#fid = ::core::option::Option::None; }
-                        }
-                    } else {
-                        quote! {
-                            #[doc = #dclear] #selfconv
-                            pub fn #clear(&mut self) { self.#fid = ::core::default::Default::default(); }
-                        }
-                    };
-                    methods.push(quote! {
-                        #fdoc #selfconv
-                        pub fn #fid(&self) -> #t { #get }
-                        #[doc = #dset] #selfconv
-                        pub fn #set(&mut self, value: #pty) { self.#fid = #store; }
-                        #presence
-                    });
-                    visits.push((
-                        num,
-                        if explicit {
-                            quote!(if let ::core::option::Option::Some(x) = self.#fid { v.scalar(#n, x); })
-                        } else if s.boolean {
-                            quote!(if self.#fid { v.scalar(#n, true); })
-                        } else if s.float {
-                            quote!(if self.#fid.to_bits() != 0 { v.scalar(#n, self.#fid); })
-                        } else {
-                            quote!(if self.#fid != 0 { v.scalar(#n, self.#fid); })
-                        },
-                    ));
-                    let vget = match &f.default {
-                        Some(d) => quote!(self.0.scalar(#n).unwrap_or(#d)),
-                        None => quote!(self.0.scalar(#n).unwrap_or_default()),
-                    };
-                    view_methods.push(quote! {
-                        #fdoc #selfconv
-                        pub fn #fid(&self) -> #t { #vget }
-                    });
-                    if explicit {
-                        view_methods.push(quote! {
-                            #[doc = #dhas] #selfconv
-                            pub fn #has(&self) -> bool { self.0.has(#n) }
-                        });
-                        to_msg.push(quote!(m.#fid = self.0.scalar(#n);));
-                    } else {
-                        to_msg.push(quote!(m.#fid = self.0.scalar(#n).unwrap_or_default();));
-                    }
+                    self.emit_singular_scalar(f, s, &ids, &mut out)
                 }
-                // ---- singular bytes and strings
                 (Shape::Implicit | Shape::Explicit, Ty::Bytes | Ty::Str) => {
-                    let is_str = matches!(f.ty, Ty::Str);
-                    let explicit = matches!(f.shape, Shape::Explicit);
-                    let (pty, conv) = self.param(&f.ty, &quote!(value));
-                    let (out, hty, as_val, empty) = if is_str {
-                        (
-                            quote!(&str),
-                            quote!(#w::HybridStr<'a>),
-                            quote!(as_str()),
-                            quote!(""),
-                        )
-                    } else {
-                        (
-                            quote!(&[u8]),
-                            quote!(#w::HybridBytes<'a>),
-                            quote!(as_slice()),
-                            quote!(&[]),
-                        )
-                    };
-                    let dflt = f.default.clone().unwrap_or(empty);
-                    let dh = format!(" `{pname}` as stored: copied or zero-copy.");
-                    if explicit {
-                        methods.push(quote! {
-                            #fdoc #selfconv
-                            pub fn #fid(&self) -> #out {
-                                match &self.#fid {
-                                    ::core::option::Option::Some(x) => x.#as_val,
-                                    ::core::option::Option::None => #dflt,
-                                }
-                            }
-                            #[doc = #dh] #selfconv
-                            pub fn #hybrid(&self) -> ::core::option::Option<&#hty> { self.#fid.as_ref() }
-                            #[doc = #dset] #selfconv
-                            pub fn #set(&mut self, value: #pty) { self.#fid = ::core::option::Option::Some(#conv); }
-                            #[doc = #dhas] #selfconv
-                            pub fn #has(&self) -> bool { self.#fid.is_some() }
-                            #[doc = #dclear] #selfconv
-                            pub fn #clear(&mut self) { self.#fid = ::core::option::Option::None; }
-                        });
-                    } else {
-                        methods.push(quote! {
-                            #fdoc #selfconv
-                            pub fn #fid(&self) -> #out { self.#fid.#as_val }
-                            #[doc = #dh] #selfconv
-                            pub fn #hybrid(&self) -> &#hty { &self.#fid }
-                            #[doc = #dset] #selfconv
-                            pub fn #set(&mut self, value: #pty) { self.#fid = #conv; }
-                            #[doc = #dclear] #selfconv
-                            pub fn #clear(&mut self) { self.#fid = ::core::default::Default::default(); }
-                        });
-                    }
-                    let bytes = if is_str { quote!(x.as_bytes()) } else { quote!(x) };
-                    visits.push((num, if explicit {
-                        quote!(if let ::core::option::Option::Some(x) = &self.#fid { v.bytes(#n, #bytes); })
-                    } else {
-                        quote!({ let x = &self.#fid; if !x.#as_val.is_empty() { v.bytes(#n, #bytes); } })
-                    }));
-                    if is_str {
-                        let vget = match &f.default {
-                            Some(d) => quote!(self.0.str(#n).map(|s| s.unwrap_or(#d))),
-                            None => quote!(self.0.str(#n).map(::core::option::Option::unwrap_or_default)),
-                        };
-                        view_methods.push(quote! {
-                            #fdoc
-                            ///
-                            /// Fails if the value is not UTF-8.
-                            #selfconv
-                            pub fn #fid(&self) -> ::core::result::Result<&'b str, #w::DecodeError> { #vget }
-                        });
-                        let read = quote!(self.0.str(#n)?.map(|s| #w::HybridStr::new(s, ctx)));
-                        to_msg.push(if explicit {
-                            quote!(m.#fid = #read;)
-                        } else {
-                            quote!(m.#fid = #read.unwrap_or_default();)
-                        });
-                    } else {
-                        let vget = match &f.default {
-                            Some(d) => quote!(self.0.bytes(#n).unwrap_or(#d)),
-                            None => quote!(self.0.bytes(#n).unwrap_or_default()),
-                        };
-                        view_methods.push(quote! {
-                            #fdoc #selfconv
-                            pub fn #fid(&self) -> &'b [u8] { #vget }
-                        });
-                        to_msg.push(if explicit {
-                            quote!(m.#fid = self.0.hybrid(#n, ctx);)
-                        } else {
-                            quote!(m.#fid = self.0.hybrid(#n, ctx).unwrap_or_default();)
-                        });
-                    }
-                    if explicit {
-                        view_methods.push(quote! {
-                            #[doc = #dhas] #selfconv
-                            pub fn #has(&self) -> bool { self.0.has(#n) }
-                        });
-                    }
+                    self.emit_singular_bytes(f, &ids, &mut out)
                 }
-                // ---- singular messages
                 (Shape::Explicit | Shape::Implicit, Ty::Msg(c)) => {
-                    let cp = self.msg_path(c);
-                    let cv = self.view_path(c);
-                    let wrap = |x: TokenStream| {
-                        if f.boxed {
-                            quote!(::std::boxed::Box::new(#x))
-                        } else {
-                            x
-                        }
-                    };
-                    let new_child = wrap(quote!(#cp::new(ctx)));
-                    let set_value = wrap(quote!(value));
-                    let get = if f.boxed {
-                        quote!(self.#fid.as_deref())
-                    } else {
-                        quote!(self.#fid.as_ref())
-                    };
-                    let dm =
-                        format!(" Mutable access to `{pname}`, set to an empty message first if absent.");
-                    methods.push(quote! {
-                        #fdoc #selfconv
-                        pub fn #fid(&self) -> ::core::option::Option<&#cp<'a>> { #get }
-                        #[doc = #dm] #selfconv
-                        pub fn #mutf(&mut self) -> &mut #cp<'a> {
-                            let ctx = self.ctx;
-                            self.#fid.get_or_insert_with(|| #new_child)
-                        }
-                        #[doc = #dset] #selfconv
-                        pub fn #set(&mut self, value: #cp<'a>) { self.#fid = ::core::option::Option::Some(#set_value); }
-                        #[doc = #dhas] #selfconv
-                        pub fn #has(&self) -> bool { self.#fid.is_some() }
-                        #[doc = #dclear] #selfconv
-                        pub fn #clear(&mut self) { self.#fid = ::core::option::Option::None; }
-                    });
-                    visits.push((
-                        num,
-                        quote!(if let ::core::option::Option::Some(x) = &self.#fid { v.message(#n, x); }),
-                    ));
-                    view_methods.push(quote! {
-                        #fdoc #selfconv
-                        pub fn #fid(&self) -> ::core::option::Option<#cv<'b>> { self.0.message(#n).map(#cv) }
-                        #[doc = #dhas] #selfconv
-                        pub fn #has(&self) -> bool { self.0.has(#n) }
-                    });
-                    let read = wrap(quote!(#cv(c).to_message(ctx)?));
-                    to_msg.push(quote! {
-                        if let ::core::option::Option::Some(c) = self.0.message(#n) {
-                            m.#fid = ::core::option::Option::Some(#read);
-                        }
-                    });
+                    self.emit_singular_message(f, c, &ids, &mut out)
                 }
-                // ---- repeated
-                (Shape::Repeated, ty) => {
-                    let et = self.value_ty(ty, &quote!('a));
-                    let (pty, conv) = self.param(ty, &quote!(value));
-                    let dinit = format!(" Clears `{pname}` and reserves room for `capacity` elements.");
-                    let dapp = format!(" Appends to `{pname}`.");
-                    methods.push(quote! {
-                        #fdoc #selfconv
-                        pub fn #fid(&self) -> &[#et] { &self.#fid }
-                        #[doc = #dmut] #selfconv
-                        pub fn #mutf(&mut self) -> &mut ::std::vec::Vec<#et> { &mut self.#fid }
-                        #[doc = #dinit] #selfconv
-                        pub fn #init(&mut self, capacity: usize) { self.#fid.clear(); self.#fid.reserve(capacity); }
-                        #[doc = #dapp] #selfconv
-                        pub fn #append(&mut self, value: #pty) { self.#fid.push(#conv); }
-                        #[doc = #dclear] #selfconv
-                        pub fn #clear(&mut self) { self.#fid.clear(); }
-                    });
-                    visits.push((
-                        num,
-                        match ty {
-                            Ty::Scalar(_) => quote!(if !self.#fid.is_empty() { v.scalars(#n, &self.#fid); }),
-                            Ty::Bytes | Ty::Str => {
-                                quote!(if !self.#fid.is_empty() { v.bytes_list(#n, &self.#fid); })
-                            }
-                            Ty::Msg(_) => {
-                                quote!(if !self.#fid.is_empty() { v.messages(#n, self.#fid.iter()); })
-                            }
-                        },
-                    ));
-                    match ty {
-                        Ty::Scalar(s) => {
-                            let t = &s.rust;
-                            view_methods.push(quote! {
-                                #fdoc #selfconv
-                                pub fn #fid(&self) -> #w::ScalarList<'b, #t> { self.0.scalars(#n) }
-                            });
-                            to_msg.push(quote!(m.#fid = self.0.scalars::<#t>(#n).iter().collect();));
-                        }
-                        Ty::Bytes => {
-                            view_methods.push(quote! {
-                                #fdoc #selfconv
-                                pub fn #fid(&self) -> #w::BytesList<'b> { self.0.bytes_list(#n) }
-                            });
-                            to_msg.push(quote! {
-                                let l = self.0.bytes_list(#n);
-                                m.#fid = (0..l.len()).filter_map(|i| l.hybrid(i, ctx)).collect();
-                            });
-                        }
-                        Ty::Str => {
-                            view_methods.push(quote! {
-                                #fdoc
-                                ///
-                                /// Elements are UTF-8 checked when read with `strs()`.
-                                #selfconv
-                                pub fn #fid(&self) -> #w::BytesList<'b> { self.0.bytes_list(#n) }
-                            });
-                            to_msg.push(quote! {
-                                for b in self.0.bytes_list(#n).iter() {
-                                    match ::core::str::from_utf8(b) {
-                                        ::core::result::Result::Ok(s) => m.#fid.push(#w::HybridStr::new(s, ctx)),
-                                        ::core::result::Result::Err(_) => {
-                                            // The runtime names the field and offset of the bad string.
-                                            #w::DynamicMessage::from_view(&self.0, ctx)?;
-                                            m.#fid.push(#w::HybridStr::from_string(::std::string::String::from_utf8_lossy(b).into_owned()));
-                                        }
-                                    }
-                                }
-                            });
-                        }
-                        Ty::Msg(c) => {
-                            let cv = self.view_path(c);
-                            view_methods.push(quote! {
-                                #fdoc #selfconv
-                                pub fn #fid(&self) -> impl ::core::iter::Iterator<Item = #cv<'b>> + use<'b> {
-                                    let l = self.0.messages(#n);
-                                    (0..l.len()).filter_map(move |i| l.get(i)).map(#cv)
-                                }
-                            });
-                            to_msg.push(quote! {
-                                for c in self.0.messages(#n).iter() {
-                                    m.#fid.push(#cv(c).to_message(ctx)?);
-                                }
-                            });
-                        }
-                    }
-                }
-                // ---- maps
-                (Shape::Map(k, val), _) => {
-                    let kt = self.value_ty(k, &quote!('a));
-                    let vt = self.value_ty(val, &quote!('a));
-                    let (kp, kc) = self.param(k, &quote!(key));
-                    let (vp, vc) = self.param(val, &quote!(value));
-                    let dins = format!(" Inserts into `{pname}`, replacing an equal key.");
-                    // `HybridStr` orders by its bytes only; the pool handle inside is not part of the key.
-                    let keylint = if matches!(k, Ty::Str) {
-                        quote!(#[allow(clippy::mutable_key_type)])
-                    } else {
-                        quote!()
-                    };
-                    methods.push(quote! {
-                        #fdoc #selfconv
-                        #keylint
-                        pub fn #fid(&self) -> &::std::collections::BTreeMap<#kt, #vt> { &self.#fid }
-                        #[doc = #dmut] #selfconv #keylint
-                        pub fn #mutf(&mut self) -> &mut ::std::collections::BTreeMap<#kt, #vt> { &mut self.#fid }
-                        #[doc = #dins] #selfconv
-                        pub fn #insert(&mut self, key: #kp, value: #vp) {
-                            self.#fid.insert(#kc, #vc);
-                        }
-                        #[doc = #dclear] #selfconv
-                        pub fn #clear(&mut self) { self.#fid.clear(); }
-                    });
-                    if matches!(k, Ty::Str) {
-                        let getf = ident(&sfx(b, "get"));
-                        let vts = self.value_ty(val, &quote!('s));
-                        let dg = format!(" The value of `{pname}` under `key`.");
-                        methods.push(quote! {
-                            #[doc = #dg] #selfconv
-                            #keylint
-                            pub fn #getf<'s>(&'s self, key: &'s str) -> ::core::option::Option<&'s #vts> {
-                                let map: &'s ::std::collections::BTreeMap<#w::HybridStr<'s>, #vts> = &self.#fid;
-                                map.get(&#w::HybridStr::new(key, #w::Context::copy_only()))
-                            }
-                        });
-                    }
-                    visits.push((num, quote!(#w::visit_map(v, #n, &self.#fid);)));
-                    // View: (key, value) pairs.
-                    let read = |t: &Ty, num: u32| -> (TokenStream, TokenStream, TokenStream) {
-                        let num = Literal::u32_unsuffixed(num);
-                        // (item type, read in iterator, read for to_message)
-                        match t {
-                            Ty::Scalar(s) => {
-                                let r = &s.rust;
-                                (
-                                    quote!(#r),
-                                    quote!(e.scalar::<#r>(#num).unwrap_or_default()),
-                                    quote!(e.scalar::<#r>(#num).unwrap_or_default()),
-                                )
-                            }
-                            Ty::Bytes => (
-                                quote!(&'b [u8]),
-                                quote!(e.bytes(#num).unwrap_or_default()),
-                                quote!(e.hybrid(#num, ctx).unwrap_or_default()),
-                            ),
-                            Ty::Str => (
-                                quote!(&'b str),
-                                quote!(e.str(#num).ok().flatten().unwrap_or_default()),
-                                quote!(#w::HybridStr::new(e.str(#num)?.unwrap_or_default(), ctx)),
-                            ),
-                            Ty::Msg(c) => {
-                                let cv = self.view_path(c);
-                                let cp = self.msg_path(c);
-                                (
-                                    quote!(::core::option::Option<#cv<'b>>),
-                                    quote!(e.message(#num).map(#cv)),
-                                    quote!(match e.message(#num) {
-                                        ::core::option::Option::Some(c) => #cv(c).to_message(ctx)?,
-                                        ::core::option::Option::None => #cp::new(ctx),
-                                    }),
-                                )
-                            }
-                        }
-                    };
-                    let (kit, kread, kmsg) = read(k, 1);
-                    let (vit, vread, vmsg) = read(val, 2);
-                    let strings = matches!(k, Ty::Str) || matches!(val, Ty::Str);
-                    if strings {
-                        let checks = [(k, 1u32), (val, 2u32)]
-                            .into_iter()
-                            .filter(|(t, _)| matches!(t, Ty::Str))
-                            .map(|(_, num)| {
-                                let num = Literal::u32_unsuffixed(num);
-                                quote!(e.str(#num)?;)
-                            });
-                        view_methods.push(quote! {
-                            #fdoc
-                            ///
-                            /// Entries in ascending key order; fails if a string is not UTF-8.
-                            #selfconv
-                            pub fn #fid(&self) -> ::core::result::Result<impl ::core::iter::Iterator<Item = (#kit, #vit)> + use<'b>, #w::DecodeError> {
-                                let l = self.0.messages(#n);
-                                for e in l.iter() { #(#checks)* }
-                                ::core::result::Result::Ok((0..l.len()).filter_map(move |i| l.get(i)).map(|e| (#kread, #vread)))
-                            }
-                        });
-                    } else {
-                        view_methods.push(quote! {
-                            #fdoc
-                            ///
-                            /// Entries in ascending key order.
-                            #selfconv
-                            pub fn #fid(&self) -> impl ::core::iter::Iterator<Item = (#kit, #vit)> + use<'b> {
-                                let l = self.0.messages(#n);
-                                (0..l.len()).filter_map(move |i| l.get(i)).map(|e| (#kread, #vread))
-                            }
-                        });
-                    }
-                    to_msg.push(quote! {
-                        for e in self.0.messages(#n).iter() {
-                            let key = #kmsg;
-                            let value = #vmsg;
-                            m.#fid.insert(key, value);
-                        }
-                    });
-                }
-                // ---- oneof members
-                (Shape::Oneof(o), ty) => {
-                    let oid = ident(&self.oneof_base(&fields, *o));
-                    let path = self.oneof_path(*o);
-                    let var = ident(&f.variant);
-                    let (pty, conv) = self.param(ty, &quote!(value));
-                    let conv = if f.boxed {
-                        quote!(::std::boxed::Box::new(#conv))
-                    } else {
-                        conv
-                    };
-                    let pat = quote!(::core::option::Option::Some(#path::#var(x)));
-                    let (out, get) = match ty {
-                        Ty::Scalar(s) => {
-                            let t = &s.rust;
-                            let d = f
-                                .default
-                                .clone()
-                                .unwrap_or_else(|| quote!(::core::default::Default::default()));
-                            (quote!(#t), quote!(if let #pat = &self.#oid { *x } else { #d }))
-                        }
-                        Ty::Bytes => {
-                            let d = f.default.clone().unwrap_or_else(|| quote!(&[]));
-                            (
-                                quote!(&[u8]),
-                                quote!(if let #pat = &self.#oid { x.as_slice() } else { #d }),
-                            )
-                        }
-                        Ty::Str => {
-                            let d = f.default.clone().unwrap_or_else(|| quote!(""));
-                            (
-                                quote!(&str),
-                                quote!(if let #pat = &self.#oid { x.as_str() } else { #d }),
-                            )
-                        }
-                        Ty::Msg(c) => {
-                            let cp = self.msg_path(c);
-                            (
-                                quote!(::core::option::Option<&#cp<'a>>),
-                                quote!(if let #pat = &self.#oid { ::core::option::Option::Some(x) } else { ::core::option::Option::None }),
-                            )
-                        }
-                    };
-                    let dset1 = format!(
-                        " Sets oneof `{}` to `{pname}`.",
-                        f.desc
-                            .containing_oneof()
-                            .map(|o| o.name().to_string())
-                            .unwrap_or_default()
-                    );
-                    let dhas1 = format!(" Whether the oneof holds `{pname}`.");
-                    methods.push(quote! {
-                        #fdoc #selfconv
-                        pub fn #fid(&self) -> #out { #get }
-                        #[doc = #dset1] #selfconv
-                        pub fn #set(&mut self, value: #pty) { self.#oid = ::core::option::Option::Some(#path::#var(#conv)); }
-                        #[doc = #dhas1] #selfconv
-                        pub fn #has(&self) -> bool { ::core::matches!(&self.#oid, ::core::option::Option::Some(#path::#var(_))) }
-                    });
-                    visits.push((
-                        num,
-                        match ty {
-                            Ty::Scalar(_) => quote!(if let #pat = &self.#oid { v.scalar(#n, *x); }),
-                            Ty::Bytes => quote!(if let #pat = &self.#oid { v.bytes(#n, x); }),
-                            Ty::Str => quote!(if let #pat = &self.#oid { v.bytes(#n, x.as_bytes()); }),
-                            Ty::Msg(_) => quote!(if let #pat = &self.#oid { v.message(#n, x); }),
-                        },
-                    ));
-                    let has_view = quote! {
-                        #[doc = #dhas1] #selfconv
-                        pub fn #has(&self) -> bool { self.0.has(#n) }
-                    };
-                    match ty {
-                        Ty::Scalar(s) => {
-                            let t = &s.rust;
-                            let vget = match &f.default {
-                                Some(d) => quote!(self.0.scalar(#n).unwrap_or(#d)),
-                                None => quote!(self.0.scalar(#n).unwrap_or_default()),
-                            };
-                            view_methods
-                                .push(quote!(#fdoc #selfconv pub fn #fid(&self) -> #t { #vget } #has_view));
-                            to_msg.push(quote! {
-                                if let ::core::option::Option::Some(x) = self.0.scalar::<#t>(#n) {
-                                    m.#oid = ::core::option::Option::Some(#path::#var(x));
-                                }
-                            });
-                        }
-                        Ty::Bytes => {
-                            let vget = match &f.default {
-                                Some(d) => quote!(self.0.bytes(#n).unwrap_or(#d)),
-                                None => quote!(self.0.bytes(#n).unwrap_or_default()),
-                            };
-                            view_methods.push(
-                                quote!(#fdoc #selfconv pub fn #fid(&self) -> &'b [u8] { #vget } #has_view),
-                            );
-                            to_msg.push(quote! {
-                                if let ::core::option::Option::Some(x) = self.0.hybrid(#n, ctx) {
-                                    m.#oid = ::core::option::Option::Some(#path::#var(x));
-                                }
-                            });
-                        }
-                        Ty::Str => {
-                            let vget = match &f.default {
-                                Some(d) => quote!(self.0.str(#n).map(|s| s.unwrap_or(#d))),
-                                None => quote!(self.0.str(#n).map(::core::option::Option::unwrap_or_default)),
-                            };
-                            view_methods.push(quote! {
-                                #fdoc
-                                ///
-                                /// Fails if the value is not UTF-8.
-                                #selfconv
-                                pub fn #fid(&self) -> ::core::result::Result<&'b str, #w::DecodeError> { #vget }
-                                #has_view
-                            });
-                            to_msg.push(quote! {
-                                if let ::core::option::Option::Some(s) = self.0.str(#n)? {
-                                    m.#oid = ::core::option::Option::Some(#path::#var(#w::HybridStr::new(s, ctx)));
-                                }
-                            });
-                        }
-                        Ty::Msg(c) => {
-                            let cv = self.view_path(c);
-                            view_methods.push(quote! {
-                                #fdoc #selfconv
-                                pub fn #fid(&self) -> ::core::option::Option<#cv<'b>> { self.0.message(#n).map(#cv) }
-                                #has_view
-                            });
-                            to_msg.push(quote! {
-                                if let ::core::option::Option::Some(c) = self.0.message(#n) {
-                                    m.#oid = ::core::option::Option::Some(#path::#var(::std::boxed::Box::new(#cv(c).to_message(ctx)?)));
-                                }
-                            });
-                        }
-                    }
-                }
+                (Shape::Repeated, ty) => self.emit_repeated(ty, &ids, &mut out),
+                (Shape::Map(k, val), _) => self.emit_map(k, val, &ids, &mut out),
+                (Shape::Oneof(o), ty) => self.emit_oneof_member(f, *o, ty, &fields, &ids, &mut out),
             }
+            struct_fields.extend(out.struct_fields);
+            inits.extend(out.inits);
+            methods.extend(out.methods);
+            view_methods.extend(out.view_methods);
+            to_msg.extend(out.to_msg);
+            visits.extend(out.visits);
         }
 
         visits.sort_by_key(|(n, _)| *n);
@@ -1254,4 +1398,87 @@ impl Gen<'_, '_> {
             #nested
         })
     }
+}
+
+/// The names and docs one field's generated items use.
+struct FieldNames {
+    num: u32,
+    n: Literal,
+    fid: proc_macro2::Ident,
+    b: String,
+    set: proc_macro2::Ident,
+    clear: proc_macro2::Ident,
+    has: proc_macro2::Ident,
+    mutf: proc_macro2::Ident,
+    init: proc_macro2::Ident,
+    append: proc_macro2::Ident,
+    insert: proc_macro2::Ident,
+    hybrid: proc_macro2::Ident,
+    pname: String,
+    fdoc: TokenStream,
+    selfconv: TokenStream,
+    dset: String,
+    dclear: String,
+    dhas: String,
+    dmut: String,
+}
+
+impl FieldNames {
+    fn new(f: &Field, src: &SourceInfo) -> FieldNames {
+        let num = f.number;
+        let n = Literal::u32_unsuffixed(num);
+        let fid = ident(&f.base);
+        let b = &f.base;
+        let set = format_ident!("set_{}", b);
+        let clear = format_ident!("clear_{}", b);
+        let has = format_ident!("has_{}", b);
+        let mutf = ident(&sfx(b, "mut"));
+        let init = format_ident!("init_{}", b);
+        let append = format_ident!("append_{}", b);
+        let insert = format_ident!("insert_{}", b);
+        let hybrid = ident(&sfx(b, "hybrid"));
+        let pname = f.desc.name().to_string();
+        let fdoc = doc(src.comment(f.desc.path()), &format!("Field `{pname}` = {n}."));
+        let selfconv = if ["to_", "into_", "from_"].iter().any(|p| b.starts_with(p)) {
+            quote!(#[allow(clippy::wrong_self_convention)])
+        } else {
+            quote!()
+        };
+        let dset = format!(" Sets `{pname}`.");
+        let dclear = format!(" Clears `{pname}`.");
+        let dhas = format!(" Whether `{pname}` is set.");
+        let dmut = format!(" Mutable access to `{pname}`.");
+        FieldNames {
+            num,
+            n,
+            fid,
+            b: b.clone(),
+            set,
+            clear,
+            has,
+            mutf,
+            init,
+            append,
+            insert,
+            hybrid,
+            pname,
+            fdoc,
+            selfconv,
+            dset,
+            dclear,
+            dhas,
+            dmut,
+        }
+    }
+}
+
+/// What one field adds to its message's generated code.
+#[derive(Default)]
+struct Emitted {
+    struct_fields: Vec<TokenStream>,
+    inits: Vec<TokenStream>,
+    methods: Vec<TokenStream>,
+    view_methods: Vec<TokenStream>,
+    to_msg: Vec<TokenStream>,
+    visits: Vec<(u32, TokenStream)>,
 }
