@@ -57,22 +57,18 @@ fn encode(message: &str, json: &str) -> Vec<u8> {
 // schema by hand (not through the code under test): fields in number order, implicit-presence
 // fields only when not default, 64-bit integers as strings, shortest floats without ".0".
 
-struct Rng(u64);
+/// The shared generator, with the value shapes this test needs.
+struct Rng(ferry_testkit::Rng);
 
 impl Rng {
-    /// splitmix64.
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.u64()
     }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.below(n)
     }
     fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
+        self.0.chance(percent, 100)
     }
     /// A small or an extreme integer, so both ends of every range are exercised.
     fn int(&mut self) -> u64 {
@@ -380,7 +376,7 @@ enum Key {
 
 #[test]
 fn encode_then_decode_is_the_identity_on_random_json() {
-    let mut r = Rng(0x5eed_f377);
+    let mut r = Rng(ferry_testkit::Rng::new(0x5eed_f377));
     for i in 0..300 {
         let json = everything(&mut r, 0);
         let bytes = encode("Everything", &json);
@@ -461,7 +457,7 @@ fn corrupt_bytes_exit_2_naming_the_field_and_offset() {
 /// Flipped bytes give a message or a clean exit 2, never a crash.
 #[test]
 fn mutated_messages_never_crash_decode() {
-    let mut r = Rng(42);
+    let mut r = Rng(ferry_testkit::Rng::new(42));
     for _ in 0..40 {
         let mut bytes = encode("Everything", &everything(&mut r, 0));
         for _ in 0..1 + r.below(3) {
@@ -625,7 +621,7 @@ fn dynamic_and_typed_messages_encode_identically() {
         "--message",
         "ferry.sample.Record",
     ];
-    let mut r = Rng(7);
+    let mut r = Rng(ferry_testkit::Rng::new(7));
     for _ in 0..20 {
         let key: Vec<u8> = (0..r.below(20)).map(|_| r.next() as u8).collect();
         let fields: Vec<Vec<u8>> = (0..r.below(4))

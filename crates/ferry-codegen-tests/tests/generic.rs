@@ -19,7 +19,7 @@ fn round_trips<'a, M: Message<'a>>(pool: &Pool) -> u64 {
     let mut non_empty = 0;
     for seed in 1..=CASES {
         let mut b = Builder {
-            rng: Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+            rng: Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
             pool,
             ctx,
         };

@@ -39,7 +39,7 @@ fn random_messages_match_prost_byte_for_byte() {
         let desc = schema.desc(&md).unwrap();
         for seed in 1..=60u64 {
             let mut b = Builder {
-                rng: Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ name.len() as u64 | 1),
+                rng: Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ name.len() as u64 | 1),
                 pool: &pool,
                 ctx: &ctx,
             };

@@ -9,25 +9,61 @@
 use ferry_buf::{Pool, PoolConfig};
 use ferry_wire::{Context, DynamicMessage, HybridBytes, Kind, Label, List, MessageDesc, Value};
 
-/// A small deterministic generator, so one proptest `u64` seeds a whole message tree.
-pub struct Rng(pub u64);
+/// SplitMix64: a small, seeded, reproducible generator (every test that randomizes uses this
+/// one, so a seed printed by a failing run reproduces it anywhere).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
 
 impl Rng {
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
     }
+
+    /// The next 64 random bits.
+    pub fn u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
     /// A number below `n` (`n > 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
+        self.u64() % n
     }
-    /// True with the given probability.
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
+
+    /// Uniform in `lo..hi` (`hi > lo`).
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        assert!(hi > lo);
+        lo + (self.u64() % (hi - lo) as u64) as usize
+    }
+
+    /// True with probability `num / den`.
+    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.u64() % den < num
+    }
+
+    /// `len` random bytes.
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len + 8);
+        while out.len() < len {
+            out.extend_from_slice(&self.u64().to_le_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+
+    /// Random bytes, of a random length in `lo..hi`.
+    pub fn bytes_in(&mut self, lo: usize, hi: usize) -> Vec<u8> {
+        let len = self.range(lo, hi);
+        self.bytes(len)
+    }
+
+    /// One element of `items`.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.range(0, items.len())]
     }
 }
 
@@ -49,7 +85,7 @@ const SIZES: [usize; 10] = [0, 1, 7, 24, 100, 511, 512, 513, 2048, 9000];
 impl Builder<'_> {
     fn data(&mut self) -> Vec<u8> {
         let len = SIZES[self.rng.below(SIZES.len() as u64) as usize];
-        (0..len).map(|_| self.rng.next_u64() as u8).collect()
+        (0..len).map(|_| self.rng.u64() as u8).collect()
     }
 
     fn text(&mut self) -> Vec<u8> {
@@ -64,7 +100,7 @@ impl Builder<'_> {
 
     /// Heap data is always copied; pool data is referenced when it reaches the threshold.
     fn hybrid(&mut self, data: Vec<u8>) -> HybridBytes<'static> {
-        if self.rng.chance(50) && !data.is_empty() {
+        if self.rng.chance(50, 100) && !data.is_empty() {
             HybridBytes::from_shared(self.pool.copy_from(&data).unwrap(), self.ctx)
         } else {
             HybridBytes::from_vec(data)
@@ -72,7 +108,7 @@ impl Builder<'_> {
     }
 
     fn scalar(&mut self, kind: Kind) -> Value<'static> {
-        let r = self.rng.next_u64();
+        let r = self.rng.u64();
         match kind {
             Kind::Bool => Value::Bool(r & 1 == 1),
             Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => Value::I32(r as i32),
@@ -165,7 +201,7 @@ impl Builder<'_> {
     pub fn message(&mut self, desc: &'static MessageDesc, depth: u32) -> DynamicMessage<'static> {
         let mut m = DynamicMessage::new(desc);
         for f in desc.fields() {
-            if f.label != Label::Required && !self.rng.chance(45) {
+            if f.label != Label::Required && !self.rng.chance(45, 100) {
                 continue;
             }
             let value = match (f.label, f.kind) {

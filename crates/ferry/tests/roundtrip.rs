@@ -36,7 +36,7 @@ fn check(seed: u64, threshold: usize) {
     {
         let ctx = Context::new(pool.clone()).with_threshold(threshold);
         let mut b = Builder {
-            rng: Rng(seed | 1),
+            rng: Rng::new(seed | 1),
             pool: &pool,
             ctx: &ctx,
         };
@@ -157,7 +157,7 @@ fn check_in_region(seed: u64) {
     let pool = test_pool();
     let ctx = Context::new(pool.clone()).with_threshold(0);
     let mut b = Builder {
-        rng: Rng(seed | 1),
+        rng: Rng::new(seed | 1),
         pool: &pool,
         ctx: &ctx,
     };

@@ -77,41 +77,7 @@ pub fn peer_gone(e: &TransportError) -> bool {
     }
 }
 
-/// SplitMix64: a small, seeded, reproducible generator.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator for `seed`.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `lo..hi` (`hi > lo`).
-    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
-        assert!(hi > lo);
-        lo + (self.u64() % (hi - lo) as u64) as usize
-    }
-
-    /// `len` random bytes.
-    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity(len + 8);
-        while out.len() < len {
-            out.extend_from_slice(&self.u64().to_le_bytes());
-        }
-        out.truncate(len);
-        out
-    }
-}
+pub use ferry_testkit::Rng;
 
 /// The seed for randomized tests: `FERRY_SHM_SEED` if set (to reproduce a failure), else
 /// `default`. Printed, so that a failing run names it.
