@@ -1,10 +1,17 @@
 //! Test support shared by Ferry's crates (dev-only; never a dependency of a library): a
-//! seeded random generator, a builder of random messages for any descriptor, and test pools.
+//! seeded random generator, a builder of random messages for any descriptor, test pools, and
+//! threads run under a deadlock guard.
 //!
 //! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
 //! that file.
 
 #![forbid(unsafe_code)]
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_wire::{Context, DynamicMessage, HybridBytes, Kind, Label, List, MessageDesc, Value};
@@ -256,4 +263,81 @@ pub fn shared_pool() -> Pool {
         ..PoolConfig::default()
     })
     .expect("a shared test pool")
+}
+
+/// How long any guarded thread may take before the test fails: a deadlock guard, not a
+/// performance threshold (every test finishes in a small fraction of it).
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The seed for randomized tests: the environment variable `var` if set (to reproduce a
+/// failure), else `default`. Printed, so that a failing run names it.
+pub fn seed(var: &str, default: u64) -> u64 {
+    let seed = std::env::var(var)
+        .ok()
+        .map(|s| s.parse().unwrap_or_else(|_| panic!("{var} must be a u64")))
+        .unwrap_or(default);
+    eprintln!("seed {seed} (set {var} to reproduce)");
+    seed
+}
+
+fn panic_text(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic)".to_owned()
+    }
+}
+
+/// A thread whose result is awaited with a deadlock guard.
+pub struct Guarded<T> {
+    what: String,
+    rx: mpsc::Receiver<Result<T, String>>,
+}
+
+/// Runs `f` on its own thread; [`Guarded::join`] waits for it with a deadline.
+pub fn spawn<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> Guarded<T> {
+    let (tx, rx) = mpsc::channel();
+    thread::Builder::new()
+        .name(what.to_owned())
+        .spawn(move || {
+            let r = catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_text(&*p));
+            let _ = tx.send(r);
+        })
+        .expect("spawn");
+    Guarded {
+        what: what.to_owned(),
+        rx,
+    }
+}
+
+impl<T> Guarded<T> {
+    /// The thread's result, or its panic message; a deadlock-guard message if it does not
+    /// finish by `deadline`.
+    pub fn result_by(&self, deadline: Instant) -> Result<T, String> {
+        match self
+            .rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            Ok(r) => r.map_err(|p| format!("{} panicked: {p}", self.what)),
+            Err(_) => Err(format!(
+                "deadlock guard: {} did not finish within {DEADLINE:?}",
+                self.what
+            )),
+        }
+    }
+
+    /// The thread's result; panics with its panic message, or if it does not finish within
+    /// [`DEADLINE`].
+    pub fn join(self) -> T {
+        self.result_by(Instant::now() + DEADLINE)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+/// Runs `f` on its own thread and fails the test if it does not finish within [`DEADLINE`].
+/// Panics in `f` fail the test with their message.
+pub fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    spawn(what, f).join()
 }

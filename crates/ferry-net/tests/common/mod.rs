@@ -18,10 +18,6 @@ use std::time::{Duration, Instant};
 use ferry_buf::{Pool, PoolConfig};
 use ferry_net::{Config, Connection};
 
-/// How long any one test may take before the deadlock guard fails it. Not a performance
-/// threshold: every test here finishes in a small fraction of it.
-pub const DEADLINE: Duration = Duration::from_secs(20);
-
 /// The environment variable that tells a re-executed test binary which role to play.
 pub const ROLE_VAR: &str = "FERRY_NET_TEST_ROLE";
 
@@ -73,40 +69,14 @@ pub fn outstanding(pool: &Pool) -> usize {
     pool.stats().buffers_outstanding()
 }
 
-pub use ferry_testkit::Rng;
+// Each test binary uses a part of these (as of the rest of this module).
+#[allow(unused_imports)]
+pub use ferry_testkit::{DEADLINE, Rng, within};
 
 /// The seed for randomized tests: `FERRY_NET_SEED` if set (to reproduce a failure), else
-/// `default`. Printed, so that a failing run names it.
+/// `default`.
 pub fn seed(default: u64) -> u64 {
-    let seed = std::env::var("FERRY_NET_SEED")
-        .ok()
-        .map(|s| s.parse().expect("FERRY_NET_SEED must be a u64"))
-        .unwrap_or(default);
-    eprintln!("seed {seed} (set FERRY_NET_SEED to reproduce)");
-    seed
-}
-
-/// Runs `f` on its own thread and fails the test if it does not finish within [`DEADLINE`]
-/// (a deadlock guard, not a timing check). Panics in `f` propagate.
-pub fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let handle = thread::Builder::new()
-        .name(what.to_owned())
-        .spawn(move || {
-            // Dropped on return and on panic: either way the waiter wakes.
-            let _done = done_tx;
-            f()
-        })
-        .expect("spawn");
-    match done_rx.recv_timeout(DEADLINE) {
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("deadlock guard: {what} did not finish within {DEADLINE:?}")
-        }
-        _ => match handle.join() {
-            Ok(v) => v,
-            Err(panic) => std::panic::resume_unwind(panic),
-        },
-    }
+    ferry_testkit::seed("FERRY_NET_SEED", default)
 }
 
 /// `poll(2)` on `fds` with the deadline as timeout; panics (deadlock guard) if nothing becomes

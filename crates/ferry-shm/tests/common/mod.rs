@@ -5,9 +5,7 @@
 //! Every test binary compiles this module and uses a part of it.
 #![allow(dead_code)]
 
-use std::any::Any;
 use std::io::{BufRead, BufReader, Read};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
@@ -18,10 +16,6 @@ use ferry_buf::{Pool, PoolConfig};
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
 use ferry_transport::TransportError;
 use ferry_wire::Limits;
-
-/// How long any one step may take before the deadlock guard fails the test. Not a performance
-/// threshold: every step here finishes in a small fraction of it.
-pub const DEADLINE: Duration = Duration::from_secs(10);
 
 /// The environment variable that tells a re-executed test binary which role to play.
 pub const ROLE_VAR: &str = "FERRY_SHM_TEST_ROLE";
@@ -77,83 +71,19 @@ pub fn peer_gone(e: &TransportError) -> bool {
     }
 }
 
-pub use ferry_testkit::Rng;
+// Each test binary uses a part of these (as of the rest of this module).
+#[allow(unused_imports)]
+pub use ferry_testkit::{DEADLINE, Guarded, Rng, spawn, within};
 
 /// The seed for randomized tests: `FERRY_SHM_SEED` if set (to reproduce a failure), else
-/// `default`. Printed, so that a failing run names it.
+/// `default`.
 pub fn seed(default: u64) -> u64 {
-    let seed = std::env::var("FERRY_SHM_SEED")
-        .ok()
-        .map(|s| s.parse().expect("FERRY_SHM_SEED must be a u64"))
-        .unwrap_or(default);
-    eprintln!("seed {seed} (set FERRY_SHM_SEED to reproduce)");
-    seed
+    ferry_testkit::seed("FERRY_SHM_SEED", default)
 }
 
 /// `len` bytes determined by `tag`: what a receiver regenerates to check a value.
 pub fn pattern(len: usize, tag: u64) -> Vec<u8> {
     Rng::new(tag ^ 0x5eed_0000_0000_0000).bytes(len)
-}
-
-fn panic_text(p: &(dyn Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(non-string panic)".to_owned()
-    }
-}
-
-/// A thread whose result is awaited with a deadlock guard.
-pub struct Guarded<T> {
-    what: String,
-    rx: mpsc::Receiver<Result<T, String>>,
-}
-
-/// Runs `f` on its own thread; [`Guarded::join`] waits for it with a deadline.
-pub fn spawn<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> Guarded<T> {
-    let (tx, rx) = mpsc::channel();
-    thread::Builder::new()
-        .name(what.to_owned())
-        .spawn(move || {
-            let r = catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_text(&*p));
-            let _ = tx.send(r);
-        })
-        .expect("spawn");
-    Guarded {
-        what: what.to_owned(),
-        rx,
-    }
-}
-
-impl<T> Guarded<T> {
-    /// The thread's result, or its panic message; a deadlock-guard message if it does not
-    /// finish by `deadline`.
-    pub fn result_by(&self, deadline: Instant) -> Result<T, String> {
-        match self
-            .rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
-            Ok(r) => r.map_err(|p| format!("{} panicked: {p}", self.what)),
-            Err(_) => Err(format!(
-                "deadlock guard: {} did not finish within {DEADLINE:?}",
-                self.what
-            )),
-        }
-    }
-
-    /// The thread's result; panics with its panic message, or if it does not finish within
-    /// [`DEADLINE`].
-    pub fn join(self) -> T {
-        self.result_by(Instant::now() + DEADLINE)
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-}
-
-/// Runs `f` on its own thread and fails the test if it does not finish within [`DEADLINE`].
-pub fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    spawn(what, f).join()
 }
 
 /// Connects two sides on two threads (each with its own shared pool; `b` accepts, `a`
