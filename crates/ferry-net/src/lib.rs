@@ -29,7 +29,7 @@
 //!
 //! ```
 //! use std::net::TcpListener;
-//! use ferry::sample::Record;
+//! use ferry_wire::sample::Record;
 //! use ferry_buf::{Pool, PoolConfig};
 //! use ferry_net::{Config, Connection, Meta, Mode};
 //! use ferry_wire::{Context, Message};

@@ -540,8 +540,8 @@ mod tests {
 
     #[test]
     fn zero_copy_values_are_gathered_from_their_own_memory() {
-        use ferry::sample::Record;
         use ferry_wire::Context;
+        use ferry_wire::sample::Record;
 
         let pool = pool();
         let ctx = Context::new(pool.clone());

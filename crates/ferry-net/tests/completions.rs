@@ -3,14 +3,14 @@
 
 mod common;
 
-use ferry::Message as _;
+use ferry_wire::Message as _;
 use std::thread;
 
 use common::{outstanding, pair, pool, within};
-use ferry::sample::Record;
 use ferry_buf::SharedBuf;
 use ferry_net::{Config, Connection, Meta, Mode, TransportError};
 use ferry_wire::Context;
+use ferry_wire::sample::Record;
 
 const VALUE: usize = 32 << 10;
 const MESSAGES: usize = 8;

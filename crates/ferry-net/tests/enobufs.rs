@@ -7,15 +7,15 @@
 
 mod common;
 
-use ferry::Message as _;
+use ferry_wire::Message as _;
 use std::net::TcpListener;
 use std::thread;
 
 use common::{ChildProc, Netns, outstanding, pool, self_command, skip, within};
-use ferry::sample::Record;
 use ferry_buf::SharedBuf;
 use ferry_net::{Config, Connection, Meta, Mode, TransportError};
 use ferry_wire::Context;
+use ferry_wire::sample::Record;
 
 const TEST: &str = "zerocopy_enobufs_with_low_optmem_max";
 const OPTMEM: &str = "/proc/sys/net/core/optmem_max";

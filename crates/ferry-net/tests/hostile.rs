@@ -4,16 +4,16 @@
 
 mod common;
 
-use ferry::Message as _;
+use ferry_wire::Message as _;
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::thread;
 
 use common::{Rng, outstanding, pool, raw_pair, wait_queued, within};
-use ferry::sample::Record;
 use ferry_buf::Pool;
 use ferry_net::frame::{FrameHeader, HEADER_LEN};
 use ferry_net::{Config, Connection, FrameError, Meta, TransportError};
+use ferry_wire::sample::Record;
 use ferry_wire::{Context, Outgoing};
 
 /// Header bytes for a frame of `len` payload bytes.

@@ -6,11 +6,11 @@
 mod common;
 
 use common::{outstanding, pair, poll, pollfd, pool, within};
-use ferry::Message as _;
-use ferry::sample::Record;
 use ferry_buf::SharedBuf;
 use ferry_net::{Config, Mode, TransportError};
 use ferry_wire::Context;
+use ferry_wire::Message as _;
+use ferry_wire::sample::Record;
 
 const N: u64 = 300;
 

@@ -10,11 +10,11 @@ use std::net::{TcpListener, TcpStream};
 use std::thread;
 
 use common::{ChildProc, outstanding, pair, pool, self_command, within};
-use ferry::sample::Record;
 use ferry_buf::SharedBuf;
 use ferry_net::frame::{FrameHeader, HEADER_LEN};
 use ferry_net::{Config, Connection, Meta, Mode, TransportError};
 use ferry_wire::Context;
+use ferry_wire::sample::Record;
 
 const ADDR_VAR: &str = "FERRY_NET_TEST_ADDR";
 

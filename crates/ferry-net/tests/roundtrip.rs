@@ -4,15 +4,15 @@
 
 mod common;
 
-use ferry::Message as _;
+use ferry_wire::Message as _;
 use std::sync::Arc;
 use std::thread;
 
 use common::records::{self, Placement, RecordSpec, Source, ValueSpec};
 use common::{Rng, outstanding, pair, pool, within};
-use ferry::sample::{ALL_KINDS, RECORD, Record};
 use ferry_buf::{Pool, SharedBuf};
 use ferry_net::{Config, Connection, Meta, Mode, Payload, SendStats, TransportError};
+use ferry_wire::sample::{ALL_KINDS, RECORD, Record};
 use ferry_wire::{Context, DynamicMessage, HybridBytes, Limits, List, Outgoing, Value, View};
 
 /// What the sending side reports after a round trip.

@@ -4,11 +4,11 @@
 mod common;
 
 use common::{outstanding, pair, pool, within};
-use ferry::Message as _;
-use ferry::sample::Record;
 use ferry_buf::SharedBuf;
 use ferry_net::{AsyncConnection, Config, Meta, Mode, Payload};
 use ferry_wire::Context;
+use ferry_wire::Message as _;
+use ferry_wire::sample::Record;
 
 const ROUNDS: u64 = 20;
 const WINDOW: u64 = 8;

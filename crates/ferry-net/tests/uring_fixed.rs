@@ -3,14 +3,14 @@
 
 mod common;
 
-use ferry::Message as _;
+use ferry_wire::Message as _;
 use std::net::TcpListener;
 use std::thread;
 
-use ferry::sample::Record;
 use ferry_buf::{Pool, PoolConfig};
 use ferry_net::{Config, Connection, Meta, Mode, probe};
 use ferry_wire::Context;
+use ferry_wire::sample::Record;
 
 fn exchange(small: bool) -> ferry_net::SendStats {
     let pool = Pool::new(PoolConfig {

@@ -8,7 +8,7 @@
 //! The victim is a real [`ShmConnection`]; the hostile peer and the victim run on one thread,
 //! so every interleaving is deterministic: the peer writes, then the victim polls.
 
-use ferry::{Message as _, MessageView as _};
+use ferry_wire::{Message as _, MessageView as _};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ferry::sample::{RECORD, Record};
 use ferry_buf::{BufMut, Pool, PoolConfig, SharedBuf};
 use ferry_transport::{FrameError, Meta, Payload, TransportError};
+use ferry_wire::sample::{RECORD, Record};
 use ferry_wire::{Context, Limits, Outgoing};
 
 use crate::layout::{
@@ -778,7 +778,7 @@ fn mutated_ferry_messages_never_panic() {
 }
 
 /// Reads everything a record view offers; every slice must lie inside the frame's region.
-fn walk(f: &ShmFrame, view: &ferry::sample::RecordView<'_>) {
+fn walk(f: &ShmFrame, view: &ferry_wire::sample::RecordView<'_>) {
     let region = f.region().as_ptr_range();
     let inside = |s: &[u8]| {
         let r = s.as_ptr_range();

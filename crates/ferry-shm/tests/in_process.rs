@@ -1,12 +1,12 @@
 //! Two connections on two threads of one process: request/response round trips whose large
 //! field is referenced in shared memory, never copied, and released once acknowledged.
-use ferry::Message as _;
+use ferry_wire::Message as _;
 use std::thread;
 
-use ferry::sample::Record;
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
 use ferry_testkit::shared_pool as pool;
 use ferry_transport::Meta;
+use ferry_wire::sample::Record;
 use ferry_wire::{Context, Limits};
 
 #[test]
@@ -58,7 +58,7 @@ fn ping_pong() {
         let f = conn.recv().unwrap();
         let view = f
             .view(
-                &ferry::sample::RECORD,
+                &ferry_wire::sample::RECORD,
                 &Limits {
                     max_message_len: 1 << 30,
                     ..Limits::default()

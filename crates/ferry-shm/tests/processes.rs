@@ -5,7 +5,7 @@
 //! every buffer back.
 mod common;
 
-use ferry::Message as _;
+use ferry_wire::Message as _;
 use std::collections::VecDeque;
 use std::sync::mpsc::channel;
 use std::time::Duration;
@@ -14,10 +14,10 @@ use common::{
     ChildProc, DEADLINE, Rng, env, limits, outstanding, pattern, peer_gone, private_pool, role, seed,
     self_command, shm_pool, socket_path, spawn, wait_for_parent, within,
 };
-use ferry::sample::{RECORD, Record};
 use ferry_buf::{Pool, SharedBuf};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener, ShmStats};
 use ferry_transport::{Meta, Payload, TransportError};
+use ferry_wire::sample::{RECORD, Record};
 use ferry_wire::{Context, HybridBytes};
 
 const PATH_VAR: &str = "FERRY_SHM_TEST_PATH";

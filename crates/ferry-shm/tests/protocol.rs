@@ -4,17 +4,17 @@
 //! have every buffer back once its connection is dropped (checked by `run_pair`).
 mod common;
 
-use ferry::Message as _;
+use ferry_wire::Message as _;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Barrier};
 
 use common::{DEADLINE, limits, pattern, run_pair};
-use ferry::sample::Record;
 use ferry_buf::{PoolConfig, PoolError};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener};
 use ferry_transport::{Meta, TransportError};
+use ferry_wire::sample::Record;
 use ferry_wire::{Context, HybridBytes};
 
 /// Queues a record whose key is `i` and whose one field is `value` (zero-copy when `value`

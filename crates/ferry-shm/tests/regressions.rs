@@ -2,10 +2,10 @@
 
 use std::thread;
 
-use ferry::sample::{RECORD, Record};
 use ferry_shm::{ShmConfig, ShmConnection, ShmListener};
 use ferry_testkit::shared_pool;
 use ferry_transport::{Meta, TransportError};
+use ferry_wire::sample::{RECORD, Record};
 use ferry_wire::{Context, DynamicMessage, EncodeError, FieldDesc, Kind, Label, Limits, MessageDesc};
 
 static REQUIRED: MessageDesc = MessageDesc::new(

@@ -31,6 +31,7 @@ pub mod encode;
 pub mod hybrid;
 pub mod layout;
 mod message;
+pub mod sample;
 mod scalar;
 
 pub use decode::{BytesList, DecodeError, DecodeErrorKind, Limits, MessageList, ScalarList, View};

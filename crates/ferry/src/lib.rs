@@ -38,7 +38,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod sample;
+pub use ferry_wire::sample;
 
 pub use ferry_buf as buf;
 pub use ferry_buf::{BufMut, Pool, PoolConfig, PoolError, SharedBuf};

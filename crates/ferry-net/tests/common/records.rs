@@ -2,11 +2,11 @@
 //! in another process regenerates the same ones), built into messages on the sending side, and
 //! checked byte for byte on the receiving side.
 
-use ferry::Message as _;
-use ferry::sample::Record;
 use ferry_buf::{Pool, SharedBuf};
 use ferry_net::{Connection, Frame, Meta, Mode, TransportError, auto};
+use ferry_wire::Message as _;
 use ferry_wire::hybrid::DEFAULT_THRESHOLD;
+use ferry_wire::sample::Record;
 use ferry_wire::{Context, Outgoing};
 
 use super::Rng;

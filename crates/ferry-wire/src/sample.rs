@@ -1,4 +1,6 @@
-//! Sample message types, written by hand in the shape `ferry-build` generates.
+//! Sample message types, written by hand in the shape `ferry-build` generates: what the
+//! documentation, the tests and the benchmarks of every crate use (re-exported as
+//! `ferry::sample`).
 //!
 //! [`Record`] is the Cornflakes/muSer object model (a key and a list of opaque fields), used by
 //! the demo and the benchmarks:
@@ -12,9 +14,9 @@
 //!
 //! [`ALL_KINDS`] describes a message with every field kind in singular, repeated and map form, a
 //! oneof, recursion and field numbers past 64; tests drive it through
-//! [`DynamicMessage`](crate::wire::DynamicMessage).
+//! [`DynamicMessage`](crate::DynamicMessage).
 
-use ferry_wire::{
+use crate::{
     Context, DecodeError, Encode, FieldDesc, HybridBytes, IntoHybrid, Kind, Label, Message, MessageDesc,
     MessageView, View, Visitor,
 };
@@ -136,7 +138,7 @@ impl<'b> RecordView<'b> {
 
     /// The fields, in place.
     #[inline]
-    pub fn fields(&self) -> ferry_wire::BytesList<'b> {
+    pub fn fields(&self) -> crate::BytesList<'b> {
         self.0.bytes_list(2)
     }
 }
