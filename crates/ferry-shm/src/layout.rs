@@ -33,7 +33,12 @@ pub const MSG_HEADER_LEN: usize = 24;
 /// Entries in each side's notification ring.
 pub const RING: usize = 1024;
 /// Bytes of the control area.
-pub const CONTROL_LEN: usize = RING_AT + 8 * RING;
+pub const CONTROL_LEN: usize = control_len(RING);
+
+/// Bytes of a control area whose ring has `ring` entries.
+pub const fn control_len(ring: usize) -> usize {
+    RING_AT + 8 * ring
+}
 /// Ring entry bucket meaning "acknowledgements only".
 pub const NO_BLOCK: u32 = u32::MAX;
 

@@ -50,6 +50,7 @@
 
 mod conn;
 pub mod layout;
+pub mod proto;
 #[allow(unsafe_code)]
 mod sys;
 #[cfg(test)]

@@ -161,6 +161,43 @@ fn a_poll_loop_wakes_for_shared_memory() {
     client.join().unwrap();
 }
 
+/// Regression: a `try_recv` whose poll found only an acknowledgement (credits back, no frame)
+/// returned `None` without announcing the wait, so the peer's next message rang no doorbell
+/// and a poll loop slept through it.
+#[test]
+fn an_acknowledgement_alone_still_arms_the_doorbell() {
+    let path = std::env::temp_dir().join(format!("ferry-shm-ack-arms-{}", std::process::id()));
+    let listener = ShmListener::bind(&path).unwrap();
+    let (acked, ack_seen) = std::sync::mpsc::channel::<()>();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let server = thread::spawn(move || {
+        let pool = shared_pool();
+        let mut conn = listener.accept(&pool, &ShmConfig::default()).unwrap();
+        drop(conn.recv().unwrap());
+        // An acknowledgement-only entry: this side has no message to carry it.
+        conn.flush().unwrap();
+        acked.send(()).unwrap();
+        wait.recv().unwrap();
+        let ctx = Context::new(pool.clone());
+        conn.send(Meta::new(9, 0), &Record::new(&ctx)).unwrap();
+        conn.flush().unwrap();
+        assert!(matches!(
+            conn.recv(),
+            Err(ferry_transport::TransportError::Closed)
+        ));
+    });
+    let pool = shared_pool();
+    let mut client = ShmConnection::connect(&path, &pool, &ShmConfig::default()).unwrap();
+    let ctx = Context::new(pool.clone());
+    client.send(Meta::new(1, 0), &Record::new(&ctx)).unwrap();
+    client.flush().unwrap();
+    ack_seen.recv().unwrap();
+    // `readiness`'s first `try_recv` consumes the acknowledgement and must arm the doorbell.
+    readiness(&mut client, || go.send(()).unwrap());
+    drop(client);
+    server.join().unwrap();
+}
+
 /// `in_flight` counts bytes on both transports: a shared-memory block and the value it
 /// references are held until the peer acknowledges them.
 #[test]

@@ -1,0 +1,615 @@
+//! The block protocol without I/O: blocks, ring entries, credits, acknowledgements and implicit
+//! request ids, as one side sees them. It reads and writes shared memory through [`Shared`] and
+//! never waits, sleeps or touches a descriptor: an operation that cannot proceed (no credit, a
+//! full ring) returns and leaves the waiting to its driver, [`ShmConnection`](crate::ShmConnection)
+//! (busy-polling, then an eventfd doorbell). The style is `ferry-net`'s queue and reader, and
+//! quinn-proto's: the same core runs under deterministic tests (an in-memory pair, random
+//! interleavings), loom (the ring words) and the fuzzer (arbitrary peer memory).
+//!
+//! An endpoint [`send`](Endpoint::send)s messages into the block it fills; a full block (or
+//! [`close_block`](Endpoint::close_block)) is ready, and [`publish`](Endpoint::publish) puts
+//! ready blocks in the ring while credits and ring room last, carrying the acknowledgements this
+//! side owes in their preambles ([`publish_acks`](Endpoint::publish_acks) sends them alone when
+//! there is no block). [`poll`](Endpoint::poll) consumes the peer's entries (acknowledgements
+//! return credits and free blocks; blocks are queued) and [`next`](Endpoint::next) hands out
+//! their messages one at a time, each validated against the peer's region. After pushing an
+//! entry, [`take_wake`](Endpoint::take_wake) says whether the peer sleeps and must be woken.
+
+mod ring;
+
+#[cfg(loom)]
+mod loom;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use ferry_buf::{BufMut, Pool, SharedBuf};
+use ferry_transport::{Meta, Payload, TransportError};
+use ferry_wire::Outgoing;
+
+pub use self::ring::Shared;
+use self::ring::{Rings, protocol};
+use crate::ShmStats;
+use crate::layout::{
+    BLOCK_ALIGN, FORM_EXPLICIT_ID, FORM_FERRY, MSG_HEADER_LEN, MsgHeader, NO_BLOCK, PREAMBLE_LEN, Preamble,
+    control_len, entry, message_space, split_entry,
+};
+
+/// What the two sides agreed at setup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setup {
+    /// Bytes per block: a block is ready once it holds this many (a larger message gets a
+    /// block of its own). Between [`BLOCK_ALIGN`] and the pool's largest buffer.
+    pub block_size: usize,
+    /// Blocks each side may have unacknowledged: between 1 and half the ring.
+    pub credits: u32,
+    /// Entries in each side's ring (the same on both sides).
+    pub ring: usize,
+    /// Offset of the peer's control area in its region.
+    pub peer_control: usize,
+}
+
+/// Keeps a received block unacknowledged while a message of it is alive: every
+/// [`Incoming`] holds one, shared by the messages of its block.
+#[derive(Debug)]
+pub struct Hold {
+    seq: u64,
+    releases: Rc<RefCell<Releases>>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.releases.borrow_mut().release(self.seq);
+    }
+}
+
+/// Received blocks, in order, and which of them are released. Acknowledgements cover the
+/// released prefix: a block is acknowledged only when it and every earlier block have no live
+/// message, so the sender reclaims in order.
+#[derive(Debug, Default)]
+struct Releases {
+    /// Sequence number of `live[0]`.
+    first: u64,
+    /// Per received block: whether any message of it is alive.
+    live: VecDeque<bool>,
+    /// Released blocks not yet acknowledged to the peer.
+    pending: u32,
+}
+
+impl Releases {
+    fn release(&mut self, seq: u64) {
+        let i = (seq - self.first) as usize;
+        self.live[i] = false;
+        while self.live.front() == Some(&false) {
+            self.live.pop_front();
+            self.first += 1;
+            self.pending += 1;
+        }
+    }
+}
+
+/// A received message: its header has been read out of the peer's block and checked to lie in
+/// it; a Ferry message's bytes are validated when viewed (`View::decode_at` on the region).
+#[derive(Debug)]
+pub struct Incoming {
+    /// Kind, flags and request id (the implicit one unless the sender wrote another).
+    pub meta: Meta,
+    /// Whether the payload is a Ferry message (sent with `send`) rather than raw bytes.
+    pub ferry: bool,
+    /// Offset of the payload in the peer's region.
+    pub offset: usize,
+    /// Bytes of the payload (a Ferry message's header segment).
+    pub len: usize,
+    /// Keeps the block unacknowledged until dropped.
+    pub hold: Rc<Hold>,
+}
+
+/// A received block whose messages are handed out one at a time.
+#[derive(Debug)]
+struct Pending {
+    hold: Rc<Hold>,
+    /// Next message header.
+    pos: usize,
+    end: usize,
+    left: u32,
+}
+
+/// A block being filled, or filled and waiting for a credit.
+#[derive(Debug)]
+struct Filling {
+    block: BufMut,
+    count: u32,
+    /// The values its messages reference, held until the block is acknowledged.
+    held: Vec<SharedBuf>,
+}
+
+/// One side of the block protocol. See the module docs.
+#[derive(Debug)]
+pub struct Endpoint {
+    pool: Pool,
+    setup: Setup,
+    rings: Rings,
+    credits: u32,
+    // Sending.
+    filling: Option<Filling>,
+    ready: VecDeque<Filling>,
+    in_flight: VecDeque<(SharedBuf, Vec<SharedBuf>)>,
+    send_seq: u64,
+    wake: bool,
+    // Receiving.
+    recv_seq: u64,
+    blocks_seen: u64,
+    peer_unacked: u32,
+    queue: VecDeque<Pending>,
+    releases: Rc<RefCell<Releases>>,
+    failed: bool,
+    stats: ShmStats,
+}
+
+impl Endpoint {
+    /// An endpoint that sends from `pool` and reads the peer's region through `mem`. Fails if
+    /// `setup` is out of range or the peer's control area does not lie in its region.
+    pub fn new(pool: &Pool, setup: Setup, mem: &impl Shared) -> Result<Endpoint, TransportError> {
+        let config = |what: String| Err(TransportError::Config(what));
+        if setup.block_size < BLOCK_ALIGN || setup.block_size > pool.max_class() {
+            return config(format!(
+                "block_size must be between {BLOCK_ALIGN} and the pool's largest buffer ({})",
+                pool.max_class()
+            ));
+        }
+        if setup.ring < 2 || setup.credits == 0 || setup.credits as usize > setup.ring / 2 {
+            return config(format!(
+                "credits ({}) must be between 1 and half the ring ({})",
+                setup.credits, setup.ring
+            ));
+        }
+        if setup.peer_control % 8 != 0 || !mem.contains(setup.peer_control, control_len(setup.ring)) {
+            return config("bad setup message from the peer: control area outside the shared memory".into());
+        }
+        Ok(Endpoint {
+            pool: pool.clone(),
+            setup,
+            rings: Rings::new(setup.ring, setup.peer_control),
+            credits: setup.credits,
+            filling: None,
+            ready: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            send_seq: 0,
+            wake: false,
+            recv_seq: 0,
+            blocks_seen: 0,
+            peer_unacked: 0,
+            queue: VecDeque::new(),
+            releases: Rc::default(),
+            failed: false,
+            stats: ShmStats::default(),
+        })
+    }
+
+    /// The pool this side sends from.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Counters so far (the driver's own, sleeps and wake-ups, included).
+    pub fn stats(&self) -> ShmStats {
+        self.stats
+    }
+
+    pub(crate) fn stats_mut(&mut self) -> &mut ShmStats {
+        &mut self.stats
+    }
+
+    /// Credits left: blocks this side may publish before an acknowledgement.
+    pub fn credits(&self) -> u32 {
+        self.credits
+    }
+
+    /// Whether blocks are ready and wait for a credit or ring room.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Whether acknowledgements are owed to the peer.
+    pub fn owes_acks(&self) -> bool {
+        self.releases.borrow().pending > 0
+    }
+
+    /// Bytes sent and not yet acknowledged: published blocks and the values they reference.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+            .iter()
+            .map(|(block, values)| block.len() + values.iter().map(SharedBuf::len).sum::<usize>())
+            .sum()
+    }
+
+    /// Blocks published and not yet acknowledged (each holds a credit).
+    pub fn blocks_in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// The request id the next message gets implicitly (not written to shared memory).
+    pub fn next_request_id(&self) -> u64 {
+        self.send_seq
+    }
+
+    /// `Err(Poisoned)` once an operation has failed.
+    pub fn check(&self) -> Result<(), TransportError> {
+        if self.failed {
+            Err(TransportError::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Poisons the endpoint and releases what it sends from; returns `e`.
+    pub fn fail(&mut self, e: TransportError) -> TransportError {
+        self.failed = true;
+        self.filling = None;
+        self.ready.clear();
+        self.in_flight.clear();
+        e
+    }
+
+    fn guard<T>(&mut self, r: Result<T, TransportError>) -> Result<T, TransportError> {
+        r.map_err(|e| self.fail(e))
+    }
+
+    /// Whether a peer was found sleeping when an entry was pushed since the last call: the
+    /// driver must wake it.
+    pub fn take_wake(&mut self) -> bool {
+        std::mem::take(&mut self.wake)
+    }
+
+    /// The block being filled, with room for `need` more bytes (a full one becomes ready).
+    fn room(&mut self, need: usize) -> Result<&mut Filling, TransportError> {
+        if self
+            .filling
+            .as_ref()
+            .is_some_and(|f| f.block.capacity() - f.block.len() < need)
+        {
+            self.ready.extend(self.filling.take());
+        }
+        if self.filling.is_none() {
+            let mut block = self
+                .pool
+                .alloc((PREAMBLE_LEN + need).max(self.setup.block_size))?;
+            block.set_len(PREAMBLE_LEN);
+            self.filling = Some(Filling {
+                block,
+                count: 0,
+                held: Vec::new(),
+            });
+        }
+        Ok(self.filling.as_mut().expect("just made"))
+    }
+
+    /// The header of the next message; `send_seq` advances only once it is queued.
+    fn header(&self, meta: Meta, len: usize, ferry: bool) -> MsgHeader {
+        let implicit = meta.request_id == self.send_seq;
+        MsgHeader {
+            len: len as u32,
+            kind: meta.kind,
+            flags: meta.flags,
+            form: if ferry { FORM_FERRY } else { 0 } | if implicit { 0 } else { FORM_EXPLICIT_ID },
+            request_id: if implicit { 0 } else { meta.request_id },
+        }
+    }
+
+    /// A message was written in the filling block at `space` bytes from its end.
+    fn queued(&mut self, space: usize) {
+        let f = self.filling.as_mut().expect("the message's block");
+        f.block.set_len(f.block.len() + space);
+        f.count += 1;
+        self.send_seq += 1;
+        self.stats.messages_sent += 1;
+        if f.block.len() >= self.setup.block_size {
+            self.ready.extend(self.filling.take());
+        }
+    }
+
+    /// Queues a Ferry message in the block being filled: its header segment is written there,
+    /// its zero-copy values are referenced where they lie in the pool (values elsewhere are
+    /// copied into the pool once). A failed send queues nothing and uses no request id.
+    pub fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+        self.check()?;
+        let layout = msg.layout();
+        if layout.head_len > u32::MAX as usize {
+            return Err(TransportError::TooLong {
+                len: layout.head_len,
+                max: u32::MAX as usize,
+            });
+        }
+        let space = message_space(layout.head_len);
+        let header = self.header(meta, layout.head_len, true);
+        self.room(space)?;
+        let pool = &self.pool;
+        let Filling { block, held, .. } = self.filling.as_mut().expect("room made it");
+        let at = block.len();
+        let block_offset = pool.offset_of(block).expect("pool memory");
+        let (mut referenced, mut copied) = (0u64, 0u64);
+        let mut lost = None;
+        let held_before = held.len();
+        let out = &mut block.capacity_mut()[at..at + MSG_HEADER_LEN + layout.head_len];
+        header.write(out);
+        let written = msg.write_head_in(
+            &layout,
+            &mut out[MSG_HEADER_LEN..],
+            (block_offset + at + MSG_HEADER_LEN) as u64,
+            &mut |value| {
+                let buf = match pool.recover(value) {
+                    Some(buf) => {
+                        referenced += value.len() as u64;
+                        buf
+                    }
+                    None => match pool.copy_from(value) {
+                        Ok(buf) => {
+                            copied += value.len() as u64;
+                            buf
+                        }
+                        Err(e) => {
+                            lost = Some(e);
+                            return None;
+                        }
+                    },
+                };
+                let offset = pool.offset_of(&buf)? as u64;
+                held.push(buf);
+                Some(offset)
+            },
+        );
+        if let Err(e) = lost.map_or(written.map_err(TransportError::from), |e| Err(e.into())) {
+            held.truncate(held_before);
+            return Err(e);
+        }
+        self.stats.bytes_referenced += referenced;
+        self.stats.bytes_copied_in += copied;
+        self.queued(space);
+        Ok(())
+    }
+
+    /// Queues a raw payload, copied into the block being filled (the receiver reads raw
+    /// payloads contiguously, so gather parts are copied too).
+    pub fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError> {
+        self.check()?;
+        let len = payload.len();
+        if len > u32::MAX as usize {
+            return Err(TransportError::TooLong {
+                len,
+                max: u32::MAX as usize,
+            });
+        }
+        let (head, parts): (&[u8], &[SharedBuf]) = match payload {
+            Payload::Bytes(bytes) => (bytes, &[]),
+            Payload::Gather { head, parts } => (head, parts),
+        };
+        let space = message_space(len);
+        let header = self.header(meta, len, false);
+        let block = &mut self.room(space)?.block;
+        let at = block.len();
+        let out = &mut block.capacity_mut()[at..at + MSG_HEADER_LEN + len];
+        header.write(out);
+        let mut pos = MSG_HEADER_LEN;
+        for part in std::iter::once(head).chain(parts.iter().map(|p| &p[..])) {
+            out[pos..pos + part.len()].copy_from_slice(part);
+            pos += part.len();
+        }
+        self.queued(space);
+        Ok(())
+    }
+
+    /// Makes the block being filled ready, if it holds a message.
+    pub fn close_block(&mut self) {
+        if self.filling.as_ref().is_some_and(|f| f.count > 0) {
+            self.ready.extend(self.filling.take());
+        }
+    }
+
+    fn take_acks(&mut self) -> u32 {
+        let acks = std::mem::take(&mut self.releases.borrow_mut().pending);
+        self.peer_unacked -= acks;
+        acks
+    }
+
+    /// Publishes ready blocks while credits and ring room last; returns whether none is left.
+    pub fn publish(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
+        self.check()?;
+        let r = self.publish_inner(mem);
+        self.guard(r)
+    }
+
+    fn publish_inner(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
+        while !self.ready.is_empty() {
+            if self.credits == 0 || !self.rings.has_space(mem)? {
+                return Ok(false);
+            }
+            let Filling {
+                mut block,
+                count,
+                held,
+                ..
+            } = self.ready.pop_front().expect("not empty");
+            let preamble = Preamble {
+                count,
+                len: block.len() as u32,
+                acks: self.take_acks(),
+            };
+            preamble.write(&mut block.capacity_mut()[..PREAMBLE_LEN]);
+            let block = block.freeze();
+            let bucket = (self.pool.offset_of(&block).expect("pool memory") / BLOCK_ALIGN) as u32;
+            self.credits -= 1;
+            self.in_flight.push_back((block, held));
+            self.stats.blocks_sent += 1;
+            self.wake |= self.rings.push(mem, entry(bucket, 0));
+        }
+        Ok(true)
+    }
+
+    /// Sends the acknowledgements owed in an entry of their own (it costs no credit: two peers
+    /// out of credits, each owing the other, would otherwise wait for ever). Returns whether
+    /// none is left owed (false: the ring is full).
+    pub fn publish_acks(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
+        self.check()?;
+        if !self.owes_acks() {
+            return Ok(true);
+        }
+        let space = self.rings.has_space(mem);
+        if !self.guard(space)? {
+            return Ok(false);
+        }
+        let acks = self.take_acks();
+        self.stats.ack_entries_sent += 1;
+        self.wake |= self.rings.push(mem, entry(NO_BLOCK, acks));
+        Ok(true)
+    }
+
+    fn acked(&mut self, n: u32, at: usize) -> Result<(), TransportError> {
+        if n as usize > self.in_flight.len() {
+            return Err(protocol("acknowledgement of blocks never sent", at));
+        }
+        self.in_flight.drain(..n as usize);
+        self.credits += n;
+        Ok(())
+    }
+
+    /// Consumes every entry the peer has published: acknowledgements free blocks and return
+    /// credits, blocks are queued for [`next`](Self::next). Returns whether anything arrived.
+    /// A peer that closed with nothing left to consume is `Err(Closed)`.
+    pub fn poll(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
+        self.check()?;
+        let r = self.poll_inner(mem);
+        self.guard(r)
+    }
+
+    fn poll_inner(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
+        let arrived = self.rings.arrived(mem)?;
+        if arrived == 0 {
+            return Ok(false);
+        }
+        for _ in 0..arrived {
+            let (e, slot) = self.rings.take(mem);
+            let (bucket, acks) = split_entry(e);
+            if bucket == NO_BLOCK {
+                self.acked(acks, slot)?;
+            } else {
+                self.receive_block(mem, bucket as usize * BLOCK_ALIGN)?;
+            }
+        }
+        self.rings.consumed(mem);
+        Ok(true)
+    }
+
+    fn receive_block(&mut self, mem: &impl Shared, at: usize) -> Result<(), TransportError> {
+        let mut pre = [0u8; PREAMBLE_LEN];
+        mem.copy_out(at, &mut pre)
+            .ok_or_else(|| protocol("block outside the shared memory", at))?;
+        let pre = Preamble::read(&pre);
+        let len = pre.len as usize;
+        if len < PREAMBLE_LEN || !mem.contains(at, len) {
+            return Err(protocol("block length outside the shared memory", at));
+        }
+        if pre.count as usize > (len - PREAMBLE_LEN) / MSG_HEADER_LEN {
+            return Err(protocol("more messages than the block holds", at));
+        }
+        self.peer_unacked += 1;
+        if self.peer_unacked > self.setup.credits {
+            return Err(protocol("the peer sent beyond its credits", at));
+        }
+        self.acked(pre.acks, at)?;
+        let seq = self.blocks_seen;
+        self.blocks_seen += 1;
+        self.stats.blocks_received += 1;
+        self.releases.borrow_mut().live.push_back(true);
+        let hold = Rc::new(Hold {
+            seq,
+            releases: Rc::clone(&self.releases),
+        });
+        if pre.count > 0 {
+            // Messages are parsed as they are handed out: queued work stays bounded by the
+            // credits, whatever counts the peer writes.
+            self.queue.push_back(Pending {
+                hold,
+                pos: at + PREAMBLE_LEN,
+                end: at + len,
+                left: pre.count,
+            });
+        }
+        // Messages share the hold; the block is released when the last of them (or, with no
+        // message, the hold itself) goes.
+        Ok(())
+    }
+
+    /// The next message of the oldest received block, its header validated.
+    pub fn next(&mut self, mem: &impl Shared) -> Result<Option<Incoming>, TransportError> {
+        self.check()?;
+        let r = self.next_inner(mem);
+        self.guard(r)
+    }
+
+    fn next_inner(&mut self, mem: &impl Shared) -> Result<Option<Incoming>, TransportError> {
+        let Some(p) = self.queue.front_mut() else {
+            return Ok(None);
+        };
+        let pos = p.pos;
+        if MSG_HEADER_LEN > p.end - pos {
+            return Err(protocol("message header past the block", pos));
+        }
+        let mut h = [0u8; MSG_HEADER_LEN];
+        mem.copy_out(pos, &mut h)
+            .ok_or_else(|| protocol("message header past the block", pos))?;
+        let h = MsgHeader::read(&h);
+        if h.form & !(FORM_FERRY | FORM_EXPLICIT_ID) != 0 {
+            return Err(protocol("unknown message form", pos));
+        }
+        let space = message_space(h.len as usize);
+        if space > p.end - pos {
+            return Err(protocol("message past the block", pos));
+        }
+        p.pos += space;
+        p.left -= 1;
+        let hold = if p.left == 0 {
+            self.queue.pop_front().expect("the front").hold
+        } else {
+            Rc::clone(&p.hold)
+        };
+        let implicit = self.recv_seq;
+        self.recv_seq += 1;
+        self.stats.messages_received += 1;
+        Ok(Some(Incoming {
+            meta: Meta {
+                kind: h.kind,
+                flags: h.flags,
+                request_id: if h.form & FORM_EXPLICIT_ID != 0 {
+                    h.request_id
+                } else {
+                    implicit
+                },
+            },
+            ferry: h.form & FORM_FERRY != 0,
+            offset: pos + MSG_HEADER_LEN,
+            len: h.len as usize,
+            hold,
+        }))
+    }
+
+    /// Announces that this side is about to wait for the peer, then looks again: returns
+    /// whether the peer published or closed since (then do not sleep). While announced, the
+    /// peer's next entry reports a wake-up ([`take_wake`](Self::take_wake) on its side).
+    pub fn announce_sleep(&mut self, mem: &mut impl Shared) -> bool {
+        self.rings.announce_sleep(mem)
+    }
+
+    /// Withdraws [`announce_sleep`](Self::announce_sleep).
+    pub fn withdraw(&mut self, mem: &mut impl Shared) {
+        self.rings.withdraw(mem);
+    }
+
+    /// Tells the peer this side has shut down (a sleeping peer is to be woken: see
+    /// [`take_wake`](Self::take_wake)).
+    pub fn close(&mut self, mem: &mut impl Shared) {
+        self.wake |= self.rings.close(mem);
+    }
+}

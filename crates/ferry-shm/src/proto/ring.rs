@@ -1,0 +1,147 @@
+//! The words both sides read: each side's ring of entries, its head and the peer's tail, the
+//! sleeping flag and the closed flag. The rest of the protocol is single-writer memory
+//! (blocks, values) published by these words; their orderings are checked with loom
+//! (`proto/loom.rs`).
+
+use ferry_transport::{FrameError, TransportError};
+
+use crate::layout::{CLOSED, PEER_TAIL, RING_AT, RING_HEAD, SLEEPING};
+
+/// The memory two sides share, as the protocol core sees it: this side's control area, which
+/// it writes, and the peer's region (its control area, blocks and values), which it only reads
+/// and never trusts. [`ShmConnection`](crate::ShmConnection) implements it over its own pool
+/// and a read-only mapping of the peer's; tests implement it over memory in one process and
+/// over loom's atomics; the fuzz target over arbitrary bytes.
+pub trait Shared {
+    /// The 8-aligned word at `offset` of the peer's region, loaded with acquire ordering (what
+    /// the peer wrote before storing it is visible); `None` outside the region.
+    fn load(&self, offset: usize) -> Option<u64>;
+
+    /// Copies `out.len()` bytes of the peer's region at `offset`; `None` outside the region.
+    fn copy_out(&self, offset: usize, out: &mut [u8]) -> Option<()>;
+
+    /// Bytes in the peer's region.
+    fn peer_len(&self) -> usize;
+
+    /// Stores the word at `offset` of this side's control area, with release ordering (what
+    /// this side wrote before is visible to a peer that loads the word).
+    fn store(&mut self, offset: usize, value: u64);
+
+    /// A sequentially consistent fence: a store before it and a load of the peer's memory
+    /// after it are seen in that order by a peer with the same fence (the sleeping handshake).
+    fn fence(&self);
+
+    /// Whether `len` bytes at `offset` lie in the peer's region.
+    fn contains(&self, offset: usize, len: usize) -> bool {
+        offset.checked_add(len).is_some_and(|end| end <= self.peer_len())
+    }
+}
+
+pub(crate) fn protocol(what: &'static str, offset: usize) -> TransportError {
+    TransportError::Frame {
+        offset: offset as u64,
+        error: FrameError::Protocol(what),
+    }
+}
+
+/// This side's position in both rings: entries it published in its own, entries it consumed
+/// of the peer's.
+#[derive(Debug)]
+pub(crate) struct Rings {
+    size: u64,
+    peer_control: usize,
+    /// Entries published in this side's ring.
+    head: u64,
+    /// Entries of the peer's ring consumed.
+    tail: u64,
+}
+
+impl Rings {
+    pub(crate) fn new(size: usize, peer_control: usize) -> Rings {
+        Rings {
+            size: size as u64,
+            peer_control,
+            head: 0,
+            tail: 0,
+        }
+    }
+
+    /// A word of the peer's control area (validated to lie in its region at setup).
+    fn peer(&self, mem: &impl Shared, word: usize) -> u64 {
+        mem.load(self.peer_control + word).unwrap_or(0)
+    }
+
+    /// Whether this side's ring has room for an entry (the peer consumes entries as it polls).
+    pub(crate) fn has_space(&self, mem: &impl Shared) -> Result<bool, TransportError> {
+        let consumed = self.peer(mem, PEER_TAIL);
+        if consumed > self.head {
+            return Err(protocol(
+                "the peer consumed unpublished entries",
+                self.peer_control,
+            ));
+        }
+        Ok(self.head - consumed < self.size)
+    }
+
+    /// Publishes an entry (there must be room). Returns whether the peer sleeps: it must be
+    /// woken. The fence pairs with the one in [`announce_sleep`](Self::announce_sleep): either
+    /// the peer sees the new head, or this side sees its flag.
+    pub(crate) fn push(&mut self, mem: &mut impl Shared, entry: u64) -> bool {
+        mem.store(RING_AT + 8 * (self.head % self.size) as usize, entry);
+        self.head += 1;
+        mem.store(RING_HEAD, self.head);
+        mem.fence();
+        self.peer(mem, SLEEPING) != 0
+    }
+
+    /// Entries the peer has published that this side has not consumed. Reads `closed` before
+    /// the head, so that a peer that publishes and then closes is seen to publish.
+    pub(crate) fn arrived(&self, mem: &impl Shared) -> Result<u64, TransportError> {
+        let closed = self.peer(mem, CLOSED) != 0;
+        let head = self.peer(mem, RING_HEAD);
+        if head == self.tail {
+            return if closed {
+                Err(TransportError::Closed)
+            } else {
+                Ok(0)
+            };
+        }
+        if head < self.tail || head - self.tail > self.size {
+            return Err(protocol("ring head out of range", self.peer_control + RING_HEAD));
+        }
+        Ok(head - self.tail)
+    }
+
+    /// The next entry of the peer's ring (one [`arrived`](Self::arrived) counted) and the
+    /// offset it was read at.
+    pub(crate) fn take(&mut self, mem: &impl Shared) -> (u64, usize) {
+        let slot = self.peer_control + RING_AT + 8 * (self.tail % self.size) as usize;
+        self.tail += 1;
+        (mem.load(slot).unwrap_or(0), slot)
+    }
+
+    /// Tells the peer how far this side has consumed (frees room in its ring).
+    pub(crate) fn consumed(&self, mem: &mut impl Shared) {
+        mem.store(PEER_TAIL, self.tail);
+    }
+
+    /// Announces that this side is about to wait, then looks again: returns whether the peer
+    /// has published (or closed) since, in which case it must not sleep. Withdraw with
+    /// [`withdraw`](Self::withdraw).
+    pub(crate) fn announce_sleep(&self, mem: &mut impl Shared) -> bool {
+        mem.store(SLEEPING, 1);
+        mem.fence();
+        self.peer(mem, RING_HEAD) != self.tail || self.peer(mem, CLOSED) != 0
+    }
+
+    pub(crate) fn withdraw(&self, mem: &mut impl Shared) {
+        mem.store(SLEEPING, 0);
+    }
+
+    /// Marks this side closed; returns whether the peer sleeps and must be woken to see it.
+    pub(crate) fn close(&self, mem: &mut impl Shared) -> bool {
+        mem.store(CLOSED, 1);
+        mem.fence();
+        self.peer(mem, SLEEPING) != 0
+    }
+}
