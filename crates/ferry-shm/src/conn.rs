@@ -360,8 +360,12 @@ impl ShmConnection {
     /// Publishes every ready block, waiting for credits and ring room.
     fn push_out(&mut self) -> Result<(), TransportError> {
         let mut start = None;
+        let mut counted = false;
         while !self.core.publish(&mut self.mem)? {
-            self.core.stats_mut().credit_waits += 1;
+            if self.core.credits() == 0 && !counted {
+                self.core.stats_mut().credit_waits += 1;
+                counted = true;
+            }
             // Acknowledgements cost no credit: send what this side owes, or two peers out of
             // credits, each owing the other, would wait for ever.
             self.core.publish_acks(&mut self.mem)?;

@@ -39,6 +39,10 @@
 //!   its socket fails pending operations; frames already received stay readable until dropped,
 //!   and the mapping goes with the last of them.
 //!
+//! The protocol itself is [`proto`]: a sans-IO core that reads and writes shared memory
+//! through a trait and never waits; [`ShmConnection`] drives it (setup over the Unix socket,
+//! busy-polling, the eventfd doorbell), and `sys` holds the unsafe mapping and syscalls.
+//!
 //! What it is not: a cross-host transport (RDMA could replace the shared-memory writes without
 //! changing the protocol), or thread-safe (`ShmFrame` is `!Send`; one connection per thread):
 //! a frame's drop records the release of its block in the connection's single-threaded

@@ -271,7 +271,8 @@ impl Endpoint {
             .as_ref()
             .is_some_and(|f| f.block.capacity() - f.block.len() < need)
         {
-            self.ready.extend(self.filling.take());
+            // An empty block (left by a failed send) is dropped, not published.
+            self.ready.extend(self.filling.take().filter(|f| f.count > 0));
         }
         if self.filling.is_none() {
             let mut block = self
