@@ -2,23 +2,15 @@
 //! with a fixed message count. Behaviour only: which records exist and whether their counters
 //! agree with what each mode does; no timing is asserted.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-use serde_json::Value;
-
-fn ferry(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ferry"))
-        .args(args)
-        .output()
-        .expect("spawn ferry")
-}
+use common::{assert_chart, ferry, results, stderr, success};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-test");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("bench-test", name)
 }
 
 const MODES: [&str; 5] = ["copy", "gather", "zerocopy", "uring", "auto"];
@@ -29,37 +21,31 @@ fn datapath_writes_one_sane_record_per_configuration() {
     let svg = scratch("datapath.svg");
     let _ = std::fs::remove_file(&json);
     let _ = std::fs::remove_file(&svg);
-    let out = ferry(&[
-        "bench",
-        "datapath",
-        "--sizes",
-        "256,4096",
-        "--fields",
-        "1,8",
-        "--unbatched-sizes",
-        "4096",
-        "--count",
-        "300",
-        "--reps",
-        "1",
-        "--json",
-        json.to_str().unwrap(),
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "ferry bench failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = ferry(
+        &[
+            "bench",
+            "datapath",
+            "--sizes",
+            "256,4096",
+            "--fields",
+            "1,8",
+            "--unbatched-sizes",
+            "4096",
+            "--count",
+            "300",
+            "--reps",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+        &[],
     );
+    let stdout = success(&out, "ferry bench");
     assert!(stdout.contains("msgs/s"), "no table on stdout:\n{stdout}");
 
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(doc["benchmark"], "datapath");
-    assert!(doc["command"].as_str().unwrap().contains("bench datapath"));
-    assert!(doc["date"].as_str().unwrap().ends_with('Z'));
-    assert!(doc["machine"]["kernel"].is_string());
+    let doc = results(&json, "datapath");
     assert_eq!(doc["settings"]["budget"]["messages"], 300);
 
     let records = doc["records"].as_array().unwrap();
@@ -153,37 +139,31 @@ fn datapath_writes_one_sane_record_per_configuration() {
         assert!(num("recv_copied_bytes") <= bound, "{what}");
     }
 
-    let svg = std::fs::read_to_string(&svg).unwrap();
-    assert!(
-        svg.contains("<svg") && svg.contains("messages/s"),
-        "plot is an SVG chart"
-    );
+    assert_chart(&svg, "messages/s");
 }
 
 #[test]
 fn datapath_rejects_an_unknown_mode() {
     let json = scratch("never.json");
-    let out = ferry(&[
-        "bench",
-        "datapath",
-        "--modes",
-        "telepathy",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let out = ferry(
+        &[
+            "bench",
+            "datapath",
+            "--modes",
+            "telepathy",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mode"));
+    assert!(stderr(&out).contains("unknown mode"));
 }
 
 #[test]
 fn demo_streams_every_mode_over_loopback() {
-    let out = ferry(&["demo", "--messages", "100", "--datapath-messages", "200"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "demo failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = ferry(&["demo", "--messages", "100", "--datapath-messages", "200"], &[]);
+    let stdout = success(&out, "demo");
     assert!(stdout.contains("Datapath:"), "{stdout}");
     for mode in MODES {
         assert!(

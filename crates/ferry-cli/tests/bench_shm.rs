@@ -2,23 +2,15 @@
 //! only: which records exist, and whether their counters agree with what each transport does
 //! (the 4 KiB values are referenced, never copied); no timing is asserted.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-use serde_json::Value;
-
-fn ferry(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ferry"))
-        .args(args)
-        .output()
-        .expect("spawn ferry")
-}
+use common::{assert_chart, ferry, results, stderr, success};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-shm-test");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("bench-shm-test", name)
 }
 
 const REQUESTS: u64 = 300;
@@ -30,37 +22,31 @@ fn shm_writes_one_sane_record_per_configuration() {
     let _ = std::fs::remove_file(&json);
     let _ = std::fs::remove_file(&svg);
     let count = REQUESTS.to_string();
-    let out = ferry(&[
-        "bench",
-        "shm",
-        "--count",
-        &count,
-        "--reps",
-        "1",
-        "--in-flight",
-        "4",
-        "--json",
-        json.to_str().unwrap(),
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "ferry bench shm failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = ferry(
+        &[
+            "bench",
+            "shm",
+            "--count",
+            &count,
+            "--reps",
+            "1",
+            "--in-flight",
+            "4",
+            "--json",
+            json.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+        &[],
     );
+    let stdout = success(&out, "ferry bench shm");
     assert!(stdout.contains("p50 ns"), "no table on stdout:\n{stdout}");
     assert!(
         stdout.contains("p50 / raw p50"),
         "no ratio to the floor:\n{stdout}"
     );
 
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(doc["benchmark"], "shm");
-    assert!(doc["command"].as_str().unwrap().contains("bench shm"));
-    assert!(doc["date"].as_str().unwrap().ends_with('Z'));
-    assert!(doc["machine"]["kernel"].is_string());
+    let doc = results(&json, "shm");
     assert_eq!(doc["settings"]["budget"]["requests"], REQUESTS);
 
     // The floor; every payload one in flight over shm (spin, default) and tcp (spin, poll);
@@ -161,30 +147,28 @@ fn shm_writes_one_sane_record_per_configuration() {
     }
     assert_eq!(diag["raw_chain"]["p50_ns"].as_array().unwrap().len(), 4, "{diag}");
 
-    let svg = std::fs::read_to_string(&svg).unwrap();
-    assert!(
-        svg.contains("<svg") && svg.contains("requests/s"),
-        "plot is an SVG chart"
-    );
+    assert_chart(&svg, "requests/s");
 
     // The table and targets come back from the results file alone.
-    let out = ferry(&["bench", "shm", "--from", json.to_str().unwrap()]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ferry(&["bench", "shm", "--from", json.to_str().unwrap()], &[]);
+    let stdout = success(&out, "ferry bench shm --from");
     assert!(stdout.contains("p50 / raw p50"), "{stdout}");
 }
 
 #[test]
 fn shm_rejects_an_unknown_transport() {
     let json = scratch("never.json");
-    let out = ferry(&[
-        "bench",
-        "shm",
-        "--transports",
-        "pigeon",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
+    let out = ferry(
+        &[
+            "bench",
+            "shm",
+            "--transports",
+            "pigeon",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(!json.exists());
 }
