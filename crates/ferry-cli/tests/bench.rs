@@ -4,27 +4,17 @@
 
 mod common;
 
+use common::{assert_chart, assert_one_record_each, ferry, number, stderr, success, sweep};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-
-use common::{assert_chart, ferry, results, stderr, success};
-
-fn scratch(name: &str) -> PathBuf {
-    common::scratch("bench-test", name)
-}
 
 const MODES: [&str; 5] = ["copy", "gather", "zerocopy", "uring", "auto"];
 
 #[test]
 fn datapath_writes_one_sane_record_per_configuration() {
-    let json = scratch("datapath.json");
-    let svg = scratch("datapath.svg");
-    let _ = std::fs::remove_file(&json);
-    let _ = std::fs::remove_file(&svg);
-    let out = ferry(
+    let run = sweep(
+        "bench-test",
+        "datapath",
         &[
-            "bench",
-            "datapath",
             "--sizes",
             "256,4096",
             "--fields",
@@ -35,17 +25,12 @@ fn datapath_writes_one_sane_record_per_configuration() {
             "300",
             "--reps",
             "1",
-            "--json",
-            json.to_str().unwrap(),
-            "--plot",
-            svg.to_str().unwrap(),
         ],
-        &[],
     );
-    let stdout = success(&out, "ferry bench");
+    let stdout = &run.stdout;
     assert!(stdout.contains("msgs/s"), "no table on stdout:\n{stdout}");
 
-    let doc = results(&json, "datapath");
+    let doc = &run.doc;
     assert_eq!(doc["settings"]["budget"]["messages"], 300);
 
     let records = doc["records"].as_array().unwrap();
@@ -59,23 +44,18 @@ fn datapath_writes_one_sane_record_per_configuration() {
         }
         expect.insert((mode.to_owned(), 4096, 8, false));
     }
-    let got: BTreeSet<_> = records
-        .iter()
-        .map(|r| {
-            (
-                r["mode"].as_str().unwrap().to_owned(),
-                r["size"].as_u64().unwrap(),
-                r["fields"].as_u64().unwrap(),
-                r["batched"].as_bool().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(records.len(), expect.len(), "one record per configuration");
-    assert_eq!(got, expect);
+    assert_one_record_each(records, &expect, |r| {
+        (
+            r["mode"].as_str().unwrap().to_owned(),
+            r["size"].as_u64().unwrap(),
+            r["fields"].as_u64().unwrap(),
+            r["batched"].as_bool().unwrap(),
+        )
+    });
 
     for r in records {
         let what = format!("{r}");
-        let num = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {what}"));
+        let num = |k: &str| number(r, k);
         let size = num("size");
         assert_eq!(r["messages"], 300, "{what}");
         assert_eq!(
@@ -139,12 +119,12 @@ fn datapath_writes_one_sane_record_per_configuration() {
         assert!(num("recv_copied_bytes") <= bound, "{what}");
     }
 
-    assert_chart(&svg, "messages/s");
+    assert_chart(&run.svg, "messages/s");
 }
 
 #[test]
 fn datapath_rejects_an_unknown_mode() {
-    let json = scratch("never.json");
+    let json = common::scratch("bench-test", "never.json");
     let out = ferry(
         &[
             "bench",

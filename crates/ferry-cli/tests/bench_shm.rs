@@ -4,49 +4,27 @@
 
 mod common;
 
+use common::{assert_chart, assert_one_record_each, ferry, number, stderr, success, sweep};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-
-use common::{assert_chart, ferry, results, stderr, success};
-
-fn scratch(name: &str) -> PathBuf {
-    common::scratch("bench-shm-test", name)
-}
 
 const REQUESTS: u64 = 300;
 
 #[test]
 fn shm_writes_one_sane_record_per_configuration() {
-    let json = scratch("shm.json");
-    let svg = scratch("shm.svg");
-    let _ = std::fs::remove_file(&json);
-    let _ = std::fs::remove_file(&svg);
     let count = REQUESTS.to_string();
-    let out = ferry(
-        &[
-            "bench",
-            "shm",
-            "--count",
-            &count,
-            "--reps",
-            "1",
-            "--in-flight",
-            "4",
-            "--json",
-            json.to_str().unwrap(),
-            "--plot",
-            svg.to_str().unwrap(),
-        ],
-        &[],
+    let run = sweep(
+        "bench-shm-test",
+        "shm",
+        &["--count", &count, "--reps", "1", "--in-flight", "4"],
     );
-    let stdout = success(&out, "ferry bench shm");
+    let stdout = &run.stdout;
     assert!(stdout.contains("p50 ns"), "no table on stdout:\n{stdout}");
     assert!(
         stdout.contains("p50 / raw p50"),
         "no ratio to the floor:\n{stdout}"
     );
 
-    let doc = results(&json, "shm");
+    let doc = &run.doc;
     assert_eq!(doc["settings"]["budget"]["requests"], REQUESTS);
 
     // The floor; every payload one in flight over shm (spin, default) and tcp (spin, poll);
@@ -68,23 +46,18 @@ fn shm_writes_one_sane_record_per_configuration() {
     }
     expect.insert(("shm".to_owned(), "spin".to_owned(), 4096, 4));
     let records = doc["records"].as_array().unwrap();
-    let got: BTreeSet<_> = records
-        .iter()
-        .map(|r| {
-            (
-                r["transport"].as_str().unwrap().to_owned(),
-                r["notify"].as_str().unwrap().to_owned(),
-                r["payload"].as_u64().unwrap(),
-                r["in_flight"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(records.len(), expect.len(), "one record per configuration");
-    assert_eq!(got, expect);
+    assert_one_record_each(records, &expect, |r| {
+        (
+            r["transport"].as_str().unwrap().to_owned(),
+            r["notify"].as_str().unwrap().to_owned(),
+            r["payload"].as_u64().unwrap(),
+            r["in_flight"].as_u64().unwrap(),
+        )
+    });
 
     for r in records {
         let what = format!("{r}");
-        let num = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {what}"));
+        let num = |k: &str| number(r, k);
         assert_eq!(r["requests"], REQUESTS, "{what}");
         let samples = r["samples"].as_u64().unwrap();
         if r["in_flight"] == 1 {
@@ -147,17 +120,17 @@ fn shm_writes_one_sane_record_per_configuration() {
     }
     assert_eq!(diag["raw_chain"]["p50_ns"].as_array().unwrap().len(), 4, "{diag}");
 
-    assert_chart(&svg, "requests/s");
+    assert_chart(&run.svg, "requests/s");
 
     // The table and targets come back from the results file alone.
-    let out = ferry(&["bench", "shm", "--from", json.to_str().unwrap()], &[]);
+    let out = ferry(&["bench", "shm", "--from", run.json.to_str().unwrap()], &[]);
     let stdout = success(&out, "ferry bench shm --from");
     assert!(stdout.contains("p50 / raw p50"), "{stdout}");
 }
 
 #[test]
 fn shm_rejects_an_unknown_transport() {
-    let json = scratch("never.json");
+    let json = common::scratch("bench-shm-test", "never.json");
     let out = ferry(
         &[
             "bench",

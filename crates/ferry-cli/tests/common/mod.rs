@@ -4,6 +4,8 @@
 //! Every test binary compiles this module and uses a part of it.
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
+use std::fmt::Debug;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -49,6 +51,52 @@ pub fn scratch(dir: &str, name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
+}
+
+/// What a `ferry bench` sweep left: its stdout, its results (header checked, see [`results`]),
+/// and the paths of its results file and its plot.
+pub struct Sweep {
+    pub stdout: String,
+    pub doc: Value,
+    pub json: PathBuf,
+    pub svg: PathBuf,
+}
+
+/// Runs `ferry bench <benchmark> <args>` with its results file and plot in the scratch folder
+/// `dir` (earlier ones removed first); fails the test unless it succeeded.
+pub fn sweep(dir: &str, benchmark: &str, args: &[&str]) -> Sweep {
+    let json = scratch(dir, &format!("{benchmark}.json"));
+    let svg = scratch(dir, &format!("{benchmark}.svg"));
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&svg);
+    let mut all = vec!["bench", benchmark];
+    all.extend_from_slice(args);
+    all.extend(["--json", json.to_str().unwrap(), "--plot", svg.to_str().unwrap()]);
+    let stdout = success(&ferry(&all, &[]), &format!("ferry bench {benchmark}"));
+    let doc = results(&json, benchmark);
+    Sweep {
+        stdout,
+        doc,
+        json,
+        svg,
+    }
+}
+
+/// Fails unless `records` hold exactly one record for each configuration in `expect`, the
+/// configuration of a record being what `key` reads from it.
+pub fn assert_one_record_each<K: Ord + Debug>(
+    records: &[Value],
+    expect: &BTreeSet<K>,
+    key: impl Fn(&Value) -> K,
+) {
+    let got: BTreeSet<K> = records.iter().map(key).collect();
+    assert_eq!(records.len(), expect.len(), "one record per configuration");
+    assert_eq!(&got, expect);
+}
+
+/// The number `key` of the results record `r`; fails the test, naming the record, if missing.
+pub fn number(r: &Value, key: &str) -> f64 {
+    r[key].as_f64().unwrap_or_else(|| panic!("{key} missing in {r}"))
 }
 
 /// The results file `ferry bench <benchmark>` wrote at `path`, once the header every results
