@@ -647,46 +647,68 @@ fn value(pool: &Pool, payload: usize, fill: u8) -> Result<SharedBuf, BoxError> {
     Ok(pool.copy_from(&vec![fill; payload])?)
 }
 
-/// One shm run: a fresh connection over a fresh socket path.
-fn run_shm(spec: &Spec, pools: &Pools, seq: u64) -> Result<RunResult, BoxError> {
-    let path = std::env::temp_dir().join(format!("ferry-bench-shm-{}-{seq}", std::process::id()));
-    let listener = ShmListener::bind(&path)?;
-    let config = match spec.point.notify {
-        Notify::Spin => ShmConfig {
-            spin: Duration::MAX,
-            ..ShmConfig::default()
-        },
-        _ => ShmConfig::default(),
-    };
-    let (cv, sv) = (
-        value(&pools.shm.0, spec.point.payload, REQUEST_FILL)?,
-        value(&pools.shm.1, spec.point.payload, RESPONSE_FILL)?,
-    );
-    let (client, server) = thread::scope(|s| {
-        // The server owns the listener: if it fails before accepting, dropping the listener
-        // fails the client's connect instead of leaving it waiting.
-        let server = s.spawn(|| {
-            let listener = listener;
+/// One step of setting up a connection (run once per run, so boxed).
+type Step<'a, T> = Box<dyn FnOnce() -> T + Send + 'a>;
+
+/// How the two sides of a run get their ends of a fresh connection; the rest of a run is the
+/// same for every transport.
+struct Link<'a, T> {
+    /// The server's end. It owns the listener: a server that fails before accepting drops it,
+    /// which fails the client's connect instead of leaving it waiting.
+    accept: Step<'a, Result<T, BoxError>>,
+    /// The client's end.
+    connect: Step<'a, Result<T, BoxError>>,
+    /// Called when the client fails before it is connected: frees a server still waiting in
+    /// `accept`.
+    give_up: Step<'a, ()>,
+}
+
+/// Runs `server` and `client` on two threads pinned to `spec.cpus` (client, server), each on
+/// its end of the connection `link` makes; returns (client's result, server's result).
+fn on_two_cores<T: Endpoint, C: Send, S: Send>(
+    spec: &Spec,
+    link: Link<'_, T>,
+    server: impl FnOnce(&mut T) -> Result<S, BoxError> + Send,
+    client: impl FnOnce(&mut T) -> Result<C, BoxError> + Send,
+) -> (Result<C, BoxError>, Result<S, BoxError>) {
+    let Link {
+        accept,
+        connect,
+        give_up,
+    } = link;
+    thread::scope(|s| {
+        let server = s.spawn(move || {
             pin(spec.cpus.1)?;
-            let mut conn = listener.accept(&pools.shm.1, &config)?;
-            serve(&mut conn, &pools.shm.1, &sv, spec.point.payload)
+            server(&mut accept()?)
         });
-        let client = s.spawn(|| {
-            let conn =
-                pin(spec.cpus.0).and_then(|()| Ok(ShmConnection::connect(&path, &pools.shm.0, &config)?));
-            let mut conn = match conn {
+        let client = s.spawn(move || {
+            let mut conn = match pin(spec.cpus.0).and_then(|()| connect()) {
                 Ok(conn) => conn,
                 Err(e) => {
-                    // Unblock the server's accept (its handshake then fails).
-                    let _ = UnixStream::connect(&path);
+                    give_up();
                     return Err(e);
                 }
             };
-            client(&mut conn, &pools.shm.0, &cv, spec)
+            client(&mut conn)
         });
         (joined(client.join()), joined(server.join()))
-    });
-    combine(client, server, head_bytes(&pools.shm.0, &cv))
+    })
+}
+
+/// An shm link over a fresh socket path, with `config` on both sides.
+fn shm_link(pools: &Pools, seq: u64, config: ShmConfig) -> Result<Link<'_, ShmConnection>, BoxError> {
+    let path = std::env::temp_dir().join(format!("ferry-bench-shm-{}-{seq}", std::process::id()));
+    let listener = ShmListener::bind(&path)?;
+    let server_config = config.clone();
+    let client_path = path.clone();
+    Ok(Link {
+        accept: Box::new(move || Ok(listener.accept(&pools.shm.1, &server_config)?)),
+        connect: Box::new(move || Ok(ShmConnection::connect(&client_path, &pools.shm.0, &config)?)),
+        // Unblock the server's accept (its handshake then fails).
+        give_up: Box::new(move || {
+            let _ = UnixStream::connect(&path);
+        }),
+    })
 }
 
 /// The TCP connections' settings: gather mode, the default batching.
@@ -694,35 +716,64 @@ fn tcp_config() -> Config {
     Config::with_mode(Mode::Gather)
 }
 
-/// One TCP run: a fresh loopback connection.
-fn run_tcp(spec: &Spec, pools: &Pools, congestion: &str) -> Result<RunResult, BoxError> {
+/// A TCP link over a fresh loopback listener, with `congestion` control on both sides.
+fn tcp_link<'a>(pools: &'a Pools, spin: bool, congestion: &'a str) -> Result<Link<'a, Tcp>, BoxError> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
-    let spin = spec.point.notify == Notify::Spin;
-    let (cv, sv) = (
-        value(&pools.tcp.0, spec.point.payload, REQUEST_FILL)?,
-        value(&pools.tcp.1, spec.point.payload, RESPONSE_FILL)?,
-    );
-    let (client, server) = thread::scope(|s| {
-        let server = s.spawn(|| {
-            let listener = listener;
-            pin(spec.cpus.1)?;
+    Ok(Link {
+        accept: Box::new(move || {
             let stream = harness::accept(&listener)?;
             let conn = Connection::new(stream, &pools.tcp.1, &tcp_config())?;
             // An error here is reported by the client, which sets the same option.
             let _ = conn.set_congestion(congestion);
-            serve(&mut Tcp::new(conn, spin), &pools.tcp.1, &sv, spec.point.payload)
-        });
-        let client = s.spawn(|| {
-            pin(spec.cpus.0)?;
+            Ok(Tcp::new(conn, spin))
+        }),
+        connect: Box::new(move || {
             let conn = Connection::connect(addr, &pools.tcp.0, &tcp_config())?;
             conn.set_congestion(congestion)
                 .map_err(|e| format!("setting {congestion} congestion control: {e}"))?;
-            client(&mut Tcp::new(conn, spin), &pools.tcp.0, &cv, spec)
-        });
-        (joined(client.join()), joined(server.join()))
-    });
-    combine(client, server, head_bytes(&pools.tcp.0, &cv))
+            Ok(Tcp::new(conn, spin))
+        }),
+        // Nothing to do: `harness::accept` gives up by itself.
+        give_up: Box::new(|| {}),
+    })
+}
+
+/// One run over the fresh connection `link` makes; `pools` are the client's and the server's.
+fn run_over<T: Endpoint>(
+    spec: &Spec,
+    pools: &(Pool, Pool),
+    link: Link<'_, T>,
+) -> Result<RunResult, BoxError> {
+    let (cv, sv) = (
+        value(&pools.0, spec.point.payload, REQUEST_FILL)?,
+        value(&pools.1, spec.point.payload, RESPONSE_FILL)?,
+    );
+    let (client_side, server_side) = on_two_cores(
+        spec,
+        link,
+        |conn| serve(conn, &pools.1, &sv, spec.point.payload),
+        |conn| client(conn, &pools.0, &cv, spec),
+    );
+    combine(client_side, server_side, head_bytes(&pools.0, &cv))
+}
+
+/// One shm run: a fresh connection over a fresh socket path.
+fn run_shm(spec: &Spec, pools: &Pools, seq: u64) -> Result<RunResult, BoxError> {
+    let config = match spec.point.notify {
+        Notify::Spin => ShmConfig {
+            spin: Duration::MAX,
+            ..ShmConfig::default()
+        },
+        _ => ShmConfig::default(),
+    };
+    run_over(spec, &pools.shm, shm_link(pools, seq, config)?)
+}
+
+/// One TCP run: a fresh loopback connection.
+fn run_tcp(spec: &Spec, pools: &Pools, congestion: &str) -> Result<RunResult, BoxError> {
+    let spin = spec.point.notify == Notify::Spin;
+    run_over(spec, &pools.tcp, tcp_link(pools, spin, congestion)?)
 }
 
 /// An `AtomicU64` alone on its cache line (and the adjacent-line prefetcher's pair).
@@ -877,12 +928,11 @@ const PHASES: [&str; 9] = [
 /// both threads (one monotonic clock, so the crossings can be subtracted too); returns each
 /// phase's median in ns, the first tenth of the rounds left out as warm-up.
 fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<f64>, BoxError> {
-    let path = std::env::temp_dir().join(format!("ferry-bench-shm-{}-{seq}", std::process::id()));
-    let listener = ShmListener::bind(&path)?;
     let config = ShmConfig {
         spin: Duration::MAX,
         ..ShmConfig::default()
     };
+    let link = shm_link(pools, seq, config)?;
     let payload = spec.point.payload;
     let (cv, sv) = (
         value(&pools.shm.0, payload, REQUEST_FILL)?,
@@ -890,11 +940,10 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
     );
     let base = Instant::now();
     let ns = |t: Instant| (t - base).as_nanos() as i64;
-    let (client, server) = thread::scope(|s| {
-        let server = s.spawn(|| -> Result<Vec<[i64; 4]>, BoxError> {
-            let listener = listener;
-            pin(spec.cpus.1)?;
-            let mut conn = listener.accept(&pools.shm.1, &config)?;
+    let (client, server) = on_two_cores(
+        spec,
+        link,
+        |conn| -> Result<Vec<[i64; 4]>, BoxError> {
             let ctx = Context::new(pools.shm.1.clone());
             let mut times = Vec::with_capacity(rounds);
             loop {
@@ -910,27 +959,18 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
                 black_box(touch(&frame, payload, REQUEST_FILL)?);
                 drop(frame);
                 let s1 = Instant::now();
-                send_record(&mut conn, &ctx, meta.request_id, &sv)?;
+                send_record(conn, &ctx, meta.request_id, &sv)?;
                 let s2 = Instant::now();
                 conn.flush()?;
                 times.push([ns(s0), ns(s1), ns(s2), ns(Instant::now())]);
             }
-        });
-        let client = s.spawn(|| -> Result<Vec<[i64; 5]>, BoxError> {
-            let conn =
-                pin(spec.cpus.0).and_then(|()| Ok(ShmConnection::connect(&path, &pools.shm.0, &config)?));
-            let mut conn = match conn {
-                Ok(conn) => conn,
-                Err(e) => {
-                    let _ = UnixStream::connect(&path);
-                    return Err(e);
-                }
-            };
+        },
+        |conn| -> Result<Vec<[i64; 5]>, BoxError> {
             let ctx = Context::new(pools.shm.0.clone());
             let mut times = Vec::with_capacity(rounds);
             for id in 0..rounds as u64 {
                 let t0 = Instant::now();
-                send_record(&mut conn, &ctx, id, &cv)?;
+                send_record(conn, &ctx, id, &cv)?;
                 let t1 = Instant::now();
                 conn.flush()?;
                 let t2 = Instant::now();
@@ -945,11 +985,10 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
                 drop(frame);
                 times.push([ns(t0), ns(t1), ns(t2), ns(t3), ns(Instant::now())]);
             }
-            exchange(&mut conn, END, &mut (rounds as u64))?;
+            exchange(conn, END, &mut (rounds as u64))?;
             Ok(times)
-        });
-        (joined(client.join()), joined(server.join()))
-    });
+        },
+    );
     let c = client.map_err(|e| format!("client: {e}"))?;
     let s = server.map_err(|e| format!("server: {e}"))?;
     if c.len() != s.len() {

@@ -2,64 +2,35 @@
 //! with a fixed message count. Behaviour only: which records exist and whether their counters
 //! agree with what each mode does; no timing is asserted.
 
+mod common;
+
+use common::{assert_chart, assert_one_record_each, ferry, number, stderr, success, sweep};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-use serde_json::Value;
-
-fn ferry(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ferry"))
-        .args(args)
-        .output()
-        .expect("spawn ferry")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-test");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
 
 const MODES: [&str; 5] = ["copy", "gather", "zerocopy", "uring", "auto"];
 
 #[test]
 fn datapath_writes_one_sane_record_per_configuration() {
-    let json = scratch("datapath.json");
-    let svg = scratch("datapath.svg");
-    let _ = std::fs::remove_file(&json);
-    let _ = std::fs::remove_file(&svg);
-    let out = ferry(&[
-        "bench",
+    let run = sweep(
+        "bench-test",
         "datapath",
-        "--sizes",
-        "256,4096",
-        "--fields",
-        "1,8",
-        "--unbatched-sizes",
-        "4096",
-        "--count",
-        "300",
-        "--reps",
-        "1",
-        "--json",
-        json.to_str().unwrap(),
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "ferry bench failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+        &[
+            "--sizes",
+            "256,4096",
+            "--fields",
+            "1,8",
+            "--unbatched-sizes",
+            "4096",
+            "--count",
+            "300",
+            "--reps",
+            "1",
+        ],
     );
+    let stdout = &run.stdout;
     assert!(stdout.contains("msgs/s"), "no table on stdout:\n{stdout}");
 
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(doc["benchmark"], "datapath");
-    assert!(doc["command"].as_str().unwrap().contains("bench datapath"));
-    assert!(doc["date"].as_str().unwrap().ends_with('Z'));
-    assert!(doc["machine"]["kernel"].is_string());
+    let doc = &run.doc;
     assert_eq!(doc["settings"]["budget"]["messages"], 300);
 
     let records = doc["records"].as_array().unwrap();
@@ -73,23 +44,18 @@ fn datapath_writes_one_sane_record_per_configuration() {
         }
         expect.insert((mode.to_owned(), 4096, 8, false));
     }
-    let got: BTreeSet<_> = records
-        .iter()
-        .map(|r| {
-            (
-                r["mode"].as_str().unwrap().to_owned(),
-                r["size"].as_u64().unwrap(),
-                r["fields"].as_u64().unwrap(),
-                r["batched"].as_bool().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(records.len(), expect.len(), "one record per configuration");
-    assert_eq!(got, expect);
+    assert_one_record_each(records, &expect, |r| {
+        (
+            r["mode"].as_str().unwrap().to_owned(),
+            r["size"].as_u64().unwrap(),
+            r["fields"].as_u64().unwrap(),
+            r["batched"].as_bool().unwrap(),
+        )
+    });
 
     for r in records {
         let what = format!("{r}");
-        let num = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {what}"));
+        let num = |k: &str| number(r, k);
         let size = num("size");
         assert_eq!(r["messages"], 300, "{what}");
         assert_eq!(
@@ -153,37 +119,31 @@ fn datapath_writes_one_sane_record_per_configuration() {
         assert!(num("recv_copied_bytes") <= bound, "{what}");
     }
 
-    let svg = std::fs::read_to_string(&svg).unwrap();
-    assert!(
-        svg.contains("<svg") && svg.contains("messages/s"),
-        "plot is an SVG chart"
-    );
+    assert_chart(&run.svg, "messages/s");
 }
 
 #[test]
 fn datapath_rejects_an_unknown_mode() {
-    let json = scratch("never.json");
-    let out = ferry(&[
-        "bench",
-        "datapath",
-        "--modes",
-        "telepathy",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let json = common::scratch("bench-test", "never.json");
+    let out = ferry(
+        &[
+            "bench",
+            "datapath",
+            "--modes",
+            "telepathy",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown mode"));
+    assert!(stderr(&out).contains("unknown mode"));
 }
 
 #[test]
 fn demo_streams_every_mode_over_loopback() {
-    let out = ferry(&["demo", "--messages", "100", "--datapath-messages", "200"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "demo failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = ferry(&["demo", "--messages", "100", "--datapath-messages", "200"], &[]);
+    let stdout = success(&out, "demo");
     assert!(stdout.contains("Datapath:"), "{stdout}");
     for mode in MODES {
         assert!(

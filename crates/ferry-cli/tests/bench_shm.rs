@@ -2,65 +2,29 @@
 //! only: which records exist, and whether their counters agree with what each transport does
 //! (the 4 KiB values are referenced, never copied); no timing is asserted.
 
+mod common;
+
+use common::{assert_chart, assert_one_record_each, ferry, number, stderr, success, sweep};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-use serde_json::Value;
-
-fn ferry(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ferry"))
-        .args(args)
-        .output()
-        .expect("spawn ferry")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-shm-test");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
 
 const REQUESTS: u64 = 300;
 
 #[test]
 fn shm_writes_one_sane_record_per_configuration() {
-    let json = scratch("shm.json");
-    let svg = scratch("shm.svg");
-    let _ = std::fs::remove_file(&json);
-    let _ = std::fs::remove_file(&svg);
     let count = REQUESTS.to_string();
-    let out = ferry(&[
-        "bench",
+    let run = sweep(
+        "bench-shm-test",
         "shm",
-        "--count",
-        &count,
-        "--reps",
-        "1",
-        "--in-flight",
-        "4",
-        "--json",
-        json.to_str().unwrap(),
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "ferry bench shm failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+        &["--count", &count, "--reps", "1", "--in-flight", "4"],
     );
+    let stdout = &run.stdout;
     assert!(stdout.contains("p50 ns"), "no table on stdout:\n{stdout}");
     assert!(
         stdout.contains("p50 / raw p50"),
         "no ratio to the floor:\n{stdout}"
     );
 
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(doc["benchmark"], "shm");
-    assert!(doc["command"].as_str().unwrap().contains("bench shm"));
-    assert!(doc["date"].as_str().unwrap().ends_with('Z'));
-    assert!(doc["machine"]["kernel"].is_string());
+    let doc = &run.doc;
     assert_eq!(doc["settings"]["budget"]["requests"], REQUESTS);
 
     // The floor; every payload one in flight over shm (spin, default) and tcp (spin, poll);
@@ -82,23 +46,18 @@ fn shm_writes_one_sane_record_per_configuration() {
     }
     expect.insert(("shm".to_owned(), "spin".to_owned(), 4096, 4));
     let records = doc["records"].as_array().unwrap();
-    let got: BTreeSet<_> = records
-        .iter()
-        .map(|r| {
-            (
-                r["transport"].as_str().unwrap().to_owned(),
-                r["notify"].as_str().unwrap().to_owned(),
-                r["payload"].as_u64().unwrap(),
-                r["in_flight"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(records.len(), expect.len(), "one record per configuration");
-    assert_eq!(got, expect);
+    assert_one_record_each(records, &expect, |r| {
+        (
+            r["transport"].as_str().unwrap().to_owned(),
+            r["notify"].as_str().unwrap().to_owned(),
+            r["payload"].as_u64().unwrap(),
+            r["in_flight"].as_u64().unwrap(),
+        )
+    });
 
     for r in records {
         let what = format!("{r}");
-        let num = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {what}"));
+        let num = |k: &str| number(r, k);
         assert_eq!(r["requests"], REQUESTS, "{what}");
         let samples = r["samples"].as_u64().unwrap();
         if r["in_flight"] == 1 {
@@ -161,30 +120,28 @@ fn shm_writes_one_sane_record_per_configuration() {
     }
     assert_eq!(diag["raw_chain"]["p50_ns"].as_array().unwrap().len(), 4, "{diag}");
 
-    let svg = std::fs::read_to_string(&svg).unwrap();
-    assert!(
-        svg.contains("<svg") && svg.contains("requests/s"),
-        "plot is an SVG chart"
-    );
+    assert_chart(&run.svg, "requests/s");
 
     // The table and targets come back from the results file alone.
-    let out = ferry(&["bench", "shm", "--from", json.to_str().unwrap()]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ferry(&["bench", "shm", "--from", run.json.to_str().unwrap()], &[]);
+    let stdout = success(&out, "ferry bench shm --from");
     assert!(stdout.contains("p50 / raw p50"), "{stdout}");
 }
 
 #[test]
 fn shm_rejects_an_unknown_transport() {
-    let json = scratch("never.json");
-    let out = ferry(&[
-        "bench",
-        "shm",
-        "--transports",
-        "pigeon",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
+    let json = common::scratch("bench-shm-test", "never.json");
+    let out = ferry(
+        &[
+            "bench",
+            "shm",
+            "--transports",
+            "pigeon",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(!json.exists());
 }

@@ -1,35 +1,16 @@
 //! `ferry encode`, `decode` and `inspect` as real processes, on `tests/data/everything.proto`.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use base64::Engine as _;
+use common::{ferry, stderr};
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
-}
-
-/// Runs `ferry <args>` with `stdin` as standard input.
-fn ferry(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferry"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ferry");
-    let mut input = child.stdin.take().expect("stdin");
-    let data = stdin.to_vec();
-    // Written from a thread so that a large output cannot block the child while we write.
-    let writer = std::thread::spawn(move || {
-        // The child may exit before reading everything (an error); that is not the test's failure.
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().expect("wait for ferry");
-    writer.join().expect("writer thread");
-    out
 }
 
 /// `ferry <command> --proto everything.proto --message ferry.test.<message>`.
@@ -40,10 +21,6 @@ fn run(command: &str, message: &str, stdin: &[u8]) -> Output {
         &[command, "--proto", proto.to_str().unwrap(), "--message", &message],
         stdin,
     )
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn encode(message: &str, json: &str) -> Vec<u8> {

@@ -143,7 +143,8 @@ impl Completions {
 
 #[cfg(test)]
 mod tests {
-    use ferry_buf::{Pool, PoolConfig};
+    use ferry_buf::Pool;
+    use ferry_testkit::pool;
 
     use super::*;
 
@@ -157,12 +158,7 @@ mod tests {
 
     #[test]
     fn releases_in_order_whatever_the_completion_order() {
-        let pool = Pool::new(PoolConfig {
-            region_size: 1 << 20,
-            max_bytes: 8 << 20,
-            ..PoolConfig::default()
-        })
-        .unwrap();
+        let pool = pool();
         let mut c = Completions::default();
         let (a, b, d) = (c.next_call(), c.next_call(), c.next_call());
         assert_eq!((a, b, d), (0, 1, 2));
@@ -192,12 +188,7 @@ mod tests {
 
     #[test]
     fn ranges_and_wrap_around() {
-        let pool = Pool::new(PoolConfig {
-            region_size: 1 << 20,
-            max_bytes: 8 << 20,
-            ..PoolConfig::default()
-        })
-        .unwrap();
+        let pool = pool();
         let mut c = Completions::starting_at(u32::MAX - 1);
         let ids: Vec<u32> = (0..4).map(|_| c.next_call()).collect();
         assert_eq!(ids, [u32::MAX - 1, u32::MAX, 0, 1]);
@@ -217,12 +208,7 @@ mod tests {
     /// not held for ever (`wait_idle` hung).
     #[test]
     fn a_batch_completed_before_it_is_held_is_released_at_once() {
-        let pool = Pool::new(PoolConfig {
-            region_size: 1 << 20,
-            max_bytes: 8 << 20,
-            ..PoolConfig::default()
-        })
-        .unwrap();
+        let pool = pool();
         let mut c = Completions::default();
         let id = c.next_call();
         c.complete(id, id, true, drop);

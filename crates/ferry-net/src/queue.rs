@@ -431,18 +431,9 @@ impl SendQueue {
 
 #[cfg(test)]
 mod tests {
-    use ferry_buf::PoolConfig;
+    use ferry_testkit::pool;
 
     use super::*;
-
-    fn pool() -> Pool {
-        Pool::new(PoolConfig {
-            region_size: 1 << 20,
-            max_bytes: 16 << 20,
-            ..PoolConfig::default()
-        })
-        .unwrap()
-    }
 
     fn gathered(q: &SendQueue) -> Vec<u8> {
         let mut iov = Vec::new();

@@ -259,19 +259,10 @@ impl FrameReader {
 
 #[cfg(test)]
 mod tests {
-    use ferry_buf::PoolConfig;
+    use ferry_testkit::pool;
     use proptest::prelude::*;
 
     use super::*;
-
-    fn pool() -> Pool {
-        Pool::new(PoolConfig {
-            region_size: 1 << 20,
-            max_bytes: 64 << 20,
-            ..PoolConfig::default()
-        })
-        .unwrap()
-    }
 
     fn frame(kind: u16, len: usize) -> Vec<u8> {
         let mut out = FrameHeader {

@@ -112,7 +112,7 @@ fn zerocopy_enobufs_with_low_optmem_max() {
             "stream in the namespace",
             self_command(TEST, "stream", Some(&ns.name)),
         );
-        child.expect_line("FERRY-PEER OPTMEM");
+        child.expect_line("FERRY-PEER OPTMEM", "the namespace's optmem_max was lowered");
         child.wait_success();
         assert_eq!(optmem(), host, "the host's optmem_max is unchanged");
         let line = child

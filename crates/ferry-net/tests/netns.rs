@@ -94,7 +94,7 @@ fn veth_round_trip_between_namespaces() {
         let mut server_cmd = self_command(TEST, "server", Some(&b.name));
         server_cmd.env("FERRY_NET_SEED", seed.to_string());
         let mut server = ChildProc::spawn("server in namespace b", server_cmd);
-        server.expect_line("FERRY-PEER READY");
+        server.expect_line("FERRY-PEER READY", "the server listens");
         let mut client_cmd = self_command(TEST, "client", Some(&a.name));
         client_cmd.env("FERRY_NET_SEED", seed.to_string());
         let mut client = ChildProc::spawn("client in namespace a", client_cmd);

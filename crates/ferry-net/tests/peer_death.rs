@@ -80,7 +80,7 @@ fn receiver_sees_a_peer_killed_mid_frame() {
                 let end = conn.recv();
                 (conn, end)
             });
-            child.expect_line("WROTE");
+            child.expect_line("WROTE", "the peer wrote its bytes");
             child.kill();
             let (mut conn, end) = reader.join().unwrap();
             match end {
@@ -155,7 +155,7 @@ fn sender_sees_a_peer_killed_mid_stream() {
                     Ok(()) => panic!("{mode}: 256 MiB sent to a dead peer without an error"),
                 }
             });
-            child.expect_line("READ");
+            child.expect_line("READ", "the peer read 100 KiB");
             child.kill();
             let (mut conn, values, err, op) = sender.join().unwrap();
             assert!(is_peer_gone(&err), "{mode}: {op} failed with {err:?}");

@@ -11,8 +11,8 @@ use std::sync::mpsc::channel;
 use std::time::Duration;
 
 use common::{
-    ChildProc, DEADLINE, Rng, env, limits, outstanding, pattern, peer_gone, private_pool, role, seed,
-    self_command, shm_pool, socket_path, spawn, wait_for_parent, within,
+    ChildProc, DEADLINE, Rng, env, limits, outstanding, pattern, peer_gone, pool, role, seed, self_command,
+    shared_pool, socket_path, spawn, wait_for_parent, within,
 };
 use ferry_buf::{Pool, SharedBuf};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener, ShmStats};
@@ -227,7 +227,7 @@ fn exchange_config() -> ShmConfig {
 #[test]
 fn exchange_between_processes() {
     if role().is_some() {
-        let (pool, other) = (shm_pool(), private_pool());
+        let (pool, other) = (shared_pool(), pool());
         let mut conn = ShmConnection::connect(peer_path(), &pool, &exchange_config()).expect("connect");
         let expected = exchange(&mut conn, &other, peer_seed(), 1, EXCHANGE_N);
         conn.flush().unwrap();
@@ -244,7 +244,7 @@ fn exchange_between_processes() {
     let mut child = peer("exchange_between_processes", "exchange", listener.path(), seed);
     let _killer = child.killer();
     within("exchange (parent side)", move || {
-        let (pool, other) = (shm_pool(), private_pool());
+        let (pool, other) = (shared_pool(), pool());
         let mut conn = listener.accept(&pool, &exchange_config()).expect("accept");
         let expected = exchange(&mut conn, &other, seed, 0, EXCHANGE_N);
         conn.flush().unwrap();
@@ -272,7 +272,7 @@ fn pointer_identity_across_processes() {
             .collect::<Vec<_>>()
     };
     if role().is_some() {
-        let pool = shm_pool();
+        let pool = shared_pool();
         let mut conn = ShmConnection::connect(peer_path(), &pool, &ShmConfig::default()).expect("connect");
         let ctx = Context::new(pool.clone());
         for i in 0..M {
@@ -314,7 +314,7 @@ fn pointer_identity_across_processes() {
     );
     let _killer = child.killer();
     within("identity (parent side)", move || {
-        let pool = shm_pool();
+        let pool = shared_pool();
         let mut conn = listener.accept(&pool, &ShmConfig::default()).expect("accept");
         for i in 0..M {
             let f = conn.recv().unwrap();
@@ -386,7 +386,7 @@ fn numbered(f: &ShmFrame) -> u64 {
 #[test]
 fn peer_killed_mid_block() {
     if role().is_some() {
-        let pool = shm_pool();
+        let pool = shared_pool();
         let mut conn = ShmConnection::connect(peer_path(), &pool, &ShmConfig::default()).expect("connect");
         for i in 0..3 {
             send_numbered(&mut conn, i);
@@ -402,7 +402,7 @@ fn peer_killed_mid_block() {
     let mut child = peer("peer_killed_mid_block", "mid-block", listener.path(), 0);
     let _killer = child.killer();
     within("killed mid-block (survivor)", move || {
-        let pool = shm_pool();
+        let pool = shared_pool();
         let mut conn = listener.accept(&pool, &ShmConfig::default()).expect("accept");
         let v = pool.copy_from(&pattern(5000, 99)).unwrap();
         let ctx = Context::new(pool.clone());
@@ -444,7 +444,7 @@ fn peer_killed_mid_block() {
 #[test]
 fn peer_killed_while_streaming() {
     if role().is_some() {
-        let pool = shm_pool();
+        let pool = shared_pool();
         let mut conn = ShmConnection::connect(peer_path(), &pool, &ShmConfig::default()).expect("connect");
         for i in 0.. {
             send_numbered(&mut conn, i);
@@ -462,7 +462,7 @@ fn peer_killed_while_streaming() {
     let mut child = peer("peer_killed_while_streaming", "streaming", listener.path(), 0);
     let _killer = child.killer();
     within("killed while streaming (survivor)", move || {
-        let pool = shm_pool();
+        let pool = shared_pool();
         let mut conn = listener.accept(&pool, &ShmConfig::default()).expect("accept");
         let mut kept = Vec::new();
         let mut next = 0u64;
@@ -500,7 +500,7 @@ fn peer_killed_while_streaming() {
 #[test]
 fn credit_wait_fails_when_peer_dies() {
     if role().is_some() {
-        let pool = shm_pool();
+        let pool = shared_pool();
         let _conn = ShmConnection::connect(peer_path(), &pool, &ShmConfig::default()).expect("connect");
         println!("peer: connected");
         wait_for_parent();
@@ -518,7 +518,7 @@ fn credit_wait_fails_when_peer_dies() {
     });
     let _killer = child.killer();
     within("credit wait (survivor)", move || {
-        let pool = shm_pool();
+        let pool = shared_pool();
         let config = ShmConfig {
             credits: 1,
             ..ShmConfig::default()
@@ -548,7 +548,7 @@ fn dead_peer_noticed_without_sleeping() {
     const TEST: &str = "dead_peer_noticed_without_sleeping";
     match role().as_deref() {
         Some("survivor") => {
-            let pool = shm_pool();
+            let pool = shared_pool();
             let listener = ShmListener::bind(peer_path()).unwrap();
             println!("peer: listening");
             let config = ShmConfig {
@@ -567,7 +567,7 @@ fn dead_peer_noticed_without_sleeping() {
             return;
         }
         Some(_) => {
-            let pool = shm_pool();
+            let pool = shared_pool();
             let mut conn =
                 ShmConnection::connect(peer_path(), &pool, &ShmConfig::default()).expect("connect");
             send_numbered(&mut conn, 0);

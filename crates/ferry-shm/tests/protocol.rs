@@ -448,7 +448,7 @@ fn request_ids_survive_out_of_order_replies() {
     let listener = ShmListener::bind(&path).unwrap();
     let seed = common::seed(7);
     let server = common::spawn("server", move || {
-        let pool = common::shm_pool();
+        let pool = common::shared_pool();
         let mut conn = listener.accept(&pool, &ShmConfig::default()).unwrap();
         let ctx = Context::new(pool.clone());
         let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -476,7 +476,7 @@ fn request_ids_survive_out_of_order_replies() {
         conn.wait_idle().unwrap();
         conn.stats()
     });
-    let pool = common::shm_pool();
+    let pool = common::shared_pool();
     let mut conn = ShmConnection::connect(&path, &pool, &ShmConfig::default()).unwrap();
     let ctx = Context::new(pool.clone());
     for i in 0..N {

@@ -1,11 +1,16 @@
 //! Test support shared by Ferry's crates (dev-only; never a dependency of a library): a
-//! seeded random generator, a builder of random messages for any descriptor, test pools, and
-//! threads run under a deadlock guard.
+//! seeded random generator, a builder of random messages for any descriptor, test pools,
+//! threads run under a deadlock guard, and child processes (the test binary re-executed in a
+//! role) that never outlive their test.
 //!
 //! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
 //! that file.
 
 #![forbid(unsafe_code)]
+
+mod child;
+
+pub use child::{ChildProc, Killer, self_command};
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -7,13 +7,12 @@
 
 pub mod records;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_net::{Config, Connection};
@@ -71,7 +70,7 @@ pub fn outstanding(pool: &Pool) -> usize {
 
 // Each test binary uses a part of these (as of the rest of this module).
 #[allow(unused_imports)]
-pub use ferry_testkit::{DEADLINE, Rng, within};
+pub use ferry_testkit::{ChildProc, DEADLINE, Rng, within};
 
 /// The seed for randomized tests: `FERRY_NET_SEED` if set (to reproduce a failure), else
 /// `default`.
@@ -139,151 +138,16 @@ pub fn wait_queued(sock: &impl AsFd, n: usize) {
 /// This test binary, re-executed to run only `test` in the role `role` (see [`ROLE_VAR`]),
 /// optionally inside network namespace `netns` (through `ip netns exec`).
 pub fn self_command(test: &str, role: &str, netns: Option<&str>) -> Command {
-    let exe = std::env::current_exe().expect("current_exe");
-    let mut cmd = match netns {
-        Some(ns) => {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns]).arg(exe);
-            c
-        }
-        None => Command::new(exe),
+    let launcher = match netns {
+        Some(ns) => vec!["ip", "netns", "exec", ns],
+        None => Vec::new(),
     };
-    cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(ROLE_VAR, role)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
+    ferry_testkit::self_command(&launcher, test, ROLE_VAR, role)
 }
 
 /// The role this process was started in, if it is a re-executed child.
 pub fn role() -> Option<String> {
     std::env::var(ROLE_VAR).ok()
-}
-
-/// A child process that is killed (if still running) and reaped when dropped. Its stdout is
-/// read line by line; its stderr is collected for failure messages.
-pub struct ChildProc {
-    name: String,
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    stderr: Option<thread::JoinHandle<String>>,
-}
-
-impl ChildProc {
-    /// Spawns `cmd` (stdout and stderr piped).
-    pub fn spawn(name: &str, mut cmd: Command) -> ChildProc {
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-        let stdout: ChildStdout = child.stdout.take().expect("piped stdout");
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut err = child.stderr.take().expect("piped stderr");
-        let stderr = Some(thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        }));
-        ChildProc {
-            name: name.to_owned(),
-            child,
-            lines,
-            stderr,
-        }
-    }
-
-    /// The rest of the first stdout line that contains `prefix`, after it (earlier lines are
-    /// skipped; the test harness may print on the same line first). Fails if the child ends,
-    /// or the deadline passes, first.
-    pub fn expect_line(&mut self, prefix: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let left = DEADLINE.saturating_sub(start.elapsed());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(at) = line.find(prefix) {
-                        return line[at + prefix.len()..].trim().to_owned();
-                    }
-                }
-                Err(_) => {
-                    let _ = self.child.kill();
-                    let status = self.child.wait();
-                    let stderr = self.stderr_text();
-                    panic!(
-                        "{}: no line with {prefix:?} ({status:?}); stderr:\n{stderr}",
-                        self.name
-                    );
-                }
-            }
-        }
-    }
-
-    /// Every remaining stdout line (the child must have exited or be about to).
-    pub fn remaining_lines(&mut self) -> Vec<String> {
-        let mut out = Vec::new();
-        while let Ok(line) = self.lines.recv_timeout(DEADLINE) {
-            out.push(line);
-        }
-        out
-    }
-
-    /// `SIGKILL`s the child and reaps it.
-    pub fn kill(&mut self) {
-        self.child.kill().expect("kill");
-        self.child.wait().expect("wait");
-    }
-
-    /// Waits for the child to exit (deadlock guard: killed and failed after the deadline).
-    pub fn wait(&mut self) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            if start.elapsed() > DEADLINE {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                let stderr = self.stderr_text();
-                panic!(
-                    "deadlock guard: {} did not exit within {DEADLINE:?}; stderr:\n{stderr}",
-                    self.name
-                );
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    /// Waits for the child and fails the test, with its stderr, unless it succeeded.
-    pub fn wait_success(&mut self) {
-        let status = self.wait();
-        if !status.success() {
-            let stderr = self.stderr_text();
-            panic!("{} failed ({status}); stderr:\n{stderr}", self.name);
-        }
-    }
-
-    /// What the child wrote to stderr (after it exited).
-    pub fn stderr_text(&mut self) -> String {
-        self.stderr
-            .take()
-            .map(|h| h.join().unwrap_or_default())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for ChildProc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
 }
 
 /// Runs `ip` with `args`: its stdout, or why it failed.

@@ -1,0 +1,212 @@
+//! Child processes for tests that need a second process: the test binary re-executed to play a
+//! role ([`self_command`]), driven through [`ChildProc`], which reads its stdout line by line,
+//! keeps its stderr for failure messages, and never outlives the test.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::DEADLINE;
+
+/// This test binary, re-executed to run only `test`, with `role_var` set to `role` in its
+/// environment (the test reads it back and plays that role instead of the parent's). Stdin,
+/// stdout and stderr are piped, as [`ChildProc::spawn`] expects. `launcher` is a command the
+/// binary is run through (`["ip", "netns", "exec", name]`), or empty to run it directly.
+pub fn self_command(launcher: &[&str], test: &str, role_var: &str, role: &str) -> Command {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = match launcher {
+        [] => Command::new(exe),
+        [program, args @ ..] => {
+            let mut c = Command::new(program);
+            c.args(args).arg(exe);
+            c
+        }
+    };
+    cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(role_var, role)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// A child process that is killed (if still running) and reaped when dropped. Its stdout is
+/// read line by line; its stderr is kept for failure messages; its stdin stays open until
+/// [`ChildProc::close_stdin`] (or the drop), so a child may block on it to wait for its parent.
+pub struct ChildProc {
+    name: String,
+    child: Arc<Mutex<Child>>,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    stderr: Option<thread::JoinHandle<String>>,
+}
+
+/// Kills a child when dropped (held by the test thread while another thread drives the
+/// child, so that a deadlock-guard failure does not leave it running).
+pub struct Killer(Arc<Mutex<Child>>);
+
+impl Killer {
+    /// `SIGKILL`s the child and reaps it.
+    pub fn kill(&self) {
+        let mut child = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Killer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl ChildProc {
+    /// Spawns `cmd`, whose stdout and stderr must be piped (and stdin, to use
+    /// [`ChildProc::close_stdin`]).
+    pub fn spawn(name: &str, mut cmd: Command) -> ChildProc {
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut err = child.stderr.take().expect("piped stderr");
+        let stderr = Some(thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        }));
+        ChildProc {
+            name: name.to_owned(),
+            stdin: child.stdin.take(),
+            child: Arc::new(Mutex::new(child)),
+            lines,
+            stderr,
+        }
+    }
+
+    /// A handle that kills the child when dropped (or on [`Killer::kill`]).
+    pub fn killer(&self) -> Killer {
+        Killer(Arc::clone(&self.child))
+    }
+
+    fn child(&self) -> MutexGuard<'_, Child> {
+        self.child.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The rest of the first stdout line that contains `prefix`, after it (earlier lines are
+    /// skipped). Fails, with `why` (what the line would have shown) and the child's stderr, if
+    /// the child ends or [`DEADLINE`] passes first.
+    pub fn expect_line(&mut self, prefix: &str, why: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let left = DEADLINE.saturating_sub(start.elapsed());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    // The test harness may have started the line ("test name ... ").
+                    if let Some(at) = line.find(prefix) {
+                        return line[at + prefix.len()..].trim().to_owned();
+                    }
+                }
+                Err(e) => {
+                    let status = {
+                        let mut child = self.child();
+                        let _ = child.kill();
+                        child.wait()
+                    };
+                    let stderr = self.stderr_text();
+                    let how = match e {
+                        mpsc::RecvTimeoutError::Timeout => {
+                            format!("deadlock guard: nothing within {DEADLINE:?}")
+                        }
+                        mpsc::RecvTimeoutError::Disconnected => "the child ended".to_owned(),
+                    };
+                    panic!(
+                        "{}: no line with {prefix:?} ({how}; {status:?}): {why}\nstderr:\n{stderr}",
+                        self.name
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every remaining stdout line (the child must have exited or be about to).
+    pub fn remaining_lines(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(DEADLINE) {
+            out.push(line);
+        }
+        out
+    }
+
+    /// Closes the child's stdin: a child blocked reading it goes on.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// `SIGKILL`s the child and reaps it.
+    pub fn kill(&mut self) {
+        let mut child = self.child();
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+    }
+
+    /// Waits for the child to exit (deadlock guard: killed and failed after [`DEADLINE`]).
+    pub fn wait(&mut self) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child().try_wait().expect("try_wait") {
+                return status;
+            }
+            if start.elapsed() > DEADLINE {
+                {
+                    let mut child = self.child();
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                let stderr = self.stderr_text();
+                panic!(
+                    "deadlock guard: {} did not exit within {DEADLINE:?}; stderr:\n{stderr}",
+                    self.name
+                );
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Closes the child's stdin, waits for it, and fails the test, with its stderr, unless it
+    /// succeeded.
+    pub fn wait_success(&mut self) {
+        self.close_stdin();
+        let status = self.wait();
+        if !status.success() {
+            let stderr = self.stderr_text();
+            panic!("{} failed ({status}); stderr:\n{stderr}", self.name);
+        }
+    }
+
+    /// What the child wrote to stderr (complete once it has exited).
+    pub fn stderr_text(&mut self) -> String {
+        self.stderr
+            .take()
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for ChildProc {
+    fn drop(&mut self) {
+        let mut child = self.child();
+        if let Ok(None) = child.try_wait() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
