@@ -8,23 +8,11 @@
 //! reported as `Closed` exactly when it falls between frames.
 #![no_main]
 
+mod common;
+
 use ferry::net::frame::HEADER_LEN;
 use ferry::net::{Config, FrameReader, TransportError};
-use ferry::{Pool, PoolConfig};
 use libfuzzer_sys::fuzz_target;
-use std::sync::OnceLock;
-
-fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        Pool::new(PoolConfig {
-            region_size: 1 << 20,
-            max_bytes: 64 << 20,
-            ..PoolConfig::default()
-        })
-        .expect("pool")
-    })
-}
 
 fuzz_target!(|data: &[u8]| {
     let [limits, read_buf, cuts @ .., ] = data else { return };
@@ -37,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
         read_buf: 16 + usize::from(*read_buf) * 8,
         ..Config::default()
     };
-    let mut reader = FrameReader::new(pool(), &config);
+    let mut reader = FrameReader::new(common::pool(), &config);
     let mut rebuilt = Vec::with_capacity(stream.len());
     let mut sizes = cuts.iter().map(|&c| usize::from(c) + 1).cycle();
     let mut at = 0;

@@ -11,24 +11,13 @@
 //! place as a `Record` (the `decode` target covers the validator itself).
 #![no_main]
 
+mod common;
+
 use ferry::sample::RECORD;
 use ferry::shm::proto::{Endpoint, Setup, Shared};
 use ferry::transport::TransportError;
-use ferry::{Limits, Pool, PoolConfig, View};
+use ferry::{Limits, View};
 use libfuzzer_sys::fuzz_target;
-use std::sync::OnceLock;
-
-fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        Pool::new(PoolConfig {
-            region_size: 1 << 20,
-            max_bytes: 64 << 20,
-            ..PoolConfig::default()
-        })
-        .expect("pool")
-    })
-}
 
 const RING: usize = 8;
 
@@ -80,7 +69,7 @@ fuzz_target!(|data: &[u8]| {
         ring: RING,
         peer_control: 0,
     };
-    let Ok(mut ep) = Endpoint::new(pool(), setup, &mem) else {
+    let Ok(mut ep) = Endpoint::new(common::pool(), setup, &mem) else {
         assert!(region.len() < 192 + 8 * RING, "a region that holds the control area is accepted");
         return;
     };
