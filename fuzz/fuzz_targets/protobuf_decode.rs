@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&pick, input)) = data.split_first() else { return };
     let name = &names[usize::from(pick) % names.len()];
     let md = schema.descriptor(name).expect("listed");
-    let desc = schema.desc(&md).expect("describable");
+    let desc = schema.message(name).expect("listed");
     let Ok(message) = protobuf::decode(&md, desc, input, ctx, &LIMITS) else {
         return;
     };

@@ -38,7 +38,8 @@ pub(crate) fn invalid(e: DecodeError) -> CliError {
 
 /// Validates the message (default limits), then prints it as one line of canonical JSON.
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let loaded = args.schema.load()?;
+    let schema = args.schema.load()?;
+    let loaded = args.schema.find(&schema)?;
     let bytes = read_stdin()?;
     let view = View::decode(&bytes, loaded.desc, &Limits::default()).map_err(invalid)?;
     let message = DynamicMessage::from_view(&view, Context::copy_only()).map_err(invalid)?;

@@ -16,7 +16,8 @@ pub struct Args {
 
 /// Reads one JSON document, encodes it with every value copied (no pool: one gather entry).
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let loaded = args.schema.load()?;
+    let schema = args.schema.load()?;
+    let loaded = args.schema.find(&schema)?;
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)

@@ -51,7 +51,8 @@ pub struct Args {
 
 /// Validates the message, then prints its layout.
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let loaded = args.schema.load()?;
+    let schema = args.schema.load()?;
+    let loaded = args.schema.find(&schema)?;
     let bytes = read_stdin()?;
     // Exactly what `ferry decode` accepts: validation, then every string read as text.
     let view = View::decode(&bytes, loaded.desc, &Limits::default()).map_err(invalid)?;
@@ -64,7 +65,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 }
 
 /// The layout of `buf`, a message of type `md`/`desc` that has passed validation.
-pub fn render(buf: &[u8], md: &MessageDescriptor, desc: &'static MessageDesc) -> String {
+pub fn render(buf: &[u8], md: &MessageDescriptor, desc: &MessageDesc<'_>) -> String {
     let mut ins = Inspector {
         buf,
         out: String::new(),
@@ -127,13 +128,7 @@ impl Inspector<'_> {
         }
     }
 
-    fn header(
-        &mut self,
-        at: usize,
-        md: Option<&MessageDescriptor>,
-        desc: &'static MessageDesc,
-        depth: usize,
-    ) {
+    fn header(&mut self, at: usize, md: Option<&MessageDescriptor>, desc: &MessageDesc<'_>, depth: usize) {
         let chunks = read_u16(self.buf, at).unwrap_or(0) as usize;
         let entries = read_u32(self.buf, at + 4).unwrap_or(0);
         let len = layout::header_len(chunks, entries as usize);
@@ -176,7 +171,7 @@ impl Inspector<'_> {
         raw: u64,
         n: u32,
         md: Option<&MessageDescriptor>,
-        desc: &'static MessageDesc,
+        desc: &MessageDesc<'_>,
         depth: usize,
     ) {
         let ind = pad(depth);

@@ -86,26 +86,27 @@ impl std::fmt::Display for CliError {
     }
 }
 
-/// A loaded schema and the message type the command works on.
-pub struct Loaded {
+/// The message type a command works on, in a loaded schema (which owns its descriptors).
+pub struct Loaded<'s> {
     /// The message's `prost_reflect` descriptor (names, JSON names, enums).
     pub descriptor: MessageDescriptor,
     /// The message's Ferry descriptor (what the encoder and validator use).
-    pub desc: &'static MessageDesc,
+    pub desc: &'s MessageDesc<'s>,
 }
 
 impl SchemaArgs {
-    /// Parses the files and finds the message.
-    pub fn load(&self) -> Result<Loaded, CliError> {
+    /// Parses the files.
+    pub fn load(&self) -> Result<Schema, CliError> {
         let includes = self.files.includes()?;
-        let schema = Schema::load(&self.files.protos, &includes).map_err(schema_error)?;
-        let Some(descriptor) = schema.descriptor(&self.message) else {
-            return Err(CliError::Usage(unknown_message(&schema, &self.message)));
-        };
-        let desc = schema
-            .desc(&descriptor)
-            .map_err(|e| CliError::Usage(e.to_string()))?;
-        Ok(Loaded { descriptor, desc })
+        Schema::load(&self.files.protos, &includes).map_err(schema_error)
+    }
+
+    /// Finds the message in `schema` (from [`load`](Self::load)).
+    pub fn find<'s>(&self, schema: &'s Schema) -> Result<Loaded<'s>, CliError> {
+        match (schema.descriptor(&self.message), schema.message(&self.message)) {
+            (Some(descriptor), Some(desc)) => Ok(Loaded { descriptor, desc }),
+            _ => Err(CliError::Usage(unknown_message(schema, &self.message))),
+        }
     }
 }
 

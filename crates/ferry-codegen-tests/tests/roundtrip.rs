@@ -290,7 +290,7 @@ fn proto2_required_and_defaults() {
     // rejected by every decoder).
     let err = note.to_vec().unwrap_err();
     assert!(
-        matches!(err, ferry::EncodeError::MissingRequired { field } if field.ends_with(".level")),
+        matches!(&err, ferry::EncodeError::MissingRequired { field } if field.ends_with(".level")),
         "{err}"
     );
     let mut note = other::Note::new(ctx);

@@ -80,7 +80,7 @@ fn fields_by_number(md: &MessageDescriptor) -> Vec<FieldDescriptor> {
 }
 
 /// The Ferry descriptor of the message a field of `desc` refers to.
-fn nested(desc: &'static MessageDesc, number: u32) -> Option<&'static MessageDesc> {
+fn nested<'d>(desc: &'d MessageDesc<'d>, number: u32) -> Option<&'d MessageDesc<'d>> {
     match desc.field(number)?.kind {
         Kind::Message(d) => Some(d),
         _ => None,
@@ -91,12 +91,13 @@ fn nested(desc: &'static MessageDesc, number: u32) -> Option<&'static MessageDes
 // JSON to message
 
 /// Reads a protobuf-JSON object as a message of type `md` (whose Ferry descriptor is `desc`).
-/// `bytes` and `string` values are owned, so they are copied when the message is encoded.
-pub fn from_json(
+/// `bytes` and `string` values are owned, so they are copied when the message is encoded; the
+/// message borrows only `desc` (and so the schema that owns it).
+pub fn from_json<'d>(
     md: &MessageDescriptor,
-    desc: &'static MessageDesc,
+    desc: &'d MessageDesc<'d>,
     json: &Json,
-) -> Result<DynamicMessage<'static>, JsonError> {
+) -> Result<DynamicMessage<'d>, JsonError> {
     let Json::Object(obj) = json else {
         return Err(JsonError::new(format!(
             "expected an object for message `{}`, found {}",
@@ -139,7 +140,7 @@ pub fn from_json(
     Ok(m)
 }
 
-fn set_field(m: &mut DynamicMessage<'static>, f: &FieldDescriptor, json: &Json) -> Result<(), JsonError> {
+fn set_field(m: &mut DynamicMessage<'_>, f: &FieldDescriptor, json: &Json) -> Result<(), JsonError> {
     let desc = m.desc();
     let n = f.number();
     let mismatch = |e: ferry_wire::TypeMismatch| JsonError::new(e.to_string());
@@ -202,11 +203,11 @@ fn set_field(m: &mut DynamicMessage<'static>, f: &FieldDescriptor, json: &Json) 
 }
 
 /// One value of kind `kind`; `child` is the Ferry descriptor when `kind` is a message.
-fn singular(
+fn singular<'d>(
     kind: &PKind,
-    child: Option<&'static MessageDesc>,
+    child: Option<&'d MessageDesc<'d>>,
     json: &Json,
-) -> Result<Value<'static>, JsonError> {
+) -> Result<Value<'d>, JsonError> {
     Ok(match kind {
         PKind::Bool => match json {
             Json::Bool(b) => Value::Bool(*b),
@@ -552,16 +553,16 @@ fn string(s: &str, out: &mut String) {
 mod tests {
     use super::*;
 
-    fn schema() -> (crate::Schema, MessageDescriptor, &'static MessageDesc) {
+    fn schema() -> (crate::Schema, MessageDescriptor) {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ferry-cli/tests/data");
         let s = crate::Schema::load(&[dir.join("everything.proto")], &[&dir]).unwrap();
         let md = s.descriptor("ferry.test.Everything").unwrap();
-        let desc = s.desc(&md).unwrap();
-        (s, md, desc)
+        (s, md)
     }
 
     fn round_trip(input: &str) -> String {
-        let (_s, md, desc) = schema();
+        let (s, md) = schema();
+        let desc = s.message(md.full_name()).unwrap();
         let m = from_json(&md, desc, &serde_json::from_str(input).unwrap()).unwrap();
         let mut out = String::new();
         to_json(&md, &m, &mut out);
@@ -582,7 +583,8 @@ mod tests {
 
     #[test]
     fn rejects_with_a_path() {
-        let (_s, md, desc) = schema();
+        let (s, md) = schema();
+        let desc = s.message(md.full_name()).unwrap();
         let bad = |s: &str| {
             from_json(&md, desc, &serde_json::from_str(s).unwrap())
                 .unwrap_err()

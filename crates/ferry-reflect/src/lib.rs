@@ -8,11 +8,11 @@
 //! - [`protobuf`]: the protobuf binary format to and from a [`ferry_wire::DynamicMessage`],
 //!   byte for byte as prost writes it.
 //!
+//! A [`Schema`] owns the descriptors it builds; the views and dynamic messages made with them
+//! borrow it, and dropping it (a reload) frees them all.
+//!
 //! What it is not: the schema compiler (`ferry-build` generates Rust types from the same
 //! files), or a protobuf runtime for generated types (prost is).
-//!
-//! Known limit: a [`Schema`]'s descriptors are leaked (`MessageDesc` refers to nested types as
-//! `&'static`), so build a schema once per program, not per request or per reload.
 
 #![forbid(unsafe_code)]
 

@@ -103,11 +103,11 @@ pub struct ProtobufError {
 }
 
 /// Decodes protobuf binary `input` as a message of `md` (`desc` is its Ferry descriptor, from
-/// [`Schema::desc`](crate::Schema::desc)). `bytes` and `string` values borrow `input` under
-/// `ctx`'s copy-or-reference rule.
+/// [`Schema::message`](crate::Schema::message)). `bytes` and `string` values borrow `input`
+/// under `ctx`'s copy-or-reference rule; the message borrows `desc` too.
 pub fn decode<'a>(
     md: &MessageDescriptor,
-    desc: &'static MessageDesc,
+    desc: &'a MessageDesc<'a>,
     input: &'a [u8],
     ctx: &'a Context,
     limits: &ProtobufLimits,
@@ -320,7 +320,7 @@ impl<'a> Decoder<'a, '_> {
     fn map_entry(
         &self,
         fd: &FieldDescriptor,
-        kind: Kind,
+        kind: Kind<'a>,
         buf: &'a [u8],
         base: usize,
         depth: u32,
@@ -358,7 +358,7 @@ impl<'a> Decoder<'a, '_> {
     fn repeated(
         &self,
         fd: &FieldDescriptor,
-        kind: Kind,
+        kind: Kind<'a>,
         r: &mut Reader<'a>,
         wt: u8,
         mut list: List<'a>,
@@ -492,7 +492,7 @@ fn read_scalar<'a>(kind: Kind, r: &mut Reader<'a>, ctx: &'a Context) -> Result<V
 }
 
 /// The default of a kind (a map entry's missing key or value).
-fn default_value<'a>(kind: Option<Kind>, ctx: &'a Context) -> Value<'a> {
+fn default_value<'a>(kind: Option<Kind<'a>>, ctx: &'a Context) -> Value<'a> {
     match kind {
         Some(Kind::Bool) => Value::Bool(false),
         Some(Kind::Int64 | Kind::SInt64 | Kind::SFixed64) => Value::I64(0),

@@ -1,13 +1,13 @@
-//! Run-time schemas: `.proto` messages as leaked [`ferry_wire::MessageDesc`]s, for tools that
+//! Run-time schemas: `.proto` messages as [`ferry_wire::MessageDesc`]s, for tools that
 //! encode and decode without a compile step (`ferry encode/decode/inspect`, servers that load
-//! schemas at start).
+//! schemas at start and reload them).
 //!
-//! A [`Schema`] wraps a `prost_reflect` [`DescriptorPool`] (from [`crate::load`]) and turns a
-//! message, and every message it reaches, into `&'static MessageDesc`s that
+//! A [`Schema`] wraps a `prost_reflect` [`DescriptorPool`] (from [`crate::load`]) and, when it
+//! is made, turns every message of the pool into a `MessageDesc` that
 //! [`ferry_wire::DynamicMessage`] and [`ferry_wire::View`] work with:
 //!
-//! - each message becomes one [`MessageDesc::dynamic`], leaked, built once per [`Schema`]
-//!   (recursive and mutually recursive messages refer to each other's descriptors);
+//! - each message becomes one [`MessageDesc::with_cell`] (recursive and mutually recursive
+//!   messages refer to each other's descriptors);
 //! - fields are given in ascending number order; map fields are `Label::Repeated` fields of
 //!   their entry message (`map_entry: true`, key = 1, value = 2);
 //! - real oneofs get dense indices (0, 1, ... in declaration order); proto3 `optional` fields,
@@ -15,41 +15,88 @@
 //! - proto2 `required` is [`Label::Required`]; enums are [`Kind::Enum`]; proto2 groups are
 //!   nested messages.
 //!
-//! Descriptors are leaked on purpose: `MessageDesc` refers to its nested types as
-//! `&'static`. A tool builds a handful of them once; do not build a new [`Schema`] per message.
 //! Extensions are not fields of their message here and are ignored. Editions are refused.
+//!
+//! # Who owns the descriptors
+//!
+//! ```text
+//! Schema ── pool: DescriptorPool
+//!        └─ arena (bump allocator): every MessageDesc, FieldDesc, name and FieldsCell
+//!             ^ borrowed as &'s MessageDesc<'s> by schema.message(..) ─> View<'s>, DynamicMessage<'s>
+//! ```
+//!
+//! Descriptors are built once, into an arena the schema owns, and freed with it: a program
+//! that reloads its schemas drops the old [`Schema`] and frees everything it built. Views and
+//! dynamic messages borrow the descriptor they were made with, so the compiler refuses one
+//! that would outlive its schema:
+//!
+//! ```compile_fail,E0505
+//! # use ferry_reflect::Schema;
+//! # use ferry_wire::DynamicMessage;
+//! # fn reload(schema: Schema) {
+//! let desc = schema.message("t.Node").unwrap();
+//! let message = DynamicMessage::new(desc);
+//! drop(schema); // error[E0505]: cannot move out of `schema` because it is borrowed
+//! assert_eq!(message.iter().count(), 0);
+//! # }
+//! ```
+//!
+//! (The same code without the `drop` compiles; a [`ferry_wire::View`] is held back the same way.)
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::collections::HashMap;
 
-use ferry_wire::{FieldDesc, Kind, Label, MessageDesc};
+use bumpalo_herd::{Herd, Member};
+use ferry_wire::{FieldDesc, FieldsCell, Kind, Label, MessageDesc};
 use prost_reflect::{Cardinality, DescriptorPool, FieldDescriptor, MessageDescriptor};
 
 use crate::SchemaError;
 
-/// A descriptor pool and the Ferry descriptors built from it so far.
+/// Every message's descriptor, by full name (names and descriptors live in the arena).
+type Descs<'a> = HashMap<&'a str, &'a MessageDesc<'a>>;
+
+self_cell::self_cell!(
+    /// The arena and the descriptors built in it, which borrow it.
+    struct Built {
+        owner: Herd,
+        #[covariant]
+        dependent: Descs,
+    }
+);
+
+/// A descriptor pool and the Ferry descriptors of all its messages, which it owns.
+///
+/// ```
+/// # use ferry_reflect::Schema;
+/// # use ferry_wire::DynamicMessage;
+/// # fn reload(schema: Schema) {
+/// let desc = schema.message("t.Node").unwrap();
+/// let message = DynamicMessage::new(desc);
+/// assert_eq!(message.iter().count(), 0);
+/// drop(schema); // after the last use of `message`
+/// # }
+/// ```
 pub struct Schema {
     pool: DescriptorPool,
-    built: Mutex<HashMap<String, &'static MessageDesc>>,
+    built: Built,
 }
 
 impl core::fmt::Debug for Schema {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let built = self.built.lock().map(|b| b.len()).unwrap_or(0);
         f.debug_struct("Schema")
-            .field("messages", &self.pool.all_messages().len())
-            .field("built", &built)
-            .finish()
+            .field("messages", &self.built.borrow_dependent().len())
+            .finish_non_exhaustive()
     }
 }
 
 impl Schema {
-    /// A schema over `pool`; nothing is built until asked for.
-    pub fn new(pool: DescriptorPool) -> Self {
-        Schema {
-            pool,
-            built: Mutex::new(HashMap::new()),
+    /// A schema over `pool`, with the descriptor of every message built. Fails if a file of
+    /// the pool is neither proto2 nor proto3 (editions).
+    pub fn new(pool: DescriptorPool) -> Result<Self, SchemaError> {
+        for file in pool.files() {
+            check_syntax(&file)?;
         }
+        let built = Built::try_new(Herd::new(), |herd| build(&pool, &herd.get()))?;
+        Ok(Schema { pool, built })
     }
 
     /// Parses `files` (see [`crate::load`]) into a schema.
@@ -57,7 +104,7 @@ impl Schema {
         files: &[impl AsRef<std::path::Path>],
         includes: &[impl AsRef<std::path::Path>],
     ) -> Result<Self, SchemaError> {
-        crate::load(files, includes).map(Schema::new)
+        Schema::new(crate::load(files, includes)?)
     }
 
     /// The descriptor pool.
@@ -68,73 +115,53 @@ impl Schema {
     /// The `prost_reflect` descriptor of a message, by full name (`pkg.Outer.Inner`; a leading
     /// `.` is accepted). `None` if the pool has no such message.
     pub fn descriptor(&self, full_name: &str) -> Option<MessageDescriptor> {
-        self.pool
-            .get_message_by_name(full_name.strip_prefix('.').unwrap_or(full_name))
+        self.pool.get_message_by_name(trim(full_name))
     }
 
-    /// The Ferry descriptor of a message, by full name. `Ok(None)` if there is no such message.
-    pub fn message(&self, full_name: &str) -> Result<Option<&'static MessageDesc>, SchemaError> {
-        match self.descriptor(full_name) {
-            Some(m) => self.desc(&m).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// The Ferry descriptor of `message`, building it and every message it reaches that was
-    /// not built before.
-    pub fn desc(&self, message: &MessageDescriptor) -> Result<&'static MessageDesc, SchemaError> {
-        // A panic while building leaves no half-built entry in the map (they are inserted at
-        // the end), so a poisoned lock is still consistent.
-        let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(d) = built.get(message.full_name()) {
-            return Ok(d);
-        }
-
-        // Every reachable message not built yet.
-        let mut new = Vec::new();
-        let mut seen = HashSet::new();
-        let mut todo = vec![message.clone()];
-        while let Some(m) = todo.pop() {
-            if built.contains_key(m.full_name()) || !seen.insert(m.full_name().to_owned()) {
-                continue;
-            }
-            check_syntax(&m)?;
-            for f in m.fields() {
-                if let prost_reflect::Kind::Message(child) = f.kind() {
-                    todo.push(child);
-                }
-            }
-            new.push(m);
-        }
-
-        // First an empty descriptor for each, so that fields can refer to any of them...
-        let mut shells: HashMap<String, &'static MessageDesc> = HashMap::new();
-        for m in &new {
-            let name: &'static str = leak_str(m.full_name());
-            let desc: &'static MessageDesc =
-                Box::leak(Box::new(MessageDesc::dynamic(name, m.is_map_entry())));
-            shells.insert(m.full_name().to_owned(), desc);
-        }
-        // ...then their fields.
-        for m in &new {
-            let lookup = |name: &str| shells.get(name).or_else(|| built.get(name)).copied();
-            let fields: &'static [FieldDesc] = Box::leak(fields_of(m, lookup)?.into_boxed_slice());
-            let desc = shells[m.full_name()];
-            desc.set_fields(fields).map_err(|e| SchemaError::Unsupported {
-                file: m.parent_file().name().to_owned(),
-                line: 0,
-                construct: format!("message `{}`", m.full_name()),
-                why: e.to_string(),
-            })?;
-        }
-        built.extend(shells);
-        Ok(built[message.full_name()])
+    /// The Ferry descriptor of a message, by full name (as for [`descriptor`](Self::descriptor)).
+    /// It borrows the schema: so do the views and dynamic messages made with it.
+    pub fn message(&self, full_name: &str) -> Option<&MessageDesc<'_>> {
+        self.built.borrow_dependent().get(trim(full_name)).copied()
     }
 }
 
+fn trim(full_name: &str) -> &str {
+    full_name.strip_prefix('.').unwrap_or(full_name)
+}
+
+/// Builds the descriptor of every message of `pool` in `arena`.
+///
+/// The arena never runs destructors: what it holds owns no other memory (names, `Copy`
+/// fields, descriptors, and cells holding a reference).
+fn build<'a>(pool: &DescriptorPool, arena: &Member<'a>) -> Result<Descs<'a>, SchemaError> {
+    let messages: Vec<MessageDescriptor> = pool.all_messages().collect();
+    // First a descriptor over an empty cell for each, so that fields can refer to any of them...
+    let mut descs: Descs<'a> = HashMap::with_capacity(messages.len());
+    let mut cells: Vec<&'a FieldsCell<'a>> = Vec::with_capacity(messages.len());
+    for m in &messages {
+        let cell: &'a FieldsCell<'a> = arena.alloc(FieldsCell::new());
+        let name: &'a str = arena.alloc_str(m.full_name());
+        descs.insert(
+            name,
+            arena.alloc(MessageDesc::with_cell(name, cell, m.is_map_entry())),
+        );
+        cells.push(cell);
+    }
+    // ...then their fields.
+    for (m, cell) in messages.iter().zip(cells) {
+        let fields = arena.alloc_slice_copy(&fields_of(m, arena, &descs)?);
+        cell.set(fields).map_err(|e| SchemaError::Unsupported {
+            file: m.parent_file().name().to_owned(),
+            line: 0,
+            construct: format!("message `{}`", m.full_name()),
+            why: e.to_string(),
+        })?;
+    }
+    Ok(descs)
+}
+
 /// Refuses files that are neither proto2 nor proto3 (editions).
-fn check_syntax(m: &MessageDescriptor) -> Result<(), SchemaError> {
-    let file = m.parent_file();
+fn check_syntax(file: &prost_reflect::FileDescriptor) -> Result<(), SchemaError> {
     match file.file_descriptor_proto().syntax.as_deref() {
         None | Some("proto2") | Some("proto3") => Ok(()),
         Some(other) => Err(SchemaError::Unsupported {
@@ -147,15 +174,13 @@ fn check_syntax(m: &MessageDescriptor) -> Result<(), SchemaError> {
     }
 }
 
-fn leak_str(s: &str) -> &'static str {
-    Box::leak(s.to_owned().into_boxed_str())
-}
-
-/// The fields of `m` in ascending number order; `lookup` resolves nested message names.
-fn fields_of(
+/// The fields of `m` in ascending number order, names in `arena`; `descs` resolves nested
+/// message names.
+fn fields_of<'a>(
     m: &MessageDescriptor,
-    lookup: impl Fn(&str) -> Option<&'static MessageDesc>,
-) -> Result<Vec<FieldDesc>, SchemaError> {
+    arena: &Member<'a>,
+    descs: &Descs<'a>,
+) -> Result<Vec<FieldDesc<'a>>, SchemaError> {
     // Dense indices for real oneofs; synthetic ones (proto3 `optional`) get none.
     let real_oneofs: Vec<String> = m
         .oneofs()
@@ -172,9 +197,9 @@ fn fields_of(
             _ => None,
         };
         fields.push(FieldDesc {
-            name: leak_str(f.name()),
+            name: arena.alloc_str(f.name()),
             number: f.number(),
-            kind: kind_of(&f, &lookup)?,
+            kind: kind_of(&f, descs)?,
             label: match f.cardinality() {
                 Cardinality::Optional => Label::Optional,
                 Cardinality::Required => Label::Required,
@@ -187,10 +212,7 @@ fn fields_of(
     Ok(fields)
 }
 
-fn kind_of(
-    f: &FieldDescriptor,
-    lookup: &impl Fn(&str) -> Option<&'static MessageDesc>,
-) -> Result<Kind, SchemaError> {
+fn kind_of<'a>(f: &FieldDescriptor, descs: &Descs<'a>) -> Result<Kind<'a>, SchemaError> {
     use prost_reflect::Kind as P;
     Ok(match f.kind() {
         P::Double => Kind::Double,
@@ -209,9 +231,9 @@ fn kind_of(
         P::String => Kind::String,
         P::Bytes => Kind::Bytes,
         P::Enum(_) => Kind::Enum,
-        P::Message(m) => match lookup(m.full_name()) {
+        P::Message(m) => match descs.get(m.full_name()) {
             Some(d) => Kind::Message(d),
-            // Unreachable: every message a field names was collected before.
+            // Unreachable: every message of the pool has a descriptor.
             None => {
                 return Err(SchemaError::Unsupported {
                     file: f.parent_file().name().to_owned(),
@@ -240,7 +262,7 @@ mod tests {
         s
     }
 
-    fn msg(d: &FieldDesc) -> &'static MessageDesc {
+    fn msg<'a>(d: &FieldDesc<'a>) -> &'a MessageDesc<'a> {
         match d.kind {
             Kind::Message(m) => m,
             k => panic!("field {} is {k:?}, not a message", d.name),
@@ -259,22 +281,23 @@ mod tests {
                 message B { A a = 7; string name = 1; }"#,
             )],
         );
-        let node = s.message("t.Node").unwrap().unwrap();
+        let node = s.message("t.Node").unwrap();
         assert_eq!(node.name, "t.Node");
         assert!(core::ptr::eq(msg(node.field(2).unwrap()), node));
         assert!(core::ptr::eq(msg(node.field(3).unwrap()), node));
         assert_eq!(node.field(3).unwrap().label, Label::Repeated);
 
-        let a = s.message(".t.A").unwrap().unwrap();
+        let a = s.message(".t.A").unwrap();
         let b = msg(a.field(1).unwrap());
         assert_eq!(b.name, "t.B");
         assert!(core::ptr::eq(msg(b.field(7).unwrap()), a));
         // Ascending number order whatever the declaration order.
         assert_eq!(b.fields().iter().map(|f| f.number).collect::<Vec<_>>(), [1, 7]);
-        // Built once: asking again (directly or through another root) gives the same pointer.
-        assert!(core::ptr::eq(s.message("t.B").unwrap().unwrap(), b));
-        assert!(core::ptr::eq(s.message("t.A").unwrap().unwrap(), a));
-        assert!(s.message("t.Missing").unwrap().is_none());
+        // One descriptor per message: asking again (directly or through another root) gives the
+        // same pointer.
+        assert!(core::ptr::eq(s.message("t.B").unwrap(), b));
+        assert!(core::ptr::eq(s.message("t.A").unwrap(), a));
+        assert!(s.message("t.Missing").is_none());
     }
 
     #[test]
@@ -295,7 +318,7 @@ mod tests {
                 }"#,
             )],
         );
-        let m = s.message("t.M").unwrap().unwrap();
+        let m = s.message("t.M").unwrap();
         let children = m.field(1).unwrap();
         assert_eq!(children.label, Label::Repeated);
         let entry = msg(children);
@@ -330,7 +353,7 @@ mod tests {
                 }"#,
             )],
         );
-        let p = s.message("t.P").unwrap().unwrap();
+        let p = s.message("t.P").unwrap();
         assert_eq!(p.field(1).unwrap().label, Label::Required);
         assert_eq!(p.field(2).unwrap().label, Label::Optional);
         assert_eq!(p.field(3).unwrap().label, Label::Repeated);
@@ -355,7 +378,7 @@ mod tests {
                 ),
             ],
         );
-        let w = s.message("t.W").unwrap().unwrap();
+        let w = s.message("t.W").unwrap();
         let ts = msg(w.field(1).unwrap());
         assert_eq!(ts.name, "google.protobuf.Timestamp");
         assert_eq!(
@@ -376,7 +399,7 @@ mod tests {
                 r#"syntax = "proto3"; package t; message Node { int32 v = 1; Node next = 2; }"#,
             )],
         );
-        let node = s.message("t.Node").unwrap().unwrap();
+        let node = s.message("t.Node").unwrap();
         let mut inner = DynamicMessage::new(node);
         inner.set(1, Value::I32(-5)).unwrap();
         let mut outer = DynamicMessage::new(node);

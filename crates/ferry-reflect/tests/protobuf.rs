@@ -36,7 +36,7 @@ fn random_messages_match_prost_byte_for_byte() {
     let (mut checked, mut identical, mut maps) = (0, 0, 0);
     for name in &names {
         let md = schema.descriptor(name).unwrap();
-        let desc = schema.desc(&md).unwrap();
+        let desc = schema.message(name).unwrap();
         for seed in 1..=60u64 {
             let mut b = Builder {
                 rng: Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ name.len() as u64 | 1),
@@ -102,9 +102,9 @@ fn tag(number: u32, wt: u8, out: &mut Vec<u8>) {
 }
 
 /// Field numbers of `ferry.test.AllKinds` used below (see all.proto).
-fn all_kinds(schema: &Schema) -> (prost_reflect::MessageDescriptor, &'static ferry_wire::MessageDesc) {
+fn all_kinds(schema: &Schema) -> (prost_reflect::MessageDescriptor, &ferry_wire::MessageDesc<'_>) {
     let md = schema.descriptor("ferry.test.AllKinds").unwrap();
-    let desc = schema.desc(&md).unwrap();
+    let desc = schema.message("ferry.test.AllKinds").unwrap();
     (md, desc)
 }
 

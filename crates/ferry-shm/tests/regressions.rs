@@ -43,7 +43,7 @@ fn a_failed_send_does_not_consume_an_implicit_request_id() {
     let incomplete = DynamicMessage::new(&REQUIRED);
     let id = conn.next_request_id();
     match conn.send(Meta::new(1, id), &incomplete) {
-        Err(TransportError::Encode(EncodeError::MissingRequired { field: "x" })) => {}
+        Err(TransportError::Encode(EncodeError::MissingRequired { field })) if field == "x" => {}
         other => panic!("{other:?}"),
     }
     assert_eq!(conn.next_request_id(), id, "the failed send used no id");

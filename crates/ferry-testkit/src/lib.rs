@@ -133,7 +133,7 @@ impl Builder<'_> {
         }
     }
 
-    fn list(&mut self, kind: Kind, depth: u32) -> List<'static> {
+    fn list<'d>(&mut self, kind: Kind<'d>, depth: u32) -> List<'d> {
         let n = 1 + self.rng.below(6) as usize;
         macro_rules! scalars {
             ($variant:ident) => {
@@ -178,7 +178,7 @@ impl Builder<'_> {
     /// A value for a singular field or a map key or value. Never the type's default (zero,
     /// `false`, empty): encoders may drop a present default, so a message built here encodes
     /// the same whichever encoder (dynamic or generated) writes it.
-    fn singular(&mut self, kind: Kind, depth: u32) -> Option<Value<'static>> {
+    fn singular<'d>(&mut self, kind: Kind<'d>, depth: u32) -> Option<Value<'d>> {
         Some(match kind {
             Kind::String => {
                 let mut t = self.text();
@@ -210,7 +210,7 @@ impl Builder<'_> {
     }
 
     /// A random message of `desc` at nesting `depth` (0 for a root).
-    pub fn message(&mut self, desc: &'static MessageDesc, depth: u32) -> DynamicMessage<'static> {
+    pub fn message<'d>(&mut self, desc: &'d MessageDesc<'d>, depth: u32) -> DynamicMessage<'d> {
         let mut m = DynamicMessage::new(desc);
         for f in desc.fields() {
             if f.label != Label::Required && !self.rng.chance(45, 100) {

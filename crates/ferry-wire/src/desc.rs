@@ -2,10 +2,17 @@
 //!
 //! Generated code (and hand-written types in the same shape) emits one `static` [`MessageDesc`]
 //! per message; recursive messages refer to their own static.
+//!
+//! Descriptors borrow for `'d`: their names, their fields and the messages their fields refer
+//! to. A generated descriptor is a `MessageDesc<'static>`; one built at run time (by
+//! `ferry-reflect`'s `Schema`, from `.proto` files) borrows the schema that owns it, and so
+//! does every [`View`](crate::View) and [`DynamicMessage`](crate::DynamicMessage) of it. A
+//! `&'static MessageDesc<'static>` coerces to any shorter `&'d MessageDesc<'d>` (descriptors
+//! are covariant in `'d`).
 
 /// The protobuf kind of a field.
 #[derive(Clone, Copy)]
-pub enum Kind {
+pub enum Kind<'d> {
     /// `int32`.
     Int32,
     /// `int64`.
@@ -39,11 +46,11 @@ pub enum Kind {
     /// `bytes`.
     Bytes,
     /// A nested message.
-    Message(&'static MessageDesc),
+    Message(&'d MessageDesc<'d>),
 }
 
 /// Names a nested message instead of printing its descriptor, which may contain itself.
-impl core::fmt::Debug for Kind {
+impl core::fmt::Debug for Kind<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Kind::Message(d) => write!(f, "Message({})", d.name),
@@ -67,7 +74,7 @@ impl core::fmt::Debug for Kind {
     }
 }
 
-impl Kind {
+impl Kind<'_> {
     /// Width of one element in a packed list, or `None` for ranged kinds.
     pub const fn packed_width(self) -> Option<usize> {
         match self {
@@ -100,13 +107,13 @@ pub enum Label {
 
 /// One field of a message.
 #[derive(Debug, Clone, Copy)]
-pub struct FieldDesc {
+pub struct FieldDesc<'d> {
     /// Name as written in the schema.
-    pub name: &'static str,
+    pub name: &'d str,
     /// Field number, 1 ..= 2^29 - 1.
     pub number: u32,
     /// Kind.
-    pub kind: Kind,
+    pub kind: Kind<'d>,
     /// Cardinality.
     pub label: Label,
     /// Index of the oneof this field belongs to, if any.
@@ -117,75 +124,120 @@ pub struct FieldDesc {
 ///
 /// Generated code writes one `static` per message with [`MessageDesc::new`]; recursive messages
 /// refer to their own static. Descriptors built at run time (from a `.proto` file, by tools)
-/// may be recursive too: create each with [`MessageDesc::dynamic`], leak it, then give it its
-/// fields with [`MessageDesc::set_fields`] once every message it refers to exists.
-#[derive(Debug)]
-pub struct MessageDesc {
+/// may be recursive too: create each with [`MessageDesc::with_cell`] over a [`FieldsCell`]
+/// that outlives it, then [`FieldsCell::set`] its fields once every message they refer to
+/// exists. Whoever owns the cells and the descriptors (an arena) frees them; nothing is leaked.
+pub struct MessageDesc<'d> {
     /// Fully qualified name, e.g. `ferry.sample.KvPair`.
-    pub name: &'static str,
-    fields: Fields,
+    pub name: &'d str,
+    fields: Fields<'d>,
     /// Whether this is a map entry (key = field 1, value = field 2).
     pub map_entry: bool,
 }
 
-#[derive(Debug)]
-enum Fields {
-    Static(&'static [FieldDesc]),
-    Dynamic(std::sync::OnceLock<&'static [FieldDesc]>),
+/// Prints the fields, whose nested messages [`Kind`] names rather than prints.
+impl core::fmt::Debug for MessageDesc<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("MessageDesc")
+            .field("name", &self.name)
+            .field("fields", &self.fields())
+            .field("map_entry", &self.map_entry)
+            .finish()
+    }
 }
 
-/// [`MessageDesc::set_fields`] was called twice, on a static descriptor, or with fields out of order.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("fields of `{0}` cannot be set: already set, static, or not in ascending number order")]
-pub struct FieldsError(pub &'static str);
+enum Fields<'d> {
+    /// Given with the descriptor ([`MessageDesc::new`]).
+    Given(&'d [FieldDesc<'d>]),
+    /// Set later, once ([`MessageDesc::with_cell`]). Behind a trait object so that only reading
+    /// is reachable from a descriptor: that keeps `MessageDesc` covariant in `'d`, which a
+    /// `&'d FieldsCell<'d>` (a cell, writable through `&`) would not be.
+    Cell(&'d dyn ReadFields),
+}
 
-impl MessageDesc {
+/// Read access to a [`FieldsCell`], for any lifetime the reader's borrow allows.
+trait ReadFields: Sync {
+    fn fields(&self) -> &[FieldDesc<'_>];
+}
+
+/// The fields of a run-time [`MessageDesc`], given once after the descriptor exists: how
+/// descriptors of recursive and mutually recursive messages come to refer to each other.
+#[derive(Debug, Default)]
+pub struct FieldsCell<'d>(std::sync::OnceLock<&'d [FieldDesc<'d>]>);
+
+impl ReadFields for FieldsCell<'_> {
+    fn fields(&self) -> &[FieldDesc<'_>] {
+        self.0.get().copied().unwrap_or_default()
+    }
+}
+
+/// [`FieldsCell::set`] was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldsError {
+    /// The cell already has its fields.
+    #[error("the fields were already set")]
+    AlreadySet,
+    /// Fields must be in strictly ascending number order.
+    #[error("field {number} is not in ascending field number order")]
+    NotAscending {
+        /// The first field number that is not larger than the one before it.
+        number: u32,
+    },
+}
+
+impl<'d> FieldsCell<'d> {
+    /// An empty cell: a descriptor over it has no fields until [`set`](Self::set).
+    pub const fn new() -> Self {
+        FieldsCell(std::sync::OnceLock::new())
+    }
+
+    /// Gives the descriptors over this cell their fields (ascending field numbers), once.
+    pub fn set(&self, fields: &'d [FieldDesc<'d>]) -> Result<(), FieldsError> {
+        if let Some(w) = fields.windows(2).find(|w| w[0].number >= w[1].number) {
+            return Err(FieldsError::NotAscending { number: w[1].number });
+        }
+        self.0.set(fields).map_err(|_| FieldsError::AlreadySet)
+    }
+}
+
+impl<'d> MessageDesc<'d> {
     /// A descriptor with its fields, which must be in ascending field number order.
-    pub const fn new(name: &'static str, fields: &'static [FieldDesc], map_entry: bool) -> Self {
+    pub const fn new(name: &'d str, fields: &'d [FieldDesc<'d>], map_entry: bool) -> Self {
         MessageDesc {
             name,
-            fields: Fields::Static(fields),
+            fields: Fields::Given(fields),
             map_entry,
         }
     }
 
-    /// A descriptor whose fields are given later, once, with [`MessageDesc::set_fields`]. Until
-    /// then it has no fields.
-    pub fn dynamic(name: &'static str, map_entry: bool) -> Self {
+    /// A descriptor whose fields are those of `cell`: none until [`FieldsCell::set`].
+    pub fn with_cell(name: &'d str, cell: &'d FieldsCell<'d>, map_entry: bool) -> Self {
         MessageDesc {
             name,
-            fields: Fields::Dynamic(std::sync::OnceLock::new()),
+            fields: Fields::Cell(cell),
             map_entry,
-        }
-    }
-
-    /// Gives a [`MessageDesc::dynamic`] descriptor its fields (ascending field numbers).
-    pub fn set_fields(&self, fields: &'static [FieldDesc]) -> Result<(), FieldsError> {
-        let ascending = fields.windows(2).all(|w| w[0].number < w[1].number);
-        match &self.fields {
-            Fields::Dynamic(cell) if ascending => cell.set(fields).map_err(|_| FieldsError(self.name)),
-            _ => Err(FieldsError(self.name)),
         }
     }
 
     /// Fields in ascending field number order.
     #[inline]
-    pub fn fields(&self) -> &'static [FieldDesc] {
-        match &self.fields {
-            Fields::Static(f) => f,
-            Fields::Dynamic(cell) => cell.get().copied().unwrap_or_default(),
+    pub fn fields(&self) -> &'d [FieldDesc<'d>] {
+        match self.fields {
+            Fields::Given(f) => f,
+            Fields::Cell(cell) => cell.fields(),
         }
     }
 
     /// The field with this number.
-    pub fn field(&self, number: u32) -> Option<&'static FieldDesc> {
+    pub fn field(&self, number: u32) -> Option<&'d FieldDesc<'d>> {
         let fields = self.fields();
         let i = fields.binary_search_by_key(&number, |f| f.number).ok()?;
         fields.get(i)
     }
 
     /// The field with this name.
-    pub fn field_by_name(&self, name: &str) -> Option<&'static FieldDesc> {
+    pub fn field_by_name(&self, name: &str) -> Option<&'d FieldDesc<'d>> {
         self.fields().iter().find(|f| f.name == name)
     }
 }
@@ -194,11 +246,19 @@ impl MessageDesc {
 mod tests {
     use super::*;
 
+    /// Compiles only while descriptors are covariant: a generated `&'static MessageDesc<'static>`
+    /// must pass where a schema's shorter-lived descriptors do.
+    #[allow(dead_code)]
+    fn covariant<'short, 'long: 'short>(d: &'short MessageDesc<'long>) -> &'short MessageDesc<'short> {
+        d
+    }
+
     #[test]
-    fn dynamic_descriptors_can_be_recursive() {
-        let node: &'static MessageDesc = Box::leak(Box::new(MessageDesc::dynamic("t.Node", false)));
+    fn cell_descriptors_can_be_recursive() {
+        let cell = FieldsCell::new();
+        let node = MessageDesc::with_cell("t.Node", &cell, false);
         assert!(node.fields().is_empty());
-        let fields = Box::leak(Box::new([
+        let fields = [
             FieldDesc {
                 name: "value",
                 number: 1,
@@ -209,16 +269,19 @@ mod tests {
             FieldDesc {
                 name: "next",
                 number: 2,
-                kind: Kind::Message(node),
+                kind: Kind::Message(&node),
                 label: Label::Optional,
                 oneof: None,
             },
-        ]));
-        node.set_fields(fields).unwrap();
+        ];
+        cell.set(&fields).unwrap();
         assert_eq!(node.field(2).map(|f| f.name), Some("next"));
-        assert!(matches!(node.field(2).unwrap().kind, Kind::Message(d) if core::ptr::eq(d, node)));
-        assert_eq!(node.set_fields(fields), Err(FieldsError("t.Node")));
-        static FIXED: MessageDesc = MessageDesc::new("t.Fixed", &[], false);
-        assert!(FIXED.set_fields(&[]).is_err());
+        assert!(matches!(node.field(2).unwrap().kind, Kind::Message(d) if core::ptr::eq(d, &node)));
+        assert_eq!(cell.set(&fields), Err(FieldsError::AlreadySet));
+        let backwards = [fields[1], fields[0]];
+        assert_eq!(
+            FieldsCell::new().set(&backwards),
+            Err(FieldsError::NotAscending { number: 1 })
+        );
     }
 }

@@ -1,5 +1,8 @@
 //! Messages described at run time: a [`MessageDesc`] plus a map from field number to value.
 //!
+//! A `DynamicMessage<'a>` borrows its descriptor for `'a`, like its values: with a run-time
+//! schema's descriptor it cannot outlive the schema.
+//!
 //! The same encoder and validator serve these and generated types, so both produce the same bytes
 //! for the same message. Tools (`ferry encode`/`decode`) and property tests use this type.
 
@@ -124,7 +127,7 @@ impl List<'_> {
 #[error("value does not fit field `{message}.{field}`")]
 pub struct TypeMismatch {
     /// Message name.
-    pub message: &'static str,
+    pub message: String,
     /// Field name (or number, if unknown).
     pub field: String,
 }
@@ -132,7 +135,7 @@ pub struct TypeMismatch {
 /// A message whose type is known at run time.
 #[derive(Clone)]
 pub struct DynamicMessage<'a> {
-    desc: &'static MessageDesc,
+    desc: &'a MessageDesc<'a>,
     fields: BTreeMap<u32, Value<'a>>,
 }
 
@@ -150,7 +153,7 @@ impl PartialEq for DynamicMessage<'_> {
     }
 }
 
-fn fits(kind: Kind, label: Label, v: &Value<'_>) -> bool {
+fn fits(kind: Kind<'_>, label: Label, v: &Value<'_>) -> bool {
     use Kind as K;
     if label == Label::Repeated {
         let Value::List(l) = v else { return false };
@@ -198,7 +201,7 @@ fn key_cmp(a: &Value<'_>, b: &Value<'_>) -> Ordering {
 
 impl<'a> DynamicMessage<'a> {
     /// An empty message of type `desc`.
-    pub fn new(desc: &'static MessageDesc) -> Self {
+    pub fn new(desc: &'a MessageDesc<'a>) -> Self {
         DynamicMessage {
             desc,
             fields: BTreeMap::new(),
@@ -206,13 +209,13 @@ impl<'a> DynamicMessage<'a> {
     }
 
     /// The message type.
-    pub fn desc(&self) -> &'static MessageDesc {
+    pub fn desc(&self) -> &'a MessageDesc<'a> {
         self.desc
     }
 
-    fn field_desc(&self, number: u32) -> Result<&'static FieldDesc, TypeMismatch> {
+    fn field_desc(&self, number: u32) -> Result<&'a FieldDesc<'a>, TypeMismatch> {
         self.desc.field(number).ok_or_else(|| TypeMismatch {
-            message: self.desc.name,
+            message: self.desc.name.to_owned(),
             field: number.to_string(),
         })
     }
@@ -222,7 +225,7 @@ impl<'a> DynamicMessage<'a> {
         let f = self.field_desc(number)?;
         if !fits(f.kind, f.label, &value) {
             return Err(TypeMismatch {
-                message: self.desc.name,
+                message: self.desc.name.to_owned(),
                 field: f.name.to_string(),
             });
         }
@@ -251,7 +254,7 @@ impl<'a> DynamicMessage<'a> {
     ) -> Result<(), TypeMismatch> {
         let f = self.field_desc(number)?;
         let mismatch = || TypeMismatch {
-            message: self.desc.name,
+            message: self.desc.name.to_owned(),
             field: f.name.to_string(),
         };
         let Kind::Message(entry_desc) = f.kind else {
@@ -373,7 +376,7 @@ impl<'a> DynamicMessage<'a> {
     }
 }
 
-fn check_utf8(view: &View<'_>, f: &FieldDesc, data: &[u8]) -> Result<(), DecodeError> {
+fn check_utf8(view: &View<'_>, f: &FieldDesc<'_>, data: &[u8]) -> Result<(), DecodeError> {
     match core::str::from_utf8(data) {
         Ok(_) => Ok(()),
         Err(e) => {
@@ -389,7 +392,7 @@ fn check_utf8(view: &View<'_>, f: &FieldDesc, data: &[u8]) -> Result<(), DecodeE
 }
 
 impl<'a> Encode<'a> for DynamicMessage<'a> {
-    fn missing_required(&self) -> Option<&'static str> {
+    fn missing_required(&self) -> Option<&str> {
         let missing = self
             .desc
             .fields()

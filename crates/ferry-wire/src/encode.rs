@@ -45,7 +45,7 @@ pub trait Encode<'a> {
 
     /// The name of the first proto2 `required` field that is not set, if any: encoding such a
     /// message fails with [`EncodeError::MissingRequired`] (a decoder would reject it).
-    fn missing_required(&self) -> Option<&'static str> {
+    fn missing_required(&self) -> Option<&str> {
         None
     }
 }
@@ -54,7 +54,7 @@ impl<'a, M: Encode<'a> + ?Sized> Encode<'a> for &M {
     fn visit<V: Visitor<'a>>(&self, v: &mut V) {
         (**self).visit(v)
     }
-    fn missing_required(&self) -> Option<&'static str> {
+    fn missing_required(&self) -> Option<&str> {
         (**self).missing_required()
     }
 }
@@ -63,7 +63,7 @@ impl<'a, M: Encode<'a> + ?Sized> Encode<'a> for Box<M> {
     fn visit<V: Visitor<'a>>(&self, v: &mut V) {
         (**self).visit(v)
     }
-    fn missing_required(&self) -> Option<&'static str> {
+    fn missing_required(&self) -> Option<&str> {
         (**self).missing_required()
     }
 }
@@ -155,7 +155,7 @@ pub enum EncodeError {
     #[error("required field `{field}` is not set")]
     MissingRequired {
         /// Name of the field.
-        field: &'static str,
+        field: String,
     },
     /// The message type visited a field number out of ascending order, twice, or outside
     /// 1 ..= 2^29 - 1 (a bug in the type's `Encode` implementation).
@@ -477,7 +477,7 @@ struct Writer<'o> {
     /// The first field number visited out of order or out of range.
     bad_field: Option<u32>,
     /// The first required field found unset.
-    missing_required: Option<&'static str>,
+    missing_required: Option<String>,
 }
 
 /// The state of the header being written for one message.
@@ -567,8 +567,8 @@ impl Writer<'_> {
 
     /// Writes message `m` whose header starts at `at` (already reserved).
     fn write_message<'a, M: Encode<'a> + ?Sized>(&mut self, at: usize, m: &M, p: &Presence) {
-        if let Some(field) = m.missing_required() {
-            self.missing_required.get_or_insert(field);
+        if self.missing_required.is_none() {
+            self.missing_required = m.missing_required().map(str::to_owned);
         }
         if p.chunks > usize::from(u16::MAX) {
             self.too_many_chunks = Some(p.chunks);

@@ -35,7 +35,7 @@ pub mod sample;
 mod scalar;
 
 pub use decode::{BytesList, DecodeError, DecodeErrorKind, Limits, MessageList, ScalarList, View};
-pub use desc::{FieldDesc, FieldsError, Kind, Label, MessageDesc};
+pub use desc::{FieldDesc, FieldsCell, FieldsError, Kind, Label, MessageDesc};
 pub use dynamic::{DynamicMessage, List, TypeMismatch, Value};
 pub use encode::{Encode, EncodeError, FieldValue, Layout, MapEntry, Outgoing, Visitor, iovecs, visit_map};
 pub use hybrid::{

@@ -33,7 +33,7 @@ pub trait Message<'a>: Encode<'a> + Sized {
     type View<'b>: MessageView<'b>;
 
     /// The message's descriptor (the schema the decoder validates against).
-    fn desc() -> &'static MessageDesc;
+    fn desc() -> &'static MessageDesc<'static>;
 
     /// Wraps a view validated against [`desc`](Self::desc); `None` for a view of another type
     /// (what a transport's `Received::view(M::desc(), ..)` returns is accepted). An

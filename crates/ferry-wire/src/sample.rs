@@ -21,7 +21,7 @@ use crate::{
     MessageView, View, Visitor,
 };
 
-const fn field(name: &'static str, number: u32, kind: Kind, label: Label) -> FieldDesc {
+const fn field(name: &'static str, number: u32, kind: Kind<'static>, label: Label) -> FieldDesc<'static> {
     FieldDesc {
         name,
         number,
@@ -104,7 +104,7 @@ impl<'a> Record<'a> {
 impl<'a> Message<'a> for Record<'a> {
     type View<'b> = RecordView<'b>;
 
-    fn desc() -> &'static MessageDesc {
+    fn desc() -> &'static MessageDesc<'static> {
         &RECORD
     }
 
@@ -162,7 +162,7 @@ impl<'b> MessageView<'b> for RecordView<'b> {
     }
 }
 
-const fn oneof(name: &'static str, number: u32, kind: Kind, index: u16) -> FieldDesc {
+const fn oneof(name: &'static str, number: u32, kind: Kind<'static>, index: u16) -> FieldDesc<'static> {
     FieldDesc {
         name,
         number,

@@ -20,7 +20,7 @@ use DecodeErrorKind as K;
 // Schemas of the examples (the `.proto` text is in the document).
 // ---------------------------------------------------------------------------------------------
 
-const fn field(name: &'static str, number: u32, kind: Kind, label: Label) -> FieldDesc {
+const fn field(name: &'static str, number: u32, kind: Kind<'static>, label: Label) -> FieldDesc<'static> {
     FieldDesc {
         name,
         number,
@@ -30,7 +30,7 @@ const fn field(name: &'static str, number: u32, kind: Kind, label: Label) -> Fie
     }
 }
 
-const fn opt(name: &'static str, number: u32, kind: Kind) -> FieldDesc {
+const fn opt(name: &'static str, number: u32, kind: Kind<'static>) -> FieldDesc<'static> {
     field(name, number, kind, Label::Optional)
 }
 

@@ -216,7 +216,7 @@ fn random_record(rng: &mut Rng) -> DynamicMessage<'static> {
     m
 }
 
-fn random_value(rng: &mut Rng, kind: Kind, depth: u32, nodes: &mut u32) -> Value<'static> {
+fn random_value(rng: &mut Rng, kind: Kind<'static>, depth: u32, nodes: &mut u32) -> Value<'static> {
     match kind {
         Kind::String => Value::Bytes(random_text(rng)),
         Kind::Bytes => Value::Bytes(random_blob(rng)),
@@ -229,7 +229,7 @@ fn random_value(rng: &mut Rng, kind: Kind, depth: u32, nodes: &mut u32) -> Value
 /// the number of nested messages so encodings stay around 16..2048 bytes.
 fn random_message(
     rng: &mut Rng,
-    desc: &'static MessageDesc,
+    desc: &'static MessageDesc<'static>,
     depth: u32,
     nodes: &mut u32,
 ) -> DynamicMessage<'static> {
@@ -280,10 +280,10 @@ fn random_message(
 }
 
 /// Valid encodings to mutate: random `AllKinds` and `Record` messages of 16..=2048 bytes.
-fn valid_corpus(rng: &mut Rng, count: usize) -> Vec<(&'static MessageDesc, Vec<u8>)> {
+fn valid_corpus(rng: &mut Rng, count: usize) -> Vec<(&'static MessageDesc<'static>, Vec<u8>)> {
     let mut out = Vec::with_capacity(count);
     while out.len() < count {
-        let desc: &'static MessageDesc = if rng.chance(25) { &RECORD } else { &ALL_KINDS };
+        let desc: &'static MessageDesc<'static> = if rng.chance(25) { &RECORD } else { &ALL_KINDS };
         let mut nodes = rng.range(0, 6) as u32;
         let m = random_message(rng, desc, 0, &mut nodes);
         let bytes = m.to_vec().unwrap();
@@ -341,7 +341,7 @@ fn interesting_entry(rng: &mut Rng, len: usize) -> u64 {
     layout::range_entry(off, n)
 }
 
-fn mutate(rng: &mut Rng, buf: &mut Vec<u8>, corpus: &[(&'static MessageDesc, Vec<u8>)]) {
+fn mutate(rng: &mut Rng, buf: &mut Vec<u8>, corpus: &[(&'static MessageDesc<'static>, Vec<u8>)]) {
     for _ in 0..rng.range(1, 4) {
         let len = buf.len();
         if len == 0 {
@@ -436,10 +436,14 @@ fn random_input(rng: &mut Rng) -> Vec<u8> {
 // Checks on one input.
 
 /// Bytes a rejection may allocate: the error's field path, one `(message, field)` pair per
-/// level, at most `max_depth + 1` levels, with `Vec`'s doubling growth.
+/// level, at most `max_depth + 1` levels, with `Vec`'s doubling growth, and the pair's names
+/// (owned, since a run-time schema's may not outlive the error; the sample schema's are
+/// shorter than `MAX_NAME`).
 fn error_alloc_bound(limits: &Limits) -> usize {
-    let pairs = (limits.max_depth as usize + 1).max(4) * 2;
-    pairs * size_of::<(&str, &str)>()
+    const MAX_NAME: usize = 48;
+    let levels = limits.max_depth as usize + 1;
+    let pairs = levels.max(4) * 2;
+    pairs * size_of::<(Box<str>, Box<str>)>() + levels * 2 * MAX_NAME
 }
 
 #[derive(Default, Debug)]
@@ -549,7 +553,7 @@ fn misuse_accessors(view: &View<'_>, depth: u32, work: &mut u32) {
 }
 
 /// Decodes one input and checks everything the decoder promises.
-fn check_input(buf: &[u8], desc: &'static MessageDesc, limits: &Limits, tally: &mut Tally) {
+fn check_input(buf: &[u8], desc: &'static MessageDesc<'static>, limits: &Limits, tally: &mut Tally) {
     tally.inputs += 1;
     let (result, allocated) = measure(|| View::decode(buf, desc, limits));
     let view = match result {
@@ -937,7 +941,7 @@ fn fuzz_seeds_are_valid_and_pass_every_check() {
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();
         let buf = std::fs::read(&path).unwrap();
-        let desc: &'static MessageDesc = if path
+        let desc: &'static MessageDesc<'static> = if path
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("record"))
         {

@@ -209,7 +209,12 @@ fn missing_required_fields_fail_to_encode() {
         false,
     );
     let mut m = DynamicMessage::new(&REQ);
-    assert_eq!(m.to_vec(), Err(EncodeError::MissingRequired { field: "id" }));
+    assert_eq!(
+        m.to_vec(),
+        Err(EncodeError::MissingRequired {
+            field: "id".to_owned()
+        })
+    );
     m.set(1, Value::U64(0)).unwrap();
     let bytes = m.to_vec().unwrap();
     assert!(View::decode(&bytes, &REQ, &Limits::default()).is_ok());

@@ -1350,7 +1350,7 @@ impl Gen<'_, '_> {
             impl<'a> #w::Message<'a> for #name<'a> {
                 type View<'b> = #view<'b>;
 
-                fn desc() -> &'static #w::MessageDesc {
+                fn desc() -> &'static #w::MessageDesc<'static> {
                     &#desc
                 }
 

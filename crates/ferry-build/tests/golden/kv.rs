@@ -103,7 +103,7 @@ pub mod ferry {
             }
             impl<'a> ::ferry::wire::Message<'a> for KvPair<'a> {
                 type View<'b> = KvPairView<'b>;
-                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                fn desc() -> &'static ::ferry::wire::MessageDesc<'static> {
                     &KV_PAIR_DESC
                 }
                 fn view_of(
@@ -243,7 +243,7 @@ pub mod ferry {
             }
             impl<'a> ::ferry::wire::Message<'a> for GetRequest<'a> {
                 type View<'b> = GetRequestView<'b>;
-                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                fn desc() -> &'static ::ferry::wire::MessageDesc<'static> {
                     &GET_REQUEST_DESC
                 }
                 fn view_of(
@@ -365,7 +365,7 @@ pub mod ferry {
             }
             impl<'a> ::ferry::wire::Message<'a> for GetResponse<'a> {
                 type View<'b> = GetResponseView<'b>;
-                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                fn desc() -> &'static ::ferry::wire::MessageDesc<'static> {
                     &GET_RESPONSE_DESC
                 }
                 fn view_of(

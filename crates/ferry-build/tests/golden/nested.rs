@@ -297,7 +297,7 @@ pub mod ferry {
             }
             impl<'a> ::ferry::wire::Message<'a> for Shape<'a> {
                 type View<'b> = ShapeView<'b>;
-                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                fn desc() -> &'static ::ferry::wire::MessageDesc<'static> {
                     &SHAPE_DESC
                 }
                 fn view_of(
@@ -521,7 +521,7 @@ pub mod ferry {
                 }
                 impl<'a> ::ferry::wire::Message<'a> for Circle<'a> {
                     type View<'b> = CircleView<'b>;
-                    fn desc() -> &'static ::ferry::wire::MessageDesc {
+                    fn desc() -> &'static ::ferry::wire::MessageDesc<'static> {
                         &CIRCLE_DESC
                     }
                     fn view_of(
@@ -638,7 +638,7 @@ pub mod ferry {
                 }
                 impl<'a> ::ferry::wire::Message<'a> for Rect<'a> {
                     type View<'b> = RectView<'b>;
-                    fn desc() -> &'static ::ferry::wire::MessageDesc {
+                    fn desc() -> &'static ::ferry::wire::MessageDesc<'static> {
                         &RECT_DESC
                     }
                     fn view_of(

@@ -406,7 +406,7 @@ pub mod ferry {
             }
             impl<'a> ::ferry::wire::Message<'a> for Node<'a> {
                 type View<'b> = NodeView<'b>;
-                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                fn desc() -> &'static ::ferry::wire::MessageDesc<'static> {
                     &NODE_DESC
                 }
                 fn view_of(
@@ -804,7 +804,7 @@ pub mod ferry {
             }
             impl<'a> ::ferry::wire::Message<'a> for Leaf<'a> {
                 type View<'b> = LeafView<'b>;
-                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                fn desc() -> &'static ::ferry::wire::MessageDesc<'static> {
                     &LEAF_DESC
                 }
                 fn view_of(
@@ -961,7 +961,7 @@ pub mod ferry {
             }
             impl<'a> ::ferry::wire::Message<'a> for Forest<'a> {
                 type View<'b> = ForestView<'b>;
-                fn desc() -> &'static ::ferry::wire::MessageDesc {
+                fn desc() -> &'static ::ferry::wire::MessageDesc<'static> {
                     &FOREST_DESC
                 }
                 fn view_of(

@@ -115,8 +115,9 @@ pub enum DecodeErrorKind {
 pub struct DecodeError {
     kind: DecodeErrorKind,
     offset: u64,
-    /// (message, field) pairs, innermost first.
-    path: Vec<(&'static str, &'static str)>,
+    /// (message, field) pairs, innermost first. Owned: a run-time schema's names may not
+    /// outlive the error (copied only on the error path, at most one pair per nesting level).
+    path: Vec<(Box<str>, Box<str>)>,
 }
 
 impl DecodeError {
@@ -129,18 +130,13 @@ impl DecodeError {
     }
 
     /// A `string` that is not UTF-8, at `offset` in field `message.field`.
-    pub(crate) fn invalid_utf8(
-        valid_up_to: usize,
-        offset: u64,
-        message: &'static str,
-        field: &'static str,
-    ) -> Self {
+    pub(crate) fn invalid_utf8(valid_up_to: usize, offset: u64, message: &str, field: &str) -> Self {
         DecodeError::new(DecodeErrorKind::InvalidUtf8 { valid_up_to }, offset).within(message, field)
     }
 
     /// Adds an enclosing field to the path (called while unwinding).
-    pub(crate) fn within(mut self, message: &'static str, field: &'static str) -> Self {
-        self.path.push((message, field));
+    pub(crate) fn within(mut self, message: &str, field: &str) -> Self {
+        self.path.push((message.into(), field.into()));
         self
     }
 

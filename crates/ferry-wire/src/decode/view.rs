@@ -49,7 +49,7 @@ impl Default for Limits {
 pub struct View<'b> {
     root: &'b [u8],
     owner: Option<&'b SharedBuf>,
-    desc: &'static MessageDesc,
+    desc: &'b MessageDesc<'b>,
     at: usize,
     chunks: usize,
 }
@@ -65,8 +65,10 @@ impl fmt::Debug for View<'_> {
 }
 
 impl<'b> View<'b> {
-    /// Validates `buf` as a `desc` message and returns its view.
-    pub fn decode(buf: &'b [u8], desc: &'static MessageDesc, limits: &Limits) -> Result<Self, DecodeError> {
+    /// Validates `buf` as a `desc` message and returns its view. The view borrows both: a
+    /// generated type's `&'static` descriptor, or one that a run-time schema owns (the view
+    /// then cannot outlive the schema).
+    pub fn decode(buf: &'b [u8], desc: &'b MessageDesc<'b>, limits: &Limits) -> Result<Self, DecodeError> {
         Self::decode_inner(buf, 0, None, Extent::Buffer, desc, limits)
     }
 
@@ -80,7 +82,7 @@ impl<'b> View<'b> {
     pub fn decode_at(
         region: &'b [u8],
         at: usize,
-        desc: &'static MessageDesc,
+        desc: &'b MessageDesc<'b>,
         limits: &Limits,
     ) -> Result<Self, DecodeError> {
         Self::decode_inner(region, at, None, Extent::Referenced, desc, limits)
@@ -89,7 +91,7 @@ impl<'b> View<'b> {
     /// Like [`View::decode`]; `bytes` fields can then be taken as shared sub-buffers of `buf`.
     pub fn decode_shared(
         buf: &'b SharedBuf,
-        desc: &'static MessageDesc,
+        desc: &'b MessageDesc<'b>,
         limits: &Limits,
     ) -> Result<Self, DecodeError> {
         Self::decode_inner(buf, 0, Some(buf), Extent::Buffer, desc, limits)
@@ -100,7 +102,7 @@ impl<'b> View<'b> {
         at: usize,
         owner: Option<&'b SharedBuf>,
         extent: Extent,
-        desc: &'static MessageDesc,
+        desc: &'b MessageDesc<'b>,
         limits: &Limits,
     ) -> Result<Self, DecodeError> {
         let len = root.len() as u64;
@@ -145,7 +147,7 @@ impl<'b> View<'b> {
     }
 
     /// The message's descriptor.
-    pub fn desc(&self) -> &'static MessageDesc {
+    pub fn desc(&self) -> &'b MessageDesc<'b> {
         self.desc
     }
 
@@ -275,7 +277,7 @@ impl<'b> View<'b> {
         }
     }
 
-    fn child(&self, at: usize, desc: &'static MessageDesc) -> Option<View<'b>> {
+    fn child(&self, at: usize, desc: &'b MessageDesc<'b>) -> Option<View<'b>> {
         let chunks = read_u16(self.root, at)? as usize;
         Some(View {
             root: self.root,
@@ -436,7 +438,7 @@ impl fmt::Debug for BytesList<'_> {
 #[derive(Clone, Copy)]
 pub struct MessageList<'b> {
     parent: View<'b>,
-    desc: &'static MessageDesc,
+    desc: &'b MessageDesc<'b>,
     ptrs: &'b [u8],
 }
 
@@ -670,7 +672,7 @@ impl<'b> Validator<'b, '_> {
     fn field(
         &mut self,
         view: &View<'b>,
-        kind: Kind,
+        kind: Kind<'b>,
         label: Label,
         at: usize,
         e: u64,
@@ -732,7 +734,7 @@ impl<'b> Validator<'b, '_> {
         view: &View<'b>,
         at: usize,
         e: u64,
-        desc: &'static MessageDesc,
+        desc: &'b MessageDesc<'b>,
         depth: u32,
     ) -> Result<(), DecodeError> {
         let (off, len) = self.range(at, e)?;
