@@ -42,7 +42,7 @@ impl Received for Frame {
         Some(self.payload())
     }
 
-    fn view(&self, desc: &'static MessageDesc, limits: &Limits) -> Result<View<'_>, DecodeError> {
+    fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &Limits) -> Result<View<'a>, DecodeError> {
         View::decode_shared(self.payload(), desc, limits)
     }
 }

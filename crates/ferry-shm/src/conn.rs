@@ -105,7 +105,7 @@ impl ShmFrame {
     /// Validates the Ferry message and returns its view, reading in place in the peer's memory.
     /// `limits` apply as given: `max_message_len` bounds the bytes the message references
     /// (its header segment and values), not the region they lie in (`View::decode_at`).
-    pub fn view(&self, desc: &'static MessageDesc, limits: &Limits) -> Result<View<'_>, DecodeError> {
+    pub fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &Limits) -> Result<View<'a>, DecodeError> {
         View::decode_at(self.region(), self.offset, desc, limits)
     }
 
@@ -603,7 +603,7 @@ impl ferry_transport::Received for ShmFrame {
         ShmFrame::bytes(self)
     }
 
-    fn view(&self, desc: &'static MessageDesc, limits: &Limits) -> Result<View<'_>, DecodeError> {
+    fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &Limits) -> Result<View<'a>, DecodeError> {
         ShmFrame::view(self, desc, limits)
     }
 }

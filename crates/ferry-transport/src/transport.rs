@@ -53,6 +53,8 @@ pub trait Received {
 
     /// Validates the Ferry message and returns its view (no copy). `limits` apply as given:
     /// `max_message_len` bounds the message (its header segment and the values it
-    /// references), whatever memory it is read from.
-    fn view(&self, desc: &'static MessageDesc, limits: &Limits) -> Result<View<'_>, DecodeError>;
+    /// references), whatever memory it is read from. `desc` is a generated `static` or a
+    /// descriptor borrowed from a run-time schema (`ferry_reflect::Schema`), which the view then
+    /// borrows too.
+    fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &Limits) -> Result<View<'a>, DecodeError>;
 }

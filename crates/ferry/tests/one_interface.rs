@@ -78,6 +78,37 @@ fn the_same_code_runs_over_tcp() {
     server.join().unwrap();
 }
 
+/// A frame is viewed with a descriptor loaded at run time (what a gateway does): the view
+/// borrows the schema, and reads what the sender's generated type wrote.
+#[test]
+fn a_frame_is_viewed_with_a_run_time_schema() {
+    let dir = std::env::temp_dir().join(format!("ferry-run-time-schema-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let proto = dir.join("record.proto");
+    std::fs::write(
+        &proto,
+        "syntax = \"proto3\";\npackage ferry.sample;\nmessage Record { bytes key = 1; repeated bytes fields = 2; }\n",
+    )
+    .unwrap();
+    let schema = ferry_reflect::Schema::load(&[&proto], &[&dir]).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let pool = shared_pool();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut client = Connection::connect(listener.local_addr().unwrap(), &pool, &tcp_config()).unwrap();
+    let mut server = Connection::new(listener.accept().unwrap().0, &pool, &tcp_config()).unwrap();
+    let ctx = Context::new(pool.clone());
+    let mut record = Record::new(&ctx);
+    record.set_key(&b"run-time"[..]);
+    record.append_field(&[7u8; 3000][..]);
+    client.send(Meta::new(3, 0), &record).unwrap();
+    client.flush().unwrap();
+    let frame = server.recv().unwrap();
+    let desc = schema.message("ferry.sample.Record").unwrap();
+    let view = Received::view(&frame, desc, &limits()).unwrap();
+    assert_eq!(view.bytes(1), Some(&b"run-time"[..]));
+    assert_eq!(view.bytes_list(2).iter().collect::<Vec<_>>(), [&[7u8; 3000][..]]);
+}
+
 #[test]
 fn the_same_code_runs_over_shared_memory() {
     let path = std::env::temp_dir().join(format!("ferry-shm-one-interface-{}", std::process::id()));
