@@ -6,9 +6,11 @@
 //! bytes, and a `//` comment. [`hex`] checks the offset column while parsing, and
 //! [`dumps_appear_verbatim_in_the_document`] checks that the document still shows these bytes.
 
+mod common;
+use common::pool;
 use std::io::IoSlice;
 
-use ferry_buf::{Pool, PoolConfig, SharedBuf};
+use ferry_buf::{Pool, SharedBuf};
 use ferry_wire::{
     Context, DecodeError, DecodeErrorKind, DynamicMessage, Encode, FieldDesc, HybridBytes, Kind, Label,
     Limits, List, MessageDesc, Outgoing, Value, View, Visitor, iovecs,
@@ -213,15 +215,6 @@ fn assert_encodes_to<'a, M: Encode<'a>>(m: &M, dump: &str) -> Vec<u8> {
 }
 
 /// The zero-copy examples' pool.
-fn pool() -> Pool {
-    Pool::new(PoolConfig {
-        region_size: 64 << 10,
-        max_bytes: 1 << 20,
-        ..Default::default()
-    })
-    .expect("pool")
-}
-
 /// A value in `pool`, sent by reference.
 fn zero_copy(pool: &Pool, data: &[u8]) -> (SharedBuf, HybridBytes<'static>) {
     let buf = pool.copy_from(data).expect("pool buffer");

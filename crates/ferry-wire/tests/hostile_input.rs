@@ -12,9 +12,9 @@
 
 use std::time::Instant;
 
-use ferry::sample::{ALL_KINDS, RECORD};
-use ferry::wire::{DecodeErrorKind, DynamicMessage, Kind, Label, List, MessageDesc, Value, layout};
-use ferry::{Context, DecodeError, HybridBytes, Limits, Outgoing, View};
+use ferry_wire::sample::{ALL_KINDS, RECORD};
+use ferry_wire::{Context, DecodeError, HybridBytes, Limits, Outgoing, View};
+use ferry_wire::{DecodeErrorKind, DynamicMessage, Kind, Label, List, MessageDesc, Value, layout};
 
 /// Counts the bytes one thread allocates while armed (libtest runs tests on several threads).
 #[allow(unsafe_code)]

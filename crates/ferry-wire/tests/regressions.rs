@@ -1,18 +1,11 @@
 //! One regression test per bug found in review, named for the bug.
 
-use ferry::sample::{ALL_KINDS, Record};
-use ferry::wire::{DecodeErrorKind, DynamicMessage, Encode, EncodeError, Value, Visitor};
-use ferry::{Context, HybridBytes, Limits, Outgoing, Pool, PoolConfig, View};
-use ferry::{Message as _, MessageView as _};
-
-fn pool() -> Pool {
-    Pool::new(PoolConfig {
-        region_size: 1 << 20,
-        max_bytes: 16 << 20,
-        ..PoolConfig::default()
-    })
-    .unwrap()
-}
+mod common;
+use common::pool;
+use ferry_wire::sample::{ALL_KINDS, Record};
+use ferry_wire::{Context, HybridBytes, Limits, Outgoing, View};
+use ferry_wire::{DecodeErrorKind, DynamicMessage, Encode, EncodeError, Value, Visitor};
+use ferry_wire::{Message as _, MessageView as _};
 
 /// `View::messages` on a field that is not a repeated message used to fall back to the parent's
 /// descriptor and read unvalidated peer bytes as pointers (a panic, or a stack overflow).
@@ -23,8 +16,7 @@ fn list_accessors_only_read_fields_validated_as_lists() {
     // `bytes` field 16 holds what would look like a pointer array to a list reader.
     let fake = [0xffu8; 64];
     m.set(16, Value::Bytes(HybridBytes::new(&fake, ctx))).unwrap();
-    m.set(21, Value::List(ferry::wire::List::I32(vec![1, 2])))
-        .unwrap();
+    m.set(21, Value::List(ferry_wire::List::I32(vec![1, 2]))).unwrap();
     let bytes = m.to_vec().unwrap();
     let view = View::decode(&bytes, &ALL_KINDS, &Limits::default()).unwrap();
     assert!(view.messages(16).is_empty(), "bytes field read as a message list");
@@ -163,8 +155,8 @@ fn list_iterators_outlive_the_list_value() {
 /// could hold two values for one key (and `ferry decode` printed duplicate JSON keys).
 #[test]
 fn map_keys_must_be_strictly_ascending() {
-    use ferry::sample::MAP_STRING_INT64;
-    use ferry::wire::List;
+    use ferry_wire::List;
+    use ferry_wire::sample::MAP_STRING_INT64;
     let ctx = Context::copy_only();
     let entry = |k: &'static str, v: i64| {
         let mut e = DynamicMessage::new(&MAP_STRING_INT64);
@@ -196,7 +188,7 @@ fn map_keys_must_be_strictly_ascending() {
 /// decoder; encoding now fails (generated types and `DynamicMessage` alike).
 #[test]
 fn missing_required_fields_fail_to_encode() {
-    use ferry::wire::{FieldDesc, Kind, Label, MessageDesc};
+    use ferry_wire::{FieldDesc, Kind, Label, MessageDesc};
     static REQ: MessageDesc = MessageDesc::new(
         "t.Req",
         &[FieldDesc {

@@ -1,21 +1,15 @@
 //! Zero-copy guarantees: gather entries point at the original memory, decoded views point into
 //! the received buffer, referenced memory outlives the application's handle, nothing leaks.
 
-use ferry::{Message as _, MessageView as _};
+mod common;
+use common::pool;
+use ferry_wire::{Message as _, MessageView as _};
 use std::io::IoSlice;
 
-use ferry::sample::Record;
-use ferry::wire::iovecs;
-use ferry::{Context, HybridBytes, Outgoing, Pool, PoolConfig, SharedBuf};
-
-fn pool() -> Pool {
-    Pool::new(PoolConfig {
-        region_size: 1 << 20,
-        max_bytes: 64 << 20,
-        ..PoolConfig::default()
-    })
-    .unwrap()
-}
+use ferry_buf::SharedBuf;
+use ferry_wire::iovecs;
+use ferry_wire::sample::Record;
+use ferry_wire::{Context, HybridBytes, Outgoing};
 
 fn contains(outer: &[u8], inner: &[u8]) -> bool {
     let (o, i) = (outer.as_ptr() as usize, inner.as_ptr() as usize);
@@ -170,7 +164,7 @@ fn threshold_decides_once_at_set_time() {
     let heap = vec![3u8; 1000];
     assert!(!HybridBytes::new(&heap, &zero).is_zero_copy());
     // Transient data below the threshold is copied into the arena now.
-    let arena = ferry::Arena::new();
+    let arena = ferry_wire::Arena::new();
     let tmp = vec![9u8; 10];
     let h = HybridBytes::copy_in(&tmp, &arena, &default);
     drop(tmp);

@@ -1,7 +1,7 @@
 //! Smoke test: a copy-only message with many field kinds round-trips.
-use ferry::sample::{ALL_KINDS, RECORD};
-use ferry::wire::{DynamicMessage, List, Value};
-use ferry::{Context, HybridBytes, Limits, Outgoing, View};
+use ferry_wire::sample::{ALL_KINDS, RECORD};
+use ferry_wire::{Context, HybridBytes, Limits, Outgoing, View};
+use ferry_wire::{DynamicMessage, List, Value};
 
 #[test]
 fn copy_only_all_kinds_round_trip() {
