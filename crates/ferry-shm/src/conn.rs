@@ -384,14 +384,20 @@ impl ShmConnection {
     /// a credit if none is left) or on [`flush`](Self::flush).
     pub fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         self.core.send(meta, msg)?;
-        self.push_out()
+        if self.core.has_ready() {
+            self.push_out()?;
+        }
+        Ok(())
     }
 
     /// Queues a raw payload, copied into the current block (shared memory: the receiver reads
     /// raw payloads contiguously, so gather parts are copied too).
     pub fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError> {
         self.core.send_payload(meta, payload)?;
-        self.push_out()
+        if self.core.has_ready() {
+            self.push_out()?;
+        }
+        Ok(())
     }
 
     /// Publishes the current block (waiting for a credit if none is left) and any
@@ -468,15 +474,26 @@ impl ShmConnection {
     /// The next message: publishes what is queued and owed, then busy-polls and sleeps
     /// (per [`ShmConfig::spin`]) until the peer sends one.
     pub fn recv(&mut self) -> Result<ShmFrame, TransportError> {
-        self.core.check()?;
+        if let Some(m) = self.core.next(&self.mem)? {
+            return Ok(self.frame(m));
+        }
+        self.flush()?;
         let mut start = None;
         loop {
-            if let Some(m) = self.core.next(&self.mem)? {
-                return Ok(self.frame(m));
-            }
-            self.flush()?;
-            if !self.core.poll(&mut self.mem)? {
+            if self.core.poll(&mut self.mem)? {
+                if let Some(m) = self.core.next(&self.mem)? {
+                    return Ok(self.frame(m));
+                }
+                // Only acknowledgements, or blocks with no message (released at once): what
+                // they allow or owe goes out before waiting again. Nothing else changes while
+                // this side waits here (frames are released on this thread).
+                self.flush()?;
+            } else {
                 self.wait(&mut start)?;
+                // A wait that saw the socket hang up has consumed what was published before.
+                if let Some(m) = self.core.next(&self.mem)? {
+                    return Ok(self.frame(m));
+                }
             }
         }
     }
