@@ -4,21 +4,10 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// The `.proto` files do not parse or do not resolve (protox's message names file and line).
-    #[error("{0}")]
-    Parse(String),
-    /// The schema uses something Ferry does not support.
-    #[error("{file}:{line}: {construct} is not supported: {why}")]
-    Unsupported {
-        /// The `.proto` file.
-        file: String,
-        /// 1-based line, or 0 when unknown.
-        line: u32,
-        /// What, e.g. "editions" or "field `foo.Bar.baz`".
-        construct: String,
-        /// Why, and what to do instead.
-        why: String,
-    },
+    /// The `.proto` files do not parse or do not resolve, or use something Ferry does not
+    /// support (the same error as at run time, from `ferry-reflect`).
+    #[error(transparent)]
+    Schema(#[from] ferry_reflect::SchemaError),
     /// Code generation failed (a configuration problem, or a service generator's output that
     /// is not Rust).
     #[error("{0}")]
@@ -31,24 +20,4 @@ pub enum BuildError {
         /// The I/O error.
         source: std::io::Error,
     },
-}
-
-impl From<ferry_reflect::SchemaError> for BuildError {
-    fn from(e: ferry_reflect::SchemaError) -> Self {
-        match e {
-            ferry_reflect::SchemaError::Parse(msg) => BuildError::Parse(msg),
-            ferry_reflect::SchemaError::Unsupported {
-                file,
-                line,
-                construct,
-                why,
-            } => BuildError::Unsupported {
-                file,
-                line,
-                construct,
-                why,
-            },
-            other => BuildError::Parse(other.to_string()),
-        }
-    }
 }

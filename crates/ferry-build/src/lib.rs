@@ -26,4 +26,4 @@ pub use config::{
     Config, GeneratedFile, HEADER, Method, Service, ServiceGenerator, compile_protos, write_files,
 };
 pub use error::BuildError;
-pub use ferry_reflect::load;
+pub use ferry_reflect::{SchemaError, load};

@@ -11,12 +11,12 @@ fn compile(name: &str, source: &str) -> Result<Vec<ferry_build::GeneratedFile>, 
 
 fn unsupported(name: &str, source: &str) -> (u32, String) {
     match compile(name, source) {
-        Err(ferry_build::BuildError::Unsupported {
+        Err(ferry_build::BuildError::Schema(ferry_build::SchemaError::Unsupported {
             file,
             line,
             construct,
             ..
-        }) => {
+        })) => {
             assert_eq!(file, name);
             (line, construct)
         }
@@ -50,9 +50,13 @@ fn editions_are_refused() {
         "ed.proto",
         "edition = \"2023\";\npackage ed;\nmessage M { int32 x = 1; }\n",
     ) {
-        Err(ferry_build::BuildError::Unsupported { construct, .. }) => assert_eq!(construct, "editions"),
+        Err(ferry_build::BuildError::Schema(ferry_build::SchemaError::Unsupported { construct, .. })) => {
+            assert_eq!(construct, "editions")
+        }
         // protox may refuse editions itself; either way it is an error, not generated code.
-        Err(ferry_build::BuildError::Parse(msg)) => assert!(msg.contains("ed.proto"), "{msg}"),
+        Err(ferry_build::BuildError::Schema(ferry_build::SchemaError::Parse(msg))) => {
+            assert!(msg.contains("ed.proto"), "{msg}")
+        }
         other => panic!("expected an error, got {other:?}"),
     }
 }

@@ -19,6 +19,7 @@ use quote::quote;
 use crate::BuildError;
 use crate::config::ServiceGenerator;
 pub(crate) use docs::SourceInfo;
+use ferry_reflect::SchemaError;
 use names::{Scope, camel, ident, shouty, snake};
 
 /// Where a message type lives and what its generated items are called.
@@ -200,12 +201,12 @@ impl<'c> Context<'c> {
 
     fn unsupported(&self, file: &FileDescriptor, path: &[i32], construct: String, why: &str) -> BuildError {
         let line = self.sources.get(file.name()).map_or(0, |s| s.line(path));
-        BuildError::Unsupported {
+        BuildError::Schema(SchemaError::Unsupported {
             file: file.name().to_string(),
             line,
             construct,
             why: why.to_string(),
-        }
+        })
     }
 
     fn check_file(&self, f: &FileDescriptor) -> Result<(), BuildError> {
