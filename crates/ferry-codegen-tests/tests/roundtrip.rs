@@ -233,6 +233,35 @@ fn every_kind_round_trips_with_zero_copy_fields() {
     assert_eq!(echo.to_vec().unwrap(), bytes);
 }
 
+/// docs/wire-format.md section 5: proto3 implicit-presence defaults are compared bitwise. +0.0
+/// is omitted; -0.0 and a NaN with a payload are written, and read back bit for bit; a
+/// present +0.0 written by `DynamicMessage` reads exactly like an absent field.
+#[test]
+fn float_defaults_are_compared_bitwise() {
+    let ctx = Context::copy_only();
+    let empty = t::AllKinds::new(ctx).to_vec().unwrap();
+    let nan = f64::from_bits(0x7ff8_0000_dead_beef);
+    for (value, sent) in [(0.0, false), (-0.0, true), (nan, true)] {
+        let mut m = t::AllKinds::new(ctx);
+        m.set_f_double(value);
+        let bytes = m.to_vec().unwrap();
+        assert_eq!(bytes != empty, sent, "{value:?} sent");
+        let v = t::AllKinds::decode(&bytes).unwrap();
+        assert_eq!(v.f_double().to_bits(), value.to_bits(), "{value:?} read back");
+    }
+    let mut d = DynamicMessage::new(&t::ALL_KINDS_DESC);
+    d.set(12, Value::F64(0.0)).unwrap();
+    let bytes = d.to_vec().unwrap();
+    assert_ne!(bytes, empty, "DynamicMessage writes a default it was given");
+    let v = t::AllKinds::decode(&bytes).unwrap();
+    assert_eq!(v.f_double().to_bits(), 0, "a present +0.0 reads as the default");
+    assert_eq!(
+        v.to_message(ctx).unwrap().to_vec().unwrap(),
+        empty,
+        "and is not sent again"
+    );
+}
+
 #[test]
 fn defaults_are_not_sent_and_read_back_as_defaults() {
     let ctx = Context::copy_only();

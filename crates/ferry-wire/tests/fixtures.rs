@@ -812,6 +812,26 @@ fn reject_out_of_range_offset() {
     assert_error(&err, kind, 0x20, &["fixtures.Item.name"]);
 }
 
+/// Section 4.1 and 8.1 agree: an empty value's offset is range-checked like any other
+/// (`offset + 0 <= message length`) and otherwise unused.
+#[test]
+fn an_empty_value_may_sit_at_the_end_but_not_past_it() {
+    let at_end = patch(&hex(EX2_ITEM), 0x20, &[0x38, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(decode(&at_end, &ITEM).str(2).unwrap(), Some(""));
+    for offset in [0x39u32, u32::MAX] {
+        let mut entry = offset.to_le_bytes().to_vec();
+        entry.extend_from_slice(&[0; 4]);
+        let b = patch(&hex(EX2_ITEM), 0x20, &entry);
+        let err = reject(&b, &ITEM, &Limits::default());
+        let kind = K::RangeOutOfBounds {
+            offset,
+            len: 0,
+            message_len: 0x38,
+        };
+        assert_error(&err, kind, 0x20, &["fixtures.Item.name"]);
+    }
+}
+
 #[test]
 fn reject_out_of_range_nested_header() {
     let b = patch(&hex(EX4_OUTER), 0x28, &[0x70, 0, 0, 0]);
@@ -1034,6 +1054,42 @@ fn aliased_nested_headers_are_rejected() {
         }
     );
     assert_eq!(err.offset(), 136);
+}
+
+/// Section 6, rule 7 (walk order), which decoders check (S1): a `Node` with two empty children,
+/// laid out three ways with no byte shared. Only the walk order (the list's pointer array, then
+/// the first child, then the second) is accepted.
+#[test]
+fn structures_out_of_walk_order_are_rejected() {
+    let node = |list_at: u32, children: [u32; 2]| {
+        let mut b = vec![1, 0, 0, 0, 1, 0, 0, 0]; // 1 chunk, 1 entry
+        b.extend_from_slice(&0u64.to_le_bytes()); // group 0, rank base 0
+        b.extend_from_slice(&2u64.to_le_bytes()); // field 1, kids
+        b.extend_from_slice(&(u64::from(list_at) | 16 << 32).to_le_bytes());
+        let mut rest = [0u8; 32]; // the pointer array and two empty headers, from offset 32
+        let array = (list_at - 32) as usize;
+        for (i, child) in children.into_iter().enumerate() {
+            let ptr = u64::from(child) | 8 << 32;
+            rest[array + 8 * i..array + 8 * i + 8].copy_from_slice(&ptr.to_le_bytes());
+        }
+        b.extend_from_slice(&rest);
+        b
+    };
+    let limits = Limits::default();
+    View::decode(&node(32, [48, 56]), &NODE, &limits).expect("walk order");
+    for (bytes, start) in [
+        (node(48, [32, 40]), 32), // the children before their pointer array
+        (node(32, [56, 48]), 48), // the second child before the first
+    ] {
+        let err = View::decode(&bytes, &NODE, &limits).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            &DecodeErrorKind::StructureOverlap {
+                start,
+                previous_end: 64
+            }
+        );
+    }
 }
 
 /// Regression: aliased nested headers let a 968-byte message pass validation with default limits
