@@ -4,7 +4,7 @@
 //!   copy-only and hybrid modes, and prints what was copied and what was sent by reference.
 //! - `ferry encode|decode|inspect --proto FILE [-I DIR]... --message NAME` work on any message
 //!   of a `.proto` schema with no compile step: protobuf-JSON to wire bytes, wire bytes to
-//!   protobuf-JSON, and a dump of the header layout.
+//!   protobuf-JSON, and a dump of the header layout. `encode` refuses JSON with a key given twice.
 //! - `ferry gen --proto FILE [-I DIR]... --out DIR` writes the same Rust types as `ferry-build`.
 //! - `ferry bench datapath [--quick] --json PATH [--plot PATH]` measures `ferry-net`'s send
 //!   modes over TCP loopback and writes the results as JSON (and an SVG plot).
@@ -45,7 +45,8 @@ enum Command {
     /// Read protobuf-JSON on stdin, write Ferry wire bytes on stdout (every value copied).
     ///
     /// Well-known types (Timestamp, Duration, ...) are read as ordinary messages, not in
-    /// their special JSON forms.
+    /// their special JSON forms. A field or map key given twice is refused (exit 2), and so is
+    /// a message `ferry decode` would refuse with its default limits (nesting deeper than 64).
     Encode(encode::Args),
     /// Read Ferry wire bytes on stdin, write protobuf-JSON on stdout (one line).
     ///

@@ -695,3 +695,31 @@ fn oversized_input_is_refused_without_reading_it_all() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("message limit"), "{}", stderr(&o));
 }
+
+/// `encode` took a JSON object with the same field twice and kept the last value; protobuf's
+/// JSON mapping rejects it.
+#[test]
+fn json_field_given_twice_is_rejected_not_last_wins() {
+    for (json, needle) in [
+        (r#"{"i32":1,"i32":2}"#, "`i32` given twice"),
+        (r#"{"child":{"text":"a","text":"b"}}"#, "`child.text` given twice"),
+        (
+            r#"{"children":[{},{"raw":"","raw":""}]}"#,
+            "`children[1].raw` given twice",
+        ),
+        (r#"{"intMap":{"1":"a","1":"b"}}"#, "`intMap.1` given twice"),
+        (
+            r#"{"intMap":{"1":"a","01":"b"}}"#,
+            "the same map key as another entry",
+        ),
+        (
+            r#"{"optI32":1,"opt_i32":2}"#,
+            "given twice, as `optI32` and `opt_i32`",
+        ),
+    ] {
+        let o = run("encode", "Everything", json.as_bytes());
+        assert_eq!(o.status.code(), Some(2), "{json}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{json}: wrote {} bytes", o.stdout.len());
+        assert!(stderr(&o).contains(needle), "{json}: {}", stderr(&o));
+    }
+}
