@@ -22,8 +22,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| CliError::Input(format!("reading standard input: {e}")))?;
-    let doc: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| CliError::Input(format!("invalid JSON: {e}")))?;
+    // Not serde_json::from_str: it keeps the last of a key given twice without a word.
+    let doc = json::parse(&text).map_err(|e| CliError::Input(e.to_string()))?;
     let message = json::from_json(&loaded.descriptor, loaded.desc, &doc).map_err(|e| {
         CliError::Input(format!(
             "JSON does not fit `{}`: {e}",

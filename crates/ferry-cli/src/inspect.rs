@@ -36,10 +36,10 @@ use std::io::Write as _;
 
 use ferry::Context;
 use ferry::wire::layout::{self, CHUNK_LEN, ENTRY_LEN, PREAMBLE_LEN, read_u16, read_u32, read_u64};
-use ferry::wire::{DynamicMessage, Kind, Label, Limits, MessageDesc, View};
+use ferry::wire::{DynamicMessage, Kind, Label, MessageDesc, View};
 use prost_reflect::{FieldDescriptor, Kind as PKind, MessageDescriptor};
 
-use crate::decode::{invalid, read_stdin};
+use crate::decode::{LimitArgs, invalid, read_stdin};
 use crate::schema::{CliError, SchemaArgs};
 
 /// Options of `ferry inspect`.
@@ -47,15 +47,19 @@ use crate::schema::{CliError, SchemaArgs};
 pub struct Args {
     #[command(flatten)]
     schema: SchemaArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
 }
 
-/// Validates the message, then prints its layout.
+/// Validates the message (within the limits of the options), then prints its layout.
 pub fn run(args: &Args) -> Result<(), CliError> {
     let schema = args.schema.load()?;
     let loaded = args.schema.find(&schema)?;
-    let bytes = read_stdin()?;
-    // Exactly what `ferry decode` accepts: validation, then every string read as text.
-    let view = View::decode(&bytes, loaded.desc, &Limits::default()).map_err(invalid)?;
+    let limits = args.limits.limits();
+    let bytes = read_stdin(&limits)?;
+    // Exactly what `ferry decode` accepts with the same limits: validation, then every string
+    // read as text.
+    let view = View::decode(&bytes, loaded.desc, &limits).map_err(invalid)?;
     DynamicMessage::from_view(&view, Context::copy_only()).map_err(invalid)?;
     let text = render(&bytes, &loaded.descriptor, loaded.desc);
     let mut out = std::io::stdout().lock();

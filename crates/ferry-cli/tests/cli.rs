@@ -684,7 +684,16 @@ fn encode_refuses_what_decode_would_refuse() {
     );
     let o = run("encode", "Nested", json.as_bytes());
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("nesting deeper"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "wrote {} bytes", o.stdout.len());
+    // Names the field and the limit (docs/wire-format.md, section 7).
+    for needle in ["ferry.test.Nested.items", "nesting deeper than 64"] {
+        assert!(stderr(&o).contains(needle), "{}", stderr(&o));
+    }
+    // One level less is written, and `decode` takes it back with its default limits.
+    let json = format!("{}{{}}{}", r#"{"items":[{"nested":"#.repeat(32), "}]}".repeat(32));
+    let bytes = encode("Nested", &json);
+    let o = run("decode", "Nested", &bytes);
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 /// Standard input was read whole, however large, before the size limit was applied.
@@ -694,4 +703,117 @@ fn oversized_input_is_refused_without_reading_it_all() {
     let o = run("decode", "Item", &big);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("message limit"), "{}", stderr(&o));
+}
+
+/// `ferry <command> --proto everything.proto --message ferry.test.<message> <options>`.
+fn run_with(command: &str, message: &str, options: &[&str], stdin: &[u8]) -> Output {
+    let proto = data_dir().join("everything.proto");
+    let message = format!("ferry.test.{message}");
+    let mut args = vec![command, "--proto", proto.to_str().unwrap(), "--message", &message];
+    args.extend_from_slice(options);
+    ferry(&args, stdin)
+}
+
+#[test]
+fn decode_and_inspect_apply_the_limit_options() {
+    // Everything > child > child: depth 2, three fields.
+    let bytes = encode("Everything", r#"{"child":{"child":{"i32":1}}}"#);
+    let len = bytes.len().to_string();
+    let short = (bytes.len() - 1).to_string();
+    for command in ["decode", "inspect"] {
+        for options in [
+            &[][..],
+            &["--max-depth", "2"],
+            &["--max-elements", "3"],
+            &["--max-len", &len],
+        ] {
+            let o = run_with(command, "Everything", options, &bytes);
+            assert!(o.status.success(), "{command} {options:?}: {}", stderr(&o));
+        }
+        for (options, needles) in [
+            (
+                ["--max-depth", "1"],
+                &[
+                    "ferry.test.Everything.child",
+                    "nesting deeper than 1 (--max-depth)",
+                ],
+            ),
+            (
+                ["--max-elements", "2"],
+                &[
+                    "ferry.test.Everything.child",
+                    "more than 2 fields and elements (--max-elements)",
+                ],
+            ),
+            (
+                ["--max-len", &short],
+                &["exceeds the", "-byte message limit (--max-len)"],
+            ),
+        ] {
+            let o = run_with(command, "Everything", &options, &bytes);
+            assert_eq!(o.status.code(), Some(2), "{command} {options:?}: {}", stderr(&o));
+            for needle in needles {
+                assert!(
+                    stderr(&o).contains(needle),
+                    "{command} {options:?}: {}",
+                    stderr(&o)
+                );
+            }
+        }
+        // Past what the format and the decoder allow: a usage error.
+        for options in [
+            ["--max-depth", "257"],
+            ["--max-len", "4294967296"],
+            ["--max-depth", "-1"],
+        ] {
+            let o = run_with(command, "Everything", &options, &bytes);
+            assert_eq!(o.status.code(), Some(1), "{command} {options:?}: {}", stderr(&o));
+        }
+    }
+}
+
+#[test]
+fn limit_options_show_their_defaults_in_help() {
+    for command in ["decode", "inspect"] {
+        let o = ferry(&[command, "--help"], b"");
+        let help = common::success(&o, &format!("{command} --help"));
+        for needle in [
+            "--max-depth <N>",
+            "[default: 64]",
+            "--max-elements <N>",
+            "[default: 4194304]",
+            "--max-len <BYTES>",
+            "[default: 67108864]",
+        ] {
+            assert!(help.contains(needle), "{command}: {needle} missing in\n{help}");
+        }
+    }
+}
+
+/// `encode` took a JSON object with the same field twice and kept the last value; protobuf's
+/// JSON mapping rejects it.
+#[test]
+fn json_field_given_twice_is_rejected_not_last_wins() {
+    for (json, needle) in [
+        (r#"{"i32":1,"i32":2}"#, "`i32` given twice"),
+        (r#"{"child":{"text":"a","text":"b"}}"#, "`child.text` given twice"),
+        (
+            r#"{"children":[{},{"raw":"","raw":""}]}"#,
+            "`children[1].raw` given twice",
+        ),
+        (r#"{"intMap":{"1":"a","1":"b"}}"#, "`intMap.1` given twice"),
+        (
+            r#"{"intMap":{"1":"a","01":"b"}}"#,
+            "the same map key as another entry",
+        ),
+        (
+            r#"{"optI32":1,"opt_i32":2}"#,
+            "given twice, as `optI32` and `opt_i32`",
+        ),
+    ] {
+        let o = run("encode", "Everything", json.as_bytes());
+        assert_eq!(o.status.code(), Some(2), "{json}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{json}: wrote {} bytes", o.stdout.len());
+        assert!(stderr(&o).contains(needle), "{json}: {}", stderr(&o));
+    }
 }

@@ -12,11 +12,15 @@
 //! - maps as objects with string keys (`"true"`, `"-3"`, ...) in the message's key order;
 //!   repeated fields as arrays; nested messages as objects; oneof members as ordinary fields.
 //!
-//! Input (`from_json`) accepts more, as the mapping requires: a field by its `json_name` or its
-//! proto name; integers as numbers (also `1e3`) or strings; floats as numbers or strings;
-//! enums by name or number; `bytes` in standard or URL-safe base64, padded or not; `null` for
-//! "absent". It rejects unknown fields, a field given twice (under both names), two members of
-//! one oneof, values out of range, and a message without one of its proto2 `required` fields.
+//! Input (`parse`, then `from_json`) accepts more, as the mapping requires: a field by its
+//! `json_name` or its proto name; integers as numbers (also `1e3`) or strings; floats as numbers
+//! or strings; enums by name or number; `bytes` in standard or URL-safe base64, padded or not;
+//! `null` for "absent". It rejects unknown fields, a field given twice (the same key twice, or
+//! its JSON name and its proto name), a map key given twice (the same key twice, or two
+//! spellings of one key such as `"1"` and `"01"`), two members of one oneof, values out of
+//! range, and a message without one of its proto2 `required` fields. A key given twice is
+//! caught by [`parse`]: serde_json's own parser keeps the last value without a word, so text
+//! parsed with `serde_json::from_str` has already lost it.
 //!
 //! NOT supported: the special JSON forms of the well-known types. `google.protobuf.Timestamp`,
 //! `Duration`, `Any`, the wrappers, `Struct`/`Value` and `FieldMask` are read and written as
@@ -54,19 +58,24 @@ impl JsonError {
     }
 }
 
+/// A path as text (`inner.tags[2]`) from its segments, outermost first.
+fn path_text<'s>(outermost_first: impl IntoIterator<Item = &'s String>) -> String {
+    let mut path = String::new();
+    for seg in outermost_first {
+        if !seg.starts_with('[') && !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(seg);
+    }
+    path
+}
+
 impl std::fmt::Display for JsonError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.path.is_empty() {
             return f.write_str(&self.what);
         }
-        let mut path = String::new();
-        for seg in self.path.iter().rev() {
-            if !seg.starts_with('[') && !path.is_empty() {
-                path.push('.');
-            }
-            path.push_str(seg);
-        }
-        write!(f, "at `{path}`: {}", self.what)
+        write!(f, "at `{}`: {}", path_text(self.path.iter().rev()), self.what)
     }
 }
 
@@ -88,11 +97,115 @@ fn nested<'d>(desc: &'d MessageDesc<'d>, number: u32) -> Option<&'d MessageDesc<
 }
 
 // ---------------------------------------------------------------------------------------------
+// Text to JSON
+
+/// Parses JSON text like `serde_json::from_str`, but rejects an object that has the same key
+/// twice, at any depth (message fields and map keys alike): protobuf's JSON mapping does not
+/// accept duplicate fields, and last-one-wins would drop a value without a word. The error
+/// names the key by its path and gives its line and column:
+/// ``invalid JSON: `children[1].name` given twice at line 1 column 42``.
+pub fn parse(text: &str) -> Result<Json, JsonError> {
+    let invalid = |e: serde_json::Error| JsonError::new(format!("invalid JSON: {e}"));
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut path = Vec::new();
+    let json =
+        serde::de::DeserializeSeed::deserialize(Unique { path: &mut path }, &mut de).map_err(invalid)?;
+    de.end().map_err(invalid)?;
+    Ok(json)
+}
+
+/// A JSON value whose objects have unique keys; `path` is where it sits (as in [`JsonError`],
+/// outermost first).
+struct Unique<'p> {
+    path: &'p mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Unique<'_> {
+    type Value = Json;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Json, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Unique<'_> {
+    type Value = Json;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Json, E> {
+        Ok(Json::Bool(b))
+    }
+
+    fn visit_i64<E>(self, i: i64) -> Result<Json, E> {
+        Ok(Json::from(i))
+    }
+
+    fn visit_u64<E>(self, u: u64) -> Result<Json, E> {
+        Ok(Json::from(u))
+    }
+
+    fn visit_f64<E>(self, x: f64) -> Result<Json, E> {
+        // JSON text has no NaN or infinity, so this is never null (as in serde_json's own).
+        Ok(serde_json::Number::from_f64(x).map_or(Json::Null, Json::Number))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Json, E> {
+        Ok(Json::String(s.to_owned()))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Json, E> {
+        Ok(Json::String(s))
+    }
+
+    fn visit_unit<E>(self) -> Result<Json, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            self.path.push(format!("[{}]", items.len()));
+            let item = seq.next_element_seed(Unique {
+                path: &mut *self.path,
+            })?;
+            self.path.pop();
+            match item {
+                Some(item) => items.push(item),
+                None => return Ok(Json::Array(items)),
+            }
+        }
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+        let mut obj = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let twice = obj.contains_key(&key);
+            self.path.push(key);
+            if twice {
+                let path = path_text(self.path.iter());
+                return Err(serde::de::Error::custom(format_args!("`{path}` given twice")));
+            }
+            let value = map.next_value_seed(Unique {
+                path: &mut *self.path,
+            })?;
+            let key = self.path.pop().unwrap_or_default();
+            obj.insert(key, value);
+        }
+        Ok(Json::Object(obj))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // JSON to message
 
 /// Reads a protobuf-JSON object as a message of type `md` (whose Ferry descriptor is `desc`).
 /// `bytes` and `string` values are owned, so they are copied when the message is encoded; the
 /// message borrows only `desc` (and so the schema that owns it).
+///
+/// Read the text with [`parse`]: a `serde_json::Value` has no duplicate keys left to reject.
 pub fn from_json<'d>(
     md: &MessageDescriptor,
     desc: &'d MessageDesc<'d>,
@@ -164,7 +277,12 @@ fn set_field(m: &mut DynamicMessage<'_>, f: &FieldDescriptor, json: &Json) -> Re
                 return Err(at(JsonError::new("a map value cannot be null")));
             }
             let value = singular(&vf.kind(), nested(entry_desc, 2), v).map_err(at)?;
+            let before = map_len(m, n);
             m.insert_map_entry(n, key, value).map_err(mismatch)?;
+            if map_len(m, n) == before {
+                // Two spellings of one key (`"1"` and `"01"`): as invalid as the same key twice.
+                return Err(at(JsonError::new("the same map key as another entry")));
+            }
         }
         return Ok(());
     }
@@ -200,6 +318,14 @@ fn set_field(m: &mut DynamicMessage<'_>, f: &FieldDescriptor, json: &Json) -> Re
         return Ok(());
     }
     m.set(n, v).map_err(mismatch)
+}
+
+/// The number of entries of map field `n` of `m`.
+fn map_len(m: &DynamicMessage<'_>, n: u32) -> usize {
+    match m.get(n) {
+        Some(Value::List(List::Messages(entries))) => entries.len(),
+        _ => 0,
+    }
 }
 
 /// One value of kind `kind`; `child` is the Ferry descriptor when `kind` is a message.
@@ -585,11 +711,7 @@ mod tests {
     fn rejects_with_a_path() {
         let (s, md) = schema();
         let desc = s.message(md.full_name()).unwrap();
-        let bad = |s: &str| {
-            from_json(&md, desc, &serde_json::from_str(s).unwrap())
-                .unwrap_err()
-                .to_string()
-        };
+        let bad = |s: &str| from_json(&md, desc, &parse(s).unwrap()).unwrap_err().to_string();
         assert_eq!(
             bad(r#"{"nope":1}"#),
             "message `ferry.test.Everything` has no field `nope`"
@@ -611,5 +733,49 @@ mod tests {
             "at `opt_i32`: given twice, as `optI32` and `opt_i32`"
         );
         assert_eq!(bad(r#"{"f32":1e39}"#), "at `f32`: 1e39 is out of range for float");
+        assert_eq!(
+            bad(r#"{"intMap":{"1":"a","01":"b"}}"#),
+            "at `int_map[\"1\"]`: the same map key as another entry"
+        );
+    }
+
+    /// The same as serde_json's parser on documents without a repeated key.
+    #[test]
+    fn parse_reads_what_serde_json_reads() {
+        for text in [
+            "null",
+            " true ",
+            r#"[1,-2,18446744073709551615,-9223372036854775808,0.1,1e300,-0.0,"s\u00e9"]"#,
+            r#"{"a":{"b":[{},{"c":null}]},"d":[],"e":{}}"#,
+            "0.30000000000000004",
+        ] {
+            let ours = parse(text).unwrap();
+            let theirs: Json = serde_json::from_str(text).unwrap();
+            assert_eq!(ours, theirs, "{text}");
+        }
+        for text in ["", "{", "[1,]", r#"{"a":1}x"#, "{a:1}"] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.starts_with("invalid JSON: "), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn parse_rejects_a_key_given_twice_at_any_depth() {
+        let twice = |s: &str| parse(s).unwrap_err().to_string();
+        assert_eq!(
+            twice(r#"{"i32":1,"i32":2}"#),
+            "invalid JSON: `i32` given twice at line 1 column 14"
+        );
+        assert_eq!(
+            twice(r#"{"children":[{},{"text":"a",  "text":"b"}]}"#),
+            "invalid JSON: `children[1].text` given twice at line 1 column 36"
+        );
+        // A map field's keys too (protobuf's JSON mapping allows no duplicate map keys).
+        assert_eq!(
+            twice("{\"intMap\":{\"1\":\"a\",\n\"1\":\"b\"}}"),
+            "invalid JSON: `intMap.1` given twice at line 2 column 3"
+        );
+        // Equal keys only: the same field under two names is `from_json`'s to catch.
+        assert!(parse(r#"{"optI32":1,"opt_i32":2}"#).is_ok());
     }
 }
