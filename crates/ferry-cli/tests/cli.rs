@@ -431,6 +431,29 @@ fn corrupt_bytes_exit_2_naming_the_field_and_offset() {
     assert!(stderr(&out).contains("at byte 0"), "{}", stderr(&out));
 }
 
+/// A string that is not UTF-8 in a nested message (found while reading, after validation) was
+/// reported as `ferry.test.Inner.tag`, without the path from the root that validation errors
+/// give.
+#[test]
+fn read_time_errors_name_the_whole_path() {
+    let mut bytes = encode("Outer", OUTER);
+    let at = bytes.windows(2).position(|w| w == b"hi").unwrap();
+    bytes[at] = 0xff;
+    for command in ["decode", "inspect"] {
+        let out = run(command, "Outer", &bytes);
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(
+                "decode error in field `ferry.test.Outer.inner > ferry.test.Inner.tag` at byte \
+                 96: string is not UTF-8 (valid up to byte 0)"
+            ),
+            "{command}: {err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
 /// Flipped bytes give a message or a clean exit 2, never a crash.
 #[test]
 fn mutated_messages_never_crash_decode() {

@@ -562,3 +562,46 @@ fn generated_and_independently_built_dynamic_encode_identically() {
         "generated and dynamic bytes differ"
     );
 }
+
+/// Generated readers (`to_message`, map accessors) reported a read-time error, such as a
+/// string that is not UTF-8 in a nested message or in a map key, with the innermost field only
+/// (`Node.name`); the path now starts at the root message, as for validation errors.
+#[test]
+fn generated_readers_name_the_whole_path_of_read_time_errors() {
+    use ferry_codegen_tests::golden::tree::ferry::golden::tree::Node;
+    let ctx = Context::copy_only();
+    let node = |name: &'static str| {
+        let mut n = Node::new(ctx);
+        n.set_name(name);
+        n
+    };
+    let spoil = |root: &Node<'_>| {
+        let mut bytes = root.to_vec().unwrap();
+        let at = bytes.windows(4).position(|w| w == b"BAD!").unwrap();
+        bytes[at + 1] = 0xff;
+        bytes
+    };
+    let path = |e: &ferry::wire::DecodeError| e.path().collect::<Vec<_>>().join(" > ");
+
+    // A map value's string, two messages down: Node.children[0].by_name["k"].name.
+    let mut child = node("c");
+    child.insert_by_name("k", node("BAD!"));
+    let mut root = node("r");
+    root.append_children(child);
+    let bytes = spoil(&root);
+    let err = Node::decode(&bytes).unwrap().to_message(ctx).unwrap_err();
+    assert_eq!(
+        path(&err),
+        "ferry.golden.tree.Node.children > ferry.golden.tree.Node.by_name > \
+         ferry.golden.tree.Node.ByNameEntry.value > ferry.golden.tree.Node.name"
+    );
+
+    // A map key, through `to_message` and through the map accessor.
+    let mut root = node("r");
+    root.insert_by_name("BAD!", node("v"));
+    let bytes = spoil(&root);
+    let view = Node::decode(&bytes).unwrap();
+    let key_path = "ferry.golden.tree.Node.by_name > ferry.golden.tree.Node.ByNameEntry.key";
+    assert_eq!(path(&view.to_message(ctx).unwrap_err()), key_path);
+    assert_eq!(path(&view.by_name().err().unwrap()), key_path);
+}

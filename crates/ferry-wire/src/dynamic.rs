@@ -302,7 +302,8 @@ impl<'a> DynamicMessage<'a> {
 
     /// Reads a validated view into a dynamic message. `bytes` values borrow the view's buffer,
     /// or reference it when the view was decoded from a shared buffer and the value reaches the
-    /// context's threshold. Unknown fields are dropped. Strings are UTF-8 checked.
+    /// context's threshold. Unknown fields are dropped. Strings are UTF-8 checked; an error
+    /// names the path from `view`'s message down to the string (`Outer.inner > Inner.s`).
     pub fn from_view(view: &View<'a>, ctx: &'a Context) -> Result<Self, DecodeError> {
         let mut m = DynamicMessage::new(view.desc());
         for f in view.desc().fields() {
@@ -338,7 +339,8 @@ impl<'a> DynamicMessage<'a> {
                     Kind::Message(_) => {
                         let mut out = Vec::new();
                         for child in view.messages(n).iter() {
-                            out.push(DynamicMessage::from_view(&child, ctx)?);
+                            let child = DynamicMessage::from_view(&child, ctx);
+                            out.push(child.map_err(|e| view.within_field(n, e))?);
                         }
                         List::Messages(out)
                     }
@@ -363,7 +365,10 @@ impl<'a> DynamicMessage<'a> {
                     }
                     Kind::Bytes => Value::Bytes(view.hybrid(n, ctx).unwrap_or_default()),
                     Kind::Message(_) => match view.message(n) {
-                        Some(child) => Value::Message(DynamicMessage::from_view(&child, ctx)?),
+                        Some(child) => {
+                            let child = DynamicMessage::from_view(&child, ctx);
+                            Value::Message(child.map_err(|e| view.within_field(n, e))?)
+                        }
                         None => continue,
                     },
                 }

@@ -211,3 +211,110 @@ fn missing_required_fields_fail_to_encode() {
     let bytes = m.to_vec().unwrap();
     assert!(View::decode(&bytes, &REQ, &Limits::default()).is_ok());
 }
+
+/// Encodes `m` and overwrites the first `BAD!` in the bytes with `B`, 0xff, `D`, `!` (invalid
+/// UTF-8 from byte 1): validation does not check UTF-8 (section 8.2), reading does.
+fn with_bad_utf8(m: &DynamicMessage<'_>) -> Vec<u8> {
+    let mut bytes = m.to_vec().unwrap();
+    let at = bytes
+        .windows(4)
+        .position(|w| w == b"BAD!")
+        .expect("the marker is in the encoding");
+    bytes[at + 1] = 0xff;
+    bytes
+}
+
+/// A read-time error (invalid UTF-8 found by `DynamicMessage::from_view`, after validation)
+/// named only the innermost field, `AllKinds.string`, not the path from the root that
+/// validation errors give (`AllKinds.child > AllKinds.child > AllKinds.string`).
+#[test]
+fn read_time_errors_name_the_whole_path() {
+    use ferry_wire::List;
+    let ctx = Context::copy_only();
+    let text = |s: &'static str| Value::Bytes(HybridBytes::new(s.as_bytes(), ctx));
+    let nest = |m: DynamicMessage<'static>| {
+        let mut parent = DynamicMessage::new(&ALL_KINDS);
+        parent.set(17, Value::Message(m)).unwrap();
+        parent
+    };
+
+    // A singular string two levels down.
+    let mut leaf = DynamicMessage::new(&ALL_KINDS);
+    leaf.set(15, text("BAD!")).unwrap();
+    let bytes = with_bad_utf8(&nest(nest(leaf)));
+    let view = View::decode(&bytes, &ALL_KINDS, &Limits::default()).unwrap();
+    let err = DynamicMessage::from_view(&view, ctx).unwrap_err();
+    assert_eq!(err.kind(), &DecodeErrorKind::InvalidUtf8 { valid_up_to: 1 });
+    assert_eq!(
+        err.path().collect::<Vec<_>>(),
+        [
+            "ferry.sample.AllKinds.child",
+            "ferry.sample.AllKinds.child",
+            "ferry.sample.AllKinds.string"
+        ]
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "decode error in field `ferry.sample.AllKinds.child > ferry.sample.AllKinds.child > \
+             ferry.sample.AllKinds.string` at byte {}: string is not UTF-8 (valid up to byte 1)",
+            err.offset()
+        )
+    );
+
+    // An element of a repeated string in the second element of a repeated message.
+    let mut leaf = DynamicMessage::new(&ALL_KINDS);
+    leaf.set(
+        35,
+        Value::List(List::Bytes(vec![
+            HybridBytes::new(b"ok", ctx),
+            HybridBytes::new(b"BAD!", ctx),
+        ])),
+    )
+    .unwrap();
+    let mut root = DynamicMessage::new(&ALL_KINDS);
+    root.set(
+        37,
+        Value::List(List::Messages(vec![DynamicMessage::new(&ALL_KINDS), leaf])),
+    )
+    .unwrap();
+    let bytes = with_bad_utf8(&root);
+    let view = View::decode(&bytes, &ALL_KINDS, &Limits::default()).unwrap();
+    let err = DynamicMessage::from_view(&view, ctx).unwrap_err();
+    let at = bytes.windows(2).position(|w| w == [b'B', 0xff]).unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "decode error in field `ferry.sample.AllKinds.r_child > ferry.sample.AllKinds.r_string` \
+             at byte {at}: string is not UTF-8 (valid up to byte 1)"
+        )
+    );
+}
+
+/// A map key with invalid UTF-8 was reported as `AllKinds.StrI64Entry.key`, without the map
+/// field that holds the entry; it now reads `AllKinds.m_str_i64 > AllKinds.StrI64Entry.key`,
+/// as a validation error inside the entry would.
+#[test]
+fn read_time_errors_in_map_keys_name_the_map_field() {
+    use ferry_wire::sample::MAP_STRING_INT64;
+    let ctx = Context::copy_only();
+    let mut entry = DynamicMessage::new(&MAP_STRING_INT64);
+    entry
+        .set(1, Value::Bytes(HybridBytes::new(b"BAD!", ctx)))
+        .unwrap();
+    let mut m = DynamicMessage::new(&ALL_KINDS);
+    m.set(40, Value::List(ferry_wire::List::Messages(vec![entry])))
+        .unwrap();
+    let bytes = with_bad_utf8(&m);
+    let view = View::decode(&bytes, &ALL_KINDS, &Limits::default()).unwrap();
+    let err = DynamicMessage::from_view(&view, ctx).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "decode error in field `ferry.sample.AllKinds.m_str_i64 > \
+             ferry.sample.AllKinds.StrI64Entry.key` at byte {}: string is not UTF-8 (valid up to \
+             byte 1)",
+            err.offset()
+        )
+    );
+}

@@ -709,7 +709,7 @@ impl Gen<'_, '_> {
             #[doc = #dhas] #selfconv
             pub fn #has(&self) -> bool { self.0.has(#n) }
         });
-        let read = wrap(quote!(#cv(c).to_message(ctx)?));
+        let read = wrap(quote!(#cv(c).to_message(ctx).map_err(|e| self.0.within_field(#n, e))?));
         to_msg.push(quote! {
             if let ::core::option::Option::Some(c) = self.0.message(#n) {
                 m.#fid = ::core::option::Option::Some(#read);
@@ -821,7 +821,7 @@ impl Gen<'_, '_> {
                 });
                 to_msg.push(quote! {
                     for c in self.0.messages(#n).iter() {
-                        m.#fid.push(#cv(c).to_message(ctx)?);
+                        m.#fid.push(#cv(c).to_message(ctx).map_err(|e| self.0.within_field(#n, e))?);
                     }
                 });
             }
@@ -912,7 +912,10 @@ impl Gen<'_, '_> {
                 Ty::Str => (
                     quote!(&'b str),
                     quote!(e.str(#num).ok().flatten().unwrap_or_default()),
-                    quote!(#w::HybridStr::new(e.str(#num)?.unwrap_or_default(), ctx)),
+                    quote!(#w::HybridStr::new(
+                        e.str(#num).map_err(|err| self.0.within_field(#n, err))?.unwrap_or_default(),
+                        ctx,
+                    )),
                 ),
                 Ty::Msg(c) => {
                     let cv = self.view_path(c);
@@ -921,7 +924,9 @@ impl Gen<'_, '_> {
                         quote!(::core::option::Option<#cv<'b>>),
                         quote!(e.message(#num).map(#cv)),
                         quote!(match e.message(#num) {
-                            ::core::option::Option::Some(c) => #cv(c).to_message(ctx)?,
+                            ::core::option::Option::Some(c) => #cv(c)
+                                .to_message(ctx)
+                                .map_err(|err| self.0.within_field(#n, e.within_field(#num, err)))?,
                             ::core::option::Option::None => #cp::new(ctx),
                         }),
                     )
@@ -937,7 +942,7 @@ impl Gen<'_, '_> {
                 .filter(|(t, _)| matches!(t, Ty::Str))
                 .map(|(_, num)| {
                     let num = Literal::u32_unsuffixed(num);
-                    quote!(e.str(#num)?;)
+                    quote!(e.str(#num).map_err(|err| self.0.within_field(#n, err))?;)
                 });
             view_methods.push(quote! {
                 #fdoc
@@ -1124,7 +1129,8 @@ impl Gen<'_, '_> {
                 });
                 to_msg.push(quote! {
                     if let ::core::option::Option::Some(c) = self.0.message(#n) {
-                        m.#oid = ::core::option::Option::Some(#path::#var(::std::boxed::Box::new(#cv(c).to_message(ctx)?)));
+                        let c = #cv(c).to_message(ctx).map_err(|e| self.0.within_field(#n, e))?;
+                        m.#oid = ::core::option::Option::Some(#path::#var(::std::boxed::Box::new(c)));
                     }
                 });
             }

@@ -417,7 +417,12 @@ pub mod ferry {
                 > {
                     let mut m = GetResponse::new(ctx);
                     for c in self.0.messages(1).iter() {
-                        m.pairs.push(KvPairView(c).to_message(ctx)?);
+                        m.pairs
+                            .push(
+                                KvPairView(c)
+                                    .to_message(ctx)
+                                    .map_err(|e| self.0.within_field(1, e))?,
+                            );
                     }
                     ::core::result::Result::Ok(m)
                 }

@@ -442,19 +442,19 @@ pub mod ferry {
                         .map(|s| ::ferry::wire::HybridStr::new(s, ctx))
                         .unwrap_or_default();
                     if let ::core::option::Option::Some(c) = self.0.message(2) {
+                        let c = shape::CircleView(c)
+                            .to_message(ctx)
+                            .map_err(|e| self.0.within_field(2, e))?;
                         m.kind = ::core::option::Option::Some(
-                            shape::Kind::Circle(
-                                ::std::boxed::Box::new(
-                                    shape::CircleView(c).to_message(ctx)?,
-                                ),
-                            ),
+                            shape::Kind::Circle(::std::boxed::Box::new(c)),
                         );
                     }
                     if let ::core::option::Option::Some(c) = self.0.message(3) {
+                        let c = shape::RectView(c)
+                            .to_message(ctx)
+                            .map_err(|e| self.0.within_field(3, e))?;
                         m.kind = ::core::option::Option::Some(
-                            shape::Kind::Rect(
-                                ::std::boxed::Box::new(shape::RectView(c).to_message(ctx)?),
-                            ),
+                            shape::Kind::Rect(::std::boxed::Box::new(c)),
                         );
                     }
                     m.color = self.0.scalar(4).unwrap_or_default();

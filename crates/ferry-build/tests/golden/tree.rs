@@ -551,7 +551,7 @@ pub mod ferry {
                 > {
                     let l = self.0.messages(9);
                     for e in l.iter() {
-                        e.str(1)?;
+                        e.str(1).map_err(|err| self.0.within_field(9, err))?;
                     }
                     ::core::result::Result::Ok(
                         (0..l.len())
@@ -617,20 +617,36 @@ pub mod ferry {
                         .map(|s| ::ferry::wire::HybridStr::new(s, ctx));
                     if let ::core::option::Option::Some(c) = self.0.message(7) {
                         m.parent = ::core::option::Option::Some(
-                            ::std::boxed::Box::new(NodeView(c).to_message(ctx)?),
+                            ::std::boxed::Box::new(
+                                NodeView(c)
+                                    .to_message(ctx)
+                                    .map_err(|e| self.0.within_field(7, e))?,
+                            ),
                         );
                     }
                     for c in self.0.messages(8).iter() {
-                        m.children.push(NodeView(c).to_message(ctx)?);
+                        m.children
+                            .push(
+                                NodeView(c)
+                                    .to_message(ctx)
+                                    .map_err(|e| self.0.within_field(8, e))?,
+                            );
                     }
                     for e in self.0.messages(9).iter() {
                         let key = ::ferry::wire::HybridStr::new(
-                            e.str(1)?.unwrap_or_default(),
+                            e
+                                .str(1)
+                                .map_err(|err| self.0.within_field(9, err))?
+                                .unwrap_or_default(),
                             ctx,
                         );
                         let value = match e.message(2) {
                             ::core::option::Option::Some(c) => {
-                                NodeView(c).to_message(ctx)?
+                                NodeView(c)
+                                    .to_message(ctx)
+                                    .map_err(|err| {
+                                        self.0.within_field(9, e.within_field(2, err))
+                                    })?
                             }
                             ::core::option::Option::None => Node::new(ctx),
                         };
@@ -645,7 +661,11 @@ pub mod ferry {
                         let key = e.scalar::<bool>(1).unwrap_or_default();
                         let value = match e.message(2) {
                             ::core::option::Option::Some(c) => {
-                                LeafView(c).to_message(ctx)?
+                                LeafView(c)
+                                    .to_message(ctx)
+                                    .map_err(|err| {
+                                        self.0.within_field(11, e.within_field(2, err))
+                                    })?
                             }
                             ::core::option::Option::None => Leaf::new(ctx),
                         };
@@ -865,7 +885,11 @@ pub mod ferry {
                     let mut m = Leaf::new(ctx);
                     if let ::core::option::Option::Some(c) = self.0.message(1) {
                         m.forest = ::core::option::Option::Some(
-                            ::std::boxed::Box::new(ForestView(c).to_message(ctx)?),
+                            ::std::boxed::Box::new(
+                                ForestView(c)
+                                    .to_message(ctx)
+                                    .map_err(|e| self.0.within_field(1, e))?,
+                            ),
                         );
                     }
                     m.id = self.0.scalar(2);
@@ -1021,11 +1045,20 @@ pub mod ferry {
                 ) -> ::core::result::Result<Forest<'b>, ::ferry::wire::DecodeError> {
                     let mut m = Forest::new(ctx);
                     for c in self.0.messages(1).iter() {
-                        m.roots.push(NodeView(c).to_message(ctx)?);
+                        m.roots
+                            .push(
+                                NodeView(c)
+                                    .to_message(ctx)
+                                    .map_err(|e| self.0.within_field(1, e))?,
+                            );
                     }
                     if let ::core::option::Option::Some(c) = self.0.message(2) {
                         m.first = ::core::option::Option::Some(
-                            ::std::boxed::Box::new(LeafView(c).to_message(ctx)?),
+                            ::std::boxed::Box::new(
+                                LeafView(c)
+                                    .to_message(ctx)
+                                    .map_err(|e| self.0.within_field(2, e))?,
+                            ),
                         );
                     }
                     ::core::result::Result::Ok(m)

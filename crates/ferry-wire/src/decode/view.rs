@@ -227,7 +227,8 @@ impl<'b> View<'b> {
         self.owner?.slice_ref(self.bytes(field)?)
     }
 
-    /// A singular `string`, UTF-8 checked now. `Ok(None)` when absent.
+    /// A singular `string`, UTF-8 checked now. `Ok(None)` when absent. The error's path starts
+    /// at this view's message; see [`View::within_field`] for the fields above it.
     pub fn str(&self, field: u32) -> Result<Option<&'b str>, DecodeError> {
         let Some((at, e)) = self.entry_at(field) else {
             return Ok(None);
@@ -244,6 +245,23 @@ impl<'b> View<'b> {
                     name,
                 ))
             }
+        }
+    }
+
+    /// Adds field `field` of this view's message to the front of `err`'s path.
+    ///
+    /// A view knows no enclosing messages, so an error from one of its accessors (a string
+    /// that is not UTF-8, section 8.3 of the wire format) names the path from this view down.
+    /// A reader that descends into field `field` and gets an error back calls this on the
+    /// way out, level by level, so the error names the whole path from the root as a
+    /// validation error does: `Outer.inner > Inner.s`. Called only on the error path
+    /// (`result.map_err(|e| view.within_field(n, e))`), so reading costs nothing more.
+    #[cold]
+    #[inline(never)]
+    pub fn within_field(&self, field: u32, err: DecodeError) -> DecodeError {
+        match self.desc.field(field) {
+            Some(f) => err.within(self.desc.name, f.name),
+            None => err.within(self.desc.name, &field.to_string()),
         }
     }
 
