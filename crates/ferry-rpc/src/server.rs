@@ -1,0 +1,214 @@
+//! The server side of one session: calls in progress, their deadlines, cancellation, and the
+//! bound on how many a client may have open.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use ferry_transport::Meta;
+
+use crate::status::{Code, Status};
+use crate::wire::{self, Frame, RpcError};
+
+/// Server settings, per session.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Calls in progress at most (default 64): a request past it is answered with
+    /// `RESOURCE_EXHAUSTED` at once, so a client cannot make the server queue without bound.
+    pub max_in_flight: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig { max_in_flight: 64 }
+    }
+}
+
+/// What a frame from the client means for the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A call to handle: its frame holds the request message. Answer with
+    /// [`Server::respond`] or [`Server::fail`].
+    Request {
+        /// Call id.
+        id: u64,
+        /// Method id.
+        method: u16,
+        /// When the client stops waiting (from its budget and this side's `now`).
+        deadline: Option<Instant>,
+    },
+    /// A request past the limit: send the status frame given, and do not handle it.
+    Refused {
+        /// Call id.
+        id: u64,
+        /// The status frame's metadata.
+        meta: Meta,
+        /// Its payload.
+        payload: Vec<u8>,
+    },
+    /// The client cancelled a call in progress: its handler may stop, its answer is dropped.
+    Cancelled {
+        /// Call id.
+        id: u64,
+    },
+}
+
+#[derive(Debug)]
+struct Call {
+    method: u16,
+    deadline: Option<Instant>,
+}
+
+/// The server side of one session (sans-IO). A call is in progress from its request to its
+/// answer, its cancellation or its deadline, whichever comes first; an answer to a call no
+/// longer in progress is not sent.
+#[derive(Debug)]
+pub struct Server {
+    config: ServerConfig,
+    calls: HashMap<u64, Call>,
+    deadlines: BTreeSet<(Instant, u64)>,
+    /// Budgets received for requests not yet arrived.
+    budgets: HashMap<u64, Duration>,
+}
+
+impl Server {
+    /// A session with no call yet.
+    pub fn new(config: ServerConfig) -> Server {
+        Server {
+            config,
+            calls: HashMap::new(),
+            deadlines: BTreeSet::new(),
+            budgets: HashMap::new(),
+        }
+    }
+
+    /// Calls in progress.
+    pub fn in_flight(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// A frame from the client (`raw`: its payload if raw, `None` for a Ferry message), at
+    /// `now`. An error breaks the protocol: close the connection.
+    pub fn on_frame(
+        &mut self,
+        meta: Meta,
+        raw: Option<&[u8]>,
+        now: Instant,
+    ) -> Result<Option<Event>, RpcError> {
+        match wire::parse(meta, raw)? {
+            Frame::Deadline { id, budget } => {
+                if self.calls.contains_key(&id) || self.budgets.contains_key(&id) {
+                    return Err(RpcError::DuplicateId { id });
+                }
+                if self.budgets.len() >= self.config.max_in_flight {
+                    return Err(RpcError::TooManyDeadlines {
+                        id,
+                        max: self.config.max_in_flight,
+                    });
+                }
+                self.budgets.insert(id, budget);
+                Ok(None)
+            }
+            Frame::Request { method, id } => {
+                if self.calls.contains_key(&id) {
+                    return Err(RpcError::DuplicateId { id });
+                }
+                let budget = self.budgets.remove(&id);
+                if self.calls.len() >= self.config.max_in_flight {
+                    let status = Status::new(
+                        Code::ResourceExhausted,
+                        format!("server busy ({} calls in progress)", self.config.max_in_flight),
+                    );
+                    let (meta, payload) = status_frame(method, id, &status);
+                    return Ok(Some(Event::Refused { id, meta, payload }));
+                }
+                let deadline = budget.and_then(|b| now.checked_add(b));
+                if let Some(at) = deadline {
+                    self.deadlines.insert((at, id));
+                }
+                self.calls.insert(id, Call { method, deadline });
+                Ok(Some(Event::Request { id, method, deadline }))
+            }
+            Frame::Cancel { id } => {
+                self.budgets.remove(&id);
+                Ok(self.end(id).map(|_| Event::Cancelled { id }))
+            }
+            Frame::Response { id, .. } => Err(direction(id, "response")),
+            Frame::Failed { id, .. } => Err(direction(id, "status")),
+        }
+    }
+
+    fn end(&mut self, id: u64) -> Option<Call> {
+        let call = self.calls.remove(&id)?;
+        if let Some(at) = call.deadline {
+            self.deadlines.remove(&(at, id));
+        }
+        Some(call)
+    }
+
+    /// Ends call `id` with a response: the metadata to send the response message with, or
+    /// `None` if the call is no longer in progress (cancelled, expired): send nothing.
+    pub fn respond(&mut self, id: u64) -> Option<Meta> {
+        let call = self.end(id)?;
+        Some(Meta {
+            kind: call.method,
+            flags: wire::RESPONSE,
+            request_id: id,
+        })
+    }
+
+    /// Ends call `id` with `status`: the status frame to send (metadata and raw payload), or
+    /// `None` if the call is no longer in progress.
+    pub fn fail(&mut self, id: u64, status: &Status) -> Option<(Meta, Vec<u8>)> {
+        let call = self.end(id)?;
+        Some(status_frame(call.method, id, status))
+    }
+
+    /// The earliest deadline of a call in progress.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|&(at, _)| at)
+    }
+
+    /// Ends every call whose deadline is at or before `now`: returns each call's id with the
+    /// `DEADLINE_EXCEEDED` status frame to send (its handler's answer will be dropped).
+    pub fn expire(&mut self, now: Instant) -> Vec<(u64, Meta, Vec<u8>)> {
+        let mut out = Vec::new();
+        while let Some(&(at, id)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            let call = self.end(id).expect("a deadline belongs to a call in progress");
+            let status = Status::new(Code::DeadlineExceeded, "deadline exceeded (server)");
+            let (meta, payload) = status_frame(call.method, id, &status);
+            out.push((id, meta, payload));
+        }
+        out
+    }
+
+    /// The connection is gone: forgets every call (their answers will not be sent) and
+    /// returns their ids, in order, so handlers may stop.
+    pub fn lost(&mut self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.calls.keys().copied().collect();
+        ids.sort_unstable();
+        self.calls.clear();
+        self.deadlines.clear();
+        self.budgets.clear();
+        ids
+    }
+}
+
+fn status_frame(method: u16, id: u64, status: &Status) -> (Meta, Vec<u8>) {
+    let meta = Meta {
+        kind: method,
+        flags: wire::RESPONSE | wire::STATUS,
+        request_id: id,
+    };
+    (meta, wire::status_payload(status))
+}
+
+fn direction(id: u64, frame: &'static str) -> RpcError {
+    RpcError::Direction {
+        id,
+        frame,
+        side: "server",
+    }
+}

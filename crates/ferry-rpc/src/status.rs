@@ -1,0 +1,88 @@
+//! Status codes: gRPC's numbering, so that a gateway maps them one to one.
+
+/// What happened to a call. The numbers are gRPC's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Code {
+    /// Success (never sent as a status frame: a response message means OK).
+    Ok = 0,
+    /// The caller cancelled the call.
+    Cancelled = 1,
+    /// An error with no better code.
+    Unknown = 2,
+    /// The request is malformed (it did not decode, or a field is invalid).
+    InvalidArgument = 3,
+    /// The deadline passed before the call completed.
+    DeadlineExceeded = 4,
+    /// A requested entity was not found.
+    NotFound = 5,
+    /// The entity a call would create exists.
+    AlreadyExists = 6,
+    /// The caller may not do this.
+    PermissionDenied = 7,
+    /// A limit was reached (the server's window of calls, memory).
+    ResourceExhausted = 8,
+    /// The system is not in the state the call needs.
+    FailedPrecondition = 9,
+    /// The call was aborted (a conflict).
+    Aborted = 10,
+    /// A value is out of its valid range.
+    OutOfRange = 11,
+    /// No such method on this server.
+    Unimplemented = 12,
+    /// A bug on the server (a handler that panicked).
+    Internal = 13,
+    /// The connection is gone or the server is shutting down; retrying may work.
+    Unavailable = 14,
+    /// Unrecoverable data loss.
+    DataLoss = 15,
+    /// The caller is not authenticated.
+    Unauthenticated = 16,
+}
+
+impl Code {
+    /// The code numbered `n`, if any.
+    pub const fn from_u8(n: u8) -> Option<Code> {
+        use Code::*;
+        Some(match n {
+            0 => Ok,
+            1 => Cancelled,
+            2 => Unknown,
+            3 => InvalidArgument,
+            4 => DeadlineExceeded,
+            5 => NotFound,
+            6 => AlreadyExists,
+            7 => PermissionDenied,
+            8 => ResourceExhausted,
+            9 => FailedPrecondition,
+            10 => Aborted,
+            11 => OutOfRange,
+            12 => Unimplemented,
+            13 => Internal,
+            14 => Unavailable,
+            15 => DataLoss,
+            16 => Unauthenticated,
+            _ => return None,
+        })
+    }
+}
+
+/// A code and a message for people: the outcome of a failed call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct Status {
+    /// What happened.
+    pub code: Code,
+    /// Why, in words.
+    pub message: String,
+}
+
+impl Status {
+    /// A status of `code` saying `message`.
+    pub fn new(code: Code, message: impl Into<String>) -> Status {
+        Status {
+            code,
+            message: message.into(),
+        }
+    }
+}

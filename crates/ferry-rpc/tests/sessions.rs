@@ -1,0 +1,350 @@
+//! A client and a server session stepped by hand over two in-order queues (what a transport
+//! gives): random interleavings of calls, deliveries, answers in any order, cancellations,
+//! time passing and the connection's loss. Every call must end exactly once on the client,
+//! the window and the server's bound must hold, and late answers must be dropped.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use ferry_rpc::{Client, ClientConfig, Code, Event, Outcome, Server, ServerConfig, Status, wire};
+use ferry_transport::Meta;
+use proptest::prelude::*;
+
+/// A frame in flight: metadata, and the payload if raw (`None`: a Ferry message).
+type Frame = (Meta, Option<Vec<u8>>);
+
+struct Pair {
+    client: Client,
+    server: Server,
+    window: usize,
+    max_in_flight: usize,
+    c2s: VecDeque<Frame>,
+    s2c: VecDeque<Frame>,
+    now: Instant,
+    started: HashMap<u64, u16>,
+    ended: HashSet<u64>,
+    handling: Vec<u64>,
+}
+
+impl Pair {
+    fn new(window: usize, max_in_flight: usize) -> Pair {
+        Pair {
+            client: Client::new(ClientConfig { window }),
+            server: Server::new(ServerConfig { max_in_flight }),
+            window,
+            max_in_flight,
+            c2s: VecDeque::new(),
+            s2c: VecDeque::new(),
+            now: Instant::now(),
+            started: HashMap::new(),
+            ended: HashSet::new(),
+            handling: Vec::new(),
+        }
+    }
+
+    fn end(&mut self, outcome: &Outcome) {
+        let id = match outcome {
+            Outcome::Response { id, method } | Outcome::Failed { id, method, .. } => {
+                assert_eq!(
+                    self.started.get(id),
+                    Some(method),
+                    "call {id} was started to {method}"
+                );
+                *id
+            }
+        };
+        assert!(self.ended.insert(id), "call {id} ended twice");
+    }
+
+    fn start(&mut self, method: u16, timeout: Option<Duration>) {
+        match self.client.start(method, timeout, self.now) {
+            Ok(start) => {
+                if let Some((meta, budget)) = start.deadline {
+                    self.c2s.push_back((meta, Some(budget.to_vec())));
+                }
+                self.c2s.push_back((start.request, None));
+                assert!(self.started.insert(start.id, method).is_none(), "ids are unique");
+            }
+            Err(status) => {
+                assert_eq!(status.code, Code::ResourceExhausted);
+                assert_eq!(self.client.in_flight(), self.window);
+            }
+        }
+    }
+
+    fn deliver_to_server(&mut self) {
+        let Some((meta, raw)) = self.c2s.pop_front() else {
+            return;
+        };
+        match self
+            .server
+            .on_frame(meta, raw.as_deref(), self.now)
+            .expect("a valid frame")
+        {
+            Some(Event::Request { id, method, .. }) => {
+                assert_eq!(self.started.get(&id), Some(&method));
+                self.handling.push(id);
+            }
+            Some(Event::Refused { meta, payload, .. }) => self.s2c.push_back((meta, Some(payload))),
+            Some(Event::Cancelled { id }) => self.handling.retain(|&h| h != id),
+            None => {}
+        }
+    }
+
+    fn answer(&mut self, index: usize, ok: bool) {
+        if self.handling.is_empty() {
+            return;
+        }
+        let id = self.handling.swap_remove(index % self.handling.len());
+        if ok {
+            let meta = self.server.respond(id).expect("in progress");
+            self.s2c.push_back((meta, None));
+        } else {
+            let status = Status::new(Code::NotFound, "no such key");
+            let (meta, payload) = self.server.fail(id, &status).expect("in progress");
+            self.s2c.push_back((meta, Some(payload)));
+        }
+    }
+
+    fn deliver_to_client(&mut self) {
+        let Some((meta, raw)) = self.s2c.pop_front() else {
+            return;
+        };
+        match self.client.on_frame(meta, raw.as_deref()).expect("a valid frame") {
+            Some(outcome) => {
+                if let Outcome::Failed { status, .. } = &outcome {
+                    assert!(
+                        matches!(
+                            status.code,
+                            Code::NotFound | Code::ResourceExhausted | Code::DeadlineExceeded
+                        ),
+                        "{status}"
+                    );
+                }
+                self.end(&outcome);
+            }
+            None => assert!(
+                self.ended.contains(&meta.request_id),
+                "only an ended call's answer is dropped"
+            ),
+        }
+    }
+
+    fn cancel(&mut self, index: usize) {
+        let mut open: Vec<u64> = self
+            .started
+            .keys()
+            .filter(|id| !self.ended.contains(id))
+            .copied()
+            .collect();
+        if open.is_empty() {
+            return;
+        }
+        open.sort_unstable();
+        let id = open[index % open.len()];
+        let meta = self.client.cancel(id).expect("in flight");
+        assert!(self.ended.insert(id));
+        self.c2s.push_back((meta, Some(Vec::new())));
+        assert!(self.client.cancel(id).is_none(), "cancelled once");
+    }
+
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+        for (outcome, cancel) in self.client.expire(self.now) {
+            self.end(&outcome);
+            self.c2s.push_back((cancel, Some(Vec::new())));
+        }
+        for (id, meta, payload) in self.server.expire(self.now) {
+            self.handling.retain(|&h| h != id);
+            self.s2c.push_back((meta, Some(payload)));
+        }
+    }
+
+    fn lose(&mut self) {
+        for outcome in self.client.lost() {
+            assert!(matches!(&outcome, Outcome::Failed { status, .. } if status.code == Code::Unavailable));
+            self.end(&outcome);
+        }
+        self.server.lost();
+        self.c2s.clear();
+        self.s2c.clear();
+        self.handling.clear();
+    }
+
+    fn check(&self) {
+        assert_eq!(self.client.in_flight(), self.started.len() - self.ended.len());
+        assert!(self.client.in_flight() <= self.window);
+        assert!(self.server.in_flight() <= self.max_in_flight);
+        assert!(self.handling.len() <= self.server.in_flight());
+    }
+
+    /// Answers and delivers everything, then lets every deadline pass: no call is left.
+    fn drain(&mut self) {
+        for _ in 0..10_000 {
+            if self.c2s.is_empty() && self.s2c.is_empty() && self.handling.is_empty() {
+                break;
+            }
+            self.deliver_to_server();
+            self.answer(0, true);
+            self.deliver_to_client();
+        }
+        self.advance(Duration::from_secs(3600));
+        while !self.s2c.is_empty() || !self.c2s.is_empty() {
+            self.deliver_to_server();
+            self.deliver_to_client();
+        }
+        self.check();
+        // Calls without a deadline whose request was refused or answered have ended; any
+        // other call was answered above.
+        assert_eq!(self.client.in_flight(), 0, "every call ended");
+        assert_eq!(self.ended.len(), self.started.len());
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Start { method: u16, timeout_ms: Option<u64> },
+    ToServer,
+    Answer { index: usize, ok: bool },
+    ToClient,
+    Cancel { index: usize },
+    Advance { ms: u64 },
+    Lose,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..4u16, proptest::option::weighted(0.4, 1..50u64))
+            .prop_map(|(method, timeout_ms)| Op::Start { method, timeout_ms }),
+        4 => Just(Op::ToServer),
+        3 => (any::<usize>(), prop::bool::weighted(0.8)).prop_map(|(index, ok)| Op::Answer { index, ok }),
+        4 => Just(Op::ToClient),
+        1 => any::<usize>().prop_map(|index| Op::Cancel { index }),
+        2 => (1..30u64).prop_map(|ms| Op::Advance { ms }),
+        1 => Just(Op::Lose),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn every_call_ends_exactly_once(
+        window in 1usize..10,
+        max_in_flight in 1usize..6,
+        ops in proptest::collection::vec(op(), 1..300),
+    ) {
+        let mut pair = Pair::new(window, max_in_flight);
+        for op in ops {
+            match op {
+                Op::Start { method, timeout_ms } => pair.start(method, timeout_ms.map(Duration::from_millis)),
+                Op::ToServer => pair.deliver_to_server(),
+                Op::Answer { index, ok } => pair.answer(index, ok),
+                Op::ToClient => pair.deliver_to_client(),
+                Op::Cancel { index } => pair.cancel(index),
+                Op::Advance { ms } => pair.advance(Duration::from_millis(ms)),
+                Op::Lose => pair.lose(),
+            }
+            pair.check();
+        }
+        pair.drain();
+    }
+}
+
+#[test]
+fn a_server_at_its_limit_refuses_with_resource_exhausted() {
+    let mut pair = Pair::new(8, 2);
+    for _ in 0..3 {
+        pair.start(1, None);
+        pair.deliver_to_server();
+    }
+    assert_eq!(pair.server.in_flight(), 2);
+    pair.deliver_to_client();
+    assert_eq!(
+        pair.ended,
+        HashSet::from([2]),
+        "the third call was refused at once"
+    );
+    pair.drain();
+}
+
+#[test]
+fn the_server_enforces_the_client_budget_on_its_own_clock() {
+    let mut pair = Pair::new(8, 8);
+    pair.start(3, Some(Duration::from_millis(10)));
+    pair.deliver_to_server(); // the deadline frame: a budget of 10 ms
+    pair.now += Duration::from_millis(4);
+    pair.deliver_to_server(); // the request: its deadline is 10 ms from its arrival
+    let expired = pair.server.expire(pair.now + Duration::from_millis(9));
+    assert!(expired.is_empty(), "10 ms from the request's arrival");
+    let expired = pair.server.expire(pair.now + Duration::from_millis(10));
+    assert_eq!(expired.len(), 1);
+    assert!(
+        pair.server.respond(0).is_none(),
+        "an expired call's answer is not sent"
+    );
+}
+
+#[test]
+fn a_late_answer_to_a_cancelled_call_is_dropped_on_both_sides() {
+    let mut pair = Pair::new(8, 8);
+    pair.start(1, None);
+    pair.deliver_to_server();
+    pair.cancel(0);
+    // The server answers before the cancel arrives; the client drops the answer.
+    pair.answer(0, true);
+    pair.deliver_to_client();
+    pair.deliver_to_server();
+    assert_eq!(pair.server.in_flight(), 0);
+    assert_eq!(pair.client.in_flight(), 0);
+}
+
+#[test]
+fn bad_frames_are_typed_errors() {
+    let now = Instant::now();
+    let mut server = Server::new(ServerConfig::default());
+    let mut client = Client::new(ClientConfig::default());
+    let m = |flags| Meta {
+        kind: 1,
+        flags,
+        request_id: 7,
+    };
+    let cases: Vec<(Meta, Option<&[u8]>)> = vec![
+        (m(0x10), None),
+        (m(wire::DEADLINE), Some(&[1, 2, 3][..])),
+        (m(wire::DEADLINE), None),
+        (m(wire::CANCEL), Some(&[0][..])),
+        (m(wire::RESPONSE), None),
+        (m(wire::STATUS), Some(&[3][..])),
+    ];
+    for (meta, raw) in cases {
+        assert!(
+            server.on_frame(meta, raw, now).is_err(),
+            "server accepted {meta:?} {raw:?}"
+        );
+    }
+    client.start(1, None, now).unwrap();
+    let status = |b: &'static [u8]| (m(wire::RESPONSE | wire::STATUS), Some(b));
+    for (meta, raw) in [
+        status(&[]),
+        status(&[0]),
+        status(&[17, b'x']),
+        status(&[3, 0xff, 0xfe]),
+        (m(0), None),
+        (m(wire::CANCEL), Some(&[][..])),
+    ] {
+        assert!(
+            client.on_frame(meta, raw).is_err(),
+            "client accepted {meta:?} {raw:?}"
+        );
+    }
+    let long = "é".repeat(wire::MAX_STATUS_MESSAGE);
+    let payload = wire::status_payload(&Status::new(Code::Internal, long));
+    assert!(payload.len() <= 1 + wire::MAX_STATUS_MESSAGE);
+    let answer = Meta {
+        request_id: 0,
+        ..m(wire::RESPONSE | wire::STATUS)
+    };
+    let got = client.on_frame(answer, Some(&payload)).unwrap();
+    assert!(matches!(got, Some(Outcome::Failed { status, .. }) if status.code == Code::Internal));
+}

@@ -1,0 +1,57 @@
+//! Fuzz target `rpc_frames`: a peer's frames through ferry-rpc's sans-IO sessions, both sides.
+//!
+//! The input is a sequence of frames, each: a byte choosing the receiving side (client or
+//! server) and how far time moves, the method (2 bytes), the flags, the call id (one byte: ids
+//! collide often), and a raw payload (a length byte, 255 meaning a Ferry message). The client
+//! has started a few calls first, so answers find calls. Whatever arrives, neither side may
+//! panic, every frame is accepted or refused with a typed error (after which that side stops,
+//! as its driver would close), and the server never holds more calls than its limit.
+#![no_main]
+
+use std::time::{Duration, Instant};
+
+use ferry::transport::Meta;
+use ferry_rpc::{Client, ClientConfig, Server, ServerConfig};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut now = Instant::now();
+    let mut client = Client::new(ClientConfig { window: 4 });
+    let mut server = Server::new(ServerConfig { max_in_flight: 3 });
+    for method in 0..3 {
+        let timeout = (method == 1).then(|| Duration::from_millis(5));
+        client.start(method, timeout, now).expect("room in the window");
+    }
+    let (mut client_open, mut server_open) = (true, true);
+    let mut rest = data;
+    while let [side, m0, m1, flags, id, len, tail @ ..] = rest {
+        let raw_len = usize::from(*len);
+        let (raw, tail) = if raw_len == 255 {
+            (None, tail)
+        } else {
+            let Some((raw, tail)) = tail.split_at_checked(raw_len) else { break };
+            (Some(raw), tail)
+        };
+        rest = tail;
+        now += Duration::from_millis(u64::from(side >> 1));
+        let meta = Meta {
+            kind: u16::from_le_bytes([*m0, *m1]),
+            flags: *flags,
+            request_id: u64::from(*id),
+        };
+        if side & 1 == 0 {
+            if client_open {
+                client_open = client.on_frame(meta, raw).is_ok();
+                let _ = client.expire(now);
+            }
+        } else if server_open {
+            server_open = server.on_frame(meta, raw, now).is_ok();
+            let _ = server.expire(now);
+            assert!(server.in_flight() <= 3, "the server's limit");
+        }
+    }
+    let _ = client.lost();
+    let _ = server.lost();
+    assert_eq!(client.in_flight(), 0);
+    assert_eq!(server.in_flight(), 0);
+});
