@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use ferry_transport::Meta;
 
+use crate::CallId;
 use crate::status::{Code, Status};
 use crate::wire::{self, Frame, RpcError};
 
@@ -27,7 +28,7 @@ impl Default for ClientConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Start {
     /// The call's id.
-    pub id: u64,
+    pub id: CallId,
     /// A raw deadline frame to send first: its metadata and payload.
     pub deadline: Option<(Meta, [u8; 8])>,
     /// Metadata of the request message.
@@ -40,14 +41,14 @@ pub enum Outcome {
     /// The response arrived: its frame holds the message.
     Response {
         /// The call's id.
-        id: u64,
+        id: CallId,
         /// Its method.
         method: u16,
     },
     /// The call failed: a status from the server, its deadline, or the connection's loss.
     Failed {
         /// The call's id.
-        id: u64,
+        id: CallId,
         /// Its method.
         method: u16,
         /// Why.
@@ -69,8 +70,8 @@ struct Call {
 pub struct Client {
     config: ClientConfig,
     next_id: u64,
-    calls: HashMap<u64, Call>,
-    deadlines: BTreeSet<(Instant, u64)>,
+    calls: HashMap<CallId, Call>,
+    deadlines: BTreeSet<(Instant, CallId)>,
 }
 
 impl Client {
@@ -98,7 +99,7 @@ impl Client {
                 format!("request window full ({} calls in flight)", self.config.window),
             ));
         }
-        let id = self.next_id;
+        let id = CallId(self.next_id);
         self.next_id += 1;
         // A timeout too far away to represent is no deadline here (the budget is still sent).
         let deadline = timeout.and_then(|t| now.checked_add(t));
@@ -112,15 +113,15 @@ impl Client {
                 let meta = Meta {
                     kind: method,
                     flags: wire::DEADLINE,
-                    request_id: id,
+                    request_id: id.0,
                 };
                 (meta, wire::deadline_payload(t))
             }),
-            request: Meta::new(method, id),
+            request: Meta::new(method, id.0),
         })
     }
 
-    fn end(&mut self, id: u64) -> Option<Call> {
+    fn end(&mut self, id: CallId) -> Option<Call> {
         let call = self.calls.remove(&id)?;
         if let Some(at) = call.deadline {
             self.deadlines.remove(&(at, id));
@@ -133,8 +134,8 @@ impl Client {
     /// was cancelled or expired here): drop it. An error breaks the protocol: close.
     pub fn on_frame(&mut self, meta: Meta, raw: Option<&[u8]>) -> Result<Option<Outcome>, RpcError> {
         let (method, id, status) = match wire::parse(meta, raw)? {
-            Frame::Response { method, id } => (method, id, None),
-            Frame::Failed { method, id, status } => (method, id, Some(status)),
+            Frame::Response { method, id } => (method, CallId(id), None),
+            Frame::Failed { method, id, status } => (method, CallId(id), Some(status)),
             Frame::Request { id, .. } => return Err(direction(id, "request")),
             Frame::Deadline { id, .. } => return Err(direction(id, "deadline")),
             Frame::Cancel { id } => return Err(direction(id, "cancel")),
@@ -143,7 +144,7 @@ impl Client {
             None => return Ok(None),
             Some(call) if call.method != method => {
                 return Err(RpcError::Method {
-                    id,
+                    id: id.0,
                     expected: call.method,
                     got: method,
                 });
@@ -159,7 +160,7 @@ impl Client {
 
     /// Gives up on call `id`: returns the cancel frame to send (the server stops working on
     /// it), or `None` if the call already ended. Its answer, if one comes, is dropped.
-    pub fn cancel(&mut self, id: u64) -> Option<Meta> {
+    pub fn cancel(&mut self, id: CallId) -> Option<Meta> {
         let call = self.end(id)?;
         Some(cancel_meta(call.method, id))
     }
@@ -193,7 +194,7 @@ impl Client {
 
     /// The connection is gone: every call in flight fails with `UNAVAILABLE`, in id order.
     pub fn lost(&mut self) -> Vec<Outcome> {
-        let mut ids: Vec<u64> = self.calls.keys().copied().collect();
+        let mut ids: Vec<CallId> = self.calls.keys().copied().collect();
         ids.sort_unstable();
         ids.into_iter()
             .map(|id| {
@@ -208,11 +209,11 @@ impl Client {
     }
 }
 
-fn cancel_meta(method: u16, id: u64) -> Meta {
+fn cancel_meta(method: u16, id: CallId) -> Meta {
     Meta {
         kind: method,
         flags: wire::CANCEL,
-        request_id: id,
+        request_id: id.0,
     }
 }
 

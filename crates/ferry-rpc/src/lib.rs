@@ -15,11 +15,13 @@
 #![forbid(unsafe_code)]
 
 mod client;
+mod id;
 mod server;
 mod status;
 pub mod wire;
 
 pub use client::{Client, ClientConfig, Outcome, Start};
+pub use id::CallId;
 pub use server::{Event, Server, ServerConfig};
 pub use status::{Code, Status};
 pub use wire::RpcError;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use ferry_transport::Meta;
 
+use crate::CallId;
 use crate::status::{Code, Status};
 use crate::wire::{self, Frame, RpcError};
 
@@ -30,7 +31,7 @@ pub enum Event {
     /// [`Server::respond`] or [`Server::fail`].
     Request {
         /// Call id.
-        id: u64,
+        id: CallId,
         /// Method id.
         method: u16,
         /// When the client stops waiting (from its budget and this side's `now`).
@@ -39,7 +40,7 @@ pub enum Event {
     /// A request past the limit: send the status frame given, and do not handle it.
     Refused {
         /// Call id.
-        id: u64,
+        id: CallId,
         /// The status frame's metadata.
         meta: Meta,
         /// Its payload.
@@ -48,7 +49,7 @@ pub enum Event {
     /// The client cancelled a call in progress: its handler may stop, its answer is dropped.
     Cancelled {
         /// Call id.
-        id: u64,
+        id: CallId,
     },
 }
 
@@ -64,10 +65,10 @@ struct Call {
 #[derive(Debug)]
 pub struct Server {
     config: ServerConfig,
-    calls: HashMap<u64, Call>,
-    deadlines: BTreeSet<(Instant, u64)>,
+    calls: HashMap<CallId, Call>,
+    deadlines: BTreeSet<(Instant, CallId)>,
     /// Budgets received for requests not yet arrived.
-    budgets: HashMap<u64, Duration>,
+    budgets: HashMap<CallId, Duration>,
 }
 
 impl Server {
@@ -95,22 +96,24 @@ impl Server {
         now: Instant,
     ) -> Result<Option<Event>, RpcError> {
         match wire::parse(meta, raw)? {
-            Frame::Deadline { id, budget } => {
+            Frame::Deadline { id: wire_id, budget } => {
+                let id = CallId(wire_id);
                 if self.calls.contains_key(&id) || self.budgets.contains_key(&id) {
-                    return Err(RpcError::DuplicateId { id });
+                    return Err(RpcError::DuplicateId { id: wire_id });
                 }
                 if self.budgets.len() >= self.config.max_in_flight {
                     return Err(RpcError::TooManyDeadlines {
-                        id,
+                        id: wire_id,
                         max: self.config.max_in_flight,
                     });
                 }
                 self.budgets.insert(id, budget);
                 Ok(None)
             }
-            Frame::Request { method, id } => {
+            Frame::Request { method, id: wire_id } => {
+                let id = CallId(wire_id);
                 if self.calls.contains_key(&id) {
-                    return Err(RpcError::DuplicateId { id });
+                    return Err(RpcError::DuplicateId { id: wire_id });
                 }
                 let budget = self.budgets.remove(&id);
                 if self.calls.len() >= self.config.max_in_flight {
@@ -129,6 +132,7 @@ impl Server {
                 Ok(Some(Event::Request { id, method, deadline }))
             }
             Frame::Cancel { id } => {
+                let id = CallId(id);
                 self.budgets.remove(&id);
                 Ok(self.end(id).map(|_| Event::Cancelled { id }))
             }
@@ -137,7 +141,7 @@ impl Server {
         }
     }
 
-    fn end(&mut self, id: u64) -> Option<Call> {
+    fn end(&mut self, id: CallId) -> Option<Call> {
         let call = self.calls.remove(&id)?;
         if let Some(at) = call.deadline {
             self.deadlines.remove(&(at, id));
@@ -147,18 +151,18 @@ impl Server {
 
     /// Ends call `id` with a response: the metadata to send the response message with, or
     /// `None` if the call is no longer in progress (cancelled, expired): send nothing.
-    pub fn respond(&mut self, id: u64) -> Option<Meta> {
+    pub fn respond(&mut self, id: CallId) -> Option<Meta> {
         let call = self.end(id)?;
         Some(Meta {
             kind: call.method,
             flags: wire::RESPONSE,
-            request_id: id,
+            request_id: id.0,
         })
     }
 
     /// Ends call `id` with `status`: the status frame to send (metadata and raw payload), or
     /// `None` if the call is no longer in progress.
-    pub fn fail(&mut self, id: u64, status: &Status) -> Option<(Meta, Vec<u8>)> {
+    pub fn fail(&mut self, id: CallId, status: &Status) -> Option<(Meta, Vec<u8>)> {
         let call = self.end(id)?;
         Some(status_frame(call.method, id, status))
     }
@@ -170,7 +174,7 @@ impl Server {
 
     /// Ends every call whose deadline is at or before `now`: returns each call's id with the
     /// `DEADLINE_EXCEEDED` status frame to send (its handler's answer will be dropped).
-    pub fn expire(&mut self, now: Instant) -> Vec<(u64, Meta, Vec<u8>)> {
+    pub fn expire(&mut self, now: Instant) -> Vec<(CallId, Meta, Vec<u8>)> {
         let mut out = Vec::new();
         while let Some(&(at, id)) = self.deadlines.first() {
             if at > now {
@@ -186,8 +190,8 @@ impl Server {
 
     /// The connection is gone: forgets every call (their answers will not be sent) and
     /// returns their ids, in order, so handlers may stop.
-    pub fn lost(&mut self) -> Vec<u64> {
-        let mut ids: Vec<u64> = self.calls.keys().copied().collect();
+    pub fn lost(&mut self) -> Vec<CallId> {
+        let mut ids: Vec<CallId> = self.calls.keys().copied().collect();
         ids.sort_unstable();
         self.calls.clear();
         self.deadlines.clear();
@@ -196,11 +200,11 @@ impl Server {
     }
 }
 
-fn status_frame(method: u16, id: u64, status: &Status) -> (Meta, Vec<u8>) {
+fn status_frame(method: u16, id: CallId, status: &Status) -> (Meta, Vec<u8>) {
     let meta = Meta {
         kind: method,
         flags: wire::RESPONSE | wire::STATUS,
-        request_id: id,
+        request_id: id.0,
     };
     (meta, wire::status_payload(status))
 }

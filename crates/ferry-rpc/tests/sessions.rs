@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use ferry_rpc::{Client, ClientConfig, Code, Event, Outcome, Server, ServerConfig, Status, wire};
+use ferry_rpc::{CallId, Client, ClientConfig, Code, Event, Outcome, Server, ServerConfig, Status, wire};
 use ferry_transport::Meta;
 use proptest::prelude::*;
 
@@ -21,9 +21,9 @@ struct Pair {
     c2s: VecDeque<Frame>,
     s2c: VecDeque<Frame>,
     now: Instant,
-    started: HashMap<u64, u16>,
-    ended: HashSet<u64>,
-    handling: Vec<u64>,
+    started: HashMap<CallId, u16>,
+    ended: HashSet<CallId>,
+    handling: Vec<CallId>,
 }
 
 impl Pair {
@@ -124,14 +124,14 @@ impl Pair {
                 self.end(&outcome);
             }
             None => assert!(
-                self.ended.contains(&meta.request_id),
+                self.ended.contains(&CallId(meta.request_id)),
                 "only an ended call's answer is dropped"
             ),
         }
     }
 
     fn cancel(&mut self, index: usize) {
-        let mut open: Vec<u64> = self
+        let mut open: Vec<CallId> = self
             .started
             .keys()
             .filter(|id| !self.ended.contains(id))
@@ -262,7 +262,7 @@ fn a_server_at_its_limit_refuses_with_resource_exhausted() {
     pair.deliver_to_client();
     assert_eq!(
         pair.ended,
-        HashSet::from([2]),
+        HashSet::from([CallId(2)]),
         "the third call was refused at once"
     );
     pair.drain();
@@ -280,7 +280,7 @@ fn the_server_enforces_the_client_budget_on_its_own_clock() {
     let expired = pair.server.expire(pair.now + Duration::from_millis(10));
     assert_eq!(expired.len(), 1);
     assert!(
-        pair.server.respond(0).is_none(),
+        pair.server.respond(CallId(0)).is_none(),
         "an expired call's answer is not sent"
     );
 }
