@@ -1,11 +1,11 @@
 //! The client side of one session: call ids, the request window, deadlines, cancellation.
 
-use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use ferry_transport::Meta;
 
 use crate::CallId;
+use crate::calls::{Call, Calls};
 use crate::status::{Code, Status};
 use crate::wire::{self, Frame, RpcError};
 
@@ -56,12 +56,6 @@ pub enum Outcome {
     },
 }
 
-#[derive(Debug)]
-struct Call {
-    method: u16,
-    deadline: Option<Instant>,
-}
-
 /// The client side of one session (sans-IO: it takes frames and `now`, and returns what to
 /// send and how calls ended). Every call it starts ends exactly once: by a frame
 /// ([`on_frame`](Self::on_frame)), its deadline ([`expire`](Self::expire)), the caller
@@ -70,8 +64,7 @@ struct Call {
 pub struct Client {
     config: ClientConfig,
     next_id: u64,
-    calls: HashMap<CallId, Call>,
-    deadlines: BTreeSet<(Instant, CallId)>,
+    calls: Calls,
 }
 
 impl Client {
@@ -80,8 +73,7 @@ impl Client {
         Client {
             config,
             next_id: 0,
-            calls: HashMap::new(),
-            deadlines: BTreeSet::new(),
+            calls: Calls::default(),
         }
     }
 
@@ -103,9 +95,6 @@ impl Client {
         self.next_id += 1;
         // A timeout too far away to represent is no deadline here (the budget is still sent).
         let deadline = timeout.and_then(|t| now.checked_add(t));
-        if let Some(at) = deadline {
-            self.deadlines.insert((at, id));
-        }
         self.calls.insert(id, Call { method, deadline });
         Ok(Start {
             id,
@@ -121,14 +110,6 @@ impl Client {
         })
     }
 
-    fn end(&mut self, id: CallId) -> Option<Call> {
-        let call = self.calls.remove(&id)?;
-        if let Some(at) = call.deadline {
-            self.deadlines.remove(&(at, id));
-        }
-        Some(call)
-    }
-
     /// A frame from the server (`raw`: its payload if raw, `None` for a Ferry message).
     /// Returns how a call ended, or `None` for the answer to a call that already ended (it
     /// was cancelled or expired here): drop it. An error breaks the protocol: close.
@@ -140,7 +121,7 @@ impl Client {
             Frame::Deadline { id, .. } => return Err(direction(id, "deadline")),
             Frame::Cancel { id } => return Err(direction(id, "cancel")),
         };
-        match self.calls.get(&id) {
+        match self.calls.get(id) {
             None => return Ok(None),
             Some(call) if call.method != method => {
                 return Err(RpcError::Method {
@@ -151,7 +132,7 @@ impl Client {
             }
             Some(_) => {}
         }
-        self.end(id);
+        self.calls.end(id);
         Ok(Some(match status {
             None => Outcome::Response { id, method },
             Some(status) => Outcome::Failed { id, method, status },
@@ -161,24 +142,20 @@ impl Client {
     /// Gives up on call `id`: returns the cancel frame to send (the server stops working on
     /// it), or `None` if the call already ended. Its answer, if one comes, is dropped.
     pub fn cancel(&mut self, id: CallId) -> Option<Meta> {
-        let call = self.end(id)?;
+        let call = self.calls.end(id)?;
         Some(cancel_meta(call.method, id))
     }
 
     /// The earliest deadline of a call in flight: when to call [`expire`](Self::expire).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|&(at, _)| at)
+        self.calls.next_deadline()
     }
 
     /// Ends every call whose deadline is at or before `now` with `DEADLINE_EXCEEDED`; returns
     /// each outcome with the cancel frame to send (so the server stops too).
     pub fn expire(&mut self, now: Instant) -> Vec<(Outcome, Meta)> {
         let mut out = Vec::new();
-        while let Some(&(at, id)) = self.deadlines.first() {
-            if at > now {
-                break;
-            }
-            let call = self.end(id).expect("a deadline belongs to a call in flight");
+        while let Some((id, call)) = self.calls.end_due(now) {
             let status = Status::new(Code::DeadlineExceeded, "deadline exceeded (client)");
             out.push((
                 Outcome::Failed {
@@ -194,16 +171,13 @@ impl Client {
 
     /// The connection is gone: every call in flight fails with `UNAVAILABLE`, in id order.
     pub fn lost(&mut self) -> Vec<Outcome> {
-        let mut ids: Vec<CallId> = self.calls.keys().copied().collect();
-        ids.sort_unstable();
-        ids.into_iter()
-            .map(|id| {
-                let call = self.end(id).expect("listed");
-                Outcome::Failed {
-                    id,
-                    method: call.method,
-                    status: Status::new(Code::Unavailable, "connection lost"),
-                }
+        self.calls
+            .end_all()
+            .into_iter()
+            .map(|(id, call)| Outcome::Failed {
+                id,
+                method: call.method,
+                status: Status::new(Code::Unavailable, "connection lost"),
             })
             .collect()
     }

@@ -14,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+mod calls;
 mod client;
 mod id;
 mod server;

@@ -1,12 +1,13 @@
 //! The server side of one session: calls in progress, their deadlines, cancellation, and the
 //! bound on how many a client may have open.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use ferry_transport::Meta;
 
 use crate::CallId;
+use crate::calls::{Call, Calls};
 use crate::status::{Code, Status};
 use crate::wire::{self, Frame, RpcError};
 
@@ -53,20 +54,13 @@ pub enum Event {
     },
 }
 
-#[derive(Debug)]
-struct Call {
-    method: u16,
-    deadline: Option<Instant>,
-}
-
 /// The server side of one session (sans-IO). A call is in progress from its request to its
 /// answer, its cancellation or its deadline, whichever comes first; an answer to a call no
 /// longer in progress is not sent.
 #[derive(Debug)]
 pub struct Server {
     config: ServerConfig,
-    calls: HashMap<CallId, Call>,
-    deadlines: BTreeSet<(Instant, CallId)>,
+    calls: Calls,
     /// Budgets received for requests not yet arrived.
     budgets: HashMap<CallId, Duration>,
 }
@@ -76,8 +70,7 @@ impl Server {
     pub fn new(config: ServerConfig) -> Server {
         Server {
             config,
-            calls: HashMap::new(),
-            deadlines: BTreeSet::new(),
+            calls: Calls::default(),
             budgets: HashMap::new(),
         }
     }
@@ -98,7 +91,7 @@ impl Server {
         match wire::parse(meta, raw)? {
             Frame::Deadline { id: wire_id, budget } => {
                 let id = CallId(wire_id);
-                if self.calls.contains_key(&id) || self.budgets.contains_key(&id) {
+                if self.calls.get(id).is_some() || self.budgets.contains_key(&id) {
                     return Err(RpcError::DuplicateId { id: wire_id });
                 }
                 if self.budgets.len() >= self.config.max_in_flight {
@@ -112,7 +105,7 @@ impl Server {
             }
             Frame::Request { method, id: wire_id } => {
                 let id = CallId(wire_id);
-                if self.calls.contains_key(&id) {
+                if self.calls.get(id).is_some() {
                     return Err(RpcError::DuplicateId { id: wire_id });
                 }
                 let budget = self.budgets.remove(&id);
@@ -125,34 +118,23 @@ impl Server {
                     return Ok(Some(Event::Refused { id, meta, payload }));
                 }
                 let deadline = budget.and_then(|b| now.checked_add(b));
-                if let Some(at) = deadline {
-                    self.deadlines.insert((at, id));
-                }
                 self.calls.insert(id, Call { method, deadline });
                 Ok(Some(Event::Request { id, method, deadline }))
             }
             Frame::Cancel { id } => {
                 let id = CallId(id);
                 self.budgets.remove(&id);
-                Ok(self.end(id).map(|_| Event::Cancelled { id }))
+                Ok(self.calls.end(id).map(|_| Event::Cancelled { id }))
             }
             Frame::Response { id, .. } => Err(direction(id, "response")),
             Frame::Failed { id, .. } => Err(direction(id, "status")),
         }
     }
 
-    fn end(&mut self, id: CallId) -> Option<Call> {
-        let call = self.calls.remove(&id)?;
-        if let Some(at) = call.deadline {
-            self.deadlines.remove(&(at, id));
-        }
-        Some(call)
-    }
-
     /// Ends call `id` with a response: the metadata to send the response message with, or
     /// `None` if the call is no longer in progress (cancelled, expired): send nothing.
     pub fn respond(&mut self, id: CallId) -> Option<Meta> {
-        let call = self.end(id)?;
+        let call = self.calls.end(id)?;
         Some(Meta {
             kind: call.method,
             flags: wire::RESPONSE,
@@ -163,24 +145,20 @@ impl Server {
     /// Ends call `id` with `status`: the status frame to send (metadata and raw payload), or
     /// `None` if the call is no longer in progress.
     pub fn fail(&mut self, id: CallId, status: &Status) -> Option<(Meta, Vec<u8>)> {
-        let call = self.end(id)?;
+        let call = self.calls.end(id)?;
         Some(status_frame(call.method, id, status))
     }
 
     /// The earliest deadline of a call in progress.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|&(at, _)| at)
+        self.calls.next_deadline()
     }
 
     /// Ends every call whose deadline is at or before `now`: returns each call's id with the
     /// `DEADLINE_EXCEEDED` status frame to send (its handler's answer will be dropped).
     pub fn expire(&mut self, now: Instant) -> Vec<(CallId, Meta, Vec<u8>)> {
         let mut out = Vec::new();
-        while let Some(&(at, id)) = self.deadlines.first() {
-            if at > now {
-                break;
-            }
-            let call = self.end(id).expect("a deadline belongs to a call in progress");
+        while let Some((id, call)) = self.calls.end_due(now) {
             let status = Status::new(Code::DeadlineExceeded, "deadline exceeded (server)");
             let (meta, payload) = status_frame(call.method, id, &status);
             out.push((id, meta, payload));
@@ -191,12 +169,8 @@ impl Server {
     /// The connection is gone: forgets every call (their answers will not be sent) and
     /// returns their ids, in order, so handlers may stop.
     pub fn lost(&mut self) -> Vec<CallId> {
-        let mut ids: Vec<CallId> = self.calls.keys().copied().collect();
-        ids.sort_unstable();
-        self.calls.clear();
-        self.deadlines.clear();
         self.budgets.clear();
-        ids
+        self.calls.end_all().into_iter().map(|(id, _)| id).collect()
     }
 }
 
