@@ -120,6 +120,19 @@ pub struct FieldDesc<'d> {
     pub oneof: Option<u16>,
 }
 
+impl<'d> FieldDesc<'d> {
+    /// A field outside any oneof.
+    pub const fn new(name: &'d str, number: u32, kind: Kind<'d>, label: Label) -> Self {
+        FieldDesc {
+            name,
+            number,
+            kind,
+            label,
+            oneof: None,
+        }
+    }
+}
+
 /// A message type.
 ///
 /// Generated code writes one `static` per message with [`MessageDesc::new`]; recursive messages

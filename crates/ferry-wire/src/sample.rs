@@ -21,22 +21,12 @@ use crate::{
     MessageView, View, Visitor,
 };
 
-const fn field(name: &'static str, number: u32, kind: Kind<'static>, label: Label) -> FieldDesc<'static> {
-    FieldDesc {
-        name,
-        number,
-        kind,
-        label,
-        oneof: None,
-    }
-}
-
 /// Descriptor of [`Record`].
 pub static RECORD: MessageDesc = MessageDesc::new(
     "ferry.sample.Record",
     &[
-        field("key", 1, Kind::Bytes, Label::Optional),
-        field("fields", 2, Kind::Bytes, Label::Repeated),
+        FieldDesc::new("key", 1, Kind::Bytes, Label::Optional),
+        FieldDesc::new("fields", 2, Kind::Bytes, Label::Repeated),
     ],
     false,
 );
@@ -194,8 +184,8 @@ pub const SCALAR_KINDS: [Kind; 14] = [
 pub static MAP_STRING_INT64: MessageDesc = MessageDesc::new(
     "ferry.sample.AllKinds.StrI64Entry",
     &[
-        field("key", 1, Kind::String, Label::Optional),
-        field("value", 2, Kind::Int64, Label::Optional),
+        FieldDesc::new("key", 1, Kind::String, Label::Optional),
+        FieldDesc::new("value", 2, Kind::Int64, Label::Optional),
     ],
     true,
 );
@@ -204,8 +194,8 @@ pub static MAP_STRING_INT64: MessageDesc = MessageDesc::new(
 pub static MAP_UINT32_MESSAGE: MessageDesc = MessageDesc::new(
     "ferry.sample.AllKinds.U32MsgEntry",
     &[
-        field("key", 1, Kind::UInt32, Label::Optional),
-        field("value", 2, Kind::Message(&ALL_KINDS), Label::Optional),
+        FieldDesc::new("key", 1, Kind::UInt32, Label::Optional),
+        FieldDesc::new("value", 2, Kind::Message(&ALL_KINDS), Label::Optional),
     ],
     true,
 );
@@ -214,8 +204,8 @@ pub static MAP_UINT32_MESSAGE: MessageDesc = MessageDesc::new(
 pub static MAP_BOOL_BYTES: MessageDesc = MessageDesc::new(
     "ferry.sample.AllKinds.BoolBytesEntry",
     &[
-        field("key", 1, Kind::Bool, Label::Optional),
-        field("value", 2, Kind::Bytes, Label::Optional),
+        FieldDesc::new("key", 1, Kind::Bool, Label::Optional),
+        FieldDesc::new("value", 2, Kind::Bytes, Label::Optional),
     ],
     true,
 );
@@ -225,49 +215,49 @@ pub static MAP_BOOL_BYTES: MessageDesc = MessageDesc::new(
 pub static ALL_KINDS: MessageDesc = MessageDesc::new(
     "ferry.sample.AllKinds",
     &[
-        field("int32", 1, Kind::Int32, Label::Optional),
-        field("int64", 2, Kind::Int64, Label::Optional),
-        field("uint32", 3, Kind::UInt32, Label::Optional),
-        field("uint64", 4, Kind::UInt64, Label::Optional),
-        field("sint32", 5, Kind::SInt32, Label::Optional),
-        field("sint64", 6, Kind::SInt64, Label::Optional),
-        field("fixed32", 7, Kind::Fixed32, Label::Optional),
-        field("fixed64", 8, Kind::Fixed64, Label::Optional),
-        field("sfixed32", 9, Kind::SFixed32, Label::Optional),
-        field("sfixed64", 10, Kind::SFixed64, Label::Optional),
-        field("float", 11, Kind::Float, Label::Optional),
-        field("double", 12, Kind::Double, Label::Optional),
-        field("bool", 13, Kind::Bool, Label::Optional),
-        field("enum", 14, Kind::Enum, Label::Optional),
-        field("string", 15, Kind::String, Label::Optional),
-        field("bytes", 16, Kind::Bytes, Label::Optional),
-        field("child", 17, Kind::Message(&ALL_KINDS), Label::Optional),
-        field("record", 18, Kind::Message(&RECORD), Label::Optional),
-        field("r_int32", 21, Kind::Int32, Label::Repeated),
-        field("r_int64", 22, Kind::Int64, Label::Repeated),
-        field("r_uint32", 23, Kind::UInt32, Label::Repeated),
-        field("r_uint64", 24, Kind::UInt64, Label::Repeated),
-        field("r_sint32", 25, Kind::SInt32, Label::Repeated),
-        field("r_sint64", 26, Kind::SInt64, Label::Repeated),
-        field("r_fixed32", 27, Kind::Fixed32, Label::Repeated),
-        field("r_fixed64", 28, Kind::Fixed64, Label::Repeated),
-        field("r_sfixed32", 29, Kind::SFixed32, Label::Repeated),
-        field("r_sfixed64", 30, Kind::SFixed64, Label::Repeated),
-        field("r_float", 31, Kind::Float, Label::Repeated),
-        field("r_double", 32, Kind::Double, Label::Repeated),
-        field("r_bool", 33, Kind::Bool, Label::Repeated),
-        field("r_enum", 34, Kind::Enum, Label::Repeated),
-        field("r_string", 35, Kind::String, Label::Repeated),
-        field("r_bytes", 36, Kind::Bytes, Label::Repeated),
-        field("r_child", 37, Kind::Message(&ALL_KINDS), Label::Repeated),
-        field("m_str_i64", 40, Kind::Message(&MAP_STRING_INT64), Label::Repeated),
-        field(
+        FieldDesc::new("int32", 1, Kind::Int32, Label::Optional),
+        FieldDesc::new("int64", 2, Kind::Int64, Label::Optional),
+        FieldDesc::new("uint32", 3, Kind::UInt32, Label::Optional),
+        FieldDesc::new("uint64", 4, Kind::UInt64, Label::Optional),
+        FieldDesc::new("sint32", 5, Kind::SInt32, Label::Optional),
+        FieldDesc::new("sint64", 6, Kind::SInt64, Label::Optional),
+        FieldDesc::new("fixed32", 7, Kind::Fixed32, Label::Optional),
+        FieldDesc::new("fixed64", 8, Kind::Fixed64, Label::Optional),
+        FieldDesc::new("sfixed32", 9, Kind::SFixed32, Label::Optional),
+        FieldDesc::new("sfixed64", 10, Kind::SFixed64, Label::Optional),
+        FieldDesc::new("float", 11, Kind::Float, Label::Optional),
+        FieldDesc::new("double", 12, Kind::Double, Label::Optional),
+        FieldDesc::new("bool", 13, Kind::Bool, Label::Optional),
+        FieldDesc::new("enum", 14, Kind::Enum, Label::Optional),
+        FieldDesc::new("string", 15, Kind::String, Label::Optional),
+        FieldDesc::new("bytes", 16, Kind::Bytes, Label::Optional),
+        FieldDesc::new("child", 17, Kind::Message(&ALL_KINDS), Label::Optional),
+        FieldDesc::new("record", 18, Kind::Message(&RECORD), Label::Optional),
+        FieldDesc::new("r_int32", 21, Kind::Int32, Label::Repeated),
+        FieldDesc::new("r_int64", 22, Kind::Int64, Label::Repeated),
+        FieldDesc::new("r_uint32", 23, Kind::UInt32, Label::Repeated),
+        FieldDesc::new("r_uint64", 24, Kind::UInt64, Label::Repeated),
+        FieldDesc::new("r_sint32", 25, Kind::SInt32, Label::Repeated),
+        FieldDesc::new("r_sint64", 26, Kind::SInt64, Label::Repeated),
+        FieldDesc::new("r_fixed32", 27, Kind::Fixed32, Label::Repeated),
+        FieldDesc::new("r_fixed64", 28, Kind::Fixed64, Label::Repeated),
+        FieldDesc::new("r_sfixed32", 29, Kind::SFixed32, Label::Repeated),
+        FieldDesc::new("r_sfixed64", 30, Kind::SFixed64, Label::Repeated),
+        FieldDesc::new("r_float", 31, Kind::Float, Label::Repeated),
+        FieldDesc::new("r_double", 32, Kind::Double, Label::Repeated),
+        FieldDesc::new("r_bool", 33, Kind::Bool, Label::Repeated),
+        FieldDesc::new("r_enum", 34, Kind::Enum, Label::Repeated),
+        FieldDesc::new("r_string", 35, Kind::String, Label::Repeated),
+        FieldDesc::new("r_bytes", 36, Kind::Bytes, Label::Repeated),
+        FieldDesc::new("r_child", 37, Kind::Message(&ALL_KINDS), Label::Repeated),
+        FieldDesc::new("m_str_i64", 40, Kind::Message(&MAP_STRING_INT64), Label::Repeated),
+        FieldDesc::new(
             "m_u32_msg",
             41,
             Kind::Message(&MAP_UINT32_MESSAGE),
             Label::Repeated,
         ),
-        field(
+        FieldDesc::new(
             "m_bool_bytes",
             42,
             Kind::Message(&MAP_BOOL_BYTES),
@@ -276,8 +266,8 @@ pub static ALL_KINDS: MessageDesc = MessageDesc::new(
         oneof("o_uint64", 50, Kind::UInt64, 0),
         oneof("o_string", 51, Kind::String, 0),
         oneof("o_child", 52, Kind::Message(&ALL_KINDS), 0),
-        field("far", 100, Kind::Fixed64, Label::Optional),
-        field("very_far", 70000, Kind::Bytes, Label::Optional),
+        FieldDesc::new("far", 100, Kind::Fixed64, Label::Optional),
+        FieldDesc::new("very_far", 70000, Kind::Bytes, Label::Optional),
     ],
     false,
 );

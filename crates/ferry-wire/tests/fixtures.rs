@@ -22,18 +22,8 @@ use DecodeErrorKind as K;
 // Schemas of the examples (the `.proto` text is in the document).
 // ---------------------------------------------------------------------------------------------
 
-const fn field(name: &'static str, number: u32, kind: Kind<'static>, label: Label) -> FieldDesc<'static> {
-    FieldDesc {
-        name,
-        number,
-        kind,
-        label,
-        oneof: None,
-    }
-}
-
 const fn opt(name: &'static str, number: u32, kind: Kind<'static>) -> FieldDesc<'static> {
-    field(name, number, kind, Label::Optional)
+    FieldDesc::new(name, number, kind, Label::Optional)
 }
 
 /// Example 1.
@@ -65,7 +55,7 @@ static SCALARS_REQUIRED: MessageDesc = MessageDesc::new(
     "fixtures.ScalarsRequired",
     &[
         opt("temp", 1, Kind::Int32),
-        field("big", 4, Kind::Int64, Label::Required),
+        FieldDesc::new("big", 4, Kind::Int64, Label::Required),
     ],
     false,
 );
@@ -89,7 +79,7 @@ static OUTER: MessageDesc = MessageDesc::new(
     "fixtures.Outer",
     &[
         opt("inner", 1, Kind::Message(&INNER)),
-        field("nums", 2, Kind::Int32, Label::Repeated),
+        FieldDesc::new("nums", 2, Kind::Int32, Label::Repeated),
         opt("far", 70, Kind::Fixed64),
     ],
     false,
@@ -109,7 +99,7 @@ static COUNTS_ENTRY: MessageDesc = MessageDesc::new(
 static TAGGED: MessageDesc = MessageDesc::new(
     "fixtures.Tagged",
     &[
-        field("counts", 1, Kind::Message(&COUNTS_ENTRY), Label::Repeated),
+        FieldDesc::new("counts", 1, Kind::Message(&COUNTS_ENTRY), Label::Repeated),
         FieldDesc {
             name: "id",
             number: 2,
@@ -132,7 +122,7 @@ static TAGGED: MessageDesc = MessageDesc::new(
 static TAGGED_NO_ONEOF: MessageDesc = MessageDesc::new(
     "fixtures.TaggedNoOneof",
     &[
-        field("counts", 1, Kind::Message(&COUNTS_ENTRY), Label::Repeated),
+        FieldDesc::new("counts", 1, Kind::Message(&COUNTS_ENTRY), Label::Repeated),
         opt("id", 2, Kind::UInt64),
         opt("label", 3, Kind::String),
     ],
@@ -144,7 +134,7 @@ static RECORD: MessageDesc = MessageDesc::new(
     "fixtures.Record",
     &[
         opt("key", 1, Kind::Bytes),
-        field("fields", 2, Kind::Bytes, Label::Repeated),
+        FieldDesc::new("fields", 2, Kind::Bytes, Label::Repeated),
     ],
     false,
 );
@@ -152,7 +142,7 @@ static RECORD: MessageDesc = MessageDesc::new(
 /// A recursive message: `message Node { repeated Node kids = 1; }`.
 static NODE: MessageDesc = MessageDesc::new(
     "fixtures.Node",
-    &[field("kids", 1, Kind::Message(&NODE), Label::Repeated)],
+    &[FieldDesc::new("kids", 1, Kind::Message(&NODE), Label::Repeated)],
     false,
 );
 
