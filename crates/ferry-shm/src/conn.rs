@@ -512,7 +512,9 @@ impl ShmConnection {
         let mut armed = false;
         loop {
             if let Some(m) = self.core.next(&self.mem)? {
-                self.core.withdraw(&mut self.mem);
+                if armed {
+                    self.core.withdraw(&mut self.mem);
+                }
                 return Ok(Some(self.frame(m)));
             }
             if self.core.credits() > 0 {
