@@ -103,10 +103,20 @@ impl ShmFrame {
     }
 
     /// Validates the Ferry message and returns its view, reading in place in the peer's memory.
-    /// `limits` apply as given: `max_message_len` bounds the bytes the message references
-    /// (its header segment and values), not the region they lie in (`View::decode_at`).
+    ///
+    /// A message sent with `send` is read with region-relative offsets (`View::decode_at`):
+    /// `limits.max_message_len` bounds the bytes the message references (its header segment
+    /// and values), not the region they lie in. A frame sent with `send_payload` is read as
+    /// one contiguous Ferry message (`View::decode` over [`bytes`](Self::bytes)): what
+    /// `Outgoing::to_vec`, or `write_head` followed by the zero-copy values in order, produces;
+    /// its values must lie inside the payload. Either way nothing is copied, and, as over TCP,
+    /// any frame can be viewed: raw bytes that are not a message of `desc` are a
+    /// `DecodeError`, never a panic.
     pub fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &Limits) -> Result<View<'a>, DecodeError> {
-        View::decode_at(self.region(), self.offset, desc, limits)
+        match self.bytes() {
+            Some(bytes) => View::decode(bytes, desc, limits),
+            None => View::decode_at(self.region(), self.offset, desc, limits),
+        }
     }
 
     /// The whole region the peer shares (its memfd): what a view reads from.
