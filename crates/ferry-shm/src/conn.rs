@@ -71,6 +71,9 @@ const MAGIC: [u8; 8] = *b"FERRYSHM";
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const VERSION: u32 = 1;
 const HELLO_LEN: usize = 32;
+/// [`ShmConnection::poll_recv`] looks at the socket for a hang-up once per this many calls
+/// that found nothing (a dead peer sets no word in shared memory).
+const POLLS_PER_HANG_UP_CHECK: u32 = 1024;
 
 /// A received message: read in place in the peer's memory, which stays mapped and
 /// unacknowledged (so the peer cannot reuse it) until this frame is dropped. `!Send`: frames
@@ -238,6 +241,9 @@ pub struct ShmConnection {
     peer_doorbell: OwnedFd,
     spin: Duration,
     spins: u32,
+    /// Calls of `poll_recv` that found nothing (it looks at the socket every
+    /// [`POLLS_PER_HANG_UP_CHECK`]).
+    idle_polls: u32,
 }
 
 impl ShmConnection {
@@ -329,6 +335,7 @@ impl ShmConnection {
             peer_doorbell,
             spin: config.spin,
             spins: 0,
+            idle_polls: 0,
         })
     }
 
@@ -514,7 +521,10 @@ impl ShmConnection {
     ///
     /// Returning `Ok(None)` arms the doorbell: this side announces that it waits, so the peer's
     /// next publication writes the eventfd that [`as_fd`](AsFd::as_fd) returns, and a poll loop
-    /// wakes. The announcement is withdrawn on the next call.
+    /// wakes. The announcement is withdrawn on the next call (of this or of
+    /// [`poll_recv`](Self::poll_recv)). Each call reads the eventfd (to clear it) and, when it
+    /// finds nothing, polls the socket for a hang-up: two system calls, which a busy-polling
+    /// loop avoids with `poll_recv`.
     pub fn try_recv(&mut self) -> Result<Option<ShmFrame>, TransportError> {
         self.core.check()?;
         self.core.withdraw(&mut self.mem);
@@ -548,6 +558,53 @@ impl ShmConnection {
         }
         if sys::hung_up(self.sock.as_fd()) {
             // The socket closed: take what was published before it did, then fail.
+            if self.core.poll(&mut self.mem)? {
+                if let Some(m) = self.core.next(&self.mem)? {
+                    return Ok(Some(self.frame(m)));
+                }
+            }
+            return Err(self.reset());
+        }
+        Ok(None)
+    }
+
+    /// The next message if one has arrived, never waiting and never arming the doorbell: for
+    /// a loop that busy-polls its connections. Like [`try_recv`](Self::try_recv), it publishes
+    /// the block being filled (and acknowledgements owed) as far as credits and ring room
+    /// allow, and fails the same way when the peer has closed or gone.
+    ///
+    /// Unlike `try_recv`, returning `Ok(None)` announces nothing: the peer never writes the
+    /// eventfd on this side's behalf, so publishing costs it no system call, and a loop that
+    /// wants to sleep must call `try_recv` (which arms the doorbell) before it waits on
+    /// [`as_fd`](AsFd::as_fd). An announcement an earlier `try_recv` left up is withdrawn (and
+    /// the eventfd cleared) by the first call. Otherwise the call reads and writes shared
+    /// memory only, with no system call and no clock read, except that one call in 1024 that
+    /// find nothing looks at the socket (a peer that dies sets no word in shared memory), and
+    /// that a publication that finds the peer asleep rings its doorbell.
+    pub fn poll_recv(&mut self) -> Result<Option<ShmFrame>, TransportError> {
+        self.core.check()?;
+        if self.core.announced() {
+            self.core.withdraw(&mut self.mem);
+            sys::drain(self.doorbell.as_fd());
+        }
+        loop {
+            if let Some(m) = self.core.next(&self.mem)? {
+                return Ok(Some(self.frame(m)));
+            }
+            if self.core.credits() > 0 {
+                self.core.close_block();
+            }
+            self.core.publish(&mut self.mem)?;
+            self.core.publish_acks(&mut self.mem)?;
+            self.wake();
+            // Acknowledgements alone (credits back) may let more out: publish and look again.
+            if !self.core.poll(&mut self.mem)? {
+                break;
+            }
+        }
+        self.idle_polls = self.idle_polls.wrapping_add(1);
+        if self.idle_polls % POLLS_PER_HANG_UP_CHECK == 0 && sys::hung_up(self.sock.as_fd()) {
+            // As in `try_recv`: take what was published before the socket closed, then fail.
             if self.core.poll(&mut self.mem)? {
                 if let Some(m) = self.core.next(&self.mem)? {
                     return Ok(Some(self.frame(m)));

@@ -863,6 +863,29 @@ fn try_recv_notices_a_closed_socket() {
     p.finish();
 }
 
+/// The same peer, seen by a busy-polling `poll_recv`, which looks at the socket only now and
+/// then: it fails within `POLLS_PER_HANG_UP_CHECK` calls, not "nothing yet" for ever.
+#[test]
+fn poll_recv_notices_a_closed_socket() {
+    let mut p = Pair::new("closed-poll", 8);
+    p.hostile.sock.shutdown(std::net::Shutdown::Both).unwrap();
+    let mut calls = 0;
+    let e = loop {
+        calls += 1;
+        match p.conn.poll_recv() {
+            Ok(None) => assert!(calls <= 1024, "still polling after {calls} calls"),
+            Ok(Some(f)) => panic!("a frame from a peer that sent none: {f:?}"),
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(&e, TransportError::Io { source, .. } if source.kind() == std::io::ErrorKind::ConnectionReset),
+        "poll_recv after the peer hung up: {e:?}"
+    );
+    assert!(matches!(p.conn.poll_recv(), Err(TransportError::Poisoned)));
+    p.finish();
+}
+
 /// The same peer, seen by a blocking `recv`: it fails (and does not hang).
 #[test]
 fn recv_notices_a_closed_socket() {

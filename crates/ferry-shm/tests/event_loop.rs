@@ -1,14 +1,46 @@
 //! What a one-thread event loop that drives many connections relies on: any frame can be
 //! viewed as a Ferry message, as over TCP (a message sent contiguously with `send_payload`
-//! too). Each side's pool must have every buffer back once its connection is dropped (checked
-//! by `run_pair`).
+//! too); a busy-polling receive (`poll_recv`) that never makes the peer ring a doorbell. Each
+//! side's pool must have every buffer back once its connection is dropped (checked by
+//! `run_pair`).
 mod common;
 
-use common::{limits, pattern, run_pair};
-use ferry_shm::{ShmConfig, ShmConnection};
+use std::sync::mpsc::{Receiver, channel};
+
+use common::{DEADLINE, limits, pattern, run_pair};
+use ferry_shm::{ShmConfig, ShmConnection, ShmFrame};
 use ferry_transport::{Meta, Payload, Received, TransportError};
 use ferry_wire::sample::{RECORD, Record};
-use ferry_wire::{Context, Outgoing};
+use ferry_wire::{Context, Message as _, Outgoing};
+
+/// Queues a record whose key is `i` and whose one field is `value`, with the implicit id.
+fn send_keyed(conn: &mut ShmConnection, i: u64, value: &[u8]) -> Result<(), TransportError> {
+    let ctx = Context::new(conn.pool().clone());
+    let key = i.to_le_bytes();
+    let mut r = Record::new(&ctx);
+    r.set_key(&key[..]);
+    r.append_field(value);
+    let id = conn.next_request_id();
+    conn.send(Meta::new(7, id), &r)
+}
+
+/// The key of a received record, after checking that its one field is `value` and that its
+/// request id is the key.
+fn key_checked(frame: &ShmFrame, value: &[u8]) -> u64 {
+    let view = Record::decode_at(frame.region(), frame.offset(), &limits()).expect("valid record");
+    assert_eq!(view.fields().len(), 1);
+    assert!(view.fields().get(0) == Some(value), "field bytes differ");
+    let key = u64::from_le_bytes(view.key().try_into().expect("8-byte key"));
+    assert_eq!(frame.meta().request_id, key);
+    key
+}
+
+fn step(rx: &Receiver<&'static str>, expected: &str) {
+    let got = rx
+        .recv_timeout(DEADLINE)
+        .unwrap_or_else(|e| panic!("waiting for the other side to say {expected:?}: {e}"));
+    assert_eq!(got, expected, "the sides are out of step");
+}
 
 /// A Ferry message sent as raw bytes (its header segment and zero-copy values gathered, or
 /// `to_vec`'s contiguous copy) is viewed by the receiver, through `ShmFrame::view` and the
@@ -77,4 +109,71 @@ fn a_ferry_message_sent_as_a_payload_is_viewed() {
             assert!(matches!(conn.recv(), Err(TransportError::Closed)));
         },
     );
+}
+
+/// A receiver that only busy-polls (`poll_recv`) gets every message, in order, and never
+/// announces sleep, so the sender rings no doorbell (its `wakeups` stay 0), though an earlier
+/// `try_recv` had armed it (the first `poll_recv` withdraws that). Few credits make the sender
+/// wait for acknowledgements, which `poll_recv` publishes. Once the sender has dropped its
+/// connection, the next `poll_recv` reports `Closed`.
+#[test]
+fn a_busy_polling_receiver_is_never_woken() {
+    const N: u64 = 2000;
+    let config = ShmConfig {
+        credits: 4,
+        block_size: 4096,
+        ..ShmConfig::default()
+    };
+    let (to_a, from_b) = channel();
+    let (to_b, from_a) = channel();
+    let (a, b) = run_pair(
+        "busy-poll",
+        config.clone(),
+        config,
+        move |mut conn: ShmConnection| {
+            step(&from_b, "polling");
+            let value = conn.pool().copy_from(&pattern(3000, 8)).unwrap();
+            for i in 0..N {
+                send_keyed(&mut conn, i, &value[..]).unwrap();
+                if i % 7 == 0 {
+                    conn.flush().unwrap();
+                }
+            }
+            conn.wait_idle().unwrap();
+            let stats = conn.stats();
+            drop(conn);
+            to_b.send("dropped").unwrap();
+            stats
+        },
+        move |mut conn: ShmConnection| {
+            assert!(conn.try_recv().unwrap().is_none(), "nothing sent yet");
+            assert!(conn.poll_recv().unwrap().is_none());
+            to_a.send("polling").unwrap();
+            let value = pattern(3000, 8);
+            let mut next = 0;
+            while next < N {
+                if let Some(f) = conn.poll_recv().unwrap() {
+                    assert_eq!(key_checked(&f, &value), next);
+                    next += 1;
+                }
+            }
+            // Keep polling (publishing acknowledgements) until the sender is idle and gone: the
+            // first call after it has dropped its connection fails.
+            loop {
+                let dropped = from_a.try_recv().is_ok();
+                match conn.poll_recv() {
+                    Ok(None) => assert!(!dropped, "a dropped peer not reported"),
+                    Err(TransportError::Closed) => break,
+                    other => panic!("after the last message: {other:?}"),
+                }
+            }
+            assert!(matches!(conn.poll_recv(), Err(TransportError::Poisoned)));
+            conn.stats()
+        },
+    );
+    assert_eq!(a.messages_sent, N);
+    assert_eq!(b.messages_received, N);
+    assert!(a.credit_waits > 0, "the sender waited for credits: {a:?}");
+    assert_eq!(a.wakeups, 0, "the sender rang a receiver that only polls: {a:?}");
+    assert_eq!(b.sleeps, 0, "{b:?}");
 }

@@ -139,6 +139,8 @@ pub struct Endpoint {
     in_flight: VecDeque<(SharedBuf, Vec<SharedBuf>)>,
     send_seq: u64,
     wake: bool,
+    /// Whether this side's sleep announcement is up (its `sleeping` word is 1).
+    announced: bool,
     // Receiving.
     recv_seq: u64,
     blocks_seen: u64,
@@ -179,6 +181,7 @@ impl Endpoint {
             in_flight: VecDeque::new(),
             send_seq: 0,
             wake: false,
+            announced: false,
             recv_seq: 0,
             blocks_seen: 0,
             peer_unacked: 0,
@@ -598,14 +601,24 @@ impl Endpoint {
 
     /// Announces that this side is about to wait for the peer, then looks again: returns
     /// whether the peer published or closed since (then do not sleep). While announced, the
-    /// peer's next entry reports a wake-up ([`take_wake`](Self::take_wake) on its side).
+    /// peer's next entry, a block or an acknowledgement alone, reports a wake-up
+    /// ([`take_wake`](Self::take_wake) on its side).
     pub fn announce_sleep(&mut self, mem: &mut impl Shared) -> bool {
+        self.announced = true;
         self.rings.announce_sleep(mem)
     }
 
-    /// Withdraws [`announce_sleep`](Self::announce_sleep).
+    /// Whether an [`announce_sleep`](Self::announce_sleep) is up (not yet withdrawn).
+    pub fn announced(&self) -> bool {
+        self.announced
+    }
+
+    /// Withdraws [`announce_sleep`](Self::announce_sleep); with none up, does nothing (no
+    /// store to the word the peer reads on every publication).
     pub fn withdraw(&mut self, mem: &mut impl Shared) {
-        self.rings.withdraw(mem);
+        if std::mem::take(&mut self.announced) {
+            self.rings.withdraw(mem);
+        }
     }
 
     /// Tells the peer this side has shut down (a sleeping peer is to be woken: see
