@@ -244,6 +244,8 @@ pub struct ShmConnection {
     /// Calls of `poll_recv` that found nothing (it looks at the socket every
     /// [`POLLS_PER_HANG_UP_CHECK`]).
     idle_polls: u32,
+    /// Sends and flushes return `WouldBlock` rather than wait for credits.
+    nonblocking: bool,
 }
 
 impl ShmConnection {
@@ -336,6 +338,7 @@ impl ShmConnection {
             spin: config.spin,
             spins: 0,
             idle_polls: 0,
+            nonblocking: false,
         })
     }
 
@@ -374,6 +377,79 @@ impl ShmConnection {
         }
     }
 
+    /// Non-blocking mode (`yes`), or back to the default, blocking mode. In non-blocking mode
+    /// [`send`](Self::send), [`send_payload`](Self::send_payload) and [`flush`](Self::flush)
+    /// never wait for credits or ring room: blocks that cannot be published yet stay queued
+    /// and go out on later calls (`send`, `flush`, `try_recv` and `poll_recv` publish what
+    /// credits allow). Memory stays bounded: while a queued block waits, `send` and
+    /// `send_payload` refuse the next message with [`TransportError::WouldBlock`] and take
+    /// nothing (retry it later, as with `ferry-net`'s non-blocking sender), so at most
+    /// `credits` blocks are in flight and one (or, when a message does not fit in the room
+    /// left, two) wait, besides the block being filled. `flush` returns `WouldBlock` while
+    /// anything stays unpublished ([`has_unsent`](Self::has_unsent)).
+    ///
+    /// What to wait on after `WouldBlock`: credits come back only as acknowledgements in the
+    /// peer's ring entries, and every entry the peer publishes (an acknowledgement alone
+    /// included) rings the doorbell once it is armed. So call [`try_recv`](Self::try_recv)
+    /// until it returns `None` (it publishes what returned credits allow, and arms the
+    /// doorbell); if `has_unsent()` is then still true, poll [`as_fd`](AsFd::as_fd) for
+    /// readability before retrying, else retry at once. (Ring room never holds a block back
+    /// while a credit is left, since credits are at most half the ring.) A busy-polling loop
+    /// retries after [`poll_recv`](Self::poll_recv) instead, with no doorbell.
+    ///
+    /// Receiving is unchanged: [`recv`](Self::recv) still waits for a message, though not for
+    /// credits; [`wait_idle`](Self::wait_idle) waits in either mode.
+    pub fn set_nonblocking(&mut self, yes: bool) {
+        self.nonblocking = yes;
+    }
+
+    /// Whether something is queued and not yet published: messages in a block (the one being
+    /// filled, or ready and waiting for a credit) or acknowledgements owed to the peer (frames
+    /// dropped since the last publication). [`flush`](Self::flush) publishes them (in
+    /// non-blocking mode, as far as credits allow). Published blocks the peer has not yet
+    /// acknowledged do not count: see [`blocks_in_flight`](Self::blocks_in_flight).
+    pub fn has_unsent(&self) -> bool {
+        self.core.has_unsent()
+    }
+
+    /// Publishes ready blocks and owed acknowledgements as far as credits and ring room allow,
+    /// taking in the acknowledgements that have arrived; never waits. Returns whether every
+    /// ready block went out.
+    fn push_ready(&mut self) -> Result<bool, TransportError> {
+        loop {
+            let done = self.core.publish(&mut self.mem)?;
+            self.core.publish_acks(&mut self.mem)?;
+            self.wake();
+            // What arrived may be credits: go round again (the peer's blocks are bounded by its
+            // credits and this side's ready blocks are finite, so this ends).
+            if done || !self.core.poll(&mut self.mem)? {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// Before queueing a message in non-blocking mode: `WouldBlock` (nothing queued) while
+    /// ready blocks still wait for credits once what can go out has gone.
+    fn make_room(&mut self) -> Result<(), TransportError> {
+        if self.nonblocking && self.core.has_ready() && !self.push_ready()? {
+            return Err(TransportError::WouldBlock);
+        }
+        Ok(())
+    }
+
+    /// After queueing a message: publishes the blocks it made ready (waiting for credits in
+    /// blocking mode; in non-blocking mode, what is left stays queued).
+    fn queued(&mut self) -> Result<(), TransportError> {
+        if self.core.has_ready() {
+            if self.nonblocking {
+                self.push_ready()?;
+            } else {
+                self.push_out()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Publishes every ready block, waiting for credits and ring room.
     fn push_out(&mut self) -> Result<(), TransportError> {
         let mut start = None;
@@ -399,27 +475,55 @@ impl ShmConnection {
     /// its zero-copy values are referenced where they lie in this connection's pool (values
     /// elsewhere are copied into the pool once). The block is published when full (waiting for
     /// a credit if none is left) or on [`flush`](Self::flush).
+    ///
+    /// In [non-blocking mode](Self::set_nonblocking) it never waits: a full block with no
+    /// credit stays queued, and while one does, the call returns
+    /// [`TransportError::WouldBlock`] with the message not taken (and no request id used).
     pub fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+        self.make_room()?;
         self.core.send(meta, msg)?;
-        if self.core.has_ready() {
-            self.push_out()?;
-        }
-        Ok(())
+        self.queued()
     }
 
     /// Queues a raw payload, copied into the current block (shared memory: the receiver reads
-    /// raw payloads contiguously, so gather parts are copied too).
+    /// raw payloads contiguously, so gather parts are copied too). Waits, or in non-blocking
+    /// mode returns `WouldBlock` with nothing taken, as [`send`](Self::send) does.
     pub fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError> {
+        self.make_room()?;
         self.core.send_payload(meta, payload)?;
-        if self.core.has_ready() {
-            self.push_out()?;
-        }
-        Ok(())
+        self.queued()
     }
 
     /// Publishes the current block (waiting for a credit if none is left) and any
     /// acknowledgements owed: the Nagle-like tick of the event loop.
+    ///
+    /// In [non-blocking mode](Self::set_nonblocking) it publishes what credits allow, never
+    /// waits, and returns [`TransportError::WouldBlock`] if anything stays unpublished
+    /// ([`has_unsent`](Self::has_unsent)); it goes out on later calls.
     pub fn flush(&mut self) -> Result<(), TransportError> {
+        if !self.nonblocking {
+            return self.flush_blocking();
+        }
+        self.core.check()?;
+        self.core.close_block();
+        self.push_ready()?;
+        if self.core.has_unsent() {
+            return Err(TransportError::WouldBlock);
+        }
+        Ok(())
+    }
+
+    /// Publishes what is queued and owed as far as credits allow, without waiting for them
+    /// in non-blocking mode (what is left stays queued).
+    fn flush_nowait(&mut self) -> Result<(), TransportError> {
+        match self.flush() {
+            Err(TransportError::WouldBlock) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// `flush` in blocking mode: waits for credits and ring room, whatever the mode.
+    fn flush_blocking(&mut self) -> Result<(), TransportError> {
         self.core.check()?;
         self.core.close_block();
         self.push_out()?;
@@ -489,12 +593,14 @@ impl ShmConnection {
     }
 
     /// The next message: publishes what is queued and owed, then busy-polls and sleeps
-    /// (per [`ShmConfig::spin`]) until the peer sends one.
+    /// (per [`ShmConfig::spin`]) until the peer sends one. In non-blocking mode it publishes
+    /// what credits allow (and more as they come back while it waits) without waiting for
+    /// them; it still waits for a message.
     pub fn recv(&mut self) -> Result<ShmFrame, TransportError> {
         if let Some(m) = self.core.next(&self.mem)? {
             return Ok(self.frame(m));
         }
-        self.flush()?;
+        self.flush_nowait()?;
         let mut start = None;
         loop {
             if self.core.poll(&mut self.mem)? {
@@ -504,7 +610,7 @@ impl ShmConnection {
                 // Only acknowledgements, or blocks with no message (released at once): what
                 // they allow or owe goes out before waiting again. Nothing else changes while
                 // this side waits here (frames are released on this thread).
-                self.flush()?;
+                self.flush_nowait()?;
             } else {
                 self.wait(&mut start)?;
                 // A wait that saw the socket hang up has consumed what was published before.
@@ -616,8 +722,9 @@ impl ShmConnection {
     }
 
     /// Waits until the peer has acknowledged every block sent (all values may be reused).
+    /// Publishes what is queued first, waiting for credits in either mode.
     pub fn wait_idle(&mut self) -> Result<(), TransportError> {
-        self.flush()?;
+        self.flush_blocking()?;
         let mut start = None;
         while self.core.blocks_in_flight() > 0 {
             if !self.core.poll(&mut self.mem)? {

@@ -25,6 +25,9 @@
 //! - **Credits and implicit acknowledgements.** Each block costs a credit; the receiver
 //!   acknowledges a block once every frame of it (and of every earlier block) is dropped, in the
 //!   preamble of its next block, or in an acknowledgement-only ring entry if it has none.
+//!   A send with no credit left waits, or, in non-blocking mode
+//!   ([`ShmConnection::set_nonblocking`]), leaves the block queued and refuses the next
+//!   message with `WouldBlock` until the block has gone out.
 //! - **Request ids** are implicit: both sides count messages, so a message whose id is the
 //!   count ([`ShmConnection::next_request_id`]) carries none; any other id is written out.
 //! - **Notification:** busy-poll for [`ShmConfig::spin`], then sleep on an eventfd doorbell the

@@ -1,13 +1,18 @@
 //! What a one-thread event loop that drives many connections relies on: any frame can be
 //! viewed as a Ferry message, as over TCP (a message sent contiguously with `send_payload`
-//! too); a busy-polling receive (`poll_recv`) that never makes the peer ring a doorbell. Each
-//! side's pool must have every buffer back once its connection is dropped (checked by
-//! `run_pair`).
+//! too); a busy-polling receive (`poll_recv`) that never makes the peer ring a doorbell;
+//! non-blocking sends that are refused, not queued without bound, while blocks wait for
+//! credits, with the doorbell (rung by acknowledgements) to wait on. Each side's pool must
+//! have every buffer back once its connection is dropped (checked by `run_pair`).
 mod common;
 
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::fd::AsFd;
 use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
 
-use common::{DEADLINE, limits, pattern, run_pair};
+use common::{DEADLINE, limits, outstanding, pattern, run_pair};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame};
 use ferry_transport::{Meta, Payload, Received, TransportError};
 use ferry_wire::sample::{RECORD, Record};
@@ -176,4 +181,150 @@ fn a_busy_polling_receiver_is_never_woken() {
     assert!(a.credit_waits > 0, "the sender waited for credits: {a:?}");
     assert_eq!(a.wakeups, 0, "the sender rang a receiver that only polls: {a:?}");
     assert_eq!(b.sleeps, 0, "{b:?}");
+}
+
+/// Waits (for at most `DEADLINE`) until `conn`'s doorbell rings, reading a duplicate of its
+/// eventfd (non-blocking) as a poll loop would after polling it.
+fn wait_doorbell(conn: &ShmConnection) {
+    let bell = File::from(conn.as_fd().try_clone_to_owned().unwrap());
+    let deadline = Instant::now() + DEADLINE;
+    let mut count = [0u8; 8];
+    loop {
+        match (&bell).read(&mut count) {
+            Ok(8) => return,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                assert!(Instant::now() < deadline, "the doorbell never rang");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            other => panic!("reading the doorbell: {other:?}"),
+        }
+    }
+}
+
+/// What a poll loop does after `WouldBlock`: publishes what returned credits allow and arms
+/// the doorbell (`try_recv` returning `None`), then waits on the doorbell only if something
+/// still waits for credits.
+fn wait_for_credits(conn: &mut ShmConnection) {
+    assert!(conn.try_recv().unwrap().is_none(), "the receiver sends nothing");
+    if conn.has_unsent() {
+        wait_doorbell(conn);
+    }
+}
+
+/// One block per message: 1000 bytes of payload fill a 1024-byte block.
+fn numbered_payload(i: u64) -> Vec<u8> {
+    pattern(1000, i)
+}
+
+/// A non-blocking sender facing a receiver that does not read: once its credits are spent
+/// and a block waits, `send_payload` returns `WouldBlock` with nothing taken (no request id
+/// used, no buffer allocated), and so does `flush`; its pool usage stays at the blocks in
+/// flight plus the one waiting. Once the receiver reads, its acknowledgement (an entry of its
+/// own) rings the doorbell armed by `try_recv`, the waiting block goes out, and every message
+/// taken, then the rest, arrives in order.
+#[test]
+fn a_nonblocking_sender_is_refused_while_blocks_wait_for_credits() {
+    const CREDITS: u32 = 2;
+    const N: u64 = 40;
+    let config = ShmConfig {
+        credits: CREDITS,
+        block_size: 1024,
+        ..ShmConfig::default()
+    };
+    let (to_b, from_a) = channel();
+    let (a, b) = run_pair(
+        "nonblocking",
+        config.clone(),
+        config,
+        move |mut conn: ShmConnection| {
+            conn.set_nonblocking(true);
+            let pool = conn.pool().clone();
+            let base = outstanding(&pool);
+            let send = |conn: &mut ShmConnection, i: u64| {
+                conn.send_payload(Meta::new(1, i), Payload::Bytes(&numbered_payload(i)))
+            };
+            let mut taken = 0;
+            let e = loop {
+                match send(&mut conn, taken) {
+                    Ok(()) => taken += 1,
+                    Err(e) => break e,
+                }
+                assert!(
+                    taken <= u64::from(CREDITS) + 1,
+                    "{taken} blocks taken with {CREDITS} credits"
+                );
+            };
+            assert!(matches!(e, TransportError::WouldBlock), "{e:?}");
+            assert_eq!(
+                taken,
+                u64::from(CREDITS) + 1,
+                "the credits' blocks, then one waiting"
+            );
+            assert_eq!(conn.blocks_in_flight(), CREDITS as usize);
+            assert!(conn.has_unsent());
+            let used = outstanding(&pool) - base;
+            assert!(
+                used <= CREDITS as usize + 2,
+                "{used} buffers for {taken} one-block messages"
+            );
+            let value = pool.copy_from(&pattern(3000, 9)).unwrap();
+            for _ in 0..10 {
+                assert!(matches!(send(&mut conn, taken), Err(TransportError::WouldBlock)));
+                let refused = send_keyed(&mut conn, taken, &value[..]);
+                assert!(matches!(refused, Err(TransportError::WouldBlock)), "{refused:?}");
+                assert_eq!(value.ref_count(), 1, "a refused message holds none of its values");
+                assert!(matches!(conn.flush(), Err(TransportError::WouldBlock)));
+                assert!(conn.poll_recv().unwrap().is_none());
+            }
+            assert_eq!(
+                conn.next_request_id(),
+                taken,
+                "refused messages use no request id"
+            );
+            drop(value);
+            assert_eq!(outstanding(&pool) - base, used, "refused messages take no memory");
+            assert_eq!(conn.stats().messages_sent, taken);
+            // Arm the doorbell, then let the receiver read: its acknowledgement rings it.
+            assert!(conn.try_recv().unwrap().is_none());
+            to_b.send("read").unwrap();
+            wait_doorbell(&conn);
+            let mut i = taken;
+            while i < N {
+                match send(&mut conn, i) {
+                    Ok(()) => i += 1,
+                    Err(TransportError::WouldBlock) => wait_for_credits(&mut conn),
+                    Err(e) => panic!("send {i}: {e:?}"),
+                }
+                assert!(outstanding(&pool) - base <= CREDITS as usize + 2);
+            }
+            loop {
+                match conn.flush() {
+                    Ok(()) => break,
+                    Err(TransportError::WouldBlock) => wait_for_credits(&mut conn),
+                    Err(e) => panic!("flush: {e:?}"),
+                }
+            }
+            assert!(!conn.has_unsent());
+            conn.wait_idle().unwrap();
+            assert_eq!(conn.stats().credit_waits, 0, "a non-blocking sender never waits");
+            conn.stats()
+        },
+        move |mut conn: ShmConnection| {
+            step(&from_a, "read");
+            for i in 0..N {
+                let f = conn.recv().unwrap();
+                assert_eq!(f.meta().request_id, i);
+                assert!(f.bytes() == Some(&numbered_payload(i)[..]), "message {i} differs");
+            }
+            conn.flush().unwrap();
+            assert!(matches!(conn.recv(), Err(TransportError::Closed)));
+            conn.stats()
+        },
+    );
+    assert_eq!((a.messages_sent, b.messages_received), (N, N));
+    assert!(b.ack_entries_sent >= 1, "{b:?}");
+    assert!(
+        b.wakeups >= 1,
+        "the receiver's acknowledgements woke the sender: {b:?}"
+    );
 }

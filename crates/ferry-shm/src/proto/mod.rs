@@ -216,6 +216,12 @@ impl Endpoint {
         !self.ready.is_empty()
     }
 
+    /// Whether something waits to be published: messages in the block being filled or in
+    /// ready blocks, or acknowledgements owed.
+    pub fn has_unsent(&self) -> bool {
+        self.filling.as_ref().is_some_and(|f| f.count > 0) || self.has_ready() || self.owes_acks()
+    }
+
     /// Whether acknowledgements are owed to the peer.
     pub fn owes_acks(&self) -> bool {
         self.releases.borrow().pending > 0

@@ -275,6 +275,43 @@ fn a_sleeping_peer_is_woken_by_the_next_entry() {
     pair.tick_keep_wake(0, false);
 }
 
+/// Credits come back only as acknowledgements, so a side that waits for credits (announced
+/// sleep) must be woken by an entry that carries nothing else: an acknowledgement-only entry
+/// reports the wake-up as a block does, and one published after the withdrawal does not.
+#[test]
+fn a_sleeping_peer_is_woken_by_an_acknowledgement_alone() {
+    let mut pair = Pair::new(1, 2);
+    pair.send(0, 1, 2000, None, false);
+    pair.send(0, 1, 2000, None, false);
+    pair.tick(0);
+    assert_eq!(pair.sides[0].ep.credits(), 0);
+    assert!(
+        pair.sides[0].ep.has_unsent(),
+        "the second block waits for the credit"
+    );
+    pair.receive(1, false);
+    assert!(pair.sides[1].ep.owes_acks() && pair.sides[1].ep.has_unsent());
+    let Side { mem, ep, .. } = &mut pair.sides[0];
+    assert!(!ep.announce_sleep(mem), "nothing published since");
+    assert!(ep.announced());
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    assert!(ep.publish_acks(mem).unwrap());
+    assert!(ep.take_wake(), "an acknowledgement alone wakes a sleeping peer");
+    assert_eq!(ep.stats().ack_entries_sent, 1);
+    assert!(!ep.has_unsent());
+    let Side { mem, ep, .. } = &mut pair.sides[0];
+    ep.withdraw(mem);
+    assert!(!ep.announced());
+    ep.poll(mem).unwrap();
+    assert_eq!(ep.credits(), 1, "the acknowledgement returned the credit");
+    pair.tick(0);
+    pair.receive(1, false);
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    assert!(ep.publish_acks(mem).unwrap());
+    assert!(!ep.take_wake(), "the peer withdrew: no wake-up");
+    pair.drain();
+}
+
 impl Pair {
     /// Publishes side `at`'s block and checks whether the peer had to be woken.
     fn tick_keep_wake(&mut self, at: usize, wake: bool) {
