@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::{Ordering, fence};
+use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::time::{Duration, Instant};
 
 use ferry_buf::{BufMut, Pool};
@@ -75,6 +75,22 @@ const HELLO_LEN: usize = 32;
 /// that found nothing (a dead peer sets no word in shared memory).
 const POLLS_PER_HANG_UP_CHECK: u32 = 1024;
 
+/// An error of the setup exchange: the socket's timeout (`EAGAIN`) is reported as
+/// `TimedOut`, not as [`TransportError::WouldBlock`], which would tell a caller of
+/// [`ShmListener::try_accept`] that nobody was waiting.
+fn setup_io(op: &'static str, e: io::Error) -> TransportError {
+    if e.kind() == io::ErrorKind::WouldBlock {
+        return TransportError::Io {
+            op,
+            source: io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the peer did not complete the setup in time",
+            ),
+        };
+    }
+    TransportError::io(op, e)
+}
+
 /// A received message: read in place in the peer's memory, which stays mapped and
 /// unacknowledged (so the peer cannot reuse it) until this frame is dropped. `!Send`: frames
 /// belong to the connection's thread.
@@ -133,11 +149,16 @@ impl ShmFrame {
     }
 }
 
-/// Waits for connections on a Unix socket path.
+/// Waits for connections on a Unix socket path: [`accept`](Self::accept) waits for one,
+/// [`try_accept`](Self::try_accept) takes one only if it is waiting (for a poll loop, which
+/// polls the listening socket, [`as_fd`](AsFd::as_fd), for readability first).
 #[derive(Debug)]
 pub struct ShmListener {
     listener: UnixListener,
     path: PathBuf,
+    /// Whether the listening socket is non-blocking (`try_accept` makes it so, `accept`
+    /// undoes it).
+    nonblocking: AtomicBool,
 }
 
 impl ShmListener {
@@ -150,12 +171,30 @@ impl ShmListener {
             let _ = std::fs::remove_file(&path);
         }
         let listener = UnixListener::bind(&path).map_err(|e| TransportError::io("bind", e))?;
-        Ok(ShmListener { listener, path })
+        Ok(ShmListener {
+            listener,
+            path,
+            nonblocking: AtomicBool::new(false),
+        })
     }
 
-    /// Accepts one connection; its blocks and values are allocated from `pool`, which must be
-    /// [`shared`](ferry_buf::PoolConfig::shared).
+    /// Puts the listening socket in blocking or non-blocking mode, if it is not already.
+    fn set_nonblocking(&self, yes: bool) -> Result<(), TransportError> {
+        if self.nonblocking.load(Ordering::Relaxed) != yes {
+            self.listener
+                .set_nonblocking(yes)
+                .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
+            self.nonblocking.store(yes, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Accepts one connection, waiting for a peer to connect; its blocks and values are
+    /// allocated from `pool`, which must be [`shared`](ferry_buf::PoolConfig::shared). Puts
+    /// the listening socket back in blocking mode if [`try_accept`](Self::try_accept) left it
+    /// non-blocking (so do not mix the two on one listener from several threads at once).
     pub fn accept(&self, pool: &Pool, config: &ShmConfig) -> Result<ShmConnection, TransportError> {
+        self.set_nonblocking(false)?;
         let (sock, _) = self
             .listener
             .accept()
@@ -163,9 +202,45 @@ impl ShmListener {
         ShmConnection::handshake(sock, pool, config)
     }
 
+    /// Accepts one connection if a peer is waiting, `Ok(None)` if none is: for a poll loop,
+    /// after the listening socket ([`as_fd`](AsFd::as_fd)) polls readable. Its blocks and
+    /// values are allocated from `pool`, which must be [`shared`](ferry_buf::PoolConfig::shared).
+    /// The listening socket is left non-blocking (until [`accept`](Self::accept)).
+    ///
+    /// Only the accept does not wait: the setup exchange with the peer that was waiting is
+    /// the same as `accept`'s, on a blocking socket, so a peer that connects and then says
+    /// nothing holds the call up to its timeout (10 s), which fails it with
+    /// `io::ErrorKind::TimedOut`, never with `WouldBlock`. The connection returned is as
+    /// `accept`'s.
+    pub fn try_accept(
+        &self,
+        pool: &Pool,
+        config: &ShmConfig,
+    ) -> Result<Option<ShmConnection>, TransportError> {
+        self.set_nonblocking(true)?;
+        let sock = match self.listener.accept() {
+            Ok((sock, _)) => sock,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+            Err(e) => return Err(TransportError::io("accept", e)),
+        };
+        // Linux does not pass the listener's O_NONBLOCK on to accepted sockets; say it anyway:
+        // the setup exchange relies on blocking reads with a timeout.
+        sock.set_nonblocking(false)
+            .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
+        ShmConnection::handshake(sock, pool, config).map(Some)
+    }
+
     /// The socket path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// The listening socket: readable when a peer waits to be accepted
+/// ([`ShmListener::try_accept`]). Not the descriptor of any connection.
+impl AsFd for ShmListener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.listener.as_fd()
     }
 }
 
@@ -289,10 +364,9 @@ impl ShmConnection {
             .and_then(|()| sock.set_write_timeout(Some(HANDSHAKE_TIMEOUT)))
             .map_err(|e| TransportError::io("setsockopt(SO_RCVTIMEO)", e))?;
         sys::send_fds(&sock, &hello, &[memfd, doorbell.as_fd()])
-            .map_err(|e| TransportError::io("sendmsg(SCM_RIGHTS)", e))?;
+            .map_err(|e| setup_io("sendmsg(SCM_RIGHTS)", e))?;
         let mut theirs = [0u8; HELLO_LEN];
-        let mut fds =
-            sys::recv_fds(&sock, &mut theirs, 2).map_err(|e| TransportError::io("recvmsg(SCM_RIGHTS)", e))?;
+        let mut fds = sys::recv_fds(&sock, &mut theirs, 2).map_err(|e| setup_io("recvmsg(SCM_RIGHTS)", e))?;
         let bad =
             |what: &'static str| TransportError::Config(format!("bad setup message from the peer: {what}"));
         if theirs[..8] != MAGIC {
@@ -798,5 +872,99 @@ impl ferry_transport::Received for ShmFrame {
 
     fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &Limits) -> Result<View<'a>, DecodeError> {
         ShmFrame::view(self, desc, limits)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::os::fd::AsFd;
+    use std::thread;
+    use std::time::Duration;
+
+    use ferry_testkit::{DEADLINE, shared_pool, within};
+    use ferry_transport::{Meta, Payload, TransportError};
+
+    use super::{ShmConfig, ShmConnection, ShmListener};
+    use crate::sys;
+
+    /// Whether `listener` polls readable (a peer waits to be accepted) within `timeout_ms`:
+    /// `sys::wait` reports its second descriptor; the first, a fresh eventfd, never fires.
+    fn readable(listener: &ShmListener, timeout_ms: i32) -> bool {
+        let never = sys::eventfd().unwrap();
+        sys::wait(never.as_fd(), listener.as_fd(), timeout_ms).unwrap()
+    }
+
+    /// A peer on its own thread: connects, sends `hello`, expects `world` back, acknowledges
+    /// it, and sees the accepting side close.
+    fn peer(path: std::path::PathBuf) -> thread::JoinHandle<()> {
+        thread::spawn(move || {
+            let pool = shared_pool();
+            let mut conn = ShmConnection::connect(&path, &pool, &ShmConfig::default()).unwrap();
+            conn.send_payload(Meta::new(1, 0), Payload::Bytes(b"hello"))
+                .unwrap();
+            conn.flush().unwrap();
+            let f = conn.recv().unwrap();
+            assert_eq!(f.bytes(), Some(&b"world"[..]));
+            drop(f);
+            conn.flush().unwrap();
+            assert!(matches!(conn.recv(), Err(TransportError::Closed)));
+        })
+    }
+
+    /// The accepting side of [`peer`]'s exchange.
+    fn serve(mut conn: ShmConnection) {
+        let f = conn.recv().unwrap();
+        assert_eq!(f.bytes(), Some(&b"hello"[..]));
+        drop(f);
+        conn.send_payload(Meta::new(2, 0), Payload::Bytes(b"world"))
+            .unwrap();
+        conn.wait_idle().unwrap();
+    }
+
+    /// A poll loop's accept: with nobody waiting the listening socket does not poll readable
+    /// and `try_accept` returns `None`; a peer that connects makes it readable and
+    /// `try_accept` returns a working connection; then nobody again. A blocking `accept`
+    /// afterwards waits again (the listener is back in blocking mode), for a peer that
+    /// connects later.
+    #[test]
+    fn try_accept_takes_a_waiting_peer_and_only_then() {
+        within("try_accept", || {
+            let pool = shared_pool();
+            let listener = ShmListener::bind(
+                std::env::temp_dir().join(format!("ferry-shm-unit-{}-try-accept.sock", std::process::id())),
+            )
+            .unwrap();
+            let config = ShmConfig::default();
+            assert!(!readable(&listener, 0), "readable with nobody connecting");
+            assert!(listener.try_accept(&pool, &config).unwrap().is_none());
+            assert!(listener.try_accept(&pool, &config).unwrap().is_none());
+
+            let first = peer(listener.path().to_path_buf());
+            assert!(
+                readable(&listener, DEADLINE.as_millis() as i32),
+                "a connecting peer makes the listener readable"
+            );
+            let conn = listener
+                .try_accept(&pool, &config)
+                .unwrap()
+                .expect("the peer that made it readable");
+            serve(conn);
+            first.join().unwrap();
+            assert!(!readable(&listener, 0));
+            assert!(listener.try_accept(&pool, &config).unwrap().is_none());
+
+            let path = listener.path().to_path_buf();
+            let late = thread::spawn(move || {
+                thread::sleep(Duration::from_millis(50));
+                peer(path).join().unwrap();
+            });
+            serve(
+                listener
+                    .accept(&pool, &config)
+                    .expect("accept waits for the late peer"),
+            );
+            late.join().unwrap();
+            assert_eq!(pool.stats().buffers_outstanding(), 0, "every buffer back");
+        });
     }
 }

@@ -34,7 +34,9 @@
 //!   peer rings only when this side says it sleeps. An event loop polls the doorbell
 //!   ([`AsFd`](std::os::fd::AsFd)) instead: [`ShmConnection::try_recv`] returning `None`
 //!   announces the wait, so the next publication rings it. A loop that busy-polls calls
-//!   [`ShmConnection::poll_recv`], which never announces it, so the peer never rings.
+//!   [`ShmConnection::poll_recv`], which never announces it, so the peer never rings. The
+//!   same loop accepts connections: [`ShmListener`]'s socket polls readable when a peer
+//!   waits, and [`ShmListener::try_accept`] takes it.
 //! - **Untrusted peer:** the peer's memfd must be sealed against shrinking (else a truncation
 //!   would make reads fault) and its doorbell must be an eventfd (made non-blocking); every ring
 //!   entry, preamble and header is copied out of shared memory once and then validated against
