@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use ferry::transport::Meta;
-use ferry_rpc::{Client, ClientConfig, Server, ServerConfig};
+use ferry_rpc::session::{Client, ClientConfig, Server, ServerConfig};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,28 +1,60 @@
-//! Ferry's request/response layer, its sans-IO core: what the DPU paper's RPC API (section
-//! III-D) and eRPC's sessions need below the drivers. [`Client`] and [`Server`] hold one
-//! session's state each (call ids, the client's request window, the server's bound on calls in
-//! progress, deadlines, cancellation, status codes); they take frames and `now` and return the
-//! frames to send and how calls end, and never touch a socket, a clock or a thread.
+//! Ferry's request/response layer: services from `.proto` files, served and called over TCP
+//! and shared memory, with the DPU paper's API (an event loop called continuously, server
+//! handlers registered per method, client continuations, foreground and background handlers)
+//! and eRPC's sessions (a request window per session, a bound on calls in progress, zero-copy
+//! request handling in foreground handlers).
 //!
-//! Frames ride on any Ferry transport ([`ferry_transport::Transport`]): a call's request and
-//! response are Ferry messages (zero copy: the handler reads the request where it arrived), and
-//! the few control frames (deadline, cancel, status) are small raw payloads; [`wire`] gives the
-//! layout and validates every frame from the peer. Calls complete in any order.
+//! - [`session`]: the sans-IO core (call ids, the request window, deadlines, cancellation,
+//!   status codes), and [`wire`]: what its frames mean. No I/O, no clock, no thread.
+//! - [`EventLoop`]: the run-to-completion driver, one per thread; [`Server`]: N of them with
+//!   shared listeners, a worker pool and a Prometheus endpoint; [`Channel`]: the blocking
+//!   client; [`tokio`]: `async fn` handlers and an `async` client.
+//! - [`Service`]: what `ferry-build` generates for every `service` (a trait to implement, a
+//!   server wrapper and a client stub), or what a raw-payload service implements by hand.
 //!
-//! What it is not (yet): the drivers (the event loop with foreground and background handlers,
-//! the tokio driver), the services generated from `.proto` files, streaming, metrics.
+//! ```text
+//!  client                                   server loop (one thread)
+//!  stub.say(&req) ─ serialize-and-send ──►  poll ─► frame (TCP: pool buffer; shm: peer memory)
+//!                                           validate in place ─► handler(view)  [foreground]
+//!                                           or move/copy to a worker            [background]
+//!  view(response) ◄── read in place ─────── response: header copied, large values referenced
+//! ```
+//!
+//! Frames ride on any Ferry transport: a call's request and response are Ferry messages, and
+//! the few control frames (deadline, cancel, status) are small raw payloads. Calls complete in
+//! any order.
+//!
+//! What it is not: streaming RPCs (the generator refuses them, naming the method), TLS, a
+//! load balancer or name resolver.
 
 #![forbid(unsafe_code)]
 
-mod calls;
-mod client;
+mod addr;
+mod channel;
+mod conn;
+mod event_loop;
 mod id;
+mod metrics;
+mod metrics_http;
 mod server;
+mod service;
+mod services;
+pub mod session;
 mod status;
+mod sys;
+pub mod tokio;
 pub mod wire;
+mod workers;
 
-pub use client::{Client, ClientConfig, Outcome, Start};
+pub use addr::{Addr, AddrError};
+pub use channel::{Channel, ChannelConfig, Response};
+pub use conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
+pub use event_loop::{Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId};
 pub use id::CallId;
-pub use server::{Event, Server, ServerConfig};
+pub use metrics::{Metrics, MethodMetrics};
+pub use metrics_http::MetricsEndpoint;
+pub use server::{LoopReport, Server, ServerBuilder, ServerError};
+pub use service::{Call, Encoded, Incoming, MethodInfo, Mode, Reply, Request, Service};
+pub use services::{Services, ServicesBuilder, ServicesError};
 pub use status::{Code, Status};
 pub use wire::RpcError;

@@ -1,192 +1,266 @@
-//! The server side of one session: calls in progress, their deadlines, cancellation, and the
-//! bound on how many a client may have open.
+//! A server: N event loops, one thread each (by default one per core), sharing the
+//! listeners, the services, the worker pool and the metrics; and its shutdown.
+//!
+//! # How connections are spread over the loops
+//!
+//! Every loop polls every listener. When a connection waits, the loops that see it race to
+//! accept it and one wins (the others find nothing): a loop that is sleeping or lightly loaded
+//! polls sooner, so connections go where there is room. A session then stays on the loop that
+//! accepted it for its whole life (shared nothing: its state, its pool and, over shared
+//! memory, its `!Send` frames never leave that thread).
 
-use std::collections::HashMap;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ferry_transport::Meta;
+use ferry_transport::TransportError;
 
-use crate::CallId;
-use crate::calls::{Call, Calls};
-use crate::status::{Code, Status};
-use crate::wire::{self, Frame, RpcError};
+use crate::conn::Listener;
+use crate::event_loop::{EventLoop, LoopConfig, LoopStats};
+use crate::metrics_http::MetricsEndpoint;
+use crate::services::Services;
+use crate::sys::Waker;
+use crate::Addr;
 
-/// Server settings, per session.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Calls in progress at most (default 64): a request past it is answered with
-    /// `RESOURCE_EXHAUSTED` at once, so a client cannot make the server queue without bound.
-    pub max_in_flight: usize,
-}
-
-impl Default for ServerConfig {
-    fn default() -> ServerConfig {
-        ServerConfig { max_in_flight: 64 }
-    }
-}
-
-/// What a frame from the client means for the server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    /// A call to handle: its frame holds the request message. Answer with
-    /// [`Server::respond`] or [`Server::fail`].
-    Request {
-        /// Call id.
-        id: CallId,
-        /// Method id.
-        method: u16,
-        /// When the client stops waiting (from its budget and this side's `now`).
-        deadline: Option<Instant>,
-    },
-    /// A request past the limit: send the status frame given, and do not handle it.
-    Refused {
-        /// Call id.
-        id: CallId,
-        /// The status frame's metadata.
-        meta: Meta,
-        /// Its payload.
-        payload: Vec<u8>,
-    },
-    /// The client cancelled a call in progress: its handler may stop, its answer is dropped.
-    Cancelled {
-        /// Call id.
-        id: CallId,
+/// A server that could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// An address that does not parse.
+    #[error(transparent)]
+    Addr(#[from] crate::AddrError),
+    /// Binding, or setting up a loop, failed.
+    #[error("{0}")]
+    Transport(#[from] TransportError),
+    /// A thread or the metrics endpoint could not start.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being started.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
     },
 }
 
-/// The server side of one session (sans-IO). A call is in progress from its request to its
-/// answer, its cancellation or its deadline, whichever comes first; an answer to a call no
-/// longer in progress is not sent.
+/// Builds a [`Server`].
+#[derive(Debug)]
+pub struct ServerBuilder {
+    services: Services,
+    addrs: Vec<String>,
+    loops: usize,
+    pin: Option<Vec<usize>>,
+    config: LoopConfig,
+    metrics: Option<String>,
+}
+
+/// A running server; [`shutdown`](Self::shutdown) stops it (so does dropping it, with no
+/// time to drain).
 #[derive(Debug)]
 pub struct Server {
-    config: ServerConfig,
-    calls: Calls,
-    /// Budgets received for requests not yet arrived.
-    budgets: HashMap<CallId, Duration>,
+    addrs: Vec<Addr>,
+    services: Services,
+    stop: Arc<AtomicBool>,
+    drain_nanos: Arc<AtomicU64>,
+    wakers: Vec<Arc<Waker>>,
+    threads: Vec<JoinHandle<LoopReport>>,
+    metrics: Option<MetricsEndpoint>,
+}
+
+/// What each loop did, reported at shutdown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoopReport {
+    /// Its counters.
+    pub stats: LoopStats,
+    /// Calls still in progress when the drain time ran out (their clients see the
+    /// connection close: `UNAVAILABLE`).
+    pub abandoned: usize,
 }
 
 impl Server {
-    /// A session with no call yet.
-    pub fn new(config: ServerConfig) -> Server {
-        Server {
-            config,
-            calls: Calls::default(),
-            budgets: HashMap::new(),
+    /// A server of `services`; add addresses with [`ServerBuilder::listen`].
+    pub fn builder(services: Services) -> ServerBuilder {
+        ServerBuilder {
+            services,
+            addrs: Vec::new(),
+            loops: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pin: None,
+            config: LoopConfig::default(),
+            metrics: None,
         }
     }
 
-    /// Calls in progress.
-    pub fn in_flight(&self) -> usize {
-        self.calls.len()
+    /// The addresses it listens on (with the ports the kernel chose).
+    pub fn addrs(&self) -> &[Addr] {
+        &self.addrs
     }
 
-    /// A frame from the client (`raw`: its payload if raw, `None` for a Ferry message), at
-    /// `now`. An error breaks the protocol: close the connection.
-    pub fn on_frame(
-        &mut self,
-        meta: Meta,
-        raw: Option<&[u8]>,
-        now: Instant,
-    ) -> Result<Option<Event>, RpcError> {
-        match wire::parse(meta, raw)? {
-            Frame::Deadline { id: wire_id, budget } => {
-                let id = CallId(wire_id);
-                if self.calls.get(id).is_some() || self.budgets.contains_key(&id) {
-                    return Err(RpcError::DuplicateId { id: wire_id });
-                }
-                if self.budgets.len() >= self.config.max_in_flight {
-                    return Err(RpcError::TooManyDeadlines {
-                        id: wire_id,
-                        max: self.config.max_in_flight,
+    /// Where the Prometheus endpoint listens, if one was asked for.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(MetricsEndpoint::local_addr)
+    }
+
+    /// The services (and their metrics).
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
+    /// Stops accepting, refuses new requests with `UNAVAILABLE`, lets calls in progress
+    /// finish for at most `drain`, then closes every session and joins the loops.
+    pub fn shutdown(mut self, drain: Duration) -> Vec<LoopReport> {
+        self.stop_all(drain)
+    }
+
+    fn stop_all(&mut self, drain: Duration) -> Vec<LoopReport> {
+        self.drain_nanos
+            .store(drain.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        self.stop.store(true, Ordering::SeqCst);
+        for w in &self.wakers {
+            w.ring();
+        }
+        let reports = self.threads.drain(..).map(|t| t.join().unwrap_or_default()).collect();
+        self.services.stop_workers();
+        if let Some(m) = self.metrics.take() {
+            m.stop();
+        }
+        reports
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            self.stop_all(Duration::ZERO);
+        }
+    }
+}
+
+impl ServerBuilder {
+    /// Listens on `addr` too (`tcp://127.0.0.1:0` picks a port: see [`Server::addrs`]).
+    pub fn listen(mut self, addr: &str) -> ServerBuilder {
+        self.addrs.push(addr.to_string());
+        self
+    }
+
+    /// Event loops, one thread each (default: one per core).
+    pub fn loops(mut self, n: usize) -> ServerBuilder {
+        self.loops = n.max(1);
+        self
+    }
+
+    /// Pins loop `i` to `cpus[i % cpus.len()]`.
+    pub fn pin(mut self, cpus: Vec<usize>) -> ServerBuilder {
+        self.pin = Some(cpus);
+        self
+    }
+
+    /// The loops' settings.
+    pub fn config(mut self, config: LoopConfig) -> ServerBuilder {
+        self.config = config;
+        self
+    }
+
+    /// Serves the Prometheus text format on `addr` (`127.0.0.1:0` picks a port).
+    pub fn metrics(mut self, addr: &str) -> ServerBuilder {
+        self.metrics = Some(addr.to_string());
+        self
+    }
+
+    /// Binds every address and starts the loops.
+    pub fn start(self) -> Result<Server, ServerError> {
+        let mut listeners = Vec::new();
+        let mut addrs = Vec::new();
+        for a in &self.addrs {
+            let listener = Listener::bind(&a.parse()?)?;
+            addrs.push(listener.local_addr()?);
+            listeners.push(Arc::new(listener));
+        }
+        let metrics = match &self.metrics {
+            Some(a) => {
+                let l = TcpListener::bind(a.as_str()).map_err(|source| ServerError::Io {
+                    what: "binding the metrics endpoint",
+                    source,
+                })?;
+                Some(
+                    MetricsEndpoint::start(l, Arc::clone(self.services.metrics())).map_err(|source| {
+                        ServerError::Io {
+                            what: "starting the metrics endpoint",
+                            source,
+                        }
+                    })?,
+                )
+            }
+            None => None,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let drain_nanos = Arc::new(AtomicU64::new(0));
+        let mut threads = Vec::new();
+        let mut wakers = Vec::new();
+        for i in 0..self.loops {
+            let (tx, rx) = mpsc::channel();
+            let (services, config, listeners) = (self.services.clone(), self.config.clone(), listeners.clone());
+            let (stop, drain_nanos) = (Arc::clone(&stop), Arc::clone(&drain_nanos));
+            let cpu = self.pin.as_ref().filter(|c| !c.is_empty()).map(|c| c[i % c.len()]);
+            let thread = std::thread::Builder::new()
+                .name(format!("ferry-rpc-loop-{i}"))
+                .spawn(move || {
+                    if let Some(cpu) = cpu {
+                        let _ = crate::sys::pin_current_thread(cpu);
+                    }
+                    let mut lp = match EventLoop::with_services(config, services) {
+                        Ok(lp) => lp,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return LoopReport::default();
+                        }
+                    };
+                    for l in listeners {
+                        lp.add_listener(l);
+                    }
+                    let _ = tx.send(Ok(Arc::clone(lp.waker())));
+                    run_loop(&mut lp, &stop, &drain_nanos)
+                })
+                .map_err(|source| ServerError::Io {
+                    what: "spawning an event loop",
+                    source,
+                })?;
+            match rx.recv() {
+                Ok(Ok(waker)) => wakers.push(waker),
+                Ok(Err(e)) => return Err(e.into()),
+                Err(_) => {
+                    return Err(ServerError::Io {
+                        what: "starting an event loop",
+                        source: std::io::Error::other("the loop thread exited"),
                     });
                 }
-                self.budgets.insert(id, budget);
-                Ok(None)
             }
-            Frame::Request { method, id: wire_id } => {
-                let id = CallId(wire_id);
-                if self.calls.get(id).is_some() {
-                    return Err(RpcError::DuplicateId { id: wire_id });
-                }
-                let budget = self.budgets.remove(&id);
-                if self.calls.len() >= self.config.max_in_flight {
-                    let status = Status::new(
-                        Code::ResourceExhausted,
-                        format!("server busy ({} calls in progress)", self.config.max_in_flight),
-                    );
-                    let (meta, payload) = status_frame(method, id, &status);
-                    return Ok(Some(Event::Refused { id, meta, payload }));
-                }
-                let deadline = budget.and_then(|b| now.checked_add(b));
-                self.calls.insert(id, Call { method, deadline });
-                Ok(Some(Event::Request { id, method, deadline }))
-            }
-            Frame::Cancel { id } => {
-                let id = CallId(id);
-                self.budgets.remove(&id);
-                Ok(self.calls.end(id).map(|_| Event::Cancelled { id }))
-            }
-            Frame::Response { id, .. } => Err(direction(id, "response")),
-            Frame::Failed { id, .. } => Err(direction(id, "status")),
+            threads.push(thread);
         }
-    }
-
-    /// Ends call `id` with a response: the metadata to send the response message with, or
-    /// `None` if the call is no longer in progress (cancelled, expired): send nothing.
-    pub fn respond(&mut self, id: CallId) -> Option<Meta> {
-        let call = self.calls.end(id)?;
-        Some(Meta {
-            kind: call.method,
-            flags: wire::RESPONSE,
-            request_id: id.0,
+        Ok(Server {
+            addrs,
+            services: self.services,
+            stop,
+            drain_nanos,
+            wakers,
+            threads,
+            metrics,
         })
     }
-
-    /// Ends call `id` with `status`: the status frame to send (metadata and raw payload), or
-    /// `None` if the call is no longer in progress.
-    pub fn fail(&mut self, id: CallId, status: &Status) -> Option<(Meta, Vec<u8>)> {
-        let call = self.calls.end(id)?;
-        Some(status_frame(call.method, id, status))
-    }
-
-    /// The earliest deadline of a call in progress.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.calls.next_deadline()
-    }
-
-    /// Ends every call whose deadline is at or before `now`: returns each call's id with the
-    /// `DEADLINE_EXCEEDED` status frame to send (its handler's answer will be dropped).
-    pub fn expire(&mut self, now: Instant) -> Vec<(CallId, Meta, Vec<u8>)> {
-        let mut out = Vec::new();
-        while let Some((id, call)) = self.calls.end_due(now) {
-            let status = Status::new(Code::DeadlineExceeded, "deadline exceeded (server)");
-            let (meta, payload) = status_frame(call.method, id, &status);
-            out.push((id, meta, payload));
-        }
-        out
-    }
-
-    /// The connection is gone: forgets every call (their answers will not be sent) and
-    /// returns their ids, in order, so handlers may stop.
-    pub fn lost(&mut self) -> Vec<CallId> {
-        self.budgets.clear();
-        self.calls.end_all().into_iter().map(|(id, _)| id).collect()
-    }
 }
 
-fn status_frame(method: u16, id: CallId, status: &Status) -> (Meta, Vec<u8>) {
-    let meta = Meta {
-        kind: method,
-        flags: wire::RESPONSE | wire::STATUS,
-        request_id: id.0,
-    };
-    (meta, wire::status_payload(status))
-}
-
-fn direction(id: u64, frame: &'static str) -> RpcError {
-    RpcError::Direction {
-        id,
-        frame,
-        side: "server",
+/// Turns until told to stop, then drains.
+fn run_loop(lp: &mut EventLoop, stop: &AtomicBool, drain_nanos: &AtomicU64) -> LoopReport {
+    while !stop.load(Ordering::Relaxed) {
+        lp.turn();
+    }
+    lp.drain();
+    let until = Instant::now() + Duration::from_nanos(drain_nanos.load(Ordering::Relaxed));
+    while lp.in_progress() > 0 && Instant::now() < until {
+        lp.turn();
+    }
+    LoopReport {
+        stats: lp.stats(),
+        abandoned: lp.in_progress(),
     }
 }

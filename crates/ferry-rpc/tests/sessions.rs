@@ -6,7 +6,8 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use ferry_rpc::{CallId, Client, ClientConfig, Code, Event, Outcome, Server, ServerConfig, Status, wire};
+use ferry_rpc::session::{Client, ClientConfig, Event, Outcome, Server, ServerConfig};
+use ferry_rpc::{CallId, Code, Status, wire};
 use ferry_transport::Meta;
 use proptest::prelude::*;
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use ferry_transport::Meta;
 
 use crate::CallId;
-use crate::calls::{Call, Calls};
+use super::calls::{Call, Calls};
 use crate::status::{Code, Status};
 use crate::wire::{self, Frame, RpcError};
 

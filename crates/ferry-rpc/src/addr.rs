@@ -1,0 +1,78 @@
+//! Addresses: `tcp://host:port` or `shm:///path/of/the/rendezvous.sock`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// Where a server listens or a client connects; the scheme picks the transport.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Addr {
+    /// TCP (`ferry-net`): `tcp://127.0.0.1:7000`, `tcp://localhost:7000`.
+    Tcp(String),
+    /// Shared memory (`ferry-shm`) through a Unix-socket rendezvous: `shm:///run/kv.sock`.
+    Shm(PathBuf),
+}
+
+/// An address that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("address `{addr}`: {reason} (expected tcp://host:port or shm:///path)")]
+pub struct AddrError {
+    addr: String,
+    reason: &'static str,
+}
+
+impl FromStr for Addr {
+    type Err = AddrError;
+
+    fn from_str(s: &str) -> Result<Addr, AddrError> {
+        let bad = |reason| AddrError {
+            addr: s.to_string(),
+            reason,
+        };
+        if let Some(rest) = s.strip_prefix("tcp://") {
+            let (host, port) = rest.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+            if host.is_empty() {
+                return Err(bad("no host"));
+            }
+            port.parse::<u16>().map_err(|_| bad("port is not a number in 0..=65535"))?;
+            Ok(Addr::Tcp(rest.to_string()))
+        } else if let Some(rest) = s.strip_prefix("shm://") {
+            if !rest.starts_with('/') {
+                return Err(bad("the path must be absolute (shm:///path)"));
+            }
+            Ok(Addr::Shm(PathBuf::from(rest)))
+        } else {
+            Err(bad("unknown scheme"))
+        }
+    }
+}
+
+impl fmt::Display for Addr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Addr::Tcp(a) => write!(f, "tcp://{a}"),
+            Addr::Shm(p) => write!(f, "shm://{}", p.display()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Addr;
+
+    #[test]
+    fn parses_both_schemes() {
+        assert_eq!("tcp://127.0.0.1:7000".parse(), Ok(Addr::Tcp("127.0.0.1:7000".into())));
+        assert_eq!("tcp://[::1]:0".parse(), Ok(Addr::Tcp("[::1]:0".into())));
+        assert_eq!("shm:///run/kv.sock".parse(), Ok(Addr::Shm("/run/kv.sock".into())));
+        assert_eq!(Addr::Shm("/a/b".into()).to_string(), "shm:///a/b");
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_use() {
+        for bad in ["udp://x:1", "tcp://host", "tcp://:80", "tcp://h:99999", "shm://rel/path", "127.0.0.1:7"] {
+            let e = bad.parse::<Addr>().expect_err(bad);
+            assert!(e.to_string().contains(bad), "{e}");
+        }
+    }
+}

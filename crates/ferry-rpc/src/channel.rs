@@ -1,0 +1,253 @@
+//! The blocking client: one connection, one call at a time, waiting on the thread that
+//! calls. For many calls in flight use the [`EventLoop`](crate::EventLoop) (continuations) or
+//! [`tokio`](crate::tokio) (`async fn`).
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+
+use ferry_buf::{Pool, PoolConfig};
+use ferry_transport::{Payload, Received, Transport, TransportError};
+use ferry_wire::{Context, Limits, Message, Outgoing};
+
+use crate::conn::{Conn, ConnConfig, Frame};
+use crate::session::{Client, ClientConfig, Outcome};
+use crate::status::{Code, Status};
+use crate::Addr;
+
+/// Client settings (blocking and tokio channels).
+#[derive(Debug, Clone)]
+pub struct ChannelConfig {
+    /// How the connection is set up.
+    pub conn: ConnConfig,
+    /// The pool of TCP connections (send staging, receive buffers, values sent by reference).
+    pub pool: PoolConfig,
+    /// The request window.
+    pub client: ClientConfig,
+    /// Limits responses are validated with.
+    pub limits: Limits,
+    /// Each call's deadline, from its start (`None`: none).
+    pub timeout: Option<Duration>,
+}
+
+impl Default for ChannelConfig {
+    fn default() -> ChannelConfig {
+        ChannelConfig {
+            conn: ConnConfig::default(),
+            pool: PoolConfig {
+                max_bytes: 256 << 20,
+                ..PoolConfig::default()
+            },
+            client: ClientConfig::default(),
+            limits: Limits::default(),
+            timeout: None,
+        }
+    }
+}
+
+/// A response: the frame as received, read in place by [`view`](Self::view).
+pub struct Response<M> {
+    frame: Frame,
+    limits: Limits,
+    _message: PhantomData<fn() -> M>,
+}
+
+impl<M> std::fmt::Debug for Response<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Response").field("meta", &self.frame.meta()).finish_non_exhaustive()
+    }
+}
+
+impl<M> Response<M> {
+    pub(crate) fn new(frame: Frame, limits: Limits) -> Response<M> {
+        Response {
+            frame,
+            limits,
+            _message: PhantomData,
+        }
+    }
+
+    /// The frame as received (its raw bytes, for raw methods).
+    pub fn frame(&self) -> &Frame {
+        &self.frame
+    }
+}
+
+impl<M: Message<'static>> Response<M> {
+    /// Validates the response and reads it in place (`INTERNAL` if it does not decode).
+    pub fn view(&self) -> Result<M::View<'_>, Status> {
+        let view = self
+            .frame
+            .view(M::desc(), &self.limits)
+            .map_err(|e| crate::event_loop::bad_response(&e))?;
+        Ok(M::view_of(view).expect("validated against M::desc()"))
+    }
+}
+
+struct Inner {
+    conn: Option<Conn>,
+    core: Client,
+    timeout: Option<Duration>,
+}
+
+/// A blocking client: each call sends its request and waits for the answer. `!Send` (a
+/// shared-memory connection's frames belong to its thread).
+pub struct Channel {
+    addr: Addr,
+    config: ChannelConfig,
+    pool: Pool,
+    ctx: Context,
+    inner: RefCell<Inner>,
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl Channel {
+    /// Connects to `tcp://host:port` or `shm:///path` with the default settings.
+    pub fn connect(addr: &str) -> Result<Channel, Status> {
+        Channel::connect_with(addr, ChannelConfig::default())
+    }
+
+    /// Connects with `config`. Fails with `INVALID_ARGUMENT` for an address that does not
+    /// parse and `UNAVAILABLE` if the server cannot be reached.
+    pub fn connect_with(addr: &str, config: ChannelConfig) -> Result<Channel, Status> {
+        let addr: Addr = addr.parse().map_err(|e| Status::new(Code::InvalidArgument, format!("{e}")))?;
+        let pool = Pool::new(config.pool.clone()).map_err(|e| Status::new(Code::ResourceExhausted, format!("{e}")))?;
+        let conn = Conn::connect(&addr, &pool, &config.conn).map_err(|e| unreachable_server(&addr, &e))?;
+        let ctx = context_of(&conn, &pool);
+        Ok(Channel {
+            inner: RefCell::new(Inner {
+                conn: Some(conn),
+                core: Client::new(config.client.clone()),
+                timeout: config.timeout,
+            }),
+            addr,
+            config,
+            pool,
+            ctx,
+        })
+    }
+
+    /// The context to build requests with: values in its pool travel by reference (over
+    /// shared memory, the connection's own pool, which the server maps).
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Sets each call's deadline, from its start.
+    pub fn set_timeout(&self, timeout: Option<Duration>) {
+        self.inner.borrow_mut().timeout = timeout;
+    }
+
+    /// Whether the connection has failed (calls then fail with `UNAVAILABLE` until
+    /// [`reconnect`](Self::reconnect)).
+    pub fn is_closed(&self) -> bool {
+        self.inner.borrow().conn.is_none()
+    }
+
+    /// Dials the server again. Over shared memory the new connection has a new pool: build
+    /// requests with the new [`context`](Self::context).
+    pub fn reconnect(&mut self) -> Result<(), Status> {
+        let conn = Conn::connect(&self.addr, &self.pool, &self.config.conn)
+            .map_err(|e| unreachable_server(&self.addr, &e))?;
+        self.ctx = context_of(&conn, &self.pool);
+        let inner = self.inner.get_mut();
+        inner.conn = Some(conn);
+        inner.core = Client::new(self.config.client.clone());
+        Ok(())
+    }
+
+    /// Calls `method` with a Ferry message and waits for the response.
+    pub fn call<M: Message<'static>>(&self, method: u16, request: &(impl Outgoing + ?Sized)) -> Result<Response<M>, Status> {
+        self.round_trip(method, |conn, meta| conn.send(meta, request))
+    }
+
+    /// Calls a raw method with `payload` and waits for the response frame.
+    pub fn call_payload(&self, method: u16, payload: Payload<'_>) -> Result<Response<()>, Status> {
+        self.round_trip(method, |conn, meta| conn.send_payload(meta, payload))
+    }
+
+    fn round_trip<M>(
+        &self,
+        method: u16,
+        send: impl FnOnce(&mut Conn, ferry_transport::Meta) -> Result<(), TransportError>,
+    ) -> Result<Response<M>, Status> {
+        let mut guard = self.inner.borrow_mut();
+        let inner = &mut *guard;
+        let Some(conn) = inner.conn.as_mut() else {
+            return Err(Status::new(Code::Unavailable, "the connection is closed (reconnect)"));
+        };
+        let start = inner.core.start(method, inner.timeout, Instant::now())?;
+        let deadline = inner.timeout.and_then(|t| Instant::now().checked_add(t));
+        let sent = (|| {
+            if let Some((meta, budget)) = start.deadline {
+                conn.send_payload(meta, Payload::Bytes(&budget))?;
+            }
+            send(conn, start.request)?;
+            conn.flush()
+        })();
+        if let Err(e) = sent {
+            return Err(Self::lost(inner, &e, start.id));
+        }
+        loop {
+            let conn = inner.conn.as_mut().expect("open");
+            // Without a deadline the transport's own wait serves (shared memory spins, then
+            // sleeps on its doorbell); with one, the wait is bounded.
+            let next = if deadline.is_none() { conn.recv().map(Some) } else { conn.try_recv() };
+            let frame = match next {
+                Ok(Some(frame)) => frame,
+                Ok(None) => {
+                    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                    if left == Some(Duration::ZERO) {
+                        for (_, cancel) in inner.core.expire(Instant::now()) {
+                            let _ = conn.send_payload(cancel, Payload::Bytes(&[]));
+                        }
+                        let _ = conn.flush();
+                        return Err(Status::new(Code::DeadlineExceeded, "deadline exceeded (client)"));
+                    }
+                    if let Err(e) = conn.wait_readable(left) {
+                        return Err(Self::lost(inner, &e, start.id));
+                    }
+                    continue;
+                }
+                Err(e) => return Err(Self::lost(inner, &e, start.id)),
+            };
+            let meta = frame.meta();
+            let raw = if meta.flags == crate::wire::RESPONSE { None } else { frame.bytes() };
+            match inner.core.on_frame(meta, raw) {
+                Ok(Some(Outcome::Response { id, .. })) if id == start.id => {
+                    return Ok(Response::new(frame, self.config.limits.clone()));
+                }
+                Ok(Some(Outcome::Failed { id, status, .. })) if id == start.id => return Err(status),
+                // The late answer of an earlier call that expired here.
+                Ok(_) => {}
+                Err(e) => {
+                    let e = TransportError::Config(format!("RPC protocol: {e}"));
+                    return Err(Self::lost(inner, &e, start.id));
+                }
+            }
+        }
+    }
+
+    /// The connection failed: it is dropped, and the call fails with `UNAVAILABLE`.
+    fn lost(inner: &mut Inner, e: &TransportError, _id: crate::CallId) -> Status {
+        inner.conn = None;
+        inner.core.lost();
+        Status::new(Code::Unavailable, format!("connection lost: {e}"))
+    }
+}
+
+pub(crate) fn context_of(conn: &Conn, pool: &Pool) -> Context {
+    match conn {
+        Conn::Shm(c) => Context::new(c.pool().clone()),
+        Conn::Tcp(_) => Context::new(pool.clone()),
+    }
+}
+
+pub(crate) fn unreachable_server(addr: &Addr, e: &TransportError) -> Status {
+    Status::new(Code::Unavailable, format!("connecting to {addr}: {e}"))
+}

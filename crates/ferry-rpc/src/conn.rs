@@ -1,0 +1,281 @@
+//! One connection of either transport, chosen by address: what the drivers hold. Every call
+//! forwards to `ferry-net` or `ferry-shm`; nothing here knows the RPC protocol.
+
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::Duration;
+
+use ferry_buf::{Pool, PoolConfig};
+use ferry_net::Connection;
+use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener};
+use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
+use ferry_wire::{DecodeError, Limits, MessageDesc, Outgoing, View};
+
+use crate::Addr;
+
+/// Which transport a connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportKind {
+    /// TCP (`ferry-net`).
+    Tcp,
+    /// Shared memory (`ferry-shm`).
+    Shm,
+}
+
+impl TransportKind {
+    /// Every kind, each at the index `kind as usize`.
+    pub(crate) const ALL: [TransportKind; 2] = [TransportKind::Tcp, TransportKind::Shm];
+
+    /// `"tcp"` or `"shm"` (the `transport` label of the metrics).
+    pub const fn label(self) -> &'static str {
+        match self {
+            TransportKind::Tcp => "tcp",
+            TransportKind::Shm => "shm",
+        }
+    }
+}
+
+/// How connections are set up, for either transport.
+#[derive(Debug, Clone)]
+pub struct ConnConfig {
+    /// TCP settings (send mode, batching, frame and buffer sizes).
+    pub tcp: ferry_net::Config,
+    /// Shared-memory settings (block size, credits, spinning).
+    pub shm: ShmConfig,
+    /// The pool each shared-memory connection gets for itself (it must be `shared`): the peer
+    /// maps it, so no two sessions share one and a peer sees only its own session's memory.
+    pub shm_pool: PoolConfig,
+}
+
+impl Default for ConnConfig {
+    fn default() -> ConnConfig {
+        ConnConfig {
+            tcp: ferry_net::Config::default(),
+            shm: ShmConfig::default(),
+            shm_pool: PoolConfig {
+                shared: true,
+                region_size: 2 << 20,
+                max_bytes: 256 << 20,
+                ..PoolConfig::default()
+            },
+        }
+    }
+}
+
+/// A connection of either transport.
+#[derive(Debug)]
+pub enum Conn {
+    /// TCP.
+    Tcp(Connection),
+    /// Shared memory.
+    Shm(ShmConnection),
+}
+
+/// A frame received on a [`Conn`]: a pool sub-buffer (TCP, `Send`) or a range of the peer's
+/// shared memory (`!Send`).
+#[derive(Debug, Clone)]
+pub enum Frame {
+    /// From TCP.
+    Tcp(ferry_net::Frame),
+    /// From shared memory.
+    Shm(ShmFrame),
+}
+
+impl Conn {
+    /// Connects to `addr`: TCP frames use `pool`; a shared-memory connection gets a new shared
+    /// pool of its own (`config.shm_pool`).
+    pub fn connect(addr: &Addr, pool: &Pool, config: &ConnConfig) -> Result<Conn, TransportError> {
+        match addr {
+            Addr::Tcp(a) => Connection::connect(a.as_str(), pool, &config.tcp).map(Conn::Tcp),
+            Addr::Shm(path) => {
+                let shm_pool = Pool::new(config.shm_pool.clone())?;
+                ShmConnection::connect(path, &shm_pool, &config.shm).map(Conn::Shm)
+            }
+        }
+    }
+
+    /// Which transport.
+    pub fn kind(&self) -> TransportKind {
+        match self {
+            Conn::Tcp(_) => TransportKind::Tcp,
+            Conn::Shm(_) => TransportKind::Shm,
+        }
+    }
+
+    /// Sends and flushes return [`TransportError::WouldBlock`] instead of waiting for the
+    /// socket (TCP) or for credits (shared memory); what could not be taken is not queued.
+    pub fn set_nonblocking(&mut self, yes: bool) {
+        match self {
+            Conn::Tcp(c) => c.set_nonblocking(yes),
+            Conn::Shm(c) => c.set_nonblocking(yes),
+        }
+    }
+
+    /// Whether queued frames (or shared-memory acknowledgements) wait to be written.
+    pub fn has_unsent(&mut self) -> bool {
+        match self {
+            Conn::Tcp(c) => c.sender().has_pending(),
+            Conn::Shm(c) => c.has_unsent(),
+        }
+    }
+
+    /// The next frame if one has arrived, for a busy-polling loop: over shared memory it reads
+    /// memory only and does not arm the doorbell (the peer then never writes the eventfd);
+    /// over TCP it is [`try_recv`](Transport::try_recv). Call `try_recv` before sleeping.
+    pub fn poll_recv(&mut self) -> Result<Option<Frame>, TransportError> {
+        match self {
+            Conn::Tcp(c) => Ok(c.try_recv()?.map(Frame::Tcp)),
+            Conn::Shm(c) => Ok(c.poll_recv()?.map(Frame::Shm)),
+        }
+    }
+
+    /// Waits until the descriptor is readable (a frame may have arrived), at most `timeout`.
+    /// Call after [`try_recv`](Transport::try_recv) returned `None` (which arms it).
+    pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<(), TransportError> {
+        crate::sys::wait_readable(self.as_fd(), timeout).map_err(|e| TransportError::io("poll", e))
+    }
+}
+
+impl AsFd for Conn {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Conn::Tcp(c) => c.as_fd(),
+            Conn::Shm(c) => c.as_fd(),
+        }
+    }
+}
+
+impl Transport for Conn {
+    type Frame = Frame;
+
+    fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
+        match self {
+            Conn::Tcp(c) => c.send(meta, msg),
+            Conn::Shm(c) => c.send(meta, msg),
+        }
+    }
+
+    fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError> {
+        match self {
+            Conn::Tcp(c) => c.send_payload(meta, payload),
+            Conn::Shm(c) => c.send_payload(meta, payload),
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        match self {
+            Conn::Tcp(c) => c.flush(),
+            Conn::Shm(c) => c.flush(),
+        }
+    }
+
+    fn recv(&mut self) -> Result<Frame, TransportError> {
+        match self {
+            Conn::Tcp(c) => c.recv().map(Frame::Tcp),
+            Conn::Shm(c) => c.recv().map(Frame::Shm),
+        }
+    }
+
+    fn try_recv(&mut self) -> Result<Option<Frame>, TransportError> {
+        match self {
+            Conn::Tcp(c) => Ok(c.try_recv()?.map(Frame::Tcp)),
+            Conn::Shm(c) => Ok(c.try_recv()?.map(Frame::Shm)),
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        match self {
+            Conn::Tcp(c) => c.in_flight(),
+            Conn::Shm(c) => c.in_flight(),
+        }
+    }
+}
+
+impl Received for Frame {
+    fn meta(&self) -> Meta {
+        match self {
+            Frame::Tcp(f) => f.meta(),
+            Frame::Shm(f) => f.meta(),
+        }
+    }
+
+    fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Frame::Tcp(f) => Some(f.payload()),
+            Frame::Shm(f) => f.bytes(),
+        }
+    }
+
+    fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &Limits) -> Result<View<'a>, DecodeError> {
+        match self {
+            Frame::Tcp(f) => f.view(desc, limits),
+            Frame::Shm(f) => f.view(desc, limits),
+        }
+    }
+}
+
+/// A listening socket of either transport.
+#[derive(Debug)]
+pub enum Listener {
+    /// TCP.
+    Tcp(TcpListener),
+    /// The Unix-socket rendezvous of shared-memory connections.
+    Shm(ShmListener),
+}
+
+impl Listener {
+    /// Listens on `addr` (`tcp://127.0.0.1:0` picks a free port; see
+    /// [`local_addr`](Self::local_addr)).
+    pub fn bind(addr: &Addr) -> Result<Listener, TransportError> {
+        match addr {
+            Addr::Tcp(a) => {
+                let l = TcpListener::bind(a.as_str()).map_err(|e| TransportError::io("bind", e))?;
+                l.set_nonblocking(true)
+                    .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
+                Ok(Listener::Tcp(l))
+            }
+            Addr::Shm(path) => ShmListener::bind(path).map(Listener::Shm),
+        }
+    }
+
+    /// The address it listens on, with the port the kernel chose.
+    pub fn local_addr(&self) -> Result<Addr, TransportError> {
+        match self {
+            Listener::Tcp(l) => l
+                .local_addr()
+                .map(|a| Addr::Tcp(a.to_string()))
+                .map_err(|e| TransportError::io("getsockname", e)),
+            Listener::Shm(l) => Ok(Addr::Shm(l.path().to_path_buf())),
+        }
+    }
+
+    /// A waiting connection, set up (TCP frames use `pool`; a shared-memory connection gets
+    /// a shared pool of its own), or `None` if none waits. The shared-memory handshake waits
+    /// for the peer's setup message (bounded by `ferry-shm`'s handshake timeout).
+    pub fn try_accept(&self, pool: &Pool, config: &ConnConfig) -> Result<Option<Conn>, TransportError> {
+        match self {
+            Listener::Tcp(l) => match l.accept() {
+                Ok((stream, _)) => tcp_conn(stream, pool, config).map(Some),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+                Err(e) => Err(TransportError::io("accept", e)),
+            },
+            Listener::Shm(l) => {
+                let shm_pool = Pool::new(config.shm_pool.clone())?;
+                Ok(l.try_accept(&shm_pool, &config.shm)?.map(Conn::Shm))
+            }
+        }
+    }
+}
+
+fn tcp_conn(stream: TcpStream, pool: &Pool, config: &ConnConfig) -> Result<Conn, TransportError> {
+    Connection::new(stream, pool, &config.tcp).map(Conn::Tcp)
+}
+
+impl AsFd for Listener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Listener::Tcp(l) => l.as_fd(),
+            Listener::Shm(l) => l.as_fd(),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! One session of an event loop: its connection, its side of the protocol, and the answers
+//! waiting for the transport.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use ferry_transport::{Meta, Transport, TransportError};
+use ferry_wire::Context;
+
+use crate::service::{Encoded, Outbox};
+use crate::session::{Client, Server};
+use crate::status::Status;
+use crate::{CallId, Conn};
+
+use super::Continuation;
+
+/// The server side of a session.
+pub(crate) struct ServerSide {
+    pub(crate) core: Server,
+    /// Background calls in progress: the flag their handler polls.
+    pub(crate) background: HashMap<CallId, Arc<AtomicBool>>,
+}
+
+/// The client side of a session.
+pub(crate) struct ClientSide {
+    pub(crate) core: Client,
+    pub(crate) pending: HashMap<CallId, Continuation>,
+    pub(crate) timeout: Option<std::time::Duration>,
+}
+
+pub(crate) enum Role {
+    Server(ServerSide),
+    Client(ClientSide),
+}
+
+pub(crate) struct Session {
+    pub(crate) conn: Conn,
+    /// What handlers build responses with (shared memory: the session's own pool).
+    pub(crate) ctx: Context,
+    pub(crate) role: Role,
+    /// Frames the transport would not take yet (non-blocking sends), oldest first. While any
+    /// wait, the session's requests are not read: the backlog is bounded by the calls in
+    /// progress.
+    pub(crate) backlog: VecDeque<(Meta, Encoded)>,
+    /// Frames remain buffered in user space (the last drain stopped at its budget).
+    pub(crate) more: bool,
+    /// Something was queued since the last flush.
+    pub(crate) dirty: bool,
+    /// The connection failed or the peer left: removed at the end of the turn.
+    pub(crate) dead: Option<TransportError>,
+}
+
+impl Session {
+    /// Sends a frame, or keeps it in the backlog when the transport will not take it now.
+    pub(crate) fn transmit(&mut self, meta: Meta, encoded: Encoded) {
+        if self.backlog.is_empty() {
+            match self.conn.send_payload(meta, encoded.payload()) {
+                Ok(()) => {
+                    self.dirty = true;
+                    return;
+                }
+                Err(TransportError::WouldBlock) => {}
+                Err(e) => {
+                    self.fail(e);
+                    return;
+                }
+            }
+        }
+        self.backlog.push_back((meta, encoded));
+    }
+
+    /// Sends what the backlog holds, as far as the transport takes it.
+    pub(crate) fn drain_backlog(&mut self) {
+        while let Some((meta, encoded)) = self.backlog.front() {
+            match self.conn.send_payload(*meta, encoded.payload()) {
+                Ok(()) => {
+                    self.dirty = true;
+                    self.backlog.pop_front();
+                }
+                Err(TransportError::WouldBlock) => return,
+                Err(e) => {
+                    self.fail(e);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes what is queued, without waiting.
+    pub(crate) fn flush(&mut self) {
+        if !self.dirty {
+            return;
+        }
+        match self.conn.flush() {
+            Ok(()) => self.dirty = false,
+            Err(TransportError::WouldBlock) => {}
+            Err(e) => self.fail(e),
+        }
+    }
+
+    pub(crate) fn fail(&mut self, e: TransportError) {
+        if self.dead.is_none() {
+            self.dead = Some(e);
+        }
+    }
+
+    /// Calls in progress on the server side, and answers not yet handed to the transport.
+    pub(crate) fn busy(&self) -> usize {
+        let calls = match &self.role {
+            Role::Server(s) => s.core.in_flight(),
+            Role::Client(_) => 0,
+        };
+        calls + self.backlog.len()
+    }
+}
+
+/// The foreground answer path: ends the call in the core, then serializes and sends straight
+/// into the transport; if the transport will not take it now, the answer is serialized into
+/// the backlog instead.
+pub(crate) struct SessionOutbox<'s> {
+    pub(crate) conn: &'s mut Conn,
+    pub(crate) core: &'s mut Server,
+    pub(crate) backlog: &'s mut VecDeque<(Meta, Encoded)>,
+    pub(crate) dirty: &'s mut bool,
+    pub(crate) dead: &'s mut Option<TransportError>,
+    pub(crate) id: CallId,
+}
+
+impl Outbox for SessionOutbox<'_> {
+    fn respond(
+        &mut self,
+        send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
+        encode: &mut dyn FnMut() -> Result<Encoded, Status>,
+    ) -> Result<bool, Status> {
+        let Some(meta) = self.core.response_meta(self.id) else {
+            return Ok(false);
+        };
+        if !self.backlog.is_empty() {
+            let encoded = encode()?;
+            self.core.respond(self.id);
+            self.backlog.push_back((meta, encoded));
+            return Ok(true);
+        }
+        match send(self.conn, meta) {
+            Ok(()) => *self.dirty = true,
+            Err(TransportError::WouldBlock) => {
+                let encoded = encode()?;
+                self.backlog.push_back((meta, encoded));
+            }
+            // Errors about this one frame leave the connection usable with nothing queued:
+            // the call is still in progress and fails with the status.
+            Err(e @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_))) => {
+                return Err(Status::new(crate::Code::Internal, format!("sending the response: {e}")));
+            }
+            Err(e) => {
+                if self.dead.is_none() {
+                    *self.dead = Some(e);
+                }
+            }
+        }
+        self.core.respond(self.id);
+        Ok(true)
+    }
+}

@@ -1,0 +1,12 @@
+//! The sans-IO core: one session's state on each side. [`Client`] and [`Server`] take frames
+//! and `now` and return the frames to send and how calls end; they never touch a socket, a
+//! clock or a thread, so their tests run deterministically (random interleavings, reordering,
+//! loss of the peer: `tests/sessions.rs`). The drivers ([`EventLoop`](crate::EventLoop),
+//! [`Channel`](crate::Channel), [`tokio`](crate::tokio)) own the I/O around them.
+
+mod calls;
+mod client;
+mod server;
+
+pub use client::{Client, ClientConfig, Outcome, Start};
+pub use server::{Event, Server, ServerConfig};

@@ -1,0 +1,91 @@
+//! The few system calls the drivers make themselves, through `rustix`'s safe wrappers: `poll`,
+//! an eventfd that wakes a sleeping loop, and thread pinning.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec};
+
+/// `poll` timeout from a duration (`None`: wait for ever).
+pub(crate) fn timespec(timeout: Option<Duration>) -> Option<Timespec> {
+    timeout.map(|t| Timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
+        tv_nsec: i64::from(t.subsec_nanos()),
+    })
+}
+
+/// Polls `fds`, retrying on `EINTR`.
+pub(crate) fn poll(fds: &mut [PollFd<'_>], timeout: Option<Duration>) -> io::Result<usize> {
+    let ts = timespec(timeout);
+    loop {
+        match rustix::event::poll(fds, ts.as_ref()) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => return other.map_err(io::Error::from),
+        }
+    }
+}
+
+/// Waits until `fd` is readable (or hung up), at most `timeout`.
+pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<()> {
+    let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::IN)];
+    poll(&mut fds, timeout).map(drop)
+}
+
+/// Wakes a loop that sleeps in `poll`: an eventfd written only when the loop has said it is
+/// about to sleep, so a busy-polling loop costs its wakers no system call.
+#[derive(Debug)]
+pub(crate) struct Waker {
+    fd: OwnedFd,
+    sleeping: AtomicBool,
+}
+
+impl Waker {
+    pub(crate) fn new() -> io::Result<Waker> {
+        let fd = rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC)?;
+        Ok(Waker {
+            fd,
+            sleeping: AtomicBool::new(false),
+        })
+    }
+
+    /// Wakes the loop if it sleeps (or is about to).
+    pub(crate) fn wake(&self) {
+        // SeqCst pairs with `sleep`: either the loop sees the work this thread queued before
+        // calling, or this thread sees the flag and writes.
+        if self.sleeping.load(Ordering::SeqCst) {
+            self.ring();
+        }
+    }
+
+    /// Wakes the loop whatever it does (shutdown).
+    pub(crate) fn ring(&self) {
+        let _ = rustix::io::write(&self.fd, &1u64.to_ne_bytes());
+    }
+
+    /// The loop is about to sleep: it looks for queued work once more after this.
+    pub(crate) fn sleep(&self) {
+        self.sleeping.store(true, Ordering::SeqCst);
+    }
+
+    /// The loop is awake; drains the counter.
+    pub(crate) fn awake(&self) {
+        self.sleeping.store(false, Ordering::SeqCst);
+        let mut b = [0u8; 8];
+        let _ = rustix::io::read(&self.fd, &mut b);
+    }
+}
+
+impl AsFd for Waker {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Pins the calling thread to `cpu`.
+pub(crate) fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set).map_err(io::Error::from)
+}
