@@ -17,12 +17,16 @@
 mod calls;
 mod client;
 mod id;
+mod metrics;
+mod metrics_http;
 mod server;
 mod status;
 pub mod wire;
 
 pub use client::{Client, ClientConfig, Outcome, Start};
 pub use id::CallId;
+pub use metrics::{MethodMetrics, Metrics, TransportKind};
+pub use metrics_http::MetricsEndpoint;
 pub use server::{Event, Server, ServerConfig};
 pub use status::{Code, Status};
 pub use wire::RpcError;

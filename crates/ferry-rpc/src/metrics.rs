@@ -1,0 +1,866 @@
+//! The RPC server's metrics ([`Metrics`]): calls by method and status code, their latency,
+//! calls in progress, open sessions and the buffer pools' occupancy, encoded in the text format
+//! Prometheus scrapes. No I/O here: [`MetricsEndpoint`](crate::MetricsEndpoint) serves the text.
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use ferry_buf::{Pool, PoolStats};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::Code;
+
+/// Status codes: gRPC's 0 ..= 16, counted in an array indexed by the code's number.
+const CODES: usize = 17;
+const _: () = assert!(Code::from_u8(CODES as u8 - 1).is_some() && Code::from_u8(CODES as u8).is_none());
+
+/// Finite latency buckets: upper bounds `FIRST_BOUND_NANOS << i` for `i` in `0..BUCKETS`
+/// (1 µs to 1.048576 s); one more bucket, `+Inf`, follows.
+const BUCKETS: usize = 21;
+/// The first bucket's upper bound: 1 µs.
+const FIRST_BOUND_NANOS: u64 = 1_000;
+
+const _: () = assert!(TransportKind::Tcp as usize == 0 && TransportKind::Shm as usize == 1);
+
+/// The `method` label of calls to an id the server does not know.
+const UNKNOWN_METHOD: &str = "unknown";
+
+/// The transport a session runs on: the `transport` label of `ferry_rpc_sessions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportKind {
+    /// `ferry-net`'s TCP connections (`transport="tcp"`).
+    Tcp,
+    /// `ferry-shm`'s shared-memory connections (`transport="shm"`).
+    Shm,
+}
+
+impl TransportKind {
+    /// Every kind, each at the index `kind as usize`.
+    const ALL: [TransportKind; 2] = [TransportKind::Tcp, TransportKind::Shm];
+
+    /// The label value: `"tcp"` or `"shm"`.
+    pub const fn label(self) -> &'static str {
+        match self {
+            TransportKind::Tcp => "tcp",
+            TransportKind::Shm => "shm",
+        }
+    }
+}
+
+/// One server's metrics, shared by its event loops (`Arc<Metrics>`). Every update is an atomic
+/// add, with no lock on the hot path; [`Metrics::encode`] renders them all in the OpenMetrics
+/// text format (as `prometheus-client` encodes it) for a scrape.
+///
+/// # Series
+///
+/// | metric | type | labels |
+/// |---|---|---|
+/// | `ferry_rpc_requests_total` | counter | `method` (the gRPC path, or `unknown`), `code` (`OK`, `NOT_FOUND`, ...) |
+/// | `ferry_rpc_request_duration_seconds` | histogram: bounds 1 µs · 2^i, i = 0..=20 (1 µs to 1.05 s), and `+Inf` | `method` |
+/// | `ferry_rpc_in_flight` | gauge | |
+/// | `ferry_rpc_sessions` | gauge | `transport` (`tcp`, `shm`) |
+/// | `ferry_pool_buffers_outstanding` | gauge | `pool` |
+/// | `ferry_pool_bytes_outstanding` | gauge | `pool` |
+/// | `ferry_pool_mapped_bytes` | gauge | `pool` |
+///
+/// A method's `OK` count and its histogram are there from the first scrape; its other codes
+/// appear with their first call (17 mostly-zero series per method would drown the ones that
+/// matter). `method="unknown"` counts calls to ids the server does not know; it appears with
+/// the first such call.
+///
+/// # Cost on the hot path
+///
+/// Everything is resolved at construction: [`Metrics::method`] is a binary search over the
+/// method ids (no hashing, no label strings), and [`MethodMetrics::record`] is three relaxed
+/// atomic adds: the counter at the code's number, the latency bucket found by integer
+/// arithmetic, and the latency sum. Gauges are one atomic add. Only [`Metrics::add_pool`] and
+/// a scrape take a lock. The latency histogram is this crate's own (an array of atomic buckets
+/// that encodes itself through `prometheus-client`'s encoder) because `prometheus-client`'s
+/// `Histogram` takes a mutex on every observation.
+///
+/// A scrape reads each number atomically, not all of them at one instant, as
+/// [`PoolStats`] does: under load a histogram's `_sum` may be from a moment apart from its
+/// buckets (its `_count` is always the sum of its buckets).
+///
+/// ```
+/// use std::time::Duration;
+/// use ferry_rpc::{Code, Metrics, TransportKind};
+///
+/// let say = ferry_transport::method_id("/ferry.test.Echo/Say");
+/// let metrics = Metrics::new(&[("/ferry.test.Echo/Say", say)]);
+///
+/// metrics.sessions(TransportKind::Tcp).inc();
+/// metrics.in_flight().inc();
+/// metrics.method(say).record(Code::Ok, Duration::from_micros(3));
+/// metrics.in_flight().dec();
+///
+/// let text = metrics.encode();
+/// assert!(text.contains(r#"ferry_rpc_requests_total{method="/ferry.test.Echo/Say",code="OK"} 1"#));
+/// assert!(text.ends_with("# EOF\n"));
+/// ```
+pub struct Metrics {
+    table: Arc<Table>,
+    in_flight: Gauge,
+    /// Indexed by `TransportKind as usize`.
+    sessions: [Gauge; TransportKind::ALL.len()],
+    pools: Arc<PoolCollector>,
+    /// Built in [`Metrics::new`] and never changed after: a scrape needs no lock on it.
+    registry: Registry,
+}
+
+impl Metrics {
+    /// Metrics for these methods: their gRPC paths (like `"/ferry.test.Echo/Say"`) and method
+    /// ids ([`ferry_transport::method_id`]).
+    ///
+    /// A method listed twice (same path, same id) is counted once.
+    ///
+    /// # Panics
+    ///
+    /// If two different paths share an id: the server could not tell their calls apart either.
+    pub fn new(methods: &[(&str, u16)]) -> Metrics {
+        let table = Arc::new(Table::new(methods));
+        let mut registry = Registry::default();
+
+        registry.register(
+            "ferry_rpc_requests",
+            "Calls handled, by method and status code",
+            Requests(table.clone()),
+        );
+        registry.register_with_unit(
+            "ferry_rpc_request_duration",
+            "Time from a call's request to its answer, by method",
+            Unit::Seconds,
+            Durations(table.clone()),
+        );
+
+        let in_flight = Gauge::default();
+        registry.register(
+            "ferry_rpc_in_flight",
+            "Calls being handled now",
+            in_flight.clone(),
+        );
+
+        let sessions = TransportKind::ALL.map(|_| Gauge::default());
+        registry.register(
+            "ferry_rpc_sessions",
+            "Open sessions, by transport",
+            Sessions(sessions.clone()),
+        );
+
+        let pools = Arc::new(PoolCollector::default());
+        registry.register_collector(Box::new(pools.clone()));
+
+        Metrics {
+            table,
+            in_flight,
+            sessions,
+            pools,
+            registry,
+        }
+    }
+
+    /// The metrics of method `id`, resolved at construction: no label lookup per call. Calls
+    /// to an id that [`Metrics::new`] was not given are counted under `method="unknown"`.
+    pub fn method(&self, id: u16) -> &MethodMetrics {
+        self.table.method(id)
+    }
+
+    /// Calls being handled now (gauge `ferry_rpc_in_flight`): `inc()` when a call starts,
+    /// `dec()` when it ends.
+    pub fn in_flight(&self) -> &Gauge {
+        &self.in_flight
+    }
+
+    /// Open sessions on `transport` (gauge `ferry_rpc_sessions{transport}`): `inc()` when a
+    /// session opens, `dec()` when it closes.
+    pub fn sessions(&self, transport: TransportKind) -> &Gauge {
+        &self.sessions[transport as usize]
+    }
+
+    /// Adds a pool whose statistics are read at each scrape (gauges
+    /// `ferry_pool_buffers_outstanding`, `ferry_pool_bytes_outstanding` and
+    /// `ferry_pool_mapped_bytes`, labelled `pool=name`). The metrics hold this handle, and so
+    /// the pool's memory, until they are dropped. A pool added under a name already used
+    /// replaces the earlier one.
+    pub fn add_pool(&self, name: &str, pool: Pool) {
+        self.pools.add(name, pool);
+    }
+
+    /// The exposition: every series in the OpenMetrics text format, ending with `# EOF`.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail, and no metric here fails of its own.
+        let encoded = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        debug_assert!(encoded.is_ok(), "encoding the metrics failed");
+        text
+    }
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics")
+            .field("methods", &self.table.methods.len())
+            .field("in_flight", &self.in_flight.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One method's counters and latency histogram (see [`Metrics::method`]).
+pub struct MethodMetrics {
+    /// The `method` label.
+    path: Box<str>,
+    /// Calls ended, indexed by the code's number.
+    requests: [AtomicU64; CODES],
+    latency: Latency,
+}
+
+impl MethodMetrics {
+    fn new(path: &str) -> MethodMetrics {
+        MethodMetrics {
+            path: path.into(),
+            requests: [const { AtomicU64::new(0) }; CODES],
+            latency: Latency::default(),
+        }
+    }
+
+    /// A call ended with `code` after `latency`: one more in
+    /// `ferry_rpc_requests_total{method,code}` and in the bucket of `latency` of
+    /// `ferry_rpc_request_duration_seconds{method}`. Three atomic adds.
+    pub fn record(&self, code: Code, latency: Duration) {
+        self.requests[code as usize].fetch_add(1, Relaxed);
+        self.latency.observe(latency);
+    }
+}
+
+impl fmt::Debug for MethodMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MethodMetrics")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The methods' metrics, shared by [`Metrics`] and the registry's encoders.
+struct Table {
+    /// In the order given to [`Metrics::new`].
+    methods: Box<[MethodMetrics]>,
+    /// `(id, index into methods)`, sorted by id.
+    index: Box<[(u16, usize)]>,
+    unknown: MethodMetrics,
+}
+
+impl Table {
+    fn new(list: &[(&str, u16)]) -> Table {
+        let mut methods = Vec::with_capacity(list.len());
+        let mut index = BTreeMap::new();
+        for &(path, id) in list {
+            match index.entry(id) {
+                Entry::Vacant(entry) => {
+                    entry.insert(methods.len());
+                    methods.push(MethodMetrics::new(path));
+                }
+                Entry::Occupied(entry) => {
+                    let known: &MethodMetrics = &methods[*entry.get()];
+                    assert!(
+                        &*known.path == path,
+                        "methods {:?} and {path:?} share the id {id}",
+                        known.path
+                    );
+                }
+            }
+        }
+        Table {
+            methods: methods.into(),
+            index: index.into_iter().collect(),
+            unknown: MethodMetrics::new(UNKNOWN_METHOD),
+        }
+    }
+
+    fn method(&self, id: u16) -> &MethodMetrics {
+        self.index
+            .binary_search_by_key(&id, |&(id, _)| id)
+            .ok()
+            .and_then(|at| self.methods.get(self.index[at].1))
+            .unwrap_or(&self.unknown)
+    }
+
+    /// Every method, then `unknown`: the order of the exposition.
+    fn all(&self) -> impl Iterator<Item = &MethodMetrics> {
+        self.methods.iter().chain([&self.unknown])
+    }
+
+    /// The methods in the exposition: every method, then `unknown` once it has had a call.
+    fn exposed(&self) -> impl Iterator<Item = &MethodMetrics> {
+        let unknown_called = self.unknown.requests.iter().any(|n| n.load(Relaxed) != 0);
+        self.methods.iter().chain(unknown_called.then_some(&self.unknown))
+    }
+}
+
+/// A latency histogram of atomic buckets.
+struct Latency {
+    /// Observations per bucket (not cumulative); the last is `+Inf`.
+    buckets: [AtomicU64; BUCKETS + 1],
+    /// Sum of the observations in nanoseconds (wraps after 584 years of latency).
+    sum_nanos: AtomicU64,
+}
+
+impl Default for Latency {
+    fn default() -> Latency {
+        Latency {
+            buckets: [const { AtomicU64::new(0) }; BUCKETS + 1],
+            sum_nanos: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Latency {
+    fn observe(&self, latency: Duration) {
+        let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+        self.buckets[bucket(nanos)].fetch_add(1, Relaxed);
+        self.sum_nanos.fetch_add(nanos, Relaxed);
+    }
+
+    /// `(sum in seconds, count, (upper bound in seconds, observations) per bucket)`.
+    fn snapshot(&self) -> (f64, u64, [(f64, u64); BUCKETS + 1]) {
+        let mut buckets = [(f64::INFINITY, 0); BUCKETS + 1];
+        let mut count = 0;
+        for (i, (out, n)) in buckets.iter_mut().zip(&self.buckets).enumerate() {
+            let n = n.load(Relaxed);
+            count += n;
+            *out = (upper_bound(i), n);
+        }
+        let sum = self.sum_nanos.load(Relaxed) as f64 / 1e9;
+        (sum, count, buckets)
+    }
+}
+
+/// The bucket of a latency of `nanos`: the first `i` with `nanos <= FIRST_BOUND_NANOS << i`,
+/// or `BUCKETS` (`+Inf`). Integer arithmetic, so a latency on a bound is in that bound's bucket.
+fn bucket(nanos: u64) -> usize {
+    // nanos <= 1000 · 2^i  <=>  ceil(nanos / 1000) <= 2^i  <=>  i >= ceil(log2(ceil(nanos / 1000)))
+    let units = nanos.div_ceil(FIRST_BOUND_NANOS);
+    if units <= 1 {
+        return 0;
+    }
+    let ceil_log2 = (u64::BITS - (units - 1).leading_zeros()) as usize;
+    ceil_log2.min(BUCKETS)
+}
+
+/// The upper bound of bucket `i` in seconds (`+Inf` for the last).
+fn upper_bound(i: usize) -> f64 {
+    if i < BUCKETS {
+        (FIRST_BOUND_NANOS << i) as f64 / 1e9
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// `ferry_rpc_requests_total`: a method's `OK` count always, its other codes once non-zero.
+#[derive(Debug)]
+struct Requests(Arc<Table>);
+
+impl EncodeMetric for Requests {
+    fn encode(&self, mut encoder: MetricEncoder) -> fmt::Result {
+        for method in self.0.exposed() {
+            for code in (0..CODES as u8).filter_map(Code::from_u8) {
+                let count = method.requests[code as usize].load(Relaxed);
+                if count == 0 && code != Code::Ok {
+                    continue;
+                }
+                let labels = [("method", &*method.path), ("code", code.name())];
+                encoder
+                    .encode_family(&labels)?
+                    .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Counter
+    }
+}
+
+/// `ferry_rpc_request_duration_seconds`: one histogram per method.
+#[derive(Debug)]
+struct Durations(Arc<Table>);
+
+impl EncodeMetric for Durations {
+    fn encode(&self, mut encoder: MetricEncoder) -> fmt::Result {
+        for method in self.0.exposed() {
+            let (sum, count, buckets) = method.latency.snapshot();
+            encoder
+                .encode_family(&[("method", &*method.path)])?
+                .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// `ferry_rpc_sessions`: one gauge per transport, in the order of [`TransportKind::ALL`].
+#[derive(Debug)]
+struct Sessions([Gauge; TransportKind::ALL.len()]);
+
+impl EncodeMetric for Sessions {
+    fn encode(&self, mut encoder: MetricEncoder) -> fmt::Result {
+        for (kind, gauge) in TransportKind::ALL.iter().zip(&self.0) {
+            encoder
+                .encode_family(&[("transport", kind.label())])?
+                .encode_gauge(&gauge.get())?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Gauge
+    }
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.all().map(|m| &m.path)).finish()
+    }
+}
+
+/// One of the pool gauges: how to describe it and which number of [`PoolStats`] it shows.
+struct PoolGauge {
+    name: &'static str,
+    help: &'static str,
+    unit: Option<Unit>,
+    value: fn(&PoolStats) -> usize,
+}
+
+/// The pools, read when a scrape encodes them.
+#[derive(Debug, Default)]
+struct PoolCollector {
+    /// `(name, pool)`, in the order added.
+    pools: Mutex<Vec<(String, Pool)>>,
+}
+
+impl PoolCollector {
+    fn add(&self, name: &str, pool: Pool) {
+        // A panic elsewhere while holding the lock leaves the list consistent: use it.
+        let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        match pools.iter_mut().find(|(n, _)| n == name) {
+            Some((_, old)) => *old = pool,
+            None => pools.push((name.to_owned(), pool)),
+        }
+    }
+}
+
+impl Collector for PoolCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let stats: Vec<_> = {
+            let pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+            pools
+                .iter()
+                .map(|(name, pool)| (name.clone(), pool.stats()))
+                .collect()
+        };
+        if stats.is_empty() {
+            return Ok(());
+        }
+        let gauges = [
+            PoolGauge {
+                name: "ferry_pool_buffers_outstanding",
+                help: "Buffers handed out by the pool and not yet returned.",
+                unit: None,
+                value: PoolStats::buffers_outstanding,
+            },
+            PoolGauge {
+                name: "ferry_pool_bytes_outstanding",
+                help: "Capacity bytes of the buffers handed out and not yet returned.",
+                unit: None,
+                value: PoolStats::bytes_outstanding,
+            },
+            PoolGauge {
+                // The encoder appends the unit: ferry_pool_mapped_bytes.
+                name: "ferry_pool_mapped",
+                help: "Bytes of the pool's mapped regions.",
+                unit: Some(Unit::Bytes),
+                value: |s| s.mapped_bytes,
+            },
+        ];
+        for gauge in &gauges {
+            let mut metric =
+                encoder.encode_descriptor(gauge.name, gauge.help, gauge.unit.as_ref(), MetricType::Gauge)?;
+            for (pool, stats) in &stats {
+                metric
+                    .encode_family(&[("pool", pool.as_str())])?
+                    .encode_gauge(&(gauge.value)(stats))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_buf::PoolConfig;
+    use proptest::prelude::*;
+
+    const SAY: (&str, u16) = ("/ferry.test.Echo/Say", 7);
+    const SHOUT: (&str, u16) = ("/ferry.test.Echo/Shout", 3);
+
+    /// The sample of `series` (name and labels as written), if the text has it.
+    fn sample(text: &str, series: &str) -> Option<String> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .map(str::to_owned)
+    }
+
+    #[test]
+    fn buckets_by_integer_bounds() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(1), 0);
+        for i in 0..BUCKETS {
+            let bound = FIRST_BOUND_NANOS << i;
+            assert_eq!(bucket(bound), i, "on the bound of {i}");
+            assert_eq!(bucket(bound + 1), i + 1, "just above the bound of {i}");
+        }
+        assert_eq!(bucket(u64::MAX), BUCKETS);
+        assert_eq!(upper_bound(0), 1e-6);
+        assert_eq!(upper_bound(BUCKETS - 1), 1.048576);
+        assert_eq!(upper_bound(BUCKETS), f64::INFINITY);
+    }
+
+    proptest! {
+        #[test]
+        fn bucket_is_the_first_bound_not_below(nanos in any::<u64>(), small in 0u64..5_000_000) {
+            for n in [nanos, small] {
+                let naive = (0..BUCKETS).find(|&i| n <= FIRST_BOUND_NANOS << i).unwrap_or(BUCKETS);
+                prop_assert_eq!(bucket(n), naive);
+            }
+        }
+    }
+
+    #[test]
+    fn code_names_are_grpcs() {
+        let names: Vec<_> = (0..CODES as u8)
+            .filter_map(Code::from_u8)
+            .map(Code::name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "OK",
+                "CANCELLED",
+                "UNKNOWN",
+                "INVALID_ARGUMENT",
+                "DEADLINE_EXCEEDED",
+                "NOT_FOUND",
+                "ALREADY_EXISTS",
+                "PERMISSION_DENIED",
+                "RESOURCE_EXHAUSTED",
+                "FAILED_PRECONDITION",
+                "ABORTED",
+                "OUT_OF_RANGE",
+                "UNIMPLEMENTED",
+                "INTERNAL",
+                "UNAVAILABLE",
+                "DATA_LOSS",
+                "UNAUTHENTICATED"
+            ]
+        );
+    }
+
+    #[test]
+    fn counts_and_buckets_by_method_and_code() {
+        let metrics = Metrics::new(&[SAY, SHOUT]);
+        let say = metrics.method(SAY.1);
+        say.record(Code::Ok, Duration::from_nanos(500));
+        say.record(Code::Ok, Duration::from_nanos(3_000));
+        say.record(Code::NotFound, Duration::from_secs(2));
+        metrics
+            .method(SHOUT.1)
+            .record(Code::DeadlineExceeded, Duration::from_millis(1));
+        let text = metrics.encode();
+
+        let say = r#"method="/ferry.test.Echo/Say""#;
+        let shout = r#"method="/ferry.test.Echo/Shout""#;
+        let requests = |labels: &str| sample(&text, &format!("ferry_rpc_requests_total{{{labels}}}"));
+        assert_eq!(requests(&format!(r#"{say},code="OK""#)).as_deref(), Some("2"));
+        assert_eq!(
+            requests(&format!(r#"{say},code="NOT_FOUND""#)).as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            requests(&format!(r#"{say},code="CANCELLED""#)),
+            None,
+            "zero, not OK: absent"
+        );
+        assert_eq!(requests(&format!(r#"{shout},code="OK""#)).as_deref(), Some("0"));
+        assert_eq!(
+            requests(&format!(r#"{shout},code="DEADLINE_EXCEEDED""#)).as_deref(),
+            Some("1")
+        );
+        assert!(text.contains("# TYPE ferry_rpc_requests counter\n"));
+
+        let duration = |suffix: &str, labels: &str| {
+            sample(
+                &text,
+                &format!("ferry_rpc_request_duration_seconds_{suffix}{{{labels}}}"),
+            )
+        };
+        // 500 ns <= 1 µs; 3 µs <= 4 µs; 2 s only in +Inf. Buckets are cumulative.
+        for (le, n) in [
+            ("0.000001", "1"),
+            ("0.000002", "1"),
+            ("0.000004", "2"),
+            ("1.048576", "2"),
+            ("+Inf", "3"),
+        ] {
+            assert_eq!(
+                duration("bucket", &format!(r#"le="{le}",{say}"#)).as_deref(),
+                Some(n),
+                "bucket le={le}"
+            );
+        }
+        assert_eq!(duration("count", say).as_deref(), Some("3"));
+        assert_eq!(duration("sum", say).as_deref(), Some("2.0000035"));
+        assert_eq!(duration("count", shout).as_deref(), Some("1"));
+        assert_eq!(
+            duration("bucket", &format!(r#"le="0.001024",{shout}"#)).as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            duration("bucket", &format!(r#"le="0.000512",{shout}"#)).as_deref(),
+            Some("0")
+        );
+        assert!(text.contains("# TYPE ferry_rpc_request_duration_seconds histogram\n"));
+        assert!(text.contains("# UNIT ferry_rpc_request_duration_seconds seconds\n"));
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn unknown_ids_are_counted_as_unknown() {
+        let metrics = Metrics::new(&[SAY]);
+        let unknown = metrics.method(SAY.1 + 1);
+        assert!(std::ptr::eq(unknown, metrics.method(0)));
+        assert!(!std::ptr::eq(unknown, metrics.method(SAY.1)));
+        unknown.record(Code::Unimplemented, Duration::from_micros(2));
+        let text = metrics.encode();
+        assert_eq!(
+            sample(
+                &text,
+                r#"ferry_rpc_requests_total{method="unknown",code="UNIMPLEMENTED"}"#
+            )
+            .as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"ferry_rpc_requests_total{method="/ferry.test.Echo/Say",code="UNIMPLEMENTED"}"#
+            ),
+            None
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"ferry_rpc_request_duration_seconds_count{method="unknown"}"#
+            )
+            .as_deref(),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn unknown_appears_with_its_first_call() {
+        let metrics = Metrics::new(&[SAY]);
+        assert!(!metrics.encode().contains(r#"method="unknown""#));
+        metrics.method(0).record(Code::Unimplemented, Duration::ZERO);
+        let text = metrics.encode();
+        assert_eq!(
+            sample(&text, r#"ferry_rpc_requests_total{method="unknown",code="OK"}"#).as_deref(),
+            Some("0")
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"ferry_rpc_request_duration_seconds_bucket{le="0.000001",method="unknown"}"#
+            )
+            .as_deref(),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn no_methods_at_all() {
+        let metrics = Metrics::new(&[]);
+        metrics.method(SAY.1).record(Code::Ok, Duration::ZERO);
+        let text = metrics.encode();
+        assert_eq!(
+            sample(&text, r#"ferry_rpc_requests_total{method="unknown",code="OK"}"#).as_deref(),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn a_method_listed_twice_is_counted_once() {
+        let metrics = Metrics::new(&[SAY, SHOUT, SAY]);
+        metrics.method(SAY.1).record(Code::Ok, Duration::ZERO);
+        let text = metrics.encode();
+        let series = r#"ferry_rpc_requests_total{method="/ferry.test.Echo/Say",code="OK"} 1"#;
+        assert_eq!(text.matches(series).count(), 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "share the id 7")]
+    fn two_paths_with_one_id_are_refused() {
+        Metrics::new(&[SAY, ("/ferry.test.Echo/Other", SAY.1)]);
+    }
+
+    #[test]
+    fn gauges_in_flight_and_sessions() {
+        let metrics = Metrics::new(&[SAY]);
+        metrics.in_flight().inc();
+        metrics.in_flight().inc();
+        metrics.in_flight().dec();
+        metrics.sessions(TransportKind::Shm).inc();
+        let text = metrics.encode();
+        assert_eq!(sample(&text, "ferry_rpc_in_flight").as_deref(), Some("1"));
+        assert_eq!(
+            sample(&text, r#"ferry_rpc_sessions{transport="shm"}"#).as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            sample(&text, r#"ferry_rpc_sessions{transport="tcp"}"#).as_deref(),
+            Some("0")
+        );
+    }
+
+    #[test]
+    fn pool_stats_are_read_at_each_scrape() {
+        let pool = Pool::new(PoolConfig {
+            region_size: 64 << 10,
+            max_bytes: 1 << 20,
+            ..PoolConfig::default()
+        })
+        .expect("pool");
+        let metrics = Metrics::new(&[SAY]);
+        assert!(
+            !metrics.encode().contains("ferry_pool"),
+            "no pool, no pool series"
+        );
+        metrics.add_pool("rx", pool.clone());
+
+        let buffer = pool.alloc(1000).expect("buffer");
+        let text = metrics.encode();
+        assert_eq!(
+            sample(&text, r#"ferry_pool_buffers_outstanding{pool="rx"}"#).as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            sample(&text, r#"ferry_pool_bytes_outstanding{pool="rx"}"#).as_deref(),
+            Some("1024")
+        );
+        assert_eq!(
+            sample(&text, r#"ferry_pool_mapped_bytes{pool="rx"}"#).as_deref(),
+            Some("65536")
+        );
+        assert!(text.contains("# TYPE ferry_pool_mapped_bytes gauge\n"));
+
+        drop(buffer);
+        let text = metrics.encode();
+        assert_eq!(
+            sample(&text, r#"ferry_pool_buffers_outstanding{pool="rx"}"#).as_deref(),
+            Some("0")
+        );
+        assert_eq!(
+            sample(&text, r#"ferry_pool_bytes_outstanding{pool="rx"}"#).as_deref(),
+            Some("0")
+        );
+        assert_eq!(
+            sample(&text, r#"ferry_pool_mapped_bytes{pool="rx"}"#).as_deref(),
+            Some("65536")
+        );
+    }
+
+    #[test]
+    fn a_pool_added_again_under_its_name_replaces_it() {
+        let config = PoolConfig {
+            region_size: 64 << 10,
+            max_bytes: 1 << 20,
+            ..PoolConfig::default()
+        };
+        let (a, b) = (
+            Pool::new(config.clone()).expect("pool"),
+            Pool::new(config).expect("pool"),
+        );
+        let metrics = Metrics::new(&[]);
+        metrics.add_pool("tx", a);
+        metrics.add_pool("tx", b.clone());
+        let _held = b.alloc(10).expect("buffer");
+        let text = metrics.encode();
+        assert_eq!(text.matches("ferry_pool_buffers_outstanding{").count(), 1);
+        assert_eq!(
+            sample(&text, r#"ferry_pool_buffers_outstanding{pool="tx"}"#).as_deref(),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let metrics = Metrics::new(&[("/a\"b\\c\nd", 1)]);
+        let text = metrics.encode();
+        assert!(text.contains(r#"ferry_rpc_requests_total{method="/a\"b\\c\nd",code="OK"} 0"#));
+    }
+
+    #[test]
+    fn records_from_many_threads_all_count() {
+        const THREADS: u64 = 4;
+        const CALLS: u64 = 10_000;
+        let metrics = Arc::new(Metrics::new(&[SAY]));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let metrics = metrics.clone();
+                std::thread::spawn(move || {
+                    for i in 0..CALLS {
+                        metrics.method(SAY.1).record(Code::Ok, Duration::from_nanos(i));
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("recording thread");
+        }
+        let text = metrics.encode();
+        let total = (THREADS * CALLS).to_string();
+        assert_eq!(
+            sample(
+                &text,
+                r#"ferry_rpc_requests_total{method="/ferry.test.Echo/Say",code="OK"}"#
+            ),
+            Some(total.clone())
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"ferry_rpc_request_duration_seconds_bucket{le="+Inf",method="/ferry.test.Echo/Say"}"#
+            ),
+            Some(total)
+        );
+    }
+
+    #[test]
+    fn metrics_are_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Metrics>();
+        send_sync::<MethodMetrics>();
+    }
+}
