@@ -587,9 +587,9 @@ impl ShmConnection {
         Ok(())
     }
 
-    /// Publishes what is queued and owed as far as credits allow, without waiting for them
-    /// in non-blocking mode (what is left stays queued).
-    fn flush_nowait(&mut self) -> Result<(), TransportError> {
+    /// [`flush`](Self::flush) for `recv`: in non-blocking mode what stays queued
+    /// (`WouldBlock`) is no error, later calls publish it; in blocking mode it waits.
+    fn tick(&mut self) -> Result<(), TransportError> {
         match self.flush() {
             Err(TransportError::WouldBlock) => Ok(()),
             other => other,
@@ -674,7 +674,7 @@ impl ShmConnection {
         if let Some(m) = self.core.next(&self.mem)? {
             return Ok(self.frame(m));
         }
-        self.flush_nowait()?;
+        self.tick()?;
         let mut start = None;
         loop {
             if self.core.poll(&mut self.mem)? {
@@ -684,7 +684,7 @@ impl ShmConnection {
                 // Only acknowledgements, or blocks with no message (released at once): what
                 // they allow or owe goes out before waiting again. Nothing else changes while
                 // this side waits here (frames are released on this thread).
-                self.flush_nowait()?;
+                self.tick()?;
             } else {
                 self.wait(&mut start)?;
                 // A wait that saw the socket hang up has consumed what was published before.
@@ -758,8 +758,8 @@ impl ShmConnection {
     /// wants to sleep must call `try_recv` (which arms the doorbell) before it waits on
     /// [`as_fd`](AsFd::as_fd). An announcement an earlier `try_recv` left up is withdrawn (and
     /// the eventfd cleared) by the first call. Otherwise the call reads and writes shared
-    /// memory only, with no system call and no clock read, except that one call in 1024 that
-    /// find nothing looks at the socket (a peer that dies sets no word in shared memory), and
+    /// memory only, with no system call and no clock read, except that one in 1024 of the calls
+    /// that find nothing looks at the socket (a peer that dies sets no word in shared memory), and
     /// that a publication that finds the peer asleep rings its doorbell.
     pub fn poll_recv(&mut self) -> Result<Option<ShmFrame>, TransportError> {
         self.core.check()?;

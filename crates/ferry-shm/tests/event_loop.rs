@@ -147,7 +147,8 @@ fn a_busy_polling_receiver_is_never_woken() {
             conn.wait_idle().unwrap();
             let stats = conn.stats();
             drop(conn);
-            to_b.send("dropped").unwrap();
+            // The receiver may have seen the close already and gone.
+            let _ = to_b.send("dropped");
             stats
         },
         move |mut conn: ShmConnection| {
