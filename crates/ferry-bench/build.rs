@@ -1,15 +1,26 @@
-//! Compiles `schema/record.proto` into prost types without `protoc`: the pure-Rust
-//! `protox` parser produces the descriptors and `prost-build` generates the code into
-//! `OUT_DIR`. Every `bytes` field becomes `bytes::Bytes`, so encoding borrows the
-//! application's buffers and decoding slices the input instead of copying.
+//! Compiles `schema/record.proto` into prost types and `schema/echo.proto` into a tonic
+//! client and server, without `protoc`: the pure-Rust `protox` parser produces the
+//! descriptors, `prost-build` generates the messages and `tonic-prost-build` the service
+//! code into `OUT_DIR` (`ferry_bench.rs` and `ferry_bench.echo.rs`, one file per package).
+//! Every `bytes` field becomes `bytes::Bytes`, so encoding borrows the application's
+//! buffers and decoding slices the input instead of copying.
 //!
 //! FlatBuffers and Cap'n Proto code is NOT generated here: their compilers are not on
 //! a fresh machine, so that code is committed under `src/generated/` (see `regen.sh`).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let proto = "schema/record.proto";
-    println!("cargo:rerun-if-changed={proto}");
-    let descriptors = protox::compile([proto], ["schema"])?;
-    prost_build::Config::new().bytes(["."]).compile_fds(descriptors)?;
+    let protos = ["schema/record.proto", "schema/echo.proto"];
+    for proto in protos {
+        println!("cargo:rerun-if-changed={proto}");
+    }
+    let descriptors = protox::compile(protos, ["schema"])?;
+    let tonic = tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .service_generator();
+    prost_build::Config::new()
+        .bytes(["."])
+        .service_generator(tonic)
+        .compile_fds(descriptors)?;
     Ok(())
 }

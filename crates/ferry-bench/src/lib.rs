@@ -10,6 +10,8 @@
 //!   [`datapath`] (`ferry bench datapath`: one-way TCP streams in every send mode) and [`shm`]
 //!   (`ferry bench shm`: round trips over shared memory against a raw ping-pong and TCP). The
 //!   `ferry` binary parses their options and calls their `run`;
+//! - the peers of `ferry bench rpc` that are other RPC systems: [`tonic_echo`] (one measured
+//!   run of a tonic unary echo between two pinned threads, for the RPC benchmark to call);
 //! - the serializer peers and workloads of the Criterion targets (`benches/serialize.rs`,
 //!   `benches/decode.rs`) and of the `ferry-callgrind` instruction-count driver: each system
 //!   (the memcpy floor, prost, FlatBuffers, Cap'n Proto, Ferry) is one file under [`systems`],
@@ -40,6 +42,7 @@ pub mod plot;
 pub mod shapes;
 pub mod shm;
 pub mod systems;
+pub mod tonic_echo;
 
 pub use error::BenchError;
 pub use shapes::Shape;

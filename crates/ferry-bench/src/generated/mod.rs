@@ -1,6 +1,7 @@
 //! Generated schema code, one module per system, never edited by hand.
 //!
-//! - [`record_prost`]: prost types, generated at build time by `build.rs` (protox, no `protoc`).
+//! - [`record_prost`]: prost types, and in [`record_prost::echo`] the tonic service of the
+//!   `tonic_echo` benchmark peer, generated at build time by `build.rs` (protox, no `protoc`).
 //! - [`record_generated`]: `flatc --rust` output, committed (see `regen.sh`).
 //! - [`record_capnp`]: `capnp compile -orust` output, committed (see `regen.sh`).
 //!
@@ -13,6 +14,13 @@
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod record_prost {
     include!(concat!(env!("OUT_DIR"), "/ferry_bench.rs"));
+
+    /// The tonic client (`echo_client::EchoClient`) and server (`echo_server::{Echo,
+    /// EchoServer}`) of `schema/echo.proto`, package `ferry_bench.echo`: nested here as the
+    /// package is, so that the generated code's `super::Record` is the prost type above.
+    pub mod echo {
+        include!(concat!(env!("OUT_DIR"), "/ferry_bench.echo.rs"));
+    }
 }
 
 /// FlatBuffers types for `schema/record.fbs` (flatc 25.12.19).
