@@ -34,7 +34,8 @@ impl FromStr for Addr {
             if host.is_empty() {
                 return Err(bad("no host"));
             }
-            port.parse::<u16>().map_err(|_| bad("port is not a number in 0..=65535"))?;
+            port.parse::<u16>()
+                .map_err(|_| bad("port is not a number in 0..=65535"))?;
             Ok(Addr::Tcp(rest.to_string()))
         } else if let Some(rest) = s.strip_prefix("shm://") {
             if !rest.starts_with('/') {
@@ -62,7 +63,10 @@ mod tests {
 
     #[test]
     fn parses_both_schemes() {
-        assert_eq!("tcp://127.0.0.1:7000".parse(), Ok(Addr::Tcp("127.0.0.1:7000".into())));
+        assert_eq!(
+            "tcp://127.0.0.1:7000".parse(),
+            Ok(Addr::Tcp("127.0.0.1:7000".into()))
+        );
         assert_eq!("tcp://[::1]:0".parse(), Ok(Addr::Tcp("[::1]:0".into())));
         assert_eq!("shm:///run/kv.sock".parse(), Ok(Addr::Shm("/run/kv.sock".into())));
         assert_eq!(Addr::Shm("/a/b".into()).to_string(), "shm:///a/b");
@@ -70,7 +74,14 @@ mod tests {
 
     #[test]
     fn rejects_what_it_cannot_use() {
-        for bad in ["udp://x:1", "tcp://host", "tcp://:80", "tcp://h:99999", "shm://rel/path", "127.0.0.1:7"] {
+        for bad in [
+            "udp://x:1",
+            "tcp://host",
+            "tcp://:80",
+            "tcp://h:99999",
+            "shm://rel/path",
+            "127.0.0.1:7",
+        ] {
             let e = bad.parse::<Addr>().expect_err(bad);
             assert!(e.to_string().contains(bad), "{e}");
         }

@@ -10,10 +10,10 @@ use ferry_buf::{Pool, PoolConfig};
 use ferry_transport::{Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Message, Outgoing};
 
+use crate::Addr;
 use crate::conn::{Conn, ConnConfig, Frame};
 use crate::session::{Client, ClientConfig, Outcome};
 use crate::status::{Code, Status};
-use crate::Addr;
 
 /// Client settings (blocking and tokio channels).
 #[derive(Debug, Clone)]
@@ -54,7 +54,9 @@ pub struct Response<M> {
 
 impl<M> std::fmt::Debug for Response<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Response").field("meta", &self.frame.meta()).finish_non_exhaustive()
+        f.debug_struct("Response")
+            .field("meta", &self.frame.meta())
+            .finish_non_exhaustive()
     }
 }
 
@@ -102,7 +104,9 @@ pub struct Channel {
 
 impl std::fmt::Debug for Channel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Channel").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("Channel")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -115,8 +119,11 @@ impl Channel {
     /// Connects with `config`. Fails with `INVALID_ARGUMENT` for an address that does not
     /// parse and `UNAVAILABLE` if the server cannot be reached.
     pub fn connect_with(addr: &str, config: ChannelConfig) -> Result<Channel, Status> {
-        let addr: Addr = addr.parse().map_err(|e| Status::new(Code::InvalidArgument, format!("{e}")))?;
-        let pool = Pool::new(config.pool.clone()).map_err(|e| Status::new(Code::ResourceExhausted, format!("{e}")))?;
+        let addr: Addr = addr
+            .parse()
+            .map_err(|e| Status::new(Code::InvalidArgument, format!("{e}")))?;
+        let pool = Pool::new(config.pool.clone())
+            .map_err(|e| Status::new(Code::ResourceExhausted, format!("{e}")))?;
         let conn = Conn::connect(&addr, &pool, &config.conn).map_err(|e| unreachable_server(&addr, &e))?;
         let ctx = context_of(&conn, &pool);
         Ok(Channel {
@@ -162,7 +169,11 @@ impl Channel {
     }
 
     /// Calls `method` with a Ferry message and waits for the response.
-    pub fn call<M: Message<'static>>(&self, method: u16, request: &(impl Outgoing + ?Sized)) -> Result<Response<M>, Status> {
+    pub fn call<M: Message<'static>>(
+        &self,
+        method: u16,
+        request: &(impl Outgoing + ?Sized),
+    ) -> Result<Response<M>, Status> {
         self.round_trip(method, |conn, meta| conn.send(meta, request))
     }
 
@@ -179,7 +190,10 @@ impl Channel {
         let mut guard = self.inner.borrow_mut();
         let inner = &mut *guard;
         let Some(conn) = inner.conn.as_mut() else {
-            return Err(Status::new(Code::Unavailable, "the connection is closed (reconnect)"));
+            return Err(Status::new(
+                Code::Unavailable,
+                "the connection is closed (reconnect)",
+            ));
         };
         let start = inner.core.start(method, inner.timeout, Instant::now())?;
         let deadline = inner.timeout.and_then(|t| Instant::now().checked_add(t));
@@ -197,7 +211,11 @@ impl Channel {
             let conn = inner.conn.as_mut().expect("open");
             // Without a deadline the transport's own wait serves (shared memory spins, then
             // sleeps on its doorbell); with one, the wait is bounded.
-            let next = if deadline.is_none() { conn.recv().map(Some) } else { conn.try_recv() };
+            let next = if deadline.is_none() {
+                conn.recv().map(Some)
+            } else {
+                conn.try_recv()
+            };
             let frame = match next {
                 Ok(Some(frame)) => frame,
                 Ok(None) => {
@@ -217,7 +235,11 @@ impl Channel {
                 Err(e) => return Err(Self::lost(inner, &e, start.id)),
             };
             let meta = frame.meta();
-            let raw = if meta.flags == crate::wire::RESPONSE { None } else { frame.bytes() };
+            let raw = if meta.flags == crate::wire::RESPONSE {
+                None
+            } else {
+                frame.bytes()
+            };
             match inner.core.on_frame(meta, raw) {
                 Ok(Some(Outcome::Response { id, .. })) if id == start.id => {
                     return Ok(Response::new(frame, self.config.limits.clone()));

@@ -51,7 +51,7 @@ pub use channel::{Channel, ChannelConfig, Response};
 pub use conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
 pub use event_loop::{Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId};
 pub use id::CallId;
-pub use metrics::{Metrics, MethodMetrics};
+pub use metrics::{MethodMetrics, Metrics};
 pub use metrics_http::MetricsEndpoint;
 pub use server::{LoopReport, Server, ServerBuilder, ServerError};
 pub use service::{Call, Encoded, Incoming, MethodInfo, Mode, Reply, Request, Service};

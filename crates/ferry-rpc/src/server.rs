@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 
 use ferry_transport::TransportError;
 
+use crate::Addr;
 use crate::conn::Listener;
 use crate::event_loop::{EventLoop, LoopConfig, LoopStats};
 use crate::metrics_http::MetricsEndpoint;
 use crate::services::Services;
 use crate::sys::Waker;
-use crate::Addr;
 
 /// A server that could not start.
 #[derive(Debug, thiserror::Error)]
@@ -119,7 +119,11 @@ impl Server {
         for w in &self.wakers {
             w.ring();
         }
-        let reports = self.threads.drain(..).map(|t| t.join().unwrap_or_default()).collect();
+        let reports = self
+            .threads
+            .drain(..)
+            .map(|t| t.join().unwrap_or_default())
+            .collect();
         self.services.stop_workers();
         if let Some(m) = self.metrics.take() {
             m.stop();
@@ -199,9 +203,14 @@ impl ServerBuilder {
         let mut wakers = Vec::new();
         for i in 0..self.loops {
             let (tx, rx) = mpsc::channel();
-            let (services, config, listeners) = (self.services.clone(), self.config.clone(), listeners.clone());
+            let (services, config, listeners) =
+                (self.services.clone(), self.config.clone(), listeners.clone());
             let (stop, drain_nanos) = (Arc::clone(&stop), Arc::clone(&drain_nanos));
-            let cpu = self.pin.as_ref().filter(|c| !c.is_empty()).map(|c| c[i % c.len()]);
+            let cpu = self
+                .pin
+                .as_ref()
+                .filter(|c| !c.is_empty())
+                .map(|c| c[i % c.len()]);
             let thread = std::thread::Builder::new()
                 .name(format!("ferry-rpc-loop-{i}"))
                 .spawn(move || {

@@ -106,7 +106,9 @@ pub struct Incoming<'a> {
 
 impl std::fmt::Debug for Incoming<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Incoming").field("meta", &self.frame.meta()).finish_non_exhaustive()
+        f.debug_struct("Incoming")
+            .field("meta", &self.frame.meta())
+            .finish_non_exhaustive()
     }
 }
 
@@ -246,7 +248,9 @@ pub struct Reply<'r> {
 
 impl std::fmt::Debug for Reply<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reply").field("sent", &self.sent).finish_non_exhaustive()
+        f.debug_struct("Reply")
+            .field("sent", &self.sent)
+            .finish_non_exhaustive()
     }
 }
 
@@ -259,26 +263,22 @@ impl<'r> Reply<'r> {
     /// into the transport's send buffer and its zero-copy values (pool memory: the store's
     /// values, or the request's own buffers over TCP) are referenced, not copied.
     pub fn send(&mut self, msg: &(impl Outgoing + ?Sized)) -> Result<(), Status> {
-        self.answer(
-            &mut |conn, meta| conn.send(meta, msg),
-            &mut || Encoded::message(msg),
-        )
+        self.answer(&mut |conn, meta| conn.send(meta, msg), &mut || {
+            Encoded::message(msg)
+        })
     }
 
     /// Sends a raw payload as the response.
     pub fn send_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
-        self.answer(
-            &mut |conn, meta| conn.send_payload(meta, payload),
-            &mut || {
-                Ok(match payload {
-                    Payload::Bytes(b) => Encoded::bytes(b),
-                    Payload::Gather { head, parts } => Encoded {
-                        head: head.to_vec(),
-                        parts: parts.to_vec(),
-                    },
-                })
-            },
-        )
+        self.answer(&mut |conn, meta| conn.send_payload(meta, payload), &mut || {
+            Ok(match payload {
+                Payload::Bytes(b) => Encoded::bytes(b),
+                Payload::Gather { head, parts } => Encoded {
+                    head: head.to_vec(),
+                    parts: parts.to_vec(),
+                },
+            })
+        })
     }
 
     /// Sends an already serialized response.

@@ -46,7 +46,9 @@ impl std::fmt::Debug for Services {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut paths: Vec<&str> = self.0.methods.values().map(|e| e.info.path).collect();
         paths.sort_unstable();
-        f.debug_struct("Services").field("methods", &paths).finish_non_exhaustive()
+        f.debug_struct("Services")
+            .field("methods", &paths)
+            .finish_non_exhaustive()
     }
 }
 

@@ -76,7 +76,9 @@ pub struct AsyncRequest<M> {
 
 impl<M> std::fmt::Debug for AsyncRequest<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AsyncRequest").field("meta", &self.frame.meta()).finish_non_exhaustive()
+        f.debug_struct("AsyncRequest")
+            .field("meta", &self.frame.meta())
+            .finish_non_exhaustive()
     }
 }
 
@@ -106,7 +108,10 @@ impl<M: Message<'static>> AsyncRequest<M> {
     /// Validates the request and reads it in place (`INVALID_ARGUMENT`, naming the field and
     /// offset, if it does not decode).
     pub fn view(&self) -> Result<M::View<'_>, Status> {
-        let view = self.frame.view(M::desc(), &self.limits).map_err(|e| invalid_request(&e))?;
+        let view = self
+            .frame
+            .view(M::desc(), &self.limits)
+            .map_err(|e| invalid_request(&e))?;
         Ok(M::view_of(view).expect("validated against M::desc()"))
     }
 }
@@ -208,7 +213,11 @@ pub struct AsyncServer {
 
 impl AsyncServer {
     /// Binds every address (`tcp://127.0.0.1:0` picks a port: see [`addrs`](Self::addrs)).
-    pub fn bind(services: AsyncServices, addrs: &[&str], config: LoopConfig) -> Result<AsyncServer, ServerError> {
+    pub fn bind(
+        services: AsyncServices,
+        addrs: &[&str],
+        config: LoopConfig,
+    ) -> Result<AsyncServer, ServerError> {
         let _ = (services, addrs, config, Code::Ok);
         unimplemented!("the tokio driver is being written")
     }

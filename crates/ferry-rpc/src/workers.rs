@@ -64,8 +64,9 @@ impl SendFrame {
                 let meta = f.meta();
                 let copy = |bytes: &[u8]| -> Result<SharedBuf, Status> {
                     let pool = ctx.pool().ok_or_else(|| Status::new(Code::Internal, "no pool"))?;
-                    pool.copy_from(bytes)
-                        .map_err(|e| Status::new(Code::ResourceExhausted, format!("copying the request: {e}")))
+                    pool.copy_from(bytes).map_err(|e| {
+                        Status::new(Code::ResourceExhausted, format!("copying the request: {e}"))
+                    })
                 };
                 let buf = match (f.bytes(), desc) {
                     (Some(bytes), _) => copy(bytes)?,
@@ -77,7 +78,12 @@ impl SendFrame {
                             .map_err(|e| Status::new(Code::Internal, format!("copying the request: {e}")))?;
                         copy(&bytes)?
                     }
-                    (None, None) => return Err(Status::new(Code::InvalidArgument, "a raw method got a Ferry message")),
+                    (None, None) => {
+                        return Err(Status::new(
+                            Code::InvalidArgument,
+                            "a raw method got a Ferry message",
+                        ));
+                    }
                 };
                 Ok(SendFrame::Copied { meta, buf })
             }
@@ -163,7 +169,11 @@ impl Workers {
         if let Ok(mut tx) = self.tx.lock() {
             tx.take();
         }
-        let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
+        let threads = self
+            .threads
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
         for t in threads {
             let _ = t.join();
         }

@@ -30,7 +30,7 @@ use ferry_wire::{Context, Limits, Message, Outgoing};
 use rustix::event::{PollFd, PollFlags};
 
 use crate::conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
-use crate::service::{Call, Encoded, Incoming, Request, Reply, Sink, invalid_request};
+use crate::service::{Call, Encoded, Incoming, Reply, Request, Sink, invalid_request};
 use crate::services::Services;
 use crate::session::{ClientConfig, Event, Outcome, ServerConfig};
 use crate::status::{Code, Status};
@@ -217,7 +217,11 @@ impl EventLoop {
 
     /// Server calls in progress (handlers running or answers waiting for the transport).
     pub fn in_progress(&self) -> usize {
-        self.slots.iter().filter_map(|s| s.session.as_ref()).map(Session::busy).sum::<usize>()
+        self.slots
+            .iter()
+            .filter_map(|s| s.session.as_ref())
+            .map(Session::busy)
+            .sum::<usize>()
             + self.outstanding
     }
 
@@ -228,11 +232,14 @@ impl EventLoop {
     /// Connects to a server; the session's calls go out with [`call`](Self::call).
     pub fn connect(&mut self, addr: &Addr) -> Result<SessionId, TransportError> {
         let conn = Conn::connect(addr, &self.pool, &self.config.conn)?;
-        Ok(self.insert(conn, Role::Client(ClientSide {
-            core: crate::session::Client::new(self.config.client.clone()),
-            pending: HashMap::new(),
-            timeout: None,
-        })))
+        Ok(self.insert(
+            conn,
+            Role::Client(ClientSide {
+                core: crate::session::Client::new(self.config.client.clone()),
+                pending: HashMap::new(),
+                timeout: None,
+            }),
+        ))
     }
 
     /// The context to build a session's requests or values with: values in its pool travel by
@@ -268,7 +275,10 @@ impl EventLoop {
         };
         let start = client.core.start(method, client.timeout, now)?;
         if let Some((meta, budget)) = start.deadline {
-            if let Err(e) = session.conn.send_payload(meta, ferry_transport::Payload::Bytes(&budget)) {
+            if let Err(e) = session
+                .conn
+                .send_payload(meta, ferry_transport::Payload::Bytes(&budget))
+            {
                 client.core.cancel(start.id);
                 return Err(send_failed(&e));
             }
@@ -276,7 +286,9 @@ impl EventLoop {
         if let Err(e) = session.conn.send(start.request, request) {
             // The deadline frame (if any) went out: cancel tells the server to forget it.
             if let Some(meta) = client.core.cancel(start.id) {
-                let _ = session.conn.send_payload(meta, ferry_transport::Payload::Bytes(&[]));
+                let _ = session
+                    .conn
+                    .send_payload(meta, ferry_transport::Payload::Bytes(&[]));
             }
             return Err(send_failed(&e));
         }
@@ -298,7 +310,12 @@ impl EventLoop {
             session.id,
             method,
             request,
-            Box::new(move |lp, result| then(lp, result.and_then(|r| r.decode::<M>().map_err(|e| bad_response(&e))))),
+            Box::new(move |lp, result| {
+                then(
+                    lp,
+                    result.and_then(|r| r.decode::<M>().map_err(|e| bad_response(&e))),
+                )
+            }),
         )
     }
 
@@ -306,8 +323,12 @@ impl EventLoop {
     /// and the server is told to stop. Nothing happens if the call already ended.
     pub fn cancel(&mut self, id: SessionId, call: CallId) {
         let Some(session) = self.get_mut(id) else { return };
-        let Role::Client(client) = &mut session.role else { return };
-        let Some(meta) = client.core.cancel(call) else { return };
+        let Role::Client(client) = &mut session.role else {
+            return;
+        };
+        let Some(meta) = client.core.cancel(call) else {
+            return;
+        };
         let then = client.pending.remove(&call);
         session.transmit(meta, Encoded::default());
         if let Some(then) = then {
@@ -399,7 +420,9 @@ impl EventLoop {
         let now = Instant::now();
         let mut work = false;
         for i in 0..self.slots.len() {
-            let Some(s) = &mut self.slots[i].session else { continue };
+            let Some(s) = &mut self.slots[i].session else {
+                continue;
+            };
             if s.conn.kind() != TransportKind::Shm || s.dead.is_some() {
                 continue;
             }
@@ -477,16 +500,21 @@ impl EventLoop {
     fn accept(&mut self, ready: &Ready) -> bool {
         let mut work = false;
         for &i in &ready.listeners {
-            let Some(listener) = self.listeners.get(i).cloned() else { continue };
+            let Some(listener) = self.listeners.get(i).cloned() else {
+                continue;
+            };
             loop {
                 match listener.try_accept(&self.pool, &self.config.conn) {
                     Ok(Some(conn)) => {
                         work = true;
                         self.stats.accepted += 1;
-                        self.insert(conn, Role::Server(ServerSide {
-                            core: crate::session::Server::new(self.config.server.clone()),
-                            background: HashMap::new(),
-                        }));
+                        self.insert(
+                            conn,
+                            Role::Server(ServerSide {
+                                core: crate::session::Server::new(self.config.server.clone()),
+                                background: HashMap::new(),
+                            }),
+                        );
                     }
                     Ok(None) => break,
                     // A peer that fails its handshake costs its own connection only.
@@ -554,7 +582,9 @@ impl EventLoop {
             readable[i] = true;
         }
         for i in 0..self.slots.len() {
-            let Some(s) = &mut self.slots[i].session else { continue };
+            let Some(s) = &mut self.slots[i].session else {
+                continue;
+            };
             if s.dead.is_some() {
                 continue;
             }
@@ -571,11 +601,17 @@ impl EventLoop {
             }
             s.more = false;
             for n in 0..self.config.frames_per_turn {
-                let Some(s) = &mut self.slots[i].session else { break };
+                let Some(s) = &mut self.slots[i].session else {
+                    break;
+                };
                 if !s.backlog.is_empty() || s.dead.is_some() {
                     break;
                 }
-                let got = if shm { s.conn.poll_recv() } else { s.conn.try_recv() };
+                let got = if shm {
+                    s.conn.poll_recv()
+                } else {
+                    s.conn.try_recv()
+                };
                 match got {
                     Ok(Some(frame)) => {
                         work = true;
@@ -599,7 +635,9 @@ impl EventLoop {
 
     /// One frame of session `i`.
     fn on_frame(&mut self, i: usize, frame: Frame, now: Instant) {
-        let Some(s) = &mut self.slots[i].session else { return };
+        let Some(s) = &mut self.slots[i].session else {
+            return;
+        };
         let meta = frame.meta();
         let raw = if meta.flags == 0 || meta.flags == crate::wire::RESPONSE {
             None
@@ -620,7 +658,13 @@ impl EventLoop {
             let Some(then) = then else { return };
             let limits = self.config.limits.clone();
             match status {
-                None => then(self, Ok(Incoming { frame: &frame, limits: &limits })),
+                None => then(
+                    self,
+                    Ok(Incoming {
+                        frame: &frame,
+                        limits: &limits,
+                    }),
+                ),
                 Some(status) => then(self, Err(status)),
             }
             return;
@@ -630,7 +674,10 @@ impl EventLoop {
             Role::Server(server) => match server.core.on_frame(meta, raw, now) {
                 Ok(None) => {}
                 Ok(Some(Event::Refused { meta, payload, .. })) => {
-                    self.services.metrics().method(meta.kind).record(Code::ResourceExhausted, Duration::ZERO);
+                    self.services
+                        .metrics()
+                        .method(meta.kind)
+                        .record(Code::ResourceExhausted, Duration::ZERO);
                     s.transmit(meta, Encoded::bytes(&payload));
                 }
                 Ok(Some(Event::Cancelled { id })) => {
@@ -650,17 +697,31 @@ impl EventLoop {
     }
 
     /// Dispatches a request: refused, foreground, or to a worker.
-    fn request(&mut self, i: usize, frame: Frame, id: CallId, method: u16, deadline: Option<Instant>, now: Instant) {
+    fn request(
+        &mut self,
+        i: usize,
+        frame: Frame,
+        id: CallId,
+        method: u16,
+        deadline: Option<Instant>,
+        now: Instant,
+    ) {
         let services = self.services.clone();
         let metrics = services.metrics();
         let generation = self.slots[i].generation;
-        let Some(s) = &mut self.slots[i].session else { return };
+        let Some(s) = &mut self.slots[i].session else {
+            return;
+        };
         let Role::Server(server) = &mut s.role else { return };
-        let fail = |server: &mut ServerSide, status: Status| server.core.fail(id, &status).map(|f| (f, status.code));
+        let fail =
+            |server: &mut ServerSide, status: Status| server.core.fail(id, &status).map(|f| (f, status.code));
         let refused = if self.draining {
             Some(Status::new(Code::Unavailable, "the server is shutting down"))
         } else if services.method(method).is_none() {
-            Some(Status::new(Code::Unimplemented, format!("no method with id {method} on this server")))
+            Some(Status::new(
+                Code::Unimplemented,
+                format!("no method with id {method} on this server"),
+            ))
         } else {
             None
         };
@@ -717,7 +778,9 @@ impl EventLoop {
                 // The pool stopped (shutdown): the call fails here.
                 self.outstanding -= 1;
                 metrics.in_flight().dec();
-                let Some(s) = &mut self.slots[i].session else { return };
+                let Some(s) = &mut self.slots[i].session else {
+                    return;
+                };
                 let Role::Server(server) = &mut s.role else { return };
                 server.background.remove(&job.id);
                 let status = Status::new(Code::Unavailable, "the server is shutting down");
@@ -730,7 +793,10 @@ impl EventLoop {
         self.stats.foreground += 1;
         metrics.in_flight().inc();
         let limits = &self.config.limits;
-        let incoming = Incoming { frame: &frame, limits };
+        let incoming = Incoming {
+            frame: &frame,
+            limits,
+        };
         let outcome = match info.request.map(|d| incoming.view(d)) {
             Some(Err(e)) => Err(invalid_request(&e)),
             view => {
@@ -775,7 +841,9 @@ impl EventLoop {
         };
         metrics.method(method).record(code, now.elapsed());
         if let Err(status) = outcome {
-            let Some(s) = &mut self.slots[i].session else { return };
+            let Some(s) = &mut self.slots[i].session else {
+                return;
+            };
             let Role::Server(server) = &mut s.role else { return };
             if let Some(((meta, payload), _)) = fail(server, status) {
                 s.transmit(meta, Encoded::bytes(&payload));
@@ -797,12 +865,16 @@ impl EventLoop {
             };
             metrics.method(done.method).record(code, done.started.elapsed());
             let (index, generation) = done.session;
-            let Some(slot) = self.slots.get_mut(index as usize) else { continue };
+            let Some(slot) = self.slots.get_mut(index as usize) else {
+                continue;
+            };
             if slot.generation != generation {
                 continue;
             }
             let Some(s) = &mut slot.session else { continue };
-            let Role::Server(server) = &mut s.role else { continue };
+            let Role::Server(server) = &mut s.role else {
+                continue;
+            };
             server.background.remove(&done.id);
             let frame = match done.result {
                 Ok(encoded) => server.core.respond(done.id).map(|meta| (meta, encoded)),
@@ -833,7 +905,10 @@ impl EventLoop {
                         if let Some(flag) = server.background.remove(&id) {
                             flag.store(true, Ordering::Relaxed);
                         }
-                        self.services.metrics().method(meta.kind).record(Code::DeadlineExceeded, Duration::ZERO);
+                        self.services
+                            .metrics()
+                            .method(meta.kind)
+                            .record(Code::DeadlineExceeded, Duration::ZERO);
                         out.push((meta, Encoded::bytes(&payload)));
                     }
                 }
@@ -842,7 +917,9 @@ impl EventLoop {
                         continue;
                     }
                     for (outcome, cancel) in client.core.expire(now) {
-                        let Outcome::Failed { id, status, .. } = outcome else { continue };
+                        let Outcome::Failed { id, status, .. } = outcome else {
+                            continue;
+                        };
                         if let Some(then) = client.pending.remove(&id) {
                             due.push((then, status));
                         }
@@ -885,7 +962,9 @@ impl EventLoop {
                 }
                 Role::Client(client) => {
                     for outcome in client.core.lost() {
-                        let Outcome::Failed { id, .. } = outcome else { continue };
+                        let Outcome::Failed { id, .. } = outcome else {
+                            continue;
+                        };
                         if let Some(then) = client.pending.remove(&id) {
                             let status = Status::new(Code::Unavailable, format!("connection lost: {why}"));
                             lost.push((then, status));
@@ -922,7 +1001,10 @@ pub(crate) fn handler_outcome(
 ) -> Result<(), Status> {
     match result {
         Ok(Ok(())) if sent => Ok(()),
-        Ok(Ok(())) => Err(Status::new(Code::Internal, format!("{path}: the handler returned without answering"))),
+        Ok(Ok(())) => Err(Status::new(
+            Code::Internal,
+            format!("{path}: the handler returned without answering"),
+        )),
         Ok(Err(status)) if !sent => Err(status),
         // Answered, then failed: the answer stands.
         Ok(Err(_)) => Ok(()),
@@ -932,7 +1014,10 @@ pub(crate) fn handler_outcome(
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a non-string payload".into());
-            Err(Status::new(Code::Internal, format!("{path}: the handler panicked: {what}")))
+            Err(Status::new(
+                Code::Internal,
+                format!("{path}: the handler panicked: {what}"),
+            ))
         }
         Err(_) => Ok(()),
     }
@@ -944,7 +1029,9 @@ fn gone() -> Status {
 
 fn send_failed(e: &TransportError) -> Status {
     match e {
-        TransportError::WouldBlock => Status::new(Code::ResourceExhausted, "the connection's send queue is full"),
+        TransportError::WouldBlock => {
+            Status::new(Code::ResourceExhausted, "the connection's send queue is full")
+        }
         TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_) => {
             Status::new(Code::InvalidArgument, format!("the request cannot be sent: {e}"))
         }

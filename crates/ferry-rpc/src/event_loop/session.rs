@@ -150,8 +150,13 @@ impl Outbox for SessionOutbox<'_> {
             }
             // Errors about this one frame leave the connection usable with nothing queued:
             // the call is still in progress and fails with the status.
-            Err(e @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_))) => {
-                return Err(Status::new(crate::Code::Internal, format!("sending the response: {e}")));
+            Err(
+                e @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)),
+            ) => {
+                return Err(Status::new(
+                    crate::Code::Internal,
+                    format!("sending the response: {e}"),
+                ));
             }
             Err(e) => {
                 if self.dead.is_none() {

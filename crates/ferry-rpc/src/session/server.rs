@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use ferry_transport::Meta;
 
-use crate::CallId;
 use super::calls::{Call, Calls};
+use crate::CallId;
 use crate::status::{Code, Status};
 use crate::wire::{self, Frame, RpcError};
 

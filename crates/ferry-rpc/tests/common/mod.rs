@@ -1,0 +1,188 @@
+//! The test service every driver test serves, and helpers to start servers and clients.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferry_rpc::{Call, Code, MethodInfo, Mode, Reply, Request, Service, Status};
+use ferry_transport::{Payload, method_id};
+use ferry_wire::sample::{RECORD, Record};
+use ferry_wire::{Message, MessageView};
+
+/// Echoes a `Record` in the foreground: the response's fields reference the request's.
+pub const ECHO: u16 = method_id("/ferry.test.Rpc/Echo");
+/// The same in the background.
+pub const ECHO_BG: u16 = method_id("/ferry.test.Rpc/EchoBg");
+/// Echoes raw bytes.
+pub const RAW: u16 = method_id("/ferry.test.Rpc/Raw");
+/// Background: sleeps the milliseconds its key says (in steps, stopping if cancelled).
+pub const SLOW: u16 = method_id("/ferry.test.Rpc/Slow");
+/// Foreground: panics.
+pub const PANIC: u16 = method_id("/ferry.test.Rpc/Panic");
+/// Foreground: fails with NOT_FOUND.
+pub const MISSING: u16 = method_id("/ferry.test.Rpc/Missing");
+
+/// What the handlers saw.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// Slow calls started.
+    pub slow_started: AtomicUsize,
+    /// Slow calls that saw their cancellation and stopped early.
+    pub slow_cancelled: AtomicUsize,
+    /// Slow handlers running now.
+    pub slow_running: AtomicUsize,
+    /// Slow calls that slept their whole time.
+    pub slow_finished: AtomicUsize,
+    /// Echo calls whose largest request field was viewed inside the received frame, and
+    /// whose response referenced that same memory (pointer identity).
+    pub zero_copy: Mutex<Vec<(bool, bool)>>,
+}
+
+/// The test service.
+#[derive(Debug, Clone, Default)]
+pub struct TestService {
+    /// What the handlers saw.
+    pub seen: Arc<Seen>,
+}
+
+fn info(path: &'static str, request: bool, mode: Mode) -> MethodInfo {
+    MethodInfo {
+        path,
+        id: method_id(path),
+        request: request.then_some(&RECORD),
+        mode,
+    }
+}
+
+impl Service for TestService {
+    fn methods(&self) -> Vec<MethodInfo> {
+        vec![
+            info("/ferry.test.Rpc/Echo", true, Mode::Foreground),
+            info("/ferry.test.Rpc/EchoBg", true, Mode::Background),
+            info("/ferry.test.Rpc/Raw", false, Mode::Foreground),
+            info("/ferry.test.Rpc/Slow", true, Mode::Background),
+            info("/ferry.test.Rpc/Panic", false, Mode::Foreground),
+            info("/ferry.test.Rpc/Missing", false, Mode::Foreground),
+        ]
+    }
+
+    fn call<'a>(&self, call: &Call<'a>, request: Request<'a>, reply: &mut Reply<'_>) -> Result<(), Status> {
+        match call.method() {
+            ECHO | ECHO_BG => {
+                let view = request.decode::<Record<'static>>()?;
+                let resp = view
+                    .to_message(call.ctx())
+                    .map_err(|e| Status::new(Code::InvalidArgument, e.to_string()))?;
+                if let Some(big) = view.fields().iter().max_by_key(|f| f.len()) {
+                    let frame = request.incoming().bytes().unwrap_or_default();
+                    let inside = frame.as_ptr_range().contains(&big.as_ptr());
+                    let referenced = resp
+                        .fields()
+                        .iter()
+                        .any(|f| f.is_zero_copy() && f.as_slice().as_ptr() == big.as_ptr());
+                    self.seen.zero_copy.lock().unwrap().push((inside, referenced));
+                }
+                reply.send(&resp)
+            }
+            RAW => {
+                let bytes = request.incoming().bytes().unwrap_or_default();
+                reply.send_payload(Payload::Bytes(bytes))
+            }
+            SLOW => {
+                let view = request.decode::<Record<'static>>()?;
+                let ms: u64 = std::str::from_utf8(view.key())
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+                self.seen.slow_started.fetch_add(1, Ordering::SeqCst);
+                self.seen.slow_running.fetch_add(1, Ordering::SeqCst);
+                let _running = Running(&self.seen.slow_running);
+                for _ in 0..ms {
+                    if call.is_cancelled() {
+                        self.seen.slow_cancelled.fetch_add(1, Ordering::SeqCst);
+                        return Err(Status::new(Code::Cancelled, "stopped"));
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                self.seen.slow_finished.fetch_add(1, Ordering::SeqCst);
+                let resp = view
+                    .to_message(call.ctx())
+                    .map_err(|e| Status::new(Code::Internal, e.to_string()))?;
+                reply.send(&resp)
+            }
+            PANIC => panic!("the test handler panics"),
+            MISSING => Err(Status::new(Code::NotFound, "no such thing")),
+            other => Err(Status::new(Code::Unimplemented, format!("method {other}"))),
+        }
+    }
+}
+
+/// Counts a running handler down when it returns.
+struct Running<'a>(&'a AtomicUsize);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A record with `key` and fields of the given sizes (filled with their index + 1), built in
+/// `ctx`'s pool when they are large enough to be referenced.
+pub fn record<'a>(ctx: &'a ferry_wire::Context, key: &'a [u8], sizes: &[usize]) -> Record<'a> {
+    let mut r = Record::new(ctx);
+    r.set_key(key);
+    for (i, &n) in sizes.iter().enumerate() {
+        let fill = vec![i as u8 + 1; n];
+        match ctx.pool() {
+            Some(pool) if n >= 512 => r.append_field(pool.copy_from(&fill).expect("pool")),
+            _ => r.append_field(fill),
+        }
+    }
+    r
+}
+
+/// Checks that `view` holds what [`record`] built.
+pub fn check_record(view: &<Record<'static> as Message<'static>>::View<'_>, key: &[u8], sizes: &[usize]) {
+    assert_eq!(view.key(), key);
+    let fields: Vec<&[u8]> = view.fields().iter().collect();
+    assert_eq!(fields.len(), sizes.len());
+    for (i, (f, &n)) in fields.iter().zip(sizes).enumerate() {
+        assert_eq!(f.len(), n, "field {i}");
+        assert!(f.iter().all(|&b| b == i as u8 + 1), "field {i} contents");
+    }
+}
+
+/// A scratch directory for shared-memory rendezvous sockets, removed on drop.
+pub struct Scratch(pub std::path::PathBuf);
+
+impl Scratch {
+    /// A fresh directory.
+    pub fn new(tag: &str) -> Scratch {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "ferry-rpc-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    /// `shm:///<dir>/<name>.sock`.
+    pub fn shm(&self, name: &str) -> String {
+        format!("shm://{}/{name}.sock", self.0.display())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Both transports' addresses to listen on: TCP on a free port and a shared-memory socket.
+pub fn addrs(scratch: &Scratch) -> [String; 2] {
+    ["tcp://127.0.0.1:0".to_string(), scratch.shm("rpc")]
+}
