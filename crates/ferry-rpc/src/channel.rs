@@ -242,7 +242,7 @@ impl Channel {
             };
             match inner.core.on_frame(meta, raw) {
                 Ok(Some(Outcome::Response { id, .. })) if id == start.id => {
-                    return Ok(Response::new(frame, self.config.limits.clone()));
+                    return Ok(Response::new(frame, self.config.limits));
                 }
                 Ok(Some(Outcome::Failed { id, status, .. })) if id == start.id => return Err(status),
                 // The late answer of an earlier call that expired here.

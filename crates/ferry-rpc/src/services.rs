@@ -101,7 +101,7 @@ impl Services {
 
 impl ServicesBuilder {
     /// Adds a service (generated: `EchoServer::new(my_impl)`).
-    pub fn add(mut self, service: impl Service) -> Result<ServicesBuilder, ServicesError> {
+    pub fn service(mut self, service: impl Service) -> Result<ServicesBuilder, ServicesError> {
         let service: Arc<dyn Service> = Arc::new(service);
         for info in service.methods() {
             if let Some(other) = self.methods.get(&info.id) {

@@ -137,6 +137,7 @@ impl AsyncServices {
     }
 
     /// Adds a service; fails if one of its methods has the id of a method already added.
+    #[allow(clippy::should_implement_trait)] // renamed with the tokio driver
     pub fn add(mut self, service: impl AsyncService) -> Result<AsyncServices, ServicesError> {
         let service: Rc<dyn AsyncService> = Rc::new(service);
         for info in service.methods() {

@@ -13,7 +13,7 @@ use ferry_wire::sample::Record;
 
 fn start(service: TestService, scratch: &Scratch, loops: usize) -> Server {
     let services = Services::builder()
-        .add(service)
+        .service(service)
         .expect("add")
         .workers(2)
         .build()
@@ -206,4 +206,35 @@ fn http_get(addr: std::net::SocketAddr) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
+}
+
+/// Regression: a server dropped while a background handler ran waited for the handler's
+/// whole run (the loops ended without telling their handlers the calls were gone).
+#[test]
+fn dropping_the_server_cancels_its_background_handlers() {
+    let scratch = Scratch::new("drop-bg");
+    let service = TestService::default();
+    let seen = service.seen.clone();
+    let server = start(service, &scratch, 1);
+    let tcp = server.addrs()[0].to_string();
+    let caller = std::thread::spawn(move || {
+        let ch = Channel::connect(&tcp).expect("connect");
+        let req = record(ch.context(), b"5000", &[]);
+        ch.call::<Record<'static>>(SLOW, &req).map(|_| ())
+    });
+    let until = Instant::now() + Duration::from_secs(5);
+    while seen.slow_running.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < until, "the handler never started");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let t = Instant::now();
+    drop(server);
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "drop waited {:?} for the handler",
+        t.elapsed()
+    );
+    assert_eq!(seen.slow_cancelled.load(Ordering::SeqCst), 1);
+    let err = caller.join().unwrap().expect_err("the server went away");
+    assert_eq!(err.code, Code::Unavailable, "{err}");
 }

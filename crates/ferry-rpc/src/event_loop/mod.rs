@@ -20,7 +20,7 @@ mod session;
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
@@ -164,6 +164,9 @@ impl EventLoop {
     /// A loop that serves `services` on the listeners it is given.
     pub fn with_services(config: LoopConfig, services: Services) -> Result<EventLoop, TransportError> {
         let pool = Pool::new(config.pool.clone())?;
+        static LOOPS: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("loop-{}", LOOPS.fetch_add(1, Ordering::Relaxed));
+        services.metrics().add_pool(&name, pool.clone());
         let ctx = Context::new(pool.clone());
         let (done_tx, done_rx) = mpsc::channel();
         let waker = Waker::new().map_err(|e| TransportError::io("eventfd", e))?;
@@ -581,7 +584,7 @@ impl EventLoop {
         for &i in &ready.sessions {
             readable[i] = true;
         }
-        for i in 0..self.slots.len() {
+        for (i, readable) in readable.into_iter().enumerate() {
             let Some(s) = &mut self.slots[i].session else {
                 continue;
             };
@@ -589,7 +592,7 @@ impl EventLoop {
                 continue;
             }
             let shm = s.conn.kind() == TransportKind::Shm;
-            if !(readable[i] || s.more || shm) {
+            if !(readable || s.more || shm) {
                 continue;
             }
             // A session whose answers wait for the transport reads no more requests.
@@ -656,7 +659,7 @@ impl EventLoop {
                 }
             };
             let Some(then) = then else { return };
-            let limits = self.config.limits.clone();
+            let limits = self.config.limits;
             match status {
                 None => then(
                     self,
@@ -765,7 +768,7 @@ impl EventLoop {
                 deadline,
                 frame,
                 ctx: s.ctx.clone(),
-                limits: self.config.limits.clone(),
+                limits: self.config.limits,
                 cancelled,
                 reply_to: self.done_tx.clone(),
                 waker: Arc::clone(&self.waker),
@@ -943,7 +946,7 @@ impl EventLoop {
         let mut lost: Vec<(Continuation, Status)> = Vec::new();
         let mut work = false;
         for (index, slot) in self.slots.iter_mut().enumerate() {
-            if !slot.session.as_ref().is_some_and(|s| s.dead.is_some()) {
+            if slot.session.as_ref().is_none_or(|s| s.dead.is_none()) {
                 continue;
             }
             let mut s = slot.session.take().expect("checked");
@@ -977,6 +980,20 @@ impl EventLoop {
             then(self, Err(status));
         }
         work
+    }
+}
+
+/// Dropping the loop closes its sessions: background handlers still running for them are
+/// told their calls are cancelled (their answers have nowhere to go).
+impl Drop for EventLoop {
+    fn drop(&mut self) {
+        for s in self.slots.iter().filter_map(|s| s.session.as_ref()) {
+            if let Role::Server(server) = &s.role {
+                for flag in server.background.values() {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+        }
     }
 }
 

@@ -1,0 +1,262 @@
+//! The event loop as a client: continuations, many calls in flight, out-of-order completion,
+//! cancellation, the request window, the server's bound on calls in progress, a server-side
+//! deadline, connection loss, and 1,000 sessions against one server loop.
+
+mod common;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use ferry_rpc::session::ServerConfig;
+use ferry_rpc::{Addr, Code, EventLoop, LoopConfig, LoopSession, Server, Services, Status};
+use ferry_wire::sample::Record;
+
+fn server_with(scratch: &Scratch, config: LoopConfig) -> Server {
+    let services = Services::builder()
+        .service(TestService::default())
+        .expect("add")
+        .workers(2)
+        .build()
+        .expect("services");
+    let [tcp, shm] = addrs(scratch);
+    Server::builder(services)
+        .listen(&tcp)
+        .listen(&shm)
+        .loops(1)
+        .config(config)
+        .start()
+        .expect("server")
+}
+
+/// Turns until `done` or a 10-second watchdog.
+fn run_until(lp: &mut EventLoop, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < until, "the loop did not finish in time");
+        lp.turn();
+    }
+}
+
+type Results = Rc<RefCell<Vec<(u64, Result<usize, Status>)>>>;
+
+/// Starts an echo call whose continuation records (tag, number of fields or status).
+fn echo(
+    lp: &mut EventLoop,
+    s: LoopSession,
+    method: u16,
+    key: &[u8],
+    sizes: &[usize],
+    tag: u64,
+    out: &Results,
+) -> Result<ferry_rpc::CallId, Status> {
+    let ctx = lp.context(s.id).expect("session");
+    let req = record(&ctx, key, sizes);
+    let out = Rc::clone(out);
+    let want = sizes.to_vec();
+    lp.call_then::<Record<'static>>(s, method, &req, move |_, r| {
+        let r = r.map(|v| {
+            let got: Vec<usize> = v.fields().iter().map(<[u8]>::len).collect();
+            assert_eq!(got, want);
+            got.len()
+        });
+        out.borrow_mut().push((tag, r));
+    })
+}
+
+#[test]
+fn pipelined_calls_and_out_of_order_completion() {
+    let scratch = Scratch::new("loop");
+    let server = server_with(&scratch, LoopConfig::default());
+    for addr in server.addrs() {
+        let mut lp = EventLoop::new(LoopConfig::default()).expect("loop");
+        let id = lp.connect(addr).expect("connect");
+        let s = LoopSession { id, timeout: None };
+        let out: Results = Default::default();
+        // A slow background call first, then fast ones: the fast ones complete first.
+        echo(&mut lp, s, SLOW, b"150", &[], 0, &out).expect("slow");
+        for tag in 1..8 {
+            let method = if tag % 2 == 0 { ECHO } else { ECHO_BG };
+            echo(&mut lp, s, method, b"k", &[tag as usize * 300], tag, &out).expect("fast");
+        }
+        run_until(&mut lp, || out.borrow().len() == 8);
+        let order: Vec<u64> = out.borrow().iter().map(|(t, _)| *t).collect();
+        assert_eq!(order.last(), Some(&0), "the slow call completed last: {order:?}");
+        assert!(out.borrow().iter().all(|(_, r)| r.is_ok()), "{:?}", out.borrow());
+    }
+    server.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn the_window_cancellation_and_the_servers_bound() {
+    let scratch = Scratch::new("window");
+    let config = LoopConfig {
+        server: ServerConfig { max_in_flight: 2 },
+        ..LoopConfig::default()
+    };
+    let server = server_with(&scratch, config);
+    for addr in server.addrs() {
+        let mut lp = EventLoop::new(LoopConfig::default()).expect("loop");
+        let id = lp.connect(addr).expect("connect");
+        let s = LoopSession { id, timeout: None };
+        let out: Results = Default::default();
+        // The client's window is 8: the ninth call is refused before anything is sent.
+        let mut calls = Vec::new();
+        for tag in 0..8 {
+            calls.push(echo(&mut lp, s, SLOW, b"300", &[], tag, &out).expect("in the window"));
+        }
+        let err = echo(&mut lp, s, SLOW, b"0", &[], 99, &out).expect_err("window full");
+        assert_eq!(err.code, Code::ResourceExhausted, "{err}");
+        // The server admits 2 calls at a time: the other 6 are refused at once.
+        run_until(&mut lp, || out.borrow().len() >= 6);
+        let refused = out
+            .borrow()
+            .iter()
+            .filter(|(_, r)| matches!(r, Err(s) if s.code == Code::ResourceExhausted))
+            .count();
+        assert_eq!(refused, 6, "{:?}", out.borrow());
+        // Cancel one of the two admitted: its continuation runs at once with CANCELLED.
+        let admitted: Vec<u64> = (0..8)
+            .filter(|t| !out.borrow().iter().any(|(x, _)| x == t))
+            .collect();
+        assert_eq!(admitted.len(), 2);
+        lp.cancel(id, calls[admitted[0] as usize]);
+        {
+            let out = out.borrow();
+            let last = out.last().expect("cancelled");
+            assert_eq!(last.0, admitted[0]);
+            assert!(matches!(&last.1, Err(s) if s.code == Code::Cancelled), "{last:?}");
+        }
+        run_until(&mut lp, || out.borrow().len() == 8);
+        assert!(out.borrow().iter().any(|(t, r)| *t == admitted[1] && r.is_ok()));
+        // Every call ended exactly once.
+        let mut tags: Vec<u64> = out.borrow().iter().map(|(t, _)| *t).collect();
+        tags.sort_unstable();
+        assert_eq!(tags, (0..8).collect::<Vec<_>>());
+    }
+    server.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn a_lost_connection_fails_every_pending_call_and_the_client_reconnects() {
+    let scratch = Scratch::new("lost");
+    for transport in 0..2 {
+        let server = server_with(&scratch, LoopConfig::default());
+        let addr = server.addrs()[transport].clone();
+        let mut lp = EventLoop::new(LoopConfig::default()).expect("loop");
+        let baseline = lp.pool().stats().buffers_outstanding();
+        let id = lp.connect(&addr).expect("connect");
+        let s = LoopSession { id, timeout: None };
+        let out: Results = Default::default();
+        for tag in 0..4 {
+            echo(&mut lp, s, SLOW, b"5000", &[600], tag, &out).expect("call");
+        }
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(50) {
+            lp.turn();
+        }
+        drop(server); // no drain: sessions close
+        run_until(&mut lp, || out.borrow().len() == 4);
+        for (_, r) in out.borrow().iter() {
+            assert!(matches!(r, Err(s) if s.code == Code::Unavailable), "{r:?}");
+        }
+        assert_eq!(lp.sessions(), 0);
+        assert_eq!(
+            lp.pool().stats().buffers_outstanding(),
+            baseline,
+            "no pool buffer leaked"
+        );
+        // A new server on a new address: the client connects again.
+        let server = server_with(&scratch, LoopConfig::default());
+        let id = lp.connect(&server.addrs()[transport]).expect("reconnect");
+        let out: Results = Default::default();
+        echo(
+            &mut lp,
+            LoopSession { id, timeout: None },
+            ECHO,
+            b"k",
+            &[10],
+            0,
+            &out,
+        )
+        .expect("call");
+        run_until(&mut lp, || out.borrow().len() == 1);
+        assert!(out.borrow()[0].1.is_ok());
+        server.shutdown(Duration::from_secs(1));
+    }
+}
+
+#[test]
+fn the_server_enforces_the_deadline_it_was_given() {
+    use ferry_rpc::{Conn, ConnConfig, wire};
+    use ferry_transport::{Meta, Payload, Received, Transport};
+    let scratch = Scratch::new("sdeadline");
+    let server = server_with(&scratch, LoopConfig::default());
+    for addr in server.addrs() {
+        // A client with no clock of its own: a raw connection sends a 20 ms budget and a slow
+        // request, and waits for whatever the server says.
+        let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig {
+            max_bytes: 64 << 20,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut conn = Conn::connect(addr, &pool, &ConnConfig::default()).expect("connect");
+        let ctx = match &conn {
+            Conn::Shm(c) => ferry_wire::Context::new(c.pool().clone()),
+            Conn::Tcp(_) => ferry_wire::Context::new(pool.clone()),
+        };
+        let budget = wire::deadline_payload(Duration::from_millis(20));
+        conn.send_payload(
+            Meta {
+                kind: SLOW,
+                flags: wire::DEADLINE,
+                request_id: 0,
+            },
+            Payload::Bytes(&budget),
+        )
+        .unwrap();
+        conn.send(Meta::new(SLOW, 0), &record(&ctx, b"3000", &[]))
+            .unwrap();
+        conn.flush().unwrap();
+        let t = Instant::now();
+        let frame = conn.recv().expect("an answer");
+        let parsed = wire::parse(frame.meta(), frame.bytes()).expect("valid frame");
+        match parsed {
+            wire::Frame::Failed { status, .. } => assert_eq!(status.code, Code::DeadlineExceeded, "{status}"),
+            other => panic!("expected a status, got {other:?}"),
+        }
+        assert!(t.elapsed() < Duration::from_millis(2000), "{:?}", t.elapsed());
+    }
+    server.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn a_thousand_sessions_against_one_loop() {
+    let scratch = Scratch::new("thousand");
+    let server = server_with(&scratch, LoopConfig::default());
+    let addr: Addr = server.addrs()[0].clone();
+    let mut lp = EventLoop::new(LoopConfig::default()).expect("loop");
+    let out: Results = Default::default();
+    let mut sessions = Vec::new();
+    for _ in 0..1000 {
+        sessions.push(lp.connect(&addr).expect("connect"));
+    }
+    for (tag, &id) in sessions.iter().enumerate() {
+        echo(
+            &mut lp,
+            LoopSession { id, timeout: None },
+            ECHO,
+            b"k",
+            &[64],
+            tag as u64,
+            &out,
+        )
+        .expect("call");
+    }
+    run_until(&mut lp, || out.borrow().len() == 1000);
+    assert!(out.borrow().iter().all(|(_, r)| r.is_ok()));
+    assert_eq!(lp.sessions(), 1000);
+    let stats = server.shutdown(Duration::from_secs(1));
+    assert_eq!(stats[0].stats.accepted, 1000);
+}
