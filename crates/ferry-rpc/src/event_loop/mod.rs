@@ -142,6 +142,8 @@ pub struct EventLoop {
     /// Background calls handed out and not yet back.
     outstanding: usize,
     draining: bool,
+    /// Open TCP sessions (their readiness needs `poll(2)` on every turn).
+    tcp_sessions: usize,
     last_work: Instant,
     stats: LoopStats,
 }
@@ -184,6 +186,7 @@ impl EventLoop {
             early: None,
             outstanding: 0,
             draining: false,
+            tcp_sessions: 0,
             last_work: Instant::now(),
             stats: LoopStats::default(),
         })
@@ -377,7 +380,14 @@ impl EventLoop {
         } else {
             Some(self.sleep_time(now))
         };
-        let ready = self.poll(timeout, sleep && !work);
+        // While busy-polling shared memory alone, the system call that looks at the listeners
+        // and the waker is made only every 64th turn: shared-memory sessions are read from
+        // memory, background answers from their queue.
+        let ready = if sleep || self.tcp_sessions > 0 || self.stats.turns % 64 == 0 {
+            self.poll(timeout, sleep && !work)
+        } else {
+            Ready::default()
+        };
         let now = Instant::now();
         work |= self.accept(&ready);
         work |= self.read(&ready, now);
@@ -536,6 +546,9 @@ impl EventLoop {
         };
         if matches!(role, Role::Server(_)) {
             self.services.metrics().sessions(conn.kind()).inc();
+        }
+        if conn.kind() == TransportKind::Tcp {
+            self.tcp_sessions += 1;
         }
         let session = Session {
             conn,
@@ -955,6 +968,9 @@ impl EventLoop {
             self.stats.closed += 1;
             work = true;
             let why = s.dead.take().expect("checked");
+            if s.conn.kind() == TransportKind::Tcp {
+                self.tcp_sessions -= 1;
+            }
             match &mut s.role {
                 Role::Server(server) => {
                     self.services.metrics().sessions(s.conn.kind()).dec();
