@@ -33,6 +33,8 @@ mod addr;
 mod channel;
 mod conn;
 mod event_loop;
+#[doc(hidden)]
+pub mod http;
 mod id;
 mod metrics;
 mod metrics_http;
