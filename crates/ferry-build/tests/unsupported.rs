@@ -167,3 +167,150 @@ fn colliding_method_ids_are_refused_naming_both() {
     let fine = source.replace("M293", "M294");
     compile("c.proto", &fine).expect("distinct ids");
 }
+
+/// Ferry RPC is unary: with the built-in generator, a streaming method fails the build with
+/// the file, line and method, rather than being left out of the generated traits.
+#[test]
+fn streaming_methods_are_refused_naming_file_line_and_method() {
+    for (decl, kind) in [
+        ("rpc Watch(Q) returns (stream Q);", "server-streaming"),
+        ("rpc Watch(stream Q) returns (Q);", "client-streaming"),
+        (
+            "rpc Watch(stream Q) returns (stream Q);",
+            "bidirectional-streaming",
+        ),
+    ] {
+        let source = format!(
+            "syntax = \"proto3\";\npackage ferry.test;\nmessage Q {{}}\nservice Echo {{\n  rpc Say(Q) returns (Q);\n  {decl}\n}}\n"
+        );
+        let err = compile("s.proto", &source).expect_err("streaming is refused");
+        let text = err.to_string();
+        assert!(text.starts_with("s.proto:6: "), "{text}");
+        assert!(text.contains("unary methods only"), "{text}");
+        let (line, construct) = unsupported("s.proto", &source);
+        assert_eq!(line, 6);
+        assert_eq!(construct, format!("{kind} method `ferry.test.Echo/Watch`"));
+    }
+}
+
+/// Without the built-in generator a service gets its description module only (and a
+/// streaming method is described, not refused); a replacement generator's output takes the
+/// built-in one's place.
+#[test]
+fn the_built_in_service_generator_can_be_turned_off_or_replaced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("s.proto"),
+        "syntax = \"proto3\";\npackage s;\nmessage Q {}\nservice Svc {\n  rpc A(Q) returns (Q);\n  rpc W(Q) returns (stream Q);\n}\n",
+    )
+    .expect("write");
+    let pool = ferry_build::load(&[Path::new("s.proto")], &[dir.path()]).expect("load");
+    let files = ferry_build::Config::new()
+        .no_service_generator()
+        .generate(&pool)
+        .expect("described, not refused");
+    let code = &files[0].contents;
+    assert!(code.contains("pub mod svc_service"), "{code}");
+    assert!(code.contains("pub const W: u16"), "{code}");
+    assert!(!code.contains("pub trait"), "{code}");
+    assert!(
+        !code.contains("::ferry::rpc"),
+        "needs only the wire runtime: {code}"
+    );
+
+    struct Nothing;
+    impl ferry_build::ServiceGenerator for Nothing {
+        fn generate(&mut self, _: &ferry_build::Service, _: &mut String) {}
+    }
+    let files = ferry_build::Config::new()
+        .service_generator(Box::new(Nothing))
+        .generate(&pool)
+        .expect("a replacement accepts streaming unless it says otherwise");
+    assert!(!files[0].contents.contains("pub trait"));
+}
+
+/// What a service generator is told: Rust names free in the package (a message `Echo` and a
+/// service `echo` would share `Echo`), method names escaped and deduplicated, and type paths
+/// relative to the package module, where the generated code goes.
+#[test]
+fn service_generators_get_collision_free_rust_names_and_package_relative_paths() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    struct Record(Rc<RefCell<Vec<ferry_build::Service>>>);
+    impl ferry_build::ServiceGenerator for Record {
+        fn generate(&mut self, service: &ferry_build::Service, _: &mut String) {
+            self.0.borrow_mut().push(service.clone());
+        }
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(dir.path().join("a")).expect("dir");
+    std::fs::write(
+        dir.path().join("a/common.proto"),
+        "syntax = \"proto3\";\npackage a.common;\nmessage Key { string k = 1; }\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("a/x.proto"),
+        "syntax = \"proto3\";\npackage a.x;\nimport \"a/common.proto\";\n\
+         message Echo { message Inner {} }\nmessage EchoServer {}\n\
+         service echo {\n  rpc Type(Echo) returns (a.common.Key);\n  rpc New(Echo.Inner) returns (Echo);\n  rpc Name(Echo) returns (Echo);\n  rpc name(Echo) returns (Echo);\n}\n",
+    )
+    .expect("write");
+    let pool = ferry_build::load(&[Path::new("a/x.proto")], &[dir.path()]).expect("load");
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    ferry_build::Config::new()
+        .service_generator(Box::new(Record(seen.clone())))
+        .generate(&pool)
+        .expect("generate");
+    let seen = seen.borrow();
+    let s = &seen[0];
+    assert_eq!((s.file.as_str(), s.line), ("a/x.proto", 6));
+    assert_eq!(s.runtime, "::ferry");
+    // `Echo` and `EchoServer` are messages: all five items move to the next free number.
+    assert_eq!(
+        [
+            &s.rust.server_trait,
+            &s.rust.server,
+            &s.rust.async_server_trait,
+            &s.rust.async_server,
+            &s.rust.client
+        ],
+        [
+            "Echo2",
+            "Echo2Server",
+            "AsyncEcho2",
+            "AsyncEcho2Server",
+            "Echo2Client"
+        ]
+    );
+    let m: Vec<(&str, &str, &str, &str, &str)> = s
+        .methods
+        .iter()
+        .map(|m| {
+            (
+                m.rust_name.as_str(),
+                m.id_const.as_str(),
+                m.input_rust_type.as_str(),
+                m.output_rust_type.as_str(),
+                m.output_rust_view.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        m,
+        [
+            (
+                "r#type",
+                "TYPE",
+                "Echo",
+                "super::common::Key",
+                "super::common::KeyView"
+            ),
+            ("new_2", "NEW_2", "echo::Inner", "Echo", "EchoView"),
+            ("name", "NAME_2", "Echo", "Echo", "EchoView"),
+            ("name_2", "NAME_2_2", "Echo", "Echo", "EchoView"),
+        ]
+    );
+    assert_eq!(s.methods[0].path, "/a.x.echo/Type");
+    assert_eq!(s.methods[3].line, 10);
+}

@@ -421,11 +421,37 @@ fn services_are_described() {
     assert_eq!(
         t::echo_service::METHODS,
         &[
-            // FNV-1a of "/ferry.test.Echo/Say" and ".../Stream", folded to 16 bits (computed
-            // outside Ferry).
-            ("Say", 42441, "ferry.test.AllKinds", "ferry.test.AllKinds"),
-            ("Stream", 44834, "ferry.test.Node", "ferry.test.Node"),
+            // FNV-1a of "/ferry.test.Echo/Say", ".../SayLater", ..., folded to 16 bits
+            // (computed outside Ferry).
+            ("Say", 42441, "ferry.test.SayRequest", "ferry.test.SayResponse"),
+            (
+                "SayLater",
+                55552,
+                "ferry.test.SayRequest",
+                "ferry.test.SayResponse"
+            ),
+            (
+                "Annotate",
+                13778,
+                "ferry.test.other.Note",
+                "ferry.test.other.Note"
+            ),
+            (
+                "Describe",
+                48760,
+                "ferry.test.AllKinds",
+                "ferry.test.AllKinds.Inner"
+            ),
         ]
+    );
+    assert_eq!(
+        [
+            t::echo_service::SAY,
+            t::echo_service::SAY_LATER,
+            t::echo_service::ANNOTATE,
+            t::echo_service::DESCRIBE
+        ],
+        [42441, 55552, 13778, 48760]
     );
 }
 

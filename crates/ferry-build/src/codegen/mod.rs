@@ -8,7 +8,10 @@ mod docs;
 mod enums;
 mod message;
 mod names;
+mod rpc;
 mod service;
+
+pub use rpc::RpcGenerator;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -17,7 +20,7 @@ use prost_reflect::{DescriptorPool, EnumDescriptor, FileDescriptor, MessageDescr
 use quote::quote;
 
 use crate::BuildError;
-use crate::config::ServiceGenerator;
+use crate::config::{ServiceGenerator, ServiceNames};
 pub(crate) use docs::SourceInfo;
 use ferry_reflect::SchemaError;
 use names::{Scope, camel, ident, shouty, snake};
@@ -52,6 +55,8 @@ pub(crate) struct Context<'c> {
     pub enums: HashMap<String, EnumNames>,
     /// Service module names, by full service name.
     pub services: HashMap<String, String>,
+    /// Names of the Rust items generated for a service, by full service name.
+    pub service_names: HashMap<String, ServiceNames>,
     pub sources: HashMap<String, SourceInfo>,
     /// Path of the runtime crate, e.g. `::ferry`.
     pub runtime: TokenStream,
@@ -94,6 +99,7 @@ impl<'c> Context<'c> {
             messages: HashMap::new(),
             enums: HashMap::new(),
             services: HashMap::new(),
+            service_names: HashMap::new(),
             sources: HashMap::new(),
             runtime,
         };
@@ -123,6 +129,26 @@ impl<'c> Context<'c> {
                 for s in f.services() {
                     let name = types.claim(&format!("{}_service", snake(s.name())), "_");
                     ctx.services.insert(s.full_name().to_string(), name);
+                }
+            }
+            // After every other item of the package, so that a message keeps its name and
+            // the service's items are numbered instead.
+            for f in files {
+                for s in f.services() {
+                    let stem = camel(s.name()).trim_end_matches('_').to_string();
+                    let stem = types.claim_set(&stem, "", |b| service_items(b).to_vec());
+                    let [server_trait, server, async_server_trait, async_server, client] =
+                        service_items(&stem);
+                    ctx.service_names.insert(
+                        s.full_name().to_string(),
+                        ServiceNames {
+                            server_trait,
+                            server,
+                            async_server_trait,
+                            async_server,
+                            client,
+                        },
+                    );
                 }
             }
         }
@@ -300,6 +326,19 @@ impl<'c> Context<'c> {
         }
         false
     }
+}
+
+/// The Rust items of a service whose UpperCamelCase name is `stem`: its traits, their server
+/// wrappers and its client. Only the trait is `stem` alone, so only it can be a keyword
+/// (`Self` becomes `Self_`); the others stay UpperCamelCase.
+fn service_items(stem: &str) -> [String; 5] {
+    [
+        camel(stem),
+        format!("{stem}Server"),
+        format!("Async{stem}"),
+        format!("Async{stem}Server"),
+        format!("{stem}Client"),
+    ]
 }
 
 /// Whether a message needs a nested module (nested types, map entries or oneofs).

@@ -7,7 +7,7 @@ use quote::quote;
 
 use super::Context;
 use super::docs::doc;
-use super::names::ident;
+use super::names::{Scope, ident, shouty, snake};
 use crate::BuildError;
 use crate::config::{Method, Service, ServiceGenerator};
 use ferry_transport::method_id;
@@ -39,22 +39,32 @@ pub(crate) fn check_ids(ctx: &Context<'_>) -> Result<(), BuildError> {
 
 fn describe(ctx: &Context<'_>, s: &ServiceDescriptor, module: &[String]) -> Service {
     let src = &ctx.sources[s.parent_file().name()];
-    let mut inner = module.to_vec();
-    inner.push(ctx.services[s.full_name()].clone());
+    // The client stub's own methods; the trait functions share its names.
+    let mut fns = Scope::with(&["new", "inner", "into_inner"]);
+    let mut consts = Scope::with(&["NAME", "METHODS"]);
     let methods = s
         .methods()
         .map(|m| {
-            let rust = |d: &prost_reflect::MessageDescriptor| {
+            let rust = |d: &prost_reflect::MessageDescriptor, view: bool| {
                 let n = ctx.message(d);
-                ctx.path(&inner, &n.module, &n.name).to_string().replace(' ', "")
+                let name = if view { &n.view } else { &n.name };
+                ctx.path(module, &n.module, name).to_string().replace(' ', "")
             };
+            let fn_name = fns.claim(&snake(m.name()), "_");
+            let path = path_of(&m);
             Method {
                 name: m.name().to_string(),
-                id: method_id(&path_of(&m)),
+                id: method_id(&path),
+                path,
+                line: src.line(m.path()),
+                rust_name: ident(&fn_name).to_string(),
+                id_const: consts.claim(&shouty(&fn_name), "_"),
                 input_type: m.input().full_name().to_string(),
                 output_type: m.output().full_name().to_string(),
-                input_rust_type: rust(&m.input()),
-                output_rust_type: rust(&m.output()),
+                input_rust_type: rust(&m.input(), false),
+                output_rust_type: rust(&m.output(), false),
+                input_rust_view: rust(&m.input(), true),
+                output_rust_view: rust(&m.output(), true),
                 client_streaming: m.is_client_streaming(),
                 server_streaming: m.is_server_streaming(),
                 comments: src.comment(m.path()).to_string(),
@@ -65,7 +75,11 @@ fn describe(ctx: &Context<'_>, s: &ServiceDescriptor, module: &[String]) -> Serv
         name: s.name().to_string(),
         full_name: s.full_name().to_string(),
         package: s.package_name().to_string(),
+        file: s.parent_file().name().to_string(),
+        line: src.line(s.path()),
         module: ctx.services[s.full_name()].clone(),
+        rust: ctx.service_names[s.full_name()].clone(),
+        runtime: ctx.runtime.to_string().replace(' ', ""),
         comments: src.comment(s.path()).to_string(),
         methods,
     }
@@ -86,8 +100,18 @@ pub(crate) fn generate(
         let (name, id, input, output) = (&m.name, m.id, &m.input_type, &m.output_type);
         quote!((#name, #id, #input, #output),)
     });
+    let ids = service.methods.iter().map(|m| {
+        let c = ident(&m.id_const);
+        let id = m.id;
+        let line = format!(" Method id of `{}`: the frame kind of its calls.", m.path);
+        quote! {
+            #[doc = #line]
+            pub const #c: u16 = #id;
+        }
+    });
     let extra: TokenStream = match hook {
         Some(g) => {
+            g.check(&service)?;
             let mut buf = String::new();
             g.generate(&service, &mut buf);
             buf.parse().map_err(|e| {
@@ -108,6 +132,7 @@ pub(crate) fn generate(
             /// Methods: (name, method id, request type, response type). The id is the frame
             /// kind of the method's calls, `ferry_transport::method_id("/package.Service/Method")`.
             pub const METHODS: &[(&str, u16, &str, &str)] = &[#(#methods)*];
+            #(#ids)*
         }
         #extra
     })

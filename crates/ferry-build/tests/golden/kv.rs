@@ -447,6 +447,333 @@ pub mod ferry {
                         "ferry.golden.kv.GetResponse",
                     ),
                 ];
+                /// Method id of `/ferry.golden.kv.KvStore/Get`: the frame kind of its calls.
+                pub const GET: u16 = 33740u16;
+                /// Method id of `/ferry.golden.kv.KvStore/Put`: the frame kind of its calls.
+                pub const PUT: u16 = 20114u16;
+            }
+            /// The store.
+            ///
+            /// The server side for the event loop and `ferry::rpc::Server`: implement it and serve
+            /// `KvStoreServer::new(your_impl)`. A handler reads the request in place and may answer with
+            /// a message that borrows from it and from `call.ctx()` (zero copy); the response is
+            /// serialized and sent as it returns.
+            pub trait KvStore: ::core::marker::Send + ::core::marker::Sync + 'static {
+                /// Where `get` runs (eRPC: a handler declares foreground or background): on the event loop
+                /// (default), or on the server's worker pool.
+                const GET_MODE: ::ferry::rpc::Mode = ::ferry::rpc::Mode::Foreground;
+                /// Reads keys.
+                fn get<'a>(
+                    &self,
+                    call: &::ferry::rpc::Call<'a>,
+                    request: GetRequestView<'a>,
+                ) -> ::core::result::Result<GetResponse<'a>, ::ferry::rpc::Status>;
+                /// Where `put` runs (eRPC: a handler declares foreground or background): on the event loop
+                /// (default), or on the server's worker pool.
+                const PUT_MODE: ::ferry::rpc::Mode = ::ferry::rpc::Mode::Foreground;
+                /// Handles `/ferry.golden.kv.KvStore/Put`.
+                fn put<'a>(
+                    &self,
+                    call: &::ferry::rpc::Call<'a>,
+                    request: KvPairView<'a>,
+                ) -> ::core::result::Result<GetResponse<'a>, ::ferry::rpc::Status>;
+            }
+            /// Serves an implementation of [`KvStore`]: add it to `ferry::rpc::Services`. It implements
+            /// `ferry::rpc::Service`.
+            pub struct KvStoreServer<T> {
+                inner: ::std::sync::Arc<T>,
+            }
+            impl<T> KvStoreServer<T> {
+                /// Serves `inner`.
+                pub fn new(inner: T) -> Self {
+                    Self::from_arc(::std::sync::Arc::new(inner))
+                }
+                /// Serves an implementation shared with other code.
+                pub fn from_arc(inner: ::std::sync::Arc<T>) -> Self {
+                    Self { inner }
+                }
+            }
+            impl<T> ::core::clone::Clone for KvStoreServer<T> {
+                fn clone(&self) -> Self {
+                    Self {
+                        inner: ::std::sync::Arc::clone(&self.inner),
+                    }
+                }
+            }
+            impl<T: KvStore> ::ferry::rpc::Service for KvStoreServer<T> {
+                fn methods(&self) -> ::std::vec::Vec<::ferry::rpc::MethodInfo> {
+                    ::std::vec::Vec::from([
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Get",
+                            id: kv_store_service::GET,
+                            request: ::core::option::Option::Some(
+                                <GetRequest<
+                                    'static,
+                                > as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: <T as KvStore>::GET_MODE,
+                        },
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Put",
+                            id: kv_store_service::PUT,
+                            request: ::core::option::Option::Some(
+                                <KvPair<'static> as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: <T as KvStore>::PUT_MODE,
+                        },
+                    ])
+                }
+                fn call<'a>(
+                    &self,
+                    call: &::ferry::rpc::Call<'a>,
+                    request: ::ferry::rpc::Request<'a>,
+                    reply: &mut ::ferry::rpc::Reply<'_>,
+                ) -> ::core::result::Result<(), ::ferry::rpc::Status> {
+                    match call.method() {
+                        kv_store_service::GET => {
+                            let request = request.decode::<GetRequest<'static>>()?;
+                            let response = <T as KvStore>::get(
+                                &self.inner,
+                                call,
+                                request,
+                            )?;
+                            reply.send(&response)
+                        }
+                        kv_store_service::PUT => {
+                            let request = request.decode::<KvPair<'static>>()?;
+                            let response = <T as KvStore>::put(
+                                &self.inner,
+                                call,
+                                request,
+                            )?;
+                            reply.send(&response)
+                        }
+                        other => {
+                            ::core::result::Result::Err(
+                                ::ferry::rpc::Status::new(
+                                    ::ferry::rpc::Code::Unimplemented,
+                                    ::std::format!(
+                                        "`ferry.golden.kv.KvStore` has no method with id {other}"
+                                    ),
+                                ),
+                            )
+                        }
+                    }
+                }
+            }
+            /// The store.
+            ///
+            /// The server side for the tokio driver (`ferry::rpc::tokio::AsyncServer`): implement it
+            /// with `async fn`s and serve `AsyncKvStoreServer::new(your_impl)`. A handler owns its
+            /// request (`request.view()` reads it in place) and answers with a serialized response,
+            /// `ferry::rpc::Encoded::message(&response)`.
+            pub trait AsyncKvStore: 'static {
+                /// Reads keys.
+                fn get(
+                    &self,
+                    call: ::ferry::rpc::tokio::AsyncCall,
+                    request: ::ferry::rpc::tokio::AsyncRequest<GetRequest<'static>>,
+                ) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<
+                        ::ferry::rpc::Encoded,
+                        ::ferry::rpc::Status,
+                    >,
+                >;
+                /// Handles `/ferry.golden.kv.KvStore/Put`.
+                fn put(
+                    &self,
+                    call: ::ferry::rpc::tokio::AsyncCall,
+                    request: ::ferry::rpc::tokio::AsyncRequest<KvPair<'static>>,
+                ) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<
+                        ::ferry::rpc::Encoded,
+                        ::ferry::rpc::Status,
+                    >,
+                >;
+            }
+            /// Serves an implementation of [`AsyncKvStore`]: add it to
+            /// `ferry::rpc::tokio::AsyncServices`. It implements `ferry::rpc::tokio::AsyncService`.
+            pub struct AsyncKvStoreServer<T> {
+                inner: ::std::rc::Rc<T>,
+            }
+            impl<T> AsyncKvStoreServer<T> {
+                /// Serves `inner`.
+                pub fn new(inner: T) -> Self {
+                    Self::from_rc(::std::rc::Rc::new(inner))
+                }
+                /// Serves an implementation shared with other code on this thread.
+                pub fn from_rc(inner: ::std::rc::Rc<T>) -> Self {
+                    Self { inner }
+                }
+            }
+            impl<T> ::core::clone::Clone for AsyncKvStoreServer<T> {
+                fn clone(&self) -> Self {
+                    Self {
+                        inner: ::std::rc::Rc::clone(&self.inner),
+                    }
+                }
+            }
+            impl<T: AsyncKvStore> ::ferry::rpc::tokio::AsyncService
+            for AsyncKvStoreServer<T> {
+                fn methods(&self) -> ::std::vec::Vec<::ferry::rpc::MethodInfo> {
+                    ::std::vec::Vec::from([
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Get",
+                            id: kv_store_service::GET,
+                            request: ::core::option::Option::Some(
+                                <GetRequest<
+                                    'static,
+                                > as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: ::ferry::rpc::Mode::Foreground,
+                        },
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Put",
+                            id: kv_store_service::PUT,
+                            request: ::core::option::Option::Some(
+                                <KvPair<'static> as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: ::ferry::rpc::Mode::Foreground,
+                        },
+                    ])
+                }
+                fn call(
+                    &self,
+                    call: ::ferry::rpc::tokio::AsyncCall,
+                    request: ::ferry::rpc::tokio::AsyncRequest<()>,
+                ) -> ::ferry::rpc::tokio::LocalBoxFuture<
+                    ::core::result::Result<::ferry::rpc::Encoded, ::ferry::rpc::Status>,
+                > {
+                    let inner = ::std::rc::Rc::clone(&self.inner);
+                    ::std::boxed::Box::pin(async move {
+                        match call.method() {
+                            kv_store_service::GET => {
+                                <T as AsyncKvStore>::get(&inner, call, request.typed())
+                                    .await
+                            }
+                            kv_store_service::PUT => {
+                                <T as AsyncKvStore>::put(&inner, call, request.typed())
+                                    .await
+                            }
+                            other => {
+                                ::core::result::Result::Err(
+                                    ::ferry::rpc::Status::new(
+                                        ::ferry::rpc::Code::Unimplemented,
+                                        ::std::format!(
+                                            "`ferry.golden.kv.KvStore` has no method with id {other}"
+                                        ),
+                                    ),
+                                )
+                            }
+                        }
+                    })
+                }
+            }
+            /// The client of `ferry.golden.kv.KvStore`: `KvStoreClient::new(c)` calls through `c`, a
+            /// `ferry::rpc::Channel` (blocking), a `ferry::rpc::LoopSession` (continuations on an event
+            /// loop) or a `ferry::rpc::tokio::AsyncChannel` (`async`). Build requests with the channel's
+            /// context.
+            #[derive(Debug, Clone)]
+            pub struct KvStoreClient<C> {
+                inner: C,
+            }
+            impl<C> KvStoreClient<C> {
+                /// A client that calls through `inner`.
+                pub fn new(inner: C) -> Self {
+                    Self { inner }
+                }
+                /// The channel or session it calls through.
+                pub fn inner(&self) -> &C {
+                    &self.inner
+                }
+                /// Gives back the channel or session.
+                pub fn into_inner(self) -> C {
+                    self.inner
+                }
+            }
+            impl KvStoreClient<::ferry::rpc::Channel> {
+                /// Reads keys.
+                pub fn get(
+                    &self,
+                    request: &GetRequest<'_>,
+                ) -> ::core::result::Result<
+                    ::ferry::rpc::Response<GetResponse<'static>>,
+                    ::ferry::rpc::Status,
+                > {
+                    self.inner
+                        .call::<GetResponse<'static>>(kv_store_service::GET, request)
+                }
+                /// Calls `/ferry.golden.kv.KvStore/Put`.
+                pub fn put(
+                    &self,
+                    request: &KvPair<'_>,
+                ) -> ::core::result::Result<
+                    ::ferry::rpc::Response<GetResponse<'static>>,
+                    ::ferry::rpc::Status,
+                > {
+                    self.inner
+                        .call::<GetResponse<'static>>(kv_store_service::PUT, request)
+                }
+            }
+            impl KvStoreClient<::ferry::rpc::LoopSession> {
+                /// Reads keys.
+                ///
+                /// `then` runs on the loop with the response read in place, or the status.
+                pub fn get(
+                    &self,
+                    lp: &mut ::ferry::rpc::EventLoop,
+                    request: &GetRequest<'_>,
+                    then: impl for<'f> ::core::ops::FnOnce(
+                        &mut ::ferry::rpc::EventLoop,
+                        ::core::result::Result<GetResponseView<'f>, ::ferry::rpc::Status>,
+                    ) + 'static,
+                ) -> ::core::result::Result<::ferry::rpc::CallId, ::ferry::rpc::Status> {
+                    ::ferry::rpc::EventLoop::call_then::<
+                        GetResponse<'static>,
+                    >(lp, self.inner, kv_store_service::GET, request, then)
+                }
+                /// Calls `/ferry.golden.kv.KvStore/Put`.
+                ///
+                /// `then` runs on the loop with the response read in place, or the status.
+                pub fn put(
+                    &self,
+                    lp: &mut ::ferry::rpc::EventLoop,
+                    request: &KvPair<'_>,
+                    then: impl for<'f> ::core::ops::FnOnce(
+                        &mut ::ferry::rpc::EventLoop,
+                        ::core::result::Result<GetResponseView<'f>, ::ferry::rpc::Status>,
+                    ) + 'static,
+                ) -> ::core::result::Result<::ferry::rpc::CallId, ::ferry::rpc::Status> {
+                    ::ferry::rpc::EventLoop::call_then::<
+                        GetResponse<'static>,
+                    >(lp, self.inner, kv_store_service::PUT, request, then)
+                }
+            }
+            impl KvStoreClient<::ferry::rpc::tokio::AsyncChannel> {
+                /// Reads keys.
+                pub async fn get(
+                    &self,
+                    request: &GetRequest<'_>,
+                ) -> ::core::result::Result<
+                    ::ferry::rpc::Response<GetResponse<'static>>,
+                    ::ferry::rpc::Status,
+                > {
+                    self.inner
+                        .call::<GetResponse<'static>>(kv_store_service::GET, request)
+                        .await
+                }
+                /// Calls `/ferry.golden.kv.KvStore/Put`.
+                pub async fn put(
+                    &self,
+                    request: &KvPair<'_>,
+                ) -> ::core::result::Result<
+                    ::ferry::rpc::Response<GetResponse<'static>>,
+                    ::ferry::rpc::Status,
+                > {
+                    self.inner
+                        .call::<GetResponse<'static>>(kv_store_service::PUT, request)
+                        .await
+                }
             }
         }
     }
