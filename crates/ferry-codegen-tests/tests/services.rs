@@ -394,9 +394,9 @@ fn async_server_describes_its_methods() {
             t::echo_service::DESCRIBE
         ]
     );
-    let services = AsyncServices::new().add(server.clone()).expect("add");
-    assert!(AsyncServices::new().add(server).is_ok());
+    let services = AsyncServices::new().service(server.clone()).expect("add");
+    assert!(AsyncServices::new().service(server).is_ok());
     // Registering a second copy of the same service fails: its methods' ids are taken.
-    assert!(services.add(t::AsyncEchoServer::new(AsyncEchoImpl)).is_err());
+    assert!(services.service(t::AsyncEchoServer::new(AsyncEchoImpl)).is_err());
     let _ = call_async;
 }

@@ -5,22 +5,60 @@
 //! inside a [`tokio::task::LocalSet`] (or a current-thread runtime with `spawn_local`). A
 //! shared-memory frame is `!Send` (its release updates the connection's single-threaded
 //! acknowledgement state), and a session never leaves the thread that accepted it.
+//!
+//! Readiness comes from tokio's reactor: each connection (and listener) is registered through
+//! an [`AsyncFd`](::tokio::io::unix::AsyncFd) on a duplicate of its descriptor, and the rule of
+//! `ferry-transport` holds: drain `try_recv` until `None` (which arms the shared-memory
+//! doorbell) before waiting. Sends never block the thread: connections are non-blocking, and
+//! what the transport will not take waits for write readiness (TCP) or for the peer's
+//! acknowledgements (shared memory).
+//!
+//! - [`AsyncChannel`]: no task of its own; whichever call future is polled drives the
+//!   connection for all of them, and hands the reactor registration on when it ends.
+//! - [`AsyncServer`]: a task per session and a task per call (aborted on cancellation or
+//!   deadline); a session whose answers back up stops reading requests.
+
+mod client;
+mod server;
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::os::fd::OwnedFd;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use ferry_transport::{Payload, Received};
-use ferry_wire::{Context, Limits, Message, Outgoing};
+use ferry_transport::Received;
+use ferry_wire::{Context, Limits, Message};
 
-use crate::channel::{ChannelConfig, Response};
-use crate::event_loop::LoopConfig;
 use crate::service::{Encoded, MethodInfo, invalid_request};
-use crate::status::{Code, Status};
-use crate::{Addr, CallId, Frame, ServerError, ServicesError};
+use crate::status::Status;
+use crate::{CallId, Frame, ServicesError};
+
+pub use client::AsyncChannel;
+pub use server::AsyncServer;
+
+/// Rounds of one poll of a session or a call at most (each round finds a readiness set, clears
+/// it and goes again) before it yields to other tasks.
+const ROUNDS: usize = 16;
+
+/// Registers `fd` with the current runtime's reactor (must be called inside one).
+///
+/// Tokio 1.54 deprecates the safe `AsyncFd` constructors in favour of `unsafe` ones whose
+/// contract is that the descriptor stays open, and names the same open file, for the
+/// `AsyncFd`'s whole life. An [`OwnedFd`] the `AsyncFd` owns keeps exactly that contract (it is
+/// closed only when the `AsyncFd` drops it, and it always returns the same descriptor), so the
+/// safe constructor is sound here, and this crate stays `#![forbid(unsafe_code)]`. Every fd
+/// given is a duplicate (`try_clone_to_owned`) of a connection's or listener's descriptor,
+/// dropped before the connection or listener.
+#[allow(deprecated)]
+fn register_fd(
+    fd: OwnedFd,
+    interest: ::tokio::io::Interest,
+) -> std::io::Result<::tokio::io::unix::AsyncFd<OwnedFd>> {
+    ::tokio::io::unix::AsyncFd::with_interest(fd, interest)
+}
 
 /// A boxed, `!Send` future: what [`AsyncService::call`] returns.
 pub type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
@@ -137,8 +175,7 @@ impl AsyncServices {
     }
 
     /// Adds a service; fails if one of its methods has the id of a method already added.
-    #[allow(clippy::should_implement_trait)] // renamed with the tokio driver
-    pub fn add(mut self, service: impl AsyncService) -> Result<AsyncServices, ServicesError> {
+    pub fn service(mut self, service: impl AsyncService) -> Result<AsyncServices, ServicesError> {
         let service: Rc<dyn AsyncService> = Rc::new(service);
         for info in service.methods() {
             if let Some((_, other)) = self.methods.get(&info.id) {
@@ -151,87 +188,5 @@ impl AsyncServices {
             self.methods.insert(info.id, (Rc::clone(&service), info));
         }
         Ok(self)
-    }
-}
-
-/// An async client: many calls in flight on one connection, each an `async fn` call. `!Send`.
-pub struct AsyncChannel {
-    _todo: (),
-}
-
-impl std::fmt::Debug for AsyncChannel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AsyncChannel").finish_non_exhaustive()
-    }
-}
-
-impl AsyncChannel {
-    /// Connects to `tcp://host:port` or `shm:///path` with the default settings.
-    pub async fn connect(addr: &str) -> Result<AsyncChannel, Status> {
-        AsyncChannel::connect_with(addr, ChannelConfig::default()).await
-    }
-
-    /// Connects with `config`.
-    pub async fn connect_with(addr: &str, config: ChannelConfig) -> Result<AsyncChannel, Status> {
-        let _ = (addr, config);
-        unimplemented!("the tokio driver is being written")
-    }
-
-    /// The context to build requests with (values in its pool travel by reference).
-    pub fn context(&self) -> &Context {
-        unimplemented!("the tokio driver is being written")
-    }
-
-    /// Sets each call's deadline, from its start.
-    pub fn set_timeout(&self, timeout: Option<Duration>) {
-        let _ = timeout;
-        unimplemented!("the tokio driver is being written")
-    }
-
-    /// Calls `method` with a Ferry message; resolves with the response. Dropping the future
-    /// cancels the call (the server is told).
-    pub async fn call<M: Message<'static>>(
-        &self,
-        method: u16,
-        request: &(impl Outgoing + ?Sized),
-    ) -> Result<Response<M>, Status> {
-        let _ = (method, request.layout());
-        unimplemented!("the tokio driver is being written")
-    }
-
-    /// Calls a raw method with `payload`.
-    pub async fn call_payload(&self, method: u16, payload: Payload<'_>) -> Result<Response<()>, Status> {
-        let _ = (method, payload);
-        unimplemented!("the tokio driver is being written")
-    }
-}
-
-/// A server of [`AsyncServices`] on the current thread's `LocalSet`.
-#[derive(Debug)]
-pub struct AsyncServer {
-    addrs: Vec<Addr>,
-}
-
-impl AsyncServer {
-    /// Binds every address (`tcp://127.0.0.1:0` picks a port: see [`addrs`](Self::addrs)).
-    pub fn bind(
-        services: AsyncServices,
-        addrs: &[&str],
-        config: LoopConfig,
-    ) -> Result<AsyncServer, ServerError> {
-        let _ = (services, addrs, config, Code::Ok);
-        unimplemented!("the tokio driver is being written")
-    }
-
-    /// The addresses it listens on.
-    pub fn addrs(&self) -> &[Addr] {
-        &self.addrs
-    }
-
-    /// Serves until `shutdown` resolves, then stops accepting, lets calls in progress finish
-    /// for at most `drain`, and closes every session. Call inside a `LocalSet`.
-    pub async fn run(self, shutdown: impl Future<Output = ()>, drain: Duration) -> Result<(), ServerError> {
-        let _ = (shutdown, drain);
-        unimplemented!("the tokio driver is being written")
     }
 }
