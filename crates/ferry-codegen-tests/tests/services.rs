@@ -1,8 +1,7 @@
 //! The service code `ferry-build` generates, end to end: the generated server traits
 //! implemented here, served by a real `ferry_rpc::Server` over TCP loopback, and called
-//! through the generated client stubs (blocking and continuation). The async traits and the
-//! async client are checked to compile and to describe their methods; they run once the tokio
-//! driver's I/O lands.
+//! through the generated client stubs (blocking and continuation). `service_matrix.rs` runs
+//! every server and client shape (blocking, event loop, tokio) over both transports.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -332,8 +331,8 @@ fn awkward_names_dispatch_to_the_right_method() {
     server.shutdown(Duration::from_secs(1));
 }
 
-/// The async side: implemented with `async fn`, wrapped, registered. Not run: the tokio
-/// driver's I/O is not there yet.
+/// The async side: implemented with `async fn`, wrapped, registered (run in
+/// `service_matrix.rs`).
 struct AsyncEchoImpl;
 
 impl t::AsyncEcho for AsyncEchoImpl {
@@ -374,7 +373,7 @@ impl t::AsyncEcho for AsyncEchoImpl {
     }
 }
 
-/// The async client's calls (compiled, not run).
+/// The async client's calls (a compile check of the generated async stub).
 async fn call_async(client: &t::EchoClient<AsyncChannel>) -> Result<Vec<u8>, Status> {
     let ctx = client.inner().context();
     let resp = client.say(&say_request(ctx, b"async", "")).await?;
