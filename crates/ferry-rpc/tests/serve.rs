@@ -238,3 +238,50 @@ fn dropping_the_server_cancels_its_background_handlers() {
     let err = caller.join().unwrap().expect_err("the server went away");
     assert_eq!(err.code, Code::Unavailable, "{err}");
 }
+
+#[test]
+fn a_blocking_channel_reconnects_after_the_server_comes_back() {
+    let scratch = Scratch::new("reconnect");
+    let server = start(TestService::default(), &scratch, 1);
+    // The same addresses again after the restart: the port the kernel picked, the same path.
+    let addrs: Vec<String> = server.addrs().iter().map(ToString::to_string).collect();
+    let mut channels: Vec<Channel> = addrs
+        .iter()
+        .map(|a| Channel::connect(a).expect("connect"))
+        .collect();
+    for ch in &channels {
+        ch.call_payload(RAW, Payload::Bytes(b"1")).expect("first call");
+    }
+    server.shutdown(Duration::from_secs(1));
+    for ch in &channels {
+        let err = ch
+            .call_payload(RAW, Payload::Bytes(b"2"))
+            .expect_err("server gone");
+        assert_eq!(err.code, Code::Unavailable, "{err}");
+        assert!(ch.is_closed());
+    }
+    let services = Services::builder()
+        .service(TestService::default())
+        .unwrap()
+        .build()
+        .unwrap();
+    let server = Server::builder(services)
+        .listen(&addrs[0])
+        .listen(&addrs[1])
+        .loops(1)
+        .start()
+        .expect("restart");
+    for ch in &mut channels {
+        ch.reconnect().expect("reconnect");
+        let req = record(ch.context(), b"back", &[900]);
+        check_record(
+            &ch.call::<Record<'static>>(ECHO, &req)
+                .expect("call")
+                .view()
+                .unwrap(),
+            b"back",
+            &[900],
+        );
+    }
+    server.shutdown(Duration::from_secs(1));
+}
