@@ -10,24 +10,11 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ferry_rpc::session::ServerConfig;
-use ferry_rpc::{Addr, Code, EventLoop, LoopConfig, LoopSession, Server, Services, Status};
+use ferry_rpc::{Addr, Code, EventLoop, LoopConfig, LoopSession, Server, Status};
 use ferry_wire::sample::Record;
 
 fn server_with(scratch: &Scratch, config: LoopConfig) -> Server {
-    let services = Services::builder()
-        .service(TestService::default())
-        .expect("add")
-        .workers(2)
-        .build()
-        .expect("services");
-    let [tcp, shm] = addrs(scratch);
-    Server::builder(services)
-        .listen(&tcp)
-        .listen(&shm)
-        .loops(1)
-        .config(config)
-        .start()
-        .expect("server")
+    serve(TestService::default(), scratch, 1, config)
 }
 
 /// Turns until `done` or a 10-second watchdog.

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ferry_rpc::{Channel, ChannelConfig, Code, Server, Services};
+use ferry_rpc::{Channel, ChannelConfig, Code, Server};
 use ferry_testkit::{ChildProc, self_command};
 use ferry_transport::{Meta, Payload};
 use ferry_wire::Outgoing;
@@ -20,19 +20,7 @@ fn role() -> Option<String> {
 }
 
 fn start(service: TestService, scratch: &Scratch) -> Server {
-    let services = Services::builder()
-        .service(service)
-        .unwrap()
-        .workers(2)
-        .build()
-        .unwrap();
-    let [tcp, shm] = addrs(scratch);
-    Server::builder(services)
-        .listen(&tcp)
-        .listen(&shm)
-        .loops(1)
-        .start()
-        .expect("server")
+    serve(service, scratch, 1, ferry_rpc::LoopConfig::default())
 }
 
 /// The gauge of open sessions of `transport`, read from the server's metrics.

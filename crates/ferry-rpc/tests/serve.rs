@@ -7,25 +7,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ferry_rpc::{Channel, ChannelConfig, Code, Server, Services, Status};
+use ferry_rpc::{Channel, ChannelConfig, Code, LoopConfig, Server, Services, Status};
 use ferry_transport::Payload;
 use ferry_wire::sample::Record;
 
 fn start(service: TestService, scratch: &Scratch, loops: usize) -> Server {
-    let services = Services::builder()
-        .service(service)
-        .expect("add")
-        .workers(2)
-        .build()
-        .expect("services");
-    let [tcp, shm] = addrs(scratch);
-    Server::builder(services)
-        .listen(&tcp)
-        .listen(&shm)
-        .loops(loops)
-        .metrics("127.0.0.1:0")
-        .start()
-        .expect("server starts")
+    serve(service, scratch, loops, LoopConfig::default())
 }
 
 fn each_transport(test: impl Fn(&Server, &str)) {

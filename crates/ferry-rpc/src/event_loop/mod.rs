@@ -731,16 +731,7 @@ impl EventLoop {
         let Role::Server(server) = &mut s.role else { return };
         let fail =
             |server: &mut ServerSide, status: Status| server.core.fail(id, &status).map(|f| (f, status.code));
-        let refused = if self.draining {
-            Some(Status::new(Code::Unavailable, "the server is shutting down"))
-        } else if services.method(method).is_none() {
-            Some(Status::new(
-                Code::Unimplemented,
-                format!("no method with id {method} on this server"),
-            ))
-        } else {
-            None
-        };
+        let refused = crate::services::refusal(self.draining, services.method(method).is_some(), method);
         if let Some(status) = refused {
             metrics.method(method).record(status.code, Duration::ZERO);
             if let Some(((meta, payload), _)) = fail(server, status) {

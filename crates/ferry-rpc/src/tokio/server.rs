@@ -496,16 +496,11 @@ impl Session {
         deadline: Option<Instant>,
     ) -> Result<(), Closed> {
         let shared = Rc::clone(&self.shared);
-        let refused = if shared.draining.get() {
-            Some(Status::new(Code::Unavailable, "the server is shutting down"))
-        } else if !shared.services.methods.contains_key(&method) {
-            Some(Status::new(
-                Code::Unimplemented,
-                format!("no method with id {method} on this server"),
-            ))
-        } else {
-            None
-        };
+        let refused = crate::services::refusal(
+            shared.draining.get(),
+            shared.services.methods.contains_key(&method),
+            method,
+        );
         if let Some(status) = refused {
             return self.fail(id, &status);
         }

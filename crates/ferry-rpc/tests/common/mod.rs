@@ -186,3 +186,28 @@ impl Drop for Scratch {
 pub fn addrs(scratch: &Scratch) -> [String; 2] {
     ["tcp://127.0.0.1:0".to_string(), scratch.shm("rpc")]
 }
+
+/// A server of `service` (2 workers) on TCP and shared memory, with `loops` loops, `config`,
+/// and a metrics endpoint.
+pub fn serve(
+    service: TestService,
+    scratch: &Scratch,
+    loops: usize,
+    config: ferry_rpc::LoopConfig,
+) -> ferry_rpc::Server {
+    let services = ferry_rpc::Services::builder()
+        .service(service)
+        .expect("add")
+        .workers(2)
+        .build()
+        .expect("services");
+    let [tcp, shm] = addrs(scratch);
+    ferry_rpc::Server::builder(services)
+        .listen(&tcp)
+        .listen(&shm)
+        .loops(loops)
+        .config(config)
+        .metrics("127.0.0.1:0")
+        .start()
+        .expect("server starts")
+}
