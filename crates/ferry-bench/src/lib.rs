@@ -7,16 +7,19 @@
 //!   progress bars on stderr ([`indicatif`], drawn only on a terminal), the options every
 //!   `ferry bench` command takes ([`harness::cli`]); and SVG line charts ([`plot`]);
 //! - one module per end-to-end benchmark, the only code here that calls a transport:
-//!   [`datapath`] (`ferry bench datapath`: one-way TCP streams in every send mode) and [`shm`]
-//!   (`ferry bench shm`: round trips over shared memory against a raw ping-pong and TCP). The
-//!   `ferry` binary parses their options and calls their `run`;
+//!   [`datapath`] (`ferry bench datapath`: one-way TCP streams in every send mode), [`shm`]
+//!   (`ferry bench shm`: round trips over shared memory against a raw ping-pong and TCP) and
+//!   [`rpc`] (`ferry bench rpc`: echo calls through `ferry-rpc` against a no-serialization
+//!   echo, the peer libraries, tonic and the ping-pong). The `ferry` binary parses their
+//!   options and calls their `run`;
 //! - the peers of `ferry bench rpc` that are other RPC systems: [`tonic_echo`] (one measured
 //!   run of a tonic unary echo between two pinned threads, for the RPC benchmark to call);
 //! - the serializer peers and workloads of the Criterion targets (`benches/serialize.rs`,
 //!   `benches/decode.rs`) and of the `ferry-callgrind` instruction-count driver: each system
 //!   (the memcpy floor, prost, FlatBuffers, Cap'n Proto, Ferry) is one file under [`systems`],
 //!   the workloads are [`shapes`]; the benches loop over [`systems::SERIALIZERS`] and
-//!   [`systems::DECODERS`].
+//!   [`systems::DECODERS`], and `ferry bench rpc` uses [`systems::CODECS`] (both sides of an
+//!   echo with each peer library).
 //!
 //! What it is NOT: a test suite (its tests check the harness and that every system round-trips
 //! the shapes, so the numbers measure the right thing; they assert nothing about speed), or a
@@ -39,6 +42,7 @@ pub mod error;
 pub mod generated;
 pub mod harness;
 pub mod plot;
+pub mod rpc;
 pub mod shapes;
 pub mod shm;
 pub mod systems;

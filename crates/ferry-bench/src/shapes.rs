@@ -77,6 +77,16 @@ impl Shape {
         Ok(shape)
     }
 
+    /// A shape of the given key and fields, as they are (no copy): for benchmarks whose
+    /// values carry a known pattern that their peer checks.
+    pub fn from_parts(name: impl Into<String>, key: Bytes, fields: Vec<Bytes>) -> Self {
+        Self {
+            name: name.into(),
+            key,
+            fields,
+        }
+    }
+
     /// The headline shapes, in [`HEADLINE`] order.
     pub fn headline() -> Vec<Self> {
         HEADLINE

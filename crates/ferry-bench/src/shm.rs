@@ -910,6 +910,47 @@ fn run_raw(spec: &Spec, depth: usize) -> Result<RunResult, BoxError> {
     })
 }
 
+/// What [`ping_pong`] measured.
+#[derive(Debug, Clone)]
+pub struct PingPong {
+    /// Round trips in the measured window.
+    pub round_trips: u64,
+    /// Length of the window.
+    pub elapsed: Duration,
+    /// Every round trip of the window, in nanoseconds (one clock reading each).
+    pub latency: Histogram,
+    /// The client thread's CPU time over the window.
+    pub client_cpu: Duration,
+    /// The server thread's CPU time over its whole life, scaled to the measured round trips
+    /// (it spins all the time either way).
+    pub server_cpu: Duration,
+}
+
+/// The raw shared-memory ping-pong of this benchmark (see the module docs) on its own: the
+/// floor of any round trip through memory between `client_cpu` and `server_cpu`, for other
+/// benchmarks to measure in their own runs (`ferry bench rpc`). A warm-up of a tenth of
+/// `budget` comes first.
+pub fn ping_pong(budget: Budget, client_cpu: usize, server_cpu: usize) -> Result<PingPong, BoxError> {
+    let spec = Spec {
+        point: Point {
+            transport: TransportKind::Raw,
+            notify: Notify::Spin,
+            payload: RAW_PAYLOAD,
+            in_flight: 1,
+        },
+        budget,
+        cpus: (client_cpu, server_cpu),
+    };
+    let r = run_raw(&spec, 0)?;
+    Ok(PingPong {
+        round_trips: r.requests,
+        elapsed: r.elapsed,
+        latency: r.hist,
+        client_cpu: r.client_cpu,
+        server_cpu: r.server_cpu,
+    })
+}
+
 /// The phases of a one-in-flight shm round trip that [`breakdown`] times. Each includes one
 /// clock reading.
 const PHASES: [&str; 9] = [

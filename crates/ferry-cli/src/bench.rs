@@ -6,11 +6,14 @@
 //! - `ferry bench shm` ([`ferry_bench::shm`]): request/response round trips over the
 //!   shared-memory transport, against a raw shared-memory ping-pong (the floor) and TCP loopback,
 //!   in one run.
+//! - `ferry bench rpc` ([`ferry_bench::rpc`]): echo calls through `ferry-rpc` (one server loop,
+//!   a client event loop) over TCP and shared memory, against a no-serialization echo, prost,
+//!   FlatBuffers, Cap'n Proto, tonic and the raw shared-memory ping-pong, in one run.
 //!
 //! The harness (pinning, CPU time, histograms, JSON records, plots) lives in `ferry-bench`;
 //! this module only parses the command line and calls it.
 
-use ferry_bench::{BoxError, datapath, shm};
+use ferry_bench::{BoxError, datapath, rpc, shm};
 
 /// Options of `ferry bench`.
 #[derive(clap::Args)]
@@ -34,6 +37,14 @@ enum BenchCommand {
     /// `--quick`: 100 ms per repetition, 3 repetitions, under 30 s. `--plot`: requests/s and
     /// latency against requests in flight, and latency against payload.
     Shm(shm::Args),
+    /// Echo calls through ferry-rpc (one busy-polling server loop, a client event loop on the
+    /// other core) over TCP and shared memory: raw, Ferry copy-only and hybrid, prost,
+    /// FlatBuffers, Cap'n Proto; tonic and the raw shared-memory ping-pong in the same run.
+    ///
+    /// `--quick`: one repetition of 40 ms per configuration, well under 30 s. `--plot`: p99
+    /// latency against calls/s per system, per transport and payload (Cornflakes Figure 2);
+    /// the 64 B call against the ping-pong; p50 at one in flight against payload.
+    Rpc(rpc::Args),
 }
 
 /// Runs the chosen benchmark.
@@ -41,5 +52,6 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     match &args.command {
         BenchCommand::Datapath(args) => datapath::run(args),
         BenchCommand::Shm(args) => shm::run(args),
+        BenchCommand::Rpc(args) => rpc::run(args),
     }
 }

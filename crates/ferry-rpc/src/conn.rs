@@ -5,7 +5,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
-use ferry_buf::{Pool, PoolConfig};
+use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_net::Connection;
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener};
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
@@ -190,6 +190,16 @@ impl Transport for Conn {
         match self {
             Conn::Tcp(c) => c.in_flight(),
             Conn::Shm(c) => c.in_flight(),
+        }
+    }
+}
+
+impl Frame {
+    /// The payload as the pool buffer it was received into (TCP); `None` over shared memory.
+    pub fn shared(&self) -> Option<&SharedBuf> {
+        match self {
+            Frame::Tcp(f) => Some(f.payload()),
+            Frame::Shm(_) => None,
         }
     }
 }

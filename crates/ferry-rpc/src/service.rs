@@ -102,6 +102,8 @@ impl<'a> Call<'a> {
 pub struct Incoming<'a> {
     pub(crate) frame: &'a dyn Received,
     pub(crate) limits: &'a Limits,
+    /// The payload as a counted pool buffer, where the transport received it into one (TCP).
+    pub(crate) shared: Option<&'a SharedBuf>,
 }
 
 impl std::fmt::Debug for Incoming<'_> {
@@ -129,6 +131,15 @@ impl<'a> Incoming<'a> {
     /// [`Received::bytes`]): raw payloads on both transports, every frame over TCP.
     pub fn bytes(&self) -> Option<&'a [u8]> {
         self.frame.bytes()
+    }
+
+    /// The payload as the pool buffer it was received into, where the transport has one
+    /// (every frame over TCP; `None` over shared memory, where the payload is the peer's
+    /// memory). A raw handler can send it back by reference
+    /// (`Payload::Gather { head: &[], parts: std::slice::from_ref(buf) }`: no copy), or hand
+    /// it to a library that slices counted buffers (`SharedBuf::into_bytes`).
+    pub fn shared(&self) -> Option<&'a SharedBuf> {
+        self.shared
     }
 }
 

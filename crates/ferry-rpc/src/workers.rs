@@ -221,12 +221,20 @@ pub(crate) fn handle(
     info: &MethodInfo,
     id: CallId,
     deadline: Option<Instant>,
-    frame: &dyn Received,
+    frame: &SendFrame,
     ctx: &Context,
     limits: &Limits,
     cancelled: &AtomicBool,
 ) -> Result<Encoded, Status> {
-    let incoming = Incoming { frame, limits };
+    let shared = match frame {
+        SendFrame::Tcp(f) => Some(f.payload()),
+        SendFrame::Copied { buf, .. } => Some(buf),
+    };
+    let incoming = Incoming {
+        frame,
+        limits,
+        shared,
+    };
     let view = match info.request {
         Some(desc) => Some(incoming.view(desc).map_err(|e| invalid_request(&e))?),
         None => None,

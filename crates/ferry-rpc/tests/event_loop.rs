@@ -76,6 +76,69 @@ fn pipelined_calls_and_out_of_order_completion() {
 }
 
 #[test]
+fn raw_calls_from_the_event_loop_are_echoed_by_reference_over_tcp() {
+    let scratch = Scratch::new("raw");
+    let service = TestService::default();
+    let seen = std::sync::Arc::clone(&service.seen);
+    let services = ferry_rpc::Services::builder()
+        .service(service)
+        .expect("add")
+        .build()
+        .expect("services");
+    let [tcp, shm] = addrs(&scratch);
+    let server = ferry_rpc::Server::builder(services)
+        .listen(&tcp)
+        .listen(&shm)
+        .loops(1)
+        .start()
+        .expect("server");
+    for addr in server.addrs() {
+        let mut lp = EventLoop::new(LoopConfig::default()).expect("loop");
+        let id = lp.connect(addr).expect("connect");
+        let pool = lp.context(id).and_then(|c| c.pool().cloned()).expect("pool");
+        let got: Rc<RefCell<Vec<Vec<u8>>>> = Default::default();
+        let sent: Vec<Vec<u8>> = [1usize, 700, 9000]
+            .iter()
+            .map(|&n| (0..n).map(|i| (i % 251) as u8).collect())
+            .collect();
+        for (i, bytes) in sent.iter().enumerate() {
+            let out = Rc::clone(&got);
+            let then: ferry_rpc::Continuation = Box::new(move |_, r| {
+                out.borrow_mut()
+                    .push(r.expect("answered").bytes().expect("raw bytes").to_vec());
+            });
+            // Plain bytes, and a pool buffer as a gather entry.
+            let result = if i % 2 == 0 {
+                lp.call_payload(id, RAW, ferry_transport::Payload::Bytes(bytes), then)
+            } else {
+                let part = pool.copy_from(bytes).expect("pool");
+                let parts = [part];
+                lp.call_payload(
+                    id,
+                    RAW,
+                    ferry_transport::Payload::Gather {
+                        head: &[],
+                        parts: &parts,
+                    },
+                    then,
+                )
+            };
+            result.expect("started");
+        }
+        run_until(&mut lp, || got.borrow().len() == sent.len());
+        assert_eq!(*got.borrow(), sent, "{addr}");
+        let shared = std::mem::take(&mut *seen.raw_shared.lock().unwrap());
+        let tcp = matches!(addr, ferry_rpc::Addr::Tcp(_));
+        assert_eq!(
+            shared,
+            vec![tcp; sent.len()],
+            "{addr}: the request as a pool buffer over TCP only"
+        );
+    }
+    server.shutdown(Duration::from_secs(1));
+}
+
+#[test]
 fn the_window_cancellation_and_the_servers_bound() {
     let scratch = Scratch::new("window");
     let config = LoopConfig {

@@ -3,7 +3,15 @@
 //! ```text
 //! ferry-callgrind list
 //! ferry-callgrind <serialize|decode> <system> <shape> <iterations>
+//! ferry-callgrind rpc <system> <tcp|shm> <fields>x<bytes> <in-flight> <calls>
 //! ```
+//!
+//! `rpc` runs `calls` echo calls of one `ferry bench rpc` configuration (plus a tenth of them
+//! as warm-up and two control calls) against a `ferry_rpc::Server` loop on its own thread that
+//! sleeps in `poll(2)` when idle instead of busy-polling (see `ferry_bench::rpc::ProfileRun`),
+//! and prints the number of echo calls the server answered. Run it under
+//! `valgrind --tool=callgrind --separate-threads=yes` with two call counts and subtract: the
+//! server thread's instructions per call (`rpc-callgrind.sh`).
 //!
 //! `list` prints every case the Criterion benches run, one `op system shape` per line.
 //! A case does its setup (shape buffers, a fresh system instance, one untimed call that
@@ -15,10 +23,11 @@ use std::hint::black_box;
 use std::process::ExitCode;
 
 use ferry_bench::systems::{self, DECODERS, SERIALIZERS};
-use ferry_bench::{BenchError, Shape, Sink};
+use ferry_bench::{BenchError, BoxError, Shape, Sink, rpc};
 
 const USAGE: &str = "usage: ferry-callgrind list\n       \
-                     ferry-callgrind <serialize|decode> <system> <shape> <iterations>";
+                     ferry-callgrind <serialize|decode> <system> <shape> <iterations>\n       \
+                     ferry-callgrind rpc <system> <tcp|shm> <fields>x<bytes> <in-flight> <calls>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,6 +36,18 @@ fn main() -> ExitCode {
         ["list"] => {
             list();
             Ok(())
+        }
+        ["rpc", system, transport, shape, in_flight, calls] => {
+            return match rpc(system, transport, shape, in_flight, calls) {
+                Ok(served) => {
+                    println!("{served}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("ferry-callgrind rpc: {e}\n{USAGE}");
+                    ExitCode::FAILURE
+                }
+            };
         }
         [op, system, shape, iterations] => match iterations.parse::<u64>() {
             Ok(iterations) => run(op, system, shape, iterations),
@@ -97,4 +118,24 @@ fn run(op: &str, system: &str, shape: &str, iterations: u64) -> Result<(), Bench
         }
     }
     Ok(())
+}
+
+/// `rpc <system> <tcp|shm> <fields>x<bytes> <in-flight> <calls>`: one profiled RPC run.
+fn rpc(system: &str, transport: &str, shape: &str, in_flight: &str, calls: &str) -> Result<u64, BoxError> {
+    use clap::ValueEnum;
+    let system = rpc::System::from_str(system, true)?;
+    let transport = rpc::Transport::from_str(transport, true)?;
+    let (fields, field_len) = shape
+        .split_once('x')
+        .and_then(|(n, len)| Some((n.parse().ok()?, len.parse().ok()?)))
+        .ok_or_else(|| format!("shape {shape:?}: expected <fields>x<bytes>, e.g. 2x2048"))?;
+    rpc::profile(&rpc::ProfileRun {
+        system,
+        transport,
+        fields,
+        field_len,
+        in_flight: in_flight.parse()?,
+        calls: calls.parse()?,
+        server_spin: std::time::Duration::ZERO,
+    })
 }

@@ -9,12 +9,17 @@
 //!
 //! Decode: `read_message_from_flat_slice_no_alloc` over a word-aligned input (no copy, no
 //! allocation), then `get_root` and every field.
+//!
+//! RPC echo ([`CapnpCodec`]): the server reads the request in place when it is word-aligned
+//! (else it first copies it into a reused word buffer, as capnp's stream reader would) and
+//! builds the response in the reused scratch space, copying each field into it, then frames
+//! it into the reused output vector.
 
 use capnp::Word;
 use capnp::message::{ReaderOptions, ScratchSpaceHeapAllocator};
 
 use crate::generated::record_capnp::record;
-use crate::systems::{Decoder, Serializer, Sink};
+use crate::systems::{Codec, Decoder, Input, Serializer, Sink};
 use crate::{BenchError, Shape};
 
 /// Words of scratch space: a 64 KiB field plus framing fits in the first segment, so no
@@ -51,18 +56,30 @@ impl CapnpSerializer {
 impl Serializer for CapnpSerializer {
     fn serialize(&mut self, shape: &Shape) -> Result<&[u8], BenchError> {
         let fields = shape.fields();
-        let count = u32::try_from(fields.len()).map_err(|_| BenchError::TooManyFields {
+        self.build(shape.key(), fields.len(), fields.iter().map(|f| Ok(f.as_ref())))
+    }
+}
+
+impl CapnpSerializer {
+    /// Builds and frames a `Record` of `key` (none if empty) and the `count` `fields`.
+    fn build<'f>(
+        &mut self,
+        key: &[u8],
+        count: usize,
+        fields: impl Iterator<Item = Result<&'f [u8], BenchError>>,
+    ) -> Result<&[u8], BenchError> {
+        let count = u32::try_from(count).map_err(|_| BenchError::TooManyFields {
             system: "capnp",
-            fields: fields.len(),
+            fields: count,
         })?;
         let mut message = capnp::message::Builder::new(&mut self.allocator);
         let mut root = message.init_root::<record::Builder<'_>>();
-        if !shape.key().is_empty() {
-            root.set_key(shape.key());
+        if !key.is_empty() {
+            root.set_key(key);
         }
         let mut list = root.init_fields(count);
         for (index, field) in (0..count).zip(fields) {
-            list.set(index, field);
+            list.set(index, field?);
         }
         self.out.clear();
         capnp::serialize::write_message(&mut self.out, &message)?;
@@ -105,6 +122,62 @@ impl Decoder for CapnpDecoder {
         sink.key(root.get_key()?);
         for field in root.get_fields()?.iter() {
             sink.field(field?);
+        }
+        Ok(())
+    }
+}
+
+/// Both sides of an RPC echo with Cap'n Proto (see the module docs).
+#[derive(Default)]
+pub struct CapnpCodec {
+    serializer: CapnpSerializer,
+    /// Where a request that is not word-aligned is copied before it is read.
+    aligned: Vec<Word>,
+}
+
+impl CapnpCodec {
+    /// A fresh instance for the registry.
+    pub fn boxed() -> Box<dyn Codec> {
+        Box::<Self>::default()
+    }
+}
+
+/// `bytes` if word-aligned, else a copy of it in `scratch`.
+fn words<'a>(bytes: &'a [u8], scratch: &'a mut Vec<Word>) -> &'a [u8] {
+    if bytes.as_ptr().align_offset(8) == 0 {
+        return bytes;
+    }
+    scratch.clear();
+    scratch.resize(bytes.len().div_ceil(8), capnp::word(0, 0, 0, 0, 0, 0, 0, 0));
+    let out = &mut Word::words_to_bytes_mut(scratch)[..bytes.len()];
+    out.copy_from_slice(bytes);
+    out
+}
+
+impl Codec for CapnpCodec {
+    fn encode(&mut self, shape: &Shape) -> Result<&[u8], BenchError> {
+        self.serializer.serialize(shape)
+    }
+
+    fn echo(&mut self, input: Input<'_>) -> Result<&[u8], BenchError> {
+        let CapnpCodec { serializer, aligned } = self;
+        let mut bytes = words(input.bytes, aligned);
+        let message =
+            capnp::serialize::read_message_from_flat_slice_no_alloc(&mut bytes, ReaderOptions::new())?;
+        let root = message.get_root::<record::Reader<'_>>()?;
+        let key = if root.has_key() { root.get_key()? } else { &[] };
+        let fields = root.get_fields()?;
+        serializer.build(key, fields.len() as usize, fields.iter().map(|f| Ok(f?)))
+    }
+
+    fn read(&mut self, input: Input<'_>, read: &mut dyn FnMut(&[u8])) -> Result<(), BenchError> {
+        let mut bytes = words(input.bytes, &mut self.aligned);
+        let message =
+            capnp::serialize::read_message_from_flat_slice_no_alloc(&mut bytes, ReaderOptions::new())?;
+        let root = message.get_root::<record::Reader<'_>>()?;
+        read(root.get_key()?);
+        for field in root.get_fields()?.iter() {
+            read(field?);
         }
         Ok(())
     }

@@ -6,11 +6,15 @@
 //!
 //! Decode: `root_as_record` (runs the verifier) or, as `flatbuf_unchecked`,
 //! `root_as_record_unchecked` (trusts the buffer), then every field's `[ubyte]` vector.
+//!
+//! RPC echo ([`FlatbufCodec`]): the server verifies the request (`root_as_record`: it is a
+//! peer's input) and builds the response with the same reused builder, copying each field
+//! out of the request into it.
 
 use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
 use crate::generated::record_generated::ferry_bench::{Field, FieldArgs, Record, RecordArgs, root_as_record};
-use crate::systems::{Decoder, Serializer, Sink};
+use crate::systems::{Codec, Decoder, Input, Serializer, Sink};
 use crate::{BenchError, Shape};
 
 /// Builds a `Record` table with a builder and an offsets vector kept across calls.
@@ -29,16 +33,23 @@ impl FlatbufSerializer {
 
 impl Serializer for FlatbufSerializer {
     fn serialize(&mut self, shape: &Shape) -> Result<&[u8], BenchError> {
+        Ok(self.build(shape.key(), shape.fields().iter().map(|f| f.as_ref())))
+    }
+}
+
+impl FlatbufSerializer {
+    /// Builds a `Record` of `key` (none if empty) and `fields`, in the builder.
+    fn build<'f>(&mut self, key: &[u8], fields: impl Iterator<Item = &'f [u8]>) -> &[u8] {
         let builder = &mut self.builder;
         builder.reset();
         self.field_offsets.clear();
-        for field in shape.fields() {
-            let data = builder.create_vector(field.as_ref());
+        for field in fields {
+            let data = builder.create_vector(field);
             let table = Field::create(builder, &FieldArgs { data: Some(data) });
             self.field_offsets.push(table);
         }
         let fields = builder.create_vector(&self.field_offsets);
-        let key = (!shape.key().is_empty()).then(|| builder.create_vector(shape.key().as_ref()));
+        let key = (!key.is_empty()).then(|| builder.create_vector(key));
         let root = Record::create(
             builder,
             &RecordArgs {
@@ -47,7 +58,7 @@ impl Serializer for FlatbufSerializer {
             },
         );
         builder.finish(root, None);
-        Ok(builder.finished_data())
+        builder.finished_data()
     }
 }
 
@@ -109,5 +120,44 @@ mod unverified {
         // and has not changed since (it is only ever borrowed immutably), which is the
         // precondition `root_as_record_unchecked` documents.
         unsafe { root_as_record_unchecked(input) }
+    }
+}
+
+/// Both sides of an RPC echo with FlatBuffers (see the module docs).
+#[derive(Default)]
+pub struct FlatbufCodec {
+    serializer: FlatbufSerializer,
+}
+
+impl FlatbufCodec {
+    /// A fresh instance for the registry.
+    pub fn boxed() -> Box<dyn Codec> {
+        Box::<Self>::default()
+    }
+}
+
+impl Codec for FlatbufCodec {
+    fn encode(&mut self, shape: &Shape) -> Result<&[u8], BenchError> {
+        self.serializer.serialize(shape)
+    }
+
+    fn echo(&mut self, input: Input<'_>) -> Result<&[u8], BenchError> {
+        let record = root_as_record(input.bytes)?;
+        let key = record.key().map_or(&[][..], |k| k.bytes());
+        let fields = record.fields();
+        let data = fields
+            .iter()
+            .flatten()
+            .map(|f| f.data().map_or(&[][..], |d| d.bytes()));
+        Ok(self.serializer.build(key, data))
+    }
+
+    fn read(&mut self, input: Input<'_>, read: &mut dyn FnMut(&[u8])) -> Result<(), BenchError> {
+        let record = root_as_record(input.bytes)?;
+        read(record.key().map_or(&[][..], |k| k.bytes()));
+        for field in record.fields().iter().flatten() {
+            read(field.data().map_or(&[][..], |d| d.bytes()));
+        }
+        Ok(())
     }
 }

@@ -18,6 +18,8 @@
 
 use std::hint::black_box;
 
+use ferry_buf::SharedBuf;
+
 use crate::{BenchError, Shape};
 
 pub mod capnp;
@@ -49,6 +51,79 @@ pub trait Decoder {
 
     /// Decodes the prepared input and hands the key, then every field in order, to `sink`.
     fn decode_and_read(&mut self, sink: &mut Sink) -> Result<(), BenchError>;
+}
+
+/// A peer library on both sides of an RPC echo (`ferry bench rpc`): the client encodes each
+/// request from a shape and decodes the response; the server decodes each request and builds
+/// the response with the library. Buffers (output vector, builder, scratch) are reused across
+/// calls, as a server would reuse them; the returned bytes stay valid until the next call.
+pub trait Codec {
+    /// Serializes `shape`: the client's request.
+    fn encode(&mut self, shape: &Shape) -> Result<&[u8], BenchError>;
+
+    /// Decodes `input` and serializes a message with the same key and fields: the server's
+    /// response.
+    fn echo(&mut self, input: Input<'_>) -> Result<&[u8], BenchError>;
+
+    /// Decodes `input` and hands its key (empty if none), then every field in order, to
+    /// `read`.
+    fn read(&mut self, input: Input<'_>, read: &mut dyn FnMut(&[u8])) -> Result<(), BenchError>;
+}
+
+/// Bytes as a transport received them, and the counted pool buffer that holds them where the
+/// transport has one (TCP), so that a library able to slice counted buffers (prost's `Bytes`
+/// fields) need not copy. Without it (shared memory: the peer's memory, borrowed), such a
+/// library copies what it keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a> {
+    /// The received payload.
+    pub bytes: &'a [u8],
+    /// The pool buffer that `bytes` is, if any.
+    pub shared: Option<&'a SharedBuf>,
+}
+
+impl<'a> Input<'a> {
+    /// Bytes with no counted buffer behind them.
+    pub fn bytes(bytes: &'a [u8]) -> Self {
+        Input { bytes, shared: None }
+    }
+}
+
+/// A codec in the registry.
+#[derive(Debug, Clone, Copy)]
+pub struct CodecEntry {
+    /// The system's name (as in [`SERIALIZERS`]).
+    pub name: &'static str,
+    /// Makes a fresh instance with empty reusable buffers.
+    pub new: fn() -> Box<dyn Codec>,
+}
+
+/// Every peer library's codec, in the order `ferry bench rpc` reports them.
+pub static CODECS: &[CodecEntry] = &[
+    CodecEntry {
+        name: "prost",
+        new: prost::ProstCodec::boxed,
+    },
+    CodecEntry {
+        name: "flatbuf",
+        new: flatbuf::FlatbufCodec::boxed,
+    },
+    CodecEntry {
+        name: "capnp",
+        new: capnp::CapnpCodec::boxed,
+    },
+];
+
+/// Looks a codec up by name.
+pub fn codec(name: &str) -> Result<&'static CodecEntry, BenchError> {
+    CODECS
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| BenchError::Unknown {
+            what: "codec",
+            name: name.to_owned(),
+            expected: names(CODECS.iter().map(|e| e.name)),
+        })
 }
 
 /// A serializer in the registry.
@@ -282,6 +357,64 @@ mod tests {
             serializer.serialize(&small).unwrap();
             let referenced = serializer.referenced_len();
             assert!(first.len() + referenced >= small.payload_len(), "{}", entry.name);
+        }
+    }
+
+    #[test]
+    fn every_codec_echoes_what_it_reads() {
+        for entry in CODECS {
+            let mut client = (entry.new)();
+            let mut server = (entry.new)();
+            for shape in shapes() {
+                // Twice: reused buffers must not carry state between calls.
+                for _ in 0..2 {
+                    let request = client.encode(&shape).unwrap().to_vec();
+                    let response = server.echo(Input::bytes(&request)).unwrap().to_vec();
+                    let mut got = Recorded::default();
+                    let mut first = true;
+                    client
+                        .read(Input::bytes(&response), &mut |b| {
+                            if std::mem::take(&mut first) {
+                                got.key = b.to_vec();
+                            } else {
+                                got.fields.push(b.to_vec());
+                            }
+                        })
+                        .unwrap();
+                    assert!(got == expected(&shape), "{} / {}", entry.name, shape.name());
+                }
+            }
+            assert_eq!(codec(entry.name).unwrap().name, entry.name);
+        }
+        assert!(codec("memcpy").is_err());
+    }
+
+    #[test]
+    fn codecs_read_from_counted_and_unaligned_buffers() {
+        let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig::default()).unwrap();
+        let shape = Shape::by_name("echo").unwrap();
+        for entry in CODECS {
+            let mut codec = (entry.new)();
+            let encoded = codec.encode(&shape).unwrap().to_vec();
+            // In a pool buffer (as TCP receives it), and one byte off 8-byte alignment.
+            let shared = pool.copy_from(&encoded).unwrap();
+            let mut unaligned = vec![0u8; encoded.len() + 1];
+            unaligned[1..].copy_from_slice(&encoded);
+            for input in [
+                Input {
+                    bytes: &shared,
+                    shared: Some(&shared),
+                },
+                Input::bytes(&unaligned[1..]),
+            ] {
+                let mut fields = 0;
+                codec
+                    .read(input, &mut |b| fields += usize::from(!b.is_empty()))
+                    .unwrap();
+                assert_eq!(fields, 2, "{}", entry.name);
+                let echoed = codec.echo(input).unwrap().to_vec();
+                assert_eq!(echoed, encoded, "{}", entry.name);
+            }
         }
     }
 

@@ -274,6 +274,29 @@ impl EventLoop {
         request: &(impl Outgoing + ?Sized),
         then: Continuation,
     ) -> Result<CallId, Status> {
+        self.start_call(id, method, |conn, meta| conn.send(meta, request), then)
+    }
+
+    /// [`call`](Self::call) for a raw method: `payload` is sent as it is (over TCP a
+    /// `Payload::Gather`'s parts are referenced, over shared memory copied into a block), and
+    /// the continuation reads the response with [`Incoming::bytes`].
+    pub fn call_payload(
+        &mut self,
+        id: SessionId,
+        method: u16,
+        payload: ferry_transport::Payload<'_>,
+        then: Continuation,
+    ) -> Result<CallId, Status> {
+        self.start_call(id, method, |conn, meta| conn.send_payload(meta, payload), then)
+    }
+
+    fn start_call(
+        &mut self,
+        id: SessionId,
+        method: u16,
+        send: impl FnOnce(&mut Conn, Meta) -> Result<(), TransportError>,
+        then: Continuation,
+    ) -> Result<CallId, Status> {
         let now = Instant::now();
         let session = self.get_mut(id).ok_or_else(gone)?;
         let Role::Client(client) = &mut session.role else {
@@ -289,7 +312,7 @@ impl EventLoop {
                 return Err(send_failed(&e));
             }
         }
-        if let Err(e) = session.conn.send(start.request, request) {
+        if let Err(e) = send(&mut session.conn, start.request) {
             // The deadline frame (if any) went out: cancel tells the server to forget it.
             if let Some(meta) = client.core.cancel(start.id) {
                 let _ = session
@@ -679,6 +702,7 @@ impl EventLoop {
                     Ok(Incoming {
                         frame: &frame,
                         limits: &limits,
+                        shared: frame.shared(),
                     }),
                 ),
                 Some(status) => then(self, Err(status)),
@@ -803,6 +827,7 @@ impl EventLoop {
         let incoming = Incoming {
             frame: &frame,
             limits,
+            shared: frame.shared(),
         };
         let outcome = match info.request.map(|d| incoming.view(d)) {
             Some(Err(e)) => Err(invalid_request(&e)),

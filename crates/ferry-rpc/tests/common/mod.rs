@@ -38,6 +38,9 @@ pub struct Seen {
     /// Echo calls whose largest request field was viewed inside the received frame, and
     /// whose response referenced that same memory (pointer identity).
     pub zero_copy: Mutex<Vec<(bool, bool)>>,
+    /// Raw calls, by whether the request came as a pool buffer (`Incoming::shared`: TCP),
+    /// which the handler then sent back by reference.
+    pub raw_shared: Mutex<Vec<bool>>,
 }
 
 /// The test service.
@@ -87,8 +90,20 @@ impl Service for TestService {
                 reply.send(&resp)
             }
             RAW => {
-                let bytes = request.incoming().bytes().unwrap_or_default();
-                reply.send_payload(Payload::Bytes(bytes))
+                let incoming = request.incoming();
+                self.seen
+                    .raw_shared
+                    .lock()
+                    .unwrap()
+                    .push(incoming.shared().is_some());
+                match incoming.shared() {
+                    // The received pool buffer itself, as a gather entry: no copy.
+                    Some(buf) => reply.send_payload(Payload::Gather {
+                        head: &[],
+                        parts: std::slice::from_ref(buf),
+                    }),
+                    None => reply.send_payload(Payload::Bytes(incoming.bytes().unwrap_or_default())),
+                }
             }
             SLOW => {
                 let view = request.decode::<Record<'static>>()?;

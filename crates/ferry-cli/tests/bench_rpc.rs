@@ -1,0 +1,109 @@
+//! `ferry bench rpc --quick` as a real process: every configuration has one sane record, the
+//! targets are printed as ratios, and `--from` reprints them. No timing is asserted.
+
+mod common;
+
+use common::{assert_chart, assert_one_record_each, ferry, number, stderr, success, sweep};
+use std::collections::BTreeSet;
+
+const LOOP_SYSTEMS: [&str; 6] = ["raw", "ferry-copy", "ferry-hybrid", "prost", "flatbuf", "capnp"];
+
+#[test]
+fn rpc_quick_writes_one_sane_record_per_configuration() {
+    let run = sweep("bench-rpc-test", "rpc", &["--quick"]);
+    let stdout = &run.stdout;
+    assert!(stdout.contains("p50 ns"), "no table on stdout:\n{stdout}");
+    for target in [
+        "ferry-hybrid tcp / tonic",
+        "ferry-hybrid / raw calls/s, tcp",
+        "ferry-hybrid / raw calls/s, shm",
+        "/ raw ping-pong p50",
+        "64 B, 128 in flight",
+    ] {
+        assert!(stdout.contains(target), "no {target:?} line:\n{stdout}");
+    }
+
+    let doc = &run.doc;
+    assert_eq!(doc["settings"]["budget"]["duration_ms"], 40);
+    assert_eq!(doc["settings"]["reps"], 1);
+
+    // Every event-loop system over both transports, 2 x 2 KiB and 1 KiB, at 1, 16 and 128 in
+    // flight; the 64 B hybrid call over shm; tonic at 1 and 16; the ping-pong.
+    let mut expect = BTreeSet::new();
+    for (count, len) in [(2u64, 2048u64), (1, 1024)] {
+        for t in ["tcp", "shm"] {
+            for s in LOOP_SYSTEMS {
+                for n in [1u64, 16, 128] {
+                    expect.insert((s.to_owned(), t.to_owned(), count, len, n));
+                }
+            }
+        }
+    }
+    for n in [1u64, 16, 128] {
+        expect.insert(("ferry-hybrid".to_owned(), "shm".to_owned(), 1, 64, n));
+    }
+    for n in [1u64, 16] {
+        expect.insert(("tonic".to_owned(), "tcp".to_owned(), 2, 2048, n));
+    }
+    expect.insert(("ping-pong".to_owned(), "shm".to_owned(), 1, 8, 1));
+    let records = doc["records"].as_array().unwrap();
+    assert_one_record_each(records, &expect, |r| {
+        (
+            r["system"].as_str().unwrap().to_owned(),
+            r["transport"].as_str().unwrap().to_owned(),
+            r["fields"].as_u64().unwrap(),
+            r["field_len"].as_u64().unwrap(),
+            r["in_flight"].as_u64().unwrap(),
+        )
+    });
+
+    for r in records {
+        let what = format!("{r}");
+        let num = |k: &str| number(r, k);
+        let calls = num("calls");
+        assert!(calls > 0.0, "calls were made: {what}");
+        let samples = num("samples");
+        if r["in_flight"] == 1 {
+            assert_eq!(samples, calls, "every call timed: {what}");
+        } else {
+            assert!(0.0 < samples && samples <= calls, "some calls timed: {what}");
+        }
+        let (p50, p99, p999) = (num("p50_ns"), num("p99_ns"), num("p999_ns"));
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= p999, "{what}");
+        assert!(num("min_ns") <= p50 && p999 <= num("max_ns"), "{what}");
+        let rate = num("calls_per_sec");
+        assert!(rate > 0.0 && rate.is_finite(), "{what}");
+        assert_eq!(r["calls_per_sec_reps"], serde_json::json!([rate]), "{what}");
+        assert_eq!(num("payload"), num("fields") * num("field_len"), "{what}");
+        // getrusage may count in scheduler ticks: a short run can honestly read 0.
+        for cpu in ["server_cpu_ns_per_call", "client_cpu_ns_per_call"] {
+            let ns = num(cpu);
+            assert!(ns.is_finite() && ns >= 0.0, "{cpu}: {what}");
+        }
+    }
+
+    assert_chart(&run.svg, "calls/s");
+
+    // The table and targets come back from the results file alone.
+    let out = ferry(&["bench", "rpc", "--from", run.json.to_str().unwrap()], &[]);
+    let stdout = success(&out, "ferry bench rpc --from");
+    assert!(stdout.contains("ferry-hybrid tcp / tonic"), "{stdout}");
+}
+
+#[test]
+fn rpc_rejects_an_unknown_system() {
+    let json = common::scratch("bench-rpc-test", "never.json");
+    let out = ferry(
+        &[
+            "bench",
+            "rpc",
+            "--systems",
+            "grpc-go",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!json.exists());
+}
