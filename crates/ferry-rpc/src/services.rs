@@ -1,7 +1,7 @@
 //! The services a server runs, by method id, with the worker pool of their background
 //! handlers and the server's metrics: what every event loop of a server shares.
 
-use std::collections::HashMap;
+use crate::id::IdMap;
 use std::sync::Arc;
 
 use crate::metrics::Metrics;
@@ -34,7 +34,7 @@ pub(crate) struct Entry {
 }
 
 pub(crate) struct Inner {
-    pub(crate) methods: HashMap<u16, Entry>,
+    pub(crate) methods: IdMap<u16, Entry>,
     pub(crate) workers: Option<Workers>,
     pub(crate) metrics: Arc<Metrics>,
 }
@@ -55,14 +55,14 @@ impl std::fmt::Debug for Services {
 
 /// Builds [`Services`].
 pub struct ServicesBuilder {
-    methods: HashMap<u16, Entry>,
+    methods: IdMap<u16, Entry>,
     workers: usize,
 }
 
 impl Default for ServicesBuilder {
     fn default() -> ServicesBuilder {
         ServicesBuilder {
-            methods: HashMap::new(),
+            methods: Default::default(),
             workers: 2,
         }
     }
@@ -77,7 +77,7 @@ impl Services {
     /// No services: what a client-only loop has.
     pub fn none() -> Services {
         Services(Arc::new(Inner {
-            methods: HashMap::new(),
+            methods: Default::default(),
             workers: None,
             metrics: Arc::new(Metrics::new(&[])),
         }))

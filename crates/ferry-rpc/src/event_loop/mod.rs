@@ -18,7 +18,6 @@
 
 mod session;
 
-use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
@@ -242,7 +241,7 @@ impl EventLoop {
             conn,
             Role::Client(ClientSide {
                 core: crate::session::Client::new(self.config.client.clone()),
-                pending: HashMap::new(),
+                pending: Default::default(),
                 timeout: None,
             }),
         ))
@@ -548,7 +547,7 @@ impl EventLoop {
                             conn,
                             Role::Server(ServerSide {
                                 core: crate::session::Server::new(self.config.server.clone()),
-                                background: HashMap::new(),
+                                background: Default::default(),
                             }),
                         );
                     }
@@ -581,6 +580,7 @@ impl EventLoop {
             more: false,
             dirty: false,
             dead: None,
+            readable: false,
         };
         let index = match self.free.pop() {
             Some(i) => i,
@@ -616,11 +616,12 @@ impl EventLoop {
     /// Drains readable sessions (every shared-memory one while busy-polling).
     fn read(&mut self, ready: &Ready, now: Instant) -> bool {
         let mut work = false;
-        let mut readable = vec![false; self.slots.len()];
         for &i in &ready.sessions {
-            readable[i] = true;
+            if let Some(s) = &mut self.slots[i].session {
+                s.readable = true;
+            }
         }
-        for (i, readable) in readable.into_iter().enumerate() {
+        for i in 0..self.slots.len() {
             let Some(s) = &mut self.slots[i].session else {
                 continue;
             };
@@ -628,6 +629,7 @@ impl EventLoop {
                 continue;
             }
             let shm = s.conn.kind() == TransportKind::Shm;
+            let readable = std::mem::take(&mut s.readable);
             if !(readable || s.more || shm) {
                 continue;
             }

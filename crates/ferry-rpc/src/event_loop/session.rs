@@ -1,7 +1,7 @@
 //! One session of an event loop: its connection, its side of the protocol, and the answers
 //! waiting for the transport.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -11,6 +11,7 @@ use ferry_wire::Context;
 use crate::service::{Encoded, Outbox};
 use crate::session::{Client, Server};
 use crate::status::Status;
+use crate::id::IdMap;
 use crate::{CallId, Conn};
 
 use super::Continuation;
@@ -19,13 +20,13 @@ use super::Continuation;
 pub(crate) struct ServerSide {
     pub(crate) core: Server,
     /// Background calls in progress: the flag their handler polls.
-    pub(crate) background: HashMap<CallId, Arc<AtomicBool>>,
+    pub(crate) background: IdMap<CallId, Arc<AtomicBool>>,
 }
 
 /// The client side of a session.
 pub(crate) struct ClientSide {
     pub(crate) core: Client,
-    pub(crate) pending: HashMap<CallId, Continuation>,
+    pub(crate) pending: IdMap<CallId, Continuation>,
     pub(crate) timeout: Option<std::time::Duration>,
 }
 
@@ -43,6 +44,8 @@ pub(crate) struct Session {
     /// wait, the session's requests are not read: the backlog is bounded by the calls in
     /// progress.
     pub(crate) backlog: VecDeque<(Meta, Encoded)>,
+    /// The last poll found the descriptor ready.
+    pub(crate) readable: bool,
     /// Frames remain buffered in user space (the last drain stopped at its budget).
     pub(crate) more: bool,
     /// Something was queued since the last flush.

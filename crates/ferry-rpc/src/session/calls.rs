@@ -1,10 +1,11 @@
 //! The calls of one session in progress, by id, with their deadlines in order: the table both
 //! sides keep.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use crate::CallId;
+use crate::id::IdMap;
 
 /// A call in progress.
 #[derive(Debug, Clone, Copy)]
@@ -15,7 +16,7 @@ pub(crate) struct Call {
 
 #[derive(Debug, Default)]
 pub(crate) struct Calls {
-    calls: HashMap<CallId, Call>,
+    calls: IdMap<CallId, Call>,
     deadlines: BTreeSet<(Instant, CallId)>,
 }
 

@@ -1,13 +1,13 @@
 //! The server side of one session: calls in progress, their deadlines, cancellation, and the
 //! bound on how many a client may have open.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use ferry_transport::Meta;
 
 use super::calls::{Call, Calls};
 use crate::CallId;
+use crate::id::IdMap;
 use crate::status::{Code, Status};
 use crate::wire::{self, Frame, RpcError};
 
@@ -62,7 +62,7 @@ pub struct Server {
     config: ServerConfig,
     calls: Calls,
     /// Budgets received for requests not yet arrived.
-    budgets: HashMap<CallId, Duration>,
+    budgets: IdMap<CallId, Duration>,
 }
 
 impl Server {
@@ -71,7 +71,7 @@ impl Server {
         Server {
             config,
             calls: Calls::default(),
-            budgets: HashMap::new(),
+            budgets: Default::default(),
         }
     }
 
