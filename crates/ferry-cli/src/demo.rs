@@ -1,5 +1,6 @@
 //! `ferry demo`: hybrid serialization on sample workloads, with what was copied and what was
-//! referenced; then the same kind of message streamed over TCP loopback in each send mode.
+//! referenced; then the same kind of message streamed over TCP loopback in each send mode;
+//! then an RPC server and client echoing records over TCP and shared memory.
 
 use ferry::Message as _;
 use std::error::Error;
@@ -25,6 +26,9 @@ pub struct Args {
     /// Messages streamed over TCP loopback per send mode in the datapath section (0 skips it).
     #[arg(long, default_value_t = 20_000)]
     datapath_messages: u64,
+    /// Milliseconds of each echo run in the RPC section (0 skips it).
+    #[arg(long, default_value_t = 300)]
+    rpc_ms: u64,
 }
 
 /// A workload: a key and field sizes (`../shared/workloads.md`).
@@ -239,6 +243,28 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
     if args.datapath_messages > 0 {
         datapath_section(args)?;
     }
+    if args.rpc_ms > 0 {
+        rpc_section(args)?;
+    }
+    Ok(())
+}
+
+/// Section 7: a server and a client of `ferry-rpc`, serving the echo of the Cornflakes paper.
+fn rpc_section(args: &Args) -> Result<(), Box<dyn Error>> {
+    println!(
+        "\nRPC: a ferry-rpc server (one busy-polling event loop) echoes 2 x 2 KiB records to a client event loop keeping 16 calls in flight,"
+    );
+    println!(
+        "over TCP loopback and over shared memory, {} ms per row: no serialization (raw), Ferry hybrid, and prost through the same loop.\n",
+        args.rpc_ms
+    );
+    ferry_bench::rpc::demo(ferry_bench::harness::Budget::Time(
+        std::time::Duration::from_millis(args.rpc_ms),
+    ))
+    .map_err(|e| -> Box<dyn Error> { format!("rpc section: {e}").into() })?;
+    println!(
+        "Over shared memory Ferry's fields are read where the client wrote them and the response is built in the server's pool; over TCP the kernel copies on delivery. `ferry bench rpc` runs the full comparison (docs/benchmarks/rpc.md)."
+    );
     Ok(())
 }
 

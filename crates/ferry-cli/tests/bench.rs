@@ -142,7 +142,18 @@ fn datapath_rejects_an_unknown_mode() {
 
 #[test]
 fn demo_streams_every_mode_over_loopback() {
-    let out = ferry(&["demo", "--messages", "100", "--datapath-messages", "200"], &[]);
+    let out = ferry(
+        &[
+            "demo",
+            "--messages",
+            "100",
+            "--datapath-messages",
+            "200",
+            "--rpc-ms",
+            "0",
+        ],
+        &[],
+    );
     let stdout = success(&out, "demo");
     assert!(stdout.contains("Datapath:"), "{stdout}");
     for mode in MODES {
@@ -152,4 +163,36 @@ fn demo_streams_every_mode_over_loopback() {
         );
     }
     assert!(stdout.contains("the kernel copies on delivery"), "{stdout}");
+}
+
+#[test]
+fn demo_serves_the_echo_over_both_transports() {
+    let out = ferry(
+        &[
+            "demo",
+            "--messages",
+            "100",
+            "--datapath-messages",
+            "0",
+            "--rpc-ms",
+            "20",
+        ],
+        &[],
+    );
+    let stdout = success(&out, "demo");
+    assert!(stdout.contains("RPC: a ferry-rpc server"), "{stdout}");
+    for system in ["raw", "ferry-hybrid", "prost"] {
+        for transport in ["tcp", "shm"] {
+            let row = stdout
+                .lines()
+                .find(|l| l.split_whitespace().take(2).eq([system, transport]))
+                .unwrap_or_else(|| panic!("no RPC row for {system} over {transport}:\n{stdout}"));
+            let calls: f64 = row
+                .split_whitespace()
+                .nth(9)
+                .and_then(|v| v.parse().ok())
+                .expect(row);
+            assert!(calls > 0.0, "{row}");
+        }
+    }
 }

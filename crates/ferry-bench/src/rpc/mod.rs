@@ -645,6 +645,34 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
 }
 
 /// `--from`: the table, targets and plot of an earlier run.
+/// The RPC part of `ferry demo`: the Cornflakes echo (2 x 2 KiB) at 16 calls in flight over
+/// both transports, with no serialization (raw), Ferry hybrid and prost through the same
+/// server loop, one repetition of `budget` each, printed as the benchmark's table.
+pub fn demo(budget: Budget) -> Result<(), BoxError> {
+    let cpus = if harness::cpus() > 1 { (0, 1) } else { (0, 0) };
+    let points: Vec<Point> = Transport::ALL
+        .into_iter()
+        .flat_map(|transport| {
+            [System::Raw, System::FerryHybrid, System::Prost].map(|system| Point {
+                system,
+                transport,
+                fields: ECHO,
+                in_flight: 16,
+            })
+        })
+        .collect();
+    let progress = Progress::new(points.len() as u64, "rpc");
+    let measured = run_loop_points(0, &points, budget, cpus, &progress)?;
+    progress.finish();
+    let summaries: Vec<Summary> = points
+        .iter()
+        .zip(measured)
+        .map(|(&p, m)| report::summarize(p, std::slice::from_ref(&m)))
+        .collect();
+    report::print_table(&summaries);
+    Ok(())
+}
+
 fn redraw(args: &Args, from: &Path) -> Result<(), BoxError> {
     let all = results::load(from, report::from_record)?;
     report::print(&all);

@@ -127,6 +127,12 @@ fn numbers(v: &Value) -> Option<Vec<f64>> {
 
 /// The table, then the targets and the comparisons.
 pub(super) fn print(all: &[Summary]) {
+    print_table(all);
+    print_targets(all);
+}
+
+/// The table alone: one row per configuration.
+pub(super) fn print_table(all: &[Summary]) {
     println!(
         "{:<12} {:<5} {:>10} {:>8} {:>9} {:>9} {:>9} {:>11} {:>11} {:>11}",
         "system",
@@ -156,7 +162,6 @@ pub(super) fn print(all: &[Summary]) {
         );
     }
     println!();
-    print_targets(all);
 }
 
 fn join(v: &[f64]) -> String {

@@ -8,10 +8,10 @@ use std::sync::atomic::AtomicBool;
 use ferry_transport::{Meta, Transport, TransportError};
 use ferry_wire::Context;
 
+use crate::id::IdMap;
 use crate::service::{Encoded, Outbox};
 use crate::session::{Client, Server};
 use crate::status::Status;
-use crate::id::IdMap;
 use crate::{CallId, Conn};
 
 use super::Continuation;
