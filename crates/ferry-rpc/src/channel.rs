@@ -205,7 +205,7 @@ impl Channel {
             conn.flush()
         })();
         if let Err(e) = sent {
-            return Err(Self::lost(inner, &e, start.id));
+            return Err(Self::lost(inner, &e));
         }
         loop {
             let conn = inner.conn.as_mut().expect("open");
@@ -228,11 +228,11 @@ impl Channel {
                         return Err(Status::new(Code::DeadlineExceeded, "deadline exceeded (client)"));
                     }
                     if let Err(e) = conn.wait_readable(left) {
-                        return Err(Self::lost(inner, &e, start.id));
+                        return Err(Self::lost(inner, &e));
                     }
                     continue;
                 }
-                Err(e) => return Err(Self::lost(inner, &e, start.id)),
+                Err(e) => return Err(Self::lost(inner, &e)),
             };
             let meta = frame.meta();
             let raw = if meta.flags == crate::wire::RESPONSE {
@@ -249,14 +249,14 @@ impl Channel {
                 Ok(_) => {}
                 Err(e) => {
                     let e = TransportError::Config(format!("RPC protocol: {e}"));
-                    return Err(Self::lost(inner, &e, start.id));
+                    return Err(Self::lost(inner, &e));
                 }
             }
         }
     }
 
     /// The connection failed: it is dropped, and the call fails with `UNAVAILABLE`.
-    fn lost(inner: &mut Inner, e: &TransportError, _id: crate::CallId) -> Status {
+    fn lost(inner: &mut Inner, e: &TransportError) -> Status {
         inner.conn = None;
         inner.core.lost();
         Status::new(Code::Unavailable, format!("connection lost: {e}"))

@@ -198,6 +198,14 @@ impl Encoded {
         Ok(Encoded { head, parts })
     }
 
+    /// A raw payload the caller owns, moved in (no copy).
+    pub fn from_vec(bytes: Vec<u8>) -> Encoded {
+        Encoded {
+            head: bytes,
+            parts: Vec::new(),
+        }
+    }
+
     /// A raw payload, copied.
     pub fn bytes(bytes: &[u8]) -> Encoded {
         Encoded {

@@ -128,7 +128,6 @@ pub struct LoopStats {
 pub struct EventLoop {
     config: LoopConfig,
     pool: Pool,
-    ctx: Context,
     services: Services,
     listeners: Vec<Arc<Listener>>,
     slots: Vec<Slot>,
@@ -168,12 +167,10 @@ impl EventLoop {
         static LOOPS: AtomicUsize = AtomicUsize::new(0);
         let name = format!("loop-{}", LOOPS.fetch_add(1, Ordering::Relaxed));
         services.metrics().add_pool(&name, pool.clone());
-        let ctx = Context::new(pool.clone());
         let (done_tx, done_rx) = mpsc::channel();
         let waker = Waker::new().map_err(|e| TransportError::io("eventfd", e))?;
         Ok(EventLoop {
             config,
-            ctx,
             pool,
             services,
             listeners: Vec::new(),
@@ -562,10 +559,7 @@ impl EventLoop {
 
     fn insert(&mut self, mut conn: Conn, role: Role) -> SessionId {
         conn.set_nonblocking(true);
-        let ctx = match &conn {
-            Conn::Shm(c) => Context::new(c.pool().clone()),
-            Conn::Tcp(_) => self.ctx.clone(),
-        };
+        let ctx = crate::channel::context_of(&conn, &self.pool);
         if matches!(role, Role::Server(_)) {
             self.services.metrics().sessions(conn.kind()).inc();
         }
@@ -720,7 +714,7 @@ impl EventLoop {
                         .metrics()
                         .method(meta.kind)
                         .record(Code::ResourceExhausted, Duration::ZERO);
-                    s.transmit(meta, Encoded::bytes(&payload));
+                    s.transmit(meta, Encoded::from_vec(payload));
                 }
                 Ok(Some(Event::Cancelled { id })) => {
                     if let Some(flag) = server.background.remove(&id) {
@@ -748,7 +742,7 @@ impl EventLoop {
         deadline: Option<Instant>,
         now: Instant,
     ) {
-        let services = self.services.clone();
+        let services = &self.services;
         let metrics = services.metrics();
         let generation = self.slots[i].generation;
         let Some(s) = &mut self.slots[i].session else {
@@ -761,7 +755,7 @@ impl EventLoop {
         if let Some(status) = refused {
             metrics.method(method).record(status.code, Duration::ZERO);
             if let Some(((meta, payload), _)) = fail(server, status) {
-                s.transmit(meta, Encoded::bytes(&payload));
+                s.transmit(meta, Encoded::from_vec(payload));
             }
             return;
         }
@@ -781,7 +775,7 @@ impl EventLoop {
                 Err(status) => {
                     metrics.method(method).record(status.code, Duration::ZERO);
                     if let Some(((meta, payload), _)) = fail(server, status) {
-                        s.transmit(meta, Encoded::bytes(&payload));
+                        s.transmit(meta, Encoded::from_vec(payload));
                     }
                     return;
                 }
@@ -818,7 +812,7 @@ impl EventLoop {
                 server.background.remove(&job.id);
                 let status = Status::new(Code::Unavailable, "the server is shutting down");
                 if let Some(((meta, payload), _)) = fail(server, status) {
-                    s.transmit(meta, Encoded::bytes(&payload));
+                    s.transmit(meta, Encoded::from_vec(payload));
                 }
             }
             return;
@@ -880,7 +874,7 @@ impl EventLoop {
             };
             let Role::Server(server) = &mut s.role else { return };
             if let Some(((meta, payload), _)) = fail(server, status) {
-                s.transmit(meta, Encoded::bytes(&payload));
+                s.transmit(meta, Encoded::from_vec(payload));
             }
         }
     }
@@ -915,7 +909,7 @@ impl EventLoop {
                 Err(status) => server
                     .core
                     .fail(done.id, &status)
-                    .map(|(meta, payload)| (meta, Encoded::bytes(&payload))),
+                    .map(|(meta, payload)| (meta, Encoded::from_vec(payload))),
             };
             if let Some((meta, encoded)) = frame {
                 s.transmit(meta, encoded);
@@ -943,7 +937,7 @@ impl EventLoop {
                             .metrics()
                             .method(meta.kind)
                             .record(Code::DeadlineExceeded, Duration::ZERO);
-                        out.push((meta, Encoded::bytes(&payload)));
+                        out.push((meta, Encoded::from_vec(payload)));
                     }
                 }
                 Role::Client(client) => {

@@ -474,7 +474,7 @@ impl Session {
         };
         match self.core.on_frame(meta, raw, now) {
             Ok(None) => Ok(()),
-            Ok(Some(Event::Refused { meta, payload, .. })) => self.transmit(meta, Encoded::bytes(&payload)),
+            Ok(Some(Event::Refused { meta, payload, .. })) => self.transmit(meta, Encoded::from_vec(payload)),
             Ok(Some(Event::Cancelled { id })) => {
                 if let Some(handle) = self.aborts.remove(&id) {
                     handle.abort();
@@ -564,7 +564,7 @@ impl Session {
             if let Some(handle) = self.aborts.remove(&id) {
                 handle.abort();
             }
-            self.transmit(meta, Encoded::bytes(&payload))?;
+            self.transmit(meta, Encoded::from_vec(payload))?;
         }
         Ok(())
     }
@@ -572,7 +572,7 @@ impl Session {
     /// Ends call `id` with `status` (if it is still in progress).
     fn fail(&mut self, id: CallId, status: &Status) -> Result<(), Closed> {
         match self.core.fail(id, status) {
-            Some((meta, payload)) => self.transmit(meta, Encoded::bytes(&payload)),
+            Some((meta, payload)) => self.transmit(meta, Encoded::from_vec(payload)),
             None => Ok(()),
         }
     }
@@ -593,7 +593,7 @@ impl Session {
                 ) => {
                     let status = Status::new(Code::Internal, format!("sending the response: {e}"));
                     let (meta, payload) = status_frame(meta, &status);
-                    return self.transmit(meta, Encoded::bytes(&payload));
+                    return self.transmit(meta, Encoded::from_vec(payload));
                 }
                 Err(_) => return Err(Closed),
             }
