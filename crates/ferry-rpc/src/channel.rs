@@ -122,10 +122,12 @@ impl Channel {
         let addr: Addr = addr
             .parse()
             .map_err(|e| Status::new(Code::InvalidArgument, format!("{e}")))?;
-        let pool = Pool::new(config.pool.clone())
+        let pool = config
+            .conn
+            .loop_pool(&config.pool)
             .map_err(|e| Status::new(Code::ResourceExhausted, format!("{e}")))?;
         let conn = Conn::connect(&addr, &pool, &config.conn).map_err(|e| unreachable_server(&addr, &e))?;
-        let ctx = context_of(&conn, &pool);
+        let ctx = config.conn.context(&conn, &pool);
         Ok(Channel {
             inner: RefCell::new(Inner {
                 conn: Some(conn),
@@ -161,7 +163,7 @@ impl Channel {
     pub fn reconnect(&mut self) -> Result<(), Status> {
         let conn = Conn::connect(&self.addr, &self.pool, &self.config.conn)
             .map_err(|e| unreachable_server(&self.addr, &e))?;
-        self.ctx = context_of(&conn, &self.pool);
+        self.ctx = self.config.conn.context(&conn, &self.pool);
         let inner = self.inner.get_mut();
         inner.conn = Some(conn);
         inner.core = Client::new(self.config.client.clone());
@@ -260,13 +262,6 @@ impl Channel {
         inner.conn = None;
         inner.core.lost();
         Status::new(Code::Unavailable, format!("connection lost: {e}"))
-    }
-}
-
-pub(crate) fn context_of(conn: &Conn, pool: &Pool) -> Context {
-    match conn {
-        Conn::Shm(c) => Context::new(c.pool().clone()),
-        Conn::Tcp(_) => Context::new(pool.clone()),
     }
 }
 

@@ -9,9 +9,9 @@ use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_net::Connection;
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener};
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
-use ferry_wire::{DecodeError, Limits, MessageDesc, Outgoing, View};
+use ferry_wire::{Context, DecodeError, Limits, MessageDesc, Outgoing, View};
 
-use crate::Addr;
+use crate::{Addr, Thresholds};
 
 /// Which transport a connection uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,7 +44,17 @@ pub struct ConnConfig {
     pub shm: ShmConfig,
     /// The pool each shared-memory connection gets for itself (it must be `shared`): the peer
     /// maps it, so no two sessions share one and a peer sees only its own session's memory.
+    /// Unused when [`shared_pool`](Self::shared_pool) is set.
     pub shm_pool: PoolConfig,
+    /// One pool that every session sends from, instead of the loop's (TCP) and a pool of each
+    /// shared-memory session's own: a store keeps its values in it, so that responses reference
+    /// them in place on both transports (a value outside a session's pool is copied). It must
+    /// be [`shared`](PoolConfig::shared). Every shared-memory peer then maps all of it
+    /// read-only, values and other sessions' blocks alike: use it only for data that every
+    /// client may read. Default `None`.
+    pub shared_pool: Option<Pool>,
+    /// The zero-copy threshold of each transport's sessions (default: [`Thresholds::load`]).
+    pub thresholds: Thresholds,
 }
 
 impl Default for ConnConfig {
@@ -58,6 +68,34 @@ impl Default for ConnConfig {
                 max_bytes: 256 << 20,
                 ..PoolConfig::default()
             },
+            shared_pool: None,
+            thresholds: Thresholds::load(),
+        }
+    }
+}
+
+impl ConnConfig {
+    /// The pool of a loop or client: [`shared_pool`](Self::shared_pool) if set, else a new one
+    /// from `config`.
+    pub(crate) fn loop_pool(&self, config: &PoolConfig) -> Result<Pool, TransportError> {
+        match &self.shared_pool {
+            Some(pool) => Ok(pool.clone()),
+            None => Ok(Pool::new(config.clone())?),
+        }
+    }
+
+    /// The pool of a new shared-memory connection.
+    fn shm_pool(&self) -> Result<Pool, TransportError> {
+        self.loop_pool(&self.shm_pool)
+    }
+
+    /// What messages of a session over `conn` are built with: the pool its values must lie in
+    /// to be sent by reference (the shared-memory connection's own, else `tcp_pool`) and the
+    /// transport's threshold.
+    pub(crate) fn context(&self, conn: &Conn, tcp_pool: &Pool) -> Context {
+        match conn {
+            Conn::Shm(c) => Context::new(c.pool().clone()).with_threshold(self.thresholds.shm),
+            Conn::Tcp(_) => Context::new(tcp_pool.clone()).with_threshold(self.thresholds.tcp),
         }
     }
 }
@@ -86,14 +124,11 @@ pub enum Frame {
 
 impl Conn {
     /// Connects to `addr`: TCP frames use `pool`; a shared-memory connection gets a new shared
-    /// pool of its own (`config.shm_pool`).
+    /// pool of its own (`config.shm_pool`), or sends from `config.shared_pool`.
     pub fn connect(addr: &Addr, pool: &Pool, config: &ConnConfig) -> Result<Conn, TransportError> {
         match addr {
             Addr::Tcp(a) => Connection::connect(a.as_str(), pool, &config.tcp).map(Conn::Tcp),
-            Addr::Shm(path) => {
-                let shm_pool = Pool::new(config.shm_pool.clone())?;
-                ShmConnection::connect(path, &shm_pool, &config.shm).map(Conn::Shm)
-            }
+            Addr::Shm(path) => ShmConnection::connect(path, &config.shm_pool()?, &config.shm).map(Conn::Shm),
         }
     }
 
@@ -263,7 +298,7 @@ impl Listener {
     }
 
     /// A waiting connection, set up (TCP frames use `pool`; a shared-memory connection gets
-    /// a shared pool of its own), or `None` if none waits. The shared-memory handshake waits
+    /// a shared pool of its own, or `config.shared_pool`), or `None` if none waits. The shared-memory handshake waits
     /// for the peer's setup message (bounded by `ferry-shm`'s handshake timeout).
     pub fn try_accept(&self, pool: &Pool, config: &ConnConfig) -> Result<Option<Conn>, TransportError> {
         match self {
@@ -272,10 +307,7 @@ impl Listener {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
                 Err(e) => Err(TransportError::io("accept", e)),
             },
-            Listener::Shm(l) => {
-                let shm_pool = Pool::new(config.shm_pool.clone())?;
-                Ok(l.try_accept(&shm_pool, &config.shm)?.map(Conn::Shm))
-            }
+            Listener::Shm(l) => Ok(l.try_accept(&config.shm_pool()?, &config.shm)?.map(Conn::Shm)),
         }
     }
 }

@@ -163,7 +163,7 @@ impl EventLoop {
 
     /// A loop that serves `services` on the listeners it is given.
     pub fn with_services(config: LoopConfig, services: Services) -> Result<EventLoop, TransportError> {
-        let pool = Pool::new(config.pool.clone())?;
+        let pool = config.conn.loop_pool(&config.pool)?;
         static LOOPS: AtomicUsize = AtomicUsize::new(0);
         let name = format!("loop-{}", LOOPS.fetch_add(1, Ordering::Relaxed));
         services.metrics().add_pool(&name, pool.clone());
@@ -559,7 +559,7 @@ impl EventLoop {
 
     fn insert(&mut self, mut conn: Conn, role: Role) -> SessionId {
         conn.set_nonblocking(true);
-        let ctx = crate::channel::context_of(&conn, &self.pool);
+        let ctx = self.config.conn.context(&conn, &self.pool);
         if matches!(role, Role::Server(_)) {
             self.services.metrics().sessions(conn.kind()).inc();
         }

@@ -49,7 +49,7 @@ use ferry_buf::Pool;
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Message, Outgoing};
 
-use crate::channel::{ChannelConfig, Response, context_of, unreachable_server};
+use crate::channel::{ChannelConfig, Response, unreachable_server};
 use crate::conn::{Conn, Frame, TransportKind};
 use crate::session::{Client, Outcome};
 use crate::status::{Code, Status};
@@ -135,7 +135,9 @@ impl AsyncChannel {
         let addr: Addr = addr
             .parse()
             .map_err(|e| Status::new(Code::InvalidArgument, format!("{e}")))?;
-        let pool = Pool::new(config.pool.clone())
+        let pool = config
+            .conn
+            .loop_pool(&config.pool)
             .map_err(|e| Status::new(Code::ResourceExhausted, format!("{e}")))?;
         let mut conn = match &addr {
             Addr::Tcp(a) => {
@@ -154,7 +156,7 @@ impl AsyncChannel {
         conn.set_nonblocking(true);
         let fd =
             register(&conn).map_err(|e| unreachable_server(&addr, &TransportError::io("epoll_ctl", e)))?;
-        let ctx = context_of(&conn, &pool);
+        let ctx = config.conn.context(&conn, &pool);
         Ok(AsyncChannel {
             inner: RefCell::new(Inner {
                 fd: Some(fd),

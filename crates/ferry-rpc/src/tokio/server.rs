@@ -105,7 +105,7 @@ impl AsyncServer {
             bound.push(listener.local_addr()?);
             listeners.push(listener);
         }
-        let pool = Pool::new(config.pool.clone()).map_err(TransportError::from)?;
+        let pool = config.conn.loop_pool(&config.pool)?;
         Ok(AsyncServer {
             addrs: bound,
             listeners,
@@ -263,10 +263,7 @@ impl Accepting {
 async fn serve(mut conn: Conn, shared: Rc<Shared>, key: u64) {
     conn.set_nonblocking(true);
     let Ok(fd) = register(&conn) else { return };
-    let ctx = match &conn {
-        Conn::Shm(c) => Context::new(c.pool().clone()),
-        Conn::Tcp(_) => Context::new(shared.pool.clone()),
-    };
+    let ctx = shared.config.conn.context(&conn, &shared.pool);
     let mut session = Session {
         fd,
         kind: conn.kind(),

@@ -1,0 +1,116 @@
+//! The generated `Kv` service over a [`Store`]: every handler runs on the event loop
+//! (foreground), reads its request in place, and answers with counted references to the
+//! stored buffers, which the session's context sends by reference (at or above its threshold)
+//! or copies (below).
+
+use std::sync::Arc;
+
+use ferry::rpc::{Call, Code, Status};
+use ferry::wire::{BytesList, DecodeError};
+
+use crate::proto::ferry::kv::{
+    AppendView, Count, KeyView, KeysView, Kv, ListIndexView, PutView, Value, Values,
+};
+use crate::{Store, StoreError};
+
+/// The store as a service: serve `KvServer::new(KvService::new(store))`.
+#[derive(Debug, Clone)]
+pub struct KvService {
+    store: Arc<Store>,
+}
+
+impl KvService {
+    /// Serves `store`.
+    pub fn new(store: Arc<Store>) -> KvService {
+        KvService { store }
+    }
+
+    /// The store served.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+}
+
+fn bad(e: DecodeError) -> Status {
+    Status::new(Code::InvalidArgument, e.to_string())
+}
+
+/// Every key of a `Keys` request, UTF-8 checked, after the count limit.
+fn keys<'b>(store: &Store, list: BytesList<'b>) -> Result<Vec<&'b str>, Status> {
+    store.check_keys(list.len())?;
+    list.iter()
+        .enumerate()
+        .map(|(i, k)| {
+            std::str::from_utf8(k)
+                .map_err(|e| Status::new(Code::InvalidArgument, format!("Keys.keys[{i}] is not UTF-8: {e}")))
+        })
+        .collect()
+}
+
+fn count(ctx: &ferry::wire::Context, n: usize) -> Count<'_> {
+    let mut c = Count::new(ctx);
+    c.set_count(n as u64);
+    c
+}
+
+impl Kv for KvService {
+    fn get<'a>(&self, call: &Call<'a>, request: KeyView<'a>) -> Result<Value<'a>, Status> {
+        let buf = self.store.get(request.key().map_err(bad)?)?;
+        let mut v = Value::new(call.ctx());
+        v.set_value(buf);
+        Ok(v)
+    }
+
+    fn put<'a>(&self, call: &Call<'a>, request: PutView<'a>) -> Result<Count<'a>, Status> {
+        let key = request.key().map_err(bad)?;
+        let values = request.values();
+        if values.len() > self.store.config().max_parts {
+            return Err(StoreError::TooLarge {
+                what: "buffers in a value",
+                len: values.len(),
+                limit: self.store.config().max_parts,
+            }
+            .into());
+        }
+        let parts: Vec<&[u8]> = values.iter().collect();
+        self.store.put(key.as_bytes(), &parts)?;
+        Ok(count(call.ctx(), parts.len()))
+    }
+
+    fn get_m<'a>(&self, call: &Call<'a>, request: KeysView<'a>) -> Result<Values<'a>, Status> {
+        let keys = keys(&self.store, request.keys())?;
+        let mut out = Values::new(call.ctx());
+        out.init_values(keys.len());
+        for key in keys {
+            out.append_values(self.store.get(key)?);
+        }
+        Ok(out)
+    }
+
+    fn get_list<'a>(&self, call: &Call<'a>, request: KeyView<'a>) -> Result<Values<'a>, Status> {
+        let key = request.key().map_err(bad)?;
+        let mut out = Values::new(call.ctx());
+        self.store.get_list(key, |b| out.append_values(b.clone()))?;
+        Ok(out)
+    }
+
+    fn get_from_list<'a>(&self, call: &Call<'a>, request: ListIndexView<'a>) -> Result<Value<'a>, Status> {
+        let key = request.key().map_err(bad)?;
+        let buf = self.store.get_from_list(key, request.index() as usize)?;
+        let mut v = Value::new(call.ctx());
+        v.set_value(buf);
+        Ok(v)
+    }
+
+    fn append<'a>(&self, call: &Call<'a>, request: AppendView<'a>) -> Result<Count<'a>, Status> {
+        let key = request.key().map_err(bad)?;
+        let n = self.store.append(key.as_bytes(), request.value())?;
+        Ok(count(call.ctx(), n))
+    }
+
+    fn delete<'a>(&self, call: &Call<'a>, request: KeysView<'a>) -> Result<Count<'a>, Status> {
+        let keys = keys(&self.store, request.keys())?;
+        let n = keys.iter().filter(|k| self.store.delete(k.as_bytes())).count();
+        Ok(count(call.ctx(), n))
+    }
+}

@@ -1,0 +1,474 @@
+//! The map: keys to values in the pool, sharded behind read-write locks, with a memory limit.
+
+use std::collections::LinkedList;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{PoisonError, RwLock};
+
+use ferry::rpc::{Code, ConnConfig, Status};
+use ferry_buf::{Pool, PoolError, SharedBuf};
+
+/// Limits of a store. Every one is checked before any memory is taken.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// Bytes of pool memory the values may hold together (each buffer counts its pool size
+    /// class, the memory it really takes). Past it, writes fail with
+    /// [`StoreError::Full`] (`RESOURCE_EXHAUSTED`); nothing is evicted. Default 768 MiB.
+    pub max_bytes: usize,
+    /// Longest key, in bytes. Default 4 KiB.
+    pub max_key_len: usize,
+    /// Longest single buffer, in bytes: at most the pool's largest size class. Default 8 MiB
+    /// minus 64 KiB, so that a response holding it fits a TCP frame.
+    pub max_value_len: usize,
+    /// Most buffers in one value (vector or list). Default 4096.
+    pub max_parts: usize,
+    /// Most keys in one request (`GetM`, `Delete`). Default 1024.
+    pub max_keys: usize,
+    /// Lock shards: a power of two. Default 64.
+    pub shards: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            max_bytes: 768 << 20,
+            max_key_len: 4 << 10,
+            max_value_len: (8 << 20) - (64 << 10),
+            max_parts: 4096,
+            max_keys: 1024,
+            shards: 64,
+        }
+    }
+}
+
+/// Why a store operation failed; [`StoreError::status`] says what a client is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The key is not in the store.
+    #[error("no key `{0}`")]
+    NotFound(String),
+    /// A single buffer was asked of a value that has several.
+    #[error("key `{key}` holds {parts} buffers, not one (read it with GetList or GetFromList)")]
+    NotSingle {
+        /// The key.
+        key: String,
+        /// How many buffers it holds.
+        parts: usize,
+    },
+    /// An index past the end of a value.
+    #[error("key `{key}` holds {parts} buffers; index {index} is past the end")]
+    Index {
+        /// The key.
+        key: String,
+        /// The index asked for.
+        index: usize,
+        /// How many buffers it holds.
+        parts: usize,
+    },
+    /// A request past a [`StoreConfig`] limit.
+    #[error("{what} is {len}, over the limit of {limit}")]
+    TooLarge {
+        /// What: "key length", "value length", "buffers in a value", "keys in a request".
+        what: &'static str,
+        /// Its size.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The memory limit (or the pool) is full.
+    #[error("out of memory: {used} of {limit} bytes in use, {wanted} more needed")]
+    Full {
+        /// Bytes held by values.
+        used: usize,
+        /// The limit.
+        limit: usize,
+        /// Bytes the write needed.
+        wanted: usize,
+    },
+}
+
+impl StoreError {
+    /// The RPC status for this error: `NOT_FOUND`, `FAILED_PRECONDITION`, `INVALID_ARGUMENT`
+    /// or `RESOURCE_EXHAUSTED`, with the error's text.
+    pub fn status(&self) -> Status {
+        let code = match self {
+            StoreError::NotFound(_) => Code::NotFound,
+            StoreError::NotSingle { .. } | StoreError::Index { .. } => Code::FailedPrecondition,
+            StoreError::TooLarge { .. } => Code::InvalidArgument,
+            StoreError::Full { .. } => Code::ResourceExhausted,
+        };
+        Status::new(code, self.to_string())
+    }
+}
+
+impl From<StoreError> for Status {
+    fn from(e: StoreError) -> Status {
+        e.status()
+    }
+}
+
+/// A stored value: buffers of the store's pool, each counted (cloning one is a refcount
+/// increment, never a copy).
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// One buffer (`Put` with one value).
+    Single(SharedBuf),
+    /// A vector of buffers, written at once (`Put` with several values): indexed in O(1).
+    Vector(Box<[SharedBuf]>),
+    /// A linked list of buffers, grown one at a time (`Append`), each allocated on its own as
+    /// in Cornflakes' store: an index walks the list.
+    List(LinkedList<SharedBuf>),
+}
+
+impl Value {
+    /// How many buffers.
+    pub fn len(&self) -> usize {
+        match self {
+            Value::Single(_) => 1,
+            Value::Vector(v) => v.len(),
+            Value::List(l) => l.len(),
+        }
+    }
+
+    /// Whether it holds no buffer (never true of a stored value).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The buffers, in order.
+    pub fn parts(&self) -> Box<dyn Iterator<Item = &SharedBuf> + '_> {
+        match self {
+            Value::Single(b) => Box::new(std::iter::once(b)),
+            Value::Vector(v) => Box::new(v.iter()),
+            Value::List(l) => Box::new(l.iter()),
+        }
+    }
+
+    /// Calls `f` with each buffer, in order (no allocation, unlike [`parts`](Self::parts)).
+    pub fn for_each(&self, mut f: impl FnMut(&SharedBuf)) {
+        match self {
+            Value::Single(b) => f(b),
+            Value::Vector(v) => v.iter().for_each(f),
+            Value::List(l) => l.iter().for_each(f),
+        }
+    }
+
+    /// Buffer `index`.
+    pub fn part(&self, index: usize) -> Option<&SharedBuf> {
+        match self {
+            Value::Single(b) => (index == 0).then_some(b),
+            Value::Vector(v) => v.get(index),
+            Value::List(l) => l.iter().nth(index),
+        }
+    }
+
+    /// The pool memory it takes: the size class of every buffer.
+    fn footprint(&self) -> usize {
+        let mut n = 0;
+        self.for_each(|b| n += class_of(b.len()));
+        n
+    }
+}
+
+/// The pool size class a buffer of `len` bytes takes (the pool's smallest class is 64 B).
+fn class_of(len: usize) -> usize {
+    len.max(ferry_buf::MIN_CLASS).next_power_of_two()
+}
+
+type Map = hashbrown::HashMap<Box<[u8]>, Value>;
+
+/// The store: a sharded map from keys to [`Value`]s in a pool. `Send + Sync`.
+///
+/// Reads take a shard's read lock for the lookup and clone the buffers they return (refcount
+/// increments); writes copy the new value into the pool before taking the shard's write lock,
+/// then swap it in and drop the old one outside the lock. A value replaced while a response
+/// still references its buffers stays intact: the response holds its own counts.
+#[derive(Debug)]
+pub struct Store {
+    pool: Pool,
+    config: StoreConfig,
+    shards: Box<[RwLock<Map>]>,
+    /// Pool bytes held by stored values (their size classes).
+    used: AtomicUsize,
+}
+
+impl Store {
+    /// A store whose values live in `pool`. Serve it with a [`ConnConfig`] from
+    /// [`serving_config`](Self::serving_config) so both transports send from this pool.
+    pub fn new(pool: Pool, config: StoreConfig) -> Store {
+        let shards = config.shards.max(1).next_power_of_two();
+        Store {
+            pool,
+            shards: (0..shards).map(|_| RwLock::new(Map::default())).collect(),
+            config,
+            used: AtomicUsize::new(0),
+        }
+    }
+
+    /// The pool values live in.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The limits.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// How the server's sessions should be set up to send values by reference: every session,
+    /// TCP and shared memory, sends from the store's pool (which must then be
+    /// [`shared`](ferry_buf::PoolConfig::shared) for shared-memory sessions; every such peer
+    /// maps it read-only, which suits a store every client may read). TCP sessions then take
+    /// their send and receive buffers from it too, so its largest size class (its
+    /// `region_size`) must hold a whole TCP frame (`ferry_net::Config::max_frame_len`, 8 MiB
+    /// by default), and its `max_bytes` must leave room beyond
+    /// [`StoreConfig::max_bytes`] for those buffers.
+    pub fn serving_config(&self, base: ConnConfig) -> ConnConfig {
+        ConnConfig {
+            shared_pool: Some(self.pool.clone()),
+            ..base
+        }
+    }
+
+    /// Keys stored.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| read(s).len()).sum()
+    }
+
+    /// Whether no key is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Pool bytes the values hold (their size classes).
+    pub fn used_bytes(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn shard(&self, key: &[u8]) -> &RwLock<Map> {
+        // FNV-1a picks the shard; the map inside hashes with its own seeded hasher.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in key {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        &self.shards[(h as usize) & (self.shards.len() - 1)]
+    }
+
+    /// Calls `f` with the value of `key` (or `None`) under the shard's read lock: clone what
+    /// must outlive the call. Keep `f` short: writers of the shard wait for it.
+    pub fn with<R>(&self, key: &[u8], f: impl FnOnce(Option<&Value>) -> R) -> R {
+        f(read(self.shard(key)).get(key))
+    }
+
+    /// The single buffer of `key`.
+    pub fn get(&self, key: &str) -> Result<SharedBuf, StoreError> {
+        self.with(key.as_bytes(), |v| match v {
+            None => Err(StoreError::NotFound(key.to_owned())),
+            Some(Value::Single(b)) => Ok(b.clone()),
+            Some(other) => Err(StoreError::NotSingle {
+                key: key.to_owned(),
+                parts: other.len(),
+            }),
+        })
+    }
+
+    /// Buffer `index` of `key`'s value.
+    pub fn get_from_list(&self, key: &str, index: usize) -> Result<SharedBuf, StoreError> {
+        self.with(key.as_bytes(), |v| {
+            let v = v.ok_or_else(|| StoreError::NotFound(key.to_owned()))?;
+            v.part(index).cloned().ok_or_else(|| StoreError::Index {
+                key: key.to_owned(),
+                index,
+                parts: v.len(),
+            })
+        })
+    }
+
+    /// Calls `f` with every buffer of `key`'s value, in order.
+    pub fn get_list(&self, key: &str, f: impl FnMut(&SharedBuf)) -> Result<(), StoreError> {
+        self.with(key.as_bytes(), |v| match v {
+            None => Err(StoreError::NotFound(key.to_owned())),
+            Some(v) => {
+                v.for_each(f);
+                Ok(())
+            }
+        })
+    }
+
+    /// Stores `parts` under `key` (one part: a single buffer; more: a vector), replacing what
+    /// it held. Each part is copied once into the pool.
+    pub fn put(&self, key: &[u8], parts: &[&[u8]]) -> Result<(), StoreError> {
+        self.check_key(key)?;
+        self.check_parts(parts.len())?;
+        let mut bufs = Vec::with_capacity(parts.len());
+        let mut footprint = 0;
+        for p in parts {
+            self.check_value(p.len())?;
+            footprint += class_of(p.len());
+        }
+        self.reserve(footprint)?;
+        for p in parts {
+            match self.pool.copy_from(p) {
+                Ok(b) => bufs.push(b),
+                Err(e) => {
+                    self.release(footprint);
+                    return Err(self.pool_full(e, footprint));
+                }
+            }
+        }
+        let value = match <[SharedBuf; 1]>::try_from(bufs) {
+            Ok([one]) => Value::Single(one),
+            Err(bufs) => Value::Vector(bufs.into_boxed_slice()),
+        };
+        self.insert(key, value);
+        Ok(())
+    }
+
+    /// Stores a value already in the pool (a loader's, or one the caller built with
+    /// [`pool`](Self::pool)), replacing what `key` held.
+    pub fn put_value(&self, key: &[u8], value: Value) -> Result<(), StoreError> {
+        self.check_key(key)?;
+        self.check_parts(value.len())?;
+        let mut too_long = None;
+        value.for_each(|b| {
+            if b.len() > self.config.max_value_len {
+                too_long = Some(b.len());
+            }
+        });
+        if let Some(len) = too_long {
+            self.check_value(len)?;
+        }
+        self.reserve(value.footprint())?;
+        self.insert(key, value);
+        Ok(())
+    }
+
+    fn insert(&self, key: &[u8], value: Value) {
+        let old = write(self.shard(key)).insert(key.into(), value);
+        // Dropped outside the lock: the last reference frees the pool slots.
+        if let Some(old) = old {
+            self.release(old.footprint());
+        }
+    }
+
+    /// Appends one buffer (copied once into the pool) to `key`'s list, creating it; a single
+    /// buffer or a vector becomes a list first. Returns the new length.
+    pub fn append(&self, key: &[u8], value: &[u8]) -> Result<usize, StoreError> {
+        self.check_key(key)?;
+        self.check_value(value.len())?;
+        let footprint = class_of(value.len());
+        self.reserve(footprint)?;
+        let buf = self.pool.copy_from(value).map_err(|e| {
+            self.release(footprint);
+            self.pool_full(e, footprint)
+        })?;
+        let mut shard = write(self.shard(key));
+        let entry = shard
+            .entry(key.into())
+            .or_insert_with(|| Value::List(LinkedList::new()));
+        if entry.len() >= self.config.max_parts {
+            let len = entry.len();
+            drop(shard);
+            self.release(footprint);
+            return Err(self.too_large("buffers in a value", len + 1, self.config.max_parts));
+        }
+        let list = match std::mem::replace(entry, Value::List(LinkedList::new())) {
+            Value::Single(b) => LinkedList::from([b]),
+            Value::Vector(v) => v.into_vec().into_iter().collect(),
+            Value::List(l) => l,
+        };
+        let Value::List(slot) = entry else {
+            unreachable!("just replaced by a list")
+        };
+        *slot = list;
+        slot.push_back(buf);
+        Ok(slot.len())
+    }
+
+    /// Deletes `key`; whether it was there.
+    pub fn delete(&self, key: &[u8]) -> bool {
+        let old = write(self.shard(key)).remove(key);
+        match old {
+            Some(old) => {
+                self.release(old.footprint());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Checks the number of keys of one request.
+    pub fn check_keys(&self, n: usize) -> Result<(), StoreError> {
+        if n > self.config.max_keys {
+            return Err(self.too_large("keys in a request", n, self.config.max_keys));
+        }
+        Ok(())
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<(), StoreError> {
+        if key.len() > self.config.max_key_len {
+            return Err(self.too_large("key length", key.len(), self.config.max_key_len));
+        }
+        Ok(())
+    }
+
+    fn check_value(&self, len: usize) -> Result<(), StoreError> {
+        if len > self.config.max_value_len {
+            return Err(self.too_large("value length", len, self.config.max_value_len));
+        }
+        Ok(())
+    }
+
+    fn check_parts(&self, n: usize) -> Result<(), StoreError> {
+        if n == 0 || n > self.config.max_parts {
+            return Err(self.too_large("buffers in a value", n, self.config.max_parts));
+        }
+        Ok(())
+    }
+
+    fn too_large(&self, what: &'static str, len: usize, limit: usize) -> StoreError {
+        StoreError::TooLarge { what, len, limit }
+    }
+
+    /// Takes `bytes` of the memory limit, or fails with [`StoreError::Full`].
+    fn reserve(&self, bytes: usize) -> Result<(), StoreError> {
+        let limit = self.config.max_bytes;
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(bytes).filter(|&n| n <= limit)
+            })
+            .map(|_| ())
+            .map_err(|used| StoreError::Full {
+                used,
+                limit,
+                wanted: bytes,
+            })
+    }
+
+    fn release(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// The pool refused an allocation the limit allowed: the pool is smaller than the limit
+    /// plus what the transports hold.
+    fn pool_full(&self, e: PoolError, wanted: usize) -> StoreError {
+        match e {
+            PoolError::TooLarge { .. } => self.too_large("value length", wanted, self.pool.max_class()),
+            _ => StoreError::Full {
+                used: self.used_bytes(),
+                limit: self.config.max_bytes,
+                wanted,
+            },
+        }
+    }
+}
+
+fn read(lock: &RwLock<Map>) -> std::sync::RwLockReadGuard<'_, Map> {
+    // A panic while holding a shard leaves the map itself consistent (inserts and removals are
+    // single calls), so a poisoned lock is still usable.
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write(lock: &RwLock<Map>) -> std::sync::RwLockWriteGuard<'_, Map> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
