@@ -1,7 +1,8 @@
-//! Compiles `schema/record.proto` into prost types and `schema/echo.proto` into a tonic
-//! client and server, without `protoc`: the pure-Rust `protox` parser produces the
-//! descriptors, `prost-build` generates the messages and `tonic-prost-build` the service
-//! code into `OUT_DIR` (`ferry_bench.rs` and `ferry_bench.echo.rs`, one file per package).
+//! Compiles `schema/record.proto` and `schema/kv.proto` (the key-value store's prost peer)
+//! into prost types and `schema/echo.proto` into a tonic client and server, without `protoc`:
+//! the pure-Rust `protox` parser produces the descriptors, `prost-build` generates the
+//! messages and `tonic-prost-build` the service code into `OUT_DIR` (`ferry_bench.rs`,
+//! `ferry_bench.kv.rs` and `ferry_bench.echo.rs`, one file per package).
 //! Every `bytes` field becomes `bytes::Bytes`, so encoding borrows the application's
 //! buffers and decoding slices the input instead of copying.
 //!
@@ -9,7 +10,7 @@
 //! a fresh machine, so that code is committed under `src/generated/` (see `regen.sh`).
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos = ["schema/record.proto", "schema/echo.proto"];
+    let protos = ["schema/record.proto", "schema/kv.proto", "schema/echo.proto"];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");
     }

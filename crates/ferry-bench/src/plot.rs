@@ -1,4 +1,4 @@
-//! Line charts as SVG (plotters' SVG backend: text is written as `<text>` elements, so no
+//! Line charts and heat maps as SVG (plotters' SVG backend: text is written as `<text>` elements, so no
 //! font library is needed to draw).
 
 use std::path::Path;
@@ -165,4 +165,95 @@ mod tests {
         assert_eq!(format_si(350_000.0), "350k");
         assert_eq!(format_si(0.5), "0.5");
     }
+}
+
+/// One heat map: a value per (row, column) cell, drawn red above zero and blue below, with the
+/// value written in the cell.
+#[derive(Debug, Clone)]
+pub struct HeatMap {
+    /// Caption above it.
+    pub title: String,
+    /// Column labels, left to right.
+    pub columns: Vec<String>,
+    /// Row labels, top to bottom.
+    pub rows: Vec<String>,
+    /// Label under the columns.
+    pub x_label: String,
+    /// Label beside the rows.
+    pub y_label: String,
+    /// `values[row][column]`; NaN cells are left grey.
+    pub values: Vec<Vec<f64>>,
+}
+
+/// Draws `maps` one above the other and writes the SVG to `path`.
+pub fn heat_map_svg(path: &Path, title: &str, maps: &[HeatMap]) -> Result<(), crate::BoxError> {
+    const CELL_W: i32 = 78;
+    const CELL_H: i32 = 34;
+    const LEFT: i32 = 110;
+    const TOP: i32 = 40;
+    let width = maps.iter().map(|m| m.columns.len()).max().unwrap_or(1) as i32 * CELL_W + LEFT + 30;
+    let heights: Vec<i32> = maps
+        .iter()
+        .map(|m| TOP + m.rows.len() as i32 * CELL_H + 50)
+        .collect();
+    let height = heights.iter().sum::<i32>() + 40;
+    let root = SVGBackend::new(path, (width as u32, height as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    root.draw(&Text::new(title.to_owned(), (10, 10), ("sans-serif", 18)))?;
+    let mut y0 = 40;
+    for (map, h) in maps.iter().zip(&heights) {
+        let scale = map
+            .values
+            .iter()
+            .flatten()
+            .filter(|v| v.is_finite())
+            .fold(1.0f64, |m, v| m.max(v.abs()));
+        root.draw(&Text::new(map.title.clone(), (10, y0), ("sans-serif", 15)))?;
+        for (r, row) in map.values.iter().enumerate() {
+            let y = y0 + TOP + r as i32 * CELL_H;
+            let label = map.rows.get(r).cloned().unwrap_or_default();
+            root.draw(&Text::new(label, (10, y + CELL_H / 3), ("sans-serif", 12)))?;
+            for (c, v) in row.iter().enumerate() {
+                let x = LEFT + c as i32 * CELL_W;
+                let color = if !v.is_finite() {
+                    RGBColor(220, 220, 220)
+                } else {
+                    // Blue below zero, red above, white at zero; full colour at the largest |v|.
+                    let t = (v.abs() / scale).min(1.0);
+                    let fade = (255.0 * (1.0 - t)) as u8;
+                    if *v < 0.0 {
+                        RGBColor(fade, fade, 255)
+                    } else {
+                        RGBColor(255, fade, fade)
+                    }
+                };
+                root.draw(&Rectangle::new(
+                    [(x, y), (x + CELL_W - 2, y + CELL_H - 2)],
+                    color.filled(),
+                ))?;
+                let text = if v.is_finite() {
+                    format!("{v:+.0}%")
+                } else {
+                    "-".to_owned()
+                };
+                root.draw(&Text::new(text, (x + 14, y + CELL_H / 3), ("sans-serif", 12)))?;
+            }
+        }
+        let yl = y0 + TOP + map.rows.len() as i32 * CELL_H + 4;
+        for (c, label) in map.columns.iter().enumerate() {
+            root.draw(&Text::new(
+                label.clone(),
+                (LEFT + c as i32 * CELL_W + 14, yl),
+                ("sans-serif", 12),
+            ))?;
+        }
+        root.draw(&Text::new(
+            format!("{} →   ({} ↓)", map.x_label, map.y_label),
+            (LEFT, yl + 18),
+            ("sans-serif", 12),
+        ))?;
+        y0 += h;
+    }
+    root.present()?;
+    Ok(())
 }

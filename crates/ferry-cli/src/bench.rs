@@ -10,10 +10,14 @@
 //!   a client event loop) over TCP and shared memory, against a no-serialization echo, prost,
 //!   FlatBuffers, Cap'n Proto, tonic and the raw shared-memory ping-pong, in one run.
 //!
+//! - `ferry bench kv` ([`ferry_bench::kv`]): the Cornflakes evaluation: a key-value store served
+//!   with Ferry and with prost, FlatBuffers and Cap'n Proto over one server loop, under open-loop
+//!   load from a workload (Google, Twitter, CDN, YCSB).
+//!
 //! The harness (pinning, CPU time, histograms, JSON records, plots) lives in `ferry-bench`;
 //! this module only parses the command line and calls it.
 
-use ferry_bench::{BoxError, datapath, rpc, shm};
+use ferry_bench::{BoxError, datapath, kv, rpc, shm};
 
 /// Options of `ferry bench`.
 #[derive(clap::Args)]
@@ -45,6 +49,13 @@ enum BenchCommand {
     /// latency against calls/s per system, per transport and payload (Cornflakes Figure 2);
     /// the 64 B call against the ping-pong; p50 at one in flight against payload.
     Rpc(rpc::Args),
+    /// The key-value store under open-loop load (Cornflakes section 6): Ferry hybrid,
+    /// copy-only and zero-copy-only, prost, FlatBuffers and Cap'n Proto over one server loop,
+    /// per transport, sweeping the offered load up to where the server falls behind.
+    ///
+    /// `--quick`: at most 4 points of 0.3 s per sweep. `--plot`: p99 latency against achieved
+    /// load, per transport.
+    Kv(kv::Args),
 }
 
 /// Runs the chosen benchmark.
@@ -53,5 +64,6 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         BenchCommand::Datapath(args) => datapath::run(args),
         BenchCommand::Shm(args) => shm::run(args),
         BenchCommand::Rpc(args) => rpc::run(args),
+        BenchCommand::Kv(args) => kv::run(args),
     }
 }

@@ -1,6 +1,9 @@
-//! `ferry demo`: hybrid serialization on sample workloads, with what was copied and what was
-//! referenced; then the same kind of message streamed over TCP loopback in each send mode;
-//! then an RPC server and client echoing records over TCP and shared memory.
+//! `ferry demo`: a key-value store serving a real workload (`ferry_bench::kv::demo`): Ferry
+//! against prost over TCP and shared memory, measured by the open-loop load generator.
+//!
+//! `ferry demo --serialize`: hybrid serialization on sample workloads, with what was copied
+//! and what was referenced; then the same kind of message streamed over TCP loopback in each
+//! send mode; then an RPC server and client echoing records over TCP and shared memory.
 
 use ferry::Message as _;
 use std::error::Error;
@@ -17,7 +20,17 @@ use ferry_bench::harness;
 /// Options of `ferry demo`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Messages to serialize per workload and mode.
+    /// Instead of the key-value store, the serialization microbenchmarks: sample messages
+    /// copy-only and hybrid, the TCP send modes, an RPC echo.
+    #[arg(long)]
+    serialize: bool,
+    /// Where the key-value demo writes its plot (p99 latency against throughput).
+    #[arg(long, default_value = "ferry-demo.svg")]
+    plot: std::path::PathBuf,
+    /// A short key-value demo: two short points per sweep, a smaller store (for tests).
+    #[arg(long)]
+    quick: bool,
+    /// Messages to serialize per workload and mode (`--serialize`).
     #[arg(long, default_value_t = 20_000)]
     messages: usize,
     /// Zero-copy threshold in bytes for the hybrid mode.
@@ -190,6 +203,9 @@ fn explain(store: &Store, ctx: &Context) {
 
 /// Runs the demo.
 pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
+    if !args.serialize {
+        return ferry_bench::kv::demo(&args.plot, args.quick).map_err(|e| e as Box<dyn Error>);
+    }
     let pool = Pool::new(PoolConfig::default())?;
     let hybrid = Context::new(pool.clone()).with_threshold(args.threshold);
     let copy = Context::copy_only();

@@ -1,7 +1,11 @@
 //! The `ferry` command.
 //!
-//! - `ferry demo` builds messages whose large values live in Ferry's pool, serializes them in
-//!   copy-only and hybrid modes, and prints what was copied and what was sent by reference.
+//! - `ferry demo` serves a key-value workload (the synthetic Twitter trace) from a store over TCP
+//!   and shared memory, with Ferry and with prost, under open-loop load; `ferry demo
+//!   --serialize` serializes sample messages copy-only and hybrid and prints what was copied and
+//!   what was sent by reference.
+//! - `ferry calibrate` measures the zero-copy threshold of each transport and writes it where
+//!   every `ferry-rpc` driver reads it.
 //! - `ferry encode|decode|inspect --proto FILE [-I DIR]... --message NAME` work on any message
 //!   of a `.proto` schema with no compile step: protobuf-JSON to wire bytes, wire bytes to
 //!   protobuf-JSON, and a dump of the header layout. `decode` and `inspect` validate with the
@@ -40,9 +44,12 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
-    /// Outgoing sample workloads in copy-only and hybrid modes; show copies and references.
+    /// Serve a key-value workload from a store (Ferry against prost, over TCP and shared
+    /// memory) and measure it; `--serialize`: sample messages copy-only and hybrid instead.
     Demo(demo::Args),
     /// Read protobuf-JSON on stdin, write Ferry wire bytes on stdout (every value copied).
     ///
@@ -63,6 +70,9 @@ enum Command {
     Gen(generate::Args),
     /// Benchmarks that write JSON results: `datapath` (the TCP send modes over loopback).
     Bench(bench::Args),
+    /// Measure the zero-copy threshold of each transport (copy-only against zero-copy-only
+    /// over values of N buffers of S bytes) and write it where `ferry-rpc` reads it.
+    Calibrate(ferry_bench::kv::calibrate::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -82,6 +92,9 @@ fn main() -> std::process::ExitCode {
         Command::Inspect(args) => inspect::run(&args),
         Command::Gen(args) => generate::run(&args),
         Command::Bench(args) => bench::run(&args).map_err(|e| schema::CliError::Usage(e.to_string())),
+        Command::Calibrate(args) => {
+            ferry_bench::kv::calibrate::run(&args).map_err(|e| schema::CliError::Usage(e.to_string()))
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -145,6 +145,7 @@ fn demo_streams_every_mode_over_loopback() {
     let out = ferry(
         &[
             "demo",
+            "--serialize",
             "--messages",
             "100",
             "--datapath-messages",
@@ -170,6 +171,7 @@ fn demo_serves_the_echo_over_both_transports() {
     let out = ferry(
         &[
             "demo",
+            "--serialize",
             "--messages",
             "100",
             "--datapath-messages",

@@ -52,7 +52,9 @@ mod workers;
 pub use addr::{Addr, AddrError};
 pub use channel::{Channel, ChannelConfig, Response};
 pub use conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
-pub use event_loop::{Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId};
+pub use event_loop::{
+    Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, thread_busy_time,
+};
 pub use id::CallId;
 pub use metrics::{MethodMetrics, Metrics};
 pub use metrics_http::MetricsEndpoint;

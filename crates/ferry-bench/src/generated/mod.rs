@@ -4,6 +4,9 @@
 //!   `tonic_echo` benchmark peer, generated at build time by `build.rs` (protox, no `protoc`).
 //! - [`record_generated`]: `flatc --rust` output, committed (see `regen.sh`).
 //! - [`record_capnp`]: `capnp compile -orust` output, committed (see `regen.sh`).
+//! - [`kv_prost`], [`kv_generated`], [`kv_capnp`]: the same three for the key-value store's
+//!   requests and responses (`schema/kv.*`), which the peers of `ferry bench kv` speak
+//!   ([`crate::kv::peers`]).
 //!
 //! The workspace lints (`missing_docs`, `unsafe_code`, documented unsafe blocks) hold for the
 //! code we write, not for what the schema compilers emit, so they are relaxed here and only here;
@@ -52,3 +55,41 @@ pub mod record_generated;
     clippy::undocumented_unsafe_blocks
 )]
 pub mod record_capnp;
+
+/// prost types for `schema/kv.proto` (package `ferry_bench.kv`); every `bytes` field is
+/// `bytes::Bytes`.
+#[rustfmt::skip]
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod kv_prost {
+    include!(concat!(env!("OUT_DIR"), "/ferry_bench.kv.rs"));
+}
+
+/// FlatBuffers types for `schema/kv.fbs` (flatc 25.12.19).
+#[rustfmt::skip]
+#[allow(
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    missing_docs,
+    unused_imports,
+    dead_code,
+    mismatched_lifetime_syntaxes,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks
+)]
+pub mod kv_generated;
+
+/// Cap'n Proto types for `schema/kv.capnp` (capnp 0.9.2, capnpc 0.27.0).
+#[rustfmt::skip]
+#[allow(
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    missing_docs,
+    unused_imports,
+    dead_code,
+    mismatched_lifetime_syntaxes,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks
+)]
+pub mod kv_capnp;

@@ -121,6 +121,21 @@ pub struct LoopStats {
     pub background_copies: u64,
     /// Sessions closed for breaking the protocol.
     pub protocol_errors: u64,
+    /// Time spent in turns that did work, from the end of the readiness poll to the end of
+    /// the turn: reading, handling, sending; not polling or sleeping. Over a window, divided
+    /// by the requests served, it is the loop's work per request, even when it busy-polls.
+    pub busy: Duration,
+}
+
+thread_local! {
+    /// [`LoopStats::busy`] of every loop that ran on this thread, summed.
+    static THREAD_BUSY: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+}
+
+/// The time event loops on the calling thread have spent working ([`LoopStats::busy`], summed
+/// over the loops of the thread): what a handler reads to report its loop's load.
+pub fn thread_busy_time() -> Duration {
+    THREAD_BUSY.get()
 }
 
 /// One event loop. `!Send`: it owns shared-memory connections, whose frames are
@@ -422,7 +437,11 @@ impl EventLoop {
         }
         work |= self.reap();
         if work {
-            self.last_work = Instant::now();
+            let end = Instant::now();
+            let busy = end.saturating_duration_since(now);
+            self.stats.busy += busy;
+            THREAD_BUSY.set(THREAD_BUSY.get() + busy);
+            self.last_work = end;
         }
         work
     }

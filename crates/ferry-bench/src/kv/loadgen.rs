@@ -1,0 +1,472 @@
+//! The open-loop load generator (Cornflakes section 6.1.1): requests leave at Poisson
+//! arrival times at an offered rate, whether or not earlier ones were answered, from one
+//! client event loop over many sessions; every response is checked against the bytes the
+//! store was loaded with; latency runs from each request's *scheduled* send time, so a
+//! server that falls behind shows in the tail instead of slowing the offered load (no
+//! coordinated omission).
+//!
+//! One run at one rate: warm-up, then a measured window bracketed by `mark` and `end`
+//! control calls (the server reads its loop thread's CPU time at each), then a bounded drain.
+//! Requests scheduled in the window are timed; responses received in it are counted as the
+//! achieved load. A request that cannot be sent yet (the session's window is full) waits in
+//! a backlog and keeps its scheduled time.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ferry::Context;
+use ferry_kv::fill;
+use ferry_kv::proto::ferry::kv::{self as pb, kv_service};
+use ferry_rpc::session::ClientConfig;
+use ferry_rpc::{Addr, Code, Continuation, EventLoop, Incoming, LoopConfig, SessionId, Status};
+use ferry_transport::Payload;
+
+use super::System;
+use super::peers::{self, KvCodec, KvRequest};
+use super::server::{CONTROL, END, MARK, Readings};
+use super::workload::{Object, Op, Poisson, Workload};
+use crate::BoxError;
+use crate::harness::{Histogram, thread_cpu_time};
+
+/// How long the drain after a window, and a control call, may take.
+const STALL: Duration = Duration::from_secs(10);
+
+/// Requests outstanding per session at most (the client window).
+const WINDOW: usize = 256;
+
+/// One run's settings.
+#[derive(Debug, Clone)]
+pub(super) struct RunSpec {
+    /// Offered requests per second.
+    pub(super) rate: f64,
+    /// Sessions (connections) the requests are spread over, round robin.
+    pub(super) sessions: usize,
+    /// Before the window.
+    pub(super) warmup: Duration,
+    /// The measured window.
+    pub(super) window: Duration,
+    /// Seeds the arrival times.
+    pub(super) seed: u64,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone)]
+pub(super) struct Point {
+    /// Offered requests per second.
+    pub(super) offered: f64,
+    /// Responses received in the window per second.
+    pub(super) achieved: f64,
+    /// Latency from scheduled send to checked response, ns, of requests scheduled in the
+    /// window.
+    pub(super) latency: Histogram,
+    /// The server loop thread's CPU time over the window.
+    pub(super) server_cpu: Duration,
+    /// The time the server loop spent working over the window (not polling or sleeping).
+    pub(super) server_busy: Duration,
+    /// Requests the server served between the control calls.
+    pub(super) server_requests: u64,
+    /// The client thread's CPU time over the window.
+    pub(super) client_cpu: Duration,
+    /// Requests scheduled in the window still unanswered when the drain gave up.
+    pub(super) lost: u64,
+    /// Requests the Poisson process scheduled in the window (about `offered` x the window).
+    pub(super) scheduled: u64,
+    /// Responses received in the window.
+    pub(super) received: u64,
+}
+
+impl Point {
+    /// Whether the point counts: achieved within 95 % of offered (section 6.1.1), offered
+    /// being what the arrival process scheduled in the window (so that the Poisson count's
+    /// own spread does not decide short windows).
+    pub(super) fn counts(&self) -> bool {
+        self.received as f64 >= 0.95 * self.scheduled as f64 && self.lost == 0
+    }
+
+    /// Server CPU per request, in ns.
+    pub(super) fn server_cpu_per_request(&self) -> f64 {
+        self.server_cpu.as_nanos() as f64 / self.server_requests.max(1) as f64
+    }
+
+    /// Server work per request (its loop's busy time), in ns.
+    pub(super) fn server_busy_per_request(&self) -> f64 {
+        self.server_busy.as_nanos() as f64 / self.server_requests.max(1) as f64
+    }
+}
+
+/// The shared state of a run, touched by the driver and by the continuations.
+struct State {
+    workload: Box<dyn Workload>,
+    /// The peer's codec (client side), for peer systems.
+    codec: Option<Box<dyn KvCodec>>,
+    latency: Histogram,
+    /// Window bounds, once known.
+    window: Option<(Instant, Instant)>,
+    received_in_window: u64,
+    outstanding: u64,
+    outstanding_timed: u64,
+    /// The first wrong response or failed call: the run fails with it.
+    error: Option<String>,
+}
+
+impl State {
+    fn fail(&mut self, e: String) {
+        self.error.get_or_insert(e);
+    }
+}
+
+/// Runs the workload at `spec.rate` against `system` at `addr`; `readings` are the server's.
+pub(super) fn run(
+    workload: Box<dyn Workload>,
+    system: System,
+    addr: &Addr,
+    readings: &Readings,
+    spec: &RunSpec,
+) -> Result<Point, BoxError> {
+    let mut lp = EventLoop::new(LoopConfig {
+        spin: Duration::MAX,
+        client: ClientConfig { window: WINDOW },
+        ..LoopConfig::default()
+    })?;
+    let sessions = (0..spec.sessions.max(1))
+        .map(|_| lp.connect(addr))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ctx = lp.context(sessions[0]).ok_or("the session is gone")?;
+    let state = Rc::new(RefCell::new(State {
+        workload,
+        codec: system
+            .codec_name()
+            .map(|n| peers::codec(n).map(|e| (e.new)()))
+            .transpose()?,
+        latency: Histogram::default(),
+        window: None,
+        received_in_window: 0,
+        outstanding: 0,
+        outstanding_timed: 0,
+        error: None,
+    }));
+    let mut arrivals = Poisson::try_new(spec.rate, spec.seed)?;
+    let mut backlog: VecDeque<Instant> = VecDeque::new();
+    let start = Instant::now();
+    let window_start = start + spec.warmup;
+    let window_end = window_start + spec.window;
+    let mut next = start + arrivals.next_gap();
+    let mut turn = 0usize;
+    let mut scheduled = 0u64;
+    let mut marked = None;
+    let mut client_cpu0 = None;
+
+    while Instant::now() < window_end {
+        let now = Instant::now();
+        if marked.is_none() && now >= window_start {
+            state.borrow_mut().window = Some((window_start, window_end));
+            client_cpu0 = Some(thread_cpu_time());
+            marked = Some(control(&mut lp, sessions[0], MARK)?);
+        }
+        while next <= now {
+            if next >= window_start && next < window_end {
+                scheduled += 1;
+            }
+            backlog.push_back(next);
+            next += arrivals.next_gap();
+        }
+        while let Some(&at) = backlog.front() {
+            let session = sessions[turn % sessions.len()];
+            match issue(&mut lp, session, &ctx, system, &state, at) {
+                Ok(()) => {
+                    backlog.pop_front();
+                    turn += 1;
+                }
+                Err(s) if s.code == Code::ResourceExhausted => break,
+                Err(s) => return Err(format!("sending a request: {s}").into()),
+            }
+        }
+        lp.turn();
+        if let Some(e) = state.borrow_mut().error.take() {
+            return Err(e.into());
+        }
+    }
+    let client_cpu = thread_cpu_time().saturating_sub(client_cpu0.unwrap_or_default());
+    let ended = control(&mut lp, sessions[0], END)?;
+    // Drain: every request timed in the window must be answered (bounded).
+    let drain_until = Instant::now() + STALL;
+    lp.run_until(|_| {
+        let s = state.borrow();
+        (s.outstanding == 0
+            && marked.as_ref().is_none_or(|m| m.borrow().is_some())
+            && ended.borrow().is_some())
+            || Instant::now() > drain_until
+    });
+    let s = state.borrow();
+    if let Some(e) = &s.error {
+        return Err(e.clone().into());
+    }
+    let (mark, end) = readings.take();
+    let (Some(mark), Some(end)) = (mark, end) else {
+        return Err("the server did not answer the control calls".into());
+    };
+    Ok(Point {
+        offered: spec.rate,
+        achieved: s.received_in_window as f64 / spec.window.as_secs_f64(),
+        latency: s.latency.clone(),
+        server_cpu: end.cpu.saturating_sub(mark.cpu),
+        server_busy: end.busy.saturating_sub(mark.busy),
+        server_requests: end.served.saturating_sub(mark.served),
+        client_cpu,
+        lost: s.outstanding_timed,
+        scheduled,
+        received: s.received_in_window,
+    })
+}
+
+/// Starts a control call; the returned cell fills when it is answered.
+fn control(
+    lp: &mut EventLoop,
+    session: SessionId,
+    what: &'static [u8],
+) -> Result<Rc<RefCell<Option<()>>>, BoxError> {
+    let done: Rc<RefCell<Option<()>>> = Rc::default();
+    let slot = done.clone();
+    let then: Continuation = Box::new(move |_, r| {
+        if r.is_ok() {
+            *slot.borrow_mut() = Some(());
+        }
+    });
+    lp.call_payload(session, CONTROL, Payload::Bytes(what), then)
+        .map_err(|s| format!("control call: {s}"))?;
+    Ok(done)
+}
+
+/// What a response must hold: `(key, part, length)` of every value, in order.
+type Expected = Vec<(u32, u32, u32)>;
+
+/// The values `op` must return, from the key space.
+fn expected(objects: &[Object], op: &Op) -> Expected {
+    let single = |k: u32| (k, 0, objects[k as usize].parts[0]);
+    match op {
+        Op::Get(k) => vec![single(*k)],
+        Op::GetList(k) => objects[*k as usize]
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(p, &len)| (*k, p as u32, len))
+            .collect(),
+        Op::GetM(keys) => keys.iter().map(|&k| single(k)).collect(),
+        Op::Put(_) => Vec::new(),
+    }
+}
+
+/// What kind of response a request gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// A `Count` of the buffers written (`Put`).
+    Put(u64),
+    /// One value (`Get`).
+    Single,
+    /// A list of values (`GetList`, `GetM`).
+    Many,
+}
+
+/// Builds and starts the next request, scheduled at `at`.
+fn issue(
+    lp: &mut EventLoop,
+    session: SessionId,
+    ctx: &Context,
+    system: System,
+    state: &Rc<RefCell<State>>,
+    at: Instant,
+) -> Result<(), Status> {
+    let mut guard = state.borrow_mut();
+    let State { workload, codec, .. } = &mut *guard;
+    let op = workload.next_op();
+    let objects = workload.objects();
+    let expect = expected(objects, &op);
+    let key_of = |k: u32| objects[k as usize].key.as_slice();
+    // Put values: the object's own sizes and fill bytes, so later reads still check.
+    let put_values: Vec<Vec<u8>> = match &op {
+        Op::Put(k) => objects[*k as usize]
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(p, &len)| fill::value(key_of(*k), p as u32, len as usize))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let answer = match op {
+        Op::Put(_) => Answer::Put(put_values.len() as u64),
+        Op::Get(_) => Answer::Single,
+        Op::GetList(_) | Op::GetM(_) => Answer::Many,
+    };
+    let then = continuation(state.clone(), at, expect, answer);
+    match codec {
+        None => {
+            let text = |k: u32| String::from_utf8_lossy(key_of(k)).into_owned();
+            match &op {
+                Op::Get(k) | Op::GetList(k) => {
+                    let mut m = pb::Key::new(ctx);
+                    m.set_key(text(*k));
+                    let method = if answer == Answer::Single {
+                        kv_service::GET
+                    } else {
+                        kv_service::GET_LIST
+                    };
+                    drop(guard);
+                    lp.call(session, method, &m, then)?;
+                }
+                Op::GetM(ks) => {
+                    let mut m = pb::Keys::new(ctx);
+                    m.init_keys(ks.len());
+                    for &k in ks {
+                        m.append_keys(text(k));
+                    }
+                    drop(guard);
+                    lp.call(session, kv_service::GET_M, &m, then)?;
+                }
+                Op::Put(k) => {
+                    let mut m = pb::Put::new(ctx);
+                    m.set_key(text(*k));
+                    for v in &put_values {
+                        m.append_values(&v[..]);
+                    }
+                    drop(guard);
+                    lp.call(session, kv_service::PUT, &m, then)?;
+                }
+            }
+        }
+        Some(codec) => {
+            let values: Vec<&[u8]> = put_values.iter().map(Vec::as_slice).collect();
+            let keys: Vec<&[u8]> = match &op {
+                Op::GetM(ks) => ks.iter().map(|&k| key_of(k)).collect(),
+                _ => Vec::new(),
+            };
+            let request = match &op {
+                Op::Get(k) => KvRequest::Get(key_of(*k)),
+                Op::GetList(k) => KvRequest::GetList(key_of(*k)),
+                Op::GetM(_) => KvRequest::GetM(&keys),
+                Op::Put(k) => KvRequest::Put {
+                    key: key_of(*k),
+                    values: &values,
+                },
+            };
+            let bytes = codec
+                .encode_request(&request)
+                .map_err(|e| Status::new(Code::Internal, e.to_string()))?
+                .to_vec();
+            drop(guard);
+            let method = peers::method_of(system.codec_name().unwrap_or_default());
+            lp.call_payload(session, method, Payload::Bytes(&bytes), then)?;
+        }
+    }
+    let mut s = state.borrow_mut();
+    s.outstanding += 1;
+    if s.window.is_some_and(|(a, b)| at >= a && at < b) {
+        s.outstanding_timed += 1;
+    }
+    Ok(())
+}
+
+/// The continuation of a request scheduled at `at`: checks the response, records it.
+fn continuation(state: Rc<RefCell<State>>, at: Instant, expect: Expected, answer: Answer) -> Continuation {
+    Box::new(move |_: &mut EventLoop, result: Result<Incoming<'_>, Status>| {
+        let now = Instant::now();
+        let mut s = state.borrow_mut();
+        s.outstanding -= 1;
+        let checked = match result {
+            Ok(incoming) => check(&mut s, incoming, &expect, answer),
+            Err(status) => Err(format!("a request failed: {status}")),
+        };
+        if let Err(e) = checked {
+            s.fail(e);
+            return;
+        }
+        if let Some((a, b)) = s.window {
+            if now >= a && now < b {
+                s.received_in_window += 1;
+            }
+            if at >= a && at < b {
+                s.outstanding_timed -= 1;
+                s.latency.record_duration(now.saturating_duration_since(at));
+            }
+        }
+    })
+}
+
+/// Checks a response against what it must hold.
+fn check(s: &mut State, incoming: Incoming<'_>, expect: &Expected, answer: Answer) -> Result<(), String> {
+    let State { workload, codec, .. } = s;
+    let objects = workload.objects();
+    let mut at = 0usize;
+    let mut bad: Option<String> = None;
+    let mut value = |v: &[u8]| {
+        if bad.is_some() {
+            return;
+        }
+        let Some(&(k, p, len)) = expect.get(at) else {
+            bad = Some(format!("a response with more than {} values", expect.len()));
+            return;
+        };
+        at += 1;
+        let key = &objects[k as usize].key;
+        if v.len() != len as usize {
+            bad = Some(format!(
+                "value {p} of key {:?}: {} B, expected {len}",
+                String::from_utf8_lossy(key),
+                v.len()
+            ));
+        } else if let Some(i) = fill::mismatch(key, p, v) {
+            bad = Some(format!(
+                "value {p} of key {:?} differs at byte {i}",
+                String::from_utf8_lossy(key)
+            ));
+        }
+    };
+    match (codec, answer) {
+        (None, Answer::Put(parts)) => {
+            let c = incoming
+                .decode::<pb::Count<'static>>()
+                .map_err(|e| format!("a Put response: {e}"))?;
+            if c.count() != parts {
+                return Err(format!(
+                    "a Put response counts {} buffers, not {parts}",
+                    c.count()
+                ));
+            }
+            return Ok(());
+        }
+        (None, Answer::Single) => {
+            let v = incoming
+                .decode::<pb::Value<'static>>()
+                .map_err(|e| format!("a Value response: {e}"))?;
+            value(v.value());
+        }
+        (None, Answer::Many) => {
+            let v = incoming
+                .decode::<pb::Values<'static>>()
+                .map_err(|e| format!("a Values response: {e}"))?;
+            for x in v.values().iter() {
+                value(x);
+            }
+        }
+        (Some(codec), _) => {
+            let input = crate::systems::Input {
+                bytes: incoming.bytes().ok_or("a peer's response without bytes")?,
+                shared: incoming.shared(),
+            };
+            codec
+                .read_response(input, &mut value)
+                .map_err(|e| format!("a peer's response: {e}"))?;
+            if let Answer::Put(_) = answer {
+                return Ok(());
+            }
+        }
+    }
+    if let Some(b) = bad {
+        return Err(b);
+    }
+    if at != expect.len() {
+        return Err(format!("a response with {at} values, expected {}", expect.len()));
+    }
+    Ok(())
+}

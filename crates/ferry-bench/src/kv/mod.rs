@@ -1,0 +1,537 @@
+//! `ferry bench kv`: the Cornflakes evaluation (sections 6.1 and 6.2.1). One store
+//! ([`ferry_kv::Store`]), served by one pinned `ferry-rpc` server loop, with Ferry's hybrid
+//! serialization, Ferry copy-only and zero-copy-only (the threshold at infinity and at 0),
+//! and the peers' serializations over the same loop, transport and store ([`peers`]: prost,
+//! FlatBuffers, Cap'n Proto, each with its best API, section 6.1.3), driven by the open-loop
+//! load generator (`loadgen.rs`) with a workload ([`workload`]: Google, Twitter, CDN, YCSB).
+//!
+//! For every transport and system it sweeps the offered load upward (Poisson arrivals) until
+//! the achieved load falls below 95 % of the offered, and reports the throughput-versus-p99
+//! curve, the highest achieved load, and the server's CPU per request (its loop thread's CPU
+//! time over the window divided by the requests it served: on a two-core machine the client
+//! saturates first, and CPU per request is the figure that stays meaningful).
+//!
+//! What this machine cannot show: the paper's NICs. TCP over loopback copies on delivery and
+//! costs a system call per batch on each side; shared memory is the only path here where a
+//! referenced value is never copied. See `docs/benchmarks/kv.md`.
+
+pub mod calibrate;
+mod loadgen;
+pub mod peers;
+mod report;
+mod server;
+pub mod workload;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferry_buf::{Pool, PoolConfig};
+use ferry_kv::{Store, StoreConfig};
+use ferry_rpc::Addr;
+
+use crate::BoxError;
+use crate::harness::cli::Common;
+use crate::harness::progress::Progress;
+use crate::harness::{self, report as results};
+
+pub use report::Summary;
+
+use loadgen::{Point, RunSpec};
+use server::KvBenchServer;
+use workload::{Workload, WorkloadSpec};
+
+/// Options of `ferry bench kv`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    common: Common,
+    #[command(flatten)]
+    workload: WorkloadSpec,
+    /// Systems, comma-separated: ferry (hybrid), ferry-copy, ferry-zc (threshold 0), prost,
+    /// flatbuffers, capnp, or all (default: all).
+    #[arg(long, value_delimiter = ',')]
+    system: Vec<SystemArg>,
+    /// Transports, comma-separated (default: tcp,shm).
+    #[arg(long, value_delimiter = ',')]
+    transport: Vec<Transport>,
+    /// First offered load of each sweep, requests/s.
+    #[arg(long, default_value_t = 20_000.0)]
+    start_rate: f64,
+    /// Each step of a sweep offers this many times the last.
+    #[arg(long, default_value_t = 1.4)]
+    step: f64,
+    /// Most points per sweep (a sweep also ends at its first point under 95 % of offered).
+    #[arg(long, default_value_t = 14)]
+    max_points: usize,
+    /// Client sessions (connections) per run.
+    #[arg(long, default_value_t = 8)]
+    sessions: usize,
+    /// How long the server loop busy-polls before it sleeps, in µs (default: always, as
+    /// Cornflakes' servers do; its work per request is measured apart from its polling either
+    /// way; with 0 it sleeps whenever idle and its CPU time includes every wake-up).
+    #[arg(long)]
+    server_spin_us: Option<u64>,
+    /// CPU of the client thread.
+    #[arg(long, default_value_t = 0)]
+    client_cpu: usize,
+    /// CPU of the server loop.
+    #[arg(long, default_value_t = 1)]
+    server_cpu: usize,
+    /// Seed of the workload and the arrivals.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+/// A serialization served by the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum System {
+    /// Ferry, the measured threshold.
+    Ferry,
+    /// Ferry with the threshold at infinity: every value copied.
+    FerryCopy,
+    /// Ferry with the threshold at 0: every value referenced.
+    FerryZc,
+    /// prost.
+    Prost,
+    /// FlatBuffers.
+    Flatbuffers,
+    /// Cap'n Proto.
+    Capnp,
+}
+
+/// `--system` values.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemArg {
+    /// Ferry hybrid.
+    Ferry,
+    /// Ferry, copy only.
+    FerryCopy,
+    /// Ferry, zero-copy only.
+    FerryZc,
+    /// prost.
+    Prost,
+    /// FlatBuffers.
+    Flatbuffers,
+    /// Cap'n Proto.
+    Capnp,
+    /// Every system.
+    All,
+}
+
+impl System {
+    /// Every system, Ferry's first.
+    pub const ALL: [System; 6] = [
+        System::Ferry,
+        System::FerryCopy,
+        System::FerryZc,
+        System::Prost,
+        System::Flatbuffers,
+        System::Capnp,
+    ];
+
+    /// Its name in tables and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Ferry => "ferry",
+            System::FerryCopy => "ferry-copy",
+            System::FerryZc => "ferry-zc",
+            System::Prost => "prost",
+            System::Flatbuffers => "flatbuffers",
+            System::Capnp => "capnp",
+        }
+    }
+
+    /// The peer codec's name ([`peers::codec`]), for the peers.
+    fn codec_name(self) -> Option<&'static str> {
+        match self {
+            System::Prost => Some("prost"),
+            System::Flatbuffers => Some("flatbuf"),
+            System::Capnp => Some("capnp"),
+            _ => None,
+        }
+    }
+
+    /// Whether it is one of the peers.
+    pub fn is_peer(self) -> bool {
+        self.codec_name().is_some()
+    }
+
+    /// The zero-copy threshold its server runs with (`None`: the measured ones).
+    fn threshold(self) -> Option<usize> {
+        match self {
+            System::FerryCopy => Some(usize::MAX),
+            System::FerryZc => Some(0),
+            _ => None,
+        }
+    }
+}
+
+/// What carries the requests.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// TCP loopback.
+    Tcp,
+    /// Shared memory.
+    Shm,
+}
+
+impl Transport {
+    /// `"tcp"` or `"shm"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Shm => "shm",
+        }
+    }
+
+    fn addr(self, server: &KvBenchServer) -> &Addr {
+        &server.addrs[match self {
+            Transport::Tcp => 0,
+            Transport::Shm => 1,
+        }]
+    }
+}
+
+/// How to sweep and where to run, shared by `ferry bench kv`, `ferry calibrate` and the demo.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// First offered load, requests/s.
+    pub start_rate: f64,
+    /// Factor between offered loads.
+    pub step: f64,
+    /// Most points.
+    pub max_points: usize,
+    /// Client sessions.
+    pub sessions: usize,
+    /// Warm-up and measured window of each point.
+    pub warmup: Duration,
+    /// The measured window of each point.
+    pub window: Duration,
+    /// Server loop busy-polling before sleeping.
+    pub server_spin: Duration,
+    /// CPU of the client thread.
+    pub client_cpu: usize,
+    /// CPU of the server loop.
+    pub server_cpu: usize,
+    /// Seed of the arrivals.
+    pub seed: u64,
+}
+
+/// One measured point of a sweep.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Which system.
+    pub system: System,
+    /// Over which transport.
+    pub transport: Transport,
+    /// Offered requests/s.
+    pub offered: f64,
+    /// Achieved requests/s.
+    pub achieved: f64,
+    /// Latency percentiles from the scheduled send, µs: p50, p99, p99.9.
+    pub p50_us: f64,
+    /// p99, µs.
+    pub p99_us: f64,
+    /// p99.9, µs.
+    pub p999_us: f64,
+    /// Server loop work per request, ns: its busy time (reading, handling, sending; not
+    /// polling or sleeping) over the requests it served.
+    pub server_ns: f64,
+    /// Server loop thread CPU time per request, ns (equal to wall time per request when the
+    /// loop busy-polls).
+    pub server_cpu_ns: f64,
+    /// Client thread CPU per request, ns.
+    pub client_ns: f64,
+    /// Whether achieved was within 95 % of offered.
+    pub counts: bool,
+}
+
+impl Measured {
+    fn from_point(system: System, transport: Transport, p: &Point) -> Measured {
+        let q = |q: f64| p.latency.quantile(q).unwrap_or(0) as f64 / 1000.0;
+        Measured {
+            system,
+            transport,
+            offered: p.offered,
+            achieved: p.achieved,
+            p50_us: q(0.5),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            server_ns: p.server_busy_per_request(),
+            server_cpu_ns: p.server_cpu_per_request(),
+            client_ns: p.client_cpu.as_nanos() as f64 / p.server_requests.max(1) as f64,
+            counts: p.counts(),
+        }
+    }
+}
+
+/// A store with `workload`'s key space loaded, in a shared pool sized for it.
+pub fn load_store(workload: &dyn Workload) -> Result<Arc<Store>, BoxError> {
+    let objects = workload.objects();
+    let footprint: usize = objects
+        .iter()
+        .flat_map(|o| o.parts.iter())
+        .map(|&len| (len as usize).max(ferry_buf::MIN_CLASS).next_power_of_two())
+        .sum();
+    let region = 8usize << 20;
+    // Room for the values, growth by puts, and the transports' buffers.
+    let max_bytes = (footprint + footprint / 4 + (512 << 20)).div_ceil(region) * region;
+    let pool = Pool::new(PoolConfig {
+        shared: true,
+        region_size: region,
+        max_bytes,
+        ..PoolConfig::default()
+    })?;
+    let store = Arc::new(Store::new(
+        pool,
+        StoreConfig {
+            max_bytes: footprint + footprint / 4 + (64 << 20),
+            ..StoreConfig::default()
+        },
+    ));
+    ferry_kv::load::load(
+        &store,
+        objects.iter().map(|o| (o.key.as_slice(), o.parts.as_slice())),
+    )?;
+    Ok(store)
+}
+
+/// Sweeps the offered load for each transport and system against `store`; `make` builds a
+/// fresh workload (same seed, same key space) for every run. Calls `each` after every point.
+pub fn sweep(
+    store: &Arc<Store>,
+    make: &dyn Fn() -> Result<Box<dyn Workload>, BoxError>,
+    systems: &[System],
+    transports: &[Transport],
+    sweep: &Sweep,
+    mut each: impl FnMut(&Measured),
+) -> Result<Vec<Measured>, BoxError> {
+    let dir = std::env::temp_dir();
+    let mut out = Vec::new();
+    for &transport in transports {
+        for &system in systems {
+            let server = KvBenchServer::start(
+                store,
+                sweep.server_cpu,
+                system.threshold(),
+                sweep.server_spin,
+                &dir,
+            )?;
+            let result = sweep_one(make, system, transport, &server, sweep, &mut each, &mut out);
+            server.stop();
+            result?;
+        }
+    }
+    Ok(out)
+}
+
+fn sweep_one(
+    make: &dyn Fn() -> Result<Box<dyn Workload>, BoxError>,
+    system: System,
+    transport: Transport,
+    server: &KvBenchServer,
+    sweep: &Sweep,
+    each: &mut impl FnMut(&Measured),
+    out: &mut Vec<Measured>,
+) -> Result<(), BoxError> {
+    harness::pin_current_thread(sweep.client_cpu)?;
+    let mut rate = sweep.start_rate;
+    for i in 0..sweep.max_points {
+        let spec = RunSpec {
+            rate,
+            sessions: sweep.sessions,
+            warmup: sweep.warmup,
+            window: sweep.window,
+            seed: sweep.seed.wrapping_add(i as u64),
+        };
+        let point =
+            loadgen::run(make()?, system, transport.addr(server), &server.readings, &spec).map_err(|e| {
+                format!(
+                    "{} over {} at {rate:.0} req/s: {e}",
+                    system.name(),
+                    transport.name()
+                )
+            })?;
+        let m = Measured::from_point(system, transport, &point);
+        each(&m);
+        let counts = m.counts;
+        out.push(m);
+        if !counts {
+            break;
+        }
+        rate *= sweep.step;
+    }
+    Ok(())
+}
+
+/// The systems `--system` names.
+fn systems_of(args: &[SystemArg]) -> Vec<System> {
+    if args.is_empty() || args.contains(&SystemArg::All) {
+        return System::ALL.to_vec();
+    }
+    let mut out = Vec::new();
+    for a in args {
+        let s = match a {
+            SystemArg::Ferry => System::Ferry,
+            SystemArg::FerryCopy => System::FerryCopy,
+            SystemArg::FerryZc => System::FerryZc,
+            SystemArg::Prost => System::Prost,
+            SystemArg::Flatbuffers => System::Flatbuffers,
+            SystemArg::Capnp => System::Capnp,
+            SystemArg::All => continue,
+        };
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// `ferry bench kv`.
+pub fn run(args: &Args) -> Result<(), BoxError> {
+    let started = Instant::now();
+    let systems = systems_of(&args.system);
+    let transports = if args.transport.is_empty() {
+        vec![Transport::Tcp, Transport::Shm]
+    } else {
+        args.transport.clone()
+    };
+    let seed = args.seed;
+    let spec = args.workload.clone();
+    let make = move || workload::build(&spec, seed).map_err(BoxError::from);
+    if let Some(from) = &args.common.from {
+        let summary = Summary::load(from)?;
+        summary.print();
+        if let Some(plot) = &args.common.plot {
+            summary.plot(plot)?;
+        }
+        return Ok(());
+    }
+    let (warmup, window) = if args.common.quick {
+        (Duration::from_millis(100), Duration::from_millis(300))
+    } else {
+        let ms = args.common.duration_ms.unwrap_or(1000);
+        (Duration::from_millis(ms / 5), Duration::from_millis(ms))
+    };
+    let sweep_settings = Sweep {
+        start_rate: args.start_rate,
+        step: args.step,
+        max_points: if args.common.quick {
+            args.max_points.min(4)
+        } else {
+            args.max_points
+        },
+        sessions: args.sessions,
+        warmup,
+        window,
+        server_spin: args.server_spin_us.map_or(Duration::MAX, Duration::from_micros),
+        client_cpu: args.client_cpu,
+        server_cpu: args.server_cpu.min(harness::cpus().saturating_sub(1)),
+        seed,
+    };
+    let first = make()?;
+    let name = first.name();
+    eprintln!("loading {} keys of {name}", first.objects().len());
+    let store = load_store(first.as_ref())?;
+    let progress = Progress::new(
+        (systems.len() * transports.len() * sweep_settings.max_points) as u64,
+        "kv",
+    );
+    let points = sweep(&store, &make, &systems, &transports, &sweep_settings, |m| {
+        progress.start(format!(
+            "{} {} {:.0}/s",
+            m.transport.name(),
+            m.system.name(),
+            m.offered
+        ));
+        progress.done();
+    })?;
+    progress.finish();
+    let copies = report::copies(make()?, &systems);
+    let summary = Summary {
+        workload: name,
+        points,
+        copies,
+    };
+    summary.print();
+    let json = args.common.json_path()?;
+    results::save(
+        json,
+        "kv",
+        summary.settings_json(&sweep_settings, store.len()),
+        &summary.records(),
+        serde_json::Value::Null,
+        started.elapsed(),
+    )?;
+    if let Some(plot) = &args.common.plot {
+        summary.plot(plot)?;
+        println!("plot in {}", plot.display());
+    }
+    Ok(())
+}
+
+/// `ferry demo`: the store on a built-in data set (the synthetic Twitter cluster-4 trace,
+/// `workloads.md`), served over TCP and shared memory, driven by the open-loop load generator
+/// for Ferry and for prost (the strongest peer on this workload) for about half a minute; prints
+/// the table and writes the plot to `plot`.
+///
+/// `quick`: two points of 0.2 s per sweep from 1,000 requests/s, on a smaller store (for
+/// tests).
+pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
+    let spec = WorkloadSpec {
+        keys: Some(if quick { DEMO_KEYS / 10 } else { DEMO_KEYS }),
+        ..WorkloadSpec::new(workload::Kind::Twitter)
+    };
+    let make = move || workload::build(&spec, 7).map_err(BoxError::from);
+    let first = make()?;
+    println!(
+        "Ferry demo: a key-value store of {} keys ({}), served by one ferry-rpc loop on CPU 1;\n\
+         an open-loop client on CPU 0 offers Poisson load, checks every response, and raises the\n\
+         rate until the server falls behind. Ferry (hybrid zero-copy) against prost, over TCP\n\
+         loopback and shared memory.\n",
+        first.objects().len(),
+        first.name()
+    );
+    let store = load_store(first.as_ref())?;
+    let systems = [System::Ferry, System::Prost];
+    let transports = [Transport::Tcp, Transport::Shm];
+    let settings = Sweep {
+        start_rate: if quick { 1_000.0 } else { 50_000.0 },
+        step: 1.5,
+        max_points: if quick { 2 } else { 8 },
+        sessions: 8,
+        warmup: Duration::from_millis(if quick { 50 } else { 200 }),
+        window: Duration::from_millis(if quick { 200 } else { 800 }),
+        server_spin: Duration::MAX,
+        client_cpu: 0,
+        server_cpu: 1.min(harness::cpus().saturating_sub(1)),
+        seed: 7,
+    };
+    let progress = Progress::new(
+        (systems.len() * transports.len() * settings.max_points) as u64,
+        "demo",
+    );
+    let points = sweep(&store, &make, &systems, &transports, &settings, |m| {
+        progress.start(format!(
+            "{} {} {:.0}/s",
+            m.transport.name(),
+            m.system.name(),
+            m.offered
+        ));
+        progress.done();
+    })?;
+    progress.finish();
+    let summary = Summary {
+        workload: first.name(),
+        copies: report::copies(make()?, &systems),
+        points,
+    };
+    summary.print();
+    summary.plot(plot)?;
+    println!("\nplot: {}", plot.display());
+    Ok(())
+}
+
+/// Keys of the demo's store.
+const DEMO_KEYS: u32 = 50_000;

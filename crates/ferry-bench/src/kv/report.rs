@@ -1,0 +1,321 @@
+//! The results of `ferry bench kv` (and the demo): the table per transport, the comparison
+//! with the best peer, the JSON records, and the plot (p99 against achieved load).
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::workload::{Op, Workload};
+use super::{Measured, Sweep, System, Transport};
+use crate::BoxError;
+use crate::harness::{report as results, round};
+use crate::plot::{self, Panel, Series, XAxis};
+
+/// Requests sampled to work out the bytes each system copies per response.
+const COPY_SAMPLE: usize = 20_000;
+
+/// A run's results.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// The workload's name.
+    pub workload: String,
+    /// Every point of every sweep.
+    pub points: Vec<Measured>,
+    /// Value bytes each system copies in user space per response, by transport.
+    pub copies: Vec<(System, Transport, f64)>,
+}
+
+/// Value bytes a system copies in user space to answer with values of `sizes`, at the
+/// thresholds of `transport`: what each serialization path does by construction (see
+/// `peers/` and `ferry_kv::KvService`). Ferry copies a value below the threshold into the
+/// header segment and references the rest; prost encodes each value once into the pool
+/// buffer it sends; FlatBuffers copies each into its builder and the finished buffer once
+/// more into the pool buffer; Cap'n Proto copies each into its segments and the segments
+/// into the pool buffer. Over shared memory, the peers' serialized responses (raw payloads)
+/// are copied once more into the transport's block; Ferry's messages are not.
+fn copied(system: System, transport: Transport, sizes: &[u32]) -> u64 {
+    let thresholds = ferry_rpc::Thresholds::load();
+    let threshold = match transport {
+        Transport::Tcp => thresholds.tcp,
+        Transport::Shm => thresholds.shm,
+    };
+    let sum = |f: &dyn Fn(u32) -> bool| {
+        sizes
+            .iter()
+            .filter(|&&s| f(s))
+            .map(|&s| u64::from(s))
+            .sum::<u64>()
+    };
+    match system {
+        System::Ferry => sum(&|s| (s as usize) < threshold),
+        System::FerryCopy => sum(&|_| true),
+        System::FerryZc => 0,
+        // Over shared memory a raw payload's gather parts are copied into the block once more.
+        System::Prost | System::Flatbuffers | System::Capnp => {
+            let library = if system == System::Prost { 1 } else { 2 };
+            let transport = u64::from(transport == Transport::Shm);
+            (library + transport) * sum(&|_| true)
+        }
+    }
+}
+
+/// The mean value bytes copied per response, per system and transport, over a sample of
+/// `workload`'s requests.
+pub(super) fn copies(mut workload: Box<dyn Workload>, systems: &[System]) -> Vec<(System, Transport, f64)> {
+    let mut sizes_of = Vec::with_capacity(COPY_SAMPLE);
+    for _ in 0..COPY_SAMPLE {
+        let op = workload.next_op();
+        let objects = workload.objects();
+        let sizes: Vec<u32> = match op {
+            Op::Get(k) => vec![objects[k as usize].parts[0]],
+            Op::GetList(k) => objects[k as usize].parts.clone(),
+            Op::GetM(ks) => ks.iter().map(|&k| objects[k as usize].parts[0]).collect(),
+            Op::Put(_) => Vec::new(),
+        };
+        sizes_of.push(sizes);
+    }
+    let mut out = Vec::new();
+    for &t in &[Transport::Tcp, Transport::Shm] {
+        for &s in systems {
+            let total: u64 = sizes_of.iter().map(|sz| copied(s, t, sz)).sum();
+            out.push((s, t, total as f64 / COPY_SAMPLE as f64));
+        }
+    }
+    out
+}
+
+impl Summary {
+    /// The highest achieved load among the points that count (achieved within 95 % of
+    /// offered), and that point.
+    pub fn best(&self, system: System, transport: Transport) -> Option<&Measured> {
+        self.points
+            .iter()
+            .filter(|m| m.system == system && m.transport == transport && m.counts)
+            .max_by(|a, b| a.achieved.total_cmp(&b.achieved))
+    }
+
+    /// The point of `system` at the highest offered load every compared system sustained,
+    /// for a CPU-per-request comparison at equal load.
+    pub(super) fn at_common_load(
+        &self,
+        system: System,
+        transport: Transport,
+        systems: &[System],
+    ) -> Option<&Measured> {
+        let common = systems
+            .iter()
+            .filter_map(|&s| self.best(s, transport).map(|m| m.offered))
+            .fold(f64::INFINITY, f64::min);
+        self.points
+            .iter()
+            .filter(|m| m.system == system && m.transport == transport && m.counts && m.offered <= common)
+            .max_by(|a, b| a.offered.total_cmp(&b.offered))
+    }
+
+    fn copies_of(&self, system: System, transport: Transport) -> Option<f64> {
+        self.copies
+            .iter()
+            .find(|(s, t, _)| *s == system && *t == transport)
+            .map(|c| c.2)
+    }
+
+    fn systems(&self) -> Vec<System> {
+        System::ALL
+            .into_iter()
+            .filter(|s| self.points.iter().any(|m| m.system == *s))
+            .collect()
+    }
+
+    fn transports(&self) -> Vec<Transport> {
+        [Transport::Tcp, Transport::Shm]
+            .into_iter()
+            .filter(|t| self.points.iter().any(|m| m.transport == *t))
+            .collect()
+    }
+
+    /// Prints the table per transport and the comparisons with the best peer.
+    pub fn print(&self) {
+        let systems = self.systems();
+        for t in self.transports() {
+            println!("\n{} over {}", self.workload, t.name());
+            println!(
+                "{:<12} {:>12} {:>9} {:>9} {:>12} {:>12} {:>14}",
+                "system", "max req/s", "p50 µs", "p99 µs", "srv ns/req", "@ req/s", "copied B/resp"
+            );
+            for &s in &systems {
+                let best = self.best(s, t);
+                let common = self.at_common_load(s, t, &systems);
+                let f = |v: Option<f64>, d: usize| v.map_or("-".to_owned(), |v| format!("{v:.d$}"));
+                println!(
+                    "{:<12} {:>12} {:>9} {:>9} {:>12} {:>12} {:>14}",
+                    s.name(),
+                    f(best.map(|m| m.achieved), 0),
+                    f(best.map(|m| m.p50_us), 1),
+                    f(best.map(|m| m.p99_us), 1),
+                    f(common.map(|m| m.server_ns), 0),
+                    f(common.map(|m| m.offered), 0),
+                    f(self.copies_of(s, t), 0),
+                );
+            }
+            if let Some((peer, ratio, cpu)) = self.versus_best_peer(t) {
+                println!(
+                    "ferry / best peer ({}): {ratio:.2}x the highest load, {cpu:.2}x the server CPU per request at equal load",
+                    peer.name()
+                );
+            }
+        }
+        println!(
+            "\nmax req/s: the highest achieved load within 95 % of offered; p50/p99 at that load, from each\n\
+             request's scheduled send time. srv ns/req: the server loop's work per request (its time in\n\
+             turns that did work: reading, handling, sending; not polling) at the highest load every\n\
+             system sustained (@ req/s). copied B/resp: value bytes copied in user\n\
+             space per response by each system's path (loopback TCP copies again in the kernel)."
+        );
+    }
+
+    /// The best peer on `transport` (highest load) and Ferry's ratios to it: highest load,
+    /// and server CPU per request at equal load.
+    pub fn versus_best_peer(&self, transport: Transport) -> Option<(System, f64, f64)> {
+        let systems = self.systems();
+        let ferry = self.best(System::Ferry, transport)?;
+        let peer = systems
+            .iter()
+            .filter(|s| s.is_peer())
+            .filter_map(|&s| self.best(s, transport).map(|m| (s, m.achieved)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))?
+            .0;
+        let pair = [System::Ferry, peer];
+        let cpu = match (
+            self.at_common_load(System::Ferry, transport, &pair),
+            self.at_common_load(peer, transport, &pair),
+        ) {
+            (Some(f), Some(p)) => f.server_ns / p.server_ns,
+            _ => f64::NAN,
+        };
+        Some((peer, ferry.achieved / self.best(peer, transport)?.achieved, cpu))
+    }
+
+    /// One JSON record per point.
+    pub fn records(&self) -> Vec<Value> {
+        self.points
+            .iter()
+            .map(|m| {
+                json!({
+                    "workload": self.workload,
+                    "transport": m.transport.name(),
+                    "system": m.system.name(),
+                    "offered": round(m.offered, 0),
+                    "achieved": round(m.achieved, 0),
+                    "p50_us": round(m.p50_us, 2),
+                    "p99_us": round(m.p99_us, 2),
+                    "p999_us": round(m.p999_us, 2),
+                    "server_ns_per_request": round(m.server_ns, 1),
+                    "server_cpu_ns_per_request": round(m.server_cpu_ns, 1),
+                    "client_ns_per_request": round(m.client_ns, 1),
+                    "counts": m.counts,
+                    "copied_bytes_per_response": self.copies_of(m.system, m.transport).map(|c| round(c, 1)),
+                })
+            })
+            .collect()
+    }
+
+    /// The settings block of the results file.
+    pub(super) fn settings_json(&self, sweep: &Sweep, keys: usize) -> Value {
+        json!({
+            "workload": self.workload,
+            "keys": keys,
+            "start_rate": sweep.start_rate,
+            "step": sweep.step,
+            "max_points": sweep.max_points,
+            "sessions": sweep.sessions,
+            "warmup_ms": sweep.warmup.as_millis() as u64,
+            "window_ms": sweep.window.as_millis() as u64,
+            "server_spin_us": u64::try_from(sweep.server_spin.as_micros()).unwrap_or(u64::MAX),
+            "client_cpu": sweep.client_cpu,
+            "server_cpu": sweep.server_cpu,
+            "thresholds": {
+                "tcp": ferry_rpc::Thresholds::load().tcp,
+                "shm": ferry_rpc::Thresholds::load().shm,
+            },
+        })
+    }
+
+    /// Reads a results file written by [`records`](Self::records).
+    pub fn load(from: &Path) -> Result<Summary, BoxError> {
+        let mut workload = String::new();
+        let mut copies = Vec::new();
+        let points = results::load(from, |r| {
+            let (system, transport) = (r["system"].as_str()?, r["transport"].as_str()?);
+            let system = System::ALL.into_iter().find(|s| s.name() == system)?;
+            let transport = [Transport::Tcp, Transport::Shm]
+                .into_iter()
+                .find(|t| t.name() == transport)?;
+            Some((
+                r["workload"].as_str()?.to_owned(),
+                r["copied_bytes_per_response"].as_f64(),
+                Measured {
+                    system,
+                    transport,
+                    offered: r["offered"].as_f64()?,
+                    achieved: r["achieved"].as_f64()?,
+                    p50_us: r["p50_us"].as_f64()?,
+                    p99_us: r["p99_us"].as_f64()?,
+                    p999_us: r["p999_us"].as_f64()?,
+                    server_ns: r["server_ns_per_request"].as_f64()?,
+                    server_cpu_ns: r["server_cpu_ns_per_request"].as_f64()?,
+                    client_ns: r["client_ns_per_request"].as_f64()?,
+                    counts: r["counts"].as_bool()?,
+                },
+            ))
+        })?
+        .into_iter()
+        .map(|(w, c, m)| {
+            workload = w;
+            if let Some(c) = c
+                && !copies.iter().any(|&(s, t, _)| s == m.system && t == m.transport)
+            {
+                copies.push((m.system, m.transport, c));
+            }
+            m
+        })
+        .collect();
+        Ok(Summary {
+            workload,
+            points,
+            copies,
+        })
+    }
+
+    /// Draws p99 latency against achieved load, one panel per transport, one line per system.
+    pub fn plot(&self, path: &Path) -> Result<(), BoxError> {
+        let panels: Vec<Panel> = self
+            .transports()
+            .into_iter()
+            .map(|t| Panel {
+                title: format!("{} over {}", self.workload, t.name()),
+                x_label: "achieved requests/s".to_owned(),
+                x_axis: XAxis::Count,
+                y_label: "p99 latency (µs)".to_owned(),
+                series: self
+                    .systems()
+                    .into_iter()
+                    .map(|s| Series {
+                        name: s.name().to_owned(),
+                        points: self
+                            .points
+                            .iter()
+                            .filter(|m| m.system == s && m.transport == t)
+                            .map(|m| (m.achieved, m.p99_us))
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        plot::log_log_svg(
+            path,
+            &format!("ferry bench kv: p99 against throughput ({})", self.workload),
+            2,
+            &panels,
+        )
+    }
+}
