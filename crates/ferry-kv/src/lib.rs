@@ -36,7 +36,7 @@ mod service;
 mod store;
 
 pub use service::KvService;
-pub use store::{Store, StoreConfig, StoreError, Value};
+pub use store::{Store, StoreConfig, StoreError, Value, footprint_of};
 
 /// The code `ferry-build` generated from `proto/ferry/kv.proto` (package `ferry.kv`): the
 /// messages, the `Kv` server traits and wrappers, and the `KvClient` stub.

@@ -62,21 +62,15 @@ pub fn load<'k>(
 
 /// A value of parts of `sizes`, filled for `key`, built in the store's pool.
 pub fn filled(store: &Store, key: &[u8], sizes: &[u32]) -> Result<Value, StoreError> {
+    store.check_key(key)?;
+    store.check_parts(sizes.len())?;
+    for &len in sizes {
+        store.check_value(len as usize)?;
+    }
     let mut parts = Vec::with_capacity(sizes.len());
     for (p, &len) in sizes.iter().enumerate() {
         let len = len as usize;
-        if len > store.config().max_value_len {
-            return Err(StoreError::TooLarge {
-                what: "value length",
-                len,
-                limit: store.config().max_value_len,
-            });
-        }
-        let mut buf = store.pool().alloc(len).map_err(|_| StoreError::Full {
-            used: store.used_bytes(),
-            limit: store.config().max_bytes,
-            wanted: len,
-        })?;
+        let mut buf = store.pool().alloc(len).map_err(|e| store.pool_full(e, len))?;
         fill::fill(key, p as u32, &mut buf.capacity_mut()[..len]);
         buf.set_len(len);
         parts.push(buf.freeze());

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use ferry::rpc::{Call, Code, Status};
 use ferry::wire::{BytesList, DecodeError};
 
+use crate::Store;
 use crate::proto::ferry::kv::{
     AppendView, Count, KeyView, KeysView, Kv, ListIndexView, PutView, Value, Values,
 };
-use crate::{Store, StoreError};
 
 /// The store as a service: serve `KvServer::new(KvService::new(store))`.
 #[derive(Debug, Clone)]
@@ -63,16 +63,8 @@ impl Kv for KvService {
 
     fn put<'a>(&self, call: &Call<'a>, request: PutView<'a>) -> Result<Count<'a>, Status> {
         let key = request.key().map_err(bad)?;
-        let values = request.values();
-        if values.len() > self.store.config().max_parts {
-            return Err(StoreError::TooLarge {
-                what: "buffers in a value",
-                len: values.len(),
-                limit: self.store.config().max_parts,
-            }
-            .into());
-        }
-        let parts: Vec<&[u8]> = values.iter().collect();
+        // Bounded by the validated request's size; the store checks the count.
+        let parts: Vec<&[u8]> = request.values().iter().collect();
         self.store.put(key.as_bytes(), &parts)?;
         Ok(count(call.ctx(), parts.len()))
     }
@@ -81,16 +73,25 @@ impl Kv for KvService {
         let keys = keys(&self.store, request.keys())?;
         let mut out = Values::new(call.ctx());
         out.init_values(keys.len());
+        let mut total = 0;
         for key in keys {
-            out.append_values(self.store.get(key)?);
+            let value = self.store.get(key)?;
+            total += value.len();
+            out.append_values(value);
         }
+        self.store.check_response(total)?;
         Ok(out)
     }
 
     fn get_list<'a>(&self, call: &Call<'a>, request: KeyView<'a>) -> Result<Values<'a>, Status> {
         let key = request.key().map_err(bad)?;
         let mut out = Values::new(call.ctx());
-        self.store.get_list(key, |b| out.append_values(b.clone()))?;
+        let mut total = 0;
+        self.store.get_list(key, |b| {
+            total += b.len();
+            out.append_values(b.clone());
+        })?;
+        self.store.check_response(total)?;
         Ok(out)
     }
 

@@ -7,7 +7,9 @@ use std::sync::{PoisonError, RwLock};
 use ferry::rpc::{Code, ConnConfig, Status};
 use ferry_buf::{Pool, PoolError, SharedBuf};
 
-/// Limits of a store. Every one is checked before any memory is taken.
+/// Limits of a store. Every one is checked before any memory is taken. An overwrite needs room
+/// for the new value before the old one is released (a response in flight may still hold the
+/// old one), so a store at its limit cannot rewrite a value in place.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     /// Bytes of pool memory the values may hold together (each buffer counts its pool size
@@ -75,6 +77,14 @@ pub enum StoreError {
         /// The limit.
         limit: usize,
     },
+    /// The values a request asks for add up to more than one response may carry.
+    #[error("the response would carry {len} bytes of values, over the limit of {limit}")]
+    ResponseTooLarge {
+        /// Bytes of the values asked for.
+        len: usize,
+        /// The limit ([`StoreConfig::max_value_len`]: a response must fit a frame).
+        limit: usize,
+    },
     /// The memory limit (or the pool) is full.
     #[error("out of memory: {used} of {limit} bytes in use, {wanted} more needed")]
     Full {
@@ -95,7 +105,7 @@ impl StoreError {
             StoreError::NotFound(_) => Code::NotFound,
             StoreError::NotSingle { .. } | StoreError::Index { .. } => Code::FailedPrecondition,
             StoreError::TooLarge { .. } => Code::InvalidArgument,
-            StoreError::Full { .. } => Code::ResourceExhausted,
+            StoreError::Full { .. } | StoreError::ResponseTooLarge { .. } => Code::ResourceExhausted,
         };
         Status::new(code, self.to_string())
     }
@@ -135,15 +145,6 @@ impl Value {
         self.len() == 0
     }
 
-    /// The buffers, in order.
-    pub fn parts(&self) -> Box<dyn Iterator<Item = &SharedBuf> + '_> {
-        match self {
-            Value::Single(b) => Box::new(std::iter::once(b)),
-            Value::Vector(v) => Box::new(v.iter()),
-            Value::List(l) => Box::new(l.iter()),
-        }
-    }
-
     /// Calls `f` with each buffer, in order (no allocation, unlike [`parts`](Self::parts)).
     pub fn for_each(&self, mut f: impl FnMut(&SharedBuf)) {
         match self {
@@ -165,13 +166,14 @@ impl Value {
     /// The pool memory it takes: the size class of every buffer.
     fn footprint(&self) -> usize {
         let mut n = 0;
-        self.for_each(|b| n += class_of(b.len()));
+        self.for_each(|b| n += footprint_of(b.len()));
         n
     }
 }
 
-/// The pool size class a buffer of `len` bytes takes (the pool's smallest class is 64 B).
-fn class_of(len: usize) -> usize {
+/// The pool memory a buffer of `len` bytes takes: its size class (the pool's smallest class is
+/// 64 B, the others powers of two).
+pub fn footprint_of(len: usize) -> usize {
     len.max(ferry_buf::MIN_CLASS).next_power_of_two()
 }
 
@@ -304,7 +306,7 @@ impl Store {
         let mut footprint = 0;
         for p in parts {
             self.check_value(p.len())?;
-            footprint += class_of(p.len());
+            footprint += footprint_of(p.len());
         }
         self.reserve(footprint)?;
         for p in parts {
@@ -356,7 +358,13 @@ impl Store {
     pub fn append(&self, key: &[u8], value: &[u8]) -> Result<usize, StoreError> {
         self.check_key(key)?;
         self.check_value(value.len())?;
-        let footprint = class_of(value.len());
+        // Checked again under the write lock; this look first spares a full list's allocation.
+        if let Some(len) = self.with(key, |v| v.map(Value::len))
+            && len >= self.config.max_parts
+        {
+            return Err(self.too_large("buffers in a value", len + 1, self.config.max_parts));
+        }
+        let footprint = footprint_of(value.len());
         self.reserve(footprint)?;
         let buf = self.pool.copy_from(value).map_err(|e| {
             self.release(footprint);
@@ -397,6 +405,17 @@ impl Store {
         }
     }
 
+    /// Checks that values of `len` bytes in all fit one response.
+    pub fn check_response(&self, len: usize) -> Result<(), StoreError> {
+        if len > self.config.max_value_len {
+            return Err(StoreError::ResponseTooLarge {
+                len,
+                limit: self.config.max_value_len,
+            });
+        }
+        Ok(())
+    }
+
     /// Checks the number of keys of one request.
     pub fn check_keys(&self, n: usize) -> Result<(), StoreError> {
         if n > self.config.max_keys {
@@ -405,21 +424,21 @@ impl Store {
         Ok(())
     }
 
-    fn check_key(&self, key: &[u8]) -> Result<(), StoreError> {
+    pub(crate) fn check_key(&self, key: &[u8]) -> Result<(), StoreError> {
         if key.len() > self.config.max_key_len {
             return Err(self.too_large("key length", key.len(), self.config.max_key_len));
         }
         Ok(())
     }
 
-    fn check_value(&self, len: usize) -> Result<(), StoreError> {
+    pub(crate) fn check_value(&self, len: usize) -> Result<(), StoreError> {
         if len > self.config.max_value_len {
             return Err(self.too_large("value length", len, self.config.max_value_len));
         }
         Ok(())
     }
 
-    fn check_parts(&self, n: usize) -> Result<(), StoreError> {
+    pub(crate) fn check_parts(&self, n: usize) -> Result<(), StoreError> {
         if n == 0 || n > self.config.max_parts {
             return Err(self.too_large("buffers in a value", n, self.config.max_parts));
         }
@@ -451,7 +470,7 @@ impl Store {
 
     /// The pool refused an allocation the limit allowed: the pool is smaller than the limit
     /// plus what the transports hold.
-    fn pool_full(&self, e: PoolError, wanted: usize) -> StoreError {
+    pub(crate) fn pool_full(&self, e: PoolError, wanted: usize) -> StoreError {
         match e {
             PoolError::TooLarge { .. } => self.too_large("value length", wanted, self.pool.max_class()),
             _ => StoreError::Full {

@@ -9,38 +9,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry::Context;
-use ferry::rpc::{Channel, Code, ConnConfig, EventLoop, LoopConfig, LoopSession, Server, Services, Status};
+use ferry::rpc::{
+    Channel, Code, ConnConfig, EventLoop, LoopConfig, LoopSession, Server, Services, Status, Thresholds,
+};
 use ferry::transport::Payload;
 use ferry_buf::{Pool, PoolConfig};
 use ferry_kv::proto::ferry::kv::{self as pb, KvClient, KvServer, kv_service};
 use ferry_kv::{KvService, Store, StoreConfig, fill};
-
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "ferry-kv-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use ferry_testkit::Scratch;
 
 fn store(max_bytes: usize) -> Arc<Store> {
     let pool = Pool::new(PoolConfig {
         shared: true,
         region_size: 8 << 20,
-        max_bytes: 64 << 20,
+        max_bytes: 96 << 20,
         huge_pages: false,
         mlock: false,
     })
@@ -50,6 +32,8 @@ fn store(max_bytes: usize) -> Arc<Store> {
         StoreConfig {
             max_bytes,
             max_keys: 64,
+            max_parts: 8,
+            max_value_len: 64 << 10,
             ..StoreConfig::default()
         },
     ))
@@ -67,7 +51,11 @@ fn serve(store: &Arc<Store>, scratch: &Scratch) -> Server {
         .listen(&format!("shm://{}/kv.sock", scratch.0.display()))
         .loops(1)
         .config(LoopConfig {
-            conn: store.serving_config(ConnConfig::default()),
+            // The default thresholds (512 B), whatever file the machine has.
+            conn: store.serving_config(ConnConfig {
+                thresholds: Thresholds::MEASURED,
+                ..ConnConfig::default()
+            }),
             ..LoopConfig::default()
         })
         .start()
@@ -300,7 +288,7 @@ fn hostile_requests_get_errors_and_the_server_keeps_serving() {
             .call_payload(kv_service::GET, Payload::Bytes(&[0xff; 40]))
             .unwrap_err();
         assert_eq!(err.code, Code::InvalidArgument, "{err}");
-        // A key past the limit, and a value past the limit.
+        // A key past the limit.
         let long = "x".repeat(5000);
         assert_eq!(get(client, &long).unwrap_err().code, Code::NotFound);
         let err = put(client, &long, &[vec![1]]).unwrap_err();
@@ -324,6 +312,27 @@ fn hostile_requests_get_errors_and_the_server_keeps_serving() {
             .call::<pb::Values<'static>>(kv_service::GET_M, &raw)
             .unwrap_err();
         assert_eq!(err.code, Code::InvalidArgument, "{err}");
+        // A value past the limit, a list grown past the limit, a Delete of too many keys.
+        let err = put(client, "big", &[vec![1; (64 << 10) + 1]]).unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument, "{err}");
+        assert!(err.message.contains("value length"), "{err}");
+        let mut ap = pb::Append::new(ctx);
+        ap.set_key("list");
+        ap.set_value(&b"x"[..]);
+        for n in 1..=8 {
+            assert_eq!(client.append(&ap).unwrap().view().unwrap().count(), n);
+        }
+        let err = client.append(&ap).unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument, "{err}");
+        assert!(err.message.contains("buffers in a value"), "{err}");
+        let err = client.delete(&keys).unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument, "{err}");
+        // Values that each fit but together would not fit one response.
+        let parts = vec![vec![2u8; 60 << 10]; 8];
+        put(client, "wide", &parts).unwrap();
+        let err = get_list(client, "wide").unwrap_err();
+        assert_eq!(err.code, Code::ResourceExhausted, "{err}");
+        assert!(err.message.contains("response"), "{err}");
         // Still serving.
         put(client, "ok", &[vec![7; 10]]).unwrap();
         assert_eq!(get(client, "ok").unwrap(), vec![7; 10]);

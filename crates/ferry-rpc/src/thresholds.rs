@@ -45,12 +45,13 @@ pub enum ThresholdsError {
 }
 
 impl Thresholds {
-    /// The crossovers `ferry calibrate` measured on this project's machines
-    /// (`docs/benchmarks/kv.md`), used when no thresholds file exists.
-    pub const MEASURED: Thresholds = Thresholds {
-        tcp: ferry_wire::DEFAULT_THRESHOLD,
-        shm: ferry_wire::DEFAULT_THRESHOLD,
-    };
+    /// The crossovers `ferry calibrate` measured on this project's machines, used when no
+    /// thresholds file exists: `docs/benchmarks/kv.md` (section "Calibration") and
+    /// `docs/benchmarks/calibrate.json` (`ferry calibrate --from` that file derives them). Over
+    /// TCP loopback the kernel copies every byte anyway: a reference is no dearer than a copy
+    /// from 256 B fields up, and no cheaper by more than the noise; over shared memory a
+    /// reference costs the server no more than a copy from 64 B up, and much less from 512 B.
+    pub const MEASURED: Thresholds = Thresholds { tcp: 256, shm: 64 };
 
     /// The file [`load`](Self::load) reads: `$FERRY_THRESHOLDS`, else
     /// `$XDG_CONFIG_HOME/ferry/thresholds`, else `$HOME/.config/ferry/thresholds`.

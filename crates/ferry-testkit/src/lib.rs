@@ -9,8 +9,10 @@
 #![forbid(unsafe_code)]
 
 mod child;
+mod scratch;
 
 pub use child::{ChildProc, Killer, self_command};
+pub use scratch::Scratch;
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};

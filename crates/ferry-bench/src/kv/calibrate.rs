@@ -1,12 +1,13 @@
 //! `ferry calibrate`: the threshold study of Cornflakes section 5 (Figure 5). For each
 //! transport, values of N buffers of S bytes (N x S from 64 B to 64 KiB) are served from the
 //! store with Ferry zero-copy-only (threshold 0) and copy-only (threshold infinite), each
-//! swept in offered load; the percent difference of the server's CPU per request (at the
-//! highest load both sustained) and of the highest achieved load, zero-copy against copy, is
-//! the heat map. The crossover field size of a transport is the smallest S from which
-//! zero-copy costs the server no more CPU per request than copying, for every larger S (mean
-//! over N); it is printed and written to the thresholds file every `ferry-rpc` driver reads
-//! ([`ferry_rpc::Thresholds`]).
+//! swept in offered load; the percent difference of the server's work per request (its loop's
+//! busy time over the requests it served, at the highest load both sustained) and of the
+//! highest achieved load, zero-copy against copy, is the heat map. The crossover field size of
+//! a transport is the smallest S from which zero-copy costs the server no measurable extra work
+//! per request (median over N, within 5 %) for every larger S; it is printed and written to the thresholds
+//! file every `ferry-rpc` driver reads ([`ferry_rpc::Thresholds`]). Nothing is written unless
+//! every cell was measured (the results file and the plot are written either way).
 //!
 //! Veth pairs between network namespaces are not measured: the server runs as a thread of this
 //! process, in this namespace. TCP loopback stands for TCP.
@@ -43,6 +44,10 @@ pub struct Args {
     /// `$FERRY_THRESHOLDS` or `~/.config/ferry/thresholds`).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Measure nothing: derive the thresholds from an earlier results file (print them, draw
+    /// the plot, and write them unless --dry-run).
+    #[arg(long, value_name = "RESULTS_JSON")]
+    from: Option<PathBuf>,
     /// Print the thresholds without writing them.
     #[arg(long)]
     dry_run: bool,
@@ -53,6 +58,9 @@ pub struct Args {
     /// Buffer counts N to measure, comma-separated (default 1, 2, 4, 8; --quick: 1, 4).
     #[arg(long, value_delimiter = ',')]
     buffers: Vec<u32>,
+    /// First offered load of each sweep, requests/s.
+    #[arg(long, default_value_t = 20_000.0)]
+    start_rate: f64,
     /// Keys of the store in every cell.
     #[arg(long, default_value_t = 4000)]
     keys: u32,
@@ -70,7 +78,7 @@ struct Cell {
     transport: Transport,
     buffers: u32,
     size: u32,
-    /// (zero-copy - copy) / copy, percent, of server CPU per request at equal load.
+    /// (zero-copy - copy) / copy, percent, of server work per request at equal load.
     cpu_diff: f64,
     /// (zero-copy - copy) / copy, percent, of the highest achieved load.
     load_diff: f64,
@@ -78,9 +86,11 @@ struct Cell {
     zc: Option<Measured>,
 }
 
-/// `ferry calibrate`.
-pub fn run(args: &Args) -> Result<(), BoxError> {
-    let started = Instant::now();
+/// The cells, sizes, counts and transports of a measured run.
+type Study = (Vec<Cell>, Vec<u32>, Vec<u32>, Vec<Transport>);
+
+/// Measures every cell.
+fn measure(args: &Args) -> Result<Study, BoxError> {
     let transports = if args.transport.is_empty() {
         vec![Transport::Tcp, Transport::Shm]
     } else {
@@ -91,18 +101,23 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     } else {
         (&[64, 128, 256, 512, 1024, 2048, 4096, 8192], &[1, 2, 4, 8])
     };
-    let sizes = if args.sizes.is_empty() {
-        sizes
+    let mut sizes = if args.sizes.is_empty() {
+        sizes.to_vec()
     } else {
-        &args.sizes[..]
+        args.sizes.clone()
     };
-    let counts = if args.buffers.is_empty() {
-        counts
+    let mut counts = if args.buffers.is_empty() {
+        counts.to_vec()
     } else {
-        &args.buffers[..]
+        args.buffers.clone()
     };
+    // The crossover walks the sizes from the largest down.
+    sizes.sort_unstable();
+    sizes.dedup();
+    counts.sort_unstable();
+    counts.dedup();
     let sweep = Sweep {
-        start_rate: 20_000.0,
+        start_rate: args.start_rate,
         step: 1.5,
         max_points: if args.quick { 4 } else { 8 },
         sessions: 8,
@@ -117,8 +132,8 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     let cells_total = sizes.len() * counts.len() * transports.len();
     let progress = Progress::new(cells_total as u64, "calibrate");
     let mut cells = Vec::new();
-    for &n in counts {
-        for &s in sizes {
+    for &n in &counts {
+        for &s in &sizes {
             let spec = WorkloadSpec {
                 keys: Some(args.keys),
                 ycsb_buffers: n,
@@ -138,6 +153,48 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         }
     }
     progress.finish();
+    Ok((cells, sizes, counts, transports))
+}
+
+/// An earlier run's cells, from its results file.
+fn from_file(path: &std::path::Path) -> Result<Study, BoxError> {
+    let cells: Vec<Cell> = results::load(path, |r| {
+        let name = r["transport"].as_str()?;
+        Some(Cell {
+            transport: [Transport::Tcp, Transport::Shm]
+                .into_iter()
+                .find(|t| t.name() == name)?,
+            buffers: u32::try_from(r["buffers"].as_u64()?).ok()?,
+            size: u32::try_from(r["size"].as_u64()?).ok()?,
+            cpu_diff: r["cpu_diff_percent"].as_f64().unwrap_or(f64::NAN),
+            load_diff: r["load_diff_percent"].as_f64().unwrap_or(f64::NAN),
+            copy: None,
+            zc: None,
+        })
+    })?;
+    let mut sizes: Vec<u32> = cells.iter().map(|c| c.size).collect();
+    let mut counts: Vec<u32> = cells.iter().map(|c| c.buffers).collect();
+    let mut transports: Vec<Transport> = Vec::new();
+    for c in &cells {
+        if !transports.contains(&c.transport) {
+            transports.push(c.transport);
+        }
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    counts.sort_unstable();
+    counts.dedup();
+    Ok((cells, sizes, counts, transports))
+}
+
+/// `ferry calibrate`.
+pub fn run(args: &Args) -> Result<(), BoxError> {
+    let started = Instant::now();
+    let (cells, sizes, counts, transports) = match &args.from {
+        Some(from) => from_file(from)?,
+        None => measure(args)?,
+    };
+    let (sizes, counts) = (&sizes[..], &counts[..]);
     print(&cells, sizes, counts, &transports);
     let mut thresholds = ferry_rpc::Thresholds::load();
     for &t in &transports {
@@ -148,33 +205,17 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
             Transport::Shm => thresholds.shm = value,
         }
         match crossover {
-            Some(s) => println!("{}: zero-copy pays from fields of {s} B: threshold {s}", t.name()),
+            Some(s) => println!(
+                "{}: zero-copy costs no measurable extra work from fields of {s} B: threshold {s}",
+                t.name()
+            ),
             None => println!(
-                "{}: zero-copy never cost less CPU than copying: threshold infinite",
+                "{}: zero-copy costs measurable extra work at every size: threshold infinite",
                 t.name()
             ),
         }
     }
-    if args.dry_run {
-        println!("(--dry-run: not written)");
-    } else {
-        let path = args
-            .config
-            .clone()
-            .or_else(ferry_rpc::Thresholds::path)
-            .ok_or("no place for the thresholds file: set FERRY_THRESHOLDS or HOME")?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let comment = format!(
-            "written by `ferry calibrate` on {} ({})",
-            results::now_utc(),
-            results::machine()["cpu_model"].as_str().unwrap_or("unknown CPU")
-        );
-        std::fs::write(&path, thresholds.to_file(&comment))?;
-        println!("thresholds written to {}", path.display());
-    }
-    if let Some(json) = &args.json {
+    if let (Some(json), None) = (&args.json, &args.from) {
         let records: Vec<_> = cells
             .iter()
             .map(|c| {
@@ -205,7 +246,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         for &t in &transports {
             for (what, f) in [
                 (
-                    "server CPU per request",
+                    "server work per request",
                     (|c: &Cell| c.cpu_diff) as fn(&Cell) -> f64,
                 ),
                 ("highest load", |c: &Cell| c.load_diff),
@@ -240,6 +281,32 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
             &maps,
         )?;
         println!("plot in {}", path.display());
+    }
+    let unmeasured = cells.iter().filter(|c| !c.cpu_diff.is_finite()).count();
+    if unmeasured > 0 {
+        return Err(format!(
+            "{unmeasured} cells have no point both systems sustained; nothing written (run again, or with a lower load)"
+        )
+        .into());
+    }
+    if args.dry_run {
+        println!("(--dry-run: not written)");
+    } else {
+        let path = args
+            .config
+            .clone()
+            .or_else(ferry_rpc::Thresholds::path)
+            .ok_or("no place for the thresholds file: set FERRY_THRESHOLDS or HOME")?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let comment = format!(
+            "written by `ferry calibrate` on {} ({})",
+            results::now_utc(),
+            results::machine()["cpu_model"].as_str().unwrap_or("unknown CPU")
+        );
+        std::fs::write(&path, thresholds.to_file(&comment))?;
+        println!("thresholds written to {}", path.display());
     }
     Ok(())
 }
@@ -279,21 +346,27 @@ fn cell(transport: Transport, buffers: u32, size: u32, points: Vec<Measured>) ->
     }
 }
 
-/// The smallest S from which zero-copy's CPU per request (mean over N) is no worse than
-/// copying's for every larger S.
+/// Differences of work per request within this many percent are noise on these machines
+/// (`../shared/platform.md`: "treat differences under about 15 % as noise"; a median over N
+/// narrows it).
+const NOISE_PERCENT: f64 = 5.0;
+
+/// The smallest S from which zero-copy costs the server no measurable extra work per request
+/// (the median over N, which one noisy cell cannot move, at most [`NOISE_PERCENT`] above
+/// copying) for every larger S.
 fn crossover(cells: &[Cell], transport: Transport, sizes: &[u32]) -> Option<u32> {
-    let mean_at = |s: u32| {
+    let median_at = |s: u32| {
         let v: Vec<f64> = cells
             .iter()
             .filter(|c| c.transport == transport && c.size == s && c.cpu_diff.is_finite())
             .map(|c| c.cpu_diff)
             .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        harness::median(&v)
     };
     let mut best = None;
     for &s in sizes.iter().rev() {
-        match mean_at(s) {
-            Some(d) if d <= 0.0 => best = Some(s),
+        match median_at(s) {
+            Some(d) if d <= NOISE_PERCENT => best = Some(s),
             _ => break,
         }
     }
@@ -304,7 +377,7 @@ fn print(cells: &[Cell], sizes: &[u32], counts: &[u32], transports: &[Transport]
     for &t in transports {
         for (what, f) in [
             (
-                "server CPU per request",
+                "server work per request",
                 (|c: &Cell| c.cpu_diff) as fn(&Cell) -> f64,
             ),
             ("highest achieved load", |c: &Cell| c.load_diff),

@@ -69,7 +69,8 @@ pub(super) struct Point {
     pub(super) server_requests: u64,
     /// The client thread's CPU time over the window.
     pub(super) client_cpu: Duration,
-    /// Requests scheduled in the window still unanswered when the drain gave up.
+    /// Requests scheduled in the window still unanswered (or never sent) when the drain gave
+    /// up.
     pub(super) lost: u64,
     /// Requests the Poisson process scheduled in the window (about `offered` x the window).
     pub(super) scheduled: u64,
@@ -99,8 +100,8 @@ impl Point {
 /// The shared state of a run, touched by the driver and by the continuations.
 struct State {
     workload: Box<dyn Workload>,
-    /// The peer's codec (client side), for peer systems.
-    codec: Option<Box<dyn KvCodec>>,
+    /// The peer's codec (client side) and its method, for peer systems.
+    codec: Option<(Box<dyn KvCodec>, u16)>,
     latency: Histogram,
     /// Window bounds, once known.
     window: Option<(Instant, Instant)>,
@@ -133,12 +134,15 @@ pub(super) fn run(
     let sessions = (0..spec.sessions.max(1))
         .map(|_| lp.connect(addr))
         .collect::<Result<Vec<_>, _>>()?;
+    // The control calls have a session of their own: a full request window of the load's
+    // sessions must not refuse them.
+    let control_session = lp.connect(addr)?;
     let ctx = lp.context(sessions[0]).ok_or("the session is gone")?;
     let state = Rc::new(RefCell::new(State {
         workload,
         codec: system
             .codec_name()
-            .map(|n| peers::codec(n).map(|e| (e.new)()))
+            .map(|n| peers::codec(n).map(|e| ((e.new)(), e.method)))
             .transpose()?,
         latency: Histogram::default(),
         window: None,
@@ -148,7 +152,9 @@ pub(super) fn run(
         error: None,
     }));
     let mut arrivals = Poisson::try_new(spec.rate, spec.seed)?;
-    let mut backlog: VecDeque<Instant> = VecDeque::new();
+    // Requests due and not yet sent: their scheduled time and what they ask, drawn when due
+    // (so the trace's mix does not depend on backpressure).
+    let mut backlog: VecDeque<(Instant, Op)> = VecDeque::new();
     let start = Instant::now();
     let window_start = start + spec.warmup;
     let window_end = window_start + spec.window;
@@ -163,42 +169,43 @@ pub(super) fn run(
         if marked.is_none() && now >= window_start {
             state.borrow_mut().window = Some((window_start, window_end));
             client_cpu0 = Some(thread_cpu_time());
-            marked = Some(control(&mut lp, sessions[0], MARK)?);
+            marked = Some(control(&mut lp, control_session, MARK)?);
         }
         while next <= now {
             if next >= window_start && next < window_end {
                 scheduled += 1;
             }
-            backlog.push_back(next);
+            let op = state.borrow_mut().workload.next_op();
+            backlog.push_back((next, op));
             next += arrivals.next_gap();
         }
-        while let Some(&at) = backlog.front() {
-            let session = sessions[turn % sessions.len()];
-            match issue(&mut lp, session, &ctx, system, &state, at) {
-                Ok(()) => {
-                    backlog.pop_front();
-                    turn += 1;
-                }
-                Err(s) if s.code == Code::ResourceExhausted => break,
-                Err(s) => return Err(format!("sending a request: {s}").into()),
-            }
-        }
+        send_due(&mut lp, &sessions, &mut turn, &ctx, &state, &mut backlog)?;
         lp.turn();
         if let Some(e) = state.borrow_mut().error.take() {
             return Err(e.into());
         }
     }
     let client_cpu = thread_cpu_time().saturating_sub(client_cpu0.unwrap_or_default());
-    let ended = control(&mut lp, sessions[0], END)?;
-    // Drain: every request timed in the window must be answered (bounded).
+    let ended = control(&mut lp, control_session, END)?;
+    // Drain (bounded): requests already due are still sent, and timed from when they were
+    // due; every request of the window must be answered.
     let drain_until = Instant::now() + STALL;
-    lp.run_until(|_| {
+    loop {
+        send_due(&mut lp, &sessions, &mut turn, &ctx, &state, &mut backlog)?;
+        lp.turn();
         let s = state.borrow();
-        (s.outstanding == 0
+        let done = backlog.is_empty()
+            && s.outstanding == 0
             && marked.as_ref().is_none_or(|m| m.borrow().is_some())
-            && ended.borrow().is_some())
-            || Instant::now() > drain_until
-    });
+            && ended.borrow().is_some();
+        if done || Instant::now() > drain_until {
+            break;
+        }
+    }
+    let unsent = backlog
+        .iter()
+        .filter(|(at, _)| *at >= window_start && *at < window_end)
+        .count() as u64;
     let s = state.borrow();
     if let Some(e) = &s.error {
         return Err(e.clone().into());
@@ -215,7 +222,7 @@ pub(super) fn run(
         server_busy: end.busy.saturating_sub(mark.busy),
         server_requests: end.served.saturating_sub(mark.served),
         client_cpu,
-        lost: s.outstanding_timed,
+        lost: s.outstanding_timed + unsent,
         scheduled,
         received: s.received_in_window,
     })
@@ -243,7 +250,7 @@ fn control(
 type Expected = Vec<(u32, u32, u32)>;
 
 /// The values `op` must return, from the key space.
-fn expected(objects: &[Object], op: &Op) -> Expected {
+pub(super) fn expected(objects: &[Object], op: &Op) -> Expected {
     let single = |k: u32| (k, 0, objects[k as usize].parts[0]);
     match op {
         Op::Get(k) => vec![single(*k)],
@@ -269,23 +276,45 @@ enum Answer {
     Many,
 }
 
-/// Builds and starts the next request, scheduled at `at`.
+/// Sends what is due, round robin over the sessions, until a session's window is full.
+fn send_due(
+    lp: &mut EventLoop,
+    sessions: &[SessionId],
+    turn: &mut usize,
+    ctx: &Context,
+    state: &Rc<RefCell<State>>,
+    backlog: &mut VecDeque<(Instant, Op)>,
+) -> Result<(), BoxError> {
+    while let Some((at, op)) = backlog.front() {
+        let session = sessions[*turn % sessions.len()];
+        match issue(lp, session, ctx, state, *at, op) {
+            Ok(()) => {
+                backlog.pop_front();
+                *turn += 1;
+            }
+            Err(s) if s.code == Code::ResourceExhausted => break,
+            Err(s) => return Err(format!("sending a request: {s}").into()),
+        }
+    }
+    Ok(())
+}
+
+/// Builds and starts the request `op`, scheduled at `at`.
 fn issue(
     lp: &mut EventLoop,
     session: SessionId,
     ctx: &Context,
-    system: System,
     state: &Rc<RefCell<State>>,
     at: Instant,
+    op: &Op,
 ) -> Result<(), Status> {
     let mut guard = state.borrow_mut();
     let State { workload, codec, .. } = &mut *guard;
-    let op = workload.next_op();
     let objects = workload.objects();
-    let expect = expected(objects, &op);
+    let expect = expected(objects, op);
     let key_of = |k: u32| objects[k as usize].key.as_slice();
     // Put values: the object's own sizes and fill bytes, so later reads still check.
-    let put_values: Vec<Vec<u8>> = match &op {
+    let put_values: Vec<Vec<u8>> = match op {
         Op::Put(k) => objects[*k as usize]
             .parts
             .iter()
@@ -294,7 +323,7 @@ fn issue(
             .collect(),
         _ => Vec::new(),
     };
-    let answer = match op {
+    let answer = match *op {
         Op::Put(_) => Answer::Put(put_values.len() as u64),
         Op::Get(_) => Answer::Single,
         Op::GetList(_) | Op::GetM(_) => Answer::Many,
@@ -303,7 +332,7 @@ fn issue(
     match codec {
         None => {
             let text = |k: u32| String::from_utf8_lossy(key_of(k)).into_owned();
-            match &op {
+            match op {
                 Op::Get(k) | Op::GetList(k) => {
                     let mut m = pb::Key::new(ctx);
                     m.set_key(text(*k));
@@ -335,13 +364,14 @@ fn issue(
                 }
             }
         }
-        Some(codec) => {
+        Some((codec, method)) => {
+            let method = *method;
             let values: Vec<&[u8]> = put_values.iter().map(Vec::as_slice).collect();
-            let keys: Vec<&[u8]> = match &op {
+            let keys: Vec<&[u8]> = match op {
                 Op::GetM(ks) => ks.iter().map(|&k| key_of(k)).collect(),
                 _ => Vec::new(),
             };
-            let request = match &op {
+            let request = match op {
                 Op::Get(k) => KvRequest::Get(key_of(*k)),
                 Op::GetList(k) => KvRequest::GetList(key_of(*k)),
                 Op::GetM(_) => KvRequest::GetM(&keys),
@@ -355,7 +385,6 @@ fn issue(
                 .map_err(|e| Status::new(Code::Internal, e.to_string()))?
                 .to_vec();
             drop(guard);
-            let method = peers::method_of(system.codec_name().unwrap_or_default());
             lp.call_payload(session, method, Payload::Bytes(&bytes), then)?;
         }
     }
@@ -449,7 +478,7 @@ fn check(s: &mut State, incoming: Incoming<'_>, expect: &Expected, answer: Answe
                 value(x);
             }
         }
-        (Some(codec), _) => {
+        (Some((codec, _)), _) => {
             let input = crate::systems::Input {
                 bytes: incoming.bytes().ok_or("a peer's response without bytes")?,
                 shared: incoming.shared(),
@@ -457,9 +486,6 @@ fn check(s: &mut State, incoming: Incoming<'_>, expect: &Expected, answer: Answe
             codec
                 .read_response(input, &mut value)
                 .map_err(|e| format!("a peer's response: {e}"))?;
-            if let Answer::Put(_) = answer {
-                return Ok(());
-            }
         }
     }
     if let Some(b) = bad {

@@ -272,7 +272,7 @@ pub fn load_store(workload: &dyn Workload) -> Result<Arc<Store>, BoxError> {
     let footprint: usize = objects
         .iter()
         .flat_map(|o| o.parts.iter())
-        .map(|&len| (len as usize).max(ferry_buf::MIN_CLASS).next_power_of_two())
+        .map(|&len| ferry_kv::footprint_of(len as usize))
         .sum();
     let region = 8usize << 20;
     // Room for the values, growth by puts, and the transports' buffers.

@@ -12,10 +12,12 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-/// Runs `ferry <args>` with `stdin` as standard input.
+/// Runs `ferry <args>` with `stdin` as standard input. It reads no thresholds file of the
+/// user's (`FERRY_THRESHOLDS` names none that exists): the measured defaults apply.
 pub fn ferry(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ferry"))
         .args(args)
+        .env("FERRY_THRESHOLDS", "/nonexistent/ferry-thresholds")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

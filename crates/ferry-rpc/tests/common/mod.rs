@@ -169,33 +169,7 @@ pub fn check_record(view: &<Record<'static> as Message<'static>>::View<'_>, key:
     }
 }
 
-/// A scratch directory for shared-memory rendezvous sockets, removed on drop.
-pub struct Scratch(pub std::path::PathBuf);
-
-impl Scratch {
-    /// A fresh directory.
-    pub fn new(tag: &str) -> Scratch {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "ferry-rpc-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        Scratch(dir)
-    }
-
-    /// `shm:///<dir>/<name>.sock`.
-    pub fn shm(&self, name: &str) -> String {
-        format!("shm://{}/{name}.sock", self.0.display())
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use ferry_testkit::Scratch;
 
 /// Both transports' addresses to listen on: TCP on a free port and a shared-memory socket.
 pub fn addrs(scratch: &Scratch) -> [String; 2] {

@@ -172,12 +172,6 @@ pub fn codec(name: &str) -> Result<&'static KvCodecEntry, BenchError> {
         })
 }
 
-/// The method id of the peer `name` on [`PeerKvService`]; 0 (a method no server has, answered
-/// `UNIMPLEMENTED`) for a name that is not a peer's.
-pub fn method_of(name: &str) -> u16 {
-    codec(name).map_or(0, |e| e.method)
-}
-
 /// `INVALID_ARGUMENT`: a request of `system` that does not decode, or asks for something
 /// malformed.
 fn invalid(system: &str, what: impl std::fmt::Display) -> Status {
@@ -210,7 +204,11 @@ fn execute<'k, 'v>(
     found: &mut Vec<SharedBuf>,
 ) -> Result<(), Status> {
     found.clear();
-    let done = lookup(system, store, op, keys, values, found);
+    let done = lookup(system, store, op, keys, values, found).and_then(|()| {
+        // Before any library copies them: the values must fit one response.
+        let total = found.iter().map(|b| b.len()).sum();
+        store.check_response(total).map_err(Status::from)
+    });
     if done.is_err() {
         // Let go of what a failed GetM found before its missing key.
         found.clear();
@@ -418,10 +416,8 @@ pub(crate) mod tests {
                 assert_eq!(got, [&b"a"[..], b"", b"ccc"], "{name}");
             }
             assert_eq!(codec(entry.name).unwrap().method, entry.method);
-            assert_eq!(method_of(entry.name), entry.method);
         }
         assert!(codec("memcpy").is_err());
-        assert_eq!(method_of("ferry"), 0);
     }
 
     #[test]

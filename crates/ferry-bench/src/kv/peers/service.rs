@@ -57,11 +57,6 @@ impl PeerKvService {
     pub fn new(store: Arc<Store>) -> PeerKvService {
         PeerKvService { store }
     }
-
-    /// The store served.
-    pub fn store(&self) -> &Arc<Store> {
-        &self.store
-    }
 }
 
 impl Service for PeerKvService {
