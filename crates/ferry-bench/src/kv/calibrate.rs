@@ -7,7 +7,8 @@
 //! a transport is the smallest S from which zero-copy costs the server no measurable extra work
 //! per request (median over N, within 5 %) for every larger S; it is printed and written to the thresholds
 //! file every `ferry-rpc` driver reads ([`ferry_rpc::Thresholds`]). Nothing is written unless
-//! every cell was measured (the results file and the plot are written either way).
+//! every buffer size was measured on every transport (the results file and the plot are
+//! written either way).
 //!
 //! Veth pairs between network namespaces are not measured: the server runs as a thread of this
 //! process, in this namespace. TCP loopback stands for TCP.
@@ -120,6 +121,7 @@ fn measure(args: &Args) -> Result<Study, BoxError> {
         start_rate: args.start_rate,
         step: 1.5,
         max_points: if args.quick { 4 } else { 8 },
+        refine: if args.quick { 0 } else { 2 },
         sessions: 8,
         warmup: Duration::from_millis(if args.quick { 50 } else { 100 }),
         window: Duration::from_millis(if args.quick { 150 } else { 400 }),
@@ -282,12 +284,27 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         )?;
         println!("plot in {}", path.display());
     }
-    let unmeasured = cells.iter().filter(|c| !c.cpu_diff.is_finite()).count();
-    if unmeasured > 0 {
-        return Err(format!(
-            "{unmeasured} cells have no point both systems sustained; nothing written (run again, or with a lower load)"
-        )
-        .into());
+    let unmeasured: Vec<String> = cells
+        .iter()
+        .filter(|c| !c.cpu_diff.is_finite())
+        .map(|c| format!("{} {} x {} B", c.transport.name(), c.buffers, c.size))
+        .collect();
+    if !unmeasured.is_empty() {
+        println!(
+            "not measured (no load both systems sustained): {}",
+            unmeasured.join(", ")
+        );
+    }
+    // A size with no measured cell at all leaves its transport's crossover unknown.
+    let blind = transports.iter().any(|&t| {
+        sizes.iter().any(|&s| {
+            !cells
+                .iter()
+                .any(|c| c.transport == t && c.size == s && c.cpu_diff.is_finite())
+        })
+    });
+    if blind {
+        return Err("a buffer size has no measured cell on some transport; nothing written (run again, or with a lower --start-rate)".into());
     }
     if args.dry_run {
         println!("(--dry-run: not written)");

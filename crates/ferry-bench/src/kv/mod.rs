@@ -61,9 +61,13 @@ pub struct Args {
     /// Each step of a sweep offers this many times the last.
     #[arg(long, default_value_t = 1.4)]
     step: f64,
-    /// Most points per sweep (a sweep also ends at its first point under 95 % of offered).
+    /// Most points per sweep on the grid (a sweep also ends at its first point that does not
+    /// count).
     #[arg(long, default_value_t = 14)]
     max_points: usize,
+    /// Bisections of the knee after the grid, each one more point (none with --quick).
+    #[arg(long, default_value_t = 2)]
+    refine: usize,
     /// Client sessions (connections) per run.
     #[arg(long, default_value_t = 8)]
     sessions: usize,
@@ -200,8 +204,10 @@ pub struct Sweep {
     pub start_rate: f64,
     /// Factor between offered loads.
     pub step: f64,
-    /// Most points.
+    /// Most points of the grid.
     pub max_points: usize,
+    /// Bisections of the knee after the grid (each one more point).
+    pub refine: usize,
     /// Client sessions.
     pub sessions: usize,
     /// Warm-up and measured window of each point.
@@ -301,11 +307,11 @@ pub fn load_store(workload: &dyn Workload) -> Result<Arc<Store>, BoxError> {
 /// fresh workload (same seed, same key space) for every run. Calls `each` after every point.
 pub fn sweep(
     store: &Arc<Store>,
-    make: &dyn Fn() -> Result<Box<dyn Workload>, BoxError>,
+    make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
     systems: &[System],
     transports: &[Transport],
     sweep: &Sweep,
-    mut each: impl FnMut(&Measured),
+    mut each: impl FnMut(&Measured) + Send,
 ) -> Result<Vec<Measured>, BoxError> {
     let dir = std::env::temp_dir();
     let mut out = Vec::new();
@@ -318,7 +324,14 @@ pub fn sweep(
                 sweep.server_spin,
                 &dir,
             )?;
-            let result = sweep_one(make, system, transport, &server, sweep, &mut each, &mut out);
+            // On a thread of its own, pinned to the client CPU: the caller's affinity (what
+            // `harness::cpus` and the results' machine record read) stays as it was.
+            let result = std::thread::scope(|scope| {
+                scope
+                    .spawn(|| sweep_one(make, system, transport, &server, sweep, &mut each, &mut out))
+                    .join()
+                    .unwrap_or_else(|_| Err("the client thread panicked".into()))
+            });
             server.stop();
             result?;
         }
@@ -327,17 +340,16 @@ pub fn sweep(
 }
 
 fn sweep_one(
-    make: &dyn Fn() -> Result<Box<dyn Workload>, BoxError>,
+    make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
     system: System,
     transport: Transport,
     server: &KvBenchServer,
     sweep: &Sweep,
-    each: &mut impl FnMut(&Measured),
+    each: &mut (impl FnMut(&Measured) + Send),
     out: &mut Vec<Measured>,
 ) -> Result<(), BoxError> {
     harness::pin_current_thread(sweep.client_cpu)?;
-    let mut rate = sweep.start_rate;
-    for i in 0..sweep.max_points {
+    let mut run = |i: usize, rate: f64| -> Result<bool, BoxError> {
         let spec = RunSpec {
             rate,
             sessions: sweep.sessions,
@@ -357,12 +369,63 @@ fn sweep_one(
         each(&m);
         let counts = m.counts;
         out.push(m);
-        if !counts {
+        Ok(counts)
+    };
+    // The grid: the same offered loads for every system (so that work per request can be
+    // compared at equal load), up to the first that does not count.
+    let mut rate = sweep.start_rate;
+    let mut last_good = None;
+    let mut failed = None;
+    for i in 0..sweep.max_points {
+        if run(i, rate)? {
+            last_good = Some(rate);
+            rate *= sweep.step;
+        } else {
+            failed = Some(rate);
             break;
         }
-        rate *= sweep.step;
+    }
+    // Then the knee, between the last load that counted and the first that did not: two
+    // bisections (geometric), so the highest load is known to within a fourth of the step.
+    if let (Some(mut good), Some(mut bad)) = (last_good, failed) {
+        for i in 0..sweep.refine {
+            let mid = (good * bad).sqrt();
+            if run(sweep.max_points + i, mid)? {
+                good = mid;
+            } else {
+                bad = mid;
+            }
+        }
     }
     Ok(())
+}
+
+/// Sweeps with a progress bar named `what` and gathers the points into a [`Summary`].
+fn measure(
+    store: &Arc<Store>,
+    make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
+    systems: &[System],
+    transports: &[Transport],
+    settings: &Sweep,
+    what: &str,
+) -> Result<Summary, BoxError> {
+    let runs = systems.len() * transports.len() * (settings.max_points + settings.refine);
+    let progress = Progress::new(runs as u64, what);
+    let points = sweep(store, make, systems, transports, settings, |m| {
+        progress.start(format!(
+            "{} {} {:.0}/s",
+            m.transport.name(),
+            m.system.name(),
+            m.offered
+        ));
+        progress.done();
+    })?;
+    progress.finish();
+    Ok(Summary {
+        workload: make()?.name(),
+        copies: report::copies(make()?, systems),
+        points,
+    })
 }
 
 /// The systems `--system` names.
@@ -422,6 +485,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         } else {
             args.max_points
         },
+        refine: if args.common.quick { 0 } else { args.refine },
         sessions: args.sessions,
         warmup,
         window,
@@ -431,29 +495,9 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         seed,
     };
     let first = make()?;
-    let name = first.name();
-    eprintln!("loading {} keys of {name}", first.objects().len());
+    eprintln!("loading {} keys of {}", first.objects().len(), first.name());
     let store = load_store(first.as_ref())?;
-    let progress = Progress::new(
-        (systems.len() * transports.len() * sweep_settings.max_points) as u64,
-        "kv",
-    );
-    let points = sweep(&store, &make, &systems, &transports, &sweep_settings, |m| {
-        progress.start(format!(
-            "{} {} {:.0}/s",
-            m.transport.name(),
-            m.system.name(),
-            m.offered
-        ));
-        progress.done();
-    })?;
-    progress.finish();
-    let copies = report::copies(make()?, &systems);
-    let summary = Summary {
-        workload: name,
-        points,
-        copies,
-    };
+    let summary = measure(&store, &make, &systems, &transports, &sweep_settings, "kv")?;
     summary.print();
     let json = args.common.json_path()?;
     results::save(
@@ -473,7 +517,8 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
 
 /// `ferry demo`: the store on a built-in data set (the synthetic Twitter cluster-4 trace,
 /// `workloads.md`), served over TCP and shared memory, driven by the open-loop load generator
-/// for Ferry and for prost (the strongest peer on this workload) for about half a minute; prints
+/// for Ferry and for prost (what most users would move from; the three peers are within a few
+/// per cent of each other on this workload) for about half a minute; prints
 /// the table and writes the plot to `plot`.
 ///
 /// `quick`: two points of 0.2 s per sweep from 1,000 requests/s, on a smaller store (for
@@ -500,33 +545,16 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
         start_rate: if quick { 1_000.0 } else { 50_000.0 },
         step: 1.5,
         max_points: if quick { 2 } else { 8 },
+        refine: if quick { 0 } else { 2 },
         sessions: 8,
-        warmup: Duration::from_millis(if quick { 50 } else { 200 }),
-        window: Duration::from_millis(if quick { 200 } else { 800 }),
+        warmup: Duration::from_millis(if quick { 50 } else { 150 }),
+        window: Duration::from_millis(if quick { 200 } else { 600 }),
         server_spin: Duration::MAX,
         client_cpu: 0,
         server_cpu: 1.min(harness::cpus().saturating_sub(1)),
         seed: 7,
     };
-    let progress = Progress::new(
-        (systems.len() * transports.len() * settings.max_points) as u64,
-        "demo",
-    );
-    let points = sweep(&store, &make, &systems, &transports, &settings, |m| {
-        progress.start(format!(
-            "{} {} {:.0}/s",
-            m.transport.name(),
-            m.system.name(),
-            m.offered
-        ));
-        progress.done();
-    })?;
-    progress.finish();
-    let summary = Summary {
-        workload: first.name(),
-        copies: report::copies(make()?, &systems),
-        points,
-    };
+    let summary = measure(&store, &make, &systems, &transports, &settings, "demo")?;
     summary.print();
     summary.plot(plot)?;
     println!("\nplot: {}", plot.display());

@@ -88,21 +88,24 @@ impl Summary {
             .max_by(|a, b| a.achieved.total_cmp(&b.achieved))
     }
 
-    /// The point of `system` at the highest offered load every compared system sustained,
-    /// for a CPU-per-request comparison at equal load.
+    /// The point of `system` at the highest offered load that every one of `systems` ran and
+    /// sustained, for a comparison of work per request at equal load (the grid's loads are the
+    /// same for every system; the knee's bisections are not).
     pub(super) fn at_common_load(
         &self,
         system: System,
         transport: Transport,
         systems: &[System],
     ) -> Option<&Measured> {
-        let common = systems
-            .iter()
-            .filter_map(|&s| self.best(s, transport).map(|m| m.offered))
-            .fold(f64::INFINITY, f64::min);
+        let sustained = |s: System, offered: f64| {
+            self.points.iter().any(|m| {
+                m.system == s && m.transport == transport && m.counts && (m.offered - offered).abs() < 0.5
+            })
+        };
         self.points
             .iter()
-            .filter(|m| m.system == system && m.transport == transport && m.counts && m.offered <= common)
+            .filter(|m| m.system == system && m.transport == transport && m.counts)
+            .filter(|m| systems.iter().all(|&s| sustained(s, m.offered)))
             .max_by(|a, b| a.offered.total_cmp(&b.offered))
     }
 
@@ -159,11 +162,12 @@ impl Summary {
             }
         }
         println!(
-            "\nmax req/s: the highest achieved load within 95 % of offered; p50/p99 at that load, from each\n\
-             request's scheduled send time. srv ns/req: the server loop's work per request (its time in\n\
-             turns that did work: reading, handling, sending; not polling) at the highest load every\n\
-             system sustained (@ req/s). copied B/resp: value bytes copied in user\n\
-             space per response by each system's path (loopback TCP copies again in the kernel)."
+            "\nmax req/s: the highest achieved load within 95 % of offered, every request answered and\n\
+             the median under 1 ms; p50/p99 at that load, from each request's scheduled send time.\n\
+             srv ns/req: the server loop's work per request (its time in turns that did work: reading,\n\
+             handling, sending; not polling) at the highest load every system sustained (@ req/s).\n\
+             copied B/resp: value bytes copied in user space per response by each system's path, by\n\
+             construction (loopback TCP copies again in the kernel)."
         );
     }
 
@@ -221,6 +225,7 @@ impl Summary {
             "start_rate": sweep.start_rate,
             "step": sweep.step,
             "max_points": sweep.max_points,
+            "refine": sweep.refine,
             "sessions": sweep.sessions,
             "warmup_ms": sweep.warmup.as_millis() as u64,
             "window_ms": sweep.window.as_millis() as u64,

@@ -143,7 +143,7 @@ impl CapnpCodec {
 }
 
 /// `bytes` if word-aligned, else a copy of it in `scratch`.
-fn words<'a>(bytes: &'a [u8], scratch: &'a mut Vec<Word>) -> &'a [u8] {
+pub(crate) fn words<'a>(bytes: &'a [u8], scratch: &'a mut Vec<Word>) -> &'a [u8] {
     if bytes.as_ptr().align_offset(8) == 0 {
         return bytes;
     }

@@ -34,6 +34,7 @@ use super::{KvCodec, KvRequest, Op, execute, invalid, key_str, response_buf};
 use crate::BenchError;
 use crate::generated::kv_capnp::{request, response};
 use crate::systems::Input;
+use crate::systems::capnp::words;
 
 const SYSTEM: &str = "capnp";
 
@@ -133,18 +134,6 @@ impl CapnpKv {
     pub fn boxed() -> Box<dyn KvCodec> {
         Box::<Self>::default()
     }
-}
-
-/// `bytes` if word-aligned, else a copy of it in `scratch`.
-fn words<'a>(bytes: &'a [u8], scratch: &'a mut Vec<Word>) -> &'a [u8] {
-    if bytes.as_ptr().align_offset(8) == 0 {
-        return bytes;
-    }
-    scratch.clear();
-    scratch.resize(bytes.len().div_ceil(8), capnp::word(0, 0, 0, 0, 0, 0, 0, 0));
-    let out = &mut Word::words_to_bytes_mut(scratch)[..bytes.len()];
-    out.copy_from_slice(bytes);
-    out
 }
 
 fn op_of(op: request::Op) -> Op {
