@@ -4,10 +4,20 @@
 
 mod common;
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use common::{assert_chart, ferry, number, scratch, success, sweep};
+
+/// Each test runs a server and a client that busy-poll pinned to the same two CPUs: run
+/// together, they would starve each other, so they take turns.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 #[test]
 fn bench_kv_sweeps_every_system_over_both_transports() {
+    let _turn = one_at_a_time();
     let run = sweep(
         "kv-test",
         "kv",
@@ -70,6 +80,7 @@ fn bench_kv_sweeps_every_system_over_both_transports() {
 
 #[test]
 fn calibrate_writes_a_threshold_per_transport() {
+    let _turn = one_at_a_time();
     let config = scratch("kv-test", "thresholds");
     let json = scratch("kv-test", "calibrate.json");
     let svg = scratch("kv-test", "calibrate.svg");
@@ -116,6 +127,7 @@ fn calibrate_writes_a_threshold_per_transport() {
 
 #[test]
 fn the_demo_serves_the_store_over_both_transports() {
+    let _turn = one_at_a_time();
     let plot = scratch("kv-test", "demo.svg");
     let _ = std::fs::remove_file(&plot);
     let out = ferry(&["demo", "--quick", "--plot", plot.to_str().unwrap()], &[]);
