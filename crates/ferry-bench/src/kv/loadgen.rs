@@ -572,7 +572,12 @@ mod tests {
     fn every_response_is_checked_and_a_wrong_value_fails_the_run() {
         for system in [System::Ferry, System::Prost] {
             let point = run_at(system, None).expect("a run against the right values");
-            assert!(point.received > 0 && point.server_requests > 0, "{point:?}");
+            assert!(
+                point.received > 0 && point.server_requests > 0,
+                "{} received, the server served {}",
+                point.received,
+                point.server_requests
+            );
             // Every key is read (4 keys, Zipf, about 200 requests): the corrupted one too.
             let err = run_at(system, Some(0)).expect_err("a wrong value went unnoticed");
             assert!(
