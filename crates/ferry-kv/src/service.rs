@@ -35,16 +35,17 @@ fn bad(e: DecodeError) -> Status {
     Status::new(Code::InvalidArgument, e.to_string())
 }
 
-/// Every key of a `Keys` request, UTF-8 checked, after the count limit.
-fn keys<'b>(store: &Store, list: BytesList<'b>) -> Result<Vec<&'b str>, Status> {
+/// The keys of a `Keys` request, after the count limit, each UTF-8 checked as it is read (no
+/// list is collected).
+fn keys<'b>(
+    store: &Store,
+    list: BytesList<'b>,
+) -> Result<impl Iterator<Item = Result<&'b str, Status>> + use<'b>, Status> {
     store.check_keys(list.len())?;
-    list.iter()
-        .enumerate()
-        .map(|(i, k)| {
-            std::str::from_utf8(k)
-                .map_err(|e| Status::new(Code::InvalidArgument, format!("Keys.keys[{i}] is not UTF-8: {e}")))
-        })
-        .collect()
+    Ok(list.iter().enumerate().map(|(i, k)| {
+        std::str::from_utf8(k)
+            .map_err(|e| Status::new(Code::InvalidArgument, format!("Keys.keys[{i}] is not UTF-8: {e}")))
+    }))
 }
 
 fn count(ctx: &ferry::wire::Context, n: usize) -> Count<'_> {
@@ -70,12 +71,12 @@ impl Kv for KvService {
     }
 
     fn get_m<'a>(&self, call: &Call<'a>, request: KeysView<'a>) -> Result<Values<'a>, Status> {
-        let keys = keys(&self.store, request.keys())?;
+        let list = request.keys();
         let mut out = Values::new(call.ctx());
-        out.init_values(keys.len());
+        out.init_values(list.len().min(self.store.config().max_keys));
         let mut total = 0;
-        for key in keys {
-            let value = self.store.get(key)?;
+        for key in keys(&self.store, list)? {
+            let value = self.store.get(key?)?;
             total += value.len();
             out.append_values(value);
         }
@@ -110,8 +111,14 @@ impl Kv for KvService {
     }
 
     fn delete<'a>(&self, call: &Call<'a>, request: KeysView<'a>) -> Result<Count<'a>, Status> {
-        let keys = keys(&self.store, request.keys())?;
-        let n = keys.iter().filter(|k| self.store.delete(k.as_bytes())).count();
+        // Every key is checked before any is deleted: a bad one deletes nothing.
+        for key in keys(&self.store, request.keys())? {
+            key?;
+        }
+        let mut n = 0;
+        for key in keys(&self.store, request.keys())? {
+            n += usize::from(self.store.delete(key?.as_bytes()));
+        }
         Ok(count(call.ctx(), n))
     }
 }

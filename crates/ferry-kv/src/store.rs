@@ -1,6 +1,7 @@
 //! The map: keys to values in the pool, sharded behind read-write locks, with a memory limit.
 
 use std::collections::LinkedList;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock};
 
@@ -177,7 +178,9 @@ pub fn footprint_of(len: usize) -> usize {
     len.max(ferry_buf::MIN_CLASS).next_power_of_two()
 }
 
-type Map = hashbrown::HashMap<Box<[u8]>, Value>;
+/// One shard: keys and their values, found by the hash [`Store::hash`] computed once per
+/// request for both the shard and the slot.
+type Map = hashbrown::HashTable<(Box<[u8]>, Value)>;
 
 /// The store: a sharded map from keys to [`Value`]s in a pool. `Send + Sync`.
 ///
@@ -190,6 +193,8 @@ pub struct Store {
     pool: Pool,
     config: StoreConfig,
     shards: Box<[RwLock<Map>]>,
+    /// Hashes keys (foldhash, seeded per process: keys come from peers).
+    hasher: hashbrown::DefaultHashBuilder,
     /// Pool bytes held by stored values (their size classes).
     used: AtomicUsize,
 }
@@ -201,7 +206,8 @@ impl Store {
         let shards = config.shards.max(1).next_power_of_two();
         Store {
             pool,
-            shards: (0..shards).map(|_| RwLock::new(Map::default())).collect(),
+            shards: (0..shards).map(|_| RwLock::new(Map::new())).collect(),
+            hasher: hashbrown::DefaultHashBuilder::default(),
             config,
             used: AtomicUsize::new(0),
         }
@@ -247,19 +253,22 @@ impl Store {
         self.used.load(Ordering::Relaxed)
     }
 
-    fn shard(&self, key: &[u8]) -> &RwLock<Map> {
-        // FNV-1a picks the shard; the map inside hashes with its own seeded hasher.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for &b in key {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        &self.shards[(h as usize) & (self.shards.len() - 1)]
+    /// The key's hash: it picks the shard (bits 32 and up, which a shard's table does not
+    /// use for its slots or tags) and the slot in it.
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    fn shard(&self, hash: u64) -> &RwLock<Map> {
+        &self.shards[((hash >> 32) as usize) & (self.shards.len() - 1)]
     }
 
     /// Calls `f` with the value of `key` (or `None`) under the shard's read lock: clone what
     /// must outlive the call. Keep `f` short: writers of the shard wait for it.
     pub fn with<R>(&self, key: &[u8], f: impl FnOnce(Option<&Value>) -> R) -> R {
-        f(read(self.shard(key)).get(key))
+        let hash = self.hash(key);
+        let shard = read(self.shard(hash));
+        f(shard.find(hash, |(k, _)| **k == *key).map(|(_, v)| v))
     }
 
     /// The single buffer of `key`.
@@ -346,7 +355,19 @@ impl Store {
     }
 
     fn insert(&self, key: &[u8], value: Value) {
-        let old = write(self.shard(key)).insert(key.into(), value);
+        let hash = self.hash(key);
+        let old = {
+            let mut shard = write(self.shard(hash));
+            match shard.entry(hash, |(k, _)| **k == *key, |(k, _)| self.hash(k)) {
+                hashbrown::hash_table::Entry::Occupied(mut e) => {
+                    Some(std::mem::replace(&mut e.get_mut().1, value))
+                }
+                hashbrown::hash_table::Entry::Vacant(e) => {
+                    e.insert((key.into(), value));
+                    None
+                }
+            }
+        };
         // Dropped outside the lock: the last reference frees the pool slots.
         if let Some(old) = old {
             self.release(old.footprint());
@@ -370,32 +391,36 @@ impl Store {
             self.release(footprint);
             self.pool_full(e, footprint)
         })?;
-        let mut shard = write(self.shard(key));
-        let entry = shard
-            .entry(key.into())
-            .or_insert_with(|| Value::List(LinkedList::new()));
+        let hash = self.hash(key);
+        let mut shard = write(self.shard(hash));
+        let (_, entry) = shard
+            .entry(hash, |(k, _)| **k == *key, |(k, _)| self.hash(k))
+            .or_insert_with(|| (key.into(), Value::List(LinkedList::new())))
+            .into_mut();
         if entry.len() >= self.config.max_parts {
             let len = entry.len();
             drop(shard);
             self.release(footprint);
             return Err(self.too_large("buffers in a value", len + 1, self.config.max_parts));
         }
-        let list = match std::mem::replace(entry, Value::List(LinkedList::new())) {
+        let mut list = match std::mem::replace(entry, Value::List(LinkedList::new())) {
             Value::Single(b) => LinkedList::from([b]),
             Value::Vector(v) => v.into_vec().into_iter().collect(),
             Value::List(l) => l,
         };
-        let Value::List(slot) = entry else {
-            unreachable!("just replaced by a list")
-        };
-        *slot = list;
-        slot.push_back(buf);
-        Ok(slot.len())
+        list.push_back(buf);
+        let len = list.len();
+        *entry = Value::List(list);
+        Ok(len)
     }
 
     /// Deletes `key`; whether it was there.
     pub fn delete(&self, key: &[u8]) -> bool {
-        let old = write(self.shard(key)).remove(key);
+        let hash = self.hash(key);
+        let old = match write(self.shard(hash)).find_entry(hash, |(k, _)| **k == *key) {
+            Ok(e) => Some(e.remove().0.1),
+            Err(_) => None,
+        };
         match old {
             Some(old) => {
                 self.release(old.footprint());
