@@ -1,0 +1,255 @@
+//! The commands: a table of [`CommandSpec`]s (name, arity, flags, key positions, handler) and
+//! [`execute`], which checks arity, authentication and memory before calling a handler.
+//!
+//! Handlers take the parsed arguments and the [`Ctx`] (keyspace, client, server), and write
+//! exactly one reply into the [`ReplyBuf`]. They never see sockets or clocks: `now_ms` is given.
+//!
+//! Groups: [`strings`], [`keys`], [`lists`], and [`server`] (connection and server commands).
+
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use ferry_buf::{Pool, PoolError, SharedBuf};
+
+use crate::config::Config;
+use crate::db::Db;
+use crate::resp::{Proto, ReplyBuf};
+
+pub mod keys;
+pub mod lists;
+pub mod server;
+pub mod strings;
+pub mod table;
+
+/// A handler: reads `args` (the command name is `args.get(0)`), writes one reply to `out`.
+pub type Handler = fn(&mut Ctx<'_>, &Args<'_>, &mut ReplyBuf);
+
+/// One command, as `COMMAND` reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandSpec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Redis's arity: `n` means exactly `n` arguments (the name included), `-n` at least `n`.
+    pub arity: i32,
+    /// Redis's flags (`write`, `readonly`, `denyoom`, `fast`, `noauth`, ...).
+    pub flags: &'static [&'static str],
+    /// First key argument (0: none), last key (-1: the last argument), step.
+    pub keys: (i32, i32, i32),
+    /// Redis's command group (`string`, `generic`, `list`, `server`, `connection`).
+    pub group: &'static str,
+    /// One-line summary (`COMMAND DOCS`).
+    pub summary: &'static str,
+    /// The handler.
+    pub handler: Handler,
+}
+
+impl CommandSpec {
+    /// Whether the spec has `flag`.
+    pub fn has(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+
+    /// Whether `argc` arguments (the name included) satisfy the arity.
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let n = self.arity.unsigned_abs() as usize;
+        if self.arity >= 0 { argc == n } else { argc >= n }
+    }
+}
+
+/// The arguments of one request, read in place: ranges of the read buffer they arrived in (or
+/// of the parser's scratch, for inline commands with quotes).
+#[derive(Debug, Clone, Copy)]
+pub struct Args<'a> {
+    base: &'a [u8],
+    ranges: &'a [Range<usize>],
+    shared: Option<&'a SharedBuf>,
+}
+
+impl<'a> Args<'a> {
+    /// Arguments `ranges` of `base`; `shared` is `base` as a counted pool buffer when it is one
+    /// (then large values can be kept in place).
+    pub fn new(base: &'a [u8], ranges: &'a [Range<usize>], shared: Option<&'a SharedBuf>) -> Args<'a> {
+        debug_assert!(shared.is_none_or(|s| std::ptr::eq(&s[..], base)));
+        Args { base, ranges, shared }
+    }
+
+    /// Number of arguments, the command name included.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Whether there are none (never, for a parsed command).
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Argument `i` (0 is the command name).
+    ///
+    /// # Panics
+    /// If `i >= len()`: handlers run only after their arity was checked.
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        &self.base[self.ranges[i].clone()]
+    }
+
+    /// Arguments `from..`.
+    pub fn iter_from(&self, from: usize) -> impl ExactSizeIterator<Item = &'a [u8]> + 'a {
+        let base = self.base;
+        self.ranges[from.min(self.ranges.len())..].iter().map(move |r| &base[r.clone()])
+    }
+
+    /// Argument `i` as a stored value: a counted slice of the read buffer it arrived in when it
+    /// is at least `keep_min` bytes long and arrived whole (no copy), else a copy in `pool`.
+    pub fn value(&self, i: usize, pool: &Pool, keep_min: usize) -> Result<SharedBuf, PoolError> {
+        let r = self.ranges[i].clone();
+        if r.len() >= keep_min {
+            if let Some(shared) = self.shared {
+                return Ok(shared.slice(r));
+            }
+        }
+        pool.copy_from(&self.base[r])
+    }
+}
+
+/// What the server knows about one client.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// `CLIENT ID`: unique, increasing from 1.
+    pub id: u64,
+    /// `CLIENT SETNAME`.
+    pub name: Option<Vec<u8>>,
+    /// RESP2 until `HELLO 3`.
+    pub proto: Proto,
+    /// Whether `AUTH` succeeded (true from the start when no password is set).
+    pub authenticated: bool,
+    /// `QUIT`: close once this reply is written.
+    pub close_after_reply: bool,
+    /// The client's address and ours.
+    pub addr: SocketAddr,
+    /// Our side of the connection.
+    pub local_addr: SocketAddr,
+    /// When it connected (unix milliseconds).
+    pub created_ms: u64,
+}
+
+/// Server-wide counters (`INFO stats`), shared by every loop.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Clients connected now.
+    pub connected_clients: AtomicU64,
+    /// Connections accepted since start.
+    pub total_connections_received: AtomicU64,
+    /// Connections refused (`maxclients`).
+    pub rejected_connections: AtomicU64,
+    /// Commands executed.
+    pub total_commands_processed: AtomicU64,
+    /// Request bytes read.
+    pub total_net_input_bytes: AtomicU64,
+    /// Reply bytes queued.
+    pub total_net_output_bytes: AtomicU64,
+    /// Value bytes copied into replies (below the threshold).
+    pub reply_bytes_copied: AtomicU64,
+    /// Value bytes sent by reference from the keyspace (at or above the threshold).
+    pub reply_bytes_referenced: AtomicU64,
+    /// Clients disconnected for a protocol error or a limit.
+    pub clients_dropped: AtomicU64,
+}
+
+impl Stats {
+    /// Adds `n` to `counter` (relaxed: these are statistics).
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Reads `counter`.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// What every handler may read about the server.
+#[derive(Debug)]
+pub struct ServerInfo {
+    /// The configuration it runs with.
+    pub config: Config,
+    /// The port it listens on (the configured one, or the one the kernel chose for port 0).
+    pub port: u16,
+    /// When it started.
+    pub started: Instant,
+    /// `INFO server`'s `run_id`: 40 hex digits, random per start.
+    pub run_id: String,
+    /// Counters.
+    pub stats: Stats,
+}
+
+/// Everything a handler may touch.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    /// The keyspace (database 0; the only one).
+    pub db: &'a mut Db,
+    /// The client that sent the command.
+    pub client: &'a mut Client,
+    /// The server.
+    pub server: &'a ServerInfo,
+    /// Now, in unix milliseconds (expiry is computed against it).
+    pub now_ms: u64,
+}
+
+/// Redis's reply for a command that is not in the table:
+/// `ERR unknown command 'foo', with args beginning with: 'a' 'b' `.
+pub fn unknown_command(args: &Args<'_>) -> String {
+    let mut msg = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        clip(args.get(0), 128)
+    );
+    for a in args.iter_from(1) {
+        msg.push('\'');
+        msg.push_str(&clip(a, 128));
+        msg.push_str("' ");
+    }
+    msg
+}
+
+/// `bytes` as text for an error message, at most `max` bytes (Redis's `%.128s`).
+pub fn clip(bytes: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned()
+}
+
+/// Redis's reply for a wrong argument count: `ERR wrong number of arguments for 'get' command`.
+pub fn wrong_arity(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+/// The OOM error reply.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+/// The wrong-type error reply.
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+/// The not-an-integer error reply.
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+/// The syntax error reply.
+pub const SYNTAX: &str = "ERR syntax error";
+/// The authentication-required error reply.
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+
+/// Runs one command: looks it up (case-insensitively), checks authentication, arity and
+/// memory, and calls its handler. Exactly one reply is written to `out`.
+pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    Stats::add(&ctx.server.stats.total_commands_processed, 1);
+    let Some(spec) = table::lookup(args.get(0)) else {
+        if !ctx.client.authenticated {
+            return out.error(NOAUTH);
+        }
+        return out.error(&unknown_command(args));
+    };
+    if !ctx.client.authenticated && !spec.has("no_auth") {
+        return out.error(NOAUTH);
+    }
+    if !spec.arity_ok(args.len()) {
+        return out.error(&wrong_arity(spec.name));
+    }
+    if spec.has("denyoom") && ctx.db.used_memory() > ctx.server.config.maxmemory {
+        return out.error(OOM);
+    }
+    (spec.handler)(ctx, args, out)
+}

@@ -1,0 +1,116 @@
+//! The command table: every command the server has, with Redis 7.0's arity, flags and key
+//! positions (what `COMMAND` reports and `redis-cli` reads).
+
+use super::{CommandSpec, Handler, keys, lists, server, strings};
+
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    flags: &'static [&'static str],
+    keys: (i32, i32, i32),
+    group: &'static str,
+    summary: &'static str,
+    handler: Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        keys,
+        group,
+        summary,
+        handler,
+    }
+}
+
+const NONE: (i32, i32, i32) = (0, 0, 0);
+const KEY1: (i32, i32, i32) = (1, 1, 1);
+const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
+
+const CONN: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
+const W_OOM: &[&str] = &["write", "denyoom"];
+const W_OOM_FAST: &[&str] = &["write", "denyoom", "fast"];
+const W_FAST: &[&str] = &["write", "fast"];
+const W: &[&str] = &["write"];
+const R_FAST: &[&str] = &["readonly", "fast"];
+const R: &[&str] = &["readonly"];
+
+/// Every command, sorted by name.
+pub static COMMANDS: &[CommandSpec] = &[
+    spec("append", 3, W_OOM, KEY1, "string", "Appends a string to the value of a key.", strings::append),
+    spec("auth", -2, CONN, NONE, "connection", "Authenticates the connection.", server::auth),
+    spec("client", -2, &["noscript", "loading", "stale"], NONE, "connection", "CLIENT ID, GETNAME, SETNAME.", server::client),
+    spec("command", -1, &["loading", "stale"], NONE, "server", "Returns detailed information about all commands.", server::command),
+    spec("config", -2, &["admin", "noscript", "loading", "stale"], NONE, "server", "CONFIG GET.", server::config),
+    spec("dbsize", 1, R_FAST, NONE, "server", "Returns the number of keys in the database.", server::dbsize),
+    spec("decr", 2, W_OOM_FAST, KEY1, "string", "Decrements the integer value of a key by one.", strings::decr),
+    spec("decrby", 3, W_OOM_FAST, KEY1, "string", "Decrements a number from the integer value of a key.", strings::decrby),
+    spec("del", -2, W, ALL_KEYS, "generic", "Deletes one or more keys.", keys::del),
+    spec("echo", 2, &["fast"], NONE, "connection", "Returns the given string.", server::echo),
+    spec("exists", -2, R_FAST, ALL_KEYS, "generic", "Determines whether one or more keys exist.", keys::exists),
+    spec("expire", -3, W_FAST, KEY1, "generic", "Sets the expiration time of a key in seconds.", keys::expire),
+    spec("flushall", -1, W, NONE, "server", "Removes all keys from all databases.", server::flushall),
+    spec("flushdb", -1, W, NONE, "server", "Remove all keys from the current database.", server::flushdb),
+    spec("get", 2, R_FAST, KEY1, "string", "Returns the string value of a key.", strings::get),
+    spec("getdel", 2, W_FAST, KEY1, "string", "Returns the string value of a key after deleting the key.", strings::getdel),
+    spec("getset", 3, W_OOM_FAST, KEY1, "string", "Returns the previous string value of a key after setting it to a new value.", strings::getset),
+    spec("hello", -1, CONN, NONE, "connection", "Handshakes with the Redis server.", server::hello),
+    spec("incr", 2, W_OOM_FAST, KEY1, "string", "Increments the integer value of a key by one.", strings::incr),
+    spec("incrby", 3, W_OOM_FAST, KEY1, "string", "Increments the integer value of a key by a number.", strings::incrby),
+    spec("info", -1, &["loading", "stale"], NONE, "server", "Returns information and statistics about the server.", server::info),
+    spec("keys", 2, R, NONE, "generic", "Returns all key names that match a pattern.", keys::keys),
+    spec("lindex", 3, R, KEY1, "list", "Returns an element from a list by its index.", lists::lindex),
+    spec("llen", 2, R_FAST, KEY1, "list", "Returns the length of a list.", lists::llen),
+    spec("lpop", -2, W_FAST, KEY1, "list", "Returns the first elements in a list after removing it.", lists::lpop),
+    spec("lpush", -3, W_OOM_FAST, KEY1, "list", "Prepends one or more elements to a list.", lists::lpush),
+    spec("lrange", 4, R, KEY1, "list", "Returns a range of elements from a list.", lists::lrange),
+    spec("lset", 4, W_OOM, KEY1, "list", "Sets the value of an element in a list by its index.", lists::lset),
+    spec("ltrim", 4, W, KEY1, "list", "Removes elements from both ends a list.", lists::ltrim),
+    spec("mget", -2, R_FAST, ALL_KEYS, "string", "Atomically returns the string values of one or more keys.", strings::mget),
+    spec("mset", -3, W_OOM, (1, -1, 2), "string", "Atomically creates or modifies the string values of one or more keys.", strings::mset),
+    spec("persist", 2, W_FAST, KEY1, "generic", "Removes the expiration time of a key.", keys::persist),
+    spec("pexpire", -3, W_FAST, KEY1, "generic", "Sets the expiration time of a key in milliseconds.", keys::pexpire),
+    spec("ping", -1, &["fast"], NONE, "connection", "Returns the server's liveliness response.", server::ping),
+    spec("pttl", 2, R_FAST, KEY1, "generic", "Returns the expiration time in milliseconds of a key.", keys::pttl),
+    spec("quit", -1, CONN, NONE, "connection", "Closes the connection.", server::quit),
+    spec("rpop", -2, W_FAST, KEY1, "list", "Returns and removes the last elements of a list.", lists::rpop),
+    spec("rpush", -3, W_OOM_FAST, KEY1, "list", "Appends one or more elements to a list.", lists::rpush),
+    spec("scan", -2, R, NONE, "generic", "Iterates over the key names in the database.", keys::scan),
+    spec("select", 2, &["loading", "stale", "fast"], NONE, "connection", "Changes the selected database (0 only).", server::select),
+    spec("set", -3, W_OOM, KEY1, "string", "Sets the string value of a key, ignoring its type.", strings::set),
+    spec("setnx", 3, W_OOM_FAST, KEY1, "string", "Set the string value of a key only when the key doesn't exist.", strings::setnx),
+    spec("strlen", 2, R_FAST, KEY1, "string", "Returns the length of a string value.", strings::strlen),
+    spec("ttl", 2, R_FAST, KEY1, "generic", "Returns the expiration time in seconds of a key.", keys::ttl),
+    spec("type", 2, R_FAST, KEY1, "generic", "Determines the type of value stored at a key.", keys::type_),
+    spec("unlink", -2, W_FAST, ALL_KEYS, "generic", "Asynchronously deletes one or more keys.", keys::unlink),
+];
+
+/// The command named `name`, in any case.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    if name.len() > 16 {
+        return None;
+    }
+    let mut lower = [0u8; 16];
+    let lower = &mut lower[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    COMMANDS
+        .binary_search_by(|c| c.name.as_bytes().cmp(lower))
+        .ok()
+        .map(|i| &COMMANDS[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorted_and_found_in_any_case() {
+        assert!(COMMANDS.windows(2).all(|w| w[0].name < w[1].name), "COMMANDS must stay sorted");
+        for c in COMMANDS {
+            assert_eq!(lookup(c.name.to_uppercase().as_bytes()).map(|s| s.name), Some(c.name));
+        }
+        assert!(lookup(b"nosuchcommand").is_none());
+        assert!(lookup(b"").is_none());
+    }
+}

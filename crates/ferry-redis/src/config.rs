@@ -1,0 +1,69 @@
+//! Server settings. Every limit is explicit; defaults follow Redis where Redis has one.
+
+use std::net::SocketAddr;
+
+use ferry_net::Mode;
+
+/// How the server runs and what it accepts.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on (default `127.0.0.1:6379`).
+    pub bind: SocketAddr,
+    /// `requirepass`: clients must `AUTH` (or `HELLO ... AUTH`) first when set.
+    pub password: Option<String>,
+    /// `maxmemory`: bytes of keys and values (Redis's estimate: key + value + a fixed overhead
+    /// per key) beyond which commands that add data get the OOM error. No eviction.
+    pub maxmemory: usize,
+    /// `proto-max-bulk-len`: the longest bulk string a request may carry (Redis: 512 MiB; here
+    /// 64 MiB by default, and never more than the pool's largest buffer).
+    pub proto_max_bulk_len: usize,
+    /// Most arguments in one request (Redis: 1,048,576).
+    pub max_args: usize,
+    /// `client-query-buffer-limit`: unparsed request bytes one client may have buffered.
+    pub query_buffer_limit: usize,
+    /// Reply bytes one client may have queued and unwritten before it is disconnected (a
+    /// client that sends without reading). Redis's normal-client limit is unlimited; here 64 MiB.
+    pub output_buffer_limit: usize,
+    /// `maxclients`.
+    pub max_clients: usize,
+    /// Values at least this long go out as gather entries referencing the stored bytes; shorter
+    /// ones are copied into the reply. The calibrated TCP threshold by default.
+    pub zero_copy_threshold: usize,
+    /// A `SET` value at least this long that arrived whole in one read buffer is stored in
+    /// place, as a counted slice of that buffer (no copy). Memory held per stored byte is then
+    /// at most `read_buf / keep_in_place_min`.
+    pub keep_in_place_min: usize,
+    /// Size of each read buffer (default 16 KiB).
+    pub read_buf: usize,
+    /// How replies reach the kernel (`ferry-net`'s send modes; default gather).
+    pub mode: Mode,
+    /// Event loops, each on its own thread (and core, when `pin` is set) with its own
+    /// `SO_REUSEPORT` listener, sharing one keyspace.
+    pub threads: usize,
+    /// Pin loop `i` to CPU `pin[i % pin.len()]`.
+    pub pin: Vec<usize>,
+    /// Active expiry cycles per second (Redis's `hz`, default 10).
+    pub hz: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            bind: SocketAddr::from(([127, 0, 0, 1], 6379)),
+            password: None,
+            maxmemory: 1 << 30,
+            proto_max_bulk_len: 64 << 20,
+            max_args: 1 << 20,
+            query_buffer_limit: 1 << 30,
+            output_buffer_limit: 64 << 20,
+            max_clients: 10_000,
+            zero_copy_threshold: 512,
+            keep_in_place_min: 4096,
+            read_buf: 16 << 10,
+            mode: Mode::Gather,
+            threads: 1,
+            pin: Vec::new(),
+            hz: 10,
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! A Redis-protocol server whose large values leave by scatter-gather from Ferry's pool.
+//!
+//! Unchanged Redis clients (`redis-cli`, `redis-benchmark`, redis-py, hiredis) speak RESP2, or
+//! RESP3 after `HELLO 3`, to it. Values live in Ferry's registered pool as counted
+//! [`SharedBuf`](ferry_buf::SharedBuf)s. A reply is its RESP framing (`$4096\r\n`, array
+//! headers, separators), copied into a staging buffer, with every value at or above the
+//! zero-copy threshold posted as a gather entry that points at the stored bytes: Cornflakes'
+//! hybrid serialization, as a real server. One `sendmsg` carries the replies to a batch of
+//! pipelined requests (`ferry-net`'s datapath, any of its send modes).
+//!
+//! ```text
+//!  read(2) into a pool buffer ──► resp::parse (in place, ranges) ──► cmd::execute
+//!        │ frozen: a large SET value            │                        │ ReplyBuf: framing bytes
+//!        ▼ stays in the buffer it arrived in    ▼                        ▼ + (offset, SharedBuf) refs
+//!      Db (keyspace of SharedBufs) ◄──────────── Ctx ──────► ferry_net::Sender::send_stream
+//!                                                                        │ one sendmsg per batch
+//!                                                                        ▼ refs dropped when written
+//! ```
+//!
+//! Who owns each buffer: a read buffer is the connection's until a command keeps part of it (a
+//! large `SET` value), then it is shared by the stored values that point into it and freed with
+//! the last of them. A stored value is the keyspace's; a reply that references it holds its own
+//! count, so an overwrite or `DEL` in the same pipeline leaves the bytes being sent intact.
+//!
+//! What it is not: persistent (no RDB or AOF: everything is lost when the process stops),
+//! replicated, clustered, or a full Redis (see [`cmd`] for the commands it has; database 0
+//! only; no eviction: writes beyond `maxmemory` get Redis's OOM error).
+//!
+//! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`db`] the
+//! keyspace; [`cmd`] the commands; [`server`] the event loop that owns sockets and clocks.
+
+#![deny(unsafe_code)]
+
+pub mod cmd;
+pub mod config;
+pub mod db;
+pub mod resp;
+pub mod server;
+
+pub use config::Config;
+pub use server::{Server, ServerHandle};

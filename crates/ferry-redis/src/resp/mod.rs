@@ -1,0 +1,7 @@
+//! RESP without I/O: the request parser ([`parse`]) and the reply encoder ([`reply`]).
+
+pub mod parse;
+pub mod reply;
+
+pub use parse::{ParseLimits, Parsed, ProtocolError, parse_command};
+pub use reply::{Proto, ReplyBuf};

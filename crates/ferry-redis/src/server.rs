@@ -1,0 +1,5 @@
+//! STUB
+/// STUB
+pub struct Server;
+/// STUB
+pub struct ServerHandle;
