@@ -150,7 +150,7 @@ mod tests {
 
     fn written(pool: &Pool, bytes: usize) -> Written {
         Written {
-            head: pool.copy_from(&vec![1; bytes]).unwrap(),
+            head: Some(pool.copy_from(&vec![1; bytes]).unwrap()),
             segs: Vec::new(),
             bytes,
         }

@@ -80,7 +80,8 @@ struct Batch {
 
 #[derive(Debug)]
 struct Writing {
-    head: SharedBuf,
+    /// The frozen staging buffer (none for a batch of unframed parts only).
+    head: Option<SharedBuf>,
     segs: Vec<Seg>,
     /// Next entry to write and the bytes of it already written.
     idx: usize,
@@ -93,7 +94,7 @@ struct Writing {
 pub(crate) struct Written {
     /// The frozen staging buffer, held (not read) for as long as the kernel may read it.
     #[expect(dead_code, reason = "held for its drop")]
-    pub(crate) head: SharedBuf,
+    pub(crate) head: Option<SharedBuf>,
     pub(crate) segs: Vec<Seg>,
     pub(crate) bytes: usize,
 }
@@ -171,7 +172,9 @@ impl SendQueue {
             .as_ref()
             .is_some_and(|s| s.capacity() - s.len() >= need);
         if !fits {
-            if self.fill.frames > 0 {
+            // A staging buffer already holds queued frames: never replace it. (A batch of
+            // unframed parts only has none yet.)
+            if self.fill.staging.is_some() && self.fill.frames > 0 {
                 return Err(PushError::Full);
             }
             // Room for a full batch of frames like this first one, up to the byte cap: an
@@ -312,6 +315,17 @@ impl SendQueue {
         Ok(())
     }
 
+    /// Queues `parts` as they are, without a frame header: a byte stream whose protocol has its
+    /// own framing (RESP). Nothing is copied; nothing can be `Full`.
+    pub(crate) fn push_unframed(&mut self, parts: &[SharedBuf]) {
+        let len = parts.iter().map(SharedBuf::len).sum::<usize>();
+        self.fill.segs.extend(parts.iter().filter(|p| !p.is_empty()).cloned().map(Seg::Buf));
+        self.fill.frames += 1;
+        self.fill.bytes += len;
+        self.counters.frames += 1;
+        self.counters.wire_bytes += len as u64;
+    }
+
     /// Makes the filling batch the writing batch, if none is being written. Returns whether a
     /// batch is now being written.
     pub(crate) fn start_write(&mut self) -> bool {
@@ -329,7 +343,7 @@ impl SendQueue {
                 ..Batch::default()
             },
         );
-        let head = batch.staging.expect("every frame stages its header").freeze();
+        let head = batch.staging.map(BufMut::freeze);
         self.writing = Some(Writing {
             head,
             segs: batch.segs,
@@ -349,7 +363,9 @@ impl SendQueue {
         let Some(w) = &self.writing else { return };
         for (i, seg) in w.segs[w.idx..].iter().enumerate().take(MAX_IOV) {
             let bytes = match seg {
-                Seg::Staging { start, len } => &w.head[*start..*start + *len],
+                Seg::Staging { start, len } => {
+                    &w.head.as_ref().expect("staging entries have a staging buffer")[*start..*start + *len]
+                }
                 Seg::Buf(buf) => &buf[..],
             };
             let bytes = if i == 0 { &bytes[w.off..] } else { bytes };
@@ -449,7 +465,7 @@ mod tests {
     /// Finds the bytes an iovec points at among the queue's live buffers, without unsafe code.
     fn unsafe_free_view<'q>(v: &libc::iovec, q: &'q SendQueue) -> &'q [u8] {
         let w = q.writing.as_ref().unwrap();
-        let candidates = std::iter::once(&w.head[..]).chain(w.segs.iter().filter_map(|s| match s {
+        let candidates = w.head.as_deref().into_iter().chain(w.segs.iter().filter_map(|s| match s {
             Seg::Buf(b) => Some(&b[..]),
             Seg::Staging { .. } => None,
         }));
@@ -460,6 +476,28 @@ mod tests {
             }
         }
         panic!("iovec points outside the batch");
+    }
+
+    #[test]
+    fn unframed_parts_go_out_as_they_are_and_by_reference() {
+        let pool = pool();
+        let mut q = SendQueue::new(&pool, &Config::default());
+        let framing = pool.copy_from(b"$5\r\n").unwrap();
+        let value = pool.copy_from(b"hello").unwrap();
+        let crlf = pool.copy_from(b"\r\n").unwrap();
+        q.push_unframed(&[framing, value.clone(), pool.copy_from(b"").unwrap(), crlf]);
+        q.push_with(Meta::new(1, 2), 1, |b| b[0] = b'x').unwrap();
+        assert!(q.start_write());
+        let mut iov = Vec::new();
+        q.iovecs(&mut iov);
+        assert_eq!(iov[1].iov_base as usize, value.as_ptr() as usize, "the value is referenced, not copied");
+        let mut expect = b"$5\r\nhello\r\n".to_vec();
+        expect.extend_from_slice(&FrameHeader { meta: Meta::new(1, 2), len: 1 }.to_bytes());
+        expect.push(b'x');
+        assert_eq!(gathered(&q), expect);
+        assert_eq!(q.counters().wire_bytes, expect.len() as u64);
+        assert!(q.advance(expect.len()));
+        assert!(q.take_written().is_some());
     }
 
     #[test]

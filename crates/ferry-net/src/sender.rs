@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry_buf::Pool;
+use ferry_buf::{Pool, SharedBuf};
 use ferry_wire::Outgoing;
 
 use crate::auto::Auto;
@@ -68,7 +68,9 @@ pub struct Sender {
 }
 
 impl Sender {
-    pub(crate) fn new(
+    /// The sending half of `stream` (which the caller reads from itself, e.g. with its own
+    /// framing). [`Connection`](crate::Connection) makes one for its own use.
+    pub fn new(
         stream: Arc<TcpStream>,
         pool: &Pool,
         config: &Config,
@@ -153,6 +155,17 @@ impl Sender {
             }
             Payload::Gather { head, parts } => self.push(|q| q.push_gather(meta, head, parts)),
         }
+    }
+
+    /// Queues `parts` with no frame header, each posted by reference: for protocols with their
+    /// own framing over the same datapath (`ferry-redis` sends RESP replies this way, framing
+    /// and small values in one pool buffer, large values referenced where they are stored).
+    /// Either every part is queued or, on error, none is.
+    pub fn send_unframed(&mut self, parts: &[SharedBuf]) -> Result<(), TransportError> {
+        self.push(|q| {
+            q.push_unframed(parts);
+            Ok(())
+        })
     }
 
     /// Queues a frame of `len` bytes that `write` fills in place in the staging buffer (for
