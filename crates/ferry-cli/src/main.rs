@@ -6,6 +6,8 @@
 //!   what was sent by reference.
 //! - `ferry calibrate` measures the zero-copy threshold of each transport and writes it where
 //!   every `ferry-rpc` driver reads it.
+//! - `ferry redis [--port P] [--pin CPUS] [--mode M] ...` serves the Redis protocol to unchanged
+//!   Redis clients from `ferry-redis`, in the foreground.
 //! - `ferry encode|decode|inspect --proto FILE [-I DIR]... --message NAME` work on any message
 //!   of a `.proto` schema with no compile step: protobuf-JSON to wire bytes, wire bytes to
 //!   protobuf-JSON, and a dump of the header layout. `decode` and `inspect` validate with the
@@ -32,6 +34,7 @@ mod demo;
 mod encode;
 mod generate;
 mod inspect;
+mod redis;
 mod schema;
 
 use clap::{Parser, Subcommand};
@@ -73,6 +76,9 @@ enum Command {
     /// Measure the zero-copy threshold of each transport (copy-only against zero-copy-only
     /// over values of N buffers of S bytes) and write it where `ferry-rpc` reads it.
     Calibrate(ferry_bench::kv::calibrate::Args),
+    /// Serve the Redis protocol (RESP2/RESP3) to unchanged Redis clients, large values sent by
+    /// scatter-gather from the keyspace's memory; in the foreground, no persistence.
+    Redis(redis::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -92,6 +98,7 @@ fn main() -> std::process::ExitCode {
         Command::Inspect(args) => inspect::run(&args),
         Command::Gen(args) => generate::run(&args),
         Command::Bench(args) => bench::run(&args).map_err(|e| schema::CliError::Usage(e.to_string())),
+        Command::Redis(args) => redis::run(&args).map_err(schema::CliError::Usage),
         Command::Calibrate(args) => {
             ferry_bench::kv::calibrate::run(&args).map_err(|e| schema::CliError::Usage(e.to_string()))
         }

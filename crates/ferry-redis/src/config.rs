@@ -15,11 +15,13 @@ pub struct Config {
     /// per key) beyond which commands that add data get the OOM error. No eviction.
     pub maxmemory: usize,
     /// `proto-max-bulk-len`: the longest bulk string a request may carry (Redis: 512 MiB; here
-    /// 64 MiB by default, and never more than the pool's largest buffer).
+    /// 8 MiB − 1 KiB by default). Requests are parsed in place, so a whole request must fit
+    /// one pool buffer (`region_size`).
     pub proto_max_bulk_len: usize,
     /// Most arguments in one request (Redis: 1,048,576).
     pub max_args: usize,
-    /// `client-query-buffer-limit`: unparsed request bytes one client may have buffered.
+    /// `client-query-buffer-limit`: unparsed request bytes one client may have buffered (at
+    /// most `region_size`).
     pub query_buffer_limit: usize,
     /// Reply bytes one client may have queued and unwritten before it is disconnected (a
     /// client that sends without reading). Redis's normal-client limit is unlimited; here 64 MiB.
@@ -33,6 +35,9 @@ pub struct Config {
     /// place, as a counted slice of that buffer (no copy). Memory held per stored byte is then
     /// at most `read_buf / keep_in_place_min`.
     pub keep_in_place_min: usize,
+    /// Size of the pool's regions, and so of its largest buffer: the longest request and the
+    /// longest value (default 8 MiB).
+    pub region_size: usize,
     /// Size of each read buffer (default 16 KiB).
     pub read_buf: usize,
     /// How replies reach the kernel (`ferry-net`'s send modes; default gather).
@@ -52,13 +57,14 @@ impl Default for Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 6379)),
             password: None,
             maxmemory: 1 << 30,
-            proto_max_bulk_len: 64 << 20,
+            proto_max_bulk_len: (8 << 20) - 1024,
             max_args: 1 << 20,
             query_buffer_limit: 1 << 30,
             output_buffer_limit: 64 << 20,
             max_clients: 10_000,
             zero_copy_threshold: 512,
             keep_in_place_min: 4096,
+            region_size: 8 << 20,
             read_buf: 16 << 10,
             mode: Mode::Gather,
             threads: 1,

@@ -34,6 +34,7 @@
 pub mod cmd;
 pub mod config;
 pub mod db;
+pub mod input;
 pub mod resp;
 pub mod server;
 

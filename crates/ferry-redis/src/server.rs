@@ -1,5 +1,588 @@
-//! STUB
-/// STUB
-pub struct Server;
-/// STUB
-pub struct ServerHandle;
+//! The event loops: sockets, `epoll`, clocks and threads. Everything else is in [`crate::input`]
+//! (bytes to commands), [`crate::cmd`] (commands to replies) and [`crate::resp`].
+//!
+//! Each loop owns a `SO_REUSEPORT` listener on the server's address (the kernel spreads new
+//! connections over the loops) and its clients; the keyspace is shared, locked once per batch
+//! of commands read from one client. Per client and readiness event:
+//!
+//! 1. one `read(2)` into the client's [`Input`] (a pool buffer);
+//! 2. every whole command runs against the keyspace; replies accumulate in the client's
+//!    [`ReplyBuf`] (framing copied, large values referenced);
+//! 3. the framing is copied into a pool buffer, and the batch goes to `ferry-net`'s
+//!    [`Sender`] as gather entries: one `sendmsg` for the replies to everything read.
+//!
+//! A client whose socket is full keeps accumulating replies until `output_buffer_limit`, and
+//! is then disconnected (logged on stderr), as is one that breaks the protocol (after Redis's
+//! error reply) or exceeds `client-query-buffer-limit`. Loop 0 also runs the active expiry
+//! cycle `hz` times a second.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ferry_buf::{Pool, PoolConfig, SharedBuf};
+use ferry_net::{Sender, TransportError};
+use rustix::event::epoll::{self, EventData, EventFlags};
+use rustix::event::{EventfdFlags, Timespec};
+use rustix::net::{AddressFamily, SocketType, sockopt};
+
+use crate::cmd::{self, Args, Client, Ctx, ServerInfo, Stats};
+use crate::config::Config;
+use crate::db::Db;
+use crate::input::{Input, InputError};
+use crate::resp::{ParseLimits, Proto, ReplyBuf};
+
+const LISTENER: u64 = 0;
+const WAKER: u64 = 1;
+const FIRST_CLIENT: u64 = 2;
+
+/// State every loop shares.
+#[derive(Debug)]
+struct Shared {
+    info: ServerInfo,
+    db: Mutex<Db>,
+    pool: Pool,
+    next_client_id: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// A server bound to its address, not yet serving.
+#[derive(Debug)]
+pub struct Server {
+    shared: Arc<Shared>,
+    listeners: Vec<TcpListener>,
+    addr: SocketAddr,
+}
+
+/// A running server: its loops run on their own threads until [`stop`](Self::stop) (or drop).
+#[derive(Debug)]
+pub struct ServerHandle {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    wakers: Vec<Arc<OwnedFd>>,
+    threads: Vec<JoinHandle<io::Result<()>>>,
+}
+
+impl Server {
+    /// Binds `config.bind` (one listener per loop) and makes the pool and keyspace.
+    pub fn bind(config: Config) -> io::Result<Server> {
+        if config.threads == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "threads must be at least 1"));
+        }
+        let region_size = config.region_size;
+        // Power-of-two size classes can double a value's footprint; room for read buffers and
+        // reply framing on top.
+        let max_bytes = (config.maxmemory.saturating_mul(2) + (256 << 20)).div_ceil(region_size) * region_size;
+        let pool = Pool::new(PoolConfig {
+            region_size,
+            max_bytes,
+            ..PoolConfig::default()
+        })
+        .map_err(|e| io::Error::other(format!("pool: {e}")))?;
+        if config.proto_max_bulk_len + 1024 > pool.max_class() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "proto-max-bulk-len {} does not fit the pool's largest buffer ({} B): raise region_size",
+                    config.proto_max_bulk_len,
+                    pool.max_class()
+                ),
+            ));
+        }
+        let mut listeners = vec![listen(config.bind)?];
+        let addr = listeners[0].local_addr()?;
+        for _ in 1..config.threads {
+            listeners.push(listen(addr)?);
+        }
+        let db = Db::new(pool.clone(), config.keep_in_place_min);
+        let info = ServerInfo {
+            port: addr.port(),
+            started: Instant::now(),
+            run_id: run_id(),
+            stats: Stats::default(),
+            config,
+        };
+        Ok(Server {
+            shared: Arc::new(Shared {
+                info,
+                db: Mutex::new(db),
+                pool,
+                next_client_id: AtomicU64::new(1),
+                stop: AtomicBool::new(false),
+            }),
+            listeners,
+            addr,
+        })
+    }
+
+    /// The address it listens on (the kernel's choice for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Starts the loops on their own threads.
+    pub fn spawn(self) -> io::Result<ServerHandle> {
+        let mut wakers = Vec::new();
+        let mut threads = Vec::new();
+        for (i, listener) in self.listeners.into_iter().enumerate() {
+            let waker = Arc::new(rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC)?);
+            wakers.push(waker.clone());
+            let shared = self.shared.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("ferry-redis-{i}"))
+                .spawn(move || {
+                    let cpu = (!shared.info.config.pin.is_empty())
+                        .then(|| shared.info.config.pin[i % shared.info.config.pin.len()]);
+                    if let Some(cpu) = cpu {
+                        let mut set = rustix::thread::CpuSet::new();
+                        set.set(cpu);
+                        rustix::thread::sched_setaffinity(None, &set).map_err(io::Error::from)?;
+                    }
+                    EventLoop::new(i, shared, listener, waker)?.run()
+                })?;
+            threads.push(thread);
+        }
+        Ok(ServerHandle {
+            shared: self.shared,
+            addr: self.addr,
+            wakers,
+            threads,
+        })
+    }
+}
+
+impl ServerHandle {
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The pool every value, read buffer and reply lives in (its statistics show leaks).
+    pub fn pool(&self) -> &Pool {
+        &self.shared.pool
+    }
+
+    /// The server's configuration and counters.
+    pub fn info(&self) -> &ServerInfo {
+        &self.shared.info
+    }
+
+    /// Runs until the loops stop (they stop on [`stop`](Self::stop) from another handle
+    /// holder, or on an I/O error of the loop itself); returns the first loop error.
+    pub fn join(mut self) -> io::Result<()> {
+        let mut result = Ok(());
+        for t in self.threads.drain(..) {
+            let r = t.join().unwrap_or_else(|_| Err(io::Error::other("an event loop panicked")));
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    }
+
+    /// Stops every loop, closing every client, and waits for them.
+    pub fn stop(mut self) -> io::Result<()> {
+        self.signal_stop();
+        std::mem::take(&mut self.threads).into_iter().try_for_each(|t| {
+            t.join().unwrap_or_else(|_| Err(io::Error::other("an event loop panicked")))
+        })
+    }
+
+    fn signal_stop(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for w in &self.wakers {
+            let _ = rustix::io::write(&**w, &1u64.to_ne_bytes());
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.signal_stop();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A listening socket with `SO_REUSEPORT`, so that every loop can have its own.
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let family = if addr.is_ipv4() { AddressFamily::INET } else { AddressFamily::INET6 };
+    let fd = rustix::net::socket(family, SocketType::STREAM, None)?;
+    sockopt::set_socket_reuseaddr(&fd, true)?;
+    sockopt::set_socket_reuseport(&fd, true)?;
+    rustix::net::bind(&fd, &addr)?;
+    rustix::net::listen(&fd, 511)?;
+    let listener = TcpListener::from(fd);
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+fn run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut id = String::with_capacity(40);
+    while id.len() < 40 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(id.len());
+        id.push_str(&format!("{:016x}", h.finish()));
+    }
+    id.truncate(40);
+    id
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One connected client.
+#[derive(Debug)]
+struct Conn {
+    stream: Arc<TcpStream>,
+    sender: Sender,
+    input: Input,
+    client: Client,
+    /// Replies not yet handed to the sender (it is busy with an earlier batch).
+    out: ReplyBuf,
+    /// Whether `EPOLLOUT` is armed.
+    writing: bool,
+    /// Close once the replies are written (`QUIT`, or a protocol error).
+    closing: bool,
+}
+
+/// Why a client is dropped (logged, except for an orderly close).
+enum Close {
+    Eof,
+    Reason(String),
+}
+
+struct EventLoop {
+    index: usize,
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    waker: Arc<OwnedFd>,
+    epoll: OwnedFd,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    parts: Vec<SharedBuf>,
+    limits: ParseLimits,
+    next_expire: Instant,
+}
+
+impl EventLoop {
+    fn new(index: usize, shared: Arc<Shared>, listener: TcpListener, waker: Arc<OwnedFd>) -> io::Result<EventLoop> {
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        epoll::add(&epoll, &listener, EventData::new_u64(LISTENER), EventFlags::IN)?;
+        epoll::add(&epoll, &*waker, EventData::new_u64(WAKER), EventFlags::IN)?;
+        let c = &shared.info.config;
+        let limits = ParseLimits {
+            max_bulk_len: c.proto_max_bulk_len,
+            max_args: c.max_args,
+            max_inline_len: 64 << 10,
+        };
+        Ok(EventLoop {
+            index,
+            listener,
+            waker,
+            epoll,
+            conns: Vec::new(),
+            free: Vec::new(),
+            parts: Vec::new(),
+            limits,
+            next_expire: Instant::now(),
+            shared,
+        })
+    }
+
+    fn run(mut self) -> io::Result<()> {
+        let mut events = Vec::with_capacity(256);
+        let hz = self.shared.info.config.hz.max(1);
+        let tick = Duration::from_millis(1000 / u64::from(hz));
+        while !self.shared.stop.load(Ordering::SeqCst) {
+            let timeout = if self.index == 0 {
+                let left = self.next_expire.saturating_duration_since(Instant::now());
+                Some(Timespec {
+                    tv_sec: left.as_secs() as i64,
+                    tv_nsec: i64::from(left.subsec_nanos()),
+                })
+            } else {
+                None
+            };
+            events.clear();
+            match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), timeout.as_ref()) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            for ev in &events {
+                let (token, flags) = (ev.data.u64(), ev.flags);
+                match token {
+                    LISTENER => self.accept(),
+                    WAKER => {
+                        let mut b = [0u8; 8];
+                        let _ = rustix::io::read(&*self.waker, &mut b);
+                    }
+                    t => self.client_event((t - FIRST_CLIENT) as usize, flags),
+                }
+            }
+            if self.index == 0 && Instant::now() >= self.next_expire {
+                self.next_expire = Instant::now() + tick;
+                self.lock_db().active_expire(now_ms());
+            }
+        }
+        for i in 0..self.conns.len() {
+            self.drop_conn(i, Close::Eof);
+        }
+        Ok(())
+    }
+
+    fn lock_db(&self) -> std::sync::MutexGuard<'_, Db> {
+        // A handler that panicked left the keyspace as it was between two commands' steps;
+        // serving on is better than taking every client down with it.
+        self.shared.db.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn accept(&mut self) {
+        loop {
+            let (stream, addr) = match self.listener.accept() {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    eprintln!("ferry-redis: accept: {e}");
+                    return;
+                }
+            };
+            let info = &self.shared.info;
+            Stats::add(&info.stats.total_connections_received, 1);
+            if Stats::get(&info.stats.connected_clients) >= info.config.max_clients as u64 {
+                Stats::add(&info.stats.rejected_connections, 1);
+                // Accepted sockets block; a short reply fits any fresh socket buffer.
+                let _ = (&stream).write_all(b"-ERR max number of clients reached\r\n");
+                continue;
+            }
+            if let Err(e) = self.add_conn(stream, addr) {
+                eprintln!("ferry-redis: client {addr}: {e}");
+            }
+        }
+    }
+
+    fn add_conn(&mut self, stream: TcpStream, addr: SocketAddr) -> io::Result<()> {
+        let info = &self.shared.info;
+        stream.set_nonblocking(true)?;
+        stream.set_nodelay(true)?;
+        let local_addr = stream.local_addr()?;
+        let stream = Arc::new(stream);
+        let net = ferry_net::Config {
+            mode: info.config.mode,
+            // A batch is whatever replies one read produced; never flush on a cap midway.
+            batch_frames: usize::MAX,
+            batch_bytes: usize::MAX,
+            ..ferry_net::Config::default()
+        };
+        let mut sender = Sender::new(stream.clone(), &self.shared.pool, &net).map_err(io::Error::other)?;
+        sender.set_nonblocking(true);
+        let client = Client {
+            id: self.shared.next_client_id.fetch_add(1, Ordering::Relaxed),
+            name: None,
+            proto: Proto::Resp2,
+            authenticated: info.config.password.is_none(),
+            close_after_reply: false,
+            addr,
+            local_addr,
+            created_ms: now_ms(),
+        };
+        let conn = Conn {
+            input: Input::new(&self.shared.pool, self.limits, info.config.read_buf, info.config.query_buffer_limit),
+            out: ReplyBuf::new(info.config.zero_copy_threshold),
+            stream,
+            sender,
+            client,
+            writing: false,
+            closing: false,
+        };
+        let slot = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        epoll::add(
+            &self.epoll,
+            &*conn.stream,
+            EventData::new_u64(FIRST_CLIENT + slot as u64),
+            EventFlags::IN | EventFlags::RDHUP,
+        )?;
+        self.conns[slot] = Some(conn);
+        Stats::add(&info.stats.connected_clients, 1);
+        Ok(())
+    }
+
+    fn client_event(&mut self, i: usize, flags: EventFlags) {
+        if self.conns.get(i).is_none_or(Option::is_none) {
+            return;
+        }
+        if flags.contains(EventFlags::ERR) {
+            // Zero-copy completions arrive on the error queue.
+            let conn = self.conns[i].as_mut().expect("checked above");
+            if let Err(e) = conn.sender.poll_completions() {
+                return self.drop_conn(i, Close::Reason(format!("completions: {e}")));
+            }
+        }
+        if flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP) {
+            if let Err(why) = self.read(i) {
+                // Replies to what was read before the end still go out, best effort.
+                let _ = self.write(i);
+                return self.drop_conn(i, why);
+            }
+        }
+        if let Err(why) = self.write(i) {
+            return self.drop_conn(i, why);
+        }
+        let conn = self.conns[i].as_ref().expect("still open");
+        if conn.closing && !conn.writing {
+            self.drop_conn(i, Close::Eof);
+        }
+    }
+
+    /// One read, then every whole command in it.
+    fn read(&mut self, i: usize) -> Result<(), Close> {
+        let shared = &*self.shared;
+        let conn = self.conns[i].as_mut().expect("caller checked");
+        if conn.closing {
+            return Ok(());
+        }
+        let target = conn.input.read_target().map_err(|e| Close::Reason(e.to_string()))?;
+        let n = match (&*conn.stream).read(target) {
+            Ok(0) => return Err(Close::Eof),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Err(Close::Eof),
+            Err(e) => return Err(Close::Reason(format!("read: {e}"))),
+        };
+        conn.input.filled(n);
+        Stats::add(&shared.info.stats.total_net_input_bytes, n as u64);
+        let mut db = shared.db.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = now_ms();
+        let (out, client) = (&mut conn.out, &mut conn.client);
+        let before = (out.copied_value_bytes(), out.referenced_value_bytes());
+        let result = conn.input.commands(|args: &Args<'_>| {
+            if client.close_after_reply {
+                return; // after QUIT: nothing more runs
+            }
+            out.set_proto(client.proto);
+            let mut ctx = Ctx {
+                db: &mut db,
+                client,
+                server: &shared.info,
+                now_ms: now,
+            };
+            cmd::execute(&mut ctx, args, out);
+        });
+        drop(db);
+        let stats = &shared.info.stats;
+        Stats::add(&stats.reply_bytes_copied, out.copied_value_bytes() - before.0);
+        Stats::add(&stats.reply_bytes_referenced, out.referenced_value_bytes() - before.1);
+        if client.close_after_reply {
+            conn.closing = true;
+        }
+        match result {
+            Ok(()) => Ok(()),
+            Err(InputError::Protocol(e)) => {
+                out.set_proto(client.proto);
+                out.error(&format!("ERR {e}"));
+                conn.closing = true;
+                Stats::add(&stats.clients_dropped, 1);
+                eprintln!("ferry-redis: client {} ({}): protocol error: {e} at byte {}", client.id, client.addr, e.offset);
+                Ok(())
+            }
+            Err(e) => Err(Close::Reason(e.to_string())),
+        }
+    }
+
+    /// Hands the pending replies to the sender when it is free, and writes.
+    fn write(&mut self, i: usize) -> Result<(), Close> {
+        let shared = &*self.shared;
+        let conn = self.conns[i].as_mut().expect("caller checked");
+        loop {
+            if !conn.out.is_empty() && !conn.sender.has_pending() {
+                let (bytes, refs) = conn.out.parts();
+                Stats::add(&shared.info.stats.total_net_output_bytes, conn.out.len() as u64);
+                gather(&shared.pool, bytes, refs, &mut self.parts).map_err(|e| Close::Reason(format!("reply buffer: {e}")))?;
+                conn.sender
+                    .send_unframed(&self.parts)
+                    .map_err(|e| Close::Reason(format!("send: {e}")))?;
+                self.parts.clear();
+                conn.out.clear();
+            }
+            match conn.sender.flush() {
+                Ok(()) if !conn.out.is_empty() => continue,
+                Ok(()) => break,
+                Err(TransportError::WouldBlock) => break,
+                Err(e) => return Err(Close::Reason(format!("send: {e}"))),
+            }
+        }
+        if conn.out.len() > shared.info.config.output_buffer_limit {
+            Stats::add(&shared.info.stats.clients_dropped, 1);
+            return Err(Close::Reason(format!(
+                "{} reply bytes unread, over the output buffer limit ({})",
+                conn.out.len(),
+                shared.info.config.output_buffer_limit
+            )));
+        }
+        let want = conn.sender.has_pending();
+        if want != conn.writing {
+            let mut flags = EventFlags::IN | EventFlags::RDHUP;
+            if want {
+                flags |= EventFlags::OUT;
+            }
+            epoll::modify(&self.epoll, &*conn.stream, EventData::new_u64(FIRST_CLIENT + i as u64), flags)
+                .map_err(|e| Close::Reason(format!("epoll_ctl: {e}")))?;
+            conn.writing = want;
+        }
+        Ok(())
+    }
+
+    fn drop_conn(&mut self, i: usize, why: Close) {
+        let Some(conn) = self.conns.get_mut(i).and_then(Option::take) else { return };
+        if let Close::Reason(why) = why {
+            eprintln!("ferry-redis: client {} ({}) disconnected: {why}", conn.client.id, conn.client.addr);
+        }
+        let _ = epoll::delete(&self.epoll, &*conn.stream);
+        self.shared.info.stats.connected_clients.fetch_sub(1, Ordering::Relaxed);
+        self.free.push(i);
+    }
+}
+
+/// The replies `bytes` + `refs` as gather parts: `bytes` copied into pool buffers (one, unless
+/// longer than the pool's largest), the referenced values between them at their offsets.
+fn gather(pool: &Pool, bytes: &[u8], refs: &[(usize, SharedBuf)], parts: &mut Vec<SharedBuf>) -> Result<(), ferry_buf::PoolError> {
+    parts.clear();
+    let chunk = pool.max_class();
+    let mut framing = Vec::with_capacity(bytes.len().div_ceil(chunk.max(1)));
+    for piece in bytes.chunks(chunk) {
+        framing.push(pool.copy_from(piece)?);
+    }
+    // Slices of the copied framing for bytes[from..to].
+    let push_range = |parts: &mut Vec<SharedBuf>, from: usize, to: usize| {
+        let mut at = from;
+        while at < to {
+            let (c, off) = (at / chunk, at % chunk);
+            let end = (to - at).min(chunk - off);
+            parts.push(framing[c].slice(off..off + end));
+            at += end;
+        }
+    };
+    let mut prev = 0;
+    for (at, value) in refs {
+        push_range(parts, prev, *at);
+        parts.push(value.clone());
+        prev = *at;
+    }
+    push_range(parts, prev, bytes.len());
+    Ok(())
+}
+
