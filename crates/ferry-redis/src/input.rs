@@ -16,7 +16,7 @@ use std::ops::Range;
 use ferry_buf::{BufMut, Pool, PoolError};
 
 use crate::cmd::Args;
-use crate::resp::{ParseLimits, Parsed, ProtocolError, parse_command};
+use crate::resp::{ParseLimits, Parsed, ProtocolError, parse_command, parse_command_unauthenticated};
 
 /// Why a client's input cannot be taken any further (the client is disconnected).
 #[derive(Debug, thiserror::Error)]
@@ -133,10 +133,25 @@ impl Input {
 
     /// Hands every whole command buffered to `run`, in order. Stops at the first malformed
     /// request, after running the commands before it (as Redis does).
-    pub fn commands(&mut self, mut run: impl FnMut(&Args<'_>)) -> Result<(), InputError> {
+    ///
+    /// `authenticated` says whether the client may send large requests yet (Redis's tighter
+    /// limits before `AUTH`, [`parse_command_unauthenticated`]); `run` returns it again after
+    /// each command, which may have been an `AUTH`.
+    pub fn commands(
+        &mut self,
+        mut authenticated: bool,
+        mut run: impl FnMut(&Args<'_>) -> bool,
+    ) -> Result<(), InputError> {
+        let parse = |input: &[u8], authenticated: bool, args: &mut Vec<Range<usize>>, scratch: &mut Vec<u8>| {
+            if authenticated {
+                parse_command(input, &self.limits, args, scratch)
+            } else {
+                parse_command_unauthenticated(input, &self.limits, args, scratch)
+            }
+        };
         let Some(buf) = &self.buf else { return Ok(()) };
         // Nothing whole yet: keep reading into the same buffer, unfrozen.
-        let first = parse_command(buf, &self.limits, &mut self.args, &mut self.scratch)?;
+        let first = parse(buf, authenticated, &mut self.args, &mut self.scratch)?;
         if let Parsed::Incomplete { need } = first {
             self.need = need;
             return Ok(());
@@ -148,7 +163,7 @@ impl Input {
             let step = match parsed.take() {
                 Some(p) => Ok(p),
                 None if pos == shared.len() => break Ok(()),
-                None => parse_command(&shared[pos..], &self.limits, &mut self.args, &mut self.scratch),
+                None => parse(&shared[pos..], authenticated, &mut self.args, &mut self.scratch),
             };
             match step {
                 Err(e) => break Err(ProtocolError { offset: e.offset + pos, ..e }),
@@ -159,14 +174,14 @@ impl Input {
                 Ok(Parsed::Skip { consumed }) => pos += consumed,
                 Ok(Parsed::Command { consumed, inline_scratch }) => {
                     self.counters.commands += 1;
-                    if inline_scratch {
-                        run(&Args::new(&self.scratch, &self.args, None));
+                    authenticated = if inline_scratch {
+                        run(&Args::new(&self.scratch, &self.args, None))
                     } else {
                         for r in &mut self.args {
                             *r = r.start + pos..r.end + pos;
                         }
-                        run(&Args::new(&shared, &self.args, Some(&shared)));
-                    }
+                        run(&Args::new(&shared, &self.args, Some(&shared)))
+                    };
                     pos += consumed;
                     self.need = 0;
                 }
@@ -200,3 +215,146 @@ impl Input {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use ferry_testkit::pool;
+
+    use super::*;
+
+    const LIMITS: ParseLimits = ParseLimits {
+        max_bulk_len: 512 << 10,
+        max_args: 1024,
+        max_inline_len: 64 << 10,
+    };
+
+    /// Feeds `chunks` as successive reads; returns every command's arguments, and whether each
+    /// command's last argument was kept in place (`Args::value` with keep_min 1 recovers a
+    /// slice of a read buffer rather than a copy).
+    fn feed(input: &mut Input, chunks: &[&[u8]]) -> Vec<(Vec<Vec<u8>>, bool)> {
+        let mut seen = Vec::new();
+        for chunk in chunks {
+            let mut rest = *chunk;
+            while !rest.is_empty() {
+                let target = input.read_target().unwrap();
+                let n = target.len().min(rest.len());
+                target[..n].copy_from_slice(&rest[..n]);
+                input.filled(n);
+                rest = &rest[n..];
+                let pool = input.pool.clone();
+                input
+                    .commands(true, |args| {
+                        let all = args.iter_from(0).map(<[u8]>::to_vec).collect();
+                        let last = args.len() - 1;
+                        let kept = args.value(last, &pool, 1).unwrap();
+                        let in_place = std::ptr::eq(kept.as_ptr(), args.get(last).as_ptr());
+                        seen.push((all, in_place));
+                        true
+                    })
+                    .unwrap();
+            }
+        }
+        seen
+    }
+
+    fn set(key: &str, value: &[u8]) -> Vec<u8> {
+        let mut v = format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n", key.len(), value.len()).into_bytes();
+        v.extend_from_slice(value);
+        v.extend_from_slice(b"\r\n");
+        v
+    }
+
+    #[test]
+    fn a_pipeline_cut_anywhere_gives_the_same_commands() {
+        let mut stream = Vec::new();
+        for i in 0..20 {
+            stream.extend_from_slice(&set(&format!("k{i}"), &vec![b'a' + i as u8; i * 37]));
+        }
+        stream.extend_from_slice(b"PING\r\n\r\nGET k1\r\n");
+        for cut in [1, 2, 7, 64, 100, 1000, stream.len()] {
+            let pool = pool();
+            let mut input = Input::new(&pool, LIMITS, 256, 1 << 20);
+            let chunks: Vec<&[u8]> = stream.chunks(cut).collect();
+            let seen = feed(&mut input, &chunks);
+            assert_eq!(seen.len(), 22, "cut {cut}");
+            for (i, (args, _)) in seen.iter().take(20).enumerate() {
+                assert_eq!(args[1], format!("k{i}").into_bytes(), "cut {cut}");
+                assert_eq!(args[2], vec![b'a' + i as u8; i * 37], "cut {cut}");
+            }
+            assert_eq!(seen[20].0, vec![b"PING".to_vec()]);
+            assert_eq!(seen[21].0, vec![b"GET".to_vec(), b"k1".to_vec()]);
+            assert_eq!(input.pending(), 0);
+        }
+    }
+
+    #[test]
+    fn a_large_value_cut_by_reads_arrives_in_one_buffer_sized_for_it() {
+        let pool = pool();
+        let mut input = Input::new(&pool, LIMITS, 1024, 1 << 20);
+        let value = vec![7u8; 100_000];
+        let cmd = set("big", &value);
+        // First read: the header and a little of the value; then the rest in 4 KiB reads.
+        let mut chunks: Vec<&[u8]> = vec![&cmd[..600]];
+        chunks.extend(cmd[600..].chunks(4096));
+        let seen = feed(&mut input, &chunks);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].0[2], value);
+        assert!(seen[0].1, "the value is kept where it was read");
+        // Copied: the first read's 600 bytes, once, into the buffer sized for the command.
+        assert_eq!(input.counters().copied, 600);
+    }
+
+    #[test]
+    fn a_value_that_arrived_whole_is_kept_in_the_read_buffer() {
+        let pool = pool();
+        let mut input = Input::new(&pool, LIMITS, 64 << 10, 1 << 20);
+        let cmd = set("k", &[9u8; 5000]);
+        let seen = feed(&mut input, &[&cmd]);
+        assert!(seen[0].1);
+        assert_eq!(input.counters().copied, 0);
+    }
+
+    #[test]
+    fn a_command_beyond_the_query_limit_is_refused() {
+        let pool = pool();
+        let mut input = Input::new(&pool, LIMITS, 1024, 50_000);
+        let cmd = set("k", &[1u8; 100_000]);
+        let target = input.read_target().unwrap();
+        let n = target.len();
+        target.copy_from_slice(&cmd[..n]);
+        input.filled(n);
+        input.commands(true, |_| panic!("incomplete")).unwrap();
+        assert!(matches!(input.read_target(), Err(InputError::QueryBufferLimit { .. })));
+    }
+
+    #[test]
+    fn commands_before_a_protocol_error_run_and_the_error_names_its_offset() {
+        let pool = pool();
+        let mut input = Input::new(&pool, LIMITS, 1024, 1 << 20);
+        let bytes = b"PING\r\n*1\r\n$4\r\nPING\r\n*1\r\n$x\r\n";
+        let target = input.read_target().unwrap();
+        target[..bytes.len()].copy_from_slice(bytes);
+        input.filled(bytes.len());
+        let mut ran = 0;
+        let err = input
+            .commands(true, |_| {
+                ran += 1;
+                true
+            })
+            .unwrap_err();
+        assert_eq!(ran, 2);
+        let InputError::Protocol(e) = err else { panic!("{err}") };
+        assert!(e.offset >= 20, "offset {} is in the stream, past the two commands", e.offset);
+    }
+
+    #[test]
+    fn pool_buffers_go_back_when_the_input_is_dropped() {
+        let pool = pool();
+        let mut input = Input::new(&pool, LIMITS, 1024, 1 << 20);
+        let cmd = set("k", &[3u8; 3000]);
+        feed(&mut input, &[&cmd[..1000]]);
+        assert!(pool.stats().buffers_outstanding() > 0);
+        input.clear();
+        assert_eq!(pool.stats().buffers_outstanding(), 0);
+    }
+}

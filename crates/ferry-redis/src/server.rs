@@ -469,9 +469,9 @@ impl EventLoop {
         let now = now_ms();
         let (out, client) = (&mut conn.out, &mut conn.client);
         let before = (out.copied_value_bytes(), out.referenced_value_bytes());
-        let result = conn.input.commands(|args: &Args<'_>| {
+        let result = conn.input.commands(client.authenticated, |args: &Args<'_>| {
             if client.close_after_reply {
-                return; // after QUIT: nothing more runs
+                return true; // after QUIT: nothing more runs
             }
             out.set_proto(client.proto);
             let mut ctx = Ctx {
@@ -481,6 +481,7 @@ impl EventLoop {
                 now_ms: now,
             };
             cmd::execute(&mut ctx, args, out);
+            client.authenticated
         });
         drop(db);
         let stats = &shared.info.stats;

@@ -3,5 +3,5 @@
 pub mod parse;
 pub mod reply;
 
-pub use parse::{ParseLimits, Parsed, ProtocolError, parse_command};
+pub use parse::{ParseLimits, Parsed, ProtocolError, parse_command, parse_command_unauthenticated};
 pub use reply::{Proto, ReplyBuf};
