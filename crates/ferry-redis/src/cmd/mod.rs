@@ -232,21 +232,20 @@ pub const SYNTAX: &str = "ERR syntax error";
 /// The authentication-required error reply.
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
 
-/// Runs one command: looks it up (case-insensitively), checks authentication, arity and
+/// Runs one command: looks it up (case-insensitively), checks arity, authentication and
 /// memory, and calls its handler. Exactly one reply is written to `out`.
 pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     Stats::add(&ctx.server.stats.total_commands_processed, 1);
+    // Redis 7.0's order: an unknown command or a wrong argument count is reported before
+    // authentication is asked for.
     let Some(spec) = table::lookup(args.get(0)) else {
-        if !ctx.client.authenticated {
-            return out.error(NOAUTH);
-        }
         return out.error(&unknown_command(args));
     };
-    if !ctx.client.authenticated && !spec.has("no_auth") {
-        return out.error(NOAUTH);
-    }
     if !spec.arity_ok(args.len()) {
         return out.error(&wrong_arity(spec.name));
+    }
+    if !ctx.client.authenticated && !spec.has("no_auth") {
+        return out.error(NOAUTH);
     }
     if spec.has("denyoom") && ctx.db.used_memory() > ctx.server.config.maxmemory {
         return out.error(OOM);
