@@ -1,7 +1,32 @@
-//! The keyspace. STUB signatures: the real keyspace replaces the bodies.
+//! The keyspace: database 0, a map from keys to [`Value`]s whose bytes live in the pool, with
+//! per-key deadlines, lazy and active expiry, `SCAN` cursors and a memory estimate.
+//!
+//! Layout: the keys' records live in a slab (`slots`, a `Vec` with a free list) and a
+//! hashbrown [`HashTable`] of slab indices finds them (foldhash, seeded per process: keys come
+//! from clients). A record never moves while its key exists, so a slab index is a stable
+//! `SCAN` cursor, and the index of keys with a deadline (`ttl`, for active expiry's random
+//! sampling) points at records directly.
+//!
+//! ```text
+//!   table: HashTable<usize> ──► slots[i]: Slot { key, value, deadline, hash, ttl_pos }
+//!                                   ▲                                          │
+//!   ttl: Vec<usize> ────────────────┘ (keys with a deadline) ◄─────────────────┘
+//! ```
+//!
+//! What it is not: thread-safe by itself (one loop owns it, or the server wraps it in a lock),
+//! evicting (writes past `maxmemory` are refused by [`execute`](crate::cmd::execute)), or
+//! persistent.
+//!
+//! Expiry follows Redis: a key is expired when `now_ms > deadline`. Every lookup deletes a key
+//! past its deadline first (lazy expiry; it counts in [`DbStats::expired_keys`]), and
+//! [`Db::active_expire`] samples keys with a deadline to reclaim the ones nobody reads.
+
+use std::collections::VecDeque;
+use std::hash::BuildHasher;
 
 use ferry_buf::{Pool, SharedBuf};
-use std::collections::VecDeque;
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 /// A stored value.
 #[derive(Debug, Clone)]
@@ -10,6 +35,25 @@ pub enum Value {
     Str(SharedBuf),
     /// A list.
     List(VecDeque<SharedBuf>),
+}
+
+impl Value {
+    /// Redis's name for the value's type (`TYPE`, `SCAN ... TYPE`): `string` or `list`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::List(_) => "list",
+        }
+    }
+
+    /// The value's share of [`Db::used_memory`]: its bytes, plus
+    /// [`LIST_ITEM_OVERHEAD`] per list element.
+    pub fn memory(&self) -> usize {
+        match self {
+            Value::Str(b) => b.len(),
+            Value::List(items) => items.iter().map(|b| b.len() + LIST_ITEM_OVERHEAD).sum(),
+        }
+    }
 }
 
 /// Counters `INFO stats` reports.
@@ -23,23 +67,1128 @@ pub struct DbStats {
     pub expired_keys: u64,
 }
 
+/// What each key costs in [`Db::used_memory`] besides its bytes and its value's (Redis's
+/// dictEntry, robj and sds headers come to about this).
+pub const KEY_OVERHEAD: usize = 64;
+
+/// What each list element costs in [`Db::used_memory`] besides its bytes.
+pub const LIST_ITEM_OVERHEAD: usize = 16;
+
+/// Keys sampled per round of [`Db::active_expire`] (Redis's
+/// `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
+pub const EXPIRE_SAMPLE: usize = 20;
+
+/// Most keys [`Db::active_expire`] samples in one call: it bounds the work of one cycle.
+pub const EXPIRE_MAX_SAMPLES: usize = 200;
+
+/// How a lookup counts in [`DbStats`]: Redis's `lookupKeyRead` counts a hit or a miss,
+/// `lookupKeyWrite` does not. Both delete a key past its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A read (`GET`, `EXISTS`, `TTL`, `LRANGE`, ...): counts a hit or a miss.
+    Read,
+    /// A lookup before a write (`SET NX`, `INCR`, `EXPIRE`, `LPOP`, ...): not counted.
+    Write,
+}
+
+/// What [`Db::set`] does with the key's deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ttl {
+    /// The key has no deadline afterwards (plain `SET`, `MSET`, `GETSET`).
+    Clear,
+    /// An existing key keeps its deadline (`SET ... KEEPTTL`); a new key has none.
+    Keep,
+    /// The key expires after this unix-millisecond deadline.
+    At(u64),
+}
+
+/// When [`Db::set`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetIf {
+    /// Always.
+    Always,
+    /// Only if the key does not exist (`NX`).
+    Absent,
+    /// Only if the key exists (`XX`).
+    Present,
+}
+
+/// The key holds a value of another type than the operation needs (Redis's `WRONGTYPE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrongType;
+
+/// `deadline` of a key without one: past any real deadline (those fit in an `i64`), so the
+/// expiry test `now > deadline` needs no separate "has a deadline" branch.
+const NO_DEADLINE: u64 = u64::MAX;
+
+/// One key's record.
+#[derive(Debug)]
+struct Slot {
+    key: Box<[u8]>,
+    value: Value,
+    /// Unix milliseconds after which the key is expired; [`NO_DEADLINE`] if none.
+    deadline: u64,
+    /// The key's hash (to find its table entry, and to rehash without rereading keys).
+    hash: u64,
+    /// Position in `Db::ttl` when the key has a deadline.
+    ttl_pos: usize,
+}
+
 /// The keyspace.
 #[derive(Debug)]
 pub struct Db {
     pool: Pool,
     keep_in_place_min: usize,
+    hasher: foldhash::fast::RandomState,
+    /// Slab indices of the live records, found by key hash.
+    table: HashTable<usize>,
+    /// The records; `None` for a free index (listed in `free`).
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    /// Slab indices of the keys with a deadline (each record knows its position here).
+    ttl: Vec<usize>,
+    used_memory: usize,
+    stats: DbStats,
+    /// xorshift64* state for active expiry's sampling (never 0).
+    rng: u64,
 }
 
-#[allow(missing_docs, unused_variables)]
 impl Db {
-    pub fn new(pool: Pool, keep_in_place_min: usize) -> Db { Db { pool, keep_in_place_min } }
-    pub fn pool(&self) -> &Pool { &self.pool }
-    pub fn keep_in_place_min(&self) -> usize { self.keep_in_place_min }
-    pub fn len(&self) -> usize { todo!() }
-    pub fn is_empty(&self) -> bool { todo!() }
-    pub fn expires(&self) -> usize { todo!() }
-    pub fn used_memory(&self) -> usize { todo!() }
-    pub fn flush(&mut self) { todo!() }
-    pub fn stats(&self) -> DbStats { todo!() }
-    pub fn active_expire(&mut self, now_ms: u64) -> usize { todo!() }
+    /// An empty keyspace whose values live in `pool`; a `SET` value at least
+    /// `keep_in_place_min` bytes long that arrived whole is kept in its read buffer.
+    pub fn new(pool: Pool, keep_in_place_min: usize) -> Db {
+        let hasher = foldhash::fast::RandomState::default();
+        let rng = hasher.hash_one(0x5eed_u64) | 1;
+        Db {
+            pool,
+            keep_in_place_min,
+            hasher,
+            table: HashTable::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            ttl: Vec::new(),
+            used_memory: 0,
+            stats: DbStats::default(),
+            rng,
+        }
+    }
+
+    /// The pool values live in.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The length from which a `SET` value is kept in the read buffer it arrived in.
+    pub fn keep_in_place_min(&self) -> usize {
+        self.keep_in_place_min
+    }
+
+    /// Keys stored (`DBSIZE`), including expired ones not reclaimed yet, as in Redis.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether no key is stored.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Keys with a deadline (`INFO keyspace`'s `expires`).
+    pub fn expires(&self) -> usize {
+        self.ttl.len()
+    }
+
+    /// Redis-like memory estimate: over all keys, key bytes + value bytes + [`KEY_OVERHEAD`]
+    /// + [`LIST_ITEM_OVERHEAD`] per list element. Kept up to date by every change.
+    pub fn used_memory(&self) -> usize {
+        self.used_memory
+    }
+
+    /// Deletes every key (`FLUSHDB`, `FLUSHALL`) and releases the keyspace's memory. The
+    /// statistics stay, as in Redis.
+    pub fn flush(&mut self) {
+        self.table = HashTable::new();
+        self.slots = Vec::new();
+        self.free = Vec::new();
+        self.ttl = Vec::new();
+        self.used_memory = 0;
+    }
+
+    /// Hit, miss and expiry counters.
+    pub fn stats(&self) -> DbStats {
+        self.stats
+    }
+
+    /// One active expiry cycle (Redis's `activeExpireCycle`, simplified): samples
+    /// [`EXPIRE_SAMPLE`] random keys among those with a deadline, deletes the expired ones,
+    /// and repeats while more than a quarter of a sample was expired, up to
+    /// [`EXPIRE_MAX_SAMPLES`] samples in all. Returns the keys deleted.
+    pub fn active_expire(&mut self, now_ms: u64) -> usize {
+        let mut deleted = 0;
+        let mut sampled = 0;
+        while !self.ttl.is_empty() && sampled < EXPIRE_MAX_SAMPLES {
+            let round = EXPIRE_SAMPLE.min(self.ttl.len());
+            let mut expired = 0;
+            for _ in 0..round {
+                if self.ttl.is_empty() {
+                    break;
+                }
+                let pos = self.random_below(self.ttl.len());
+                let i = self.ttl[pos];
+                if now_ms > self.slot(i).deadline {
+                    self.remove_at(i);
+                    self.stats.expired_keys += 1;
+                    expired += 1;
+                }
+            }
+            sampled += round;
+            deleted += expired;
+            if expired * 4 <= round {
+                break;
+            }
+        }
+        deleted
+    }
+
+    /// The value of `key` for a read command (`GET`, `MGET`, `LRANGE`, ...): counts a hit or
+    /// a miss; a key past its deadline is deleted and missed. One hash, no allocation.
+    #[inline]
+    pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&Value> {
+        let i = self.lookup(key, now_ms, Access::Read)?;
+        Some(&self.slot(i).value)
+    }
+
+    /// The live key `key`, as a handle to read or change it (value, deadline, removal).
+    pub fn find(&mut self, key: &[u8], now_ms: u64, access: Access) -> Option<EntryMut<'_>> {
+        let i = self.lookup(key, now_ms, access)?;
+        Some(EntryMut { db: self, i })
+    }
+
+    /// Whether `key` exists (a read: counts a hit or a miss).
+    pub fn contains(&mut self, key: &[u8], now_ms: u64) -> bool {
+        self.lookup(key, now_ms, Access::Read).is_some()
+    }
+
+    /// `SET`: stores `value` at `key` whatever was there (any type), with the deadline `ttl`
+    /// says, if `cond` holds. Returns whether it stored. One hash.
+    ///
+    /// A key past its deadline counts as absent (it is expired first, as Redis's
+    /// `lookupKeyWrite` would), so `Ttl::Keep` does not revive its deadline.
+    pub fn set(&mut self, key: &[u8], value: Value, ttl: Ttl, cond: SetIf, now_ms: u64) -> bool {
+        let hash = self.hasher.hash_one(key);
+        let slots = &self.slots;
+        let entry = self.table.entry(
+            hash,
+            |&i| matches!(&slots[i], Some(s) if *s.key == *key),
+            |&i| slots[i].as_ref().map_or(0, |s| s.hash),
+        );
+        match entry {
+            Entry::Occupied(e) => {
+                let i = *e.get();
+                let expired = now_ms > self.slot(i).deadline;
+                let present = !expired;
+                if (cond == SetIf::Absent && present) || (cond == SetIf::Present && !present) {
+                    if expired {
+                        self.remove_at(i);
+                        self.stats.expired_keys += 1;
+                    }
+                    return false;
+                }
+                if expired {
+                    self.stats.expired_keys += 1;
+                }
+                let add = value.memory();
+                let slot = self.slot_mut(i);
+                let old = std::mem::replace(&mut slot.value, value);
+                self.used_memory = self.used_memory - old.memory() + add;
+                let deadline = match ttl {
+                    Ttl::Clear => NO_DEADLINE,
+                    Ttl::Keep if expired => NO_DEADLINE,
+                    Ttl::Keep => self.slot(i).deadline,
+                    Ttl::At(d) => d,
+                };
+                self.set_deadline_at(i, deadline);
+                drop(old);
+                true
+            }
+            Entry::Vacant(e) => {
+                if cond == SetIf::Present {
+                    return false;
+                }
+                let i = self.free.pop().unwrap_or(self.slots.len());
+                e.insert(i);
+                self.fill(i, key, hash, value);
+                if let Ttl::At(d) = ttl {
+                    self.set_deadline_at(i, d);
+                }
+                true
+            }
+        }
+    }
+
+    /// Deletes `key` (`DEL`); whether it was there (a key past its deadline was not: it is
+    /// expired and counted as such).
+    pub fn remove(&mut self, key: &[u8], now_ms: u64) -> bool {
+        match self.lookup(key, now_ms, Access::Write) {
+            Some(i) => {
+                self.remove_at(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The list at `key`, to change (`LPOP`, `LSET`, `LTRIM`; not counted in the statistics):
+    /// `Ok(None)` if there is no such key, `Err(WrongType)` if it holds a string.
+    pub fn list(&mut self, key: &[u8], now_ms: u64) -> Result<Option<ListMut<'_>>, WrongType> {
+        match self.find(key, now_ms, Access::Write) {
+            None => Ok(None),
+            Some(e) => e.into_list().map(Some),
+        }
+    }
+
+    /// The list at `key`, created empty if there is no such key (`LPUSH`, `RPUSH`); an empty
+    /// list left when the handle drops is deleted. `Err(WrongType)` if it holds a string.
+    pub fn list_or_insert(&mut self, key: &[u8], now_ms: u64) -> Result<ListMut<'_>, WrongType> {
+        let hash = self.hasher.hash_one(key);
+        let i = match self.lookup_hashed(key, hash, now_ms, Access::Write) {
+            Some(i) => i,
+            None => {
+                let i = self.free.pop().unwrap_or(self.slots.len());
+                let slots = &self.slots;
+                self.table
+                    .insert_unique(hash, i, |&j| slots[j].as_ref().map_or(0, |s| s.hash));
+                self.fill(i, key, hash, Value::List(VecDeque::new()));
+                i
+            }
+        };
+        EntryMut { db: self, i }.into_list()
+    }
+
+    /// Every live key and its value, in slab order (`KEYS`). Keys past their deadline are
+    /// skipped, not deleted (as Redis's `KEYS` does).
+    pub fn iter(&self, now_ms: u64) -> impl Iterator<Item = (&[u8], &Value)> + '_ {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(move |s| now_ms <= s.deadline)
+            .map(|s| (&*s.key, &s.value))
+    }
+
+    /// One `SCAN` step from `cursor`: calls `visit` with each live key it examines, up to
+    /// `count` keys (and at most `10 * count` slab positions), deletes the expired keys it
+    /// meets, and returns the next cursor (0 when the scan is complete).
+    ///
+    /// The cursor is a slab index, and a key's record never moves while the key exists: a key
+    /// present for the whole scan is visited exactly once, whatever the table does in between
+    /// (growth, rehashing). Keys added during a scan may or may not be visited. A cursor past
+    /// the end (or from another server) ends the scan. As in Redis, a scan is sure to end only
+    /// if the keyspace stays bounded: deleted keys' slots are reused before the slab grows.
+    pub fn scan(
+        &mut self,
+        cursor: u64,
+        count: usize,
+        now_ms: u64,
+        mut visit: impl FnMut(&[u8], &Value),
+    ) -> u64 {
+        let Ok(mut i) = usize::try_from(cursor) else {
+            return 0;
+        };
+        let count = count.max(1);
+        let max_steps = count.saturating_mul(10);
+        let (mut examined, mut steps) = (0, 0);
+        while i < self.slots.len() && examined < count && steps < max_steps {
+            steps += 1;
+            let expired = match &self.slots[i] {
+                None => false,
+                Some(s) => {
+                    examined += 1;
+                    let expired = now_ms > s.deadline;
+                    if !expired {
+                        visit(&s.key, &s.value);
+                    }
+                    expired
+                }
+            };
+            if expired {
+                self.remove_at(i);
+                self.stats.expired_keys += 1;
+            }
+            i += 1;
+        }
+        if i >= self.slots.len() { 0 } else { i as u64 }
+    }
+
+    // ---- internals ----
+
+    /// Finds `key`, expiring it if its deadline passed, and counts the read.
+    #[inline]
+    fn lookup(&mut self, key: &[u8], now_ms: u64, access: Access) -> Option<usize> {
+        let hash = self.hasher.hash_one(key);
+        self.lookup_hashed(key, hash, now_ms, access)
+    }
+
+    #[inline]
+    fn lookup_hashed(&mut self, key: &[u8], hash: u64, now_ms: u64, access: Access) -> Option<usize> {
+        let slots = &self.slots;
+        let found = self
+            .table
+            .find(hash, |&i| matches!(&slots[i], Some(s) if *s.key == *key))
+            .copied();
+        let live = match found {
+            Some(i) if now_ms > self.slot(i).deadline => {
+                self.remove_at(i);
+                self.stats.expired_keys += 1;
+                None
+            }
+            other => other,
+        };
+        if access == Access::Read {
+            match live {
+                Some(_) => self.stats.keyspace_hits += 1,
+                None => self.stats.keyspace_misses += 1,
+            }
+        }
+        live
+    }
+
+    fn slot(&self, i: usize) -> &Slot {
+        self.slots[i]
+            .as_ref()
+            .expect("the table and ttl index hold live slots only")
+    }
+
+    fn slot_mut(&mut self, i: usize) -> &mut Slot {
+        self.slots[i]
+            .as_mut()
+            .expect("the table and ttl index hold live slots only")
+    }
+
+    /// Writes a new record at slab index `i` (already in the table, taken from `free` or the
+    /// end of the slab), without a deadline.
+    fn fill(&mut self, i: usize, key: &[u8], hash: u64, value: Value) {
+        self.used_memory += key.len() + KEY_OVERHEAD + value.memory();
+        let slot = Some(Slot {
+            key: key.into(),
+            value,
+            deadline: NO_DEADLINE,
+            hash,
+            ttl_pos: 0,
+        });
+        if i == self.slots.len() {
+            self.slots.push(slot);
+        } else {
+            debug_assert!(self.slots[i].is_none());
+            self.slots[i] = slot;
+        }
+    }
+
+    /// Deletes the record at `i` from the table, the ttl index and the slab.
+    fn remove_at(&mut self, i: usize) -> Value {
+        let slot = self.slots[i].take().expect("removing a live slot");
+        match self.table.find_entry(slot.hash, |&j| j == i) {
+            Ok(e) => {
+                e.remove();
+            }
+            Err(_) => debug_assert!(false, "slot {i} missing from the table"),
+        }
+        if slot.deadline != NO_DEADLINE {
+            self.ttl_unlink(slot.ttl_pos);
+        }
+        self.free.push(i);
+        self.used_memory -= slot.key.len() + KEY_OVERHEAD + slot.value.memory();
+        slot.value
+    }
+
+    /// Sets the deadline of record `i` ([`NO_DEADLINE`]: none), keeping the ttl index in step.
+    fn set_deadline_at(&mut self, i: usize, deadline: u64) {
+        let (had, pos) = {
+            let s = self.slot(i);
+            (s.deadline != NO_DEADLINE, s.ttl_pos)
+        };
+        match (had, deadline != NO_DEADLINE) {
+            (false, true) => {
+                let pos = self.ttl.len();
+                self.ttl.push(i);
+                self.slot_mut(i).ttl_pos = pos;
+            }
+            (true, false) => self.ttl_unlink(pos),
+            _ => {}
+        }
+        self.slot_mut(i).deadline = deadline;
+    }
+
+    /// Removes position `pos` of the ttl index (swap-remove; the moved record learns its new
+    /// position).
+    fn ttl_unlink(&mut self, pos: usize) {
+        self.ttl.swap_remove(pos);
+        if let Some(&moved) = self.ttl.get(pos) {
+            self.slot_mut(moved).ttl_pos = pos;
+        }
+    }
+
+    /// A random number below `n` (`n > 0`): xorshift64*, scaled by a widening multiply.
+    fn random_below(&mut self, n: usize) -> usize {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        ((u128::from(r) * n as u128) >> 64) as usize
+    }
+}
+
+/// A live key, found by [`Db::find`]: read or change its value and deadline, or delete it.
+#[derive(Debug)]
+pub struct EntryMut<'a> {
+    db: &'a mut Db,
+    i: usize,
+}
+
+impl<'a> EntryMut<'a> {
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        &self.db.slot(self.i).key
+    }
+
+    /// The value.
+    pub fn value(&self) -> &Value {
+        &self.db.slot(self.i).value
+    }
+
+    /// The value, for as long as the keyspace stays borrowed.
+    pub fn into_value(self) -> &'a Value {
+        &self.db.slot(self.i).value
+    }
+
+    /// The pool (to build a new value from the old one).
+    pub fn pool(&self) -> &Pool {
+        &self.db.pool
+    }
+
+    /// The key's deadline in unix milliseconds, if it has one.
+    pub fn deadline(&self) -> Option<u64> {
+        let d = self.db.slot(self.i).deadline;
+        (d != NO_DEADLINE).then_some(d)
+    }
+
+    /// Sets (`Some`) or removes (`None`) the key's deadline (unix milliseconds, at most
+    /// `i64::MAX` as in Redis; `u64::MAX` would read as "none"). A deadline already past is
+    /// stored as given: the next access expires the key (callers that must delete at once,
+    /// like `EXPIRE`, call [`remove`](Self::remove) instead).
+    pub fn set_deadline(&mut self, deadline: Option<u64>) {
+        self.db.set_deadline_at(self.i, deadline.unwrap_or(NO_DEADLINE));
+    }
+
+    /// Replaces the value, keeping the key's deadline (`APPEND`, `INCR`). Returns the old one.
+    pub fn replace(&mut self, value: Value) -> Value {
+        let add = value.memory();
+        let old = std::mem::replace(&mut self.db.slot_mut(self.i).value, value);
+        self.db.used_memory = self.db.used_memory - old.memory() + add;
+        old
+    }
+
+    /// Deletes the key; returns its value.
+    pub fn remove(self) -> Value {
+        self.db.remove_at(self.i)
+    }
+
+    /// The value as a list to change, or `Err(WrongType)` for a string.
+    pub fn into_list(self) -> Result<ListMut<'a>, WrongType> {
+        match self.db.slot(self.i).value {
+            Value::List(_) => Ok(ListMut {
+                db: self.db,
+                i: self.i,
+            }),
+            Value::Str(_) => Err(WrongType),
+        }
+    }
+}
+
+/// A list being changed. The memory estimate follows every change, and the key is deleted
+/// when the handle drops with the list empty (Redis never keeps an empty list).
+#[derive(Debug)]
+pub struct ListMut<'a> {
+    db: &'a mut Db,
+    i: usize,
+}
+
+impl ListMut<'_> {
+    /// The elements.
+    pub fn items(&self) -> &VecDeque<SharedBuf> {
+        match &self.db.slot(self.i).value {
+            Value::List(items) => items,
+            Value::Str(_) => unreachable!("ListMut is made for lists only"),
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.items().len()
+    }
+
+    /// Whether the list is empty (only while being filled or emptied).
+    pub fn is_empty(&self) -> bool {
+        self.items().is_empty()
+    }
+
+    /// The pool (to copy new elements into).
+    pub fn pool(&self) -> &Pool {
+        &self.db.pool
+    }
+
+    /// The length from which an element is kept in the read buffer it arrived in.
+    pub fn keep_in_place_min(&self) -> usize {
+        self.db.keep_in_place_min
+    }
+
+    fn items_mut(&mut self) -> &mut VecDeque<SharedBuf> {
+        match &mut self.db.slot_mut(self.i).value {
+            Value::List(items) => items,
+            Value::Str(_) => unreachable!("ListMut is made for lists only"),
+        }
+    }
+
+    /// Adds `item` at the head (`LPUSH`).
+    pub fn push_front(&mut self, item: SharedBuf) {
+        self.db.used_memory += item.len() + LIST_ITEM_OVERHEAD;
+        self.items_mut().push_front(item);
+    }
+
+    /// Adds `item` at the tail (`RPUSH`).
+    pub fn push_back(&mut self, item: SharedBuf) {
+        self.db.used_memory += item.len() + LIST_ITEM_OVERHEAD;
+        self.items_mut().push_back(item);
+    }
+
+    /// Removes the head element (`LPOP`).
+    pub fn pop_front(&mut self) -> Option<SharedBuf> {
+        let item = self.items_mut().pop_front()?;
+        self.db.used_memory -= item.len() + LIST_ITEM_OVERHEAD;
+        Some(item)
+    }
+
+    /// Removes the tail element (`RPOP`).
+    pub fn pop_back(&mut self) -> Option<SharedBuf> {
+        let item = self.items_mut().pop_back()?;
+        self.db.used_memory -= item.len() + LIST_ITEM_OVERHEAD;
+        Some(item)
+    }
+
+    /// Replaces element `index` (`LSET`); returns the old one, or gives `item` back if
+    /// `index` is out of range.
+    pub fn set(&mut self, index: usize, item: SharedBuf) -> Result<SharedBuf, SharedBuf> {
+        let add = item.len();
+        let Some(slot) = self.items_mut().get_mut(index) else {
+            return Err(item);
+        };
+        let old = std::mem::replace(slot, item);
+        self.db.used_memory = self.db.used_memory - old.len() + add;
+        Ok(old)
+    }
+
+    /// Keeps only elements `keep` (`LTRIM`; an empty range empties the list).
+    ///
+    /// # Panics
+    /// If the range is decreasing or ends past `len()`.
+    pub fn retain_range(&mut self, keep: std::ops::Range<usize>) {
+        let len = self.len();
+        assert!(
+            keep.start <= keep.end && keep.end <= len,
+            "retain_range {keep:?} of {len}"
+        );
+        let items = self.items_mut();
+        let tail: usize = items
+            .drain(keep.end..)
+            .map(|b| b.len() + LIST_ITEM_OVERHEAD)
+            .sum();
+        let head: usize = items
+            .drain(..keep.start)
+            .map(|b| b.len() + LIST_ITEM_OVERHEAD)
+            .sum();
+        self.db.used_memory -= head + tail;
+    }
+}
+
+impl Drop for ListMut<'_> {
+    fn drop(&mut self) {
+        if self.is_empty() {
+            self.db.remove_at(self.i);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Db {
+        Db::new(ferry_testkit::pool(), 4096)
+    }
+
+    fn s(db: &Db, bytes: &[u8]) -> Value {
+        Value::Str(db.pool().copy_from(bytes).unwrap())
+    }
+
+    fn str_of(v: Option<&Value>) -> Option<Vec<u8>> {
+        match v {
+            Some(Value::Str(b)) => Some(b.to_vec()),
+            Some(Value::List(_)) => panic!("a list"),
+            None => None,
+        }
+    }
+
+    /// Recomputes the memory estimate from scratch.
+    fn recount(db: &Db) -> usize {
+        db.iter(0).map(|(k, v)| k.len() + KEY_OVERHEAD + v.memory()).sum()
+    }
+
+    #[test]
+    fn set_get_overwrite_and_remove_keep_memory_in_step() {
+        let mut db = db();
+        let v = s(&db, b"hello");
+        assert!(db.set(b"k", v, Ttl::Clear, SetIf::Always, 0));
+        assert_eq!(db.used_memory(), 1 + 5 + KEY_OVERHEAD);
+        assert_eq!(str_of(db.get(b"k", 0)).as_deref(), Some(&b"hello"[..]));
+        let v = s(&db, b"hi");
+        assert!(db.set(b"k", v, Ttl::Clear, SetIf::Always, 0));
+        assert_eq!(db.used_memory(), 1 + 2 + KEY_OVERHEAD);
+        assert_eq!(db.len(), 1);
+        assert!(db.remove(b"k", 0));
+        assert!(!db.remove(b"k", 0));
+        assert_eq!(db.used_memory(), 0);
+        assert!(db.is_empty());
+        assert_eq!(db.get(b"k", 0).map(Value::type_name), None);
+        assert_eq!(
+            db.stats(),
+            DbStats {
+                keyspace_hits: 1,
+                keyspace_misses: 1,
+                expired_keys: 0
+            }
+        );
+    }
+
+    #[test]
+    fn set_conditions() {
+        let mut db = db();
+        let v = s(&db, b"1");
+        assert!(!db.set(b"k", v.clone(), Ttl::Clear, SetIf::Present, 0));
+        assert!(db.set(b"k", v.clone(), Ttl::Clear, SetIf::Absent, 0));
+        assert!(!db.set(b"k", v.clone(), Ttl::Clear, SetIf::Absent, 0));
+        assert!(db.set(b"k", v, Ttl::Clear, SetIf::Present, 0));
+        assert_eq!(db.len(), 1);
+    }
+
+    #[test]
+    fn lazy_expiry_on_every_kind_of_access() {
+        let mut db = db();
+        let v = s(&db, b"v");
+        db.set(b"a", v.clone(), Ttl::At(100), SetIf::Always, 0);
+        db.set(b"b", v.clone(), Ttl::At(100), SetIf::Always, 0);
+        db.set(b"c", v.clone(), Ttl::At(100), SetIf::Always, 0);
+        assert_eq!(db.expires(), 3);
+        // At the deadline the key still lives (Redis: expired when now > deadline).
+        assert!(db.get(b"a", 100).is_some());
+        assert!(db.get(b"a", 101).is_none());
+        assert!(db.find(b"b", 101, Access::Write).is_none());
+        assert!(!db.remove(b"c", 101));
+        assert_eq!(db.stats().expired_keys, 3);
+        assert_eq!(db.expires(), 0);
+        assert!(db.is_empty());
+        assert_eq!(db.used_memory(), 0);
+    }
+
+    #[test]
+    fn keep_ttl_does_not_revive_an_expired_deadline() {
+        let mut db = db();
+        let v = s(&db, b"v");
+        db.set(b"k", v.clone(), Ttl::At(50), SetIf::Always, 0);
+        db.set(b"k", v.clone(), Ttl::Keep, SetIf::Always, 10);
+        assert_eq!(db.find(b"k", 10, Access::Write).unwrap().deadline(), Some(50));
+        db.set(b"k", v.clone(), Ttl::Keep, SetIf::Always, 60);
+        assert_eq!(db.find(b"k", 60, Access::Write).unwrap().deadline(), None);
+        assert_eq!(db.stats().expired_keys, 1);
+        // An expired key counts as absent for NX.
+        db.set(b"n", v.clone(), Ttl::At(50), SetIf::Always, 0);
+        assert!(db.set(b"n", v, Ttl::Clear, SetIf::Absent, 60));
+    }
+
+    #[test]
+    fn deadlines_follow_the_ttl_index() {
+        let mut db = db();
+        let v = s(&db, b"v");
+        for k in 0..10u8 {
+            db.set(&[k], v.clone(), Ttl::At(1000 + u64::from(k)), SetIf::Always, 0);
+        }
+        db.find(&[3], 0, Access::Write).unwrap().set_deadline(None);
+        db.find(&[0], 0, Access::Write).unwrap().remove();
+        db.set(&[5], v.clone(), Ttl::Clear, SetIf::Always, 0);
+        db.find(&[7], 0, Access::Write).unwrap().set_deadline(Some(5000));
+        assert_eq!(db.expires(), 7);
+        for (pos, &i) in db.ttl.iter().enumerate() {
+            assert_eq!(db.slot(i).ttl_pos, pos);
+            assert_ne!(db.slot(i).deadline, NO_DEADLINE);
+        }
+        assert_eq!(db.find(&[7], 0, Access::Write).unwrap().deadline(), Some(5000));
+    }
+
+    #[test]
+    fn active_expire_reclaims_unread_keys_in_bounded_steps() {
+        let mut db = db();
+        let v = s(&db, b"v");
+        for k in 0..1000u32 {
+            db.set(&k.to_be_bytes(), v.clone(), Ttl::At(100), SetIf::Always, 0);
+        }
+        for k in 1000..1100u32 {
+            db.set(&k.to_be_bytes(), v.clone(), Ttl::Clear, SetIf::Always, 0);
+        }
+        assert_eq!(db.active_expire(100), 0, "nothing expired yet");
+        let first = db.active_expire(101);
+        assert!(first > 0 && first <= EXPIRE_MAX_SAMPLES, "{first}");
+        let mut total = first;
+        while db.expires() > 0 {
+            total += db.active_expire(101);
+        }
+        assert_eq!(total, 1000);
+        assert_eq!(db.len(), 100);
+        assert_eq!(db.stats().expired_keys, 1000);
+        assert_eq!(db.used_memory(), recount(&db));
+    }
+
+    #[test]
+    fn active_expire_stops_when_few_keys_expired() {
+        let mut db = db();
+        let v = s(&db, b"v");
+        for k in 0..1000u32 {
+            let ttl = if k < 10 { 100 } else { 10_000 };
+            db.set(&k.to_be_bytes(), v.clone(), Ttl::At(ttl), SetIf::Always, 0);
+        }
+        // At most one round of 20 samples: few of them are expired.
+        let n = db.active_expire(101);
+        assert!(n <= 5, "{n}");
+    }
+
+    #[test]
+    fn lists_track_memory_and_vanish_when_emptied() {
+        let mut db = db();
+        let a = db.pool().copy_from(b"aa").unwrap();
+        let b = db.pool().copy_from(b"bbb").unwrap();
+        {
+            let mut l = db.list_or_insert(b"l", 0).unwrap();
+            l.push_back(a.clone());
+            l.push_front(b.clone());
+            l.push_back(b.clone());
+            assert_eq!(l.len(), 3);
+            assert_eq!(l.set(1, b.clone()).unwrap().len(), 2);
+            assert!(l.set(3, a.clone()).is_err());
+        }
+        assert_eq!(db.used_memory(), recount(&db));
+        assert_eq!(db.used_memory(), 1 + KEY_OVERHEAD + 3 * (3 + LIST_ITEM_OVERHEAD));
+        {
+            let mut l = db.list(b"l", 0).unwrap().unwrap();
+            l.retain_range(1..2);
+            assert_eq!(l.len(), 1);
+        }
+        assert_eq!(db.used_memory(), recount(&db));
+        {
+            let mut l = db.list(b"l", 0).unwrap().unwrap();
+            assert!(l.pop_back().is_some());
+        }
+        assert!(db.is_empty());
+        assert_eq!(db.used_memory(), 0);
+        // A list handle that adds nothing leaves no key behind.
+        drop(db.list_or_insert(b"e", 0).unwrap());
+        assert!(db.is_empty());
+        let v = s(&db, b"v");
+        db.set(b"s", v, Ttl::Clear, SetIf::Always, 0);
+        assert_eq!(db.list(b"s", 0).err(), Some(WrongType));
+        assert_eq!(db.list_or_insert(b"s", 0).err(), Some(WrongType));
+        assert!(db.list(b"none", 0).unwrap().is_none());
+    }
+
+    #[test]
+    fn scan_visits_every_stable_key_once_despite_growth_and_churn() {
+        let mut db = db();
+        let v = s(&db, b"v");
+        for k in 0..500u32 {
+            db.set(
+                format!("stable{k}").as_bytes(),
+                v.clone(),
+                Ttl::Clear,
+                SetIf::Always,
+                0,
+            );
+        }
+        let mut seen = std::collections::HashMap::<Vec<u8>, usize>::new();
+        let mut cursor = 0;
+        let mut step = 0u32;
+        loop {
+            cursor = db.scan(cursor, 7, 0, |k, _| *seen.entry(k.to_vec()).or_default() += 1);
+            // Between steps: a burst of keys early on (the table grows several times), deleted
+            // later; and all along, keys added and deleted a step later (tombstones, rehashing
+            // in place, reused slab slots). The keyspace stays bounded, so the scan ends.
+            if step == 2 {
+                for j in 0..4000u32 {
+                    db.set(
+                        format!("burst{j}").as_bytes(),
+                        v.clone(),
+                        Ttl::Clear,
+                        SetIf::Always,
+                        0,
+                    );
+                }
+            }
+            if step == 10 {
+                for j in 0..4000u32 {
+                    assert!(db.remove(format!("burst{j}").as_bytes(), 0));
+                }
+            }
+            for j in 0..30u32 {
+                db.set(
+                    format!("new{step}_{j}").as_bytes(),
+                    v.clone(),
+                    Ttl::Clear,
+                    SetIf::Always,
+                    0,
+                );
+                if step > 0 {
+                    assert!(db.remove(format!("new{}_{j}", step - 1).as_bytes(), 0));
+                }
+            }
+            step += 1;
+            assert!(step < 100_000, "the scan must end");
+            if cursor == 0 {
+                break;
+            }
+        }
+        for k in 0..500u32 {
+            assert_eq!(seen.get(format!("stable{k}").as_bytes()), Some(&1), "stable{k}");
+        }
+    }
+
+    #[test]
+    fn scan_and_iter_skip_expired_keys() {
+        let mut db = db();
+        let v = s(&db, b"v");
+        db.set(b"live", v.clone(), Ttl::Clear, SetIf::Always, 0);
+        db.set(b"dead", v.clone(), Ttl::At(5), SetIf::Always, 0);
+        assert_eq!(db.iter(10).count(), 1);
+        assert_eq!(db.len(), 2, "iter does not delete");
+        let mut keys = Vec::new();
+        assert_eq!(db.scan(0, 100, 10, |k, _| keys.push(k.to_vec())), 0);
+        assert_eq!(keys, vec![b"live".to_vec()]);
+        assert_eq!(db.len(), 1, "scan deletes what it finds expired");
+        assert_eq!(db.scan(u64::MAX, 10, 10, |_, _| panic!()), 0);
+    }
+
+    #[test]
+    fn flush_empties_but_keeps_stats() {
+        let mut db = db();
+        let v = s(&db, b"v");
+        db.set(b"k", v.clone(), Ttl::At(10), SetIf::Always, 0);
+        db.get(b"k", 0);
+        db.flush();
+        assert!(db.is_empty());
+        assert_eq!((db.expires(), db.used_memory()), (0, 0));
+        assert_eq!(db.stats().keyspace_hits, 1);
+        db.set(b"k", v, Ttl::Clear, SetIf::Always, 0);
+        assert_eq!(db.len(), 1);
+    }
+
+    /// Checks every internal invariant: table, slab, free list and ttl index agree, and the
+    /// memory estimate equals a recount.
+    fn check_invariants(db: &Db) {
+        let live = db.slots.iter().flatten().count();
+        assert_eq!(db.table.len(), live);
+        assert_eq!(db.free.len(), db.slots.len() - live);
+        assert!(db.free.iter().all(|&i| db.slots[i].is_none()));
+        for &i in db.table.iter() {
+            let s = db.slot(i);
+            assert_eq!(s.hash, db.hasher.hash_one(&*s.key));
+        }
+        let with_deadline = db
+            .slots
+            .iter()
+            .flatten()
+            .filter(|s| s.deadline != NO_DEADLINE)
+            .count();
+        assert_eq!(db.ttl.len(), with_deadline);
+        for (pos, &i) in db.ttl.iter().enumerate() {
+            assert_eq!(db.slot(i).ttl_pos, pos);
+        }
+        let mut lists_empty = db
+            .slots
+            .iter()
+            .flatten()
+            .filter(|s| matches!(&s.value, Value::List(l) if l.is_empty()));
+        assert!(lists_empty.next().is_none(), "no empty list is stored");
+        assert_eq!(db.used_memory(), recount(db));
+    }
+
+    #[derive(Debug, Clone, PartialEq)]
+    enum Model {
+        Str(Vec<u8>),
+        List(VecDeque<Vec<u8>>),
+    }
+
+    fn model_of(v: &Value) -> Model {
+        match v {
+            Value::Str(b) => Model::Str(b.to_vec()),
+            Value::List(l) => Model::List(l.iter().map(|b| b.to_vec()).collect()),
+        }
+    }
+
+    #[test]
+    fn random_operations_match_a_model() {
+        let seed = ferry_testkit::seed("FERRY_REDIS_DB_SEED", 7);
+        let mut rng = ferry_testkit::Rng::new(seed);
+        let mut db = db();
+        let mut model: std::collections::HashMap<Vec<u8>, (Model, u64)> = Default::default();
+        let mut now = 1000u64;
+        for step in 0..20_000 {
+            if rng.chance(1, 10) {
+                now += rng.below(20);
+            }
+            // The model expires lazily too: a key past its deadline is simply absent.
+            model.retain(|_, (_, d)| now <= *d);
+            let key = format!("k{}", rng.below(64)).into_bytes();
+            let val = rng.bytes_in(0, 40);
+            let deadline = if rng.chance(1, 3) {
+                now + rng.below(50)
+            } else {
+                NO_DEADLINE
+            };
+            match rng.below(9) {
+                0 | 1 => {
+                    let cond = rng.pick(&[SetIf::Always, SetIf::Absent, SetIf::Present]);
+                    let ttl = if deadline == NO_DEADLINE {
+                        rng.pick(&[Ttl::Clear, Ttl::Keep])
+                    } else {
+                        Ttl::At(deadline)
+                    };
+                    let exists = model.contains_key(&key);
+                    let want = match cond {
+                        SetIf::Always => true,
+                        SetIf::Absent => !exists,
+                        SetIf::Present => exists,
+                    };
+                    let buf = db.pool().copy_from(&val).unwrap();
+                    assert_eq!(db.set(&key, Value::Str(buf), ttl, cond, now), want, "step {step}");
+                    if want {
+                        let d = match ttl {
+                            Ttl::Clear => NO_DEADLINE,
+                            Ttl::Keep => model.get(&key).map_or(NO_DEADLINE, |(_, d)| *d),
+                            Ttl::At(d) => d,
+                        };
+                        model.insert(key.clone(), (Model::Str(val.clone()), d));
+                    }
+                }
+                2 => assert_eq!(db.remove(&key, now), model.remove(&key).is_some()),
+                3 => {
+                    let buf = db.pool().copy_from(&val).unwrap();
+                    let front = rng.chance(1, 2);
+                    let m = model.get_mut(&key);
+                    match db.list_or_insert(&key, now) {
+                        Err(WrongType) => assert!(matches!(m, Some((Model::Str(_), _)))),
+                        Ok(mut l) => {
+                            if front {
+                                l.push_front(buf)
+                            } else {
+                                l.push_back(buf)
+                            }
+                            let (mv, _) = match m {
+                                Some(m) => m,
+                                None => model
+                                    .entry(key.clone())
+                                    .or_insert((Model::List(VecDeque::new()), NO_DEADLINE)),
+                            };
+                            let Model::List(ml) = mv else {
+                                panic!("step {step}")
+                            };
+                            if front {
+                                ml.push_front(val.clone())
+                            } else {
+                                ml.push_back(val.clone())
+                            }
+                            assert_eq!(l.len(), ml.len());
+                        }
+                    }
+                }
+                4 => {
+                    let got = match db.list(&key, now) {
+                        Err(WrongType) => None,
+                        Ok(None) => None,
+                        Ok(Some(mut l)) => {
+                            let (start, end) = (rng.range(0, 4), rng.range(0, 6));
+                            let len = l.len();
+                            let keep = start.min(len)..end.clamp(start.min(len), len);
+                            l.retain_range(keep.clone());
+                            Some(keep)
+                        }
+                    };
+                    if let Some(keep) = got {
+                        let Some((Model::List(ml), _)) = model.get_mut(&key) else {
+                            panic!()
+                        };
+                        *ml = ml.range(keep).cloned().collect();
+                        if ml.is_empty() {
+                            model.remove(&key);
+                        }
+                    }
+                }
+                5 => {
+                    if let Ok(Some(mut l)) = db.list(&key, now) {
+                        let popped = l.pop_back().map(|b| b.to_vec());
+                        drop(l);
+                        let Some((Model::List(ml), _)) = model.get_mut(&key) else {
+                            panic!()
+                        };
+                        assert_eq!(popped, ml.pop_back());
+                        if ml.is_empty() {
+                            model.remove(&key);
+                        }
+                    }
+                }
+                6 => {
+                    let d = (deadline != NO_DEADLINE).then_some(deadline);
+                    match db.find(&key, now, Access::Write) {
+                        Some(mut e) => {
+                            e.set_deadline(d);
+                            model.get_mut(&key).unwrap().1 = d.unwrap_or(NO_DEADLINE);
+                        }
+                        None => assert!(!model.contains_key(&key)),
+                    }
+                }
+                7 => {
+                    db.active_expire(now);
+                }
+                _ => {
+                    let got = db.get(&key, now).map(model_of);
+                    assert_eq!(got, model.get(&key).map(|(m, _)| m.clone()), "step {step}");
+                }
+            }
+            if step % 500 == 0 {
+                check_invariants(&db);
+            }
+        }
+        check_invariants(&db);
+        for (k, (m, d)) in &model {
+            let e = db.find(k, now, Access::Write).expect("model key present");
+            assert_eq!(&model_of(e.value()), m);
+            assert_eq!(e.deadline().unwrap_or(NO_DEADLINE), *d);
+        }
+        let live = db.iter(now).count();
+        assert_eq!(live, model.len());
+    }
+
+    #[test]
+    fn empty_key_is_a_key() {
+        let mut db = db();
+        let v = s(&db, b"v");
+        db.set(b"", v, Ttl::Clear, SetIf::Always, 0);
+        assert!(db.contains(b"", 0));
+        assert_eq!(db.used_memory(), 1 + KEY_OVERHEAD);
+    }
 }

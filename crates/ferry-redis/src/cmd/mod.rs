@@ -197,18 +197,23 @@ pub struct Ctx<'a> {
 }
 
 /// Redis's reply for a command that is not in the table:
-/// `ERR unknown command 'foo', with args beginning with: 'a' 'b' `.
-pub fn unknown_command(args: &Args<'_>) -> String {
-    let mut msg = format!(
-        "ERR unknown command '{}', with args beginning with: ",
-        clip(args.get(0), 128)
-    );
+/// `ERR unknown command 'foo', with args beginning with: 'a' 'b' ` (each argument at most 128
+/// bytes, echoed as sent).
+pub fn unknown_command(args: &Args<'_>) -> Vec<u8> {
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend_from_slice(clip_bytes(args.get(0), 128));
+    msg.extend_from_slice(b"', with args beginning with: ");
     for a in args.iter_from(1) {
-        msg.push('\'');
-        msg.push_str(&clip(a, 128));
-        msg.push_str("' ");
+        msg.push(b'\'');
+        msg.extend_from_slice(clip_bytes(a, 128));
+        msg.extend_from_slice(b"' ");
     }
     msg
+}
+
+/// At most `max` bytes of `bytes` (Redis's `%.128s`).
+pub fn clip_bytes(bytes: &[u8], max: usize) -> &[u8] {
+    &bytes[..bytes.len().min(max)]
 }
 
 /// `bytes` as text for an error message, at most `max` bytes (Redis's `%.128s`).
@@ -239,7 +244,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     // Redis 7.0's order: an unknown command or a wrong argument count is reported before
     // authentication is asked for.
     let Some(spec) = table::lookup(args.get(0)) else {
-        return out.error(&unknown_command(args));
+        return out.error(unknown_command(args));
     };
     if !spec.arity_ok(args.len()) {
         return out.error(&wrong_arity(spec.name));

@@ -1,31 +1,775 @@
-//! STUB handlers: the real ones replace these.
+//! String commands: `GET`, `SET`, `MGET`, `MSET`, `SETNX`, `GETSET`, `GETDEL`, `APPEND`,
+//! `STRLEN`, `INCR`, `INCRBY`, `DECR`, `DECRBY`, with Redis 7.0's semantics and error replies.
+//!
+//! Stored values go out with [`ReplyBuf::bulk_buf`] (by reference when large); new values come
+//! from [`Args::value`] (kept in the read buffer when large, else copied into the pool). A
+//! stored buffer is never changed in place: `APPEND` and `INCR` build a new one, since replies
+//! still being sent may reference the old.
 
-use super::{Args, Ctx};
+use ferry_buf::{PoolError, SharedBuf};
+
+use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE, wrong_arity};
+use crate::db::{Access, SetIf, Ttl, Value};
 use crate::resp::ReplyBuf;
 
-#[allow(missing_docs)]
-pub fn append(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn decr(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn decrby(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn get(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn getdel(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn getset(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn incr(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn incrby(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn mget(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn mset(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn set(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn setnx(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
-#[allow(missing_docs)]
-pub fn strlen(_ctx: &mut Ctx<'_>, _args: &Args<'_>, _out: &mut ReplyBuf) { todo!() }
+/// `SET`'s reply to a non-positive or overflowing expire time.
+pub const SET_EXPIRE: &str = "ERR invalid expire time in 'set' command";
+/// `INCR`'s reply when the result would not fit an `i64`.
+pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+/// `DECRBY`'s reply to a decrement of `i64::MIN` (its negation overflows).
+pub const DECR_OVERFLOW: &str = "ERR decrement would overflow";
+/// `APPEND`'s reply when the result would exceed `proto-max-bulk-len`.
+pub const TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+
+/// Parses a whole argument as an `i64` the way Redis's `string2ll` does: an optional `-`, then
+/// decimal digits without leading zeros (`0` alone is fine; `-0`, `+1`, ` 1`, `01` and the
+/// empty string are not), in range.
+pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    let (negative, digits) = match bytes {
+        [b'0'] => return Some(0),
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, bytes),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    // Accumulated negatively: i64::MIN has no positive counterpart.
+    let mut n: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
+    }
+    if negative { Some(n) } else { n.checked_neg() }
+}
+
+/// `n` in decimal, written at the end of `buf`.
+pub fn format_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut start = buf.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        start -= 1;
+        buf[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        start -= 1;
+        buf[start] = b'-';
+    }
+    &buf[start..]
+}
+
+/// `GET key`: the string, null if missing.
+pub fn get(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match ctx.db.get(args.get(1), ctx.now_ms) {
+        Some(Value::Str(b)) => out.bulk_buf(b),
+        Some(Value::List(_)) => out.error(WRONGTYPE),
+        None => out.null(),
+    }
+}
+
+/// Which expire option `SET` got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExpireOpt {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+/// `SET`'s options, checked for conflicts as Redis's `parseExtendedStringArgumentsOrReply`.
+#[derive(Debug)]
+struct SetOptions<'a> {
+    cond: SetIf,
+    get: bool,
+    keep_ttl: bool,
+    expire: Option<(ExpireOpt, &'a [u8])>,
+}
+
+fn parse_set_options<'a>(args: &Args<'a>) -> Result<SetOptions<'a>, &'static str> {
+    let mut o = SetOptions {
+        cond: SetIf::Always,
+        get: false,
+        keep_ttl: false,
+        expire: None,
+    };
+    let mut j = 3;
+    while j < args.len() {
+        let opt = args.get(j);
+        let has_next = j + 1 < args.len();
+        let expire = if opt.eq_ignore_ascii_case(b"ex") {
+            Some(ExpireOpt::Ex)
+        } else if opt.eq_ignore_ascii_case(b"px") {
+            Some(ExpireOpt::Px)
+        } else if opt.eq_ignore_ascii_case(b"exat") {
+            Some(ExpireOpt::ExAt)
+        } else if opt.eq_ignore_ascii_case(b"pxat") {
+            Some(ExpireOpt::PxAt)
+        } else {
+            None
+        };
+        if let Some(kind) = expire {
+            // The same option twice is allowed (the last wins); two different ones are not.
+            if o.keep_ttl || o.expire.is_some_and(|(k, _)| k != kind) || !has_next {
+                return Err(SYNTAX);
+            }
+            o.expire = Some((kind, args.get(j + 1)));
+            j += 2;
+            continue;
+        }
+        if opt.eq_ignore_ascii_case(b"nx") && o.cond != SetIf::Present {
+            o.cond = SetIf::Absent;
+        } else if opt.eq_ignore_ascii_case(b"xx") && o.cond != SetIf::Absent {
+            o.cond = SetIf::Present;
+        } else if opt.eq_ignore_ascii_case(b"get") {
+            o.get = true;
+        } else if opt.eq_ignore_ascii_case(b"keepttl") && o.expire.is_none() {
+            o.keep_ttl = true;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    Ok(o)
+}
+
+/// The absolute deadline for `SET`'s expire option (Redis's `getExpireMillisecondsOrReply`).
+fn set_deadline(kind: ExpireOpt, arg: &[u8], now_ms: u64) -> Result<u64, &'static str> {
+    let n = parse_i64(arg).ok_or(NOT_INTEGER)?;
+    let seconds = matches!(kind, ExpireOpt::Ex | ExpireOpt::ExAt);
+    if n <= 0 || (seconds && n > i64::MAX / 1000) {
+        return Err(SET_EXPIRE);
+    }
+    let mut ms = if seconds { n * 1000 } else { n };
+    if matches!(kind, ExpireOpt::Ex | ExpireOpt::Px) {
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        ms = ms.checked_add(now).ok_or(SET_EXPIRE)?;
+    }
+    Ok(ms as u64)
+}
+
+/// The value argument `i` as a pool buffer, or `None` (the pool is full: reply `OOM`).
+fn value_arg(ctx: &Ctx<'_>, args: &Args<'_>, i: usize) -> Option<SharedBuf> {
+    args.value(i, ctx.db.pool(), ctx.db.keep_in_place_min()).ok()
+}
+
+/// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT s | PXAT ms | KEEPTTL]`.
+pub fn set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let opts = match parse_set_options(args) {
+        Ok(opts) => opts,
+        Err(e) => return out.error(e),
+    };
+    let now = ctx.now_ms;
+    let deadline = match opts.expire.map(|(kind, arg)| set_deadline(kind, arg, now)) {
+        None => None,
+        Some(Ok(d)) => Some(d),
+        Some(Err(e)) => return out.error(e),
+    };
+    // Before any reply is written: with GET, the old value is the reply.
+    let Some(value) = value_arg(ctx, args, 2) else {
+        return out.error(OOM);
+    };
+    let key = args.get(1);
+    if opts.get {
+        match ctx.db.get(key, now) {
+            Some(Value::Str(old)) => out.bulk_buf(old),
+            Some(Value::List(_)) => return out.error(WRONGTYPE),
+            None => out.null(),
+        }
+    }
+    let ttl = match deadline {
+        Some(d) => Ttl::At(d),
+        None if opts.keep_ttl => Ttl::Keep,
+        None => Ttl::Clear,
+    };
+    let stored = ctx.db.set(key, Value::Str(value), ttl, opts.cond, now);
+    if !opts.get {
+        if stored { out.ok() } else { out.null() }
+    }
+}
+
+/// `SETNX key value`: 1 if it set, 0 if the key exists.
+pub fn setnx(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(value) = value_arg(ctx, args, 2) else {
+        return out.error(OOM);
+    };
+    let stored = ctx.db.set(
+        args.get(1),
+        Value::Str(value),
+        Ttl::Clear,
+        SetIf::Absent,
+        ctx.now_ms,
+    );
+    out.integer(i64::from(stored));
+}
+
+/// `GETSET key value`: sets (dropping any TTL) and returns the old string.
+pub fn getset(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(value) = value_arg(ctx, args, 2) else {
+        return out.error(OOM);
+    };
+    let (key, now) = (args.get(1), ctx.now_ms);
+    match ctx.db.get(key, now) {
+        Some(Value::Str(old)) => out.bulk_buf(old),
+        Some(Value::List(_)) => return out.error(WRONGTYPE),
+        None => out.null(),
+    }
+    ctx.db.set(key, Value::Str(value), Ttl::Clear, SetIf::Always, now);
+}
+
+/// `GETDEL key`: returns the string and deletes the key.
+pub fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(e) = ctx.db.find(args.get(1), ctx.now_ms, Access::Read) else {
+        return out.null();
+    };
+    match e.value() {
+        Value::Str(old) => {
+            out.bulk_buf(old);
+            e.remove();
+        }
+        Value::List(_) => out.error(WRONGTYPE),
+    }
+}
+
+/// `MGET key [key ...]`: one string per key, null for a missing key or another type.
+pub fn mget(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    out.array(args.len() - 1);
+    for key in args.iter_from(1) {
+        match ctx.db.get(key, ctx.now_ms) {
+            Some(Value::Str(b)) => out.bulk_buf(b),
+            _ => out.null(),
+        }
+    }
+}
+
+/// `MSET key value [key value ...]`: sets every pair (dropping TTLs), all or none.
+pub fn mset(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if args.len() % 2 == 0 {
+        return out.error(&wrong_arity("mset"));
+    }
+    let mut values = Vec::with_capacity(args.len() / 2);
+    for i in (2..args.len()).step_by(2) {
+        match value_arg(ctx, args, i) {
+            Some(v) => values.push(v),
+            None => return out.error(OOM),
+        }
+    }
+    for (i, value) in (1..args.len()).step_by(2).zip(values) {
+        ctx.db.set(
+            args.get(i),
+            Value::Str(value),
+            Ttl::Clear,
+            SetIf::Always,
+            ctx.now_ms,
+        );
+    }
+    out.ok();
+}
+
+/// `APPEND key value`: the new length. The result is a new pool buffer (old bytes + new);
+/// the key keeps its TTL.
+pub fn append(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (key, tail, now) = (args.get(1), args.get(2), ctx.now_ms);
+    let limit = ctx.server.config.proto_max_bulk_len;
+    let Some(mut e) = ctx.db.find(key, now, Access::Write) else {
+        let Some(value) = value_arg(ctx, args, 2) else {
+            return out.error(OOM);
+        };
+        let len = value.len();
+        ctx.db.set(key, Value::Str(value), Ttl::Clear, SetIf::Always, now);
+        return out.integer(len as i64);
+    };
+    let Value::Str(old) = e.value() else {
+        return out.error(WRONGTYPE);
+    };
+    let total = old.len() + tail.len();
+    if total > limit {
+        return out.error(TOO_LONG);
+    }
+    if !tail.is_empty() {
+        let mut buf = match e.pool().alloc(total) {
+            Ok(buf) => buf,
+            Err(PoolError::TooLarge { .. }) => return out.error(TOO_LONG),
+            Err(_) => return out.error(OOM),
+        };
+        buf.extend_from_slice(old);
+        buf.extend_from_slice(tail);
+        e.replace(Value::Str(buf.freeze()));
+    }
+    out.integer(total as i64);
+}
+
+/// `STRLEN key`: the string's length, 0 if missing.
+pub fn strlen(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match ctx.db.get(args.get(1), ctx.now_ms) {
+        Some(Value::Str(b)) => out.integer(b.len() as i64),
+        Some(Value::List(_)) => out.error(WRONGTYPE),
+        None => out.integer(0),
+    }
+}
+
+/// Adds `incr` to the integer at `key` (0 if missing), keeping its TTL; replies the result.
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], incr: i64, out: &mut ReplyBuf) {
+    let now = ctx.now_ms;
+    let mut digits = [0u8; 20];
+    match ctx.db.find(key, now, Access::Write) {
+        Some(mut e) => {
+            let Value::Str(old) = e.value() else {
+                return out.error(WRONGTYPE);
+            };
+            let Some(old) = parse_i64(old) else {
+                return out.error(NOT_INTEGER);
+            };
+            let Some(new) = old.checked_add(incr) else {
+                return out.error(OVERFLOW);
+            };
+            let Ok(buf) = e.pool().copy_from(format_i64(new, &mut digits)) else {
+                return out.error(OOM);
+            };
+            e.replace(Value::Str(buf));
+            out.integer(new);
+        }
+        None => {
+            let Ok(buf) = ctx.db.pool().copy_from(format_i64(incr, &mut digits)) else {
+                return out.error(OOM);
+            };
+            ctx.db.set(key, Value::Str(buf), Ttl::Clear, SetIf::Always, now);
+            out.integer(incr);
+        }
+    }
+}
+
+/// `INCR key`.
+pub fn incr(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    incr_by(ctx, args.get(1), 1, out);
+}
+
+/// `DECR key`.
+pub fn decr(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    incr_by(ctx, args.get(1), -1, out);
+}
+
+/// `INCRBY key increment`.
+pub fn incrby(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match parse_i64(args.get(2)) {
+        Some(n) => incr_by(ctx, args.get(1), n, out),
+        None => out.error(NOT_INTEGER),
+    }
+}
+
+/// `DECRBY key decrement`.
+pub fn decrby(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match parse_i64(args.get(2)) {
+        Some(i64::MIN) => out.error(DECR_OVERFLOW),
+        Some(n) => incr_by(ctx, args.get(1), -n, out),
+        None => out.error(NOT_INTEGER),
+    }
+}
+
+/// A command runner for the handler tests of [`strings`](self), [`keys`](super::keys) and
+/// [`lists`](super::lists): a fresh keyspace, client and server, and RESP2 bytes out.
+#[cfg(test)]
+pub(crate) mod harness {
+    use std::net::SocketAddr;
+    use std::time::Instant;
+
+    use crate::cmd::{Args, Client, Ctx, ServerInfo, Stats, execute};
+    use crate::config::Config;
+    use crate::db::Db;
+    use crate::resp::{Proto, ReplyBuf};
+
+    /// Values at least this long are referenced by replies (small, so tests cover both paths).
+    pub const ZERO_COPY: usize = 8;
+    /// Values at least this long stay in the request buffer.
+    pub const KEEP_IN_PLACE: usize = 16;
+
+    pub struct Harness {
+        pub db: Db,
+        pub client: Client,
+        pub server: ServerInfo,
+        pub now_ms: u64,
+    }
+
+    impl Harness {
+        pub fn new() -> Harness {
+            let addr: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+            Harness {
+                db: Db::new(ferry_testkit::pool(), KEEP_IN_PLACE),
+                client: Client {
+                    id: 1,
+                    name: None,
+                    proto: Proto::Resp2,
+                    authenticated: true,
+                    close_after_reply: false,
+                    addr,
+                    local_addr: addr,
+                    created_ms: 0,
+                },
+                server: ServerInfo {
+                    config: Config::default(),
+                    port: 6379,
+                    started: Instant::now(),
+                    run_id: "0".repeat(40),
+                    stats: Stats::default(),
+                },
+                now_ms: 1_700_000_000_000,
+            }
+        }
+
+        /// Runs one command (the arguments as one pool buffer, as a read buffer would hold
+        /// them) and returns its RESP2 reply, referenced values spliced in.
+        pub fn run(&mut self, args: &[&[u8]]) -> Vec<u8> {
+            let mut base = Vec::new();
+            let mut ranges = Vec::new();
+            for a in args {
+                ranges.push(base.len()..base.len() + a.len());
+                base.extend_from_slice(a);
+            }
+            let shared = self.db.pool().copy_from(&base).unwrap();
+            let args = Args::new(&shared, &ranges, Some(&shared));
+            let mut out = ReplyBuf::new(ZERO_COPY);
+            let mut ctx = Ctx {
+                db: &mut self.db,
+                client: &mut self.client,
+                server: &self.server,
+                now_ms: self.now_ms,
+            };
+            execute(&mut ctx, &args, &mut out);
+            let (bytes, refs) = out.parts();
+            let mut reply = Vec::new();
+            let mut at = 0;
+            for (offset, buf) in refs {
+                reply.extend_from_slice(&bytes[at..*offset]);
+                reply.extend_from_slice(buf);
+                at = *offset;
+            }
+            reply.extend_from_slice(&bytes[at..]);
+            reply
+        }
+
+        /// Runs a command given as space-separated words; the reply as (lossy) text.
+        pub fn cmd(&mut self, line: &str) -> String {
+            let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            String::from_utf8_lossy(&self.run(&words)).into_owned()
+        }
+    }
+
+    /// A RESP2 bulk string.
+    pub fn bulk(s: &str) -> String {
+        format!("${}\r\n{s}\r\n", s.len())
+    }
+
+    /// A RESP2 error reply.
+    pub fn err(msg: &str) -> String {
+        format!("-{msg}\r\n")
+    }
+
+    /// A RESP2 integer reply.
+    pub fn int(n: i64) -> String {
+        format!(":{n}\r\n")
+    }
+
+    /// A RESP2 array of bulk strings.
+    pub fn bulks(items: &[&str]) -> String {
+        let mut s = format!("*{}\r\n", items.len());
+        for i in items {
+            s.push_str(&bulk(i));
+        }
+        s
+    }
+
+    pub const OK: &str = "+OK\r\n";
+    pub const NULL: &str = "$-1\r\n";
+    pub const NULL_ARRAY: &str = "*-1\r\n";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::harness::*;
+    use super::*;
+    use crate::cmd::wrong_arity;
+
+    #[test]
+    fn parse_i64_follows_string2ll() {
+        for (s, v) in [
+            ("0", Some(0)),
+            ("1", Some(1)),
+            ("-1", Some(-1)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+            ("9223372036854775808", None),
+            ("-9223372036854775809", None),
+            ("", None),
+            ("-", None),
+            ("-0", None),
+            ("+1", None),
+            ("01", None),
+            (" 1", None),
+            ("1 ", None),
+            ("1a", None),
+            ("00", None),
+        ] {
+            assert_eq!(parse_i64(s.as_bytes()), v, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn format_i64_round_trips() {
+        let mut buf = [0u8; 20];
+        for n in [0, 1, -1, 10, -10, 12345, i64::MAX, i64::MIN] {
+            assert_eq!(format_i64(n, &mut buf), n.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn get_set_basics() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("GET k"), NULL);
+        assert_eq!(h.cmd("SET k v"), OK);
+        assert_eq!(h.cmd("get k"), bulk("v"));
+        let long = "x".repeat(100);
+        assert_eq!(h.cmd(&format!("SET k {long}")), OK);
+        assert_eq!(h.cmd("GET k"), bulk(&long));
+        assert_eq!(h.run(&[b"SET", b"", b""]), OK.as_bytes());
+        assert_eq!(h.run(&[b"GET", b""]), bulk("").as_bytes());
+        assert_eq!(h.cmd("GET"), err(&wrong_arity("get")));
+        assert_eq!(h.cmd("RPUSH l a"), int(1));
+        assert_eq!(h.cmd("GET l"), err(WRONGTYPE));
+        let s = h.db.stats();
+        assert_eq!((s.keyspace_hits, s.keyspace_misses), (4, 1));
+    }
+
+    #[test]
+    fn a_reply_outlives_an_overwrite_of_its_value() {
+        let mut h = Harness::new();
+        let long = "y".repeat(64);
+        h.cmd(&format!("SET k {long}"));
+        let mut out = ReplyBuf::new(ZERO_COPY);
+        let ranges = [0..3, 3..4];
+        let args = Args::new(b"GETk", &ranges, None);
+        let mut ctx = Ctx {
+            db: &mut h.db,
+            client: &mut h.client,
+            server: &h.server,
+            now_ms: h.now_ms,
+        };
+        crate::cmd::execute(&mut ctx, &args, &mut out);
+        h.cmd("SET k other");
+        h.cmd("DEL k");
+        let (bytes, refs) = out.parts();
+        let total: usize = bytes.len() + refs.iter().map(|(_, b)| b.len()).sum::<usize>();
+        assert_eq!(total, bulk(&long).len());
+        assert!(refs.iter().all(|(_, b)| b.iter().all(|&c| c == b'y')));
+    }
+
+    #[test]
+    fn set_options() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("SET k v NX GET"), NULL);
+        assert_eq!(h.cmd("SET k v2 NX GET"), bulk("v"));
+        assert_eq!(h.cmd("GET k"), bulk("v"));
+        assert_eq!(h.cmd("SET k v3 XX GET"), bulk("v"));
+        assert_eq!(h.cmd("SET k2 v XX GET"), NULL);
+        assert_eq!(h.cmd("SET k2 v XX"), NULL);
+        assert_eq!(h.cmd("EXISTS k2"), int(0));
+        assert_eq!(h.cmd("SET k v NX"), NULL);
+        assert_eq!(h.cmd("SET k v get get"), bulk("v3"));
+        for bad in [
+            "SET k v NX XX",
+            "SET k v XX NX",
+            "SET k v EX 10 PX 10",
+            "SET k v PXAT 10 EXAT 10",
+            "SET k v KEEPTTL EX 5",
+            "SET k v EX 5 KEEPTTL",
+            "SET k v EX",
+            "SET k v FOO",
+            "SET k v EX abc NX XX",
+            "SET k v NXX",
+        ] {
+            assert_eq!(h.cmd(bad), err(SYNTAX), "{bad}");
+        }
+        assert_eq!(h.cmd("SET k v ex 10 ex 20"), OK);
+        assert_eq!(h.cmd("TTL k"), int(20));
+        assert_eq!(h.cmd("SET k v ex abc"), err(NOT_INTEGER));
+        for bad in [
+            "SET k v EX 0",
+            "SET k v PX -5",
+            "SET k v EX 9223372036854775",
+            "SET k v PX 9223372036854775807",
+            "SET k v EXAT 9223372036854776",
+        ] {
+            assert_eq!(h.cmd(bad), err(SET_EXPIRE), "{bad}");
+        }
+        assert_eq!(h.cmd("SET k v EXAT 9223372036854775"), OK);
+        assert_eq!(h.cmd("RPUSH l a"), int(1));
+        assert_eq!(h.cmd("SET l v GET"), err(WRONGTYPE));
+        assert_eq!(h.cmd("LLEN l"), int(1));
+        assert_eq!(h.cmd("SET l v"), OK, "SET ignores the old type");
+        assert_eq!(h.cmd("GET l"), bulk("v"));
+    }
+
+    #[test]
+    fn set_expiry_options() {
+        let mut h = Harness::new();
+        let now = h.now_ms;
+        assert_eq!(h.cmd("SET k v PX 1500"), OK);
+        assert_eq!(h.cmd("PTTL k"), int(1500));
+        assert_eq!(h.cmd("TTL k"), int(2), "(1500 + 500) / 1000");
+        assert_eq!(h.cmd("SET k v KEEPTTL"), OK);
+        assert_eq!(h.cmd("PTTL k"), int(1500));
+        assert_eq!(h.cmd("SET k v"), OK);
+        assert_eq!(h.cmd("PTTL k"), int(-1));
+        assert_eq!(h.cmd(&format!("SET k v PXAT {}", now + 10)), OK);
+        assert_eq!(h.cmd("PTTL k"), int(10));
+        assert_eq!(h.cmd(&format!("SET k v EXAT {}", now / 1000 + 3)), OK);
+        assert_eq!(h.cmd("PTTL k"), int(3000 - (now % 1000) as i64));
+        h.now_ms += 1500;
+        assert_eq!(h.cmd("SET e v EX 1"), OK);
+        h.now_ms += 1000;
+        assert_eq!(h.cmd("GET e"), bulk("v"), "alive at the deadline");
+        h.now_ms += 1;
+        assert_eq!(h.cmd("GET e"), NULL);
+        // A deadline in the past is stored; the next access expires the key (Redis 7.0).
+        assert_eq!(h.cmd("SET p v PXAT 1"), OK);
+        let before = h.db.stats().expired_keys;
+        assert_eq!(h.cmd("EXISTS p"), int(0));
+        assert_eq!(h.db.stats().expired_keys, before + 1);
+    }
+
+    #[test]
+    fn setnx_getset_getdel() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("SETNX k a"), int(1));
+        assert_eq!(h.cmd("SETNX k b"), int(0));
+        assert_eq!(h.cmd("GET k"), bulk("a"));
+        assert_eq!(h.cmd("EXPIRE k 100"), int(1));
+        assert_eq!(h.cmd("GETSET k b"), bulk("a"));
+        assert_eq!(h.cmd("TTL k"), int(-1), "GETSET drops the TTL");
+        assert_eq!(h.cmd("GETSET new c"), NULL);
+        assert_eq!(h.cmd("GET new"), bulk("c"));
+        assert_eq!(h.cmd("GETDEL k"), bulk("b"));
+        assert_eq!(h.cmd("GETDEL k"), NULL);
+        assert_eq!(h.cmd("EXISTS k"), int(0));
+        assert_eq!(h.cmd("RPUSH l a"), int(1));
+        assert_eq!(h.cmd("GETSET l x"), err(WRONGTYPE));
+        assert_eq!(h.cmd("GETDEL l"), err(WRONGTYPE));
+        assert_eq!(h.cmd("SETNX l x"), int(0));
+        assert_eq!(h.cmd("LLEN l"), int(1));
+    }
+
+    #[test]
+    fn mget_mset() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("MSET a 1 b 2"), OK);
+        assert_eq!(h.cmd("RPUSH l x"), int(1));
+        assert_eq!(
+            h.cmd("MGET a l nokey b a"),
+            "*5\r\n$1\r\n1\r\n$-1\r\n$-1\r\n$1\r\n2\r\n$1\r\n1\r\n"
+        );
+        assert_eq!(h.cmd("MSET a"), err(&wrong_arity("mset")));
+        assert_eq!(h.cmd("MSET a 1 b"), err(&wrong_arity("mset")));
+        assert_eq!(h.cmd("EXPIRE a 10"), int(1));
+        assert_eq!(h.cmd("MSET a 3 l 4"), OK);
+        assert_eq!(h.cmd("TTL a"), int(-1));
+        assert_eq!(h.cmd("MGET a l"), bulks(&["3", "4"]));
+    }
+
+    #[test]
+    fn append_and_strlen() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("STRLEN k"), int(0));
+        assert_eq!(h.cmd("APPEND k hello"), int(5));
+        assert_eq!(h.cmd("EXPIRE k 100"), int(1));
+        let tail = "w".repeat(40);
+        assert_eq!(h.cmd(&format!("APPEND k {tail}")), int(45));
+        assert_eq!(h.run(&[b"APPEND", b"k", b""]), int(45).as_bytes());
+        assert_eq!(h.cmd("GET k"), bulk(&format!("hello{tail}")));
+        assert_eq!(h.cmd("STRLEN k"), int(45));
+        assert_eq!(h.cmd("TTL k"), int(100), "APPEND keeps the TTL");
+        assert_eq!(h.cmd("RPUSH l a"), int(1));
+        assert_eq!(h.cmd("APPEND l x"), err(WRONGTYPE));
+        assert_eq!(h.cmd("STRLEN l"), err(WRONGTYPE));
+        h.server.config.proto_max_bulk_len = 46;
+        assert_eq!(h.cmd("APPEND k xy"), err(TOO_LONG));
+        assert_eq!(h.cmd("APPEND k x"), int(46));
+        let stats = h.db.stats();
+        assert_eq!(
+            h.db.used_memory(),
+            1 + 46 + 1 + 1 + 2 * crate::db::KEY_OVERHEAD + 16
+        );
+        assert_eq!(stats.expired_keys, 0);
+    }
+
+    #[test]
+    fn append_leaves_a_referenced_value_intact() {
+        let mut h = Harness::new();
+        let long = "z".repeat(32);
+        h.cmd(&format!("SET k {long}"));
+        let old = match h.db.get(b"k", h.now_ms) {
+            Some(Value::Str(b)) => b.clone(),
+            _ => panic!(),
+        };
+        h.cmd("APPEND k more");
+        assert_eq!(&old[..], long.as_bytes());
+        assert_eq!(h.cmd("GET k"), bulk(&format!("{long}more")));
+    }
+
+    #[test]
+    fn incr_decr() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("INCR n"), int(1));
+        assert_eq!(h.cmd("INCRBY n 10"), int(11));
+        assert_eq!(h.cmd("DECR n"), int(10));
+        assert_eq!(h.cmd("DECRBY n 30"), int(-20));
+        assert_eq!(h.cmd("GET n"), bulk("-20"));
+        assert_eq!(h.cmd("DECRBY m -5"), int(5));
+        assert_eq!(h.cmd("EXPIRE n 100"), int(1));
+        assert_eq!(h.cmd("INCR n"), int(-19));
+        assert_eq!(h.cmd("TTL n"), int(100), "INCR keeps the TTL");
+        assert_eq!(h.cmd("SET n 9223372036854775807"), OK);
+        assert_eq!(h.cmd("INCR n"), err(OVERFLOW));
+        assert_eq!(h.cmd("SET n -9223372036854775808"), OK);
+        assert_eq!(h.cmd("DECR n"), err(OVERFLOW));
+        assert_eq!(h.cmd("INCRBY n 9223372036854775807"), int(-1));
+        assert_eq!(h.cmd("DECRBY x -9223372036854775808"), err(DECR_OVERFLOW));
+        for v in ["-0", "007", "+7", "1.5", "abc", "99999999999999999999"] {
+            assert_eq!(h.cmd(&format!("SET s {v}")), OK);
+            assert_eq!(h.cmd("INCR s"), err(NOT_INTEGER), "{v}");
+        }
+        assert_eq!(h.run(&[b"SET", b"s", b" 7"]), OK.as_bytes());
+        assert_eq!(h.cmd("INCR s"), err(NOT_INTEGER));
+        assert_eq!(h.cmd("INCRBY n abc"), err(NOT_INTEGER));
+        assert_eq!(h.cmd("RPUSH l a"), int(1));
+        assert_eq!(h.cmd("INCR l"), err(WRONGTYPE));
+        assert_eq!(
+            h.cmd("INCRBY l abc"),
+            err(NOT_INTEGER),
+            "the increment is parsed first"
+        );
+    }
+
+    #[test]
+    fn large_values_are_kept_in_place_and_referenced() {
+        let mut h = Harness::new();
+        let long = "q".repeat(KEEP_IN_PLACE * 4);
+        h.cmd(&format!("SET k {long}"));
+        h.cmd("SET short abc");
+        let offset = |h: &mut Harness, key: &[u8]| {
+            let now = h.now_ms;
+            let Some(Value::Str(stored)) = h.db.get(key, now).cloned() else {
+                panic!()
+            };
+            h.db.pool().offset_of(&stored).unwrap()
+        };
+        // A long value is a slice of the request buffer, after "SETk"; a short one, a copy at
+        // the start of its own slot.
+        assert_eq!(offset(&mut h, b"k") % ferry_buf::MIN_CLASS, 4);
+        assert_eq!(offset(&mut h, b"short") % ferry_buf::MIN_CLASS, 0);
+        assert_eq!(h.cmd("GET k"), bulk(&long));
+    }
+}

@@ -98,8 +98,9 @@ impl ReplyBuf {
 
     /// An error reply, `-<msg>`: `msg` starts with its code (`ERR syntax error`,
     /// `WRONGTYPE Operation ...`); a leading `-` is not doubled. `\r` and `\n` become spaces.
-    pub fn error(&mut self, msg: &str) {
-        let msg = msg.as_bytes();
+    /// Bytes, not text: Redis echoes a client's arguments in errors as they were sent.
+    pub fn error(&mut self, msg: impl AsRef<[u8]>) {
+        let msg = msg.as_ref();
         self.line(b'-', msg.strip_prefix(b"-").unwrap_or(msg));
     }
 
