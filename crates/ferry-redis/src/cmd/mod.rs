@@ -197,18 +197,29 @@ pub struct Ctx<'a> {
 }
 
 /// Redis's reply for a command that is not in the table:
-/// `ERR unknown command 'foo', with args beginning with: 'a' 'b' ` (each argument at most 128
-/// bytes, echoed as sent).
+/// `ERR unknown command 'foo', with args beginning with: 'a' 'b' `, as Redis 7.0 builds it:
+/// C strings (each argument ends at its first NUL), the name cut to 128 bytes, and arguments
+/// quoted until the quoted part reaches 128 bytes (each cut to what is left).
 pub fn unknown_command(args: &Args<'_>) -> Vec<u8> {
     let mut msg = b"ERR unknown command '".to_vec();
-    msg.extend_from_slice(clip_bytes(args.get(0), 128));
+    msg.extend_from_slice(clip_bytes(c_str(args.get(0)), 128));
     msg.extend_from_slice(b"', with args beginning with: ");
+    let start = msg.len();
     for a in args.iter_from(1) {
+        let quoted = msg.len() - start;
+        if quoted >= 128 {
+            break;
+        }
         msg.push(b'\'');
-        msg.extend_from_slice(clip_bytes(a, 128));
+        msg.extend_from_slice(clip_bytes(c_str(a), 128 - quoted));
         msg.extend_from_slice(b"' ");
     }
     msg
+}
+
+/// `bytes` up to its first NUL: what C's `%s` prints of it, as Redis's error messages do.
+pub fn c_str(bytes: &[u8]) -> &[u8] {
+    bytes.split(|&b| b == 0).next().unwrap_or_default()
 }
 
 /// At most `max` bytes of `bytes` (Redis's `%.128s`).
