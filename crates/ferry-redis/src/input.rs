@@ -142,13 +142,14 @@ impl Input {
         mut authenticated: bool,
         mut run: impl FnMut(&Args<'_>) -> bool,
     ) -> Result<(), InputError> {
-        let parse = |input: &[u8], authenticated: bool, args: &mut Vec<Range<usize>>, scratch: &mut Vec<u8>| {
-            if authenticated {
-                parse_command(input, &self.limits, args, scratch)
-            } else {
-                parse_command_unauthenticated(input, &self.limits, args, scratch)
-            }
-        };
+        let parse =
+            |input: &[u8], authenticated: bool, args: &mut Vec<Range<usize>>, scratch: &mut Vec<u8>| {
+                if authenticated {
+                    parse_command(input, &self.limits, args, scratch)
+                } else {
+                    parse_command_unauthenticated(input, &self.limits, args, scratch)
+                }
+            };
         let Some(buf) = &self.buf else { return Ok(()) };
         // Nothing whole yet: keep reading into the same buffer, unfrozen.
         let first = parse(buf, authenticated, &mut self.args, &mut self.scratch)?;
@@ -166,13 +167,21 @@ impl Input {
                 None => parse(&shared[pos..], authenticated, &mut self.args, &mut self.scratch),
             };
             match step {
-                Err(e) => break Err(ProtocolError { offset: e.offset + pos, ..e }),
+                Err(e) => {
+                    break Err(ProtocolError {
+                        offset: e.offset + pos,
+                        ..e
+                    });
+                }
                 Ok(Parsed::Incomplete { need }) => {
                     self.need = need;
                     break Ok(());
                 }
                 Ok(Parsed::Skip { consumed }) => pos += consumed,
-                Ok(Parsed::Command { consumed, inline_scratch }) => {
+                Ok(Parsed::Command {
+                    consumed,
+                    inline_scratch,
+                }) => {
                     self.counters.commands += 1;
                     authenticated = if inline_scratch {
                         run(&Args::new(&self.scratch, &self.args, None))
@@ -214,7 +223,6 @@ impl Input {
         self.scratch = Vec::new();
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -258,7 +266,12 @@ mod tests {
     }
 
     fn set(key: &str, value: &[u8]) -> Vec<u8> {
-        let mut v = format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n", key.len(), value.len()).into_bytes();
+        let mut v = format!(
+            "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n",
+            key.len(),
+            value.len()
+        )
+        .into_bytes();
         v.extend_from_slice(value);
         v.extend_from_slice(b"\r\n");
         v
@@ -324,7 +337,10 @@ mod tests {
         target.copy_from_slice(&cmd[..n]);
         input.filled(n);
         input.commands(true, |_| panic!("incomplete")).unwrap();
-        assert!(matches!(input.read_target(), Err(InputError::QueryBufferLimit { .. })));
+        assert!(matches!(
+            input.read_target(),
+            Err(InputError::QueryBufferLimit { .. })
+        ));
     }
 
     #[test]
@@ -343,8 +359,14 @@ mod tests {
             })
             .unwrap_err();
         assert_eq!(ran, 2);
-        let InputError::Protocol(e) = err else { panic!("{err}") };
-        assert!(e.offset >= 20, "offset {} is in the stream, past the two commands", e.offset);
+        let InputError::Protocol(e) = err else {
+            panic!("{err}")
+        };
+        assert!(
+            e.offset >= 20,
+            "offset {} is in the stream, past the two commands",
+            e.offset
+        );
     }
 
     #[test]

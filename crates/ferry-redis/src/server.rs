@@ -71,12 +71,16 @@ impl Server {
     /// Binds `config.bind` (one listener per loop) and makes the pool and keyspace.
     pub fn bind(config: Config) -> io::Result<Server> {
         if config.threads == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "threads must be at least 1"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "threads must be at least 1",
+            ));
         }
         let region_size = config.region_size;
         // Power-of-two size classes can double a value's footprint; room for read buffers and
         // reply framing on top.
-        let max_bytes = (config.maxmemory.saturating_mul(2) + (256 << 20)).div_ceil(region_size) * region_size;
+        let max_bytes =
+            (config.maxmemory.saturating_mul(2) + (256 << 20)).div_ceil(region_size) * region_size;
         let pool = Pool::new(PoolConfig {
             region_size,
             max_bytes,
@@ -129,7 +133,10 @@ impl Server {
         let mut wakers = Vec::new();
         let mut threads = Vec::new();
         for (i, listener) in self.listeners.into_iter().enumerate() {
-            let waker = Arc::new(rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC)?);
+            let waker = Arc::new(rustix::event::eventfd(
+                0,
+                EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC,
+            )?);
             wakers.push(waker.clone());
             let shared = self.shared.clone();
             let thread = std::thread::Builder::new()
@@ -176,7 +183,9 @@ impl ServerHandle {
     pub fn join(mut self) -> io::Result<()> {
         let mut result = Ok(());
         for t in self.threads.drain(..) {
-            let r = t.join().unwrap_or_else(|_| Err(io::Error::other("an event loop panicked")));
+            let r = t
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("an event loop panicked")));
             if result.is_ok() {
                 result = r;
             }
@@ -188,7 +197,8 @@ impl ServerHandle {
     pub fn stop(mut self) -> io::Result<()> {
         self.signal_stop();
         std::mem::take(&mut self.threads).into_iter().try_for_each(|t| {
-            t.join().unwrap_or_else(|_| Err(io::Error::other("an event loop panicked")))
+            t.join()
+                .unwrap_or_else(|_| Err(io::Error::other("an event loop panicked")))
         })
     }
 
@@ -211,7 +221,11 @@ impl Drop for ServerHandle {
 
 /// A listening socket with `SO_REUSEPORT`, so that every loop can have its own.
 fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
-    let family = if addr.is_ipv4() { AddressFamily::INET } else { AddressFamily::INET6 };
+    let family = if addr.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
     let fd = rustix::net::socket(family, SocketType::STREAM, None)?;
     sockopt::set_socket_reuseaddr(&fd, true)?;
     sockopt::set_socket_reuseport(&fd, true)?;
@@ -235,7 +249,9 @@ fn run_id() -> String {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// One connected client.
@@ -273,7 +289,12 @@ struct EventLoop {
 }
 
 impl EventLoop {
-    fn new(index: usize, shared: Arc<Shared>, listener: TcpListener, waker: Arc<OwnedFd>) -> io::Result<EventLoop> {
+    fn new(
+        index: usize,
+        shared: Arc<Shared>,
+        listener: TcpListener,
+        waker: Arc<OwnedFd>,
+    ) -> io::Result<EventLoop> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         epoll::add(&epoll, &listener, EventData::new_u64(LISTENER), EventFlags::IN)?;
         epoll::add(&epoll, &*waker, EventData::new_u64(WAKER), EventFlags::IN)?;
@@ -312,7 +333,11 @@ impl EventLoop {
                 None
             };
             events.clear();
-            match epoll::wait(&self.epoll, rustix::buffer::spare_capacity(&mut events), timeout.as_ref()) {
+            match epoll::wait(
+                &self.epoll,
+                rustix::buffer::spare_capacity(&mut events),
+                timeout.as_ref(),
+            ) {
                 Ok(_) => {}
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => return Err(e.into()),
@@ -395,7 +420,12 @@ impl EventLoop {
             created_ms: now_ms(),
         };
         let conn = Conn {
-            input: Input::new(&self.shared.pool, self.limits, info.config.read_buf, info.config.query_buffer_limit),
+            input: Input::new(
+                &self.shared.pool,
+                self.limits,
+                info.config.read_buf,
+                info.config.query_buffer_limit,
+            ),
             out: ReplyBuf::new(info.config.zero_copy_threshold),
             stream,
             sender,
@@ -455,7 +485,10 @@ impl EventLoop {
         if conn.closing {
             return Ok(());
         }
-        let target = conn.input.read_target().map_err(|e| Close::Reason(e.to_string()))?;
+        let target = conn
+            .input
+            .read_target()
+            .map_err(|e| Close::Reason(e.to_string()))?;
         let n = match (&*conn.stream).read(target) {
             Ok(0) => return Err(Close::Eof),
             Ok(n) => n,
@@ -486,7 +519,10 @@ impl EventLoop {
         drop(db);
         let stats = &shared.info.stats;
         Stats::add(&stats.reply_bytes_copied, out.copied_value_bytes() - before.0);
-        Stats::add(&stats.reply_bytes_referenced, out.referenced_value_bytes() - before.1);
+        Stats::add(
+            &stats.reply_bytes_referenced,
+            out.referenced_value_bytes() - before.1,
+        );
         if client.close_after_reply {
             conn.closing = true;
         }
@@ -497,7 +533,10 @@ impl EventLoop {
                 out.error(&format!("ERR {e}"));
                 conn.closing = true;
                 Stats::add(&stats.clients_dropped, 1);
-                eprintln!("ferry-redis: client {} ({}): protocol error: {e} at byte {}", client.id, client.addr, e.offset);
+                eprintln!(
+                    "ferry-redis: client {} ({}): protocol error: {e} at byte {}",
+                    client.id, client.addr, e.offset
+                );
                 Ok(())
             }
             Err(e) => Err(Close::Reason(e.to_string())),
@@ -512,7 +551,8 @@ impl EventLoop {
             if !conn.out.is_empty() && !conn.sender.has_pending() {
                 let (bytes, refs) = conn.out.parts();
                 Stats::add(&shared.info.stats.total_net_output_bytes, conn.out.len() as u64);
-                gather(&shared.pool, bytes, refs, &mut self.parts).map_err(|e| Close::Reason(format!("reply buffer: {e}")))?;
+                gather(&shared.pool, bytes, refs, &mut self.parts)
+                    .map_err(|e| Close::Reason(format!("reply buffer: {e}")))?;
                 conn.sender
                     .send_unframed(&self.parts)
                     .map_err(|e| Close::Reason(format!("send: {e}")))?;
@@ -540,27 +580,46 @@ impl EventLoop {
             if want {
                 flags |= EventFlags::OUT;
             }
-            epoll::modify(&self.epoll, &*conn.stream, EventData::new_u64(FIRST_CLIENT + i as u64), flags)
-                .map_err(|e| Close::Reason(format!("epoll_ctl: {e}")))?;
+            epoll::modify(
+                &self.epoll,
+                &*conn.stream,
+                EventData::new_u64(FIRST_CLIENT + i as u64),
+                flags,
+            )
+            .map_err(|e| Close::Reason(format!("epoll_ctl: {e}")))?;
             conn.writing = want;
         }
         Ok(())
     }
 
     fn drop_conn(&mut self, i: usize, why: Close) {
-        let Some(conn) = self.conns.get_mut(i).and_then(Option::take) else { return };
+        let Some(conn) = self.conns.get_mut(i).and_then(Option::take) else {
+            return;
+        };
         if let Close::Reason(why) = why {
-            eprintln!("ferry-redis: client {} ({}) disconnected: {why}", conn.client.id, conn.client.addr);
+            eprintln!(
+                "ferry-redis: client {} ({}) disconnected: {why}",
+                conn.client.id, conn.client.addr
+            );
         }
         let _ = epoll::delete(&self.epoll, &*conn.stream);
-        self.shared.info.stats.connected_clients.fetch_sub(1, Ordering::Relaxed);
+        self.shared
+            .info
+            .stats
+            .connected_clients
+            .fetch_sub(1, Ordering::Relaxed);
         self.free.push(i);
     }
 }
 
 /// The replies `bytes` + `refs` as gather parts: `bytes` copied into pool buffers (one, unless
 /// longer than the pool's largest), the referenced values between them at their offsets.
-fn gather(pool: &Pool, bytes: &[u8], refs: &[(usize, SharedBuf)], parts: &mut Vec<SharedBuf>) -> Result<(), ferry_buf::PoolError> {
+fn gather(
+    pool: &Pool,
+    bytes: &[u8],
+    refs: &[(usize, SharedBuf)],
+    parts: &mut Vec<SharedBuf>,
+) -> Result<(), ferry_buf::PoolError> {
     parts.clear();
     let chunk = pool.max_class();
     let mut framing = Vec::with_capacity(bytes.len().div_ceil(chunk.max(1)));
@@ -586,4 +645,3 @@ fn gather(pool: &Pool, bytes: &[u8], refs: &[(usize, SharedBuf)], parts: &mut Ve
     push_range(parts, prev, bytes.len());
     Ok(())
 }
-

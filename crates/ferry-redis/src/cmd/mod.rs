@@ -96,7 +96,9 @@ impl<'a> Args<'a> {
     /// Arguments `from..`.
     pub fn iter_from(&self, from: usize) -> impl ExactSizeIterator<Item = &'a [u8]> + 'a {
         let base = self.base;
-        self.ranges[from.min(self.ranges.len())..].iter().map(move |r| &base[r.clone()])
+        self.ranges[from.min(self.ranges.len())..]
+            .iter()
+            .map(move |r| &base[r.clone()])
     }
 
     /// Argument `i` as a stored value: a counted slice of the read buffer it arrived in when it
@@ -227,11 +229,6 @@ pub fn clip_bytes(bytes: &[u8], max: usize) -> &[u8] {
     &bytes[..bytes.len().min(max)]
 }
 
-/// `bytes` as text for an error message, at most `max` bytes (Redis's `%.128s`).
-pub fn clip(bytes: &[u8], max: usize) -> String {
-    String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned()
-}
-
 /// Redis's reply for a wrong argument count: `ERR wrong number of arguments for 'get' command`.
 pub fn wrong_arity(name: &str) -> String {
     format!("ERR wrong number of arguments for '{name}' command")
@@ -259,6 +256,9 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     };
     if !spec.arity_ok(args.len()) {
         return out.error(&wrong_arity(spec.name));
+    }
+    if let Some(e) = server::subcommand_error(spec, args) {
+        return out.error(e);
     }
     if !ctx.client.authenticated && !spec.has("no_auth") {
         return out.error(NOAUTH);
