@@ -69,9 +69,11 @@ pub fn run(args: &Args) -> Result<(), String> {
         bind: SocketAddr::new(args.bind, args.port),
         password: args.requirepass.clone(),
         maxmemory: args.maxmemory,
-        proto_max_bulk_len: args
-            .proto_max_bulk_len
-            .unwrap_or(defaults.proto_max_bulk_len.min(args.region_size.saturating_sub(1024))),
+        proto_max_bulk_len: args.proto_max_bulk_len.unwrap_or(
+            defaults
+                .proto_max_bulk_len
+                .min(args.region_size.saturating_sub(1024)),
+        ),
         max_clients: args.maxclients,
         zero_copy_threshold: args
             .zero_copy_threshold

@@ -530,7 +530,7 @@ impl EventLoop {
             Ok(()) => Ok(()),
             Err(InputError::Protocol(e)) => {
                 out.set_proto(client.proto);
-                out.error(&format!("ERR {e}"));
+                out.error(format!("ERR {e}"));
                 conn.closing = true;
                 Stats::add(&stats.clients_dropped, 1);
                 eprintln!(

@@ -64,7 +64,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, unit_m
         } else if opt.eq_ignore_ascii_case(b"lt") {
             lt = true;
         } else {
-            return out.error(&unsupported_option(opt));
+            return out.error(unsupported_option(opt));
         }
     }
     if nx && (xx || gt || lt) {
@@ -78,7 +78,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, unit_m
     };
     let now = i64::try_from(ctx.now_ms).unwrap_or(i64::MAX);
     let Some(when) = n.checked_mul(unit_ms).and_then(|ms| ms.checked_add(now)) else {
-        return out.error(&format!("ERR invalid expire time in '{name}' command"));
+        return out.error(format!("ERR invalid expire time in '{name}' command"));
     };
     let Some(mut e) = ctx.db.find(args.get(1), ctx.now_ms, Access::Write) else {
         return out.integer(0);

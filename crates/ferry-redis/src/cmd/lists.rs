@@ -59,7 +59,7 @@ pub fn rpop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 /// empty array for 0, a null array if there is no such key.
 fn pop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, front: bool) {
     if args.len() > 3 {
-        return out.error(&wrong_arity(if front { "lpop" } else { "rpop" }));
+        return out.error(wrong_arity(if front { "lpop" } else { "rpop" }));
     }
     let count = if args.len() == 3 {
         match parse_i64(args.get(2)) {

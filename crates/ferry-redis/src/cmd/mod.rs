@@ -255,7 +255,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         return out.error(unknown_command(args));
     };
     if !spec.arity_ok(args.len()) {
-        return out.error(&wrong_arity(spec.name));
+        return out.error(wrong_arity(spec.name));
     }
     if let Some(e) = server::subcommand_error(spec, args) {
         return out.error(e);

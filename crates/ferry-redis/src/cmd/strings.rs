@@ -250,7 +250,7 @@ pub fn mget(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 /// `MSET key value [key value ...]`: sets every pair (dropping TTLs), all or none.
 pub fn mset(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     if args.len() % 2 == 0 {
-        return out.error(&wrong_arity("mset"));
+        return out.error(wrong_arity("mset"));
     }
     let mut values = Vec::with_capacity(args.len() / 2);
     for i in (2..args.len()).step_by(2) {
