@@ -19,7 +19,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Output, config, require_python_redis, require_tool, run, start};
+use common::{Output, config, encode, require_python_redis, require_tool, run, start};
 use ferry_net::Mode;
 use ferry_redis::{Config, ServerHandle};
 use ferry_testkit::{DEADLINE, Rng};
@@ -88,17 +88,6 @@ fn bulk(b: &[u8]) -> Reply {
 
 fn bulks(items: &[&[u8]]) -> Reply {
     Reply::Array(items.iter().map(|b| bulk(b)).collect())
-}
-
-/// A request in RESP multibulk form.
-fn encode(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 /// A blocking RESP2 connection; every read and write has the hang guard [`DEADLINE`].

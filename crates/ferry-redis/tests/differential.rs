@@ -169,7 +169,7 @@ fn exchange(addr: SocketAddr, input: &[u8]) -> Vec<String> {
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut reader = RespReader::new(stream.try_clone().unwrap());
     let mut bytes = input.to_vec();
-    bytes.extend_from_slice(&encode(&[b"PING".to_vec()]));
+    bytes.extend_from_slice(&common::encode(&[b"PING"]));
     let mut got = Vec::new();
     if let Err(e) = (&stream).write_all(&bytes) {
         got.push(format!("<write failed: {:?}>", e.kind()));
@@ -730,15 +730,9 @@ fn clone_result(r: &io::Result<Reply>) -> io::Result<Reply> {
     }
 }
 
-/// A request as every client sends it: an array of bulk strings.
+/// A request as every client sends it (`common::encode` of owned arguments).
 fn encode(args: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
+    common::encode(&args.iter().map(Vec::as_slice).collect::<Vec<_>>())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -829,7 +823,7 @@ impl RedisServer {
                 stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
                 let mut reader = RespReader::new(stream.try_clone().unwrap());
                 let pong = (&stream)
-                    .write_all(&encode(&[b"PING".to_vec()]))
+                    .write_all(&common::encode(&[b"PING"]))
                     .and_then(|()| reader.reply());
                 if matches!(pong, Ok(Reply::Simple(ref s)) if s == b"PONG") {
                     return Ok(());

@@ -20,6 +20,17 @@ use ferry_redis::{Config, Server, ServerHandle};
 pub const REQUIRE_TOOLS: &str = "FERRY_REQUIRE_TOOLS";
 
 /// The default configuration, listening on an ephemeral loopback port.
+/// A request as every client sends it: an array of bulk strings.
+pub fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
 pub fn config() -> Config {
     Config {
         bind: "127.0.0.1:0".parse().expect("an address"),
