@@ -1,6 +1,8 @@
 //! The command table: every command the server has, with Redis 7.0's arity, flags and key
 //! positions (what `COMMAND` reports and `redis-cli` reads).
 
+use std::sync::LazyLock;
+
 use super::{CommandSpec, Handler, keys, lists, server, strings};
 
 const fn spec(
@@ -453,19 +455,34 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-/// The command named `name`, in any case.
-pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+/// A name of at most 16 bytes, lower-cased and packed big-endian into an integer: packed names
+/// sort as the names do, and compare in one instruction (no `memcmp` per probe).
+fn pack(name: &[u8]) -> Option<u128> {
     if name.len() > 16 {
         return None;
     }
-    let mut lower = [0u8; 16];
-    let lower = &mut lower[..name.len()];
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
+    let mut bytes = [0u8; 16];
+    bytes[..name.len()].copy_from_slice(name);
+    bytes.make_ascii_lowercase();
+    Some(u128::from_be_bytes(bytes))
+}
+
+/// [`COMMANDS`]' names, packed, in the same (sorted) order.
+static PACKED: LazyLock<Vec<u128>> = LazyLock::new(|| {
     COMMANDS
-        .binary_search_by(|c| c.name.as_bytes().cmp(lower))
-        .ok()
-        .map(|i| &COMMANDS[i])
+        .iter()
+        .map(|c| pack(c.name.as_bytes()).expect("names fit 16 bytes"))
+        .collect()
+});
+
+/// The command named `name`, in any case.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    // A NUL in a name would pack like the end of a shorter name.
+    if name.contains(&0) {
+        return None;
+    }
+    let key = pack(name)?;
+    PACKED.binary_search(&key).ok().map(|i| &COMMANDS[i])
 }
 
 #[cfg(test)]
@@ -485,6 +502,8 @@ mod tests {
             );
         }
         assert!(lookup(b"nosuchcommand").is_none());
+        assert!(lookup(b"get\0").is_none(), "a NUL does not end a name");
+        assert!(lookup(b"getdelxxxxxxxxxxx").is_none(), "longer than any name");
         assert!(lookup(b"").is_none());
     }
 }
