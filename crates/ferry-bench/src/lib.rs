@@ -10,8 +10,10 @@
 //!   [`datapath`] (`ferry bench datapath`: one-way TCP streams in every send mode), [`shm`]
 //!   (`ferry bench shm`: round trips over shared memory against a raw ping-pong and TCP) and
 //!   [`rpc`] (`ferry bench rpc`: echo calls through `ferry-rpc` against a no-serialization
-//!   echo, the peer libraries, tonic and the ping-pong). The `ferry` binary parses their
-//!   options and calls their `run`;
+//!   echo, the peer libraries, tonic and the ping-pong), [`kv`] (`ferry bench kv`) and [`redis`]
+//!   (`ferry bench redis`: Ferry's Redis-protocol server against `redis-server`, both driven
+//!   by `redis-benchmark` as child processes). The `ferry` binary parses their options and
+//!   calls their `run`;
 //! - the peers of `ferry bench rpc` that are other RPC systems: [`tonic_echo`] (one measured
 //!   run of a tonic unary echo between two pinned threads, for the RPC benchmark to call);
 //! - the serializer peers and workloads of the Criterion targets (`benches/serialize.rs`,
@@ -43,6 +45,7 @@ pub mod generated;
 pub mod harness;
 pub mod kv;
 pub mod plot;
+pub mod redis;
 pub mod rpc;
 pub mod shapes;
 pub mod shm;

@@ -13,11 +13,14 @@
 //! - `ferry bench kv` ([`ferry_bench::kv`]): the Cornflakes evaluation: a key-value store served
 //!   with Ferry and with prost, FlatBuffers and Cap'n Proto over one server loop, under open-loop
 //!   load from a workload (Google, Twitter, CDN, YCSB).
+//! - `ferry bench redis` ([`ferry_bench::redis`]): this binary's Redis-protocol server (`ferry
+//!   redis`) against `redis-server`, one at a time on the same core, both driven by
+//!   `redis-benchmark` on the other core with the same flags.
 //!
 //! The harness (pinning, CPU time, histograms, JSON records, plots) lives in `ferry-bench`;
 //! this module only parses the command line and calls it.
 
-use ferry_bench::{BoxError, datapath, kv, rpc, shm};
+use ferry_bench::{BoxError, datapath, kv, redis, rpc, shm};
 
 /// Options of `ferry bench`.
 #[derive(clap::Args)]
@@ -56,6 +59,17 @@ enum BenchCommand {
     /// `--quick`: at most 4 points of 0.3 s per sweep. `--plot`: p99 latency against achieved
     /// load, per transport.
     Kv(kv::Args),
+    /// Ferry's Redis-protocol server (`ferry redis`) against redis-server: GET 4 KiB, MGET of
+    /// 2 x 2 KiB, LRANGE 0 1 of 2 x 2 KiB, SET 4 KiB, GET/SET 64 B at pipeline 1 and 16 over
+    /// 100,000 keys, driven by redis-benchmark (Debian: redis-server, redis-tools on PATH).
+    ///
+    /// Each server runs alone, pinned to --server-cpu, redis-benchmark on --client-cpu; per
+    /// test: requests/s, p50/p99 and the server's CPU time per request (/proc), Ferry's
+    /// ratios and the targets. 5 s per test and server, about 2.2 min per round
+    /// (`--repeat 5` for results: single rounds vary by up to 25-40 % on this VM, see
+    /// docs/benchmarks/redis.md); `--quick`: 1 s, about 40 s. `--plot`: requests/s and
+    /// server CPU per request per test, per pipeline depth.
+    Redis(redis::Args),
 }
 
 /// Runs the chosen benchmark.
@@ -65,5 +79,9 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         BenchCommand::Shm(args) => shm::run(args),
         BenchCommand::Rpc(args) => rpc::run(args),
         BenchCommand::Kv(args) => kv::run(args),
+        BenchCommand::Redis(args) => {
+            let exe = std::env::current_exe().map_err(|e| format!("locating the ferry binary: {e}"))?;
+            redis::run(args, redis::ServerCmd::ferry(exe)).map(drop)
+        }
     }
 }

@@ -319,7 +319,9 @@ impl SendQueue {
     /// own framing (RESP). Nothing is copied; nothing can be `Full`.
     pub(crate) fn push_unframed(&mut self, parts: &[SharedBuf]) {
         let len = parts.iter().map(SharedBuf::len).sum::<usize>();
-        self.fill.segs.extend(parts.iter().filter(|p| !p.is_empty()).cloned().map(Seg::Buf));
+        self.fill
+            .segs
+            .extend(parts.iter().filter(|p| !p.is_empty()).cloned().map(Seg::Buf));
         self.fill.frames += 1;
         self.fill.bytes += len;
         self.counters.frames += 1;
@@ -465,10 +467,14 @@ mod tests {
     /// Finds the bytes an iovec points at among the queue's live buffers, without unsafe code.
     fn unsafe_free_view<'q>(v: &libc::iovec, q: &'q SendQueue) -> &'q [u8] {
         let w = q.writing.as_ref().unwrap();
-        let candidates = w.head.as_deref().into_iter().chain(w.segs.iter().filter_map(|s| match s {
-            Seg::Buf(b) => Some(&b[..]),
-            Seg::Staging { .. } => None,
-        }));
+        let candidates = w
+            .head
+            .as_deref()
+            .into_iter()
+            .chain(w.segs.iter().filter_map(|s| match s {
+                Seg::Buf(b) => Some(&b[..]),
+                Seg::Staging { .. } => None,
+            }));
         for c in candidates {
             let start = (v.iov_base as usize).wrapping_sub(c.as_ptr() as usize);
             if start <= c.len() && v.iov_len <= c.len() - start {
@@ -490,9 +496,19 @@ mod tests {
         assert!(q.start_write());
         let mut iov = Vec::new();
         q.iovecs(&mut iov);
-        assert_eq!(iov[1].iov_base as usize, value.as_ptr() as usize, "the value is referenced, not copied");
+        assert_eq!(
+            iov[1].iov_base as usize,
+            value.as_ptr() as usize,
+            "the value is referenced, not copied"
+        );
         let mut expect = b"$5\r\nhello\r\n".to_vec();
-        expect.extend_from_slice(&FrameHeader { meta: Meta::new(1, 2), len: 1 }.to_bytes());
+        expect.extend_from_slice(
+            &FrameHeader {
+                meta: Meta::new(1, 2),
+                len: 1,
+            }
+            .to_bytes(),
+        );
         expect.push(b'x');
         assert_eq!(gathered(&q), expect);
         assert_eq!(q.counters().wire_bytes, expect.len() as u64);

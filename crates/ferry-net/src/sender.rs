@@ -70,11 +70,7 @@ pub struct Sender {
 impl Sender {
     /// The sending half of `stream` (which the caller reads from itself, e.g. with its own
     /// framing). [`Connection`](crate::Connection) makes one for its own use.
-    pub fn new(
-        stream: Arc<TcpStream>,
-        pool: &Pool,
-        config: &Config,
-    ) -> Result<Sender, TransportError> {
+    pub fn new(stream: Arc<TcpStream>, pool: &Pool, config: &Config) -> Result<Sender, TransportError> {
         let mode = probe::effective_mode(config.mode);
         let fd = stream.as_fd();
         if matches!(mode, Mode::ZeroCopy | Mode::Auto) && probe::features().so_zerocopy.is_ok() {

@@ -265,6 +265,8 @@ struct Conn {
     out: ReplyBuf,
     /// Whether `EPOLLOUT` is armed.
     writing: bool,
+    /// Whether `EPOLLIN` is armed (until the client is closing).
+    reading: bool,
     /// Close once the replies are written (`QUIT`, or a protocol error).
     closing: bool,
 }
@@ -431,6 +433,7 @@ impl EventLoop {
             sender,
             client,
             writing: false,
+            reading: true,
             closing: false,
         };
         let slot = match self.free.pop() {
@@ -575,8 +578,14 @@ impl EventLoop {
             )));
         }
         let want = conn.sender.has_pending();
-        if want != conn.writing {
-            let mut flags = EventFlags::IN | EventFlags::RDHUP;
+        // A closing client is not read any more: left armed, level-triggered input it keeps
+        // sending would wake the loop on every turn until its replies are written.
+        let interest = (want, !conn.closing);
+        if interest != (conn.writing, conn.reading) {
+            let mut flags = EventFlags::empty();
+            if interest.1 {
+                flags |= EventFlags::IN | EventFlags::RDHUP;
+            }
             if want {
                 flags |= EventFlags::OUT;
             }
@@ -587,6 +596,7 @@ impl EventLoop {
                 flags,
             )
             .map_err(|e| Close::Reason(format!("epoll_ctl: {e}")))?;
+            conn.reading = interest.1;
             conn.writing = want;
         }
         Ok(())

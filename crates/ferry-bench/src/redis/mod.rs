@@ -1,0 +1,644 @@
+//! `ferry bench redis`: Ferry's Redis-protocol server (`ferry redis`) against `redis-server`,
+//! both driven by the same `redis-benchmark` with the same flags, in one run.
+//!
+//! ```text
+//!   CPU 0 (client)                                CPU 1 (server)
+//!   ferry bench redis ── spawns, one at a time ─▶  redis-server --save '' ...   then
+//!     │  (loads the keys over RESP, checks them)   ferry redis --port P --pin 1
+//!     └─ spawns ─▶ redis-benchmark -c 50 -r 100000 -P 1|16 --csv <test> ──TCP──▶ the server
+//!        reads /proc/PID/{stat,task/*/schedstat} of both, before and after each run
+//! ```
+//!
+//! The tests ([`Test`]) are Cornflakes Table 3's: `GET` of 4096-byte values, `MGET` of two
+//! 2048-byte values and `LRANGE 0 1` over lists of two 2048-byte elements, at pipeline 1 and
+//! 16 over 100,000 keys; `SET` of 4096 bytes for context; and `GET`/`SET` of 64-byte values.
+//! Each server runs alone on the server CPU with a fresh database, loaded by the harness
+//! (`preload.rs`) with the keys redis-benchmark's `-r` names; for each test, a warm-up run
+//! (whose rate, on the first server, sizes `-n` for the requested duration: the same `-n`
+//! for both servers), then the measured run.
+//!
+//! Per run: requests/s and p50/p99 from redis-benchmark's CSV; the server's CPU time over the
+//! client's life from `/proc` ([`procfs`]) divided by the requests, and the client's, to tell
+//! when redis-benchmark's core is the bottleneck; and how busy both cores were with anything
+//! else (`/proc/stat`), to flag runs disturbed by other work. With `--repeat N` the servers
+//! take turns in alternating order and the table shows medians and the rounds' range: on this
+//! project's VM single rounds of one server vary by up to 25-40 % at pipeline 16 (see
+//! `docs/benchmarks/redis.md`, which runs redis-server on both sides), so results use 5
+//! rounds. The targets (issue text) are checked per test in [`Target`].
+//!
+//! What it is NOT: a check of the replies' contents under load (redis-benchmark counts
+//! replies and stops on an error reply; the harness spot-checks values after loading).
+
+mod chart;
+mod client;
+pub mod csv;
+mod preload;
+pub mod procfs;
+mod report;
+pub mod resp;
+mod server;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use crate::BoxError;
+use crate::harness::cli::Common;
+use crate::harness::progress::Progress;
+use crate::harness::{self, Budget, report as results};
+
+pub use report::{Comparison, Median, Run, RunId, Summary, Target};
+pub use server::ServerCmd;
+
+use client::{Cores, Invocation};
+use preload::Family;
+use server::Server;
+
+/// Options of `ferry bench redis`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    common: Common,
+    /// Rounds: each round runs every test on both servers; the servers' order alternates from
+    /// one round to the next, and the table shows the median of the rounds.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// CPU of the servers (one at a time).
+    #[arg(long, default_value_t = 1)]
+    server_cpu: usize,
+    /// CPU of redis-benchmark (and of this harness).
+    #[arg(long, default_value_t = 0)]
+    client_cpu: usize,
+    /// redis-benchmark's connections (`-c`).
+    #[arg(long, default_value_t = 50)]
+    clients: u32,
+    /// Keys per family (`-r`).
+    #[arg(long, default_value_t = 100_000)]
+    keys: u64,
+    /// Pipeline depths (`-P`), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1u32, 16])]
+    pipeline: Vec<u32>,
+    /// Tests, comma-separated (default: all, in the order listed).
+    #[arg(long, value_delimiter = ',')]
+    test: Vec<Test>,
+    /// Developer option: run this command line instead of `ferry redis` as the "ferry"
+    /// server, e.g. "redis-server --port {port} --save ''" ({port} and {cpu} are filled in;
+    /// quotes group words).
+    #[arg(long)]
+    ferry_cmd: Option<String>,
+    /// One more argument for the ferry server's command (repeatable), e.g. --ferry-arg=--mode
+    /// --ferry-arg=copy.
+    #[arg(long, allow_hyphen_values = true)]
+    ferry_arg: Vec<String>,
+    /// The redis-server executable.
+    #[arg(long, default_value = "redis-server")]
+    redis_server: String,
+    /// The redis-benchmark executable.
+    #[arg(long, default_value = "redis-benchmark")]
+    redis_benchmark: String,
+}
+
+/// One of the benchmark's tests: a redis-benchmark command and the data it reads.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Test {
+    /// `-t get -d 4096`: GET of 4096-byte values.
+    #[value(name = "get-4k")]
+    Get4k,
+    /// `mget m:__rand_int__ m:__rand_int__`: MGET of two 2048-byte values.
+    #[value(name = "mget-2")]
+    Mget2,
+    /// `lrange l:__rand_int__ 0 1`: both elements of a list of two 2048-byte strings.
+    #[value(name = "lrange-2")]
+    Lrange2,
+    /// `-t set -d 4096`: SET of 4096-byte values.
+    #[value(name = "set-4k")]
+    Set4k,
+    /// `-t get -d 64`: GET of 64-byte values.
+    #[value(name = "get-64")]
+    Get64,
+    /// `-t set -d 64`: SET of 64-byte values.
+    #[value(name = "set-64")]
+    Set64,
+}
+
+impl Test {
+    /// Every test, in the order they run.
+    pub const ALL: [Test; 6] = [
+        Test::Get4k,
+        Test::Mget2,
+        Test::Lrange2,
+        Test::Set4k,
+        Test::Get64,
+        Test::Set64,
+    ];
+
+    /// Its name in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::Get4k => "get-4k",
+            Test::Mget2 => "mget-2",
+            Test::Lrange2 => "lrange-2",
+            Test::Set4k => "set-4k",
+            Test::Get64 => "get-64",
+            Test::Set64 => "set-64",
+        }
+    }
+
+    /// Its name in tables and plots.
+    pub fn label(self) -> &'static str {
+        match self {
+            Test::Get4k => "GET 4 KiB",
+            Test::Mget2 => "MGET 2x2 KiB",
+            Test::Lrange2 => "LRANGE 2x2 KiB",
+            Test::Set4k => "SET 4 KiB",
+            Test::Get64 => "GET 64 B",
+            Test::Set64 => "SET 64 B",
+        }
+    }
+
+    /// Its redis-benchmark arguments (after the common options: a custom command must come
+    /// last).
+    pub fn bench_args(self) -> &'static [&'static str] {
+        match self {
+            Test::Get4k => &["-t", "get", "-d", "4096"],
+            Test::Mget2 => &["mget", "m:__rand_int__", "m:__rand_int__"],
+            Test::Lrange2 => &["lrange", "l:__rand_int__", "0", "1"],
+            Test::Set4k => &["-t", "set", "-d", "4096"],
+            Test::Get64 => &["-t", "get", "-d", "64"],
+            Test::Set64 => &["-t", "set", "-d", "64"],
+        }
+    }
+
+    /// The title redis-benchmark gives it in the CSV.
+    fn csv_title(self) -> &'static str {
+        match self {
+            Test::Get4k | Test::Get64 => "GET",
+            Test::Set4k | Test::Set64 => "SET",
+            Test::Mget2 => "mget m:__rand_int__ m:__rand_int__",
+            Test::Lrange2 => "lrange l:__rand_int__ 0 1",
+        }
+    }
+
+    /// The family of keys it reads, which must be loaded before it runs.
+    fn reads(self) -> Option<Family> {
+        match self {
+            Test::Get4k => Some(Family::Key(4096)),
+            Test::Get64 => Some(Family::Key(64)),
+            Test::Mget2 => Some(Family::Mget),
+            Test::Lrange2 => Some(Family::List),
+            Test::Set4k | Test::Set64 => None,
+        }
+    }
+
+    /// The length of the `key:` values it writes.
+    fn writes_len(self) -> Option<usize> {
+        match self {
+            Test::Set4k => Some(4096),
+            Test::Set64 => Some(64),
+            _ => None,
+        }
+    }
+}
+
+/// The two servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// `redis-server`.
+    Redis,
+    /// Ferry's server (`ferry redis`, or the `--ferry-cmd` stand-in).
+    Ferry,
+}
+
+impl Side {
+    /// Its name in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Redis => "redis-server",
+            Side::Ferry => "ferry",
+        }
+    }
+}
+
+/// What the `key:` family holds on the running server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyState {
+    /// Nothing loaded.
+    Empty,
+    /// Every key, values of this length.
+    Len(usize),
+    /// Mixed lengths (a SET test wrote some keys).
+    Mixed,
+}
+
+/// Everything one measurement needs, fixed for the whole run.
+struct Plan {
+    tests: Vec<Test>,
+    pipelines: Vec<u32>,
+    budget: Budget,
+    repeat: usize,
+    keys: u64,
+    clients: u32,
+    server_cpu: usize,
+    client_cpu: usize,
+    bench: String,
+    redis: ServerCmd,
+    ferry: ServerCmd,
+}
+
+impl Plan {
+    /// redis-benchmark's arguments for `test` at pipeline `p` with `n` requests.
+    fn invocation(&self, port: u16, test: Test, p: u32, n: u64, deadline: Duration) -> Invocation {
+        let mut args: Vec<String> = [
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-c",
+            &self.clients.to_string(),
+            "-n",
+            &n.to_string(),
+            "-r",
+            &self.keys.to_string(),
+            "-P",
+            &p.to_string(),
+            "--csv",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        args.extend(test.bench_args().iter().map(|s| (*s).to_owned()));
+        Invocation {
+            program: self.bench.clone(),
+            args,
+            deadline,
+        }
+    }
+
+    fn cores(&self) -> Cores {
+        Cores {
+            server: self.server_cpu,
+            client: self.client_cpu,
+        }
+    }
+
+    /// Requests of a warm-up run: 200 rounds of every connection's pipeline.
+    fn warmup_requests(&self, p: u32) -> u64 {
+        u64::from(self.clients) * u64::from(p) * 200
+    }
+}
+
+/// `-n` for a run of `secs` at `rps`, to two significant digits, at least 20 rounds of every
+/// connection's pipeline.
+fn size_requests(rps: f64, secs: f64, floor: u64) -> u64 {
+    let n = (rps * secs).max(floor as f64);
+    let scale = 10f64.powi((n.log10().floor() as i32 - 1).max(0));
+    ((n / scale).round() * scale) as u64
+}
+
+/// Finds `name` on `PATH` (or checks it, if it is a path).
+fn which(name: &str, package: &str) -> Result<String, BoxError> {
+    let found = if name.contains('/') {
+        std::path::Path::new(name).is_file().then(|| name.to_owned())
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+                .map(|p| p.display().to_string())
+        })
+    };
+    found.ok_or_else(|| {
+        format!("{name} not found on PATH: install it (Debian: apt-get install -y {package}) or name it with --{}", name.trim_start_matches("./"))
+            .into()
+    })
+}
+
+/// The first line `program --version` prints.
+fn version(program: &str) -> Option<String> {
+    let out = std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .ok()?;
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()?
+            .trim()
+            .to_owned(),
+    )
+}
+
+/// `ferry bench redis`: measures, prints the table and the targets, writes `--json` and
+/// `--plot`; with `--from`, only prints and plots an earlier run. `ferry` is Ferry's server
+/// command ([`ServerCmd::ferry`] of the running `ferry` binary), unless `--ferry-cmd` replaces it.
+pub fn run(args: &Args, ferry: ServerCmd) -> Result<Summary, BoxError> {
+    if let Some(from) = &args.common.from {
+        let summary = Summary::load(from)?;
+        summary.print();
+        if let Some(plot) = &args.common.plot {
+            summary.plot(plot)?;
+            println!("plot in {}", plot.display());
+        }
+        return Ok(summary);
+    }
+    let started = Instant::now();
+    let json = args.common.json_path()?.to_owned();
+    let bench = which(&args.redis_benchmark, "redis-tools").map_err(|e| {
+        e.to_string()
+            .replace("--redis-benchmark", "--redis-benchmark PATH")
+    })?;
+    let redis = which(&args.redis_server, "redis-server")?;
+    let mut ferry = match &args.ferry_cmd {
+        Some(line) => ServerCmd::parse(line)?,
+        None => ferry,
+    };
+    ferry.args.extend(args.ferry_arg.iter().cloned());
+    let cpus = harness::cpus();
+    if args.server_cpu == args.client_cpu || args.server_cpu.max(args.client_cpu) >= cpus {
+        return Err(format!(
+            "--server-cpu {} and --client-cpu {} must be two different CPUs below {cpus}",
+            args.server_cpu, args.client_cpu
+        )
+        .into());
+    }
+    let mut tests: Vec<Test> = if args.test.is_empty() {
+        Test::ALL.to_vec()
+    } else {
+        Vec::new()
+    };
+    for t in Test::ALL {
+        if args.test.contains(&t) {
+            tests.push(t);
+        }
+    }
+    let mut pipelines = args.pipeline.clone();
+    pipelines.sort_unstable();
+    pipelines.dedup();
+    if pipelines.contains(&0) || args.clients == 0 || args.keys == 0 || args.repeat == 0 {
+        return Err("--pipeline, --clients, --keys and --repeat must be at least 1".into());
+    }
+    let plan = Plan {
+        tests,
+        pipelines,
+        budget: args.common.budget(1_000, 5_000),
+        repeat: args.repeat,
+        keys: args.keys,
+        clients: args.clients,
+        server_cpu: args.server_cpu,
+        client_cpu: args.client_cpu,
+        bench: bench.clone(),
+        redis: ServerCmd::redis_server(&redis),
+        ferry,
+    };
+    println!(
+        "ferry bench redis: servers on CPU {}, redis-benchmark on CPU {}, -c {} -r {}, {} per test\n  redis-server: {}\n  ferry:        {}",
+        plan.server_cpu,
+        plan.client_cpu,
+        plan.clients,
+        plan.keys,
+        plan.budget.describe("requests"),
+        plan.redis.template(),
+        plan.ferry.template(),
+    );
+    // On a thread of its own pinned to the client CPU (the caller's affinity stays as it
+    // was): redis-benchmark inherits that CPU, and loading the keys stays off the server's.
+    let (runs, requests) = std::thread::scope(|s| {
+        s.spawn(|| {
+            harness::pin_current_thread(plan.client_cpu)?;
+            measure(&plan)
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the measuring thread panicked".into()))
+    })?;
+    let summary = Summary { runs };
+    summary.print();
+    let settings = serde_json::json!({
+        "tests": plan.tests.iter().map(|t| serde_json::json!({
+            "name": t.name(),
+            "label": t.label(),
+            "redis_benchmark_args": t.bench_args(),
+        })).collect::<Vec<_>>(),
+        "pipelines": plan.pipelines,
+        "clients": plan.clients,
+        "keys": plan.keys,
+        "repeat": plan.repeat,
+        "budget": plan.budget.to_json("requests"),
+        "requests": plan.tests.iter().flat_map(|&t| plan.pipelines.iter().map(move |&p| (t, p)))
+            .filter_map(|(t, p)| requests.get(&(t, p)).map(|n| (format!("{}@P{p}", t.name()), serde_json::json!(n))))
+            .collect::<serde_json::Map<_, _>>(),
+        "requests_sized_by": "the warm-up run on the first server of the first round (redis-server), for the budget's duration",
+        "server_cpu": plan.server_cpu,
+        "client_cpu": plan.client_cpu,
+        "redis_server": {"command": plan.redis.template(), "version": version(&redis)},
+        "ferry": {"command": plan.ferry.template()},
+        "redis_benchmark": {"path": bench, "version": version(&bench)},
+        "cpu_time": "server: utime+stime from /proc/PID/task/*/schedstat (ns on a CPU, summed over threads; /proc/PID/stat ticks if unavailable), read before redis-benchmark starts and after it exits; client: redis-benchmark's own total, read while it is a zombie",
+    });
+    results::save(
+        &json,
+        "redis",
+        settings,
+        &summary.records(),
+        serde_json::json!({ "comparisons": summary.comparisons_json() }),
+        started.elapsed(),
+    )?;
+    if let Some(plot) = &args.common.plot {
+        summary.plot(plot)?;
+        println!("plot in {}", plot.display());
+    }
+    Ok(summary)
+}
+
+/// `-n` of each test at each pipeline depth.
+type Requests = HashMap<(Test, u32), u64>;
+
+/// Every round, server and test; returns the runs and the `-n` each test ran with.
+fn measure(plan: &Plan) -> Result<(Vec<Run>, Requests), BoxError> {
+    let mut requests = Requests::new();
+    let mut runs = Vec::new();
+    let per_server = (plan.tests.len() * plan.pipelines.len()) as u64;
+    let progress = Progress::new(plan.repeat as u64 * 2 * per_server, "redis");
+    for round in 0..plan.repeat {
+        let order = if round % 2 == 0 {
+            [Side::Redis, Side::Ferry]
+        } else {
+            [Side::Ferry, Side::Redis]
+        };
+        for side in order {
+            let cmd = match side {
+                Side::Redis => &plan.redis,
+                Side::Ferry => &plan.ferry,
+            };
+            progress.start(format!("round {} {}: starting", round + 1, side.name()));
+            let mut server = Server::start(side.name(), cmd, plan.server_cpu)?;
+            let result = measure_server(
+                plan,
+                &mut server,
+                side,
+                round,
+                &mut requests,
+                &progress,
+                &mut runs,
+            );
+            server.stop();
+            result?;
+        }
+    }
+    progress.finish();
+    Ok((runs, requests))
+}
+
+/// All tests against one running server.
+fn measure_server(
+    plan: &Plan,
+    server: &mut Server,
+    side: Side,
+    round: usize,
+    requests: &mut Requests,
+    progress: &Progress,
+    runs: &mut Vec<Run>,
+) -> Result<(), BoxError> {
+    let what = |s: &str| format!("round {} {}: {s}", round + 1, side.name());
+    let mut conn = preload::connect(server.port)?;
+    let at_start = preload::dbsize(&mut conn)?;
+    if at_start != 0 {
+        return Err(format!(
+            "{} holds {at_start} keys at start; expected an empty database",
+            server.command
+        )
+        .into());
+    }
+    // The families that never change, then `key:` as each test needs it.
+    let mut loaded = 0u64;
+    for family in [Family::Mget, Family::List] {
+        if plan.tests.iter().any(|t| t.reads() == Some(family)) {
+            progress.start(what(&format!("loading {}..", family.key(0))));
+            loaded += plan.keys;
+            load_checked(&mut conn, family, plan.keys, loaded)?;
+        }
+    }
+    let mut key_state = KeyState::Empty;
+    for &test in &plan.tests {
+        for &p in &plan.pipelines {
+            if let Some(Family::Key(len)) = test.reads()
+                && key_state != KeyState::Len(len)
+            {
+                progress.start(what(&format!("loading key:.. values of {len} B")));
+                // Loaded over an earlier length, the keys are overwritten and the count stays.
+                if key_state == KeyState::Empty {
+                    loaded += plan.keys;
+                }
+                load_checked(&mut conn, Family::Key(len), plan.keys, loaded)?;
+                key_state = KeyState::Len(len);
+            }
+            progress.start(what(&format!("{} P={p} warm-up", test.label())));
+            let warm = client::run(
+                &plan.invocation(
+                    server.port,
+                    test,
+                    p,
+                    plan.warmup_requests(p),
+                    Duration::from_secs(120),
+                ),
+                server.pid,
+                plan.cores(),
+            )
+            .map_err(|e| format!("{}, warm-up: {e}", side.name()))?;
+            let n = *requests.entry((test, p)).or_insert_with(|| match plan.budget {
+                Budget::Count(n) => n,
+                Budget::Time(d) => size_requests(warm.row.rps, d.as_secs_f64(), plan.warmup_requests(p) / 10),
+            });
+            // Generous: three times as long as the warm-up's rate predicts, plus half a minute.
+            let deadline = Duration::from_secs_f64(3.0 * n as f64 / warm.row.rps.max(1.0) + 30.0);
+            progress.start(what(&format!("{} P={p} -n {n}", test.label())));
+            let inv = plan.invocation(server.port, test, p, n, deadline);
+            let measured =
+                client::run(&inv, server.pid, plan.cores()).map_err(|e| format!("{}: {e}", side.name()))?;
+            if measured.row.test != test.csv_title() {
+                return Err(format!(
+                    "{}: the CSV names the test {:?}, expected {:?}",
+                    inv.display(),
+                    measured.row.test,
+                    test.csv_title()
+                )
+                .into());
+            }
+            server.check_alive()?;
+            runs.push(Run::from_client(
+                RunId {
+                    round,
+                    side,
+                    test,
+                    pipeline: p,
+                },
+                n,
+                &inv,
+                server,
+                &measured,
+                warm.row.rps,
+            ));
+            // A SET over values of another length leaves some keys of each. Over no values it
+            // leaves some keys; `Empty` still reloads them all and counts them then.
+            if let Some(len) = test.writes_len()
+                && matches!(key_state, KeyState::Len(l) if l != len)
+            {
+                key_state = KeyState::Mixed;
+            }
+            progress.done();
+        }
+    }
+    Ok(())
+}
+
+/// Loads `family`, checks a few of its keys, and checks that the server then holds
+/// `expected` keys in all.
+fn load_checked(conn: &mut resp::Conn, family: Family, keys: u64, expected: u64) -> Result<(), BoxError> {
+    let what = family.key(0);
+    preload::load(conn, family, keys).map_err(|e| format!("loading {what}..: {e}"))?;
+    preload::check(conn, family, keys).map_err(|e| format!("checking {what}..: {e}"))?;
+    let n = preload::dbsize(conn)?;
+    if n != expected {
+        return Err(format!("after loading {what}.. the server holds {n} keys; expected {expected}").into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_counts() {
+        assert_eq!(size_requests(87_719.3, 5.0, 1000), 440_000);
+        assert_eq!(size_requests(606_060.0, 1.0, 1000), 610_000);
+        assert_eq!(size_requests(10.0, 1.0, 1000), 1000);
+        assert_eq!(size_requests(0.0, 1.0, 57), 57);
+    }
+
+    #[test]
+    fn invocations() {
+        let plan = Plan {
+            tests: Test::ALL.to_vec(),
+            pipelines: vec![1, 16],
+            budget: Budget::Count(10),
+            repeat: 1,
+            keys: 100_000,
+            clients: 50,
+            server_cpu: 1,
+            client_cpu: 0,
+            bench: "redis-benchmark".into(),
+            redis: ServerCmd::redis_server("redis-server"),
+            ferry: ServerCmd::ferry("ferry"),
+        };
+        let inv = plan.invocation(6400, Test::Mget2, 16, 500_000, Duration::from_secs(1));
+        assert_eq!(
+            inv.display(),
+            "redis-benchmark -h 127.0.0.1 -p 6400 -c 50 -n 500000 -r 100000 -P 16 --csv mget m:__rand_int__ m:__rand_int__"
+        );
+        assert_eq!(plan.warmup_requests(16), 160_000);
+        for t in Test::ALL {
+            // Every test that reads has its family; every GET reads the family its -d names.
+            if let Some(Family::Key(len)) = t.reads() {
+                assert_eq!(t.bench_args()[3], len.to_string());
+            }
+        }
+    }
+}

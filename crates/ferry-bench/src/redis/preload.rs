@@ -1,0 +1,260 @@
+//! The data the tests read, written into a server before they run, and checked.
+//!
+//! redis-benchmark's `-r N` replaces every `__rand_int__` in a command with its own random
+//! number in `0..N`, written as 12 zero-padded digits (7.0 `randomizeClientKey`: each
+//! occurrence is drawn separately, so `mget m:__rand_int__ m:__rand_int__` reads two
+//! different keys but for one chance in N). Its `-t get` reads `key:__rand_int__`. So:
+//!
+//! | family | keys | value | read by |
+//! |---|---|---|---|
+//! | [`Family::Key`] | `key:000000000000`.. | one string of 4096 (or 64) bytes | `-t get` |
+//! | [`Family::Mget`] | `m:000000000000`.. | one string of 2048 bytes | `mget m:__rand_int__ m:__rand_int__` |
+//! | [`Family::List`] | `l:000000000000`.. | a list of two 2048-byte strings | `lrange l:__rand_int__ 0 1` |
+//!
+//! Values are letters in a pattern that depends on the key's number, so that a spot check
+//! after the load catches a server that answers with the wrong key's value.
+
+use std::time::Duration;
+
+use super::resp::{self, Conn, Reply};
+use crate::BoxError;
+
+/// Bytes of commands sent before their replies are read.
+const BATCH_BYTES: usize = 4 << 20;
+/// Bound on each read and write while loading.
+const IO_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A family of keys the tests read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// `key:N`, strings of a given length (what `-t get` reads).
+    Key(usize),
+    /// `m:N`, 2048-byte strings (MGET of two).
+    Mget,
+    /// `l:N`, lists of two 2048-byte strings (LRANGE 0 1).
+    List,
+}
+
+/// Length of each MGET value and list element (Cornflakes Table 3: 2 x 2048 B).
+pub const HALF: usize = 2048;
+
+const LETTERS: &[u8; 52] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+/// The values of one length: windows of a repeating alphabet, at an offset that depends on
+/// the key's number and on a salt (so a family's values and the two elements of a list
+/// differ).
+pub struct Pattern {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Pattern {
+    /// Values of `len` bytes.
+    pub fn new(len: usize) -> Pattern {
+        let bytes = (0..len + LETTERS.len())
+            .map(|i| LETTERS[i % LETTERS.len()])
+            .collect();
+        Pattern { bytes, len }
+    }
+
+    /// The value of key number `i` with `salt`.
+    pub fn value(&self, i: u64, salt: u64) -> &[u8] {
+        let off = ((i.wrapping_mul(7).wrapping_add(salt)) % LETTERS.len() as u64) as usize;
+        &self.bytes[off..off + self.len]
+    }
+}
+
+impl Family {
+    /// The key prefix.
+    fn prefix(self) -> &'static str {
+        match self {
+            Family::Key(_) => "key:",
+            Family::Mget => "m:",
+            Family::List => "l:",
+        }
+    }
+
+    /// Key number `i`, as redis-benchmark writes it.
+    pub fn key(self, i: u64) -> String {
+        format!("{}{i:012}", self.prefix())
+    }
+
+    fn pattern(self) -> Pattern {
+        Pattern::new(match self {
+            Family::Key(len) => len,
+            Family::Mget | Family::List => HALF,
+        })
+    }
+
+    fn salt(self) -> u64 {
+        match self {
+            Family::Key(_) => 0,
+            Family::Mget => 11,
+            Family::List => 23,
+        }
+    }
+
+    /// Appends the command that writes key `i` to `out`.
+    fn encode(self, out: &mut Vec<u8>, pattern: &Pattern, i: u64) {
+        let key = self.key(i);
+        let salt = self.salt();
+        match self {
+            Family::Key(_) | Family::Mget => {
+                resp::encode(out, &[b"SET", key.as_bytes(), pattern.value(i, salt)])
+            }
+            Family::List => resp::encode(
+                out,
+                &[
+                    b"RPUSH",
+                    key.as_bytes(),
+                    pattern.value(i, salt),
+                    pattern.value(i, salt + 1),
+                ],
+            ),
+        }
+    }
+
+    /// Whether `reply` is the success reply of the command that wrote a key.
+    fn write_ok(self, reply: &Reply) -> bool {
+        match self {
+            Family::Key(_) | Family::Mget => *reply == Reply::Simple("OK".into()),
+            Family::List => *reply == Reply::Integer(2),
+        }
+    }
+}
+
+/// Writes keys `0..keys` of `family` on `conn`, pipelined in batches of about 4 MiB (each
+/// batch's replies read before the next is sent). Lists are appended to: the server must not
+/// hold them already (the caller checks that the database starts empty).
+pub fn load(conn: &mut Conn, family: Family, keys: u64) -> Result<(), BoxError> {
+    let pattern = family.pattern();
+    let mut out = Vec::with_capacity(BATCH_BYTES + 8192);
+    let mut first = 0;
+    for i in 0..keys {
+        family.encode(&mut out, &pattern, i);
+        if out.len() >= BATCH_BYTES || i + 1 == keys {
+            conn.send(&out)?;
+            out.clear();
+            for k in first..=i {
+                let reply = conn.read()?;
+                if !family.write_ok(&reply) {
+                    return Err(format!("writing {}: the server answered {reply:?}", family.key(k)).into());
+                }
+            }
+            first = i + 1;
+        }
+    }
+    Ok(())
+}
+
+/// Checks a few keys of `family` (the first, the last and some between) with the command
+/// the test sends, against the values [`load`] wrote.
+pub fn check(conn: &mut Conn, family: Family, keys: u64) -> Result<(), BoxError> {
+    let pattern = family.pattern();
+    let salt = family.salt();
+    let bulk = |v: &[u8]| Reply::Bulk(Some(v.to_vec()));
+    let samples = [0, 1, keys / 3, keys / 2 + 7, keys.saturating_sub(1)];
+    for &i in samples.iter().filter(|&&i| i < keys) {
+        let key = family.key(i);
+        let (command, reply, expected) = match family {
+            Family::Key(_) => (
+                format!("GET {key}"),
+                conn.call(&[b"GET", key.as_bytes()])?,
+                bulk(pattern.value(i, salt)),
+            ),
+            Family::Mget => {
+                let j = (i + keys / 2) % keys;
+                let other = family.key(j);
+                (
+                    format!("MGET {key} {other}"),
+                    conn.call(&[b"MGET", key.as_bytes(), other.as_bytes()])?,
+                    Reply::Array(Some(vec![
+                        bulk(pattern.value(i, salt)),
+                        bulk(pattern.value(j, salt)),
+                    ])),
+                )
+            }
+            Family::List => (
+                format!("LRANGE {key} 0 1"),
+                conn.call(&[b"LRANGE", key.as_bytes(), b"0", b"1"])?,
+                Reply::Array(Some(vec![
+                    bulk(pattern.value(i, salt)),
+                    bulk(pattern.value(i, salt + 1)),
+                ])),
+            ),
+        };
+        if reply != expected {
+            return Err(format!(
+                "{command}: the server answered {}, expected {}",
+                brief(&reply),
+                brief(&expected)
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// A reply shortened for an error message: bulk strings by length and first bytes.
+fn brief(reply: &Reply) -> String {
+    match reply {
+        Reply::Bulk(Some(b)) => format!(
+            "a {}-byte string {:?}..",
+            b.len(),
+            String::from_utf8_lossy(&b[..b.len().min(8)])
+        ),
+        Reply::Array(Some(items)) => format!("[{}]", items.iter().map(brief).collect::<Vec<_>>().join(", ")),
+        other => format!("{other:?}"),
+    }
+}
+
+/// `DBSIZE`.
+pub fn dbsize(conn: &mut Conn) -> Result<u64, BoxError> {
+    match conn.call(&[b"DBSIZE"])? {
+        Reply::Integer(n) if n >= 0 => Ok(n as u64),
+        other => Err(format!("DBSIZE answered {other:?}").into()),
+    }
+}
+
+/// Connects for loading.
+pub fn connect(port: u16) -> Result<Conn, BoxError> {
+    Ok(Conn::connect(port, IO_TIMEOUT)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_as_redis_benchmark_writes_them() {
+        assert_eq!(Family::Key(4096).key(42), "key:000000000042");
+        assert_eq!(Family::Mget.key(99_999), "m:000000099999");
+        assert_eq!(Family::List.key(0), "l:000000000000");
+    }
+
+    #[test]
+    fn values_differ_by_key_and_salt() {
+        let p = Pattern::new(HALF);
+        assert_eq!(p.value(3, 0).len(), HALF);
+        assert_ne!(p.value(3, 0), p.value(4, 0));
+        assert_ne!(p.value(3, 23), p.value(3, 24));
+        assert!(p.value(u64::MAX, 23).iter().all(u8::is_ascii_alphabetic));
+    }
+
+    #[test]
+    fn commands() {
+        let p = Pattern::new(4);
+        let mut out = Vec::new();
+        Family::Key(4).encode(&mut out, &p, 1);
+        assert_eq!(
+            out,
+            b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000001\r\n$4\r\nhijk\r\n"
+        );
+        let p = Family::List.pattern();
+        out.clear();
+        Family::List.encode(&mut out, &p, 0);
+        assert!(out.starts_with(b"*4\r\n$5\r\nRPUSH\r\n$14\r\nl:000000000000\r\n$2048\r\nxyzABC"));
+        assert!(Family::List.write_ok(&Reply::Integer(2)));
+        assert!(!Family::Mget.write_ok(&Reply::Error("ERR".into())));
+    }
+}
