@@ -65,6 +65,8 @@ pub struct Args<'a> {
     base: &'a [u8],
     ranges: &'a [Range<usize>],
     shared: Option<&'a SharedBuf>,
+    /// Bytes of pool memory `shared` holds (its slot), which a kept value keeps alive.
+    held: usize,
 }
 
 impl<'a> Args<'a> {
@@ -72,7 +74,18 @@ impl<'a> Args<'a> {
     /// (then large values can be kept in place).
     pub fn new(base: &'a [u8], ranges: &'a [Range<usize>], shared: Option<&'a SharedBuf>) -> Args<'a> {
         debug_assert!(shared.is_none_or(|s| std::ptr::eq(&s[..], base)));
-        Args { base, ranges, shared }
+        Args {
+            base,
+            ranges,
+            shared,
+            held: base.len(),
+        }
+    }
+
+    /// The same arguments, saying that the read buffer holds `held` bytes of the pool (its
+    /// capacity): a value is kept in it only when that wastes no more than the value's size.
+    pub fn holding(self, held: usize) -> Args<'a> {
+        Args { held, ..self }
     }
 
     /// Number of arguments, the command name included.
@@ -101,11 +114,14 @@ impl<'a> Args<'a> {
             .map(move |r| &base[r.clone()])
     }
 
-    /// Argument `i` as a stored value: a counted slice of the read buffer it arrived in when it
-    /// is at least `keep_min` bytes long and arrived whole (no copy), else a copy in `pool`.
+    /// Argument `i` as a stored value: a counted slice of the read buffer it arrived in (no
+    /// copy) when it is at least `keep_min` bytes long and at least half of that buffer, else a
+    /// copy in `pool`. The second rule bounds the memory a stored value keeps alive to twice
+    /// its size: a 4 KiB value alone in a 16 KiB read buffer is copied, a large value that got
+    /// a buffer sized for it is kept.
     pub fn value(&self, i: usize, pool: &Pool, keep_min: usize) -> Result<SharedBuf, PoolError> {
         let r = self.ranges[i].clone();
-        if r.len() >= keep_min {
+        if r.len() >= keep_min && r.len().saturating_mul(2) >= self.held {
             if let Some(shared) = self.shared {
                 return Ok(shared.slice(r));
             }
