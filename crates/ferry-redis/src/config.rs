@@ -40,7 +40,8 @@ pub struct Config {
     pub region_size: usize,
     /// Size of each read buffer (default 16 KiB).
     pub read_buf: usize,
-    /// How replies reach the kernel (`ferry-net`'s send modes; default gather).
+    /// How replies reach the kernel (`ferry-net`'s send modes; default gather). `Copy` is the
+    /// copy-only baseline: every value is copied into the reply, whatever its size.
     pub mode: Mode,
     /// Event loops, each on its own thread (and core, when `pin` is set) with its own
     /// `SO_REUSEPORT` listener, sharing one keyspace.

@@ -428,7 +428,11 @@ impl EventLoop {
                 info.config.read_buf,
                 info.config.query_buffer_limit,
             ),
-            out: ReplyBuf::new(info.config.zero_copy_threshold),
+            // Copy mode is the copy-only baseline: every value into the framing buffer.
+            out: ReplyBuf::new(match info.config.mode {
+                ferry_net::Mode::Copy => usize::MAX,
+                _ => info.config.zero_copy_threshold,
+            }),
             stream,
             sender,
             client,
