@@ -336,7 +336,7 @@ fn match_one(pattern: &[u8], p: usize, c: u8) -> (bool, usize) {
 mod tests {
     use super::*;
     use crate::cmd::WRONGTYPE;
-    use crate::cmd::strings::harness::*;
+    use crate::cmd::harness::*;
 
     #[test]
     fn glob_follows_stringmatchlen() {

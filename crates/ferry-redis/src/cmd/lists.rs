@@ -198,7 +198,7 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::strings::harness::*;
+    use crate::cmd::harness::*;
 
     #[test]
     fn ranges_follow_redis() {

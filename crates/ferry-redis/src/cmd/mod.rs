@@ -17,6 +17,8 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::resp::{Proto, ReplyBuf};
 
+#[cfg(test)]
+pub(crate) mod harness;
 pub mod keys;
 pub mod lists;
 pub mod server;

@@ -1284,91 +1284,44 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::cmd::{Client, ServerInfo, execute};
+    use crate::cmd::harness::{Harness, OK, bulk, err};
+    use crate::cmd::{Client, ServerInfo};
     use crate::config::Config;
     use crate::db::Db;
 
-    /// A keyspace, one client and a server, and a runner that speaks the client's protocol.
-    struct Harness {
-        db: Db,
-        client: Client,
-        server: ServerInfo,
-        now_ms: u64,
+    fn harness() -> Harness {
+        with_password(None)
     }
 
-    impl Harness {
-        fn new() -> Harness {
-            Harness::with_password(None)
-        }
-
-        fn with_password(password: Option<&str>) -> Harness {
-            let config = Config {
-                password: password.map(str::to_owned),
-                ..Config::default()
-            };
-            Harness {
-                db: Db::new(ferry_testkit::pool(), 4096),
-                client: Client {
-                    id: 7,
-                    name: None,
-                    proto: Proto::Resp2,
-                    authenticated: password.is_none(),
-                    close_after_reply: false,
-                    addr: "127.0.0.1:50000".parse::<SocketAddr>().unwrap(),
-                    local_addr: "127.0.0.1:6379".parse::<SocketAddr>().unwrap(),
-                    created_ms: 1_700_000_000_000,
-                },
-                server: ServerInfo {
-                    config,
-                    port: 6379,
-                    started: Instant::now(),
-                    run_id: "ab".repeat(20),
-                    stats: Stats::default(),
-                },
-                now_ms: 1_700_000_005_000,
-            }
-        }
-
-        /// Runs one command, as the server loop does (the reply buffer in the client's
-        /// protocol), and returns the reply bytes.
-        fn run(&mut self, args: &[&[u8]]) -> Vec<u8> {
-            let mut base = Vec::new();
-            let mut ranges = Vec::new();
-            for a in args {
-                ranges.push(base.len()..base.len() + a.len());
-                base.extend_from_slice(a);
-            }
-            let args = Args::new(&base, &ranges, None);
-            let mut out = ReplyBuf::new(1 << 20);
-            out.set_proto(self.client.proto);
-            let mut ctx = Ctx {
-                db: &mut self.db,
-                client: &mut self.client,
-                server: &self.server,
-                now_ms: self.now_ms,
-            };
-            execute(&mut ctx, &args, &mut out);
-            let (bytes, refs) = out.parts();
-            assert!(refs.is_empty(), "these commands copy every byte they reply");
-            bytes.to_vec()
-        }
-
-        /// Runs a command given as space-separated words; the reply as text.
-        fn cmd(&mut self, line: &str) -> String {
-            let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-            String::from_utf8(self.run(&words)).expect("replies here are UTF-8")
+    /// A keyspace, client 7 and a server (with `password`), replies all copied.
+    fn with_password(password: Option<&str>) -> Harness {
+        let config = Config {
+            password: password.map(str::to_owned),
+            ..Config::default()
+        };
+        Harness {
+            db: Db::new(ferry_testkit::pool(), 4096),
+            client: Client {
+                id: 7,
+                name: None,
+                proto: Proto::Resp2,
+                authenticated: password.is_none(),
+                close_after_reply: false,
+                addr: "127.0.0.1:50000".parse::<SocketAddr>().unwrap(),
+                local_addr: "127.0.0.1:6379".parse::<SocketAddr>().unwrap(),
+                created_ms: 1_700_000_000_000,
+            },
+            server: ServerInfo {
+                config,
+                port: 6379,
+                started: Instant::now(),
+                run_id: "ab".repeat(20),
+                stats: Stats::default(),
+            },
+            now_ms: 1_700_000_005_000,
+            zero_copy: usize::MAX,
         }
     }
-
-    fn err(msg: &str) -> String {
-        format!("-{msg}\r\n")
-    }
-
-    fn bulk(s: &str) -> String {
-        format!("${}\r\n{s}\r\n", s.len())
-    }
-
-    const OK: &str = "+OK\r\n";
 
     /// The HELLO map, as Redis 7.0.15 writes it for client 7.
     fn hello_reply(proto: u8) -> String {
@@ -1382,7 +1335,7 @@ mod tests {
 
     #[test]
     fn ping_and_echo() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("PING"), "+PONG\r\n");
         assert_eq!(h.cmd("ping hi"), bulk("hi"));
         assert_eq!(
@@ -1399,7 +1352,7 @@ mod tests {
 
     #[test]
     fn hello_switches_protocol_and_replies_in_the_new_one() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("HELLO"), hello_reply(2));
         assert_eq!(h.cmd("HELLO 3"), hello_reply(3));
         assert_eq!(h.client.proto, Proto::Resp3);
@@ -1413,7 +1366,7 @@ mod tests {
 
     #[test]
     fn hello_errors_change_nothing() {
-        let mut h = Harness::new();
+        let mut h = harness();
         let not_int = err("ERR Protocol version is not an integer or out of range");
         for v in ["x", "03", "+3", "3.0", "99999999999999999999"] {
             assert_eq!(h.cmd(&format!("HELLO {v}")), not_int, "HELLO {v}");
@@ -1447,7 +1400,7 @@ mod tests {
 
     #[test]
     fn errors_quote_arguments_as_sent() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(
             h.run(&[b"HELLO", b"3", b"\xff"]),
             b"-ERR Syntax error in HELLO option '\xff'\r\n"
@@ -1464,7 +1417,7 @@ mod tests {
 
     #[test]
     fn hello_setname_and_nopass_auth() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("HELLO 2 setname x SETNAME y"), hello_reply(2));
         assert_eq!(h.cmd("CLIENT GETNAME"), bulk("y"));
         // No password set: the default user takes any password, as Redis's `nopass`.
@@ -1473,7 +1426,7 @@ mod tests {
 
     #[test]
     fn hello_with_a_password() {
-        let mut h = Harness::with_password(Some("secret"));
+        let mut h = with_password(Some("secret"));
         assert_eq!(h.cmd("PING"), err(crate::cmd::NOAUTH));
         assert_eq!(h.cmd("HELLO"), err(HELLO_NOAUTH));
         assert_eq!(h.cmd("HELLO 3"), err(HELLO_NOAUTH));
@@ -1493,7 +1446,7 @@ mod tests {
         assert_eq!(h.client.proto, Proto::Resp2);
         assert_eq!(h.cmd("PING"), "+PONG\r\n");
 
-        let mut h = Harness::with_password(Some("secret"));
+        let mut h = with_password(Some("secret"));
         assert_eq!(h.cmd("HELLO 3 AUTH default secret SETNAME app"), hello_reply(3));
         assert!(h.client.authenticated);
         assert_eq!(h.client.name.as_deref(), Some(&b"app"[..]));
@@ -1501,7 +1454,7 @@ mod tests {
 
     #[test]
     fn auth_without_a_password() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("AUTH x"), err(AUTH_NO_PASSWORD));
         assert_eq!(h.cmd("AUTH default x"), OK);
         assert_eq!(h.cmd("AUTH bob x"), err(WRONGPASS));
@@ -1514,7 +1467,7 @@ mod tests {
 
     #[test]
     fn auth_with_a_password() {
-        let mut h = Harness::with_password(Some("secret"));
+        let mut h = with_password(Some("secret"));
         assert_eq!(h.cmd("AUTH wrong"), err(WRONGPASS));
         assert_eq!(h.cmd("AUTH secre"), err(WRONGPASS));
         assert_eq!(h.cmd("AUTH secrets"), err(WRONGPASS));
@@ -1529,14 +1482,14 @@ mod tests {
         // A failed attempt does not log an authenticated client out.
         assert_eq!(h.cmd("AUTH nope"), err(WRONGPASS));
         assert!(h.client.authenticated);
-        let mut h = Harness::with_password(Some("secret"));
+        let mut h = with_password(Some("secret"));
         assert_eq!(h.cmd("AUTH default secret"), OK);
         assert!(h.client.authenticated);
     }
 
     #[test]
     fn select_only_database_zero() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("SELECT 0"), OK);
         assert_eq!(h.cmd("SELECT 1"), err(DB_OUT_OF_RANGE));
         assert_eq!(h.cmd("SELECT 16"), err(DB_OUT_OF_RANGE));
@@ -1556,14 +1509,14 @@ mod tests {
 
     #[test]
     fn quit_closes_after_the_reply() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("QUIT x"), OK);
         assert!(h.client.close_after_reply);
     }
 
     #[test]
     fn client_subcommands() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("CLIENT ID"), ":7\r\n");
         assert_eq!(h.cmd("CLIENT GETNAME"), "$-1\r\n");
         assert_eq!(h.cmd("client setname conn-1"), OK);
@@ -1605,7 +1558,7 @@ mod tests {
 
     #[test]
     fn client_info_and_list() {
-        let mut h = Harness::new();
+        let mut h = harness();
         h.cmd("CLIENT SETNAME app");
         let line = |cmd: &str, resp: u8| {
             format!(
@@ -1633,7 +1586,7 @@ mod tests {
 
     #[test]
     fn client_help_is_status_lines() {
-        let mut h = Harness::new();
+        let mut h = harness();
         let reply = h.cmd("CLIENT HELP");
         assert!(
             reply.starts_with("*17\r\n+CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n")
@@ -1644,7 +1597,7 @@ mod tests {
 
     #[test]
     fn dbsize_and_flush() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("DBSIZE"), ":0\r\n");
         h.cmd("SET a 1");
         h.cmd("SET b 2");
@@ -1697,7 +1650,7 @@ mod tests {
 
     #[test]
     fn command_info_shapes() {
-        let mut h = Harness::new();
+        let mut h = harness();
         // GET, as Redis 7.0.15 describes it (its key spec flags are also RO access).
         let get = "*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n\
                    *3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n\
@@ -1733,7 +1686,7 @@ mod tests {
 
     #[test]
     fn command_all_count_list() {
-        let mut h = Harness::new();
+        let mut h = harness();
         let n = table::COMMANDS.len();
         assert_eq!(h.cmd("COMMAND COUNT"), format!(":{n}\r\n"));
         let all = h.cmd("COMMAND");
@@ -1767,7 +1720,7 @@ mod tests {
 
     #[test]
     fn command_docs_shapes() {
-        let mut h = Harness::new();
+        let mut h = harness();
         let echo_docs = |head: &str| {
             format!(
                 "$4\r\necho\r\n{head}\r\n$7\r\nsummary\r\n$25\r\nReturns the given string.\r\n\
@@ -1801,7 +1754,7 @@ mod tests {
 
     #[test]
     fn command_getkeys() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("COMMAND GETKEYS GET a"), "*1\r\n$1\r\na\r\n");
         assert_eq!(
             h.cmd("COMMAND GETKEYS mset a 1 b 2"),
@@ -1828,7 +1781,7 @@ mod tests {
 
     #[test]
     fn config_get() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("CONFIG GET save"), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
         assert_eq!(
             h.cmd("CONFIG GET appendonly"),
@@ -1866,7 +1819,7 @@ mod tests {
             err("ERR unknown subcommand 'FOO'. Try CONFIG HELP.")
         );
 
-        let mut h = Harness::with_password(Some("pw"));
+        let mut h = with_password(Some("pw"));
         h.cmd("AUTH pw");
         assert_eq!(
             h.cmd("CONFIG GET requirepass"),
@@ -1876,7 +1829,7 @@ mod tests {
 
     #[test]
     fn config_is_read_only() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(
             h.run(&[b"CONFIG", b"SET", b"save", b"", b"appendonly", b"NO"]),
             OK.as_bytes()
@@ -1916,7 +1869,7 @@ mod tests {
 
     #[test]
     fn info_sections() {
-        let mut h = Harness::new();
+        let mut h = harness();
         assert_eq!(h.cmd("INFO keyspace"), bulk("# Keyspace\r\n"));
         h.cmd("SET a 1");
         h.cmd("SET b 2 EX 100");

@@ -1,0 +1,119 @@
+//! A command runner for the handler tests: a fresh keyspace, client and server, and the
+//! reply bytes out.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use crate::cmd::{Args, Client, Ctx, ServerInfo, Stats, execute};
+use crate::config::Config;
+use crate::db::Db;
+use crate::resp::{Proto, ReplyBuf};
+
+/// Values at least this long are referenced by replies (small, so tests cover both paths).
+pub const ZERO_COPY: usize = 8;
+/// Values at least this long stay in the request buffer.
+pub const KEEP_IN_PLACE: usize = 16;
+
+pub struct Harness {
+    pub db: Db,
+    pub client: Client,
+    pub server: ServerInfo,
+    pub now_ms: u64,
+    /// The replies' zero-copy threshold.
+    pub zero_copy: usize,
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        let addr: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        Harness {
+            db: Db::new(ferry_testkit::pool(), KEEP_IN_PLACE),
+            client: Client {
+                id: 1,
+                name: None,
+                proto: Proto::Resp2,
+                authenticated: true,
+                close_after_reply: false,
+                addr,
+                local_addr: addr,
+                created_ms: 0,
+            },
+            server: ServerInfo {
+                config: Config::default(),
+                port: 6379,
+                started: Instant::now(),
+                run_id: "0".repeat(40),
+                stats: Stats::default(),
+            },
+            now_ms: 1_700_000_000_000,
+            zero_copy: ZERO_COPY,
+        }
+    }
+
+    /// Runs one command (the arguments as one pool buffer, as a read buffer would hold
+    /// them) as the server loop does, the reply in the client's protocol, and returns the
+    /// reply bytes, referenced values spliced in.
+    pub fn run(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        let mut base = Vec::new();
+        let mut ranges = Vec::new();
+        for a in args {
+            ranges.push(base.len()..base.len() + a.len());
+            base.extend_from_slice(a);
+        }
+        let shared = self.db.pool().copy_from(&base).unwrap();
+        let args = Args::new(&shared, &ranges, Some(&shared));
+        let mut out = ReplyBuf::new(self.zero_copy);
+        out.set_proto(self.client.proto);
+        let mut ctx = Ctx {
+            db: &mut self.db,
+            client: &mut self.client,
+            server: &self.server,
+            now_ms: self.now_ms,
+        };
+        execute(&mut ctx, &args, &mut out);
+        let (bytes, refs) = out.parts();
+        let mut reply = Vec::new();
+        let mut at = 0;
+        for (offset, buf) in refs {
+            reply.extend_from_slice(&bytes[at..*offset]);
+            reply.extend_from_slice(buf);
+            at = *offset;
+        }
+        reply.extend_from_slice(&bytes[at..]);
+        reply
+    }
+
+    /// Runs a command given as space-separated words; the reply as (lossy) text.
+    pub fn cmd(&mut self, line: &str) -> String {
+        let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        String::from_utf8_lossy(&self.run(&words)).into_owned()
+    }
+}
+
+/// A RESP2 bulk string.
+pub fn bulk(s: &str) -> String {
+    format!("${}\r\n{s}\r\n", s.len())
+}
+
+/// A RESP2 error reply.
+pub fn err(msg: &str) -> String {
+    format!("-{msg}\r\n")
+}
+
+/// A RESP2 integer reply.
+pub fn int(n: i64) -> String {
+    format!(":{n}\r\n")
+}
+
+/// A RESP2 array of bulk strings.
+pub fn bulks(items: &[&str]) -> String {
+    let mut s = format!("*{}\r\n", items.len());
+    for i in items {
+        s.push_str(&bulk(i));
+    }
+    s
+}
+
+pub const OK: &str = "+OK\r\n";
+pub const NULL: &str = "$-1\r\n";
+pub const NULL_ARRAY: &str = "*-1\r\n";
