@@ -102,8 +102,12 @@ impl Input {
         if cap == len || self.need > cap {
             // Full, or the command at the front needs more than this buffer: a larger one,
             // moving the bytes read so far once.
-            let want = self.need.max(len.saturating_mul(2)).max(self.read_buf);
-            if want > self.query_limit {
+            let want = self
+                .need
+                .max(len.saturating_mul(2))
+                .max(self.read_buf)
+                .min(self.query_limit);
+            if want <= len || self.need > self.query_limit {
                 return Err(InputError::QueryBufferLimit {
                     need: want,
                     limit: self.query_limit,
@@ -136,12 +140,18 @@ impl Input {
     ///
     /// `authenticated` says whether the client may send large requests yet (Redis's tighter
     /// limits before `AUTH`, [`parse_command_unauthenticated`]); `run` returns it again after
-    /// each command, which may have been an `AUTH`.
+    /// each command, which may have been an `AUTH`, or `None` to stop: the rest of the input
+    /// is dropped (the client is closing: `QUIT`, or too many replies unread).
     pub fn commands(
         &mut self,
         mut authenticated: bool,
-        mut run: impl FnMut(&Args<'_>) -> bool,
+        mut run: impl FnMut(&Args<'_>) -> Option<bool>,
     ) -> Result<(), InputError> {
+        // The command at the front is known to need more bytes than are here: parsing it again
+        // would only walk the same arguments (quadratic for a client that trickles them).
+        if self.pending() < self.need {
+            return Ok(());
+        }
         let parse =
             |input: &[u8], authenticated: bool, args: &mut Vec<Range<usize>>, scratch: &mut Vec<u8>| {
                 if authenticated {
@@ -185,7 +195,7 @@ impl Input {
                     inline_scratch,
                 }) => {
                     self.counters.commands += 1;
-                    authenticated = if inline_scratch {
+                    let next = if inline_scratch {
                         run(&Args::new(&self.scratch, &self.args, None))
                     } else {
                         for r in &mut self.args {
@@ -195,6 +205,10 @@ impl Input {
                     };
                     pos += consumed;
                     self.need = 0;
+                    match next {
+                        Some(a) => authenticated = a,
+                        None => return Ok(()),
+                    }
                 }
             }
         };
@@ -259,7 +273,7 @@ mod tests {
                         let kept = args.value(last, &pool, 1).unwrap();
                         let in_place = std::ptr::eq(kept.as_ptr(), args.get(last).as_ptr());
                         seen.push((all, in_place));
-                        true
+                        Some(true)
                     })
                     .unwrap();
             }
@@ -369,7 +383,7 @@ mod tests {
         let err = input
             .commands(true, |_| {
                 ran += 1;
-                true
+                Some(true)
             })
             .unwrap_err();
         assert_eq!(ran, 2);
@@ -381,6 +395,27 @@ mod tests {
             "offset {} is in the stream, past the two commands",
             e.offset
         );
+    }
+
+    /// Review finding: after `QUIT` the rest of a read was still parsed, and a malformed
+    /// request after it still got an error reply.
+    #[test]
+    fn stopping_drops_the_rest_of_the_input() {
+        let pool = pool();
+        let mut input = Input::new(&pool, LIMITS, 1024, 1 << 20);
+        let bytes = b"QUIT\r\n*x\r\nPING\r\n";
+        let target = input.read_target().unwrap();
+        target[..bytes.len()].copy_from_slice(bytes);
+        input.filled(bytes.len());
+        let mut ran = 0;
+        input
+            .commands(true, |_| {
+                ran += 1;
+                None
+            })
+            .unwrap();
+        assert_eq!(ran, 1);
+        assert_eq!(input.pending(), 0);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
-use ferry_net::{Sender, TransportError};
+use ferry_net::{Mode, Sender, TransportError};
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{EventfdFlags, Timespec};
 use rustix::net::{AddressFamily, SocketType, sockopt};
@@ -96,6 +96,19 @@ impl Server {
                     pool.max_class()
                 ),
             ));
+        }
+        // More clients than descriptors would make accept fail with EMFILE, and the listener
+        // would stay readable: the loop would spin.
+        let mut config = config;
+        if let Some(fds) = rustix::process::getrlimit(rustix::process::Resource::Nofile).current {
+            let room = usize::try_from(fds).unwrap_or(usize::MAX).saturating_sub(64);
+            if config.max_clients > room {
+                eprintln!(
+                    "ferry-redis: maxclients {} lowered to {room}: the open-file limit is {fds}",
+                    config.max_clients
+                );
+                config.max_clients = room;
+            }
         }
         let mut listeners = vec![listen(config.bind)?];
         let addr = listeners[0].local_addr()?;
@@ -263,6 +276,8 @@ struct Conn {
     client: Client,
     /// Replies not yet handed to the sender (it is busy with an earlier batch).
     out: ReplyBuf,
+    /// The sender's bound on bytes held for zero-copy completions.
+    max_in_flight: usize,
     /// Whether `EPOLLOUT` is armed.
     writing: bool,
     /// Whether `EPOLLIN` is armed (until the client is closing).
@@ -377,6 +392,7 @@ impl EventLoop {
             let (stream, addr) = match self.listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
                 Err(e) => {
                     eprintln!("ferry-redis: accept: {e}");
                     return;
@@ -436,6 +452,7 @@ impl EventLoop {
             stream,
             sender,
             client,
+            max_in_flight: net.max_in_flight,
             writing: false,
             reading: true,
             closing: false,
@@ -447,12 +464,15 @@ impl EventLoop {
                 self.conns.len() - 1
             }
         };
-        epoll::add(
+        if let Err(e) = epoll::add(
             &self.epoll,
             &*conn.stream,
             EventData::new_u64(FIRST_CLIENT + slot as u64),
             EventFlags::IN | EventFlags::RDHUP,
-        )?;
+        ) {
+            self.free.push(slot);
+            return Err(e.into());
+        }
         self.conns[slot] = Some(conn);
         Stats::add(&info.stats.connected_clients, 1);
         Ok(())
@@ -480,7 +500,7 @@ impl EventLoop {
             return self.drop_conn(i, why);
         }
         let conn = self.conns[i].as_ref().expect("still open");
-        if conn.closing && !conn.writing {
+        if conn.closing && !conn.sender.has_pending() {
             self.drop_conn(i, Close::Eof);
         }
     }
@@ -509,9 +529,10 @@ impl EventLoop {
         let now = now_ms();
         let (out, client) = (&mut conn.out, &mut conn.client);
         let before = (out.copied_value_bytes(), out.referenced_value_bytes());
+        let limit = shared.info.config.output_buffer_limit;
         let result = conn.input.commands(client.authenticated, |args: &Args<'_>| {
-            if client.close_after_reply {
-                return true; // after QUIT: nothing more runs
+            if out.len() > limit {
+                return None; // the client is dropped below: run nothing more for it
             }
             out.set_proto(client.proto);
             let mut ctx = Ctx {
@@ -521,7 +542,8 @@ impl EventLoop {
                 now_ms: now,
             };
             cmd::execute(&mut ctx, args, out);
-            client.authenticated
+            // After QUIT nothing more runs.
+            (!client.close_after_reply).then_some(client.authenticated)
         });
         drop(db);
         let stats = &shared.info.stats;
@@ -532,6 +554,14 @@ impl EventLoop {
         );
         if client.close_after_reply {
             conn.closing = true;
+        }
+        if out.len() > limit {
+            Stats::add(&stats.clients_dropped, 1);
+            let len = out.len();
+            out.clear(); // nothing of it is sent: the client is cut off, as Redis does
+            return Err(Close::Reason(format!(
+                "{len} reply bytes from one read, over the output buffer limit ({limit})"
+            )));
         }
         match result {
             Ok(()) => Ok(()),
@@ -546,7 +576,10 @@ impl EventLoop {
                 );
                 Ok(())
             }
-            Err(e) => Err(Close::Reason(e.to_string())),
+            Err(e) => {
+                Stats::add(&stats.clients_dropped, 1);
+                Err(Close::Reason(e.to_string()))
+            }
         }
     }
 
@@ -581,7 +614,13 @@ impl EventLoop {
                 shared.info.config.output_buffer_limit
             )));
         }
-        let want = conn.sender.has_pending();
+        // In the zero-copy modes a sender holding more than its in-flight bound waits for
+        // completions, which arrive as EPOLLERR (always reported): armed, EPOLLOUT would fire on
+        // every turn while the kernel still holds the bytes. (io_uring's completions come on
+        // the ring, which the loop does not poll: there EPOLLOUT stays armed.)
+        let waiting = matches!(conn.sender.mode(), Mode::ZeroCopy | Mode::Auto)
+            && conn.sender.in_flight() > conn.max_in_flight;
+        let want = conn.sender.has_pending() && !waiting;
         // A closing client is not read any more: left armed, level-triggered input it keeps
         // sending would wake the loop on every turn until its replies are written.
         let interest = (want, !conn.closing);

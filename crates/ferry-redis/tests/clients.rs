@@ -1363,3 +1363,41 @@ fn maxmemory_refuses_writes_when_full() {
     assert_eq!(c.cmd(&[b"FLUSHALL"]), ok());
     assert_eq!(c.cmd(&[b"DBSIZE"]), Reply::Int(0));
 }
+
+/// Review finding: the replies to one read were built without limit (the output limit was only
+/// checked while the socket was full), so one 16 KiB read of `LRANGE`s of a large list could
+/// grow the reply without bound. Now the client is cut off once that read's replies pass
+/// `output_buffer_limit`, having been sent nothing past it, and others are served.
+#[test]
+fn one_read_of_huge_replies_is_cut_off_at_the_output_limit() {
+    const OUTPUT_LIMIT: usize = 256 << 10;
+    let server = start(Config {
+        output_buffer_limit: OUTPUT_LIMIT,
+        ..config()
+    });
+    let mut setup = Resp::connect(server.addr());
+    let element = vec![b'e'; 1024];
+    let mut push: Vec<&[u8]> = vec![b"RPUSH", b"big"];
+    push.extend(std::iter::repeat_n(&element[..], 200));
+    setup.cmd(&push);
+    // 200 KiB per reply; 80 of them in one write would be 16 MB.
+    let lrange = encode(&[b"LRANGE", b"big", b"0", b"-1"]);
+    let received = answer_then_close(server.addr(), &lrange.repeat(80));
+    assert!(
+        received.len() <= OUTPUT_LIMIT,
+        "{} bytes of replies were sent past a {OUTPUT_LIMIT}-byte limit",
+        received.len()
+    );
+    assert_eq!(setup.cmd(&[b"LLEN", b"big"]), Reply::Int(200));
+}
+
+/// Review finding: after `QUIT`, the rest of the read was still parsed, and a malformed
+/// request after it still got an error reply.
+#[test]
+fn nothing_after_quit_runs_or_is_answered() {
+    let server = start(config());
+    let received = answer_then_close(server.addr(), b"QUIT\r\nSET k v\r\n*x\r\n");
+    assert_eq!(received, b"+OK\r\n");
+    let mut c = Resp::connect(server.addr());
+    assert_eq!(c.cmd(&[b"EXISTS", b"k"]), Reply::Int(0));
+}
