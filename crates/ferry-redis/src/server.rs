@@ -301,6 +301,7 @@ struct EventLoop {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     parts: Vec<SharedBuf>,
+    framing: Vec<SharedBuf>,
     limits: ParseLimits,
     next_expire: Instant,
 }
@@ -329,6 +330,7 @@ impl EventLoop {
             conns: Vec::new(),
             free: Vec::new(),
             parts: Vec::new(),
+            framing: Vec::new(),
             limits,
             next_expire: Instant::now(),
             shared,
@@ -589,9 +591,9 @@ impl EventLoop {
         let conn = self.conns[i].as_mut().expect("caller checked");
         loop {
             if !conn.out.is_empty() && !conn.sender.has_pending() {
-                let (bytes, refs) = conn.out.parts();
                 Stats::add(&shared.info.stats.total_net_output_bytes, conn.out.len() as u64);
-                gather(&shared.pool, bytes, refs, &mut self.parts)
+                let (bytes, refs) = conn.out.drain_parts();
+                gather(&shared.pool, bytes, refs, &mut self.framing, &mut self.parts)
                     .map_err(|e| Close::Reason(format!("reply buffer: {e}")))?;
                 conn.sender
                     .send_unframed(&self.parts)
@@ -666,16 +668,18 @@ impl EventLoop {
 }
 
 /// The replies `bytes` + `refs` as gather parts: `bytes` copied into pool buffers (one, unless
-/// longer than the pool's largest), the referenced values between them at their offsets.
+/// longer than the pool's largest; `framing` is their scratch list), the referenced values
+/// moved in between at their offsets.
 fn gather(
     pool: &Pool,
     bytes: &[u8],
-    refs: &[(usize, SharedBuf)],
+    refs: impl Iterator<Item = (usize, SharedBuf)>,
+    framing: &mut Vec<SharedBuf>,
     parts: &mut Vec<SharedBuf>,
 ) -> Result<(), ferry_buf::PoolError> {
     parts.clear();
+    framing.clear();
     let chunk = pool.max_class();
-    let mut framing = Vec::with_capacity(bytes.len().div_ceil(chunk.max(1)));
     for piece in bytes.chunks(chunk) {
         framing.push(pool.copy_from(piece)?);
     }
@@ -691,10 +695,11 @@ fn gather(
     };
     let mut prev = 0;
     for (at, value) in refs {
-        push_range(parts, prev, *at);
-        parts.push(value.clone());
-        prev = *at;
+        push_range(parts, prev, at);
+        parts.push(value);
+        prev = at;
     }
     push_range(parts, prev, bytes.len());
+    framing.clear();
     Ok(())
 }

@@ -236,6 +236,13 @@ impl ReplyBuf {
         (&self.bytes, &self.refs)
     }
 
+    /// The bytes and the references, the references moved out (to be posted without another
+    /// count each); call [`clear`](Self::clear) after.
+    pub fn drain_parts(&mut self) -> (&[u8], std::vec::Drain<'_, (usize, SharedBuf)>) {
+        self.ref_len = 0;
+        (&self.bytes, self.refs.drain(..))
+    }
+
     /// Forgets the replies (dropping the references); keeps the protocol, the threshold, the
     /// counters and the allocations.
     pub fn clear(&mut self) {
