@@ -111,15 +111,25 @@ fn child_server_killed_mid_call() {
     let tcp = child.expect_line("addr ", "the child server's TCP address");
     let shm = child.expect_line("addr ", "the child server's shm address");
     let killer = child.killer();
-    let t = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(200));
-        killer.kill();
+    // The kill comes once both clients are connected (a loaded machine may take longer than
+    // any fixed delay to connect), then a little later, while the calls are in flight.
+    let connected = std::sync::Arc::new(std::sync::Barrier::new(3));
+    let t = std::thread::spawn({
+        let connected = connected.clone();
+        move || {
+            connected.wait();
+            std::thread::sleep(Duration::from_millis(200));
+            killer.kill();
+        }
     });
     let calls: Vec<_> = [tcp, shm]
         .into_iter()
         .map(|addr| {
+            let connected = connected.clone();
             std::thread::spawn(move || {
-                let ch = Channel::connect(&addr).expect("connect");
+                let ch = Channel::connect(&addr);
+                connected.wait();
+                let ch = ch.expect("connect");
                 let req = record(ch.context(), b"20000", &[]);
                 let t = Instant::now();
                 let err = ch
