@@ -24,6 +24,7 @@ impl BufMut {
     }
 
     /// Bytes filled so far.
+    #[inline]
     pub fn len(&self) -> usize {
         self.raw.len()
     }
@@ -34,6 +35,7 @@ impl BufMut {
     }
 
     /// Total bytes the buffer can hold (its size class).
+    #[inline]
     pub fn capacity(&self) -> usize {
         self.raw.capacity()
     }
@@ -69,6 +71,7 @@ impl BufMut {
 
     /// The whole capacity as a writable slice. Pool memory is always initialized (zeroed by mmap,
     /// or holding an earlier buffer's bytes), so this is safe; writers fill it, then `set_len`.
+    #[inline]
     pub fn capacity_mut(&mut self) -> &mut [u8] {
         self.raw.capacity_mut()
     }
@@ -91,18 +94,21 @@ impl BufMut {
 impl Deref for BufMut {
     type Target = [u8];
 
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.raw.as_slice()
     }
 }
 
 impl DerefMut for BufMut {
+    #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
         self.raw.as_mut_slice()
     }
 }
 
 impl AsRef<[u8]> for BufMut {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self
     }

@@ -81,6 +81,7 @@ impl Region {
     }
 
     /// Slot size in bytes.
+    #[inline]
     pub(crate) fn class(&self) -> usize {
         1 << self.class_shift
     }
@@ -185,17 +186,20 @@ impl RawMut {
         })
     }
 
+    #[inline]
     fn region(&self) -> &Region {
         // SAFETY: our slot keeps the pool, and so the region, alive (invariants 1, 2).
         unsafe { self.region.as_ref() }
     }
 
     /// Slot size in bytes.
+    #[inline]
     pub(crate) fn capacity(&self) -> usize {
         self.region().class()
     }
 
     /// Filled bytes.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len as usize
     }
@@ -208,6 +212,7 @@ impl RawMut {
     }
 
     /// The filled bytes.
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: `len <= capacity` (set_len), the slot is initialized memory (invariant 4)
         // and only we write it (invariant 3); `&self` excludes our own writes.
@@ -215,12 +220,14 @@ impl RawMut {
     }
 
     /// The filled bytes, writable.
+    #[inline]
     pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         let len = self.len();
         &mut self.capacity_mut()[..len]
     }
 
     /// The whole slot, writable.
+    #[inline]
     pub(crate) fn capacity_mut(&mut self) -> &mut [u8] {
         let capacity = self.capacity();
         // SAFETY: the slot's `capacity` bytes are initialized memory (invariant 4), nobody
@@ -306,17 +313,20 @@ impl RawShared {
         })
     }
 
+    #[inline]
     fn region(&self) -> &Region {
         // SAFETY: our count keeps the pool, and so the region, alive (invariants 1, 2).
         unsafe { self.region.as_ref() }
     }
 
     /// Length in bytes.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len as usize
     }
 
     /// The bytes.
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: `ptr .. ptr + len` lies in our slot (invariant 4), which nobody writes while
         // shared (invariant 3) and which our count keeps allocated.

@@ -21,6 +21,7 @@ impl SharedBuf {
     }
 
     /// Length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.raw.len()
     }
@@ -83,12 +84,14 @@ impl Clone for SharedBuf {
 impl Deref for SharedBuf {
     type Target = [u8];
 
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.raw.as_slice()
     }
 }
 
 impl AsRef<[u8]> for SharedBuf {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self
     }

@@ -1,0 +1,303 @@
+//! The paper's BackwardBufferBuilder: a message written from its end towards its start across
+//! a chain of blocks, none of which is ever moved or copied.
+//!
+//! Positions are *reverse offsets*, as in every FlatBuffers builder: the distance from the end
+//! of the message to the first byte of an item (what `WIPOffset` holds). Block `i` holds the
+//! bytes whose reverse offsets lie in `(lo, lo + len]`, written downward from the end of its
+//! capacity; a newer block holds lower reverse offsets' complement, i.e. it comes *before* the
+//! older blocks in the finished message. When an item does not fit in the room left below the
+//! current block's head, that room is abandoned (the block is truncated there) and a new block
+//! is spliced in front.
+//!
+//! What never moves is addressed by `(block, position)` directly (O(1)); an arbitrary reverse
+//! offset is found by a binary search over the blocks (O(log n)).
+
+use std::cmp::Ordering;
+
+use ferry_buf::{BufMut, SharedBuf};
+
+use crate::blocks::Allocator;
+
+/// Where an item's first byte is: block index and byte position in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Loc {
+    pub(crate) block: usize,
+    pub(crate) pos: usize,
+}
+
+struct Block {
+    buf: BufMut,
+    /// `buf.capacity()`, kept at hand.
+    cap: usize,
+    /// Bytes of the message written before this block was spliced in.
+    lo: usize,
+    /// The lowest written position; `[head, capacity)` is this block's part of the message.
+    head: usize,
+}
+
+impl Block {
+    fn len(&self) -> usize {
+        self.cap - self.head
+    }
+}
+
+/// The chain of blocks and the allocator that gives them.
+pub(crate) struct Backward<A> {
+    alloc: A,
+    blocks: Vec<Block>,
+    used: usize,
+    allocations: usize,
+    allocated_bytes: usize,
+}
+
+impl<A: Allocator> Backward<A> {
+    pub(crate) fn new(alloc: A) -> Self {
+        Backward {
+            alloc,
+            blocks: Vec::new(),
+            used: 0,
+            allocations: 0,
+            allocated_bytes: 0,
+        }
+    }
+
+    pub(crate) fn allocator(&self) -> &A {
+        &self.alloc
+    }
+
+    /// Bytes written so far (the reverse offset of the lowest byte).
+    #[inline]
+    pub(crate) fn used(&self) -> usize {
+        self.used
+    }
+
+    /// Blocks taken since the last [`clear`](Self::clear).
+    pub(crate) fn allocations(&self) -> usize {
+        self.allocations
+    }
+
+    /// Their total capacity.
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        self.allocated_bytes
+    }
+
+    #[inline]
+    pub(crate) fn max_block(&self) -> usize {
+        self.alloc.max_block()
+    }
+
+    /// Room below the current block's head.
+    #[inline]
+    fn room(&self) -> usize {
+        self.blocks.last().map_or(0, |b| b.head)
+    }
+
+    /// Reserves `n` contiguous bytes in front of everything written (a new block when the
+    /// current one has less room) and returns where they start. Their content is whatever
+    /// the block held: callers overwrite all of it, or [`zeroed`](Self::zeroed) it.
+    ///
+    /// # Panics
+    /// If the message would pass the format's 2 GiB limit, as the stock builder does, or if
+    /// `n` is above the allocator's largest block.
+    #[inline]
+    pub(crate) fn make_space(&mut self, n: usize) -> Loc {
+        assert!(
+            self.used + n <= stock::FLATBUFFERS_MAX_BUFFER_SIZE,
+            "cannot grow buffer beyond 2 gigabytes"
+        );
+        let block = self.blocks.len().wrapping_sub(1);
+        match self.blocks.last_mut() {
+            Some(b) if n <= b.head => {
+                b.head -= n;
+                self.used += n;
+                Loc { block, pos: b.head }
+            }
+            _ => self.make_space_in_new_block(n),
+        }
+    }
+
+    /// [`make_space`](Self::make_space) when the current block (if any) has too little room:
+    /// splices a new block in front.
+    #[cold]
+    #[inline(never)]
+    fn make_space_in_new_block(&mut self, n: usize) -> Loc {
+        assert!(n <= self.alloc.max_block(), "an item of {n} bytes is larger than any block");
+        let mut buf = self.alloc.block(self.used, n);
+        let cap = buf.capacity();
+        // The whole block is the buffer's content from now on (written downward).
+        buf.set_len(cap);
+        self.allocations += 1;
+        self.allocated_bytes += cap;
+        self.blocks.push(Block {
+            buf,
+            cap,
+            lo: self.used,
+            head: cap - n,
+        });
+        self.used += n;
+        Loc {
+            block: self.blocks.len() - 1,
+            pos: cap - n,
+        }
+    }
+
+    /// [`make_space`](Self::make_space), the space returned as a slice.
+    #[inline]
+    pub(crate) fn space_mut(&mut self, n: usize) -> &mut [u8] {
+        let loc = self.make_space(n);
+        self.slice_mut(loc, n)
+    }
+
+    /// `n` zero bytes in front (vtables are zeroed, then filled).
+    pub(crate) fn zeroed(&mut self, n: usize) -> Loc {
+        let loc = self.make_space(n);
+        self.slice_mut(loc, n).fill(0);
+        loc
+    }
+
+    /// `n` bytes of zero padding in front. Padding is a few bytes before most items, so the
+    /// usual case is one 8-byte store of zeros ending at the head: the bytes below the padding
+    /// are free room that the next item overwrites anyway.
+    #[inline]
+    pub(crate) fn pad(&mut self, n: usize) {
+        if let Some(b) = self.blocks.last_mut()
+            && n <= 8
+            && b.head >= 8
+            && self.used + n <= stock::FLATBUFFERS_MAX_BUFFER_SIZE
+        {
+            let head = b.head;
+            b.buf[head - 8..head].copy_from_slice(&[0u8; 8]);
+            b.head -= n;
+            self.used += n;
+            return;
+        }
+        self.zeroed(n);
+    }
+
+    /// Gives back the last `n` bytes reserved, all in the current block.
+    pub(crate) fn pop(&mut self, n: usize) {
+        let b = self.blocks.last_mut().expect("pop with no block");
+        assert!(b.len() >= n, "pop of {n} bytes across a block boundary");
+        b.head += n;
+        self.used -= n;
+    }
+
+    /// Copies `data` in front of everything written: contiguous when it fits in one block,
+    /// else (only data larger than the largest block) filling blocks from its end.
+    pub(crate) fn push_bytes(&mut self, data: &[u8]) {
+        if data.len() <= self.alloc.max_block() {
+            self.space_mut(data.len()).copy_from_slice(data);
+            return;
+        }
+        let mut rest = data;
+        while !rest.is_empty() {
+            let room = self.room();
+            let take = if room == 0 {
+                rest.len().min(self.alloc.max_block())
+            } else {
+                rest.len().min(room)
+            };
+            let (front, tail) = rest.split_at(rest.len() - take);
+            self.space_mut(take).copy_from_slice(tail);
+            rest = front;
+        }
+    }
+
+    #[inline]
+    pub(crate) fn slice(&self, loc: Loc, n: usize) -> &[u8] {
+        &self.blocks[loc.block].buf[loc.pos..loc.pos + n]
+    }
+
+    #[inline]
+    pub(crate) fn slice_mut(&mut self, loc: Loc, n: usize) -> &mut [u8] {
+        &mut self.blocks[loc.block].buf[loc.pos..loc.pos + n]
+    }
+
+    /// Where the byte at reverse offset `rev` (`0 < rev <= used`) is: a binary search over
+    /// the blocks.
+    pub(crate) fn locate(&self, rev: usize) -> Loc {
+        debug_assert!(rev > 0 && rev <= self.used);
+        // The newest block whose first reverse offset is below `rev`.
+        let block = self.blocks.partition_point(|b| b.lo < rev) - 1;
+        let b = &self.blocks[block];
+        Loc {
+            block,
+            pos: b.cap - (rev - b.lo),
+        }
+    }
+
+    /// The `n` bytes from reverse offset `rev` on, block by block (they may span blocks),
+    /// starting the walk at `start` (its location, when the caller kept it).
+    pub(crate) fn chunks(&self, start: Loc, n: usize) -> impl Iterator<Item = &[u8]> {
+        let mut loc = Some(start);
+        let mut left = n;
+        std::iter::from_fn(move || {
+            if left == 0 {
+                return None;
+            }
+            let at = loc?;
+            let b = &self.blocks[at.block];
+            let take = left.min(b.cap - at.pos);
+            left -= take;
+            // The bytes after this block's end are the older block's first ones.
+            loc = at.block.checked_sub(1).map(|block| Loc {
+                block,
+                pos: self.blocks[block].head,
+            });
+            Some(&b.buf[at.pos..at.pos + take])
+        })
+    }
+
+    /// `N` bytes at reverse offset `rev`, wherever they lie.
+    pub(crate) fn read<const N: usize>(&self, rev: usize) -> [u8; N] {
+        let mut out = [0u8; N];
+        let mut at = 0;
+        for chunk in self.chunks(self.locate(rev), N) {
+            out[at..at + chunk.len()].copy_from_slice(chunk);
+            at += chunk.len();
+        }
+        out
+    }
+
+    /// Compares the `n` bytes at `start` with `other`, as slices compare.
+    pub(crate) fn compare(&self, start: Loc, n: usize, other: &[u8]) -> Ordering {
+        let mut rest = other;
+        for chunk in self.chunks(start, n) {
+            let k = chunk.len().min(rest.len());
+            match chunk[..k].cmp(&rest[..k]) {
+                Ordering::Equal => {}
+                unequal => return unequal,
+            }
+            if k < chunk.len() {
+                return Ordering::Greater;
+            }
+            rest = &rest[k..];
+        }
+        if rest.is_empty() {
+            Ordering::Equal
+        } else {
+            Ordering::Less
+        }
+    }
+
+    /// The message, first byte first: each block's written part, newest block first.
+    /// Empties the chain (the slices hold their blocks).
+    pub(crate) fn freeze(&mut self, out: &mut Vec<SharedBuf>) {
+        out.clear();
+        for b in self.blocks.drain(..).rev() {
+            if b.head == b.cap {
+                continue;
+            }
+            out.push(b.buf.freeze().slice(b.head..b.cap));
+        }
+        self.used = 0;
+    }
+
+    /// Drops every block (back to the allocator's pool) and starts again.
+    pub(crate) fn clear(&mut self) {
+        self.blocks.clear();
+        self.used = 0;
+        self.allocations = 0;
+        self.allocated_bytes = 0;
+    }
+}

@@ -1,0 +1,549 @@
+//! [`FlatBufferBuilder`]: the `flatbuffers` crate's builder, call for call and byte for byte,
+//! over a chain of pool blocks instead of one `Vec` that doubles and copies.
+//!
+//! Every method follows the stock builder's algorithm (alignment from the end of the message,
+//! the same padding, vtable layout and deduplication, string interning), so the concatenated
+//! slices are the stock builder's `finished_data()` for the same calls. What differs is
+//! underneath: space comes from [`Backward`], padding and vtables are zeroed explicitly (the
+//! stock builder relies on its buffer being zeroed, which costs it a memset of the dirty part
+//! on every `reset`), and written vtables and interned strings are found by their block and
+//! position (O(1)), not by offset arithmetic on a buffer that may have moved.
+
+use std::cmp::max;
+use std::marker::PhantomData;
+
+use ferry_buf::{Pool, SharedBuf};
+use stock::{
+    FILE_IDENTIFIER_LENGTH, Push, PushAlignment, SIZE_SOFFSET, SIZE_UOFFSET, SIZE_VOFFSET,
+    TableFinishedWIPOffset, TableUnfinishedWIPOffset, UOffsetT, VOffsetT, Vector, WIPOffset,
+    field_index_to_field_offset,
+};
+
+use crate::backward::{Backward, Loc};
+use crate::blocks::{Allocator, PoolAllocator};
+use crate::message::Message;
+use crate::push::push_into;
+
+#[derive(Clone, Copy, Debug)]
+struct FieldLoc {
+    off: UOffsetT,
+    id: VOffsetT,
+}
+
+/// A vtable already written: where its bytes are (they never move) and its reverse offset.
+#[derive(Clone, Copy, Debug)]
+struct WrittenVtable {
+    rev: UOffsetT,
+    at: Loc,
+    len: usize,
+}
+
+/// An interned string: its reverse offset (what `create_shared_string` returns), where its
+/// bytes start, and their length.
+#[derive(Clone, Copy, Debug)]
+struct SharedString {
+    rev: UOffsetT,
+    at: Loc,
+    len: usize,
+}
+
+/// What building the current message took from the allocator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BuildStats {
+    /// Blocks taken.
+    pub allocations: usize,
+    /// Their total size in bytes.
+    pub allocated_bytes: usize,
+    /// Bytes of the message.
+    pub len: usize,
+}
+
+/// A FlatBuffers builder that never copies what it has written: the drop-in for the stock
+/// `flatbuffers::FlatBufferBuilder` that `flatc --rust` code builds with (see the crate docs).
+///
+/// The differences a caller sees: it is made from a [`Pool`] (or an [`Allocator`]), and the
+/// result is a [`Message`] of slices ([`finished_message`](Self::finished_message),
+/// [`finished_slices`](Self::finished_slices)) rather than one `&[u8]`.
+///
+/// # Panics
+/// As the stock builder: on misuse that its debug assertions catch (nesting), past the
+/// format's 2 GiB, on a missing required field; and when the pool has no block left.
+pub struct FlatBufferBuilder<'fbb, A: Allocator = PoolAllocator> {
+    buf: Backward<A>,
+    field_locs: Vec<FieldLoc>,
+    written_vtables: Vec<WrittenVtable>,
+    strings_pool: Vec<SharedString>,
+    finished_slices: Vec<SharedBuf>,
+    finished_len: usize,
+    nested: bool,
+    finished: bool,
+    min_align: usize,
+    force_defaults: bool,
+    _phantom: PhantomData<&'fbb ()>,
+}
+
+impl<'fbb> FlatBufferBuilder<'fbb, PoolAllocator> {
+    /// A builder taking its blocks from `pool` ([`PoolAllocator`]'s growth rule).
+    pub fn new(pool: &Pool) -> Self {
+        Self::new_in(PoolAllocator::new(pool))
+    }
+}
+
+impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
+    /// A builder taking its blocks from `allocator`.
+    pub fn new_in(allocator: A) -> Self {
+        FlatBufferBuilder {
+            buf: Backward::new(allocator),
+            field_locs: Vec::new(),
+            written_vtables: Vec::new(),
+            strings_pool: Vec::new(),
+            finished_slices: Vec::new(),
+            finished_len: 0,
+            nested: false,
+            finished: false,
+            min_align: 0,
+            force_defaults: false,
+            _phantom: PhantomData,
+        }
+    }
+
+    /// The allocator blocks come from.
+    pub fn allocator(&self) -> &A {
+        self.buf.allocator()
+    }
+
+    /// Starts a new message. The blocks of the last one go back to the pool once no
+    /// [`Message`] holds them; nothing is zeroed.
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.finished_slices.clear();
+        self.finished_len = 0;
+        self.written_vtables.clear();
+        self.strings_pool.clear();
+        self.field_locs.clear();
+        self.nested = false;
+        self.finished = false;
+        self.min_align = 0;
+    }
+
+    /// What building the current (or just finished) message took.
+    pub fn stats(&self) -> BuildStats {
+        BuildStats {
+            allocations: self.buf.allocations(),
+            allocated_bytes: self.buf.allocated_bytes(),
+            len: if self.finished {
+                self.finished_len
+            } else {
+                self.buf.used()
+            },
+        }
+    }
+
+    /// Pushes a value in front of everything written: scalars, structs, offsets.
+    #[inline]
+    pub fn push<P: Push>(&mut self, x: P) -> WIPOffset<P::Output> {
+        self.push_at(x).0
+    }
+
+    /// [`push`](Self::push), also returning where the value's bytes are.
+    #[inline]
+    fn push_at<P: Push>(&mut self, x: P) -> (WIPOffset<P::Output>, Loc) {
+        let sz = P::size();
+        self.align(sz, P::alignment());
+        let written_len = self.buf.used();
+        let at = self.buf.make_space(sz);
+        push_into(&x, self.buf.slice_mut(at, sz), written_len);
+        (WIPOffset::new(self.buf.used() as UOffsetT), at)
+    }
+
+    /// Pushes a field of the table being built, unless it equals its default (and defaults
+    /// are not forced).
+    #[inline]
+    pub fn push_slot<X: Push + PartialEq>(&mut self, slotoff: VOffsetT, x: X, default: X) {
+        self.assert_nested("push_slot");
+        if x != default || self.force_defaults {
+            self.push_slot_always(slotoff, x);
+        }
+    }
+
+    /// Pushes a field of the table being built.
+    #[inline]
+    pub fn push_slot_always<X: Push>(&mut self, slotoff: VOffsetT, x: X) {
+        self.assert_nested("push_slot_always");
+        let off = self.push(x);
+        self.field_locs.push(FieldLoc {
+            id: slotoff,
+            off: off.value(),
+        });
+    }
+
+    /// How many distinct vtables the message has so far (deduplication at work).
+    #[inline]
+    pub fn num_written_vtables(&self) -> usize {
+        self.written_vtables.len()
+    }
+
+    /// Starts a table.
+    #[inline]
+    pub fn start_table(&mut self) -> WIPOffset<TableUnfinishedWIPOffset> {
+        self.assert_not_nested("start_table can not be called when a table or vector is under construction");
+        self.nested = true;
+        WIPOffset::new(self.buf.used() as UOffsetT)
+    }
+
+    /// Ends a table: writes its vtable, or points it at an identical one already written.
+    #[inline]
+    pub fn end_table(
+        &mut self,
+        off: WIPOffset<TableUnfinishedWIPOffset>,
+    ) -> WIPOffset<TableFinishedWIPOffset> {
+        self.assert_nested("end_table");
+        let o = self.write_vtable(off);
+        self.nested = false;
+        self.field_locs.clear();
+        WIPOffset::new(o)
+    }
+
+    /// Starts a vector of `num_items` elements, to be pushed last first with
+    /// [`push`](Self::push).
+    #[inline]
+    pub fn start_vector<T: Push>(&mut self, num_items: usize) {
+        self.assert_not_nested("start_vector can not be called when a table or vector is under construction");
+        self.nested = true;
+        self.align(num_items * T::size(), T::alignment().max_of(SIZE_UOFFSET));
+    }
+
+    /// Ends a vector of `num_elems` pushed elements.
+    #[inline]
+    pub fn end_vector<T: Push>(&mut self, num_elems: usize) -> WIPOffset<Vector<'fbb, T>> {
+        self.assert_nested("end_vector");
+        self.nested = false;
+        let o = self.push::<UOffsetT>(num_elems as UOffsetT);
+        WIPOffset::new(o.value())
+    }
+
+    /// A string written once per message: a second call with the same bytes returns the
+    /// first one's offset.
+    #[inline]
+    pub fn create_shared_string<'a: 'b, 'b>(&'a mut self, s: &'b str) -> WIPOffset<&'fbb str> {
+        self.assert_not_nested(
+            "create_shared_string can not be called when a table or vector is under construction",
+        );
+        let buf = &self.buf;
+        let found = self
+            .strings_pool
+            .binary_search_by(|old| buf.compare(old.at, old.len, s.as_bytes()));
+        match found {
+            Ok(index) => WIPOffset::new(self.strings_pool[index].rev),
+            Err(index) => {
+                let (rev, at) = self.byte_string(s.as_bytes());
+                self.strings_pool.insert(
+                    index,
+                    SharedString {
+                        rev,
+                        at,
+                        len: s.len(),
+                    },
+                );
+                WIPOffset::new(rev)
+            }
+        }
+    }
+
+    /// A UTF-8 string (a zero-terminated byte vector).
+    #[inline]
+    pub fn create_string<'a: 'b, 'b>(&'a mut self, s: &'b str) -> WIPOffset<&'fbb str> {
+        self.assert_not_nested(
+            "create_string can not be called when a table or vector is under construction",
+        );
+        WIPOffset::new(self.byte_string(s.as_bytes()).0)
+    }
+
+    /// A zero-terminated byte vector.
+    #[inline]
+    pub fn create_byte_string(&mut self, data: &[u8]) -> WIPOffset<&'fbb [u8]> {
+        self.assert_not_nested(
+            "create_byte_string can not be called when a table or vector is under construction",
+        );
+        WIPOffset::new(self.byte_string(data).0)
+    }
+
+    /// Writes `len`, `data`, a zero, and returns the reverse offset and where `data` starts.
+    /// The stock builder pushes the three separately; after its alignment no padding can fall
+    /// between them, so one reservation (when it fits a block) lays out the same bytes.
+    fn byte_string(&mut self, data: &[u8]) -> (UOffsetT, Loc) {
+        self.align(data.len() + 1, PushAlignment::new(SIZE_UOFFSET));
+        self.track_min_align(1);
+        let len = data.len() as UOffsetT;
+        let total = SIZE_UOFFSET + data.len() + 1;
+        if total <= self.buf.max_block() {
+            let at = self.buf.make_space(total);
+            let out = self.buf.slice_mut(at, total);
+            out[..SIZE_UOFFSET].copy_from_slice(&len.to_le_bytes());
+            out[SIZE_UOFFSET..total - 1].copy_from_slice(data);
+            out[total - 1] = 0;
+            let data_at = Loc {
+                block: at.block,
+                pos: at.pos + SIZE_UOFFSET,
+            };
+            return (self.buf.used() as UOffsetT, data_at);
+        }
+        self.buf.push_bytes(&[0]);
+        self.buf.push_bytes(data);
+        let data_rev = self.buf.used();
+        self.buf.push_bytes(&len.to_le_bytes());
+        (self.buf.used() as UOffsetT, self.buf.locate(data_rev))
+    }
+
+    /// A vector of `items`.
+    #[inline]
+    pub fn create_vector<'a: 'b, 'b, T: Push + 'b>(
+        &'a mut self,
+        items: &'b [T],
+    ) -> WIPOffset<Vector<'fbb, T::Output>> {
+        let elem_size = T::size();
+        let slice_size = items.len() * elem_size;
+        self.align(slice_size, T::alignment().max_of(SIZE_UOFFSET));
+        if slice_size <= self.buf.max_block() {
+            let at = self.buf.make_space(slice_size);
+            let mut written_len = self.buf.used();
+            let out = self.buf.slice_mut(at, slice_size);
+            for (item, out) in items.iter().zip(out.chunks_exact_mut(elem_size.max(1))) {
+                written_len -= elem_size;
+                push_into(item, out, written_len);
+            }
+        } else {
+            // Larger than any block: element by element, last first (the same bytes; the
+            // alignment above already holds for every element).
+            for item in items.iter().rev() {
+                let written_len = self.buf.used();
+                let out = self.buf.space_mut(elem_size);
+                push_into(item, out, written_len);
+            }
+        }
+        WIPOffset::new(self.push::<UOffsetT>(items.len() as UOffsetT).value())
+    }
+
+    /// A vector of the items an iterator yields.
+    #[inline]
+    pub fn create_vector_from_iter<T: Push>(
+        &mut self,
+        items: impl ExactSizeIterator<Item = T> + DoubleEndedIterator,
+    ) -> WIPOffset<Vector<'fbb, T::Output>> {
+        let elem_size = T::size();
+        self.align(items.len() * elem_size, T::alignment().max_of(SIZE_UOFFSET));
+        let mut actual = 0;
+        for item in items.rev() {
+            self.push(item);
+            actual += 1;
+        }
+        WIPOffset::new(self.push::<UOffsetT>(actual).value())
+    }
+
+    /// Whether fields equal to their default are written anyway.
+    #[inline]
+    pub fn force_defaults(&mut self, force_defaults: bool) {
+        self.force_defaults = force_defaults;
+    }
+
+    /// Panics if the table just ended lacks the field at `slot_byte_loc` (generated code calls
+    /// it for `(required)` fields).
+    #[inline]
+    pub fn required(
+        &self,
+        tab_revloc: WIPOffset<TableFinishedWIPOffset>,
+        slot_byte_loc: VOffsetT,
+        assert_msg_name: &'static str,
+    ) {
+        let table = tab_revloc.value() as usize;
+        let soffset = i32::from_le_bytes(self.buf.read::<SIZE_SOFFSET>(table)) as i64;
+        // The vtable is `soffset` bytes before the table: at a higher reverse offset.
+        let vtable = (table as i64 + soffset) as usize;
+        let vt_len = u16::from_le_bytes(self.buf.read::<SIZE_VOFFSET>(vtable));
+        let o = if slot_byte_loc < vt_len {
+            u16::from_le_bytes(self.buf.read::<SIZE_VOFFSET>(vtable - slot_byte_loc as usize))
+        } else {
+            0
+        };
+        assert!(o != 0, "missing required field {assert_msg_name}");
+    }
+
+    /// Finishes the message with a size prefix (and an optional file identifier).
+    #[inline]
+    pub fn finish_size_prefixed<T>(&mut self, root: WIPOffset<T>, file_identifier: Option<&str>) {
+        self.finish_with_opts(root, file_identifier, true);
+    }
+
+    /// Finishes the message (with an optional file identifier).
+    #[inline]
+    pub fn finish<T>(&mut self, root: WIPOffset<T>, file_identifier: Option<&str>) {
+        self.finish_with_opts(root, file_identifier, false);
+    }
+
+    /// Finishes the message, with no file identifier.
+    #[inline]
+    pub fn finish_minimal<T>(&mut self, root: WIPOffset<T>) {
+        self.finish_with_opts(root, None, false);
+    }
+
+    /// The finished message's slices, first byte first: what a gather send posts.
+    ///
+    /// # Panics
+    /// If the message is not finished.
+    pub fn finished_slices(&self) -> &[SharedBuf] {
+        assert!(self.finished, "finished_slices: the message is not finished");
+        &self.finished_slices
+    }
+
+    /// The finished message (it holds its blocks: it outlives `reset` and the builder).
+    ///
+    /// # Panics
+    /// If the message is not finished.
+    pub fn finished_message(&self) -> Message {
+        Message::new(self.finished_slices().to_vec())
+    }
+
+    fn write_vtable(&mut self, table_tail_revloc: WIPOffset<TableUnfinishedWIPOffset>) -> UOffsetT {
+        // The table starts with the offset to its vtable, written last.
+        let (object, object_at) = self.push_at::<UOffsetT>(0xF0F0_F0F0);
+        let object_revloc_to_vtable = object.value();
+
+        let vtable_byte_len = vtable_byte_len(&self.field_locs);
+        let table_object_size = object_revloc_to_vtable - table_tail_revloc.value();
+        debug_assert!(table_object_size < 0x10000);
+        let vt_at = self.buf.zeroed(vtable_byte_len);
+        {
+            let vt = self.buf.slice_mut(vt_at, vtable_byte_len);
+            vt[..2].copy_from_slice(&(vtable_byte_len as VOffsetT).to_le_bytes());
+            vt[2..4].copy_from_slice(&(table_object_size as VOffsetT).to_le_bytes());
+            for fl in &self.field_locs {
+                let pos = (object_revloc_to_vtable - fl.off) as VOffsetT;
+                let i = fl.id as usize;
+                vt[i..i + 2].copy_from_slice(&pos.to_le_bytes());
+            }
+        }
+        let buf = &self.buf;
+        let new_vt = buf.slice(vt_at, vtable_byte_len);
+        // As the stock builder orders them (new against old): only equality matters.
+        let found = self
+            .written_vtables
+            .binary_search_by(|old| new_vt.cmp(buf.slice(old.at, old.len)));
+        let final_vtable_revpos = match found {
+            Ok(i) => {
+                self.buf.pop(vtable_byte_len);
+                self.written_vtables[i].rev
+            }
+            Err(i) => {
+                let rev = self.buf.used() as UOffsetT;
+                self.written_vtables.insert(
+                    i,
+                    WrittenVtable {
+                        rev,
+                        at: vt_at,
+                        len: vtable_byte_len,
+                    },
+                );
+                rev
+            }
+        };
+        let soffset = final_vtable_revpos as i32 - object_revloc_to_vtable as i32;
+        self.buf
+            .slice_mut(object_at, SIZE_SOFFSET)
+            .copy_from_slice(&soffset.to_le_bytes());
+        self.field_locs.clear();
+        object_revloc_to_vtable
+    }
+
+    fn finish_with_opts<T>(
+        &mut self,
+        root: WIPOffset<T>,
+        file_identifier: Option<&str>,
+        size_prefixed: bool,
+    ) {
+        self.assert_not_finished("buffer cannot be finished when it is already finished");
+        self.assert_not_nested("buffer cannot be finished when a table or vector is under construction");
+        self.written_vtables.clear();
+        let to_align = SIZE_UOFFSET
+            + if size_prefixed { SIZE_UOFFSET } else { 0 }
+            + if file_identifier.is_some() {
+                FILE_IDENTIFIER_LENGTH
+            } else {
+                0
+            };
+        self.align(to_align, PushAlignment::new(self.min_align));
+        if let Some(ident) = file_identifier {
+            assert_eq!(
+                ident.len(),
+                FILE_IDENTIFIER_LENGTH,
+                "a file identifier is {FILE_IDENTIFIER_LENGTH} bytes"
+            );
+            self.buf.push_bytes(ident.as_bytes());
+        }
+        self.push(root);
+        if size_prefixed {
+            let sz = self.buf.used() as UOffsetT;
+            self.push::<UOffsetT>(sz);
+        }
+        self.finished_len = self.buf.used();
+        self.buf.freeze(&mut self.finished_slices);
+        self.finished = true;
+    }
+
+    /// Zero padding so that `len` bytes pushed next end aligned to `alignment` (from the end).
+    #[inline(always)]
+    fn align(&mut self, len: usize, alignment: PushAlignment) {
+        self.track_min_align(alignment.value());
+        let s = self.buf.used();
+        let pad = padding_bytes(s + len, alignment.value());
+        if pad > 0 {
+            self.buf.pad(pad);
+        }
+    }
+
+    #[inline]
+    fn track_min_align(&mut self, alignment: usize) {
+        self.min_align = max(self.min_align, alignment);
+    }
+
+    #[inline]
+    fn assert_nested(&self, fn_name: &'static str) {
+        debug_assert!(
+            self.nested,
+            "incorrect FlatBufferBuilder usage: {fn_name} must be called while in a nested state"
+        );
+    }
+
+    #[inline]
+    fn assert_not_nested(&self, msg: &'static str) {
+        debug_assert!(!self.nested, "{msg}");
+    }
+
+    #[inline]
+    fn assert_not_finished(&self, msg: &'static str) {
+        assert!(!self.finished, "{msg}");
+    }
+}
+
+/// The vtable's length for these fields: the header, and up to the highest slot used.
+fn vtable_byte_len(field_locs: &[FieldLoc]) -> usize {
+    match field_locs.iter().map(|fl| fl.id).max() {
+        None => field_index_to_field_offset(0) as usize,
+        Some(mv) => mv as usize + SIZE_VOFFSET,
+    }
+}
+
+/// Bytes of padding that make `buf_size` a multiple of `scalar_size` (a power of two).
+fn padding_bytes(buf_size: usize, scalar_size: usize) -> usize {
+    (!buf_size).wrapping_add(1) & scalar_size.wrapping_sub(1)
+}
+
+impl<A: Allocator> std::fmt::Debug for FlatBufferBuilder<'_, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlatBufferBuilder")
+            .field("used", &self.buf.used())
+            .field("blocks", &self.buf.allocations())
+            .field("nested", &self.nested)
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
