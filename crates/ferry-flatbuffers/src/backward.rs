@@ -35,12 +35,6 @@ struct Block {
     head: usize,
 }
 
-impl Block {
-    fn len(&self) -> usize {
-        self.cap - self.head
-    }
-}
-
 /// The chain of blocks and the allocator that gives them.
 pub(crate) struct Backward<A> {
     alloc: A,
@@ -121,7 +115,10 @@ impl<A: Allocator> Backward<A> {
     #[cold]
     #[inline(never)]
     fn make_space_in_new_block(&mut self, n: usize) -> Loc {
-        assert!(n <= self.alloc.max_block(), "an item of {n} bytes is larger than any block");
+        assert!(
+            n <= self.alloc.max_block(),
+            "an item of {n} bytes is larger than any block"
+        );
         let mut buf = self.alloc.block(self.used, n);
         let cap = buf.capacity();
         // The whole block is the buffer's content from now on (written downward).
@@ -148,7 +145,7 @@ impl<A: Allocator> Backward<A> {
         self.slice_mut(loc, n)
     }
 
-    /// `n` zero bytes in front (vtables are zeroed, then filled).
+    /// `n` zero bytes in front (padding [`pad`](Self::pad) cannot store in one go).
     pub(crate) fn zeroed(&mut self, n: usize) -> Loc {
         let loc = self.make_space(n);
         self.slice_mut(loc, n).fill(0);
@@ -174,14 +171,6 @@ impl<A: Allocator> Backward<A> {
         self.zeroed(n);
     }
 
-    /// Gives back the last `n` bytes reserved, all in the current block.
-    pub(crate) fn pop(&mut self, n: usize) {
-        let b = self.blocks.last_mut().expect("pop with no block");
-        assert!(b.len() >= n, "pop of {n} bytes across a block boundary");
-        b.head += n;
-        self.used -= n;
-    }
-
     /// Copies `data` in front of everything written: contiguous when it fits in one block,
     /// else (only data larger than the largest block) filling blocks from its end.
     pub(crate) fn push_bytes(&mut self, data: &[u8]) {
@@ -201,11 +190,6 @@ impl<A: Allocator> Backward<A> {
             self.space_mut(take).copy_from_slice(tail);
             rest = front;
         }
-    }
-
-    #[inline]
-    pub(crate) fn slice(&self, loc: Loc, n: usize) -> &[u8] {
-        &self.blocks[loc.block].buf[loc.pos..loc.pos + n]
     }
 
     #[inline]

@@ -72,6 +72,8 @@ pub struct FlatBufferBuilder<'fbb, A: Allocator = PoolAllocator> {
     buf: Backward<A>,
     field_locs: Vec<FieldLoc>,
     written_vtables: Vec<WrittenVtable>,
+    /// The vtable of the table being ended, laid out before it is looked up and written.
+    vtable_scratch: Vec<u8>,
     strings_pool: Vec<SharedString>,
     finished_slices: Vec<SharedBuf>,
     finished_len: usize,
@@ -96,6 +98,7 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
             buf: Backward::new(allocator),
             field_locs: Vec::new(),
             written_vtables: Vec::new(),
+            vtable_scratch: Vec::new(),
             strings_pool: Vec::new(),
             finished_slices: Vec::new(),
             finished_len: 0,
@@ -148,11 +151,26 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     /// [`push`](Self::push), also returning where the value's bytes are.
     #[inline]
     fn push_at<P: Push>(&mut self, x: P) -> (WIPOffset<P::Output>, Loc) {
+        self.align(P::size(), P::alignment());
+        self.push_at_aligned(&x)
+    }
+
+    /// Writes `x` in front, with no alignment padding (the caller aligned).
+    #[inline]
+    fn push_at_aligned<P: Push>(&mut self, x: &P) -> (WIPOffset<P::Output>, Loc) {
         let sz = P::size();
-        self.align(sz, P::alignment());
         let written_len = self.buf.used();
+        if sz > self.buf.max_block() {
+            // A struct larger than any block (only with a tiny block cap): written aside, then
+            // spread over blocks like any long data.
+            let mut aside = vec![0; sz];
+            push_into(x, &mut aside, written_len);
+            self.buf.push_bytes(&aside);
+            let rev = self.buf.used();
+            return (WIPOffset::new(rev as UOffsetT), self.buf.locate(rev));
+        }
         let at = self.buf.make_space(sz);
-        push_into(&x, self.buf.slice_mut(at, sz), written_len);
+        push_into(x, self.buf.slice_mut(at, sz), written_len);
         (WIPOffset::new(self.buf.used() as UOffsetT), at)
     }
 
@@ -316,9 +334,7 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
             // Larger than any block: element by element, last first (the same bytes; the
             // alignment above already holds for every element).
             for item in items.iter().rev() {
-                let written_len = self.buf.used();
-                let out = self.buf.space_mut(elem_size);
-                push_into(item, out, written_len);
+                self.push_at_aligned(item);
             }
         }
         WIPOffset::new(self.push::<UOffsetT>(items.len() as UOffsetT).value())
@@ -411,35 +427,45 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
         let vtable_byte_len = vtable_byte_len(&self.field_locs);
         let table_object_size = object_revloc_to_vtable - table_tail_revloc.value();
         debug_assert!(table_object_size < 0x10000);
-        let vt_at = self.buf.zeroed(vtable_byte_len);
-        {
-            let vt = self.buf.slice_mut(vt_at, vtable_byte_len);
-            vt[..2].copy_from_slice(&(vtable_byte_len as VOffsetT).to_le_bytes());
-            vt[2..4].copy_from_slice(&(table_object_size as VOffsetT).to_le_bytes());
-            for fl in &self.field_locs {
-                let pos = (object_revloc_to_vtable - fl.off) as VOffsetT;
-                let i = fl.id as usize;
-                vt[i..i + 2].copy_from_slice(&pos.to_le_bytes());
-            }
+        // Laid out aside, then looked up, then written only if new: a vtable can be longer
+        // than a block (a table with many fields, small blocks), so it is not always one slice
+        // of the buffer. The stock builder writes every vtable and takes a duplicate back: the
+        // same bytes.
+        let vt = &mut self.vtable_scratch;
+        vt.clear();
+        vt.resize(vtable_byte_len, 0);
+        vt[..2].copy_from_slice(&(vtable_byte_len as VOffsetT).to_le_bytes());
+        vt[2..4].copy_from_slice(&(table_object_size as VOffsetT).to_le_bytes());
+        for fl in &self.field_locs {
+            let pos = (object_revloc_to_vtable - fl.off) as VOffsetT;
+            let i = fl.id as usize;
+            vt[i..i + 2].copy_from_slice(&pos.to_le_bytes());
         }
         let buf = &self.buf;
-        let new_vt = buf.slice(vt_at, vtable_byte_len);
+        let new_vt = &self.vtable_scratch[..];
         // As the stock builder orders them (new against old): only equality matters.
         let found = self
             .written_vtables
-            .binary_search_by(|old| new_vt.cmp(buf.slice(old.at, old.len)));
+            .binary_search_by(|old| buf.compare(old.at, old.len, new_vt).reverse());
         let final_vtable_revpos = match found {
-            Ok(i) => {
-                self.buf.pop(vtable_byte_len);
-                self.written_vtables[i].rev
-            }
+            Ok(i) => self.written_vtables[i].rev,
             Err(i) => {
+                let at = if vtable_byte_len <= self.buf.max_block() {
+                    let at = self.buf.make_space(vtable_byte_len);
+                    self.buf
+                        .slice_mut(at, vtable_byte_len)
+                        .copy_from_slice(&self.vtable_scratch);
+                    at
+                } else {
+                    self.buf.push_bytes(&self.vtable_scratch);
+                    self.buf.locate(self.buf.used())
+                };
                 let rev = self.buf.used() as UOffsetT;
                 self.written_vtables.insert(
                     i,
                     WrittenVtable {
                         rev,
-                        at: vt_at,
+                        at,
                         len: vtable_byte_len,
                     },
                 );

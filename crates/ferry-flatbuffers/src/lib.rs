@@ -68,12 +68,19 @@
 //! A reader (the stock one is re-exported), a schema compiler (`flatc` is), or a transport:
 //! `ferry-net` and `ferry-shm` send a [`Message`] as a payload, and `ferry-rpc` carries it as a
 //! method's request or response.
+//!
+//! How a message travels and is read back on each transport is in [`transport`]
+//! ([`read_frame`] verifies a received frame); `rpc` (feature `rpc`, on by default) serves
+//! and calls `ferry-rpc` methods whose request and response are FlatBuffers.
 
 mod backward;
 mod blocks;
 mod builder;
 mod message;
 mod push;
+#[cfg(feature = "rpc")]
+pub mod rpc;
+pub mod transport;
 
 // The stock runtime, for generated code and readers; the local items below shadow its builder.
 pub use stock::*;
@@ -85,6 +92,7 @@ pub use stock;
 pub use blocks::{Allocator, PoolAllocator};
 pub use builder::{BuildStats, FlatBufferBuilder};
 pub use message::Message;
+pub use transport::{ReadError, read_frame};
 
 /// The builder's default block source (the stock crate's is a `Vec`).
 pub type DefaultAllocator = PoolAllocator;
