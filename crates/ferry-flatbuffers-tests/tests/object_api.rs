@@ -309,3 +309,31 @@ fn required_field_present_is_accepted() {
     }
     assert_pool_back(&pool, baseline);
 }
+
+/// Writes the `flatbuffers` fuzz target's seeds (`fuzz/seeds/flatbuffers`): random messages,
+/// plain and size-prefixed, of a few sizes. Run by hand:
+/// `cargo test -p ferry-flatbuffers-tests --test object_api write_fuzz_seeds -- --ignored`.
+#[test]
+#[ignore = "writes fuzz seeds into the repository"]
+fn write_fuzz_seeds() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/flatbuffers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pool = ferry_testkit::pool();
+    for seed in 0..6u64 {
+        let mut rng = Rng::new(seed);
+        // Small messages: libFuzzer mutates short inputs best.
+        let object = ferry_objects::root(&mut rng, 64);
+        let mut fbb = FlatBufferBuilder::new(&pool);
+        let root = object.pack(&mut fbb);
+        if seed % 2 == 0 {
+            fbb.finish(root, None);
+        } else {
+            fbb.finish_size_prefixed(root, None);
+        }
+        std::fs::write(
+            dir.join(format!("root-{seed}.bin")),
+            fbb.finished_message().to_vec(),
+        )
+        .unwrap();
+    }
+}

@@ -1,8 +1,13 @@
-//! Child processes for tests that need a second process: the test binary re-executed to play a
-//! role ([`self_command`]), driven through [`ChildProc`], which reads its stdout line by line,
-//! keeps its stderr for failure messages, and never outlives the test.
+//! Child processes for tests that need a second process, which never outlive the test. Two
+//! kinds:
+//!
+//! - the test binary re-executed to play a role ([`self_command`]), driven through
+//!   [`ChildProc`], which reads its stdout line by line while it runs and keeps its stderr for
+//!   failure messages;
+//! - an external tool run to its end ([`run`]): its input given up front, its whole output
+//!   (bytes, not lines) returned as an [`Output`], under a hang guard of the caller's length.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::thread;
@@ -203,10 +208,115 @@ impl ChildProc {
 
 impl Drop for ChildProc {
     fn drop(&mut self) {
-        let mut child = self.child();
-        if let Ok(None) = child.try_wait() {
-            let _ = child.kill();
-            let _ = child.wait();
+        kill_and_reap(&mut self.child());
+    }
+}
+
+/// Kills `child` if it is still running, and reaps it.
+fn kill_and_reap(child: &mut Child) {
+    if let Ok(None) = child.try_wait() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+}
+
+/// Kills and reaps the child when dropped, whatever ends the test.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        kill_and_reap(&mut self.0);
+    }
+}
+
+/// What a finished process wrote.
+#[derive(Debug)]
+pub struct Output {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// Everything it wrote to stdout.
+    pub stdout: Vec<u8>,
+    /// Everything it wrote to stderr.
+    pub stderr: Vec<u8>,
+}
+
+impl Output {
+    /// Stdout as text (lossy).
+    pub fn out(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// Stderr as text (lossy).
+    pub fn err(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// Status and both streams, for a failure message.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}\n--- stdout:\n{}\n--- stderr:\n{}",
+            self.status,
+            self.out(),
+            self.err()
+        )
+    }
+}
+
+/// Runs `cmd` to its end with `stdin` written to its input (a pipe, closed after it; empty:
+/// the process reads end-of-file at once), collecting its output; `what` names it in failure
+/// messages. A hang guard, not a measurement: a process still running after `limit` is killed
+/// and the test fails with what it wrote so far. A process that cannot be spawned fails the
+/// test too (to skip when a tool is missing, look for it first: [`crate::tools::require_tool`]).
+///
+/// Its exit status is returned, not judged: the caller asserts on it, with
+/// [`Output::describe`] in the message.
+pub fn run(what: &str, mut cmd: Command, stdin: &[u8], limit: Duration) -> Output {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+    let mut child = KillOnDrop(child);
+    let mut input = child.0.stdin.take().expect("piped stdin");
+    let stdin = stdin.to_vec();
+    // A child that exits without reading all of it is not an error here (its status says).
+    let writer = thread::spawn(move || drop(input.write_all(&stdin)));
+    let mut out = child.0.stdout.take().expect("piped stdout");
+    let mut err = child.0.stderr.take().expect("piped stderr");
+    let stdout = thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let stderr = thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("try_wait") {
+            break Some(status);
         }
+        if start.elapsed() > limit {
+            let _ = child.0.kill();
+            let _ = child.0.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let _ = writer.join();
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    match status {
+        Some(status) => Output {
+            status,
+            stdout,
+            stderr,
+        },
+        None => panic!(
+            "hang guard: {what} still running after {limit:?}, killed\n--- stdout:\n{}\n--- stderr:\n{}",
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        ),
     }
 }

@@ -1,7 +1,8 @@
 //! Test support shared by Ferry's crates (dev-only; never a dependency of a library): a
 //! seeded random generator, a builder of random messages for any descriptor, test pools,
-//! threads run under a deadlock guard, and child processes (the test binary re-executed in a
-//! role) that never outlive their test.
+//! threads run under a deadlock guard, child processes (the test binary re-executed in a role)
+//! that never outlive their test, and external tools ([`tools`]: found on `PATH`, skipped with
+//! a printed reason when missing unless `FERRY_REQUIRE_TOOLS=1`, run under a hang guard).
 //!
 //! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
 //! that file.
@@ -10,6 +11,7 @@
 
 mod child;
 mod scratch;
+pub mod tools;
 
 pub use child::{ChildProc, Killer, self_command};
 pub use scratch::Scratch;
