@@ -32,8 +32,14 @@
 //!   `create_vector_from_iter`, `create_byte_string`, `create_shared_string`, `push_slot`
 //!   defaults, `force_defaults`) on both builders: `Root`s built by hand, schema-less random
 //!   call sequences (proptest), and string interning.
-//! - `vtable_larger_than_block.rs`: the regression test of a bug these tests found (a vtable
-//!   longer than the largest block made the builder panic).
+//! - `vtable_larger_than_block.rs`, `struct_larger_than_block.rs`: regression tests of two bugs
+//!   (a vtable, or a struct, longer than the largest block made the builder panic).
+//! - `transport.rs`: a message spliced from hundreds of 64-byte blocks sent as one frame of one
+//!   gather entry per slice over TCP in every `ferry-net` send mode and over shared memory:
+//!   byte-identical arrival, `read_frame` verifies it, its errors name the frame.
+//! - `rpc.rs`: generated types as a `ferry-rpc` method's request and response (`FlatService`,
+//!   `rpc::call`, `call_async`) over both transports; hostile requests get `INVALID_ARGUMENT`
+//!   and the server goes on.
 //! - `python_interop.rs`: messages read by `tests/read_interop.py` with PyPI's `flatbuffers`.
 //! - `generated_fresh.rs`: the committed generated file is what flatc makes of the schema.
 //!
@@ -43,8 +49,8 @@
 //!
 //! # What it is not
 //!
-//! A benchmark (ferry-bench compares speeds), or a test of the transports that send a built
-//! `Message` (ferry-flatbuffers' own tests).
+//! A benchmark (ferry-bench compares speeds). `examples/rpc.rs` is the short version of
+//! `rpc.rs` for users: a FlatBuffers service over `ferry-rpc` with flatc-generated types.
 
 // flatc's object API names `alloc::vec::Vec` and friends; `alloc` is in every module's scope
 // only when the crate root declares it (the generated file's own `extern crate alloc;` is not

@@ -70,6 +70,27 @@ pub fn require_tool(name: &str) -> Option<PathBuf> {
     find_tool(name).or_else(|| missing(&format!("{name} is not on PATH")))
 }
 
+/// Set (to anything; CI does) to make a test that needs a kernel feature this machine lacks
+/// (network namespaces, `MSG_ZEROCOPY`, io_uring `SEND_ZC`) fail instead of skipping.
+pub const REQUIRE_KERNEL_FEATURES: &str = "FERRY_REQUIRE_KERNEL_FEATURES";
+
+/// Reports that `test` could not run here for `reason` (a missing kernel feature). Loud, so
+/// that it is never mistaken for a pass; with [`REQUIRE_KERNEL_FEATURES`] set it fails the test
+/// instead.
+pub fn skip(test: &str, reason: &str) {
+    if std::env::var_os(REQUIRE_KERNEL_FEATURES).is_some() {
+        panic!("{test}: cannot run ({reason}) and {REQUIRE_KERNEL_FEATURES} is set");
+    }
+    // Straight to the process's stderr: the test harness captures `eprintln!` of passing
+    // tests, and a skip must be seen.
+    use std::io::Write;
+    let banner = "*".repeat(70);
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "\n{banner}\nSKIPPED: {test}: {reason}\n{banner}\n"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use std::panic::catch_unwind;

@@ -1,12 +1,14 @@
 //! Shared by ferry-flatbuffers-tests' integration tests: one interface over both builders
-//! ([`builders`]), random objects of the schema for both generated APIs ([`random`]), and
-//! external tools with the skip-or-fail rule ([`tools`]).
+//! ([`builders`]), random objects of the schema for both generated APIs ([`random`]),
+//! external tools with the skip-or-fail rule ([`tools`]), and messages and pools for the tests
+//! that send over Ferry's transports ([`net`]).
 //!
 //! What it is not: a test. Each test file states what it checks.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod builders;
+pub mod net;
 pub mod random;
 pub mod tools;
 

@@ -7,7 +7,6 @@
 
 pub mod records;
 
-use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd};
 use std::process::{Command, Stdio};
@@ -19,11 +18,6 @@ use ferry_net::{Config, Connection};
 
 /// The environment variable that tells a re-executed test binary which role to play.
 pub const ROLE_VAR: &str = "FERRY_NET_TEST_ROLE";
-
-/// Set (to anything) to make a test that needs a kernel feature this machine lacks (network
-/// namespaces, `MSG_ZEROCOPY`, io_uring `SEND_ZC`, ...) fail instead of skipping. CI sets it:
-/// its machines have every feature these tests use.
-pub const REQUIRE_KERNEL_FEATURES_VAR: &str = "FERRY_REQUIRE_KERNEL_FEATURES";
 
 /// A pool like the default one (8 MiB regions) with a smaller address reservation.
 pub fn pool() -> Pool {
@@ -214,17 +208,6 @@ impl Drop for Netns {
     }
 }
 
-/// Reports that a test could not run here. Loud, so that it is never mistaken for a pass; with
-/// [`REQUIRE_KERNEL_FEATURES_VAR`] set it fails the test instead.
-pub fn skip(test: &str, reason: &str) {
-    if std::env::var_os(REQUIRE_KERNEL_FEATURES_VAR).is_some() {
-        panic!("{test}: cannot run ({reason}) and {REQUIRE_KERNEL_FEATURES_VAR} is set");
-    }
-    // Straight to the process's stderr: the test harness captures `eprintln!` of passing
-    // tests, and a skip must be seen.
-    let banner = "*".repeat(70);
-    let _ = writeln!(
-        std::io::stderr().lock(),
-        "\n{banner}\nSKIPPED: {test}: {reason}\n{banner}\n"
-    );
-}
+/// A skip with its reason, or a failure under `FERRY_REQUIRE_KERNEL_FEATURES` (CI).
+#[allow(unused_imports)] // each test binary uses its own subset
+pub use ferry_testkit::tools::skip;
