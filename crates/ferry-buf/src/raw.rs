@@ -357,6 +357,25 @@ impl RawShared {
     }
 }
 
+impl RawShared {
+    /// The whole slot back as its unique writer, empty (`1 -> WRITING`), if this is the slot's
+    /// only handle; else `self`, unchanged.
+    pub(crate) fn try_unique(self) -> Result<RawMut, RawShared> {
+        if !self.region().slot(self.slot as usize).try_unfreeze() {
+            return Err(self);
+        }
+        // The slot's strong count on the pool (invariant 2) passes to the `RawMut`.
+        let this = ManuallyDrop::new(self);
+        let region = this.region();
+        Ok(RawMut {
+            ptr: region.ptr_at((this.slot as usize) << region.class_shift),
+            region: this.region,
+            len: 0,
+            slot: this.slot,
+        })
+    }
+}
+
 impl Clone for RawShared {
     fn clone(&self) -> Self {
         self.slice(0, self.len())

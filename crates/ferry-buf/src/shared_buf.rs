@@ -3,6 +3,7 @@
 use std::fmt;
 use std::ops::{Bound, Deref, RangeBounds};
 
+use crate::BufMut;
 use crate::raw::RawShared;
 
 /// Immutable, cloneable, sliceable shared buffer (like `Bytes`). `Send + Sync`.
@@ -59,6 +60,31 @@ impl SharedBuf {
         let start = sub.as_ptr().addr().checked_sub(self.as_ptr().addr())?;
         let fits = start <= self.len() && sub.len() <= self.len() - start;
         fits.then(|| self.slice(start..start + sub.len()))
+    }
+
+    /// The whole pool buffer back for writing, empty, when this is its only handle (no clone,
+    /// slice or recovered handle is alive): the buffer is reused without going through the
+    /// pool's free list. Otherwise `self`, unchanged.
+    ///
+    /// ```
+    /// # use ferry_buf::{Pool, PoolConfig};
+    /// let pool = Pool::new(PoolConfig::default())?;
+    /// let mut buf = pool.alloc(100)?;
+    /// buf.extend_from_slice(b"hello");
+    /// let shared = buf.freeze();
+    /// let other = shared.slice(1..3);
+    /// let shared = shared.try_into_mut().unwrap_err(); // `other` still reads it
+    /// drop(other);
+    /// let again = shared.try_into_mut().unwrap();
+    /// assert!(again.is_empty());
+    /// assert_eq!(pool.stats().buffers_outstanding(), 1);
+    /// # Ok::<(), ferry_buf::PoolError>(())
+    /// ```
+    pub fn try_into_mut(self) -> Result<BufMut, SharedBuf> {
+        match self.raw.try_unique() {
+            Ok(raw) => Ok(BufMut::from_raw(raw)),
+            Err(raw) => Err(SharedBuf { raw }),
+        }
     }
 
     /// Current refcount of the underlying slot (for tests and stats). Racy under concurrency.

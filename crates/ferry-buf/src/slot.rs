@@ -3,8 +3,8 @@
 //! ```text
 //!            claim                freeze              retain / try_retain
 //!   FREE ─────────────▶ WRITING ──────────▶ 1 ─────────────────────────────▶ n
-//!    ▲  ◀─────────────     │                │ ◀───────────────────────────── │
-//!    │  release_unique     │                │           release
+//!    ▲  ◀─────────────     │  ◀──────────   │ ◀───────────────────────────── │
+//!    │  release_unique     │  try_unfreeze  │           release
 //!    └─────────────────────┘                ▼ release (last)
 //!                                          FREE
 //! ```
@@ -64,6 +64,17 @@ impl SlotMeta {
     pub(crate) fn release_unique(&self) {
         debug_assert_eq!(self.refs.load(Ordering::Relaxed), WRITING);
         self.refs.store(FREE, Ordering::Relaxed);
+    }
+
+    /// `1 -> WRITING`: the only shared owner becomes the unique writer again (to reuse the
+    /// slot without freeing it). Fails, changing nothing, while any other owner exists.
+    pub(crate) fn try_unfreeze(&self) -> bool {
+        // Acquire, as `Arc::get_mut`: pairs with the Release decrements of the owners that
+        // dropped their handles, so their reads of the slot happen-before our writes. A
+        // recovery racing us either counted first (we fail) or sees WRITING (it fails).
+        self.refs
+            .compare_exchange(1, WRITING, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// One more shared owner; the caller already is one.
@@ -154,6 +165,21 @@ mod tests {
         assert!(slot.claim());
         slot.release_unique();
         assert!(slot.claim());
+    }
+
+    #[test]
+    fn only_the_last_owner_unfreezes() {
+        let slot = SlotMeta::new();
+        assert!(slot.claim());
+        slot.freeze();
+        slot.retain();
+        assert!(!slot.try_unfreeze(), "two owners");
+        assert_eq!(slot.ref_count(), 2, "a failed unfreeze changes nothing");
+        assert!(!slot.release());
+        assert!(slot.try_unfreeze());
+        assert!(!slot.try_retain(), "a slot being written again is not shared");
+        slot.freeze();
+        assert!(slot.release());
     }
 
     #[test]
@@ -292,6 +318,64 @@ mod loom_tests {
             };
             slot.release();
             recoverer.join().unwrap();
+            assert_eq!(slot.freed.load(Ordering::Relaxed), 1);
+        });
+    }
+
+    /// Unfreezing racing another owner's last read and release: the unfreeze succeeds only
+    /// once the other owner is gone, and its write then happens after that owner's read.
+    #[test]
+    fn loom_unfreeze_waits_for_every_other_owner() {
+        loom::model(|| {
+            let slot = Slot::shared();
+            slot.meta.retain();
+            let other = {
+                let slot = slot.clone();
+                thread::spawn(move || {
+                    assert_eq!(slot.read(), 7);
+                    slot.release();
+                })
+            };
+            loop {
+                if slot.meta.try_unfreeze() {
+                    break;
+                }
+                thread::yield_now();
+            }
+            slot.write(8);
+            other.join().unwrap();
+            slot.meta.freeze();
+            slot.release();
+            assert_eq!(slot.freed.load(Ordering::Relaxed), 1);
+        });
+    }
+
+    /// Pointer recovery racing an unfreeze: exactly one of them wins the last owner's slot.
+    #[test]
+    fn loom_unfreeze_and_recover_exclude_each_other() {
+        loom::model(|| {
+            let slot = Slot::shared();
+            let recoverer = {
+                let slot = slot.clone();
+                thread::spawn(move || {
+                    let got = slot.meta.try_retain();
+                    if got {
+                        // Before the unfreeze, or after the writer froze it again.
+                        let seen = slot.read();
+                        assert!(seen == 7 || seen == 8, "{seen}");
+                        slot.release();
+                    }
+                    got
+                })
+            };
+            let unfrozen = slot.meta.try_unfreeze();
+            if unfrozen {
+                slot.write(8);
+                slot.meta.freeze();
+            }
+            let recovered = recoverer.join().unwrap();
+            assert!(unfrozen || recovered, "one of them had the slot to itself");
+            slot.release();
             assert_eq!(slot.freed.load(Ordering::Relaxed), 1);
         });
     }

@@ -39,6 +39,8 @@ struct Block {
 pub(crate) struct Backward<A> {
     alloc: A,
     blocks: Vec<Block>,
+    /// Blocks of the last message kept for the next, the first to reuse last.
+    spare: Vec<BufMut>,
     used: usize,
     allocations: usize,
     allocated_bytes: usize,
@@ -49,6 +51,7 @@ impl<A: Allocator> Backward<A> {
         Backward {
             alloc,
             blocks: Vec::new(),
+            spare: Vec::new(),
             used: 0,
             allocations: 0,
             allocated_bytes: 0,
@@ -119,12 +122,19 @@ impl<A: Allocator> Backward<A> {
             n <= self.alloc.max_block(),
             "an item of {n} bytes is larger than any block"
         );
-        let mut buf = self.alloc.block(self.used, n);
+        let buf = match self.spare.pop() {
+            // The last message's block in the same place, when nothing else holds it.
+            Some(buf) if buf.capacity() >= n => buf,
+            _ => {
+                let mut buf = self.alloc.block(self.used, n);
+                // The whole block is the buffer's content from now on (written downward).
+                buf.set_len(buf.capacity());
+                self.allocations += 1;
+                self.allocated_bytes += buf.capacity();
+                buf
+            }
+        };
         let cap = buf.capacity();
-        // The whole block is the buffer's content from now on (written downward).
-        buf.set_len(cap);
-        self.allocations += 1;
-        self.allocated_bytes += cap;
         self.blocks.push(Block {
             buf,
             cap,
@@ -152,23 +162,30 @@ impl<A: Allocator> Backward<A> {
         loc
     }
 
-    /// `n` bytes of zero padding in front. Padding is a few bytes before most items, so the
-    /// usual case is one 8-byte store of zeros ending at the head: the bytes below the padding
-    /// are free room that the next item overwrites anyway.
-    #[inline]
-    pub(crate) fn pad(&mut self, n: usize) {
+    /// `pad` bytes of zero padding in front, then `n` bytes in front of those (returned): an
+    /// item and the alignment padding between it and what was written before, reserved with
+    /// one check. Padding is under 8 bytes before most items, so the usual case zeroes it with
+    /// one 8-byte store ending at the head: the bytes below the padding are the item's, which
+    /// the caller overwrites anyway, or free room.
+    #[inline(always)]
+    pub(crate) fn make_space_padded(&mut self, pad: usize, n: usize) -> Loc {
+        let total = pad + n;
+        let block = self.blocks.len().wrapping_sub(1);
         if let Some(b) = self.blocks.last_mut()
-            && n <= 8
-            && b.head >= 8
-            && self.used + n <= stock::FLATBUFFERS_MAX_BUFFER_SIZE
+            && pad <= 8
+            && total.max(8) <= b.head
+            && self.used + total <= stock::FLATBUFFERS_MAX_BUFFER_SIZE
         {
             let head = b.head;
             b.buf[head - 8..head].copy_from_slice(&[0u8; 8]);
-            b.head -= n;
-            self.used += n;
-            return;
+            b.head = head - total;
+            self.used += total;
+            return Loc { block, pos: b.head };
         }
-        self.zeroed(n);
+        if pad > 0 {
+            self.zeroed(pad);
+        }
+        self.make_space(n)
     }
 
     /// Copies `data` in front of everything written: contiguous when it fits in one block,
@@ -277,9 +294,21 @@ impl<A: Allocator> Backward<A> {
         self.used = 0;
     }
 
-    /// Drops every block (back to the allocator's pool) and starts again.
-    pub(crate) fn clear(&mut self) {
-        self.blocks.clear();
+    /// Starts again. The blocks of the message being built, and those of `finished` (the last
+    /// message's slices, newest first) that no one else holds any more, are kept for the next
+    /// message, in the order they were taken; the others stay with their holders and return
+    /// to the pool when those let go.
+    pub(crate) fn clear(&mut self, finished: &mut Vec<SharedBuf>) {
+        self.spare.clear();
+        for b in self.blocks.drain(..).rev() {
+            self.spare.push(b.buf);
+        }
+        for slice in finished.drain(..) {
+            if let Ok(mut buf) = slice.try_into_mut() {
+                buf.set_len(buf.capacity());
+                self.spare.push(buf);
+            }
+        }
         self.used = 0;
         self.allocations = 0;
         self.allocated_bytes = 0;

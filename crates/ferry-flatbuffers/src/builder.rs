@@ -47,10 +47,11 @@ struct SharedString {
     len: usize,
 }
 
-/// What building the current message took from the allocator.
+/// What building the current message took from the allocator (blocks kept from the last
+/// message by [`reset`](FlatBufferBuilder::reset) are not counted: they cost no allocation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BuildStats {
-    /// Blocks taken.
+    /// Blocks taken from the allocator.
     pub allocations: usize,
     /// Their total size in bytes.
     pub allocated_bytes: usize,
@@ -115,11 +116,12 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
         self.buf.allocator()
     }
 
-    /// Starts a new message. The blocks of the last one go back to the pool once no
-    /// [`Message`] holds them; nothing is zeroed.
+    /// Starts a new message; nothing is zeroed. The last message's blocks that nothing holds
+    /// any more (no [`Message`], no queued send) are kept for the next one, as the stock
+    /// builder keeps its `Vec`; the others return to the pool when their holders let go.
+    /// Dropping the builder returns the kept blocks.
     pub fn reset(&mut self) {
-        self.buf.clear();
-        self.finished_slices.clear();
+        self.buf.clear(&mut self.finished_slices);
         self.finished_len = 0;
         self.written_vtables.clear();
         self.strings_pool.clear();
@@ -151,16 +153,19 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     /// [`push`](Self::push), also returning where the value's bytes are.
     #[inline]
     fn push_at<P: Push>(&mut self, x: P) -> (WIPOffset<P::Output>, Loc) {
-        self.align(P::size(), P::alignment());
-        self.push_at_aligned(&x)
+        let pad = self.padding(P::size(), P::alignment());
+        self.push_at_padded(pad, &x)
     }
 
-    /// Writes `x` in front, with no alignment padding (the caller aligned).
+    /// Writes `pad` bytes of zero padding, then `x`, in front.
     #[inline]
-    fn push_at_aligned<P: Push>(&mut self, x: &P) -> (WIPOffset<P::Output>, Loc) {
+    fn push_at_padded<P: Push>(&mut self, pad: usize, x: &P) -> (WIPOffset<P::Output>, Loc) {
         let sz = P::size();
-        let written_len = self.buf.used();
         if sz > self.buf.max_block() {
+            if pad > 0 {
+                self.buf.zeroed(pad);
+            }
+            let written_len = self.buf.used();
             // A struct larger than any block (only with a tiny block cap): written aside, then
             // spread over blocks like any long data.
             let mut aside = vec![0; sz];
@@ -169,7 +174,8 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
             let rev = self.buf.used();
             return (WIPOffset::new(rev as UOffsetT), self.buf.locate(rev));
         }
-        let at = self.buf.make_space(sz);
+        let written_len = self.buf.used() + pad;
+        let at = self.buf.make_space_padded(pad, sz);
         push_into(x, self.buf.slice_mut(at, sz), written_len);
         (WIPOffset::new(self.buf.used() as UOffsetT), at)
     }
@@ -290,12 +296,11 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     /// The stock builder pushes the three separately; after its alignment no padding can fall
     /// between them, so one reservation (when it fits a block) lays out the same bytes.
     fn byte_string(&mut self, data: &[u8]) -> (UOffsetT, Loc) {
-        self.align(data.len() + 1, PushAlignment::new(SIZE_UOFFSET));
-        self.track_min_align(1);
+        let pad = self.padding(data.len() + 1, PushAlignment::new(SIZE_UOFFSET));
         let len = data.len() as UOffsetT;
         let total = SIZE_UOFFSET + data.len() + 1;
         if total <= self.buf.max_block() {
-            let at = self.buf.make_space(total);
+            let at = self.buf.make_space_padded(pad, total);
             let out = self.buf.slice_mut(at, total);
             out[..SIZE_UOFFSET].copy_from_slice(&len.to_le_bytes());
             out[SIZE_UOFFSET..total - 1].copy_from_slice(data);
@@ -305,6 +310,9 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
                 pos: at.pos + SIZE_UOFFSET,
             };
             return (self.buf.used() as UOffsetT, data_at);
+        }
+        if pad > 0 {
+            self.buf.zeroed(pad);
         }
         self.buf.push_bytes(&[0]);
         self.buf.push_bytes(data);
@@ -321,9 +329,9 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     ) -> WIPOffset<Vector<'fbb, T::Output>> {
         let elem_size = T::size();
         let slice_size = items.len() * elem_size;
-        self.align(slice_size, T::alignment().max_of(SIZE_UOFFSET));
+        let pad = self.padding(slice_size, T::alignment().max_of(SIZE_UOFFSET));
         if slice_size <= self.buf.max_block() {
-            let at = self.buf.make_space(slice_size);
+            let at = self.buf.make_space_padded(pad, slice_size);
             let mut written_len = self.buf.used();
             let out = self.buf.slice_mut(at, slice_size);
             for (item, out) in items.iter().zip(out.chunks_exact_mut(elem_size.max(1))) {
@@ -333,8 +341,11 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
         } else {
             // Larger than any block: element by element, last first (the same bytes; the
             // alignment above already holds for every element).
+            if pad > 0 {
+                self.buf.zeroed(pad);
+            }
             for item in items.iter().rev() {
-                self.push_at_aligned(item);
+                self.push_at_padded(0, item);
             }
         }
         WIPOffset::new(self.push::<UOffsetT>(items.len() as UOffsetT).value())
@@ -516,14 +527,20 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     }
 
     /// Zero padding so that `len` bytes pushed next end aligned to `alignment` (from the end).
-    #[inline(always)]
+    #[inline]
     fn align(&mut self, len: usize, alignment: PushAlignment) {
-        self.track_min_align(alignment.value());
-        let s = self.buf.used();
-        let pad = padding_bytes(s + len, alignment.value());
+        let pad = self.padding(len, alignment);
         if pad > 0 {
-            self.buf.pad(pad);
+            self.buf.zeroed(pad);
         }
+    }
+
+    /// The padding that makes `len` bytes pushed next end aligned to `alignment` (from the
+    /// end), the alignment tracked for `finish`.
+    #[inline(always)]
+    fn padding(&mut self, len: usize, alignment: PushAlignment) -> usize {
+        self.track_min_align(alignment.value());
+        padding_bytes(self.buf.used() + len, alignment.value())
     }
 
     #[inline]
@@ -571,5 +588,50 @@ impl<A: Allocator> std::fmt::Debug for FlatBufferBuilder<'_, A> {
             .field("nested", &self.nested)
             .field("finished", &self.finished)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ferry_buf::{Pool, PoolConfig};
+
+    use super::*;
+
+    fn build(fbb: &mut FlatBufferBuilder<'_>, text: &str) {
+        let s = fbb.create_string(text);
+        let start = fbb.start_table();
+        fbb.push_slot_always(4, s);
+        let root = fbb.end_table(start);
+        fbb.finish(root, None);
+    }
+
+    /// `reset` keeps the last message's blocks when nothing holds them, and only then.
+    #[test]
+    fn reset_reuses_the_blocks_nothing_holds() {
+        let pool = Pool::new(PoolConfig::default()).unwrap();
+        let mut fbb =
+            FlatBufferBuilder::new_in(PoolAllocator::with_first_block(&pool, 64).max_block_size(64));
+        let text = "x".repeat(500);
+        build(&mut fbb, &text);
+        let first = fbb.stats();
+        assert!(first.allocations > 1, "{first:?}");
+        let bytes = fbb.finished_message().to_vec();
+
+        // Nothing holds the message: the same blocks serve the next one, no allocation.
+        fbb.reset();
+        assert_eq!(pool.stats().buffers_outstanding(), first.allocations);
+        build(&mut fbb, &text);
+        assert_eq!(fbb.stats().allocations, 0);
+        assert_eq!(fbb.finished_message().to_vec(), bytes);
+
+        // A held message keeps its blocks: new ones are taken, and it stays intact.
+        let held = fbb.finished_message();
+        fbb.reset();
+        build(&mut fbb, &"y".repeat(500));
+        assert_eq!(fbb.stats().allocations, first.allocations);
+        assert_eq!(held.to_vec(), bytes);
+
+        drop((held, fbb));
+        assert_eq!(pool.stats().buffers_outstanding(), 0);
     }
 }
