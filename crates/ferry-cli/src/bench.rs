@@ -16,11 +16,15 @@
 //! - `ferry bench redis` ([`ferry_bench::redis`]): this binary's Redis-protocol server (`ferry
 //!   redis`) against `redis-server`, one at a time on the same core, both driven by
 //!   `redis-benchmark` on the other core with the same flags.
+//! - `ferry bench flatbuffers` ([`ferry_bench::flatbuffers`]): the zFlatBuffers paper's
+//!   evaluation: the stock `flatbuffers` builder against `ferry-flatbuffers`, building the
+//!   paper's Record (time, allocations, bytes copied) and in a ping-pong RPC over TCP and
+//!   shared memory.
 //!
 //! The harness (pinning, CPU time, histograms, JSON records, plots) lives in `ferry-bench`;
 //! this module only parses the command line and calls it.
 
-use ferry_bench::{BoxError, datapath, kv, redis, rpc, shm};
+use ferry_bench::{BoxError, datapath, flatbuffers, kv, redis, rpc, shm};
 
 /// Options of `ferry bench`.
 #[derive(clap::Args)]
@@ -70,6 +74,16 @@ enum BenchCommand {
     /// docs/benchmarks/redis.md); `--quick`: 1 s, about 40 s. `--plot`: requests/s and
     /// server CPU per request per test, per pipeline depth.
     Redis(redis::Args),
+    /// The zFlatBuffers paper (section VI-A..C): the stock `flatbuffers` builder, fresh and
+    /// reused, against ferry-flatbuffers' copy-free builder. Building the paper's Record
+    /// (1 KiB .. 1 MiB): time, allocations, bytes allocated and copied, beside Table II; and a
+    /// ping-pong RPC (Record request verified by the server, ACK answer) over TCP and shared
+    /// memory, 256 B .. 128 KiB, then 1..4 client threads at 128 KiB.
+    ///
+    /// About 3 min; `--quick`: one repetition of 30 ms per configuration, about 10 s. `--plot`:
+    /// Figures 9-13 (serialization time, bytes allocated and copied, requests/s and p50 per
+    /// size and transport, the requests/s ratio, requests/s against client threads).
+    Flatbuffers(flatbuffers::Args),
 }
 
 /// Runs the chosen benchmark.
@@ -79,6 +93,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         BenchCommand::Shm(args) => shm::run(args),
         BenchCommand::Rpc(args) => rpc::run(args),
         BenchCommand::Kv(args) => kv::run(args),
+        BenchCommand::Flatbuffers(args) => flatbuffers::run(args),
         BenchCommand::Redis(args) => {
             let exe = std::env::current_exe().map_err(|e| format!("locating the ferry binary: {e}"))?;
             redis::run(args, redis::ServerCmd::ferry(exe)).map(drop)

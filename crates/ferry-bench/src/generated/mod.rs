@@ -7,6 +7,8 @@
 //! - [`kv_prost`], [`kv_generated`], [`kv_capnp`]: the same three for the key-value store's
 //!   requests and responses (`schema/kv.*`), which the peers of `ferry bench kv` speak
 //!   ([`crate::kv::peers`]).
+//! - [`zflat_record_generated`]: `flatc --rust` output for the zFlatBuffers paper's Record
+//!   (`schema/zflat_record.fbs`), committed (see `regen.sh`).
 //!
 //! The workspace lints (`missing_docs`, `unsafe_code`, documented unsafe blocks) hold for the
 //! code we write, not for what the schema compilers emit, so they are relaxed here and only here;
@@ -78,6 +80,22 @@ pub mod kv_prost {
     clippy::undocumented_unsafe_blocks
 )]
 pub mod kv_generated;
+
+/// FlatBuffers types for `schema/zflat_record.fbs` (flatc 25.12.19): the zFlatBuffers paper's
+/// Record, read and verified by `ferry bench flatbuffers` (its builders write the same slots).
+#[rustfmt::skip]
+#[allow(
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    missing_docs,
+    unused_imports,
+    dead_code,
+    mismatched_lifetime_syntaxes,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks
+)]
+pub mod zflat_record_generated;
 
 /// Cap'n Proto types for `schema/kv.capnp` (capnp 0.9.2, capnpc 0.27.0).
 #[rustfmt::skip]

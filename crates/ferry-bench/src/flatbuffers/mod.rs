@@ -1,0 +1,644 @@
+//! `ferry bench flatbuffers`: the copy-free FlatBuffers builder (`ferry-flatbuffers`, the
+//! zFlatBuffers paper's design) against the stock `flatbuffers` 25.12 builder, as in the
+//! paper's section VI-A..C, side by side in one run.
+//!
+//! # What runs
+//!
+//! **Serialization (Table II, Figures 9-10; `serialize.rs`).** The paper's Record
+//! (`record.rs`: a vector of `i64` ids and a vector of 64-byte strings, each half of the
+//! source size) of 1 KiB, 16 KiB, 64 KiB, 128 KiB and 1 MiB, built by the same call sequence
+//! with four [`Builder`]s: the stock builder new per message (**fresh**: it grows from empty,
+//! doubling and copying, as in the paper) or `reset()` between messages (**reused**: what a
+//! careful user does), and ours, fresh or reused. Per message: wall time (mean over a
+//! repetition, median over repetitions), and, counted exactly, allocations, bytes allocated
+//! and bytes copied (`counting.rs` for the stock builder; `BuildStats` for ours), beside the
+//! paper's C++ figures; and the floor of any serializer: the source copied into one buffer.
+//!
+//! **Ping-pong RPC (Figures 11-13; `service.rs`, `client.rs`).** One [`ferry_rpc::Server`]
+//! loop, pinned and busy-polling, listens on TCP loopback (`ferry-net`, gather send mode) and
+//! on shared memory (`ferry-shm`); its raw method verifies each Record with the stock verifier
+//! and answers an 8-byte ACK. A client thread on the other CPU builds the Record, sends it
+//! with `call_payload` (stock: `Payload::Bytes(finished_data())`; ours: `Payload::Gather` of
+//! the builder's slices), waits for the ACK and checks it, over and over (one call in flight,
+//! as the paper's ping-pong). Beside the four builders, **prebuilt**: the Record built once
+//! and its bytes sent every call, the ceiling of any builder. Sizes 256 B .. 128 KiB (powers
+//! of 2; `--quick`: of 4, and 128 KiB): requests/s, MB/s of Record and p50/p99 round trip.
+//! Then at 128 KiB: 1 .. `--max-threads` client threads, each with its own busy-polling loop
+//! and session, all pinned to the client CPU (this machine has two: the server loop has the
+//! other), so they share it by the scheduler's time slices, against the same one-loop server:
+//! requests/s.
+//!
+//! Every repetition runs every configuration, the builders compared back to back at each
+//! size (and transport), so that a ratio compares figures taken moments apart; every figure
+//! is a median over repetitions, every target ratio the median over repetitions of the ratio
+//! within one. Every run is bounded: a call not answered within 10 s fails it.
+//!
+//! The Record's reader and verifier (and the `VT_*` slots the builders write) are
+//! [`crate::generated::zflat_record_generated`], `flatc --rust` output for
+//! `schema/zflat_record.fbs`, committed (see `regen.sh`).
+
+mod client;
+mod counting;
+pub mod record;
+mod report;
+mod serialize;
+mod service;
+
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ferry_buf::{Pool, PoolConfig};
+use ferry_rpc::{Addr, ConnConfig, LoopConfig, Server, Services};
+use ferry_shm::ShmConfig;
+use serde_json::json;
+
+use crate::BoxError;
+use crate::harness::cli::Common;
+use crate::harness::progress::Progress;
+use crate::harness::{self, Budget, report as results};
+
+use record::Source;
+use report::{RpcRun, SerializeRun};
+use serialize::Counted;
+
+/// Source sizes of the serialization part: the paper's three, and 128 KiB and 1 MiB.
+const SERIALIZE_SIZES: [usize; 5] = [1 << 10, 16 << 10, 64 << 10, 128 << 10, 1 << 20];
+/// Source sizes of the ping-pong: 256 B .. 128 KiB in powers of 2 (`--quick`: of 4, and 128 KiB).
+const RPC_SIZES: [usize; 10] = [
+    256,
+    512,
+    1 << 10,
+    2 << 10,
+    4 << 10,
+    8 << 10,
+    16 << 10,
+    32 << 10,
+    64 << 10,
+    128 << 10,
+];
+const RPC_SIZES_QUICK: [usize; 6] = [256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 128 << 10];
+/// The size of the client-thread sweep (Figure 12(b)).
+const THREADS_SIZE: usize = 128 << 10;
+const MAX_THREADS: usize = 4;
+
+/// Budgets and repetitions of the full run and of `--quick`.
+const FULL_MS: u64 = 300;
+const QUICK_MS: u64 = 30;
+const FULL_REPS: usize = 3;
+const QUICK_REPS: usize = 1;
+
+/// Options of `ferry bench flatbuffers`. `--quick`: one repetition of 30 ms per configuration,
+/// the ping-pong at 256 B, 1, 4, 16, 64 and 128 KiB, about 10 s. `--plot`: serialization time,
+/// bytes allocated and copied against Record size (Figures 9-10); requests/s and p50 against
+/// size per transport, zFlatBuffers' requests/s over FlatBuffers' (Figures 11-13); requests/s
+/// against client threads at 128 KiB (Figure 12(b)).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    common: Common,
+    /// Parts to run, comma-separated (default: serialize,rpc).
+    #[arg(long, value_delimiter = ',')]
+    parts: Vec<Part>,
+    /// Transports of the ping-pong, comma-separated (default: tcp,shm).
+    #[arg(long, value_delimiter = ',')]
+    transports: Vec<Transport>,
+    /// Builders, comma-separated (default: all four; the baselines, memcpy and prebuilt,
+    /// always run).
+    #[arg(long, value_delimiter = ',')]
+    builders: Vec<Builder>,
+    /// Source sizes of the serialization part in bytes, multiples of 128, comma-separated
+    /// (default: 1 KiB, 16 KiB, 64 KiB, 128 KiB, 1 MiB).
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    sizes: Vec<usize>,
+    /// Client threads of the 128 KiB sweep go from 1 to this (0: no sweep).
+    #[arg(long, default_value_t = MAX_THREADS)]
+    max_threads: usize,
+    /// Repetitions, the configurations interleaved; every reported number is the median over
+    /// them (default 3, or 1 with --quick).
+    #[arg(long)]
+    reps: Option<usize>,
+    /// CPU of the serializing thread and of the client threads.
+    #[arg(long, default_value_t = 0)]
+    client_cpu: usize,
+    /// CPU of the server loop (the client's when only one is available).
+    #[arg(long, default_value_t = 1)]
+    server_cpu: usize,
+}
+
+/// A part of the benchmark.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Building the Record: time, allocations, bytes allocated and copied (Table II, Fig. 9).
+    Serialize,
+    /// The ping-pong RPC over TCP and shared memory (Figures 11-13).
+    Rpc,
+}
+
+/// A FlatBuffers builder, and how it is used across messages.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builder {
+    /// The `flatbuffers` crate's builder, a new one per message (grows from empty).
+    FlatbuffersFresh,
+    /// The `flatbuffers` crate's builder, `reset()` between messages.
+    FlatbuffersReused,
+    /// `ferry_flatbuffers::FlatBufferBuilder`, a new one per message.
+    ZflatbuffersFresh,
+    /// `ferry_flatbuffers::FlatBufferBuilder`, `reset()` between messages.
+    ZflatbuffersReused,
+}
+
+impl Builder {
+    const ALL: [Builder; 4] = [
+        Builder::FlatbuffersFresh,
+        Builder::FlatbuffersReused,
+        Builder::ZflatbuffersFresh,
+        Builder::ZflatbuffersReused,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Builder::FlatbuffersFresh => "flatbuffers-fresh",
+            Builder::FlatbuffersReused => "flatbuffers-reused",
+            Builder::ZflatbuffersFresh => "zflatbuffers-fresh",
+            Builder::ZflatbuffersReused => "zflatbuffers-reused",
+        }
+    }
+
+    fn is_ours(self) -> bool {
+        matches!(self, Builder::ZflatbuffersFresh | Builder::ZflatbuffersReused)
+    }
+}
+
+/// What carries the ping-pong.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// TCP loopback (`ferry-net`, gather mode).
+    Tcp,
+    /// Shared memory (`ferry-shm`).
+    Shm,
+}
+
+impl Transport {
+    const ALL: [Transport; 2] = [Transport::Tcp, Transport::Shm];
+
+    fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Shm => "shm",
+        }
+    }
+}
+
+/// A Record source size: a positive multiple of 128 bytes.
+fn parse_size(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 && n % 128 == 0 => Ok(n),
+        _ => Err(format!("{s:?} is not a positive multiple of 128 bytes")),
+    }
+}
+
+/// What a ping-pong client sends: `Some`, a Record built per call by that builder; `None`,
+/// the Record built once before the run (prebuilt: no serialization, the ceiling).
+pub(crate) type Sends = Option<Builder>;
+
+/// The name of what a client sends.
+fn sends_name(sends: Sends) -> &'static str {
+    sends.map_or("prebuilt", Builder::name)
+}
+
+/// One ping-pong configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RpcPoint {
+    transport: Transport,
+    builder: Sends,
+    size: usize,
+    threads: usize,
+    /// Part of the client-thread sweep, not of the size sweep.
+    thread_sweep: bool,
+}
+
+impl RpcPoint {
+    fn label(&self) -> String {
+        format!(
+            "{} {} {} x{}",
+            sends_name(self.builder),
+            self.transport.name(),
+            crate::plot::bytes_label(self.size as f64),
+            self.threads
+        )
+    }
+}
+
+/// The builders `args` choose.
+fn builders(args: &Args) -> Vec<Builder> {
+    if args.builders.is_empty() {
+        Builder::ALL.to_vec()
+    } else {
+        Builder::ALL
+            .into_iter()
+            .filter(|b| args.builders.contains(b))
+            .collect()
+    }
+}
+
+/// The ping-pong's configurations in the order one repetition runs them: per transport and
+/// size, prebuilt and every builder back to back; then the thread sweep likewise.
+fn rpc_plan(args: &Args) -> Vec<RpcPoint> {
+    let sends: Vec<Sends> = std::iter::once(None)
+        .chain(builders(args).into_iter().map(Some))
+        .collect();
+    let transports = if args.transports.is_empty() {
+        Transport::ALL.to_vec()
+    } else {
+        args.transports.clone()
+    };
+    let sizes: &[usize] = if args.common.quick {
+        &RPC_SIZES_QUICK
+    } else {
+        &RPC_SIZES
+    };
+    let mut points = Vec::new();
+    for &transport in &transports {
+        for &size in sizes {
+            for &builder in &sends {
+                points.push(RpcPoint {
+                    transport,
+                    builder,
+                    size,
+                    threads: 1,
+                    thread_sweep: false,
+                });
+            }
+        }
+    }
+    for &transport in &transports {
+        for threads in 1..=args.max_threads {
+            for &builder in &sends {
+                points.push(RpcPoint {
+                    transport,
+                    builder,
+                    size: THREADS_SIZE,
+                    threads,
+                    thread_sweep: true,
+                });
+            }
+        }
+    }
+    points
+}
+
+/// The loops' settings: `spin` for the loop and its shared-memory connections; room for a
+/// few calls in flight.
+pub(crate) fn loop_config(spin: Duration) -> LoopConfig {
+    LoopConfig {
+        spin,
+        conn: ConnConfig {
+            shm: ShmConfig {
+                spin,
+                ..ShmConfig::default()
+            },
+            ..ConnConfig::default()
+        },
+        ..LoopConfig::default()
+    }
+}
+
+fn wants(args: &Args, part: Part) -> bool {
+    args.parts.is_empty() || args.parts.contains(&part)
+}
+
+/// Runs the benchmark, prints the tables and the targets, writes the JSON (and the plot).
+pub fn run(args: &Args) -> Result<(), BoxError> {
+    if let Some(from) = &args.common.from {
+        return redraw(args, from);
+    }
+    let json_path = args.common.json_path()?;
+    let budget = args.common.budget(QUICK_MS, FULL_MS);
+    let reps = args
+        .reps
+        .unwrap_or(if args.common.quick { QUICK_REPS } else { FULL_REPS })
+        .max(1);
+    let server_cpu = if harness::cpus() > 1 {
+        args.server_cpu
+    } else {
+        eprintln!("warning: one CPU: client and server share it");
+        args.client_cpu
+    };
+    let cpus = (args.client_cpu, server_cpu);
+    let sizes: Vec<usize> = match (wants(args, Part::Serialize), args.sizes.is_empty()) {
+        (false, _) => Vec::new(),
+        (true, true) => SERIALIZE_SIZES.to_vec(),
+        (true, false) => args.sizes.clone(),
+    };
+    let builders = builders(args);
+    let rpc_points = if wants(args, Part::Rpc) {
+        rpc_plan(args)
+    } else {
+        Vec::new()
+    };
+    println!(
+        "ferry bench flatbuffers: the zFlatBuffers paper's Record, stock `flatbuffers` 25.12 builder against ferry-flatbuffers; serializing and client threads on CPU {}, server loop on CPU {}; {reps} repetition(s) of {} per configuration (medians shown).\n",
+        cpus.0,
+        cpus.1,
+        budget.describe("messages"),
+    );
+    let started = Instant::now();
+    // Per size: the memcpy floor, then the builders.
+    let columns = 1 + builders.len();
+    let total = reps * (sizes.len() * columns + rpc_points.len());
+    let progress = Progress::new(total as u64, "flatbuffers");
+
+    // Counts are deterministic: once per size and builder, with each message's bytes
+    // compared across the builders.
+    let pool = Pool::new(PoolConfig::default())?;
+    let mut counts: Vec<Vec<Counted>> = Vec::new();
+    for &size in &sizes {
+        let source = Source::new(size);
+        let expected = source.serialized_len();
+        let mut row = Vec::new();
+        let mut first: Option<Vec<u8>> = None;
+        for &b in &builders {
+            let (c, bytes) = serialize::count(b, &source, &pool)?;
+            if bytes.len() != expected || first.as_ref().is_some_and(|f| *f != bytes) {
+                return Err(format!(
+                    "{} builds other bytes than the stock builder at {size} B",
+                    b.name()
+                )
+                .into());
+            }
+            first.get_or_insert(bytes);
+            row.push(c);
+        }
+        counts.push(row);
+    }
+
+    let mut ser_ns: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); columns]; sizes.len()];
+    let mut rpc_runs: Vec<Vec<client::Measured>> = vec![Vec::new(); rpc_points.len()];
+    for rep in 0..reps {
+        if !sizes.is_empty() {
+            let times = thread::scope(|s| {
+                thread::Builder::new()
+                    .name("fb-serialize".to_owned())
+                    .spawn_scoped(s, || -> Result<Vec<Vec<f64>>, BoxError> {
+                        harness::pin_current_thread(cpus.0)?;
+                        let mut timed = serialize::Builders::new(&pool);
+                        let mut floor = serialize::Memcpy::default();
+                        let mut out = Vec::new();
+                        for &size in &sizes {
+                            let source = Source::new(size);
+                            let label = crate::plot::bytes_label(size as f64);
+                            progress.start(format!("serialize memcpy {label}"));
+                            let mut row = vec![floor.time(&source, budget)];
+                            progress.done();
+                            for &b in &builders {
+                                progress.start(format!("serialize {} {label}", b.name()));
+                                row.push(timed.time(b, &source, budget));
+                                progress.done();
+                            }
+                            out.push(row);
+                        }
+                        Ok(out)
+                    })?
+                    .join()
+                    .unwrap_or_else(|_| Err("the serializing thread panicked".into()))
+            })?;
+            for (i, row) in times.into_iter().enumerate() {
+                for (j, ns) in row.into_iter().enumerate() {
+                    ser_ns[i][j].push(ns);
+                }
+            }
+        }
+        if !rpc_points.is_empty() {
+            let measured = run_rpc(rep, &rpc_points, budget, cpus, &progress)?;
+            for (runs, m) in rpc_runs.iter_mut().zip(measured) {
+                runs.push(m);
+            }
+        }
+    }
+    progress.finish();
+
+    let mut serialize_runs = Vec::new();
+    for (i, &size) in sizes.iter().enumerate() {
+        serialize_runs.push(SerializeRun::floor(size, ser_ns[i][0].clone()));
+        for (j, &b) in builders.iter().enumerate() {
+            serialize_runs.push(SerializeRun::new(b, size, counts[i][j], ser_ns[i][j + 1].clone()));
+        }
+    }
+    let rpc: Vec<RpcRun> = rpc_points
+        .iter()
+        .zip(&rpc_runs)
+        .map(|(&p, runs)| RpcRun::new(p, Source::new(p.size).serialized_len(), runs))
+        .collect();
+    report::print(&serialize_runs, &rpc);
+
+    let settings = json!({
+        "budget": budget.to_json("messages"),
+        "warmup": "a tenth of the budget, before the measured window",
+        "reps": reps,
+        "statistic": "median over repetitions; target ratios: median over repetitions of the ratio within one",
+        "client_cpu": cpus.0,
+        "server_cpu": cpus.1,
+        "record": "table Record { ids:[long]; strings:[string]; } (record.fbs); a source of S bytes: S/16 i64 ids and S/128 strings of 64 bytes; built with flatc's Record::create call sequence, strings first",
+        "builders": {
+            "flatbuffers-fresh": "flatbuffers 25.12 FlatBufferBuilder::new() per message (DefaultAllocator: doubling from empty, copying)",
+            "flatbuffers-reused": "one flatbuffers 25.12 FlatBufferBuilder, reset() between messages (zeroes the bytes the last message used)",
+            "zflatbuffers-fresh": "ferry_flatbuffers::FlatBufferBuilder::new(&pool) per message",
+            "zflatbuffers-reused": "one ferry_flatbuffers::FlatBufferBuilder, reset() between messages (it keeps the last message's blocks that nothing else holds)",
+        },
+        "serialize": "messages built back to back on the pinned client CPU, clock read per batch (batches grow to 20 us); the result passed to black_box; ours from a Pool::new(PoolConfig::default())",
+        "counts": "per message, exact: stock with a counting flatbuffers::Allocator that grows as DefaultAllocator (max(1, 2*len), old bytes copied to the new upper half), fresh = one new builder, reused = the second message after reset(); ours from BuildStats; ours' copied bytes are 0 by construction, checked: every finished slice lies in a block the builder was given",
+        "paper_table_ii": report::paper_json(),
+        "rpc": "ferry_rpc::Server, loops(1), pinned to server_cpu, busy-polling, TCP 127.0.0.1 (ferry-net gather mode) and shm (ferry-shm defaults); raw method: flatbuffers::root::<Record> (the verifier), answer an 8-byte ACK (counts of ids and strings) checked by the client. Client: an EventLoop per thread on client_cpu, one session, one call in flight: build, call_payload (stock: Payload::Bytes(finished_data()); ours: Payload::Gather of finished_slices(), blocks from the session's pool), wait for the ACK",
+        "rpc_size_sweep": "one client thread, busy-polling",
+        "rpc_thread_sweep": format!("{} KiB, 1..{} client threads, each busy-polling its own loop, all pinned to client_cpu (they share it by time slices); throughput summed over threads", THREADS_SIZE >> 10, args.max_threads),
+        "prebuilt": "the Record built once into a pool buffer before the run, sent every call as a one-part Payload::Gather: no serialization per call, the ceiling of any builder",
+        "memcpy": "the floor of any serializer: the source's ids (one copy_from_slice) and strings (one per string) copied into buffers allocated once",
+        "latency": "from the end of the previous call to the ACK checked: every call, HdrHistogram 3 significant digits",
+        "wall_seconds": harness::round(started.elapsed().as_secs_f64(), 1),
+    });
+    let mut records: Vec<serde_json::Value> = serialize_runs.iter().map(|s| s.record.clone()).collect();
+    records.extend(rpc.iter().map(|r| r.record.clone()));
+    results::save(
+        json_path,
+        "flatbuffers",
+        settings,
+        &records,
+        serde_json::Value::Null,
+        started.elapsed(),
+    )?;
+    if let Some(path) = &args.common.plot {
+        report::draw(path, &serialize_runs, &rpc)?;
+        println!("plot in {}", path.display());
+    }
+    Ok(())
+}
+
+/// Runs the ping-pong configurations of repetition `rep` against a fresh server.
+fn run_rpc(
+    rep: usize,
+    points: &[RpcPoint],
+    budget: Budget,
+    cpus: (usize, usize),
+    progress: &Progress,
+) -> Result<Vec<client::Measured>, BoxError> {
+    let services = Services::builder().service(service::AckService)?.build()?;
+    let socket = std::env::temp_dir().join(format!(
+        "ferry-bench-flatbuffers-{}-{rep}.sock",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&socket);
+    let server = Server::builder(services)
+        .listen("tcp://127.0.0.1:0")
+        .listen(&format!("shm://{}", socket.display()))
+        .loops(1)
+        .pin(vec![cpus.1])
+        .config(loop_config(Duration::MAX))
+        .start()?;
+    let addr = |t: Transport| {
+        server
+            .addrs()
+            .iter()
+            .find(|a| {
+                matches!(
+                    (t, a),
+                    (Transport::Tcp, Addr::Tcp(_)) | (Transport::Shm, Addr::Shm(_))
+                )
+            })
+            .cloned()
+            .ok_or_else(|| BoxError::from(format!("the server has no {} address", t.name())))
+    };
+    let addrs = (addr(Transport::Tcp)?, addr(Transport::Shm)?);
+    let mut out = Vec::with_capacity(points.len());
+    let mut failed = None;
+    let mut source = Source::new(points.first().map_or(128, |p| p.size));
+    for point in points {
+        progress.start(point.label());
+        if source.size() != point.size {
+            source = Source::new(point.size);
+        }
+        let spec = client::Spec {
+            addr: match point.transport {
+                Transport::Tcp => &addrs.0,
+                Transport::Shm => &addrs.1,
+            },
+            builder: point.builder,
+            source: &source,
+            budget,
+            threads: point.threads,
+            cpu: cpus.0,
+            spin: Duration::MAX,
+        };
+        match client::run(&spec) {
+            Ok(m) => out.push(m),
+            Err(e) => {
+                failed = Some(format!("{}: {e}", point.label()));
+                break;
+            }
+        }
+        progress.done();
+    }
+    server.shutdown(Duration::from_secs(1));
+    let _ = std::fs::remove_file(&socket);
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(out),
+    }
+}
+
+/// `--from`: the tables, targets and plot of an earlier run.
+fn redraw(args: &Args, from: &Path) -> Result<(), BoxError> {
+    let all = results::load(from, report::from_record)?;
+    let (serialize_runs, rpc) = report::split(all);
+    report::print(&serialize_runs, &rpc);
+    if let Some(path) = &args.common.plot {
+        report::draw(path, &serialize_runs, &rpc)?;
+        println!("plot in {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Args {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let mut argv = vec!["flatbuffers", "--json", "x.json"];
+        argv.extend_from_slice(extra);
+        Cli::parse_from(argv).args
+    }
+
+    #[test]
+    fn the_plan_puts_the_builders_back_to_back() {
+        let points = rpc_plan(&args(&[]));
+        // 2 transports x 10 sizes x (prebuilt + 4 builders), then 2 transports x 4 thread
+        // counts x 5.
+        assert_eq!(points.len(), 100 + 40);
+        let all: Vec<Sends> = std::iter::once(None).chain(Builder::ALL.map(Some)).collect();
+        for chunk in points.chunks(5) {
+            let names: Vec<Sends> = chunk.iter().map(|p| p.builder).collect();
+            assert_eq!(names, all);
+            let first = (chunk[0].transport, chunk[0].size, chunk[0].threads);
+            assert!(chunk.iter().all(|p| (p.transport, p.size, p.threads) == first));
+        }
+        assert!(
+            points[100..]
+                .iter()
+                .all(|p| p.thread_sweep && p.size == THREADS_SIZE)
+        );
+        let quick = rpc_plan(&args(&[
+            "--quick",
+            "--transports",
+            "shm",
+            "--max-threads",
+            "2",
+            "--builders",
+            "zflatbuffers-reused,flatbuffers-reused",
+        ]));
+        assert_eq!(quick.len(), 6 * 3 + 2 * 3);
+        assert!(quick.iter().all(|p| p.transport == Transport::Shm));
+        // In the order of Builder::ALL, whatever the order asked.
+        assert_eq!(quick[1].builder, Some(Builder::FlatbuffersReused));
+        assert_eq!(quick[2].builder, Some(Builder::ZflatbuffersReused));
+    }
+
+    #[test]
+    fn sizes_are_multiples_of_128() {
+        assert_eq!(args(&["--sizes", "1024,65536"]).sizes, [1024, 65536]);
+        assert!(parse_size("1000").is_err());
+        assert!(parse_size("0").is_err());
+    }
+
+    #[test]
+    fn a_short_run_of_each_transport_answers_every_builder() {
+        let points: Vec<RpcPoint> = Transport::ALL
+            .into_iter()
+            .flat_map(|transport| {
+                std::iter::once(None)
+                    .chain(Builder::ALL.map(Some))
+                    .map(move |builder| RpcPoint {
+                        transport,
+                        builder,
+                        size: 64 << 10,
+                        threads: 2,
+                        thread_sweep: true,
+                    })
+            })
+            .collect();
+        let progress = Progress::new(points.len() as u64, "test");
+        let cpus = if harness::cpus() > 1 { (0, 1) } else { (0, 0) };
+        let measured = run_rpc(0, &points, Budget::Count(20), cpus, &progress).unwrap();
+        progress.finish();
+        assert_eq!(measured.len(), points.len());
+        for (p, m) in points.iter().zip(&measured) {
+            assert_eq!(m.calls, 40, "{}", p.label());
+            assert_eq!(m.latency.len(), 40, "{}", p.label());
+        }
+    }
+}
