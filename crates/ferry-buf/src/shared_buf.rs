@@ -68,7 +68,7 @@ impl SharedBuf {
     ///
     /// ```
     /// # use ferry_buf::{Pool, PoolConfig};
-    /// let pool = Pool::new(PoolConfig::default())?;
+    /// let pool = Pool::new(PoolConfig { region_size: 64 << 10, max_bytes: 1 << 20, ..Default::default() })?;
     /// let mut buf = pool.alloc(100)?;
     /// buf.extend_from_slice(b"hello");
     /// let shared = buf.freeze();

@@ -188,3 +188,30 @@ fn debug_output_names_the_buffer() {
     assert!(format!("{:?}", pool.alloc(1).unwrap()).contains("capacity: 64"));
     assert!(format!("{pool:?}").starts_with("Pool"));
 }
+
+/// `try_into_mut`: the whole slot back for writing only while no other handle exists; a
+/// buffer being written again is not recoverable, and its memory is the same slot.
+#[test]
+fn try_into_mut_only_for_the_last_handle() {
+    let pool = small_pool();
+    let mut buf = pool.alloc(100).unwrap();
+    buf.extend_from_slice(b"hello, world");
+    let slot = buf.as_ptr();
+    let shared = buf.freeze();
+    let world = shared.slice(7..12);
+    let recovered = pool.recover(&shared[0..5]).unwrap();
+    let shared = shared.try_into_mut().unwrap_err();
+    drop(recovered);
+    let shared = shared.try_into_mut().unwrap_err();
+    drop(shared);
+    // The last handle is a slice: the whole slot comes back, empty.
+    let mut again = world.try_into_mut().unwrap();
+    assert_eq!((again.len(), again.as_ptr()), (0, slot));
+    assert!(
+        pool.recover(&again.capacity_mut()[..5]).is_none(),
+        "being written"
+    );
+    again.extend_from_slice(b"bye");
+    assert_eq!(&*again.freeze(), b"bye");
+    assert_no_leaks(&pool);
+}

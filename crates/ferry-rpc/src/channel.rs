@@ -199,15 +199,39 @@ impl Channel {
         };
         let start = inner.core.start(method, inner.timeout, Instant::now())?;
         let deadline = inner.timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut deadline_queued = false;
         let sent = (|| {
             if let Some((meta, budget)) = start.deadline {
                 conn.send_payload(meta, Payload::Bytes(&budget))?;
+                deadline_queued = true;
             }
             send(conn, start.request)?;
             conn.flush()
         })();
-        if let Err(e) = sent {
-            return Err(Self::lost(inner, &e));
+        match sent {
+            Ok(()) => {}
+            // About this request alone (too long, unencodable, no pool buffer): the transport
+            // queued nothing of it and stays usable; the call ends here, and the server, told
+            // its deadline already, is told to forget it.
+            Err(
+                e @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)),
+            ) => {
+                if let Some(cancel) = inner.core.cancel(start.id)
+                    && deadline_queued
+                {
+                    let sent = conn
+                        .send_payload(cancel, Payload::Bytes(&[]))
+                        .and_then(|()| conn.flush());
+                    if let Err(lost) = sent {
+                        return Err(Self::lost(inner, &lost));
+                    }
+                }
+                return Err(Status::new(
+                    Code::InvalidArgument,
+                    format!("the request cannot be sent: {e}"),
+                ));
+            }
+            Err(e) => return Err(Self::lost(inner, &e)),
         }
         loop {
             let conn = inner.conn.as_mut().expect("open");

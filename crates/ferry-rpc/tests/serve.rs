@@ -77,6 +77,29 @@ fn failures_have_their_codes() {
     });
 }
 
+/// Regression: a request longer than the transport's frame limit killed the blocking
+/// channel (`UNAVAILABLE`, the connection dropped) although the transport refuses such a frame
+/// whole and stays usable. It now fails that call alone, with or without a deadline.
+#[test]
+fn a_request_over_the_frame_limit_fails_alone() {
+    each_transport(|_, addr| {
+        let too_long = vec![7u8; 9 << 20];
+        for timeout in [None, Some(Duration::from_secs(10))] {
+            let ch = Channel::connect(addr).expect("connect");
+            ch.set_timeout(timeout);
+            let err = ch
+                .call_payload(RAW, Payload::Bytes(&too_long))
+                .expect_err("over the limit");
+            assert_eq!(err.code, Code::InvalidArgument, "{timeout:?}: {err}");
+            assert!(err.message.contains("cannot be sent"), "{err}");
+            let raw = ch
+                .call_payload(RAW, Payload::Bytes(b"after"))
+                .expect("the channel still serves");
+            assert_eq!(ferry_transport::Received::bytes(raw.frame()), Some(&b"after"[..]));
+        }
+    });
+}
+
 #[test]
 fn client_deadline_expires_and_the_server_stops_the_handler() {
     let scratch = Scratch::new("deadline");
