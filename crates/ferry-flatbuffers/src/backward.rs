@@ -155,7 +155,8 @@ impl<A: Allocator> Backward<A> {
         self.slice_mut(loc, n)
     }
 
-    /// `n` zero bytes in front (padding [`pad`](Self::pad) cannot store in one go).
+    /// `n` zero bytes in front (padding that [`make_space_padded`](Self::make_space_padded) cannot
+    /// store in one go).
     pub(crate) fn zeroed(&mut self, n: usize) -> Loc {
         let loc = self.make_space(n);
         self.slice_mut(loc, n).fill(0);

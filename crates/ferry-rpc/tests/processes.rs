@@ -139,12 +139,25 @@ fn child_server_killed_mid_call() {
             })
         })
         .collect();
-    for c in calls {
-        let (addr, err, took) = c.join().unwrap();
+    let results: Vec<_> = calls.into_iter().map(|c| c.join()).collect();
+    if results.iter().any(Result::is_err) {
+        killer_done(t);
+        panic!(
+            "a client failed; the child server's stderr:\n{}",
+            child.stderr_text()
+        );
+    }
+    for r in results {
+        let (addr, err, took) = r.expect("checked");
         assert_eq!(err.code, Code::Unavailable, "{addr}: {err}");
         assert!(took < Duration::from_secs(5), "{addr}: noticed after {took:?}");
     }
-    t.join().unwrap();
+    killer_done(t);
+}
+
+/// Waits for the killer thread (it has killed the child once it returns).
+fn killer_done(t: std::thread::JoinHandle<()>) {
+    t.join().expect("the killer thread");
 }
 
 /// A client that sends requests and never reads the answers: the server stops reading its

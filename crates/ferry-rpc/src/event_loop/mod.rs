@@ -568,8 +568,15 @@ impl EventLoop {
                         );
                     }
                     Ok(None) => break,
-                    // A peer that fails its handshake costs its own connection only.
-                    Err(_) => break,
+                    // A peer that fails its handshake costs its own connection only; the
+                    // reason is logged, since the peer sees only a closed socket.
+                    Err(e) => {
+                        let at = listener
+                            .local_addr()
+                            .map_or_else(|_| "a listener".to_owned(), |a| a.to_string());
+                        eprintln!("ferry-rpc: a connection on {at} failed its setup: {e}");
+                        break;
+                    }
                 }
             }
         }
