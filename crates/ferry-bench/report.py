@@ -30,7 +30,7 @@ def order(group):
     # Headline shapes first, then sweeps by their numeric parameter.
     op, _, shape = group.partition("/")
     kind, _, n = shape.partition("-")
-    headline = ["muser", "echo", "kv8k"]
+    headline = ["muser", "echo", "kv8k", "google16"]
     rank = headline.index(shape) if shape in headline else len(headline)
     sweep = {"size": 0, "count": 1}.get(kind, 2)
     return (op != "serialize", rank, sweep, int(n) if n.isdigit() else 0)

@@ -16,6 +16,9 @@ pub enum BenchError {
     /// Cap'n Proto failed to build, frame or read the message.
     #[error("capnp: {0}")]
     Capnp(#[from] capnp::Error),
+    /// rkyv could not serialize, or its validator rejected the archive.
+    #[error("rkyv: {0}")]
+    Rkyv(#[from] rkyv::rancor::Error),
     /// Ferry could not allocate, encode or decode.
     #[error("ferry: {0}")]
     Ferry(String),

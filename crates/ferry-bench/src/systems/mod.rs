@@ -27,6 +27,7 @@ pub mod ferry;
 pub mod flatbuf;
 pub mod memcpy;
 pub mod prost;
+pub mod rkyv;
 
 /// Turns a shape's application buffers into bytes ready for a socket write.
 ///
@@ -183,6 +184,11 @@ pub static SERIALIZERS: &[SerializerEntry] = &[
         new: capnp::CapnpSerializer::boxed,
         sweeps: false,
     },
+    SerializerEntry {
+        name: "rkyv",
+        new: rkyv::RkyvSerializer::boxed,
+        sweeps: false,
+    },
 ];
 
 /// Ferry's default zero-copy threshold (the `ferry` row is the hybrid default).
@@ -211,6 +217,10 @@ pub static DECODERS: &[DecoderEntry] = &[
     DecoderEntry {
         name: "capnp",
         new: capnp::CapnpDecoder::boxed,
+    },
+    DecoderEntry {
+        name: "rkyv",
+        new: rkyv::RkyvDecoder::boxed,
     },
 ];
 
