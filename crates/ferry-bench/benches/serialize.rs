@@ -3,7 +3,7 @@
 //! Ids are `serialize/<shape>/<system>`: one Criterion group per shape, one function per
 //! system, so `report.py` can divide every row by the `memcpy` floor of its group.
 //! Headline shapes run every system; the size and count sweeps run the systems whose
-//! registry entry has `sweeps: true`.
+//! registry entry has `sweeps: true`; the copy floors (`google16-copied`) run memcpy only.
 
 use std::hint::black_box;
 
@@ -44,5 +44,13 @@ fn sweeps(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, headline, sweeps);
+/// The memcpy of the bytes a hybrid message copies (`google16-copied`): its own floor.
+fn copy_floors(c: &mut Criterion) {
+    let memcpy: Vec<_> = SERIALIZERS.iter().filter(|e| e.name == "memcpy").collect();
+    for shape in Shape::copy_floors() {
+        bench_shape(c, &shape, &memcpy);
+    }
+}
+
+criterion_group!(benches, headline, copy_floors, sweeps);
 criterion_main!(benches);

@@ -13,6 +13,7 @@
 //! | `echo`      | none  | 2 x 2048 B        | "YCSB-C": values of 2 x 2048 B (mget-2, lrange-2)     |
 //! | `kv8k`      | 64 B  | 1 x 8192 B        | `platform.md` peer table; 64-byte keys as in Cornflakes |
 //! | `google16`  | 64 B  | 16, Google sizes  | "Google protobuf `bytes` field sizes": 16 sizes drawn once (seed [`GOOGLE_SEED`]) |
+//! | `google16-copied` | 64 B | the 15 below 512 B | `google16` without the field Ferry's hybrid rule references: the memcpy floor of its copied bytes |
 //! | `size-<n>`  | none  | 1 x n B           | "YCSB-C" threshold study: N buffers of size S         |
 //! | `count-<n>` | none  | n x 512 B         | same; 512 B covers ~94.9 % of Google `bytes` fields   |
 //!
@@ -40,6 +41,10 @@ pub const HEADLINE: [&str; 4] = ["muser", "echo", "kv8k", "google16"];
 /// and 2 draw none; 56 % of 16-field draws hold one): 64 B key, 15 fields of 5-354 B and one
 /// of 3,400 B, 4,566 B in all.
 pub const GOOGLE_SEED: u64 = 3;
+
+/// Shapes that only the memcpy floor runs: the bytes a hybrid Ferry message of a headline shape
+/// copies (`google16`'s target is relative to them, issue 11).
+pub const COPY_FLOORS: [&str; 1] = ["google16-copied"];
 
 /// Field sizes of the one-field size sweep (`size-<n>`).
 pub const SWEEP_FIELD_SIZES: [usize; 6] = [64, 256, 1024, 4096, 16 * 1024, 64 * 1024];
@@ -82,6 +87,13 @@ impl Shape {
             "echo" => Self::new(name, 0, &[2048; 2]),
             "kv8k" => Self::new(name, 64, &[8192]),
             "google16" => Self::new(name, google::KEY_LEN, &google_field_sizes(16)),
+            "google16-copied" => {
+                let copied: Vec<usize> = google_field_sizes(16)
+                    .into_iter()
+                    .filter(|&len| len < ferry::wire::DEFAULT_THRESHOLD)
+                    .collect();
+                Self::new(name, google::KEY_LEN, &copied)
+            }
             _ => {
                 let (kind, n) = name.split_once('-').ok_or_else(unknown)?;
                 let n: usize = n.parse().map_err(|_| unknown())?;
@@ -110,6 +122,14 @@ impl Shape {
         HEADLINE
             .iter()
             .map(|name| Self::by_name(name).expect("headline shape names are valid"))
+            .collect()
+    }
+
+    /// The copy floors, in [`COPY_FLOORS`] order.
+    pub fn copy_floors() -> Vec<Self> {
+        COPY_FLOORS
+            .iter()
+            .map(|name| Self::by_name(name).expect("floor shape names are valid"))
             .collect()
     }
 
@@ -199,6 +219,8 @@ mod tests {
         assert_eq!(sizes, google_field_sizes(16), "drawn again, the same sizes");
         assert_eq!(google16.payload_len(), 4566, "the sizes GOOGLE_SEED's doc names");
         assert_eq!(sizes.iter().filter(|&&s| s > 512).count(), 1);
+        let [copied] = <[Shape; 1]>::try_from(Shape::copy_floors()).unwrap();
+        assert_eq!((copied.fields().len(), copied.payload_len()), (15, 4566 - 3400));
     }
 
     #[test]

@@ -77,6 +77,9 @@ fn list() {
             println!("serialize {} {}", entry.name, shape.name());
         }
     }
+    for shape in Shape::copy_floors() {
+        println!("serialize memcpy {}", shape.name());
+    }
     for shape in Shape::size_sweep().iter().chain(&Shape::count_sweep()) {
         for entry in SERIALIZERS.iter().filter(|e| e.sweeps) {
             println!("serialize {} {}", entry.name, shape.name());
