@@ -65,6 +65,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let setup = Setup {
         block_size: 1024,
+        block_messages: 8,
         credits: 1 + u32::from(*credits % 4),
         ring: RING,
         peer_control: 0,

@@ -23,6 +23,12 @@ pub struct ShmConfig {
     /// Bytes per block (default 16 KiB). Messages are batched into blocks; a message larger
     /// than a block gets a block of its own.
     pub block_size: usize,
+    /// Messages per block (default 16): a block is published once it holds this many, even
+    /// if it has room for more. With many small messages in flight this keeps several blocks
+    /// circulating, so that both sides work at once: one block of 128 requests (or, as 64 B
+    /// requests fill 16 KiB, a block of 127 and one of 1) makes the two sides take turns. A
+    /// block costs one credit, one ring entry and one publication.
+    pub block_messages: u32,
     /// Blocks this side may have unacknowledged (default 256; the smaller of the two sides'
     /// values is used, at most half the ring).
     pub credits: u32,
@@ -35,6 +41,7 @@ impl Default for ShmConfig {
     fn default() -> ShmConfig {
         ShmConfig {
             block_size: 16 << 10,
+            block_messages: 16,
             credits: 256,
             spin: Duration::from_micros(50),
         }
@@ -396,6 +403,7 @@ impl ShmConnection {
         };
         let setup = Setup {
             block_size: config.block_size,
+            block_messages: config.block_messages.max(1),
             credits: credits.min(word(12).max(1)),
             ring: RING,
             peer_control,

@@ -44,6 +44,11 @@ pub struct Setup {
     /// Bytes per block: a block is ready once it holds this many (a larger message gets a
     /// block of its own). Between [`BLOCK_ALIGN`] and the pool's largest buffer.
     pub block_size: usize,
+    /// Messages per block: a block is also ready once it holds this many (at least 1).
+    /// Pipelined small messages then travel as several blocks, so that while the peer works
+    /// through one this side fills the next, instead of the two taking turns on one big
+    /// block (a sender-side choice; the receiver takes any count its block holds).
+    pub block_messages: u32,
     /// Blocks each side may have unacknowledged: between 1 and half the ring.
     pub credits: u32,
     /// Entries in each side's ring (the same on both sides).
@@ -161,6 +166,9 @@ impl Endpoint {
                 "block_size must be between {BLOCK_ALIGN} and the pool's largest buffer ({})",
                 pool.max_class()
             ));
+        }
+        if setup.block_messages == 0 {
+            return config("block_messages must be at least 1".into());
         }
         if setup.ring < 2 || setup.credits == 0 || setup.credits as usize > setup.ring / 2 {
             return config(format!(
@@ -316,7 +324,7 @@ impl Endpoint {
         f.count += 1;
         self.send_seq += 1;
         self.stats.messages_sent += 1;
-        if f.block.len() >= self.setup.block_size {
+        if f.block.len() >= self.setup.block_size || f.count >= self.setup.block_messages {
             self.ready.extend(self.filling.take());
         }
     }

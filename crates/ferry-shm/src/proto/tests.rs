@@ -46,6 +46,7 @@ impl Pair {
         let (mem1, control1) = Memory::in_process(&pools[1], &pools[0], ring);
         let setup = |peer_control| Setup {
             block_size: BLOCK_ALIGN,
+            block_messages: 4,
             credits,
             ring,
             peer_control,
@@ -246,6 +247,23 @@ fn blocks_wait_for_credits_and_acknowledgements_return_them() {
     pair.receive(0, false);
     pair.tick(0);
     assert_eq!(pair.sides[0].ep.stats().blocks_sent, 2);
+    pair.drain();
+}
+
+/// Small messages that would all fit in one block go out as blocks of `block_messages` (4
+/// here), so a pipelined peer gets work before the whole batch is queued.
+#[test]
+fn blocks_are_cut_at_block_messages() {
+    let mut pair = Pair::new(3, 6);
+    for i in 0..9 {
+        pair.send(0, 1, 8, None, false);
+        assert_eq!(pair.sides[0].ep.has_ready(), i >= 3, "after message {i}");
+    }
+    pair.tick(0);
+    assert_eq!(pair.sides[0].ep.stats().blocks_sent, 3);
+    pair.receive(1, false);
+    assert_eq!(pair.sides[1].ep.stats().blocks_received, 3);
+    assert_eq!(pair.sides[1].ep.stats().messages_received, 9);
     pair.drain();
 }
 
