@@ -54,6 +54,10 @@ pub(crate) struct Rings {
     head: u64,
     /// Entries of the peer's ring consumed.
     tail: u64,
+    /// The peer's `peer_tail` when this side last read it (how far it had consumed this
+    /// side's ring), and whether it has been read at all.
+    known_tail: u64,
+    tail_read: bool,
 }
 
 impl Rings {
@@ -63,6 +67,8 @@ impl Rings {
             peer_control,
             head: 0,
             tail: 0,
+            known_tail: 0,
+            tail_read: false,
         }
     }
 
@@ -72,7 +78,15 @@ impl Rings {
     }
 
     /// Whether this side's ring has room for an entry (the peer consumes entries as it polls).
-    pub(crate) fn has_space(&self, mem: &impl Shared) -> Result<bool, TransportError> {
+    ///
+    /// The peer's `peer_tail` is read only when the ring looks full by the value last read (and
+    /// once at first): the tail only grows, so an old value understates the room and never
+    /// lets an unconsumed entry be overwritten. Reading it on every publication cost a cache
+    /// miss each time (the peer writes that line whenever it consumes).
+    pub(crate) fn has_space(&mut self, mem: &impl Shared) -> Result<bool, TransportError> {
+        if self.tail_read && self.head - self.known_tail < self.size {
+            return Ok(true);
+        }
         let consumed = self.peer(mem, PEER_TAIL);
         if consumed > self.head {
             return Err(protocol(
@@ -80,6 +94,8 @@ impl Rings {
                 self.peer_control,
             ));
         }
+        self.known_tail = consumed;
+        self.tail_read = true;
         Ok(self.head - consumed < self.size)
     }
 
