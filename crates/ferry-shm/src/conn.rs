@@ -76,7 +76,8 @@ pub struct ShmStats {
 const MAGIC: [u8; 8] = *b"FERRYSHM";
 /// How long the setup exchange may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-const VERSION: u32 = 1;
+/// 2: ring entries carry a sequence tag (`layout.rs`).
+const VERSION: u32 = 2;
 const HELLO_LEN: usize = 32;
 /// [`ShmConnection::poll_recv`] looks at the socket for a hang-up once per this many calls
 /// that found nothing (a dead peer sets no word in shared memory).

@@ -503,18 +503,23 @@ impl Endpoint {
     }
 
     fn poll_inner(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
-        let arrived = self.rings.arrived(mem)?;
-        if arrived == 0 {
-            return Ok(false);
-        }
-        for _ in 0..arrived {
-            let (e, slot) = self.rings.take(mem);
+        // At most a ring's worth per call: bounded work, whatever tags the peer writes.
+        let mut taken = 0;
+        while taken < self.setup.ring {
+            let Some((e, slot)) = self.rings.next_entry(mem) else {
+                break;
+            };
+            taken += 1;
             let (bucket, acks) = split_entry(e);
             if bucket == NO_BLOCK {
                 self.acked(acks, slot)?;
             } else {
                 self.receive_block(mem, bucket as usize * BLOCK_ALIGN)?;
             }
+        }
+        if taken == 0 {
+            self.rings.idle(mem)?;
+            return Ok(false);
         }
         self.rings.consumed(mem);
         Ok(true)

@@ -5,7 +5,7 @@
 
 use ferry_transport::{FrameError, TransportError};
 
-use crate::layout::{CLOSED, PEER_TAIL, RING_AT, RING_HEAD, SLEEPING};
+use crate::layout::{CLOSED, PEER_TAIL, RING_AT, RING_HEAD, SLEEPING, entry_tag, tag, tagged};
 
 /// The memory two sides share, as the protocol core sees it: this side's control area, which
 /// it writes, and the peer's region (its control area, blocks and values), which it only reads
@@ -99,41 +99,61 @@ impl Rings {
         Ok(self.head - consumed < self.size)
     }
 
-    /// Publishes an entry (there must be room). Returns whether the peer sleeps: it must be
-    /// woken. The fence pairs with the one in [`announce_sleep`](Self::announce_sleep): either
-    /// the peer sees the new head, or this side sees its flag.
+    /// Publishes an entry (there must be room), tagged with its number, then the head.
+    /// Returns whether the peer sleeps: it must be woken. The fence pairs with the one in
+    /// [`announce_sleep`](Self::announce_sleep): either the peer sees the new head, or this
+    /// side sees its flag.
     pub(crate) fn push(&mut self, mem: &mut impl Shared, entry: u64) -> bool {
-        mem.store(RING_AT + 8 * (self.head % self.size) as usize, entry);
+        mem.store(
+            RING_AT + 8 * (self.head % self.size) as usize,
+            tagged(entry, self.head),
+        );
         self.head += 1;
         mem.store(RING_HEAD, self.head);
         mem.fence();
         self.peer(mem, SLEEPING) != 0
     }
 
-    /// Entries the peer has published that this side has not consumed. Reads `closed` before
-    /// the head, so that a peer that publishes and then closes is seen to publish.
-    pub(crate) fn arrived(&self, mem: &impl Shared) -> Result<u64, TransportError> {
+    /// The next entry of the peer's ring, if published, and the offset it was read at: the
+    /// slot of the entry expected next is read (once) and taken if its tag is that entry's.
+    /// The peer stores the entry (release) before its head, so this costs one line, not the
+    /// head's and then the slot's. Entries so taken are reported with
+    /// [`consumed`](Self::consumed). When it returns `None`, [`idle`](Self::idle) says why.
+    pub(crate) fn next_entry(&mut self, mem: &impl Shared) -> Option<(u64, usize)> {
+        let slot = self.peer_control + RING_AT + 8 * (self.tail % self.size) as usize;
+        let e = mem.load(slot)?;
+        if entry_tag(e) != tag(self.tail) {
+            return None;
+        }
+        self.tail += 1;
+        Some((e, slot))
+    }
+
+    /// After [`next_entry`](Self::next_entry) found nothing: `Err(Closed)` if the peer has
+    /// closed with nothing left to consume, a protocol error if its head is out of range or
+    /// claims an entry whose slot does not carry its tag, else `Ok(())` (nothing yet, or an
+    /// entry that arrived meanwhile: poll again). Reads `closed` before the head, so that a
+    /// peer that publishes and then closes is seen to publish.
+    pub(crate) fn idle(&self, mem: &impl Shared) -> Result<(), TransportError> {
         let closed = self.peer(mem, CLOSED) != 0;
         let head = self.peer(mem, RING_HEAD);
         if head == self.tail {
             return if closed {
                 Err(TransportError::Closed)
             } else {
-                Ok(0)
+                Ok(())
             };
         }
         if head < self.tail || head - self.tail > self.size {
             return Err(protocol("ring head out of range", self.peer_control + RING_HEAD));
         }
-        Ok(head - self.tail)
-    }
-
-    /// The next entry of the peer's ring (one [`arrived`](Self::arrived) counted) and the
-    /// offset it was read at.
-    pub(crate) fn take(&mut self, mem: &impl Shared) -> (u64, usize) {
+        // The head was stored after the entry: loaded (acquire) after the head, the slot
+        // holds it, tagged, unless the peer lies.
         let slot = self.peer_control + RING_AT + 8 * (self.tail % self.size) as usize;
-        self.tail += 1;
-        (mem.load(slot).unwrap_or(0), slot)
+        if mem.load(slot).map(entry_tag) != Some(tag(self.tail)) {
+            return Err(protocol("ring entry without its sequence tag", slot));
+        }
+        Ok(())
     }
 
     /// Tells the peer how far this side has consumed (frees room in its ring).
