@@ -77,7 +77,7 @@ fn loom_entries_arrive_in_order_and_are_never_overwritten_unread() {
                 while !rings.has_space(&producer).unwrap() {
                     thread::yield_now();
                 }
-                rings.push(&mut producer, e);
+                rings.push(&mut producer, e, false);
             }
         });
         let mut rings = Rings::new(RING, 0);
@@ -113,7 +113,7 @@ fn no_lost_wakeup(close: bool) {
             let wake = if close {
                 rings.close(&mut producer)
             } else {
-                rings.push(&mut producer, 1)
+                rings.push(&mut producer, 1, false)
             };
             if wake {
                 bell.store(true, Ordering::Release);

@@ -55,6 +55,11 @@ pub struct Setup {
     pub ring: usize,
     /// Offset of the peer's control area in its region.
     pub peer_control: usize,
+    /// The peer said at setup that it never sleeps on its doorbell (it busy-polls only and
+    /// never raises its `sleeping` word): entries are then published with release stores
+    /// alone, without the sequentially consistent fence and the read of `sleeping` that the
+    /// sleep handshake needs (see [`Rings::push`](ring::Rings)).
+    pub peer_never_sleeps: bool,
 }
 
 /// Keeps a received block unacknowledged while a message of it is alive: every
@@ -461,7 +466,7 @@ impl Endpoint {
             self.credits -= 1;
             self.in_flight.push_back((block, held));
             self.stats.blocks_sent += 1;
-            self.wake |= self.rings.push(mem, entry(bucket, 0));
+            self.wake |= self.rings.push(mem, entry(bucket, 0), self.setup.peer_never_sleeps);
         }
         Ok(true)
     }
@@ -480,7 +485,7 @@ impl Endpoint {
         }
         let acks = self.take_acks();
         self.stats.ack_entries_sent += 1;
-        self.wake |= self.rings.push(mem, entry(NO_BLOCK, acks));
+        self.wake |= self.rings.push(mem, entry(NO_BLOCK, acks), self.setup.peer_never_sleeps);
         Ok(true)
     }
 

@@ -103,13 +103,23 @@ impl Rings {
     /// Returns whether the peer sleeps: it must be woken. The fence pairs with the one in
     /// [`announce_sleep`](Self::announce_sleep): either the peer sees the new head, or this
     /// side sees its flag.
-    pub(crate) fn push(&mut self, mem: &mut impl Shared, entry: u64) -> bool {
+    ///
+    /// With `never_sleeps` (the peer declared at setup that it never announces a sleep) the
+    /// fence and the read of `sleeping` are skipped: the store-load ordering they give only
+    /// matters to a peer that may be asleep, and the release stores still publish the block
+    /// before the entry and the entry before the head. The fence waits for every store of
+    /// the block to leave the store buffer (cache lines the peer last read), on every entry.
+    /// A peer that declared so and sleeps anyway only delays itself (its sleeps are bounded).
+    pub(crate) fn push(&mut self, mem: &mut impl Shared, entry: u64, never_sleeps: bool) -> bool {
         mem.store(
             RING_AT + 8 * (self.head % self.size) as usize,
             tagged(entry, self.head),
         );
         self.head += 1;
         mem.store(RING_HEAD, self.head);
+        if never_sleeps {
+            return false;
+        }
         mem.fence();
         self.peer(mem, SLEEPING) != 0
     }

@@ -41,6 +41,12 @@ struct Pair {
 
 impl Pair {
     fn new(credits: u32, ring: usize) -> Pair {
+        Pair::with_sleepers(credits, ring, false)
+    }
+
+    /// Like [`Pair::new`]; `never_sleeps`: each side was told at setup that its peer never
+    /// sleeps.
+    fn with_sleepers(credits: u32, ring: usize, never_sleeps: bool) -> Pair {
         let pools = [shared_pool(), shared_pool()];
         let (mem0, control0) = Memory::in_process(&pools[0], &pools[1], ring);
         let (mem1, control1) = Memory::in_process(&pools[1], &pools[0], ring);
@@ -50,6 +56,7 @@ impl Pair {
             credits,
             ring,
             peer_control,
+            peer_never_sleeps: never_sleeps,
         };
         let [p0, p1] = pools;
         let ep0 = Endpoint::new(&p0, setup(control1), &mem0).unwrap();
@@ -291,6 +298,21 @@ fn a_sleeping_peer_is_woken_by_the_next_entry() {
     ep.withdraw(mem);
     pair.send(0, 1, 10, None, false);
     pair.tick_keep_wake(0, false);
+}
+
+/// A peer that declared it never sleeps is published to without the handshake: no fence, no
+/// read of its `sleeping` word, so even a raised flag (the peer broke its word) reports no
+/// wake-up. The handshake towards a peer that may sleep is the test above.
+#[test]
+fn a_peer_that_never_sleeps_is_not_woken() {
+    let mut pair = Pair::with_sleepers(2, 4, true);
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    assert!(!ep.announce_sleep(mem));
+    pair.send(0, 1, 10, None, false);
+    pair.tick_keep_wake(0, false);
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    ep.withdraw(mem);
+    pair.drain();
 }
 
 /// Credits come back only as acknowledgements, so a side that waits for credits (announced
