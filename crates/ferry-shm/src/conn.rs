@@ -434,7 +434,11 @@ impl ShmConnection {
             core,
             doorbell,
             peer_doorbell,
-            spin: if config.never_sleep { Duration::MAX } else { config.spin },
+            spin: if config.never_sleep {
+                Duration::MAX
+            } else {
+                config.spin
+            },
             never_sleep: config.never_sleep,
             spins: 0,
             idle_polls: 0,

@@ -118,7 +118,11 @@ impl MsgHeader {
 /// A ring entry without its tag ([`tagged`] adds it). `acks` above `u16::MAX` is cut to
 /// `u16::MAX` (a sender owes at most its peer's credits, at most half the ring).
 pub(crate) const fn entry(bucket: u32, acks: u32) -> u64 {
-    let acks = if acks > u16::MAX as u32 { u16::MAX as u32 } else { acks };
+    let acks = if acks > u16::MAX as u32 {
+        u16::MAX as u32
+    } else {
+        acks
+    };
     bucket as u64 | (acks as u64) << 32
 }
 

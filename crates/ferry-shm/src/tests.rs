@@ -24,7 +24,8 @@ use ferry_wire::{Context, Limits, Outgoing};
 
 use crate::layout::{
     BLOCK_ALIGN, CLOSED, CONTROL_LEN, FORM_EXPLICIT_ID, FORM_FERRY, MSG_HEADER_LEN, MsgHeader, NO_BLOCK,
-    PEER_TAIL, PREAMBLE_LEN, Preamble, RING, RING_AT, RING_HEAD, entry, message_space, split_entry, tag, tagged,
+    PEER_TAIL, PREAMBLE_LEN, Preamble, RING, RING_AT, RING_HEAD, SLEEPING, entry, message_space, split_entry,
+    tag, tagged,
 };
 use crate::sys::{self, Mapping};
 use crate::{ShmConfig, ShmConnection, ShmFrame, ShmListener};
@@ -125,6 +126,11 @@ impl Pair {
     /// Like [`Pair::new`], with `doorbell` passed as the hostile side's doorbell instead of
     /// an eventfd.
     fn with_doorbell(name: &str, credits: u32, doorbell: Option<BorrowedFd<'_>>) -> Pair {
+        Pair::with_hello(name, credits, doorbell, 0)
+    }
+
+    /// Like [`Pair::with_doorbell`], with `flags` in the setup message's flags word.
+    fn with_hello(name: &str, credits: u32, doorbell: Option<BorrowedFd<'_>>, flags: u32) -> Pair {
         let pool = pool();
         let mut control = pool.alloc(CONTROL_LEN).unwrap();
         control.capacity_mut().fill(0);
@@ -136,7 +142,11 @@ impl Pair {
             let bell = doorbell.unwrap_or(own_doorbell.as_fd());
             sys::send_fds(
                 sock,
-                &hello(control_offset, credits),
+                &{
+                    let mut h = hello(control_offset, credits);
+                    h[28..32].copy_from_slice(&flags.to_le_bytes());
+                    h
+                },
                 &[pool.memfd().unwrap(), bell],
             )
             .unwrap();
@@ -486,9 +496,12 @@ fn ring_head_moved_back() {
 fn ring_entry_without_its_sequence_tag() {
     for wrong in [0, tag(1), tag(RING as u64), tag(u64::MAX - 1), u16::MAX] {
         let mut p = Pair::new("tag-wrong", 8);
-        p.hostile
-            .push_raw(entry(NO_BLOCK, 0) | u64::from(wrong) << 48);
-        assert_eq!(p.violation(), "ring entry without its sequence tag", "tag {wrong}");
+        p.hostile.push_raw(entry(NO_BLOCK, 0) | u64::from(wrong) << 48);
+        assert_eq!(
+            p.violation(),
+            "ring entry without its sequence tag",
+            "tag {wrong}"
+        );
         p.finish();
     }
     // After a valid entry: the second slot carries the first's tag.
@@ -506,8 +519,7 @@ fn ring_entry_without_its_sequence_tag() {
 fn tagged_entry_without_the_head() {
     let mut p = Pair::new("tag-no-head", 8);
     let bucket = p.hostile.block(&block_bytes(&[(header(2, 0, 0), b"hi")], 0));
-    p.hostile
-        .word(RING_AT, tagged(entry(bucket, 0), 0));
+    p.hostile.word(RING_AT, tagged(entry(bucket, 0), 0));
     let f = p.poll().unwrap().expect("the tagged entry's frame");
     assert_eq!(f.bytes(), Some(&b"hi"[..]));
     assert_eq!(p.violation(), "ring head out of range");
@@ -528,6 +540,24 @@ fn untagged_slot_is_not_an_entry() {
     assert_eq!(f.bytes(), Some(&b"ok"[..]));
     drop(f);
     p.finish();
+}
+
+/// The setup message's flags word: a peer that declares it never sleeps (1) is published to
+/// without the sleep handshake, so if it sleeps anyway (raises `sleeping`) it is not woken;
+/// the victim neither fails nor waits. Any other value is read as "may sleep": it is woken.
+#[test]
+fn never_sleeps_flag_that_lies() {
+    for (flags, woken) in [(1u32, false), (0, true), (2, true), (u32::MAX, true)] {
+        let mut p = Pair::with_hello("never-sleeps", 8, None, flags);
+        p.hostile.word(SLEEPING, 1);
+        p.conn
+            .send_payload(Meta::new(1, 0), Payload::Bytes(b"abc"))
+            .unwrap();
+        p.conn.flush().unwrap();
+        assert_eq!(p.conn.stats().wakeups > 0, woken, "flags {flags:#x}");
+        assert_eq!(p.conn.blocks_in_flight(), 1);
+        p.finish();
+    }
 }
 
 #[test]
@@ -1034,7 +1064,12 @@ fn setup_messages_that_are_refused() {
             true,
         ),
         ("version 3", edit(&|h| h[8] = 3), vec![memfd, bell.as_fd()], true),
-        ("version 1 (untagged ring entries)", edit(&|h| h[8] = 1), vec![memfd, bell.as_fd()], true),
+        (
+            "version 1 (untagged ring entries)",
+            edit(&|h| h[8] = 1),
+            vec![memfd, bell.as_fd()],
+            true,
+        ),
         ("ring size", edit(&|h| h[24] = 1), vec![memfd, bell.as_fd()], true),
         (
             "control outside",

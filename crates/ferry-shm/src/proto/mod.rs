@@ -466,7 +466,9 @@ impl Endpoint {
             self.credits -= 1;
             self.in_flight.push_back((block, held));
             self.stats.blocks_sent += 1;
-            self.wake |= self.rings.push(mem, entry(bucket, 0), self.setup.peer_never_sleeps);
+            self.wake |= self
+                .rings
+                .push(mem, entry(bucket, 0), self.setup.peer_never_sleeps);
         }
         Ok(true)
     }
@@ -485,7 +487,9 @@ impl Endpoint {
         }
         let acks = self.take_acks();
         self.stats.ack_entries_sent += 1;
-        self.wake |= self.rings.push(mem, entry(NO_BLOCK, acks), self.setup.peer_never_sleeps);
+        self.wake |= self
+            .rings
+            .push(mem, entry(NO_BLOCK, acks), self.setup.peer_never_sleeps);
         Ok(true)
     }
 
