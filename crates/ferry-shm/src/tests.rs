@@ -513,17 +513,25 @@ fn ring_entry_without_its_sequence_tag() {
     p.finish();
 }
 
-/// A slot with the right tag is taken (the tag publishes it) even if the head lags; a head
-/// that then stays behind what was taken is out of range.
+/// A slot with the right tag is taken (the tag publishes it) even if the head lags: one
+/// behind is the race of a peer between its entry and its head; two behind is out of range.
 #[test]
 fn tagged_entry_without_the_head() {
     let mut p = Pair::new("tag-no-head", 8);
-    let bucket = p.hostile.block(&block_bytes(&[(header(2, 0, 0), b"hi")], 0));
-    p.hostile.word(RING_AT, tagged(entry(bucket, 0), 0));
+    let first = p.hostile.block(&block_bytes(&[(header(2, 0, 0), b"hi")], 0));
+    p.hostile.word(RING_AT, tagged(entry(first, 0), 0));
     let f = p.poll().unwrap().expect("the tagged entry's frame");
     assert_eq!(f.bytes(), Some(&b"hi"[..]));
+    assert!(
+        p.poll().unwrap().is_none(),
+        "a head one behind is a publication in progress"
+    );
+    let second = p.hostile.block(&block_bytes(&[(header(2, 0, 0), b"yo")], 0));
+    p.hostile.word(RING_AT + 8, tagged(entry(second, 0), 1));
+    let g = p.poll().unwrap().expect("the second tagged entry's frame");
+    assert_eq!(g.bytes(), Some(&b"yo"[..]));
     assert_eq!(p.violation(), "ring head out of range");
-    drop(f);
+    drop((f, g));
     p.finish();
 }
 

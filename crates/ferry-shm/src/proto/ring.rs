@@ -58,6 +58,8 @@ pub(crate) struct Rings {
     /// side's ring), and whether it has been read at all.
     known_tail: u64,
     tail_read: bool,
+    /// The highest head of the peer's ring read so far (a head never moves back).
+    seen_head: u64,
 }
 
 impl Rings {
@@ -69,6 +71,7 @@ impl Rings {
             tail: 0,
             known_tail: 0,
             tail_read: false,
+            seen_head: 0,
         }
     }
 
@@ -140,13 +143,24 @@ impl Rings {
     }
 
     /// After [`next_entry`](Self::next_entry) found nothing: `Err(Closed)` if the peer has
-    /// closed with nothing left to consume, a protocol error if its head is out of range or
-    /// claims an entry whose slot does not carry its tag, else `Ok(())` (nothing yet, or an
-    /// entry that arrived meanwhile: poll again). Reads `closed` before the head, so that a
-    /// peer that publishes and then closes is seen to publish.
-    pub(crate) fn idle(&self, mem: &impl Shared) -> Result<(), TransportError> {
+    /// closed with nothing left to consume, a protocol error if its head moved back, is out of
+    /// range or claims an entry whose slot does not carry its tag, else `Ok(())` (nothing
+    /// yet, or an entry that arrived meanwhile: poll again). Reads `closed` before the head,
+    /// so that a peer that publishes and then closes is seen to publish.
+    ///
+    /// The head may lag one behind the entries taken: the peer stores an entry, then the
+    /// head, and this side may take the entry by its tag in between. It cannot lag more: the
+    /// entry before the last one taken was stored before the head that counts it, and taking
+    /// the last one (acquire) made that head visible. A closed peer's head does not lag (it
+    /// stored the head before `closed`).
+    pub(crate) fn idle(&mut self, mem: &impl Shared) -> Result<(), TransportError> {
         let closed = self.peer(mem, CLOSED) != 0;
         let head = self.peer(mem, RING_HEAD);
+        let out_of_range = || protocol("ring head out of range", self.peer_control + RING_HEAD);
+        if head < self.seen_head {
+            return Err(out_of_range());
+        }
+        self.seen_head = head;
         if head == self.tail {
             return if closed {
                 Err(TransportError::Closed)
@@ -154,8 +168,11 @@ impl Rings {
                 Ok(())
             };
         }
+        if !closed && self.tail.checked_sub(1) == Some(head) {
+            return Ok(());
+        }
         if head < self.tail || head - self.tail > self.size {
-            return Err(protocol("ring head out of range", self.peer_control + RING_HEAD));
+            return Err(out_of_range());
         }
         // The head was stored after the entry: loaded (acquire) after the head, the slot
         // holds it, tagged, unless the peer lies.
