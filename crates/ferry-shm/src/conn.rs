@@ -314,6 +314,10 @@ impl Shared for Memory {
         self.peer.bytes().len()
     }
 
+    fn prefetch(&self, offset: usize, len: usize) {
+        self.peer.prefetch(offset, len);
+    }
+
     fn store(&mut self, offset: usize, value: u64) {
         OwnWord::new(self.control.capacity_mut(), offset).store(value);
     }

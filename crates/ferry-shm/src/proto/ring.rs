@@ -31,6 +31,10 @@ pub trait Shared {
     /// after it are seen in that order by a peer with the same fence (the sleeping handshake).
     fn fence(&self);
 
+    /// A hint that `len` bytes of the peer's region at `offset` are about to be read: start
+    /// loading them (default: nothing).
+    fn prefetch(&self, _offset: usize, _len: usize) {}
+
     /// Whether `len` bytes at `offset` lie in the peer's region.
     fn contains(&self, offset: usize, len: usize) -> bool {
         offset.checked_add(len).is_some_and(|end| end <= self.peer_len())
