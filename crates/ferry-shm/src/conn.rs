@@ -89,6 +89,9 @@ const VERSION: u32 = 2;
 const HELLO_LEN: usize = 32;
 /// The setup message's flags word (bytes 28..32): this side never sleeps on its doorbell.
 const NEVER_SLEEPS: u32 = 1;
+/// [`ShmConnection::recv`], busy-polling, reads the peer's ring head and closed word once per
+/// this many polls (the rest read the next ring slot only).
+const SPINS_PER_LOOK: u32 = 64;
 /// [`ShmConnection::poll_recv`] looks at the socket for a hang-up once per this many calls
 /// that found nothing (a dead peer sets no word in shared memory).
 const POLLS_PER_HANG_UP_CHECK: u32 = 1024;
@@ -715,8 +718,13 @@ impl ShmConnection {
         }
         self.tick()?;
         let mut start = None;
+        let mut polls = 0u32;
         loop {
-            if self.core.poll(&mut self.mem)? {
+            // The peer's head and closed word once per SPINS_PER_LOOK polls (the first
+            // included); the others read the next ring slot alone.
+            let look = polls % SPINS_PER_LOOK == 0;
+            polls = polls.wrapping_add(1);
+            if self.core.poll_spinning(&mut self.mem, look)? {
                 if let Some(m) = self.core.next(&self.mem)? {
                     return Ok(self.frame(m));
                 }

@@ -511,11 +511,22 @@ impl Endpoint {
     /// A peer that closed with nothing left to consume is `Err(Closed)`.
     pub fn poll(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         self.check()?;
-        let r = self.poll_inner(mem);
+        let r = self.poll_inner(mem, true);
         self.guard(r)
     }
 
-    fn poll_inner(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
+    /// [`poll`](Self::poll) for a busy-polling loop: when no entry has arrived, the peer's
+    /// `closed` word and ring head (read to tell a close or a lying peer from nothing yet)
+    /// are read only if `look`. A loop that spins sets `look` now and then, so that most of
+    /// its spins read one line, the next slot, and do not pull the head's line back each
+    /// time the peer publishes. A close is then seen at the next `look`.
+    pub fn poll_spinning(&mut self, mem: &mut impl Shared, look: bool) -> Result<bool, TransportError> {
+        self.check()?;
+        let r = self.poll_inner(mem, look);
+        self.guard(r)
+    }
+
+    fn poll_inner(&mut self, mem: &mut impl Shared, look: bool) -> Result<bool, TransportError> {
         // At most a ring's worth per call: bounded work, whatever tags the peer writes.
         let mut taken = 0;
         while taken < self.setup.ring {
@@ -535,7 +546,9 @@ impl Endpoint {
             }
         }
         if taken == 0 {
-            self.rings.idle(mem)?;
+            if look {
+                self.rings.idle(mem)?;
+            }
             return Ok(false);
         }
         self.rings.consumed(mem);

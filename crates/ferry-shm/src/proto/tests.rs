@@ -287,6 +287,26 @@ fn a_closed_peer_is_seen_after_what_it_published() {
     assert!(matches!(ep.poll(mem), Err(TransportError::Poisoned)));
 }
 
+/// A spinning poll that does not look reads the next slot only: a close (no entry) is seen
+/// at the next poll that looks; entries are taken either way.
+#[test]
+fn a_spinning_poll_sees_a_close_when_it_looks() {
+    let mut pair = Pair::new(2, 4);
+    pair.send(0, 7, 10, None, false);
+    pair.tick(0);
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    assert!(
+        ep.poll_spinning(mem, false).unwrap(),
+        "an entry is taken without looking"
+    );
+    assert!(ep.next(mem).unwrap().is_some());
+    let Side { mem, ep, .. } = &mut pair.sides[0];
+    ep.close(mem);
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    assert!(!ep.poll_spinning(mem, false).unwrap());
+    assert!(matches!(ep.poll_spinning(mem, true), Err(TransportError::Closed)));
+}
+
 #[test]
 fn a_sleeping_peer_is_woken_by_the_next_entry() {
     let mut pair = Pair::new(2, 4);
