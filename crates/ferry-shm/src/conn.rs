@@ -124,7 +124,7 @@ pub struct ShmFrame {
     offset: usize,
     len: usize,
     mapping: Rc<Mapping>,
-    _hold: Hold,
+    _hold: Rc<Hold>,
 }
 
 impl ShmFrame {

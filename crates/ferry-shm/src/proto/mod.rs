@@ -67,23 +67,11 @@ pub struct Setup {
 }
 
 /// Keeps a received block unacknowledged while a message of it is alive: every
-/// [`Incoming`] holds one, counted in its block's entry of the received blocks (no
-/// allocation per block or message).
+/// [`Incoming`] holds one, shared by the messages of its block.
 #[derive(Debug)]
 pub struct Hold {
     seq: u64,
     releases: Rc<RefCell<Releases>>,
-}
-
-/// Another hold on the same block (a cloned frame keeps it too).
-impl Clone for Hold {
-    fn clone(&self) -> Hold {
-        self.releases.borrow_mut().hold(self.seq);
-        Hold {
-            seq: self.seq,
-            releases: Rc::clone(&self.releases),
-        }
-    }
 }
 
 impl Drop for Hold {
@@ -99,26 +87,17 @@ impl Drop for Hold {
 struct Releases {
     /// Sequence number of `live[0]`.
     first: u64,
-    /// Per received block: the holds on it alive (its messages, and while some are not yet
-    /// handed out, its entry in the queue); 0 once released.
-    live: VecDeque<u32>,
+    /// Per received block: whether any message of it is alive.
+    live: VecDeque<bool>,
     /// Released blocks not yet acknowledged to the peer.
     pending: u32,
 }
 
 impl Releases {
-    fn hold(&mut self, seq: u64) {
-        let i = (seq - self.first) as usize;
-        // A count that wraps would release a block still held: abort instead (refcount rule).
-        self.live[i] = self.live[i]
-            .checked_add(1)
-            .unwrap_or_else(|| std::process::abort());
-    }
-
     fn release(&mut self, seq: u64) {
         let i = (seq - self.first) as usize;
-        self.live[i] -= 1;
-        while self.live.front() == Some(&0) {
+        self.live[i] = false;
+        while self.live.front() == Some(&false) {
             self.live.pop_front();
             self.first += 1;
             self.pending += 1;
@@ -139,14 +118,13 @@ pub struct Incoming {
     /// Bytes of the payload (a Ferry message's header segment).
     pub len: usize,
     /// Keeps the block unacknowledged until dropped.
-    pub hold: Hold,
+    pub hold: Rc<Hold>,
 }
 
 /// A received block whose messages are handed out one at a time.
 #[derive(Debug)]
 struct Pending {
-    /// The queue's hold on the block, handed to its last message.
-    hold: Hold,
+    hold: Rc<Hold>,
     /// Next message header.
     pos: usize,
     end: usize,
@@ -597,11 +575,11 @@ impl Endpoint {
         let seq = self.blocks_seen;
         self.blocks_seen += 1;
         self.stats.blocks_received += 1;
-        self.releases.borrow_mut().live.push_back(1);
-        let hold = Hold {
+        self.releases.borrow_mut().live.push_back(true);
+        let hold = Rc::new(Hold {
             seq,
             releases: Rc::clone(&self.releases),
-        };
+        });
         if pre.count > 0 {
             // Messages are parsed as they are handed out: queued work stays bounded by the
             // credits, whatever counts the peer writes.
@@ -612,8 +590,8 @@ impl Endpoint {
                 left: pre.count,
             });
         }
-        // The queue holds the block; each message handed out takes a hold (the last one the
-        // queue's). With no message the hold goes here, and the block is released at once.
+        // Messages share the hold; the block is released when the last of them (or, with no
+        // message, the hold itself) goes.
         Ok(())
     }
 
@@ -648,7 +626,7 @@ impl Endpoint {
         let hold = if p.left == 0 {
             self.queue.pop_front().expect("the front").hold
         } else {
-            p.hold.clone()
+            Rc::clone(&p.hold)
         };
         let implicit = self.recv_seq;
         self.recv_seq += 1;

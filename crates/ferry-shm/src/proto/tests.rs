@@ -274,25 +274,6 @@ fn blocks_are_cut_at_block_messages() {
     pair.drain();
 }
 
-/// A block is acknowledged once every hold on it is gone: its messages and their clones
-/// (a cloned frame), whatever the order.
-#[test]
-fn a_cloned_hold_keeps_the_block() {
-    let mut pair = Pair::new(2, 4);
-    pair.send(0, 1, 8, None, false);
-    pair.send(0, 1, 8, None, false);
-    pair.tick(0);
-    pair.receive(1, true);
-    let Side { ep, held, .. } = &mut pair.sides[1];
-    assert_eq!(held.len(), 2);
-    let extra = held[1].hold.clone();
-    held.clear();
-    assert!(!ep.owes_acks(), "a clone still holds the block");
-    drop(extra);
-    assert!(ep.owes_acks());
-    pair.drain();
-}
-
 #[test]
 fn a_closed_peer_is_seen_after_what_it_published() {
     let mut pair = Pair::new(2, 4);
