@@ -62,7 +62,7 @@ pub struct Setup {
     /// The peer said at setup that it never sleeps on its doorbell (it busy-polls only and
     /// never raises its `sleeping` word): entries are then published with release stores
     /// alone, without the sequentially consistent fence and the read of `sleeping` that the
-    /// sleep handshake needs (see [`Rings::push`](ring::Rings)).
+    /// sleep handshake needs (see `Rings::push` in `ring.rs`).
     pub peer_never_sleeps: bool,
 }
 
