@@ -65,9 +65,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let setup = Setup {
         block_size: 1024,
+        block_messages: 8,
         credits: 1 + u32::from(*credits % 4),
         ring: RING,
         peer_control: 0,
+        peer_never_sleeps: false,
     };
     let Ok(mut ep) = Endpoint::new(common::pool(), setup, &mem) else {
         assert!(region.len() < 192 + 8 * RING, "a region that holds the control area is accepted");

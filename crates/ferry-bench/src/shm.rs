@@ -11,8 +11,9 @@
 //!   from its own pool. At 4 KiB the value is above the context's zero-copy threshold and is
 //!   referenced in shared memory (`ShmStats::bytes_referenced`), never copied
 //!   (`bytes_copied_in` stays 0); at 64 B it is copied into the message's header segment, as the
-//!   hybrid rule says. `spin` is `ShmConfig { spin: Duration::MAX, .. }` (busy-poll, never
-//!   sleep); `default` is `ShmConfig::default()` (spin 50 µs, then sleep on an eventfd).
+//!   hybrid rule says. `spin` is `ShmConfig { spin: Duration::MAX, never_sleep: true, .. }`
+//!   (busy-poll, never sleep, and say so: the peer publishes without the sleep handshake's
+//!   fence); `default` is `ShmConfig::default()` (spin 50 µs, then sleep on an eventfd).
 //! - **tcp**: the same client and server code (both are written against
 //!   [`ferry_net::Transport`]) over a [`Connection`] on loopback in gather mode. `poll` is the
 //!   blocking connection (it sleeps in `poll(2)`); `spin` busy-polls a non-blocking receive.
@@ -143,7 +144,7 @@ impl TransportKind {
 /// How a side waits for the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Notify {
-    /// Busy-poll, never sleep (raw; shm with `spin: Duration::MAX`; tcp with a non-blocking
+    /// Busy-poll, never sleep (raw; shm with `spin: Duration::MAX, never_sleep: true`; tcp with a non-blocking
     /// receive polled in a loop).
     Spin,
     /// `ShmConfig::default()`: busy-poll 50 µs, then sleep on the eventfd doorbell.
@@ -763,6 +764,7 @@ fn run_shm(spec: &Spec, pools: &Pools, seq: u64) -> Result<RunResult, BoxError> 
     let config = match spec.point.notify {
         Notify::Spin => ShmConfig {
             spin: Duration::MAX,
+            never_sleep: true,
             ..ShmConfig::default()
         },
         _ => ShmConfig::default(),
@@ -971,6 +973,7 @@ const PHASES: [&str; 9] = [
 fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<f64>, BoxError> {
     let config = ShmConfig {
         spin: Duration::MAX,
+        never_sleep: true,
         ..ShmConfig::default()
     };
     let link = shm_link(pools, seq, config)?;

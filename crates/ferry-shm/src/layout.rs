@@ -5,15 +5,20 @@
 //! control area (one per side, in its own memfd; the peer maps it read-only), one cache line
 //! per word group, so that the peer's reads of a rarely written word (sleeping) do not miss
 //! each time a busy one (ring_head, peer_tail) changes
-//!   0  u64 ring_head    entries this side has published in its ring
+//!   0  u64 ring_head    entries this side has published in its ring (written after each entry)
 //!  64  u64 peer_tail    entries of the peer's ring this side has consumed
 //! 128  u64 sleeping     1 while this side sleeps on its doorbell
 //! 136  u64 closed       1 once this side has shut down
 //! 192  u64 ring[RING]   entry i at 192 + 8 (i mod RING)
 //!
-//! ring entry (u64): bucket (u32, low half) | acks (u32, high half)
+//! ring entry (u64): bucket (u32, bits 0-31) | acks (u16, bits 32-47) | tag (u16, bits 48-63)
 //!   bucket = u32::MAX: no block, only `acks` (an acknowledgement with no data to carry it)
 //!   else: a block at offset bucket * 1024 of the sender's memfd; acks are in its preamble
+//!   tag = (i + 1) mod 2^16 for entry i: the receiver polls the slot of the entry it expects
+//!     next and takes it when the tag matches (a slot holds 0 before its first entry, then the
+//!     entry one lap, RING entries, earlier: neither matches), so a message costs it one
+//!     line, not ring_head and then the slot. ring_head is still written after the slot and
+//!     read when the slot shows nothing new: by the sleep handshake, and to catch a lying peer
 //!
 //! block: preamble, then `count` messages, each 8-aligned
 //!   preamble (16 B): u32 count, u32 len (bytes of the block in use), u32 acks, u32 0
@@ -110,14 +115,35 @@ impl MsgHeader {
     }
 }
 
-/// A ring entry.
+/// A ring entry without its tag ([`tagged`] adds it). `acks` above `u16::MAX` is cut to
+/// `u16::MAX` (a sender owes at most its peer's credits, at most half the ring).
 pub(crate) const fn entry(bucket: u32, acks: u32) -> u64 {
+    let acks = if acks > u16::MAX as u32 {
+        u16::MAX as u32
+    } else {
+        acks
+    };
     bucket as u64 | (acks as u64) << 32
 }
 
-/// `(bucket, acks)` of a ring entry.
+/// `(bucket, acks)` of a ring entry (its tag ignored).
 pub(crate) const fn split_entry(e: u64) -> (u32, u32) {
-    (e as u32, (e >> 32) as u32)
+    (e as u32, (e >> 32) as u16 as u32)
+}
+
+/// The tag of entry number `seq` (counting from 0) of a ring.
+pub(crate) const fn tag(seq: u64) -> u16 {
+    seq.wrapping_add(1) as u16
+}
+
+/// Entry `e` tagged as entry number `seq`.
+pub(crate) const fn tagged(e: u64, seq: u64) -> u64 {
+    e & !(0xffff << 48) | (tag(seq) as u64) << 48
+}
+
+/// The tag of a ring entry.
+pub(crate) const fn entry_tag(e: u64) -> u16 {
+    (e >> 48) as u16
 }
 
 /// Bytes a message of `payload` bytes takes in a block.
@@ -153,6 +179,14 @@ mod tests {
         assert_eq!(&b[16..], &[0; 8]);
         assert_eq!(MsgHeader::read(&b), h);
         assert_eq!(split_entry(entry(12, 34)), (12, 34));
+        assert_eq!(split_entry(entry(12, u32::MAX)), (12, u16::MAX as u32));
+        let e = tagged(entry(12, 34), 2);
+        assert_eq!(e.to_le_bytes(), [12, 0, 0, 0, 34, 0, 3, 0]);
+        assert_eq!((split_entry(e), entry_tag(e)), ((12, 34), 3));
+        assert_eq!(entry_tag(tagged(e, u64::from(u16::MAX))), 0);
+        // A slot's previous lap (RING entries earlier) and its initial zero never match.
+        assert_ne!(tag(RING as u64 + 5), tag(5));
+        assert!((0..RING as u64).all(|i| tag(i) != 0));
         assert_eq!(message_space(1), 32);
     }
 }

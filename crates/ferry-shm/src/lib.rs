@@ -10,16 +10,18 @@
 //!
 //! ```text
 //!  sender (its memfd)                                   receiver (maps it read-only)
-//!  ┌ control: ring_head, peer_tail, sleeping, closed, ring[1024] ┐ ◄─ polls ring_head
+//!  ┌ control: ring_head, peer_tail, sleeping, closed, ring[1024] ┐ ◄─ polls the next slot's tag
 //!  │ block @ bucket·1024: preamble {count, len, acks}             │ ◄─ copies out, validates
 //!  │    msg header {len, kind, flags, form, id} + header segment  │ ◄─ View::decode_at
 //!  │ values (pool buffers), referenced by region offset           │ ◄─ read in place
 //!  └──────────────────────────────────────────────────────────────┘
 //! ```
 //!
-//! - **Batching.** Messages accumulate in a block (8-aligned) that is published when full or on
-//!   [`ShmConnection::flush`] (called by `recv` too: the Nagle-like tick). A ring entry names the
-//!   block by bucket (offset / 1024), as the paper's immediate data does.
+//! - **Batching.** Messages accumulate in a block (8-aligned) that is published when full (16
+//!   KiB or [`ShmConfig::block_messages`] messages) or on [`ShmConnection::flush`] (called by
+//!   `recv` too: the Nagle-like tick). A ring entry names the block by bucket (offset / 1024),
+//!   as the paper's immediate data does, and carries a sequence tag, so the receiver polls the
+//!   slot it expects next rather than the ring head.
 //! - **Blocks** come from the pool's free lists, so they survive out-of-order completion; the
 //!   sender holds each block and the values its messages reference until acknowledged.
 //! - **Credits and implicit acknowledgements.** Each block costs a credit; the receiver

@@ -85,11 +85,46 @@ impl Mapping {
         Some(unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast()) }.load(Ordering::Acquire))
     }
 
+    /// Asks the CPU to start loading the cache lines of `offset .. offset + len` (the part
+    /// inside the mapping), so that lines whose addresses are known early arrive together
+    /// rather than one after another. A hint: no effect on what is read.
+    pub(crate) fn prefetch(&self, offset: usize, len: usize) {
+        let end = offset.saturating_add(len).min(self.len);
+        let mut at = offset;
+        while at < end {
+            #[cfg(target_arch = "x86_64")]
+            {
+                use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+                // SAFETY: `at` is inside the mapping (below `end`, at most its length); a
+                // prefetch reads nothing into the program and never faults.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(self.base.as_ptr().add(at).cast::<i8>()) };
+            }
+            at += 64;
+        }
+    }
+
     /// Copies `out.len()` bytes at `offset` out of the mapping (read once: the copy is what
     /// gets validated). `None` if the range is outside.
     pub(crate) fn copy_out(&self, offset: usize, out: &mut [u8]) -> Option<()> {
         if !self.contains(offset, out.len()) {
             return None;
+        }
+        if offset % 8 == 0 && out.len() % 8 == 0 {
+            // Preambles and message headers: whole aligned words, one load each.
+            for (i, w) in out.chunks_exact_mut(8).enumerate() {
+                // SAFETY: the 8 source bytes are inside the mapping (range checked above) and
+                // 8-aligned (the mapping is page-aligned); volatile, since the peer may be
+                // writing them.
+                let word = unsafe {
+                    self.base
+                        .as_ptr()
+                        .add(offset + 8 * i)
+                        .cast::<u64>()
+                        .read_volatile()
+                };
+                w.copy_from_slice(&word.to_ne_bytes());
+            }
+            return Some(());
         }
         for (i, b) in out.iter_mut().enumerate() {
             // SAFETY: the source byte is inside the mapping (range checked above); volatile,

@@ -24,7 +24,8 @@ use ferry_wire::{Context, Limits, Outgoing};
 
 use crate::layout::{
     BLOCK_ALIGN, CLOSED, CONTROL_LEN, FORM_EXPLICIT_ID, FORM_FERRY, MSG_HEADER_LEN, MsgHeader, NO_BLOCK,
-    PEER_TAIL, PREAMBLE_LEN, Preamble, RING, RING_AT, RING_HEAD, entry, message_space, split_entry,
+    PEER_TAIL, PREAMBLE_LEN, Preamble, RING, RING_AT, RING_HEAD, SLEEPING, entry, message_space, split_entry,
+    tag, tagged,
 };
 use crate::sys::{self, Mapping};
 use crate::{ShmConfig, ShmConnection, ShmFrame, ShmListener};
@@ -74,7 +75,7 @@ fn config(credits: u32) -> ShmConfig {
 fn hello(control: usize, credits: u32) -> [u8; HELLO_LEN] {
     let mut h = [0u8; HELLO_LEN];
     h[..8].copy_from_slice(MAGIC);
-    h[8..12].copy_from_slice(&1u32.to_le_bytes());
+    h[8..12].copy_from_slice(&2u32.to_le_bytes());
     h[12..16].copy_from_slice(&credits.to_le_bytes());
     h[16..24].copy_from_slice(&(control as u64).to_le_bytes());
     h[24..28].copy_from_slice(&(RING as u32).to_le_bytes());
@@ -125,6 +126,11 @@ impl Pair {
     /// Like [`Pair::new`], with `doorbell` passed as the hostile side's doorbell instead of
     /// an eventfd.
     fn with_doorbell(name: &str, credits: u32, doorbell: Option<BorrowedFd<'_>>) -> Pair {
+        Pair::with_hello(name, credits, doorbell, 0)
+    }
+
+    /// Like [`Pair::with_doorbell`], with `flags` in the setup message's flags word.
+    fn with_hello(name: &str, credits: u32, doorbell: Option<BorrowedFd<'_>>, flags: u32) -> Pair {
         let pool = pool();
         let mut control = pool.alloc(CONTROL_LEN).unwrap();
         control.capacity_mut().fill(0);
@@ -136,7 +142,11 @@ impl Pair {
             let bell = doorbell.unwrap_or(own_doorbell.as_fd());
             sys::send_fds(
                 sock,
-                &hello(control_offset, credits),
+                &{
+                    let mut h = hello(control_offset, credits);
+                    h[28..32].copy_from_slice(&flags.to_le_bytes());
+                    h
+                },
                 &[pool.memfd().unwrap(), bell],
             )
             .unwrap();
@@ -217,8 +227,14 @@ impl Hostile {
         self.control.capacity_mut()[at..at + 8].copy_from_slice(&value.to_le_bytes());
     }
 
-    /// Publishes a ring entry.
+    /// Publishes a ring entry: the entry in its slot, tagged with its number, then the head.
     fn push(&mut self, e: u64) {
+        let head = self.head;
+        self.push_raw(tagged(e, head));
+    }
+
+    /// Writes `e` as it is (its tag included) in the next slot, then advances the head.
+    fn push_raw(&mut self, e: u64) {
         let slot = RING_AT + 8 * (self.head % RING as u64) as usize;
         self.word(slot, e);
         self.head += 1;
@@ -472,6 +488,84 @@ fn ring_head_moved_back() {
     p.hostile.word(RING_HEAD, 1);
     assert_eq!(p.violation(), "ring head out of range");
     p.finish();
+}
+
+/// The head counts an entry whose slot does not carry that entry's tag: no tag at all, the
+/// tag of the entry a lap (`RING` entries) later or earlier, or another.
+#[test]
+fn ring_entry_without_its_sequence_tag() {
+    for wrong in [0, tag(1), tag(RING as u64), tag(u64::MAX - 1), u16::MAX] {
+        let mut p = Pair::new("tag-wrong", 8);
+        p.hostile.push_raw(entry(NO_BLOCK, 0) | u64::from(wrong) << 48);
+        assert_eq!(
+            p.violation(),
+            "ring entry without its sequence tag",
+            "tag {wrong}"
+        );
+        p.finish();
+    }
+    // After a valid entry: the second slot carries the first's tag.
+    let mut p = Pair::new("tag-repeated", 8);
+    p.hostile.publish(NO_BLOCK, 0);
+    assert!(p.poll().unwrap().is_none());
+    p.hostile.push_raw(tagged(entry(NO_BLOCK, 0), 0));
+    assert_eq!(p.violation(), "ring entry without its sequence tag");
+    p.finish();
+}
+
+/// A slot with the right tag is taken (the tag publishes it) even if the head lags: one
+/// behind is the race of a peer between its entry and its head; two behind is out of range.
+#[test]
+fn tagged_entry_without_the_head() {
+    let mut p = Pair::new("tag-no-head", 8);
+    let first = p.hostile.block(&block_bytes(&[(header(2, 0, 0), b"hi")], 0));
+    p.hostile.word(RING_AT, tagged(entry(first, 0), 0));
+    let f = p.poll().unwrap().expect("the tagged entry's frame");
+    assert_eq!(f.bytes(), Some(&b"hi"[..]));
+    assert!(
+        p.poll().unwrap().is_none(),
+        "a head one behind is a publication in progress"
+    );
+    let second = p.hostile.block(&block_bytes(&[(header(2, 0, 0), b"yo")], 0));
+    p.hostile.word(RING_AT + 8, tagged(entry(second, 0), 1));
+    let g = p.poll().unwrap().expect("the second tagged entry's frame");
+    assert_eq!(g.bytes(), Some(&b"yo"[..]));
+    assert_eq!(p.violation(), "ring head out of range");
+    drop((f, g));
+    p.finish();
+}
+
+/// A slot whose tag is wrong and whose head is not advanced is simply not there yet; the
+/// entry published over it later is taken.
+#[test]
+fn untagged_slot_is_not_an_entry() {
+    let mut p = Pair::new("tag-not-yet", 8);
+    p.hostile.word(RING_AT, entry(NO_BLOCK, 1));
+    assert!(p.poll().unwrap().is_none(), "an untagged slot is not an entry");
+    let bucket = p.hostile.block(&block_bytes(&[(header(2, 0, 0), b"ok")], 0));
+    p.hostile.publish(bucket, 0);
+    let f = p.poll().unwrap().expect("the published entry's frame");
+    assert_eq!(f.bytes(), Some(&b"ok"[..]));
+    drop(f);
+    p.finish();
+}
+
+/// The setup message's flags word: a peer that declares it never sleeps (1) is published to
+/// without the sleep handshake, so if it sleeps anyway (raises `sleeping`) it is not woken;
+/// the victim neither fails nor waits. Any other value is read as "may sleep": it is woken.
+#[test]
+fn never_sleeps_flag_that_lies() {
+    for (flags, woken) in [(1u32, false), (0, true), (2, true), (u32::MAX, true)] {
+        let mut p = Pair::with_hello("never-sleeps", 8, None, flags);
+        p.hostile.word(SLEEPING, 1);
+        p.conn
+            .send_payload(Meta::new(1, 0), Payload::Bytes(b"abc"))
+            .unwrap();
+        p.conn.flush().unwrap();
+        assert_eq!(p.conn.stats().wakeups > 0, woken, "flags {flags:#x}");
+        assert_eq!(p.conn.blocks_in_flight(), 1);
+        p.finish();
+    }
 }
 
 #[test]
@@ -977,7 +1071,13 @@ fn setup_messages_that_are_refused() {
             vec![memfd, bell.as_fd()],
             true,
         ),
-        ("version 2", edit(&|h| h[8] = 2), vec![memfd, bell.as_fd()], true),
+        ("version 3", edit(&|h| h[8] = 3), vec![memfd, bell.as_fd()], true),
+        (
+            "version 1 (untagged ring entries)",
+            edit(&|h| h[8] = 1),
+            vec![memfd, bell.as_fd()],
+            true,
+        ),
         ("ring size", edit(&|h| h[24] = 1), vec![memfd, bell.as_fd()], true),
         (
             "control outside",

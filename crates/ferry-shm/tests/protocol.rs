@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 use common::{DEADLINE, limits, pattern, run_pair};
 use ferry_buf::{PoolConfig, PoolError};
@@ -505,4 +506,56 @@ fn request_ids_survive_out_of_order_replies() {
     let stats = server.join();
     assert!(in_order < N, "the replies were reordered (seed {seed})");
     assert_eq!(stats.messages_sent, N);
+}
+
+/// `never_sleep` is a promise about one side: the side that declared it busy-polls (it never
+/// sleeps) and is published to without the fence, while its
+/// peer, which sleeps at once (`spin: ZERO`), must still be woken by every publication: the
+/// declaring side keeps the sleep handshake towards it. Had it skipped the fence towards a
+/// sleeper, the sleeper would have waited out its poll timeouts with no wake-up rung.
+#[test]
+fn never_sleep_is_one_sided() {
+    const N: u64 = 200;
+    let busy = ShmConfig {
+        never_sleep: true,
+        ..ShmConfig::default()
+    };
+    let sleepy = ShmConfig {
+        spin: Duration::ZERO,
+        ..ShmConfig::default()
+    };
+    let value = pattern(16, 3);
+    let value_b = value.clone();
+    let (a, b) = run_pair(
+        "never-sleep",
+        busy,
+        sleepy,
+        move |mut conn: ShmConnection| {
+            for i in 0..N {
+                send_keyed(&mut conn, i, &value);
+                conn.flush().unwrap();
+                let f = conn.recv().unwrap();
+                assert_eq!(key_checked(&f, &value), i);
+            }
+            conn.wait_idle().unwrap();
+            conn.stats()
+        },
+        move |mut conn: ShmConnection| {
+            for i in 0..N {
+                let f = conn.recv().unwrap();
+                assert_eq!(key_checked(&f, &value_b), i);
+                drop(f);
+                send_keyed(&mut conn, i, &value_b);
+                conn.flush().unwrap();
+            }
+            conn.wait_idle().unwrap();
+            conn.stats()
+        },
+    );
+    assert_eq!(a.sleeps, 0, "the side that never sleeps slept: {a:?}");
+    assert!(
+        b.sleeps > 0 && a.wakeups > 0,
+        "the sleeper was never woken: {a:?} {b:?}"
+    );
+    assert_eq!(b.wakeups, 0, "a peer that never sleeps was rung: {b:?}");
 }

@@ -1,5 +1,5 @@
 //! Model checks of the words both sides read (`RUSTFLAGS="--cfg loom" cargo test -p ferry-shm
-//! --lib --release -- loom_`): the ring entries against their head and tail, and the sleeping
+//! --lib --release -- loom_`): the ring entries (polled by their tags) against their head and tail, and the sleeping
 //! and closed flags against the doorbell, over loom's atomics and fences instead of the
 //! mappings. Each side's region is its control area alone (blocks are single-writer memory
 //! published by the head, which the first check covers).
@@ -10,7 +10,7 @@ use loom::thread;
 
 use super::Shared;
 use super::ring::Rings;
-use crate::layout::control_len;
+use crate::layout::{control_len, split_entry};
 
 const RING: usize = 2;
 
@@ -77,19 +77,22 @@ fn loom_entries_arrive_in_order_and_are_never_overwritten_unread() {
                 while !rings.has_space(&producer).unwrap() {
                     thread::yield_now();
                 }
-                rings.push(&mut producer, e);
+                rings.push(&mut producer, e, false);
             }
         });
         let mut rings = Rings::new(RING, 0);
         let mut got = Vec::new();
         while got.len() < 3 {
-            let n = rings.arrived(&consumer).unwrap();
+            let mut n = 0;
+            while let Some((e, _)) = rings.next_entry(&consumer) {
+                got.push(split_entry(e).0);
+                n += 1;
+            }
             if n == 0 {
+                // Nothing by the tags: the head must agree (an entry it counts is tagged).
+                rings.idle(&consumer).unwrap();
                 thread::yield_now();
                 continue;
-            }
-            for _ in 0..n {
-                got.push(rings.take(&consumer).0);
             }
             rings.consumed(&mut consumer);
         }
@@ -110,14 +113,14 @@ fn no_lost_wakeup(close: bool) {
             let wake = if close {
                 rings.close(&mut producer)
             } else {
-                rings.push(&mut producer, 1)
+                rings.push(&mut producer, 1, false)
             };
             if wake {
                 bell.store(true, Ordering::Release);
             }
         });
-        let rings = Rings::new(RING, 0);
-        let nothing = matches!(rings.arrived(&consumer), Ok(0));
+        let mut rings = Rings::new(RING, 0);
+        let nothing = rings.next_entry(&consumer).is_none() && rings.idle(&consumer).is_ok();
         let sleeps = nothing && !rings.announce_sleep(&mut consumer);
         sender.join().unwrap();
         if sleeps {

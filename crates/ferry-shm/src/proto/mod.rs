@@ -38,18 +38,32 @@ use crate::layout::{
     control_len, entry, message_space, split_entry,
 };
 
+/// Bytes of a received block loaded ahead as soon as its ring entry is read: four cache
+/// lines, a small message's preamble, header and header segment.
+const PREFETCH_LEN: usize = 256;
+
 /// What the two sides agreed at setup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Setup {
     /// Bytes per block: a block is ready once it holds this many (a larger message gets a
     /// block of its own). Between [`BLOCK_ALIGN`] and the pool's largest buffer.
     pub block_size: usize,
+    /// Messages per block: a block is also ready once it holds this many (at least 1).
+    /// Pipelined small messages then travel as several blocks, so that while the peer works
+    /// through one this side fills the next, instead of the two taking turns on one big
+    /// block (a sender-side choice; the receiver takes any count its block holds).
+    pub block_messages: u32,
     /// Blocks each side may have unacknowledged: between 1 and half the ring.
     pub credits: u32,
     /// Entries in each side's ring (the same on both sides).
     pub ring: usize,
     /// Offset of the peer's control area in its region.
     pub peer_control: usize,
+    /// The peer said at setup that it never sleeps on its doorbell (it busy-polls only and
+    /// never raises its `sleeping` word): entries are then published with release stores
+    /// alone, without the sequentially consistent fence and the read of `sleeping` that the
+    /// sleep handshake needs (see `Rings::push` in `ring.rs`).
+    pub peer_never_sleeps: bool,
 }
 
 /// Keeps a received block unacknowledged while a message of it is alive: every
@@ -161,6 +175,9 @@ impl Endpoint {
                 "block_size must be between {BLOCK_ALIGN} and the pool's largest buffer ({})",
                 pool.max_class()
             ));
+        }
+        if setup.block_messages == 0 {
+            return config("block_messages must be at least 1".into());
         }
         if setup.ring < 2 || setup.credits == 0 || setup.credits as usize > setup.ring / 2 {
             return config(format!(
@@ -316,7 +333,7 @@ impl Endpoint {
         f.count += 1;
         self.send_seq += 1;
         self.stats.messages_sent += 1;
-        if f.block.len() >= self.setup.block_size {
+        if f.block.len() >= self.setup.block_size || f.count >= self.setup.block_messages {
             self.ready.extend(self.filling.take());
         }
     }
@@ -453,7 +470,9 @@ impl Endpoint {
             self.credits -= 1;
             self.in_flight.push_back((block, held));
             self.stats.blocks_sent += 1;
-            self.wake |= self.rings.push(mem, entry(bucket, 0));
+            self.wake |= self
+                .rings
+                .push(mem, entry(bucket, 0), self.setup.peer_never_sleeps);
         }
         Ok(true)
     }
@@ -472,7 +491,9 @@ impl Endpoint {
         }
         let acks = self.take_acks();
         self.stats.ack_entries_sent += 1;
-        self.wake |= self.rings.push(mem, entry(NO_BLOCK, acks));
+        self.wake |= self
+            .rings
+            .push(mem, entry(NO_BLOCK, acks), self.setup.peer_never_sleeps);
         Ok(true)
     }
 
@@ -490,23 +511,45 @@ impl Endpoint {
     /// A peer that closed with nothing left to consume is `Err(Closed)`.
     pub fn poll(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         self.check()?;
-        let r = self.poll_inner(mem);
+        let r = self.poll_inner(mem, true);
         self.guard(r)
     }
 
-    fn poll_inner(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
-        let arrived = self.rings.arrived(mem)?;
-        if arrived == 0 {
-            return Ok(false);
-        }
-        for _ in 0..arrived {
-            let (e, slot) = self.rings.take(mem);
+    /// [`poll`](Self::poll) for a busy-polling loop: when no entry has arrived, the peer's
+    /// `closed` word and ring head (read to tell a close or a lying peer from nothing yet)
+    /// are read only if `look`. A loop that spins sets `look` now and then, so that most of
+    /// its spins read one line, the next slot, and do not pull the head's line back each
+    /// time the peer publishes. A close is then seen at the next `look`.
+    pub fn poll_spinning(&mut self, mem: &mut impl Shared, look: bool) -> Result<bool, TransportError> {
+        self.check()?;
+        let r = self.poll_inner(mem, look);
+        self.guard(r)
+    }
+
+    fn poll_inner(&mut self, mem: &mut impl Shared, look: bool) -> Result<bool, TransportError> {
+        // At most a ring's worth per call: bounded work, whatever tags the peer writes.
+        let mut taken = 0;
+        while taken < self.setup.ring {
+            let Some((e, slot)) = self.rings.next_entry(mem) else {
+                break;
+            };
+            taken += 1;
             let (bucket, acks) = split_entry(e);
             if bucket == NO_BLOCK {
                 self.acked(acks, slot)?;
             } else {
+                // The preamble, the first message header and the start of its payload: their
+                // addresses are known now, so their lines travel together instead of each
+                // after the one that names it.
+                mem.prefetch(bucket as usize * BLOCK_ALIGN, PREFETCH_LEN);
                 self.receive_block(mem, bucket as usize * BLOCK_ALIGN)?;
             }
+        }
+        if taken == 0 {
+            if look {
+                self.rings.idle(mem)?;
+            }
+            return Ok(false);
         }
         self.rings.consumed(mem);
         Ok(true)

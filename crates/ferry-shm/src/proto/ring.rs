@@ -5,7 +5,7 @@
 
 use ferry_transport::{FrameError, TransportError};
 
-use crate::layout::{CLOSED, PEER_TAIL, RING_AT, RING_HEAD, SLEEPING};
+use crate::layout::{CLOSED, PEER_TAIL, RING_AT, RING_HEAD, SLEEPING, entry_tag, tag, tagged};
 
 /// The memory two sides share, as the protocol core sees it: this side's control area, which
 /// it writes, and the peer's region (its control area, blocks and values), which it only reads
@@ -31,6 +31,10 @@ pub trait Shared {
     /// after it are seen in that order by a peer with the same fence (the sleeping handshake).
     fn fence(&self);
 
+    /// A hint that `len` bytes of the peer's region at `offset` are about to be read: start
+    /// loading them (default: nothing).
+    fn prefetch(&self, _offset: usize, _len: usize) {}
+
     /// Whether `len` bytes at `offset` lie in the peer's region.
     fn contains(&self, offset: usize, len: usize) -> bool {
         offset.checked_add(len).is_some_and(|end| end <= self.peer_len())
@@ -54,6 +58,12 @@ pub(crate) struct Rings {
     head: u64,
     /// Entries of the peer's ring consumed.
     tail: u64,
+    /// The peer's `peer_tail` when this side last read it (how far it had consumed this
+    /// side's ring), and whether it has been read at all.
+    known_tail: u64,
+    tail_read: bool,
+    /// The highest head of the peer's ring read so far (a head never moves back).
+    seen_head: u64,
 }
 
 impl Rings {
@@ -63,6 +73,9 @@ impl Rings {
             peer_control,
             head: 0,
             tail: 0,
+            known_tail: 0,
+            tail_read: false,
+            seen_head: 0,
         }
     }
 
@@ -72,7 +85,15 @@ impl Rings {
     }
 
     /// Whether this side's ring has room for an entry (the peer consumes entries as it polls).
-    pub(crate) fn has_space(&self, mem: &impl Shared) -> Result<bool, TransportError> {
+    ///
+    /// The peer's `peer_tail` is read only when the ring looks full by the value last read (and
+    /// once at first): the tail only grows, so an old value understates the room and never
+    /// lets an unconsumed entry be overwritten. Reading it on every publication cost a cache
+    /// miss each time (the peer writes that line whenever it consumes).
+    pub(crate) fn has_space(&mut self, mem: &impl Shared) -> Result<bool, TransportError> {
+        if self.tail_read && self.head - self.known_tail < self.size {
+            return Ok(true);
+        }
         let consumed = self.peer(mem, PEER_TAIL);
         if consumed > self.head {
             return Err(protocol(
@@ -80,44 +101,90 @@ impl Rings {
                 self.peer_control,
             ));
         }
+        self.known_tail = consumed;
+        self.tail_read = true;
         Ok(self.head - consumed < self.size)
     }
 
-    /// Publishes an entry (there must be room). Returns whether the peer sleeps: it must be
-    /// woken. The fence pairs with the one in [`announce_sleep`](Self::announce_sleep): either
-    /// the peer sees the new head, or this side sees its flag.
-    pub(crate) fn push(&mut self, mem: &mut impl Shared, entry: u64) -> bool {
-        mem.store(RING_AT + 8 * (self.head % self.size) as usize, entry);
+    /// Publishes an entry (there must be room), tagged with its number, then the head.
+    /// Returns whether the peer sleeps: it must be woken. The fence pairs with the one in
+    /// [`announce_sleep`](Self::announce_sleep): either the peer sees the new head, or this
+    /// side sees its flag.
+    ///
+    /// With `never_sleeps` (the peer declared at setup that it never announces a sleep) the
+    /// fence and the read of `sleeping` are skipped: the store-load ordering they give only
+    /// matters to a peer that may be asleep, and the release stores still publish the block
+    /// before the entry and the entry before the head. The fence waits for every store of
+    /// the block to leave the store buffer (cache lines the peer last read), on every entry.
+    /// A peer that declared so and sleeps anyway only delays itself (its sleeps are bounded).
+    pub(crate) fn push(&mut self, mem: &mut impl Shared, entry: u64, never_sleeps: bool) -> bool {
+        mem.store(
+            RING_AT + 8 * (self.head % self.size) as usize,
+            tagged(entry, self.head),
+        );
         self.head += 1;
         mem.store(RING_HEAD, self.head);
+        if never_sleeps {
+            return false;
+        }
         mem.fence();
         self.peer(mem, SLEEPING) != 0
     }
 
-    /// Entries the peer has published that this side has not consumed. Reads `closed` before
-    /// the head, so that a peer that publishes and then closes is seen to publish.
-    pub(crate) fn arrived(&self, mem: &impl Shared) -> Result<u64, TransportError> {
+    /// The next entry of the peer's ring, if published, and the offset it was read at: the
+    /// slot of the entry expected next is read (once) and taken if its tag is that entry's.
+    /// The peer stores the entry (release) before its head, so this costs one line, not the
+    /// head's and then the slot's. Entries so taken are reported with
+    /// [`consumed`](Self::consumed). When it returns `None`, [`idle`](Self::idle) says why.
+    pub(crate) fn next_entry(&mut self, mem: &impl Shared) -> Option<(u64, usize)> {
+        let slot = self.peer_control + RING_AT + 8 * (self.tail % self.size) as usize;
+        let e = mem.load(slot)?;
+        if entry_tag(e) != tag(self.tail) {
+            return None;
+        }
+        self.tail += 1;
+        Some((e, slot))
+    }
+
+    /// After [`next_entry`](Self::next_entry) found nothing: `Err(Closed)` if the peer has
+    /// closed with nothing left to consume, a protocol error if its head moved back, is out of
+    /// range or claims an entry whose slot does not carry its tag, else `Ok(())` (nothing
+    /// yet, or an entry that arrived meanwhile: poll again). Reads `closed` before the head,
+    /// so that a peer that publishes and then closes is seen to publish.
+    ///
+    /// The head may lag one behind the entries taken: the peer stores an entry, then the
+    /// head, and this side may take the entry by its tag in between. It cannot lag more: the
+    /// entry before the last one taken was stored before the head that counts it, and taking
+    /// the last one (acquire) made that head visible. A closed peer's head does not lag (it
+    /// stored the head before `closed`).
+    pub(crate) fn idle(&mut self, mem: &impl Shared) -> Result<(), TransportError> {
         let closed = self.peer(mem, CLOSED) != 0;
         let head = self.peer(mem, RING_HEAD);
+        let out_of_range = || protocol("ring head out of range", self.peer_control + RING_HEAD);
+        if head < self.seen_head {
+            return Err(out_of_range());
+        }
+        self.seen_head = head;
         if head == self.tail {
             return if closed {
                 Err(TransportError::Closed)
             } else {
-                Ok(0)
+                Ok(())
             };
         }
-        if head < self.tail || head - self.tail > self.size {
-            return Err(protocol("ring head out of range", self.peer_control + RING_HEAD));
+        if !closed && self.tail.checked_sub(1) == Some(head) {
+            return Ok(());
         }
-        Ok(head - self.tail)
-    }
-
-    /// The next entry of the peer's ring (one [`arrived`](Self::arrived) counted) and the
-    /// offset it was read at.
-    pub(crate) fn take(&mut self, mem: &impl Shared) -> (u64, usize) {
+        if head < self.tail || head - self.tail > self.size {
+            return Err(out_of_range());
+        }
+        // The head was stored after the entry: loaded (acquire) after the head, the slot
+        // holds it, tagged, unless the peer lies.
         let slot = self.peer_control + RING_AT + 8 * (self.tail % self.size) as usize;
-        self.tail += 1;
-        (mem.load(slot).unwrap_or(0), slot)
+        if mem.load(slot).map(entry_tag) != Some(tag(self.tail)) {
+            return Err(protocol("ring entry without its sequence tag", slot));
+        }
+        Ok(())
     }
 
     /// Tells the peer how far this side has consumed (frees room in its ring).

@@ -41,14 +41,22 @@ struct Pair {
 
 impl Pair {
     fn new(credits: u32, ring: usize) -> Pair {
+        Pair::with_sleepers(credits, ring, false)
+    }
+
+    /// Like [`Pair::new`]; `never_sleeps`: each side was told at setup that its peer never
+    /// sleeps.
+    fn with_sleepers(credits: u32, ring: usize, never_sleeps: bool) -> Pair {
         let pools = [shared_pool(), shared_pool()];
         let (mem0, control0) = Memory::in_process(&pools[0], &pools[1], ring);
         let (mem1, control1) = Memory::in_process(&pools[1], &pools[0], ring);
         let setup = |peer_control| Setup {
             block_size: BLOCK_ALIGN,
+            block_messages: 4,
             credits,
             ring,
             peer_control,
+            peer_never_sleeps: never_sleeps,
         };
         let [p0, p1] = pools;
         let ep0 = Endpoint::new(&p0, setup(control1), &mem0).unwrap();
@@ -249,6 +257,23 @@ fn blocks_wait_for_credits_and_acknowledgements_return_them() {
     pair.drain();
 }
 
+/// Small messages that would all fit in one block go out as blocks of `block_messages` (4
+/// here), so a pipelined peer gets work before the whole batch is queued.
+#[test]
+fn blocks_are_cut_at_block_messages() {
+    let mut pair = Pair::new(3, 6);
+    for i in 0..9 {
+        pair.send(0, 1, 8, None, false);
+        assert_eq!(pair.sides[0].ep.has_ready(), i >= 3, "after message {i}");
+    }
+    pair.tick(0);
+    assert_eq!(pair.sides[0].ep.stats().blocks_sent, 3);
+    pair.receive(1, false);
+    assert_eq!(pair.sides[1].ep.stats().blocks_received, 3);
+    assert_eq!(pair.sides[1].ep.stats().messages_received, 9);
+    pair.drain();
+}
+
 #[test]
 fn a_closed_peer_is_seen_after_what_it_published() {
     let mut pair = Pair::new(2, 4);
@@ -262,6 +287,26 @@ fn a_closed_peer_is_seen_after_what_it_published() {
     assert!(matches!(ep.poll(mem), Err(TransportError::Poisoned)));
 }
 
+/// A spinning poll that does not look reads the next slot only: a close (no entry) is seen
+/// at the next poll that looks; entries are taken either way.
+#[test]
+fn a_spinning_poll_sees_a_close_when_it_looks() {
+    let mut pair = Pair::new(2, 4);
+    pair.send(0, 7, 10, None, false);
+    pair.tick(0);
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    assert!(
+        ep.poll_spinning(mem, false).unwrap(),
+        "an entry is taken without looking"
+    );
+    assert!(ep.next(mem).unwrap().is_some());
+    let Side { mem, ep, .. } = &mut pair.sides[0];
+    ep.close(mem);
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    assert!(!ep.poll_spinning(mem, false).unwrap());
+    assert!(matches!(ep.poll_spinning(mem, true), Err(TransportError::Closed)));
+}
+
 #[test]
 fn a_sleeping_peer_is_woken_by_the_next_entry() {
     let mut pair = Pair::new(2, 4);
@@ -273,6 +318,21 @@ fn a_sleeping_peer_is_woken_by_the_next_entry() {
     ep.withdraw(mem);
     pair.send(0, 1, 10, None, false);
     pair.tick_keep_wake(0, false);
+}
+
+/// A peer that declared it never sleeps is published to without the handshake: no fence, no
+/// read of its `sleeping` word, so even a raised flag (the peer broke its word) reports no
+/// wake-up. The handshake towards a peer that may sleep is the test above.
+#[test]
+fn a_peer_that_never_sleeps_is_not_woken() {
+    let mut pair = Pair::with_sleepers(2, 4, true);
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    assert!(!ep.announce_sleep(mem));
+    pair.send(0, 1, 10, None, false);
+    pair.tick_keep_wake(0, false);
+    let Side { mem, ep, .. } = &mut pair.sides[1];
+    ep.withdraw(mem);
+    pair.drain();
 }
 
 /// Credits come back only as acknowledgements, so a side that waits for credits (announced
