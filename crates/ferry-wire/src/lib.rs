@@ -37,7 +37,10 @@ mod scalar;
 pub use decode::{BytesList, DecodeError, DecodeErrorKind, Limits, MessageList, ScalarList, View};
 pub use desc::{FieldDesc, FieldsCell, FieldsError, Kind, Label, MessageDesc};
 pub use dynamic::{DynamicMessage, List, TypeMismatch, Value};
-pub use encode::{Encode, EncodeError, FieldValue, Layout, MapEntry, Outgoing, Visitor, iovecs, visit_map};
+pub use encode::{
+    Encode, EncodeError, Entries, FieldValue, Header, Layout, MapEntry, Outgoing, Shape, Sizes, Visitor, VisitorPath,
+    Writer, iovecs, visit_map,
+};
 pub use hybrid::{
     Arena, AsHybrid, Context, DEFAULT_THRESHOLD, HybridBytes, HybridStr, IntoHybrid, IntoHybridStr,
 };
