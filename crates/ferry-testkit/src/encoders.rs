@@ -3,7 +3,10 @@
 //! everything an [`Outgoing`] reports: layout, bytes, region-relative bytes, the zero-copy
 //! listing and its counted references, and errors.
 
-use ferry_wire::{Encode, Layout, Outgoing, VisitorPath};
+use ferry_wire::{Encode, EncodeError, Layout, Outgoing, VisitorPath};
+
+/// A header segment, or why writing it failed.
+type Written = Result<Vec<u8>, EncodeError>;
 
 /// (address, length) of each zero-copy value, in the order reported.
 fn listed(m: &dyn Outgoing) -> Vec<(usize, usize)> {
@@ -13,7 +16,7 @@ fn listed(m: &dyn Outgoing) -> Vec<(usize, usize)> {
 }
 
 /// `write_head` into a buffer pre-filled with `fill` (so that a byte left unwritten shows).
-fn head(m: &dyn Outgoing, layout: &Layout, fill: u8) -> Result<Vec<u8>, ferry_wire::EncodeError> {
+fn head(m: &dyn Outgoing, layout: &Layout, fill: u8) -> Written {
     let mut out = vec![fill; layout.head_len];
     m.write_head(layout, &mut out).map(|()| out)
 }
@@ -22,7 +25,7 @@ fn head(m: &dyn Outgoing, layout: &Layout, fill: u8) -> Result<Vec<u8>, ferry_wi
 fn gathered(
     m: &dyn Outgoing,
     layout: &Layout,
-) -> (Result<Vec<u8>, ferry_wire::EncodeError>, Vec<(usize, usize)>) {
+) -> (Written, Vec<(usize, usize)>) {
     let mut out = vec![0x5a; layout.head_len];
     let mut list = Vec::new();
     let r = m.write_head_gather(layout, &mut out, &mut |b| list.push((b.as_ptr() as usize, b.len())));
@@ -37,7 +40,7 @@ fn region(
     base: u64,
     first: u64,
     fail_at: Option<usize>,
-) -> (Result<Vec<u8>, ferry_wire::EncodeError>, Vec<usize>) {
+) -> (Written, Vec<usize>) {
     let mut out = vec![0xa5; layout.head_len];
     let mut next = first;
     let mut seen = Vec::new();

@@ -129,9 +129,9 @@ impl<const G: usize> Header<G> {
     #[inline]
     pub fn shape(&self) -> Shape {
         let mut s = Shape::default();
-        for g in 0..G {
-            s.chunks += usize::from(self.bits[g] != 0);
-            s.entries += self.counts[g] as usize;
+        for (&bits, &count) in self.bits.iter().zip(&self.counts) {
+            s.chunks += usize::from(bits != 0);
+            s.entries += count as usize;
         }
         s
     }
@@ -215,17 +215,16 @@ impl Writer<'_> {
         let (chunks, list) = rest.split_at_mut(CHUNK_LEN * shape.chunks);
         let mut rank = 0u32;
         let mut out = chunks.chunks_exact_mut(CHUNK_LEN);
-        for g in 0..G {
-            let bits = header.bits[g];
+        for ((&group, &bits), &count) in groups.iter().zip(&header.bits).zip(&header.counts) {
             if bits == 0 {
                 continue;
             }
             if let Some(d) = out.next() {
-                d[0..4].copy_from_slice(&groups[g].to_le_bytes());
+                d[0..4].copy_from_slice(&group.to_le_bytes());
                 d[4..8].copy_from_slice(&rank.to_le_bytes());
                 d[8..16].copy_from_slice(&bits.to_le_bytes());
             }
-            rank += header.counts[g];
+            rank += count;
         }
         for (d, v) in list.chunks_exact_mut(ENTRY_LEN).zip(e) {
             d.copy_from_slice(&v.to_le_bytes());
