@@ -82,14 +82,20 @@ fn generated_and_generic_encoders_agree_copy_only() {
 fn generated_and_generic_encoders_agree_hybrid() {
     let pool = test_pool();
     let ctx = Context::new(pool.clone()).with_threshold(100);
-    assert!(every_type(&pool, &ctx, "hybrid") > 0, "no case referenced a value");
+    assert!(
+        every_type(&pool, &ctx, "hybrid") > 0,
+        "no case referenced a value"
+    );
 }
 
 #[test]
 fn generated_and_generic_encoders_agree_all_zero_copy() {
     let pool = test_pool();
     let ctx = Context::new(pool.clone()).with_threshold(0);
-    assert!(every_type(&pool, &ctx, "zero-copy") > 0, "no case referenced a value");
+    assert!(
+        every_type(&pool, &ctx, "zero-copy") > 0,
+        "no case referenced a value"
+    );
 }
 
 #[test]
@@ -129,7 +135,11 @@ fn sample_record_agrees_with_the_generic_path() {
             (pool.copy_from(&d).unwrap(), d)
         })
         .collect();
-    for (mode, ctx) in [("copy-only", Context::copy_only()), ("hybrid", &hybrid), ("zero-copy", &zero_copy)] {
+    for (mode, ctx) in [
+        ("copy-only", Context::copy_only()),
+        ("hybrid", &hybrid),
+        ("zero-copy", &zero_copy),
+    ] {
         for case in 0..200 {
             let mut r = Record::new(ctx);
             let pick = |rng: &mut Rng| {

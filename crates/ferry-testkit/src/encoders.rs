@@ -22,13 +22,12 @@ fn head(m: &dyn Outgoing, layout: &Layout, fill: u8) -> Written {
 }
 
 /// `write_head_gather`: the segment and what it listed.
-fn gathered(
-    m: &dyn Outgoing,
-    layout: &Layout,
-) -> (Written, Vec<(usize, usize)>) {
+fn gathered(m: &dyn Outgoing, layout: &Layout) -> (Written, Vec<(usize, usize)>) {
     let mut out = vec![0x5a; layout.head_len];
     let mut list = Vec::new();
-    let r = m.write_head_gather(layout, &mut out, &mut |b| list.push((b.as_ptr() as usize, b.len())));
+    let r = m.write_head_gather(layout, &mut out, &mut |b| {
+        list.push((b.as_ptr() as usize, b.len()))
+    });
     (r.map(|()| out), list)
 }
 
@@ -66,7 +65,10 @@ pub fn assert_encoders_agree<'a, E: Encode<'a>>(m: &E, what: &str) {
     // `assert!(a == b)`: a failure names the case without printing whole encodings.
     assert!(fast.to_vec() == slow.to_vec(), "{what}: to_vec");
     let written = head(fast, &layout, 0xff);
-    assert!(written == head(fast, &layout, 0x00), "{what}: a byte of the segment is not written");
+    assert!(
+        written == head(fast, &layout, 0x00),
+        "{what}: a byte of the segment is not written"
+    );
     assert!(written == head(slow, &layout, 0xff), "{what}: write_head");
     let list = listed(fast);
     assert_eq!(list, listed(slow), "{what}: for_each_zero_copy");
@@ -76,12 +78,19 @@ pub fn assert_encoders_agree<'a, E: Encode<'a>>(m: &E, what: &str) {
     if written.is_ok() {
         assert_eq!(glist, list, "{what}: write_head_gather listing");
     }
-    assert!(gathered(slow, &layout) == (g, glist), "{what}: write_head_gather (generic)");
+    assert!(
+        gathered(slow, &layout) == (g, glist),
+        "{what}: write_head_gather (generic)"
+    );
     let mut bufs = (Vec::new(), Vec::new());
     let rf = fast.zero_copy_bufs(&mut bufs.0);
     let rs = slow.zero_copy_bufs(&mut bufs.1);
     assert_eq!(rf, rs, "{what}: zero_copy_bufs result");
-    let addr = |v: &Vec<ferry_buf::SharedBuf>| v.iter().map(|b| (b.as_ptr() as usize, b.len())).collect::<Vec<_>>();
+    let addr = |v: &Vec<ferry_buf::SharedBuf>| {
+        v.iter()
+            .map(|b| (b.as_ptr() as usize, b.len()))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(addr(&bufs.0), addr(&bufs.1), "{what}: zero_copy_bufs");
     for (base, first, fail_at) in [
         (0, layout.head_len as u64 + 100, None),

@@ -676,9 +676,20 @@ impl Writer<'_> {
         if len == 0 {
             return layout::range_entry(0, 0);
         }
-        let (at, dst) = self.reserve(len);
-        if let Some(dst) = dst {
-            dst[..len].copy_from_slice(data);
+        let at = self.copy;
+        let end = at + layout::align(len);
+        self.copy = end;
+        match self.out.get_mut(at..end) {
+            Some(dst) => {
+                // Zero the last word (padding), then copy over its front.
+                if let Some(last) = dst.last_chunk_mut::<ALIGN>() {
+                    *last = [0; ALIGN];
+                }
+                if let Some(d) = dst.get_mut(..len) {
+                    d.copy_from_slice(data);
+                }
+            }
+            None => self.failed = true,
         }
         self.range(at, len)
     }
@@ -732,7 +743,6 @@ impl Writer<'_> {
         pre[4..8].copy_from_slice(&(p.entries as u32).to_le_bytes());
         self.put(at, &pre);
     }
-
 }
 
 struct HeaderWriter<'w, 'o> {

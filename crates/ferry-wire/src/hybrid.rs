@@ -172,6 +172,10 @@ impl<'a> HybridBytes<'a> {
     /// of each value).
     #[inline]
     pub fn parts(&self) -> (&[u8], bool) {
+        // The common case first: one compare instead of a jump table.
+        if let Repr::Borrowed(s) = &self.0 {
+            return (s, false);
+        }
         match &self.0 {
             Repr::Borrowed(s) => (s, false),
             Repr::Lent { data, .. } => (data, true),

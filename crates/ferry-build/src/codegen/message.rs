@@ -1519,7 +1519,8 @@ fn direct_encoder(w: &TokenStream, ops: &[EncodeOp]) -> TokenStream {
     let sets: Vec<TokenStream> = ops
         .iter()
         .map(|e| {
-            let gi = Literal::usize_unsuffixed(groups.iter().position(|&x| x == e.num / 64).unwrap_or_default());
+            let gi =
+                Literal::usize_unsuffixed(groups.iter().position(|&x| x == e.num / 64).unwrap_or_default());
             let num = Literal::u32_unsuffixed(e.num);
             quote!(h.set(#gi, #w::layout::bit_of(#num));)
         })

@@ -202,7 +202,10 @@ impl Writer<'_> {
             self.too_many_chunks = Some(shape.chunks);
         }
         let (Some(e), Some(dst)) = (
-            entries.values.get(..entries.len).filter(|e| e.len() == shape.entries),
+            entries
+                .values
+                .get(..entries.len)
+                .filter(|e| e.len() == shape.entries),
             self.out.get_mut(at..at + len),
         ) else {
             self.failed = true;
