@@ -157,3 +157,21 @@ fn sample_record_agrees_with_the_generic_path() {
         }
     }
 }
+
+/// A message changed after its layout was taken, to another of the same length but another
+/// root header: both paths refuse to write it, with the same error.
+#[test]
+fn both_paths_refuse_a_stale_layout_alike() {
+    use ferry::sample::Record;
+    let ctx = Context::copy_only();
+    let mut r = Record::new(ctx);
+    r.set_key(&[7u8; 24]);
+    let layout = r.layout();
+    r.set_key(&[1u8]);
+    r.append_field(&[][..]);
+    assert_eq!(r.layout().head_len, layout.head_len);
+    let mut out = vec![0; layout.head_len];
+    let fast = r.write_head(&layout, &mut out);
+    assert!(matches!(fast, Err(EncodeError::OutputSize { .. })), "{fast:?}");
+    assert_eq!(fast, VisitorPath(&r).write_head(&layout, &mut out));
+}

@@ -181,7 +181,14 @@ impl Writer<'_> {
             self.missing_required.get_or_insert_with(|| field.to_owned());
         }
         let at = self.copy;
-        self.copy += shape.header_len();
+        let mut len = shape.header_len();
+        if at == 0 && shape != self.root {
+            // The root changed since its layout was taken: fail, placing data where the generic
+            // path does (after the header the layout recorded), so the error is the same.
+            self.failed = true;
+            len = self.root.header_len();
+        }
+        self.copy += len;
         at
     }
 
