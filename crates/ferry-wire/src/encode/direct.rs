@@ -181,15 +181,22 @@ impl Writer<'_> {
             self.missing_required.get_or_insert_with(|| field.to_owned());
         }
         let at = self.copy;
-        let mut len = shape.header_len();
-        if at == 0 && shape != self.root {
-            // The root changed since its layout was taken: fail, placing data where the generic
-            // path does (after the header the layout recorded), so the error is the same.
-            self.failed = true;
-            len = self.root.header_len();
-        }
+        let len = if at == 0 && shape != self.root {
+            self.stale_root()
+        } else {
+            shape.header_len()
+        };
         self.copy += len;
         at
+    }
+
+    /// The root changed since its layout was taken: fail, placing data where the generic path
+    /// does (after the header the layout recorded), so that the error is the same.
+    #[cold]
+    #[inline(never)]
+    fn stale_root(&mut self) -> usize {
+        self.failed = true;
+        self.root.header_len()
     }
 
     /// Writes the header reserved at `at`: preamble, the chunk of each group present in
