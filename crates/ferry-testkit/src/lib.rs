@@ -2,7 +2,8 @@
 //! seeded random generator, a builder of random messages for any descriptor, test pools,
 //! threads run under a deadlock guard, child processes (the test binary re-executed in a role)
 //! that never outlive their test, and external tools ([`tools`]: found on `PATH`, skipped with
-//! a printed reason when missing unless `FERRY_REQUIRE_TOOLS=1`, run under a hang guard).
+//! a printed reason when missing unless `FERRY_REQUIRE_TOOLS=1`, run under a hang guard), and
+//! [`assert_encoders_agree`] (a generated encoder against the generic visitor path).
 //!
 //! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
 //! that file.
@@ -10,10 +11,12 @@
 #![forbid(unsafe_code)]
 
 mod child;
+mod encoders;
 mod scratch;
 pub mod tools;
 
 pub use child::{ChildProc, Killer, self_command};
+pub use encoders::assert_encoders_agree;
 pub use scratch::Scratch;
 
 use std::any::Any;

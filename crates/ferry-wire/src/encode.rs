@@ -7,6 +7,15 @@
 //! zero-copy entries. All three walk the fields in the same order, so the offsets the writer
 //! assigns to zero-copy data match the order in which [`Outgoing::for_each_zero_copy`] reports
 //! them. Nothing on this path allocates.
+//!
+//! That generic visitor path is what [`DynamicMessage`](crate::DynamicMessage) and hand-written
+//! types use. Generated types (and the sample [`Record`](crate::sample::Record)) also override
+//! [`Encode::size_into`] and [`Encode::write_into`] with straight-line code over their fields
+//! that calls the small helpers of [`Sizes`], [`Header`], [`Entries`] and [`Writer`]:
+//! one sizing pass without visitors, one writing pass that writes each header with a single
+//! bounds check, and, through [`Outgoing::write_head_gather`], the zero-copy entries listed
+//! during that pass instead of in another walk. Both paths produce identical bytes
+//! ([`VisitorPath`] forces the generic one, for tests).
 
 use std::collections::BTreeMap;
 use std::io::IoSlice;
@@ -16,6 +25,10 @@ use ferry_buf::SharedBuf;
 use crate::hybrid::{AsHybrid, HybridBytes, HybridStr};
 use crate::layout::{self, ALIGN, CHUNK_LEN, ENTRY_LEN, PREAMBLE_LEN};
 use crate::scalar::Scalar;
+
+mod direct;
+
+pub use direct::{Entries, Header, Shape, Sizes};
 
 /// Receives the present fields of a message, in ascending field-number order.
 ///
@@ -39,6 +52,10 @@ pub trait Visitor<'a> {
 }
 
 /// A message type that can be encoded.
+///
+/// [`visit`](Self::visit) is the one required method. [`size_into`](Self::size_into) and
+/// [`write_into`](Self::write_into) default to the generic visitor path; generated code
+/// overrides them with straight-line code that must produce exactly the same sizes and bytes.
 pub trait Encode<'a> {
     /// Passes every present field to `v`, in ascending field-number order.
     fn visit<V: Visitor<'a>>(&self, v: &mut V);
@@ -47,6 +64,26 @@ pub trait Encode<'a> {
     /// message fails with [`EncodeError::MissingRequired`] (a decoder would reject it).
     fn missing_required(&self) -> Option<&str> {
         None
+    }
+
+    /// Adds this message's bytes (its header, copied data, nested messages) and zero-copy
+    /// entries to `s`; returns the shape of its own header. Default: one visitor walk.
+    #[inline]
+    fn size_into(&self, s: &mut Sizes) -> Shape {
+        let mut v = Sizer {
+            s,
+            p: Presence::default(),
+        };
+        self.visit(&mut v);
+        let shape = v.p.shape();
+        s.header(shape)
+    }
+
+    /// Reserves this message's header at the writer's next free offset, writes its header and
+    /// data, and returns its range entry. Default: the visitor walks (presence, then header).
+    #[inline]
+    fn write_into(&self, w: &mut Writer<'_>) -> u64 {
+        w.nested_generic(self)
     }
 }
 
@@ -57,6 +94,14 @@ impl<'a, M: Encode<'a> + ?Sized> Encode<'a> for &M {
     fn missing_required(&self) -> Option<&str> {
         (**self).missing_required()
     }
+    #[inline]
+    fn size_into(&self, s: &mut Sizes) -> Shape {
+        (**self).size_into(s)
+    }
+    #[inline]
+    fn write_into(&self, w: &mut Writer<'_>) -> u64 {
+        (**self).write_into(w)
+    }
 }
 
 impl<'a, M: Encode<'a> + ?Sized> Encode<'a> for Box<M> {
@@ -65,6 +110,56 @@ impl<'a, M: Encode<'a> + ?Sized> Encode<'a> for Box<M> {
     }
     fn missing_required(&self) -> Option<&str> {
         (**self).missing_required()
+    }
+    #[inline]
+    fn size_into(&self, s: &mut Sizes) -> Shape {
+        (**self).size_into(s)
+    }
+    #[inline]
+    fn write_into(&self, w: &mut Writer<'_>) -> u64 {
+        (**self).write_into(w)
+    }
+}
+
+/// Encodes `M` through the generic visitor path only, nested messages included (it forwards
+/// [`Encode::visit`] and nothing else): what tests compare a generated encoder against.
+#[derive(Debug, Clone, Copy)]
+pub struct VisitorPath<M>(pub M);
+
+impl<'a, M: Encode<'a>> Encode<'a> for VisitorPath<M> {
+    fn visit<V: Visitor<'a>>(&self, v: &mut V) {
+        self.0.visit(&mut ForceGeneric(v))
+    }
+    fn missing_required(&self) -> Option<&str> {
+        self.0.missing_required()
+    }
+}
+
+/// Passes fields through, wrapping each nested message in [`VisitorPath`].
+struct ForceGeneric<'v, V>(&'v mut V);
+
+impl<'a, V: Visitor<'a>> Visitor<'a> for ForceGeneric<'_, V> {
+    fn scalar<T: Scalar>(&mut self, field: u32, value: T) {
+        self.0.scalar(field, value)
+    }
+    fn bytes(&mut self, field: u32, value: &HybridBytes<'a>) {
+        self.0.bytes(field, value)
+    }
+    fn message<M: Encode<'a> + ?Sized>(&mut self, field: u32, value: &M) {
+        self.0.message(field, &VisitorPath(value))
+    }
+    fn scalars<T: Scalar>(&mut self, field: u32, values: &[T]) {
+        self.0.scalars(field, values)
+    }
+    fn bytes_list<B: AsHybrid<'a>>(&mut self, field: u32, values: &[B]) {
+        self.0.bytes_list(field, values)
+    }
+    fn messages<M, I>(&mut self, field: u32, values: I)
+    where
+        M: Encode<'a>,
+        I: ExactSizeIterator<Item = M>,
+    {
+        self.0.messages(field, values.map(VisitorPath))
     }
 }
 
@@ -122,8 +217,7 @@ pub struct Layout {
     /// Number of zero-copy entries.
     pub zero_copy_count: usize,
     /// Shape of the root header, so that writing needs no second presence walk.
-    root_chunks: usize,
-    root_entries: usize,
+    root: Shape,
 }
 
 impl Layout {
@@ -208,6 +302,17 @@ pub trait Outgoing {
         locate: &mut dyn FnMut(&[u8]) -> Option<u64>,
     ) -> Result<(), EncodeError>;
 
+    /// [`write_head`](Self::write_head), also calling `f` with the bytes of each zero-copy
+    /// value in wire order (what [`for_each_zero_copy`](Self::for_each_zero_copy) reports),
+    /// during the same pass over the fields. On an error, the values already passed to `f`
+    /// mean nothing.
+    fn write_head_gather(
+        &self,
+        layout: &Layout,
+        out: &mut [u8],
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), EncodeError>;
+
     /// Calls `f` with the bytes of each zero-copy value, in wire order: the gather entries
     /// after the header segment, pointing at the original memory.
     fn for_each_zero_copy(&self, f: &mut dyn FnMut(&[u8]));
@@ -235,20 +340,20 @@ pub trait Outgoing {
 }
 
 impl<'a, M: Encode<'a>> Outgoing for M {
+    #[inline]
     fn layout(&self) -> Layout {
-        let mut s = Sizer::default();
-        let root = s.sized(self);
+        let mut s = Sizes::default();
+        let root = self.size_into(&mut s);
         Layout {
             head_len: s.head,
             zero_copy_len: s.zc_len,
             zero_copy_count: s.zc_count,
-            root_chunks: root.chunks,
-            root_entries: root.entries,
+            root,
         }
     }
 
     fn write_head(&self, layout: &Layout, out: &mut [u8]) -> Result<(), EncodeError> {
-        write_head_with(self, layout, out, 0, None)
+        write_head_with(self, layout, out, 0, None, None)
     }
 
     fn write_head_in(
@@ -258,7 +363,20 @@ impl<'a, M: Encode<'a>> Outgoing for M {
         base: u64,
         locate: &mut dyn FnMut(&[u8]) -> Option<u64>,
     ) -> Result<(), EncodeError> {
-        write_head_with(self, layout, out, base, Some(locate))
+        write_head_with(self, layout, out, base, Some(locate), None)
+    }
+
+    fn write_head_gather(
+        &self,
+        layout: &Layout,
+        out: &mut [u8],
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), EncodeError> {
+        if layout.zero_copy_count == 0 {
+            write_head_with(self, layout, out, 0, None, None)
+        } else {
+            write_head_with(self, layout, out, 0, None, Some(f))
+        }
     }
 
     fn for_each_zero_copy(&self, f: &mut dyn FnMut(&[u8])) {
@@ -282,14 +400,19 @@ impl<'a, M: Encode<'a>> Outgoing for M {
 /// Where a zero-copy value sits in a shared region (`write_head_in`).
 type Locate<'l> = dyn FnMut(&[u8]) -> Option<u64> + 'l;
 
-/// `write_head` and `write_head_in`: offsets are `base +` their place in the segment, and
-/// zero-copy values go where `locate` says (or after the segment, in walk order, without it).
+/// Receives each zero-copy value as it is placed (`write_head_gather`).
+type List<'l> = dyn FnMut(&[u8]) + 'l;
+
+/// `write_head`, `write_head_in` and `write_head_gather`: offsets are `base +` their place in
+/// the segment, and zero-copy values go where `locate` says (or after the segment, in walk
+/// order, without it, each passed to `list` if given).
 fn write_head_with<'a, 'o, M: Encode<'a> + ?Sized>(
     m: &M,
     layout: &Layout,
     out: &'o mut [u8],
     base: u64,
     locate: Option<&'o mut Locate<'o>>,
+    list: Option<&'o mut List<'o>>,
 ) -> Result<(), EncodeError> {
     let total = layout.total_len() as u64;
     let end = base.saturating_add(layout.head_len as u64);
@@ -305,25 +428,21 @@ fn write_head_with<'a, 'o, M: Encode<'a> + ?Sized>(
             got: out.len(),
         });
     }
-    let root = Presence {
-        chunks: layout.root_chunks,
-        entries: layout.root_entries,
-        last_group: None,
-    };
-    let head = root.header_len();
     let mut w = Writer {
         out,
-        copy: head,
+        copy: 0,
         zc: layout.head_len,
         base: base as usize,
         locate,
+        list,
+        root: layout.root,
         not_located: false,
         failed: false,
         too_many_chunks: None,
         bad_field: None,
         missing_required: None,
     };
-    w.write_message(0, m, &root);
+    m.write_into(&mut w);
     if w.not_located {
         return Err(EncodeError::NotShared);
     }
@@ -358,6 +477,13 @@ impl Presence {
         let mut p = Presence::default();
         m.visit(&mut p);
         p
+    }
+
+    fn shape(&self) -> Shape {
+        Shape {
+            chunks: self.chunks,
+            entries: self.entries,
+        }
     }
 
     fn header_len(&self) -> usize {
@@ -397,72 +523,44 @@ impl<'a> Visitor<'a> for Presence {
     }
 }
 
-/// Computes the layout in one walk; `p` is the presence of the message being visited.
-#[derive(Default)]
-struct Sizer {
-    head: usize,
-    zc_len: usize,
-    zc_count: usize,
+/// The generic sizing visitor: adds to `s`; `p` is the presence of the message being visited.
+struct Sizer<'s> {
+    s: &'s mut Sizes,
     p: Presence,
 }
 
-impl Sizer {
-    #[inline]
-    fn add_bytes(&mut self, b: &HybridBytes<'_>) {
-        if b.is_zero_copy() {
-            self.zc_len += b.len();
-            self.zc_count += 1;
-        } else {
-            self.head += layout::align(b.len());
-        }
-    }
-
-    /// Sizes message `m` and its header; returns its presence.
-    fn sized<'a, M: Encode<'a> + ?Sized>(&mut self, m: &M) -> Presence {
-        let outer = core::mem::take(&mut self.p);
-        m.visit(self);
-        let p = core::mem::replace(&mut self.p, outer);
-        self.head += p.header_len();
-        p
-    }
-}
-
-impl<'a> Visitor<'a> for Sizer {
+impl<'a> Visitor<'a> for Sizer<'_> {
     fn scalar<T: Scalar>(&mut self, field: u32, _: T) {
         self.p.see(field);
     }
     fn bytes(&mut self, field: u32, value: &HybridBytes<'a>) {
         self.p.see(field);
-        self.add_bytes(value)
+        self.s.bytes(value)
     }
     fn message<M: Encode<'a> + ?Sized>(&mut self, field: u32, value: &M) {
         self.p.see(field);
-        self.sized(value);
+        value.size_into(self.s);
     }
     fn scalars<T: Scalar>(&mut self, field: u32, values: &[T]) {
         self.p.see(field);
-        self.head += layout::align(values.len() * T::WIDTH);
+        self.s.scalars(values)
     }
     fn bytes_list<B: AsHybrid<'a>>(&mut self, field: u32, values: &[B]) {
         self.p.see(field);
-        self.head += values.len() * ENTRY_LEN;
-        for b in values {
-            self.add_bytes(b.as_hybrid());
-        }
+        self.s.bytes_list(values)
     }
     fn messages<M: Encode<'a>, I: ExactSizeIterator<Item = M>>(&mut self, field: u32, values: I) {
         self.p.see(field);
-        self.head += values.len() * ENTRY_LEN;
-        for m in values {
-            self.sized(&m);
-        }
+        self.s.messages(values)
     }
 }
 
-/// Writes the header segment. `copy` is the next free offset of the copied region, `zc` the
-/// offset the next zero-copy buffer will have. Out-of-range writes set `failed` instead of
-/// panicking (possible only if the message changed after its layout was taken).
-struct Writer<'o> {
+/// Writes the header segment of one message tree (what [`Encode::write_into`] is given).
+/// `copy` is the next free offset of the copied region, `zc` the offset the next zero-copy
+/// buffer will have. Out-of-range writes set `failed` instead of panicking (possible only if
+/// the message changed after its layout was taken); errors are reported once the tree is
+/// written.
+pub struct Writer<'o> {
     out: &'o mut [u8],
     copy: usize,
     zc: usize,
@@ -470,6 +568,10 @@ struct Writer<'o> {
     base: usize,
     /// Where zero-copy values are, in a shared region (instead of after the segment).
     locate: Option<&'o mut Locate<'o>>,
+    /// Receives each zero-copy value placed after the segment (`write_head_gather`).
+    list: Option<&'o mut List<'o>>,
+    /// The root's header shape, from its layout (the generic path then needs no presence walk).
+    root: Shape,
     /// `locate` could not place a value, or its offset did not fit.
     not_located: bool,
     failed: bool,
@@ -539,29 +641,74 @@ impl Writer<'_> {
     /// Places a bytes value and returns its range entry.
     #[inline]
     fn place(&mut self, b: &HybridBytes<'_>) -> u64 {
-        let data = b.as_slice();
-        let len = data.len();
-        if b.is_zero_copy() {
-            if let Some(locate) = self.locate.as_mut() {
-                let at = locate(data)
-                    .filter(|&at| at.saturating_add(len as u64) <= layout::MAX_MESSAGE_LEN)
-                    .unwrap_or_else(|| {
-                        self.not_located = true;
-                        0
-                    });
-                return layout::range_entry(at as u32, len as u32);
-            }
-            let at = self.zc;
-            self.zc += len;
-            return self.range(at, len);
+        let (data, zero_copy) = b.parts();
+        if zero_copy {
+            return self.reference(data);
         }
+        self.copy_in(data)
+    }
+
+    /// Places a zero-copy value: located in the shared region, or next after the segment.
+    #[inline]
+    fn reference(&mut self, data: &[u8]) -> u64 {
+        let len = data.len();
+        if let Some(locate) = self.locate.as_mut() {
+            let at = locate(data)
+                .filter(|&at| at.saturating_add(len as u64) <= layout::MAX_MESSAGE_LEN)
+                .unwrap_or_else(|| {
+                    self.not_located = true;
+                    0
+                });
+            return layout::range_entry(at as u32, len as u32);
+        }
+        if let Some(list) = self.list.as_mut() {
+            list(data);
+        }
+        let at = self.zc;
+        self.zc += len;
+        self.range(at, len)
+    }
+
+    /// Copies a value into the copied region (one bounds check, padding zeroed).
+    #[inline]
+    fn copy_in(&mut self, data: &[u8]) -> u64 {
+        let len = data.len();
         if len == 0 {
             return layout::range_entry(0, 0);
         }
-        let (at, dst) = self.reserve(len);
-        if let Some(dst) = dst {
-            dst[..len].copy_from_slice(data);
+        let at = self.copy;
+        let end = at + layout::align(len);
+        self.copy = end;
+        match self.out.get_mut(at..end) {
+            Some(dst) => {
+                // Zero the last word (padding), then copy over its front.
+                if let Some(last) = dst.last_chunk_mut::<ALIGN>() {
+                    *last = [0; ALIGN];
+                }
+                if let Some(d) = dst.get_mut(..len) {
+                    d.copy_from_slice(data);
+                }
+            }
+            None => self.failed = true,
         }
+        self.range(at, len)
+    }
+
+    /// The generic path of [`Encode::write_into`]: the root's presence comes from its layout
+    /// (it alone is written at offset 0), a nested message's from a presence walk.
+    pub(crate) fn nested_generic<'a, M: Encode<'a> + ?Sized>(&mut self, m: &M) -> u64 {
+        let p = if self.copy == 0 {
+            Presence {
+                chunks: self.root.chunks,
+                entries: self.root.entries,
+                last_group: None,
+            }
+        } else {
+            Presence::of(m)
+        };
+        let len = p.header_len();
+        let (at, _) = self.reserve(len);
+        self.write_message(at, m, &p);
         self.range(at, len)
     }
 
@@ -595,15 +742,6 @@ impl Writer<'_> {
         pre[0..2].copy_from_slice(&(p.chunks as u16).to_le_bytes());
         pre[4..8].copy_from_slice(&(p.entries as u32).to_le_bytes());
         self.put(at, &pre);
-    }
-
-    /// Reserves and writes a nested message, returning its range entry.
-    fn nested<'a, M: Encode<'a> + ?Sized>(&mut self, m: &M) -> u64 {
-        let p = Presence::of(m);
-        let len = p.header_len();
-        let (at, _) = self.reserve(len);
-        self.write_message(at, m, &p);
-        self.range(at, len)
     }
 }
 
@@ -659,7 +797,7 @@ impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
         self.entry(field, e)
     }
     fn message<M: Encode<'a> + ?Sized>(&mut self, field: u32, value: &M) {
-        let e = self.w.nested(value);
+        let e = value.write_into(self.w);
         self.entry(field, e)
     }
     fn scalars<T: Scalar>(&mut self, field: u32, values: &[T]) {
@@ -689,7 +827,7 @@ impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
         let n = values.len();
         let mut count = 0;
         for (i, m) in values.enumerate() {
-            let e = self.w.nested(&m);
+            let e = m.write_into(self.w);
             self.w.put_u64(at + i * ENTRY_LEN, e);
             count += 1;
         }

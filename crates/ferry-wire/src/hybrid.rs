@@ -168,6 +168,22 @@ impl<'a> HybridBytes<'a> {
         }
     }
 
+    /// The bytes and whether they are sent by reference, in one match (what an encoder needs
+    /// of each value).
+    #[inline]
+    pub fn parts(&self) -> (&[u8], bool) {
+        // The common case first: one compare instead of a jump table.
+        if let Repr::Borrowed(s) = &self.0 {
+            return (s, false);
+        }
+        match &self.0 {
+            Repr::Borrowed(s) => (s, false),
+            Repr::Lent { data, .. } => (data, true),
+            Repr::Owned(v) => (v, false),
+            Repr::Shared { buf, zero_copy } => (buf, *zero_copy),
+        }
+    }
+
     /// The bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {

@@ -19,6 +19,7 @@
 //! app's SharedBuf --by value--> HybridBytes::from_shared: the message holds a counted reference
 //!        | write_head: header segment (headers, scalars, copied values) into the caller's buffer
 //!        | for_each_zero_copy: gather entries pointing at the original memory
+//!        |   (or write_head_gather: header segment and gather entries in one pass)
 //!        | zero_copy_bufs: counted references a send holds until its completion (refcount + 1 each)
 //! received SharedBuf --View::decode_shared--> views borrow it; View::shared/hybrid reference it
 //! ```
@@ -37,7 +38,10 @@ mod scalar;
 pub use decode::{BytesList, DecodeError, DecodeErrorKind, Limits, MessageList, ScalarList, View};
 pub use desc::{FieldDesc, FieldsCell, FieldsError, Kind, Label, MessageDesc};
 pub use dynamic::{DynamicMessage, List, TypeMismatch, Value};
-pub use encode::{Encode, EncodeError, FieldValue, Layout, MapEntry, Outgoing, Visitor, iovecs, visit_map};
+pub use encode::{
+    Encode, EncodeError, Entries, FieldValue, Header, Layout, MapEntry, Outgoing, Shape, Sizes, Visitor,
+    VisitorPath, Writer, iovecs, visit_map,
+};
 pub use hybrid::{
     Arena, AsHybrid, Context, DEFAULT_THRESHOLD, HybridBytes, HybridStr, IntoHybrid, IntoHybridStr,
 };

@@ -113,6 +113,41 @@ impl<'a> Encode<'a> for Record<'a> {
             v.bytes_list(2, &self.fields);
         }
     }
+
+    #[inline]
+    fn size_into(&self, s: &mut crate::Sizes) -> crate::Shape {
+        let mut h = crate::Header::<1>::new();
+        if !self.key.is_empty() {
+            h.set(0, crate::layout::bit_of(1));
+            s.bytes(&self.key);
+        }
+        if !self.fields.is_empty() {
+            h.set(0, crate::layout::bit_of(2));
+            s.bytes_list(&self.fields);
+        }
+        s.header(h.shape())
+    }
+
+    #[inline]
+    fn write_into(&self, w: &mut crate::Writer<'_>) -> u64 {
+        const GROUPS: [u32; 1] = [0];
+        let mut h = crate::Header::<1>::new();
+        if !self.key.is_empty() {
+            h.set(0, crate::layout::bit_of(1));
+        }
+        if !self.fields.is_empty() {
+            h.set(0, crate::layout::bit_of(2));
+        }
+        let at = w.reserve_header(h.shape(), Encode::missing_required(self));
+        let mut e = crate::Entries::<2>::new();
+        if !self.key.is_empty() {
+            e.push(w.bytes(&self.key));
+        }
+        if !self.fields.is_empty() {
+            e.push(w.bytes_list(&self.fields));
+        }
+        w.header(at, &GROUPS, &h, &e)
+    }
 }
 
 /// A validated, zero-copy view of an encoded [`Record`].

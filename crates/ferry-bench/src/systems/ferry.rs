@@ -3,8 +3,9 @@
 //! Outgoing: the application's values live in Ferry's pool (copied there once per shape,
 //! untimed, as a store holds its values). Each call refills a reused [`Record`] with the
 //! values (a pool lookup per field), takes its layout, writes the header segment into a reused
-//! vector (the returned bytes) and collects the (address, length) of each zero-copy buffer into
-//! a reused gather list, as a `writev` would take them (a zero-copy send keeps the message, and
+//! vector (the returned bytes) and, in the same pass (`write_head_gather`), collects the
+//! (address, length) of each zero-copy buffer into a reused gather list, as a `writev` would
+//! take them (a zero-copy send keeps the message, and
 //! with it the references, until its completion). The output is therefore the header segment
 //! plus that gather list: the referenced bytes are never touched, which is the point. Decode: validate the whole message, then read
 //! the key and every field in place.
@@ -80,11 +81,12 @@ impl<const THRESHOLD: usize> Serializer for FerrySerializer<THRESHOLD> {
         }
         let layout = rec.layout();
         self.head.resize(layout.head_len, 0);
-        rec.write_head(&layout, &mut self.head)
-            .map_err(|e| BenchError::Ferry(e.to_string()))?;
         self.gather.clear();
         let gather = &mut self.gather;
-        rec.for_each_zero_copy(&mut |b| gather.push((b.as_ptr() as usize, b.len())));
+        rec.write_head_gather(&layout, &mut self.head, &mut |b| {
+            gather.push((b.as_ptr() as usize, b.len()))
+        })
+        .map_err(|e| BenchError::Ferry(e.to_string()))?;
         Ok(&self.head)
     }
 

@@ -450,6 +450,7 @@ impl Gen<'_, '_> {
             view_methods,
             to_msg,
             visits,
+            encodes,
             ..
         } = out;
         let t = &s.rust;
@@ -497,6 +498,28 @@ impl Gen<'_, '_> {
                 quote!(if self.#fid != 0 { v.scalar(#n, self.#fid); })
             },
         ));
+        let (present, guard, write) = if explicit {
+            (
+                quote!(self.#fid.is_some()),
+                quote!(if let ::core::option::Option::Some(x) = self.#fid),
+                quote!(w.scalar(x)),
+            )
+        } else if s.boolean {
+            (quote!(self.#fid), quote!(if self.#fid), quote!(w.scalar(true)))
+        } else if s.float {
+            let p = quote!(self.#fid.to_bits() != 0);
+            (p.clone(), quote!(if #p), quote!(w.scalar(self.#fid)))
+        } else {
+            let p = quote!(self.#fid != 0);
+            (p.clone(), quote!(if #p), quote!(w.scalar(self.#fid)))
+        };
+        encodes.push(EncodeOp {
+            num,
+            present,
+            guard,
+            size: quote!(),
+            write,
+        });
         let vget = match &f.default {
             Some(d) => quote!(self.0.scalar(#n).unwrap_or(#d)),
             None => quote!(self.0.scalar(#n).unwrap_or_default()),
@@ -539,6 +562,7 @@ impl Gen<'_, '_> {
             view_methods,
             to_msg,
             visits,
+            encodes,
             ..
         } = out;
         let w = &self.w;
@@ -601,6 +625,28 @@ impl Gen<'_, '_> {
                 quote!({ let x = &self.#fid; if !x.#as_val.is_empty() { v.bytes(#n, #bytes); } })
             },
         ));
+        let (present, guard, val) = if explicit {
+            (
+                quote!(self.#fid.is_some()),
+                quote!(if let ::core::option::Option::Some(x) = &self.#fid),
+                bytes,
+            )
+        } else {
+            let p = quote!(!self.#fid.#as_val.is_empty());
+            let val = if is_str {
+                quote!(self.#fid.as_bytes())
+            } else {
+                quote!(&self.#fid)
+            };
+            (p.clone(), quote!(if #p), val)
+        };
+        encodes.push(EncodeOp {
+            num,
+            present,
+            guard,
+            size: quote!(s.bytes(#val);),
+            write: quote!(w.bytes(#val)),
+        });
         if is_str {
             let vget = match &f.default {
                 Some(d) => quote!(self.0.str(#n).map(|s| s.unwrap_or(#d))),
@@ -665,6 +711,7 @@ impl Gen<'_, '_> {
             view_methods,
             to_msg,
             visits,
+            encodes,
             ..
         } = out;
         let cp = self.msg_path(c);
@@ -703,6 +750,13 @@ impl Gen<'_, '_> {
             num,
             quote!(if let ::core::option::Option::Some(x) = &self.#fid { v.message(#n, x); }),
         ));
+        encodes.push(EncodeOp {
+            num,
+            present: quote!(self.#fid.is_some()),
+            guard: quote!(if let ::core::option::Option::Some(x) = &self.#fid),
+            size: quote!(s.message(x);),
+            write: quote!(w.message(x)),
+        });
         view_methods.push(quote! {
             #fdoc #selfconv
             pub fn #fid(&self) -> ::core::option::Option<#cv<'b>> { self.0.message(#n).map(#cv) }
@@ -739,6 +793,7 @@ impl Gen<'_, '_> {
             view_methods,
             to_msg,
             visits,
+            encodes,
             ..
         } = out;
         let w = &self.w;
@@ -770,6 +825,24 @@ impl Gen<'_, '_> {
                 }
             },
         ));
+        let (size, write) = match ty {
+            Ty::Scalar(_) => (quote!(s.scalars(&self.#fid);), quote!(w.scalars(&self.#fid))),
+            Ty::Bytes | Ty::Str => (
+                quote!(s.bytes_list(&self.#fid);),
+                quote!(w.bytes_list(&self.#fid)),
+            ),
+            Ty::Msg(_) => (
+                quote!(s.messages(self.#fid.iter());),
+                quote!(w.messages(self.#fid.iter())),
+            ),
+        };
+        encodes.push(EncodeOp {
+            num,
+            present: quote!(!self.#fid.is_empty()),
+            guard: quote!(if !self.#fid.is_empty()),
+            size,
+            write,
+        });
         match ty {
             Ty::Scalar(s) => {
                 let t = &s.rust;
@@ -850,6 +923,7 @@ impl Gen<'_, '_> {
             view_methods,
             to_msg,
             visits,
+            encodes,
             ..
         } = out;
         let w = &self.w;
@@ -891,6 +965,14 @@ impl Gen<'_, '_> {
             });
         }
         visits.push((num, quote!(#w::visit_map(v, #n, &self.#fid);)));
+        let entries = quote!(self.#fid.iter().map(|(k, v)| #w::MapEntry(k, v)));
+        encodes.push(EncodeOp {
+            num,
+            present: quote!(!self.#fid.is_empty()),
+            guard: quote!(if !self.#fid.is_empty()),
+            size: quote!(s.messages(#entries);),
+            write: quote!(w.messages(#entries)),
+        });
         // View: (key, value) pairs.
         let read = |t: &Ty, num: u32| -> (TokenStream, TokenStream, TokenStream) {
             let num = Literal::u32_unsuffixed(num);
@@ -1002,6 +1084,7 @@ impl Gen<'_, '_> {
             view_methods,
             to_msg,
             visits,
+            encodes,
             ..
         } = out;
         let w = &self.w;
@@ -1071,6 +1154,19 @@ impl Gen<'_, '_> {
                 Ty::Msg(_) => quote!(if let #pat = &self.#oid { v.message(#n, x); }),
             },
         ));
+        let (size, write) = match ty {
+            Ty::Scalar(_) => (quote!(), quote!(w.scalar(*x))),
+            Ty::Bytes => (quote!(s.bytes(x);), quote!(w.bytes(x))),
+            Ty::Str => (quote!(s.bytes(x.as_bytes());), quote!(w.bytes(x.as_bytes()))),
+            Ty::Msg(_) => (quote!(s.message(x);), quote!(w.message(x))),
+        };
+        encodes.push(EncodeOp {
+            num,
+            present: quote!(::core::matches!(&self.#oid, ::core::option::Option::Some(#path::#var(_)))),
+            guard: quote!(if let #pat = &self.#oid),
+            size,
+            write,
+        });
         let has_view = quote! {
             #[doc = #dhas1] #selfconv
             pub fn #has(&self) -> bool { self.0.has(#n) }
@@ -1154,6 +1250,7 @@ impl Gen<'_, '_> {
         let mut view_methods = Vec::new();
         let mut to_msg = Vec::new();
         let mut visits: Vec<(u32, TokenStream)> = Vec::new();
+        let mut encodes: Vec<EncodeOp> = Vec::new();
         let mut oneof_enums = Vec::new();
         let mut len_lint = false;
 
@@ -1270,10 +1367,13 @@ impl Gen<'_, '_> {
             view_methods.extend(out.view_methods);
             to_msg.extend(out.to_msg);
             visits.extend(out.visits);
+            encodes.extend(out.encodes);
         }
 
         visits.sort_by_key(|(n, _)| *n);
         let visits = visits.into_iter().map(|(_, t)| t);
+        encodes.sort_by_key(|e| e.num);
+        let direct = direct_encoder(w, &encodes);
 
         // Nested module: nested messages and enums, map entry descriptors, oneof enums.
         let nested = match &names.nested {
@@ -1370,6 +1470,7 @@ impl Gen<'_, '_> {
                     #(#visits)*
                 }
                 #missing_required
+                #direct
             }
 
             impl<'a> #w::FieldValue<'a> for #name<'a> {
@@ -1403,6 +1504,65 @@ impl Gen<'_, '_> {
 
             #nested
         })
+    }
+}
+
+/// `size_into` and `write_into` of a message's `Encode` impl: straight-line code over its
+/// fields (in ascending number order) that calls the runtime's `Sizes` and `Writer` helpers.
+fn direct_encoder(w: &TokenStream, ops: &[EncodeOp]) -> TokenStream {
+    // Presence chunk groups the fields fall in, ascending; each field's group index and bit.
+    let mut groups: Vec<u32> = ops.iter().map(|e| e.num / 64).collect();
+    groups.dedup();
+    let g = Literal::usize_unsuffixed(groups.len());
+    let n = Literal::usize_unsuffixed(ops.len());
+    let any = !ops.is_empty();
+    let sets: Vec<TokenStream> = ops
+        .iter()
+        .map(|e| {
+            let gi =
+                Literal::usize_unsuffixed(groups.iter().position(|&x| x == e.num / 64).unwrap_or_default());
+            let num = Literal::u32_unsuffixed(e.num);
+            quote!(h.set(#gi, #w::layout::bit_of(#num));)
+        })
+        .collect();
+    let sizes = ops.iter().zip(&sets).map(|(e, set)| {
+        let EncodeOp {
+            present, guard, size, ..
+        } = e;
+        if size.is_empty() {
+            quote!(if #present { #set })
+        } else {
+            quote!(#guard { #set #size })
+        }
+    });
+    let presence = ops.iter().zip(&sets).map(|(e, set)| {
+        let present = &e.present;
+        quote!(if #present { #set })
+    });
+    let writes = ops.iter().map(|e| {
+        let EncodeOp { guard, write, .. } = e;
+        quote!(#guard { e.push(#write); })
+    });
+    let groups = groups.iter().map(|&x| Literal::u32_unsuffixed(x));
+    let m = if any { quote!(mut) } else { quote!() };
+    quote! {
+        #[inline]
+        fn size_into(&self, s: &mut #w::Sizes) -> #w::Shape {
+            let #m h = #w::Header::<#g>::new();
+            #(#sizes)*
+            s.header(h.shape())
+        }
+
+        #[inline]
+        fn write_into(&self, w: &mut #w::Writer<'_>) -> u64 {
+            const GROUPS: [u32; #g] = [#(#groups),*];
+            let #m h = #w::Header::<#g>::new();
+            #(#presence)*
+            let at = w.reserve_header(h.shape(), #w::Encode::missing_required(self));
+            let #m e = #w::Entries::<#n>::new();
+            #(#writes)*
+            w.header(at, &GROUPS, &h, &e)
+        }
     }
 }
 
@@ -1487,4 +1647,19 @@ struct Emitted {
     view_methods: Vec<TokenStream>,
     to_msg: Vec<TokenStream>,
     visits: Vec<(u32, TokenStream)>,
+    encodes: Vec<EncodeOp>,
+}
+
+/// One field in the straight-line encoder (`size_into` / `write_into`): how to test its
+/// presence, and what to call on the runtime's `Sizes` (`s`) and `Writer` (`w`) when present.
+struct EncodeOp {
+    num: u32,
+    /// A `bool` expression: whether the field is present.
+    present: TokenStream,
+    /// `if ...` that binds the value as `x` when present (or `present` itself, as `if ...`).
+    guard: TokenStream,
+    /// Statement adding the field's sizes to `s` (empty for a singular scalar).
+    size: TokenStream,
+    /// Expression placing the field with `w` and returning its entry.
+    write: TokenStream,
 }

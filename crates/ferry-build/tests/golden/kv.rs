@@ -131,6 +131,55 @@ pub mod ferry {
                         v.scalar(3, self.version);
                     }
                 }
+                #[inline]
+                fn size_into(
+                    &self,
+                    s: &mut ::ferry::wire::Sizes,
+                ) -> ::ferry::wire::Shape {
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if !self.key.as_str().is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                        s.bytes(self.key.as_bytes());
+                    }
+                    if !self.value.as_slice().is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                        s.bytes(&self.value);
+                    }
+                    if self.version != 0 {
+                        h.set(0, ::ferry::wire::layout::bit_of(3));
+                    }
+                    s.header(h.shape())
+                }
+                #[inline]
+                fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
+                    const GROUPS: [u32; 1] = [0];
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if !self.key.as_str().is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                    }
+                    if !self.value.as_slice().is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                    }
+                    if self.version != 0 {
+                        h.set(0, ::ferry::wire::layout::bit_of(3));
+                    }
+                    let at = w
+                        .reserve_header(
+                            h.shape(),
+                            ::ferry::wire::Encode::missing_required(self),
+                        );
+                    let mut e = ::ferry::wire::Entries::<3>::new();
+                    if !self.key.as_str().is_empty() {
+                        e.push(w.bytes(self.key.as_bytes()));
+                    }
+                    if !self.value.as_slice().is_empty() {
+                        e.push(w.bytes(&self.value));
+                    }
+                    if self.version != 0 {
+                        e.push(w.scalar(self.version));
+                    }
+                    w.header(at, &GROUPS, &h, &e)
+                }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for KvPair<'a> {
                 fn visit_as<V: ::ferry::wire::Visitor<'a>>(
@@ -259,6 +308,36 @@ pub mod ferry {
                         v.bytes_list(1, &self.keys);
                     }
                 }
+                #[inline]
+                fn size_into(
+                    &self,
+                    s: &mut ::ferry::wire::Sizes,
+                ) -> ::ferry::wire::Shape {
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if !self.keys.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                        s.bytes_list(&self.keys);
+                    }
+                    s.header(h.shape())
+                }
+                #[inline]
+                fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
+                    const GROUPS: [u32; 1] = [0];
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if !self.keys.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                    }
+                    let at = w
+                        .reserve_header(
+                            h.shape(),
+                            ::ferry::wire::Encode::missing_required(self),
+                        );
+                    let mut e = ::ferry::wire::Entries::<1>::new();
+                    if !self.keys.is_empty() {
+                        e.push(w.bytes_list(&self.keys));
+                    }
+                    w.header(at, &GROUPS, &h, &e)
+                }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for GetRequest<'a> {
                 fn visit_as<V: ::ferry::wire::Visitor<'a>>(
@@ -380,6 +459,36 @@ pub mod ferry {
                     if !self.pairs.is_empty() {
                         v.messages(1, self.pairs.iter());
                     }
+                }
+                #[inline]
+                fn size_into(
+                    &self,
+                    s: &mut ::ferry::wire::Sizes,
+                ) -> ::ferry::wire::Shape {
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if !self.pairs.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                        s.messages(self.pairs.iter());
+                    }
+                    s.header(h.shape())
+                }
+                #[inline]
+                fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
+                    const GROUPS: [u32; 1] = [0];
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if !self.pairs.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                    }
+                    let at = w
+                        .reserve_header(
+                            h.shape(),
+                            ::ferry::wire::Encode::missing_required(self),
+                        );
+                    let mut e = ::ferry::wire::Entries::<1>::new();
+                    if !self.pairs.is_empty() {
+                        e.push(w.messages(self.pairs.iter()));
+                    }
+                    w.header(at, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for GetResponse<'a> {

@@ -453,6 +453,166 @@ pub mod ferry {
                     }
                     ::core::option::Option::None
                 }
+                #[inline]
+                fn size_into(
+                    &self,
+                    s: &mut ::ferry::wire::Sizes,
+                ) -> ::ferry::wire::Shape {
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if let ::core::option::Option::Some(x) = &self.name {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                        s.bytes(x.as_bytes());
+                    }
+                    if self.weight.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                    }
+                    if self.scale.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(3));
+                    }
+                    if self.visible.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(4));
+                    }
+                    if let ::core::option::Option::Some(x) = &self.tag {
+                        h.set(0, ::ferry::wire::layout::bit_of(5));
+                        s.bytes(x);
+                    }
+                    if let ::core::option::Option::Some(x) = &self.label {
+                        h.set(0, ::ferry::wire::layout::bit_of(6));
+                        s.bytes(x.as_bytes());
+                    }
+                    if let ::core::option::Option::Some(x) = &self.parent {
+                        h.set(0, ::ferry::wire::layout::bit_of(7));
+                        s.message(x);
+                    }
+                    if !self.children.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(8));
+                        s.messages(self.children.iter());
+                    }
+                    if !self.by_name.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(9));
+                        s.messages(
+                            self
+                                .by_name
+                                .iter()
+                                .map(|(k, v)| ::ferry::wire::MapEntry(k, v)),
+                        );
+                    }
+                    if !self.blobs.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(10));
+                        s.messages(
+                            self.blobs.iter().map(|(k, v)| ::ferry::wire::MapEntry(k, v)),
+                        );
+                    }
+                    if !self.flags.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(11));
+                        s.messages(
+                            self.flags.iter().map(|(k, v)| ::ferry::wire::MapEntry(k, v)),
+                        );
+                    }
+                    s.header(h.shape())
+                }
+                #[inline]
+                fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
+                    const GROUPS: [u32; 1] = [0];
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if self.name.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                    }
+                    if self.weight.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                    }
+                    if self.scale.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(3));
+                    }
+                    if self.visible.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(4));
+                    }
+                    if self.tag.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(5));
+                    }
+                    if self.label.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(6));
+                    }
+                    if self.parent.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(7));
+                    }
+                    if !self.children.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(8));
+                    }
+                    if !self.by_name.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(9));
+                    }
+                    if !self.blobs.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(10));
+                    }
+                    if !self.flags.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(11));
+                    }
+                    let at = w
+                        .reserve_header(
+                            h.shape(),
+                            ::ferry::wire::Encode::missing_required(self),
+                        );
+                    let mut e = ::ferry::wire::Entries::<11>::new();
+                    if let ::core::option::Option::Some(x) = &self.name {
+                        e.push(w.bytes(x.as_bytes()));
+                    }
+                    if let ::core::option::Option::Some(x) = self.weight {
+                        e.push(w.scalar(x));
+                    }
+                    if let ::core::option::Option::Some(x) = self.scale {
+                        e.push(w.scalar(x));
+                    }
+                    if let ::core::option::Option::Some(x) = self.visible {
+                        e.push(w.scalar(x));
+                    }
+                    if let ::core::option::Option::Some(x) = &self.tag {
+                        e.push(w.bytes(x));
+                    }
+                    if let ::core::option::Option::Some(x) = &self.label {
+                        e.push(w.bytes(x.as_bytes()));
+                    }
+                    if let ::core::option::Option::Some(x) = &self.parent {
+                        e.push(w.message(x));
+                    }
+                    if !self.children.is_empty() {
+                        e.push(w.messages(self.children.iter()));
+                    }
+                    if !self.by_name.is_empty() {
+                        e.push(
+                            w
+                                .messages(
+                                    self
+                                        .by_name
+                                        .iter()
+                                        .map(|(k, v)| ::ferry::wire::MapEntry(k, v)),
+                                ),
+                        );
+                    }
+                    if !self.blobs.is_empty() {
+                        e.push(
+                            w
+                                .messages(
+                                    self
+                                        .blobs
+                                        .iter()
+                                        .map(|(k, v)| ::ferry::wire::MapEntry(k, v)),
+                                ),
+                        );
+                    }
+                    if !self.flags.is_empty() {
+                        e.push(
+                            w
+                                .messages(
+                                    self
+                                        .flags
+                                        .iter()
+                                        .map(|(k, v)| ::ferry::wire::MapEntry(k, v)),
+                                ),
+                        );
+                    }
+                    w.header(at, &GROUPS, &h, &e)
+                }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Node<'a> {
                 fn visit_as<V: ::ferry::wire::Visitor<'a>>(
@@ -842,6 +1002,45 @@ pub mod ferry {
                         v.scalar(2, x);
                     }
                 }
+                #[inline]
+                fn size_into(
+                    &self,
+                    s: &mut ::ferry::wire::Sizes,
+                ) -> ::ferry::wire::Shape {
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if let ::core::option::Option::Some(x) = &self.forest {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                        s.message(x);
+                    }
+                    if self.id.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                    }
+                    s.header(h.shape())
+                }
+                #[inline]
+                fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
+                    const GROUPS: [u32; 1] = [0];
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if self.forest.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                    }
+                    if self.id.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                    }
+                    let at = w
+                        .reserve_header(
+                            h.shape(),
+                            ::ferry::wire::Encode::missing_required(self),
+                        );
+                    let mut e = ::ferry::wire::Entries::<2>::new();
+                    if let ::core::option::Option::Some(x) = &self.forest {
+                        e.push(w.message(x));
+                    }
+                    if let ::core::option::Option::Some(x) = self.id {
+                        e.push(w.scalar(x));
+                    }
+                    w.header(at, &GROUPS, &h, &e)
+                }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Leaf<'a> {
                 fn visit_as<V: ::ferry::wire::Visitor<'a>>(
@@ -1003,6 +1202,46 @@ pub mod ferry {
                     if let ::core::option::Option::Some(x) = &self.first {
                         v.message(2, x);
                     }
+                }
+                #[inline]
+                fn size_into(
+                    &self,
+                    s: &mut ::ferry::wire::Sizes,
+                ) -> ::ferry::wire::Shape {
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if !self.roots.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                        s.messages(self.roots.iter());
+                    }
+                    if let ::core::option::Option::Some(x) = &self.first {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                        s.message(x);
+                    }
+                    s.header(h.shape())
+                }
+                #[inline]
+                fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
+                    const GROUPS: [u32; 1] = [0];
+                    let mut h = ::ferry::wire::Header::<1>::new();
+                    if !self.roots.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                    }
+                    if self.first.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                    }
+                    let at = w
+                        .reserve_header(
+                            h.shape(),
+                            ::ferry::wire::Encode::missing_required(self),
+                        );
+                    let mut e = ::ferry::wire::Entries::<2>::new();
+                    if !self.roots.is_empty() {
+                        e.push(w.messages(self.roots.iter()));
+                    }
+                    if let ::core::option::Option::Some(x) = &self.first {
+                        e.push(w.message(x));
+                    }
+                    w.header(at, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Forest<'a> {
