@@ -132,10 +132,10 @@ fn measure(pool: &Pool, store: &Store, ctx: &Context, n: usize) -> Result<Measur
         let layout = rec.layout();
         let mut head = pool.alloc(layout.head_len)?;
         head.set_len(layout.head_len);
-        rec.write_head(&layout, &mut head)?;
-        // The gather list a `writev` would take: (address, length) of each referenced value.
+        // The header segment, and the gather list a `writev` would take: (address, length) of
+        // each referenced value, listed as the write reaches it.
         gather.clear();
-        rec.for_each_zero_copy(&mut |b| gather.push((b.as_ptr() as usize, b.len())));
+        rec.write_head_gather(&layout, &mut head, &mut |b| gather.push((b.as_ptr() as usize, b.len())))?;
         black_box((&head, &gather));
         last = Some(layout);
     }

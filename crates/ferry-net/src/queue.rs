@@ -233,12 +233,12 @@ impl SendQueue {
             self.stage(HEADER_LEN + total, |out| {
                 header.write(out);
                 let (head, mut rest) = out[HEADER_LEN..].split_at_mut(layout.head_len);
-                msg.write_head(&layout, head)?;
-                msg.for_each_zero_copy(&mut |value| {
+                // The values are copied behind the segment as the write reaches them.
+                msg.write_head_gather(&layout, head, &mut |value| {
                     let (dst, tail) = std::mem::take(&mut rest).split_at_mut(value.len());
                     dst.copy_from_slice(value);
                     rest = tail;
-                });
+                })?;
                 Ok(())
             })?;
             self.counters.zero_copy_values_copied += layout.zero_copy_len as u64;
