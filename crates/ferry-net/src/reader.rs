@@ -24,9 +24,10 @@
 //! - Headers are checked (version, length against [`Config::max_frame_len`]) before anything
 //!   is allocated for the frame, so a peer's header never allocates beyond that limit.
 //!
-//! Which frames can still be copied: in batched reads only (small frames, and the first large
-//! frame after a run of small ones, when a read happens to end inside it). In exact reads
-//! nothing is copied except a header split by a short read.
+//! Which frames can still be copied: only those whose header arrived in a batched read and
+//! which that read ended inside, small frames, and at most one large frame each time reads turn
+//! exact (the one the last batched read ended inside). A frame
+//! whose header arrives in an exact read is never copied, however short the reads.
 //!
 //! [`FrameReader`] is public so that other drivers (and the `frame_reader` fuzz target) can
 //! feed it: peer bytes go in through [`read_targets`](FrameReader::read_targets) and
