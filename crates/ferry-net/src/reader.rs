@@ -191,13 +191,20 @@ impl FrameReader {
         len >= self.exact_min || HEADER_LEN + len > self.read_buf
     }
 
+    /// Turns exact reads on if a frame of `len` is large; says whether it is.
+    fn saw(&mut self, len: usize) -> bool {
+        let large = self.is_large(len);
+        if large {
+            self.exact = true;
+            self.small_run = 0;
+        }
+        large
+    }
+
     fn hand_out(&mut self, header: FrameHeader, payload: SharedBuf) -> Frame {
         self.offset += (HEADER_LEN + header.len as usize) as u64;
         self.counters.frames += 1;
-        if self.is_large(header.len as usize) {
-            self.exact = true;
-            self.small_run = 0;
-        } else if self.exact {
+        if !self.saw(header.len as usize) && self.exact {
             self.small_run += 1;
             if self.small_run >= EXACT_SMALL_RUN {
                 self.exact = false;
@@ -215,10 +222,7 @@ impl FrameReader {
             self.counters.copied += already.len() as u64;
             self.counters.straddled += 1;
         }
-        if self.is_large(header.len as usize) {
-            self.exact = true;
-            self.small_run = 0;
-        }
+        self.saw(header.len as usize);
         self.pending = Some((header, buf));
         Ok(())
     }
@@ -278,6 +282,8 @@ impl FrameReader {
                 let header = self.parse(next)?;
                 let total = HEADER_LEN + header.len as usize;
                 if next.len() < total && total <= next.capacity() {
+                    // A large one: read the rest of it, then the next header on its own.
+                    self.saw(header.len as usize);
                     return Ok(None);
                 }
                 self.cur = Some(self.next.take().expect("checked above").freeze());
@@ -332,7 +338,7 @@ impl FrameReader {
                 (Target::Pending, Target::Next, usize::MAX)
             }
         } else if let Some(total) = first_total {
-            if self.exact || self.is_large(total - HEADER_LEN) {
+            if self.exact {
                 // The rest of that frame, then the next header on its own.
                 (Target::Next, Target::Head, HEADER_LEN)
             } else {
@@ -382,7 +388,10 @@ impl FrameReader {
             _ => unreachable!("targets chosen above"),
         };
         self.target_len = (first.len(), second.len());
-        debug_assert!(first.len() + second.len() > 0, "read targets are never both empty");
+        debug_assert!(
+            first.len() + second.len() > 0,
+            "read targets are never both empty"
+        );
         Ok((first, second))
     }
 
@@ -583,7 +592,11 @@ mod tests {
         drain(&mut t);
         let mut start = 0;
         for f in &t.frames {
-            let read = t.reads.iter().find(|&&(a, b, _)| a <= start && start < b).unwrap();
+            let read = t
+                .reads
+                .iter()
+                .find(|&&(a, b, _)| a <= start && start < b)
+                .unwrap();
             t.announced_exact.push(read.2);
             start += HEADER_LEN + f.header.len as usize;
         }
@@ -595,7 +608,11 @@ mod tests {
         for (k, f) in frames.iter().enumerate() {
             prop_assert_eq!(f.header.meta.kind, k as u16);
             prop_assert_eq!(f.payload.len(), lens[k]);
-            prop_assert!(f.payload[..] == frame(k as u16, lens[k])[HEADER_LEN..], "frame {} differs", k);
+            prop_assert!(
+                f.payload[..] == frame(k as u16, lens[k])[HEADER_LEN..],
+                "frame {} differs",
+                k
+            );
         }
         Ok(())
     }
@@ -708,7 +725,6 @@ mod tests {
         assert!(matches!(r.eof(), TransportError::Closed));
     }
 
-
     /// Regression (datapath.md, problem 3): a header cut by the end of a read was copied but
     /// not counted as anything but bytes; now it is a split header, counted.
     #[test]
@@ -753,7 +769,11 @@ mod tests {
     fn uniform_large_frames_are_copied_at_most_once() {
         let pool = pool();
         let lens = vec![(64 << 10) + 40; 200];
-        let stream: Vec<u8> = lens.iter().enumerate().flat_map(|(k, &l)| frame(k as u16, l)).collect();
+        let stream: Vec<u8> = lens
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &l)| frame(k as u16, l))
+            .collect();
         let t = feed_traced(&Config::default(), &pool, &stream, &[256 << 10]);
         check_bytes(&t.frames, &lens).unwrap();
         let c = t.reader.counters();
@@ -761,6 +781,8 @@ mod tests {
         assert_eq!(t.copied.iter().filter(|&&c| c > 0).count(), 1);
         assert!(t.copied[4..].iter().all(|&c| c == 0), "{:?}", &t.copied[..8]);
         assert!(c.reads <= 201, "one read per frame: {c:?}");
+        // All but the first read buffer's frames (the first four) came in exact reads.
+        assert_eq!(t.announced_exact.iter().filter(|&&e| !e).count(), 4);
     }
 
     /// Exact reads go back to batched reads after a run of small frames.
@@ -769,13 +791,21 @@ mod tests {
         let pool = pool();
         let mut lens = vec![20 << 10; 3];
         lens.extend(vec![100; 1000]);
-        let stream: Vec<u8> = lens.iter().enumerate().flat_map(|(k, &l)| frame(k as u16, l)).collect();
+        let stream: Vec<u8> = lens
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &l)| frame(k as u16, l))
+            .collect();
         let t = feed_traced(&Config::default(), &pool, &stream, &[usize::MAX]);
         check_bytes(&t.frames, &lens).unwrap();
         assert!(!t.reader.is_exact());
         // The large frames: one read each (the first with the start of the stream); the small
         // ones: EXACT_SMALL_RUN exact reads, then whole read buffers (116 KB: one more read).
-        assert!(t.reads.len() <= 3 + EXACT_SMALL_RUN as usize + 1, "{} reads", t.reads.len());
+        assert!(
+            t.reads.len() <= 3 + EXACT_SMALL_RUN as usize + 1,
+            "{} reads",
+            t.reads.len()
+        );
         assert_eq!(t.reader.counters().copied, 0);
     }
 
@@ -794,9 +824,9 @@ mod tests {
             let stream: Vec<u8> = lens.iter().enumerate().flat_map(|(k, &l)| frame(k as u16, l)).collect();
             let t = feed_traced(&config, &pool, &stream, &chunks);
             check_bytes(&t.frames, &lens)?;
-            for k in 0..lens.len() {
+            for (k, &len) in lens.iter().enumerate() {
                 if t.announced_exact[k] {
-                    prop_assert_eq!(t.copied[k], 0, "frame {} ({} B) announced in an exact read", k, lens[k]);
+                    prop_assert_eq!(t.copied[k], 0, "frame {} ({} B) announced in an exact read", k, len);
                 }
             }
             let large_copied = (0..lens.len()).filter(|&k| lens[k] >= 16 << 10 && t.straddled[k] > 0).count();
