@@ -72,12 +72,12 @@ pub struct Config {
     /// Size of each receive buffer (default 256 KiB). A frame that does not fit gets a buffer of
     /// its own.
     pub read_buf: usize,
-    /// Payload length from which a received frame is *large* (default 16 KiB): once one has
-    /// arrived, reads stop at the end of the next frame's header, and each frame's payload is
-    /// read straight into a pool buffer of its exact size, so that no large frame is ever cut
-    /// by a read and copied; after [`EXACT_SMALL_RUN`](crate::EXACT_SMALL_RUN) small
-    /// frames in a row, whole read buffers are read again. A frame too long for `read_buf` is
-    /// always large. `usize::MAX`: only those.
+    /// Length (header included) from which a received frame is *large* (default 16 KiB): once
+    /// one has arrived, reads stop at the end of the next frame's header, and each frame's
+    /// payload is read straight into a pool buffer of its exact size, so that no large frame is
+    /// cut by a read and copied (at the cost of one read per frame); after
+    /// [`EXACT_SMALL_RUN`](crate::EXACT_SMALL_RUN) small frames in a row, whole read buffers
+    /// are read again. A frame too long for `read_buf` is always large; `usize::MAX`: only those.
     pub exact_read_min: usize,
     /// Zero-copy bytes the kernel may hold before `send` waits for completions (default 16 MiB).
     pub max_in_flight: usize,

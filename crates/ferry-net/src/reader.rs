@@ -6,13 +6,13 @@
 //! - **Batched reads.** Reads land in a pool buffer of [`Config::read_buf`] bytes. A frame
 //!   wholly inside it is handed up as a [`SharedBuf`] sub-buffer: no copy, and the decoder
 //!   reads it in place. Many small frames arrive per read.
-//! - **Exact reads.** Once a *large* frame has been seen (payload of at least
-//!   [`Config::exact_read_min`] bytes, or too long for a read buffer), each read ends at the
-//!   end of the next frame's 16-byte header: the header is parsed, the frame's payload gets a
-//!   pool buffer of its exact size, and the next read fills it (plus the following header,
-//!   into a 16-byte array) and nothing more. No frame is then ever cut by the end of a read,
-//!   so none is copied; the cost is one read per frame. After [`EXACT_SMALL_RUN`] small frames
-//!   in a row, reads are batched again.
+//! - **Exact reads.** Once a *large* frame has been seen ([`Config::exact_read_min`] bytes or
+//!   more, header included, or too long for a read buffer), each read ends at the end of the
+//!   next frame's 16-byte header: the header is parsed, the frame's payload gets a pool buffer
+//!   of its exact size, and the next read fills it (plus the following header, into a 16-byte
+//!   array) and nothing more. No frame is then ever cut by the end of a read, so none is
+//!   copied; the cost is one read per frame. After [`EXACT_SMALL_RUN`] small frames in a row,
+//!   reads are batched again.
 //! - **Cut frames.** A frame cut by the end of a batched read (with other frames before it in
 //!   the read buffer, which is frozen to hand them out) gets a payload buffer of its exact
 //!   size: the part of its payload already read is copied there, the only payload copy on
@@ -25,9 +25,9 @@
 //!   is allocated for the frame, so a peer's header never allocates beyond that limit.
 //!
 //! Which frames can still be copied: only those whose header arrived in a batched read and
-//! which that read ended inside, small frames, and at most one large frame each time reads turn
-//! exact (the one the last batched read ended inside). A frame
-//! whose header arrives in an exact read is never copied, however short the reads.
+//! which that read ended inside: small frames, and at most one large frame each time reads
+//! turn exact (the one the last batched read ended inside). A frame whose header arrives in
+//! an exact read is never copied, however short the reads.
 //!
 //! [`FrameReader`] is public so that other drivers (and the `frame_reader` fuzz target) can
 //! feed it: peer bytes go in through [`read_targets`](FrameReader::read_targets) and
@@ -35,9 +35,9 @@
 //! [`next_frame`](FrameReader::next_frame), and no input makes it panic.
 //!
 //! ```text
-//!  batched:  readv [ rest of a cut frame's payload | read buffer (read_buf)            ]
-//!  exact:    readv [ payload buffer (exact size)   | next header (16 B, an array)      ]
-//!            or    [ read buffer, up to the end of its first frame + the next header   ]
+//!  batched:  readv [ rest of a cut frame's payload        | read buffer (read_buf)       ]
+//!  exact:    readv [ payload buffer (exact size)          | next header (16 B, an array) ]
+//!            or    [ read buffer, to its first frame's end | next header (16 B, an array) ]
 //! ```
 
 use ferry_buf::{BufMut, Pool, SharedBuf};
@@ -185,10 +185,11 @@ impl FrameReader {
         })
     }
 
-    /// A frame whose payload is read on its own: at least `exact_read_min`, or too long for a
-    /// read buffer.
+    /// A frame (of payload `len`) read on its own: at least `exact_read_min` long, header
+    /// included, or too long for a read buffer.
     fn is_large(&self, len: usize) -> bool {
-        len >= self.exact_min || HEADER_LEN + len > self.read_buf
+        let total = HEADER_LEN + len;
+        total >= self.exact_min || total > self.read_buf
     }
 
     /// Turns exact reads on if a frame of `len` is large; says whether it is.
