@@ -120,7 +120,9 @@ pub struct FrameReader {
     pool: Pool,
     max_frame_len: usize,
     read_buf: usize,
-    exact_min: usize,
+    /// Frames this long (header included) or longer are large: `exact_read_min`, or longer
+    /// than a read buffer.
+    large_min: usize,
     /// Bytes of an earlier read, handed out from `pos`.
     cur: Option<SharedBuf>,
     pos: usize,
@@ -147,11 +149,12 @@ impl FrameReader {
     /// A reader taking its buffers from `pool`, with `config`'s `max_frame_len`, `read_buf`
     /// and `exact_read_min`.
     pub fn new(pool: &Pool, config: &Config) -> FrameReader {
+        let read_buf = config.read_buf.clamp(HEADER_LEN, pool.max_class());
         FrameReader {
             pool: pool.clone(),
             max_frame_len: config.max_frame_len,
-            read_buf: config.read_buf.clamp(HEADER_LEN, pool.max_class()),
-            exact_min: config.exact_read_min,
+            read_buf,
+            large_min: config.exact_read_min.min(read_buf + 1),
             cur: None,
             pos: 0,
             next: None,
@@ -177,6 +180,7 @@ impl FrameReader {
         self.exact
     }
 
+    #[inline]
     fn parse(&self, bytes: &[u8]) -> Result<FrameHeader, TransportError> {
         let header: &[u8; HEADER_LEN] = bytes[..HEADER_LEN].try_into().expect("HEADER_LEN bytes");
         FrameHeader::parse(header, self.max_frame_len).map_err(|error: FrameError| TransportError::Frame {
@@ -187,12 +191,13 @@ impl FrameReader {
 
     /// A frame (of payload `len`) read on its own: at least `exact_read_min` long, header
     /// included, or too long for a read buffer.
+    #[inline]
     fn is_large(&self, len: usize) -> bool {
-        let total = HEADER_LEN + len;
-        total >= self.exact_min || total > self.read_buf
+        HEADER_LEN + len >= self.large_min
     }
 
     /// Turns exact reads on if a frame of `len` is large; says whether it is.
+    #[inline]
     fn saw(&mut self, len: usize) -> bool {
         let large = self.is_large(len);
         if large {
@@ -202,6 +207,7 @@ impl FrameReader {
         large
     }
 
+    #[inline]
     fn hand_out(&mut self, header: FrameHeader, payload: SharedBuf) -> Frame {
         self.offset += (HEADER_LEN + header.len as usize) as u64;
         self.counters.frames += 1;
@@ -229,7 +235,27 @@ impl FrameReader {
     }
 
     /// The next complete frame among the bytes read so far, if any.
+    #[inline]
     pub fn next_frame(&mut self) -> Result<Option<Frame>, TransportError> {
+        // The common case, kept small: a whole frame in the current read buffer.
+        if let (None, Some(cur)) = (&self.pending, &self.cur) {
+            let rest = &cur[self.pos..];
+            if rest.len() >= HEADER_LEN {
+                let header = self.parse(rest)?;
+                let total = HEADER_LEN + header.len as usize;
+                if rest.len() >= total {
+                    let payload = cur.slice(self.pos + HEADER_LEN..self.pos + total);
+                    self.pos += total;
+                    return Ok(Some(self.hand_out(header, payload)));
+                }
+            }
+        }
+        self.next_frame_slow()
+    }
+
+    /// [`next_frame`](Self::next_frame), every case.
+    #[inline(never)]
+    fn next_frame_slow(&mut self) -> Result<Option<Frame>, TransportError> {
         loop {
             if let Some((header, buf)) = &self.pending {
                 if buf.len() < header.len as usize {
@@ -338,7 +364,7 @@ impl FrameReader {
             } else {
                 (Target::Pending, Target::Next, usize::MAX)
             }
-        } else if let Some(total) = first_total {
+        } else if first_total.is_some() {
             if self.exact {
                 // The rest of that frame, then the next header on its own.
                 (Target::Next, Target::Head, HEADER_LEN)
