@@ -340,9 +340,8 @@ impl FrameReader {
     /// [`next_frame`](Self::next_frame) returned `None`):
     ///
     /// - batched: the rest of a cut frame's payload (exact size), then the read buffer;
-    /// - exact: the rest of the pending frame's payload, or of the read buffer's first frame
-    ///   (when it is large, or reads are exact), then the header array: the read ends at the
-    ///   end of the next frame's header.
+    /// - exact: the rest of the pending frame's payload, or of the read buffer's first frame,
+    ///   then the header array: the read ends at the end of the next frame's header.
     pub fn read_targets(&mut self) -> Result<(&mut [u8], &mut [u8]), TransportError> {
         debug_assert!(
             self.pending.is_none() || self.next.as_ref().is_none_or(|n| n.is_empty()),
