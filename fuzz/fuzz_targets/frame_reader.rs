@@ -1,10 +1,10 @@
 //! Fuzz target `frame_reader`: a peer's byte stream through ferry-net's sans-IO frame reader.
 //!
-//! The first bytes choose the reader's limits and how the stream is cut into reads (as a
-//! socket would: any split, headers and payloads cut anywhere); the rest is the stream. The
-//! reader must never panic, every frame it hands up must respect the limits, and the frames,
-//! re-serialized, must be exactly the stream's first bytes: nothing dropped, duplicated or
-//! reordered. An error must be one a peer can cause (a bad header), and end of input must be
+//! The first bytes choose the reader's limits (and when its reads turn exact) and how the
+//! stream is cut into reads (as a socket would: any split, headers and payloads cut anywhere);
+//! the rest is the stream. The reader must never panic, every frame it hands up must respect
+//! the limits, and the frames, re-serialized, must be exactly the stream's first bytes: nothing
+//! dropped, duplicated or reordered. An error must be one a peer can cause (a bad header), and end of input must be
 //! reported as `Closed` exactly when it falls between frames.
 #![no_main]
 
@@ -23,6 +23,9 @@ fuzz_target!(|data: &[u8]| {
     let config = Config {
         max_frame_len: 1 << (4 + limits % 14),
         read_buf: 16 + usize::from(*read_buf) * 8,
+        // Exact reads from every frame, from 64 B, only for frames too long for a read buffer,
+        // or the default.
+        exact_read_min: [0, 64, usize::MAX, Config::default().exact_read_min][usize::from(limits / 14 % 4)],
         ..Config::default()
     };
     let mut reader = FrameReader::new(common::pool(), &config);

@@ -223,8 +223,10 @@ pub struct RunResult {
     pub recv_reads: u64,
     /// Bytes the receiver copied over the window (straddling frames, split headers).
     pub recv_copied: u64,
-    /// Frames that straddled a read buffer over the window.
+    /// Frames that straddled a read buffer over the window (their already-read payload copied).
     pub recv_straddled: u64,
+    /// Frame headers split by the end of a read over the window (their first bytes carried).
+    pub recv_split_headers: u64,
     /// The congestion control error, if it could not be set.
     pub congestion_error: Option<String>,
 }
@@ -430,6 +432,7 @@ pub fn measure(spec: &RunSpec<'_>, pools: &Pools) -> Result<RunResult, BoxError>
         recv_reads: c1.reads - c0.reads,
         recv_copied: c1.copied - c0.copied,
         recv_straddled: c1.straddled - c0.straddled,
+        recv_split_headers: c1.split_headers - c0.split_headers,
         congestion_error: tx.congestion_error,
     })
 }
@@ -504,6 +507,7 @@ fn summarize(point: Point, batch_frames: usize, runs: &[RunResult]) -> Summary {
         "recv_frames": sum(&|r| r.recv_frames),
         "recv_reads_per_msg": round(reads_per_msg, 5),
         "recv_straddled_frames": sum(&|r| r.recv_straddled),
+        "recv_split_headers": sum(&|r| r.recv_split_headers),
         "recv_copied_bytes": sum(&|r| r.recv_copied),
     });
     Summary {

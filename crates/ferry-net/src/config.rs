@@ -72,6 +72,13 @@ pub struct Config {
     /// Size of each receive buffer (default 256 KiB). A frame that does not fit gets a buffer of
     /// its own.
     pub read_buf: usize,
+    /// Length (header included) from which a received frame is *large* (default 16 KiB): once
+    /// one has arrived, reads stop at the end of the next frame's header, and each frame's
+    /// payload is read straight into a pool buffer of its exact size, so that no large frame is
+    /// cut by a read and copied (at the cost of one read per frame); after
+    /// [`EXACT_SMALL_RUN`](crate::EXACT_SMALL_RUN) small frames in a row, whole read buffers
+    /// are read again. A frame too long for `read_buf` is always large; `usize::MAX`: only those.
+    pub exact_read_min: usize,
     /// Zero-copy bytes the kernel may hold before `send` waits for completions (default 16 MiB).
     pub max_in_flight: usize,
 }
@@ -84,6 +91,7 @@ impl Default for Config {
             batch_bytes: 256 << 10,
             batch_frames: 64,
             read_buf: 256 << 10,
+            exact_read_min: 16 << 10,
             max_in_flight: 16 << 20,
         }
     }

@@ -3,24 +3,51 @@
 //! The driver reads into the targets [`FrameReader::read_targets`] names (one `readv`) and
 //! reports how many bytes arrived; [`FrameReader::next_frame`] then hands out frames.
 //!
-//! - Reads land in a pool buffer of [`Config::read_buf`] bytes. A frame wholly inside it is
-//!   handed up as a [`SharedBuf`] sub-buffer: no copy, and the decoder reads it in place.
-//! - A frame that straddles the end of a read buffer, or is larger than one, gets a pool buffer
-//!   of its exact size: the part already read is copied there (the only copy on this path),
-//!   and the rest is read straight into it, together with the next read buffer in the same
-//!   `readv`.
+//! - **Batched reads.** Reads land in a pool buffer of [`Config::read_buf`] bytes. A frame
+//!   wholly inside it is handed up as a [`SharedBuf`] sub-buffer: no copy, and the decoder
+//!   reads it in place. Many small frames arrive per read.
+//! - **Exact reads.** Once a *large* frame has been seen ([`Config::exact_read_min`] bytes or
+//!   more, header included, or too long for a read buffer), each read ends at the end of the
+//!   next frame's 16-byte header: the header is parsed, the frame's payload gets a pool buffer
+//!   of its exact size, and the next read fills it (plus the following header, into a 16-byte
+//!   array) and nothing more. No frame is then ever cut by the end of a read, so none is
+//!   copied; the cost is one read per frame. After [`EXACT_SMALL_RUN`] small frames in a row,
+//!   reads are batched again.
+//! - **Cut frames.** A frame cut by the end of a batched read (with other frames before it in
+//!   the read buffer, which is frozen to hand them out) gets a payload buffer of its exact
+//!   size: the part of its payload already read is copied there, the only payload copy on
+//!   this path ([`RecvCounters::straddled`]), and the rest is read straight into it, together
+//!   with the next read buffer in the same `readv`. Its header is parsed where it lies, never
+//!   copied. A *header* cut by the end of a read is carried (at most 15 bytes copied,
+//!   [`RecvCounters::split_headers`]) to the front of the next read buffer, or to the header
+//!   array in exact reads.
 //! - Headers are checked (version, length against [`Config::max_frame_len`]) before anything
-//!   is allocated for the frame.
+//!   is allocated for the frame, so a peer's header never allocates beyond that limit.
+//!
+//! Which frames can still be copied: only those whose header arrived in a batched read and
+//! which that read ended inside: small frames, and at most one large frame each time reads
+//! turn exact (the one the last batched read ended inside). A frame whose header arrives in
+//! an exact read is never copied, however short the reads.
 //!
 //! [`FrameReader`] is public so that other drivers (and the `frame_reader` fuzz target) can
 //! feed it: peer bytes go in through [`read_targets`](FrameReader::read_targets) and
 //! [`filled`](FrameReader::filled), frames or typed errors come out of
 //! [`next_frame`](FrameReader::next_frame), and no input makes it panic.
+//!
+//! ```text
+//!  batched:  readv [ rest of a cut frame's payload        | read buffer (read_buf)       ]
+//!  exact:    readv [ payload buffer (exact size)          | next header (16 B, an array) ]
+//!            or    [ read buffer, to its first frame's end | next header (16 B, an array) ]
+//! ```
 
 use ferry_buf::{BufMut, Pool, SharedBuf};
 
 use crate::frame::{FrameHeader, HEADER_LEN};
 use crate::{Config, FrameError, Meta, TransportError};
+
+/// Small frames in a row after which exact reads stop and whole read buffers are read again
+/// (each small frame costs a read of its own while reads are exact).
+pub const EXACT_SMALL_RUN: u32 = 8;
 
 /// A received frame: its header and its payload, a sub-buffer of pool memory. `Send`: it
 /// can be handed to another thread, and its read buffer is freed when its last frame drops.
@@ -57,44 +84,87 @@ pub struct RecvCounters {
     pub bytes: u64,
     /// Read calls that returned data.
     pub reads: u64,
-    /// Frames that straddled a read buffer and went to a buffer of their own.
+    /// Frames cut by the end of a read whose already-read payload bytes were copied to a
+    /// buffer of their own (a frame cut right after its header is not copied, not counted).
     pub straddled: u64,
-    /// Bytes copied in user space: the already-read part of straddling frames and of split
-    /// headers. Frames that arrive whole in one read are never copied.
+    /// Frame headers cut by the end of a read, whose first bytes (at most 15) were carried.
+    pub split_headers: u64,
+    /// Bytes copied in user space: the already-read payload part of straddling frames, and the
+    /// carried bytes of split headers. Nothing else is ever copied.
     pub copied: u64,
+}
+
+/// What a target of [`FrameReader::read_targets`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Nothing (an empty slice).
+    None,
+    /// The pending frame's payload buffer.
+    Pending,
+    /// The header array.
+    Head,
+    /// The read buffer.
+    Next,
 }
 
 /// The sans-IO receive state of one stream (see the module docs): call
 /// [`next_frame`](Self::next_frame) until it returns `None`, then read into
 /// [`read_targets`](Self::read_targets) and report the count with [`filled`](Self::filled).
+///
+/// Stream order of the bytes not yet handed out: `cur[pos..]` (a frozen read buffer), then the
+/// pending frame (header parsed, payload in its exact buffer), then `next` (the read buffer
+/// being filled), then `head` (a header read on its own). Reads fill them in that order, and a
+/// later one only once the earlier ones are used up or whole.
 #[derive(Debug)]
 pub struct FrameReader {
     pool: Pool,
     max_frame_len: usize,
     read_buf: usize,
-    /// Bytes of earlier reads, handed out from `pos`.
+    /// Frames this long (header included) or longer are large: `exact_read_min`, or longer
+    /// than a read buffer.
+    large_min: usize,
+    /// Bytes of an earlier read, handed out from `pos`.
     cur: Option<SharedBuf>,
     pos: usize,
-    /// The buffer reads fill (after `big`).
+    /// The read buffer batched reads fill.
     next: Option<BufMut>,
-    /// A straddling frame: its exact-size buffer and header.
-    big: Option<(BufMut, FrameHeader)>,
-    /// Stream offset of the first byte not yet handed out or moved (for error reports).
+    /// A frame whose header is parsed, its payload filling a buffer of its exact size.
+    pending: Option<(FrameHeader, BufMut)>,
+    /// The next frame's header, read on its own (exact reads) or carried from a read's end.
+    head: [u8; HEADER_LEN],
+    head_len: usize,
+    /// Reads end at the end of the next frame's header (see the module docs).
+    exact: bool,
+    /// Small frames handed out in a row while `exact`.
+    small_run: u32,
+    /// The last targets and their lengths (for `filled`).
+    targets: (Target, Target),
+    target_len: (usize, usize),
+    /// Stream offset of the next frame's header: bytes of the frames handed out.
     offset: u64,
     counters: RecvCounters,
 }
 
 impl FrameReader {
-    /// A reader taking its buffers from `pool`, with `config`'s `max_frame_len` and `read_buf`.
+    /// A reader taking its buffers from `pool`, with `config`'s `max_frame_len`, `read_buf`
+    /// and `exact_read_min`.
     pub fn new(pool: &Pool, config: &Config) -> FrameReader {
+        let read_buf = config.read_buf.clamp(HEADER_LEN, pool.max_class());
         FrameReader {
             pool: pool.clone(),
             max_frame_len: config.max_frame_len,
-            read_buf: config.read_buf.clamp(HEADER_LEN, pool.max_class()),
+            read_buf,
+            large_min: config.exact_read_min.min(read_buf + 1),
             cur: None,
             pos: 0,
             next: None,
-            big: None,
+            pending: None,
+            head: [0; HEADER_LEN],
+            head_len: 0,
+            exact: false,
+            small_run: 0,
+            targets: (Target::None, Target::None),
+            target_len: (0, 0),
             offset: 0,
             counters: RecvCounters::default(),
         }
@@ -105,57 +175,126 @@ impl FrameReader {
         self.counters
     }
 
-    fn parse(&self, bytes: &[u8], at: u64) -> Result<FrameHeader, TransportError> {
+    /// Whether reads are exact now (see the module docs).
+    pub fn is_exact(&self) -> bool {
+        self.exact
+    }
+
+    #[inline]
+    fn parse(&self, bytes: &[u8]) -> Result<FrameHeader, TransportError> {
         let header: &[u8; HEADER_LEN] = bytes[..HEADER_LEN].try_into().expect("HEADER_LEN bytes");
-        FrameHeader::parse(header, self.max_frame_len)
-            .map_err(|error: FrameError| TransportError::Frame { offset: at, error })
+        FrameHeader::parse(header, self.max_frame_len).map_err(|error: FrameError| TransportError::Frame {
+            offset: self.offset,
+            error,
+        })
+    }
+
+    /// A frame (of payload `len`) read on its own: at least `exact_read_min` long, header
+    /// included, or too long for a read buffer.
+    #[inline]
+    fn is_large(&self, len: usize) -> bool {
+        HEADER_LEN + len >= self.large_min
+    }
+
+    /// Turns exact reads on if a frame of `len` is large; says whether it is.
+    #[inline]
+    fn saw(&mut self, len: usize) -> bool {
+        let large = self.is_large(len);
+        if large {
+            self.exact = true;
+            self.small_run = 0;
+        }
+        large
+    }
+
+    #[inline]
+    fn hand_out(&mut self, header: FrameHeader, payload: SharedBuf) -> Frame {
+        self.offset += (HEADER_LEN + header.len as usize) as u64;
+        self.counters.frames += 1;
+        if !self.saw(header.len as usize) && self.exact {
+            self.small_run += 1;
+            if self.small_run >= EXACT_SMALL_RUN {
+                self.exact = false;
+            }
+        }
+        Frame { header, payload }
+    }
+
+    /// Gives the frame of `header` (checked) a payload buffer of its exact size, holding
+    /// `already` (payload bytes read with an earlier frame: copied, counted).
+    fn start_pending(&mut self, header: FrameHeader, already: &[u8]) -> Result<(), TransportError> {
+        let mut buf = self.pool.alloc(header.len as usize)?;
+        if !already.is_empty() {
+            buf.extend_from_slice(already);
+            self.counters.copied += already.len() as u64;
+            self.counters.straddled += 1;
+        }
+        self.saw(header.len as usize);
+        self.pending = Some((header, buf));
+        Ok(())
     }
 
     /// The next complete frame among the bytes read so far, if any.
+    #[inline]
     pub fn next_frame(&mut self) -> Result<Option<Frame>, TransportError> {
+        // The common case, kept small: a whole frame in the current read buffer.
+        if let (None, Some(cur)) = (&self.pending, &self.cur) {
+            let rest = &cur[self.pos..];
+            if rest.len() >= HEADER_LEN {
+                let header = self.parse(rest)?;
+                let total = HEADER_LEN + header.len as usize;
+                if rest.len() >= total {
+                    let payload = cur.slice(self.pos + HEADER_LEN..self.pos + total);
+                    self.pos += total;
+                    return Ok(Some(self.hand_out(header, payload)));
+                }
+            }
+        }
+        self.next_frame_slow()
+    }
+
+    /// [`next_frame`](Self::next_frame), every case.
+    #[inline(never)]
+    fn next_frame_slow(&mut self) -> Result<Option<Frame>, TransportError> {
         loop {
-            if let Some((buf, header)) = &self.big {
-                if buf.len() < HEADER_LEN + header.len as usize {
+            if let Some((header, buf)) = &self.pending {
+                if buf.len() < header.len as usize {
                     return Ok(None);
                 }
-                let (buf, header) = self.big.take().expect("checked above");
-                let whole = buf.freeze();
-                self.counters.frames += 1;
-                return Ok(Some(Frame {
-                    header,
-                    payload: whole.slice(HEADER_LEN..),
-                }));
+                let (header, buf) = self.pending.take().expect("checked above");
+                return Ok(Some(self.hand_out(header, buf.freeze())));
             }
             if let Some(cur) = &self.cur {
                 let rest = &cur[self.pos..];
                 if rest.len() >= HEADER_LEN {
-                    let header = self.parse(rest, self.offset)?;
+                    let header = self.parse(rest)?;
                     let total = HEADER_LEN + header.len as usize;
                     if rest.len() >= total {
                         let payload = cur.slice(self.pos + HEADER_LEN..self.pos + total);
                         self.pos += total;
-                        self.offset += total as u64;
-                        self.counters.frames += 1;
-                        return Ok(Some(Frame { header, payload }));
+                        return Ok(Some(self.hand_out(header, payload)));
                     }
-                    // Straddles the end of this buffer: move the part read to a buffer of the
-                    // frame's exact size, and read the rest straight into it.
-                    let mut big = self.pool.alloc(total)?;
-                    big.extend_from_slice(rest);
-                    self.counters.copied += rest.len() as u64;
-                    self.counters.straddled += 1;
-                    self.offset += rest.len() as u64;
-                    self.big = Some((big, header));
-                } else if !rest.is_empty() {
-                    // A split header: carry its few bytes to the front of the next read buffer
-                    // (empty: reads only happen once `cur` is used up).
-                    let len = rest.len();
+                    // Cut by the end of the read: the payload goes to a buffer of its exact
+                    // size, the part already read copied there (nothing if it was cut right
+                    // after its header), the rest read straight into it.
                     let (cur, pos) = (self.cur.take().expect("matched above"), self.pos);
-                    let next = self.next_buf()?;
-                    debug_assert!(next.is_empty());
-                    next.extend_from_slice(&cur[pos..]);
-                    // Not handed out: `offset` moves when their frame is.
-                    self.counters.copied += len as u64;
+                    self.start_pending(header, &cur[pos + HEADER_LEN..])?;
+                } else if !rest.is_empty() {
+                    // A split header: carry its few bytes to the header array (exact reads) or
+                    // to the front of the next read buffer (empty: reads only happen once
+                    // `cur` is used up). Not handed out: `offset` moves when their frame is.
+                    let (cur, pos) = (self.cur.take().expect("matched above"), self.pos);
+                    let rest = &cur[pos..];
+                    self.counters.copied += rest.len() as u64;
+                    self.counters.split_headers += 1;
+                    if self.exact {
+                        self.head[..rest.len()].copy_from_slice(rest);
+                        self.head_len = rest.len();
+                    } else {
+                        let next = self.next_buf()?;
+                        debug_assert!(next.is_empty());
+                        next.extend_from_slice(rest);
+                    }
                 }
                 self.cur = None;
                 self.pos = 0;
@@ -163,17 +302,30 @@ impl FrameReader {
             }
             // Hand the read buffer over to parsing once it holds a whole frame, or a frame
             // that cannot complete inside it. Until then reads keep filling it: no copy.
-            let Some(next) = &self.next else { return Ok(None) };
-            if next.len() < HEADER_LEN {
-                return Ok(None);
+            if let Some(next) = self.next.as_ref().filter(|n| !n.is_empty()) {
+                if next.len() < HEADER_LEN {
+                    return Ok(None);
+                }
+                let header = self.parse(next)?;
+                let total = HEADER_LEN + header.len as usize;
+                if next.len() < total && total <= next.capacity() {
+                    // A large one: read the rest of it, then the next header on its own.
+                    self.saw(header.len as usize);
+                    return Ok(None);
+                }
+                self.cur = Some(self.next.take().expect("checked above").freeze());
+                self.pos = 0;
+                continue;
             }
-            let header = self.parse(next, self.offset)?;
-            let total = HEADER_LEN + header.len as usize;
-            if next.len() < total && total <= next.capacity() {
-                return Ok(None);
+            // The header array comes last in the stream (after the read buffer's first frame).
+            if self.head_len == HEADER_LEN {
+                let head = self.head;
+                let header = self.parse(&head)?;
+                self.head_len = 0;
+                self.start_pending(header, &[])?;
+                continue;
             }
-            self.cur = Some(self.next.take().expect("checked above").freeze());
-            self.pos = 0;
+            return Ok(None);
         }
     }
 
@@ -184,20 +336,88 @@ impl FrameReader {
         Ok(self.next.as_mut().expect("allocated above"))
     }
 
-    /// Where the next read should go: the rest of a straddling frame (exactly), then the read
-    /// buffer. Call only after [`next_frame`](Self::next_frame) returned `None`.
+    /// Where the next read should go, in order (never both empty; call only after
+    /// [`next_frame`](Self::next_frame) returned `None`):
+    ///
+    /// - batched: the rest of a cut frame's payload (exact size), then the read buffer;
+    /// - exact: the rest of the pending frame's payload, or of the read buffer's first frame,
+    ///   then the header array: the read ends at the end of the next frame's header.
     pub fn read_targets(&mut self) -> Result<(&mut [u8], &mut [u8]), TransportError> {
-        self.next_buf()?;
-        let next = self.next.as_mut().expect("allocated above");
-        let start = next.len();
-        let second = &mut next.capacity_mut()[start..];
-        let first = match &mut self.big {
-            Some((buf, header)) => {
-                let (start, end) = (buf.len(), HEADER_LEN + header.len as usize);
-                &mut buf.capacity_mut()[start..end]
+        debug_assert!(
+            self.pending.is_none() || self.next.as_ref().is_none_or(|n| n.is_empty()),
+            "read buffer bytes come after the pending payload"
+        );
+        let next_len = self.next.as_ref().map_or(0, |n| n.len());
+        // The read buffer's first frame, when its header is there (checked by `next_frame`: it
+        // fits the buffer and is not whole yet).
+        let first_total = match &self.next {
+            Some(next) if next_len >= HEADER_LEN => {
+                Some(HEADER_LEN + u32::from_le_bytes(next[4..8].try_into().expect("4 bytes")) as usize)
             }
-            None => &mut [][..],
+            _ => None,
         };
+        let (first, second, second_end) = if self.pending.is_some() {
+            // The payload's buffer, then the next header (exact) or a read buffer (batched).
+            if self.exact {
+                (Target::Pending, Target::Head, HEADER_LEN)
+            } else {
+                (Target::Pending, Target::Next, usize::MAX)
+            }
+        } else if first_total.is_some() {
+            if self.exact {
+                // The rest of that frame, then the next header on its own.
+                (Target::Next, Target::Head, HEADER_LEN)
+            } else {
+                (Target::None, Target::Next, usize::MAX)
+            }
+        } else if next_len > 0 {
+            // A header carried to the read buffer: exact reads complete just the header.
+            let end = if self.exact { HEADER_LEN } else { usize::MAX };
+            (Target::None, Target::Next, end)
+        } else if self.exact || self.head_len > 0 {
+            (Target::None, Target::Head, HEADER_LEN)
+        } else {
+            (Target::None, Target::Next, usize::MAX)
+        };
+        if second == Target::Next {
+            self.next_buf()?;
+        }
+        self.targets = (first, second);
+        let FrameReader {
+            pending,
+            next,
+            head,
+            head_len,
+            ..
+        } = self;
+        let head = &mut head[*head_len..];
+        let pending = pending.as_mut().map(|(header, buf)| {
+            let start = buf.len();
+            &mut buf.capacity_mut()[start..header.len as usize]
+        });
+        let next = next.as_mut().map(|next| &mut next.capacity_mut()[next_len..]);
+        let (first, second): (&mut [u8], &mut [u8]) = match (first, second, pending, next) {
+            (Target::Pending, Target::Head, Some(pending), _) => (pending, head),
+            (Target::Pending, Target::Next, Some(pending), Some(next)) => {
+                let end = second_end.min(next.len());
+                (pending, &mut next[..end])
+            }
+            (Target::Next, Target::Head, _, Some(next)) => {
+                let end = first_total.expect("header above") - next_len;
+                (&mut next[..end], head)
+            }
+            (Target::None, Target::Next, _, Some(next)) => {
+                let end = (second_end - next_len.min(second_end)).min(next.len());
+                (&mut [][..], &mut next[..end])
+            }
+            (Target::None, Target::Head, ..) => (&mut [][..], head),
+            _ => unreachable!("targets chosen above"),
+        };
+        self.target_len = (first.len(), second.len());
+        debug_assert!(
+            first.len() + second.len() > 0,
+            "read targets are never both empty"
+        );
         Ok((first, second))
     }
 
@@ -207,33 +427,51 @@ impl FrameReader {
     /// If `n` exceeds the total length of the targets [`read_targets`](Self::read_targets)
     /// returned (a driver bug, not a peer's).
     pub fn filled(&mut self, n: usize) {
+        let (first_len, second_len) = self.target_len;
+        assert!(
+            n <= first_len + second_len,
+            "filled({n}) beyond the {} bytes of the read targets",
+            first_len + second_len
+        );
+        self.target_len = (0, 0);
         self.counters.reads += 1;
         self.counters.bytes += n as u64;
-        let mut n = n;
-        if let Some((buf, header)) = &mut self.big {
-            let take = n.min(HEADER_LEN + header.len as usize - buf.len());
-            buf.set_len(buf.len() + take);
-            self.offset += take as u64;
-            n -= take;
+        let take = n.min(first_len);
+        self.fill(self.targets.0, take);
+        self.fill(self.targets.1, n - take);
+    }
+
+    fn fill(&mut self, target: Target, n: usize) {
+        if n == 0 {
+            return;
         }
-        if n > 0 {
-            let next = self.next.as_mut().expect("read_targets allocated it");
-            next.set_len(next.len() + n);
+        match target {
+            Target::Pending => {
+                let (_, buf) = self.pending.as_mut().expect("read_targets named it");
+                buf.set_len(buf.len() + n);
+            }
+            Target::Next => {
+                let next = self.next.as_mut().expect("read_targets allocated it");
+                next.set_len(next.len() + n);
+            }
+            Target::Head => self.head_len += n,
+            Target::None => unreachable!("an empty target took no bytes"),
         }
     }
 
     /// The error for an end of stream now: [`TransportError::Closed`] between frames, else
-    /// [`TransportError::Truncated`].
+    /// [`TransportError::Truncated`] (`received`: the bytes after the last frame handed out).
     pub fn eof(&self) -> TransportError {
-        if let Some((buf, header)) = &self.big {
+        let rest = self.cur.as_ref().map_or(0, |c| c.len() - self.pos)
+            + self.head_len
+            + self.next.as_ref().map_or(0, |n| n.len());
+        if let Some((header, buf)) = &self.pending {
             return TransportError::Truncated {
-                received: buf.len(),
+                received: HEADER_LEN + buf.len() + rest,
                 expected: HEADER_LEN + header.len as usize,
             };
         }
-        let pending =
-            self.cur.as_ref().map_or(0, |c| c.len() - self.pos) + self.next.as_ref().map_or(0, |n| n.len());
-        if pending == 0 {
+        if rest == 0 {
             return TransportError::Closed;
         }
         let expected = match &self.next {
@@ -244,7 +482,7 @@ impl FrameReader {
             _ => HEADER_LEN,
         };
         TransportError::Truncated {
-            received: pending,
+            received: rest,
             expected,
         }
     }
@@ -253,7 +491,9 @@ impl FrameReader {
     pub fn clear(&mut self) {
         self.cur = None;
         self.next = None;
-        self.big = None;
+        self.pending = None;
+        self.head_len = 0;
+        self.target_len = (0, 0);
     }
 }
 
@@ -304,6 +544,105 @@ mod tests {
         (frames, r)
     }
 
+    /// What [`feed_traced`] saw: per frame, the bytes copied for it and whether its header
+    /// began in an exact read; per read, its stream range and whether it was exact.
+    struct Trace {
+        frames: Vec<Frame>,
+        reader: FrameReader,
+        copied: Vec<u64>,
+        straddled: Vec<u64>,
+        announced_exact: Vec<bool>,
+        reads: Vec<(usize, usize, bool)>,
+    }
+
+    impl Trace {
+        /// Reads that delivered no byte of a frame with a payload of `large` bytes or more.
+        fn small_only_reads(&self, lens: &[usize], large: usize) -> usize {
+            let mut spans = Vec::new();
+            let mut at = 0;
+            for &len in lens {
+                spans.push((at, at + HEADER_LEN + len, len >= large));
+                at += HEADER_LEN + len;
+            }
+            self.reads
+                .iter()
+                .filter(|&&(from, to, _)| !spans.iter().any(|&(a, b, big)| big && a < to && from < b))
+                .count()
+        }
+
+        /// Times reads turned exact (one batched read, then an exact one).
+        fn turned_exact(&self) -> usize {
+            self.reads.windows(2).filter(|w| !w[0].2 && w[1].2).count()
+        }
+    }
+
+    /// [`feed`], tracing copies per frame (the copies made between handing out frame `k - 1`
+    /// and frame `k` are frame `k`'s: its payload, or its split header) and reads.
+    fn feed_traced(config: &Config, pool: &Pool, stream: &[u8], chunks: &[usize]) -> Trace {
+        let mut t = Trace {
+            frames: Vec::new(),
+            reader: FrameReader::new(pool, config),
+            copied: Vec::new(),
+            straddled: Vec::new(),
+            announced_exact: Vec::new(),
+            reads: Vec::new(),
+        };
+        let mut last = RecvCounters::default();
+        let mut drain = |t: &mut Trace| {
+            while let Some(f) = t.reader.next_frame().unwrap() {
+                let c = t.reader.counters();
+                t.copied.push(c.copied - last.copied);
+                t.straddled.push(c.straddled - last.straddled);
+                last = c;
+                t.frames.push(f);
+            }
+        };
+        let mut at = 0;
+        let mut chunks = chunks.iter().cycle();
+        while at < stream.len() {
+            drain(&mut t);
+            let want = *chunks.next().unwrap();
+            let exact = t.reader.is_exact();
+            let (a, b) = t.reader.read_targets().unwrap();
+            let mut n = 0;
+            for target in [a, b] {
+                let take = target.len().min(want - n).min(stream.len() - at - n);
+                target[..take].copy_from_slice(&stream[at + n..at + n + take]);
+                n += take;
+            }
+            assert!(n > 0);
+            t.reader.filled(n);
+            t.reads.push((at, at + n, exact));
+            at += n;
+        }
+        drain(&mut t);
+        let mut start = 0;
+        for f in &t.frames {
+            let read = t
+                .reads
+                .iter()
+                .find(|&&(a, b, _)| a <= start && start < b)
+                .unwrap();
+            t.announced_exact.push(read.2);
+            start += HEADER_LEN + f.header.len as usize;
+        }
+        t
+    }
+
+    fn check_bytes(frames: &[Frame], lens: &[usize]) -> Result<(), TestCaseError> {
+        prop_assert_eq!(frames.len(), lens.len());
+        for (k, f) in frames.iter().enumerate() {
+            prop_assert_eq!(f.header.meta.kind, k as u16);
+            prop_assert_eq!(f.payload.len(), lens[k]);
+            prop_assert!(
+                f.payload[..] == frame(k as u16, lens[k])[HEADER_LEN..],
+                "frame {} differs",
+                k
+            );
+        }
+        Ok(())
+    }
+
     #[test]
     fn whole_frames_are_never_copied() {
         let pool = pool();
@@ -351,9 +690,10 @@ mod tests {
         assert_eq!(r.counters().straddled, 1);
         assert_eq!(
             r.counters().copied,
-            4096 - 116,
-            "only the part already read is copied"
+            4096 - 116 - HEADER_LEN as u64,
+            "only the part of the payload already read is copied, not the header"
         );
+        assert!(r.is_exact(), "a large frame turns exact reads on");
         drop(frames);
         drop(r);
         assert_eq!(pool.stats().buffers_outstanding(), 0);
@@ -411,15 +751,152 @@ mod tests {
         assert!(matches!(r.eof(), TransportError::Closed));
     }
 
+    /// Regression (datapath.md, problem 3): a header cut by the end of a read was copied but
+    /// not counted as anything but bytes; now it is a split header, counted.
+    #[test]
+    fn split_headers_are_counted() {
+        let pool = pool();
+        let config = Config {
+            read_buf: 4096,
+            ..Config::default()
+        };
+        let mut stream = frame(1, 100);
+        stream.extend(frame(2, 100));
+        // The first read ends 5 bytes into frame 2's header.
+        let (frames, r) = feed(&config, &pool, &stream, &[116 + 5, 4096]);
+        assert_eq!(frames.len(), 2);
+        let c = r.counters();
+        assert_eq!((c.split_headers, c.copied, c.straddled), (1, 5, 0));
+        assert_eq!(&frames[1].payload[..], &frame(2, 100)[HEADER_LEN..]);
+    }
+
+    /// Regression: a frame cut right after its header had its header copied (16 bytes, counted
+    /// as a straddling frame); now the header is parsed where it lies and nothing is copied.
+    #[test]
+    fn a_frame_cut_after_its_header_is_not_copied() {
+        let pool = pool();
+        let config = Config {
+            read_buf: 4096,
+            ..Config::default()
+        };
+        let mut stream = frame(1, 100);
+        stream.extend(frame(2, 1000));
+        let (frames, r) = feed(&config, &pool, &stream, &[116 + HEADER_LEN, 4096]);
+        assert_eq!(frames.len(), 2);
+        let c = r.counters();
+        assert_eq!((c.straddled, c.copied, c.split_headers), (0, 0, 0));
+        assert_eq!(&frames[1].payload[..], &frame(2, 1000)[HEADER_LEN..]);
+    }
+
+    /// The benchmark's shape: 64 KiB frames back to back, every read a whole 256 KiB read
+    /// buffer if the reader asks for it. Before exact reads, one frame in four straddled a
+    /// read buffer and was copied; now only the one cut by the very first (batched) read is.
+    #[test]
+    fn uniform_large_frames_are_copied_at_most_once() {
+        let pool = pool();
+        let lens = vec![(64 << 10) + 40; 200];
+        let stream: Vec<u8> = lens
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &l)| frame(k as u16, l))
+            .collect();
+        let t = feed_traced(&Config::default(), &pool, &stream, &[256 << 10]);
+        check_bytes(&t.frames, &lens).unwrap();
+        let c = t.reader.counters();
+        assert_eq!(c.straddled, 1, "{c:?}");
+        assert_eq!(t.copied.iter().filter(|&&c| c > 0).count(), 1);
+        assert!(t.copied[4..].iter().all(|&c| c == 0), "{:?}", &t.copied[..8]);
+        assert!(c.reads <= 201, "one read per frame: {c:?}");
+        // All but the first read buffer's frames (the first four) came in exact reads.
+        assert_eq!(t.announced_exact.iter().filter(|&&e| !e).count(), 4);
+    }
+
+    /// Exact reads go back to batched reads after a run of small frames.
+    #[test]
+    fn small_frames_after_large_ones_are_batched_again() {
+        let pool = pool();
+        let mut lens = vec![20 << 10; 3];
+        lens.extend(vec![100; 1000]);
+        let stream: Vec<u8> = lens
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &l)| frame(k as u16, l))
+            .collect();
+        let t = feed_traced(&Config::default(), &pool, &stream, &[usize::MAX]);
+        check_bytes(&t.frames, &lens).unwrap();
+        assert!(!t.reader.is_exact());
+        // The large frames: one read each (the first with the start of the stream); the small
+        // ones: EXACT_SMALL_RUN exact reads, then whole read buffers (116 KB: one more read).
+        assert!(
+            t.reads.len() <= 3 + EXACT_SMALL_RUN as usize + 1,
+            "{} reads",
+            t.reads.len()
+        );
+        assert_eq!(t.reader.counters().copied, 0);
+    }
+
     proptest! {
+        /// Mixed small and large frames, any chunking: bytes identical; no frame whose header
+        /// began in an exact read is copied at all (large or small); at most one large frame is
+        /// copied each time reads turn exact; and nothing leaks.
+        #[test]
+        fn frames_announced_in_exact_reads_are_never_copied(
+            lens in proptest::collection::vec(prop_oneof![0usize..2000, (16usize << 10)..(90 << 10)], 1..40),
+            chunks in proptest::collection::vec(1usize..300_000, 1..8),
+            read_buf in prop_oneof![Just(256usize << 10), 4096usize..300_000],
+        ) {
+            let pool = pool();
+            let config = Config { read_buf, ..Config::default() };
+            let stream: Vec<u8> = lens.iter().enumerate().flat_map(|(k, &l)| frame(k as u16, l)).collect();
+            let t = feed_traced(&config, &pool, &stream, &chunks);
+            check_bytes(&t.frames, &lens)?;
+            for (k, &len) in lens.iter().enumerate() {
+                if t.announced_exact[k] {
+                    prop_assert_eq!(t.copied[k], 0, "frame {} ({} B) announced in an exact read", k, len);
+                }
+            }
+            let large_copied = (0..lens.len()).filter(|&k| lens[k] >= 16 << 10 && t.straddled[k] > 0).count();
+            prop_assert!(large_copied <= t.turned_exact() + 1, "{} large frames copied", large_copied);
+            prop_assert!(matches!(t.reader.eof(), TransportError::Closed));
+            drop(t);
+            prop_assert_eq!(pool.stats().buffers_outstanding(), 0);
+        }
+
+        /// Runs of small frames between bursts of large ones, reads of 4 KiB and more: small
+        /// frames arrive many per read (reads that carry only small frames, per small frame,
+        /// well below 1), and only the first large frame of a burst can be copied.
+        #[test]
+        fn small_frames_stay_batched_between_large_ones(
+            rounds in proptest::collection::vec(
+                (proptest::collection::vec(0usize..500, 100..200),
+                 proptest::collection::vec((16usize << 10)..(90 << 10), 1..6)),
+                1..5),
+            chunks in proptest::collection::vec(4096usize..300_000, 1..8),
+        ) {
+            let pool = pool();
+            let lens: Vec<usize> = rounds.iter().flat_map(|(s, l)| s.iter().chain(l).copied()).collect();
+            let stream: Vec<u8> = lens.iter().enumerate().flat_map(|(k, &l)| frame(k as u16, l)).collect();
+            let t = feed_traced(&Config::default(), &pool, &stream, &chunks);
+            check_bytes(&t.frames, &lens)?;
+            let small = lens.iter().filter(|&&l| l < 16 << 10).count();
+            let small_reads = t.small_only_reads(&lens, 16 << 10);
+            prop_assert!(
+                (small_reads as f64) < 0.3 * small as f64,
+                "{} reads for {} small frames", small_reads, small
+            );
+            let large_copied = (0..lens.len()).filter(|&k| lens[k] >= 16 << 10 && t.copied[k] > 0).count();
+            prop_assert!(large_copied <= rounds.len(), "{} large frames copied in {} bursts", large_copied, rounds.len());
+        }
+
         #[test]
         fn any_split_gives_the_same_frames(
             lens in proptest::collection::vec(0usize..3000, 1..20),
             chunks in proptest::collection::vec(1usize..5000, 1..8),
             read_buf in 64usize..8192,
+            exact_read_min in prop_oneof![Just(usize::MAX), 0usize..4000],
         ) {
             let pool = pool();
-            let config = Config { read_buf, ..Config::default() };
+            let config = Config { read_buf, exact_read_min, ..Config::default() };
             let stream: Vec<u8> = lens.iter().enumerate().flat_map(|(k, &l)| frame(k as u16, l)).collect();
             let (frames, r) = feed(&config, &pool, &stream, &chunks);
             prop_assert_eq!(frames.len(), lens.len());
