@@ -4,22 +4,13 @@
 //! bytes, region-relative bytes, zero-copy listing and errors.
 
 use ferry::wire::{DynamicMessage, EncodeError, VisitorPath};
-use ferry::{Context, Message, MessageView, Outgoing, Pool, PoolConfig};
+use ferry::{Context, Message, MessageView, Outgoing, Pool};
 use ferry_codegen_tests::generated::ferry::test::{self as t, all_kinds, other};
 use ferry_codegen_tests::generated::google::protobuf as wkt;
 use ferry_testkit::{Builder, Rng, assert_encoders_agree};
 
 /// Random messages per type and context.
 const CASES: u64 = 30;
-
-fn test_pool() -> Pool {
-    Pool::new(PoolConfig {
-        region_size: 1 << 20,
-        max_bytes: 256 << 20,
-        ..PoolConfig::default()
-    })
-    .unwrap()
-}
 
 /// Random contents of `M`'s descriptor, encoded, put in the pool, decoded as `M` and turned
 /// into an `M` under `ctx`: values at least `ctx`'s threshold reference the pool copy.
@@ -74,13 +65,13 @@ fn every_type(pool: &Pool, ctx: &Context, mode: &str) -> usize {
 
 #[test]
 fn generated_and_generic_encoders_agree_copy_only() {
-    let pool = test_pool();
+    let pool = ferry_testkit::pool();
     assert_eq!(every_type(&pool, Context::copy_only(), "copy-only"), 0);
 }
 
 #[test]
 fn generated_and_generic_encoders_agree_hybrid() {
-    let pool = test_pool();
+    let pool = ferry_testkit::pool();
     let ctx = Context::new(pool.clone()).with_threshold(100);
     assert!(
         every_type(&pool, &ctx, "hybrid") > 0,
@@ -90,7 +81,7 @@ fn generated_and_generic_encoders_agree_hybrid() {
 
 #[test]
 fn generated_and_generic_encoders_agree_all_zero_copy() {
-    let pool = test_pool();
+    let pool = ferry_testkit::pool();
     let ctx = Context::new(pool.clone()).with_threshold(0);
     assert!(
         every_type(&pool, &ctx, "zero-copy") > 0,
@@ -123,7 +114,7 @@ fn both_paths_name_the_same_missing_required_field() {
 #[test]
 fn sample_record_agrees_with_the_generic_path() {
     use ferry::sample::Record;
-    let pool = test_pool();
+    let pool = ferry_testkit::pool();
     let hybrid = Context::new(pool.clone()).with_threshold(100);
     let zero_copy = Context::new(pool.clone()).with_threshold(0);
     let mut rng = Rng::new(0x5eed);
