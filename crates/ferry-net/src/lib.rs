@@ -93,7 +93,8 @@ pub use ferry_transport::{FrameError, Meta, Payload, Received, Transport, Transp
 pub use frame::FrameHeader;
 pub use queue::QueueCounters;
 pub use reader::{
-    EXACT_SMALL_RUN, Frame, FrameReader, GUESS_BYTES, MAX_GUESSES, MAX_READ_TARGETS, ReadTargets, RecvCounters,
+    EXACT_SMALL_RUN, Frame, FrameReader, GUESS_BYTES, MAX_GUESSES, MAX_READ_TARGETS, ReadTargets,
+    RecvCounters,
 };
 pub use receiver::Receiver;
 pub use sender::{SendStats, Sender};
