@@ -55,10 +55,10 @@ fuzz_target!(|data: &[u8]| {
         if at == stream.len() {
             break;
         }
-        let (a, b) = reader.read_targets().expect("pool has room");
+        let mut targets = reader.read_targets().expect("pool has room");
         let want = sizes.next().unwrap_or(usize::MAX).min(stream.len() - at);
         let mut n = 0;
-        for target in [a, b] {
+        for target in targets.slices() {
             let take = target.len().min(want - n);
             target[..take].copy_from_slice(&stream[at + n..at + n + take]);
             n += take;

@@ -75,9 +75,11 @@ pub struct Config {
     /// Length (header included) from which a received frame is *large* (default 16 KiB): once
     /// one has arrived, reads stop at the end of the next frame's header, and each frame's
     /// payload is read straight into a pool buffer of its exact size, so that no large frame is
-    /// cut by a read and copied (at the cost of one read per frame); after
-    /// [`EXACT_SMALL_RUN`](crate::EXACT_SMALL_RUN) small frames in a row, whole read buffers
-    /// are read again. A frame too long for `read_buf` is always large; `usize::MAX`: only those.
+    /// cut by a read and copied; when the last large frames had one length, each read also
+    /// carries buffers of that length for the frames after it (several frames per read, see
+    /// [`FrameReader`](crate::FrameReader)); after [`EXACT_SMALL_RUN`](crate::EXACT_SMALL_RUN)
+    /// small frames in a row, whole read buffers are read again. A frame too long for
+    /// `read_buf` is always large; `usize::MAX`: only those.
     pub exact_read_min: usize,
     /// Zero-copy bytes the kernel may hold before `send` waits for completions (default 16 MiB).
     pub max_in_flight: usize,

@@ -92,7 +92,10 @@ pub use conn::{Connection, Stats};
 pub use ferry_transport::{FrameError, Meta, Payload, Received, Transport, TransportError};
 pub use frame::FrameHeader;
 pub use queue::QueueCounters;
-pub use reader::{EXACT_SMALL_RUN, Frame, FrameReader, RecvCounters};
+pub use reader::{
+    EXACT_SMALL_RUN, Frame, FrameReader, GUESS_BYTES, MAX_GUESSES, MAX_READ_TARGETS, ReadTargets,
+    RecvCounters,
+};
 pub use receiver::Receiver;
 pub use sender::{SendStats, Sender};
 #[cfg(feature = "tokio")]

@@ -1,6 +1,6 @@
 //! The receiving half of a connection: `readv` into the [`FrameReader`]'s targets.
 
-use std::io::{self, IoSliceMut, Read};
+use std::io::{self, Read};
 use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
@@ -79,9 +79,9 @@ impl Receiver {
             if let Some(frame) = self.reader.next_frame()? {
                 return Ok(Some(frame));
             }
-            let (first, second) = self.reader.read_targets()?;
-            let mut targets = [IoSliceMut::new(first), IoSliceMut::new(second)];
-            match (&*self.stream).read_vectored(&mut targets) {
+            let mut targets = self.reader.read_targets()?;
+            let (mut iov, count) = targets.io_slices();
+            match (&*self.stream).read_vectored(&mut iov[..count]) {
                 Ok(0) => return Err(self.reader.eof()),
                 Ok(n) => self.reader.filled(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
