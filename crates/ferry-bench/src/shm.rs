@@ -1571,7 +1571,9 @@ fn print_targets(all: &[Summary]) {
             let tcp_best = all
                 .iter()
                 .filter(|s| {
-                    s.point.transport == TransportKind::Tcp && s.point.payload == small && s.point.in_flight > 1
+                    s.point.transport == TransportKind::Tcp
+                        && s.point.payload == small
+                        && s.point.in_flight > 1
                 })
                 .max_by(|a, b| a.rps.total_cmp(&b.rps));
             if let Some(t) = tcp_best {

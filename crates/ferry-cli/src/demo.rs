@@ -135,7 +135,9 @@ fn measure(pool: &Pool, store: &Store, ctx: &Context, n: usize) -> Result<Measur
         // The header segment, and the gather list a `writev` would take: (address, length) of
         // each referenced value, listed as the write reaches it.
         gather.clear();
-        rec.write_head_gather(&layout, &mut head, &mut |b| gather.push((b.as_ptr() as usize, b.len())))?;
+        rec.write_head_gather(&layout, &mut head, &mut |b| {
+            gather.push((b.as_ptr() as usize, b.len()))
+        })?;
         black_box((&head, &gather));
         last = Some(layout);
     }

@@ -47,7 +47,9 @@ impl RkyvSerializer {
 /// element type has the same size and alignment, so no allocation is made).
 fn recycle<'b>(mut v: Vec<&[u8]>) -> Vec<&'b [u8]> {
     v.clear();
-    v.into_iter().map(|_| -> &'b [u8] { unreachable!("the vector is empty") }).collect()
+    v.into_iter()
+        .map(|_| -> &'b [u8] { unreachable!("the vector is empty") })
+        .collect()
 }
 
 impl Serializer for RkyvSerializer {
@@ -113,6 +115,9 @@ mod tests {
         let (ptr, cap) = (serializer.fields.as_ptr(), serializer.fields.capacity());
         assert!(cap >= 16);
         serializer.serialize(&shape).unwrap();
-        assert_eq!((serializer.fields.as_ptr(), serializer.fields.capacity()), (ptr, cap));
+        assert_eq!(
+            (serializer.fields.as_ptr(), serializer.fields.capacity()),
+            (ptr, cap)
+        );
     }
 }
