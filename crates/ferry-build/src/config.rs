@@ -122,6 +122,7 @@ pub struct Config {
     file_name: String,
     runtime: String,
     service_generator: Option<Box<dyn ServiceGenerator>>,
+    descriptor_set: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -138,6 +139,7 @@ impl std::fmt::Debug for Config {
             .field("file_name", &self.file_name)
             .field("runtime", &self.runtime)
             .field("service_generator", &self.service_generator.is_some())
+            .field("descriptor_set", &self.descriptor_set)
             .finish_non_exhaustive()
     }
 }
@@ -167,7 +169,18 @@ impl Config {
             file_name: "ferry_protos.rs".into(),
             runtime: "::ferry".into(),
             service_generator: Some(Box::new(crate::RpcGenerator::new())),
+            descriptor_set: None,
         }
+    }
+
+    /// Also writes the schemas as an encoded `google.protobuf.FileDescriptorSet` (every file,
+    /// imports included) to `path` (relative paths are under the output directory), as
+    /// prost-build's option of the same name does: what a service hands to an offload engine
+    /// or a reflection service at run time
+    /// (`include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"))`).
+    pub fn file_descriptor_set_path(&mut self, path: impl Into<PathBuf>) -> &mut Self {
+        self.descriptor_set = Some(path.into());
+        self
     }
 
     /// Where to write (default `$OUT_DIR`).
@@ -234,6 +247,17 @@ impl Config {
             }
             for i in includes {
                 println!("cargo:rerun-if-changed={}", i.as_ref().display());
+            }
+        }
+        if let Some(path) = &self.descriptor_set {
+            let path = dir.join(path);
+            let bytes = pool.encode_to_vec();
+            if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
+                std::fs::write(&path, bytes)
+                    .map_err(|source| BuildError::Io {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
             }
         }
         write_files(&dir, &files)

@@ -32,6 +32,7 @@ mod bench;
 mod decode;
 mod demo;
 mod encode;
+mod gateway;
 mod generate;
 mod inspect;
 mod redis;
@@ -79,6 +80,10 @@ enum Command {
     /// Serve the Redis protocol (RESP2/RESP3) to unchanged Redis clients, large values sent by
     /// scatter-gather from the keyspace's memory; in the foreground, no persistence.
     Redis(redis::Args),
+    /// Serve unchanged gRPC clients in front of a Ferry host service on shared memory: decode
+    /// their protobuf into Ferry messages the host reads in place, encode its answers (the
+    /// offload engine; `cargo run -p ferry-offload --example host` is a host).
+    Gateway(gateway::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -99,6 +104,7 @@ fn main() -> std::process::ExitCode {
         Command::Gen(args) => generate::run(&args),
         Command::Bench(args) => bench::run(&args).map_err(|e| schema::CliError::Usage(e.to_string())),
         Command::Redis(args) => redis::run(&args).map_err(schema::CliError::Usage),
+        Command::Gateway(args) => gateway::run(&args).map_err(schema::CliError::Usage),
         Command::Calibrate(args) => {
             ferry_bench::kv::calibrate::run(&args).map_err(|e| schema::CliError::Usage(e.to_string()))
         }

@@ -1,0 +1,304 @@
+//! The engine: one thread (pinned to its own core when asked) running a current-thread tokio
+//! runtime, with tonic's HTTP/2 server on one side and the shared-memory sessions to the host
+//! on the other. `ferry gateway` runs it as a process.
+//!
+//! ```text
+//!  accept ─► h2 connection task ─► Gateway (grpc.rs): route, grpc-timeout, metadata, deframe
+//!                                     │ Job (channel on the same thread)
+//!                                     ▼
+//!            Hosts (sessions.rs): window permit ─► protobuf → Ferry message (session context)
+//!                                 ─► AsyncChannel::call_with over shm ─► host
+//!                                 ◄─ response validated in place ─► protobuf ─► gRPC answer
+//! ```
+//!
+//! Start-up: the engine connects to the host first and reads its description table; only then
+//! does it serve gRPC (accepted connections wait in the listen queue until then), with the
+//! table's services, server reflection and the health service. The sessions to the host are
+//! `!Send`, tonic's connection tasks are `Send`: the two meet through a channel on the one
+//! thread ([`sessions::Job`]), and the calls run as local tasks.
+
+mod grpc;
+mod sessions;
+
+pub use grpc::RawCodec;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ferry::Limits;
+use ferry::rpc::ChannelConfig;
+use prost::Message as _;
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::StreamExt as _;
+
+use crate::table::Table;
+
+/// How to run an engine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Where gRPC clients connect.
+    pub listen: SocketAddr,
+    /// The host service's Ferry address (`shm:///path`, or `tcp://host:port`).
+    pub host: String,
+    /// Shared-memory sessions to the host that every gRPC connection's calls share.
+    pub sessions: usize,
+    /// Each session's settings (its `client.window` bounds the calls in flight on it; calls
+    /// past it wait in the engine).
+    pub channel: ChannelConfig,
+    /// Largest request message accepted, in bytes (gRPC's default, 4 MiB): larger ones get
+    /// `RESOURCE_EXHAUSTED`.
+    pub max_message: usize,
+    /// Limits on the host's responses (and the nesting depth of requests: a request nested
+    /// deeper than `limits.max_depth` is refused, as the host would refuse it).
+    pub limits: Limits,
+    /// The core to pin the engine's thread to.
+    pub core: Option<usize>,
+    /// How often a lost session tries to reconnect.
+    pub retry: Duration,
+    /// How long a session may stay idle before a heartbeat checks that the host is alive.
+    pub heartbeat: Duration,
+    /// Calls handed from the gRPC side and not yet started, at most (then the gRPC side waits).
+    pub queue: usize,
+}
+
+impl EngineConfig {
+    /// Defaults: listen on `127.0.0.1:50051`, 1 session with a window of 64 calls, 4 MiB
+    /// messages, default limits, no pinning, retry every 100 ms, heartbeat after 1 s idle.
+    pub fn new(host: impl Into<String>) -> EngineConfig {
+        let mut channel = ChannelConfig::default();
+        channel.client.window = 64;
+        EngineConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 50051)),
+            host: host.into(),
+            sessions: 1,
+            channel,
+            max_message: 4 << 20,
+            limits: Limits::default(),
+            core: None,
+            retry: Duration::from_millis(100),
+            heartbeat: Duration::from_secs(1),
+            queue: 4096,
+        }
+    }
+}
+
+/// Why an engine could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The gRPC listener could not be bound.
+    #[error("listening on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The engine's thread or runtime could not start.
+    #[error("starting the engine thread: {0}")]
+    Thread(std::io::Error),
+    /// Pinning the thread failed.
+    #[error("pinning the engine to core {core}: {source}")]
+    Pin {
+        /// The core.
+        core: usize,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The host's table cannot be served (reflection could not be built from it).
+    #[error("serving the host's table: {0}")]
+    Table(String),
+    /// The gRPC server failed.
+    #[error("gRPC server: {0}")]
+    Serve(String),
+    /// The engine did not get the host's table in time.
+    #[error("no host description within {0:?}")]
+    NotReady(Duration),
+    /// The engine's thread panicked.
+    #[error("the engine thread panicked")]
+    Panicked,
+}
+
+/// A running engine.
+#[derive(Debug)]
+pub struct Engine {
+    addr: SocketAddr,
+    jobs: mpsc::Sender<sessions::Job>,
+    ready: std::sync::mpsc::Receiver<()>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<Result<(), EngineError>>>,
+}
+
+impl Engine {
+    /// Binds the gRPC listener and starts the engine's thread, which connects to the host
+    /// (retrying until it is there) and then serves.
+    pub fn start(config: EngineConfig) -> Result<Engine, EngineError> {
+        let listener = std::net::TcpListener::bind(config.listen).map_err(|source| EngineError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(EngineError::Thread)?;
+        listener.set_nonblocking(true).map_err(EngineError::Thread)?;
+        let (jobs, jobs_rx) = mpsc::channel(config.queue.max(1));
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = oneshot::channel();
+        let gateway_jobs = jobs.clone();
+        let thread = std::thread::Builder::new()
+            .name("ferry-gateway".into())
+            .spawn(move || {
+                if let Some(core) = config.core {
+                    let mut set = rustix::thread::CpuSet::new();
+                    set.set(core);
+                    rustix::thread::sched_setaffinity(None, &set).map_err(|e| EngineError::Pin {
+                        core,
+                        source: e.into(),
+                    })?;
+                }
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(EngineError::Thread)?;
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&rt, run(config, listener, gateway_jobs, jobs_rx, ready_tx, stop_rx))
+            })
+            .map_err(EngineError::Thread)?;
+        Ok(Engine {
+            addr,
+            jobs,
+            ready,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Where gRPC clients connect.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Waits until the engine has the host's table and serves gRPC (at most `timeout`).
+    pub fn wait_ready(&self, timeout: Duration) -> Result<(), EngineError> {
+        match self.ready.recv_timeout(timeout) {
+            Ok(()) => Ok(()),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(EngineError::NotReady(timeout)),
+            // Sent once: a second wait finds the sender gone after success too.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                if self.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+                    Ok(())
+                } else {
+                    Err(EngineError::Serve("the engine stopped".into()))
+                }
+            }
+        }
+    }
+
+    /// The CPU time the engine's thread has used so far (`None` if it has stopped, or has not
+    /// got the host's table yet).
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let (tx, rx) = oneshot::channel();
+        self.jobs.blocking_send(sessions::Job::CpuTime(tx)).ok()?;
+        rx.blocking_recv().ok()
+    }
+
+    /// Runs until the engine stops by itself (its gRPC server failed): what a process that
+    /// serves until killed calls.
+    pub fn wait(mut self) -> Result<(), EngineError> {
+        match self.thread.take().map(JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(EngineError::Panicked),
+        }
+    }
+
+    /// Stops serving (open gRPC connections are closed gracefully) and joins the thread.
+    pub fn shutdown(mut self) -> Result<(), EngineError> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> Result<(), EngineError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(EngineError::Panicked),
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+/// The engine thread's life: the host's table, then gRPC until stopped.
+async fn run(
+    config: EngineConfig,
+    listener: std::net::TcpListener,
+    jobs: mpsc::Sender<sessions::Job>,
+    jobs_rx: mpsc::Receiver<sessions::Job>,
+    ready: std::sync::mpsc::Sender<()>,
+    mut stop: oneshot::Receiver<()>,
+) -> Result<(), EngineError> {
+    let (first, table) = tokio::select! {
+        pair = sessions::first_table(&config) => pair,
+        _ = &mut stop => return Ok(()),
+    };
+    let table = Arc::new(table);
+    let (health, health_service) = tonic_health::server::health_reporter();
+    let hosts = sessions::Hosts::new(config.clone(), first, table.clone(), health);
+    tokio::task::spawn_local(hosts.serve(jobs_rx));
+
+    let descriptors = prost_types::FileDescriptorSet::decode(table.descriptors())
+        .map_err(|e| EngineError::Table(e.to_string()))?;
+    let reflection = |b: tonic_reflection::server::Builder<'static>| {
+        table
+            .services()
+            .iter()
+            .fold(b, |b, s| b.with_service_name(s.clone()))
+            .with_service_name("grpc.health.v1.Health")
+            .register_file_descriptor_set(descriptors.clone())
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let v1 = reflection(tonic_reflection::server::Builder::configure())
+        .build_v1()
+        .map_err(|e| EngineError::Table(e.to_string()))?;
+    let v1alpha = reflection(tonic_reflection::server::Builder::configure())
+        .build_v1alpha()
+        .map_err(|e| EngineError::Table(e.to_string()))?;
+    let gateway = grpc::Gateway {
+        table: table.clone(),
+        jobs,
+        max_message: config.max_message,
+    };
+    let router = tonic::service::Routes::new(health_service)
+        .add_service(v1)
+        .add_service(v1alpha)
+        .into_axum_router()
+        .fallback_service(gateway);
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(EngineError::Thread)?;
+    // Nagle's algorithm would hold small answers back (tonic sets TCP_NODELAY only on
+    // listeners it binds itself).
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener)
+        .map(|s| s.and_then(|s| s.set_nodelay(true).map(|()| s)));
+    let _ = ready.send(());
+    tonic::transport::Server::builder()
+        .serve_with_incoming_shutdown(tonic::service::Routes::from(router), incoming, async {
+            let _ = stop.await;
+        })
+        .await
+        .map_err(|e| EngineError::Serve(e.to_string()))
+}
+
+/// The calling thread's CPU time.
+pub(crate) fn thread_cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}

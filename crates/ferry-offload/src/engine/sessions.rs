@@ -1,0 +1,300 @@
+//! The host side of the engine: a few shared-memory sessions to the host (the paper's "many to
+//! one to one": every gRPC connection's calls go through them), each an [`AsyncChannel`] on
+//! the engine's thread, and the tasks that keep them connected.
+//!
+//! Calls arrive as [`Job`]s from the gRPC side. Each runs as a local task: it waits for room in
+//! a session's request window, decodes the protobuf body into a Ferry message under the
+//! session's context (large bytes and strings are referenced, then written once into the
+//! session's shared pool when the message is sent), calls the host with the method's id, the
+//! deadline and the metadata, and encodes the host's response into protobuf. A gRPC client
+//! that goes away cancels the host call.
+//!
+//! A session that loses its host (a failed call, or a heartbeat that gets no answer) is
+//! reconnected every [`EngineConfig::retry`](super::EngineConfig::retry); meanwhile calls go
+//! to the other sessions, and with none left they fail with `UNAVAILABLE`. A host that comes
+//! back must describe the same table.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use ferry::rpc::tokio::AsyncChannel;
+use ferry::rpc::{CallOptions, Code, Metadata, Status};
+use ferry_reflect::protobuf::ProtobufLimits;
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+
+use super::EngineConfig;
+use crate::generated::ferry::offload as proto;
+use crate::host::PROTOCOL_VERSION;
+use crate::table::{Route, Table};
+use crate::translate::{decode_request, encode_response};
+
+/// What the gRPC side hands the host sessions.
+pub(crate) enum Job {
+    /// A call to forward.
+    Call(Call),
+    /// The engine thread's CPU time, so far.
+    CpuTime(oneshot::Sender<Duration>),
+}
+
+/// One gRPC call.
+pub(crate) struct Call {
+    pub(crate) route: Arc<Route>,
+    /// The request message, protobuf, as the client sent it.
+    pub(crate) body: Bytes,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) metadata: Metadata,
+    pub(crate) reply: oneshot::Sender<Result<Answer, Status>>,
+}
+
+/// The host's answer, encoded.
+pub(crate) struct Answer {
+    /// The response message, protobuf.
+    pub(crate) body: Vec<u8>,
+    /// The host's response metadata.
+    pub(crate) metadata: Metadata,
+}
+
+/// One session to the host.
+struct Session {
+    chan: RefCell<Option<Rc<AsyncChannel>>>,
+    /// Room in the session's request window.
+    window: Rc<Semaphore>,
+    /// Rung by a call that found the connection lost.
+    lost: Notify,
+}
+
+/// The sessions and the table they serve.
+pub(crate) struct Hosts {
+    sessions: Vec<Rc<Session>>,
+    next: Cell<usize>,
+    table: Arc<Table>,
+    config: EngineConfig,
+    health: HealthReporter,
+    up: Cell<usize>,
+}
+
+/// Connects the first session and reads the host's table: the engine serves nothing before.
+/// Retries every `config.retry` until the host is there.
+pub(crate) async fn first_table(config: &EngineConfig) -> (Rc<AsyncChannel>, Table) {
+    let mut said = None;
+    loop {
+        match connect(config).await {
+            Ok(pair) => return pair,
+            Err(e) => {
+                let why = e.to_string();
+                if said.as_ref() != Some(&why) {
+                    eprintln!("ferry gateway: waiting for the host at {}: {why}", config.host);
+                    said = Some(why);
+                }
+                tokio::time::sleep(config.retry).await;
+            }
+        }
+    }
+}
+
+/// Opens one session and asks for the table.
+async fn connect(config: &EngineConfig) -> Result<(Rc<AsyncChannel>, Table), Status> {
+    let chan = AsyncChannel::connect_with(&config.host, config.channel.clone()).await?;
+    let mut request = proto::DescribeRequest::new(chan.context());
+    request.set_version(PROTOCOL_VERSION);
+    let response = chan
+        .call_with::<proto::Description<'static>>(
+            proto::host_service::DESCRIBE,
+            &request,
+            &CallOptions {
+                timeout: Some(config.retry.max(Duration::from_secs(5))),
+                ..CallOptions::default()
+            },
+        )
+        .await?;
+    let table = Table::from_description(&response.view()?)
+        .map_err(|e| Status::new(Code::FailedPrecondition, format!("the host's description table: {e}")))?;
+    Ok((Rc::new(chan), table))
+}
+
+impl Hosts {
+    /// The sessions, the first already connected; the others connect in the background.
+    pub(crate) fn new(config: EngineConfig, first: Rc<AsyncChannel>, table: Arc<Table>, health: HealthReporter) -> Rc<Hosts> {
+        let window = config.channel.client.window;
+        let sessions = (0..config.sessions.max(1))
+            .map(|_| {
+                Rc::new(Session {
+                    chan: RefCell::new(None),
+                    window: Rc::new(Semaphore::new(window)),
+                    lost: Notify::new(),
+                })
+            })
+            .collect::<Vec<_>>();
+        *sessions[0].chan.borrow_mut() = Some(first);
+        let hosts = Rc::new(Hosts {
+            sessions,
+            next: Cell::new(0),
+            table,
+            config,
+            health,
+            up: Cell::new(1),
+        });
+        for (i, _) in hosts.sessions.iter().enumerate() {
+            tokio::task::spawn_local(hosts.clone().keep(i));
+        }
+        hosts
+    }
+
+    /// Serves jobs until the gRPC side is gone.
+    pub(crate) async fn serve(self: Rc<Hosts>, mut jobs: mpsc::Receiver<Job>) {
+        self.report().await;
+        while let Some(job) = jobs.recv().await {
+            match job {
+                Job::Call(call) => {
+                    tokio::task::spawn_local(self.clone().forward(call));
+                }
+                Job::CpuTime(reply) => {
+                    let _ = reply.send(super::thread_cpu_time());
+                }
+            }
+        }
+    }
+
+    /// Keeps session `i` connected: heartbeats while it is up, reconnects when it is lost.
+    async fn keep(self: Rc<Hosts>, i: usize) {
+        let session = self.sessions[i].clone();
+        let mut sequence = 0u64;
+        loop {
+            let chan = session.chan.borrow().clone();
+            match chan {
+                Some(chan) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(self.config.heartbeat) => {}
+                        () = session.lost.notified() => {}
+                    }
+                    sequence += 1;
+                    if ping(&chan, sequence, self.config.heartbeat).await.is_err() {
+                        *session.chan.borrow_mut() = None;
+                        self.up.set(self.up.get() - 1);
+                        eprintln!("ferry gateway: session {i} lost the host");
+                        self.report().await;
+                    }
+                }
+                None => {
+                    tokio::time::sleep(self.config.retry).await;
+                    match connect(&self.config).await {
+                        Ok((chan, table)) if table == *self.table => {
+                            *session.chan.borrow_mut() = Some(chan);
+                            self.up.set(self.up.get() + 1);
+                            eprintln!("ferry gateway: session {i} connected to the host");
+                            self.report().await;
+                        }
+                        Ok(_) => eprintln!(
+                            "ferry gateway: session {i}: the host describes another table than the one served; restart the engine to serve it"
+                        ),
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tells the health service whether any session is up.
+    async fn report(&self) {
+        let status = if self.up.get() > 0 {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        self.health.set_service_status("", status).await;
+        for s in self.table.services() {
+            self.health.set_service_status(s, status).await;
+        }
+    }
+
+    /// A connected session, round robin.
+    fn pick(&self) -> Option<(Rc<Session>, Rc<AsyncChannel>)> {
+        let n = self.sessions.len();
+        for k in 0..n {
+            let i = (self.next.get() + k) % n;
+            let s = &self.sessions[i];
+            let chan = s.chan.borrow().clone();
+            if let Some(chan) = chan {
+                self.next.set((i + 1) % n);
+                return Some((s.clone(), chan));
+            }
+        }
+        None
+    }
+
+    /// Forwards one call and sends its answer back (unless the client has gone, which cancels
+    /// the host call).
+    async fn forward(self: Rc<Hosts>, call: Call) {
+        let Call {
+            route,
+            body,
+            timeout,
+            metadata,
+            mut reply,
+        } = call;
+        let outcome = tokio::select! {
+            outcome = self.call_host(&route, &body, timeout, metadata) => outcome,
+            () = reply.closed() => return,
+        };
+        let _ = reply.send(outcome);
+    }
+
+    async fn call_host(
+        &self,
+        route: &Route,
+        body: &[u8],
+        timeout: Option<Duration>,
+        metadata: Metadata,
+    ) -> Result<Answer, Status> {
+        let Some((session, chan)) = self.pick() else {
+            return Err(Status::new(Code::Unavailable, "no host is connected to the engine"));
+        };
+        let _permit = session
+            .window
+            .acquire()
+            .await
+            .map_err(|_| Status::new(Code::Unavailable, "the session is closed"))?;
+        let limits = ProtobufLimits {
+            max_depth: self.config.limits.max_depth,
+            max_len: self.config.max_message,
+        };
+        let request = decode_request(&self.table, route, body, chan.context(), &limits)?;
+        let options = CallOptions { timeout, metadata };
+        let response = match chan.call_with::<()>(route.id, &request, &options).await {
+            Ok(r) => r,
+            Err(status) => {
+                if status.code == Code::Unavailable {
+                    session.lost.notify_one();
+                }
+                return Err(status);
+            }
+        };
+        let body = encode_response(&self.table, route, response.frame(), &self.config.limits)?;
+        Ok(Answer {
+            body,
+            metadata: response.metadata().clone(),
+        })
+    }
+}
+
+/// One heartbeat: the host must echo `sequence` within `timeout`.
+async fn ping(chan: &AsyncChannel, sequence: u64, timeout: Duration) -> Result<(), Status> {
+    let mut beat = proto::Heartbeat::new(chan.context());
+    beat.set_sequence(sequence);
+    let options = CallOptions {
+        timeout: Some(timeout),
+        ..CallOptions::default()
+    };
+    let response = chan
+        .call_with::<proto::Heartbeat<'static>>(proto::host_service::PING, &beat, &options)
+        .await?;
+    if response.view()?.sequence() != sequence {
+        return Err(Status::new(Code::Internal, "the host answered another heartbeat"));
+    }
+    Ok(())
+}

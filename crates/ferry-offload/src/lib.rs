@@ -1,0 +1,46 @@
+//! Ferry's offload engine: a gRPC server that unchanged gRPC clients call, which decodes each
+//! protobuf request into a Ferry message in memory it shares with the host, calls the host's
+//! Ferry service over shared memory, and encodes the host's answer back into protobuf
+//! (serialization offload). It runs as its own process on its own core, speaking the protocol a
+//! DPU or SmartNIC backend would (the DPU offload paper; Zerializer).
+//!
+//! ```text
+//!  gRPC clients ──HTTP/2──► engine (one pinned thread)                      host process
+//!  (grpcurl, ghz,           tonic/h2: framing, status, grpc-timeout         ferry::rpc::Server
+//!   grpcio, tonic)          decode protobuf → Ferry message ──shm block──►  generated trait:
+//!                           (bytes land once, in the session's pool)        reads a validated view
+//!                           encode protobuf ◄── Ferry response ◄──shm───────  answers a message
+//! ```
+//!
+//! - [`engine`]: the engine ([`Engine::start`](engine::Engine::start), `ferry gateway`).
+//! - [`host`]: the host's side: the `ferry.offload.Host` service that hands the engine its
+//!   description table.
+//! - [`table`]: the description table, validated. [`translate`]: protobuf ⇄ Ferry, timeouts,
+//!   metadata, statuses (no I/O).
+//! - [`demo`]: the demo service (every field kind, failures, deadlines, the DPU paper's
+//!   messages), and [`demo_host`]: its host, the generated trait implemented as any Ferry
+//!   service is; served by the examples and in the tests and `ferry bench offload`.
+//!
+//! What it is not: a proxy that forwards protobuf (the host never sees protobuf), a gRPC client,
+//! a load balancer; it serves unary calls only (streaming methods answer `UNIMPLEMENTED`), no
+//! TLS and no compressed messages (`grpc-encoding` other than identity is refused).
+
+#![forbid(unsafe_code)]
+
+pub mod demo_host;
+pub mod engine;
+pub mod host;
+pub mod table;
+pub mod translate;
+
+/// The code `ferry-build` generates for `proto/ferry/offload/*.proto`.
+#[allow(missing_docs, clippy::all)]
+pub mod generated {
+    include!(concat!(env!("OUT_DIR"), "/ferry_protos.rs"));
+}
+
+pub use generated::ferry::offload::demo;
+
+/// The encoded `FileDescriptorSet` of the demo service (and the engine protocol's schema): what
+/// a demo host hands to [`host::describe`].
+pub const DEMO_DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/demo_descriptors.bin"));

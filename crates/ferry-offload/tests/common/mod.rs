@@ -1,0 +1,197 @@
+//! What the engine's tests share: a Ferry host serving the demo service on shared memory (in
+//! this process, on its own threads), an engine in front of it, the reference tonic server
+//! (prost decoding on the host: what a team runs today), and clients.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use ferry::rpc::{Server, Services};
+use ferry_offload::demo::DemoServer;
+use ferry_offload::demo_host::{DIGEST_SEED, DemoHost, digest};
+use ferry_offload::engine::{Engine, EngineConfig, RawCodec};
+
+/// The demo service's prost types and tonic code.
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/tonic/ferry.offload.demo.rs"));
+}
+
+/// A host serving the demo service at `shm://<dir>/host.sock`.
+pub struct Host {
+    pub addr: String,
+    server: Option<Server>,
+}
+
+impl Host {
+    /// Starts a host at a fresh address.
+    pub fn start(dir: &tempfile::TempDir) -> Host {
+        let addr = format!("shm://{}", dir.path().join("host.sock").display());
+        let mut host = Host { addr, server: None };
+        host.restart();
+        host
+    }
+
+    /// Starts the server again at the same address (after [`stop`](Self::stop)).
+    pub fn restart(&mut self) {
+        let services = Services::builder()
+            .service(DemoServer::new(DemoHost))
+            .expect("demo service")
+            .service(
+                ferry_offload::host::describe(ferry_offload::DEMO_DESCRIPTORS, &["ferry.offload.demo.Demo"])
+                    .expect("the demo table"),
+            )
+            .expect("host service")
+            .workers(1)
+            .build()
+            .expect("services");
+        let server = Server::builder(services)
+            .listen(&self.addr)
+            .loops(1)
+            .start()
+            .expect("host starts");
+        self.server = Some(server);
+    }
+
+    /// Stops the server (its sessions close).
+    pub fn stop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.shutdown(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An engine in front of `host`, listening on a free loopback port, ready.
+pub fn engine(host: &Host, sessions: usize) -> Engine {
+    let mut config = EngineConfig::new(host.addr.clone());
+    config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.sessions = sessions;
+    config.max_message = 1 << 20;
+    config.heartbeat = Duration::from_millis(200);
+    config.retry = Duration::from_millis(50);
+    let engine = Engine::start(config).expect("engine starts");
+    engine.wait_ready(Duration::from_secs(20)).expect("engine gets the table");
+    engine
+}
+
+/// A scratch directory for socket paths.
+pub fn dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+/// The reference server: the demo service in tonic with prost, decoding on the host.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Reference;
+
+#[tonic::async_trait]
+impl pb::demo_server::Demo for Reference {
+    async fn echo(&self, request: tonic::Request<pb::Kinds>) -> Result<tonic::Response<pb::Kinds>, tonic::Status> {
+        Ok(tonic::Response::new(request.into_inner()))
+    }
+
+    async fn fail(&self, request: tonic::Request<pb::FailRequest>) -> Result<tonic::Response<pb::Empty>, tonic::Status> {
+        let r = request.into_inner();
+        Err(tonic::Status::new(tonic::Code::from_i32(r.code as i32), r.message))
+    }
+
+    async fn sleep(&self, request: tonic::Request<pb::SleepRequest>) -> Result<tonic::Response<pb::Empty>, tonic::Status> {
+        tokio::time::sleep(Duration::from_millis(u64::from(request.into_inner().millis))).await;
+        Ok(tonic::Response::new(pb::Empty {}))
+    }
+
+    async fn send_small(&self, request: tonic::Request<pb::Small>) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
+        let r = request.into_inner();
+        let mut h = digest(DIGEST_SEED, &r.id.to_le_bytes());
+        h = digest(h, &r.timestamp.to_le_bytes());
+        h = digest(h, &[u8::from(r.flag)]);
+        h = digest(h, &r.score.to_bits().to_le_bytes());
+        h = digest(h, r.tag.as_bytes());
+        Ok(tonic::Response::new(pb::Ack { digest: h, count: 1 }))
+    }
+
+    async fn send_ints(&self, request: tonic::Request<pb::Ints>) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
+        let r = request.into_inner();
+        let sum = r.values.iter().fold(0u64, |s, &v| s.wrapping_add(u64::from(v)));
+        Ok(tonic::Response::new(pb::Ack {
+            digest: sum,
+            count: r.values.len() as u32,
+        }))
+    }
+
+    async fn send_chars(&self, request: tonic::Request<pb::Chars>) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
+        let r = request.into_inner();
+        Ok(tonic::Response::new(pb::Ack {
+            digest: digest(DIGEST_SEED, r.text.as_bytes()),
+            count: r.text.len() as u32,
+        }))
+    }
+}
+
+/// Starts the reference server on a free loopback port, on its own runtime thread; it serves
+/// until the process ends.
+pub fn reference() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    listener.set_nonblocking(true).expect("nonblocking");
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            tonic::transport::Server::builder()
+                .add_service(pb::demo_server::DemoServer::new(Reference))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                .await
+                .expect("reference server");
+        });
+    });
+    addr
+}
+
+/// A gRPC channel to `addr`.
+pub async fn channel(addr: SocketAddr) -> tonic::transport::Channel {
+    tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connects")
+}
+
+/// Calls `path` with raw protobuf `body`: the bytes exactly as given, the answer exactly as
+/// received.
+pub async fn call_raw(
+    channel: &tonic::transport::Channel,
+    path: &'static str,
+    body: Vec<u8>,
+    metadata: &[(&'static str, &'static str)],
+    timeout: Option<Duration>,
+) -> Result<(Vec<u8>, tonic::metadata::MetadataMap), tonic::Status> {
+    let mut grpc = tonic::client::Grpc::new(channel.clone());
+    grpc.ready().await.map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+    let mut request = tonic::Request::new(Bytes::from(body));
+    for (k, v) in metadata {
+        request.metadata_mut().insert(*k, v.parse().expect("ascii"));
+    }
+    if let Some(t) = timeout {
+        request.set_timeout(t);
+    }
+    let response = grpc
+        .unary(request, http::uri::PathAndQuery::from_static(path), RawCodec)
+        .await?;
+    let metadata = response.metadata().clone();
+    Ok((response.into_inner().to_vec(), metadata))
+}
+
+/// Where the tests' external scripts live.
+pub fn scripts() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests")
+}

@@ -1,0 +1,286 @@
+//! A tonic client calls the demo service through the engine, unchanged (only the address
+//! differs from the reference tonic server's): every field kind round-trips to the same bytes
+//! the reference server answers; statuses, deadlines and metadata pass through; malformed and
+//! oversized requests get the right status and the engine goes on serving; many gRPC
+//! connections share few shared-memory sessions; a lost host gives `UNAVAILABLE` and health
+//! `NOT_SERVING`, and its return restores both.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Host, call_raw, channel, dir, engine, pb, reference};
+use ferry_reflect::Schema;
+use ferry_reflect::protobuf;
+use ferry_testkit::Rng;
+
+const ECHO: &str = "/ferry.offload.demo.Demo/Echo";
+
+fn schema() -> Schema {
+    let pool = prost_reflect::DescriptorPool::decode(ferry_offload::DEMO_DESCRIPTORS).expect("descriptors");
+    Schema::new(pool).expect("schema")
+}
+
+/// Random `Kinds` requests in protobuf, every field kind among them (seeded).
+fn random_requests(n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let schema = schema();
+    let md = schema.descriptor("ferry.offload.demo.Kinds").expect("Kinds");
+    let desc = schema.message("ferry.offload.demo.Kinds").expect("Kinds");
+    let pool = ferry_testkit::pool();
+    let ctx = ferry::Context::copy_only();
+    let mut builder = ferry_testkit::Builder {
+        rng: Rng::new(seed),
+        pool: &pool,
+        ctx,
+    };
+    (0..n)
+        .map(|_| protobuf::encode(&md, &builder.message(desc, 0)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_field_kind_round_trips_as_the_reference_server_answers() {
+    let dir = dir();
+    let host = Host::start(&dir);
+    let engine = engine(&host, 1);
+    let through_engine = channel(engine.local_addr()).await;
+    let direct = channel(reference()).await;
+    let requests = random_requests(300, ferry_testkit::seed("FERRY_TEST_SEED", 15));
+    let mut big = 0;
+    for (i, body) in requests.into_iter().enumerate() {
+        big += usize::from(body.len() > 4096);
+        let want = call_raw(&direct, ECHO, body.clone(), &[], None).await.expect("reference answers");
+        let got = call_raw(&through_engine, ECHO, body.clone(), &[], None)
+            .await
+            .unwrap_or_else(|s| panic!("request {i} ({} bytes): {s:?}", body.len()));
+        assert_eq!(got.0, want.0, "request {i}: the engine's answer differs from the reference server's");
+    }
+    // The generator makes large values too: they travel by reference in the shared pool.
+    assert!(big > 0, "no request was large");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_generated_tonic_client_works_unchanged() {
+    let dir = dir();
+    let host = Host::start(&dir);
+    let engine = engine(&host, 1);
+    let mut client = pb::demo_client::DemoClient::new(channel(engine.local_addr()).await);
+    let mut reference = pb::demo_client::DemoClient::new(channel(reference()).await);
+    let small = pb::Small {
+        id: 7,
+        timestamp: -1_700_000_000,
+        flag: true,
+        score: 0.5,
+        tag: "héllo".into(),
+    };
+    let ints = pb::Ints {
+        values: (0..512).map(|i| i * 7919 % 100_003).collect(),
+    };
+    let chars = pb::Chars {
+        text: "x".repeat(8000),
+    };
+    assert_eq!(
+        client.send_small(small.clone()).await.expect("small").into_inner(),
+        reference.send_small(small).await.expect("small").into_inner()
+    );
+    assert_eq!(
+        client.send_ints(ints.clone()).await.expect("ints").into_inner(),
+        reference.send_ints(ints).await.expect("ints").into_inner()
+    );
+    let ack = client.send_chars(chars.clone()).await.expect("chars").into_inner();
+    assert_eq!(ack.count, 8000);
+    assert_eq!(ack, reference.send_chars(chars).await.expect("chars").into_inner());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statuses_deadlines_and_metadata_pass_through() {
+    let dir = dir();
+    let host = Host::start(&dir);
+    let engine = engine(&host, 1);
+    let mut client = pb::demo_client::DemoClient::new(channel(engine.local_addr()).await);
+
+    // A handler's status, code and message.
+    let status = client
+        .fail(pb::FailRequest {
+            code: 5,
+            message: "no such thing".into(),
+        })
+        .await
+        .expect_err("fails");
+    assert_eq!(status.code(), tonic::Code::NotFound);
+    assert_eq!(status.message(), "no such thing");
+
+    // grpc-timeout reaches the host: the call ends at its deadline, not after the sleep.
+    let mut request = tonic::Request::new(pb::SleepRequest { millis: 3000 });
+    request.set_timeout(Duration::from_millis(100));
+    let start = Instant::now();
+    let status = client.sleep(request).await.expect_err("deadline");
+    assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+    assert!(start.elapsed() < Duration::from_millis(2500), "took {:?}", start.elapsed());
+    // A call within its deadline succeeds.
+    let mut request = tonic::Request::new(pb::SleepRequest { millis: 10 });
+    request.set_timeout(Duration::from_secs(10));
+    client.sleep(request).await.expect("within the deadline");
+
+    // Metadata both ways: Echo copies the request's x- metadata into its response.
+    let mut request = tonic::Request::new(pb::Kinds::default());
+    request.metadata_mut().insert("x-tenant", "blue".parse().unwrap());
+    request.metadata_mut().insert_bin(
+        "x-trace-bin",
+        tonic::metadata::MetadataValue::from_bytes(&[0, 1, 2, 255]),
+    );
+    request.metadata_mut().insert("other", "not echoed".parse().unwrap());
+    let response = client.echo(request).await.expect("echo");
+    assert_eq!(response.metadata().get("x-tenant").unwrap(), "blue");
+    assert_eq!(
+        response.metadata().get_bin("x-trace-bin").unwrap().to_bytes().unwrap().as_ref(),
+        &[0, 1, 2, 255]
+    );
+    assert!(response.metadata().get("other").is_none());
+
+    // An unknown method.
+    let unknown = call_raw(
+        &channel(engine.local_addr()).await,
+        "/ferry.offload.demo.Demo/Nope",
+        Vec::new(),
+        &[],
+        None,
+    )
+    .await
+    .expect_err("unknown method");
+    assert_eq!(unknown.code(), tonic::Code::Unimplemented);
+}
+
+/// Malformed bodies: what each must name.
+fn malformed() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    vec![
+        ("a truncated varint", vec![0x08, 0x80], "field 1 (f_int32)"),
+        ("a length past the end", vec![0x7a, 0x05, b'a'], "field 15 (f_string)"),
+        ("a string that is not UTF-8", vec![0x7a, 0x02, 0xc3, 0x28], "field 15 (f_string)"),
+        ("a varint longer than 10 bytes", [vec![0x10], vec![0xff; 11]].concat(), "field 2 (f_int64)"),
+        ("field number 0", vec![0x00, 0x01], "byte 0"),
+        ("wire type 7", vec![0x0f], "invalid tag"),
+        ("a fixed64 as a varint", vec![0x40, 0x01], "field 8 (f_fixed64)"),
+        ("a nested string that is not UTF-8", vec![0x8a, 0x01, 0x03, 0x0a, 0x01, 0xff], "field 1 (label)"),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_and_oversized_requests_are_refused_and_the_engine_goes_on() {
+    let dir = dir();
+    let host = Host::start(&dir);
+    let engine = engine(&host, 1);
+    let chan = channel(engine.local_addr()).await;
+    for (what, body, names) in malformed() {
+        let status = call_raw(&chan, ECHO, body, &[], None).await.expect_err(what);
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{what}: {status:?}");
+        assert!(status.message().contains(names), "{what}: {:?} does not name {names}", status.message());
+    }
+    // Seeded corruptions of valid requests: each is refused as INVALID_ARGUMENT or, when the
+    // corruption still decodes, answered exactly as the reference server answers it.
+    let direct = channel(reference()).await;
+    let mut rng = Rng::new(ferry_testkit::seed("FERRY_TEST_SEED", 200));
+    let mut refused = 0;
+    for (i, mut body) in random_requests(200, 201).into_iter().enumerate() {
+        if body.is_empty() {
+            body.push(0xff);
+        }
+        for _ in 0..1 + rng.below(3) {
+            let at = rng.below(body.len() as u64) as usize;
+            body[at] = rng.u64() as u8;
+        }
+        match call_raw(&chan, ECHO, body.clone(), &[], None).await {
+            Ok((got, _)) => {
+                let want = call_raw(&direct, ECHO, body, &[], None).await.expect("reference decodes it too");
+                assert_eq!(got, want.0, "corruption {i}");
+            }
+            Err(status) => {
+                assert_eq!(status.code(), tonic::Code::InvalidArgument, "corruption {i}: {status:?}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused > 0, "no corruption was refused");
+    // Oversized: over the engine's 1 MiB limit.
+    let status = call_raw(&chan, ECHO, vec![0u8; (1 << 20) + 1], &[], None)
+        .await
+        .expect_err("oversized");
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    // Still serving, on the same connection.
+    let (answer, _) = call_raw(&chan, ECHO, vec![0x08, 0x01], &[], None).await.expect("serves");
+    assert_eq!(answer, vec![0x08, 0x01]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_grpc_connections_share_two_sessions() {
+    let dir = dir();
+    let host = Host::start(&dir);
+    let engine = engine(&host, 2);
+    let mut tasks = Vec::new();
+    for c in 0..16u32 {
+        let chan = channel(engine.local_addr()).await;
+        tasks.push(tokio::spawn(async move {
+            let mut client = pb::demo_client::DemoClient::new(chan);
+            for i in 0..50u32 {
+                let values: Vec<u32> = (0..c + i).collect();
+                let sum = values.iter().map(|&v| u64::from(v)).sum::<u64>();
+                let ack = client.send_ints(pb::Ints { values }).await.expect("ints").into_inner();
+                assert_eq!((ack.digest, ack.count), (sum, c + i));
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("client task");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_host_gives_unavailable_and_its_return_restores_service() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+    use tonic_health::pb::HealthCheckRequest;
+
+    let dir = dir();
+    let mut host = Host::start(&dir);
+    let engine = engine(&host, 1);
+    let chan = channel(engine.local_addr()).await;
+    let mut client = pb::demo_client::DemoClient::new(chan.clone());
+    let mut health = HealthClient::new(chan);
+    let check = HealthCheckRequest {
+        service: "ferry.offload.demo.Demo".into(),
+    };
+    assert_eq!(
+        health.check(check.clone()).await.expect("health").into_inner().status,
+        ServingStatus::Serving as i32
+    );
+    client.send_ints(pb::Ints { values: vec![1] }).await.expect("up");
+
+    host.stop();
+    let status = client.send_ints(pb::Ints { values: vec![1] }).await.expect_err("host gone");
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while health.check(check.clone()).await.expect("health").into_inner().status != ServingStatus::NotServing as i32 {
+        assert!(Instant::now() < deadline, "health never said NOT_SERVING");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    host.restart();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match client.send_ints(pb::Ints { values: vec![2, 3] }).await {
+            Ok(ack) => {
+                assert_eq!(ack.into_inner().digest, 5);
+                break;
+            }
+            Err(s) => {
+                assert_eq!(s.code(), tonic::Code::Unavailable, "{s:?}");
+                assert!(Instant::now() < deadline, "the engine never reconnected");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    assert_eq!(
+        health.check(check).await.expect("health").into_inner().status,
+        ServingStatus::Serving as i32
+    );
+}
