@@ -12,6 +12,7 @@ use ferry_wire::{Context, Limits, Message, Outgoing};
 
 use crate::Addr;
 use crate::conn::{Conn, ConnConfig, Frame};
+use crate::metadata::Metadata;
 use crate::session::{Client, ClientConfig, Outcome};
 use crate::status::{Code, Status};
 
@@ -45,10 +46,23 @@ impl Default for ChannelConfig {
     }
 }
 
-/// A response: the frame as received, read in place by [`view`](Self::view).
+/// What one call sends besides its request (blocking and tokio channels: `call_with`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    /// The call's deadline, from its start; `None`: the channel's (`set_timeout`, or
+    /// [`ChannelConfig::timeout`]).
+    pub timeout: Option<Duration>,
+    /// Metadata sent before the request (gRPC's headers), in one frame; none if empty. The
+    /// handler reads it with `Call::metadata`.
+    pub metadata: Metadata,
+}
+
+/// A response: the frame as received, read in place by [`view`](Self::view), with the
+/// metadata the server sent before it.
 pub struct Response<M> {
     frame: Frame,
     limits: Limits,
+    metadata: Metadata,
     _message: PhantomData<fn() -> M>,
 }
 
@@ -61,17 +75,29 @@ impl<M> std::fmt::Debug for Response<M> {
 }
 
 impl<M> Response<M> {
-    pub(crate) fn new(frame: Frame, limits: Limits) -> Response<M> {
+    pub(crate) fn new(frame: Frame, limits: Limits, metadata: Metadata) -> Response<M> {
         Response {
             frame,
             limits,
+            metadata,
             _message: PhantomData,
         }
     }
 
-    /// The frame as received (its raw bytes, for raw methods).
+    /// The frame as received (its raw bytes, for raw methods; or read it against a run-time
+    /// descriptor with `frame().view(desc, limits)`).
     pub fn frame(&self) -> &Frame {
         &self.frame
+    }
+
+    /// The metadata the server sent before the response (gRPC's trailers; empty if none).
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// The limits the channel reads responses with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 }
 
@@ -147,7 +173,8 @@ impl Channel {
         &self.ctx
     }
 
-    /// Sets each call's deadline, from its start.
+    /// Sets each call's deadline, from its start (the default of
+    /// [`CallOptions::timeout`]).
     pub fn set_timeout(&self, timeout: Option<Duration>) {
         self.inner.borrow_mut().timeout = timeout;
     }
@@ -170,23 +197,41 @@ impl Channel {
         Ok(())
     }
 
-    /// Calls `method` with a Ferry message and waits for the response.
-    pub fn call<M: Message<'static>>(
+    /// Calls `method` with a Ferry message and waits for the response: `M` is the response
+    /// type [`Response::view`] reads (`()` to read the frame some other way).
+    pub fn call<M>(&self, method: u16, request: &(impl Outgoing + ?Sized)) -> Result<Response<M>, Status> {
+        self.round_trip(method, &NO_OPTIONS, |conn, meta| conn.send(meta, request))
+    }
+
+    /// [`call`](Self::call) with `options`: the call's own timeout and metadata.
+    pub fn call_with<M>(
         &self,
         method: u16,
         request: &(impl Outgoing + ?Sized),
+        options: &CallOptions,
     ) -> Result<Response<M>, Status> {
-        self.round_trip(method, |conn, meta| conn.send(meta, request))
+        self.round_trip(method, options, |conn, meta| conn.send(meta, request))
     }
 
     /// Calls a raw method with `payload` and waits for the response frame.
     pub fn call_payload(&self, method: u16, payload: Payload<'_>) -> Result<Response<()>, Status> {
-        self.round_trip(method, |conn, meta| conn.send_payload(meta, payload))
+        self.round_trip(method, &NO_OPTIONS, |conn, meta| conn.send_payload(meta, payload))
+    }
+
+    /// [`call_payload`](Self::call_payload) with `options`.
+    pub fn call_payload_with(
+        &self,
+        method: u16,
+        payload: Payload<'_>,
+        options: &CallOptions,
+    ) -> Result<Response<()>, Status> {
+        self.round_trip(method, options, |conn, meta| conn.send_payload(meta, payload))
     }
 
     fn round_trip<M>(
         &self,
         method: u16,
+        options: &CallOptions,
         send: impl FnOnce(&mut Conn, ferry_transport::Meta) -> Result<(), TransportError>,
     ) -> Result<Response<M>, Status> {
         let mut guard = self.inner.borrow_mut();
@@ -197,13 +242,18 @@ impl Channel {
                 "the connection is closed (reconnect)",
             ));
         };
-        let start = inner.core.start(method, inner.timeout, Instant::now())?;
-        let deadline = inner.timeout.and_then(|t| Instant::now().checked_add(t));
-        let mut deadline_queued = false;
+        let timeout = options.timeout.or(inner.timeout);
+        let start = inner.core.start(method, timeout, Instant::now())?;
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut control_queued = false;
         let sent = (|| {
             if let Some((meta, budget)) = start.deadline {
                 conn.send_payload(meta, Payload::Bytes(&budget))?;
-                deadline_queued = true;
+                control_queued = true;
+            }
+            if let Some((meta, payload)) = start.metadata_frame(&options.metadata) {
+                conn.send_payload(meta, Payload::Bytes(&payload))?;
+                control_queued = true;
             }
             send(conn, start.request)?;
             conn.flush()
@@ -212,12 +262,12 @@ impl Channel {
             Ok(()) => {}
             // About this request alone (too long, unencodable, no pool buffer): the transport
             // queued nothing of it and stays usable; the call ends here, and the server, told
-            // its deadline already, is told to forget it.
+            // its deadline or metadata already, is told to forget it.
             Err(
                 e @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)),
             ) => {
                 if let Some(cancel) = inner.core.cancel(start.id)
-                    && deadline_queued
+                    && control_queued
                 {
                     let sent = conn
                         .send_payload(cancel, Payload::Bytes(&[]))
@@ -267,8 +317,8 @@ impl Channel {
                 frame.bytes()
             };
             match inner.core.on_frame(meta, raw) {
-                Ok(Some(Outcome::Response { id, .. })) if id == start.id => {
-                    return Ok(Response::new(frame, self.config.limits));
+                Ok(Some(Outcome::Response { id, metadata, .. })) if id == start.id => {
+                    return Ok(Response::new(frame, self.config.limits, metadata));
                 }
                 Ok(Some(Outcome::Failed { id, status, .. })) if id == start.id => return Err(status),
                 // The late answer of an earlier call that expired here.
@@ -288,6 +338,12 @@ impl Channel {
         Status::new(Code::Unavailable, format!("connection lost: {e}"))
     }
 }
+
+/// What `call` and `call_payload` use: the channel's timeout, no metadata.
+pub(crate) static NO_OPTIONS: CallOptions = CallOptions {
+    timeout: None,
+    metadata: Metadata::new(),
+};
 
 pub(crate) fn unreachable_server(addr: &Addr, e: &TransportError) -> Status {
     Status::new(Code::Unavailable, format!("connecting to {addr}: {e}"))

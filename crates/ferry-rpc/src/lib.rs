@@ -36,6 +36,7 @@ mod event_loop;
 #[doc(hidden)]
 pub mod http;
 mod id;
+mod metadata;
 mod metrics;
 mod metrics_http;
 mod server;
@@ -50,12 +51,13 @@ pub mod wire;
 mod workers;
 
 pub use addr::{Addr, AddrError};
-pub use channel::{Channel, ChannelConfig, Response};
+pub use channel::{CallOptions, Channel, ChannelConfig, Response};
 pub use conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
 pub use event_loop::{
     Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, thread_busy_time,
 };
 pub use id::CallId;
+pub use metadata::{MAX_METADATA_BYTES, MAX_METADATA_ENTRIES, Metadata, MetadataError};
 pub use metrics::{MethodMetrics, Metrics};
 pub use metrics_http::MetricsEndpoint;
 pub use server::{LoopReport, Server, ServerBuilder, ServerError};

@@ -1,5 +1,7 @@
 //! Status codes: gRPC's numbering, so that a gateway maps them one to one.
 
+use crate::metadata::Metadata;
+
 /// What happened to a call. The numbers are gRPC's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
@@ -91,7 +93,8 @@ impl Code {
     }
 }
 
-/// A code and a message for people: the outcome of a failed call.
+/// A code and a message for people: the outcome of a failed call, with the metadata the
+/// server sent before it (gRPC's trailers, e.g. `grpc-status-details-bin`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code:?}: {message}")]
 pub struct Status {
@@ -99,14 +102,24 @@ pub struct Status {
     pub code: Code,
     /// Why, in words.
     pub message: String,
+    /// The failed call's response metadata (empty if none). A handler that returns a status
+    /// with metadata sends it instead of what it set with `Call::set_response_metadata`; a
+    /// client gets here what the server sent before the status frame.
+    pub metadata: Metadata,
 }
 
 impl Status {
-    /// A status of `code` saying `message`.
+    /// A status of `code` saying `message`, with no metadata.
     pub fn new(code: Code, message: impl Into<String>) -> Status {
         Status {
             code,
             message: message.into(),
+            metadata: Metadata::new(),
         }
+    }
+
+    /// The same status with `metadata`.
+    pub fn with_metadata(self, metadata: Metadata) -> Status {
+        Status { metadata, ..self }
     }
 }

@@ -8,17 +8,37 @@
 //! 8       deadline     u64 LE: microseconds of budget left           client, before its request
 //! 4       cancel       empty                                         client
 //! 1       response     the response message (any payload)            server
+//! 16      metadata     metadata (below)                              client, before its request
+//! 1       response     the response message (any payload)            server
+//! 1|16    metadata     metadata (below)                              server, before its answer
 //! 1|2     status       u8 code, then the message (UTF-8)             server, instead of a response
 //! ```
 //!
 //! The deadline is a relative budget, as gRPC's `grpc-timeout` is: the two sides' clocks are
 //! never compared. A call with no deadline sends no deadline frame.
+//!
+//! Metadata (gRPC's headers one way, its trailers the other) goes in one frame per direction
+//! and call, only when there is some: the client's after the deadline frame and before the
+//! request, the server's before the response or status frame. Its payload:
+//!
+//! ```text
+//! u16 LE  entry count                       at most MAX_METADATA_ENTRIES (64)
+//! then per entry:
+//! u16 LE  key length, then the key          non-empty, ASCII [0-9a-z_.-] (gRPC's rule)
+//! u32 LE  value length, then the value      any bytes
+//! ```
+//!
+//! The whole payload is at most [`MAX_METADATA_BYTES`] (8 KiB), with no byte after the last
+//! entry. A second metadata frame for a call, or one after its request, breaks the protocol.
 
 use std::time::Duration;
 
 use ferry_transport::Meta;
 
+use crate::metadata::{Metadata, MetadataError};
 use crate::status::{Code, Status};
+
+pub use crate::metadata::{MAX_METADATA_BYTES, MAX_METADATA_ENTRIES};
 
 /// Flag: the frame answers a call.
 pub const RESPONSE: u8 = 1;
@@ -28,6 +48,8 @@ pub const STATUS: u8 = 2;
 pub const CANCEL: u8 = 4;
 /// Flag: the budget of the call whose request follows.
 pub const DEADLINE: u8 = 8;
+/// Flag: the metadata of the call whose request (alone) or answer (with [`RESPONSE`]) follows.
+pub const METADATA: u8 = 16;
 
 /// The longest status message accepted from a peer, in bytes.
 pub const MAX_STATUS_MESSAGE: usize = 4096;
@@ -96,6 +118,35 @@ pub enum RpcError {
         /// The limit.
         max: usize,
     },
+    /// A metadata frame whose payload does not decode or breaks a limit.
+    #[error("call {id}: {frame} frame: {error}")]
+    Metadata {
+        /// The call id.
+        id: u64,
+        /// Which frame: `metadata` (the client's) or `response metadata` (the server's).
+        frame: &'static str,
+        /// What is wrong.
+        #[source]
+        error: MetadataError,
+    },
+    /// A second metadata frame for a call, or one after its request (or its answer).
+    #[error("call {id}: a second {frame} frame, or one after the call's {after}")]
+    DuplicateMetadata {
+        /// The call id.
+        id: u64,
+        /// Which frame.
+        frame: &'static str,
+        /// What it came after: `request` or `answer`.
+        after: &'static str,
+    },
+    /// Metadata for more calls than the server admits, with no requests.
+    #[error("call {id}: more pending metadata frames than the server admits calls ({max})")]
+    TooManyMetadata {
+        /// The call id.
+        id: u64,
+        /// The limit.
+        max: usize,
+    },
     /// A response whose method is not the call's.
     #[error("call {id}: response for method {got}, the call was to {expected}")]
     Method {
@@ -124,6 +175,24 @@ pub enum Frame {
         id: u64,
         /// Time left when it was sent.
         budget: Duration,
+    },
+    /// The metadata of call `id`, whose request follows.
+    Metadata {
+        /// Method id.
+        method: u16,
+        /// Call id.
+        id: u64,
+        /// The entries.
+        metadata: Metadata,
+    },
+    /// The response metadata of call `id`, whose response or status follows.
+    ResponseMetadata {
+        /// Method id.
+        method: u16,
+        /// Call id.
+        id: u64,
+        /// The entries.
+        metadata: Metadata,
     },
     /// The client gave up on call `id`.
     Cancel {
@@ -185,6 +254,16 @@ pub fn parse(meta: Meta, raw: Option<&[u8]>) -> Result<Frame, RpcError> {
             payload("cancel", "0 raw bytes", raw.is_some_and(<[u8]>::is_empty))?;
             Ok(Frame::Cancel { id })
         }
+        METADATA => Ok(Frame::Metadata {
+            method: meta.kind,
+            id,
+            metadata: parse_metadata(id, "metadata", raw)?,
+        }),
+        f if f == RESPONSE | METADATA => Ok(Frame::ResponseMetadata {
+            method: meta.kind,
+            id,
+            metadata: parse_metadata(id, "response metadata", raw)?,
+        }),
         f if f == RESPONSE | STATUS => {
             let ok = raw.is_some_and(|b| !b.is_empty() && b.len() <= 1 + MAX_STATUS_MESSAGE);
             payload("status", "1 code byte and at most 4096 bytes of text", ok)?;
@@ -207,6 +286,31 @@ pub fn parse(meta: Meta, raw: Option<&[u8]>) -> Result<Frame, RpcError> {
     }
 }
 
+/// Validates a metadata frame's payload (`raw`: `None` for a Ferry message, refused): the
+/// limits, every key, no trailing byte.
+pub fn parse_metadata(id: u64, frame: &'static str, raw: Option<&[u8]>) -> Result<Metadata, RpcError> {
+    let Some(bytes) = raw else {
+        return Err(RpcError::Payload {
+            id,
+            frame,
+            len: None,
+            expected: "raw bytes",
+        });
+    };
+    Metadata::decode(bytes).map_err(|error| RpcError::Metadata { id, frame, error })
+}
+
+/// The frame carrying call `id`'s metadata: its `Meta` (`response`: the server's, sent before
+/// the answer) and payload.
+pub fn metadata_frame(method: u16, id: u64, response: bool, metadata: &Metadata) -> (Meta, Vec<u8>) {
+    let meta = Meta {
+        kind: method,
+        flags: if response { RESPONSE | METADATA } else { METADATA },
+        request_id: id,
+    };
+    (meta, metadata.encode())
+}
+
 /// The payload of a status frame: the code, then the message, cut to [`MAX_STATUS_MESSAGE`]
 /// bytes at a character boundary.
 pub fn status_payload(status: &Status) -> Vec<u8> {
@@ -225,4 +329,227 @@ pub fn deadline_payload(budget: Duration) -> [u8; 8] {
     u64::try_from(budget.as_micros())
         .unwrap_or(u64::MAX)
         .to_le_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(flags: u8) -> Meta {
+        Meta {
+            kind: 7,
+            flags,
+            request_id: 3,
+        }
+    }
+
+    fn sample() -> Metadata {
+        let mut md = Metadata::new();
+        md.append("x-user", "ann").unwrap();
+        md.append("trace-bin", vec![0, 1, 255]).unwrap();
+        md.append("x-user", "bob").unwrap();
+        md
+    }
+
+    /// The bytes of [`sample`], written out by hand.
+    const SAMPLE: &[u8] = &[
+        3, 0, // three entries
+        6, 0, b'x', b'-', b'u', b's', b'e', b'r', 3, 0, 0, 0, b'a', b'n', b'n', //
+        9, 0, b't', b'r', b'a', b'c', b'e', b'-', b'b', b'i', b'n', 3, 0, 0, 0, 0, 1, 255, //
+        6, 0, b'x', b'-', b'u', b's', b'e', b'r', 3, 0, 0, 0, b'b', b'o', b'b',
+    ];
+
+    fn metadata_error(raw: &[u8]) -> MetadataError {
+        match parse(meta(METADATA), Some(raw)) {
+            Err(RpcError::Metadata {
+                id: 3,
+                frame: "metadata",
+                error,
+            }) => error,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn metadata_round_trips_both_ways() {
+        let md = sample();
+        let (m, payload) = metadata_frame(7, 3, false, &md);
+        assert_eq!(m, meta(METADATA));
+        assert_eq!(payload, SAMPLE);
+        assert_eq!(
+            parse(m, Some(SAMPLE)),
+            Ok(Frame::Metadata {
+                method: 7,
+                id: 3,
+                metadata: md.clone()
+            })
+        );
+        let (m, payload) = metadata_frame(7, 3, true, &md);
+        assert_eq!(m, meta(RESPONSE | METADATA));
+        assert_eq!(
+            parse(m, Some(&payload)),
+            Ok(Frame::ResponseMetadata {
+                method: 7,
+                id: 3,
+                metadata: md
+            })
+        );
+        // No entry at all is well formed (senders send nothing instead).
+        assert_eq!(
+            parse(meta(METADATA), Some(&[0, 0])),
+            Ok(Frame::Metadata {
+                method: 7,
+                id: 3,
+                metadata: Metadata::new()
+            })
+        );
+    }
+
+    #[test]
+    fn metadata_as_a_ferry_message_is_refused() {
+        assert_eq!(
+            parse(meta(RESPONSE | METADATA), None),
+            Err(RpcError::Payload {
+                id: 3,
+                frame: "response metadata",
+                len: None,
+                expected: "raw bytes"
+            })
+        );
+    }
+
+    #[test]
+    fn metadata_truncated_anywhere_is_refused() {
+        for cut in 0..SAMPLE.len() {
+            let err = metadata_error(&SAMPLE[..cut]);
+            assert!(
+                matches!(err, MetadataError::Truncated { len, .. } if len == cut),
+                "{cut}: {err}"
+            );
+        }
+        assert_eq!(
+            metadata_error(&SAMPLE[..1]),
+            MetadataError::Truncated {
+                entry: 0,
+                what: "count",
+                len: 1
+            }
+        );
+        assert_eq!(
+            metadata_error(&SAMPLE[..20]),
+            MetadataError::Truncated {
+                entry: 1,
+                what: "key",
+                len: 20
+            }
+        );
+        // A value length past the end: refused before anything is allocated for it.
+        let mut huge = vec![1, 0, 1, 0, b'k'];
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            metadata_error(&huge),
+            MetadataError::Truncated {
+                entry: 0,
+                what: "value",
+                len: 9
+            }
+        );
+    }
+
+    #[test]
+    fn metadata_trailing_bytes_are_refused() {
+        let mut raw = SAMPLE.to_vec();
+        raw.push(0);
+        assert_eq!(
+            metadata_error(&raw),
+            MetadataError::Trailing { count: 3, extra: 1 }
+        );
+    }
+
+    #[test]
+    fn metadata_bad_keys_are_refused() {
+        assert_eq!(
+            metadata_error(&[1, 0, 0, 0, 0, 0, 0, 0]),
+            MetadataError::EmptyKey { entry: 0 }
+        );
+        let mut upper = SAMPLE.to_vec();
+        upper[4] = b'X';
+        assert_eq!(
+            metadata_error(&upper),
+            MetadataError::KeyByte {
+                entry: 0,
+                byte: b'X',
+                offset: 0
+            }
+        );
+        let mut colon = SAMPLE.to_vec();
+        colon[19] = b':';
+        assert_eq!(
+            metadata_error(&colon),
+            MetadataError::KeyByte {
+                entry: 1,
+                byte: b':',
+                offset: 0
+            }
+        );
+        let mut high = SAMPLE.to_vec();
+        high[5] = 0xc3;
+        assert!(matches!(
+            metadata_error(&high),
+            MetadataError::KeyByte {
+                entry: 0,
+                byte: 0xc3,
+                offset: 1
+            }
+        ));
+    }
+
+    #[test]
+    fn metadata_limits_are_enforced() {
+        // 65 entries of a one-byte key and no value: small, but too many.
+        let mut many = vec![65, 0];
+        for _ in 0..65 {
+            many.extend_from_slice(&[1, 0, b'k', 0, 0, 0, 0]);
+        }
+        assert_eq!(
+            metadata_error(&many),
+            MetadataError::TooManyEntries {
+                count: 65,
+                max: MAX_METADATA_ENTRIES
+            }
+        );
+        // 64 is the limit, and fine.
+        many[0] = 64;
+        many.truncate(2 + 64 * 7);
+        assert!(parse(meta(METADATA), Some(&many)).is_ok());
+        // One entry whose value makes the payload one byte too long.
+        let value = MAX_METADATA_BYTES - 2 - 2 - 1 - 4 + 1;
+        let mut big = vec![1, 0, 1, 0, b'k'];
+        big.extend_from_slice(&(value as u32).to_le_bytes());
+        big.resize(big.len() + value, b'v');
+        assert_eq!(
+            metadata_error(&big),
+            MetadataError::TooLarge {
+                len: MAX_METADATA_BYTES + 1,
+                max: MAX_METADATA_BYTES
+            }
+        );
+        big.pop();
+        big[5..9].copy_from_slice(&((value - 1) as u32).to_le_bytes());
+        assert!(parse(meta(METADATA), Some(&big)).is_ok());
+    }
+
+    #[test]
+    fn metadata_flags_with_others_are_unknown() {
+        for flags in [
+            METADATA | DEADLINE,
+            METADATA | CANCEL,
+            RESPONSE | STATUS | METADATA,
+        ] {
+            assert_eq!(
+                parse(meta(flags), Some(SAMPLE)),
+                Err(RpcError::Flags { id: 3, flags })
+            );
+        }
+    }
 }

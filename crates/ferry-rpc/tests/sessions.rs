@@ -45,7 +45,7 @@ impl Pair {
 
     fn end(&mut self, outcome: &Outcome) {
         let id = match outcome {
-            Outcome::Response { id, method } | Outcome::Failed { id, method, .. } => {
+            Outcome::Response { id, method, .. } | Outcome::Failed { id, method, .. } => {
                 assert_eq!(
                     self.started.get(id),
                     Some(method),

@@ -747,7 +747,9 @@ impl EventLoop {
                         flag.store(true, Ordering::Relaxed);
                     }
                 }
-                Ok(Some(Event::Request { id, method, deadline })) => {
+                Ok(Some(Event::Request {
+                    id, method, deadline, ..
+                })) => {
                     self.request(i, frame, id, method, deadline, now);
                 }
                 Err(e) => {

@@ -12,6 +12,18 @@ use crate::id::IdMap;
 pub(crate) struct Call {
     pub(crate) method: u16,
     pub(crate) deadline: Option<Instant>,
+    /// Server: its response metadata went out (a call sends one metadata frame at most).
+    pub(crate) sent_metadata: bool,
+}
+
+impl Call {
+    pub(crate) fn new(method: u16, deadline: Option<Instant>) -> Call {
+        Call {
+            method,
+            deadline,
+            sent_metadata: false,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -27,6 +39,10 @@ impl Calls {
 
     pub(crate) fn get(&self, id: CallId) -> Option<&Call> {
         self.calls.get(&id)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: CallId) -> Option<&mut Call> {
+        self.calls.get_mut(&id)
     }
 
     /// Adds a call (its id must not be in progress).

@@ -8,6 +8,7 @@ use ferry_transport::Meta;
 use super::calls::{Call, Calls};
 use crate::CallId;
 use crate::id::IdMap;
+use crate::metadata::Metadata;
 use crate::status::{Code, Status};
 use crate::wire::{self, Frame, RpcError};
 
@@ -37,6 +38,8 @@ pub enum Event {
         method: u16,
         /// When the client stops waiting (from its budget and this side's `now`).
         deadline: Option<Instant>,
+        /// The metadata the client sent before the request (empty if none).
+        metadata: Metadata,
     },
     /// A request past the limit: send the status frame given, and do not handle it.
     Refused {
@@ -63,6 +66,8 @@ pub struct Server {
     calls: Calls,
     /// Budgets received for requests not yet arrived.
     budgets: IdMap<CallId, Duration>,
+    /// Metadata received for requests not yet arrived (bounded as the budgets are).
+    metadata: IdMap<CallId, Metadata>,
 }
 
 impl Server {
@@ -72,6 +77,7 @@ impl Server {
             config,
             calls: Calls::default(),
             budgets: Default::default(),
+            metadata: Default::default(),
         }
     }
 
@@ -103,12 +109,46 @@ impl Server {
                 self.budgets.insert(id, budget);
                 Ok(None)
             }
+            Frame::Metadata {
+                id: wire_id,
+                metadata,
+                ..
+            } => {
+                let id = CallId(wire_id);
+                let after = if self.calls.get(id).is_some() {
+                    "request"
+                } else if self.metadata.contains_key(&id) {
+                    "metadata"
+                } else {
+                    ""
+                };
+                if !after.is_empty() {
+                    return Err(RpcError::DuplicateMetadata {
+                        id: wire_id,
+                        frame: "metadata",
+                        after,
+                    });
+                }
+                if self.metadata.len() >= self.config.max_in_flight {
+                    return Err(RpcError::TooManyMetadata {
+                        id: wire_id,
+                        max: self.config.max_in_flight,
+                    });
+                }
+                self.metadata.insert(id, metadata);
+                Ok(None)
+            }
             Frame::Request { method, id: wire_id } => {
                 let id = CallId(wire_id);
                 if self.calls.get(id).is_some() {
                     return Err(RpcError::DuplicateId { id: wire_id });
                 }
                 let budget = self.budgets.remove(&id);
+                // Most calls carry none: no lookup then.
+                let metadata = match self.metadata.is_empty() {
+                    true => Metadata::new(),
+                    false => self.metadata.remove(&id).unwrap_or_default(),
+                };
                 if self.calls.len() >= self.config.max_in_flight {
                     let status = Status::new(
                         Code::ResourceExhausted,
@@ -118,15 +158,22 @@ impl Server {
                     return Ok(Some(Event::Refused { id, meta, payload }));
                 }
                 let deadline = budget.and_then(|b| now.checked_add(b));
-                self.calls.insert(id, Call { method, deadline });
-                Ok(Some(Event::Request { id, method, deadline }))
+                self.calls.insert(id, Call::new(method, deadline));
+                Ok(Some(Event::Request {
+                    id,
+                    method,
+                    deadline,
+                    metadata,
+                }))
             }
             Frame::Cancel { id } => {
                 let id = CallId(id);
                 self.budgets.remove(&id);
+                self.metadata.remove(&id);
                 Ok(self.calls.end(id).map(|_| Event::Cancelled { id }))
             }
             Frame::Response { id, .. } => Err(direction(id, "response")),
+            Frame::ResponseMetadata { id, .. } => Err(direction(id, "response metadata")),
             Frame::Failed { id, .. } => Err(direction(id, "status")),
         }
     }
@@ -141,6 +188,21 @@ impl Server {
             flags: wire::RESPONSE,
             request_id: id.0,
         })
+    }
+
+    /// The frame carrying call `id`'s response `metadata`, to send before its response or
+    /// status frame: its `Meta` and raw payload. `None` (send nothing) when `metadata` is
+    /// empty, the call is no longer in progress, or its metadata frame already went out (one
+    /// per call: later metadata is dropped). The call stays in progress.
+    pub fn response_metadata(&mut self, id: CallId, metadata: &Metadata) -> Option<(Meta, Vec<u8>)> {
+        if metadata.is_empty() {
+            return None;
+        }
+        let call = self.calls.get_mut(id)?;
+        if std::mem::replace(&mut call.sent_metadata, true) {
+            return None;
+        }
+        Some(wire::metadata_frame(call.method, id.0, true, metadata))
     }
 
     /// Ends call `id` with a response: the metadata to send the response message with, or
@@ -182,6 +244,7 @@ impl Server {
     /// returns their ids, in order, so handlers may stop.
     pub fn lost(&mut self) -> Vec<CallId> {
         self.budgets.clear();
+        self.metadata.clear();
         self.calls.end_all().into_iter().map(|(id, _)| id).collect()
     }
 }

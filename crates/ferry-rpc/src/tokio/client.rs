@@ -47,10 +47,11 @@ use ::tokio::io::unix::AsyncFd;
 use ::tokio::time::Sleep;
 use ferry_buf::Pool;
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
-use ferry_wire::{Context, Limits, Message, Outgoing};
+use ferry_wire::{Context, Limits, Outgoing};
 
-use crate::channel::{ChannelConfig, Response, unreachable_server};
+use crate::channel::{CallOptions, ChannelConfig, NO_OPTIONS, Response, unreachable_server};
 use crate::conn::{Conn, Frame, TransportKind};
+use crate::metadata::Metadata;
 use crate::session::{Client, Outcome};
 use crate::status::{Code, Status};
 use crate::{Addr, CallId};
@@ -94,8 +95,8 @@ impl std::fmt::Debug for AsyncChannel {
 struct Slot {
     /// The task to wake when the outcome arrives.
     waker: Option<Waker>,
-    /// The outcome, once known.
-    done: Option<Result<Frame, Status>>,
+    /// The outcome, once known (a response with its metadata).
+    done: Option<Result<(Frame, Metadata), Status>>,
 }
 
 /// The connection and every call's state. Borrowed only inside a poll or a drop, never across
@@ -183,38 +184,61 @@ impl AsyncChannel {
         &self.ctx
     }
 
-    /// Sets each call's deadline, from its start.
+    /// Sets each call's deadline, from its start (the default of
+    /// [`CallOptions::timeout`]).
     pub fn set_timeout(&self, timeout: Option<Duration>) {
         self.inner.borrow_mut().timeout = timeout;
     }
 
-    /// Calls `method` with a Ferry message; resolves with the response. Dropping the future
-    /// cancels the call (the server is told).
-    pub async fn call<M: Message<'static>>(
+    /// Calls `method` with a Ferry message; resolves with the response (`M` is the response
+    /// type [`Response::view`] reads: `()` to read the frame some other way). Dropping the
+    /// future cancels the call (the server is told).
+    pub async fn call<M>(
         &self,
         method: u16,
         request: &(impl Outgoing + ?Sized),
     ) -> Result<Response<M>, Status> {
-        let frame = self
-            .round_trip(method, |conn, meta| conn.send(meta, request))
+        self.call_with(method, request, &NO_OPTIONS).await
+    }
+
+    /// [`call`](Self::call) with `options`: the call's own timeout and metadata.
+    pub async fn call_with<M>(
+        &self,
+        method: u16,
+        request: &(impl Outgoing + ?Sized),
+        options: &CallOptions,
+    ) -> Result<Response<M>, Status> {
+        let (frame, metadata) = self
+            .round_trip(method, options, |conn, meta| conn.send(meta, request))
             .await?;
-        Ok(Response::new(frame, self.limits))
+        Ok(Response::new(frame, self.limits, metadata))
     }
 
     /// Calls a raw method with `payload`.
     pub async fn call_payload(&self, method: u16, payload: Payload<'_>) -> Result<Response<()>, Status> {
-        let frame = self
-            .round_trip(method, |conn, meta| conn.send_payload(meta, payload))
+        self.call_payload_with(method, payload, &NO_OPTIONS).await
+    }
+
+    /// [`call_payload`](Self::call_payload) with `options`.
+    pub async fn call_payload_with(
+        &self,
+        method: u16,
+        payload: Payload<'_>,
+        options: &CallOptions,
+    ) -> Result<Response<()>, Status> {
+        let (frame, metadata) = self
+            .round_trip(method, options, |conn, meta| conn.send_payload(meta, payload))
             .await?;
-        Ok(Response::new(frame, self.limits))
+        Ok(Response::new(frame, self.limits, metadata))
     }
 
     /// Starts a call, then sends and waits for it (see the module docs).
     async fn round_trip(
         &self,
         method: u16,
+        options: &CallOptions,
         mut send: impl FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Result<Frame, Status> {
+    ) -> Result<(Frame, Metadata), Status> {
         let now = Instant::now();
         let (start, timeout) = {
             let mut inner = self.inner.borrow_mut();
@@ -225,18 +249,22 @@ impl AsyncChannel {
                     format!("the connection is lost ({why})"),
                 ));
             }
-            let timeout = inner.timeout;
+            let timeout = options.timeout.or(inner.timeout);
             let start = inner.core.start(method, timeout, now)?;
             inner.pending.insert(start.id, Slot::default());
             (start, timeout)
         };
+        let metadata = start.metadata_frame(&options.metadata);
         let mut call = CallState {
             chan: self,
             id: start.id,
-            stage: match start.deadline {
-                Some((meta, budget)) => Stage::Deadline(meta, budget, start.request),
-                None => Stage::Request(start.request),
+            stage: match (start.deadline, metadata.is_some()) {
+                (Some(_), _) => Stage::Deadline,
+                (None, true) => Stage::Metadata,
+                (None, false) => Stage::Request,
             },
+            start,
+            metadata,
             sent_any: false,
             // The same instant the core computed the deadline from.
             timer: timeout
@@ -247,13 +275,15 @@ impl AsyncChannel {
     }
 }
 
-/// Where a call's frames are.
-#[derive(Clone, Copy)]
+/// Where a call's frames are: the next to go.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Stage {
-    /// The deadline frame, then the request, are still to go.
-    Deadline(Meta, [u8; 8], Meta),
-    /// The request is still to go.
-    Request(Meta),
+    /// The deadline frame (then the metadata frame, if any, then the request).
+    Deadline,
+    /// The metadata frame (then the request).
+    Metadata,
+    /// The request.
+    Request,
     /// Everything is with the transport.
     Sent,
 }
@@ -262,6 +292,10 @@ enum Stage {
 struct CallState<'c> {
     chan: &'c AsyncChannel,
     id: CallId,
+    /// The frames to send.
+    start: crate::session::Start,
+    /// The metadata frame, if the call has metadata.
+    metadata: Option<(Meta, Vec<u8>)>,
     stage: Stage,
     /// Whether a frame of the call went out (only then is a cancel frame worth sending).
     sent_any: bool,
@@ -274,7 +308,7 @@ impl CallState<'_> {
         &mut self,
         cx: &mut TaskContext<'_>,
         send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Poll<Result<Frame, Status>> {
+    ) -> Poll<Result<(Frame, Metadata), Status>> {
         let mut guard = self.chan.inner.borrow_mut();
         let result = self.poll_inner(&mut guard, cx, send);
         let to_wake = std::mem::take(&mut guard.to_wake);
@@ -288,7 +322,7 @@ impl CallState<'_> {
         inner: &mut Inner,
         cx: &mut TaskContext<'_>,
         send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Poll<Result<Frame, Status>> {
+    ) -> Poll<Result<(Frame, Metadata), Status>> {
         for _ in 0..super::ROUNDS {
             if let Some(result) = inner.take_done(self.id) {
                 return Poll::Ready(result);
@@ -367,18 +401,27 @@ impl CallState<'_> {
             let Some(conn) = inner.conn.as_mut() else {
                 return Ok(false);
             };
-            let sent = match self.stage {
-                Stage::Sent => return Ok(false),
-                Stage::Deadline(meta, budget, request) => conn
-                    .send_payload(meta, Payload::Bytes(&budget))
-                    .map(|()| Stage::Request(request)),
-                Stage::Request(meta) => send(conn, meta).map(|()| Stage::Sent),
+            let after_deadline = match self.metadata {
+                Some(_) => Stage::Metadata,
+                None => Stage::Request,
+            };
+            let sent = match (self.stage, &self.start.deadline, &self.metadata) {
+                (Stage::Sent, ..) => return Ok(false),
+                (Stage::Deadline, Some((meta, budget)), _) => conn
+                    .send_payload(*meta, Payload::Bytes(budget))
+                    .map(|()| after_deadline),
+                (Stage::Metadata, _, Some((meta, payload))) => conn
+                    .send_payload(*meta, Payload::Bytes(payload))
+                    .map(|()| Stage::Request),
+                (Stage::Request, ..) => send(conn, self.start.request).map(|()| Stage::Sent),
+                // Stages are chosen from what the call has (round_trip, above).
+                (Stage::Deadline | Stage::Metadata, ..) => Ok(Stage::Request),
             };
             match sent {
                 Ok(next) => {
                     self.stage = next;
                     self.sent_any = true;
-                    if matches!(next, Stage::Sent) {
+                    if next == Stage::Sent {
                         match conn.flush() {
                             Ok(()) | Err(TransportError::WouldBlock) => {}
                             Err(e) => inner.lose(&e),
@@ -457,12 +500,12 @@ impl Drop for CallState<'_> {
 }
 
 impl Inner {
-    fn take_done(&mut self, id: CallId) -> Option<Result<Frame, Status>> {
+    fn take_done(&mut self, id: CallId) -> Option<Result<(Frame, Metadata), Status>> {
         self.pending.get_mut(&id)?.done.take()
     }
 
     /// Hands an outcome to its call and queues its task's wakeup.
-    fn deliver(&mut self, id: CallId, result: Result<Frame, Status>) {
+    fn deliver(&mut self, id: CallId, result: Result<(Frame, Metadata), Status>) {
         let Some(slot) = self.pending.get_mut(&id) else {
             return;
         };
@@ -540,7 +583,7 @@ impl Inner {
         match self.core.on_frame(meta, raw) {
             // The late answer of a call that ended here.
             Ok(None) => {}
-            Ok(Some(Outcome::Response { id, .. })) => self.deliver(id, Ok(frame)),
+            Ok(Some(Outcome::Response { id, metadata, .. })) => self.deliver(id, Ok((frame, metadata))),
             Ok(Some(Outcome::Failed { id, status, .. })) => self.deliver(id, Err(status)),
             Err(e) => self.lose(&format_args!("RPC protocol: {e}")),
         }

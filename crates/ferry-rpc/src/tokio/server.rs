@@ -478,7 +478,9 @@ impl Session {
                 }
                 Ok(())
             }
-            Ok(Some(Event::Request { id, method, deadline })) => self.request(frame, id, method, deadline),
+            Ok(Some(Event::Request {
+                id, method, deadline, ..
+            })) => self.request(frame, id, method, deadline),
             // The peer broke the protocol: close.
             Err(_) => Err(Closed),
         }
