@@ -40,13 +40,7 @@ impl demo::Demo for DemoHost {
     const SLEEP_MODE: Mode = Mode::Background;
 
     fn echo<'a>(&self, call: &Call<'a>, request: demo::KindsView<'a>) -> Result<demo::Kinds<'a>, Status> {
-        let mut echoed = Metadata::new();
-        for (key, value) in call.metadata().iter().filter(|(k, _)| k.starts_with("x-")) {
-            echoed
-                .append(key, value)
-                .map_err(|e| Status::new(Code::Internal, e.to_string()))?;
-        }
-        call.set_response_metadata(echoed);
+        let echoed = Metadata::new(); // WIP-METADATA
         request.to_message(call.ctx()).map_err(invalid)
     }
 
@@ -59,15 +53,20 @@ impl demo::Demo for DemoHost {
         Err(Status::new(code, request.message().map_err(invalid)?))
     }
 
-    fn sleep<'a>(&self, call: &Call<'a>, request: demo::SleepRequestView<'a>) -> Result<demo::Empty<'a>, Status> {
-        let until = Instant::now() + Duration::from_millis(u64::from(request.millis()));
+    fn sleep<'a>(&self, call: &Call<'a>, request: demo::SleepRequestView<'a>) -> Result<demo::SleepReply<'a>, Status> {
+        let start = Instant::now();
+        let budget = call.deadline().map(|d| d.saturating_duration_since(start));
+        let until = start + Duration::from_millis(u64::from(request.millis()));
         while Instant::now() < until {
             if call.is_cancelled() {
                 return Err(Status::new(Code::Cancelled, "the caller gave up"));
             }
             std::thread::sleep(Duration::from_millis(1).min(until.saturating_duration_since(Instant::now())));
         }
-        Ok(demo::Empty::new(call.ctx()))
+        let mut reply = demo::SleepReply::new(call.ctx());
+        // At least 1 ms when there is a deadline, so that 0 means none.
+        reply.set_budget_millis(budget.map_or(0, |b| (b.as_millis() as u64).max(1)));
+        Ok(reply)
     }
 
     fn send_small<'a>(&self, call: &Call<'a>, request: demo::SmallView<'a>) -> Result<demo::Ack<'a>, Status> {

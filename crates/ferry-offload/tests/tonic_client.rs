@@ -38,6 +38,15 @@ fn random_requests(n: usize, seed: u64) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The engine's answer and the reference server's are the same message. (Not the same bytes:
+/// prost keeps maps in a `HashMap`, so the reference writes map entries in any order.)
+fn assert_same(got: &[u8], want: &[u8], what: &str) {
+    use prost::Message as _;
+    let got = pb::Kinds::decode(got).unwrap_or_else(|e| panic!("{what}: the engine's answer does not decode: {e}"));
+    let want = pb::Kinds::decode(want).expect("the reference's answer decodes");
+    assert!(got == want, "{what}: the engine's answer differs from the reference server's:\n{got:?}\n{want:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_field_kind_round_trips_as_the_reference_server_answers() {
     let dir = dir();
@@ -53,7 +62,7 @@ async fn every_field_kind_round_trips_as_the_reference_server_answers() {
         let got = call_raw(&through_engine, ECHO, body.clone(), &[], None)
             .await
             .unwrap_or_else(|s| panic!("request {i} ({} bytes): {s:?}", body.len()));
-        assert_eq!(got.0, want.0, "request {i}: the engine's answer differs from the reference server's");
+        assert_same(&got.0, &want.0, &format!("request {i}"));
     }
     // The generator makes large values too: they travel by reference in the shared pool.
     assert!(big > 0, "no request was large");
@@ -110,17 +119,24 @@ async fn statuses_deadlines_and_metadata_pass_through() {
     assert_eq!(status.code(), tonic::Code::NotFound);
     assert_eq!(status.message(), "no such thing");
 
-    // grpc-timeout reaches the host: the call ends at its deadline, not after the sleep.
+    // grpc-timeout reaches the host: the handler sees the budget the client gave.
+    let mut request = tonic::Request::new(pb::SleepRequest { millis: 1 });
+    request.set_timeout(Duration::from_secs(10));
+    let budget = client.sleep(request).await.expect("within the deadline").into_inner().budget_millis;
+    assert!((8_000..=10_000).contains(&budget), "the host saw a budget of {budget} ms");
+    let none = client.sleep(pb::SleepRequest { millis: 1 }).await.expect("no deadline");
+    assert_eq!(none.into_inner().budget_millis, 0);
+    // A call past its deadline ends then, not when the handler would have answered.
     let mut request = tonic::Request::new(pb::SleepRequest { millis: 3000 });
     request.set_timeout(Duration::from_millis(100));
     let start = Instant::now();
     let status = client.sleep(request).await.expect_err("deadline");
-    assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+    // The engine's DEADLINE_EXCEEDED, or tonic's own timer when it fires first.
+    assert!(
+        matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled),
+        "{status:?}"
+    );
     assert!(start.elapsed() < Duration::from_millis(2500), "took {:?}", start.elapsed());
-    // A call within its deadline succeeds.
-    let mut request = tonic::Request::new(pb::SleepRequest { millis: 10 });
-    request.set_timeout(Duration::from_secs(10));
-    client.sleep(request).await.expect("within the deadline");
 
     // Metadata both ways: Echo copies the request's x- metadata into its response.
     let mut request = tonic::Request::new(pb::Kinds::default());
@@ -192,7 +208,7 @@ async fn malformed_and_oversized_requests_are_refused_and_the_engine_goes_on() {
         match call_raw(&chan, ECHO, body.clone(), &[], None).await {
             Ok((got, _)) => {
                 let want = call_raw(&direct, ECHO, body, &[], None).await.expect("reference decodes it too");
-                assert_eq!(got, want.0, "corruption {i}");
+                assert_same(&got, &want.0, &format!("corruption {i}"));
             }
             Err(status) => {
                 assert_eq!(status.code(), tonic::Code::InvalidArgument, "corruption {i}: {status:?}");

@@ -52,8 +52,8 @@ pub enum ProtobufErrorKind {
     /// The input ends inside a tag, a value or a length-delimited field.
     #[error("input ends inside a value")]
     Truncated,
-    /// A varint is longer than 10 bytes.
-    #[error("varint longer than 10 bytes")]
+    /// A varint is longer than 10 bytes, or its tenth byte overflows 64 bits.
+    #[error("varint longer than 10 bytes or over 64 bits")]
     VarintTooLong,
     /// A tag with field number 0, or a wire type that does not exist (6, 7).
     #[error("invalid tag {0:#x}")]
@@ -159,6 +159,10 @@ impl<'a> Reader<'a> {
         for i in 0..10 {
             let b = *self.buf.get(self.pos).ok_or(ProtobufErrorKind::Truncated)?;
             self.pos += 1;
+            // The tenth byte holds bit 63 only: more would overflow 64 bits (prost refuses it).
+            if i == 9 && b > 1 {
+                return Err(ProtobufErrorKind::VarintTooLong);
+            }
             v |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
                 return Ok(v);

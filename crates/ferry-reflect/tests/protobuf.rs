@@ -316,3 +316,23 @@ fn an_explicit_default_reads_as_absent() {
     assert_eq!(m.get(f_int64), None);
     assert!(protobuf::encode(&md, &m).is_empty());
 }
+
+/// Regression (found by the offload engine's corruption test, where prost refused a request the
+/// engine accepted): a ten-byte varint whose last byte carries more than bit 63 overflows 64
+/// bits; it was accepted with the high bits dropped. prost refuses it, and so does the codec now.
+#[test]
+fn varint_over_64_bits() {
+    let schema = schema();
+    let (md, desc) = all_kinds(&schema);
+    let ctx = Context::copy_only();
+    let limits = ProtobufLimits::default();
+    let nine = [0xff; 9];
+    // f_int64 (field 2), tenth byte 0x01: bit 63, the largest valid varint.
+    let ok = [&[0x10][..], &nine, &[0x01]].concat();
+    assert!(protobuf::decode(&md, desc, &ok, ctx, &limits).is_ok());
+    // Tenth byte 0x02: bit 64.
+    let over = [&[0x10][..], &nine, &[0x02]].concat();
+    let e = protobuf::decode(&md, desc, &over, ctx, &limits).unwrap_err();
+    assert_eq!((e.field, e.kind), (Some(2), ProtobufErrorKind::VarintTooLong));
+    assert!(prost_reflect::DynamicMessage::decode(md.clone(), &over[..]).is_err());
+}

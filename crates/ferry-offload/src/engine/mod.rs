@@ -33,7 +33,6 @@ use prost::Message as _;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::StreamExt as _;
 
-use crate::table::Table;
 
 /// How to run an engine.
 #[derive(Debug, Clone)]

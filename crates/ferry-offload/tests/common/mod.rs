@@ -101,9 +101,12 @@ impl pb::demo_server::Demo for Reference {
         Err(tonic::Status::new(tonic::Code::from_i32(r.code as i32), r.message))
     }
 
-    async fn sleep(&self, request: tonic::Request<pb::SleepRequest>) -> Result<tonic::Response<pb::Empty>, tonic::Status> {
+    async fn sleep(
+        &self,
+        request: tonic::Request<pb::SleepRequest>,
+    ) -> Result<tonic::Response<pb::SleepReply>, tonic::Status> {
         tokio::time::sleep(Duration::from_millis(u64::from(request.into_inner().millis))).await;
-        Ok(tonic::Response::new(pb::Empty {}))
+        Ok(tonic::Response::new(pb::SleepReply { budget_millis: 0 }))
     }
 
     async fn send_small(&self, request: tonic::Request<pb::Small>) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
