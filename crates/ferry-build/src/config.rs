@@ -37,7 +37,7 @@ pub struct Service {
 
 /// Names for the Rust items of one service (what the built-in [`RpcGenerator`] emits), chosen
 /// once for the whole build: none is taken by a message, enum, view, module or another
-/// service of the package. When the `.proto` names collide, all five get the same number
+/// service of the package. When the `.proto` names collide, all six get the same number
 /// (`Echo2`, `Echo2Server`, `AsyncEcho2`, ...).
 ///
 /// [`RpcGenerator`]: crate::RpcGenerator
@@ -54,6 +54,9 @@ pub struct ServiceNames {
     pub async_server: String,
     /// The client stub, e.g. `EchoClient`.
     pub client: String,
+    /// The tonic-style server trait, e.g. `TonicEcho` (generated only with
+    /// [`RpcGenerator::tonic_style`](crate::RpcGenerator::tonic_style)).
+    pub tonic_trait: String,
 }
 
 /// One `rpc` of a [`Service`].

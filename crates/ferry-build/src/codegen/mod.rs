@@ -137,7 +137,7 @@ impl<'c> Context<'c> {
                 for s in f.services() {
                     let stem = camel(s.name()).trim_end_matches('_').to_string();
                     let stem = types.claim_set(&stem, "", |b| service_items(b).to_vec());
-                    let [server_trait, server, async_server_trait, async_server, client] =
+                    let [server_trait, server, async_server_trait, async_server, client, tonic_trait] =
                         service_items(&stem);
                     ctx.service_names.insert(
                         s.full_name().to_string(),
@@ -147,6 +147,7 @@ impl<'c> Context<'c> {
                             async_server_trait,
                             async_server,
                             client,
+                            tonic_trait,
                         },
                     );
                 }
@@ -331,13 +332,14 @@ impl<'c> Context<'c> {
 /// The Rust items of a service whose UpperCamelCase name is `stem`: its traits, their server
 /// wrappers and its client. Only the trait is `stem` alone, so only it can be a keyword
 /// (`Self` becomes `Self_`); the others stay UpperCamelCase.
-fn service_items(stem: &str) -> [String; 5] {
+fn service_items(stem: &str) -> [String; 6] {
     [
         camel(stem),
         format!("{stem}Server"),
         format!("Async{stem}"),
         format!("Async{stem}Server"),
         format!("{stem}Client"),
+        format!("Tonic{stem}"),
     ]
 }
 

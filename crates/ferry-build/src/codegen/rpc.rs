@@ -44,13 +44,23 @@ use crate::{BuildError, SchemaError};
 /// Client- and server-streaming methods fail the build, naming the file, line and method.
 #[derive(Debug, Clone, Default)]
 pub struct RpcGenerator {
-    _private: (),
+    tonic_style: bool,
 }
 
 impl RpcGenerator {
     /// The generator.
     pub fn new() -> Self {
         RpcGenerator::default()
+    }
+
+    /// Also generates, for every service, a tonic-style server trait (`TonicEcho`: each
+    /// handler takes a `ferry::rpc::compat::Request` and returns a `ferry::rpc::compat::Response`,
+    /// as tonic's generated traits do, over the same zero-copy views) and its adapter to the
+    /// synchronous trait, so that `EchoServer::new(ferry::rpc::compat::TonicStyle(your_impl))`
+    /// serves it: what a team moving from tonic writes first. Off by default.
+    pub fn tonic_style(mut self, yes: bool) -> Self {
+        self.tonic_style = yes;
+        self
     }
 }
 
@@ -78,6 +88,9 @@ impl ServiceGenerator for RpcGenerator {
 
     fn generate(&mut self, service: &Service, buf: &mut String) {
         buf.push_str(&generate(service).to_string());
+        if self.tonic_style {
+            buf.push_str(&tonic_style(service).to_string());
+        }
     }
 }
 
@@ -530,5 +543,63 @@ fn generate(service: &Service) -> TokenStream {
         }
 
         #client_impls
+    }
+}
+
+/// The tonic-style trait of a service and its adapter to the synchronous trait (see
+/// [`RpcGenerator::tonic_style`]).
+fn tonic_style(service: &Service) -> TokenStream {
+    let rt = tokens(&service.runtime);
+    let rpc = quote!(#rt::rpc);
+    let r = &service.rust;
+    let (sync_trait, server, tonic_trait) = (tokens(&r.server_trait), tokens(&r.server), tokens(&r.tonic_trait));
+    let t = type_param(service);
+    let result = quote!(::core::result::Result);
+    let mut consts = Scope::default();
+    let mut items = Vec::new();
+    let mut adapters = Vec::new();
+    for m in &service.methods {
+        let func = tokens(&m.rust_name);
+        let mode = tokens(&consts.claim(&format!("{}_MODE", shouty(m.rust_name.trim_start_matches("r#"))), "_"));
+        let (input_view, output) = (tokens(&m.input_rust_view), tokens(&m.output_rust_type));
+        let docs = doc(&m.comments, &format!("Handles `{}`.", m.path));
+        items.push(quote! {
+            /// Where the handler runs, as for the synchronous trait.
+            const #mode: #rpc::Mode = #rpc::Mode::Foreground;
+            #docs
+            fn #func<'a>(
+                &self,
+                request: #rpc::compat::Request<'_, 'a, #input_view<'a>>,
+            ) -> #result<#rpc::compat::Response<#output<'a>>, #rpc::Status>;
+        });
+        adapters.push(quote! {
+            const #mode: #rpc::Mode = <#t as #tonic_trait>::#mode;
+            fn #func<'a>(
+                &self,
+                call: &#rpc::Call<'a>,
+                request: #input_view<'a>,
+            ) -> #result<#output<'a>, #rpc::Status> {
+                #rpc::compat::respond(
+                    call,
+                    <#t as #tonic_trait>::#func(&self.0, #rpc::compat::Request::new(call, request)),
+                )
+            }
+        });
+    }
+    let trait_doc = prose(&format!(
+        " The tonic-style server side of `{}`: each handler takes a `Request` (the view, with \
+         `get_ref`, `into_inner`, `metadata`) and returns a `Response` (with `metadata_mut`), as \
+         in tonic. Serve `{server}::new(ferry::rpc::compat::TonicStyle(your_impl))`.",
+        service.full_name
+    ));
+    quote! {
+        #trait_doc
+        pub trait #tonic_trait: ::core::marker::Send + ::core::marker::Sync + 'static {
+            #(#items)*
+        }
+
+        impl<#t: #tonic_trait> #sync_trait for #rpc::compat::TonicStyle<#t> {
+            #(#adapters)*
+        }
     }
 }
