@@ -3,12 +3,14 @@
 //! [`Request`]) and its way to answer ([`Reply`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use ferry_buf::SharedBuf;
 use ferry_transport::{Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, DecodeError, Limits, Message, MessageDesc, Outgoing, View};
 
+use crate::metadata::Metadata;
 use crate::status::{Code, Status};
 use crate::{CallId, Conn};
 
@@ -64,9 +66,33 @@ pub struct Call<'a> {
     pub(crate) deadline: Option<Instant>,
     pub(crate) ctx: &'a Context,
     pub(crate) cancelled: Option<&'a AtomicBool>,
+    /// What the client sent before the request.
+    pub(crate) metadata: Metadata,
+    /// What goes before the answer (a lock, not a `RefCell`, so that `Call` stays `Sync`;
+    /// never contended: the handler sets it, then the driver takes it, on one thread).
+    pub(crate) response_metadata: Mutex<Metadata>,
 }
 
 impl<'a> Call<'a> {
+    pub(crate) fn new(
+        method: u16,
+        id: CallId,
+        deadline: Option<Instant>,
+        ctx: &'a Context,
+        cancelled: Option<&'a AtomicBool>,
+        metadata: Metadata,
+    ) -> Call<'a> {
+        Call {
+            method,
+            id,
+            deadline,
+            ctx,
+            cancelled,
+            metadata,
+            response_metadata: Mutex::new(Metadata::new()),
+        }
+    }
+
     /// The method id.
     pub fn method(&self) -> u16 {
         self.method
@@ -94,6 +120,41 @@ impl<'a> Call<'a> {
     /// A handler may stop early; its answer is dropped either way.
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// The metadata the client sent with the call (gRPC's headers; empty if none).
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// Sets the metadata sent before the call's answer (gRPC's trailers), replacing what was
+    /// set before: it goes out, in one frame, just before the response or the failure status.
+    /// Set it before answering (`reply.send`): once the answer is sent, it is dropped. A
+    /// handler that fails with a [`Status`] carrying metadata sends that instead.
+    pub fn set_response_metadata(&self, metadata: Metadata) {
+        *self
+            .response_metadata
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = metadata;
+    }
+
+    /// Takes the response metadata (what is left is empty).
+    pub(crate) fn take_response_metadata(&self) -> Metadata {
+        take_metadata(&self.response_metadata)
+    }
+}
+
+/// Takes what a response-metadata slot holds.
+pub(crate) fn take_metadata(slot: &Mutex<Metadata>) -> Metadata {
+    std::mem::take(&mut *slot.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// The metadata a failed call sends: the status's own, if any, else what the handler set.
+pub(crate) fn failure_metadata(status: &mut Status, set: Metadata) -> Metadata {
+    if status.metadata.is_empty() {
+        set
+    } else {
+        std::mem::take(&mut status.metadata)
     }
 }
 

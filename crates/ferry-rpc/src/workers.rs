@@ -12,6 +12,7 @@ use ferry_buf::SharedBuf;
 use ferry_transport::{Meta, Received};
 use ferry_wire::{Context, DecodeError, Limits, MessageDesc, View};
 
+use crate::metadata::Metadata;
 use crate::service::{Call, Encoded, Incoming, MethodInfo, Reply, Request, Service, Sink, invalid_request};
 use crate::status::{Code, Status};
 use crate::sys::Waker;
@@ -97,6 +98,8 @@ pub(crate) struct Job {
     pub(crate) info: MethodInfo,
     pub(crate) id: CallId,
     pub(crate) deadline: Option<Instant>,
+    /// The request metadata.
+    pub(crate) metadata: Metadata,
     pub(crate) frame: SendFrame,
     pub(crate) ctx: Context,
     pub(crate) limits: Limits,
@@ -115,6 +118,8 @@ pub(crate) struct Done {
     pub(crate) method: u16,
     pub(crate) started: Instant,
     pub(crate) result: Result<Encoded, Status>,
+    /// The response metadata the handler set.
+    pub(crate) metadata: Metadata,
 }
 
 /// The pool of worker threads, shared by a server's loops.
@@ -187,6 +192,7 @@ fn run(job: Job) {
         info,
         id,
         deadline,
+        metadata,
         frame,
         ctx,
         limits,
@@ -196,11 +202,14 @@ fn run(job: Job) {
         session,
         started,
     } = job;
+    let call = Call::new(info.id, id, deadline, &ctx, Some(&cancelled), metadata);
     let result = if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
         Err(Status::new(Code::Cancelled, "cancelled before it ran"))
     } else {
-        handle(&*service, &info, id, deadline, &frame, &ctx, &limits, &cancelled)
+        handle(&*service, &info, &call, &frame, &limits)
     };
+    let metadata = call.take_response_metadata();
+    drop(call);
     drop(frame);
     let done = Done {
         session,
@@ -208,23 +217,21 @@ fn run(job: Job) {
         method: info.id,
         started,
         result,
+        metadata,
     };
     if reply_to.send(done).is_ok() {
         waker.wake();
     }
 }
 
-/// Validates the request, runs the handler with a panic guard, and serializes its answer.
-#[allow(clippy::too_many_arguments)]
+/// Validates the request, runs the handler with a panic guard, and serializes its answer
+/// (the response metadata the handler set stays in `call`).
 pub(crate) fn handle(
     service: &dyn Service,
     info: &MethodInfo,
-    id: CallId,
-    deadline: Option<Instant>,
+    call: &Call<'_>,
     frame: &SendFrame,
-    ctx: &Context,
     limits: &Limits,
-    cancelled: &AtomicBool,
 ) -> Result<Encoded, Status> {
     let shared = match frame {
         SendFrame::Tcp(f) => Some(f.payload()),
@@ -239,17 +246,10 @@ pub(crate) fn handle(
         Some(desc) => Some(incoming.view(desc).map_err(|e| invalid_request(&e))?),
         None => None,
     };
-    let call = Call {
-        method: info.id,
-        id,
-        deadline,
-        ctx,
-        cancelled: Some(cancelled),
-    };
     let mut out = None;
     let mut reply = Reply::new(Sink::Encode(&mut out));
     let result = catch_unwind(AssertUnwindSafe(|| {
-        service.call(&call, Request { view, incoming }, &mut reply)
+        service.call(call, Request { view, incoming }, &mut reply)
     }));
     crate::event_loop::handler_outcome(result, reply.is_sent(), info.path)?;
     out.ok_or_else(|| Status::new(Code::Internal, "the handler answered nothing"))

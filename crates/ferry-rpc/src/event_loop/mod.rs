@@ -29,7 +29,8 @@ use ferry_wire::{Context, Limits, Message, Outgoing};
 use rustix::event::{PollFd, PollFlags};
 
 use crate::conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
-use crate::service::{Call, Encoded, Incoming, Reply, Request, Sink, invalid_request};
+use crate::metadata::Metadata;
+use crate::service::{Call, Encoded, Incoming, Reply, Request, Sink, failure_metadata, invalid_request};
 use crate::services::Services;
 use crate::session::{ClientConfig, Event, Outcome, ServerConfig};
 use crate::status::{Code, Status};
@@ -748,9 +749,12 @@ impl EventLoop {
                     }
                 }
                 Ok(Some(Event::Request {
-                    id, method, deadline, ..
+                    id,
+                    method,
+                    deadline,
+                    metadata,
                 })) => {
-                    self.request(i, frame, id, method, deadline, now);
+                    self.request(i, frame, id, method, deadline, metadata, now);
                 }
                 Err(e) => {
                     self.stats.protocol_errors += 1;
@@ -761,6 +765,7 @@ impl EventLoop {
     }
 
     /// Dispatches a request: refused, foreground, or to a worker.
+    #[allow(clippy::too_many_arguments)]
     fn request(
         &mut self,
         i: usize,
@@ -768,6 +773,7 @@ impl EventLoop {
         id: CallId,
         method: u16,
         deadline: Option<Instant>,
+        metadata: Metadata,
         now: Instant,
     ) {
         let services = &self.services;
@@ -818,6 +824,7 @@ impl EventLoop {
                 info,
                 id,
                 deadline,
+                metadata,
                 frame,
                 ctx: s.ctx.clone(),
                 limits: self.config.limits,
@@ -853,6 +860,7 @@ impl EventLoop {
             limits,
             shared: frame.shared(),
         };
+        let mut response_metadata = Metadata::new();
         let outcome = match info.request.map(|d| incoming.view(d)) {
             Some(Err(e)) => Err(invalid_request(&e)),
             view => {
@@ -867,13 +875,7 @@ impl EventLoop {
                     ..
                 } = s;
                 let Role::Server(server) = role else { return };
-                let call = Call {
-                    method,
-                    id,
-                    deadline,
-                    ctx,
-                    cancelled: None,
-                };
+                let call = Call::new(method, id, deadline, ctx, None, metadata);
                 let mut outbox = SessionOutbox {
                     conn,
                     core: &mut server.core,
@@ -881,12 +883,15 @@ impl EventLoop {
                     dirty,
                     dead,
                     id,
+                    metadata: &call.response_metadata,
                 };
                 let mut reply = Reply::new(Sink::Conn(&mut outbox));
                 let result = catch_unwind(AssertUnwindSafe(|| {
                     entry.service.call(&call, Request { view, incoming }, &mut reply)
                 }));
                 let sent = reply.is_sent();
+                // What the handler set and was not sent with a response (it failed).
+                response_metadata = call.take_response_metadata();
                 handler_outcome(result, sent, info.path)
             }
         };
@@ -896,14 +901,12 @@ impl EventLoop {
             Err(status) => status.code,
         };
         metrics.method(method).record(code, now.elapsed());
-        if let Err(status) = outcome {
+        if let Err(mut status) = outcome {
             let Some(s) = &mut self.slots[i].session else {
                 return;
             };
-            let Role::Server(server) = &mut s.role else { return };
-            if let Some(((meta, payload), _)) = fail(server, status) {
-                s.transmit(meta, Encoded::from_vec(payload));
-            }
+            let metadata = failure_metadata(&mut status, response_metadata);
+            s.fail_call(id, &status, &metadata);
         }
     }
 
@@ -932,15 +935,21 @@ impl EventLoop {
                 continue;
             };
             server.background.remove(&done.id);
-            let frame = match done.result {
-                Ok(encoded) => server.core.respond(done.id).map(|meta| (meta, encoded)),
-                Err(status) => server
-                    .core
-                    .fail(done.id, &status)
-                    .map(|(meta, payload)| (meta, Encoded::from_vec(payload))),
-            };
-            if let Some((meta, encoded)) = frame {
-                s.transmit(meta, encoded);
+            match done.result {
+                Ok(encoded) => {
+                    let metadata = server.core.response_metadata(done.id, &done.metadata);
+                    let frame = server.core.respond(done.id);
+                    if let Some((meta, payload)) = metadata {
+                        s.transmit(meta, Encoded::from_vec(payload));
+                    }
+                    if let Some(meta) = frame {
+                        s.transmit(meta, encoded);
+                    }
+                }
+                Err(mut status) => {
+                    let metadata = failure_metadata(&mut status, done.metadata);
+                    s.fail_call(done.id, &status, &metadata);
+                }
             }
         }
         work

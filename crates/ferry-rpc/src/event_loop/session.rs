@@ -2,14 +2,15 @@
 //! waiting for the transport.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
-use ferry_transport::{Meta, Transport, TransportError};
+use ferry_transport::{Meta, Payload, Transport, TransportError};
 use ferry_wire::Context;
 
 use crate::id::IdMap;
-use crate::service::{Encoded, Outbox};
+use crate::metadata::Metadata;
+use crate::service::{Encoded, Outbox, take_metadata};
 use crate::session::{Client, Server};
 use crate::status::Status;
 use crate::{CallId, Conn};
@@ -102,6 +103,22 @@ impl Session {
         }
     }
 
+    /// Ends server call `id` with `status`, after its response `metadata` (if any): sends
+    /// both frames, or nothing if the call is no longer in progress.
+    pub(crate) fn fail_call(&mut self, id: CallId, status: &Status, metadata: &Metadata) {
+        let Role::Server(server) = &mut self.role else {
+            return;
+        };
+        let metadata = server.core.response_metadata(id, metadata);
+        let frame = server.core.fail(id, status);
+        if let Some((meta, payload)) = metadata {
+            self.transmit(meta, Encoded::from_vec(payload));
+        }
+        if let Some((meta, payload)) = frame {
+            self.transmit(meta, Encoded::from_vec(payload));
+        }
+    }
+
     pub(crate) fn fail(&mut self, e: TransportError) {
         if self.dead.is_none() {
             self.dead = Some(e);
@@ -119,8 +136,8 @@ impl Session {
 }
 
 /// The foreground answer path: ends the call in the core, then serializes and sends straight
-/// into the transport; if the transport will not take it now, the answer is serialized into
-/// the backlog instead.
+/// into the transport (after the handler's response metadata, if it set some); if the
+/// transport will not take it now, the answer is serialized into the backlog instead.
 pub(crate) struct SessionOutbox<'s> {
     pub(crate) conn: &'s mut Conn,
     pub(crate) core: &'s mut Server,
@@ -128,6 +145,8 @@ pub(crate) struct SessionOutbox<'s> {
     pub(crate) dirty: &'s mut bool,
     pub(crate) dead: &'s mut Option<TransportError>,
     pub(crate) id: CallId,
+    /// The call's response metadata, as the handler set it.
+    pub(crate) metadata: &'s Mutex<Metadata>,
 }
 
 impl Outbox for SessionOutbox<'_> {
@@ -139,6 +158,27 @@ impl Outbox for SessionOutbox<'_> {
         let Some(meta) = self.core.response_meta(self.id) else {
             return Ok(false);
         };
+        let metadata = take_metadata(self.metadata);
+        if let Some((md_meta, payload)) = self.core.response_metadata(self.id, &metadata) {
+            // Whatever happens to the response, the metadata goes first (a failure status
+            // follows it in the same order).
+            let queued = self.backlog.is_empty()
+                && match self.conn.send_payload(md_meta, Payload::Bytes(&payload)) {
+                    Ok(()) => true,
+                    Err(TransportError::WouldBlock) => false,
+                    Err(e) => {
+                        return Err(Status::new(
+                            crate::Code::Internal,
+                            format!("sending the response metadata: {e}"),
+                        ));
+                    }
+                };
+            if queued {
+                *self.dirty = true;
+            } else {
+                self.backlog.push_back((md_meta, Encoded::from_vec(payload)));
+            }
+        }
         if !self.backlog.is_empty() {
             let encoded = encode()?;
             self.core.respond(self.id);

@@ -21,6 +21,7 @@
 mod client;
 mod server;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -32,6 +33,7 @@ use std::time::Instant;
 use ferry_transport::Received;
 use ferry_wire::{Context, Limits, Message};
 
+use crate::metadata::Metadata;
 use crate::service::{Encoded, MethodInfo, invalid_request};
 use crate::status::Status;
 use crate::{CallId, Frame, ServicesError};
@@ -73,13 +75,22 @@ pub trait AsyncService: 'static {
     fn call(&self, call: AsyncCall, request: AsyncRequest<()>) -> LocalBoxFuture<Result<Encoded, Status>>;
 }
 
-/// What an async handler knows about its call.
+/// What an async handler knows about its call. Its clones share the response metadata.
 #[derive(Debug, Clone)]
 pub struct AsyncCall {
     pub(crate) method: u16,
     pub(crate) id: CallId,
     pub(crate) deadline: Option<Instant>,
     pub(crate) ctx: Context,
+    /// Shared with the session, which sends the response metadata with the answer.
+    pub(crate) metadata: Rc<CallMetadata>,
+}
+
+/// A call's metadata both ways, as an async handler and its session share it.
+#[derive(Debug, Default)]
+pub(crate) struct CallMetadata {
+    pub(crate) request: Metadata,
+    pub(crate) response: RefCell<Metadata>,
 }
 
 impl AsyncCall {
@@ -102,6 +113,19 @@ impl AsyncCall {
     /// The context to build the response with (values in its pool go by reference).
     pub fn ctx(&self) -> &Context {
         &self.ctx
+    }
+
+    /// The metadata the client sent with the call (gRPC's headers; empty if none).
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata.request
+    }
+
+    /// Sets the metadata sent before the call's answer (gRPC's trailers), replacing what was
+    /// set before: it goes out, in one frame, just before the response or the failure status
+    /// the handler's future resolves with. A handler that fails with a [`Status`] carrying
+    /// metadata sends that instead.
+    pub fn set_response_metadata(&self, metadata: Metadata) {
+        *self.metadata.response.borrow_mut() = metadata;
     }
 }
 

@@ -45,10 +45,11 @@ use ferry_transport::{Meta, Received, Transport, TransportError};
 use ferry_wire::Context;
 
 use super::client::{SHM_CHECK, register};
-use super::{AsyncCall, AsyncRequest, AsyncServices};
+use super::{AsyncCall, AsyncRequest, AsyncServices, CallMetadata};
 use crate::conn::{Conn, Frame, Listener, TransportKind};
 use crate::event_loop::LoopConfig;
-use crate::service::Encoded;
+use crate::metadata::Metadata;
+use crate::service::{Encoded, failure_metadata};
 use crate::session::{Event, Server};
 use crate::status::{Code, Status};
 use crate::{Addr, CallId, ServerError};
@@ -298,8 +299,8 @@ struct Session {
     backlog: VecDeque<(Meta, Encoded)>,
     /// The handlers' tasks (dropping the set aborts them).
     handlers: JoinSet<Result<Encoded, Status>>,
-    /// Each handler task's call and method path.
-    tasks: HashMap<Id, (CallId, &'static str)>,
+    /// Each handler task's call, method path and metadata.
+    tasks: HashMap<Id, (CallId, &'static str, Rc<CallMetadata>)>,
     aborts: HashMap<CallId, AbortHandle>,
     /// When the earliest call in progress expires, and its timer.
     deadline: Option<(Instant, Pin<Box<Sleep>>)>,
@@ -479,8 +480,11 @@ impl Session {
                 Ok(())
             }
             Ok(Some(Event::Request {
-                id, method, deadline, ..
-            })) => self.request(frame, id, method, deadline),
+                id,
+                method,
+                deadline,
+                metadata,
+            })) => self.request(frame, id, method, deadline, metadata),
             // The peer broke the protocol: close.
             Err(_) => Err(Closed),
         }
@@ -493,6 +497,7 @@ impl Session {
         id: CallId,
         method: u16,
         deadline: Option<Instant>,
+        metadata: Metadata,
     ) -> Result<(), Closed> {
         let shared = Rc::clone(&self.shared);
         let refused = crate::services::refusal(
@@ -504,11 +509,16 @@ impl Session {
             return self.fail(id, &status);
         }
         let (service, info) = &shared.services.methods[&method];
+        let metadata = Rc::new(CallMetadata {
+            request: metadata,
+            response: RefCell::default(),
+        });
         let call = AsyncCall {
             method,
             id,
             deadline,
             ctx: self.ctx.clone(),
+            metadata: Rc::clone(&metadata),
         };
         let request = AsyncRequest {
             frame,
@@ -523,7 +533,7 @@ impl Session {
         } else {
             self.handlers.spawn_local(future)
         };
-        self.tasks.insert(handle.id(), (id, info.path));
+        self.tasks.insert(handle.id(), (id, info.path, metadata));
         self.aborts.insert(id, handle);
         Ok(())
     }
@@ -534,24 +544,31 @@ impl Session {
             Ok((task, result)) => (task, Ok(result)),
             Err(e) => (e.id(), Err(e)),
         };
-        let Some((id, path)) = self.tasks.remove(&task) else {
+        let Some((id, path, metadata)) = self.tasks.remove(&task) else {
             return Ok(());
         };
         self.aborts.remove(&id);
+        let set = metadata.response.take();
         match result {
-            Ok(Ok(encoded)) => match self.core.respond(id) {
-                Some(meta) => self.transmit(meta, encoded),
-                None => Ok(()),
-            },
-            Ok(Err(status)) => self.fail(id, &status),
+            Ok(Ok(encoded)) => {
+                if let Some((meta, payload)) = self.core.response_metadata(id, &set) {
+                    self.transmit(meta, Encoded::from_vec(payload))?;
+                }
+                match self.core.respond(id) {
+                    Some(meta) => self.transmit(meta, encoded),
+                    None => Ok(()),
+                }
+            }
+            Ok(Err(mut status)) => {
+                let metadata = failure_metadata(&mut status, set);
+                self.fail_with(id, &status, &metadata)
+            }
             // Cancelled, expired or the session is closing: the call already ended.
             Err(e) if e.is_cancelled() => Ok(()),
             Err(e) => {
                 let what = panic_message(e);
-                self.fail(
-                    id,
-                    &Status::new(Code::Internal, format!("{path}: the handler panicked: {what}")),
-                )
+                let status = Status::new(Code::Internal, format!("{path}: the handler panicked: {what}"));
+                self.fail_with(id, &status, &set)
             }
         }
     }
@@ -570,6 +587,15 @@ impl Session {
 
     /// Ends call `id` with `status` (if it is still in progress).
     fn fail(&mut self, id: CallId, status: &Status) -> Result<(), Closed> {
+        self.fail_with(id, status, &Metadata::new())
+    }
+
+    /// Ends call `id` with `status` (if it is still in progress), after its response
+    /// `metadata` (if any).
+    fn fail_with(&mut self, id: CallId, status: &Status, metadata: &Metadata) -> Result<(), Closed> {
+        if let Some((meta, payload)) = self.core.response_metadata(id, metadata) {
+            self.transmit(meta, Encoded::from_vec(payload))?;
+        }
         match self.core.fail(id, status) {
             Some((meta, payload)) => self.transmit(meta, Encoded::from_vec(payload)),
             None => Ok(()),
