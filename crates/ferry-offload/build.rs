@@ -4,8 +4,13 @@
 //! types and tonic code (the reference server and the tonic client) into `OUT_DIR/tonic`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos = ["proto/ferry/offload/description.proto", "proto/ferry/offload/demo.proto"];
+    let protos = [
+        "proto/ferry/offload/description.proto",
+        "proto/ferry/offload/demo.proto",
+    ];
     ferry_build::Config::new()
+        // The tonic-style trait too (`TonicDemo`), for examples/tonic_style.rs.
+        .service_generator(Box::new(ferry_build::RpcGenerator::new().tonic_style(true)))
         .file_descriptor_set_path("demo_descriptors.bin")
         .compile_protos(&protos, &["proto"])?;
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("tonic");

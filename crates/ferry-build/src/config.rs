@@ -256,11 +256,10 @@ impl Config {
             let path = dir.join(path);
             let bytes = pool.encode_to_vec();
             if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
-                std::fs::write(&path, bytes)
-                    .map_err(|source| BuildError::Io {
-                        path: path.display().to_string(),
-                        source,
-                    })?;
+                std::fs::write(&path, bytes).map_err(|source| BuildError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?;
             }
         }
         write_files(&dir, &files)

@@ -16,7 +16,9 @@ use ferry_offload::demo::DemoServer;
 use ferry_offload::demo_host::DemoHost;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "shm:///tmp/ferry-demo.sock".into());
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "shm:///tmp/ferry-demo.sock".into());
     let services = Services::builder()
         .service(DemoServer::new(DemoHost))?
         .service(ferry_offload::host::describe(

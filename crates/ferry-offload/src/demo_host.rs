@@ -4,7 +4,7 @@
 //!
 //! Handlers read validated views in place: no protobuf, no copy of the request. `Echo` answers
 //! with a message that borrows the request where it arrived (its large values go back by
-//! reference), and copies the request's `x-` metadata into its response metadata.
+//! reference); `Echo` and `Fail` copy the request's `x-` metadata into their response metadata.
 
 use std::time::{Duration, Instant};
 
@@ -40,20 +40,34 @@ impl demo::Demo for DemoHost {
     const SLEEP_MODE: Mode = Mode::Background;
 
     fn echo<'a>(&self, call: &Call<'a>, request: demo::KindsView<'a>) -> Result<demo::Kinds<'a>, Status> {
-        let echoed = Metadata::new(); // WIP-METADATA
+        echo_metadata(call)?;
         request.to_message(call.ctx()).map_err(invalid)
     }
 
-    fn fail<'a>(&self, _call: &Call<'a>, request: demo::FailRequestView<'a>) -> Result<demo::Empty<'a>, Status> {
+    fn fail<'a>(
+        &self,
+        call: &Call<'a>,
+        request: demo::FailRequestView<'a>,
+    ) -> Result<demo::Empty<'a>, Status> {
+        echo_metadata(call)?;
         let code = u8::try_from(request.code())
             .ok()
             .and_then(Code::from_u8)
             .filter(|c| *c != Code::Ok)
-            .ok_or_else(|| Status::new(Code::InvalidArgument, format!("no status code {}", request.code())))?;
+            .ok_or_else(|| {
+                Status::new(
+                    Code::InvalidArgument,
+                    format!("no status code {}", request.code()),
+                )
+            })?;
         Err(Status::new(code, request.message().map_err(invalid)?))
     }
 
-    fn sleep<'a>(&self, call: &Call<'a>, request: demo::SleepRequestView<'a>) -> Result<demo::SleepReply<'a>, Status> {
+    fn sleep<'a>(
+        &self,
+        call: &Call<'a>,
+        request: demo::SleepRequestView<'a>,
+    ) -> Result<demo::SleepReply<'a>, Status> {
         let start = Instant::now();
         let budget = call.deadline().map(|d| d.saturating_duration_since(start));
         let until = start + Duration::from_millis(u64::from(request.millis()));
@@ -88,6 +102,18 @@ impl demo::Demo for DemoHost {
         let text = request.text().map_err(invalid)?;
         Ok(ack(call, digest(DIGEST_SEED, text.as_bytes()), text.len()))
     }
+}
+
+/// Copies the request's `x-` metadata into the response's (sent with a failure too).
+fn echo_metadata(call: &Call<'_>) -> Result<(), Status> {
+    let mut echoed = Metadata::new();
+    for (key, value) in call.metadata().iter().filter(|(k, _)| k.starts_with("x-")) {
+        echoed
+            .append(key, value)
+            .map_err(|e| Status::new(Code::Internal, e.to_string()))?;
+    }
+    call.set_response_metadata(echoed);
+    Ok(())
 }
 
 fn ack<'a>(call: &Call<'a>, digest: u64, count: usize) -> demo::Ack<'a> {

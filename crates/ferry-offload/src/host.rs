@@ -94,7 +94,11 @@ impl proto::Host for Describe {
         Ok(d)
     }
 
-    fn ping<'a>(&self, call: &Call<'a>, request: proto::HeartbeatView<'a>) -> Result<proto::Heartbeat<'a>, Status> {
+    fn ping<'a>(
+        &self,
+        call: &Call<'a>,
+        request: proto::HeartbeatView<'a>,
+    ) -> Result<proto::Heartbeat<'a>, Status> {
         let mut h = proto::Heartbeat::new(call.ctx());
         h.set_sequence(request.sequence());
         Ok(h)

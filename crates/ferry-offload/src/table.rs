@@ -145,11 +145,16 @@ impl Table {
     }
 
     /// Builds a table from its parts (what [`from_description`](Self::from_description) read).
-    pub fn new(descriptors: Vec<u8>, services: Vec<String>, methods: &[(String, u32)]) -> Result<Table, TableError> {
+    pub fn new(
+        descriptors: Vec<u8>,
+        services: Vec<String>,
+        methods: &[(String, u32)],
+    ) -> Result<Table, TableError> {
         limit("descriptor set bytes", descriptors.len(), MAX_DESCRIPTORS)?;
         limit("services", services.len(), MAX_SERVICES)?;
         limit("methods", methods.len(), MAX_METHODS)?;
-        let pool = DescriptorPool::decode(&descriptors[..]).map_err(|e| TableError::Descriptors(e.to_string()))?;
+        let pool =
+            DescriptorPool::decode(&descriptors[..]).map_err(|e| TableError::Descriptors(e.to_string()))?;
         for s in &services {
             if pool.get_service_by_name(s).is_none() {
                 return Err(TableError::UnknownService(s.clone()));

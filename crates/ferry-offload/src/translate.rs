@@ -117,7 +117,13 @@ pub fn forwarded(name: &str) -> bool {
         || (name.starts_with("grpc-") && name != "grpc-trace-bin")
         || matches!(
             name,
-            "content-type" | "te" | "content-length" | "connection" | "keep-alive" | "host" | "transfer-encoding"
+            "content-type"
+                | "te"
+                | "content-length"
+                | "connection"
+                | "keep-alive"
+                | "host"
+                | "transfer-encoding"
         ))
 }
 
@@ -131,23 +137,49 @@ mod tests {
         assert_eq!(parse_timeout(b"2H"), Some(Duration::from_secs(7200)));
         assert_eq!(parse_timeout(b"3M"), Some(Duration::from_secs(180)));
         assert_eq!(parse_timeout(b"250m"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_timeout(b"99999999u"), Some(Duration::from_micros(99_999_999)));
+        assert_eq!(
+            parse_timeout(b"99999999u"),
+            Some(Duration::from_micros(99_999_999))
+        );
         assert_eq!(parse_timeout(b"10n"), Some(Duration::from_nanos(10)));
     }
 
     #[test]
     fn malformed_timeouts_are_refused() {
-        for bad in [&b""[..], b"S", b"5", b"5s", b"123456789S", b"-5S", b"5 S", b"\xff5S", b"1.5S"] {
+        for bad in [
+            &b""[..],
+            b"S",
+            b"5",
+            b"5s",
+            b"123456789S",
+            b"-5S",
+            b"5 S",
+            b"\xff5S",
+            b"1.5S",
+        ] {
             assert_eq!(parse_timeout(bad), None, "{bad:?}");
         }
     }
 
     #[test]
     fn grpc_and_http_headers_stay_with_the_engine() {
-        for h in [":path", "content-type", "te", "grpc-timeout", "grpc-encoding", "grpc-accept-encoding"] {
+        for h in [
+            ":path",
+            "content-type",
+            "te",
+            "grpc-timeout",
+            "grpc-encoding",
+            "grpc-accept-encoding",
+        ] {
             assert!(!forwarded(h), "{h}");
         }
-        for h in ["authorization", "x-request-id", "user-agent", "grpc-trace-bin", "tenant-bin"] {
+        for h in [
+            "authorization",
+            "x-request-id",
+            "user-agent",
+            "grpc-trace-bin",
+            "tenant-bin",
+        ] {
             assert!(forwarded(h), "{h}");
         }
     }

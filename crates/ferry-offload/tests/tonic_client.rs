@@ -42,9 +42,13 @@ fn random_requests(n: usize, seed: u64) -> Vec<Vec<u8>> {
 /// prost keeps maps in a `HashMap`, so the reference writes map entries in any order.)
 fn assert_same(got: &[u8], want: &[u8], what: &str) {
     use prost::Message as _;
-    let got = pb::Kinds::decode(got).unwrap_or_else(|e| panic!("{what}: the engine's answer does not decode: {e}"));
+    let got =
+        pb::Kinds::decode(got).unwrap_or_else(|e| panic!("{what}: the engine's answer does not decode: {e}"));
     let want = pb::Kinds::decode(want).expect("the reference's answer decodes");
-    assert!(got == want, "{what}: the engine's answer differs from the reference server's:\n{got:?}\n{want:?}");
+    assert!(
+        got == want,
+        "{what}: the engine's answer differs from the reference server's:\n{got:?}\n{want:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,7 +62,9 @@ async fn every_field_kind_round_trips_as_the_reference_server_answers() {
     let mut big = 0;
     for (i, body) in requests.into_iter().enumerate() {
         big += usize::from(body.len() > 4096);
-        let want = call_raw(&direct, ECHO, body.clone(), &[], None).await.expect("reference answers");
+        let want = call_raw(&direct, ECHO, body.clone(), &[], None)
+            .await
+            .expect("reference answers");
         let got = call_raw(&through_engine, ECHO, body.clone(), &[], None)
             .await
             .unwrap_or_else(|s| panic!("request {i} ({} bytes): {s:?}", body.len()));
@@ -89,16 +95,27 @@ async fn the_generated_tonic_client_works_unchanged() {
         text: "x".repeat(8000),
     };
     assert_eq!(
-        client.send_small(small.clone()).await.expect("small").into_inner(),
+        client
+            .send_small(small.clone())
+            .await
+            .expect("small")
+            .into_inner(),
         reference.send_small(small).await.expect("small").into_inner()
     );
     assert_eq!(
         client.send_ints(ints.clone()).await.expect("ints").into_inner(),
         reference.send_ints(ints).await.expect("ints").into_inner()
     );
-    let ack = client.send_chars(chars.clone()).await.expect("chars").into_inner();
+    let ack = client
+        .send_chars(chars.clone())
+        .await
+        .expect("chars")
+        .into_inner();
     assert_eq!(ack.count, 8000);
-    assert_eq!(ack, reference.send_chars(chars).await.expect("chars").into_inner());
+    assert_eq!(
+        ack,
+        reference.send_chars(chars).await.expect("chars").into_inner()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,23 +125,36 @@ async fn statuses_deadlines_and_metadata_pass_through() {
     let engine = engine(&host, 1);
     let mut client = pb::demo_client::DemoClient::new(channel(engine.local_addr()).await);
 
-    // A handler's status, code and message.
-    let status = client
-        .fail(pb::FailRequest {
-            code: 5,
-            message: "no such thing".into(),
-        })
-        .await
-        .expect_err("fails");
+    // A handler's status, code, message and metadata (Fail echoes x- metadata as trailers).
+    let mut request = tonic::Request::new(pb::FailRequest {
+        code: 5,
+        message: "no such thing".into(),
+    });
+    request
+        .metadata_mut()
+        .insert("x-tenant", "green".parse().unwrap());
+    let status = client.fail(request).await.expect_err("fails");
     assert_eq!(status.code(), tonic::Code::NotFound);
     assert_eq!(status.message(), "no such thing");
+    assert_eq!(status.metadata().get("x-tenant").unwrap(), "green");
 
     // grpc-timeout reaches the host: the handler sees the budget the client gave.
     let mut request = tonic::Request::new(pb::SleepRequest { millis: 1 });
     request.set_timeout(Duration::from_secs(10));
-    let budget = client.sleep(request).await.expect("within the deadline").into_inner().budget_millis;
-    assert!((8_000..=10_000).contains(&budget), "the host saw a budget of {budget} ms");
-    let none = client.sleep(pb::SleepRequest { millis: 1 }).await.expect("no deadline");
+    let budget = client
+        .sleep(request)
+        .await
+        .expect("within the deadline")
+        .into_inner()
+        .budget_millis;
+    assert!(
+        (8_000..=10_000).contains(&budget),
+        "the host saw a budget of {budget} ms"
+    );
+    let none = client
+        .sleep(pb::SleepRequest { millis: 1 })
+        .await
+        .expect("no deadline");
     assert_eq!(none.into_inner().budget_millis, 0);
     // A call past its deadline ends then, not when the handler would have answered.
     let mut request = tonic::Request::new(pb::SleepRequest { millis: 3000 });
@@ -133,10 +163,17 @@ async fn statuses_deadlines_and_metadata_pass_through() {
     let status = client.sleep(request).await.expect_err("deadline");
     // The engine's DEADLINE_EXCEEDED, or tonic's own timer when it fires first.
     assert!(
-        matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled),
+        matches!(
+            status.code(),
+            tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+        ),
         "{status:?}"
     );
-    assert!(start.elapsed() < Duration::from_millis(2500), "took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_millis(2500),
+        "took {:?}",
+        start.elapsed()
+    );
 
     // Metadata both ways: Echo copies the request's x- metadata into its response.
     let mut request = tonic::Request::new(pb::Kinds::default());
@@ -145,11 +182,19 @@ async fn statuses_deadlines_and_metadata_pass_through() {
         "x-trace-bin",
         tonic::metadata::MetadataValue::from_bytes(&[0, 1, 2, 255]),
     );
-    request.metadata_mut().insert("other", "not echoed".parse().unwrap());
+    request
+        .metadata_mut()
+        .insert("other", "not echoed".parse().unwrap());
     let response = client.echo(request).await.expect("echo");
     assert_eq!(response.metadata().get("x-tenant").unwrap(), "blue");
     assert_eq!(
-        response.metadata().get_bin("x-trace-bin").unwrap().to_bytes().unwrap().as_ref(),
+        response
+            .metadata()
+            .get_bin("x-trace-bin")
+            .unwrap()
+            .to_bytes()
+            .unwrap()
+            .as_ref(),
         &[0, 1, 2, 255]
     );
     assert!(response.metadata().get("other").is_none());
@@ -171,13 +216,29 @@ async fn statuses_deadlines_and_metadata_pass_through() {
 fn malformed() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     vec![
         ("a truncated varint", vec![0x08, 0x80], "field 1 (f_int32)"),
-        ("a length past the end", vec![0x7a, 0x05, b'a'], "field 15 (f_string)"),
-        ("a string that is not UTF-8", vec![0x7a, 0x02, 0xc3, 0x28], "field 15 (f_string)"),
-        ("a varint longer than 10 bytes", [vec![0x10], vec![0xff; 11]].concat(), "field 2 (f_int64)"),
+        (
+            "a length past the end",
+            vec![0x7a, 0x05, b'a'],
+            "field 15 (f_string)",
+        ),
+        (
+            "a string that is not UTF-8",
+            vec![0x7a, 0x02, 0xc3, 0x28],
+            "field 15 (f_string)",
+        ),
+        (
+            "a varint longer than 10 bytes",
+            [vec![0x10], vec![0xff; 11]].concat(),
+            "field 2 (f_int64)",
+        ),
         ("field number 0", vec![0x00, 0x01], "byte 0"),
         ("wire type 7", vec![0x0f], "invalid tag"),
         ("a fixed64 as a varint", vec![0x40, 0x01], "field 8 (f_fixed64)"),
-        ("a nested string that is not UTF-8", vec![0x8a, 0x01, 0x03, 0x0a, 0x01, 0xff], "field 1 (label)"),
+        (
+            "a nested string that is not UTF-8",
+            vec![0x8a, 0x01, 0x03, 0x0a, 0x01, 0xff],
+            "field 1 (label)",
+        ),
     ]
 }
 
@@ -190,7 +251,11 @@ async fn malformed_and_oversized_requests_are_refused_and_the_engine_goes_on() {
     for (what, body, names) in malformed() {
         let status = call_raw(&chan, ECHO, body, &[], None).await.expect_err(what);
         assert_eq!(status.code(), tonic::Code::InvalidArgument, "{what}: {status:?}");
-        assert!(status.message().contains(names), "{what}: {:?} does not name {names}", status.message());
+        assert!(
+            status.message().contains(names),
+            "{what}: {:?} does not name {names}",
+            status.message()
+        );
     }
     // Seeded corruptions of valid requests: each is refused as INVALID_ARGUMENT or, when the
     // corruption still decodes, answered exactly as the reference server answers it.
@@ -207,11 +272,17 @@ async fn malformed_and_oversized_requests_are_refused_and_the_engine_goes_on() {
         }
         match call_raw(&chan, ECHO, body.clone(), &[], None).await {
             Ok((got, _)) => {
-                let want = call_raw(&direct, ECHO, body, &[], None).await.expect("reference decodes it too");
+                let want = call_raw(&direct, ECHO, body, &[], None)
+                    .await
+                    .expect("reference decodes it too");
                 assert_same(&got, &want.0, &format!("corruption {i}"));
             }
             Err(status) => {
-                assert_eq!(status.code(), tonic::Code::InvalidArgument, "corruption {i}: {status:?}");
+                assert_eq!(
+                    status.code(),
+                    tonic::Code::InvalidArgument,
+                    "corruption {i}: {status:?}"
+                );
                 refused += 1;
             }
         }
@@ -223,7 +294,9 @@ async fn malformed_and_oversized_requests_are_refused_and_the_engine_goes_on() {
         .expect_err("oversized");
     assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
     // Still serving, on the same connection.
-    let (answer, _) = call_raw(&chan, ECHO, vec![0x08, 0x01], &[], None).await.expect("serves");
+    let (answer, _) = call_raw(&chan, ECHO, vec![0x08, 0x01], &[], None)
+        .await
+        .expect("serves");
     assert_eq!(answer, vec![0x08, 0x01]);
 }
 
@@ -240,7 +313,11 @@ async fn many_grpc_connections_share_two_sessions() {
             for i in 0..50u32 {
                 let values: Vec<u32> = (0..c + i).collect();
                 let sum = values.iter().map(|&v| u64::from(v)).sum::<u64>();
-                let ack = client.send_ints(pb::Ints { values }).await.expect("ints").into_inner();
+                let ack = client
+                    .send_ints(pb::Ints { values })
+                    .await
+                    .expect("ints")
+                    .into_inner();
                 assert_eq!((ack.digest, ack.count), (sum, c + i));
             }
         }));
@@ -252,9 +329,9 @@ async fn many_grpc_connections_share_two_sessions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_host_gives_unavailable_and_its_return_restores_service() {
+    use tonic_health::pb::HealthCheckRequest;
     use tonic_health::pb::health_check_response::ServingStatus;
     use tonic_health::pb::health_client::HealthClient;
-    use tonic_health::pb::HealthCheckRequest;
 
     let dir = dir();
     let mut host = Host::start(&dir);
@@ -266,16 +343,31 @@ async fn a_lost_host_gives_unavailable_and_its_return_restores_service() {
         service: "ferry.offload.demo.Demo".into(),
     };
     assert_eq!(
-        health.check(check.clone()).await.expect("health").into_inner().status,
+        health
+            .check(check.clone())
+            .await
+            .expect("health")
+            .into_inner()
+            .status,
         ServingStatus::Serving as i32
     );
     client.send_ints(pb::Ints { values: vec![1] }).await.expect("up");
 
     host.stop();
-    let status = client.send_ints(pb::Ints { values: vec![1] }).await.expect_err("host gone");
+    let status = client
+        .send_ints(pb::Ints { values: vec![1] })
+        .await
+        .expect_err("host gone");
     assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while health.check(check.clone()).await.expect("health").into_inner().status != ServingStatus::NotServing as i32 {
+    while health
+        .check(check.clone())
+        .await
+        .expect("health")
+        .into_inner()
+        .status
+        != ServingStatus::NotServing as i32
+    {
         assert!(Instant::now() < deadline, "health never said NOT_SERVING");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -31,6 +31,7 @@
 
 mod addr;
 mod channel;
+pub mod compat;
 mod conn;
 mod event_loop;
 #[doc(hidden)]

@@ -1373,7 +1373,11 @@ impl Gen<'_, '_> {
         visits.sort_by_key(|(n, _)| *n);
         // A message without fields visits nothing: its visitor is unused (named `_v`, so that
         // generated code compiles without warnings).
-        let visitor = if visits.is_empty() { format_ident!("_v") } else { format_ident!("v") };
+        let visitor = if visits.is_empty() {
+            format_ident!("_v")
+        } else {
+            format_ident!("v")
+        };
         let visits = visits.into_iter().map(|(_, t)| t);
         encodes.sort_by_key(|e| e.num);
         let direct = direct_encoder(w, &encodes);

@@ -137,8 +137,14 @@ impl<'c> Context<'c> {
                 for s in f.services() {
                     let stem = camel(s.name()).trim_end_matches('_').to_string();
                     let stem = types.claim_set(&stem, "", |b| service_items(b).to_vec());
-                    let [server_trait, server, async_server_trait, async_server, client, tonic_trait] =
-                        service_items(&stem);
+                    let [
+                        server_trait,
+                        server,
+                        async_server_trait,
+                        async_server,
+                        client,
+                        tonic_trait,
+                    ] = service_items(&stem);
                     ctx.service_names.insert(
                         s.full_name().to_string(),
                         ServiceNames {

@@ -552,7 +552,8 @@ fn tonic_style(service: &Service) -> TokenStream {
     let rt = tokens(&service.runtime);
     let rpc = quote!(#rt::rpc);
     let r = &service.rust;
-    let (sync_trait, server, tonic_trait) = (tokens(&r.server_trait), tokens(&r.server), tokens(&r.tonic_trait));
+    let (sync_trait, server, tonic_trait) =
+        (tokens(&r.server_trait), tokens(&r.server), tokens(&r.tonic_trait));
     let t = type_param(service);
     let result = quote!(::core::result::Result);
     let mut consts = Scope::default();
@@ -560,7 +561,10 @@ fn tonic_style(service: &Service) -> TokenStream {
     let mut adapters = Vec::new();
     for m in &service.methods {
         let func = tokens(&m.rust_name);
-        let mode = tokens(&consts.claim(&format!("{}_MODE", shouty(m.rust_name.trim_start_matches("r#"))), "_"));
+        let mode = tokens(&consts.claim(
+            &format!("{}_MODE", shouty(m.rust_name.trim_start_matches("r#"))),
+            "_",
+        ));
         let (input_view, output) = (tokens(&m.input_rust_view), tokens(&m.output_rust_type));
         let docs = doc(&m.comments, &format!("Handles `{}`.", m.path));
         items.push(quote! {

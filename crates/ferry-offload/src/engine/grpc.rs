@@ -12,7 +12,7 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes};
-use ferry::rpc::Metadata;
+use ferry::rpc::{Metadata, Status};
 use tokio::sync::{mpsc, oneshot};
 use tonic::body::Body;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -49,7 +49,10 @@ impl tower_service::Service<http::Request<axum::body::Body>> for Gateway {
 impl Gateway {
     async fn handle(self, req: http::Request<Body>) -> http::Response<Body> {
         let Some(route) = self.table.route(req.uri().path()).cloned() else {
-            return failure(tonic::Code::Unimplemented, format!("no method {}", req.uri().path()));
+            return failure(
+                tonic::Code::Unimplemented,
+                format!("no method {}", req.uri().path()),
+            );
         };
         if route.streaming {
             return failure(
@@ -102,24 +105,26 @@ fn failure(code: tonic::Code, message: String) -> http::Response<Body> {
     tonic::Status::new(code, message).into_http()
 }
 
-/// The request headers the host sees, as Ferry call metadata.
+/// The request headers the host sees, as Ferry call metadata (`-bin` values decoded from
+/// their base64 form: the host gets the bytes).
 fn request_metadata(headers: &http::HeaderMap) -> Result<Metadata, String> {
+    use tonic::metadata::KeyAndValueRef;
     let mut m = Metadata::new();
-    for (name, value) in headers {
-        let name = name.as_str();
-        if !forwarded(name) {
-            continue;
-        }
-        // Binary values travel base64-encoded in HTTP/2; the host gets the bytes.
-        let value = if name.ends_with("-bin") {
-            MetadataValue::<tonic::metadata::Binary>::from_bytes(value.as_bytes())
-                .to_bytes()
-                .map_err(|e| format!("metadata {name}: {e}"))?
-                .to_vec()
-        } else {
-            value.as_bytes().to_vec()
+    let map = tonic::metadata::MetadataMap::from_headers(headers.clone());
+    for entry in map.iter() {
+        let (name, value) = match entry {
+            KeyAndValueRef::Ascii(k, v) => (k.as_str(), v.as_bytes().to_vec()),
+            KeyAndValueRef::Binary(k, v) => (
+                k.as_str(),
+                v.to_bytes()
+                    .map_err(|e| format!("metadata {}: {e}", k.as_str()))?
+                    .to_vec(),
+            ),
         };
-        m.append(name, value).map_err(|e| format!("metadata {name}: {e}"))?;
+        if forwarded(name) {
+            m.append(name, value)
+                .map_err(|e| format!("metadata {name}: {e}"))?;
+        }
     }
     Ok(m)
 }
@@ -155,19 +160,29 @@ impl tonic::server::UnaryService<Bytes> for Unary {
             let answer = answer
                 .await
                 .map_err(|_| tonic::Status::unavailable("the engine dropped the call"))?;
-            answer.map(response).map_err(|s| {
-                tonic::Status::new(tonic::Code::from_i32(i32::from(s.code as u8)), s.message)
-            })
+            answer.map(response).map_err(failed)
         })
     }
 }
 
-/// The gRPC response of the host's answer: the message and the host's metadata (entries that
-/// are not valid HTTP/2 header values are left out).
+/// The gRPC response of the host's answer: the message and the host's metadata.
 fn response(answer: Answer) -> tonic::Response<Bytes> {
     let mut r = tonic::Response::new(Bytes::from(answer.body));
-    let md = r.metadata_mut();
-    for (key, value) in answer.metadata.iter() {
+    *r.metadata_mut() = grpc_metadata(&answer.metadata);
+    r
+}
+
+/// The gRPC status of a failed call, with the metadata the host sent with it (trailers).
+fn failed(status: Status) -> tonic::Status {
+    let code = tonic::Code::from_i32(i32::from(status.code as u8));
+    tonic::Status::with_metadata(code, status.message, grpc_metadata(&status.metadata))
+}
+
+/// The host's metadata as gRPC metadata (`-bin` values base64-encoded again). Entries that
+/// are not valid HTTP/2 header values are left out.
+fn grpc_metadata(metadata: &Metadata) -> tonic::metadata::MetadataMap {
+    let mut md = tonic::metadata::MetadataMap::new();
+    for (key, value) in metadata.iter() {
         if key.ends_with("-bin") {
             if let Ok(k) = MetadataKey::from_bytes(key.as_bytes()) {
                 md.append_bin(k, MetadataValue::from_bytes(value));
@@ -179,7 +194,7 @@ fn response(answer: Answer) -> tonic::Response<Bytes> {
             md.append(k, v);
         }
     }
-    r
+    md
 }
 
 /// A tonic codec of raw bytes: gRPC messages as they are on the wire. The engine decodes them

@@ -33,7 +33,6 @@ use prost::Message as _;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::StreamExt as _;
 
-
 /// How to run an engine.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -160,7 +159,10 @@ impl Engine {
                     .build()
                     .map_err(EngineError::Thread)?;
                 let local = tokio::task::LocalSet::new();
-                local.block_on(&rt, run(config, listener, gateway_jobs, jobs_rx, ready_tx, stop_rx))
+                local.block_on(
+                    &rt,
+                    run(config, listener, gateway_jobs, jobs_rx, ready_tx, stop_rx),
+                )
             })
             .map_err(EngineError::Thread)?;
         Ok(Engine {

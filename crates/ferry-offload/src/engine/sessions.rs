@@ -112,14 +112,23 @@ async fn connect(config: &EngineConfig) -> Result<(Rc<AsyncChannel>, Table), Sta
             },
         )
         .await?;
-    let table = Table::from_description(&response.view()?)
-        .map_err(|e| Status::new(Code::FailedPrecondition, format!("the host's description table: {e}")))?;
+    let table = Table::from_description(&response.view()?).map_err(|e| {
+        Status::new(
+            Code::FailedPrecondition,
+            format!("the host's description table: {e}"),
+        )
+    })?;
     Ok((Rc::new(chan), table))
 }
 
 impl Hosts {
     /// The sessions, the first already connected; the others connect in the background.
-    pub(crate) fn new(config: EngineConfig, first: Rc<AsyncChannel>, table: Arc<Table>, health: HealthReporter) -> Rc<Hosts> {
+    pub(crate) fn new(
+        config: EngineConfig,
+        first: Rc<AsyncChannel>,
+        table: Arc<Table>,
+        health: HealthReporter,
+    ) -> Rc<Hosts> {
         let window = config.channel.client.window;
         let sessions = (0..config.sessions.max(1))
             .map(|_| {
@@ -252,7 +261,10 @@ impl Hosts {
         metadata: Metadata,
     ) -> Result<Answer, Status> {
         let Some((session, chan)) = self.pick() else {
-            return Err(Status::new(Code::Unavailable, "no host is connected to the engine"));
+            return Err(Status::new(
+                Code::Unavailable,
+                "no host is connected to the engine",
+            ));
         };
         let _permit = session
             .window

@@ -22,31 +22,30 @@ pub mod pb {
 pub struct Host {
     pub addr: String,
     server: Option<Server>,
+    services: fn() -> Services,
 }
 
 impl Host {
-    /// Starts a host at a fresh address.
+    /// Starts a host of [`DemoHost`] at a fresh address.
     pub fn start(dir: &tempfile::TempDir) -> Host {
+        Host::start_with(dir, || demo_services(DemoServer::new(DemoHost)))
+    }
+
+    /// Starts a host of the services `services` makes.
+    pub fn start_with(dir: &tempfile::TempDir, services: fn() -> Services) -> Host {
         let addr = format!("shm://{}", dir.path().join("host.sock").display());
-        let mut host = Host { addr, server: None };
+        let mut host = Host {
+            addr,
+            server: None,
+            services,
+        };
         host.restart();
         host
     }
 
     /// Starts the server again at the same address (after [`stop`](Self::stop)).
     pub fn restart(&mut self) {
-        let services = Services::builder()
-            .service(DemoServer::new(DemoHost))
-            .expect("demo service")
-            .service(
-                ferry_offload::host::describe(ferry_offload::DEMO_DESCRIPTORS, &["ferry.offload.demo.Demo"])
-                    .expect("the demo table"),
-            )
-            .expect("host service")
-            .workers(1)
-            .build()
-            .expect("services");
-        let server = Server::builder(services)
+        let server = Server::builder((self.services)())
             .listen(&self.addr)
             .loops(1)
             .start()
@@ -60,6 +59,21 @@ impl Host {
             s.shutdown(Duration::from_millis(100));
         }
     }
+}
+
+/// `demo` (an implementation of the demo service) and the host service describing it.
+pub fn demo_services(demo: impl ferry::rpc::Service) -> Services {
+    Services::builder()
+        .service(demo)
+        .expect("demo service")
+        .service(
+            ferry_offload::host::describe(ferry_offload::DEMO_DESCRIPTORS, &["ferry.offload.demo.Demo"])
+                .expect("the demo table"),
+        )
+        .expect("host service")
+        .workers(1)
+        .build()
+        .expect("services")
 }
 
 impl Drop for Host {
@@ -77,7 +91,9 @@ pub fn engine(host: &Host, sessions: usize) -> Engine {
     config.heartbeat = Duration::from_millis(200);
     config.retry = Duration::from_millis(50);
     let engine = Engine::start(config).expect("engine starts");
-    engine.wait_ready(Duration::from_secs(20)).expect("engine gets the table");
+    engine
+        .wait_ready(Duration::from_secs(20))
+        .expect("engine gets the table");
     engine
 }
 
@@ -92,13 +108,22 @@ pub struct Reference;
 
 #[tonic::async_trait]
 impl pb::demo_server::Demo for Reference {
-    async fn echo(&self, request: tonic::Request<pb::Kinds>) -> Result<tonic::Response<pb::Kinds>, tonic::Status> {
+    async fn echo(
+        &self,
+        request: tonic::Request<pb::Kinds>,
+    ) -> Result<tonic::Response<pb::Kinds>, tonic::Status> {
         Ok(tonic::Response::new(request.into_inner()))
     }
 
-    async fn fail(&self, request: tonic::Request<pb::FailRequest>) -> Result<tonic::Response<pb::Empty>, tonic::Status> {
+    async fn fail(
+        &self,
+        request: tonic::Request<pb::FailRequest>,
+    ) -> Result<tonic::Response<pb::Empty>, tonic::Status> {
         let r = request.into_inner();
-        Err(tonic::Status::new(tonic::Code::from_i32(r.code as i32), r.message))
+        Err(tonic::Status::new(
+            tonic::Code::from_i32(r.code as i32),
+            r.message,
+        ))
     }
 
     async fn sleep(
@@ -109,7 +134,10 @@ impl pb::demo_server::Demo for Reference {
         Ok(tonic::Response::new(pb::SleepReply { budget_millis: 0 }))
     }
 
-    async fn send_small(&self, request: tonic::Request<pb::Small>) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
+    async fn send_small(
+        &self,
+        request: tonic::Request<pb::Small>,
+    ) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
         let r = request.into_inner();
         let mut h = digest(DIGEST_SEED, &r.id.to_le_bytes());
         h = digest(h, &r.timestamp.to_le_bytes());
@@ -119,7 +147,10 @@ impl pb::demo_server::Demo for Reference {
         Ok(tonic::Response::new(pb::Ack { digest: h, count: 1 }))
     }
 
-    async fn send_ints(&self, request: tonic::Request<pb::Ints>) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
+    async fn send_ints(
+        &self,
+        request: tonic::Request<pb::Ints>,
+    ) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
         let r = request.into_inner();
         let sum = r.values.iter().fold(0u64, |s, &v| s.wrapping_add(u64::from(v)));
         Ok(tonic::Response::new(pb::Ack {
@@ -128,7 +159,10 @@ impl pb::demo_server::Demo for Reference {
         }))
     }
 
-    async fn send_chars(&self, request: tonic::Request<pb::Chars>) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
+    async fn send_chars(
+        &self,
+        request: tonic::Request<pb::Chars>,
+    ) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
         let r = request.into_inner();
         Ok(tonic::Response::new(pb::Ack {
             digest: digest(DIGEST_SEED, r.text.as_bytes()),
@@ -179,7 +213,9 @@ pub async fn call_raw(
     timeout: Option<Duration>,
 ) -> Result<(Vec<u8>, tonic::metadata::MetadataMap), tonic::Status> {
     let mut grpc = tonic::client::Grpc::new(channel.clone());
-    grpc.ready().await.map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+    grpc.ready()
+        .await
+        .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
     let mut request = tonic::Request::new(Bytes::from(body));
     for (k, v) in metadata {
         request.metadata_mut().insert(*k, v.parse().expect("ascii"));
