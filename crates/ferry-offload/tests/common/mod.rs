@@ -14,6 +14,7 @@ use ferry_offload::demo_host::{DIGEST_SEED, DemoHost, digest};
 use ferry_offload::engine::{Engine, EngineConfig, RawCodec};
 
 /// The demo service's prost types and tonic code.
+#[allow(clippy::all)]
 pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/tonic/ferry.offload.demo.rs"));
 }
