@@ -19,7 +19,6 @@
 //! ```
 
 use ferry::rpc::{Call, Code, Status};
-use prost_reflect::DescriptorPool;
 
 use crate::generated::ferry::offload as proto;
 use crate::table::{Table, TableError};
@@ -44,7 +43,7 @@ pub struct Describe {
 /// method id (`ferry::transport::method_id` of its path, the id the generated server registers).
 /// The table is validated here, as the engine will validate it.
 pub fn describe(descriptors: &[u8], services: &[&str]) -> Result<HostService, TableError> {
-    let pool = DescriptorPool::decode(descriptors).map_err(|e| TableError::Descriptors(e.to_string()))?;
+    let pool = crate::table::decode_descriptors(descriptors)?;
     let mut methods = Vec::new();
     for name in services {
         let service = pool
