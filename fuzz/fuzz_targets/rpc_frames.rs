@@ -2,16 +2,19 @@
 //!
 //! The input is a sequence of frames, each: a byte choosing the receiving side (client or
 //! server) and how far time moves, the method (2 bytes), the flags, the call id (one byte: ids
-//! collide often), and a raw payload (a length byte, 255 meaning a Ferry message). The client
-//! has started a few calls first, so answers find calls. Whatever arrives, neither side may
-//! panic, every frame is accepted or refused with a typed error (after which that side stops,
-//! as its driver would close), and the server never holds more calls than its limit.
+//! collide often), and a raw payload (a length byte, 255 meaning a Ferry message and 254 a long
+//! payload whose u16 LE length follows, so metadata can reach its limits). The client has
+//! started a few calls first, so answers find calls. Whatever arrives, neither side may panic,
+//! every frame is accepted or refused with a typed error (after which that side stops, as its
+//! driver would close), and the server never holds more calls than its limit. A metadata
+//! payload that `parse` accepts is within the limits, and re-encodes to the same bytes.
 #![no_main]
 
 use std::time::{Duration, Instant};
 
 use ferry::transport::Meta;
 use ferry_rpc::session::{Client, ClientConfig, Server, ServerConfig};
+use ferry_rpc::wire::{self, Frame, MAX_METADATA_BYTES, MAX_METADATA_ENTRIES};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -25,11 +28,17 @@ fuzz_target!(|data: &[u8]| {
     let (mut client_open, mut server_open) = (true, true);
     let mut rest = data;
     while let [side, m0, m1, flags, id, len, tail @ ..] = rest {
-        let raw_len = usize::from(*len);
-        let (raw, tail) = if raw_len == 255 {
+        let (raw_len, tail) = match (*len, tail) {
+            (254, [l0, l1, tail @ ..]) => (usize::from(u16::from_le_bytes([*l0, *l1])), tail),
+            (254, _) => break,
+            (len, tail) => (usize::from(len), tail),
+        };
+        let (raw, tail) = if *len == 255 {
             (None, tail)
         } else {
-            let Some((raw, tail)) = tail.split_at_checked(raw_len) else { break };
+            let Some((raw, tail)) = tail.split_at_checked(raw_len) else {
+                break;
+            };
             (Some(raw), tail)
         };
         rest = tail;
@@ -39,6 +48,17 @@ fuzz_target!(|data: &[u8]| {
             flags: *flags,
             request_id: u64::from(*id),
         };
+        if let Ok(Frame::Metadata { metadata, .. } | Frame::ResponseMetadata { metadata, .. }) =
+            wire::parse(meta, raw)
+        {
+            assert!(metadata.len() <= MAX_METADATA_ENTRIES);
+            assert!(metadata.encoded_len() <= MAX_METADATA_BYTES);
+            assert_eq!(
+                Some(&metadata.encode()[..]),
+                raw,
+                "metadata re-encodes as it came"
+            );
+        }
         if side & 1 == 0 {
             if client_open {
                 client_open = client.on_frame(meta, raw).is_ok();

@@ -21,8 +21,15 @@
 //! ```
 //!
 //! Frames ride on any Ferry transport: a call's request and response are Ferry messages, and
-//! the few control frames (deadline, cancel, status) are small raw payloads. Calls complete in
-//! any order.
+//! the few control frames (deadline, metadata, cancel, status) are small raw payloads. Calls
+//! complete in any order.
+//!
+//! Calls carry [`Metadata`] both ways (gRPC's headers and trailers, for a gateway to pass
+//! through): a client sends it with [`CallOptions`] (`call_with`, which also overrides the
+//! channel's timeout for the call), a handler reads it with [`Call::metadata`] and answers
+//! with [`Call::set_response_metadata`], and the client reads that with
+//! [`Response::metadata`] (or [`Status::metadata`] when the call fails). The event loop's own
+//! client calls (continuations) send none and drop what comes back.
 //!
 //! What it is not: streaming RPCs (the generator refuses them, naming the method), TLS, a
 //! load balancer or name resolver.

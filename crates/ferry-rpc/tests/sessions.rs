@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use ferry_rpc::session::{Client, ClientConfig, Event, Outcome, Server, ServerConfig};
-use ferry_rpc::{CallId, Code, Status, wire};
+use ferry_rpc::{CallId, Code, Metadata, MetadataError, RpcError, Status, wire};
 use ferry_transport::Meta;
 use proptest::prelude::*;
 
@@ -348,4 +348,229 @@ fn bad_frames_are_typed_errors() {
     };
     let got = client.on_frame(answer, Some(&payload)).unwrap();
     assert!(matches!(got, Some(Outcome::Failed { status, .. }) if status.code == Code::Internal));
+}
+
+fn metadata(entries: &[(&str, &[u8])]) -> Metadata {
+    let mut md = Metadata::new();
+    for (k, v) in entries {
+        md.append(k, *v).expect("valid");
+    }
+    md
+}
+
+/// The frames the client sends to start a call with `md`, in order.
+fn start_frames(client: &mut Client, method: u16, timeout: Option<Duration>, md: &Metadata) -> Vec<Frame> {
+    let start = client.start(method, timeout, Instant::now()).expect("room");
+    let mut out: Vec<Frame> = Vec::new();
+    if let Some((meta, budget)) = start.deadline {
+        out.push((meta, Some(budget.to_vec())));
+    }
+    if let Some((meta, payload)) = start.metadata_frame(md) {
+        out.push((meta, Some(payload)));
+    }
+    out.push((start.request, None));
+    out
+}
+
+#[test]
+fn request_metadata_reaches_the_request_event() {
+    let now = Instant::now();
+    let mut client = Client::new(ClientConfig::default());
+    let mut server = Server::new(ServerConfig::default());
+    let md = metadata(&[("x-user", b"ann"), ("trace-bin", &[0, 255])]);
+    let frames = start_frames(&mut client, 9, Some(Duration::from_secs(5)), &md);
+    assert_eq!(
+        frames.iter().map(|(m, _)| m.flags).collect::<Vec<_>>(),
+        [wire::DEADLINE, wire::METADATA, 0],
+        "deadline, metadata, request"
+    );
+    let mut events = Vec::new();
+    for (meta, raw) in &frames {
+        events.push(server.on_frame(*meta, raw.as_deref(), now).expect("valid"));
+    }
+    assert_eq!(events[..2], [None, None]);
+    match events.pop().flatten() {
+        Some(Event::Request {
+            id,
+            method: 9,
+            deadline: Some(_),
+            metadata,
+        }) => {
+            assert_eq!(id, CallId(0));
+            assert_eq!(metadata, md);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A call without metadata sends no metadata frame, and its request has none.
+    let frames = start_frames(&mut client, 9, None, &Metadata::new());
+    assert_eq!(frames.len(), 1);
+    match server.on_frame(frames[0].0, None, now).expect("valid") {
+        Some(Event::Request { metadata, .. }) => assert!(metadata.is_empty()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn response_metadata_comes_with_the_outcome() {
+    let now = Instant::now();
+    let mut client = Client::new(ClientConfig::default());
+    let mut server = Server::new(ServerConfig::default());
+    for (meta, raw) in start_frames(&mut client, 4, None, &Metadata::new())
+        .into_iter()
+        .chain(start_frames(&mut client, 4, None, &Metadata::new()))
+    {
+        server.on_frame(meta, raw.as_deref(), now).expect("valid");
+    }
+    let trailers = metadata(&[("x-cost", b"3")]);
+    // Call 0 answers with a response, call 1 with a status; both after metadata.
+    let (md0, p0) = server
+        .response_metadata(CallId(0), &trailers)
+        .expect("in progress");
+    assert_eq!(md0.flags, wire::RESPONSE | wire::METADATA);
+    assert_eq!(
+        server.response_metadata(CallId(0), &trailers),
+        None,
+        "one per call"
+    );
+    assert_eq!(
+        server.response_metadata(CallId(1), &Metadata::new()),
+        None,
+        "none if empty"
+    );
+    let r0 = server.respond(CallId(0)).expect("in progress");
+    let (md1, p1) = server
+        .response_metadata(CallId(1), &trailers)
+        .expect("in progress");
+    let (r1, s1) = server
+        .fail(CallId(1), &Status::new(Code::NotFound, "gone"))
+        .expect("in progress");
+    assert_eq!(server.response_metadata(CallId(1), &trailers), None, "ended");
+
+    assert_eq!(client.on_frame(md0, Some(&p0)), Ok(None));
+    assert_eq!(
+        client.on_frame(r0, None),
+        Ok(Some(Outcome::Response {
+            id: CallId(0),
+            method: 4,
+            metadata: trailers.clone()
+        }))
+    );
+    assert_eq!(client.on_frame(md1, Some(&p1)), Ok(None));
+    match client.on_frame(r1, Some(&s1)) {
+        Ok(Some(Outcome::Failed { status, .. })) => {
+            assert_eq!(status.code, Code::NotFound);
+            assert_eq!(status.metadata, trailers);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Metadata for a call that ended here is dropped, as its answer would be.
+    assert_eq!(client.on_frame(md0, Some(&p0)), Ok(None));
+    // A second metadata frame for a call in flight breaks the protocol.
+    let id = client.start(4, None, now).unwrap().id;
+    let md = Meta {
+        request_id: id.0,
+        ..md0
+    };
+    assert_eq!(client.on_frame(md, Some(&p0)), Ok(None));
+    assert!(matches!(
+        client.on_frame(md, Some(&p0)),
+        Err(RpcError::DuplicateMetadata { id: 2, .. })
+    ));
+}
+
+#[test]
+fn duplicate_request_metadata_is_a_protocol_error() {
+    let now = Instant::now();
+    let md = metadata(&[("k", b"v")]);
+    let (meta, payload) = wire::metadata_frame(1, 5, false, &md);
+    // Twice before the request.
+    let mut server = Server::new(ServerConfig::default());
+    assert_eq!(server.on_frame(meta, Some(&payload), now), Ok(None));
+    assert_eq!(
+        server.on_frame(meta, Some(&payload), now),
+        Err(RpcError::DuplicateMetadata {
+            id: 5,
+            frame: "metadata",
+            after: "metadata"
+        })
+    );
+    // After the request.
+    let mut server = Server::new(ServerConfig::default());
+    let request = Meta::new(1, 5);
+    assert!(matches!(
+        server.on_frame(request, None, now),
+        Ok(Some(Event::Request { .. }))
+    ));
+    assert_eq!(
+        server.on_frame(meta, Some(&payload), now),
+        Err(RpcError::DuplicateMetadata {
+            id: 5,
+            frame: "metadata",
+            after: "request"
+        })
+    );
+    // A cancel forgets metadata whose request never came: the id may carry metadata again.
+    let mut server = Server::new(ServerConfig::default());
+    let cancel = Meta {
+        flags: wire::CANCEL,
+        ..request
+    };
+    server.on_frame(meta, Some(&payload), now).unwrap();
+    assert_eq!(server.on_frame(cancel, Some(&[]), now), Ok(None));
+    assert_eq!(server.on_frame(meta, Some(&payload), now), Ok(None));
+    // The client never receives request metadata, nor the server response metadata.
+    let mut client = Client::new(ClientConfig::default());
+    client.start(1, None, now).unwrap();
+    let (to_client, _) = wire::metadata_frame(1, 0, false, &md);
+    assert!(matches!(
+        client.on_frame(to_client, Some(&payload)),
+        Err(RpcError::Direction {
+            frame: "metadata",
+            ..
+        })
+    ));
+    let (to_server, _) = wire::metadata_frame(1, 9, true, &md);
+    assert!(matches!(
+        server.on_frame(to_server, Some(&payload), now),
+        Err(RpcError::Direction {
+            frame: "response metadata",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn metadata_for_calls_that_never_come_is_bounded() {
+    let now = Instant::now();
+    let mut server = Server::new(ServerConfig { max_in_flight: 4 });
+    let md = metadata(&[("k", b"v")]);
+    for id in 0..4 {
+        let (meta, payload) = wire::metadata_frame(1, id, false, &md);
+        assert_eq!(server.on_frame(meta, Some(&payload), now), Ok(None), "call {id}");
+    }
+    let (meta, payload) = wire::metadata_frame(1, 4, false, &md);
+    assert_eq!(
+        server.on_frame(meta, Some(&payload), now),
+        Err(RpcError::TooManyMetadata { id: 4, max: 4 })
+    );
+    // A request takes its metadata out of the pending ones: room for one more.
+    let mut server = Server::new(ServerConfig { max_in_flight: 1 });
+    let (meta, payload) = wire::metadata_frame(1, 0, false, &md);
+    server.on_frame(meta, Some(&payload), now).unwrap();
+    assert!(matches!(
+        server.on_frame(Meta::new(1, 0), None, now),
+        Ok(Some(Event::Request { .. }))
+    ));
+    server.respond(CallId(0)).unwrap();
+    let (meta, payload) = wire::metadata_frame(1, 1, false, &md);
+    assert_eq!(server.on_frame(meta, Some(&payload), now), Ok(None));
+    // A malformed payload names the call and what is wrong.
+    assert!(matches!(
+        server.on_frame(meta, Some(&[1, 0, 1, 0, b'K', 0, 0, 0, 0]), now),
+        Err(RpcError::Metadata {
+            id: 1,
+            error: MetadataError::KeyByte { byte: b'K', .. },
+            ..
+        })
+    ));
 }

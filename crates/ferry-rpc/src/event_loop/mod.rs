@@ -279,6 +279,10 @@ impl EventLoop {
     /// cancellation, the connection's loss). Refused at once (and `then` dropped unrun) when
     /// the session's request window is full (`RESOURCE_EXHAUSTED`) or it is gone
     /// (`UNAVAILABLE`).
+    ///
+    /// Calls from the loop carry no metadata, and response metadata from the server is
+    /// dropped (it is read by [`Channel`](crate::Channel) and
+    /// [`AsyncChannel`](crate::tokio::AsyncChannel), through their `call_with`).
     pub fn call(
         &mut self,
         id: SessionId,
