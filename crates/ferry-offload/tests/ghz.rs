@@ -27,7 +27,8 @@ fn require_ghz() -> Option<PathBuf> {
     )
 }
 
-/// One ghz run: `total` calls of `method` with the JSON `data` (through stdin), from
+/// One ghz run: `total` calls of `method` with the JSON `data` (an argument: ghz's command-line
+/// parser takes `-d @`, meaning stdin, for a response file), from
 /// `concurrency` workers over `connections` connections, each call under a 20 s timeout and the
 /// whole run under the hang guard. Returns ghz's JSON report.
 fn ghz(
@@ -44,8 +45,8 @@ fn ghz(
         "--insecure",
         "--call",
         method,
-        "-d",
-        "@",
+        "--data",
+        &data.to_string(),
         "--format",
         "json",
         "--timeout",
@@ -56,7 +57,7 @@ fn ghz(
     .args(["--connections", &connections.to_string()])
     .arg(addr.to_string());
     let what = format!("ghz {method} -n {total} -c {concurrency} --connections {connections}");
-    let out = run(&what, cmd, data.to_string().as_bytes(), Duration::from_secs(300));
+    let out = run(&what, cmd, b"", Duration::from_secs(300));
     assert!(out.status.success(), "{}", out.describe());
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{what}: the report is not JSON ({e}): {}", out.describe()))
