@@ -19,7 +19,6 @@ Exits 0 when everything agreed; prints each difference and exits 1 otherwise.
 
 import argparse
 import math
-import os
 import random
 import struct
 import sys
@@ -332,7 +331,8 @@ def check_statuses(pb, engine, reference, engine_channel, reference_channel):
     for side, stub in [("engine", engine), ("reference", reference)]:
         e = call("sleep", stub.Sleep, pb.SleepRequest(millis=3000), timeout=0.2)
         if not isinstance(e, grpc.RpcError) or e.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
-            fail("Sleep(3000 ms) under a 200 ms deadline on the %s: %s" % (side, e))
+            fail("Sleep(3000 ms) under a 200 ms deadline on the %s: %s, expected DEADLINE_EXCEEDED"
+                 % (side, status_text(e) if isinstance(e, grpc.RpcError) else short(e)))
         reply = call("sleep", stub.Sleep, pb.SleepRequest(millis=1))
         if isinstance(reply, grpc.RpcError):
             fail("Sleep(1 ms) on the %s: %s" % (side, status_text(reply)))
