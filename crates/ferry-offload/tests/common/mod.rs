@@ -235,3 +235,46 @@ pub async fn call_raw(
 pub fn scripts() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests")
 }
+
+/// The Go tool `name` (grpcurl, ghz): on `PATH`, or where `go install` puts it
+/// (`$GOBIN`, `$(go env GOPATH)/bin`, `~/go/bin`), and that runs (`version_flag` answers);
+/// `None` after printing why (the test skips) otherwise, or a failure under
+/// `FERRY_REQUIRE_TOOLS=1`.
+pub fn require_go_tool(name: &str, version_flag: &str, install: &str) -> Option<PathBuf> {
+    use ferry_testkit::tools::{find_tool, missing, run};
+    let mut dirs: Vec<PathBuf> = std::env::var_os("GOBIN").map(PathBuf::from).into_iter().collect();
+    if let Some(go) = find_tool("go") {
+        let mut cmd = std::process::Command::new(go);
+        cmd.args(["env", "GOPATH"]);
+        let out = run("go env GOPATH", cmd, b"", Duration::from_secs(60));
+        if out.status.success() {
+            dirs.extend(std::env::split_paths(out.out().trim()).map(|p| p.join("bin")));
+        }
+    }
+    dirs.extend(std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go/bin")));
+    let Some(tool) = find_tool(name).or_else(|| dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()))
+    else {
+        return missing(&format!("{name} is not on PATH nor in GOPATH/bin ({install})"));
+    };
+    let mut cmd = std::process::Command::new(&tool);
+    cmd.arg(version_flag);
+    let out = run(
+        &format!("{name} {version_flag}"),
+        cmd,
+        b"",
+        Duration::from_secs(60),
+    );
+    if !out.status.success() {
+        return missing(&format!(
+            "{} {version_flag} failed: {}",
+            tool.display(),
+            out.describe()
+        ));
+    }
+    eprintln!(
+        "{}: {}",
+        tool.display(),
+        format!("{}{}", out.out(), out.err()).trim()
+    );
+    Some(tool)
+}

@@ -1,0 +1,87 @@
+//! Python's grpcio, with the stub grpc_tools.protoc generates from demo.proto, calls the engine
+//! and the reference tonic server the same way (tests/python/client.py): seeded random `Kinds`
+//! with every field kind echo back equal to the reference's answer and to the request; the DPU
+//! paper's messages get the same `Ack` (and the count and sum the request implies); every status
+//! code, unknown methods (`UNIMPLEMENTED`) and a deadline come out as the reference gives them.
+//!
+//! Needs `python3` with `grpcio` and `grpcio-tools` (`pip install grpcio==1.85.1
+//! grpcio-tools==1.85.1`); without them each test skips, saying so, unless
+//! `FERRY_REQUIRE_TOOLS=1`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Host, dir, engine, reference, scripts};
+use ferry_testkit::tools::{missing, require_tool, run};
+
+/// A `python3` that can import grpc and grpc_tools; `None` (the test skips) otherwise.
+fn require_python_grpc() -> Option<PathBuf> {
+    let python = require_tool("python3")?;
+    let mut cmd = Command::new(&python);
+    cmd.args([
+        "-c",
+        "import grpc, grpc_tools, google.protobuf as p; print('grpcio', grpc.__version__, 'protobuf', p.__version__)",
+    ]);
+    let out = run(
+        "python3 -c 'import grpc, grpc_tools'",
+        cmd,
+        b"",
+        Duration::from_secs(60),
+    );
+    if !out.status.success() {
+        return missing(&format!(
+            "python3 cannot import grpc and grpc_tools (pip install grpcio==1.85.1 grpcio-tools==1.85.1): {}",
+            out.err().trim()
+        ));
+    }
+    eprintln!("{}", out.out().trim());
+    Some(python)
+}
+
+/// Runs client.py's `check` against a fresh engine (two sessions) and the reference server;
+/// fails the test with its output unless every answer agreed.
+fn client_check(check: &str, extra: &[&str]) {
+    let Some(python) = require_python_grpc() else {
+        return;
+    };
+    let dir = dir();
+    let host = Host::start(&dir);
+    let engine = engine(&host, 2);
+    let reference = reference();
+    let proto = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("proto");
+    let seed = ferry_testkit::seed("FERRY_TEST_SEED", 15);
+    let mut cmd = Command::new(python);
+    cmd.arg(scripts().join("python/client.py"))
+        .args(["--engine", &engine.local_addr().to_string()])
+        .args(["--reference", &reference.to_string()])
+        .arg("--proto-dir")
+        .arg(proto)
+        .args(["--check", check, "--seed", &seed.to_string()])
+        .args(extra);
+    let out = run(
+        &format!("client.py --check {check}"),
+        cmd,
+        b"",
+        Duration::from_secs(300),
+    );
+    assert!(out.status.success(), "{}", out.describe());
+    eprintln!("{}", out.out().trim());
+}
+
+#[test]
+fn every_field_kind_echoes_as_the_reference_server_answers() {
+    client_check("echo", &["--count", "200"]);
+}
+
+#[test]
+fn the_papers_messages_get_the_reference_servers_acks() {
+    client_check("paper", &[]);
+}
+
+#[test]
+fn statuses_unknown_methods_and_deadlines_come_out_as_the_reference_gives_them() {
+    client_check("statuses", &[]);
+}
