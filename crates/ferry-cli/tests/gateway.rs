@@ -1,0 +1,71 @@
+//! `ferry gateway` as a process: started before its host, it waits for it, then serves gRPC
+//! calls through it; it prints the address it serves on.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ferry::rpc::{Server, Services};
+use ferry_offload::demo::DemoServer;
+use ferry_offload::demo_host::DemoHost;
+use ferry_offload::engine::RawCodec;
+use ferry_testkit::ChildProc;
+
+fn host(addr: &str) -> Server {
+    let services = Services::builder()
+        .service(DemoServer::new(DemoHost))
+        .expect("demo")
+        .service(
+            ferry_offload::host::describe(ferry_offload::DEMO_DESCRIPTORS, &["ferry.offload.demo.Demo"])
+                .expect("table"),
+        )
+        .expect("host service")
+        .build()
+        .expect("services");
+    Server::builder(services)
+        .listen(addr)
+        .loops(1)
+        .start()
+        .expect("host starts")
+}
+
+#[test]
+fn the_gateway_waits_for_its_host_then_serves() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let addr = format!("shm://{}", dir.path().join("host.sock").display());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry"));
+    cmd.args(["gateway", "--host", &addr, "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut gateway = ChildProc::spawn("ferry gateway", cmd);
+    let _killer = gateway.killer();
+    // The host comes after the engine.
+    std::thread::sleep(Duration::from_millis(300));
+    let _host = host(&addr);
+    let listen = gateway.expect_line("serving gRPC on ", "the address it serves on");
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let answer = rt.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{listen}"))
+            .expect("endpoint")
+            .connect()
+            .await
+            .expect("connects");
+        let mut grpc = tonic::client::Grpc::new(channel);
+        grpc.ready().await.expect("ready");
+        // Ints { values: [1, 2, 3] }, packed.
+        let request = tonic::Request::new(bytes::Bytes::from_static(&[0x0a, 0x03, 1, 2, 3]));
+        grpc.unary(
+            request,
+            http::uri::PathAndQuery::from_static("/ferry.offload.demo.Demo/SendInts"),
+            RawCodec,
+        )
+        .await
+        .expect("the call succeeds")
+        .into_inner()
+    });
+    // Ack { digest: 6, count: 3 }.
+    assert_eq!(&answer[..], &[0x08, 6, 0x10, 3]);
+}
