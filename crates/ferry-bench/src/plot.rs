@@ -1,4 +1,4 @@
-//! Line charts and heat maps as SVG (plotters' SVG backend: text is written as `<text>` elements, so no
+//! Line charts, heat maps and grouped bar charts as SVG (plotters' SVG backend: text is written as `<text>` elements, so no
 //! font library is needed to draw).
 
 use std::path::Path;
@@ -253,6 +253,93 @@ pub fn heat_map_svg(path: &Path, title: &str, maps: &[HeatMap]) -> Result<(), cr
             ("sans-serif", 12),
         ))?;
         y0 += h;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// One series of a bar chart: a value per group.
+#[derive(Debug, Clone)]
+pub struct Bars {
+    /// Legend entry.
+    pub name: String,
+    /// A value per group, in the groups' order.
+    pub values: Vec<f64>,
+}
+
+/// One bar chart: groups along x, a bar per series in each group.
+#[derive(Debug, Clone)]
+pub struct BarPanel {
+    /// Caption above it.
+    pub title: String,
+    /// Group labels, left to right.
+    pub groups: Vec<String>,
+    /// The series, drawn in the same colour by index in every panel.
+    pub bars: Vec<Bars>,
+}
+
+/// Draws `panels` side by side as grouped bar charts (linear y axis from zero, each bar
+/// labelled with its value) and writes the SVG to `path`.
+pub fn bars_svg(path: &Path, title: &str, panels: &[BarPanel]) -> Result<(), crate::BoxError> {
+    let columns = panels.len().max(1);
+    let root = SVGBackend::new(path, (PANEL_WIDTH * columns as u32, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 20))?;
+    for (area, panel) in root.split_evenly((1, columns)).iter().zip(panels) {
+        let (area, legend) = area.split_horizontally(PANEL_WIDTH - LEGEND_WIDTH);
+        let series = panel.bars.len().max(1);
+        let groups = panel.groups.len().max(1);
+        let top = panel
+            .bars
+            .iter()
+            .flat_map(|b| b.values.iter().copied())
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, f64::max)
+            .max(f64::MIN_POSITIVE)
+            * 1.15;
+        let mut chart = ChartBuilder::on(&area)
+            .caption(&panel.title, ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(55)
+            .build_cartesian_2d(0f64..groups as f64, 0f64..top)?;
+        let labels = panel.groups.clone();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(groups * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x - x.floor() - 0.5).abs() < 1e-6 {
+                    labels.get(i).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_label_formatter(&|v| format_si(*v))
+            .draw()?;
+        let width = 0.8 / series as f64;
+        for (i, bars) in panel.bars.iter().enumerate() {
+            let color = Palette99::pick(i).mix(0.9);
+            for (g, &v) in bars.values.iter().enumerate() {
+                if !v.is_finite() {
+                    continue;
+                }
+                let x0 = g as f64 + 0.1 + width * i as f64;
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(x0, 0.0), (x0 + width, v)],
+                    color.filled(),
+                )))?;
+                chart.draw_series(std::iter::once(Text::new(
+                    trim(v),
+                    (x0, v + top * 0.02),
+                    ("sans-serif", 11),
+                )))?;
+            }
+            let y = 48 + 20 * i as i32;
+            legend.draw(&Rectangle::new([(4, y - 6), (24, y + 6)], color.filled()))?;
+            legend.draw(&Text::new(bars.name.clone(), (30, y - 6), ("sans-serif", 12)))?;
+        }
     }
     root.present()?;
     Ok(())

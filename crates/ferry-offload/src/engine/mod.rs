@@ -15,7 +15,7 @@
 //! does it serve gRPC (accepted connections wait in the listen queue until then), with the
 //! table's services, server reflection and the health service. The sessions to the host are
 //! `!Send`, tonic's connection tasks are `Send`: the two meet through a channel on the one
-//! thread ([`sessions::Job`]), and the calls run as local tasks.
+//! thread (`sessions::Job`), and the calls run as local tasks.
 
 mod grpc;
 mod sessions;
