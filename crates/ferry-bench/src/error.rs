@@ -45,6 +45,23 @@ pub enum BenchError {
         /// The decoder that was not prepared.
         system: &'static str,
     },
+    /// A benchmark could not be set up or its measuring thread failed: a schema it loads at
+    /// run time, pinning, a panic.
+    #[error("{0}")]
+    Setup(String),
+    /// Two systems read other values from the same input: they would not be doing the same
+    /// work, so the benchmark refuses to time them (a harness or codec bug).
+    #[error("{system} reads other values than {reference} from {input}: {detail}")]
+    Mismatch {
+        /// The system checked.
+        system: &'static str,
+        /// The system it is checked against.
+        reference: &'static str,
+        /// Which input, e.g. "Ints of 64 elements".
+        input: String,
+        /// The first difference.
+        detail: String,
+    },
     /// A name on the command line matches no shape, system or operation.
     #[error("unknown {what} {name:?}; expected one of: {expected}")]
     Unknown {

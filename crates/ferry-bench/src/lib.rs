@@ -12,8 +12,10 @@
 //!   [`rpc`] (`ferry bench rpc`: echo calls through `ferry-rpc` against a no-serialization
 //!   echo, the peer libraries, tonic and the ping-pong), [`kv`] (`ferry bench kv`) and [`redis`]
 //!   (`ferry bench redis`: Ferry's Redis-protocol server against `redis-server`, both driven
-//!   by `redis-benchmark` as child processes). The `ferry` binary parses their options and
-//!   calls their `run`;
+//!   by `redis-benchmark` as child processes), and [`offload`] (the DPU offload paper's
+//!   figures: [`offload::decode`], Figure 7, decode time against element count for prost, the
+//!   offload engine's decoder and the host's in-place validation). The `ferry` binary parses
+//!   their options and calls their `run` (or [`offload::decode::figure7`]);
 //! - the peers of `ferry bench rpc` that are other RPC systems: [`tonic_echo`] (one measured
 //!   run of a tonic unary echo between two pinned threads, for the RPC benchmark to call);
 //! - the serializer peers and workloads of the Criterion targets (`benches/serialize.rs`,
@@ -45,6 +47,7 @@ pub mod flatbuffers;
 pub mod generated;
 pub mod harness;
 pub mod kv;
+pub mod offload;
 pub mod plot;
 pub mod redis;
 pub mod rpc;

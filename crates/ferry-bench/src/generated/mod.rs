@@ -7,6 +7,11 @@
 //! - [`kv_prost`], [`kv_generated`], [`kv_capnp`]: the same three for the key-value store's
 //!   requests and responses (`schema/kv.*`), which the peers of `ferry bench kv` speak
 //!   ([`crate::kv::peers`]).
+//! - [`demo_prost`]: prost types and the tonic client and server (`demo_client::DemoClient`,
+//!   `demo_server::{Demo, DemoServer}`) of the offload engine's demo schema
+//!   (`crates/ferry-offload/proto/ferry/offload/demo.proto`, package `ferry.offload.demo`),
+//!   generated at build time by `build.rs`: the tonic host's side of `ferry bench offload`
+//!   ([`crate::offload`]).
 //! - [`zflat_record_generated`]: `flatc --rust` output for the zFlatBuffers paper's Record
 //!   (`schema/zflat_record.fbs`), committed (see `regen.sh`).
 //!
@@ -26,6 +31,15 @@ pub mod record_prost {
     pub mod echo {
         include!(concat!(env!("OUT_DIR"), "/ferry_bench.echo.rs"));
     }
+}
+
+/// prost types and tonic service code for the offload engine's demo schema (package
+/// `ferry.offload.demo`: `Ints`, `Chars`, `Small`, `Kinds`, ... and the `Demo` service);
+/// every `bytes` field is `bytes::Bytes`.
+#[rustfmt::skip]
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod demo_prost {
+    include!(concat!(env!("OUT_DIR"), "/ferry.offload.demo.rs"));
 }
 
 /// FlatBuffers types for `schema/record.fbs` (flatc 25.12.19).
