@@ -20,11 +20,14 @@
 //!   evaluation: the stock `flatbuffers` builder against `ferry-flatbuffers`, building the
 //!   paper's Record (time, allocations, bytes copied) and in a ping-pong RPC over TCP and
 //!   shared memory.
+//! - `ferry bench offload` ([`ferry_bench::offload`]): the DPU offload paper's Figures 7 and 8
+//!   and Zerializer's null-serializer bound: the offload engine (`ferry gateway`) against a
+//!   tonic host.
 //!
 //! The harness (pinning, CPU time, histograms, JSON records, plots) lives in `ferry-bench`;
 //! this module only parses the command line and calls it.
 
-use ferry_bench::{BoxError, datapath, flatbuffers, kv, redis, rpc, shm};
+use ferry_bench::{BoxError, datapath, flatbuffers, kv, offload, redis, rpc, shm};
 
 /// Options of `ferry bench`.
 #[derive(clap::Args)]
@@ -84,6 +87,11 @@ enum BenchCommand {
     /// Figures 9-13 (serialization time, bytes allocated and copied, requests/s and p50 per
     /// size and transport, the requests/s ratio, requests/s against client threads).
     Flatbuffers(flatbuffers::Args),
+    /// The DPU offload paper: Figure 7 (decoding one message against its element count: the
+    /// offload engine's decoder, prost, and the host's validation) and Figure 8 (its three
+    /// messages served by a tonic host, through the offload engine to a Ferry host, and by the
+    /// null serializer: requests per second and host CPU per request).
+    Offload(offload::Args),
 }
 
 /// Runs the chosen benchmark.
@@ -94,6 +102,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         BenchCommand::Rpc(args) => rpc::run(args),
         BenchCommand::Kv(args) => kv::run(args),
         BenchCommand::Flatbuffers(args) => flatbuffers::run(args),
+        BenchCommand::Offload(args) => offload::run(args),
         BenchCommand::Redis(args) => {
             let exe = std::env::current_exe().map_err(|e| format!("locating the ferry binary: {e}"))?;
             redis::run(args, redis::ServerCmd::ferry(exe)).map(drop)

@@ -72,7 +72,7 @@
 
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -92,13 +92,6 @@ use crate::harness::progress::Progress;
 use crate::harness::{self, median, report as results};
 use crate::plot::{self, Panel, XAxis};
 use crate::{BenchError, BoxError};
-
-/// The demo schema's file, under [`Figure7Options::proto_root`].
-pub const DEMO_PROTO: &str = "ferry/offload/demo.proto";
-
-/// Where `ferry-offload`'s schemas are in this source tree (the default
-/// [`Figure7Options::proto_root`]).
-pub const PROTO_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ferry-offload/proto");
 
 /// The field both messages carry their elements in.
 const FIELD: u32 = 1;
@@ -211,8 +204,6 @@ pub struct Figure7Options {
     pub cpu: Option<usize>,
     /// Seed of the inputs' generator (default 5489).
     pub seed: u64,
-    /// The include directory holding [`DEMO_PROTO`] (default [`PROTO_ROOT`]).
-    pub proto_root: PathBuf,
 }
 
 impl Default for Figure7Options {
@@ -223,7 +214,6 @@ impl Default for Figure7Options {
             batch: Duration::from_micros(100),
             cpu: Some(0),
             seed: 5489,
-            proto_root: PathBuf::from(PROTO_ROOT),
         }
     }
 }
@@ -466,7 +456,7 @@ fn settings(opts: &Figure7Options) -> Value {
         "batch_us": opts.batch.as_micros() as u64,
         "cpu": opts.cpu,
         "statistic": "median over reps of a loop's ns per message; the loop's message count calibrated to batch_us (the calibration is the warm-up); series interleaved per rep",
-        "schema": format!("{} under {}, loaded with ferry_reflect::Schema::load; prost types generated from the same file", DEMO_PROTO, opts.proto_root.display()),
+        "schema": "ferry-offload's demo.proto: the Ferry side from the descriptors a host sends the engine (ferry_offload::DEMO_DESCRIPTORS), as the engine builds its schema; prost types generated from the same file",
         "seed": opts.seed,
         "rng": "ChaCha8 (rand_chacha) seeded with seed, the same stream for every count (the paper: a Mersenne twister with a constant seed)",
         "ints": "bit width k uniform in 1..=32, value uniform in [2^(k-1), 2^k): varints of 1 (7/32), 2, 3, 4 (7/32 each) or 5 bytes (4/32); packed",
@@ -544,26 +534,24 @@ fn ferry(e: impl std::fmt::Display) -> BenchError {
     BenchError::Ferry(e.to_string())
 }
 
-/// The sum of the ints: how every series reads an int array.
+/// The sum of the ints: how every series reads an int array (the demo host's `SendInts`).
 #[inline]
 fn digest_ints(values: impl Iterator<Item = u32>) -> u64 {
     values.fold(0u64, |d, v| d.wrapping_add(u64::from(v)))
 }
 
-/// The sum of the text's bytes: how every series reads a char array.
+/// The text's digest: how every series reads a char array (the demo host's `SendChars`:
+/// every byte read, a word at a time).
 #[inline]
 fn digest_text(text: &str) -> u64 {
-    text.bytes().fold(0u64, |d, b| d.wrapping_add(u64::from(b)))
+    ferry_offload::demo_host::digest(ferry_offload::demo_host::DIGEST_SEED, text.as_bytes())
 }
 
-/// The demo schema, loaded as the engine loads it.
-fn load_schema(proto_root: &Path) -> Result<Schema, BenchError> {
-    Schema::load(&[proto_root.join(DEMO_PROTO)], &[proto_root]).map_err(|e| {
-        BenchError::Setup(format!(
-            "loading {DEMO_PROTO} under {}: {e}",
-            proto_root.display()
-        ))
-    })
+/// The demo schema, built as the engine builds it: from the descriptors a host sends.
+fn load_schema() -> Result<Schema, BenchError> {
+    let pool = prost_reflect::DescriptorPool::decode(ferry_offload::DEMO_DESCRIPTORS)
+        .map_err(|e| BenchError::Setup(format!("the demo's descriptors: {e}")))?;
+    Schema::new(pool).map_err(|e| BenchError::Setup(format!("the demo's schema: {e}")))
 }
 
 /// The engine's pool: shared memory, as `ferry-shm` sends from.
@@ -586,7 +574,7 @@ struct Descs<'s> {
 
 impl<'s> Descs<'s> {
     fn of(schema: &'s Schema, message: Figure7Message) -> Result<Self, BenchError> {
-        let missing = || BenchError::Setup(format!("{DEMO_PROTO} has no message {}", message.full_name()));
+        let missing = || BenchError::Setup(format!("demo.proto has no message {}", message.full_name()));
         Ok(Descs {
             md: schema.descriptor(message.full_name()).ok_or_else(missing)?,
             desc: schema.message(message.full_name()).ok_or_else(missing)?,
@@ -769,7 +757,7 @@ impl<'s> Case<'s> {
 
 /// Every point, on the calling thread.
 fn measure(opts: &Figure7Options, progress: Option<&Progress>) -> Result<Vec<Figure7Point>, BenchError> {
-    let schema = load_schema(&opts.proto_root)?;
+    let schema = load_schema()?;
     let pool = engine_pool()?;
     let reps = opts.reps.max(1);
     let mut points = Vec::new();
@@ -822,7 +810,7 @@ mod tests {
     /// prost's.
     #[test]
     fn the_engine_path_reads_what_prost_reads() {
-        let schema = load_schema(Path::new(PROTO_ROOT)).unwrap();
+        let schema = load_schema().unwrap();
         let pool = engine_pool().unwrap();
         for message in Figure7Message::ALL {
             let d = Descs::of(&schema, message).unwrap();
