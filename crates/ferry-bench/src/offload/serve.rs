@@ -119,6 +119,9 @@ pub struct Figure8Options {
     pub messages: Vec<PaperMessage>,
     /// The offered rates, requests per second (every setup and message at each).
     pub rates: Vec<u64>,
+    /// The rate host CPU is compared at (one of `rates`, below every setup's saturation: the
+    /// same offered load for all).
+    pub cpu_rate: u64,
     /// Measured time per run (a tenth more of warm-up first).
     pub duration: Duration,
     /// gRPC connections of the load generator.
@@ -145,7 +148,8 @@ impl Default for Figure8Options {
     fn default() -> Self {
         Figure8Options {
             messages: PaperMessage::ALL.to_vec(),
-            rates: vec![2_000, 10_000],
+            rates: vec![10_000, 40_000],
+            cpu_rate: 10_000,
             duration: Duration::from_secs(4),
             connections: 4,
             max_in_flight: 4096,
@@ -345,7 +349,7 @@ impl Figure8Report {
     pub fn findings(&self) -> String {
         use std::fmt::Write as _;
         let mut out = String::new();
-        let top = self.options.rates.iter().copied().max().unwrap_or(0);
+        let top = self.options.cpu_rate;
         for &message in &self.options.messages {
             let host = |s| {
                 self.median(s, message, top, |r| r.host_cpu_us)
@@ -436,6 +440,7 @@ pub fn write_figure8(
             "figure": 8,
             "messages": o.messages.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "offered_rps": o.rates,
+            "cpu_compared_at_rps": o.cpu_rate,
             "duration_ms": o.duration.as_millis() as u64,
             "connections": o.connections,
             "max_in_flight": o.max_in_flight,
@@ -462,6 +467,7 @@ pub fn write_figure8(
         )?;
     }
     if let Some(path) = svg {
+        let at = report.options.cpu_rate;
         let top = report.options.rates.iter().copied().max().unwrap_or(0);
         let groups: Vec<String> = report
             .options
@@ -469,7 +475,7 @@ pub fn write_figure8(
             .iter()
             .map(|m| m.name().to_string())
             .collect();
-        let bars = |f: &dyn Fn(&Run) -> f64| -> Vec<crate::plot::Bars> {
+        let bars = |rate: u64, f: &dyn Fn(&Run) -> f64| -> Vec<crate::plot::Bars> {
             Setup::ALL
                 .iter()
                 .map(|&s| crate::plot::Bars {
@@ -478,26 +484,26 @@ pub fn write_figure8(
                         .options
                         .messages
                         .iter()
-                        .map(|&m| report.median(s, m, top, f).unwrap_or(0.0))
+                        .map(|&m| report.median(s, m, rate, f).unwrap_or(0.0))
                         .collect(),
                 })
                 .collect()
         };
         let panels = [
             crate::plot::BarPanel {
-                title: format!("host CPU per request at {top} req/s (µs)"),
+                title: format!("host CPU per request at {at} req/s (µs)"),
                 groups: groups.clone(),
-                bars: bars(&|r| r.host_cpu_us),
+                bars: bars(at, &|r| r.host_cpu_us),
             },
             crate::plot::BarPanel {
-                title: format!("engine CPU per request at {top} req/s (µs)"),
+                title: format!("engine CPU per request at {at} req/s (µs)"),
                 groups: groups.clone(),
-                bars: bars(&|r| r.engine_cpu_us),
+                bars: bars(at, &|r| r.engine_cpu_us),
             },
             crate::plot::BarPanel {
-                title: format!("requests per second (offered {top})"),
+                title: format!("requests per second achieved (offered {top})"),
                 groups,
-                bars: bars(&|r| r.achieved),
+                bars: bars(top, &|r| r.achieved),
             },
         ];
         crate::plot::bars_svg(
