@@ -154,7 +154,15 @@ impl<'a> Reader<'a> {
         self.base + self.pos
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64, ProtobufErrorKind> {
+        // One byte: the most common varint (tags, small values).
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
         let mut v = 0u64;
         for i in 0..10 {
             let b = *self.buf.get(self.pos).ok_or(ProtobufErrorKind::Truncated)?;
@@ -398,11 +406,7 @@ impl<'a> Decoder<'a, '_> {
                     pos: 0,
                     base: start,
                 };
-                while packed.pos < bytes.len() {
-                    let v = read_scalar(k, &mut packed, self.ctx).map_err(Nested::Here)?;
-                    let pushed = push(&mut list, v);
-                    debug_assert!(pushed, "read_scalar returns the list's kind");
-                }
+                read_packed(k, &mut packed, &mut list, self.ctx).map_err(Nested::Here)?;
             }
             k => {
                 expect(wt, wire_type(k), fd).map_err(Nested::Here)?;
@@ -412,6 +416,65 @@ impl<'a> Decoder<'a, '_> {
             }
         }
         Ok(list)
+    }
+}
+
+/// Most elements reserved ahead for a packed run: its byte length bounds its element count,
+/// but a hostile length must not decide a large allocation (the list grows past this as
+/// elements actually arrive).
+const PACKED_RESERVE: usize = 1 << 16;
+
+/// Appends the packed run `r` (all of it) to `list`: one loop per kind, each value pushed
+/// straight into the list's typed vector.
+fn read_packed<'a>(
+    kind: Kind,
+    r: &mut Reader<'a>,
+    list: &mut List<'a>,
+    ctx: &'a Context,
+) -> Result<(), ProtobufErrorKind> {
+    let end = r.buf.len();
+    macro_rules! each {
+        ($v:expr, $read:expr) => {{
+            $v.reserve(end.min(PACKED_RESERVE));
+            while r.pos < end {
+                $v.push($read);
+            }
+            Ok(())
+        }};
+    }
+    match (kind, list) {
+        (Kind::UInt32, List::U32(v)) => each!(v, r.varint()? as u32),
+        (Kind::Int32 | Kind::Enum, List::I32(v)) => each!(v, r.varint()? as i32),
+        (Kind::UInt64, List::U64(v)) => each!(v, r.varint()?),
+        (Kind::Int64, List::I64(v)) => each!(v, r.varint()? as i64),
+        (Kind::Bool, List::Bool(v)) => each!(v, r.varint()? != 0),
+        (Kind::SInt32, List::I32(v)) => each!(v, {
+            let n = r.varint()? as u32;
+            (n >> 1) as i32 ^ -((n & 1) as i32)
+        }),
+        (Kind::SInt64, List::I64(v)) => each!(v, {
+            let n = r.varint()?;
+            (n >> 1) as i64 ^ -((n & 1) as i64)
+        }),
+        (Kind::Fixed32, List::U32(v)) => each!(v, u32::from_le_bytes(r.fixed()?)),
+        (Kind::SFixed32, List::I32(v)) => each!(v, i32::from_le_bytes(r.fixed()?)),
+        (Kind::Float, List::F32(v)) => each!(v, f32::from_le_bytes(r.fixed()?)),
+        (Kind::Fixed64, List::U64(v)) => each!(v, u64::from_le_bytes(r.fixed()?)),
+        (Kind::SFixed64, List::I64(v)) => each!(v, i64::from_le_bytes(r.fixed()?)),
+        (Kind::Double, List::F64(v)) => each!(v, f64::from_le_bytes(r.fixed()?)),
+        (kind, list) => {
+            // Not a packable scalar list (the descriptor would be wrong): one value at a time.
+            while r.pos < end {
+                let v = read_scalar(kind, r, ctx)?;
+                if !push(list, v) {
+                    return Err(ProtobufErrorKind::WireType {
+                        found: LEN,
+                        kind: "packed list of another kind",
+                    });
+                }
+            }
+            Ok(())
+        }
     }
 }
 
