@@ -177,12 +177,25 @@ impl Hosts {
             let chan = session.chan.borrow().clone();
             match chan {
                 Some(chan) => {
-                    tokio::select! {
-                        () = tokio::time::sleep(self.config.heartbeat) => {}
-                        () = session.lost.notified() => {}
+                    let told = tokio::select! {
+                        () = tokio::time::sleep(self.config.heartbeat) => false,
+                        () = session.lost.notified() => true,
+                    };
+                    // The heartbeat takes a place in the window like any call. A session whose
+                    // window is full is busy: its calls will tell whether the host answers.
+                    let permit = session.window.try_acquire();
+                    if permit.is_err() && !told {
+                        continue;
                     }
                     sequence += 1;
-                    if ping(&chan, sequence, self.config.heartbeat).await.is_err() {
+                    let lost = match ping(&chan, sequence, self.config.heartbeat).await {
+                        Ok(()) => false,
+                        // No connection, or no answer in time. Anything else (a full window
+                        // when told of a loss that was not one) is an answer.
+                        Err(s) => matches!(s.code, Code::Unavailable | Code::DeadlineExceeded),
+                    };
+                    drop(permit);
+                    if lost {
                         *session.chan.borrow_mut() = None;
                         self.up.set(self.up.get() - 1);
                         eprintln!("ferry gateway: session {i} lost the host");
@@ -246,8 +259,10 @@ impl Hosts {
             metadata,
             mut reply,
         } = call;
+        // The client's budget covers the wait for room in a window too.
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
         let outcome = tokio::select! {
-            outcome = self.call_host(&route, &body, timeout, metadata) => outcome,
+            outcome = self.call_host(&route, &body, deadline, metadata) => outcome,
             () = reply.closed() => return,
         };
         let _ = reply.send(outcome);
@@ -257,7 +272,7 @@ impl Hosts {
         &self,
         route: &Route,
         body: &[u8],
-        timeout: Option<Duration>,
+        deadline: Option<tokio::time::Instant>,
         metadata: Metadata,
     ) -> Result<Answer, Status> {
         let Some((session, chan)) = self.pick() else {
@@ -266,16 +281,27 @@ impl Hosts {
                 "no host is connected to the engine",
             ));
         };
-        let _permit = session
-            .window
-            .acquire()
-            .await
-            .map_err(|_| Status::new(Code::Unavailable, "the session is closed"))?;
+        let permit = session.window.acquire();
+        let permit = match deadline {
+            None => permit.await,
+            Some(at) => tokio::time::timeout_at(at, permit).await.map_err(|_| {
+                Status::new(
+                    Code::DeadlineExceeded,
+                    "deadline exceeded waiting for room in a session's window",
+                )
+            })?,
+        };
+        let _permit = permit.map_err(|_| Status::new(Code::Unavailable, "the session is closed"))?;
         let limits = ProtobufLimits {
             max_depth: self.config.limits.max_depth,
             max_len: self.config.max_message,
         };
         let request = decode_request(&self.table, route, body, chan.context(), &limits)?;
+        // What is left of the budget (at least a microsecond: zero would mean no deadline).
+        let timeout = deadline.map(|at| {
+            at.saturating_duration_since(tokio::time::Instant::now())
+                .max(Duration::from_micros(1))
+        });
         let options = CallOptions { timeout, metadata };
         let response = match chan.call_with::<()>(route.id, &request, &options).await {
             Ok(r) => r,

@@ -85,12 +85,17 @@ impl Drop for Host {
 
 /// An engine in front of `host`, listening on a free loopback port, ready.
 pub fn engine(host: &Host, sessions: usize) -> Engine {
+    engine_with(host, |c| c.sessions = sessions)
+}
+
+/// An engine in front of `host` with the tests' settings, then `tune`'s.
+pub fn engine_with(host: &Host, tune: impl FnOnce(&mut EngineConfig)) -> Engine {
     let mut config = EngineConfig::new(host.addr.clone());
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
-    config.sessions = sessions;
     config.max_message = 1 << 20;
     config.heartbeat = Duration::from_millis(200);
     config.retry = Duration::from_millis(50);
+    tune(&mut config);
     let engine = Engine::start(config).expect("engine starts");
     engine
         .wait_ready(Duration::from_secs(20))
@@ -277,4 +282,62 @@ pub fn require_go_tool(name: &str, version_flag: &str, install: &str) -> Option<
         format!("{}{}", out.out(), out.err()).trim()
     );
     Some(tool)
+}
+
+/// What a gRPC call answered, as the bytes on the wire say it.
+#[derive(Debug)]
+pub struct RawAnswer {
+    /// `grpc-status` (from the trailers, or from the headers of a trailers-only answer).
+    pub code: u32,
+    /// `grpc-message`, percent-decoding left undone.
+    pub message: String,
+    /// The response message (without its 5-byte gRPC frame header), if any.
+    pub body: Vec<u8>,
+}
+
+/// One unary call made with `h2` directly: the request's headers are exactly `headers` (a
+/// `grpc-timeout` among them is only a header: no timer runs here), and the answer is read as
+/// it comes, so a test sees what the engine itself answered and when.
+pub async fn call_h2(addr: SocketAddr, path: &str, body: &[u8], headers: &[(&str, &str)]) -> RawAnswer {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connects");
+    let (client, connection) = h2::client::handshake(tcp).await.expect("HTTP/2 handshake");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let mut client = client.ready().await.expect("ready");
+    let mut request = http::Request::post(format!("http://{addr}{path}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let (response, mut send) = client
+        .send_request(request.body(()).unwrap(), false)
+        .expect("sends");
+    let mut framed = vec![0u8];
+    framed.extend((body.len() as u32).to_be_bytes());
+    framed.extend(body);
+    send.send_data(Bytes::from(framed), true).expect("sends the body");
+    let response = response.await.expect("an answer");
+    let (parts, mut stream) = response.into_parts();
+    let mut data = Vec::new();
+    while let Some(chunk) = stream.data().await {
+        let chunk = chunk.expect("data");
+        let _ = stream.flow_control().release_capacity(chunk.len());
+        data.extend_from_slice(&chunk);
+    }
+    let trailers = stream.trailers().await.expect("trailers").unwrap_or_default();
+    let field = |name: &str| {
+        trailers
+            .get(name)
+            .or_else(|| parts.headers.get(name))
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    RawAnswer {
+        code: field("grpc-status")
+            .and_then(|c| c.parse().ok())
+            .expect("a grpc-status"),
+        message: field("grpc-message").unwrap_or_default(),
+        body: data.get(5..).map(<[u8]>::to_vec).unwrap_or_default(),
+    }
 }
