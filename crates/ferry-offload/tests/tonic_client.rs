@@ -417,7 +417,7 @@ async fn a_deadline_covers_the_wait_for_a_window() {
         tokio::spawn(async move { call_raw(&chan, SLEEP, sleep_body(3000), &[], None).await })
     };
     // The long call takes the window first (it is in the host when its budget is reported).
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let answer = common::call_h2(
         engine.local_addr(),
         SLEEP,
