@@ -106,25 +106,33 @@ fn failure(code: tonic::Code, message: String) -> http::Response<Body> {
 }
 
 /// The request headers the host sees, as Ferry call metadata (`-bin` values decoded from
-/// their base64 form: the host gets the bytes).
+/// their base64 form: the host gets the bytes). Read in place: only a `-bin` value goes
+/// through tonic's metadata types (for its base64 rules), one header at a time.
 fn request_metadata(headers: &http::HeaderMap) -> Result<Metadata, String> {
-    use tonic::metadata::KeyAndValueRef;
     let mut m = Metadata::new();
-    let map = tonic::metadata::MetadataMap::from_headers(headers.clone());
-    for entry in map.iter() {
-        let (name, value) = match entry {
-            KeyAndValueRef::Ascii(k, v) => (k.as_str(), v.as_bytes().to_vec()),
-            KeyAndValueRef::Binary(k, v) => (
-                k.as_str(),
-                v.to_bytes()
-                    .map_err(|e| format!("metadata {}: {e}", k.as_str()))?
-                    .to_vec(),
-            ),
+    for (key, value) in headers {
+        let name = key.as_str();
+        // A `-bin` value is decoded (and refused if malformed) whether or not it is forwarded.
+        let value = if name.ends_with("-bin") {
+            let mut one = http::HeaderMap::with_capacity(1);
+            one.insert(key.clone(), value.clone());
+            let map = tonic::metadata::MetadataMap::from_headers(one);
+            let Some(tonic::metadata::KeyAndValueRef::Binary(_, v)) = map.iter().next() else {
+                continue;
+            };
+            v.to_bytes()
+                .map_err(|e| format!("metadata {name}: {e}"))?
+                .to_vec()
+        } else if forwarded(name) {
+            value.as_bytes().to_vec()
+        } else {
+            continue;
         };
-        if forwarded(name) {
-            m.append(name, value)
-                .map_err(|e| format!("metadata {name}: {e}"))?;
+        if !forwarded(name) {
+            continue;
         }
+        m.append(name, value)
+            .map_err(|e| format!("metadata {name}: {e}"))?;
     }
     Ok(m)
 }
