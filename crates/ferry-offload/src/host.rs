@@ -8,10 +8,11 @@
 //!
 //! ```no_run
 //! use ferry::rpc::{Server, Services};
-//! # struct MyDemo;
-//! # fn demo() -> ferry_offload::demo::DemoServer<MyDemo> { unimplemented!() }
+//! use ferry_offload::demo::DemoServer;
+//! use ferry_offload::demo_host::DemoHost;
+//!
 //! let services = Services::builder()
-//!     .service(demo())?
+//!     .service(DemoServer::new(DemoHost))? // the generated trait, implemented as always
 //!     .service(ferry_offload::host::describe(ferry_offload::DEMO_DESCRIPTORS, &["ferry.offload.demo.Demo"])?)?
 //!     .build()?;
 //! let server = Server::builder(services).listen("shm:///tmp/demo.sock").start()?;

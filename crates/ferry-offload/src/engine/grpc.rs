@@ -18,7 +18,7 @@ use tonic::body::Body;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::metadata::{MetadataKey, MetadataValue};
 
-use super::sessions::{Answer, Call, Job};
+use super::sessions::{Answer, Call};
 use crate::table::{Route, Table};
 use crate::translate::{forwarded, parse_timeout};
 
@@ -26,7 +26,7 @@ use crate::translate::{forwarded, parse_timeout};
 #[derive(Clone)]
 pub(super) struct Gateway {
     pub(super) table: Arc<Table>,
-    pub(super) jobs: mpsc::Sender<Job>,
+    pub(super) calls: mpsc::Sender<Call>,
     /// Largest request message accepted (larger: `RESOURCE_EXHAUSTED`).
     pub(super) max_message: usize,
 }
@@ -81,7 +81,7 @@ impl Gateway {
             route,
             timeout,
             metadata: Some(metadata),
-            jobs: self.jobs.clone(),
+            calls: self.calls.clone(),
             called: called.clone(),
         };
         let mut grpc = tonic::server::Grpc::new(RawCodec).max_decoding_message_size(self.max_message);
@@ -142,7 +142,7 @@ struct Unary {
     route: Arc<Route>,
     timeout: Option<Duration>,
     metadata: Option<Metadata>,
-    jobs: mpsc::Sender<Job>,
+    calls: mpsc::Sender<Call>,
     called: Arc<AtomicBool>,
 }
 
@@ -153,16 +153,17 @@ impl tonic::server::UnaryService<Bytes> for Unary {
     fn call(&mut self, request: tonic::Request<Bytes>) -> Self::Future {
         self.called.store(true, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
-        let job = Job::Call(Call {
+        let call = Call {
             route: self.route.clone(),
             body: request.into_inner(),
             timeout: self.timeout,
             metadata: self.metadata.take().unwrap_or_default(),
             reply,
-        });
-        let jobs = self.jobs.clone();
+        };
+        let calls = self.calls.clone();
         Box::pin(async move {
-            jobs.send(job)
+            calls
+                .send(call)
                 .await
                 .map_err(|_| tonic::Status::unavailable("the engine is shutting down"))?;
             let answer = answer

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  accept ─► h2 connection task ─► Gateway (grpc.rs): route, grpc-timeout, metadata, deframe
-//!                                     │ Job (channel on the same thread)
+//!                                     │ Call (channel on the same thread)
 //!                                     ▼
 //!            Hosts (sessions.rs): window permit ─► protobuf → Ferry message (session context)
 //!                                 ─► AsyncChannel::call_with over shm ─► host
@@ -15,7 +15,7 @@
 //! does it serve gRPC (accepted connections wait in the listen queue until then), with the
 //! table's services, server reflection and the health service. The sessions to the host are
 //! `!Send`, tonic's connection tasks are `Send`: the two meet through a channel on the one
-//! thread (`sessions::Job`), and the calls run as local tasks.
+//! thread (`sessions::Call`), and the calls run as local tasks.
 
 mod grpc;
 mod sessions;
@@ -123,7 +123,6 @@ pub enum EngineError {
 #[derive(Debug)]
 pub struct Engine {
     addr: SocketAddr,
-    jobs: mpsc::Sender<sessions::Job>,
     ready: std::sync::mpsc::Receiver<()>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<Result<(), EngineError>>>,
@@ -139,10 +138,9 @@ impl Engine {
         })?;
         let addr = listener.local_addr().map_err(EngineError::Thread)?;
         listener.set_nonblocking(true).map_err(EngineError::Thread)?;
-        let (jobs, jobs_rx) = mpsc::channel(config.queue.max(1));
+        let (calls, calls_rx) = mpsc::channel(config.queue.max(1));
         let (ready_tx, ready) = std::sync::mpsc::channel();
         let (stop, stop_rx) = oneshot::channel();
-        let gateway_jobs = jobs.clone();
         let thread = std::thread::Builder::new()
             .name("ferry-gateway".into())
             .spawn(move || {
@@ -159,15 +157,11 @@ impl Engine {
                     .build()
                     .map_err(EngineError::Thread)?;
                 let local = tokio::task::LocalSet::new();
-                local.block_on(
-                    &rt,
-                    run(config, listener, gateway_jobs, jobs_rx, ready_tx, stop_rx),
-                )
+                local.block_on(&rt, run(config, listener, calls, calls_rx, ready_tx, stop_rx))
             })
             .map_err(EngineError::Thread)?;
         Ok(Engine {
             addr,
-            jobs,
             ready,
             stop: Some(stop),
             thread: Some(thread),
@@ -193,14 +187,6 @@ impl Engine {
                 }
             }
         }
-    }
-
-    /// The CPU time the engine's thread has used so far (`None` if it has stopped, or has not
-    /// got the host's table yet).
-    pub fn cpu_time(&self) -> Option<Duration> {
-        let (tx, rx) = oneshot::channel();
-        self.jobs.blocking_send(sessions::Job::CpuTime(tx)).ok()?;
-        rx.blocking_recv().ok()
     }
 
     /// Runs until the engine stops by itself (its gRPC server failed): what a process that
@@ -240,8 +226,8 @@ impl Drop for Engine {
 async fn run(
     config: EngineConfig,
     listener: std::net::TcpListener,
-    jobs: mpsc::Sender<sessions::Job>,
-    jobs_rx: mpsc::Receiver<sessions::Job>,
+    calls: mpsc::Sender<sessions::Call>,
+    calls_rx: mpsc::Receiver<sessions::Call>,
     ready: std::sync::mpsc::Sender<()>,
     mut stop: oneshot::Receiver<()>,
 ) -> Result<(), EngineError> {
@@ -252,7 +238,7 @@ async fn run(
     let table = Arc::new(table);
     let (health, health_service) = tonic_health::server::health_reporter();
     let hosts = sessions::Hosts::new(config.clone(), first, table.clone(), health);
-    tokio::task::spawn_local(hosts.serve(jobs_rx));
+    tokio::task::spawn_local(hosts.serve(calls_rx));
 
     let descriptors = prost_types::FileDescriptorSet::decode(table.descriptors())
         .map_err(|e| EngineError::Table(e.to_string()))?;
@@ -273,7 +259,7 @@ async fn run(
         .map_err(|e| EngineError::Table(e.to_string()))?;
     let gateway = grpc::Gateway {
         table: table.clone(),
-        jobs,
+        calls,
         max_message: config.max_message,
     };
     let router = tonic::service::Routes::new(health_service)
@@ -293,13 +279,4 @@ async fn run(
         })
         .await
         .map_err(|e| EngineError::Serve(e.to_string()))
-}
-
-/// The calling thread's CPU time.
-pub(crate) fn thread_cpu_time() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    Duration::new(
-        u64::try_from(t.tv_sec).unwrap_or(0),
-        u32::try_from(t.tv_nsec).unwrap_or(0),
-    )
 }

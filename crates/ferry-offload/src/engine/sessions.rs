@@ -2,7 +2,7 @@
 //! one to one": every gRPC connection's calls go through them), each an [`AsyncChannel`] on
 //! the engine's thread, and the tasks that keep them connected.
 //!
-//! Calls arrive as [`Job`]s from the gRPC side. Each runs as a local task: it waits for room in
+//! Calls arrive as [`Call`]s from the gRPC side. Each runs as a local task: it waits for room in
 //! a session's request window, decodes the protobuf body into a Ferry message under the
 //! session's context (large bytes and strings are referenced, then written once into the
 //! session's shared pool when the message is sent), calls the host with the method's id, the
@@ -33,15 +33,7 @@ use crate::host::PROTOCOL_VERSION;
 use crate::table::{Route, Table};
 use crate::translate::{decode_request, encode_response};
 
-/// What the gRPC side hands the host sessions.
-pub(crate) enum Job {
-    /// A call to forward.
-    Call(Call),
-    /// The engine thread's CPU time, so far.
-    CpuTime(oneshot::Sender<Duration>),
-}
-
-/// One gRPC call.
+/// One gRPC call, as the gRPC side hands it to the host sessions.
 pub(crate) struct Call {
     pub(crate) route: Arc<Route>,
     /// The request message, protobuf, as the client sent it.
@@ -154,18 +146,11 @@ impl Hosts {
         hosts
     }
 
-    /// Serves jobs until the gRPC side is gone.
-    pub(crate) async fn serve(self: Rc<Hosts>, mut jobs: mpsc::Receiver<Job>) {
+    /// Forwards calls, each in a task of its own, until the gRPC side is gone.
+    pub(crate) async fn serve(self: Rc<Hosts>, mut calls: mpsc::Receiver<Call>) {
         self.report().await;
-        while let Some(job) = jobs.recv().await {
-            match job {
-                Job::Call(call) => {
-                    tokio::task::spawn_local(self.clone().forward(call));
-                }
-                Job::CpuTime(reply) => {
-                    let _ = reply.send(super::thread_cpu_time());
-                }
-            }
+        while let Some(call) = calls.recv().await {
+            tokio::task::spawn_local(self.clone().forward(call));
         }
     }
 
