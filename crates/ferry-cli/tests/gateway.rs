@@ -4,23 +4,15 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use ferry::rpc::{Server, Services};
+use ferry::rpc::Server;
 use ferry_offload::demo::DemoServer;
 use ferry_offload::demo_host::DemoHost;
 use ferry_offload::engine::RawCodec;
 use ferry_testkit::ChildProc;
 
 fn host(addr: &str) -> Server {
-    let services = Services::builder()
-        .service(DemoServer::new(DemoHost))
-        .expect("demo")
-        .service(
-            ferry_offload::host::describe(ferry_offload::DEMO_DESCRIPTORS, &["ferry.offload.demo.Demo"])
-                .expect("table"),
-        )
-        .expect("host service")
-        .build()
-        .expect("services");
+    let services =
+        ferry_offload::demo_host::services(DemoServer::new(DemoHost)).expect("the demo's services");
     Server::builder(services)
         .listen(addr)
         .loops(1)

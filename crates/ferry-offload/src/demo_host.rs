@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use ferry::rpc::{Call, Code, Metadata, Mode, Status};
+use ferry::rpc::{Call, Code, Metadata, Mode, Service, Services, Status};
 use ferry::{DecodeError, MessageView as _};
 
 use crate::demo;
@@ -16,6 +16,18 @@ use crate::demo;
 /// The demo service: every method of `ferry.offload.demo.Demo`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DemoHost;
+
+/// The demo's services as a host serves them: `demo` (an implementation of the demo service:
+/// `DemoServer::new(DemoHost)`, or another) and the `ferry.offload.Host` service describing it,
+/// with one worker thread for `Sleep` (a background handler).
+pub fn services(demo: impl Service) -> Result<Services, Box<dyn std::error::Error + Send + Sync>> {
+    let described = crate::host::describe(crate::DEMO_DESCRIPTORS, &["ferry.offload.demo.Demo"])?;
+    Ok(Services::builder()
+        .service(demo)?
+        .service(described)?
+        .workers(1)
+        .build()?)
+}
 
 fn invalid(e: DecodeError) -> Status {
     Status::new(Code::InvalidArgument, e.to_string())

@@ -692,14 +692,8 @@ impl Servers {
             Setup::Engine => {
                 let dir = tempfile::tempdir()?;
                 let host_addr = format!("shm://{}", dir.path().join("host.sock").display());
-                let services = ferry::rpc::Services::builder()
-                    .service(ferry_offload::demo::DemoServer::new(DemoHost))?
-                    .service(ferry_offload::host::describe(
-                        ferry_offload::DEMO_DESCRIPTORS,
-                        &["ferry.offload.demo.Demo"],
-                    )?)?
-                    .workers(1)
-                    .build()?;
+                let services =
+                    ferry_offload::demo_host::services(ferry_offload::demo::DemoServer::new(DemoHost))?;
                 let config = ferry::rpc::LoopConfig {
                     spin: opts.host_spin,
                     ..ferry::rpc::LoopConfig::default()

@@ -62,19 +62,9 @@ impl Host {
     }
 }
 
-/// `demo` (an implementation of the demo service) and the host service describing it.
+/// `demo` and the host service describing it (`ferry_offload::demo_host::services`).
 pub fn demo_services(demo: impl ferry::rpc::Service) -> Services {
-    Services::builder()
-        .service(demo)
-        .expect("demo service")
-        .service(
-            ferry_offload::host::describe(ferry_offload::DEMO_DESCRIPTORS, &["ferry.offload.demo.Demo"])
-                .expect("the demo table"),
-        )
-        .expect("host service")
-        .workers(1)
-        .build()
-        .expect("services")
+    ferry_offload::demo_host::services(demo).expect("the demo's services")
 }
 
 impl Drop for Host {
