@@ -4,6 +4,7 @@
 //! response metadata reaches `Response::metadata` (or `Status::metadata` when the call fails);
 //! `CallOptions::timeout` overrides the channel's timeout, and the handler sees that deadline.
 
+#[macro_use]
 mod tokio_support;
 
 use std::sync::Arc;
@@ -339,17 +340,6 @@ fn check(client: &Client, methods: &[(u16, &str)]) {
         client.call(RAW, b"again", &options).expect("raw call").0,
         b"again"
     );
-}
-
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod tcp {
-            $(#[test] fn $name() { super::$name(super::Transport::Tcp) })*
-        }
-        mod shm {
-            $(#[test] fn $name() { super::$name(super::Transport::Shm) })*
-        }
-    };
 }
 
 both!(

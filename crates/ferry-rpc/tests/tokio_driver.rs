@@ -5,6 +5,7 @@
 //! The server runs on another thread than the client because `ferry-shm`'s setup exchange
 //! blocks the thread that connects until the server accepts.
 
+#[macro_use]
 mod tokio_support;
 
 use std::future::{Future, poll_fn};
@@ -34,18 +35,6 @@ async fn echo(chan: &AsyncChannel, payload: &[u8]) -> Vec<u8> {
         .await
         .expect("echo");
     response.frame().bytes().expect("a raw payload").to_vec()
-}
-
-/// Generates one test per transport.
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod tcp {
-            $(#[test] fn $name() { super::$name(super::Transport::Tcp) })*
-        }
-        mod shm {
-            $(#[test] fn $name() { super::$name(super::Transport::Shm) })*
-        }
-    };
 }
 
 both!(

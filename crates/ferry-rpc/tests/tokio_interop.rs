@@ -3,6 +3,7 @@
 //! Also: a TCP client that sends and never reads stalls its own session, it does not make the
 //! server buffer without bound.
 
+#[macro_use]
 mod tokio_support;
 
 use std::rc::Rc;
@@ -38,17 +39,6 @@ impl Service for LoopEcho {
             .ok_or_else(|| Status::new(Code::InvalidArgument, "not a raw payload"))?;
         reply.send_payload(Payload::Bytes(bytes))
     }
-}
-
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        mod tcp {
-            $(#[test] fn $name() { super::$name(super::Transport::Tcp) })*
-        }
-        mod shm {
-            $(#[test] fn $name() { super::$name(super::Transport::Shm) })*
-        }
-    };
 }
 
 both!(

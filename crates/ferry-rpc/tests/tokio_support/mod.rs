@@ -100,6 +100,19 @@ impl AsyncService for Echo {
     }
 }
 
+/// Generates one test per transport from functions taking a [`Transport`]: `both!(a, b)`
+/// makes `tcp::a`, `shm::a`, `tcp::b`, `shm::b`.
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        mod tcp {
+            $(#[test] fn $name() { super::$name(super::Transport::Tcp) })*
+        }
+        mod shm {
+            $(#[test] fn $name() { super::$name(super::Transport::Shm) })*
+        }
+    };
+}
+
 /// Which transport a test runs over.
 #[derive(Debug, Clone, Copy)]
 pub enum Transport {
