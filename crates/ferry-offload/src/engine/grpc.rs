@@ -22,6 +22,12 @@ use super::sessions::{Answer, Call};
 use crate::table::{Route, Table};
 use crate::translate::{forwarded, parse_timeout};
 
+/// How much earlier than the client's `grpc-timeout` the engine's own deadline ends. tonic's
+/// server enforces the header too, and answers `CANCELLED` ("Timeout expired") when it passes;
+/// ending first (tokio's timers tick every millisecond) gives the client gRPC's
+/// `DEADLINE_EXCEEDED` instead, and the host its cancellation.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(2);
+
 /// The catch-all gRPC service: every path that is not reflection or health.
 #[derive(Clone)]
 pub(super) struct Gateway {
@@ -60,10 +66,11 @@ impl Gateway {
                 format!("{} streams: the engine serves unary methods only", route.path),
             );
         }
-        let timeout = match req.headers().get("grpc-timeout") {
+        let received = tokio::time::Instant::now();
+        let deadline = match req.headers().get("grpc-timeout") {
             None => None,
             Some(v) => match parse_timeout(v.as_bytes()) {
-                Some(t) => Some(t),
+                Some(t) => Some(received + t.saturating_sub(DEADLINE_MARGIN)),
                 None => {
                     return failure(
                         tonic::Code::InvalidArgument,
@@ -79,7 +86,7 @@ impl Gateway {
         let called = Arc::new(AtomicBool::new(false));
         let unary = Unary {
             route,
-            timeout,
+            deadline,
             metadata: Some(metadata),
             calls: self.calls.clone(),
             called: called.clone(),
@@ -140,7 +147,8 @@ fn request_metadata(headers: &http::HeaderMap) -> Result<Metadata, String> {
 /// One call's unary service, as tonic's [`Grpc::unary`](tonic::server::Grpc::unary) runs it.
 struct Unary {
     route: Arc<Route>,
-    timeout: Option<Duration>,
+    /// When the engine gives up on the call (the client's `grpc-timeout`, less the margin).
+    deadline: Option<tokio::time::Instant>,
     metadata: Option<Metadata>,
     calls: mpsc::Sender<Call>,
     called: Arc<AtomicBool>,
@@ -156,19 +164,27 @@ impl tonic::server::UnaryService<Bytes> for Unary {
         let call = Call {
             route: self.route.clone(),
             body: request.into_inner(),
-            timeout: self.timeout,
+            deadline: self.deadline,
             metadata: self.metadata.take().unwrap_or_default(),
             reply,
         };
         let calls = self.calls.clone();
+        let deadline = self.deadline;
         Box::pin(async move {
             calls
                 .send(call)
                 .await
                 .map_err(|_| tonic::Status::unavailable("the engine is shutting down"))?;
-            let answer = answer
-                .await
-                .map_err(|_| tonic::Status::unavailable("the engine dropped the call"))?;
+            // The deadline is enforced here too, inside the future tonic's own timeout wraps
+            // (and polls first): ending earlier, it is what the client gets.
+            let answer = match deadline {
+                None => answer.await,
+                Some(at) => match tokio::time::timeout_at(at, answer).await {
+                    Ok(answer) => answer,
+                    Err(_) => return Err(tonic::Status::deadline_exceeded("deadline exceeded (engine)")),
+                },
+            };
+            let answer = answer.map_err(|_| tonic::Status::unavailable("the engine dropped the call"))?;
             answer.map(response).map_err(failed)
         })
     }

@@ -38,7 +38,8 @@ pub(crate) struct Call {
     pub(crate) route: Arc<Route>,
     /// The request message, protobuf, as the client sent it.
     pub(crate) body: Bytes,
-    pub(crate) timeout: Option<Duration>,
+    /// When the engine gives up on the call.
+    pub(crate) deadline: Option<tokio::time::Instant>,
     pub(crate) metadata: Metadata,
     pub(crate) reply: oneshot::Sender<Result<Answer, Status>>,
 }
@@ -240,12 +241,11 @@ impl Hosts {
         let Call {
             route,
             body,
-            timeout,
+            deadline,
             metadata,
             mut reply,
         } = call;
         // The client's budget covers the wait for room in a window too.
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
         let outcome = tokio::select! {
             outcome = self.call_host(&route, &body, deadline, metadata) => outcome,
             () = reply.closed() => return,
