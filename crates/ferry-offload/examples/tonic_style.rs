@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use ferry::MessageView as _;
 use ferry::rpc::compat::{Request, Response, TonicStyle};
-use ferry::rpc::{Code, Mode, Server, Services, Status};
+use ferry::rpc::{Code, Mode, Server, Status};
 use ferry_offload::demo::{self, DemoServer, TonicDemo};
 use ferry_offload::demo_host::{DIGEST_SEED, digest};
 
@@ -116,14 +116,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "shm:///tmp/ferry-demo.sock".into());
-    let services = Services::builder()
-        .service(DemoServer::new(TonicStyle(MyDemo)))?
-        .service(ferry_offload::host::describe(
-            ferry_offload::DEMO_DESCRIPTORS,
-            &["ferry.offload.demo.Demo"],
-        )?)?
-        .workers(1)
-        .build()?;
+    // The tonic-style implementation, and the description service (as in examples/host.rs).
+    let services =
+        ferry_offload::demo_host::services(DemoServer::new(TonicStyle(MyDemo))).map_err(|e| e.to_string())?;
     let server = Server::builder(services).listen(&addr).loops(1).start()?;
     println!("host (tonic-style): serving ferry.offload.demo.Demo on {addr}");
     let _server = server;
