@@ -117,8 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "shm:///tmp/ferry-demo.sock".into());
     // The tonic-style implementation, and the description service (as in examples/host.rs).
-    let services =
-        ferry_offload::demo_host::services(DemoServer::new(TonicStyle(MyDemo))).map_err(|e| e.to_string())?;
+    let services = ferry_offload::demo_host::services(DemoServer::new(TonicStyle(MyDemo)))?;
     let server = Server::builder(services).listen(&addr).loops(1).start()?;
     println!("host (tonic-style): serving ferry.offload.demo.Demo on {addr}");
     let _server = server;
