@@ -112,7 +112,7 @@ impl TonicDemo for MyDemo {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "shm:///tmp/ferry-demo.sock".into());
