@@ -15,7 +15,7 @@ use ferry::MessageView as _;
 use ferry::rpc::compat::{Request, Response, TonicStyle};
 use ferry::rpc::{Code, Mode, Server, Status};
 use ferry_offload::demo::{self, DemoServer, TonicDemo};
-use ferry_offload::demo_host::{DIGEST_SEED, digest};
+use ferry_offload::demo_host::{DIGEST_SEED, digest, small_digest};
 
 /// The demo service, tonic-style.
 pub struct MyDemo;
@@ -82,11 +82,8 @@ impl TonicDemo for MyDemo {
         request: Request<'_, 'a, demo::SmallView<'a>>,
     ) -> Result<Response<demo::Ack<'a>>, Status> {
         let r = request.get_ref();
-        let mut h = digest(DIGEST_SEED, &r.id().to_le_bytes());
-        h = digest(h, &r.timestamp().to_le_bytes());
-        h = digest(h, &[u8::from(r.flag())]);
-        h = digest(h, &r.score().to_bits().to_le_bytes());
-        h = digest(h, r.tag().map_err(invalid)?.as_bytes());
+        let tag = r.tag().map_err(invalid)?;
+        let h = small_digest(r.id(), r.timestamp(), r.flag(), r.score(), tag.as_bytes());
         Ok(ack(request.ctx(), h, 1))
     }
 

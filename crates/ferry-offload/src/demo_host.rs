@@ -45,6 +45,15 @@ pub fn digest(hash: u64, bytes: &[u8]) -> u64 {
     tail.iter().fold(sum, |h, &b| h.rotate_left(8) ^ u64::from(b))
 }
 
+/// `SendSmall`'s digest of a `Small`'s fields, in field order.
+pub fn small_digest(id: u32, timestamp: i64, flag: bool, score: f32, tag: &[u8]) -> u64 {
+    let mut h = digest(DIGEST_SEED, &id.to_le_bytes());
+    h = digest(h, &timestamp.to_le_bytes());
+    h = digest(h, &[u8::from(flag)]);
+    h = digest(h, &score.to_bits().to_le_bytes());
+    digest(h, tag)
+}
+
 /// The digest's starting value.
 pub const DIGEST_SEED: u64 = 0xcbf2_9ce4_8422_2325;
 
@@ -96,11 +105,14 @@ impl demo::Demo for DemoHost {
     }
 
     fn send_small<'a>(&self, call: &Call<'a>, request: demo::SmallView<'a>) -> Result<demo::Ack<'a>, Status> {
-        let mut h = digest(DIGEST_SEED, &request.id().to_le_bytes());
-        h = digest(h, &request.timestamp().to_le_bytes());
-        h = digest(h, &[u8::from(request.flag())]);
-        h = digest(h, &request.score().to_bits().to_le_bytes());
-        h = digest(h, request.tag().map_err(invalid)?.as_bytes());
+        let tag = request.tag().map_err(invalid)?;
+        let h = small_digest(
+            request.id(),
+            request.timestamp(),
+            request.flag(),
+            request.score(),
+            tag.as_bytes(),
+        );
         Ok(ack(call, h, 1))
     }
 

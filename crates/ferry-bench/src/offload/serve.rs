@@ -553,11 +553,7 @@ impl Prebuilt {
 }
 
 fn small_digest(r: &pb::Small) -> u64 {
-    let mut h = digest(DIGEST_SEED, &r.id.to_le_bytes());
-    h = digest(h, &r.timestamp.to_le_bytes());
-    h = digest(h, &[u8::from(r.flag)]);
-    h = digest(h, &r.score.to_bits().to_le_bytes());
-    digest(h, r.tag.as_bytes())
+    ferry_offload::demo_host::small_digest(r.id, r.timestamp, r.flag, r.score, r.tag.as_bytes())
 }
 
 /// Distinct requests per message.

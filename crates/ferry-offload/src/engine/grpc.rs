@@ -70,7 +70,8 @@ impl Gateway {
         let deadline = match req.headers().get("grpc-timeout") {
             None => None,
             Some(v) => match parse_timeout(v.as_bytes()) {
-                Some(t) => Some(received + t.saturating_sub(DEADLINE_MARGIN)),
+                // A budget too far to represent is no deadline.
+                Some(t) => received.checked_add(t.saturating_sub(DEADLINE_MARGIN)),
                 None => {
                     return failure(
                         tonic::Code::InvalidArgument,

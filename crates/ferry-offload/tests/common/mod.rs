@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ferry::rpc::{Server, Services};
 use ferry_offload::demo::DemoServer;
-use ferry_offload::demo_host::{DIGEST_SEED, DemoHost, digest};
+use ferry_offload::demo_host::{DIGEST_SEED, DemoHost, digest, small_digest};
 use ferry_offload::engine::{Engine, EngineConfig, RawCodec};
 
 /// The demo service's prost types and tonic code.
@@ -135,11 +135,7 @@ impl pb::demo_server::Demo for Reference {
         request: tonic::Request<pb::Small>,
     ) -> Result<tonic::Response<pb::Ack>, tonic::Status> {
         let r = request.into_inner();
-        let mut h = digest(DIGEST_SEED, &r.id.to_le_bytes());
-        h = digest(h, &r.timestamp.to_le_bytes());
-        h = digest(h, &[u8::from(r.flag)]);
-        h = digest(h, &r.score.to_bits().to_le_bytes());
-        h = digest(h, r.tag.as_bytes());
+        let h = small_digest(r.id, r.timestamp, r.flag, r.score, r.tag.as_bytes());
         Ok(tonic::Response::new(pb::Ack { digest: h, count: 1 }))
     }
 
