@@ -3,18 +3,21 @@
 //! threads run under a deadlock guard, child processes (the test binary re-executed in a role)
 //! that never outlive their test, and external tools ([`tools`]: found on `PATH`, skipped with
 //! a printed reason when missing unless `FERRY_REQUIRE_TOOLS=1`, run under a hang guard), and
-//! [`assert_encoders_agree`] (a generated encoder against the generic visitor path).
+//! [`assert_encoders_agree`] (a generated encoder against the generic visitor path), and a busy
+//! machine on demand ([`BusyLoops`]) with [`wait_until`], the wait a fixed sleep stands for.
 //!
 //! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
 //! that file.
 
 #![forbid(unsafe_code)]
 
+mod busy;
 mod child;
 mod encoders;
 mod scratch;
 pub mod tools;
 
+pub use busy::{BusyLoops, wait_until};
 pub use child::{ChildProc, Killer, self_command};
 pub use encoders::assert_encoders_agree;
 pub use scratch::Scratch;
