@@ -40,6 +40,7 @@ use serde_json::{Value, json};
 
 use crate::BoxError;
 use crate::generated::demo_prost as pb;
+use crate::harness::cpu::threads_cpu_time;
 use crate::harness::progress::Progress;
 use crate::harness::{Histogram, pin_current_thread, round};
 
@@ -598,29 +599,6 @@ impl Requests {
             path: message.path(),
         }
     }
-}
-
-/// The CPU time, so far, of this process's threads whose name starts with `prefix`
-/// (`/proc/self/task/*/comm` and `schedstat`).
-pub fn threads_cpu_time(prefix: &str) -> Duration {
-    let mut total = 0u64;
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return Duration::ZERO;
-    };
-    for task in tasks.flatten() {
-        let dir = task.path();
-        let named = std::fs::read_to_string(dir.join("comm")).is_ok_and(|c| c.trim_end().starts_with(prefix));
-        if !named {
-            continue;
-        }
-        if let Some(ns) = std::fs::read_to_string(dir.join("schedstat"))
-            .ok()
-            .and_then(|s| s.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
-        {
-            total += ns;
-        }
-    }
-    Duration::from_nanos(total)
 }
 
 /// Thread names (at most 15 bytes: what `comm` keeps).

@@ -18,7 +18,7 @@
 //! for both servers), then the measured run.
 //!
 //! Per run: requests/s and p50/p99 from redis-benchmark's CSV; the server's CPU time over the
-//! client's life from `/proc` ([`procfs`]) divided by the requests, and the client's, to tell
+//! client's life from `/proc` ([`crate::harness::cpu`]) divided by the requests, and the client's, to tell
 //! when redis-benchmark's core is the bottleneck; and how busy both cores were with anything
 //! else (`/proc/stat`), to flag runs disturbed by other work. With `--repeat N` the servers
 //! take turns in alternating order and the table shows medians and the rounds' range: on this
@@ -33,7 +33,7 @@ mod chart;
 mod client;
 pub mod csv;
 mod preload;
-pub mod procfs;
+
 mod report;
 pub mod resp;
 mod server;

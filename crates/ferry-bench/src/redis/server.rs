@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::procfs;
 use super::resp::{Conn, Reply};
 use crate::BoxError;
 use crate::harness;
+use crate::harness::cpu as procfs;
 
 /// How long a server has to answer its first `PING`.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);

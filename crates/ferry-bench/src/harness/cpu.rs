@@ -1,31 +1,41 @@
-//! CPU time of another process, from `/proc`: the servers' and `redis-benchmark`'s, read
-//! before and after each run.
+//! CPU accounting, the one place every benchmark reads CPU time from: the calling thread's
+//! ([`thread_cpu_time`], `getrusage(RUSAGE_THREAD)`), this process's threads by name
+//! ([`threads_cpu_time`]), another process's ([`cpu`]: a server's, `redis-benchmark`'s), a
+//! core's or the whole machine's ([`core`], [`machine`]: `/proc/stat`).
 //!
-//! The precise source is `/proc/PID/task/TID/schedstat`, whose first field is the thread's
-//! time on a CPU in nanoseconds (`se.sum_exec_runtime`), summed over the process's threads.
-//! `/proc/PID/stat` (fields 14 and 15, `utime` and `stime`) is the fallback: it also counts
-//! threads that have exited, but in clock ticks of 10 ms. A kernel built without
-//! `CONFIG_SCHED_INFO` shows zeros in `schedstat`; then the ticks are used.
+//! For a process, the precise source is `/proc/PID/task/TID/schedstat`, whose first field is
+//! the thread's time on a CPU in nanoseconds (`se.sum_exec_runtime`), summed over the
+//! process's threads. `/proc/PID/stat` (fields 14 and 15, `utime` and `stime`) is the
+//! fallback: it also counts threads that have exited, but in clock ticks of 10 ms. A kernel
+//! built without `CONFIG_SCHED_INFO` shows zeros in `schedstat`; then the ticks are used.
 //!
 //! `/proc/stat`'s per-CPU lines tell how busy a core was whoever ran on it: what the server's
 //! core did beyond the server's own time is other processes, kernel threads and the
-//! hypervisor's steal, the disturbance of a run on a shared machine.
+//! hypervisor's steal, the disturbance of a run on a shared machine ([`super::load`] reads
+//! the same for the whole machine over a run).
 
 use std::io;
+use std::time::Duration;
 
 /// Clock ticks per second of `/proc/PID/stat` (`USER_HZ`): 100 on every Linux architecture
 /// this project builds for (the kernel converts to it for user space, whatever its `HZ`).
-const USER_HZ: u64 = 100;
+pub(super) const USER_HZ: u64 = 100;
 
 /// The fields of `/proc/PID/stat` the harness reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
     /// Field 3: `R`, `S`, `D`, `Z` (exited, not yet reaped), ...
     pub state: char,
+    /// Field 4: the parent's process id.
+    pub ppid: u32,
     /// Field 14: user time, clock ticks.
     pub utime: u64,
     /// Field 15: system time, clock ticks.
     pub stime: u64,
+    /// Field 16: user time of the children it has waited for, clock ticks.
+    pub cutime: u64,
+    /// Field 17: system time of the children it has waited for, clock ticks.
+    pub cstime: u64,
 }
 
 /// Parses `/proc/PID/stat`. The command name (field 2) is in parentheses and may itself
@@ -35,10 +45,17 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
     let mut fields = rest.split_ascii_whitespace();
     // `rest` starts at field 3.
     let state = fields.next()?.chars().next()?;
-    let mut fields = fields.skip(14 - 4);
-    let utime = fields.next()?.parse().ok()?;
-    let stime = fields.next()?.parse().ok()?;
-    Some(Stat { state, utime, stime })
+    let ppid = fields.next()?.parse().ok()?;
+    let mut fields = fields.skip(14 - 5);
+    let mut next = || fields.next()?.parse().ok();
+    Some(Stat {
+        state,
+        ppid,
+        utime: next()?,
+        stime: next()?,
+        cutime: next()?,
+        cstime: next()?,
+    })
 }
 
 /// Parses the first field of `/proc/PID/task/TID/schedstat`: nanoseconds on a CPU.
@@ -62,6 +79,8 @@ pub struct CoreTicks {
     pub busy: u64,
     /// busy + idle + iowait.
     pub total: u64,
+    /// steal: the time the hypervisor ran something else on the CPU.
+    pub steal: u64,
 }
 
 impl CoreTicks {
@@ -72,9 +91,9 @@ impl CoreTicks {
 }
 
 /// Parses CPU `cpu`'s line (`cpuN user nice system idle iowait irq softirq steal ...`) of
-/// `/proc/stat`.
-pub fn parse_core(stat: &str, cpu: usize) -> Option<CoreTicks> {
-    let name = format!("cpu{cpu}");
+/// `/proc/stat`; `None` for the first line, every CPU's sum.
+pub fn parse_core(stat: &str, cpu: Option<usize>) -> Option<CoreTicks> {
+    let name = cpu.map_or_else(|| "cpu".to_owned(), |c| format!("cpu{c}"));
     let line = stat
         .lines()
         .find(|l| l.split_ascii_whitespace().next() == Some(name.as_str()))?;
@@ -91,16 +110,29 @@ pub fn parse_core(stat: &str, cpu: usize) -> Option<CoreTicks> {
     Some(CoreTicks {
         busy,
         total: busy + at(3) + at(4),
+        steal: at(7),
     })
 }
 
 /// Reads CPU `cpu`'s times from `/proc/stat`.
 pub fn core(cpu: usize) -> io::Result<CoreTicks> {
+    read_core(Some(cpu))
+}
+
+/// Reads every CPU's times summed (the first line of `/proc/stat`).
+pub fn machine() -> io::Result<CoreTicks> {
+    read_core(None)
+}
+
+fn read_core(cpu: Option<usize>) -> io::Result<CoreTicks> {
     let text = std::fs::read_to_string("/proc/stat")?;
     parse_core(&text, cpu).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("no cpu{cpu} line in /proc/stat"),
+            format!(
+                "no {} line in /proc/stat",
+                cpu.map_or("cpu".to_owned(), |c| format!("cpu{c}"))
+            ),
         )
     })
 }
@@ -201,6 +233,32 @@ pub fn cpus_allowed(pid: u32) -> Option<String> {
     parse_cpus_allowed(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
 }
 
+/// CPU time used by the calling thread so far, user plus system (`getrusage(RUSAGE_THREAD)`).
+///
+/// Only the calling thread's own time: time the kernel spends on its behalf in interrupt
+/// context, or in other threads, is not included.
+pub fn thread_cpu_time() -> Duration {
+    // getrusage(RUSAGE_THREAD) on the calling thread cannot fail on Linux; zero is a safe answer.
+    super::sys::thread_cpu_time().unwrap_or_default()
+}
+
+/// The CPU time, so far, of this process's threads whose name starts with `prefix`
+/// (`/proc/self/task/*/comm` and `schedstat`): a server's threads, read from the benchmark's.
+pub fn threads_cpu_time(prefix: &str) -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let ns: u64 = tasks
+        .flatten()
+        .map(|task| task.path())
+        .filter(|dir| {
+            std::fs::read_to_string(dir.join("comm")).is_ok_and(|c| c.trim_end().starts_with(prefix))
+        })
+        .filter_map(|dir| parse_schedstat(&std::fs::read_to_string(dir.join("schedstat")).ok()?))
+        .sum();
+    Duration::from_nanos(ns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,19 +275,25 @@ mod tests {
             parse_stat(STAT),
             Some(Stat {
                 state: 'S',
+                ppid: 1,
                 utime: 57,
-                stime: 102
+                stime: 102,
+                cutime: 0,
+                cstime: 0,
             })
         );
         let odd = STAT.replace("(redis-server *:7777)", "(a) b (c))");
         assert_eq!(parse_stat(&odd).map(|s| (s.utime, s.stime)), Some((57, 102)));
-        let zombie = "21006 (sh) Z 21003 21003 17702 0 -1 4228172 0 0 0 0 20 0 0 0 20 0 1 0";
+        let zombie = "21006 (sh) Z 21003 21003 17702 0 -1 4228172 0 0 0 0 20 0 3 4 20 0 1 0";
         assert_eq!(
             parse_stat(zombie),
             Some(Stat {
                 state: 'Z',
+                ppid: 21003,
                 utime: 20,
-                stime: 0
+                stime: 0,
+                cutime: 3,
+                cstime: 4,
             })
         );
         assert_eq!(parse_stat("21006 (sh) Z 1 2"), None);
@@ -251,25 +315,33 @@ mod tests {
                     cpu0 547808 0 267956 326704 1928 0 30276 1211 0 0\n\
                     cpu1 601196 0 269062 270124 3220 0 30926 1206 0 0\n\
                     intr 13382644 0 0\n";
-        let c1 = parse_core(stat, 1).unwrap();
+        let c1 = parse_core(stat, Some(1)).unwrap();
         assert_eq!(c1.busy, 601_196 + 269_062 + 30_926 + 1206);
         assert_eq!(c1.total, c1.busy + 270_124 + 3220);
         assert_eq!(
-            parse_core(stat, 0).unwrap().busy,
+            parse_core(stat, Some(0)).unwrap().busy,
             547_808 + 267_956 + 30_276 + 1211
         );
-        assert_eq!(parse_core(stat, 2), None);
+        assert_eq!(parse_core(stat, Some(2)), None);
+        assert_eq!(
+            parse_core(stat, None).unwrap().busy,
+            1_149_004 + 537_018 + 61_203 + 2418
+        );
         // Old kernels have fewer columns.
         assert_eq!(
-            parse_core("cpu3 1 2 3 4\n", 3),
-            Some(CoreTicks { busy: 6, total: 10 })
+            parse_core("cpu3 1 2 3 4\n", Some(3)),
+            Some(CoreTicks {
+                busy: 6,
+                total: 10,
+                steal: 0
+            })
         );
         let later = CoreTicks {
             busy: c1.busy + 250,
             ..c1
         };
         assert_eq!(later.busy_since(c1), 2.5);
-        assert!(core(0).is_ok());
+        assert!(core(0).is_ok() && machine().is_ok());
     }
 
     #[test]
@@ -288,6 +360,30 @@ mod tests {
         assert_eq!(r(None, 7).since(r(Some(5), 2)), (50_000_000, Source::Ticks));
         assert_eq!(r(Some(5), 0).total(), (5, Source::Schedstat));
         assert_eq!(r(None, 1).total(), (10_000_000, Source::Ticks));
+    }
+
+    #[test]
+    fn thread_times_advance() {
+        let spin = || {
+            let start = std::time::Instant::now();
+            let mut x = 0u64;
+            while start.elapsed() < std::time::Duration::from_millis(30) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        };
+        let before = thread_cpu_time();
+        spin();
+        assert!(thread_cpu_time() > before);
+        let named = std::thread::Builder::new()
+            .name("cpu-test-spin".into())
+            .spawn(move || {
+                spin();
+                threads_cpu_time("cpu-test-spin")
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(named > Duration::ZERO && threads_cpu_time("no-such-thread-name") == Duration::ZERO);
     }
 
     #[test]
