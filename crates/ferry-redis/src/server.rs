@@ -158,9 +158,7 @@ impl Server {
                     let cpu = (!shared.info.config.pin.is_empty())
                         .then(|| shared.info.config.pin[i % shared.info.config.pin.len()]);
                     if let Some(cpu) = cpu {
-                        let mut set = rustix::thread::CpuSet::new();
-                        set.set(cpu);
-                        rustix::thread::sched_setaffinity(None, &set).map_err(io::Error::from)?;
+                        ferry_transport::pin_current_thread(cpu)?;
                     }
                     EventLoop::new(i, shared, listener, waker)?.run()
                 })?;

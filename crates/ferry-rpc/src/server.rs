@@ -215,7 +215,7 @@ impl ServerBuilder {
                 .name(format!("ferry-rpc-loop-{i}"))
                 .spawn(move || {
                     if let Some(cpu) = cpu {
-                        let _ = crate::sys::pin_current_thread(cpu);
+                        let _ = ferry_transport::pin_current_thread(cpu);
                     }
                     let mut lp = match EventLoop::with_services(config, services) {
                         Ok(lp) => lp,

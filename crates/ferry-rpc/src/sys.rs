@@ -1,5 +1,5 @@
-//! The few system calls the drivers make themselves, through `rustix`'s safe wrappers: `poll`,
-//! an eventfd that wakes a sleeping loop, and thread pinning.
+//! The few system calls the drivers make themselves, through `rustix`'s safe wrappers: `poll`
+//! and an eventfd that wakes a sleeping loop (pinning is [`ferry_transport::pin_current_thread`]).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -81,11 +81,4 @@ impl AsFd for Waker {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
-}
-
-/// Pins the calling thread to `cpu`.
-pub(crate) fn pin_current_thread(cpu: usize) -> io::Result<()> {
-    let mut set = rustix::thread::CpuSet::new();
-    set.set(cpu);
-    rustix::thread::sched_setaffinity(None, &set).map_err(io::Error::from)
 }

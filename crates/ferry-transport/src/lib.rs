@@ -8,6 +8,8 @@
 //! - [`TransportError`] and [`FrameError`]: one error type for both transports.
 //! - [`Transport`] and [`Received`]: sending, blocking and non-blocking receive, readiness,
 //!   and reading a received frame in place.
+//! - [`pin_current_thread`]: thread pinning for the drivers that busy-poll (one implementation
+//!   for every crate that pins).
 //!
 //! # Readiness: one thread, many connections
 //!
@@ -33,12 +35,14 @@
 
 #![forbid(unsafe_code)]
 
+mod affinity;
 mod error;
 mod meta;
 mod method;
 mod payload;
 mod transport;
 
+pub use affinity::pin_current_thread;
 pub use error::{FrameError, TransportError};
 pub use meta::Meta;
 pub use method::method_id;

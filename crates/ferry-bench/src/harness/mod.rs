@@ -87,9 +87,10 @@ pub fn accept(listener: &TcpListener) -> Result<TcpStream, BoxError> {
     }
 }
 
-/// Pins the calling thread to CPU `cpu` (`sched_setaffinity`).
+/// Pins the calling thread to CPU `cpu` ([`ferry_transport::pin_current_thread`]), with an
+/// error that names the CPU.
 pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
-    sys::pin_current_thread(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))
+    ferry_transport::pin_current_thread(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))
 }
 
 /// CPUs this process may run on (for choosing where to pin).

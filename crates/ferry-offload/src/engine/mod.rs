@@ -145,12 +145,8 @@ impl Engine {
             .name("ferry-gateway".into())
             .spawn(move || {
                 if let Some(core) = config.core {
-                    let mut set = rustix::thread::CpuSet::new();
-                    set.set(core);
-                    rustix::thread::sched_setaffinity(None, &set).map_err(|e| EngineError::Pin {
-                        core,
-                        source: e.into(),
-                    })?;
+                    ferry::transport::pin_current_thread(core)
+                        .map_err(|source| EngineError::Pin { core, source })?;
                 }
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
