@@ -214,13 +214,17 @@ impl ServerBuilder {
             let thread = std::thread::Builder::new()
                 .name(format!("ferry-rpc-loop-{i}"))
                 .spawn(move || {
-                    if let Some(cpu) = cpu {
-                        let _ = ferry_transport::pin_current_thread(cpu);
+                    if let Some(Err(e)) = cpu.map(ferry_transport::pin_current_thread) {
+                        let _ = tx.send(Err(ServerError::Io {
+                            what: "pinning an event loop (ServerBuilder::pin)",
+                            source: std::io::Error::new(e.kind(), format!("CPU {}: {e}", cpu.unwrap_or(0))),
+                        }));
+                        return LoopReport::default();
                     }
                     let mut lp = match EventLoop::with_services(config, services) {
                         Ok(lp) => lp,
                         Err(e) => {
-                            let _ = tx.send(Err(e));
+                            let _ = tx.send(Err(e.into()));
                             return LoopReport::default();
                         }
                     };
@@ -236,7 +240,7 @@ impl ServerBuilder {
                 })?;
             match rx.recv() {
                 Ok(Ok(waker)) => wakers.push(waker),
-                Ok(Err(e)) => return Err(e.into()),
+                Ok(Err(e)) => return Err(e),
                 Err(_) => {
                     return Err(ServerError::Io {
                         what: "starting an event loop",

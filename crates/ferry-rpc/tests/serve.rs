@@ -295,3 +295,24 @@ fn a_blocking_channel_reconnects_after_the_server_comes_back() {
     }
     server.shutdown(Duration::from_secs(1));
 }
+
+/// Regression: a loop that could not be pinned (`ServerBuilder::pin` to a CPU the process may
+/// not use) started anyway, unpinned, and said nothing.
+#[test]
+fn a_loop_that_cannot_be_pinned_fails_the_start() {
+    let services = Services::builder()
+        .service(TestService::default())
+        .unwrap()
+        .build()
+        .unwrap();
+    // No machine this runs on has 4,000 CPUs.
+    let err = Server::builder(services)
+        .listen("tcp://127.0.0.1:0")
+        .loops(1)
+        .pin(vec![4000])
+        .start()
+        .err()
+        .expect("a server pinned to a CPU that does not exist started");
+    let text = err.to_string();
+    assert!(text.contains("pinning") && text.contains("CPU 4000"), "{text}");
+}
