@@ -22,14 +22,19 @@
 //!   plot of an earlier run without measuring.
 //!
 //! The benchmarks themselves live in `ferry-bench`; this crate only parses their options.
+//! `demo`, `calibrate` and `bench` are behind the default-on `bench` feature: built without it
+//! (`--no-default-features`), the command has the schema tools and the servers, and does not
+//! link `ferry-bench` or the peer libraries it measures against.
 //!
 //! Exit status: 0 on success, 1 for usage and schema errors (bad options, a `.proto` that does
 //! not parse, an unknown message), 2 for invalid input on standard input (wire bytes that do not
 //! validate, JSON that does not parse or does not fit the message).
 #![deny(unsafe_code)]
 
+#[cfg(feature = "bench")]
 mod bench;
 mod decode;
+#[cfg(feature = "bench")]
 mod demo;
 mod encode;
 mod gateway;
@@ -43,6 +48,10 @@ use clap::{Parser, Subcommand};
 /// Ferry: zero-copy structured data movement.
 #[derive(Parser)]
 #[command(name = "ferry", version, about)]
+#[cfg_attr(
+    not(feature = "bench"),
+    command(after_help = "Built without the `bench` feature: no `demo`, `calibrate` or `bench`.")
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -54,6 +63,7 @@ struct Cli {
 enum Command {
     /// Serve a key-value workload from a store (Ferry against prost, over TCP and shared
     /// memory) and measure it; `--serialize`: sample messages copy-only and hybrid instead.
+    #[cfg(feature = "bench")]
     Demo(demo::Args),
     /// Read protobuf-JSON on stdin, write Ferry wire bytes on stdout (every value copied).
     ///
@@ -73,9 +83,11 @@ enum Command {
     /// a build.rs.
     Gen(generate::Args),
     /// Benchmarks that write JSON results: `datapath` (the TCP send modes over loopback).
+    #[cfg(feature = "bench")]
     Bench(bench::Args),
     /// Measure the zero-copy threshold of each transport (copy-only against zero-copy-only
     /// over values of N buffers of S bytes) and write it where `ferry-rpc` reads it.
+    #[cfg(feature = "bench")]
     Calibrate(ferry_bench::kv::calibrate::Args),
     /// Serve the Redis protocol (RESP2/RESP3) to unchanged Redis clients, large values sent by
     /// scatter-gather from the keyspace's memory; in the foreground, no persistence.
@@ -97,14 +109,17 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = match cli.command {
+        #[cfg(feature = "bench")]
         Command::Demo(args) => demo::run(&args).map_err(|e| schema::CliError::Usage(e.to_string())),
         Command::Encode(args) => encode::run(&args),
         Command::Decode(args) => decode::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Gen(args) => generate::run(&args),
+        #[cfg(feature = "bench")]
         Command::Bench(args) => bench::run(&args).map_err(|e| schema::CliError::Usage(e.to_string())),
         Command::Redis(args) => redis::run(&args).map_err(schema::CliError::Usage),
         Command::Gateway(args) => gateway::run(&args).map_err(schema::CliError::Usage),
+        #[cfg(feature = "bench")]
         Command::Calibrate(args) => {
             ferry_bench::kv::calibrate::run(&args).map_err(|e| schema::CliError::Usage(e.to_string()))
         }
