@@ -1,6 +1,7 @@
 //! What a sweep's records show: the table, the findings behind the auto rule, the targets and
 //! the plot.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use ferry_net::Mode;
@@ -89,23 +90,14 @@ pub fn table(all: &[Record]) {
     println!(
         "Gather / copy by field size, batched (median over sizes and field counts; > 1 favours gather):"
     );
-    let mut by_field: Vec<(usize, Vec<f64>, Vec<f64>)> = Vec::new();
+    let mut by_field: BTreeMap<usize, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     for (g, c) in gather_and_copy(all) {
-        let at = match by_field.iter().position(|(f, _, _)| *f == g.field_size) {
-            Some(i) => i,
-            None => {
-                by_field.push((g.field_size, Vec::new(), Vec::new()));
-                by_field.len() - 1
-            }
-        };
-        by_field[at].1.push(g.msgs_per_sec / c.msgs_per_sec);
-        by_field[at]
-            .2
-            .push(c.sender_cpu_us_per_msg / g.sender_cpu_us_per_msg);
+        let (throughput, cpu) = by_field.entry(g.field_size).or_default();
+        throughput.push(g.msgs_per_sec / c.msgs_per_sec);
+        cpu.push(c.sender_cpu_us_per_msg / g.sender_cpu_us_per_msg);
     }
-    by_field.sort_by_key(|(f, _, _)| *f);
     let mut t = Table::new(["field", "throughput", "sender CPU saving", "configurations"]);
-    for (field, throughput, cpu) in &by_field {
+    for (field, (throughput, cpu)) in &by_field {
         t.row([
             bytes_label(*field as f64),
             format!("{:.2}x", median(throughput).unwrap_or(0.0)),
