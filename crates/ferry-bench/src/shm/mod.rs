@@ -400,3 +400,20 @@ impl Benchmark for Shm<'_> {
 pub fn run(args: &Args) -> Result<(), BoxError> {
     lifecycle::main(&Shm::new(args), &args.common).map(drop)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_results_read_back_to_the_same_json() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/benchmarks/shm-results.json"
+        );
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let again = serde_json::to_value(Records::deserialize(&doc).unwrap()).unwrap();
+        assert_eq!(again["records"], doc["records"]);
+        assert_eq!(again["diagnostics"], doc["diagnostics"]);
+    }
+}
