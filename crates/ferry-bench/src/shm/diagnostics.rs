@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::link::{Pools, on_two_cores, shm_config, shm_link, value};
 use super::raw::run_raw;
 use super::wire::{END, REQUEST_FILL, RESPONSE_FILL, check_response, exchange, send_record, touch};
-use super::{Notify, Point, RAW_PAYLOAD, Spec, TransportKind};
+use super::{Notify, Point, Spec, TransportKind};
 use crate::BoxError;
 use crate::harness::table::Table;
 use crate::harness::{Budget, median};
@@ -160,28 +160,25 @@ pub fn measure(
     pools: &Pools,
     seq: &mut u64,
 ) -> Result<Diagnostics, BoxError> {
-    let spec = |transport, payload| Spec {
-        point: Point {
-            transport,
-            notify: Notify::Spin,
-            payload,
-            in_flight: 1,
-        },
-        budget: match budget {
-            Budget::Count(n) => Budget::Count(n),
-            Budget::Time(d) => Budget::Time(d / 2),
-        },
-        cpus,
+    let budget = match budget {
+        Budget::Time(d) => Budget::Time(d / 2),
+        count => count,
     };
     let mut by_payload = Vec::new();
     for &payload in payloads {
         *seq += 1;
-        let ns = breakdown(&spec(TransportKind::Shm, payload), pools, *seq, rounds)?;
+        let point = Point {
+            transport: TransportKind::Shm,
+            notify: Notify::Spin,
+            payload,
+            in_flight: 1,
+        };
+        let ns = breakdown(&Spec { point, budget, cpus }, pools, *seq, rounds)?;
         by_payload.push(Column { payload, ns });
     }
     let mut p50_ns = Vec::new();
     for depth in 0..=3usize {
-        let r = run_raw(&spec(TransportKind::Raw, RAW_PAYLOAD * (depth + 1)), depth)?;
+        let r = run_raw(budget, cpus, depth)?;
         p50_ns.push(Depth {
             depth,
             p50_ns: r.hist.quantile(0.5).unwrap_or(0),

@@ -342,7 +342,7 @@ impl Benchmark for Shm<'_> {
                 );
                 progress.start(what.clone());
                 let r = match point.transport {
-                    TransportKind::Raw => raw::run_raw(&spec, 0),
+                    TransportKind::Raw => raw::run_raw(spec.budget, spec.cpus, 0),
                     TransportKind::Shm => link::run_shm(&spec, &pools, seq),
                     TransportKind::Tcp => link::run_tcp(&spec, &pools, &self.args.congestion),
                 }

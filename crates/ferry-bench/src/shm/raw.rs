@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use super::endpoint::Counters;
 use super::record::RunResult;
-use super::{Notify, Point, RAW_PAYLOAD, Spec, TransportKind};
 use crate::BoxError;
 use crate::harness::{self, Budget, Histogram, cpu::thread_cpu_time, joined};
 
@@ -88,7 +87,12 @@ fn echo(ping: &Lane, pong: &Lane, cpu: usize) -> Result<(Duration, u64), BoxErro
 }
 
 /// The client: a warm-up, then the measured round trips, each timed with one clock reading.
-fn ping(ping: &Lane, pong: &Lane, spec: &Spec) -> Result<(u64, Duration, Duration, Histogram), BoxError> {
+fn ping(
+    ping: &Lane,
+    pong: &Lane,
+    budget: Budget,
+    cpu: usize,
+) -> Result<(u64, Duration, Duration, Histogram), BoxError> {
     let mut seq = 0u64;
     let mut phase = |budget: Budget, hist: &mut Histogram| -> Result<u64, BoxError> {
         let start = Instant::now();
@@ -110,30 +114,30 @@ fn ping(ping: &Lane, pong: &Lane, spec: &Spec) -> Result<(u64, Duration, Duratio
         }
         Ok(n)
     };
-    harness::pin_current_thread(spec.cpus.0)?;
-    phase(spec.budget.warmup(), &mut Histogram::default())?;
+    harness::pin_current_thread(cpu)?;
+    phase(budget.warmup(), &mut Histogram::default())?;
     let mut hist = Histogram::default();
     let (t0, cpu0) = (Instant::now(), thread_cpu_time());
-    let n = phase(spec.budget, &mut hist)?;
+    let n = phase(budget, &mut hist)?;
     Ok((n, t0.elapsed(), thread_cpu_time().saturating_sub(cpu0), hist))
 }
 
-/// The raw ping-pong; with `depth` > 0 each direction also carries that many chained lines
+/// The raw ping-pong between `cpus` (client, server); with `depth` > 0 each direction also carries that many chained lines
 /// (a diagnostic: the cost of a dependent cross-core cache miss). The server's CPU is over
 /// its whole life (warm-up included), scaled to the measured requests: it spins all the time
 /// either way.
-pub fn run_raw(spec: &Spec, depth: usize) -> Result<RunResult, BoxError> {
+pub fn run_raw(budget: Budget, cpus: (usize, usize), depth: usize) -> Result<RunResult, BoxError> {
     let (ping_lane, pong_lane) = (Lane::new(depth), Lane::new(depth));
     let (client, server) = thread::scope(|s| {
         let server = s.spawn(|| {
-            let result = echo(&ping_lane, &pong_lane, spec.cpus.1);
+            let result = echo(&ping_lane, &pong_lane, cpus.1);
             if result.is_err() {
                 pong_lane.stop();
             }
             result
         });
         let client = s.spawn(|| {
-            let result = ping(&ping_lane, &pong_lane, spec);
+            let result = ping(&ping_lane, &pong_lane, budget, cpus.0);
             ping_lane.stop();
             result
         });
@@ -175,20 +179,7 @@ pub struct PingPong {
 /// benchmarks to measure in their own runs (`ferry bench rpc`). A warm-up of a tenth of
 /// `budget` comes first.
 pub fn ping_pong(budget: Budget, client_cpu: usize, server_cpu: usize) -> Result<PingPong, BoxError> {
-    let point = Point {
-        transport: TransportKind::Raw,
-        notify: Notify::Spin,
-        payload: RAW_PAYLOAD,
-        in_flight: 1,
-    };
-    let r = run_raw(
-        &Spec {
-            point,
-            budget,
-            cpus: (client_cpu, server_cpu),
-        },
-        0,
-    )?;
+    let r = run_raw(budget, (client_cpu, server_cpu), 0)?;
     Ok(PingPong {
         round_trips: r.requests,
         elapsed: r.elapsed,
