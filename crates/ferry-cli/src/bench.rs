@@ -43,7 +43,7 @@ enum BenchCommand {
     ///
     /// `--quick`: sizes 64 B, 1 KiB, 4 KiB, 64 KiB x 1 and 8 fields, unbatched only at 4 KiB x 8
     /// fields, 80 ms per repetition, well under 30 s. `--plot`: messages/s and sender CPU per
-    /// message against message size, per mode, at `--plot-fields` fields, batched and unbatched.
+    /// message against message size, per mode, at `--unbatched-fields` fields, batched and unbatched.
     Datapath(datapath::Args),
     /// Request/response round trips and pipelined throughput over the shared-memory transport,
     /// against a raw shared-memory ping-pong and TCP loopback.

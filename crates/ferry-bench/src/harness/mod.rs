@@ -93,6 +93,14 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     ferry_transport::pin_current_thread(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))
 }
 
+/// What a benchmark's thread `who` (`"client"`) returned, its error or panic named after it.
+pub fn joined<T>(who: &str, r: std::thread::Result<Result<T, BoxError>>) -> Result<T, BoxError> {
+    match r {
+        Ok(r) => r.map_err(|e| format!("{who}: {e}").into()),
+        Err(_) => Err(format!("{who}: the thread panicked").into()),
+    }
+}
+
 /// CPUs this process may run on (for choosing where to pin).
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
