@@ -42,8 +42,8 @@ pub(super) const STALL: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Spec<'a> {
     pub(super) addr: &'a Addr,
-    /// `None`: the Record built once before the run, its bytes sent every call.
-    pub(super) builder: Option<Builder>,
+    /// What is sent: a builder's Record built per call, or [`Builder::Prebuilt`].
+    pub(super) builder: Builder,
     pub(super) source: &'a Source,
     pub(super) budget: Budget,
     pub(super) threads: usize,
@@ -190,15 +190,16 @@ enum Sender {
 }
 
 impl Sender {
-    fn new(builder: Option<Builder>, pool: &Pool, source: &Source) -> Result<Sender, BoxError> {
+    fn new(builder: Builder, pool: &Pool, source: &Source) -> Result<Sender, BoxError> {
         Ok(match builder {
-            Some(Builder::FlatbuffersFresh) => Sender::StockFresh(Offsets::new()),
-            Some(Builder::FlatbuffersReused) => {
+            Builder::FlatbuffersFresh => Sender::StockFresh(Offsets::new()),
+            Builder::FlatbuffersReused => {
                 Sender::StockReused(::flatbuffers::FlatBufferBuilder::new(), Offsets::new())
             }
-            Some(Builder::ZflatbuffersFresh) => Sender::OursFresh(pool.clone(), Offsets::new()),
-            Some(Builder::ZflatbuffersReused) => Sender::OursReused(ZBuilder::new(pool), Offsets::new()),
-            None => {
+            Builder::ZflatbuffersFresh => Sender::OursFresh(pool.clone(), Offsets::new()),
+            Builder::ZflatbuffersReused => Sender::OursReused(ZBuilder::new(pool), Offsets::new()),
+            Builder::Memcpy => return Err("the memcpy floor sends nothing".into()),
+            Builder::Prebuilt => {
                 let mut fbb = ::flatbuffers::FlatBufferBuilder::new();
                 build_stock(&mut fbb, source, &mut Offsets::new());
                 Sender::Prebuilt(pool.copy_from(fbb.finished_data())?)
