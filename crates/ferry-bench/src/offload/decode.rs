@@ -661,47 +661,17 @@ impl<'s> Case<'s> {
         let input = &self.input[..];
         let image = &self.image[..];
         let desc = self.descs.desc;
-        let start = Instant::now();
         match (self.message, series) {
-            (M::Ints, S::Prost) => {
-                for _ in 0..n {
-                    black_box(Ints::decode(black_box(input))?);
-                }
-            }
-            (M::Chars, S::Prost) => {
-                for _ in 0..n {
-                    black_box(Chars::decode(black_box(input))?);
-                }
-            }
-            (M::Ints, S::ProstRead) => {
-                for _ in 0..n {
-                    let m = Ints::decode(black_box(input))?;
-                    black_box(digest_ints(m.values.iter().copied()));
-                }
-            }
-            (M::Chars, S::ProstRead) => {
-                for _ in 0..n {
-                    let m = Chars::decode(black_box(input))?;
-                    black_box(digest_text(&m.text));
-                }
-            }
-            (_, S::Engine) => {
-                for _ in 0..n {
-                    black_box(engine_write(&self.descs, black_box(input), pool)?);
-                }
-            }
-            (M::Ints, S::HostValidate) => {
-                for _ in 0..n {
-                    black_box(host_ints(black_box(image), desc, &limits)?);
-                }
-            }
-            (M::Chars, S::HostValidate) => {
-                for _ in 0..n {
-                    black_box(host_chars(black_box(image), desc, &limits)?);
-                }
-            }
+            (M::Ints, S::Prost) => repeat(n, || Ok(Ints::decode(black_box(input))?)),
+            (M::Chars, S::Prost) => repeat(n, || Ok(Chars::decode(black_box(input))?)),
+            (M::Ints, S::ProstRead) => repeat(n, || {
+                Ok(digest_ints(Ints::decode(black_box(input))?.values.into_iter()))
+            }),
+            (M::Chars, S::ProstRead) => repeat(n, || Ok(digest_text(&Chars::decode(black_box(input))?.text))),
+            (_, S::Engine) => repeat(n, || engine_write(&self.descs, black_box(input), pool)),
+            (M::Ints, S::HostValidate) => repeat(n, || host_ints(black_box(image), desc, &limits)),
+            (M::Chars, S::HostValidate) => repeat(n, || host_chars(black_box(image), desc, &limits)),
         }
-        Ok(start.elapsed())
     }
 
     /// The message count of a loop of `series` that takes at least `target` (the runs that find
@@ -723,6 +693,16 @@ impl<'s> Case<'s> {
             n = ((n as f64 * grow).ceil() as u64).max(n + 1);
         }
     }
+}
+
+/// Runs `f` `n` times back to back, each result passed to `black_box`; returns the wall time.
+#[inline]
+fn repeat<T>(n: u64, mut f: impl FnMut() -> Result<T, BenchError>) -> Result<Duration, BenchError> {
+    let start = Instant::now();
+    for _ in 0..n {
+        black_box(f()?);
+    }
+    Ok(start.elapsed())
 }
 
 /// Every point, on the calling thread.
