@@ -497,14 +497,10 @@ impl Records {
         };
         let name = |s: &&SerializeRun| s.builder.label().to_owned();
         let counted = |s: &&SerializeRun| s.counted.is_some();
-        let mut count_panels = Vec::new();
-        for (what, f) in [
-            (
-                "allocated",
-                (|c: &Counted| c.allocated_bytes) as fn(&Counted) -> usize,
-            ),
-            ("copied", |c: &Counted| c.copied_bytes),
-        ] {
+        // Bytes allocated (`Counted` and the paper's column 4) or copied (column 5).
+        let count = |what: &str,
+                     f: fn(&Counted) -> usize,
+                     paper: fn(&(&str, usize, usize, usize, usize, usize)) -> usize| {
             let mut s = series(&ser, counted, name, |s| {
                 (s.size as f64, s.counted.map_or(0, |c| f(&c)) as f64)
             });
@@ -514,13 +510,14 @@ impl Records {
                     points: PAPER
                         .iter()
                         .filter(|p| p.0 == lib)
-                        .map(|p| (p.1 as f64, if what == "allocated" { p.4 } else { p.5 } as f64))
+                        .map(|p| (p.1 as f64, paper(p) as f64))
                         .collect(),
                 });
             }
-            count_panels.push(s);
-        }
-        let [allocated, copied] = <[_; 2]>::try_from(count_panels).map_err(|_| "two count panels")?;
+            s
+        };
+        let allocated = count("allocated", |c| c.allocated_bytes, |p| p.4);
+        let copied = count("copied", |c| c.copied_bytes, |p| p.5);
         let mut panels = vec![
             bytes(
                 "Figure 9: building the Record",

@@ -15,9 +15,8 @@
 //!
 //! The paper draws from a Mersenne twister with a constant seed; this uses the seeded ChaCha8
 //! generator the other workloads of this crate use (`rand_chacha`: the same stream on every
-//! platform and version), seeded with [`Figure7Options::seed`] (default 5489, `std::mt19937`'s
-//! default seed). Every count starts from the same seed, so a message's elements are the first
-//! `n` of one stream. The exact distribution the paper used is not given; the figure's shape
+//! platform and version), seeded with [`Figure7Options::seed`]. Every count starts from the
+//! same seed, so a message's elements are the first `n` of one stream. The exact distribution the paper used is not given; the figure's shape
 //! (linear in `n` once the per-message cost is amortized) does not depend on it.
 //!
 //! # The series ([`Figure7Series`])
@@ -199,42 +198,21 @@ impl Figure7Series {
 /// What [`figure7`] measures and how.
 #[derive(Debug, Clone)]
 pub struct Figure7Options {
-    /// Element counts (default 1, 2, 4, ..., 8192).
+    /// Element counts.
     pub counts: Vec<usize>,
-    /// Timed loops per point and series; the figure is their median (default 51).
+    /// Timed loops per point and series; the figure is their median.
     pub reps: usize,
-    /// The least wall time of one timed loop; its message count is calibrated to it
-    /// (default 100 µs: short, so that most loops run within one scheduler time slice and
-    /// the median ignores the few that another thread interrupts).
+    /// The least wall time of one timed loop; its message count is calibrated to it (short,
+    /// so that most loops run within one scheduler time slice and the median ignores the few
+    /// that another thread interrupts).
     pub batch: Duration,
-    /// The CPU the measuring thread is pinned to (`None`: not pinned). Default 0.
+    /// The CPU the measuring thread is pinned to (`None`: not pinned).
     pub cpu: Option<usize>,
-    /// Seed of the inputs' generator (default 5489).
+    /// Seed of the inputs' generator (5489, `std::mt19937`'s default).
     pub seed: u64,
 }
 
-impl Default for Figure7Options {
-    fn default() -> Self {
-        Figure7Options {
-            counts: (0..=13).map(|i| 1usize << i).collect(),
-            reps: 51,
-            batch: Duration::from_micros(100),
-            cpu: Some(0),
-            seed: 5489,
-        }
-    }
-}
-
 impl Figure7Options {
-    /// A short run (under a second): 11 repetitions of 50 µs loops.
-    pub fn quick() -> Self {
-        Figure7Options {
-            reps: 11,
-            batch: Duration::from_micros(50),
-            ..Figure7Options::default()
-        }
-    }
-
     /// The runs a [`Progress`] bar over [`figure7`] counts: one per message and count.
     pub fn runs(&self) -> u64 {
         (Figure7Message::ALL.len() * self.counts.len()) as u64
@@ -816,7 +794,7 @@ mod tests {
             reps: 2,
             batch: Duration::from_micros(50),
             cpu: None,
-            ..Figure7Options::default()
+            seed: 5489,
         };
         let progress = Progress::new(opts.runs(), "test");
         let report = figure7(&opts, &progress).unwrap();

@@ -117,18 +117,16 @@ impl Offload {
         let (quick, wants) = (args.common.quick, |f| {
             args.figures.is_empty() || args.figures.contains(&f)
         });
-        let figure7 = wants(Figure::Decode).then(|| {
-            let mut o = if quick {
-                Figure7Options::quick()
+        let figure7 = wants(Figure::Decode).then(|| Figure7Options {
+            counts: if args.counts.is_empty() {
+                (0..=13).map(|i| 1 << i).collect()
             } else {
-                Figure7Options::default()
-            };
-            if !args.counts.is_empty() {
-                o.counts = args.counts.clone();
-            }
-            o.reps = args.reps.unwrap_or(o.reps).max(1);
-            o.cpu = Some(args.client_cpu);
-            o
+                args.counts.clone()
+            },
+            reps: args.reps.unwrap_or(if quick { 11 } else { 51 }).max(1),
+            batch: Duration::from_micros(if quick { 50 } else { 100 }),
+            cpu: Some(args.client_cpu),
+            seed: 5489,
         });
         let figure8 = wants(Figure::Serve).then(|| {
             let mut rates = if args.rates.is_empty() {
