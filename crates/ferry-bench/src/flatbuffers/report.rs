@@ -20,10 +20,13 @@ use crate::plot::{self, Panel, XAxis, bytes_label};
 /// Sizes of the targets (§4): build time at 64 KiB, requests/s from 64 KiB up.
 const LARGE: usize = 64 << 10;
 
+/// A row of the paper's Table II.
+type PaperRow = (&'static str, usize, usize, usize, usize, usize);
+
 /// The paper's Table II: (library, source size, serialized size, allocations, total
 /// allocation size, total copy size). Its FlatBuffers rows are the C++ builder's growth rule
 /// (a 1 KiB first buffer growing by half).
-const PAPER: [(&str, usize, usize, usize, usize, usize); 6] = [
+const PAPER: [PaperRow; 6] = [
     ("FlatBuffers C++", 1024, 1152, 2, 2560, 1024),
     ("zFlatBuffers C++", 1024, 1152, 1, 1280, 0),
     ("FlatBuffers C++", 16_384, 17_952, 8, 52_800, 32_944),
@@ -498,9 +501,7 @@ impl Records {
         let name = |s: &&SerializeRun| s.builder.label().to_owned();
         let counted = |s: &&SerializeRun| s.counted.is_some();
         // Bytes allocated (`Counted` and the paper's column 4) or copied (column 5).
-        let count = |what: &str,
-                     f: fn(&Counted) -> usize,
-                     paper: fn(&(&str, usize, usize, usize, usize, usize)) -> usize| {
+        let count = |what: &str, f: fn(&Counted) -> usize, paper: fn(&PaperRow) -> usize| {
             let mut s = series(&ser, counted, name, |s| {
                 (s.size as f64, s.counted.map_or(0, |c| f(&c)) as f64)
             });
