@@ -484,7 +484,7 @@ fn ferry(e: impl std::fmt::Display) -> BenchError {
 
 /// The sum of the ints: how every series reads an int array (the demo host's `SendInts`).
 #[inline]
-fn digest_ints(values: impl Iterator<Item = u32>) -> u64 {
+pub(super) fn digest_ints(values: impl Iterator<Item = u32>) -> u64 {
     values.fold(0u64, |d, v| d.wrapping_add(u64::from(v)))
 }
 

@@ -11,6 +11,7 @@ use ferry_offload::demo_host::{DIGEST_SEED, DemoHost, digest};
 use ferry_offload::engine::{Engine, EngineConfig, RawCodec};
 use prost::Message as _;
 
+use super::decode::{char_text, digest_ints, int_values};
 use super::serve::{Figure8Options, PaperMessage, Setup};
 use crate::BoxError;
 use crate::generated::demo_prost as pb;
@@ -39,11 +40,17 @@ impl Prebuilt {
     fn answer(&self) -> pb::Ack {
         match self {
             Prebuilt::Small(r) => pb::Ack {
-                digest: small_digest(r),
+                digest: ferry_offload::demo_host::small_digest(
+                    r.id,
+                    r.timestamp,
+                    r.flag,
+                    r.score,
+                    r.tag.as_bytes(),
+                ),
                 count: 1,
             },
             Prebuilt::Ints(r) => pb::Ack {
-                digest: r.values.iter().fold(0u64, |s, &v| s.wrapping_add(u64::from(v))),
+                digest: digest_ints(r.values.iter().copied()),
                 count: r.values.len() as u32,
             },
             Prebuilt::Chars(r) => pb::Ack {
@@ -52,10 +59,6 @@ impl Prebuilt {
             },
         }
     }
-}
-
-fn small_digest(r: &pb::Small) -> u64 {
-    ferry_offload::demo_host::small_digest(r.id, r.timestamp, r.flag, r.score, r.tag.as_bytes())
 }
 
 /// Distinct requests per message.
@@ -75,23 +78,19 @@ impl Requests {
                     tag: "ab".into(),
                 }),
                 PaperMessage::Ints => Prebuilt::Ints(pb::Ints {
-                    values: super::decode::int_values(512, seed),
+                    values: int_values(512, seed),
                 }),
                 PaperMessage::Chars => Prebuilt::Chars(pb::Chars {
-                    text: super::decode::char_text(8000, seed),
+                    text: char_text(8000, seed),
                 }),
             });
         }
-        let bodies = prebuilt
-            .iter()
-            .map(|p| {
-                Bytes::from(match p {
-                    Prebuilt::Small(m) => m.encode_to_vec(),
-                    Prebuilt::Ints(m) => m.encode_to_vec(),
-                    Prebuilt::Chars(m) => m.encode_to_vec(),
-                })
-            })
-            .collect();
+        let encode = |p: &Prebuilt| match p {
+            Prebuilt::Small(m) => m.encode_to_vec(),
+            Prebuilt::Ints(m) => m.encode_to_vec(),
+            Prebuilt::Chars(m) => m.encode_to_vec(),
+        };
+        let bodies = prebuilt.iter().map(|p| Bytes::from(encode(p))).collect();
         let digests = prebuilt.iter().map(|p| p.answer().digest).collect();
         Requests {
             bodies,

@@ -11,7 +11,8 @@
 //! - [`serve`]: Figure 8, the paper's three messages served at one offered rate by a tonic host
 //!   (prost on the host), by the offload engine in front of a Ferry host, and by Zerializer's
 //!   null serializer (no decoding anywhere): requests per second, host CPU per request, the
-//!   engine's CPU apart, latency.
+//!   engine's CPU apart, latency. Its servers are in `hosts`, its gRPC client in `client`,
+//!   its open-loop load generator in [`load`].
 //!
 //! The messages are the demo schema's (`crates/ferry-offload/proto/ferry/offload/demo.proto`):
 //! the Ferry side builds its schema from the descriptors a host sends the engine
@@ -211,12 +212,15 @@ impl Benchmark for Offload {
         records.figure8.as_ref().map_or_else(Vec::new, Figure8::targets)
     }
 
+    /// A plot per figure, beside `path` (`out-figure7.svg`, `out-figure8.svg`).
     fn plot(records: &Records, path: &Path) -> Result<(), BoxError> {
         if let Some(f) = &records.figure7 {
             f.plot(&per_figure(path, 7))?;
+            println!("Figure 7's plot in {}", per_figure(path, 7).display());
         }
         if let Some(f) = &records.figure8 {
             f.plot(&per_figure(path, 8))?;
+            println!("Figure 8's plot in {}", per_figure(path, 8).display());
         }
         Ok(())
     }
@@ -226,4 +230,33 @@ impl Benchmark for Offload {
 pub fn run(args: &Args) -> Result<(), BoxError> {
     lifecycle::main(&Offload::new(args), &args.common)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed results (`docs/benchmarks/offload.json`) read back: `--from` works on them.
+    #[test]
+    fn the_committed_results_read_back() {
+        let text = include_str!("../../../../docs/benchmarks/offload.json");
+        let records: Records = serde_json::from_str(text).unwrap();
+        let (f7, f8) = (records.figure7.unwrap(), records.figure8.unwrap());
+        assert_eq!(f7.points.len(), 2 * 14 * 4);
+        assert_eq!((f8.runs.len(), f8.unary.len(), f8.cpu_rate), (54, 27, 10_000));
+        let targets = Offload::targets(&Records {
+            figure7: None,
+            figure8: Some(f8),
+        });
+        assert_eq!(targets.len(), 6);
+        assert!(targets.iter().all(|t| t.met.is_some()), "{targets:?}");
+    }
+
+    #[test]
+    fn plots_go_beside_the_path_asked() {
+        assert_eq!(
+            per_figure(Path::new("d/out.svg"), 7),
+            Path::new("d/out-figure7.svg")
+        );
+    }
 }

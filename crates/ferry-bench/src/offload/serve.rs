@@ -11,8 +11,8 @@
 //!   host pays the RPC stack and the handler only. What offload can at most save on the host is
 //!   tonic's CPU per request minus this.
 //!
-//! The same handler runs in all three ([`super::hosts`]); it reads every value and answers a
-//! digest, which the client checks for every response ([`super::client`]). The load is
+//! The same handler runs in all three (`hosts.rs`); it reads every value and answers a
+//! digest, which the client checks for every response (`client.rs`). The load is
 //! open-loop ([`super::load`]) over several gRPC connections.
 //!
 //! **Host CPU per request** is the CPU time of the host's threads (the tonic runtime's thread;
