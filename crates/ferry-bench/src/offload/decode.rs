@@ -175,24 +175,6 @@ impl Figure7Series {
             Figure7Series::HostValidate => "host-validate",
         }
     }
-
-    /// What one timed iteration does, for the results' settings.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Figure7Series::Prost => {
-                "prost-generated Ints::decode / Chars::decode of the client's bytes (Vec<u32>; String after a UTF-8 check), then dropped: the tonic host's decoding"
-            }
-            Figure7Series::ProstRead => {
-                "prost as above, then every element read (ints summed; the text's bytes summed): the tonic host's decoding and reading"
-            }
-            Figure7Series::Engine => {
-                "ferry_reflect::protobuf::decode into a DynamicMessage under Context::copy_only() (strings borrowed from the input), then layout(), Pool::alloc(head_len) from a shared-memory pool, write_head (strings copied once, into the image), buffer dropped: the offload engine's decoder"
-            }
-            Figure7Series::HostValidate => {
-                "View::decode of the engine's image against the Ferry descriptor (validated in place), then every element read as in prost+read (the text UTF-8 checked with View::str): the host's side with offload"
-            }
-        }
-    }
 }
 
 /// What [`figure7`] measures and how.
@@ -392,10 +374,6 @@ pub fn figure7(opts: &Figure7Options, progress: &Progress) -> Result<Figure7, Be
 impl Figure7Options {
     /// The results' settings.
     pub fn settings(&self) -> Value {
-        let series: serde_json::Map<String, Value> = Figure7Series::ALL
-            .into_iter()
-            .map(|s| (s.name().to_owned(), Value::from(s.describe())))
-            .collect();
         json!({
             "paper": "Protobuf deserialization offload to a DPU, Figure 7 (one message, one core, no datapath)",
             "counts": self.counts,
@@ -410,7 +388,12 @@ impl Figure7Options {
             "chars": "ASCII letters a-z, one byte each",
             "pool": "ferry_buf::Pool, shared memory (memfd), 2 MiB regions",
             "check": "before timing, prost's values and the host's values read from the engine's image equal the generated ones, element by element",
-            "series": series,
+            "series": {
+                "prost": "prost-generated Ints::decode / Chars::decode of the client's bytes (Vec<u32>; String after a UTF-8 check), then dropped: the tonic host's decoding",
+                "prost+read": "prost as above, then every element read (ints summed; the text's bytes summed): the tonic host's decoding and reading",
+                "engine": "ferry_reflect::protobuf::decode into a DynamicMessage under Context::copy_only() (strings borrowed from the input), then layout(), Pool::alloc(head_len) from a shared-memory pool, write_head (strings copied once, into the image), buffer dropped: the offload engine's decoder",
+                "host-validate": "View::decode of the engine's image against the Ferry descriptor (validated in place), then every element read as in prost+read (the text UTF-8 checked with View::str): the host's side with offload",
+            },
             "paper_cpu_ns_per_element": {"ints": PAPER_NS_PER_INT, "chars": PAPER_NS_PER_CHAR},
         })
     }
