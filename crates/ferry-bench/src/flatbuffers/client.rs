@@ -24,13 +24,12 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ferry_buf::{Pool, SharedBuf};
-use ferry_flatbuffers::FlatBufferBuilder as ZBuilder;
+use ferry_buf::Pool;
 use ferry_rpc::{Addr, Continuation, EventLoop, SessionId};
-use ferry_transport::Payload;
 use hdrhistogram::Histogram;
 
-use super::record::{Offsets, Source, build_ours, build_stock};
+use super::record::Source;
+use super::serialize::Builders;
 use super::{Builder, loop_config, service};
 use crate::BoxError;
 use crate::harness::{self, Budget};
@@ -42,8 +41,8 @@ pub(super) const STALL: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Spec<'a> {
     pub(super) addr: &'a Addr,
-    /// `None`: the Record built once before the run, its bytes sent every call.
-    pub(super) builder: Option<Builder>,
+    /// What is sent: a builder's Record built per call, or [`Builder::Prebuilt`].
+    pub(super) builder: Builder,
     pub(super) source: &'a Source,
     pub(super) budget: Budget,
     pub(super) threads: usize,
@@ -179,31 +178,21 @@ fn phase(
     }
 }
 
-/// How a thread builds its requests: a builder kept across calls, or what a new one needs;
-/// or the Record's bytes built once (no serialization per call: the ceiling of any builder).
-enum Sender {
-    StockFresh(Offsets),
-    StockReused(::flatbuffers::FlatBufferBuilder<'static>, Offsets),
-    OursFresh(Pool, Offsets),
-    OursReused(ZBuilder<'static>, Offsets),
-    Prebuilt(SharedBuf),
+/// What a thread sends: the Record `builder` builds, with builders kept across calls.
+struct Sender {
+    builders: Builders,
+    builder: Builder,
 }
 
 impl Sender {
-    fn new(builder: Option<Builder>, pool: &Pool, source: &Source) -> Result<Sender, BoxError> {
-        Ok(match builder {
-            Some(Builder::FlatbuffersFresh) => Sender::StockFresh(Offsets::new()),
-            Some(Builder::FlatbuffersReused) => {
-                Sender::StockReused(::flatbuffers::FlatBufferBuilder::new(), Offsets::new())
-            }
-            Some(Builder::ZflatbuffersFresh) => Sender::OursFresh(pool.clone(), Offsets::new()),
-            Some(Builder::ZflatbuffersReused) => Sender::OursReused(ZBuilder::new(pool), Offsets::new()),
-            None => {
-                let mut fbb = ::flatbuffers::FlatBufferBuilder::new();
-                build_stock(&mut fbb, source, &mut Offsets::new());
-                Sender::Prebuilt(pool.copy_from(fbb.finished_data())?)
-            }
-        })
+    fn new(builder: Builder, pool: &Pool, source: &Source) -> Result<Sender, BoxError> {
+        let mut builders = Builders::new(pool);
+        match builder {
+            Builder::Memcpy => return Err("the memcpy floor sends nothing".into()),
+            Builder::Prebuilt => builders.prebuild(source)?,
+            _ => {}
+        }
+        Ok(Sender { builders, builder })
     }
 
     /// Builds the Record, calls, and waits for the ACK.
@@ -218,35 +207,8 @@ impl Sender {
                 Err(s) => Err(format!("the call failed: {s}")),
             }));
         });
-        let method = service::RECORD;
-        match self {
-            Sender::StockFresh(offsets) => {
-                let mut fbb = ::flatbuffers::FlatBufferBuilder::new();
-                build_stock(&mut fbb, source, offsets);
-                lp.call_payload(session, method, Payload::Bytes(fbb.finished_data()), then)?;
-            }
-            Sender::StockReused(fbb, offsets) => {
-                fbb.reset();
-                build_stock(fbb, source, offsets);
-                lp.call_payload(session, method, Payload::Bytes(fbb.finished_data()), then)?;
-            }
-            Sender::OursFresh(pool, offsets) => {
-                let mut fbb = ZBuilder::new(pool);
-                build_ours(&mut fbb, source, offsets);
-                let parts = fbb.finished_slices();
-                lp.call_payload(session, method, Payload::Gather { head: &[], parts }, then)?;
-            }
-            Sender::OursReused(fbb, offsets) => {
-                fbb.reset();
-                build_ours(fbb, source, offsets);
-                let parts = fbb.finished_slices();
-                lp.call_payload(session, method, Payload::Gather { head: &[], parts }, then)?;
-            }
-            Sender::Prebuilt(bytes) => {
-                let parts = std::slice::from_ref(&*bytes);
-                lp.call_payload(session, method, Payload::Gather { head: &[], parts }, then)?;
-            }
-        }
+        let payload = self.builders.build(self.builder, source);
+        lp.call_payload(session, service::RECORD, payload, then)?;
         let since = Instant::now();
         let mut turns = 0u32;
         loop {

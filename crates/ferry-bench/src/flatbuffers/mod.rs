@@ -46,38 +46,26 @@ mod service;
 
 use std::path::Path;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_rpc::{Addr, ConnConfig, LoopConfig, Server, Services};
 use ferry_shm::ShmConfig;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use crate::BoxError;
 use crate::harness::cli::Common;
+use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
-use crate::harness::{self, Budget, report as results};
+use crate::harness::{self, Budget};
 
 use record::Source;
-use report::{RpcRun, SerializeRun};
+use report::{Record, Records, RpcRun, SerializeRun};
 use serialize::Counted;
 
 /// Source sizes of the serialization part: the paper's three, and 128 KiB and 1 MiB.
 const SERIALIZE_SIZES: [usize; 5] = [1 << 10, 16 << 10, 64 << 10, 128 << 10, 1 << 20];
-/// Source sizes of the ping-pong: 256 B .. 128 KiB in powers of 2 (`--quick`: of 4, and 128 KiB).
-const RPC_SIZES: [usize; 10] = [
-    256,
-    512,
-    1 << 10,
-    2 << 10,
-    4 << 10,
-    8 << 10,
-    16 << 10,
-    32 << 10,
-    64 << 10,
-    128 << 10,
-];
-const RPC_SIZES_QUICK: [usize; 6] = [256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 128 << 10];
 /// The size of the client-thread sweep (Figure 12(b)).
 const THREADS_SIZE: usize = 128 << 10;
 const MAX_THREADS: usize = 4;
@@ -135,9 +123,17 @@ pub enum Part {
     Rpc,
 }
 
-/// A FlatBuffers builder, and how it is used across messages.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+/// A FlatBuffers builder, and how it is used across messages; or a baseline.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Builder {
+    /// The floor of any serializer: the source copied into one buffer (serialization only).
+    #[value(skip)]
+    Memcpy,
+    /// The Record built once before the run, its bytes sent every call: the ceiling of any
+    /// builder (ping-pong only).
+    #[value(skip)]
+    Prebuilt,
     /// The `flatbuffers` crate's builder, a new one per message (grows from empty).
     FlatbuffersFresh,
     /// The `flatbuffers` crate's builder, `reset()` between messages.
@@ -156,22 +152,31 @@ impl Builder {
         Builder::ZflatbuffersReused,
     ];
 
-    fn name(self) -> &'static str {
+    /// What a ping-pong client can send.
+    const SENDS: [Builder; 5] = [
+        Builder::Prebuilt,
+        Builder::FlatbuffersFresh,
+        Builder::FlatbuffersReused,
+        Builder::ZflatbuffersFresh,
+        Builder::ZflatbuffersReused,
+    ];
+
+    /// Its name in the tables and the plot.
+    fn label(self) -> &'static str {
         match self {
+            Builder::Memcpy => "memcpy (floor)",
+            Builder::Prebuilt => "prebuilt",
             Builder::FlatbuffersFresh => "flatbuffers-fresh",
             Builder::FlatbuffersReused => "flatbuffers-reused",
             Builder::ZflatbuffersFresh => "zflatbuffers-fresh",
             Builder::ZflatbuffersReused => "zflatbuffers-reused",
         }
     }
-
-    fn is_ours(self) -> bool {
-        matches!(self, Builder::ZflatbuffersFresh | Builder::ZflatbuffersReused)
-    }
 }
 
 /// What carries the ping-pong.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// TCP loopback (`ferry-net`, gather mode).
     Tcp,
@@ -198,31 +203,32 @@ fn parse_size(s: &str) -> Result<usize, String> {
     }
 }
 
-/// What a ping-pong client sends: `Some`, a Record built per call by that builder; `None`,
-/// the Record built once before the run (prebuilt: no serialization, the ceiling).
-pub(crate) type Sends = Option<Builder>;
-
-/// The name of what a client sends.
-fn sends_name(sends: Sends) -> &'static str {
-    sends.map_or("prebuilt", Builder::name)
+/// Which sweep of the ping-pong a configuration is part of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Sweep {
+    /// Record sizes, one client thread.
+    Size,
+    /// Client threads, at [`THREADS_SIZE`].
+    Threads,
 }
 
 /// One ping-pong configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RpcPoint {
     transport: Transport,
-    builder: Sends,
+    /// What the client sends: a builder's Record, or [`Builder::Prebuilt`].
+    builder: Builder,
     size: usize,
     threads: usize,
-    /// Part of the client-thread sweep, not of the size sweep.
-    thread_sweep: bool,
+    sweep: Sweep,
 }
 
 impl RpcPoint {
     fn label(&self) -> String {
         format!(
             "{} {} {} x{}",
-            sends_name(self.builder),
+            self.builder.label(),
             self.transport.name(),
             crate::plot::bytes_label(self.size as f64),
             self.threads
@@ -232,56 +238,49 @@ impl RpcPoint {
 
 /// The builders `args` choose.
 fn builders(args: &Args) -> Vec<Builder> {
-    if args.builders.is_empty() {
-        Builder::ALL.to_vec()
-    } else {
-        Builder::ALL
-            .into_iter()
-            .filter(|b| args.builders.contains(b))
-            .collect()
-    }
+    let all = Builder::ALL.into_iter();
+    all.filter(|b| args.builders.is_empty() || args.builders.contains(b))
+        .collect()
 }
 
 /// The ping-pong's configurations in the order one repetition runs them: per transport and
 /// size, prebuilt and every builder back to back; then the thread sweep likewise.
 fn rpc_plan(args: &Args) -> Vec<RpcPoint> {
-    let sends: Vec<Sends> = std::iter::once(None)
-        .chain(builders(args).into_iter().map(Some))
-        .collect();
+    let sends: Vec<Builder> = std::iter::once(Builder::Prebuilt).chain(builders(args)).collect();
     let transports = if args.transports.is_empty() {
         Transport::ALL.to_vec()
     } else {
         args.transports.clone()
     };
-    let sizes: &[usize] = if args.common.quick {
-        &RPC_SIZES_QUICK
+    // 256 B .. 128 KiB in powers of 2 (`--quick`: of 4, and 128 KiB).
+    let sizes: Vec<usize> = if args.common.quick {
+        (8..=16).step_by(2).chain([17]).map(|i| 1 << i).collect()
     } else {
-        &RPC_SIZES
+        (8..=17).map(|i| 1 << i).collect()
     };
+    let sweeps = [
+        (Sweep::Size, sizes, vec![1]),
+        (
+            Sweep::Threads,
+            vec![THREADS_SIZE],
+            (1..=args.max_threads).collect(),
+        ),
+    ];
     let mut points = Vec::new();
-    for &transport in &transports {
-        for &size in sizes {
-            for &builder in &sends {
-                points.push(RpcPoint {
-                    transport,
-                    builder,
-                    size,
-                    threads: 1,
-                    thread_sweep: false,
-                });
-            }
-        }
-    }
-    for &transport in &transports {
-        for threads in 1..=args.max_threads {
-            for &builder in &sends {
-                points.push(RpcPoint {
-                    transport,
-                    builder,
-                    size: THREADS_SIZE,
-                    threads,
-                    thread_sweep: true,
-                });
+    for (sweep, sizes, threads) in sweeps {
+        for &transport in &transports {
+            for &size in &sizes {
+                for &threads in &threads {
+                    for &builder in &sends {
+                        points.push(RpcPoint {
+                            transport,
+                            builder,
+                            size,
+                            threads,
+                            sweep,
+                        });
+                    }
+                }
             }
         }
     }
@@ -304,173 +303,202 @@ pub(crate) fn loop_config(spin: Duration) -> LoopConfig {
     }
 }
 
-fn wants(args: &Args, part: Part) -> bool {
-    args.parts.is_empty() || args.parts.contains(&part)
+/// `ferry bench flatbuffers`, as `args` ask.
+struct Bench<'a> {
+    args: &'a Args,
+    budget: Budget,
+    reps: usize,
+    /// The client's and the server's CPU.
+    cpus: (usize, usize),
+    /// Serialization's sizes (none: the part is not run).
+    sizes: Vec<usize>,
+    builders: Vec<Builder>,
+    rpc: Vec<RpcPoint>,
 }
 
-/// Runs the benchmark, prints the tables and the targets, writes the JSON (and the plot).
-pub fn run(args: &Args) -> Result<(), BoxError> {
-    if let Some(from) = &args.common.from {
-        return redraw(args, from);
-    }
-    let json_path = args.common.json_path()?;
-    let budget = args.common.budget(QUICK_MS, FULL_MS);
-    let reps = args
-        .reps
-        .unwrap_or(if args.common.quick { QUICK_REPS } else { FULL_REPS })
-        .max(1);
-    let server_cpu = if harness::cpus() > 1 {
-        args.server_cpu
-    } else {
-        eprintln!("warning: one CPU: client and server share it");
-        args.client_cpu
-    };
-    let cpus = (args.client_cpu, server_cpu);
-    let sizes: Vec<usize> = match (wants(args, Part::Serialize), args.sizes.is_empty()) {
-        (false, _) => Vec::new(),
-        (true, true) => SERIALIZE_SIZES.to_vec(),
-        (true, false) => args.sizes.clone(),
-    };
-    let builders = builders(args);
-    let rpc_points = if wants(args, Part::Rpc) {
-        rpc_plan(args)
-    } else {
-        Vec::new()
-    };
-    println!(
-        "ferry bench flatbuffers: the zFlatBuffers paper's Record, stock `flatbuffers` 25.12 builder against ferry-flatbuffers; serializing and client threads on CPU {}, server loop on CPU {}; {reps} repetition(s) of {} per configuration (medians shown).\n",
-        cpus.0,
-        cpus.1,
-        budget.describe("messages"),
-    );
-    let started = Instant::now();
-    // Per size: the memcpy floor, then the builders.
-    let columns = 1 + builders.len();
-    let total = reps * (sizes.len() * columns + rpc_points.len());
-    let progress = Progress::new(total as u64, "flatbuffers");
-
-    // Counts are deterministic: once per size and builder, with each message's bytes
-    // compared across the builders.
-    let pool = Pool::new(PoolConfig::default())?;
-    let mut counts: Vec<Vec<Counted>> = Vec::new();
-    for &size in &sizes {
-        let source = Source::new(size);
-        let expected = source.serialized_len();
-        let mut row = Vec::new();
-        let mut first: Option<Vec<u8>> = None;
-        for &b in &builders {
-            let (c, bytes) = serialize::count(b, &source, &pool)?;
-            if bytes.len() != expected || first.as_ref().is_some_and(|f| *f != bytes) {
-                return Err(format!(
-                    "{} builds other bytes than the stock builder at {size} B",
-                    b.name()
-                )
-                .into());
-            }
-            first.get_or_insert(bytes);
-            row.push(c);
+impl<'a> Bench<'a> {
+    fn new(args: &'a Args) -> Bench<'a> {
+        let wants = |part| args.parts.is_empty() || args.parts.contains(&part);
+        let server_cpu = if harness::cpus() > 1 {
+            args.server_cpu
+        } else {
+            eprintln!("warning: one CPU: client and server share it");
+            args.client_cpu
+        };
+        let sizes = match (wants(Part::Serialize), args.sizes.is_empty()) {
+            (false, _) => Vec::new(),
+            (true, true) => SERIALIZE_SIZES.to_vec(),
+            (true, false) => args.sizes.clone(),
+        };
+        let default_reps = if args.common.quick { QUICK_REPS } else { FULL_REPS };
+        Bench {
+            args,
+            budget: args.common.budget(QUICK_MS, FULL_MS),
+            reps: args.reps.unwrap_or(default_reps).max(1),
+            cpus: (args.client_cpu, server_cpu),
+            sizes,
+            builders: builders(args),
+            rpc: if wants(Part::Rpc) {
+                rpc_plan(args)
+            } else {
+                Vec::new()
+            },
         }
-        counts.push(row);
     }
 
-    let mut ser_ns: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); columns]; sizes.len()];
-    let mut rpc_runs: Vec<Vec<client::Measured>> = vec![Vec::new(); rpc_points.len()];
-    for rep in 0..reps {
-        if !sizes.is_empty() {
-            let times = thread::scope(|s| {
-                thread::Builder::new()
-                    .name("fb-serialize".to_owned())
-                    .spawn_scoped(s, || -> Result<Vec<Vec<f64>>, BoxError> {
-                        harness::pin_current_thread(cpus.0)?;
-                        let mut timed = serialize::Builders::new(&pool);
-                        let mut floor = serialize::Memcpy::default();
-                        let mut out = Vec::new();
-                        for &size in &sizes {
-                            let source = Source::new(size);
-                            let label = crate::plot::bytes_label(size as f64);
-                            progress.start(format!("serialize memcpy {label}"));
-                            let mut row = vec![floor.time(&source, budget)];
+    /// Serialization's columns: the floor, then the builders.
+    fn columns(&self) -> Vec<Builder> {
+        std::iter::once(Builder::Memcpy)
+            .chain(self.builders.iter().copied())
+            .collect()
+    }
+
+    /// One repetition of serialization, on the pinned client CPU: ns per message per size
+    /// and column.
+    fn time_serialize(&self, pool: &Pool, progress: &Progress) -> Result<Vec<Vec<f64>>, BoxError> {
+        thread::scope(|s| {
+            thread::Builder::new()
+                .name("fb-serialize".to_owned())
+                .spawn_scoped(s, || -> Result<Vec<Vec<f64>>, BoxError> {
+                    harness::pin_current_thread(self.cpus.0)?;
+                    let mut timed = serialize::Builders::new(pool);
+                    let mut out = Vec::new();
+                    for &size in &self.sizes {
+                        let source = Source::new(size);
+                        let mut row = Vec::new();
+                        for b in self.columns() {
+                            progress.start(format!(
+                                "serialize {} {}",
+                                b.label(),
+                                crate::plot::bytes_label(size as f64)
+                            ));
+                            row.push(timed.time(b, &source, self.budget));
                             progress.done();
-                            for &b in &builders {
-                                progress.start(format!("serialize {} {label}", b.name()));
-                                row.push(timed.time(b, &source, budget));
-                                progress.done();
-                            }
-                            out.push(row);
                         }
-                        Ok(out)
-                    })?
-                    .join()
-                    .unwrap_or_else(|_| Err("the serializing thread panicked".into()))
-            })?;
-            for (i, row) in times.into_iter().enumerate() {
-                for (j, ns) in row.into_iter().enumerate() {
-                    ser_ns[i][j].push(ns);
+                        out.push(row);
+                    }
+                    Ok(out)
+                })?
+                .join()
+                .unwrap_or_else(|_| Err("the serializing thread panicked".into()))
+        })
+    }
+
+    /// Per size and builder, what building one message takes, each message's bytes compared
+    /// across the builders (counts are deterministic: taken once).
+    fn count(&self, pool: &Pool) -> Result<Vec<Vec<Counted>>, BoxError> {
+        let mut counts = Vec::new();
+        for &size in &self.sizes {
+            let source = Source::new(size);
+            let expected = source.serialized_len();
+            let mut row = Vec::new();
+            let mut first: Option<Vec<u8>> = None;
+            for &b in &self.builders {
+                let (c, bytes) = serialize::count(b, &source, pool)?;
+                if bytes.len() != expected || first.as_ref().is_some_and(|f| *f != bytes) {
+                    return Err(format!(
+                        "{} builds other bytes than the stock builder at {size} B",
+                        b.label()
+                    )
+                    .into());
+                }
+                first.get_or_insert(bytes);
+                row.push(c);
+            }
+            counts.push(row);
+        }
+        Ok(counts)
+    }
+
+    fn settings(&self) -> Value {
+        json!({
+            "budget": self.budget.to_json("messages"),
+            "warmup": "a tenth of the budget, before the measured window",
+            "reps": self.reps,
+            "statistic": "median over repetitions; target ratios: median over repetitions of the ratio within one",
+            "client_cpu": self.cpus.0,
+            "server_cpu": self.cpus.1,
+            "record": "table Record { ids:[long]; strings:[string]; } (record.fbs); a source of S bytes: S/16 i64 ids and S/128 strings of 64 bytes; built with flatc's Record::create call sequence, strings first",
+            "builders": {
+                "flatbuffers-fresh": "flatbuffers 25.12 FlatBufferBuilder::new() per message (DefaultAllocator: doubling from empty, copying)",
+                "flatbuffers-reused": "one flatbuffers 25.12 FlatBufferBuilder, reset() between messages (zeroes the bytes the last message used)",
+                "zflatbuffers-fresh": "ferry_flatbuffers::FlatBufferBuilder::new(&pool) per message",
+                "zflatbuffers-reused": "one ferry_flatbuffers::FlatBufferBuilder, reset() between messages (it keeps the last message's blocks that nothing else holds)",
+            },
+            "serialize": "messages built back to back on the pinned client CPU, clock read per batch (batches grow to 20 us); the result passed to black_box; ours from a Pool::new(PoolConfig::default())",
+            "counts": "per message, exact: stock with a counting flatbuffers::Allocator that grows as DefaultAllocator (max(1, 2*len), old bytes copied to the new upper half), fresh = one new builder, reused = the second message after reset(); ours from BuildStats; ours' copied bytes are 0 by construction, checked: every finished slice lies in a block the builder was given",
+            "paper_table_ii": report::paper_json(),
+            "rpc": "ferry_rpc::Server, loops(1), pinned to server_cpu, busy-polling, TCP 127.0.0.1 (ferry-net gather mode) and shm (ferry-shm defaults); raw method: flatbuffers::root::<Record> (the verifier), answer an 8-byte ACK (counts of ids and strings) checked by the client. Client: an EventLoop per thread on client_cpu, one session, one call in flight: build, call_payload (stock: Payload::Bytes(finished_data()); ours: Payload::Gather of finished_slices(), blocks from the session's pool), wait for the ACK",
+            "rpc_size_sweep": "one client thread, busy-polling",
+            "rpc_thread_sweep": format!("{} KiB, 1..{} client threads, each busy-polling its own loop, all pinned to client_cpu (they share it by time slices); throughput summed over threads", THREADS_SIZE >> 10, self.args.max_threads),
+            "prebuilt": "the Record built once into a pool buffer before the run, sent every call as a one-part Payload::Gather: no serialization per call, the ceiling of any builder",
+            "memcpy": "the floor of any serializer: the source's ids (one copy_from_slice) and strings (one per string) copied into buffers allocated once",
+            "latency": "from the end of the previous call to the ACK checked: every call, HdrHistogram 3 significant digits",
+        })
+    }
+}
+
+impl Benchmark for Bench<'_> {
+    const NAME: &'static str = "flatbuffers";
+    type Records = Records;
+
+    fn plan(&self) -> u64 {
+        (self.reps * (self.sizes.len() * (1 + self.builders.len()) + self.rpc.len())) as u64
+    }
+
+    fn run(&self, progress: &Progress) -> Result<(Value, Records), BoxError> {
+        let pool = Pool::new(PoolConfig::default())?;
+        let counts = self.count(&pool)?;
+        let mut ser_ns = vec![vec![Vec::new(); 1 + self.builders.len()]; self.sizes.len()];
+        let mut rpc_runs: Vec<Vec<client::Measured>> = vec![Vec::new(); self.rpc.len()];
+        for rep in 0..self.reps {
+            if !self.sizes.is_empty() {
+                for (row, times) in ser_ns.iter_mut().zip(self.time_serialize(&pool, progress)?) {
+                    for (column, ns) in row.iter_mut().zip(times) {
+                        column.push(ns);
+                    }
+                }
+            }
+            if !self.rpc.is_empty() {
+                let measured = run_rpc(rep, &self.rpc, self.budget, self.cpus, progress)?;
+                for (runs, m) in rpc_runs.iter_mut().zip(measured) {
+                    runs.push(m);
                 }
             }
         }
-        if !rpc_points.is_empty() {
-            let measured = run_rpc(rep, &rpc_points, budget, cpus, &progress)?;
-            for (runs, m) in rpc_runs.iter_mut().zip(measured) {
-                runs.push(m);
+        let mut records = Vec::new();
+        for ((&size, ns), counts) in self.sizes.iter().zip(&ser_ns).zip(&counts) {
+            for (i, b) in self.columns().into_iter().enumerate() {
+                let counted = i.checked_sub(1).map(|j| counts[j]);
+                records.push(Record::Serialize(SerializeRun::new(b, size, counted, &ns[i])));
             }
         }
-    }
-    progress.finish();
-
-    let mut serialize_runs = Vec::new();
-    for (i, &size) in sizes.iter().enumerate() {
-        serialize_runs.push(SerializeRun::floor(size, ser_ns[i][0].clone()));
-        for (j, &b) in builders.iter().enumerate() {
-            serialize_runs.push(SerializeRun::new(b, size, counts[i][j], ser_ns[i][j + 1].clone()));
+        for (&p, runs) in self.rpc.iter().zip(&rpc_runs) {
+            records.push(Record::Rpc(RpcRun::new(
+                p,
+                Source::new(p.size).serialized_len(),
+                runs,
+            )));
         }
+        Ok((self.settings(), Records { records }))
     }
-    let rpc: Vec<RpcRun> = rpc_points
-        .iter()
-        .zip(&rpc_runs)
-        .map(|(&p, runs)| RpcRun::new(p, Source::new(p.size).serialized_len(), runs))
-        .collect();
-    report::print(&serialize_runs, &rpc);
 
-    let settings = json!({
-        "budget": budget.to_json("messages"),
-        "warmup": "a tenth of the budget, before the measured window",
-        "reps": reps,
-        "statistic": "median over repetitions; target ratios: median over repetitions of the ratio within one",
-        "client_cpu": cpus.0,
-        "server_cpu": cpus.1,
-        "record": "table Record { ids:[long]; strings:[string]; } (record.fbs); a source of S bytes: S/16 i64 ids and S/128 strings of 64 bytes; built with flatc's Record::create call sequence, strings first",
-        "builders": {
-            "flatbuffers-fresh": "flatbuffers 25.12 FlatBufferBuilder::new() per message (DefaultAllocator: doubling from empty, copying)",
-            "flatbuffers-reused": "one flatbuffers 25.12 FlatBufferBuilder, reset() between messages (zeroes the bytes the last message used)",
-            "zflatbuffers-fresh": "ferry_flatbuffers::FlatBufferBuilder::new(&pool) per message",
-            "zflatbuffers-reused": "one ferry_flatbuffers::FlatBufferBuilder, reset() between messages (it keeps the last message's blocks that nothing else holds)",
-        },
-        "serialize": "messages built back to back on the pinned client CPU, clock read per batch (batches grow to 20 us); the result passed to black_box; ours from a Pool::new(PoolConfig::default())",
-        "counts": "per message, exact: stock with a counting flatbuffers::Allocator that grows as DefaultAllocator (max(1, 2*len), old bytes copied to the new upper half), fresh = one new builder, reused = the second message after reset(); ours from BuildStats; ours' copied bytes are 0 by construction, checked: every finished slice lies in a block the builder was given",
-        "paper_table_ii": report::paper_json(),
-        "rpc": "ferry_rpc::Server, loops(1), pinned to server_cpu, busy-polling, TCP 127.0.0.1 (ferry-net gather mode) and shm (ferry-shm defaults); raw method: flatbuffers::root::<Record> (the verifier), answer an 8-byte ACK (counts of ids and strings) checked by the client. Client: an EventLoop per thread on client_cpu, one session, one call in flight: build, call_payload (stock: Payload::Bytes(finished_data()); ours: Payload::Gather of finished_slices(), blocks from the session's pool), wait for the ACK",
-        "rpc_size_sweep": "one client thread, busy-polling",
-        "rpc_thread_sweep": format!("{} KiB, 1..{} client threads, each busy-polling its own loop, all pinned to client_cpu (they share it by time slices); throughput summed over threads", THREADS_SIZE >> 10, args.max_threads),
-        "prebuilt": "the Record built once into a pool buffer before the run, sent every call as a one-part Payload::Gather: no serialization per call, the ceiling of any builder",
-        "memcpy": "the floor of any serializer: the source's ids (one copy_from_slice) and strings (one per string) copied into buffers allocated once",
-        "latency": "from the end of the previous call to the ACK checked: every call, HdrHistogram 3 significant digits",
-        "wall_seconds": harness::round(started.elapsed().as_secs_f64(), 1),
-    });
-    let mut records: Vec<serde_json::Value> = serialize_runs.iter().map(|s| s.record.clone()).collect();
-    records.extend(rpc.iter().map(|r| r.record.clone()));
-    results::save(
-        json_path,
-        "flatbuffers",
-        settings,
-        &records,
-        serde_json::Value::Null,
-        started.elapsed(),
-    )?;
-    if let Some(path) = &args.common.plot {
-        report::draw(path, &serialize_runs, &rpc)?;
-        println!("plot in {}", path.display());
+    fn table(records: &Records) {
+        records.table();
     }
+
+    fn targets(records: &Records) -> Vec<Target> {
+        records.targets()
+    }
+
+    fn plot(records: &Records, path: &Path) -> Result<(), BoxError> {
+        records.plot(path)
+    }
+}
+
+/// Runs `ferry bench flatbuffers`.
+pub fn run(args: &Args) -> Result<(), BoxError> {
+    lifecycle::main(&Bench::new(args), &args.common)?;
     Ok(())
 }
 
@@ -546,18 +574,6 @@ fn run_rpc(
     }
 }
 
-/// `--from`: the tables, targets and plot of an earlier run.
-fn redraw(args: &Args, from: &Path) -> Result<(), BoxError> {
-    let all = results::load(from, report::from_record)?;
-    let (serialize_runs, rpc) = report::split(all);
-    report::print(&serialize_runs, &rpc);
-    if let Some(path) = &args.common.plot {
-        report::draw(path, &serialize_runs, &rpc)?;
-        println!("plot in {}", path.display());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,17 +596,16 @@ mod tests {
         // 2 transports x 10 sizes x (prebuilt + 4 builders), then 2 transports x 4 thread
         // counts x 5.
         assert_eq!(points.len(), 100 + 40);
-        let all: Vec<Sends> = std::iter::once(None).chain(Builder::ALL.map(Some)).collect();
         for chunk in points.chunks(5) {
-            let names: Vec<Sends> = chunk.iter().map(|p| p.builder).collect();
-            assert_eq!(names, all);
+            let names: Vec<Builder> = chunk.iter().map(|p| p.builder).collect();
+            assert_eq!(names, Builder::SENDS);
             let first = (chunk[0].transport, chunk[0].size, chunk[0].threads);
             assert!(chunk.iter().all(|p| (p.transport, p.size, p.threads) == first));
         }
         assert!(
             points[100..]
                 .iter()
-                .all(|p| p.thread_sweep && p.size == THREADS_SIZE)
+                .all(|p| p.sweep == Sweep::Threads && p.size == THREADS_SIZE)
         );
         let quick = rpc_plan(&args(&[
             "--quick",
@@ -604,8 +619,24 @@ mod tests {
         assert_eq!(quick.len(), 6 * 3 + 2 * 3);
         assert!(quick.iter().all(|p| p.transport == Transport::Shm));
         // In the order of Builder::ALL, whatever the order asked.
-        assert_eq!(quick[1].builder, Some(Builder::FlatbuffersReused));
-        assert_eq!(quick[2].builder, Some(Builder::ZflatbuffersReused));
+        assert_eq!(quick[1].builder, Builder::FlatbuffersReused);
+        assert_eq!(quick[2].builder, Builder::ZflatbuffersReused);
+    }
+
+    /// The committed results (`docs/benchmarks/flatbuffers.json`) read back: `--from` works
+    /// on them, every record with its part.
+    #[test]
+    fn the_committed_results_read_back() {
+        let text = include_str!("../../../../docs/benchmarks/flatbuffers.json");
+        let records: Records = serde_json::from_str(text).unwrap();
+        let serialize = records
+            .records
+            .iter()
+            .filter(|r| matches!(r, Record::Serialize(_)));
+        assert_eq!(serialize.count(), 5 * 5);
+        assert_eq!(records.records.len(), 165);
+        let again: Records = serde_json::from_value(serde_json::to_value(&records).unwrap()).unwrap();
+        assert_eq!(again, records);
     }
 
     #[test]
@@ -620,15 +651,13 @@ mod tests {
         let points: Vec<RpcPoint> = Transport::ALL
             .into_iter()
             .flat_map(|transport| {
-                std::iter::once(None)
-                    .chain(Builder::ALL.map(Some))
-                    .map(move |builder| RpcPoint {
-                        transport,
-                        builder,
-                        size: 64 << 10,
-                        threads: 2,
-                        thread_sweep: true,
-                    })
+                Builder::SENDS.map(move |builder| RpcPoint {
+                    transport,
+                    builder,
+                    size: 64 << 10,
+                    threads: 2,
+                    sweep: Sweep::Threads,
+                })
             })
             .collect();
         let progress = Progress::new(points.len() as u64, "test");

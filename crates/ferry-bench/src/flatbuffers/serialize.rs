@@ -5,7 +5,7 @@
 //! 20 µs), so the figure is the mean wall time per message. A message is built from the same
 //! [`Source`] (the application's ids and strings) each time, with the application's offsets
 //! scratch reused; its result is passed to `black_box`. Beside them, the floor of any
-//! serializer ([`Memcpy`]): the same source copied into one preallocated buffer.
+//! serializer ([`Builder::Memcpy`]): the same source copied into one preallocated buffer.
 //!
 //! Counts, per message, deterministic, taken once per size:
 //! - the stock builder, with [`CountingAllocator`] (the growth of its `DefaultAllocator`,
@@ -21,21 +21,24 @@ use std::hint::black_box;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use ferry_buf::{BufMut, Pool};
+use ferry_buf::{BufMut, Pool, SharedBuf};
 use ferry_flatbuffers::{Allocator, FlatBufferBuilder as ZBuilder, PoolAllocator};
+use ferry_transport::Payload;
+use serde::{Deserialize, Serialize};
 
 use super::Builder;
 use super::counting::CountingAllocator;
-use super::record::{Offsets, STRING_LEN, Source, build_ours, build_stock};
+use super::record::{Offsets, Source, build_ours, build_stock};
 use crate::BoxError;
 use crate::harness::Budget;
 
 type StockBuilder = ::flatbuffers::FlatBufferBuilder<'static>;
 
 /// What building one message takes, counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Counted {
     /// Serialized bytes.
+    #[serde(rename = "serialized_len")]
     pub(super) len: usize,
     /// Buffers (stock) or pool blocks (ours) allocated.
     pub(super) allocations: usize,
@@ -45,12 +48,17 @@ pub(super) struct Counted {
     pub(super) copied_bytes: usize,
 }
 
-/// One builder of each kind, kept across messages, and the application's scratch.
+/// The builders, kept across messages: one of each kind (a fresh one replaced per message),
+/// the application's scratch, the Record built once (prebuilt), and the floor's buffers.
+/// Serialization times them; every ping-pong client sends what one of them builds.
 pub(super) struct Builders {
     pool: Pool,
     stock: StockBuilder,
     ours: ZBuilder<'static>,
     offsets: Offsets,
+    prebuilt: Option<SharedBuf>,
+    ids: Vec<i64>,
+    bytes: Vec<u8>,
 }
 
 impl Builders {
@@ -61,34 +69,54 @@ impl Builders {
             stock: StockBuilder::new(),
             ours: ZBuilder::new(pool),
             offsets: Offsets::new(),
+            prebuilt: None,
+            ids: Vec::new(),
+            bytes: Vec::new(),
         }
     }
 
-    /// Builds one message of `source` with `builder`. Never inlined, for every builder alike:
+    /// Builds `source`'s Record once, into a buffer of the pool: what [`Builder::Prebuilt`]
+    /// sends.
+    pub(super) fn prebuild(&mut self, source: &Source) -> Result<(), BoxError> {
+        let mut fbb = StockBuilder::new();
+        build_stock(&mut fbb, source, &mut self.offsets);
+        self.prebuilt = Some(self.pool.copy_from(fbb.finished_data())?);
+        Ok(())
+    }
+
+    /// Builds one message of `source` with `builder` and returns it as a call's payload (the
+    /// stock builder's one slice; ours, its blocks). Never inlined, for every builder alike:
     /// one call per message, and a frame that callgrind can count on its own
     /// (`--toggle-collect='*Builders::build*'`).
     #[inline(never)]
-    fn build(&mut self, builder: Builder, source: &Source) {
+    pub(super) fn build(&mut self, builder: Builder, source: &Source) -> Payload<'_> {
         match builder {
-            Builder::FlatbuffersFresh => {
-                let mut fbb = StockBuilder::new();
-                build_stock(&mut fbb, source, &mut self.offsets);
-                black_box(fbb.finished_data());
-            }
-            Builder::FlatbuffersReused => {
-                self.stock.reset();
+            // The floor is timed through `copy` and sends nothing.
+            Builder::Memcpy => Payload::Bytes(&[]),
+            Builder::Prebuilt => Payload::Gather {
+                head: &[],
+                parts: self.prebuilt.as_slice(),
+            },
+            Builder::FlatbuffersFresh | Builder::FlatbuffersReused => {
+                if builder == Builder::FlatbuffersFresh {
+                    self.stock = StockBuilder::new();
+                } else {
+                    self.stock.reset();
+                }
                 build_stock(&mut self.stock, source, &mut self.offsets);
-                black_box(self.stock.finished_data());
+                Payload::Bytes(self.stock.finished_data())
             }
-            Builder::ZflatbuffersFresh => {
-                let mut fbb = ZBuilder::new(&self.pool);
-                build_ours(&mut fbb, source, &mut self.offsets);
-                black_box(fbb.finished_slices());
-            }
-            Builder::ZflatbuffersReused => {
-                self.ours.reset();
+            Builder::ZflatbuffersFresh | Builder::ZflatbuffersReused => {
+                if builder == Builder::ZflatbuffersFresh {
+                    self.ours = ZBuilder::new(&self.pool);
+                } else {
+                    self.ours.reset();
+                }
                 build_ours(&mut self.ours, source, &mut self.offsets);
-                black_box(self.ours.finished_slices());
+                Payload::Gather {
+                    head: &[],
+                    parts: self.ours.finished_slices(),
+                }
             }
         }
     }
@@ -96,36 +124,26 @@ impl Builders {
     /// The mean wall time of building one message of `source` with `builder`, in ns, over
     /// `budget` (after a tenth of it as warm-up).
     pub(super) fn time(&mut self, builder: Builder, source: &Source, budget: Budget) -> f64 {
-        time_per_call(budget, || self.build(builder, source))
+        match builder {
+            // Not through `build`, so that callgrind counts the builders alone.
+            Builder::Memcpy => time_per_call(budget, || self.copy(source)),
+            _ => time_per_call(budget, || {
+                black_box(self.build(builder, source));
+            }),
+        }
     }
-}
 
-/// The floor of any serializer of the Record: its source data copied into one buffer
-/// allocated once (the ids with one `memcpy`, the strings one by one), no framing at all.
-#[derive(Debug, Default)]
-pub(super) struct Memcpy {
-    ids: Vec<i64>,
-    bytes: Vec<u8>,
-}
-
-impl Memcpy {
-    /// Never inlined, as [`Builders::build`].
+    /// The floor: the source's ids (one `memcpy`) and strings (one by one) copied into
+    /// buffers allocated once, no framing at all. Never inlined, as [`Builders::build`].
     #[inline(never)]
     fn copy(&mut self, source: &Source) {
-        let ids = source.ids();
-        self.ids.resize(ids.len(), 0);
-        self.ids.copy_from_slice(ids);
-        let len = source.strings().len() * STRING_LEN;
-        self.bytes.resize(len, 0);
-        for (out, s) in self.bytes.chunks_exact_mut(STRING_LEN).zip(source.strings()) {
-            out.copy_from_slice(s.as_bytes());
+        self.ids.clear();
+        self.ids.extend_from_slice(source.ids());
+        self.bytes.clear();
+        for s in source.strings() {
+            self.bytes.extend_from_slice(s.as_bytes());
         }
         black_box((&self.ids, &self.bytes));
-    }
-
-    /// The mean wall time of one copy of `source`, in ns, over `budget` (after a warm-up).
-    pub(super) fn time(&mut self, source: &Source, budget: Budget) -> f64 {
-        time_per_call(budget, || self.copy(source))
     }
 }
 
@@ -190,6 +208,7 @@ pub(super) fn count(builder: Builder, source: &Source, pool: &Pool) -> Result<(C
             };
             (counted, fbb.finished_data().to_vec())
         }
+        Builder::Memcpy | Builder::Prebuilt => return Err(format!("{builder:?} builds nothing").into()),
         Builder::ZflatbuffersFresh | Builder::ZflatbuffersReused => {
             let (alloc, blocks) = Recording::new(pool);
             let mut fbb = ZBuilder::new_in(alloc);
@@ -322,7 +341,7 @@ mod tests {
             let ns = builders.time(b, &source, Budget::Time(Duration::from_millis(2)));
             assert!(ns > 0.0 && ns.is_finite(), "{b:?}");
         }
-        let ns = Memcpy::default().time(&source, Budget::Count(20));
+        let ns = builders.time(Builder::Memcpy, &source, Budget::Count(20));
         assert!(ns > 0.0 && ns.is_finite());
     }
 

@@ -15,9 +15,8 @@
 //!
 //! The paper draws from a Mersenne twister with a constant seed; this uses the seeded ChaCha8
 //! generator the other workloads of this crate use (`rand_chacha`: the same stream on every
-//! platform and version), seeded with [`Figure7Options::seed`] (default 5489, `std::mt19937`'s
-//! default seed). Every count starts from the same seed, so a message's elements are the first
-//! `n` of one stream. The exact distribution the paper used is not given; the figure's shape
+//! platform and version), seeded with [`Figure7Options::seed`]. Every count starts from the
+//! same seed, so a message's elements are the first `n` of one stream. The exact distribution the paper used is not given; the figure's shape
 //! (linear in `n` once the per-message cost is amortized) does not depend on it.
 //!
 //! # The series ([`Figure7Series`])
@@ -63,14 +62,7 @@
 //! time away as the message's, so it must be a rare outlier that the median drops. The input is
 //! passed through `black_box` every iteration and every result to it, so nothing is hoisted
 //! or left unread. The thread is pinned to [`Figure7Options::cpu`].
-//!
-//! ```text
-//! let report = figure7(&opts, Some(&progress))?;   // measure
-//! print!("{}", report.table());                    // ns/message and ns/element per series
-//! write_figure7(&report, Some(json), Some(svg))?;  // JSON records, log-log SVG (two panels)
-//! ```
 
-use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::Path;
 use std::thread;
@@ -85,11 +77,13 @@ use prost_reflect::MessageDescriptor;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::generated::demo_prost::{Chars, Ints};
 use crate::harness::progress::Progress;
-use crate::harness::{self, median, report as results};
+use crate::harness::table::Table;
+use crate::harness::{self, median, round};
 use crate::plot::{self, Panel, XAxis};
 use crate::{BenchError, BoxError};
 
@@ -102,7 +96,8 @@ const PAPER_NS_PER_INT: f64 = 2.75;
 const PAPER_NS_PER_CHAR: f64 = 42.5 / 1024.0;
 
 /// A message of the figure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Figure7Message {
     /// The int array: `ferry.offload.demo.Ints`.
     Ints,
@@ -136,18 +131,29 @@ impl Figure7Message {
             Figure7Message::Chars => "char array (Chars: string, 1 byte per char)",
         }
     }
+
+    fn paper_ns_per_element(self) -> f64 {
+        match self {
+            Figure7Message::Ints => PAPER_NS_PER_INT,
+            Figure7Message::Chars => PAPER_NS_PER_CHAR,
+        }
+    }
 }
 
 /// A series of the figure: whose work is timed (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Figure7Series {
     /// prost decode, the message dropped: the tonic host's decoding.
+    #[serde(rename = "prost")]
     Prost,
     /// prost decode, then every element read: the tonic host's decoding and reading.
+    #[serde(rename = "prost+read")]
     ProstRead,
     /// The engine's decoder: protobuf to a `DynamicMessage`, the Ferry image into a pool buffer.
+    #[serde(rename = "engine")]
     Engine,
     /// The host with offload: `View::decode` of the image, then every element read.
+    #[serde(rename = "host-validate")]
     HostValidate,
 }
 
@@ -169,65 +175,26 @@ impl Figure7Series {
             Figure7Series::HostValidate => "host-validate",
         }
     }
-
-    /// What one timed iteration does, for the results' settings.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Figure7Series::Prost => {
-                "prost-generated Ints::decode / Chars::decode of the client's bytes (Vec<u32>; String after a UTF-8 check), then dropped: the tonic host's decoding"
-            }
-            Figure7Series::ProstRead => {
-                "prost as above, then every element read (ints summed; the text's bytes summed): the tonic host's decoding and reading"
-            }
-            Figure7Series::Engine => {
-                "ferry_reflect::protobuf::decode into a DynamicMessage under Context::copy_only() (strings borrowed from the input), then layout(), Pool::alloc(head_len) from a shared-memory pool, write_head (strings copied once, into the image), buffer dropped: the offload engine's decoder"
-            }
-            Figure7Series::HostValidate => {
-                "View::decode of the engine's image against the Ferry descriptor (validated in place), then every element read as in prost+read (the text UTF-8 checked with View::str): the host's side with offload"
-            }
-        }
-    }
 }
 
 /// What [`figure7`] measures and how.
 #[derive(Debug, Clone)]
 pub struct Figure7Options {
-    /// Element counts (default 1, 2, 4, ..., 8192).
+    /// Element counts.
     pub counts: Vec<usize>,
-    /// Timed loops per point and series; the figure is their median (default 51).
+    /// Timed loops per point and series; the figure is their median.
     pub reps: usize,
-    /// The least wall time of one timed loop; its message count is calibrated to it
-    /// (default 100 µs: short, so that most loops run within one scheduler time slice and
-    /// the median ignores the few that another thread interrupts).
+    /// The least wall time of one timed loop; its message count is calibrated to it (short,
+    /// so that most loops run within one scheduler time slice and the median ignores the few
+    /// that another thread interrupts).
     pub batch: Duration,
-    /// The CPU the measuring thread is pinned to (`None`: not pinned). Default 0.
+    /// The CPU the measuring thread is pinned to (`None`: not pinned).
     pub cpu: Option<usize>,
-    /// Seed of the inputs' generator (default 5489).
+    /// Seed of the inputs' generator (5489, `std::mt19937`'s default).
     pub seed: u64,
 }
 
-impl Default for Figure7Options {
-    fn default() -> Self {
-        Figure7Options {
-            counts: (0..=13).map(|i| 1usize << i).collect(),
-            reps: 51,
-            batch: Duration::from_micros(100),
-            cpu: Some(0),
-            seed: 5489,
-        }
-    }
-}
-
 impl Figure7Options {
-    /// A short run (under a second): 11 repetitions of 50 µs loops.
-    pub fn quick() -> Self {
-        Figure7Options {
-            reps: 11,
-            batch: Duration::from_micros(50),
-            ..Figure7Options::default()
-        }
-    }
-
     /// The runs a [`Progress`] bar over [`figure7`] counts: one per message and count.
     pub fn runs(&self) -> u64 {
         (Figure7Message::ALL.len() * self.counts.len()) as u64
@@ -235,8 +202,8 @@ impl Figure7Options {
 }
 
 /// One measured point: a series on a message of some element count.
-#[derive(Debug, Clone)]
-pub struct Figure7Point {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
     /// The message.
     pub message: Figure7Message,
     /// Its element count.
@@ -248,130 +215,142 @@ pub struct Figure7Point {
     /// Bytes of the Ferry image the engine writes.
     pub ferry_bytes: usize,
     /// Messages per timed loop (calibrated).
+    #[serde(rename = "iterations_per_loop")]
     pub iterations: u64,
-    /// ns per message of each timed loop, in run order.
-    pub samples_ns: Vec<f64>,
     /// The median of `samples_ns`.
     pub ns_per_message: f64,
+    /// `ns_per_message / elements`.
+    pub ns_per_element: f64,
+    /// The fastest loop's ns per message.
+    pub min_ns_per_message: f64,
     /// Median absolute deviation of the samples from `ns_per_message`, in percent of it.
     pub mdape_percent: f64,
+    /// ns per message of each timed loop, in run order.
+    pub samples_ns: Vec<f64>,
 }
 
-impl Figure7Point {
-    /// ns per element: `ns_per_message / elements`.
-    pub fn ns_per_element(&self) -> f64 {
-        self.ns_per_message / self.elements.max(1) as f64
-    }
-
-    /// The fastest loop's ns per message.
-    pub fn min_ns(&self) -> f64 {
-        self.samples_ns.iter().copied().fold(f64::INFINITY, f64::min)
-    }
-
-    fn record(&self) -> Value {
-        json!({
-            "message": self.message.name(),
-            "elements": self.elements,
-            "series": self.series.name(),
-            "protobuf_bytes": self.protobuf_bytes,
-            "ferry_bytes": self.ferry_bytes,
-            "iterations_per_loop": self.iterations,
-            "ns_per_message": harness::round(self.ns_per_message, 2),
-            "ns_per_element": harness::round(self.ns_per_element(), 4),
-            "min_ns_per_message": harness::round(self.min_ns(), 2),
-            "mdape_percent": harness::round(self.mdape_percent, 3),
-            "samples_ns": self.samples_ns.iter().map(|&s| harness::round(s, 2)).collect::<Vec<_>>(),
-        })
+impl Point {
+    /// The point of `series` on `message` of `elements` elements measured as `samples_ns`.
+    fn new(
+        (message, elements, series): (Figure7Message, usize, Figure7Series),
+        case: &Case<'_>,
+        iterations: u64,
+        samples_ns: Vec<f64>,
+    ) -> Point {
+        let ns = median(&samples_ns).unwrap_or(f64::NAN);
+        let deviations: Vec<f64> = samples_ns.iter().map(|s| (s - ns).abs() / ns * 100.0).collect();
+        Point {
+            message,
+            elements,
+            series,
+            protobuf_bytes: case.input.len(),
+            ferry_bytes: case.image.len(),
+            iterations,
+            ns_per_message: round(ns, 2),
+            ns_per_element: round(ns / elements.max(1) as f64, 4),
+            min_ns_per_message: round(samples_ns.iter().copied().fold(f64::INFINITY, f64::min), 2),
+            mdape_percent: round(median(&deviations).unwrap_or(f64::NAN), 3),
+            samples_ns: samples_ns.iter().map(|&s| round(s, 2)).collect(),
+        }
     }
 }
 
 /// What [`figure7`] measured.
-#[derive(Debug, Clone)]
-pub struct Figure7Report {
-    /// The options it ran with.
-    pub options: Figure7Options,
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure7 {
+    /// The least wall time of one timed loop, µs.
+    pub batch_us: u64,
+    /// The CPU the measuring thread was pinned to.
+    pub cpu: Option<usize>,
     /// Every point: per message, per count, per series in [`Figure7Series::ALL`] order.
-    pub points: Vec<Figure7Point>,
-    /// Wall time of the whole run.
-    pub took: Duration,
+    pub points: Vec<Point>,
 }
 
-impl Figure7Report {
-    /// The point of `series` on `message` of `elements` elements, if measured.
-    pub fn point(
-        &self,
-        message: Figure7Message,
-        elements: usize,
-        series: Figure7Series,
-    ) -> Option<&Figure7Point> {
+impl Figure7 {
+    fn point(&self, message: Figure7Message, elements: usize, series: Figure7Series) -> Option<&Point> {
         self.points
             .iter()
             .find(|p| p.message == message && p.elements == elements && p.series == series)
     }
 
-    /// The results as text: per message, a row per count with each series' ns per message and
-    /// [ns per element], then the paper's CPU figures beside ours at the largest count.
-    pub fn table(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "Figure 7: ns to deserialize one message, median of {} loops of >= {} us (ns per element in brackets){}\n",
-            self.options.reps,
-            self.options.batch.as_micros(),
-            self.options.cpu.map(|c| format!("; CPU {c}")).unwrap_or_default(),
+    /// Per message, a row per count with each series' ns per message and [ns per element],
+    /// then the paper's CPU figures beside ours at the largest count.
+    pub fn table(&self) {
+        let reps = self.points.first().map_or(0, |p| p.samples_ns.len());
+        println!(
+            "Figure 7: ns to deserialize one message, median of {reps} loops of >= {} us (ns per element in brackets){}\n",
+            self.batch_us,
+            self.cpu.map(|c| format!("; CPU {c}")).unwrap_or_default(),
         );
+        let mut counts: Vec<usize> = self.points.iter().map(|p| p.elements).collect();
+        counts.sort_unstable();
+        counts.dedup();
         for message in Figure7Message::ALL {
-            let _ = writeln!(out, "{}", message.title());
-            let _ = write!(out, "{:>8} {:>8} {:>8}", "elements", "pb B", "ferry B");
-            for s in Figure7Series::ALL {
-                let _ = write!(out, " {:>22}", s.name());
-            }
-            out.push('\n');
-            for &n in &self.options.counts {
+            println!("{}", message.title());
+            let series = Figure7Series::ALL.map(Figure7Series::name);
+            let mut t = Table::new(["elements", "pb B", "ferry B"].into_iter().chain(series));
+            for &n in &counts {
                 let Some(first) = self.point(message, n, Figure7Series::Prost) else {
                     continue;
                 };
-                let _ = write!(out, "{n:>8} {:>8} {:>8}", first.protobuf_bytes, first.ferry_bytes);
-                for s in Figure7Series::ALL {
-                    match self.point(message, n, s) {
-                        Some(p) => {
-                            let cell = format!("{:.1} [{:.3}]", p.ns_per_message, p.ns_per_element());
-                            let _ = write!(out, " {cell:>22}");
-                        }
-                        None => {
-                            let _ = write!(out, " {:>22}", "-");
-                        }
-                    }
-                }
-                out.push('\n');
+                let cells = Figure7Series::ALL.map(|s| {
+                    self.point(message, n, s).map_or("-".to_owned(), |p| {
+                        format!("{:.1} [{:.3}]", p.ns_per_message, p.ns_per_element)
+                    })
+                });
+                let sizes = [n, first.protobuf_bytes, first.ferry_bytes].map(|v| v.to_string());
+                t.row(sizes.into_iter().chain(cells));
             }
-            if let Some(&largest) = self.options.counts.iter().max() {
-                let paper = match message {
-                    Figure7Message::Ints => PAPER_NS_PER_INT,
-                    Figure7Message::Chars => PAPER_NS_PER_CHAR,
-                };
+            t.print();
+            if let Some(&largest) = counts.last() {
                 let per = |s| {
                     self.point(message, largest, s)
-                        .map_or(f64::NAN, Figure7Point::ns_per_element)
+                        .map_or(f64::NAN, |p| p.ns_per_element)
                 };
-                let _ = writeln!(
-                    out,
-                    "at {largest}: ns/element prost {:.3}, engine {:.3}, host-validate {:.3} (the paper's CPU, its C++ decoder: {paper:.3}); host-validate / prost+read: {:.2}x\n",
+                println!(
+                    "at {largest}: ns/element prost {:.3}, engine {:.3}, host-validate {:.3} (the paper's CPU, its C++ decoder: {:.3}); host-validate / prost+read: {:.2}x\n",
                     per(Figure7Series::Prost),
                     per(Figure7Series::Engine),
                     per(Figure7Series::HostValidate),
+                    message.paper_ns_per_element(),
                     per(Figure7Series::HostValidate) / per(Figure7Series::ProstRead),
                 );
             }
         }
-        out
+    }
+
+    /// ns per message against elements, log-log, a panel per message with a line per series.
+    pub fn plot(&self, path: &Path) -> Result<(), BoxError> {
+        let panel = |message: Figure7Message| Panel {
+            title: message.title().to_owned(),
+            x_label: "elements".to_owned(),
+            x_axis: XAxis::Count,
+            y_label: "ns per message".to_owned(),
+            series: Figure7Series::ALL
+                .into_iter()
+                .map(|series| plot::Series {
+                    name: series.name().to_owned(),
+                    points: self
+                        .points
+                        .iter()
+                        .filter(|p| p.message == message && p.series == series)
+                        .map(|p| (p.elements as f64, p.ns_per_message))
+                        .collect(),
+                })
+                .collect(),
+        };
+        plot::log_log_svg(
+            path,
+            "Figure 7: time to deserialize one message against its element count",
+            2,
+            &Figure7Message::ALL.map(panel),
+        )
     }
 }
 
 /// Measures Figure 7 (see the module docs) on a thread pinned to `opts.cpu`, counting one run
 /// of `progress` per message and count ([`Figure7Options::runs`]).
-pub fn figure7(opts: &Figure7Options, progress: Option<&Progress>) -> Result<Figure7Report, BenchError> {
-    let started = Instant::now();
+pub fn figure7(opts: &Figure7Options, progress: &Progress) -> Result<Figure7, BenchError> {
     let points = thread::scope(|s| {
         thread::Builder::new()
             .name("offload-fig7".to_owned())
@@ -385,87 +364,39 @@ pub fn figure7(opts: &Figure7Options, progress: Option<&Progress>) -> Result<Fig
             .join()
             .unwrap_or_else(|_| Err(BenchError::Setup("the measuring thread panicked".to_owned())))
     })?;
-    Ok(Figure7Report {
-        options: opts.clone(),
+    Ok(Figure7 {
+        batch_us: opts.batch.as_micros() as u64,
+        cpu: opts.cpu,
         points,
-        took: started.elapsed(),
     })
 }
 
-/// Writes the results of `report`: to `json`, a header (command, date, machine, settings) and
-/// one record per point; to `svg`, ns per message against elements, log-log, a panel per
-/// message with a line per series.
-pub fn write_figure7(
-    report: &Figure7Report,
-    json: Option<&Path>,
-    svg: Option<&Path>,
-) -> Result<(), BoxError> {
-    if let Some(path) = json {
-        let records: Vec<Value> = report.points.iter().map(Figure7Point::record).collect();
-        results::save(
-            path,
-            "offload-decode",
-            settings(&report.options),
-            &records,
-            Value::Null,
-            report.took,
-        )?;
+impl Figure7Options {
+    /// The results' settings.
+    pub fn settings(&self) -> Value {
+        json!({
+            "paper": "Protobuf deserialization offload to a DPU, Figure 7 (one message, one core, no datapath)",
+            "counts": self.counts,
+            "reps": self.reps,
+            "batch_us": self.batch.as_micros() as u64,
+            "cpu": self.cpu,
+            "statistic": "median over reps of a loop's ns per message; the loop's message count calibrated to batch_us (the calibration is the warm-up); series interleaved per rep",
+            "schema": "ferry-offload's demo.proto: the Ferry side from the descriptors a host sends the engine (ferry_offload::DEMO_DESCRIPTORS), as the engine builds its schema; prost types generated from the same file",
+            "seed": self.seed,
+            "rng": "ChaCha8 (rand_chacha) seeded with seed, the same stream for every count (the paper: a Mersenne twister with a constant seed)",
+            "ints": "bit width k uniform in 1..=32, value uniform in [2^(k-1), 2^k): varints of 1 (7/32), 2, 3, 4 (7/32 each) or 5 bytes (4/32); packed",
+            "chars": "ASCII letters a-z, one byte each",
+            "pool": "ferry_buf::Pool, shared memory (memfd), 2 MiB regions",
+            "check": "before timing, prost's values and the host's values read from the engine's image equal the generated ones, element by element",
+            "series": {
+                "prost": "prost-generated Ints::decode / Chars::decode of the client's bytes (Vec<u32>; String after a UTF-8 check), then dropped: the tonic host's decoding",
+                "prost+read": "prost as above, then every element read (ints summed; the text's bytes summed): the tonic host's decoding and reading",
+                "engine": "ferry_reflect::protobuf::decode into a DynamicMessage under Context::copy_only() (strings borrowed from the input), then layout(), Pool::alloc(head_len) from a shared-memory pool, write_head (strings copied once, into the image), buffer dropped: the offload engine's decoder",
+                "host-validate": "View::decode of the engine's image against the Ferry descriptor (validated in place), then every element read as in prost+read (the text UTF-8 checked with View::str): the host's side with offload",
+            },
+            "paper_cpu_ns_per_element": {"ints": PAPER_NS_PER_INT, "chars": PAPER_NS_PER_CHAR},
+        })
     }
-    if let Some(path) = svg {
-        let panels: Vec<Panel> = Figure7Message::ALL
-            .into_iter()
-            .map(|message| Panel {
-                title: message.title().to_owned(),
-                x_label: "elements".to_owned(),
-                x_axis: XAxis::Count,
-                y_label: "ns per message".to_owned(),
-                series: Figure7Series::ALL
-                    .into_iter()
-                    .map(|series| plot::Series {
-                        name: series.name().to_owned(),
-                        points: report
-                            .points
-                            .iter()
-                            .filter(|p| p.message == message && p.series == series)
-                            .map(|p| (p.elements as f64, p.ns_per_message))
-                            .collect(),
-                    })
-                    .collect(),
-            })
-            .collect();
-        plot::log_log_svg(
-            path,
-            "Figure 7: time to deserialize one message against its element count",
-            2,
-            &panels,
-        )?;
-        println!("plot in {}", path.display());
-    }
-    Ok(())
-}
-
-fn settings(opts: &Figure7Options) -> Value {
-    let series: serde_json::Map<String, Value> = Figure7Series::ALL
-        .into_iter()
-        .map(|s| (s.name().to_owned(), Value::from(s.describe())))
-        .collect();
-    json!({
-        "paper": "Protobuf deserialization offload to a DPU, Figure 7 (one message, one core, no datapath)",
-        "counts": opts.counts,
-        "reps": opts.reps,
-        "batch_us": opts.batch.as_micros() as u64,
-        "cpu": opts.cpu,
-        "statistic": "median over reps of a loop's ns per message; the loop's message count calibrated to batch_us (the calibration is the warm-up); series interleaved per rep",
-        "schema": "ferry-offload's demo.proto: the Ferry side from the descriptors a host sends the engine (ferry_offload::DEMO_DESCRIPTORS), as the engine builds its schema; prost types generated from the same file",
-        "seed": opts.seed,
-        "rng": "ChaCha8 (rand_chacha) seeded with seed, the same stream for every count (the paper: a Mersenne twister with a constant seed)",
-        "ints": "bit width k uniform in 1..=32, value uniform in [2^(k-1), 2^k): varints of 1 (7/32), 2, 3, 4 (7/32 each) or 5 bytes (4/32); packed",
-        "chars": "ASCII letters a-z, one byte each",
-        "pool": "ferry_buf::Pool, shared memory (memfd), 2 MiB regions",
-        "check": "before timing, prost's values and the host's values read from the engine's image equal the generated ones, element by element",
-        "series": series,
-        "paper_cpu_ns_per_element": {"ints": PAPER_NS_PER_INT, "chars": PAPER_NS_PER_CHAR},
-    })
 }
 
 /// `count` random `u32`, smaller ones likelier (see the module docs): the int array's values.
@@ -536,7 +467,7 @@ fn ferry(e: impl std::fmt::Display) -> BenchError {
 
 /// The sum of the ints: how every series reads an int array (the demo host's `SendInts`).
 #[inline]
-fn digest_ints(values: impl Iterator<Item = u32>) -> u64 {
+pub(super) fn digest_ints(values: impl Iterator<Item = u32>) -> u64 {
     values.fold(0u64, |d, v| d.wrapping_add(u64::from(v)))
 }
 
@@ -691,47 +622,17 @@ impl<'s> Case<'s> {
         let input = &self.input[..];
         let image = &self.image[..];
         let desc = self.descs.desc;
-        let start = Instant::now();
         match (self.message, series) {
-            (M::Ints, S::Prost) => {
-                for _ in 0..n {
-                    black_box(Ints::decode(black_box(input))?);
-                }
-            }
-            (M::Chars, S::Prost) => {
-                for _ in 0..n {
-                    black_box(Chars::decode(black_box(input))?);
-                }
-            }
-            (M::Ints, S::ProstRead) => {
-                for _ in 0..n {
-                    let m = Ints::decode(black_box(input))?;
-                    black_box(digest_ints(m.values.iter().copied()));
-                }
-            }
-            (M::Chars, S::ProstRead) => {
-                for _ in 0..n {
-                    let m = Chars::decode(black_box(input))?;
-                    black_box(digest_text(&m.text));
-                }
-            }
-            (_, S::Engine) => {
-                for _ in 0..n {
-                    black_box(engine_write(&self.descs, black_box(input), pool)?);
-                }
-            }
-            (M::Ints, S::HostValidate) => {
-                for _ in 0..n {
-                    black_box(host_ints(black_box(image), desc, &limits)?);
-                }
-            }
-            (M::Chars, S::HostValidate) => {
-                for _ in 0..n {
-                    black_box(host_chars(black_box(image), desc, &limits)?);
-                }
-            }
+            (M::Ints, S::Prost) => repeat(n, || Ok(Ints::decode(black_box(input))?)),
+            (M::Chars, S::Prost) => repeat(n, || Ok(Chars::decode(black_box(input))?)),
+            (M::Ints, S::ProstRead) => repeat(n, || {
+                Ok(digest_ints(Ints::decode(black_box(input))?.values.into_iter()))
+            }),
+            (M::Chars, S::ProstRead) => repeat(n, || Ok(digest_text(&Chars::decode(black_box(input))?.text))),
+            (_, S::Engine) => repeat(n, || engine_write(&self.descs, black_box(input), pool)),
+            (M::Ints, S::HostValidate) => repeat(n, || host_ints(black_box(image), desc, &limits)),
+            (M::Chars, S::HostValidate) => repeat(n, || host_chars(black_box(image), desc, &limits)),
         }
-        Ok(start.elapsed())
     }
 
     /// The message count of a loop of `series` that takes at least `target` (the runs that find
@@ -755,47 +656,39 @@ impl<'s> Case<'s> {
     }
 }
 
+/// Runs `f` `n` times back to back, each result passed to `black_box`; returns the wall time.
+#[inline]
+fn repeat<T>(n: u64, mut f: impl FnMut() -> Result<T, BenchError>) -> Result<Duration, BenchError> {
+    let start = Instant::now();
+    for _ in 0..n {
+        black_box(f()?);
+    }
+    Ok(start.elapsed())
+}
+
 /// Every point, on the calling thread.
-fn measure(opts: &Figure7Options, progress: Option<&Progress>) -> Result<Vec<Figure7Point>, BenchError> {
+fn measure(opts: &Figure7Options, progress: &Progress) -> Result<Vec<Point>, BenchError> {
     let schema = load_schema()?;
     let pool = engine_pool()?;
-    let reps = opts.reps.max(1);
     let mut points = Vec::new();
     for message in Figure7Message::ALL {
         for &elements in &opts.counts {
-            if let Some(p) = progress {
-                p.start(format!("{} x{elements}", message.name()));
-            }
+            progress.start(format!("{} x{elements}", message.name()));
             let case = Case::new(&schema, message, elements, opts.seed, &pool)?;
             let mut iterations = [0u64; Figure7Series::ALL.len()];
-            for (i, &s) in Figure7Series::ALL.iter().enumerate() {
-                iterations[i] = case.calibrate(s, opts.batch, &pool)?;
+            for (n, &s) in iterations.iter_mut().zip(&Figure7Series::ALL) {
+                *n = case.calibrate(s, opts.batch, &pool)?;
             }
-            let mut samples = vec![Vec::with_capacity(reps); Figure7Series::ALL.len()];
-            for _ in 0..reps {
-                for (i, &s) in Figure7Series::ALL.iter().enumerate() {
-                    let took = case.time(s, iterations[i], &pool)?;
-                    samples[i].push(took.as_nanos() as f64 / iterations[i] as f64);
+            let mut samples = vec![Vec::new(); Figure7Series::ALL.len()];
+            for _ in 0..opts.reps.max(1) {
+                for ((samples, &s), &n) in samples.iter_mut().zip(&Figure7Series::ALL).zip(&iterations) {
+                    samples.push(case.time(s, n, &pool)?.as_nanos() as f64 / n as f64);
                 }
             }
             for ((&series, samples_ns), &n) in Figure7Series::ALL.iter().zip(samples).zip(&iterations) {
-                let ns = median(&samples_ns).unwrap_or(f64::NAN);
-                let deviations: Vec<f64> = samples_ns.iter().map(|s| (s - ns).abs() / ns * 100.0).collect();
-                points.push(Figure7Point {
-                    message,
-                    elements,
-                    series,
-                    protobuf_bytes: case.input.len(),
-                    ferry_bytes: case.image.len(),
-                    iterations: n,
-                    mdape_percent: median(&deviations).unwrap_or(f64::NAN),
-                    ns_per_message: ns,
-                    samples_ns,
-                });
+                points.push(Point::new((message, elements, series), &case, n, samples_ns));
             }
-            if let Some(p) = progress {
-                p.done();
-            }
+            progress.done();
         }
     }
     Ok(points)
@@ -884,9 +777,11 @@ mod tests {
             reps: 2,
             batch: Duration::from_micros(50),
             cpu: None,
-            ..Figure7Options::default()
+            seed: 5489,
         };
-        let report = figure7(&opts, None).unwrap();
+        let progress = Progress::new(opts.runs(), "test");
+        let report = figure7(&opts, &progress).unwrap();
+        progress.finish();
         assert_eq!(report.points.len(), 2 * 2 * 4);
         assert!(
             report
@@ -894,15 +789,13 @@ mod tests {
                 .iter()
                 .all(|p| p.ns_per_message > 0.0 && p.samples_ns.len() == 2)
         );
-        let table = report.table();
-        assert!(table.contains("host-validate"), "{table}");
         let dir = std::env::temp_dir().join(format!("ferry-bench-fig7-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let (json, svg) = (dir.join("fig7.json"), dir.join("fig7.svg"));
-        write_figure7(&report, Some(&json), Some(&svg)).unwrap();
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        assert_eq!(doc["records"].as_array().unwrap().len(), 16);
+        let svg = dir.join("fig7.svg");
+        report.plot(&svg).unwrap();
         assert!(std::fs::read_to_string(&svg).unwrap().contains("host-validate"));
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(serde_json::from_value::<Figure7>(json).unwrap(), report);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

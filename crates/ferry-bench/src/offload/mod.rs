@@ -11,7 +11,8 @@
 //! - [`serve`]: Figure 8, the paper's three messages served at one offered rate by a tonic host
 //!   (prost on the host), by the offload engine in front of a Ferry host, and by Zerializer's
 //!   null serializer (no decoding anywhere): requests per second, host CPU per request, the
-//!   engine's CPU apart, latency.
+//!   engine's CPU apart, latency. Its servers are in `hosts`, its gRPC client in `client`,
+//!   its open-loop load generator in [`load`].
 //!
 //! The messages are the demo schema's (`crates/ferry-offload/proto/ferry/offload/demo.proto`):
 //! the Ferry side builds its schema from the descriptors a host sends the engine
@@ -23,15 +24,24 @@
 //! (the benchmark checks that every system reads the same values before timing it, and asserts
 //! nothing about speed).
 
+mod client;
 pub mod decode;
+mod hosts;
+pub mod load;
 pub mod serve;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::BoxError;
 use crate::harness::cli::Common;
+use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
+use decode::{Figure7, Figure7Options};
+use serve::{Figure8, Figure8Options, PaperMessage};
 
 /// Which of the paper's figures to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -49,8 +59,8 @@ pub enum Figure {
 pub struct Args {
     #[command(flatten)]
     common: Common,
-    /// Figures to run, comma-separated (default: 7,8). Each writes its own results and plot:
-    /// `--json out.json` gives `out-figure7.json` and `out-figure8.json` (and so for `--plot`).
+    /// Figures to run, comma-separated (default: 7,8). Their records share the results file;
+    /// each draws its own plot: `--plot out.svg` gives `out-figure7.svg` and `out-figure8.svg`.
     #[arg(long, value_delimiter = ',')]
     figures: Vec<Figure>,
     /// Figure 7: element counts, comma-separated (default 1, 2, 4, ..., 8192).
@@ -62,7 +72,7 @@ pub struct Args {
     reps: Option<usize>,
     /// Figure 8: the messages, comma-separated (default: small,x512-ints,x8000-chars).
     #[arg(long, value_delimiter = ',')]
-    messages: Vec<serve::PaperMessage>,
+    messages: Vec<PaperMessage>,
     /// Figure 8: offered rates in requests per second, comma-separated (default 10000,40000;
     /// the highest shows where each setup saturates).
     #[arg(long, value_delimiter = ',')]
@@ -86,12 +96,76 @@ pub struct Args {
     client_cpu: usize,
 }
 
-/// `out.json` → `out-figure7.json`.
+/// Everything a run measured: a field per figure it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Records {
+    /// Figure 7: decoding one message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figure7: Option<Figure7>,
+    /// Figure 8: the three messages served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figure8: Option<Figure8>,
+}
+
+/// `ferry bench offload`: the figures asked for, with their options.
+struct Offload {
+    figure7: Option<Figure7Options>,
+    figure8: Option<Figure8Options>,
+}
+
+impl Offload {
+    fn new(args: &Args) -> Offload {
+        let (quick, wants) = (args.common.quick, |f| {
+            args.figures.is_empty() || args.figures.contains(&f)
+        });
+        let figure7 = wants(Figure::Decode).then(|| Figure7Options {
+            counts: if args.counts.is_empty() {
+                (0..=13).map(|i| 1 << i).collect()
+            } else {
+                args.counts.clone()
+            },
+            reps: args.reps.unwrap_or(if quick { 11 } else { 51 }).max(1),
+            batch: Duration::from_micros(if quick { 50 } else { 100 }),
+            cpu: Some(args.client_cpu),
+            seed: 5489,
+        });
+        let figure8 = wants(Figure::Serve).then(|| {
+            let mut rates = if args.rates.is_empty() {
+                vec![10_000, 40_000]
+            } else {
+                args.rates.clone()
+            };
+            let cpu_rate = args.cpu_rate.or(rates.iter().copied().min()).unwrap_or(10_000);
+            if !rates.contains(&cpu_rate) {
+                rates.push(cpu_rate);
+            }
+            let default_ms = if quick { 800 } else { 4000 };
+            Figure8Options {
+                messages: if args.messages.is_empty() {
+                    PaperMessage::ALL.to_vec()
+                } else {
+                    args.messages.clone()
+                },
+                rates,
+                cpu_rate,
+                duration: Duration::from_millis(args.common.duration_ms.unwrap_or(default_ms).max(100)),
+                connections: args.connections.max(1),
+                max_in_flight: 4096,
+                reps: args.reps.unwrap_or(if quick { 1 } else { 3 }).max(1),
+                host_cpu: args.host_cpu,
+                client_cpu: args.client_cpu,
+                seed: 8,
+                unary_calls: if quick { 1000 } else { 5000 },
+                host_spin: Duration::from_micros(args.host_spin_us),
+            }
+        });
+        Offload { figure7, figure8 }
+    }
+}
+
+/// `out.svg` → `out-figure7.svg`.
 fn per_figure(path: &Path, figure: u8) -> PathBuf {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     let ext = path
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
@@ -99,91 +173,90 @@ fn per_figure(path: &Path, figure: u8) -> PathBuf {
     path.with_file_name(format!("{stem}-figure{figure}{ext}"))
 }
 
+impl Benchmark for Offload {
+    const NAME: &'static str = "offload";
+    type Records = Records;
+
+    fn plan(&self) -> u64 {
+        self.figure7.as_ref().map_or(0, Figure7Options::runs)
+            + self.figure8.as_ref().map_or(0, Figure8Options::runs)
+    }
+
+    fn run(&self, progress: &Progress) -> Result<(Value, Records), BoxError> {
+        let mut settings = Map::new();
+        let mut records = Records {
+            figure7: None,
+            figure8: None,
+        };
+        if let Some(o) = &self.figure7 {
+            settings.insert("figure7".into(), o.settings());
+            records.figure7 = Some(decode::figure7(o, progress)?);
+        }
+        if let Some(o) = &self.figure8 {
+            settings.insert("figure8".into(), o.settings());
+            records.figure8 = Some(serve::figure8(o, progress)?);
+        }
+        Ok((Value::Object(settings), records))
+    }
+
+    fn table(records: &Records) {
+        if let Some(f) = &records.figure7 {
+            f.table();
+        }
+        if let Some(f) = &records.figure8 {
+            f.table();
+        }
+    }
+
+    fn targets(records: &Records) -> Vec<Target> {
+        records.figure8.as_ref().map_or_else(Vec::new, Figure8::targets)
+    }
+
+    /// A plot per figure, beside `path` (`out-figure7.svg`, `out-figure8.svg`).
+    fn plot(records: &Records, path: &Path) -> Result<(), BoxError> {
+        if let Some(f) = &records.figure7 {
+            f.plot(&per_figure(path, 7))?;
+            println!("Figure 7's plot in {}", per_figure(path, 7).display());
+        }
+        if let Some(f) = &records.figure8 {
+            f.plot(&per_figure(path, 8))?;
+            println!("Figure 8's plot in {}", per_figure(path, 8).display());
+        }
+        Ok(())
+    }
+}
+
 /// Runs `ferry bench offload`.
 pub fn run(args: &Args) -> Result<(), BoxError> {
-    if args.common.from.is_some() {
-        return Err("ferry bench offload does not redraw from --from; run it again".into());
-    }
-    let json = args.common.json_path()?;
-    let quick = args.common.quick;
-    let figures = if args.figures.is_empty() {
-        vec![Figure::Decode, Figure::Serve]
-    } else {
-        args.figures.clone()
-    };
-    if figures.contains(&Figure::Decode) {
-        let mut opts = if quick {
-            decode::Figure7Options::quick()
-        } else {
-            decode::Figure7Options::default()
-        };
-        if !args.counts.is_empty() {
-            opts.counts = args.counts.clone();
-        }
-        if let Some(r) = args.reps {
-            opts.reps = r.max(1);
-        }
-        opts.cpu = Some(args.client_cpu);
-        println!(
-            "ferry bench offload, Figure 7: ns to decode one message against its element count, on CPU {} ({} repetitions per point, medians)\n",
-            args.client_cpu, opts.reps
-        );
-        let progress = Progress::new(opts.runs(), "figure 7");
-        let report = decode::figure7(&opts, Some(&progress))?;
-        progress.finish();
-        print!("{}", report.table());
-        let plot = args.common.plot.as_deref().map(|p| per_figure(p, 7));
-        decode::write_figure7(&report, Some(&per_figure(json, 7)), plot.as_deref())?;
-    }
-    if figures.contains(&Figure::Serve) {
-        let mut opts = serve::Figure8Options::default();
-        if quick {
-            opts.reps = 1;
-            opts.duration = Duration::from_millis(800);
-            opts.unary_calls = 1000;
-        }
-        if let Some(ms) = args.common.duration_ms {
-            opts.duration = Duration::from_millis(ms.max(100));
-        }
-        if let Some(r) = args.reps {
-            opts.reps = r.max(1);
-        }
-        if !args.messages.is_empty() {
-            opts.messages = args.messages.clone();
-        }
-        if !args.rates.is_empty() {
-            opts.rates = args.rates.clone();
-        }
-        opts.cpu_rate = args
-            .cpu_rate
-            .or_else(|| opts.rates.iter().copied().min())
-            .unwrap_or(opts.cpu_rate);
-        if !opts.rates.contains(&opts.cpu_rate) {
-            opts.rates.push(opts.cpu_rate);
-        }
-        opts.connections = args.connections.max(1);
-        opts.host_spin = Duration::from_micros(args.host_spin_us);
-        opts.host_cpu = args.host_cpu;
-        opts.client_cpu = args.client_cpu;
-        println!(
-            "\nferry bench offload, Figure 8: tonic host against the offload engine and a Ferry host, and the null serializer; host on CPU {}, engine and load generator on CPU {}; {} ms per run, {} repetition(s) (medians)\n",
-            opts.host_cpu,
-            opts.client_cpu,
-            opts.duration.as_millis(),
-            opts.reps
-        );
-        let started = Instant::now();
-        let progress = Progress::new(serve::figure8_runs(&opts), "figure 8");
-        let report = serve::figure8(&opts, Some(&progress))?;
-        progress.finish();
-        print!("{}", report.table());
-        let plot = args.common.plot.as_deref().map(|p| per_figure(p, 8));
-        serve::write_figure8(
-            &report,
-            Some(&per_figure(json, 8)),
-            plot.as_deref(),
-            started.elapsed(),
-        )?;
-    }
+    lifecycle::main(&Offload::new(args), &args.common)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed results (`docs/benchmarks/offload.json`) read back: `--from` works on them.
+    #[test]
+    fn the_committed_results_read_back() {
+        let text = include_str!("../../../../docs/benchmarks/offload.json");
+        let records: Records = serde_json::from_str(text).unwrap();
+        let (f7, f8) = (records.figure7.unwrap(), records.figure8.unwrap());
+        assert_eq!(f7.points.len(), 2 * 14 * 4);
+        assert_eq!((f8.runs.len(), f8.unary.len(), f8.cpu_rate), (54, 27, 10_000));
+        let targets = Offload::targets(&Records {
+            figure7: None,
+            figure8: Some(f8),
+        });
+        assert_eq!(targets.len(), 6);
+        assert!(targets.iter().all(|t| t.met.is_some()), "{targets:?}");
+    }
+
+    #[test]
+    fn plots_go_beside_the_path_asked() {
+        assert_eq!(
+            per_figure(Path::new("d/out.svg"), 7),
+            Path::new("d/out-figure7.svg")
+        );
+    }
 }
