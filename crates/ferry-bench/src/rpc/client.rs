@@ -358,10 +358,11 @@ fn measure(
     readings: &Readings,
 ) -> Result<Measured, BoxError> {
     readings.take();
+    let method = service::method(point.system)?;
     let d: Shared = Rc::new(RefCell::new(Driver {
         requests: Requests::new(lp, session, point)?,
         session,
-        method: service::method(point.system)?,
+        method,
         fields: point.fields,
         in_flight: point.in_flight.max(1),
         phase: Phase::new(Budget::Count(0), 1),
@@ -378,4 +379,41 @@ fn measure(
         .take()
         .ok_or("the server did not read its counters at the control calls")?;
     Measured::new(measured, t1 - t0, cpu1.saturating_sub(cpu0), server)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `phase` to its end, each call completing as soon as it starts; returns the calls
+    /// timed.
+    fn drain(phase: &mut Phase) -> u64 {
+        let mut timed = 0;
+        while let Some(at) = phase.next() {
+            phase.started();
+            timed += u64::from(at.is_some());
+            phase.completed(at);
+        }
+        timed
+    }
+
+    #[test]
+    fn a_phase_stops_at_its_budget_and_times_every_call_or_every_16th() {
+        let mut many = Phase::new(Budget::Count(40), 4);
+        assert_eq!(drain(&mut many), 3, "calls 0, 16 and 32");
+        assert_eq!((many.completed, many.latency.count()), (40, 3));
+        assert!(many.done());
+        let mut one = Phase::new(Budget::Count(5), 1);
+        assert_eq!(drain(&mut one), 5);
+        assert_eq!(one.latency.count(), 5);
+        let mut outstanding = Phase::new(Budget::Count(1), 1);
+        let at = outstanding.next().unwrap();
+        outstanding.started();
+        assert!(
+            outstanding.next().is_none() && !outstanding.done(),
+            "spent, one still out"
+        );
+        outstanding.completed(at);
+        assert!(outstanding.done());
+    }
 }

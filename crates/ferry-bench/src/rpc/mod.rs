@@ -47,9 +47,9 @@ use crate::harness::window::Span;
 use crate::harness::{self, Budget, Histogram};
 use crate::{BoxError, shm};
 
-pub use plan::{Args, System, Transport};
+pub use plan::{Args, Fields, Point, System, Transport};
 
-use plan::{ECHO, Fields, MAX_IN_FLIGHT, Point, name};
+use plan::{ECHO, MAX_IN_FLIGHT};
 use report::Records;
 
 /// Measured time per repetition, full and `--quick`; repetitions, full and `--quick`.
@@ -205,27 +205,25 @@ impl Benchmark for Rpc {
         });
         let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); points.len()];
         for _ in 0..self.reps {
-            let mut i = 0;
-            while i < points.len() {
-                // Consecutive event-loop configurations share one server.
-                let n = points[i..].iter().take_while(|p| p.system.on_loop()).count();
-                let measured = if n > 0 {
-                    run_loop_points(&points[i..i + n], budget, cpus, progress)?
-                } else {
-                    let point = &points[i];
-                    progress.start(point.label());
-                    let m = match point.system {
-                        System::Tonic => tonic::run(point, budget, cpus),
-                        _ => run_ping_pong(budget, cpus),
+            let mut measured = Vec::with_capacity(points.len());
+            // Consecutive event-loop configurations share one server.
+            for group in points.chunk_by(|a, b| a.system.on_loop() && b.system.on_loop()) {
+                match group[0].system {
+                    System::Tonic | System::PingPong => {
+                        let point = &group[0];
+                        progress.start(point.label());
+                        let m = match point.system {
+                            System::Tonic => tonic::run(point, budget, cpus),
+                            _ => run_ping_pong(budget, cpus),
+                        };
+                        measured.push(m.map_err(|e| format!("{}: {e}", point.label()))?);
+                        progress.done();
                     }
-                    .map_err(|e| format!("{}: {e}", point.label()))?;
-                    progress.done();
-                    vec![m]
-                };
-                for (run, m) in runs[i..].iter_mut().zip(measured) {
-                    run.push(m);
-                    i += 1;
+                    _ => measured.extend(run_loop_points(group, budget, cpus, progress)?),
                 }
+            }
+            for (run, m) in runs.iter_mut().zip(measured) {
+                run.push(m);
             }
         }
         let mut records: Vec<_> = points
@@ -337,57 +335,27 @@ pub fn demo(budget: Budget) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// One configuration of [`profile`]: what `ferry-callgrind rpc` runs under callgrind.
-#[derive(Debug, Clone, Copy)]
-pub struct ProfileRun {
-    /// The echo variant (an event-loop system).
-    pub system: System,
-    /// Its transport.
-    pub transport: Transport,
-    /// Values per request.
-    pub fields: usize,
-    /// Bytes per value.
-    pub field_len: usize,
-    /// Calls in flight.
-    pub in_flight: usize,
-    /// Measured calls (after a tenth of them as warm-up).
-    pub calls: u64,
-    /// How long the server loop busy-polls before sleeping in `poll(2)`. Under callgrind,
-    /// `Duration::ZERO`: a loop that busy-polls runs empty turns for as long as valgrind lets
-    /// it (its threads take turns), which would swamp the count of a call's own work.
-    pub server_spin: Duration,
-}
-
-/// Runs `run.calls` echo calls (plus a tenth as warm-up and two control calls) of one
-/// configuration against a server loop on its own thread, the client loop on the calling
-/// thread, neither pinned: for instruction counts (`ferry-callgrind rpc`), not timing.
-/// Returns the echo calls the server answered.
-pub fn profile(run: &ProfileRun) -> Result<u64, BoxError> {
-    if !run.system.on_loop() {
-        return Err(format!("{} is not served by the Ferry server loop", name(run.system)).into());
-    }
-    let point = Point {
-        system: run.system,
-        transport: run.transport,
-        fields: Fields {
-            count: run.fields,
-            len: run.field_len,
-        },
-        in_flight: run.in_flight.clamp(1, MAX_IN_FLIGHT / 2),
-    };
-    let config = LoopConfig {
-        spin: run.server_spin,
-        ..loop_config()
-    };
-    let server = service::start(&[run.transport], None, config)?;
-    let mut lp = EventLoop::new(LoopConfig {
+/// Runs `calls` echo calls of `point` (plus a tenth as warm-up and two control calls)
+/// against a server loop on its own thread, the client loop on the calling thread, neither
+/// pinned: for instruction counts (`ferry-callgrind rpc`), not timing. Returns the echo calls
+/// the server answered. The server loop sleeps in `poll(2)` when idle: under callgrind a loop
+/// that busy-polls runs empty turns for as long as valgrind lets it (its threads take turns),
+/// which would swamp the count of a call's own work.
+pub fn profile(point: &Point, calls: u64) -> Result<u64, BoxError> {
+    let idle = LoopConfig {
         spin: Duration::ZERO,
         ..loop_config()
-    })?;
-    let budget = Budget::Count(run.calls.max(1));
+    };
+    let server = service::start(&[point.transport], None, idle.clone())?;
+    let mut lp = EventLoop::new(idle)?;
+    let point = Point {
+        in_flight: point.in_flight.clamp(1, MAX_IN_FLIGHT / 2),
+        ..*point
+    };
+    let budget = Budget::Count(calls.max(1));
     let measured = client::run(
         &mut lp,
-        server.addr(run.transport)?,
+        server.addr(point.transport)?,
         &point,
         budget,
         &server.readings,

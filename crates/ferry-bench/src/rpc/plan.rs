@@ -102,11 +102,13 @@ pub(super) fn name(v: impl ValueEnum) -> String {
 /// The fields of every request: `count` values of `len` bytes, no key. In the records: `fields`
 /// and `field_len`.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Fields {
+pub struct Fields {
+    /// Values per request.
     #[serde(rename = "fields")]
-    pub(super) count: usize,
+    pub count: usize,
+    /// Bytes per value.
     #[serde(rename = "field_len")]
-    pub(super) len: usize,
+    pub len: usize,
 }
 
 /// Cornflakes Figure 2: a list of two 2048-byte elements (`workloads.md`, "YCSB-C": 2 x 2048).
@@ -133,12 +135,16 @@ impl Fields {
 
 /// One configuration.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Point {
-    pub(super) system: System,
-    pub(super) transport: Transport,
+pub struct Point {
+    /// What answers the echo.
+    pub system: System,
+    /// What carries the calls.
+    pub transport: Transport,
+    /// What each request carries.
     #[serde(flatten)]
-    pub(super) fields: Fields,
-    pub(super) in_flight: usize,
+    pub fields: Fields,
+    /// Calls outstanding.
+    pub in_flight: usize,
 }
 
 impl Point {

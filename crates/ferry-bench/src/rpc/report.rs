@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Measured;
 use super::plan::{ECHO, Fields, ONE_KIB, Point, SMALL, System, Transport, name};
+#[cfg(test)]
+use crate::harness::Histogram;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
 use crate::harness::{median, round};
@@ -235,19 +237,21 @@ pub(super) fn targets(all: &[Record]) -> Vec<Target> {
         true,
         5.0,
     )];
-    for (transport, fields, n) in loop_points(all) {
-        targets.push(Target::ratio(
-            format!(
-                "ferry-hybrid / raw calls/s, {} {}, {n} in flight",
-                name(transport),
-                fields.label()
-            ),
-            hybrid(transport, fields, n)
-                .zip(find(all, System::Raw, transport, fields, n))
-                .map(|(h, r)| rate_ratio(h, r)),
-            true,
-            0.9,
-        ));
+    let vs_raw = |(transport, fields, n): (Transport, Fields, usize)| {
+        let (h, r) = (
+            hybrid(transport, fields, n)?,
+            find(all, System::Raw, transport, fields, n)?,
+        );
+        let what = format!("{} {}, {n} in flight", name(transport), fields.label());
+        Some((what, Some(rate_ratio(h, r))))
+    };
+    let mut pairs: Vec<_> = loop_points(all).into_iter().filter_map(vs_raw).collect();
+    if pairs.is_empty() {
+        pairs.push(("every configuration".to_owned(), None));
+    }
+    for (what, ratio) in pairs {
+        let what = format!("ferry-hybrid / raw calls/s, {what}");
+        targets.push(Target::ratio(what, ratio, true, 0.9));
     }
     let ping = all.iter().find(|r| r.point.system == System::PingPong);
     targets.push(Target::ratio(
@@ -345,4 +349,89 @@ pub(super) fn plot(path: &Path, all: &[Record]) -> Result<(), BoxError> {
         2,
         &panels,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    fn committed() -> (Value, Records) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/benchmarks/rpc-results.json"
+        );
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let records = Records::deserialize(&doc).unwrap();
+        (doc, records)
+    }
+
+    #[test]
+    fn the_committed_results_read_back_with_the_same_fields_and_values() {
+        let (doc, records) = committed();
+        assert_eq!(records.records.len(), 78);
+        assert_eq!(serde_json::to_value(&records).unwrap()["records"], doc["records"]);
+    }
+
+    #[test]
+    fn targets_are_met_missed_or_not_measured() {
+        let (_, Records { records }) = committed();
+        let verdicts = |all: &[Record]| -> Vec<(String, &'static str)> {
+            targets(all)
+                .iter()
+                .map(|t| (t.what.clone(), t.verdict()))
+                .collect()
+        };
+        let all = verdicts(&records);
+        assert_eq!(all.len(), 1 + 12 + 2);
+        assert_eq!(all[0].1, "met", "{all:?}");
+        let vs_raw = |what: &str| all.iter().find(|(w, _)| w.ends_with(what)).unwrap().1;
+        assert_eq!(vs_raw("raw calls/s, tcp 2 x 2 KiB, 16 in flight"), "met");
+        assert_eq!(vs_raw("raw calls/s, tcp 1 KiB, 128 in flight"), "MISSED");
+        assert_eq!(all[13].1, "MISSED", "{all:?}");
+        assert_eq!(all[14].1, "MISSED", "{all:?}");
+        let raw_only: Vec<Record> = records
+            .into_iter()
+            .filter(|r| r.point.system == System::Raw)
+            .collect();
+        let none = verdicts(&raw_only);
+        assert_eq!(none.len(), 4, "{none:?}");
+        assert!(none.iter().all(|(_, v)| *v == "not measured"), "{none:?}");
+    }
+
+    #[test]
+    fn a_record_is_the_median_over_repetitions() {
+        let run = |calls: u64, ms: u64, latency_ns: u64| {
+            let mut latency = Histogram::default();
+            (0..calls).for_each(|_| latency.record(latency_ns));
+            Measured {
+                calls,
+                elapsed: Duration::from_millis(ms),
+                latency,
+                client_cpu: Duration::from_millis(ms),
+                server_cpu: Duration::from_millis(ms / 2),
+            }
+        };
+        let point = Point {
+            system: System::FerryHybrid,
+            transport: Transport::Shm,
+            fields: ECHO,
+            in_flight: 1,
+        };
+        let r = summarize(
+            point,
+            &[run(100, 10, 500), run(300, 10, 1000), run(200, 10, 1500)],
+        );
+        assert_eq!((r.payload, r.reps, r.calls, r.samples), (4096, 3, 200, 600));
+        assert_eq!(r.calls_per_sec, 20_000.0);
+        assert_eq!(r.calls_per_sec_reps, [10_000.0, 30_000.0, 20_000.0]);
+        // Exact below 2048 ns (three significant digits).
+        assert_eq!(r.p50_ns, 1000.0);
+        assert_eq!(r.p50_ns_reps, [500.0, 1000.0, 1500.0]);
+        assert_eq!((r.min_ns, r.max_ns), (Some(500), Some(1500)));
+        // 10 ms over 100, 300 and 200 calls: 100,000, 33,333.3 and 50,000 ns a call.
+        assert_eq!(r.client_cpu_ns_per_call, 50_000.0);
+        assert_eq!(r.server_cpu_ns_per_call, 25_000.0);
+    }
 }

@@ -7,11 +7,10 @@
 //!   `bytes` fields as [`Bytes`] slices of tonic's receive buffer and encodes the same slices
 //!   into the response, so the server copies nothing beyond what prost and tonic do.
 //! - **client**: an [`EchoClient`] over one [`Channel`] (one HTTP/2 connection), on a
-//!   current-thread runtime on a thread pinned to the client CPU. `in_flight` tasks each loop
-//!   "call, check the echo, call again". Every request is one [`Record`] with an empty key and
-//!   the point's fields, built once; a call clones it (reference counts, no byte copies).
-//!   Every response is checked: the number of fields, and each field's length, first and last
-//!   byte.
+//!   current-thread runtime on a thread pinned to the client CPU, keeping `in_flight` calls
+//!   outstanding as Ferry's client does (each call a task; a new one as each completes).
+//!   Every request is one [`Record`] with an empty key and the point's fields, built once; a
+//!   call clones it (reference counts, no byte copies). Every echo is checked.
 //!
 //! Both sides use tonic's defaults (HTTP/2 windows and frame sizes, no compression, no
 //! per-call timeout), with `TCP_NODELAY` on both ends. One run is one connection: a warm-up,
