@@ -33,10 +33,10 @@ use crate::systems::{CODECS, Codec, Input};
 
 /// An echo method: the system it serves, its path and id.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Method {
-    pub(super) system: System,
+struct Method {
+    system: System,
     path: &'static str,
-    pub(super) id: u16,
+    id: u16,
 }
 
 /// `/ferry_bench.rpc.Bench/<name>`, serving `system`.
@@ -51,7 +51,7 @@ macro_rules! method {
 }
 
 /// The echo methods, one per event-loop system.
-pub(super) const METHODS: [Method; 6] = [
+const METHODS: [Method; 6] = [
     method!(Raw, "Raw"),
     method!(FerryCopy, "EchoCopy"),
     method!(FerryHybrid, "EchoHybrid"),
