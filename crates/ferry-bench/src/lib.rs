@@ -10,14 +10,12 @@
 //!   [`datapath`] (`ferry bench datapath`: one-way TCP streams in every send mode), [`shm`]
 //!   (`ferry bench shm`: round trips over shared memory against a raw ping-pong and TCP) and
 //!   [`rpc`] (`ferry bench rpc`: echo calls through `ferry-rpc` against a no-serialization
-//!   echo, the peer libraries, tonic and the ping-pong), [`kv`] (`ferry bench kv`) and [`redis`]
+//!   echo, the peer libraries, tonic (its peer is in `rpc/tonic.rs`) and the ping-pong), [`kv`] (`ferry bench kv`) and [`redis`]
 //!   (`ferry bench redis`: Ferry's Redis-protocol server against `redis-server`, both driven
 //!   by `redis-benchmark` as child processes), and [`offload`] (the DPU offload paper's
 //!   figures: [`offload::decode`], Figure 7, decode time against element count for prost, the
 //!   offload engine's decoder and the host's in-place validation). The `ferry` binary parses
 //!   their options and calls their `run` (or [`offload::decode::figure7`]);
-//! - the peers of `ferry bench rpc` that are other RPC systems: [`tonic_echo`] (one measured
-//!   run of a tonic unary echo between two pinned threads, for the RPC benchmark to call);
 //! - the serializer peers and workloads of the Criterion targets (`benches/serialize.rs`,
 //!   `benches/decode.rs`) and of the `ferry-callgrind` instruction-count driver: each system
 //!   (the memcpy floor, prost, FlatBuffers, Cap'n Proto, Ferry) is one file under [`systems`],
@@ -54,7 +52,6 @@ pub mod rpc;
 pub mod shapes;
 pub mod shm;
 pub mod systems;
-pub mod tonic_echo;
 
 pub use error::BenchError;
 pub use shapes::Shape;

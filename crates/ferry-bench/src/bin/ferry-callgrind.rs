@@ -8,7 +8,7 @@
 //!
 //! `rpc` runs `calls` echo calls of one `ferry bench rpc` configuration (plus a tenth of them
 //! as warm-up and two control calls) against a `ferry_rpc::Server` loop on its own thread that
-//! sleeps in `poll(2)` when idle instead of busy-polling (see `ferry_bench::rpc::ProfileRun`),
+//! sleeps in `poll(2)` when idle instead of busy-polling (see `ferry_bench::rpc::profile`),
 //! and prints the number of echo calls the server answered. Run it under
 //! `valgrind --tool=callgrind --separate-threads=yes` with two call counts and subtract: the
 //! server thread's instructions per call (`rpc-callgrind.sh`).
@@ -128,17 +128,15 @@ fn rpc(system: &str, transport: &str, shape: &str, in_flight: &str, calls: &str)
     use clap::ValueEnum;
     let system = rpc::System::from_str(system, true)?;
     let transport = rpc::Transport::from_str(transport, true)?;
-    let (fields, field_len) = shape
+    let (count, len) = shape
         .split_once('x')
         .and_then(|(n, len)| Some((n.parse().ok()?, len.parse().ok()?)))
         .ok_or_else(|| format!("shape {shape:?}: expected <fields>x<bytes>, e.g. 2x2048"))?;
-    rpc::profile(&rpc::ProfileRun {
+    let point = rpc::Point {
         system,
         transport,
-        fields,
-        field_len,
+        fields: rpc::Fields { count, len },
         in_flight: in_flight.parse()?,
-        calls: calls.parse()?,
-        server_spin: std::time::Duration::ZERO,
-    })
+    };
+    rpc::profile(&point, calls.parse()?)
 }

@@ -1,7 +1,8 @@
 //! Generated schema code, one module per system, never edited by hand.
 //!
-//! - [`record_prost`]: prost types, and in [`record_prost::echo`] the tonic service of the
-//!   `tonic_echo` benchmark peer, generated at build time by `build.rs` (protox, no `protoc`).
+//! - [`record_prost`]: prost types, and in [`record_prost::echo`] the tonic service of
+//!   `ferry bench rpc`'s tonic peer (`rpc/tonic.rs`), generated at build time by `build.rs`
+//!   (protox, no `protoc`).
 //! - [`record_generated`]: `flatc --rust` output, committed (see `regen.sh`).
 //! - [`record_capnp`]: `capnp compile -orust` output, committed (see `regen.sh`).
 //! - [`kv_prost`], [`kv_generated`], [`kv_capnp`]: the same three for the key-value store's

@@ -4,12 +4,11 @@
 //! until the budget is spent. If the transport's send queue refuses a call
 //! (`RESOURCE_EXHAUSTED`), the driver starts it again after the next turn.
 //!
-//! A run: connect, warm up (a tenth of the budget), a `mark` control call (the server reads
-//! its thread's CPU time), the measured window, an `end` control call, close. Every phase
-//! ends when its calls have all completed; a phase in which no call completes for
-//! [`STALL`] fails the run.
+//! A run: connect, warm up (a tenth of the budget), the measured window between the `mark` and
+//! `end` control calls ([`crate::harness::window`]), close. Every phase ends when its calls
+//! have all completed; a phase in which no call completes for [`STALL`] fails the run.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -17,10 +16,12 @@ use ferry::Context;
 use ferry::sample::Record;
 use ferry_buf::SharedBuf;
 use ferry_rpc::{Addr, CallId, Code, Continuation, EventLoop, Incoming, SessionId, Status};
-use ferry_transport::Payload;
+use ferry_transport::{Payload, method_id};
 
-use super::service::{self, Readings};
-use super::{Fields, Point, System};
+use super::Measured;
+use super::plan::{Fields, Point, System};
+use super::service::{self, CONTROL};
+use crate::harness::window::{self, END, MARK, Readings};
 use crate::harness::{Budget, Histogram, thread_cpu_time};
 use crate::systems::{CODECS, Codec, Input};
 use crate::{BoxError, Shape};
@@ -28,7 +29,7 @@ use crate::{BoxError, Shape};
 /// Calls timed when more than one is in flight: one in this many.
 const TIMED_EVERY: u64 = 16;
 
-/// A phase in which no call completes for this long fails.
+/// A phase in which no call completes for this long fails (both clients).
 pub(super) const STALL: Duration = Duration::from_secs(10);
 
 /// Fill byte of field `i` of every request (the echo carries it back).
@@ -36,40 +37,104 @@ pub(super) fn fill(i: usize) -> u8 {
     0x5a_u8.wrapping_add(i as u8)
 }
 
-/// What one run measured over its window.
-#[derive(Debug, Clone)]
-pub(super) struct Measured {
-    /// Calls completed in the window.
-    pub(super) calls: u64,
-    /// Length of the window.
-    pub(super) elapsed: Duration,
-    /// Round trips in ns: every call with one in flight, every 16th with more.
+/// Checks field `i` of a response: `fields.len` bytes that begin and end with [`fill`]`(i)`.
+pub(super) fn check_field(i: usize, b: &[u8], fields: Fields) -> Result<(), String> {
+    let filled = |b: Option<&u8>| b.is_none_or(|&b| b == fill(i));
+    if b.len() != fields.len || !filled(b.first()) || !filled(b.last()) {
+        return Err(format!(
+            "field {i} of the response arrived wrong: {} B (expected {} B of {:#x})",
+            b.len(),
+            fields.len,
+            fill(i)
+        ));
+    }
+    Ok(())
+}
+
+/// The accounting of one closed-loop phase, for both clients (this one and tonic's): when
+/// the budget is spent, which calls are timed and when they started, what completed.
+/// With one call in flight every call is timed, one clock reading each (the end of one is
+/// the start of the next); with more, every [`TIMED_EVERY`]th.
+pub(super) struct Phase {
+    budget: Budget,
+    one: bool,
+    start: Instant,
+    /// The clock reading that ended the last timed call.
+    last: Instant,
+    issued: u64,
+    pub(super) completed: u64,
+    pub(super) outstanding: usize,
+    /// The budget is spent: no more calls are started.
+    stopping: bool,
     pub(super) latency: Histogram,
-    /// The client thread's CPU time over the window.
-    pub(super) client_cpu: Duration,
-    /// The server loop thread's CPU time between the control calls.
-    pub(super) server_cpu: Duration,
+}
+
+impl Phase {
+    pub(super) fn new(budget: Budget, in_flight: usize) -> Phase {
+        let now = Instant::now();
+        Phase {
+            budget,
+            one: in_flight <= 1,
+            start: now,
+            last: now,
+            issued: 0,
+            completed: 0,
+            outstanding: 0,
+            stopping: false,
+            latency: Histogram::default(),
+        }
+    }
+
+    /// May another call start? `None` once the budget is spent; else `Some` of when it starts
+    /// if it is timed.
+    pub(super) fn next(&mut self) -> Option<Option<Instant>> {
+        let timed = self.one || self.issued % TIMED_EVERY == 0;
+        self.stopping = self.stopping
+            || match self.budget {
+                Budget::Count(n) => self.issued >= n,
+                Budget::Time(t) if self.one => self.last - self.start >= t,
+                Budget::Time(t) => timed && self.start.elapsed() >= t,
+            };
+        match (self.stopping, self.one) {
+            (true, _) => None,
+            (false, true) => Some(Some(self.last)),
+            (false, false) => Some(timed.then(Instant::now)),
+        }
+    }
+
+    /// The call [`Phase::next`] allowed has started.
+    pub(super) fn started(&mut self) {
+        self.issued += 1;
+        self.outstanding += 1;
+    }
+
+    /// A call has completed; `at` is what [`Phase::next`] said of it.
+    pub(super) fn completed(&mut self, at: Option<Instant>) {
+        self.outstanding -= 1;
+        self.completed += 1;
+        if let Some(at) = at {
+            self.last = Instant::now();
+            self.latency.record_duration(self.last - at);
+        }
+    }
+
+    /// Whether the budget is spent and every call completed.
+    pub(super) fn done(&self) -> bool {
+        self.stopping && self.outstanding == 0
+    }
 }
 
 /// What a call sends, built anew for every call as an application would.
 enum Requests {
     /// The fields' pool buffers as a raw gather payload (TCP: referenced; shared memory:
     /// copied into a block).
-    Raw { parts: Vec<SharedBuf> },
-    /// A `Record` of the fields' pool buffers, built with `ctx`: the session's context
+    Raw(Vec<SharedBuf>),
+    /// A `Record` of the fields' pool buffers, built with the context: the session's
     /// (hybrid: values of 512 B or more are referenced) or the same with an infinite
     /// threshold (copy-only).
-    Ferry {
-        method: u16,
-        ctx: Context,
-        values: Vec<SharedBuf>,
-    },
-    /// The library's encoding of `shape`, copied into the transport.
-    Peer {
-        method: u16,
-        codec: Box<dyn Codec>,
-        shape: Shape,
-    },
+    Ferry(Context, Vec<SharedBuf>),
+    /// The library's encoding of the shape, copied into the transport.
+    Peer(Box<dyn Codec>, Shape),
 }
 
 impl Requests {
@@ -81,134 +146,99 @@ impl Requests {
             .map(|i| pool.copy_from(&vec![fill(i); len]))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(match point.system {
-            System::Raw => Requests::Raw { parts: values },
-            System::FerryCopy => Requests::Ferry {
-                method: service::COPY.1,
-                ctx: ctx.with_threshold(usize::MAX),
-                values,
-            },
-            System::FerryHybrid => Requests::Ferry {
-                method: service::HYBRID.1,
-                ctx,
-                values,
-            },
-            System::Prost | System::Flatbuf | System::Capnp => {
-                let name = point.system.codec_name().ok_or("no codec")?;
-                let index = CODECS.iter().position(|e| e.name == name).ok_or("no codec")?;
+            System::Raw => Requests::Raw(values),
+            System::FerryCopy => Requests::Ferry(ctx.with_threshold(usize::MAX), values),
+            System::FerryHybrid => Requests::Ferry(ctx, values),
+            system => {
+                let codec = service::codec(system).ok_or("no codec")?;
+                let fields = (0..count).map(|i| bytes::Bytes::from(vec![fill(i); len]));
                 let shape = Shape::from_parts(
                     format!("rpc-{count}x{len}"),
                     bytes::Bytes::new(),
-                    (0..count)
-                        .map(|i| bytes::Bytes::from(vec![fill(i); len]))
-                        .collect(),
+                    fields.collect(),
                 );
-                Requests::Peer {
-                    method: service::PEERS[index].1,
-                    codec: (CODECS[index].new)(),
-                    shape,
-                }
+                Requests::Peer((CODECS[codec].new)(), shape)
             }
-            System::Tonic | System::PingPong => return Err("not an event-loop system".into()),
         })
     }
 
-    /// Builds and starts one call.
-    fn send(&mut self, lp: &mut EventLoop, session: SessionId, then: Continuation) -> Result<CallId, Status> {
+    /// Builds and starts one call to `method`.
+    fn send(
+        &mut self,
+        lp: &mut EventLoop,
+        session: SessionId,
+        method: u16,
+        then: Continuation,
+    ) -> Result<CallId, Status> {
         match self {
-            Requests::Raw { parts } => lp.call_payload(
-                session,
-                service::RAW.1,
-                Payload::Gather { head: &[], parts },
-                then,
-            ),
-            Requests::Ferry { method, ctx, values } => {
+            Requests::Raw(parts) => {
+                lp.call_payload(session, method, Payload::Gather { head: &[], parts }, then)
+            }
+            Requests::Ferry(ctx, values) => {
                 let mut record = Record::new(ctx);
                 record.init_fields(values.len());
                 for v in values.iter() {
                     record.append_field(&v[..]);
                 }
-                lp.call(session, *method, &record, then)
+                lp.call(session, method, &record, then)
             }
-            Requests::Peer { method, codec, shape } => {
+            Requests::Peer(codec, shape) => {
                 let bytes = codec
                     .encode(shape)
                     .map_err(|e| Status::new(Code::Internal, e.to_string()))?;
-                lp.call_payload(session, *method, Payload::Bytes(bytes), then)
+                lp.call_payload(session, method, Payload::Bytes(bytes), then)
             }
         }
     }
 
-    /// Checks a response: the number of fields, and each field's length, first and last byte.
+    /// Checks a response: no key, and `fields.count` fields of `fields.len` bytes, field `i`
+    /// beginning and ending with [`fill`]`(i)`.
     fn check(&mut self, response: Incoming<'_>, fields: Fields) -> Result<(), String> {
-        let mut seen = 0usize;
-        let mut bad = None;
-        // Field `i` (`usize::MAX`: a key, which no response should have).
-        let mut field = |i: usize, b: &[u8]| {
-            if bad.is_some() {
-                return;
-            }
-            if i == usize::MAX {
-                bad = Some(format!("a response with a key of {} B", b.len()));
-                return;
-            }
-            let ok = b.len() == fields.len && b.first() == Some(&fill(i)) && b.last() == Some(&fill(i));
-            if !ok {
-                bad = Some(format!(
-                    "field {i} of the response arrived wrong: {} B (expected {} B of {:#x})",
-                    b.len(),
-                    fields.len,
-                    fill(i)
-                ));
+        let (mut seen, mut key, mut bad) = (0usize, 0usize, Ok(()));
+        let mut field = |b: &[u8]| {
+            if bad.is_ok() {
+                bad = check_field(seen, b, fields);
             }
             seen += 1;
         };
+        let decoding = |e: &dyn std::fmt::Display| format!("the response does not decode: {e}");
         match self {
-            Requests::Raw { .. } => {
+            Requests::Raw(_) => {
                 let bytes = response.bytes().ok_or("a raw response without bytes")?;
-                if bytes.len() != fields.count * fields.len {
+                if bytes.len() != fields.bytes() {
                     return Err(format!(
                         "a raw response of {} B (expected {})",
                         bytes.len(),
-                        fields.count * fields.len
+                        fields.bytes()
                     ));
                 }
-                for (i, b) in bytes.chunks(fields.len.max(1)).enumerate() {
-                    field(i, b);
-                }
+                bytes.chunks(fields.len.max(1)).for_each(field);
             }
-            Requests::Ferry { .. } => {
-                let view = response
-                    .decode::<Record<'static>>()
-                    .map_err(|e| format!("the response does not decode: {e}"))?;
-                if !view.key().is_empty() {
-                    field(usize::MAX, view.key());
-                }
-                for (i, b) in view.fields().iter().enumerate() {
-                    field(i, b);
-                }
+            Requests::Ferry(..) => {
+                let view = response.decode::<Record<'static>>().map_err(|e| decoding(&e))?;
+                key = view.key().len();
+                view.fields().iter().for_each(&mut field);
             }
-            Requests::Peer { codec, .. } => {
+            Requests::Peer(codec, _) => {
+                let bytes = response.bytes().ok_or("a raw response without bytes")?;
                 let input = Input {
-                    bytes: response.bytes().ok_or("a raw response without bytes")?,
+                    bytes,
                     shared: response.shared(),
                 };
-                // The key comes first: empty, as sent.
-                let mut at = 0usize;
+                // The key comes first.
+                let mut first = true;
                 codec
-                    .read(input, &mut |b| {
-                        match at {
-                            0 if b.is_empty() => {}
-                            0 => field(usize::MAX, b),
-                            i => field(i - 1, b),
-                        }
-                        at += 1;
+                    .read(input, &mut |b| match std::mem::take(&mut first) {
+                        true => key = b.len(),
+                        false => field(b),
                     })
-                    .map_err(|e| format!("the response does not decode: {e}"))?;
+                    .map_err(|e| decoding(&e))?;
             }
         }
-        if let Some(bad) = bad {
-            return Err(bad);
+        if key > 0 {
+            return Err(format!("a response with a key of {key} B"));
         }
+        bad?;
         if seen != fields.count {
             return Err(format!("a response of {seen} fields (expected {})", fields.count));
         }
@@ -216,40 +246,11 @@ impl Requests {
     }
 }
 
-/// One phase's state.
-struct Phase {
-    budget: Budget,
-    start: Instant,
-    /// The clock reading that ended the last timed call (one in flight: the next call's start).
-    last: Instant,
-    issued: u64,
-    completed: u64,
-    outstanding: usize,
-    /// The budget is spent: no more calls are started.
-    stopping: bool,
-    latency: Histogram,
-}
-
-impl Phase {
-    fn new(budget: Budget, latency: Histogram) -> Phase {
-        let now = Instant::now();
-        Phase {
-            budget,
-            start: now,
-            last: now,
-            issued: 0,
-            completed: 0,
-            outstanding: 0,
-            stopping: false,
-            latency,
-        }
-    }
-}
-
 /// What the continuations share (they all run on the client's thread).
 struct Driver {
     requests: Requests,
     session: SessionId,
+    method: u16,
     fields: Fields,
     in_flight: usize,
     phase: Phase,
@@ -258,47 +259,28 @@ struct Driver {
 
 type Shared = Rc<RefCell<Driver>>;
 
-/// Starts one call unless the budget is spent; returns whether it did.
+/// Starts one call unless the budget is spent or `in_flight` are outstanding; returns whether
+/// it did.
 fn issue(lp: &mut EventLoop, d: &Shared) -> bool {
     let mut guard = d.borrow_mut();
-    let Driver {
-        requests,
-        session,
-        in_flight,
-        phase: p,
-        failed,
-        ..
-    } = &mut *guard;
-    if p.stopping || failed.is_some() {
+    let drv = &mut *guard;
+    if drv.failed.is_some() || drv.phase.outstanding >= drv.in_flight {
         return false;
     }
-    let one = *in_flight == 1;
-    p.stopping = match p.budget {
-        Budget::Count(n) => p.issued >= n,
-        // One in flight: `last` is the clock reading that ended the previous call.
-        Budget::Time(t) if one => p.last - p.start >= t,
-        Budget::Time(t) => p.issued % TIMED_EVERY == 0 && p.start.elapsed() >= t,
-    };
-    if p.stopping {
+    let Some(at) = drv.phase.next() else {
         return false;
-    }
-    let at = if one {
-        Some(p.last)
-    } else {
-        (p.issued % TIMED_EVERY == 0).then(Instant::now)
     };
     let next = Rc::clone(d);
     let then: Continuation = Box::new(move |lp, result| complete(lp, &next, at, result));
-    match requests.send(lp, *session, then) {
+    match drv.requests.send(lp, drv.session, drv.method, then) {
         Ok(_) => {
-            p.issued += 1;
-            p.outstanding += 1;
+            drv.phase.started();
             true
         }
         // The transport's send queue is full: started again after the next turn.
         Err(s) if s.code == Code::ResourceExhausted => false,
         Err(s) => {
-            *failed = Some(format!("a call could not start: {s}"));
+            drv.failed = Some(format!("a call could not start: {s}"));
             false
         }
     }
@@ -315,49 +297,28 @@ fn complete(lp: &mut EventLoop, d: &Shared, at: Option<Instant>, result: Result<
         if let Err(e) = checked {
             drv.failed.get_or_insert(e);
         }
-        let p = &mut drv.phase;
-        p.outstanding -= 1;
-        p.completed += 1;
-        if let Some(at) = at {
-            let now = Instant::now();
-            p.last = now;
-            p.latency.record_duration(now - at);
-        }
+        drv.phase.completed(at);
     }
     issue(lp, d);
 }
 
-/// Starts calls until `in_flight` are outstanding (or the budget is spent).
-fn top_up(lp: &mut EventLoop, d: &Shared) {
-    loop {
-        let (outstanding, in_flight) = {
-            let drv = d.borrow();
-            (drv.phase.outstanding, drv.in_flight)
-        };
-        if outstanding >= in_flight || !issue(lp, d) {
-            return;
-        }
-    }
-}
-
 /// Runs one phase of `budget` to its end (all its calls completed); returns its state.
-fn phase(lp: &mut EventLoop, d: &Shared, budget: Budget, latency: Histogram) -> Result<Phase, BoxError> {
-    d.borrow_mut().phase = Phase::new(budget, latency);
-    top_up(lp, d);
+fn phase(lp: &mut EventLoop, d: &Shared, budget: Budget) -> Result<Phase, BoxError> {
+    let in_flight = d.borrow().in_flight;
+    d.borrow_mut().phase = Phase::new(budget, in_flight);
     let (mut seen, mut since, mut turns) = (0u64, Instant::now(), 0u32);
     loop {
+        while issue(lp, d) {}
         {
             let drv = d.borrow();
             if let Some(e) = &drv.failed {
                 return Err(e.clone().into());
             }
-            let p = &drv.phase;
-            if p.stopping && p.outstanding == 0 {
+            if drv.phase.done() {
                 break;
             }
         }
         lp.turn();
-        top_up(lp, d);
         turns = turns.wrapping_add(1);
         if turns % 1024 == 0 {
             let completed = d.borrow().phase.completed;
@@ -368,40 +329,10 @@ fn phase(lp: &mut EventLoop, d: &Shared, budget: Budget, latency: Histogram) -> 
             }
         }
     }
-    let p = std::mem::replace(
+    Ok(std::mem::replace(
         &mut d.borrow_mut().phase,
-        Phase::new(Budget::Count(0), Histogram::default()),
-    );
-    Ok(p)
-}
-
-/// A control call (`mark` or `end`), waited for.
-fn control(lp: &mut EventLoop, session: SessionId, what: &'static [u8]) -> Result<(), BoxError> {
-    let done: Rc<Cell<Option<Result<(), String>>>> = Rc::default();
-    let answer = Rc::clone(&done);
-    lp.call_payload(
-        session,
-        service::CONTROL.1,
-        Payload::Bytes(what),
-        Box::new(move |_, r| {
-            let r = match r {
-                Ok(r) if r.bytes() == Some(what) => Ok(()),
-                Ok(_) => Err("a control call's answer is not its echo".to_owned()),
-                Err(s) => Err(format!("a control call failed: {s}")),
-            };
-            answer.set(Some(r));
-        }),
-    )?;
-    let until = Instant::now() + STALL;
-    loop {
-        if let Some(r) = done.take() {
-            return Ok(r?);
-        }
-        if Instant::now() > until {
-            return Err(format!("a control call took more than {STALL:?}").into());
-        }
-        lp.turn();
-    }
+        Phase::new(Budget::Count(0), 1),
+    ))
 }
 
 /// One run of `point` on a fresh session to `addr` (see the module docs). The session is
@@ -427,36 +358,62 @@ fn measure(
     readings: &Readings,
 ) -> Result<Measured, BoxError> {
     readings.take();
+    let method = service::method(point.system)?;
     let d: Shared = Rc::new(RefCell::new(Driver {
         requests: Requests::new(lp, session, point)?,
         session,
+        method,
         fields: point.fields,
         in_flight: point.in_flight.max(1),
-        phase: Phase::new(Budget::Count(0), Histogram::default()),
+        phase: Phase::new(Budget::Count(0), 1),
         failed: None,
     }));
-    phase(lp, &d, budget.warmup(), Histogram::default())?;
-    control(lp, session, service::MARK)?;
+    let control = method_id(CONTROL);
+    phase(lp, &d, budget.warmup())?;
+    window::call_and_wait(lp, session, control, MARK)?;
     let (t0, cpu0) = (Instant::now(), thread_cpu_time());
-    let window = phase(lp, &d, budget, Histogram::default())?;
+    let measured = phase(lp, &d, budget)?;
     let (t1, cpu1) = (Instant::now(), thread_cpu_time());
-    control(lp, session, service::END)?;
-    let (Some((s0, n0)), Some((s1, n1))) = readings.take() else {
-        return Err("the server did not read its CPU time at the control calls".into());
-    };
-    if n1 - n0 != window.completed {
-        return Err(format!(
-            "the server echoed {} calls in the window, the client completed {}",
-            n1 - n0,
-            window.completed
-        )
-        .into());
+    window::call_and_wait(lp, session, control, END)?;
+    let server = readings
+        .take()
+        .ok_or("the server did not read its counters at the control calls")?;
+    Measured::new(measured, t1 - t0, cpu1.saturating_sub(cpu0), server)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `phase` to its end, each call completing as soon as it starts; returns the calls
+    /// timed.
+    fn drain(phase: &mut Phase) -> u64 {
+        let mut timed = 0;
+        while let Some(at) = phase.next() {
+            phase.started();
+            timed += u64::from(at.is_some());
+            phase.completed(at);
+        }
+        timed
     }
-    Ok(Measured {
-        calls: window.completed,
-        elapsed: t1 - t0,
-        latency: window.latency,
-        client_cpu: cpu1.saturating_sub(cpu0),
-        server_cpu: s1.saturating_sub(s0),
-    })
+
+    #[test]
+    fn a_phase_stops_at_its_budget_and_times_every_call_or_every_16th() {
+        let mut many = Phase::new(Budget::Count(40), 4);
+        assert_eq!(drain(&mut many), 3, "calls 0, 16 and 32");
+        assert_eq!((many.completed, many.latency.count()), (40, 3));
+        assert!(many.done());
+        let mut one = Phase::new(Budget::Count(5), 1);
+        assert_eq!(drain(&mut one), 5);
+        assert_eq!(one.latency.count(), 5);
+        let mut outstanding = Phase::new(Budget::Count(1), 1);
+        let at = outstanding.next().unwrap();
+        outstanding.started();
+        assert!(
+            outstanding.next().is_none() && !outstanding.done(),
+            "spent, one still out"
+        );
+        outstanding.completed(at);
+        assert!(outstanding.done());
+    }
 }

@@ -1,39 +1,79 @@
-//! What `ferry bench rpc` prints, writes and draws: a configuration's medians over its
-//! repetitions, the table, the issue's targets as ratios of figures from the same run, and
-//! the plot.
+//! What `ferry bench rpc` writes, prints and draws: a configuration's medians over its
+//! repetitions (its record), the table and the comparisons with raw, the issue's targets as
+//! ratios of figures from the same run, and the plot.
 
 use std::path::Path;
+use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
-use super::client::Measured;
-use super::{ECHO, Fields, ONE_KIB, Point, SMALL, System, Transport};
-use crate::harness::{self, median};
+use super::Measured;
+use super::plan::{ECHO, Fields, ONE_KIB, Point, SMALL, System, Transport, name};
+#[cfg(test)]
+use crate::harness::Histogram;
+use crate::harness::lifecycle::Target;
+use crate::harness::table::Table;
+use crate::harness::{median, round};
 use crate::{BoxError, plot};
 
-/// The issue's targets (issue 10 §6).
-const TARGET_VS_TONIC: f64 = 5.0;
-const TARGET_VS_RAW: f64 = 0.9;
-const TARGET_SMALL_VS_PING_PONG: f64 = 5.0;
-const TARGET_SMALL_RATE: f64 = 3e6;
 /// The in-flight count of the comparison with tonic, and of the 64 B throughput target.
 const VS_TONIC_IN_FLIGHT: usize = 16;
 const SMALL_RATE_IN_FLIGHT: usize = 128;
 
-/// A configuration's medians over its repetitions.
-#[derive(Debug, Clone)]
-pub(super) struct Summary {
+/// Everything a run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Records {
+    /// One per configuration, in table order.
+    pub(super) records: Vec<Record>,
+}
+
+/// A configuration's medians over its repetitions (and each repetition's p50 and calls/s).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Record {
+    #[serde(flatten)]
     pub(super) point: Point,
-    p50: f64,
-    p99: f64,
-    p999: f64,
-    rate: f64,
-    server_ns: f64,
-    client_ns: f64,
-    /// Each repetition's calls/s and p50, in repetition order.
-    rates: Vec<f64>,
-    p50s: Vec<f64>,
-    pub(super) record: Value,
+    payload: usize,
+    reps: usize,
+    calls: u64,
+    /// Latencies recorded, over every repetition.
+    samples: u64,
+    p50_ns: f64,
+    p99_ns: f64,
+    p999_ns: f64,
+    mean_ns: f64,
+    min_ns: Option<u64>,
+    max_ns: Option<u64>,
+    p50_ns_reps: Vec<f64>,
+    calls_per_sec: f64,
+    calls_per_sec_reps: Vec<f64>,
+    server_cpu_ns_per_call: f64,
+    client_cpu_ns_per_call: f64,
+}
+
+/// `point`'s record from its repetitions `runs`.
+pub(super) fn summarize(point: Point, runs: &[Measured]) -> Record {
+    let med = |f: &dyn Fn(&Measured) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0);
+    let q = |m: &Measured, q: f64| m.latency.quantile(q).unwrap_or(0) as f64;
+    let rate = |m: &Measured| m.calls as f64 / m.elapsed.as_secs_f64().max(1e-9);
+    let per_call = |cpu: Duration, m: &Measured| cpu.as_nanos() as f64 / m.calls.max(1) as f64;
+    Record {
+        point,
+        payload: point.fields.bytes(),
+        reps: runs.len(),
+        calls: med(&|m| m.calls as f64) as u64,
+        samples: runs.iter().map(|m| m.latency.count()).sum(),
+        p50_ns: med(&|m| q(m, 0.5)),
+        p99_ns: med(&|m| q(m, 0.99)),
+        p999_ns: med(&|m| q(m, 0.999)),
+        mean_ns: round(med(&|m| m.latency.mean().unwrap_or(0.0)), 1),
+        min_ns: runs.iter().filter_map(|m| m.latency.min()).min(),
+        max_ns: runs.iter().filter_map(|m| m.latency.max()).max(),
+        p50_ns_reps: runs.iter().map(|m| q(m, 0.5)).collect(),
+        calls_per_sec: round(med(&rate), 0),
+        calls_per_sec_reps: runs.iter().map(|m| round(rate(m), 0)).collect(),
+        server_cpu_ns_per_call: round(med(&|m| per_call(m.server_cpu, m)), 1),
+        client_cpu_ns_per_call: round(med(&|m| per_call(m.client_cpu, m)), 1),
+    }
 }
 
 /// The median over repetitions of `a[i] / b[i]`: a repetition runs what a target compares
@@ -47,94 +87,113 @@ fn paired(a: &[f64], b: &[f64]) -> f64 {
     median(a).unwrap_or(f64::NAN) / median(b).unwrap_or(f64::NAN)
 }
 
-pub(super) fn summarize(point: Point, runs: &[Measured]) -> Summary {
-    let med = |f: &dyn Fn(&Measured) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0);
-    let q = |m: &Measured, q: f64| m.latency.quantile(q).unwrap_or(0) as f64;
-    let rate_of = |m: &Measured| m.calls as f64 / m.elapsed.as_secs_f64().max(1e-9);
-    let per_call = |cpu: std::time::Duration, m: &Measured| cpu.as_nanos() as f64 / m.calls.max(1) as f64;
-    let p50 = med(&|m| q(m, 0.5));
-    let p99 = med(&|m| q(m, 0.99));
-    let p999 = med(&|m| q(m, 0.999));
-    let rate = med(&rate_of);
-    let server_ns = med(&|m| per_call(m.server_cpu, m));
-    let client_ns = med(&|m| per_call(m.client_cpu, m));
-    let round = harness::round;
-    let record = json!({
-        "system": point.system.name(),
-        "transport": point.transport.name(),
-        "fields": point.fields.count,
-        "field_len": point.fields.len,
-        "payload": point.fields.bytes(),
-        "in_flight": point.in_flight,
-        "reps": runs.len(),
-        "calls": med(&|m| m.calls as f64) as u64,
-        "samples": runs.iter().map(|m| m.latency.count()).sum::<u64>(),
-        "p50_ns": p50,
-        "p99_ns": p99,
-        "p999_ns": p999,
-        "mean_ns": round(med(&|m| m.latency.mean().unwrap_or(0.0)), 1),
-        "min_ns": runs.iter().filter_map(|m| m.latency.min()).min(),
-        "max_ns": runs.iter().filter_map(|m| m.latency.max()).max(),
-        "p50_ns_reps": runs.iter().map(|m| q(m, 0.5)).collect::<Vec<_>>(),
-        "calls_per_sec": round(rate, 0),
-        "calls_per_sec_reps": runs.iter().map(|m| round(rate_of(m), 0)).collect::<Vec<_>>(),
-        "server_cpu_ns_per_call": round(server_ns, 1),
-        "client_cpu_ns_per_call": round(client_ns, 1),
-    });
-    Summary {
-        point,
-        p50,
-        p99,
-        p999,
-        rate,
-        server_ns,
-        client_ns,
-        rates: runs.iter().map(rate_of).collect(),
-        p50s: runs.iter().map(|m| q(m, 0.5)).collect(),
-        record,
+/// Calls/s of `a` over `b`'s, [`paired`].
+fn rate_ratio(a: &Record, b: &Record) -> f64 {
+    paired(&a.calls_per_sec_reps, &b.calls_per_sec_reps)
+}
+
+fn find(all: &[Record], system: System, transport: Transport, fields: Fields, n: usize) -> Option<&Record> {
+    let want = Point {
+        system,
+        transport,
+        fields,
+        in_flight: n,
+    };
+    all.iter().find(|r| r.point == want)
+}
+
+/// The echo payloads, transports and in-flight counts the event-loop systems ran at.
+fn loop_points(all: &[Record]) -> Vec<(Transport, Fields, usize)> {
+    let mut counts: Vec<usize> = all
+        .iter()
+        .filter(|r| r.point.system.on_loop())
+        .map(|r| r.point.in_flight)
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let mut out = Vec::new();
+    for transport in [Transport::Tcp, Transport::Shm] {
+        for fields in [ECHO, ONE_KIB] {
+            out.extend(counts.iter().map(|&n| (transport, fields, n)));
+        }
     }
+    out
 }
 
-pub(super) fn from_record(r: &Value) -> Option<Summary> {
-    let f = |k: &str| r[k].as_f64();
-    let name = r["system"].as_str()?;
-    let transport = r["transport"].as_str()?;
-    Some(Summary {
-        point: Point {
-            system: harness::by_name(&System::ALL, System::name, name)?,
-            transport: harness::by_name(&Transport::ALL, Transport::name, transport)?,
-            fields: Fields {
-                count: r["fields"].as_u64()? as usize,
-                len: r["field_len"].as_u64()? as usize,
-            },
-            in_flight: r["in_flight"].as_u64()? as usize,
-        },
-        p50: f("p50_ns")?,
-        p99: f("p99_ns")?,
-        p999: f("p999_ns")?,
-        rate: f("calls_per_sec")?,
-        server_ns: f("server_cpu_ns_per_call")?,
-        client_ns: f("client_cpu_ns_per_call")?,
-        rates: numbers(&r["calls_per_sec_reps"])?,
-        p50s: numbers(&r["p50_ns_reps"])?,
-        record: r.clone(),
-    })
+fn ns(v: f64) -> String {
+    format!("{v:.0}")
 }
 
-fn numbers(v: &Value) -> Option<Vec<f64>> {
-    v.as_array()?.iter().map(Value::as_f64).collect()
-}
-
-/// The table, then the targets and the comparisons.
-pub(super) fn print(all: &[Summary]) {
+/// The table (one row per configuration), then the comparisons with raw and what the targets
+/// rest on.
+pub(super) fn table(all: &[Record]) {
     print_table(all);
-    print_targets(all);
+    println!(
+        "Against the no-serialization echo: calls/s / raw's (same transport, payload and in flight), and raw p50 / ferry-hybrid p50; medians of per-repetition ratios:"
+    );
+    let peers: Vec<System> = System::on_loops().skip(1).collect();
+    let mut header = ["trans", "payload", "inflight", "raw calls/s"]
+        .map(str::to_owned)
+        .to_vec();
+    header.extend(peers.iter().map(|&s| name(s)));
+    header.push("raw p50 / hybrid p50".to_owned());
+    let mut t = Table::new(header);
+    for (transport, fields, n) in loop_points(all) {
+        let Some(raw) = find(all, System::Raw, transport, fields, n) else {
+            continue;
+        };
+        let versus = |s| {
+            find(all, s, transport, fields, n)
+                .map_or("-".to_owned(), |r| format!("{:.2}", rate_ratio(r, raw)))
+        };
+        let p50 = find(all, System::FerryHybrid, transport, fields, n).map_or("-".to_owned(), |h| {
+            format!("{:.2}", paired(&raw.p50_ns_reps, &h.p50_ns_reps))
+        });
+        let mut row = vec![
+            name(transport),
+            fields.label(),
+            n.to_string(),
+            ns(raw.calls_per_sec),
+        ];
+        row.extend(peers.iter().map(|&s| versus(s)));
+        row.push(p50);
+        t.row(row);
+    }
+    t.print();
+    let tonic = |n| {
+        let h = find(all, System::FerryHybrid, Transport::Tcp, ECHO, n)?;
+        Some((h, find(all, System::Tonic, Transport::Tcp, ECHO, n)?))
+    };
+    for n in [1, VS_TONIC_IN_FLIGHT] {
+        if let Some((h, t)) = tonic(n) {
+            println!(
+                "ferry-hybrid tcp / tonic, {}, {n} in flight: {:.0} / {:.0} calls/s (medians), {:.2}x; p50 {:.0} / {:.0} ns",
+                ECHO.label(),
+                h.calls_per_sec,
+                t.calls_per_sec,
+                rate_ratio(h, t),
+                h.p50_ns,
+                t.p50_ns
+            );
+        }
+    }
+    let small = find(all, System::FerryHybrid, Transport::Shm, SMALL, 1);
+    let ping = all.iter().find(|r| r.point.system == System::PingPong);
+    if let (Some(s), Some(p)) = (small, ping) {
+        let join = |v: &[f64]| v.iter().map(|x| ns(*x)).collect::<Vec<_>>().join(", ");
+        println!(
+            "ferry-hybrid shm {} p50 at 1 in flight, per repetition, ns: {} against the ping-pong's {} (a ping-pong well above the fastest one ran with the two vCPUs placed far apart on the host)",
+            SMALL.label(),
+            join(&s.p50_ns_reps),
+            join(&p.p50_ns_reps)
+        );
+    }
+    println!();
 }
 
 /// The table alone: one row per configuration.
-pub(super) fn print_table(all: &[Summary]) {
-    println!(
-        "{:<12} {:<5} {:>10} {:>8} {:>9} {:>9} {:>9} {:>11} {:>11} {:>11}",
+pub(super) fn print_table(all: &[Record]) {
+    let mut t = Table::new([
         "system",
         "trans",
         "payload",
@@ -144,218 +203,113 @@ pub(super) fn print_table(all: &[Summary]) {
         "p99.9 ns",
         "calls/s",
         "srv ns/call",
-        "cli ns/call"
-    );
-    for s in all {
-        println!(
-            "{:<12} {:<5} {:>10} {:>8} {:>9.0} {:>9.0} {:>9.0} {:>11.0} {:>11.0} {:>11.0}",
-            s.point.system.name(),
-            s.point.transport.name(),
-            s.point.fields.label(),
-            s.point.in_flight,
-            s.p50,
-            s.p99,
-            s.p999,
-            s.rate,
-            s.server_ns,
-            s.client_ns
-        );
+        "cli ns/call",
+    ]);
+    for r in all {
+        t.row([
+            name(r.point.system),
+            name(r.point.transport),
+            r.point.fields.label(),
+            r.point.in_flight.to_string(),
+            ns(r.p50_ns),
+            ns(r.p99_ns),
+            ns(r.p999_ns),
+            ns(r.calls_per_sec),
+            ns(r.server_cpu_ns_per_call),
+            ns(r.client_cpu_ns_per_call),
+        ]);
     }
-    println!();
+    t.print();
 }
 
-fn join(v: &[f64]) -> String {
-    v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ")
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met { "MET" } else { "MISSED" }
-}
-
-fn find(
-    all: &[Summary],
-    system: System,
-    transport: Transport,
-    fields: Fields,
-    in_flight: usize,
-) -> Option<&Summary> {
-    all.iter().find(|s| {
-        s.point.system == system
-            && s.point.transport == transport
-            && s.point.fields == fields
-            && s.point.in_flight == in_flight
-    })
-}
-
-/// The in-flight counts of the loop systems, ascending.
-fn counts(all: &[Summary]) -> Vec<usize> {
-    let mut n: Vec<usize> = all
-        .iter()
-        .filter(|s| s.point.system.on_loop())
-        .map(|s| s.point.in_flight)
-        .collect();
-    n.sort_unstable();
-    n.dedup();
-    n
-}
-
-/// The issue's targets and the comparisons, from this run's summaries.
-fn print_targets(all: &[Summary]) {
-    println!(
-        "Targets (issue 10 §6): each ratio is the median over repetitions of the ratio within a repetition."
-    );
+/// The issue's targets (issue 10 §6), each ratio the median over repetitions of the ratio
+/// within a repetition.
+pub(super) fn targets(all: &[Record]) -> Vec<Target> {
     let hybrid = |t, f, n| find(all, System::FerryHybrid, t, f, n);
-    if let (Some(h), Some(t)) = (
-        hybrid(Transport::Tcp, ECHO, VS_TONIC_IN_FLIGHT),
-        find(all, System::Tonic, Transport::Tcp, ECHO, VS_TONIC_IN_FLIGHT),
-    ) {
-        let x = paired(&h.rates, &t.rates);
-        println!(
-            "  ferry-hybrid tcp / tonic, {}, {VS_TONIC_IN_FLIGHT} in flight: {:.0} / {:.0} calls/s (medians), ratio {x:.2}x (target >= {TARGET_VS_TONIC}x: {})",
-            ECHO.label(),
-            h.rate,
-            t.rate,
-            verdict(x >= TARGET_VS_TONIC)
+    let mut targets = vec![Target::ratio(
+        format!(
+            "ferry-hybrid tcp / tonic, calls/s, {}, {VS_TONIC_IN_FLIGHT} in flight",
+            ECHO.label()
+        ),
+        hybrid(Transport::Tcp, ECHO, VS_TONIC_IN_FLIGHT)
+            .zip(find(all, System::Tonic, Transport::Tcp, ECHO, VS_TONIC_IN_FLIGHT))
+            .map(|(h, t)| rate_ratio(h, t)),
+        true,
+        5.0,
+    )];
+    let vs_raw = |(transport, fields, n): (Transport, Fields, usize)| {
+        let (h, r) = (
+            hybrid(transport, fields, n)?,
+            find(all, System::Raw, transport, fields, n)?,
         );
+        let what = format!("{} {}, {n} in flight", name(transport), fields.label());
+        Some((what, Some(rate_ratio(h, r))))
+    };
+    let mut pairs: Vec<_> = loop_points(all).into_iter().filter_map(vs_raw).collect();
+    if pairs.is_empty() {
+        pairs.push(("every configuration".to_owned(), None));
     }
-    if let (Some(h), Some(t)) = (
-        hybrid(Transport::Tcp, ECHO, 1),
-        find(all, System::Tonic, Transport::Tcp, ECHO, 1),
-    ) {
-        println!(
-            "  (1 in flight: {:.0} / {:.0} calls/s, ratio {:.2}x; p50 {:.0} / {:.0} ns)",
-            h.rate,
-            t.rate,
-            paired(&h.rates, &t.rates),
-            h.p50,
-            t.p50
-        );
+    for (what, ratio) in pairs {
+        let what = format!("ferry-hybrid / raw calls/s, {what}");
+        targets.push(Target::ratio(what, ratio, true, 0.9));
     }
-    for transport in Transport::ALL {
-        let mut ratios = Vec::new();
-        for fields in [ECHO, ONE_KIB] {
-            for n in counts(all) {
-                if let (Some(h), Some(r)) = (
-                    hybrid(transport, fields, n),
-                    find(all, System::Raw, transport, fields, n),
-                ) {
-                    ratios.push((fields, n, paired(&h.rates, &r.rates), paired(&r.p50s, &h.p50s)));
-                }
-            }
-        }
-        if ratios.is_empty() {
-            continue;
-        }
-        let met = ratios.iter().filter(|r| r.2 >= TARGET_VS_RAW).count();
-        println!(
-            "  ferry-hybrid / raw calls/s, {}: {} (target >= {TARGET_VS_RAW} everywhere: {}, {met} of {})",
-            transport.name(),
-            ratios
-                .iter()
-                .map(|(f, n, x, _)| format!("{} @{n} {x:.3}", f.label()))
-                .collect::<Vec<_>>()
-                .join(", "),
-            verdict(met == ratios.len()),
-            ratios.len()
-        );
-        let at_one: Vec<String> = ratios
-            .iter()
-            .filter(|r| r.1 == 1)
-            .map(|(f, _, _, p)| format!("{} {p:.2}", f.label()))
-            .collect();
-        if !at_one.is_empty() {
-            println!("    (1 in flight, raw p50 / hybrid p50: {})", at_one.join(", "));
-        }
-    }
-    let ping = all.iter().find(|s| s.point.system == System::PingPong);
-    if let (Some(s), Some(p)) = (hybrid(Transport::Shm, SMALL, 1), ping) {
-        let x = paired(&s.p50s, &p.p50s);
-        println!(
-            "  ferry-hybrid shm {} p50, 1 in flight / raw ping-pong p50: {:.0} / {:.0} ns (medians), ratio {x:.2}x (target <= {TARGET_SMALL_VS_PING_PONG}x: {})",
-            SMALL.label(),
-            s.p50,
-            p.p50,
-            verdict(x <= TARGET_SMALL_VS_PING_PONG)
-        );
-        println!(
-            "    (per repetition, ns: {} against the ping-pong's {}; a ping-pong well above the fastest one ran with the two vCPUs placed far apart on the host)",
-            join(&s.p50s),
-            join(&p.p50s)
-        );
-    }
-    if let Some(s) = hybrid(Transport::Shm, SMALL, SMALL_RATE_IN_FLIGHT) {
-        println!(
-            "  ferry-hybrid shm {}, {SMALL_RATE_IN_FLIGHT} in flight: {:.0} calls/s (target >= {:.0} M: {})",
-            SMALL.label(),
-            s.rate,
-            TARGET_SMALL_RATE / 1e6,
-            verdict(s.rate >= TARGET_SMALL_RATE)
-        );
-    }
-    println!(
-        "Against the no-serialization echo (calls/s / raw's, same transport, payload and in flight, per repetition, median):"
-    );
-    for transport in Transport::ALL {
-        for fields in [ECHO, ONE_KIB] {
-            for n in counts(all) {
-                let Some(raw) = find(all, System::Raw, transport, fields, n) else {
-                    continue;
-                };
-                let row: Vec<String> = System::LOOP[1..]
-                    .iter()
-                    .filter_map(|&sys| find(all, sys, transport, fields, n))
-                    .map(|s| format!("{} {:.2}", s.point.system.name(), paired(&s.rates, &raw.rates)))
-                    .collect();
-                println!(
-                    "  {} {:>10} @{n:<3}: raw {:.0}/s; {}",
-                    transport.name(),
-                    fields.label(),
-                    raw.rate,
-                    row.join(", ")
-                );
-            }
-        }
-    }
+    let ping = all.iter().find(|r| r.point.system == System::PingPong);
+    targets.push(Target::ratio(
+        format!(
+            "ferry-hybrid shm {} p50, 1 in flight / raw ping-pong p50",
+            SMALL.label()
+        ),
+        hybrid(Transport::Shm, SMALL, 1)
+            .zip(ping)
+            .map(|(s, p)| paired(&s.p50_ns_reps, &p.p50_ns_reps)),
+        false,
+        5.0,
+    ));
+    let rate = hybrid(Transport::Shm, SMALL, SMALL_RATE_IN_FLIGHT).map(|r| r.calls_per_sec);
+    targets.push(Target {
+        what: format!(
+            "ferry-hybrid shm {}, {SMALL_RATE_IN_FLIGHT} in flight, calls/s",
+            SMALL.label()
+        ),
+        goal: ">= 3 M".to_owned(),
+        measured: rate.map_or("not measured".to_owned(), |r| format!("{:.2} M", r / 1e6)),
+        met: rate.map(|r| r >= 3e6),
+    });
+    targets
 }
 
 /// The plot: p99 against calls/s per system (Cornflakes Figure 2), one panel per transport and
 /// payload; the 64 B call beside the ping-pong; p50 at one in flight against payload.
-pub(super) fn draw(path: &Path, all: &[Summary]) -> Result<(), BoxError> {
-    let series = |keep: &dyn Fn(&Summary) -> bool,
-                  name: &dyn Fn(&Summary) -> String,
-                  x: &dyn Fn(&Summary) -> f64,
-                  y: &dyn Fn(&Summary) -> f64| {
+pub(super) fn plot(path: &Path, all: &[Record]) -> Result<(), BoxError> {
+    let series = |keep: &dyn Fn(&Record) -> bool,
+                  line: &dyn Fn(&Record) -> String,
+                  xy: &dyn Fn(&Record) -> (f64, f64)| {
         let mut out: Vec<plot::Series> = Vec::new();
-        for s in all.iter().filter(|s| keep(s)) {
-            let n = name(s);
-            let i = match out.iter().position(|o| o.name == n) {
-                Some(i) => i,
-                None => {
-                    out.push(plot::Series {
-                        name: n,
-                        points: Vec::new(),
-                    });
-                    out.len() - 1
-                }
-            };
-            out[i].points.push((x(s), y(s)));
+        for r in all.iter().filter(|r| keep(r)) {
+            let name = line(r);
+            match out.iter_mut().find(|s| s.name == name) {
+                Some(s) => s.points.push(xy(r)),
+                None => out.push(plot::Series {
+                    name,
+                    points: vec![xy(r)],
+                }),
+            }
         }
         for s in &mut out {
             s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
         out
     };
-    let system_name = |s: &Summary| s.point.system.name().to_owned();
+    let system = |r: &Record| name(r.point.system);
     let fig2 = |transport: Transport, fields: Fields| plot::Panel {
-        title: format!("{}, {}: p99 against calls/s", transport.name(), fields.label()),
+        title: format!("{}, {}: p99 against calls/s", name(transport), fields.label()),
         x_label: "calls/s (points: 1, 16, 128 in flight)".to_owned(),
         x_axis: plot::XAxis::Count,
         y_label: "p99 round trip, ns".to_owned(),
         series: series(
-            &|s| s.point.transport == transport && s.point.fields == fields,
-            &system_name,
-            &|s| s.rate,
-            &|s| s.p99,
+            &|r| r.point.transport == transport && r.point.fields == fields,
+            &system,
+            &|r| (r.calls_per_sec, r.p99_ns),
         ),
     };
     let panels = vec![
@@ -372,10 +326,9 @@ pub(super) fn draw(path: &Path, all: &[Summary]) -> Result<(), BoxError> {
             x_axis: plot::XAxis::Count,
             y_label: "p50 round trip, ns".to_owned(),
             series: series(
-                &|s| s.point.fields == SMALL || s.point.system == System::PingPong,
-                &system_name,
-                &|s| s.rate,
-                &|s| s.p50,
+                &|r| r.point.fields == SMALL || r.point.system == System::PingPong,
+                &system,
+                &|r| (r.calls_per_sec, r.p50_ns),
             ),
         },
         plot::Panel {
@@ -384,10 +337,9 @@ pub(super) fn draw(path: &Path, all: &[Summary]) -> Result<(), BoxError> {
             x_axis: plot::XAxis::Bytes,
             y_label: "p50 round trip, ns".to_owned(),
             series: series(
-                &|s| s.point.in_flight == 1,
-                &|s| format!("{} {}", s.point.system.name(), s.point.transport.name()),
-                &|s| s.point.fields.bytes() as f64,
-                &|s| s.p50,
+                &|r| r.point.in_flight == 1,
+                &|r| format!("{} {}", name(r.point.system), name(r.point.transport)),
+                &|r| (r.payload as f64, r.p50_ns),
             ),
         },
     ];
@@ -397,4 +349,89 @@ pub(super) fn draw(path: &Path, all: &[Summary]) -> Result<(), BoxError> {
         2,
         &panels,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    fn committed() -> (Value, Records) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/benchmarks/rpc-results.json"
+        );
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let records = Records::deserialize(&doc).unwrap();
+        (doc, records)
+    }
+
+    #[test]
+    fn the_committed_results_read_back_with_the_same_fields_and_values() {
+        let (doc, records) = committed();
+        assert_eq!(records.records.len(), 78);
+        assert_eq!(serde_json::to_value(&records).unwrap()["records"], doc["records"]);
+    }
+
+    #[test]
+    fn targets_are_met_missed_or_not_measured() {
+        let (_, Records { records }) = committed();
+        let verdicts = |all: &[Record]| -> Vec<(String, &'static str)> {
+            targets(all)
+                .iter()
+                .map(|t| (t.what.clone(), t.verdict()))
+                .collect()
+        };
+        let all = verdicts(&records);
+        assert_eq!(all.len(), 1 + 12 + 2);
+        assert_eq!(all[0].1, "met", "{all:?}");
+        let vs_raw = |what: &str| all.iter().find(|(w, _)| w.ends_with(what)).unwrap().1;
+        assert_eq!(vs_raw("raw calls/s, tcp 2 x 2 KiB, 16 in flight"), "met");
+        assert_eq!(vs_raw("raw calls/s, tcp 1 KiB, 128 in flight"), "MISSED");
+        assert_eq!(all[13].1, "MISSED", "{all:?}");
+        assert_eq!(all[14].1, "MISSED", "{all:?}");
+        let raw_only: Vec<Record> = records
+            .into_iter()
+            .filter(|r| r.point.system == System::Raw)
+            .collect();
+        let none = verdicts(&raw_only);
+        assert_eq!(none.len(), 4, "{none:?}");
+        assert!(none.iter().all(|(_, v)| *v == "not measured"), "{none:?}");
+    }
+
+    #[test]
+    fn a_record_is_the_median_over_repetitions() {
+        let run = |calls: u64, ms: u64, latency_ns: u64| {
+            let mut latency = Histogram::default();
+            (0..calls).for_each(|_| latency.record(latency_ns));
+            Measured {
+                calls,
+                elapsed: Duration::from_millis(ms),
+                latency,
+                client_cpu: Duration::from_millis(ms),
+                server_cpu: Duration::from_millis(ms / 2),
+            }
+        };
+        let point = Point {
+            system: System::FerryHybrid,
+            transport: Transport::Shm,
+            fields: ECHO,
+            in_flight: 1,
+        };
+        let r = summarize(
+            point,
+            &[run(100, 10, 500), run(300, 10, 1000), run(200, 10, 1500)],
+        );
+        assert_eq!((r.payload, r.reps, r.calls, r.samples), (4096, 3, 200, 600));
+        assert_eq!(r.calls_per_sec, 20_000.0);
+        assert_eq!(r.calls_per_sec_reps, [10_000.0, 30_000.0, 20_000.0]);
+        // Exact below 2048 ns (three significant digits).
+        assert_eq!(r.p50_ns, 1000.0);
+        assert_eq!(r.p50_ns_reps, [500.0, 1000.0, 1500.0]);
+        assert_eq!((r.min_ns, r.max_ns), (Some(500), Some(1500)));
+        // 10 ms over 100, 300 and 200 calls: 100,000, 33,333.3 and 50,000 ns a call.
+        assert_eq!(r.client_cpu_ns_per_call, 50_000.0);
+        assert_eq!(r.server_cpu_ns_per_call, 25_000.0);
+    }
 }

@@ -1,6 +1,7 @@
 //! The server side of `ferry bench rpc`: one hand-written [`Service`] whose methods are the
 //! echo variants (what generated code would do for a `Record` method, and raw methods for the
-//! rest), plus a control method that reads the server loop thread's CPU time.
+//! rest), counted ([`Counted`]) beside the measured window's [`Control`] method, served by one
+//! busy-polling [`Server`] loop.
 //!
 //! Every handler runs in the foreground, inline on the server's one loop thread:
 //!
@@ -10,92 +11,82 @@
 //! | `EchoCopy` | `Record`, validated in place | `view.to_message(Context::copy_only())`: every field copied into the response |
 //! | `EchoHybrid` | `Record`, validated in place | `view.to_message(call.ctx())`: fields of 512 B or more referenced where the request lies if that is the session's pool (TCP), else copied (shared memory: the peer's pool) |
 //! | `Prost`, `Flatbuf`, `Capnp` | that library's encoding | decoded and re-encoded with the library ([`Codec::echo`]), then copied into the transport |
-//! | `Control` | `mark` or `end` | the same; the handler reads its thread's CPU time and count of echoes |
 
-use std::cell::{Cell, RefCell};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ferry::Context;
 use ferry::MessageView;
 use ferry::sample::{RECORD, Record};
-use ferry_rpc::{Call, Code, MethodInfo, Mode, Reply, Request, Service, Status};
+use ferry_rpc::{
+    Addr, Call, Code, LoopConfig, MethodInfo, Mode, Reply, Request, Server, Service, Services, Status,
+};
 use ferry_transport::{Payload, method_id};
 
-use crate::harness::thread_cpu_time;
+use super::plan::{System, Transport, name};
+use crate::BoxError;
+use crate::harness::window::{Control, Counted, Readings};
 use crate::systems::{CODECS, Codec, Input};
 
-/// `/ferry_bench.rpc.Bench/<name>` and its id.
+/// An echo method: the system it serves, its path and id.
+#[derive(Debug, Clone, Copy)]
+struct Method {
+    system: System,
+    path: &'static str,
+    id: u16,
+}
+
+/// `/ferry_bench.rpc.Bench/<name>`, serving `system`.
 macro_rules! method {
-    ($name:literal) => {
-        (
-            concat!("/ferry_bench.rpc.Bench/", $name),
-            method_id(concat!("/ferry_bench.rpc.Bench/", $name)),
-        )
+    ($system:ident, $name:literal) => {
+        Method {
+            system: System::$system,
+            path: concat!("/ferry_bench.rpc.Bench/", $name),
+            id: method_id(concat!("/ferry_bench.rpc.Bench/", $name)),
+        }
     };
 }
 
-/// The raw echo.
-pub(super) const RAW: (&str, u16) = method!("Raw");
-/// Ferry, copy-only.
-pub(super) const COPY: (&str, u16) = method!("EchoCopy");
-/// Ferry, hybrid.
-pub(super) const HYBRID: (&str, u16) = method!("EchoHybrid");
-/// The peers, in [`CODECS`] order.
-pub(super) const PEERS: [(&str, u16); 3] = [method!("Prost"), method!("Flatbuf"), method!("Capnp")];
-/// Marks the start and the end of a measured window.
-pub(super) const CONTROL: (&str, u16) = method!("Control");
+/// The echo methods, one per event-loop system.
+const METHODS: [Method; 6] = [
+    method!(Raw, "Raw"),
+    method!(FerryCopy, "EchoCopy"),
+    method!(FerryHybrid, "EchoHybrid"),
+    method!(Prost, "Prost"),
+    method!(Flatbuf, "Flatbuf"),
+    method!(Capnp, "Capnp"),
+];
 
-/// Payloads of the control calls.
-pub(super) const MARK: &[u8] = b"mark";
-pub(super) const END: &[u8] = b"end";
+/// The measured window's control method.
+pub(super) const CONTROL: &str = "/ferry_bench.rpc.Bench/Control";
 
-/// The server loop thread's CPU time and count of echoes at a control call.
-pub(super) type Reading = (Duration, u64);
-
-/// What the control calls read, for the benchmark's thread.
-#[derive(Debug, Default)]
-pub(super) struct Readings {
-    mark: Mutex<Option<Reading>>,
-    end: Mutex<Option<Reading>>,
+/// The id of the method that serves `system`'s echo.
+pub(super) fn method(system: System) -> Result<u16, BoxError> {
+    let m = METHODS.iter().find(|m| m.system == system);
+    Ok(
+        m.ok_or_else(|| format!("{} is not served by the Ferry server loop", name(system)))?
+            .id,
+    )
 }
 
-impl Readings {
-    /// The readings at `MARK` and `END` of the last window, taken (so a run never sees its
-    /// predecessor's).
-    pub(super) fn take(&self) -> (Option<Reading>, Option<Reading>) {
-        let take = |m: &Mutex<Option<Reading>>| m.lock().unwrap_or_else(PoisonError::into_inner).take();
-        (take(&self.mark), take(&self.end))
-    }
+/// Where a peer system's codec sits in [`CODECS`] (its name is the system's).
+pub(super) fn codec(system: System) -> Option<usize> {
+    CODECS.iter().position(|e| e.name == name(system))
 }
 
 thread_local! {
-    /// Echo calls answered on this (the server loop's) thread. A plain counter: the handlers
-    /// and the control method all run on the loop's thread.
-    static ECHOED: Cell<u64> = const { Cell::new(0) };
     /// The peers' codecs, reused across calls like a server's buffers; one set per loop thread.
     static CODECS_HERE: RefCell<Vec<Box<dyn Codec>>> = RefCell::new(CODECS.iter().map(|e| (e.new)()).collect());
 }
 
-/// The benchmark's service.
+/// The benchmark's echo service.
 #[derive(Debug, Clone)]
-pub(super) struct BenchService {
-    readings: Arc<Readings>,
-}
-
-impl BenchService {
-    pub(super) fn new(readings: Arc<Readings>) -> BenchService {
-        BenchService { readings }
-    }
-}
-
-fn info((path, id): (&'static str, u16), record: bool) -> MethodInfo {
-    MethodInfo {
-        path,
-        id,
-        request: record.then_some(&RECORD),
-        mode: Mode::Foreground,
-    }
+struct BenchService {
+    /// Each method's system's codec in [`CODECS`], by [`METHODS`] index.
+    codecs: [Option<usize>; 6],
 }
 
 fn failed(what: &str, e: impl std::fmt::Display) -> Status {
@@ -104,62 +95,130 @@ fn failed(what: &str, e: impl std::fmt::Display) -> Status {
 
 impl Service for BenchService {
     fn methods(&self) -> Vec<MethodInfo> {
-        let mut methods = vec![info(RAW, false), info(COPY, true), info(HYBRID, true)];
-        methods.extend(PEERS.iter().map(|&m| info(m, false)));
-        methods.push(info(CONTROL, false));
-        methods
+        let info = |m: &Method| MethodInfo {
+            path: m.path,
+            id: m.id,
+            request: matches!(m.system, System::FerryCopy | System::FerryHybrid).then_some(&RECORD),
+            mode: Mode::Foreground,
+        };
+        METHODS.iter().map(info).collect()
     }
 
     fn call<'a>(&self, call: &Call<'a>, request: Request<'a>, reply: &mut Reply<'_>) -> Result<(), Status> {
-        let method = call.method();
+        let id = call.method();
+        let Some(at) = METHODS.iter().position(|m| m.id == id) else {
+            return Err(Status::new(Code::Unimplemented, format!("method {id}")));
+        };
         let incoming = request.incoming();
-        if method == CONTROL.1 {
-            let bytes = incoming.bytes().unwrap_or_default();
-            let slot = match bytes {
-                MARK => &self.readings.mark,
-                END => &self.readings.end,
-                _ => return Err(Status::new(Code::InvalidArgument, "unknown control call")),
-            };
-            let reading = (thread_cpu_time(), ECHOED.get());
-            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(reading);
-            return reply.send_payload(Payload::Bytes(bytes));
-        }
-        ECHOED.set(ECHOED.get() + 1);
-        if method == RAW.1 {
-            return match (incoming.shared(), incoming.bytes()) {
+        match METHODS[at].system {
+            System::Raw => match (incoming.shared(), incoming.bytes()) {
                 (Some(buf), _) => reply.send_payload(Payload::Gather {
                     head: &[],
                     parts: std::slice::from_ref(buf),
                 }),
                 (None, Some(bytes)) => reply.send_payload(Payload::Bytes(bytes)),
                 (None, None) => Err(Status::new(Code::InvalidArgument, "a raw call without bytes")),
-            };
+            },
+            system @ (System::FerryCopy | System::FerryHybrid) => {
+                let view = request.decode::<Record<'static>>()?;
+                // Copy-only: the threshold is infinite, so no value is ever referenced and the
+                // pool is never looked at; `Context::copy_only()` is that context without a
+                // per-call clone (an atomic increment) of the session's.
+                let ctx = if system == System::FerryCopy {
+                    Context::copy_only()
+                } else {
+                    call.ctx()
+                };
+                let response = view.to_message(ctx).map_err(|e| failed("to_message", e))?;
+                reply.send(&response)
+            }
+            _ => {
+                let codec = self.codecs[at].ok_or_else(|| failed("method", "no codec"))?;
+                let input = Input {
+                    bytes: incoming.bytes().unwrap_or_default(),
+                    shared: incoming.shared(),
+                };
+                CODECS_HERE.with_borrow_mut(|codecs| {
+                    let out = codecs[codec]
+                        .echo(input)
+                        .map_err(|e| failed(CODECS[codec].name, e))?;
+                    reply.send_payload(Payload::Bytes(out))
+                })
+            }
         }
-        if method == COPY.1 || method == HYBRID.1 {
-            let view = request.decode::<Record<'static>>()?;
-            // Copy-only: the threshold is infinite, so no value is ever referenced and the pool
-            // is never looked at; `Context::copy_only()` is that context without a per-call
-            // clone (an atomic increment) of the session's.
-            let ctx = if method == COPY.1 {
-                Context::copy_only()
-            } else {
-                call.ctx()
-            };
-            let response = view.to_message(ctx).map_err(|e| failed("to_message", e))?;
-            return reply.send(&response);
+    }
+}
+
+/// A running benchmark server; shut down (and its socket file removed) when dropped.
+pub(super) struct Running {
+    server: Option<Server>,
+    socket: PathBuf,
+    /// What the control calls read.
+    pub(super) readings: Arc<Readings>,
+}
+
+/// Tells the sockets of the servers this process starts apart.
+static SERVERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Starts the echo server: one loop with `config`, pinned to `cpu` if given, listening on
+/// each of `transports` (TCP on loopback, shared memory on a socket in the temp directory).
+pub(super) fn start(
+    transports: &[Transport],
+    cpu: Option<usize>,
+    config: LoopConfig,
+) -> Result<Running, BoxError> {
+    let readings = Arc::new(Readings::default());
+    let echo = BenchService {
+        codecs: METHODS.map(|m| codec(m.system)),
+    };
+    let control = Control {
+        path: CONTROL,
+        readings: Arc::clone(&readings),
+    };
+    let services = Services::builder()
+        .service(Counted(echo))?
+        .service(control)?
+        .build()?;
+    let n = SERVERS.fetch_add(1, Ordering::Relaxed);
+    let socket = std::env::temp_dir().join(format!("ferry-bench-rpc-{}-{n}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&socket);
+    let mut builder = Server::builder(services).loops(1).config(config);
+    for t in transports {
+        builder = builder.listen(&match t {
+            Transport::Tcp => "tcp://127.0.0.1:0".to_owned(),
+            Transport::Shm => format!("shm://{}", socket.display()),
+        });
+    }
+    if let Some(cpu) = cpu {
+        builder = builder.pin(vec![cpu]);
+    }
+    Ok(Running {
+        server: Some(builder.start()?),
+        socket,
+        readings,
+    })
+}
+
+impl Running {
+    /// Its address on `transport`.
+    pub(super) fn addr(&self, transport: Transport) -> Result<&Addr, BoxError> {
+        let addrs = self.server.as_ref().map_or(&[][..], Server::addrs);
+        let on = |a: &&Addr| match transport {
+            Transport::Tcp => matches!(a, Addr::Tcp(_)),
+            Transport::Shm => matches!(a, Addr::Shm(_)),
+        };
+        Ok(addrs
+            .iter()
+            .find(on)
+            .ok_or_else(|| format!("the server has no {} address", name(transport)))?)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown(Duration::from_secs(1));
         }
-        let Some(peer) = PEERS.iter().position(|&(_, id)| id == method) else {
-            return Err(Status::new(Code::Unimplemented, format!("method {method}")));
-        };
-        let input = Input {
-            bytes: incoming.bytes().unwrap_or_default(),
-            shared: incoming.shared(),
-        };
-        CODECS_HERE.with_borrow_mut(|codecs| {
-            let out = codecs[peer]
-                .echo(input)
-                .map_err(|e| failed(CODECS[peer].name, e))?;
-            reply.send_payload(Payload::Bytes(out))
-        })
+        let _ = std::fs::remove_file(&self.socket);
     }
 }

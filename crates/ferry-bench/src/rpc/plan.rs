@@ -1,0 +1,316 @@
+//! What `ferry bench rpc` runs: its options, the systems and transports, the payloads, and
+//! the configurations of one repetition in the order they run.
+
+use std::cmp::Reverse;
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+use crate::harness::cli::Common;
+use crate::plot;
+
+/// Defaults of the in-flight counts.
+const IN_FLIGHT: [usize; 3] = [1, 16, 128];
+
+/// tonic runs at the in-flight counts up to this (the 1 and 16).
+const TONIC_MAX_IN_FLIGHT: usize = 16;
+
+/// Calls in flight at most (client window and server bound): the largest count of the sweep
+/// must fit, with room for the control calls.
+pub(super) const MAX_IN_FLIGHT: usize = 256;
+
+/// Options of `ferry bench rpc`. `--quick`: one repetition of 40 ms per configuration, every
+/// configuration, well under 30 s. `--plot`: p99 latency against calls/s for every system
+/// (Cornflakes Figure 2), per transport and payload; the 64 B call against the ping-pong;
+/// p50 at one in flight against payload.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub(super) common: Common,
+    /// Systems to run, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    systems: Vec<System>,
+    /// Transports of the event-loop systems, comma-separated (default: tcp,shm).
+    #[arg(long, value_delimiter = ',')]
+    transports: Vec<Transport>,
+    /// Calls in flight, comma-separated (default 1,16,128; tonic runs those up to 16).
+    #[arg(long, value_delimiter = ',')]
+    in_flight: Vec<usize>,
+    /// Repetitions, the configurations interleaved; every reported number is the median over
+    /// them (default 7, or 1 with --quick).
+    #[arg(long)]
+    pub(super) reps: Option<usize>,
+    /// CPU of the client thread.
+    #[arg(long, default_value_t = 0)]
+    pub(super) client_cpu: usize,
+    /// CPU of the server loop (the client's when only one is available).
+    #[arg(long, default_value_t = 1)]
+    pub(super) server_cpu: usize,
+}
+
+/// What answers the echo (in table order). Its name on the command line and in the records
+/// is the kebab-case of the variant (`ferry-hybrid`).
+#[derive(ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum System {
+    /// A raw method that sends the request's bytes back: no serialization.
+    Raw,
+    /// Ferry with an infinite zero-copy threshold on both sides.
+    FerryCopy,
+    /// Ferry with the default threshold, values in the session's pool.
+    FerryHybrid,
+    /// prost (decode, re-encode).
+    Prost,
+    /// FlatBuffers (verify, rebuild).
+    Flatbuf,
+    /// Cap'n Proto (read, rebuild).
+    Capnp,
+    /// tonic: gRPC over HTTP/2 on TCP (2 x 2 KiB only).
+    Tonic,
+    /// The raw shared-memory ping-pong of `ferry bench shm`: the floor.
+    PingPong,
+}
+
+impl System {
+    /// Whether the Ferry server loop serves it (all but tonic and the ping-pong).
+    pub(super) fn on_loop(self) -> bool {
+        !matches!(self, System::Tonic | System::PingPong)
+    }
+
+    /// The systems the Ferry server loop serves, in table order.
+    pub(super) fn on_loops() -> impl Iterator<Item = System> {
+        System::value_variants().iter().copied().filter(|s| s.on_loop())
+    }
+}
+
+/// What carries the calls.
+#[derive(ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// TCP loopback (`ferry-net`; tonic: HTTP/2).
+    Tcp,
+    /// Shared memory (`ferry-shm`; the ping-pong: two cache lines).
+    Shm,
+}
+
+/// `v`'s name on the command line and in the records (`ferry-hybrid`, `tcp`).
+pub(super) fn name(v: impl ValueEnum) -> String {
+    v.to_possible_value()
+        .map_or_else(String::new, |p| p.get_name().to_owned())
+}
+
+/// The fields of every request: `count` values of `len` bytes, no key. In the records: `fields`
+/// and `field_len`.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fields {
+    /// Values per request.
+    #[serde(rename = "fields")]
+    pub count: usize,
+    /// Bytes per value.
+    #[serde(rename = "field_len")]
+    pub len: usize,
+}
+
+/// Cornflakes Figure 2: a list of two 2048-byte elements (`workloads.md`, "YCSB-C": 2 x 2048).
+pub(super) const ECHO: Fields = Fields { count: 2, len: 2048 };
+/// Cornflakes Figure 9: 1024-byte requests.
+pub(super) const ONE_KIB: Fields = Fields { count: 1, len: 1024 };
+/// The small call compared with the ping-pong.
+pub(super) const SMALL: Fields = Fields { count: 1, len: 64 };
+/// What the ping-pong moves: its 8-byte sequence number.
+const SEQ: Fields = Fields { count: 1, len: 8 };
+
+impl Fields {
+    pub(super) fn bytes(self) -> usize {
+        self.count * self.len
+    }
+
+    pub(super) fn label(self) -> String {
+        match self.count {
+            1 => plot::bytes_label(self.len as f64),
+            n => format!("{n} x {}", plot::bytes_label(self.len as f64)),
+        }
+    }
+}
+
+/// One configuration.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    /// What answers the echo.
+    pub system: System,
+    /// What carries the calls.
+    pub transport: Transport,
+    /// What each request carries.
+    #[serde(flatten)]
+    pub fields: Fields,
+    /// Calls outstanding.
+    pub in_flight: usize,
+}
+
+impl Point {
+    pub(super) fn label(&self) -> String {
+        format!(
+            "{} {} {}, {} in flight",
+            name(self.system),
+            name(self.transport),
+            self.fields.label(),
+            self.in_flight
+        )
+    }
+
+    /// Where it goes in the table: the echo variants by payload, transport, system and
+    /// in-flight count, then the 64 B call, tonic and the ping-pong.
+    pub(super) fn display_key(&self) -> (u8, Reverse<usize>, Transport, System, usize) {
+        let group = match self.system {
+            System::Tonic => 2,
+            System::PingPong => 3,
+            _ if self.fields == SMALL => 1,
+            _ => 0,
+        };
+        (
+            group,
+            Reverse(self.fields.bytes()),
+            self.transport,
+            self.system,
+            self.in_flight,
+        )
+    }
+}
+
+/// The configurations, in the order one repetition runs them, so that what a target compares
+/// runs close together in time (this machine changes speed between runs: see rpc.md): tonic,
+/// then (the Ferry server up) every event-loop system one after another at each payload,
+/// transport and in-flight count, the 64 B call last at 1 in flight, then the ping-pong.
+pub(super) fn plan(args: &Args) -> Vec<Point> {
+    let systems = or_all(&args.systems, System::value_variants());
+    let transports = or_all(&args.transports, Transport::value_variants());
+    let mut in_flight = or_all(&args.in_flight, &IN_FLIGHT);
+    in_flight
+        .iter_mut()
+        .for_each(|n| *n = (*n).clamp(1, MAX_IN_FLIGHT / 2));
+    in_flight.sort_unstable();
+    in_flight.dedup();
+    let has = |s| systems.contains(&s);
+    let p = |system, transport, fields, in_flight| Point {
+        system,
+        transport,
+        fields,
+        in_flight,
+    };
+    let mut points = Vec::new();
+    if has(System::Tonic) {
+        points.extend(
+            in_flight
+                .iter()
+                .filter(|&&n| n <= TONIC_MAX_IN_FLIGHT)
+                .map(|&n| p(System::Tonic, Transport::Tcp, ECHO, n)),
+        );
+    }
+    for fields in [ECHO, ONE_KIB] {
+        for &t in &transports {
+            for &n in &in_flight {
+                points.extend(System::on_loops().filter(|&s| has(s)).map(|s| p(s, t, fields, n)));
+            }
+        }
+    }
+    if has(System::FerryHybrid) && transports.contains(&Transport::Shm) {
+        points.extend(
+            in_flight
+                .iter()
+                .rev()
+                .map(|&n| p(System::FerryHybrid, Transport::Shm, SMALL, n)),
+        );
+    }
+    if has(System::PingPong) {
+        points.push(p(System::PingPong, Transport::Shm, SEQ, 1));
+    }
+    points
+}
+
+/// `chosen`, or `all` if nothing was chosen.
+fn or_all<T: Clone>(chosen: &[T], all: &[T]) -> Vec<T> {
+    if chosen.is_empty() { all } else { chosen }.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Args {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let mut argv = vec!["rpc", "--json", "x.json"];
+        argv.extend_from_slice(extra);
+        Cli::parse_from(argv).args
+    }
+
+    #[test]
+    fn the_plan_covers_every_system_transport_payload_and_count() {
+        let points = plan(&args(&[]));
+        // 6 loop systems x 2 transports x 2 payloads x 3 counts, the 64 B call at 3 counts,
+        // tonic at 1 and 16, the ping-pong.
+        assert_eq!(points.len(), 72 + 3 + 2 + 1);
+        // tonic first, the event-loop systems together, the ping-pong last, right after the
+        // 64 B call at 1 in flight.
+        let on_loop: Vec<bool> = points.iter().map(|p| p.system.on_loop()).collect();
+        assert_eq!(on_loop.iter().filter(|&&b| b).count(), 75);
+        let first = on_loop.iter().position(|&b| b).unwrap();
+        assert!(on_loop[first..first + 75].iter().all(|&b| b));
+        assert!(points[..first].iter().all(|p| p.system == System::Tonic));
+        let last = &points[points.len() - 2..];
+        assert_eq!((last[0].fields, last[0].in_flight), (SMALL, 1));
+        assert_eq!(last[1].system, System::PingPong);
+        let tonic: Vec<usize> = points
+            .iter()
+            .filter(|p| p.system == System::Tonic)
+            .map(|p| p.in_flight)
+            .collect();
+        assert_eq!(tonic, [1, 16]);
+        let only = plan(&args(&[
+            "--systems",
+            "raw,ping-pong",
+            "--transports",
+            "tcp",
+            "--in-flight",
+            "4",
+        ]));
+        assert_eq!(only.len(), 2 + 1);
+    }
+
+    #[test]
+    fn names_are_the_records_and_the_command_lines() {
+        for &s in System::value_variants() {
+            let json = serde_json::to_value(s).unwrap();
+            assert_eq!(json, name(s), "{s:?}");
+            assert_eq!(System::from_str(&name(s), false), Ok(s));
+        }
+        assert_eq!(name(System::PingPong), "ping-pong");
+        assert_eq!(serde_json::to_value(Transport::Shm).unwrap(), "shm");
+    }
+
+    #[test]
+    fn the_table_order_is_echo_variants_then_the_small_call_tonic_and_the_ping_pong() {
+        let p = |system, transport, fields, in_flight| Point {
+            system,
+            transport,
+            fields,
+            in_flight,
+        };
+        let mut points = vec![
+            p(System::PingPong, Transport::Shm, SEQ, 1),
+            p(System::Tonic, Transport::Tcp, ECHO, 1),
+            p(System::FerryHybrid, Transport::Shm, SMALL, 1),
+            p(System::Raw, Transport::Shm, ONE_KIB, 1),
+            p(System::Prost, Transport::Tcp, ECHO, 16),
+            p(System::Raw, Transport::Tcp, ECHO, 16),
+            p(System::Raw, Transport::Tcp, ECHO, 1),
+        ];
+        let expected: Vec<Point> = points.iter().rev().copied().collect();
+        points.sort_by_key(Point::display_key);
+        assert_eq!(points, expected);
+    }
+}
