@@ -8,6 +8,7 @@
 //! allocated for it, nesting is bounded, and a malformed reply is a [`ReplyError`] saying what
 //! and at which offset, never a panic.
 
+use std::cell::Cell;
 use std::fmt::{self, Write as _};
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream};
@@ -139,14 +140,29 @@ pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
 /// Parses one reply from the start of `buf`: `Ok(None)` if `buf` holds only part of it, else
 /// the reply and the bytes it took.
 pub fn parse_reply(buf: &[u8]) -> Result<Option<(Reply, usize)>, ReplyError> {
-    Parser { buf }.value(0, 0)
+    Parser::new(buf).value(0, 0)
 }
 
 struct Parser<'a> {
     buf: &'a [u8],
+    /// After an incomplete parse: how many bytes, at least, the reply takes.
+    need: Cell<usize>,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(buf: &'a [u8]) -> Parser<'a> {
+        Parser {
+            buf,
+            need: Cell::new(0),
+        }
+    }
+
+    /// Incomplete: the reply takes at least `need` bytes.
+    fn short<T>(&self, need: usize) -> Result<Option<T>, ReplyError> {
+        self.need.set(need);
+        Ok(None)
+    }
+
     /// The line starting at `at` (without its CRLF) and the offset after it.
     fn line(&self, at: usize) -> Result<Option<(&[u8], usize)>, ReplyError> {
         let rest = self.buf.get(at..).unwrap_or_default();
@@ -154,7 +170,7 @@ impl Parser<'_> {
             Some(lf) if lf > 0 && rest[lf - 1] == b'\r' => Ok(Some((&rest[..lf - 1], at + lf + 1))),
             Some(lf) => Err(ReplyError::Terminator { offset: at + lf }),
             None if rest.len() > MAX_LINE + 1 => Err(ReplyError::LineTooLong { offset: at }),
-            None => Ok(None),
+            None => self.short(self.buf.len() + 1),
         }
     }
 
@@ -162,7 +178,7 @@ impl Parser<'_> {
     fn blob(&self, at: usize, len: usize) -> Result<Option<(Vec<u8>, usize)>, ReplyError> {
         let end = at + len;
         match self.buf.get(end..end + 2) {
-            None => Ok(None),
+            None => self.short(end + 2),
             Some(b"\r\n") => Ok(Some((self.buf[at..end].to_vec(), end + 2))),
             Some(_) => Err(ReplyError::Terminator { offset: end }),
         }
@@ -184,7 +200,7 @@ impl Parser<'_> {
 
     fn value(&self, at: usize, depth: usize) -> Result<Option<(Reply, usize)>, ReplyError> {
         let Some(&kind) = self.buf.get(at) else {
-            return Ok(None);
+            return self.short(at + 1);
         };
         let Some((text, next)) = self.line(at + 1)? else {
             return Ok(None);
@@ -287,13 +303,18 @@ fn integer(text: &[u8], offset: usize, what: &'static str) -> Result<i64, ReplyE
     })
 }
 
-/// Reads replies from `R`, buffering what arrives past the reply it returns.
+/// Reads replies from `R`, buffering what arrives past the reply it returns. An incomplete
+/// reply is parsed again only once the bytes it was short of have arrived, so a large one
+/// costs one parse, not one per read.
 #[derive(Debug)]
 pub struct ReplyReader<R> {
     inner: R,
     buf: Vec<u8>,
-    /// Where the unread bytes of `buf` start.
+    /// The unread bytes are `buf[start..end]`.
     start: usize,
+    end: usize,
+    /// Unread bytes needed before parsing again.
+    need: usize,
 }
 
 impl<R: Read> ReplyReader<R> {
@@ -301,8 +322,10 @@ impl<R: Read> ReplyReader<R> {
     pub fn new(inner: R) -> ReplyReader<R> {
         ReplyReader {
             inner,
-            buf: Vec::with_capacity(64 << 10),
+            buf: vec![0; 64 << 10],
             start: 0,
+            end: 0,
+            need: 1,
         }
     }
 
@@ -310,31 +333,41 @@ impl<R: Read> ReplyReader<R> {
     /// [`ReplyError`]; the end of the stream before a whole reply is `UnexpectedEof`.
     pub fn reply(&mut self) -> io::Result<Reply> {
         loop {
-            let parsed = parse_reply(&self.buf[self.start..]);
-            if let Some((reply, used)) = parsed.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? {
-                self.start += used;
-                return Ok(reply);
+            if self.end - self.start >= self.need {
+                let parser = Parser::new(&self.buf[self.start..self.end]);
+                let parsed = parser.value(0, 0);
+                match parsed.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? {
+                    Some((reply, used)) => {
+                        self.start += used;
+                        self.need = 1;
+                        return Ok(reply);
+                    }
+                    None => self.need = parser.need.get(),
+                }
             }
-            self.buf.drain(..self.start);
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
             self.start = 0;
-            let len = self.buf.len();
-            self.buf.resize(len + (64 << 10), 0);
-            let n = self.inner.read(&mut self.buf[len..]);
-            self.buf.truncate(len + *n.as_ref().unwrap_or(&0));
-            if n? == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the connection closed before a whole reply",
-                ));
+            if self.buf.len() < self.need.max(self.end + 4096) {
+                let len = self.need.max(self.buf.len() * 2);
+                self.buf.resize(len, 0);
+            }
+            match self.inner.read(&mut self.buf[self.end..])? {
+                0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the connection closed before a whole reply",
+                    ));
+                }
+                n => self.end += n,
             }
         }
     }
 
     /// The bytes read but not yet returned as replies, taken out of the buffer.
     pub fn take_buffered(&mut self) -> Vec<u8> {
-        let rest = self.buf.split_off(self.start);
-        self.buf.clear();
-        self.start = 0;
+        let rest = self.buf[self.start..self.end].to_vec();
+        (self.start, self.end, self.need) = (0, 0, 1);
         rest
     }
 
@@ -577,6 +610,16 @@ mod tests {
         );
         assert_eq!(r.reply().unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
         assert_eq!(r.take_buffered(), b"+extra");
+        // A bulk larger than the first buffer, then a reply after it.
+        let big = [
+            format!("${}\r\n", 200_000).into_bytes(),
+            vec![b'x'; 200_000],
+            b"\r\n:7\r\n".to_vec(),
+        ]
+        .concat();
+        let mut r = ReplyReader::new(&big[..]);
+        assert_eq!(r.reply().unwrap(), Reply::Bulk(vec![b'x'; 200_000]));
+        assert_eq!(r.reply().unwrap(), Reply::Int(7));
         let mut bad = ReplyReader::new(&b"?\r\n"[..]);
         assert_eq!(bad.reply().unwrap_err().kind(), io::ErrorKind::InvalidData);
     }
