@@ -495,21 +495,25 @@ pub fn write_figure8(
                 title: format!("host CPU per request at {at} req/s (µs)"),
                 groups: groups.clone(),
                 bars: bars(at, &|r| r.host_cpu_us),
+                ..Default::default()
             },
             crate::plot::BarPanel {
                 title: format!("engine CPU per request at {at} req/s (µs)"),
                 groups: groups.clone(),
                 bars: bars(at, &|r| r.engine_cpu_us),
+                ..Default::default()
             },
             crate::plot::BarPanel {
                 title: format!("requests per second achieved (offered {top})"),
                 groups,
                 bars: bars(top, &|r| r.achieved),
+                ..Default::default()
             },
         ];
         crate::plot::bars_svg(
             path,
             "DPU paper Figure 8 on one machine: tonic host vs offload engine + Ferry host",
+            panels.len(),
             &panels,
         )?;
     }

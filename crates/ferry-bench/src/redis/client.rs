@@ -14,9 +14,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::csv::{self, Row};
-use super::server::shell_quote;
 use crate::BoxError;
 use crate::harness::cpu::{self as procfs, Source};
+use ferry_launch::shell_quote;
 
 /// What to run.
 #[derive(Debug, Clone)]
