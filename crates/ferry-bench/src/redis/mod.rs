@@ -40,6 +40,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ferry_launch::Server;
+use clap::ValueEnum as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -139,16 +140,10 @@ impl Test {
         Test::Set64,
     ];
 
-    /// Its name in the results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Test::Get4k => "get-4k",
-            Test::Mget2 => "mget-2",
-            Test::Lrange2 => "lrange-2",
-            Test::Set4k => "set-4k",
-            Test::Get64 => "get-64",
-            Test::Set64 => "set-64",
-        }
+    /// Its name in the results and on the command line.
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_owned())
     }
 
     /// Its name in tables and plots.
@@ -176,32 +171,28 @@ impl Test {
         }
     }
 
-    /// The title redis-benchmark gives it in the CSV.
-    fn csv_title(self) -> &'static str {
-        match self {
-            Test::Get4k | Test::Get64 => "GET",
-            Test::Set4k | Test::Set64 => "SET",
-            Test::Mget2 => "mget m:__rand_int__ m:__rand_int__",
-            Test::Lrange2 => "lrange l:__rand_int__ 0 1",
+    /// The title redis-benchmark gives it in the CSV: the command, or a custom command line.
+    fn csv_title(self) -> String {
+        match self.bench_args() {
+            ["-t", command, ..] => command.to_uppercase(),
+            custom => custom.join(" "),
         }
     }
 
     /// The family of keys it reads, which must be loaded before it runs.
     fn reads(self) -> Option<Family> {
-        match self {
-            Test::Get4k => Some(Family::Key(4096)),
-            Test::Get64 => Some(Family::Key(64)),
-            Test::Mget2 => Some(Family::Mget),
-            Test::Lrange2 => Some(Family::List),
-            Test::Set4k | Test::Set64 => None,
+        match self.bench_args() {
+            ["-t", "get", "-d", len] => len.parse().ok().map(Family::Key),
+            ["mget", ..] => Some(Family::Mget),
+            ["lrange", ..] => Some(Family::List),
+            _ => None,
         }
     }
 
     /// The length of the `key:` values it writes.
     fn writes_len(self) -> Option<usize> {
-        match self {
-            Test::Set4k => Some(4096),
-            Test::Set64 => Some(64),
+        match self.bench_args() {
+            ["-t", "set", "-d", len] => len.parse().ok(),
             _ => None,
         }
     }
@@ -651,11 +642,10 @@ mod tests {
             "redis-benchmark -h 127.0.0.1 -p 6400 -c 50 -n 500000 -r 100000 -P 16 --csv mget m:__rand_int__ m:__rand_int__"
         );
         assert_eq!(plan.warmup_requests(16), 160_000);
-        for t in Test::ALL {
-            // Every test that reads has its family; every GET reads the family its -d names.
-            if let Some(Family::Key(len)) = t.reads() {
-                assert_eq!(t.bench_args()[3], len.to_string());
-            }
-        }
+        let titles = Test::ALL.map(|t| (t.name(), t.csv_title(), t.reads(), t.writes_len()));
+        assert_eq!(titles[0], ("get-4k".into(), "GET".into(), Some(Family::Key(4096)), None));
+        assert_eq!(titles[1].1, "mget m:__rand_int__ m:__rand_int__");
+        assert_eq!(titles[2].2, Some(Family::List));
+        assert_eq!(titles[5], ("set-64".into(), "SET".into(), None, Some(64)));
     }
 }

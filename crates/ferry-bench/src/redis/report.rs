@@ -118,11 +118,6 @@ impl Run {
         self.server_cpu_s * 1e6 / self.requests.max(1) as f64
     }
 
-    /// redis-benchmark's CPU time per request, µs.
-    pub fn client_us_per_request(&self) -> f64 {
-        self.client_cpu_s * 1e6 / self.requests.max(1) as f64
-    }
-
     /// The share of one core the server used over the run.
     pub fn server_util(&self) -> f64 {
         self.server_cpu_s / self.wall_s.max(1e-9)
