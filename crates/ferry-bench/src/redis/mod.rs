@@ -39,8 +39,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use ferry_launch::Server;
 use clap::ValueEnum as _;
+use ferry_launch::Server;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -643,7 +643,10 @@ mod tests {
         );
         assert_eq!(plan.warmup_requests(16), 160_000);
         let titles = Test::ALL.map(|t| (t.name(), t.csv_title(), t.reads(), t.writes_len()));
-        assert_eq!(titles[0], ("get-4k".into(), "GET".into(), Some(Family::Key(4096)), None));
+        assert_eq!(
+            titles[0],
+            ("get-4k".into(), "GET".into(), Some(Family::Key(4096)), None)
+        );
         assert_eq!(titles[1].1, "mget m:__rand_int__ m:__rand_int__");
         assert_eq!(titles[2].2, Some(Family::List));
         assert_eq!(titles[5], ("set-64".into(), "SET".into(), None, Some(64)));
