@@ -53,7 +53,7 @@ use crate::harness::{self, Budget};
 pub use report::{Comparison, Goal, Median, Run, Runs};
 pub use server::ServerCmd;
 
-use client::{Cores, Invocation};
+use client::Invocation;
 use preload::Family;
 
 /// Options of `ferry bench redis`.
@@ -287,35 +287,17 @@ impl Plan {
 
     /// redis-benchmark's arguments for `test` at pipeline `p` with `n` requests.
     fn invocation(&self, port: u16, test: Test, p: u32, n: u64, deadline: Duration) -> Invocation {
-        let mut args: Vec<String> = [
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-c",
-            &self.clients.to_string(),
-            "-n",
-            &n.to_string(),
-            "-r",
-            &self.keys.to_string(),
-            "-P",
-            &p.to_string(),
-            "--csv",
-        ]
-        .map(str::to_owned)
-        .to_vec();
-        args.extend(test.bench_args().iter().map(|s| (*s).to_owned()));
+        let (c, r) = (self.clients, self.keys);
+        let common = format!("-h 127.0.0.1 -p {port} -c {c} -n {n} -r {r} -P {p} --csv");
         Invocation {
             program: self.bench.clone(),
-            args,
+            args: common
+                .split(' ')
+                .chain(test.bench_args().iter().copied())
+                .map(str::to_owned)
+                .collect(),
             deadline,
-        }
-    }
-
-    fn cores(&self) -> Cores {
-        Cores {
-            server: self.server_cpu,
-            client: self.client_cpu,
+            cores: (self.server_cpu, self.client_cpu),
         }
     }
 
@@ -552,7 +534,6 @@ fn measure_server(
                     Duration::from_secs(120),
                 ),
                 server.pid(),
-                plan.cores(),
             )
             .map_err(|e| format!("{}, warm-up: {e}", side.name()))?;
             let n = *requests.entry((test, p)).or_insert_with(|| match plan.budget {
@@ -563,8 +544,7 @@ fn measure_server(
             let deadline = Duration::from_secs_f64(3.0 * n as f64 / warm.row.rps.max(1.0) + 30.0);
             progress.start(what(&format!("{} P={p} -n {n}", test.label())));
             let inv = plan.invocation(server.addr().port(), test, p, n, deadline);
-            let measured =
-                client::run(&inv, server.pid(), plan.cores()).map_err(|e| format!("{}: {e}", side.name()))?;
+            let measured = client::run(&inv, server.pid()).map_err(|e| format!("{}: {e}", side.name()))?;
             if measured.row.test != test.csv_title() {
                 return Err(format!(
                     "{}: the CSV names the test {:?}, expected {:?}",
