@@ -24,7 +24,7 @@
 //! take turns in alternating order and the table shows medians and the rounds' range: on this
 //! project's VM single rounds of one server vary by up to 25-40 % at pipeline 16 (see
 //! `docs/benchmarks/redis.md`, which runs redis-server on both sides), so results use 5
-//! rounds. The targets (issue text) are checked per test in [`Target`].
+//! rounds. The targets (issue text) are checked per test in [`Goal`].
 //!
 //! What it is NOT: a check of the replies' contents under load (redis-benchmark counts
 //! replies and stops on an error reply; the harness spot-checks values after loading).
