@@ -1,5 +1,6 @@
-//! Line charts, heat maps and grouped bar charts as SVG (plotters' SVG backend: text is written as `<text>` elements, so no
-//! font library is needed to draw).
+//! Line charts, heat maps and grouped bar charts ([`bars_svg`], the one for every benchmark)
+//! as SVG (plotters' SVG backend: text is written as `<text>` elements, so no font library is
+//! needed to draw).
 
 use std::path::Path;
 
@@ -165,6 +166,42 @@ mod tests {
         assert_eq!(format_si(350_000.0), "350k");
         assert_eq!(format_si(0.5), "0.5");
     }
+
+    #[test]
+    fn bars_carry_their_values_or_the_notes() {
+        let scratch = ferry_testkit::Scratch::new("plot-bars");
+        let panel = |notes: Vec<String>| BarPanel {
+            title: "requests/s, pipeline 16".into(),
+            y_label: "requests/s".into(),
+            groups: vec!["GET 4 KiB".into(), "MGET 2x2 KiB".into()],
+            bars: vec![
+                Bars {
+                    name: "redis-server".into(),
+                    values: vec![200_000.0, 150_000.0],
+                },
+                Bars {
+                    name: "ferry".into(),
+                    values: vec![260_000.0, f64::NAN],
+                },
+            ],
+            notes,
+        };
+        let path = scratch.0.join("bars.svg");
+        bars_svg(
+            &path,
+            "t",
+            1,
+            &[panel(vec!["1.30x".into(), "-".into()]), panel(vec![])],
+        )
+        .unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        for text in ["MGET 2x2 KiB", "1.30x", "ferry", "260000", "150000"] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        // A note goes over the last series' bar only, and a missing value gets none.
+        assert_eq!(svg.matches("1.30x").count(), 1);
+        assert!(!svg.contains(">-<"));
+    }
 }
 
 /// One heat map: a value per (row, column) cell, drawn red above zero and blue below, with the
@@ -268,24 +305,35 @@ pub struct Bars {
 }
 
 /// One bar chart: groups along x, a bar per series in each group.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct BarPanel {
     /// Caption above it.
     pub title: String,
+    /// Label of the y axis (linear, from zero); may be empty.
+    pub y_label: String,
     /// Group labels, left to right.
     pub groups: Vec<String>,
     /// The series, drawn in the same colour by index in every panel.
     pub bars: Vec<Bars>,
+    /// Text over the last series' bar of each group (a ratio, say). Without notes, every bar
+    /// is labelled with its value.
+    pub notes: Vec<String>,
 }
 
-/// Draws `panels` side by side as grouped bar charts (linear y axis from zero, each bar
-/// labelled with its value) and writes the SVG to `path`.
-pub fn bars_svg(path: &Path, title: &str, panels: &[BarPanel]) -> Result<(), crate::BoxError> {
-    let columns = panels.len().max(1);
-    let root = SVGBackend::new(path, (PANEL_WIDTH * columns as u32, 440)).into_drawing_area();
+/// Draws `panels` as grouped bar charts in rows of `columns` and writes the SVG to `path`.
+pub fn bars_svg(
+    path: &Path,
+    title: &str,
+    columns: usize,
+    panels: &[BarPanel],
+) -> Result<(), crate::BoxError> {
+    let columns = columns.clamp(1, panels.len().max(1));
+    let rows = panels.len().div_ceil(columns).max(1);
+    let size = (PANEL_WIDTH * columns as u32, 440 * rows as u32);
+    let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 20))?;
-    for (area, panel) in root.split_evenly((1, columns)).iter().zip(panels) {
+    for (area, panel) in root.split_evenly((rows, columns)).iter().zip(panels) {
         let (area, legend) = area.split_horizontally(PANEL_WIDTH - LEGEND_WIDTH);
         let series = panel.bars.len().max(1);
         let groups = panel.groups.len().max(1);
@@ -301,7 +349,7 @@ pub fn bars_svg(path: &Path, title: &str, panels: &[BarPanel]) -> Result<(), cra
             .caption(&panel.title, ("sans-serif", 15))
             .margin(10)
             .x_label_area_size(30)
-            .y_label_area_size(55)
+            .y_label_area_size(if panel.y_label.is_empty() { 55 } else { 70 })
             .build_cartesian_2d(0f64..groups as f64, 0f64..top)?;
         let labels = panel.groups.clone();
         chart
@@ -316,6 +364,7 @@ pub fn bars_svg(path: &Path, title: &str, panels: &[BarPanel]) -> Result<(), cra
                     String::new()
                 }
             })
+            .y_desc(&panel.y_label)
             .y_label_formatter(&|v| format_si(*v))
             .draw()?;
         let width = 0.8 / series as f64;
@@ -330,8 +379,13 @@ pub fn bars_svg(path: &Path, title: &str, panels: &[BarPanel]) -> Result<(), cra
                     [(x0, 0.0), (x0 + width, v)],
                     color.filled(),
                 )))?;
+                let label = match panel.notes.get(g) {
+                    _ if panel.notes.is_empty() => trim(v),
+                    Some(note) if i + 1 == panel.bars.len() => note.clone(),
+                    _ => continue,
+                };
                 chart.draw_series(std::iter::once(Text::new(
-                    trim(v),
+                    label,
                     (x0, v + top * 0.02),
                     ("sans-serif", 11),
                 )))?;

@@ -11,8 +11,7 @@
 
 mod common;
 
-use std::fmt;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::Command;
@@ -21,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::{Output, config, encode, require_python_redis, require_tool, run, start};
 use ferry_net::Mode;
+use ferry_redis::resp::client::{Reply, ReplyReader};
 use ferry_redis::{Config, ServerHandle};
 use ferry_testkit::{DEADLINE, Rng};
 
@@ -30,35 +30,7 @@ const CLI_LIMIT: Duration = Duration::from_secs(30);
 const LONG_LIMIT: Duration = Duration::from_secs(300);
 
 // ---------------------------------------------------------------------------------------------
-// A RESP2 client over a plain socket.
-
-/// One RESP2 reply.
-#[derive(Clone, PartialEq, Eq)]
-enum Reply {
-    Status(String),
-    Error(String),
-    Int(i64),
-    Bulk(Vec<u8>),
-    Nil,
-    Array(Vec<Reply>),
-    NilArray,
-}
-
-impl fmt::Debug for Reply {
-    /// Long bulks summarized: a 64 KiB mismatch stays readable.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Reply::Status(s) => write!(f, "+{s}"),
-            Reply::Error(s) => write!(f, "-{s}"),
-            Reply::Int(n) => write!(f, ":{n}"),
-            Reply::Bulk(b) if b.len() > 48 => write!(f, "${} {}", b.len(), summary(b)),
-            Reply::Bulk(b) => write!(f, "${:?}", String::from_utf8_lossy(b)),
-            Reply::Nil => write!(f, "$-1"),
-            Reply::Array(items) => f.debug_list().entries(items).finish(),
-            Reply::NilArray => write!(f, "*-1"),
-        }
-    }
-}
+// A RESP2 client over a plain socket (replies read by ferry_redis::resp::client).
 
 /// Runs of equal bytes, e.g. `[65 x 65536]`, or `[65 x 100, 66 x 12, ...]`.
 fn summary(b: &[u8]) -> String {
@@ -79,7 +51,7 @@ fn summary(b: &[u8]) -> String {
 }
 
 fn ok() -> Reply {
-    Reply::Status("OK".into())
+    Reply::simple("OK")
 }
 
 fn bulk(b: &[u8]) -> Reply {
@@ -92,7 +64,7 @@ fn bulks(items: &[&[u8]]) -> Reply {
 
 /// A blocking RESP2 connection; every read and write has the hang guard [`DEADLINE`].
 struct Resp {
-    r: BufReader<TcpStream>,
+    r: ReplyReader<TcpStream>,
 }
 
 impl Resp {
@@ -102,7 +74,7 @@ impl Resp {
         s.set_write_timeout(Some(DEADLINE)).expect("write timeout");
         s.set_nodelay(true).expect("nodelay");
         Resp {
-            r: BufReader::with_capacity(64 << 10, s),
+            r: ReplyReader::new(s),
         }
     }
 
@@ -115,63 +87,8 @@ impl Resp {
         self.r.get_mut().write_all(bytes)
     }
 
-    fn line(&mut self) -> io::Result<Vec<u8>> {
-        let mut line = Vec::new();
-        self.r.read_until(b'\n', &mut line)?;
-        if line.is_empty() {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        if !line.ends_with(b"\r\n") {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("a reply line without CRLF: {:?}", String::from_utf8_lossy(&line)),
-            ));
-        }
-        line.truncate(line.len() - 2);
-        Ok(line)
-    }
-
-    fn number(line: &[u8]) -> io::Result<i64> {
-        std::str::from_utf8(line)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("not a number: {line:?}")))
-    }
-
-    fn try_read(&mut self) -> io::Result<Reply> {
-        let line = self.line()?;
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        Ok(match line.split_first() {
-            Some((b'+', rest)) => Reply::Status(text(rest)),
-            Some((b'-', rest)) => Reply::Error(text(rest)),
-            Some((b':', rest)) => Reply::Int(Self::number(rest)?),
-            Some((b'$', rest)) => match Self::number(rest)? {
-                n if n < 0 => Reply::Nil,
-                n => {
-                    let mut b = vec![0; n as usize + 2];
-                    self.r.read_exact(&mut b)?;
-                    if !b.ends_with(b"\r\n") {
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, "a bulk without CRLF"));
-                    }
-                    b.truncate(n as usize);
-                    Reply::Bulk(b)
-                }
-            },
-            Some((b'*', rest)) => match Self::number(rest)? {
-                n if n < 0 => Reply::NilArray,
-                n => Reply::Array((0..n).map(|_| self.try_read()).collect::<io::Result<_>>()?),
-            },
-            _ => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("not a RESP2 reply: {:?}", text(&line)),
-                ));
-            }
-        })
-    }
-
     fn read(&mut self) -> Reply {
-        self.try_read().unwrap_or_else(|e| panic!("reading a reply: {e}"))
+        self.r.reply().unwrap_or_else(|e| panic!("reading a reply: {e}"))
     }
 
     fn cmd(&mut self, args: &[&[u8]]) -> Reply {
@@ -182,8 +99,7 @@ impl Resp {
     /// Everything until the server closes the connection; an error if it does not within the
     /// hang guard (a reset counts as closed).
     fn read_until_closed(&mut self) -> io::Result<Vec<u8>> {
-        let mut all = self.r.buffer().to_vec();
-        self.r.consume(all.len());
+        let mut all = self.r.take_buffered();
         let mut chunk = vec![0; 64 << 10];
         loop {
             match self.r.get_mut().read(&mut chunk) {
@@ -794,7 +710,7 @@ fn check_redis_benchmark(bench: &Path, addr: SocketAddr) {
     // without -r) holds 3 bytes; every random key 4096 (the -d 4096 run's 22,000 writes over
     // 1000 keys rewrote them all, but for a chance of about e^-22).
     let mut c = Resp::connect(addr);
-    assert_eq!(c.cmd(&[b"PING"]), Reply::Status("PONG".into()));
+    assert_eq!(c.cmd(&[b"PING"]), Reply::simple("PONG"));
     let Reply::Array(keys) = c.cmd(&[b"KEYS", b"key:*"]) else {
         panic!("KEYS")
     };
@@ -896,7 +812,7 @@ fn check_overwrite_strings(c: &mut Resp, size: usize) {
     );
     assert_eq!(
         [c.read(), c.read(), c.read()],
-        [ok(), Reply::Int(1), Reply::Nil],
+        [ok(), Reply::Int(1), Reply::NullBulk],
         "{size} B"
     );
     // Many replies waiting while the value is replaced every way there is; the freed buffers
@@ -926,7 +842,7 @@ fn check_overwrite_strings(c: &mut Resp, size: usize) {
         bulk(&a),
         bulk(&b),
         bulk(&d),
-        Reply::Nil,
+        Reply::NullBulk,
         ok(),
         Reply::Int(size as i64 + 4),
         bulk(&e_tail),
@@ -1058,14 +974,14 @@ fn overwrite_while_referenced_many_clients() {
                         }
                         assert_eq!(
                             [c.read(), c.read(), c.read(), c.read(), c.read()],
-                            [ok(), ok(), bulk(&b), Reply::Int(1), Reply::Nil],
+                            [ok(), ok(), bulk(&b), Reply::Int(1), Reply::NullBulk],
                             "client {t} round {round}"
                         );
                         shared.push(c.read());
                         for r in shared {
                             // Whatever client wrote it last: one value, whole.
                             match &r {
-                                Reply::Nil => {}
+                                Reply::NullBulk => {}
                                 Reply::Bulk(v)
                                     if SIZES.contains(&v.len()) && v.iter().all(|x| *x == v[0]) => {}
                                 _ => {
@@ -1257,11 +1173,7 @@ fn check_hostile_clients(addr: SocketAddr, query_limit: Option<usize>, max_bulk:
     let mut rounds = 0;
     loop {
         let done = reader.is_finished() && hog.is_finished() && errors.is_finished();
-        assert_eq!(
-            good.cmd(&[b"PING"]),
-            Reply::Status("PONG".into()),
-            "round {rounds}"
-        );
+        assert_eq!(good.cmd(&[b"PING"]), Reply::simple("PONG"), "round {rounds}");
         assert_eq!(good.cmd(&[b"GET", b"small"]), bulk(b"v"), "round {rounds}");
         assert_eq!(good.cmd(&[b"GET", b"big"]), bulk(&big), "round {rounds}");
         rounds += 1;
@@ -1296,7 +1208,7 @@ fn check_hostile_clients(addr: SocketAddr, query_limit: Option<usize>, max_bulk:
 fn maxmemory_refuses_writes_when_full() {
     const MAXMEMORY: usize = 1 << 20;
     const VALUE: usize = 10 << 10;
-    let oom = Reply::Error("OOM command not allowed when used memory > 'maxmemory'.".into());
+    let oom = Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
     let server = start(Config {
         maxmemory: MAXMEMORY,
         ..config()

@@ -2,7 +2,7 @@
 //!
 //! Seeded random command sequences over a small key space (8 keys, so that collisions and
 //! type clashes are frequent) go to both servers; each reply is read with the independent RESP
-//! reader below (not the crate's parser: the test does not trust the code under test) and the
+//! reader `ferry_redis::resp::client` (not the server's parser or encoder: the test does not trust the code under test) and the
 //! two are compared exactly, errors by their full text. The first mismatch fails the test with
 //! the seed, the command's index, the command and both replies, and the line that replays it.
 //!
@@ -45,13 +45,16 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::{self, Write as _};
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod common;
+
+use ferry_launch::Server;
+use ferry_redis::resp::client::{Reply, ReplyReader, ping, show_bytes};
 
 /// Seeds that once found a mismatch against Ferry, with the mode they found it in; each runs
 /// before the others of its mode. A seed names a sequence of this generator: a change to the
@@ -167,7 +170,7 @@ fn inline_and_malformed_requests_agree() {
 fn exchange(addr: SocketAddr, input: &[u8]) -> Vec<String> {
     let stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut reader = RespReader::new(stream.try_clone().unwrap());
+    let mut reader = ReplyReader::new(stream.try_clone().unwrap());
     let mut bytes = input.to_vec();
     bytes.extend_from_slice(&common::encode(&[b"PING"]));
     let mut got = Vec::new();
@@ -541,7 +544,7 @@ impl fmt::Display for Mismatch {
 struct Conn {
     name: String,
     writer: TcpStream,
-    reader: RespReader<TcpStream>,
+    reader: ReplyReader<TcpStream>,
 }
 
 impl Conn {
@@ -553,7 +556,7 @@ impl Conn {
         Conn {
             name: name.to_string(),
             writer: stream.try_clone().unwrap(),
-            reader: RespReader::new(stream),
+            reader: ReplyReader::new(stream),
         }
     }
 
@@ -642,7 +645,7 @@ impl Pair {
     fn batch(&mut self, cmds: &[Cmd], writes: &[usize]) -> Result<(), (usize, String)> {
         let bytes: Vec<u8> = cmds.iter().flat_map(|c| encode(&c.args)).collect();
         self.sent += cmds.len();
-        let read_all = |reader: &mut RespReader<TcpStream>| -> Vec<io::Result<Reply>> {
+        let read_all = |reader: &mut ReplyReader<TcpStream>| -> Vec<io::Result<Reply>> {
             let mut replies = Vec::with_capacity(cmds.len());
             for _ in cmds {
                 let r = reader.reply();
@@ -738,9 +741,10 @@ fn encode(args: &[Vec<u8>]) -> Vec<u8> {
 // ---------------------------------------------------------------------------------------------
 // The reference server
 
-/// `redis-server` as a child process on a free loopback port, killed on drop.
+/// `redis-server` as a child process on a free loopback port ([`ferry_launch`]), killed on
+/// drop.
 struct RedisServer {
-    child: Child,
+    _server: Server,
     addr: SocketAddr,
     path: PathBuf,
 }
@@ -774,270 +778,26 @@ fn reference_or_skip(test: &str) -> Option<RedisServer> {
 }
 
 impl RedisServer {
-    /// Starts `path` on a free port and waits (at most 10 s) until it answers `PING`. A port
-    /// taken between the probe and the start is retried on another one.
+    /// Starts `path` on a free port and waits (at most 10 s) until it answers `PING`.
     fn start(path: &Path) -> RedisServer {
-        let mut last_error = String::new();
-        for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let addr = SocketAddr::from(([127, 0, 0, 1], port));
-            let dir = std::env::temp_dir();
-            let child = Command::new(path)
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        let dir = std::env::temp_dir();
+        let command = |port: u16| {
+            let mut c = Command::new(path);
+            c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
                 .arg("--dir")
-                .arg(&dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap_or_else(|e| panic!("start {}: {e}", path.display()));
-            let mut server = RedisServer {
-                child,
-                addr,
-                path: path.to_path_buf(),
-            };
-            match server.wait_ready(Duration::from_secs(10)) {
-                Ok(()) => return server,
-                Err(e) => last_error = e,
-            }
-        }
-        panic!("{} did not start: {last_error}", path.display());
-    }
-
-    fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                let mut stderr = String::new();
-                if let Some(mut e) = self.child.stderr.take() {
-                    let _ = e.read_to_string(&mut stderr);
-                }
-                return Err(format!("exited ({status}): {stderr}"));
-            }
-            if let Ok(stream) = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)) {
-                stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-                let mut reader = RespReader::new(stream.try_clone().unwrap());
-                let pong = (&stream)
-                    .write_all(&common::encode(&[b"PING"]))
-                    .and_then(|()| reader.reply());
-                if matches!(pong, Ok(Reply::Simple(ref s)) if s == b"PONG") {
-                    return Ok(());
-                }
-            }
-            if Instant::now() > deadline {
-                return Err(format!("no PONG on {} within {timeout:?}", self.addr));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// An independent RESP2/RESP3 reply reader
-
-/// One reply as it was on the wire. RESP2's two nulls (`$-1`, `*-1`) and RESP3's `_` stay
-/// distinct: a client can tell them apart.
-#[derive(Debug, Clone, PartialEq)]
-enum Reply {
-    Simple(Vec<u8>),
-    Error(Vec<u8>),
-    Int(i64),
-    Bulk(Vec<u8>),
-    NullBulk,
-    Array(Vec<Reply>),
-    NullArray,
-    Null,
-    Bool(bool),
-    /// The text as sent (`,1.5`, `,inf`).
-    Double(Vec<u8>),
-    BigNumber(Vec<u8>),
-    BlobError(Vec<u8>),
-    /// With its `txt:` prefix.
-    Verbatim(Vec<u8>),
-    Map(Vec<(Reply, Reply)>),
-    Set(Vec<Reply>),
-    Push(Vec<Reply>),
-}
-
-const MAX_LINE: usize = 64 << 10;
-const MAX_BULK: usize = 256 << 20;
-const MAX_ELEMENTS: usize = 1 << 22;
-const MAX_DEPTH: usize = 32;
-
-struct RespReader<R> {
-    inner: BufReader<R>,
-}
-
-fn invalid(what: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, what)
-}
-
-impl<R: Read> RespReader<R> {
-    fn new(inner: R) -> RespReader<R> {
-        RespReader {
-            inner: BufReader::with_capacity(64 << 10, inner),
-        }
-    }
-
-    fn reply(&mut self) -> io::Result<Reply> {
-        self.value(0)
-    }
-
-    /// A line without its CRLF; a bare LF or a line longer than `MAX_LINE` is an error.
-    fn line(&mut self) -> io::Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        let n = (&mut self.inner)
-            .take(MAX_LINE as u64 + 2)
-            .read_until(b'\n', &mut buf)?;
-        if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"));
-        }
-        if !buf.ends_with(b"\r\n") {
-            return Err(invalid(format!(
-                "line not ended by CRLF: {}",
-                show_bytes(&buf, 80)
-            )));
-        }
-        buf.truncate(buf.len() - 2);
-        Ok(buf)
-    }
-
-    fn value(&mut self, depth: usize) -> io::Result<Reply> {
-        if depth > MAX_DEPTH {
-            return Err(invalid(format!("nested deeper than {MAX_DEPTH}")));
-        }
-        let line = self.line()?;
-        let Some((&kind, rest)) = line.split_first() else {
-            return Err(invalid("empty line where a reply was expected".into()));
+                .arg(&dir);
+            c
         };
-        let rest = rest.to_vec();
-        Ok(match kind {
-            b'+' => Reply::Simple(rest),
-            b'-' => Reply::Error(rest),
-            b':' => Reply::Int(integer(&rest)?),
-            b'$' => match length(&rest, MAX_BULK)? {
-                None => Reply::NullBulk,
-                Some(n) => Reply::Bulk(self.blob(n)?),
-            },
-            b'*' => match length(&rest, MAX_ELEMENTS)? {
-                None => Reply::NullArray,
-                Some(n) => Reply::Array(self.values(n, depth)?),
-            },
-            b'_' if rest.is_empty() => Reply::Null,
-            b'#' if rest == b"t" => Reply::Bool(true),
-            b'#' if rest == b"f" => Reply::Bool(false),
-            b',' => Reply::Double(rest),
-            b'(' => Reply::BigNumber(rest),
-            b'!' => Reply::BlobError(self.sized_blob(&rest)?),
-            b'=' => {
-                let blob = self.sized_blob(&rest)?;
-                if blob.len() < 4 || blob[3] != b':' {
-                    return Err(invalid(format!(
-                        "verbatim string without a format: {}",
-                        show_bytes(&blob, 40)
-                    )));
-                }
-                Reply::Verbatim(blob)
-            }
-            b'%' => {
-                let n = length(&rest, MAX_ELEMENTS)?.ok_or_else(|| invalid("map of length -1".into()))?;
-                let mut pairs = Vec::with_capacity(n.min(1024));
-                for _ in 0..n {
-                    let k = self.value(depth + 1)?;
-                    let v = self.value(depth + 1)?;
-                    pairs.push((k, v));
-                }
-                Reply::Map(pairs)
-            }
-            b'~' => {
-                let n = length(&rest, MAX_ELEMENTS)?.ok_or_else(|| invalid("set of length -1".into()))?;
-                Reply::Set(self.values(n, depth)?)
-            }
-            b'>' => {
-                let n = length(&rest, MAX_ELEMENTS)?.ok_or_else(|| invalid("push of length -1".into()))?;
-                Reply::Push(self.values(n, depth)?)
-            }
-            _ => return Err(invalid(format!("not a reply: {}", show_bytes(&line, 80)))),
-        })
-    }
-
-    fn values(&mut self, n: usize, depth: usize) -> io::Result<Vec<Reply>> {
-        let mut items = Vec::with_capacity(n.min(1024));
-        for _ in 0..n {
-            items.push(self.value(depth + 1)?);
-        }
-        Ok(items)
-    }
-
-    fn sized_blob(&mut self, len: &[u8]) -> io::Result<Vec<u8>> {
-        let n = length(len, MAX_BULK)?.ok_or_else(|| invalid("blob of length -1".into()))?;
-        self.blob(n)
-    }
-
-    /// `n` bytes and the CRLF after them.
-    fn blob(&mut self, n: usize) -> io::Result<Vec<u8>> {
-        let mut data = vec![0; n + 2];
-        self.inner.read_exact(&mut data)?;
-        if !data.ends_with(b"\r\n") {
-            return Err(invalid(format!("a {n}-byte blob not followed by CRLF")));
-        }
-        data.truncate(n);
-        Ok(data)
-    }
-}
-
-/// A RESP integer: an optional `-` and decimal digits, nothing else.
-fn integer(text: &[u8]) -> io::Result<i64> {
-    let digits = text.strip_prefix(b"-").unwrap_or(text);
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid(format!("not an integer: {}", show_bytes(text, 40))));
-    }
-    std::str::from_utf8(text)
-        .unwrap()
-        .parse()
-        .map_err(|_| invalid(format!("integer out of range: {}", show_bytes(text, 40))))
-}
-
-/// A length: -1 (`None`) or 0..=max.
-fn length(text: &[u8], max: usize) -> io::Result<Option<usize>> {
-    match integer(text)? {
-        -1 => Ok(None),
-        n if n >= 0 && n as u64 <= max as u64 => Ok(Some(n as usize)),
-        n => Err(invalid(format!("length {n} out of 0..={max}"))),
-    }
-}
-
-fn show_bytes(bytes: &[u8], max: usize) -> String {
-    let mut s = String::from("\"");
-    for &c in bytes.iter().take(max) {
-        match c {
-            b'"' => s.push_str("\\\""),
-            b'\\' => s.push_str("\\\\"),
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            0x20..=0x7e => s.push(c as char),
-            _ => {
-                let _ = write!(s, "\\x{c:02x}");
-            }
+        let ready = |addr| ping(addr, Duration::from_secs(2));
+        let server = Server::start("redis-server", command, ready, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{} did not start: {e}", path.display()));
+        RedisServer {
+            addr: server.addr(),
+            _server: server,
+            path: path.to_path_buf(),
         }
     }
-    s.push('"');
-    if bytes.len() > max {
-        let _ = write!(s, "...({} bytes)", bytes.len());
-    }
-    s
 }
 
 fn show_args(args: &[Vec<u8>]) -> String {
@@ -1047,51 +807,6 @@ fn show_args(args: &[Vec<u8>]) -> String {
         let _ = write!(s, " ...({} arguments)", args.len());
     }
     s
-}
-
-impl fmt::Display for Reply {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fn list(f: &mut fmt::Formatter<'_>, open: &str, items: &[Reply], close: &str) -> fmt::Result {
-            f.write_str(open)?;
-            for (i, item) in items.iter().take(24).enumerate() {
-                if i > 0 {
-                    f.write_str(", ")?;
-                }
-                write!(f, "{item}")?;
-            }
-            if items.len() > 24 {
-                write!(f, ", ...({} elements)", items.len())?;
-            }
-            f.write_str(close)
-        }
-        match self {
-            Reply::Simple(s) => write!(f, "+{}", show_bytes(s, 200)),
-            Reply::Error(s) => write!(f, "-{}", show_bytes(s, 400)),
-            Reply::Int(n) => write!(f, ":{n}"),
-            Reply::Bulk(b) => write!(f, "{}", show_bytes(b, 64)),
-            Reply::NullBulk => f.write_str("$-1 (null bulk)"),
-            Reply::Array(items) => list(f, "*[", items, "]"),
-            Reply::NullArray => f.write_str("*-1 (null array)"),
-            Reply::Null => f.write_str("_ (RESP3 null)"),
-            Reply::Bool(b) => write!(f, "#{}", if *b { 't' } else { 'f' }),
-            Reply::Double(d) => write!(f, ",{}", show_bytes(d, 64)),
-            Reply::BigNumber(d) => write!(f, "({}", show_bytes(d, 64)),
-            Reply::BlobError(b) => write!(f, "!{}", show_bytes(b, 400)),
-            Reply::Verbatim(b) => write!(f, "={}", show_bytes(b, 64)),
-            Reply::Map(pairs) => {
-                f.write_str("%{")?;
-                for (i, (k, v)) in pairs.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{k}: {v}")?;
-                }
-                f.write_str("}")
-            }
-            Reply::Set(items) => list(f, "~{", items, "}"),
-            Reply::Push(items) => list(f, ">[", items, "]"),
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

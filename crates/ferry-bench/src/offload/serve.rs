@@ -443,10 +443,12 @@ impl Figure8 {
             title,
             groups: groups.clone(),
             bars: bars(rate, f),
+            ..Default::default()
         };
         bars_svg(
             path,
             "DPU paper Figure 8 on one machine: tonic host vs offload engine + Ferry host",
+            3,
             &[
                 panel(format!("host CPU per request at {at} req/s (µs)"), at, &|r| {
                     r.host_cpu_us

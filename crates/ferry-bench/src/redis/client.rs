@@ -14,9 +14,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::csv::{self, Row};
-use super::server::shell_quote;
 use crate::BoxError;
 use crate::harness::cpu::{self as procfs, Source};
+use ferry_launch::shell_quote;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -27,6 +27,8 @@ pub struct Invocation {
     pub args: Vec<String>,
     /// How long it may take before it is killed and the run fails.
     pub deadline: Duration,
+    /// The server's CPU and redis-benchmark's (the calling thread's).
+    pub cores: (usize, usize),
 }
 
 impl Invocation {
@@ -63,19 +65,11 @@ pub struct ClientRun {
     pub client_core_busy_s: f64,
 }
 
-/// The two cores of a run.
-#[derive(Debug, Clone, Copy)]
-pub struct Cores {
-    /// The server's.
-    pub server: usize,
-    /// redis-benchmark's.
-    pub client: usize,
-}
-
 /// Runs `inv` against the server with process id `server_pid`, from the calling thread.
-pub fn run(inv: &Invocation, server_pid: u32, cores: Cores) -> Result<ClientRun, BoxError> {
+pub fn run(inv: &Invocation, server_pid: u32) -> Result<ClientRun, BoxError> {
+    let (server_cpu, client_cpu) = inv.cores;
     let server_before = procfs::cpu(server_pid).map_err(|e| format!("reading the server's CPU time: {e}"))?;
-    let cores_before = (procfs::core(cores.server)?, procfs::core(cores.client)?);
+    let cores_before = (procfs::core(server_cpu)?, procfs::core(client_cpu)?);
     let started = Instant::now();
     let mut child = Command::new(&inv.program)
         .args(&inv.args)
@@ -115,7 +109,7 @@ pub fn run(inv: &Invocation, server_pid: u32, cores: Cores) -> Result<ClientRun,
             let wall = started.elapsed();
             let client = procfs::cpu(pid)?;
             let server_after = procfs::cpu(server_pid).map_err(|e| format!("the server is gone: {e}"))?;
-            let cores_after = (procfs::core(cores.server)?, procfs::core(cores.client)?);
+            let cores_after = (procfs::core(server_cpu)?, procfs::core(client_cpu)?);
             let cpus = procfs::cpus_allowed(pid);
             Ok::<_, BoxError>((text, wall, client, server_after, cores_after, cpus))
         });

@@ -24,34 +24,37 @@
 //! take turns in alternating order and the table shows medians and the rounds' range: on this
 //! project's VM single rounds of one server vary by up to 25-40 % at pipeline 16 (see
 //! `docs/benchmarks/redis.md`, which runs redis-server on both sides), so results use 5
-//! rounds. The targets (issue text) are checked per test in [`Target`].
+//! rounds. The targets (issue text) are checked per test in [`Goal`].
 //!
 //! What it is NOT: a check of the replies' contents under load (redis-benchmark counts
 //! replies and stops on an error reply; the harness spot-checks values after loading).
 
-mod chart;
 mod client;
 pub mod csv;
 mod preload;
-
 mod report;
-pub mod resp;
 mod server;
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
+
+use clap::ValueEnum as _;
+use ferry_launch::Server;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use crate::BoxError;
 use crate::harness::cli::Common;
+use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
-use crate::harness::{self, Budget, report as results};
+use crate::harness::{self, Budget};
 
-pub use report::{Comparison, Median, Run, RunId, Summary, Target};
+pub use report::{Comparison, Goal, Median, Run, Runs};
 pub use server::ServerCmd;
 
-use client::{Cores, Invocation};
+use client::Invocation;
 use preload::Family;
-use server::Server;
 
 /// Options of `ferry bench redis`.
 #[derive(clap::Args, Debug)]
@@ -98,25 +101,31 @@ pub struct Args {
 }
 
 /// One of the benchmark's tests: a redis-benchmark command and the data it reads.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Test {
     /// `-t get -d 4096`: GET of 4096-byte values.
     #[value(name = "get-4k")]
+    #[serde(rename = "get-4k")]
     Get4k,
     /// `mget m:__rand_int__ m:__rand_int__`: MGET of two 2048-byte values.
     #[value(name = "mget-2")]
+    #[serde(rename = "mget-2")]
     Mget2,
     /// `lrange l:__rand_int__ 0 1`: both elements of a list of two 2048-byte strings.
     #[value(name = "lrange-2")]
+    #[serde(rename = "lrange-2")]
     Lrange2,
     /// `-t set -d 4096`: SET of 4096-byte values.
     #[value(name = "set-4k")]
+    #[serde(rename = "set-4k")]
     Set4k,
     /// `-t get -d 64`: GET of 64-byte values.
     #[value(name = "get-64")]
+    #[serde(rename = "get-64")]
     Get64,
     /// `-t set -d 64`: SET of 64-byte values.
     #[value(name = "set-64")]
+    #[serde(rename = "set-64")]
     Set64,
 }
 
@@ -131,16 +140,10 @@ impl Test {
         Test::Set64,
     ];
 
-    /// Its name in the results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Test::Get4k => "get-4k",
-            Test::Mget2 => "mget-2",
-            Test::Lrange2 => "lrange-2",
-            Test::Set4k => "set-4k",
-            Test::Get64 => "get-64",
-            Test::Set64 => "set-64",
-        }
+    /// Its name in the results and on the command line.
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_owned())
     }
 
     /// Its name in tables and plots.
@@ -168,43 +171,41 @@ impl Test {
         }
     }
 
-    /// The title redis-benchmark gives it in the CSV.
-    fn csv_title(self) -> &'static str {
-        match self {
-            Test::Get4k | Test::Get64 => "GET",
-            Test::Set4k | Test::Set64 => "SET",
-            Test::Mget2 => "mget m:__rand_int__ m:__rand_int__",
-            Test::Lrange2 => "lrange l:__rand_int__ 0 1",
+    /// The title redis-benchmark gives it in the CSV: the command, or a custom command line.
+    fn csv_title(self) -> String {
+        match self.bench_args() {
+            ["-t", command, ..] => command.to_uppercase(),
+            custom => custom.join(" "),
         }
     }
 
     /// The family of keys it reads, which must be loaded before it runs.
     fn reads(self) -> Option<Family> {
-        match self {
-            Test::Get4k => Some(Family::Key(4096)),
-            Test::Get64 => Some(Family::Key(64)),
-            Test::Mget2 => Some(Family::Mget),
-            Test::Lrange2 => Some(Family::List),
-            Test::Set4k | Test::Set64 => None,
+        match self.bench_args() {
+            ["-t", "get", "-d", len] => len.parse().ok().map(Family::Key),
+            ["mget", ..] => Some(Family::Mget),
+            ["lrange", ..] => Some(Family::List),
+            _ => None,
         }
     }
 
     /// The length of the `key:` values it writes.
     fn writes_len(self) -> Option<usize> {
-        match self {
-            Test::Set4k => Some(4096),
-            Test::Set64 => Some(64),
+        match self.bench_args() {
+            ["-t", "set", "-d", len] => len.parse().ok(),
             _ => None,
         }
     }
 }
 
 /// The two servers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Side {
     /// `redis-server`.
+    #[serde(rename = "redis-server")]
     Redis,
     /// Ferry's server (`ferry redis`, or the `--ferry-cmd` stand-in).
+    #[serde(rename = "ferry")]
     Ferry,
 }
 
@@ -245,37 +246,58 @@ struct Plan {
 }
 
 impl Plan {
-    /// redis-benchmark's arguments for `test` at pipeline `p` with `n` requests.
-    fn invocation(&self, port: u16, test: Test, p: u32, n: u64, deadline: Duration) -> Invocation {
-        let mut args: Vec<String> = [
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-c",
-            &self.clients.to_string(),
-            "-n",
-            &n.to_string(),
-            "-r",
-            &self.keys.to_string(),
-            "-P",
-            &p.to_string(),
-            "--csv",
-        ]
-        .map(str::to_owned)
-        .to_vec();
-        args.extend(test.bench_args().iter().map(|s| (*s).to_owned()));
-        Invocation {
-            program: self.bench.clone(),
-            args,
-            deadline,
+    /// The plan `args` ask for, with the programs found on `PATH`.
+    fn new(args: &Args, ferry: ServerCmd) -> Result<Plan, BoxError> {
+        let bench = which(&args.redis_benchmark, "redis-tools").map_err(|e| {
+            e.to_string()
+                .replace("--redis-benchmark", "--redis-benchmark PATH")
+        })?;
+        let redis = which(&args.redis_server, "redis-server")?;
+        let mut ferry = match &args.ferry_cmd {
+            Some(line) => ServerCmd::parse(line)?,
+            None => ferry,
+        };
+        ferry.args.extend(args.ferry_arg.iter().cloned());
+        let cpus = harness::cpus();
+        if args.server_cpu == args.client_cpu || args.server_cpu.max(args.client_cpu) >= cpus {
+            return Err(format!(
+                "--server-cpu {} and --client-cpu {} must be two different CPUs below {cpus}",
+                args.server_cpu, args.client_cpu
+            )
+            .into());
         }
+        let pipelines = pipelines(&args.pipeline);
+        if pipelines.contains(&0) || args.clients == 0 || args.keys == 0 || args.repeat == 0 {
+            return Err("--pipeline, --clients, --keys and --repeat must be at least 1".into());
+        }
+        Ok(Plan {
+            tests: tests(&args.test),
+            pipelines,
+            budget: args.common.budget(1_000, 5_000),
+            repeat: args.repeat,
+            keys: args.keys,
+            clients: args.clients,
+            server_cpu: args.server_cpu,
+            client_cpu: args.client_cpu,
+            bench,
+            redis: ServerCmd::redis_server(&redis),
+            ferry,
+        })
     }
 
-    fn cores(&self) -> Cores {
-        Cores {
-            server: self.server_cpu,
-            client: self.client_cpu,
+    /// redis-benchmark's arguments for `test` at pipeline `p` with `n` requests.
+    fn invocation(&self, port: u16, test: Test, p: u32, n: u64, deadline: Duration) -> Invocation {
+        let (c, r) = (self.clients, self.keys);
+        let common = format!("-h 127.0.0.1 -p {port} -c {c} -n {n} -r {r} -P {p} --csv");
+        Invocation {
+            program: self.bench.clone(),
+            args: common
+                .split(' ')
+                .chain(test.bench_args().iter().copied())
+                .map(str::to_owned)
+                .collect(),
+            deadline,
+            cores: (self.server_cpu, self.client_cpu),
         }
     }
 
@@ -312,7 +334,7 @@ fn which(name: &str, package: &str) -> Result<String, BoxError> {
 }
 
 /// The first line `program --version` prints.
-fn version(program: &str) -> Option<String> {
+fn version(program: &Path) -> Option<String> {
     let out = std::process::Command::new(program)
         .arg("--version")
         .output()
@@ -326,136 +348,117 @@ fn version(program: &str) -> Option<String> {
     )
 }
 
-/// `ferry bench redis`: measures, prints the table and the targets, writes `--json` and
-/// `--plot`; with `--from`, only prints and plots an earlier run. `ferry` is Ferry's server
-/// command ([`ServerCmd::ferry`] of the running `ferry` binary), unless `--ferry-cmd` replaces it.
-pub fn run(args: &Args, ferry: ServerCmd) -> Result<Summary, BoxError> {
-    if let Some(from) = &args.common.from {
-        let summary = Summary::load(from)?;
-        summary.print();
-        if let Some(plot) = &args.common.plot {
-            summary.plot(plot)?;
-            println!("plot in {}", plot.display());
-        }
-        return Ok(summary);
+/// `ferry bench redis` through the lifecycle: measures (or reads `--from`), prints the tables
+/// and the targets, writes `--json` and `--plot`. `ferry` is Ferry's server command
+/// ([`ServerCmd::ferry`] of the running `ferry` binary), unless `--ferry-cmd` replaces it.
+pub fn run(args: &Args, ferry: ServerCmd) -> Result<Runs, BoxError> {
+    lifecycle::main(&Redis { args, ferry }, &args.common)
+}
+
+/// The benchmark as the lifecycle runs it.
+struct Redis<'a> {
+    args: &'a Args,
+    ferry: ServerCmd,
+}
+
+impl Benchmark for Redis<'_> {
+    const NAME: &'static str = "redis";
+    type Records = Runs;
+
+    fn plan(&self) -> u64 {
+        let a = self.args;
+        (a.repeat * 2 * tests(&a.test).len() * pipelines(&a.pipeline).len()) as u64
     }
-    let started = Instant::now();
-    let json = args.common.json_path()?.to_owned();
-    let bench = which(&args.redis_benchmark, "redis-tools").map_err(|e| {
-        e.to_string()
-            .replace("--redis-benchmark", "--redis-benchmark PATH")
-    })?;
-    let redis = which(&args.redis_server, "redis-server")?;
-    let mut ferry = match &args.ferry_cmd {
-        Some(line) => ServerCmd::parse(line)?,
-        None => ferry,
-    };
-    ferry.args.extend(args.ferry_arg.iter().cloned());
-    let cpus = harness::cpus();
-    if args.server_cpu == args.client_cpu || args.server_cpu.max(args.client_cpu) >= cpus {
-        return Err(format!(
-            "--server-cpu {} and --client-cpu {} must be two different CPUs below {cpus}",
-            args.server_cpu, args.client_cpu
-        )
-        .into());
+
+    fn run(&self, progress: &Progress) -> Result<(Value, Runs), BoxError> {
+        let plan = Plan::new(self.args, self.ferry.clone())?;
+        progress.suspend(|| {
+            println!(
+                "ferry bench redis: servers on CPU {}, redis-benchmark on CPU {}, -c {} -r {}, {} per test\n  redis-server: {}\n  ferry:        {}",
+                plan.server_cpu,
+                plan.client_cpu,
+                plan.clients,
+                plan.keys,
+                plan.budget.describe("requests"),
+                plan.redis.template(),
+                plan.ferry.template(),
+            )
+        });
+        // On a thread of its own pinned to the client CPU (the caller's affinity stays as it
+        // was): redis-benchmark inherits that CPU, and loading the keys stays off the server's.
+        let (records, requests) = std::thread::scope(|s| {
+            s.spawn(|| {
+                harness::pin_current_thread(plan.client_cpu)?;
+                measure(&plan, progress)
+            })
+            .join()
+            .unwrap_or_else(|_| Err("the measuring thread panicked".into()))
+        })?;
+        let cases = plan
+            .tests
+            .iter()
+            .flat_map(|&t| plan.pipelines.iter().map(move |&p| (t, p)));
+        let settings = json!({
+            "tests": plan.tests.iter().map(|t| json!({
+                "name": t.name(),
+                "label": t.label(),
+                "redis_benchmark_args": t.bench_args(),
+            })).collect::<Vec<_>>(),
+            "pipelines": plan.pipelines,
+            "clients": plan.clients,
+            "keys": plan.keys,
+            "repeat": plan.repeat,
+            "budget": plan.budget.to_json("requests"),
+            "requests": cases
+                .filter_map(|(t, p)| Some((format!("{}@P{p}", t.name()), json!(requests.get(&(t, p))?))))
+                .collect::<serde_json::Map<_, _>>(),
+            "requests_sized_by": "the warm-up run on the first server of the first round (redis-server), for the budget's duration",
+            "server_cpu": plan.server_cpu,
+            "client_cpu": plan.client_cpu,
+            "redis_server": {"command": plan.redis.template(), "version": version(&plan.redis.program)},
+            "ferry": {"command": plan.ferry.template()},
+            "redis_benchmark": {"path": plan.bench, "version": version(Path::new(&plan.bench))},
+            "cpu_time": "server: utime+stime from /proc/PID/task/*/schedstat (ns on a CPU, summed over threads; /proc/PID/stat ticks if unavailable), read before redis-benchmark starts and after it exits; client: redis-benchmark's own total, read while it is a zombie",
+        });
+        Ok((settings, Runs { records }))
     }
-    let mut tests: Vec<Test> = if args.test.is_empty() {
-        Test::ALL.to_vec()
-    } else {
-        Vec::new()
-    };
-    for t in Test::ALL {
-        if args.test.contains(&t) {
-            tests.push(t);
-        }
+
+    fn table(runs: &Runs) {
+        runs.print();
     }
-    let mut pipelines = args.pipeline.clone();
+
+    fn targets(runs: &Runs) -> Vec<Target> {
+        runs.targets()
+    }
+
+    fn plot(runs: &Runs, path: &Path) -> Result<(), BoxError> {
+        runs.plot(path)
+    }
+}
+
+/// The tests `--test` names, in the order of [`Test::ALL`] (all of them if none).
+fn tests(named: &[Test]) -> Vec<Test> {
+    Test::ALL
+        .into_iter()
+        .filter(|t| named.is_empty() || named.contains(t))
+        .collect()
+}
+
+/// The pipeline depths, sorted, each once.
+fn pipelines(named: &[u32]) -> Vec<u32> {
+    let mut pipelines = named.to_vec();
     pipelines.sort_unstable();
     pipelines.dedup();
-    if pipelines.contains(&0) || args.clients == 0 || args.keys == 0 || args.repeat == 0 {
-        return Err("--pipeline, --clients, --keys and --repeat must be at least 1".into());
-    }
-    let plan = Plan {
-        tests,
-        pipelines,
-        budget: args.common.budget(1_000, 5_000),
-        repeat: args.repeat,
-        keys: args.keys,
-        clients: args.clients,
-        server_cpu: args.server_cpu,
-        client_cpu: args.client_cpu,
-        bench: bench.clone(),
-        redis: ServerCmd::redis_server(&redis),
-        ferry,
-    };
-    println!(
-        "ferry bench redis: servers on CPU {}, redis-benchmark on CPU {}, -c {} -r {}, {} per test\n  redis-server: {}\n  ferry:        {}",
-        plan.server_cpu,
-        plan.client_cpu,
-        plan.clients,
-        plan.keys,
-        plan.budget.describe("requests"),
-        plan.redis.template(),
-        plan.ferry.template(),
-    );
-    // On a thread of its own pinned to the client CPU (the caller's affinity stays as it
-    // was): redis-benchmark inherits that CPU, and loading the keys stays off the server's.
-    let (runs, requests) = std::thread::scope(|s| {
-        s.spawn(|| {
-            harness::pin_current_thread(plan.client_cpu)?;
-            measure(&plan)
-        })
-        .join()
-        .unwrap_or_else(|_| Err("the measuring thread panicked".into()))
-    })?;
-    let summary = Summary { runs };
-    summary.print();
-    let settings = serde_json::json!({
-        "tests": plan.tests.iter().map(|t| serde_json::json!({
-            "name": t.name(),
-            "label": t.label(),
-            "redis_benchmark_args": t.bench_args(),
-        })).collect::<Vec<_>>(),
-        "pipelines": plan.pipelines,
-        "clients": plan.clients,
-        "keys": plan.keys,
-        "repeat": plan.repeat,
-        "budget": plan.budget.to_json("requests"),
-        "requests": plan.tests.iter().flat_map(|&t| plan.pipelines.iter().map(move |&p| (t, p)))
-            .filter_map(|(t, p)| requests.get(&(t, p)).map(|n| (format!("{}@P{p}", t.name()), serde_json::json!(n))))
-            .collect::<serde_json::Map<_, _>>(),
-        "requests_sized_by": "the warm-up run on the first server of the first round (redis-server), for the budget's duration",
-        "server_cpu": plan.server_cpu,
-        "client_cpu": plan.client_cpu,
-        "redis_server": {"command": plan.redis.template(), "version": version(&redis)},
-        "ferry": {"command": plan.ferry.template()},
-        "redis_benchmark": {"path": bench, "version": version(&bench)},
-        "cpu_time": "server: utime+stime from /proc/PID/task/*/schedstat (ns on a CPU, summed over threads; /proc/PID/stat ticks if unavailable), read before redis-benchmark starts and after it exits; client: redis-benchmark's own total, read while it is a zombie",
-    });
-    results::save(
-        &json,
-        "redis",
-        settings,
-        &summary.records(),
-        serde_json::json!({ "comparisons": summary.comparisons_json() }),
-        started.elapsed(),
-    )?;
-    if let Some(plot) = &args.common.plot {
-        summary.plot(plot)?;
-        println!("plot in {}", plot.display());
-    }
-    Ok(summary)
+    pipelines
 }
 
 /// `-n` of each test at each pipeline depth.
 type Requests = HashMap<(Test, u32), u64>;
 
 /// Every round, server and test; returns the runs and the `-n` each test ran with.
-fn measure(plan: &Plan) -> Result<(Vec<Run>, Requests), BoxError> {
+fn measure(plan: &Plan, progress: &Progress) -> Result<(Vec<Run>, Requests), BoxError> {
     let mut requests = Requests::new();
     let mut runs = Vec::new();
-    let per_server = (plan.tests.len() * plan.pipelines.len()) as u64;
-    let progress = Progress::new(plan.repeat as u64 * 2 * per_server, "redis");
     for round in 0..plan.repeat {
         let order = if round % 2 == 0 {
             [Side::Redis, Side::Ferry]
@@ -468,21 +471,17 @@ fn measure(plan: &Plan) -> Result<(Vec<Run>, Requests), BoxError> {
                 Side::Ferry => &plan.ferry,
             };
             progress.start(format!("round {} {}: starting", round + 1, side.name()));
-            let mut server = Server::start(side.name(), cmd, plan.server_cpu)?;
-            let result = measure_server(
+            let mut server = server::start(side.name(), cmd, plan.server_cpu)?;
+            measure_server(
                 plan,
                 &mut server,
-                side,
-                round,
+                (round, side),
                 &mut requests,
-                &progress,
+                progress,
                 &mut runs,
-            );
-            server.stop();
-            result?;
+            )?;
         }
     }
-    progress.finish();
     Ok((runs, requests))
 }
 
@@ -490,21 +489,17 @@ fn measure(plan: &Plan) -> Result<(Vec<Run>, Requests), BoxError> {
 fn measure_server(
     plan: &Plan,
     server: &mut Server,
-    side: Side,
-    round: usize,
+    (round, side): (usize, Side),
     requests: &mut Requests,
     progress: &Progress,
     runs: &mut Vec<Run>,
 ) -> Result<(), BoxError> {
     let what = |s: &str| format!("round {} {}: {s}", round + 1, side.name());
-    let mut conn = preload::connect(server.port)?;
+    let mut conn = preload::connect(server.addr())?;
     let at_start = preload::dbsize(&mut conn)?;
     if at_start != 0 {
-        return Err(format!(
-            "{} holds {at_start} keys at start; expected an empty database",
-            server.command
-        )
-        .into());
+        let command = server.command();
+        return Err(format!("{command} holds {at_start} keys at start; expected an empty database").into());
     }
     // The families that never change, then `key:` as each test needs it.
     let mut loaded = 0u64;
@@ -532,14 +527,13 @@ fn measure_server(
             progress.start(what(&format!("{} P={p} warm-up", test.label())));
             let warm = client::run(
                 &plan.invocation(
-                    server.port,
+                    server.addr().port(),
                     test,
                     p,
                     plan.warmup_requests(p),
                     Duration::from_secs(120),
                 ),
-                server.pid,
-                plan.cores(),
+                server.pid(),
             )
             .map_err(|e| format!("{}, warm-up: {e}", side.name()))?;
             let n = *requests.entry((test, p)).or_insert_with(|| match plan.budget {
@@ -549,9 +543,8 @@ fn measure_server(
             // Generous: three times as long as the warm-up's rate predicts, plus half a minute.
             let deadline = Duration::from_secs_f64(3.0 * n as f64 / warm.row.rps.max(1.0) + 30.0);
             progress.start(what(&format!("{} P={p} -n {n}", test.label())));
-            let inv = plan.invocation(server.port, test, p, n, deadline);
-            let measured =
-                client::run(&inv, server.pid, plan.cores()).map_err(|e| format!("{}: {e}", side.name()))?;
+            let inv = plan.invocation(server.addr().port(), test, p, n, deadline);
+            let measured = client::run(&inv, server.pid()).map_err(|e| format!("{}: {e}", side.name()))?;
             if measured.row.test != test.csv_title() {
                 return Err(format!(
                     "{}: the CSV names the test {:?}, expected {:?}",
@@ -563,16 +556,11 @@ fn measure_server(
             }
             server.check_alive()?;
             runs.push(Run::from_client(
-                RunId {
-                    round,
-                    side,
-                    test,
-                    pipeline: p,
-                },
+                (round, side, test, p),
                 n,
                 &inv,
                 server,
-                &measured,
+                measured,
                 warm.row.rps,
             ));
             // A SET over values of another length leaves some keys of each. Over no values it
@@ -590,7 +578,7 @@ fn measure_server(
 
 /// Loads `family`, checks a few of its keys, and checks that the server then holds
 /// `expected` keys in all.
-fn load_checked(conn: &mut resp::Conn, family: Family, keys: u64, expected: u64) -> Result<(), BoxError> {
+fn load_checked(conn: &mut preload::Conn, family: Family, keys: u64, expected: u64) -> Result<(), BoxError> {
     let what = family.key(0);
     preload::load(conn, family, keys).map_err(|e| format!("loading {what}..: {e}"))?;
     preload::check(conn, family, keys).map_err(|e| format!("checking {what}..: {e}"))?;
@@ -634,11 +622,13 @@ mod tests {
             "redis-benchmark -h 127.0.0.1 -p 6400 -c 50 -n 500000 -r 100000 -P 16 --csv mget m:__rand_int__ m:__rand_int__"
         );
         assert_eq!(plan.warmup_requests(16), 160_000);
-        for t in Test::ALL {
-            // Every test that reads has its family; every GET reads the family its -d names.
-            if let Some(Family::Key(len)) = t.reads() {
-                assert_eq!(t.bench_args()[3], len.to_string());
-            }
-        }
+        let titles = Test::ALL.map(|t| (t.name(), t.csv_title(), t.reads(), t.writes_len()));
+        assert_eq!(
+            titles[0],
+            ("get-4k".into(), "GET".into(), Some(Family::Key(4096)), None)
+        );
+        assert_eq!(titles[1].1, "mget m:__rand_int__ m:__rand_int__");
+        assert_eq!(titles[2].2, Some(Family::List));
+        assert_eq!(titles[5], ("set-64".into(), "SET".into(), None, Some(64)));
     }
 }

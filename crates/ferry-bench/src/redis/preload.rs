@@ -14,10 +14,17 @@
 //! Values are letters in a pattern that depends on the key's number, so that a spot check
 //! after the load catches a server that answers with the wrong key's value.
 
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use super::resp::{self, Conn, Reply};
+use ferry_redis::resp::client::{Reply, ReplyReader, encode_command};
+
 use crate::BoxError;
+
+/// A connection to the server under test: replies read from it, commands written to its
+/// stream ([`ReplyReader::get_mut`]).
+pub type Conn = ReplyReader<TcpStream>;
 
 /// Bytes of commands sent before their replies are read.
 const BATCH_BYTES: usize = 4 << 20;
@@ -100,9 +107,9 @@ impl Family {
         let salt = self.salt();
         match self {
             Family::Key(_) | Family::Mget => {
-                resp::encode(out, &[b"SET", key.as_bytes(), pattern.value(i, salt)])
+                encode_command(out, &[b"SET", key.as_bytes(), pattern.value(i, salt)])
             }
-            Family::List => resp::encode(
+            Family::List => encode_command(
                 out,
                 &[
                     b"RPUSH",
@@ -117,8 +124,8 @@ impl Family {
     /// Whether `reply` is the success reply of the command that wrote a key.
     fn write_ok(self, reply: &Reply) -> bool {
         match self {
-            Family::Key(_) | Family::Mget => *reply == Reply::Simple("OK".into()),
-            Family::List => *reply == Reply::Integer(2),
+            Family::Key(_) | Family::Mget => *reply == Reply::simple("OK"),
+            Family::List => *reply == Reply::Int(2),
         }
     }
 }
@@ -133,12 +140,12 @@ pub fn load(conn: &mut Conn, family: Family, keys: u64) -> Result<(), BoxError> 
     for i in 0..keys {
         family.encode(&mut out, &pattern, i);
         if out.len() >= BATCH_BYTES || i + 1 == keys {
-            conn.send(&out)?;
+            conn.get_mut().write_all(&out)?;
             out.clear();
             for k in first..=i {
-                let reply = conn.read()?;
+                let reply = conn.reply()?;
                 if !family.write_ok(&reply) {
-                    return Err(format!("writing {}: the server answered {reply:?}", family.key(k)).into());
+                    return Err(format!("writing {}: the server answered {reply}", family.key(k)).into());
                 }
             }
             first = i + 1;
@@ -152,14 +159,14 @@ pub fn load(conn: &mut Conn, family: Family, keys: u64) -> Result<(), BoxError> 
 pub fn check(conn: &mut Conn, family: Family, keys: u64) -> Result<(), BoxError> {
     let pattern = family.pattern();
     let salt = family.salt();
-    let bulk = |v: &[u8]| Reply::Bulk(Some(v.to_vec()));
+    let bulk = |v: &[u8]| Reply::Bulk(v.to_vec());
     let samples = [0, 1, keys / 3, keys / 2 + 7, keys.saturating_sub(1)];
     for &i in samples.iter().filter(|&&i| i < keys) {
         let key = family.key(i);
         let (command, reply, expected) = match family {
             Family::Key(_) => (
                 format!("GET {key}"),
-                conn.call(&[b"GET", key.as_bytes()])?,
+                call(conn, &[b"GET", key.as_bytes()])?,
                 bulk(pattern.value(i, salt)),
             ),
             Family::Mget => {
@@ -167,58 +174,49 @@ pub fn check(conn: &mut Conn, family: Family, keys: u64) -> Result<(), BoxError>
                 let other = family.key(j);
                 (
                     format!("MGET {key} {other}"),
-                    conn.call(&[b"MGET", key.as_bytes(), other.as_bytes()])?,
-                    Reply::Array(Some(vec![
-                        bulk(pattern.value(i, salt)),
-                        bulk(pattern.value(j, salt)),
-                    ])),
+                    call(conn, &[b"MGET", key.as_bytes(), other.as_bytes()])?,
+                    Reply::Array(vec![bulk(pattern.value(i, salt)), bulk(pattern.value(j, salt))]),
                 )
             }
             Family::List => (
                 format!("LRANGE {key} 0 1"),
-                conn.call(&[b"LRANGE", key.as_bytes(), b"0", b"1"])?,
-                Reply::Array(Some(vec![
+                call(conn, &[b"LRANGE", key.as_bytes(), b"0", b"1"])?,
+                Reply::Array(vec![
                     bulk(pattern.value(i, salt)),
                     bulk(pattern.value(i, salt + 1)),
-                ])),
+                ]),
             ),
         };
         if reply != expected {
-            return Err(format!(
-                "{command}: the server answered {}, expected {}",
-                brief(&reply),
-                brief(&expected)
-            )
-            .into());
+            return Err(format!("{command}: the server answered {reply}, expected {expected}").into());
         }
     }
     Ok(())
 }
 
-/// A reply shortened for an error message: bulk strings by length and first bytes.
-fn brief(reply: &Reply) -> String {
-    match reply {
-        Reply::Bulk(Some(b)) => format!(
-            "a {}-byte string {:?}..",
-            b.len(),
-            String::from_utf8_lossy(&b[..b.len().min(8)])
-        ),
-        Reply::Array(Some(items)) => format!("[{}]", items.iter().map(brief).collect::<Vec<_>>().join(", ")),
-        other => format!("{other:?}"),
-    }
+/// Sends one command and reads its reply.
+fn call(conn: &mut Conn, args: &[&[u8]]) -> Result<Reply, BoxError> {
+    let mut out = Vec::new();
+    encode_command(&mut out, args);
+    conn.get_mut().write_all(&out)?;
+    Ok(conn.reply()?)
 }
 
 /// `DBSIZE`.
 pub fn dbsize(conn: &mut Conn) -> Result<u64, BoxError> {
-    match conn.call(&[b"DBSIZE"])? {
-        Reply::Integer(n) if n >= 0 => Ok(n as u64),
-        other => Err(format!("DBSIZE answered {other:?}").into()),
+    match call(conn, &[b"DBSIZE"])? {
+        Reply::Int(n) if n >= 0 => Ok(n as u64),
+        other => Err(format!("DBSIZE answered {other}").into()),
     }
 }
 
-/// Connects for loading.
-pub fn connect(port: u16) -> Result<Conn, BoxError> {
-    Ok(Conn::connect(port, IO_TIMEOUT)?)
+/// Connects for loading, every read and write bounded.
+pub fn connect(addr: SocketAddr) -> Result<Conn, BoxError> {
+    let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    stream.set_nodelay(true)?;
+    Ok(ReplyReader::new(stream))
 }
 
 #[cfg(test)]
@@ -254,7 +252,7 @@ mod tests {
         out.clear();
         Family::List.encode(&mut out, &p, 0);
         assert!(out.starts_with(b"*4\r\n$5\r\nRPUSH\r\n$14\r\nl:000000000000\r\n$2048\r\nxyzABC"));
-        assert!(Family::List.write_ok(&Reply::Integer(2)));
-        assert!(!Family::Mget.write_ok(&Reply::Error("ERR".into())));
+        assert!(Family::List.write_ok(&Reply::Int(2)));
+        assert!(!Family::Mget.write_ok(&Reply::error("ERR")));
     }
 }

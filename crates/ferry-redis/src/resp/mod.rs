@@ -1,5 +1,7 @@
-//! RESP without I/O: the request parser ([`parse`]) and the reply encoder ([`reply`]).
+//! RESP without I/O: the request parser ([`parse`]) and the reply encoder ([`reply`]); and
+//! the client's side, which reads replies ([`client`]).
 
+pub mod client;
 pub mod parse;
 pub mod reply;
 
