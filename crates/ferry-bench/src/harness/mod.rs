@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::BoxError;
 
 pub mod cli;
+pub mod loadgen;
 pub mod progress;
 pub mod report;
 #[allow(unsafe_code)]
