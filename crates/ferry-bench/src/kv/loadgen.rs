@@ -161,7 +161,9 @@ pub(super) fn run(
     let mut client_cpu0 = None;
     let mut last_work = Instant::now();
 
-    while Instant::now() < window.end {
+    // Until the window's end, and past it if the window started while this thread was not
+    // running (a busy machine): the server's readings must bracket it.
+    while Instant::now() < window.end || marked.is_none() {
         let now = Instant::now();
         if marked.is_none() && now >= window.start {
             client_cpu0 = Some(thread_cpu_time());
@@ -208,7 +210,7 @@ pub(super) fn run(
         if let Some(e) = &s.error {
             return Err(e.clone().into());
         }
-        let answered = marked.as_ref().is_none_or(|m| m.borrow().is_some()) && ended.borrow().is_some();
+        let answered = marked.as_ref().is_some_and(|m| m.borrow().is_some()) && ended.borrow().is_some();
         let idle = backlog.is_empty() && s.outstanding == 0;
         if answered && (idle || now >= drained) {
             break;

@@ -35,7 +35,7 @@ use ferry_rpc::{Addr, LoopConfig};
 
 use crate::BoxError;
 use crate::harness::cli::Common;
-use crate::harness::loadgen::Rule;
+use crate::harness::loadgen::{Figures, Rule};
 use crate::harness::progress::Progress;
 use crate::harness::{self, report as results};
 
@@ -59,7 +59,8 @@ pub struct Args {
     /// Transports, comma-separated (default: tcp,shm).
     #[arg(long, value_delimiter = ',')]
     transport: Vec<Transport>,
-    /// First offered load of each sweep, requests/s.
+    /// First offered load of each sweep's grid, requests/s (after a point at 1,000, the
+    /// unloaded latency).
     #[arg(long, default_value_t = 20_000.0)]
     start_rate: f64,
     /// Each step of a sweep offers this many times the last.
@@ -204,7 +205,7 @@ impl Transport {
 /// How to sweep and where to run, shared by `ferry bench kv`, `ferry calibrate` and the demo.
 #[derive(Debug, Clone)]
 pub struct Sweep {
-    /// First offered load, requests/s.
+    /// First offered load of the grid, requests/s (after the baseline).
     pub start_rate: f64,
     /// Factor between offered loads.
     pub step: f64,
@@ -302,8 +303,7 @@ impl Measured {
     fn from_point(system: System, transport: Transport, rate: f64, p: &Point, rule: &Rule) -> Measured {
         let o = &p.outcome;
         let q = |q: f64| o.latency.quantile(q).unwrap_or(0) as f64 / 1000.0;
-        let verdict = rule.judge(&o.figures());
-        Measured {
+        let mut m = Measured {
             system,
             transport,
             rate,
@@ -316,10 +316,25 @@ impl Measured {
             server_cpu_ns: p.server_cpu_per_request(),
             client_ns: p.client_cpu.as_nanos() as f64 / p.server_requests.max(1) as f64,
             unanswered: o.unanswered,
-            p50_limit_us: rule.max_p50.as_secs_f64() * 1e6,
-            counts: verdict.is_ok(),
-            why_not: verdict.err().map(|s| s.to_string()),
-        }
+            p50_limit_us: f64::NAN,
+            counts: false,
+            why_not: None,
+        };
+        m.judge(rule);
+        m
+    }
+
+    /// Judges it by `rule`: whether it counts, and if not why.
+    fn judge(&mut self, rule: &Rule) {
+        let verdict = rule.judge(&Figures {
+            offered: self.offered,
+            achieved: self.achieved,
+            p50: (self.p50_us > 0.0).then(|| Duration::from_secs_f64(self.p50_us / 1e6)),
+            unanswered: self.unanswered,
+        });
+        self.p50_limit_us = rule.max_p50.as_secs_f64() * 1e6;
+        self.counts = verdict.is_ok();
+        self.why_not = verdict.err().map(|s| s.to_string());
     }
 }
 
@@ -400,7 +415,8 @@ fn sweep_one(
     out: &mut Vec<Measured>,
 ) -> Result<(), BoxError> {
     harness::pin_current_thread(sweep.client_cpu)?;
-    let mut run = |i: usize, rate: f64, rule: Option<Rule>| -> Result<Measured, BoxError> {
+    // Runs one point and judges it by `rule` (by its own median, for the baseline).
+    let run = |i: usize, rate: f64, rule: Option<Rule>| -> Result<Measured, BoxError> {
         let spec = RunSpec {
             rate,
             sessions: sweep.sessions,
@@ -416,32 +432,42 @@ fn sweep_one(
                     transport.name()
                 )
             })?;
-        // The baseline is held to its own median: at its load no queue forms.
         let rule = rule.unwrap_or_else(|| self::rule(point.outcome.figures().p50.unwrap_or_default()));
-        let m = Measured::from_point(system, transport, rate, &point, &rule);
+        Ok(Measured::from_point(system, transport, rate, &point, &rule))
+    };
+    let mut record = |m: Measured| {
         each(&m);
-        out.push(m.clone());
-        Ok(m)
+        let counts = m.counts;
+        out.push(m);
+        counts
     };
     // The unloaded latency first, measured again (up to BASELINE_TRIES times in all) while it
     // does not count or its median is past MAX_QUEUEING (another program held a CPU): the
-    // lowest median that counted is the baseline. If none counted, the row stays empty and
-    // its last point says why.
+    // lowest median of a point that counted by its own is the baseline, and every try is then
+    // judged by it. If none counted, the row stays empty and its last point says why.
     let base_rate = BASELINE_RATE.min(sweep.start_rate);
+    let mut tries: Vec<Measured> = Vec::new();
     let mut baseline: Option<f64> = None;
     for i in 0..BASELINE_TRIES {
         let m = run(sweep.max_points + sweep.refine + i, base_rate, None)?;
         if m.counts {
             baseline = Some(baseline.map_or(m.p50_us, |b| b.min(m.p50_us)));
         }
+        tries.push(m);
         if baseline.is_some_and(|b| b <= MAX_QUEUEING.as_secs_f64() * 1e6) {
             break;
         }
     }
-    let Some(baseline) = baseline else {
+    let rule = baseline.map(|b| self::rule(Duration::from_secs_f64(b / 1e6)));
+    for mut m in tries {
+        if let Some(rule) = &rule {
+            m.judge(rule);
+        }
+        record(m);
+    }
+    let Some(rule) = rule else {
         return Ok(());
     };
-    let rule = self::rule(Duration::from_secs_f64(baseline / 1e6));
     // The grid: the same offered loads for every system (so that work per request can be
     // compared at equal load), up to the first that does not count.
     let mut good = base_rate;
@@ -452,7 +478,7 @@ fn sweep_one(
             rate *= sweep.step;
             continue;
         }
-        if run(i, rate, Some(rule))?.counts {
+        if record(run(i, rate, Some(rule))?) {
             good = rate;
             rate *= sweep.step;
         } else {
@@ -465,7 +491,7 @@ fn sweep_one(
     if let Some(mut bad) = failed {
         for i in 0..sweep.refine {
             let mid = (good * bad).sqrt();
-            if run(sweep.max_points + i, mid, Some(rule))?.counts {
+            if record(run(sweep.max_points + i, mid, Some(rule))?) {
                 good = mid;
             } else {
                 bad = mid;
