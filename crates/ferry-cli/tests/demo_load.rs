@@ -1,16 +1,21 @@
 //! `ferry demo` and `ferry calibrate --quick`, the real commands, while other work runs: two busy
-//! loops and another Ferry process busy-polling on the same CPUs (a `ferry bench kv` whose
-//! server loop never sleeps, pinned where the demo pins its own). Each must still put a number
-//! in every row of its tables. Only that is checked, never a speed: how fast is the machine's
-//! business, that the command measured something and said so is the command's.
+//! loops and another Ferry server kept busy on the same two CPUs (a `ferry redis` at its
+//! defaults, answering pipelined PINGs from a thread of the test without pause, as a server
+//! under a test suite's load would). Each must still put a number in every row of its tables. Only that is checked, never
+//! a speed: how fast is the machine's business, that the command measured something and said
+//! so is the command's.
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 
 use common::{ferry, scratch, success};
-use ferry_testkit::BusyLoops;
+use ferry_testkit::{BusyLoops, ChildProc};
 
 /// Both tests load the machine and measure on the same two CPUs: they take turns.
 fn one_at_a_time() -> MutexGuard<'static, ()> {
@@ -18,51 +23,69 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Other work: two busy loops, and a `ferry bench kv` serving a small store from a server loop
-/// that busy-polls (the default) on CPU 1 while its client runs on CPU 0, for longer than any
-/// test here takes (killed and reaped when dropped).
+/// PINGs sent per batch, pipelined.
+const BATCH: usize = 16;
+
+/// Other work: two busy loops, and a `ferry redis` kept busy by a thread that
+/// sends it batches of PINGs and reads the PONGs, until stopped. All of it ends when dropped.
 struct OtherWork {
     _busy: BusyLoops,
-    kv: Child,
+    _redis: ChildProc,
+    stop: Arc<AtomicBool>,
+    pongs: Arc<AtomicU64>,
+    pinger: Option<JoinHandle<()>>,
 }
 
 impl OtherWork {
-    fn start(name: &str) -> OtherWork {
+    fn start() -> OtherWork {
         let busy = BusyLoops::start(2);
-        let json = scratch("demo-load", &format!("{name}-other-kv.json"));
-        let kv = Command::new(env!("CARGO_BIN_EXE_ferry"))
-            .args(["bench", "kv", "--workload", "ycsb", "--keys", "1000"])
-            .args(["--system", "ferry", "--transport", "shm"])
-            // One slow rate, point after point (each a little higher than the last), for
-            // minutes: the server loop polls throughout.
-            .args([
-                "--start-rate",
-                "2000",
-                "--step",
-                "1.001",
-                "--max-points",
-                "100000",
-            ])
-            .args(["--duration-ms", "500", "--json", json.to_str().unwrap()])
-            .env("FERRY_THRESHOLDS", "/nonexistent/ferry-thresholds")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the other ferry bench kv");
-        OtherWork { _busy: busy, kv }
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry"));
+        cmd.args(["redis", "--port", "0"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut redis = ChildProc::spawn("ferry redis", cmd);
+        let line = redis.expect_line("listening on ", "the address it serves");
+        let addr = line.split_whitespace().next().unwrap().to_owned();
+        let mut conn = TcpStream::connect(&addr).unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let pongs = Arc::new(AtomicU64::new(0));
+        let pinger = {
+            let (stop, pongs) = (stop.clone(), pongs.clone());
+            std::thread::spawn(move || {
+                let request = b"*1\r\n$4\r\nPING\r\n".repeat(BATCH);
+                let mut reply = vec![0u8; b"+PONG\r\n".len() * BATCH];
+                while !stop.load(Ordering::Relaxed) {
+                    if conn.write_all(&request).is_err() || conn.read_exact(&mut reply).is_err() {
+                        return;
+                    }
+                    pongs.fetch_add(BATCH as u64, Ordering::Relaxed);
+                }
+            })
+        };
+        OtherWork {
+            _busy: busy,
+            _redis: redis,
+            stop,
+            pongs,
+            pinger: Some(pinger),
+        }
     }
 
-    /// Whether the other Ferry process is still serving (it should be, throughout).
-    fn kv_running(&mut self) -> bool {
-        matches!(self.kv.try_wait(), Ok(None))
+    /// Stops the pings; how many were answered.
+    fn stop(&mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(p) = self.pinger.take() {
+            p.join().expect("the pinging thread");
+        }
+        self.pongs.load(Ordering::Relaxed)
     }
 }
 
 impl Drop for OtherWork {
+    /// Stops the pings (the busy loops and the server are killed as they drop).
     fn drop(&mut self) {
-        let _ = self.kv.kill();
-        let _ = self.kv.wait();
+        self.stop();
     }
 }
 
@@ -94,16 +117,15 @@ fn is_number(cell: &str) -> bool {
 #[test]
 fn the_demo_fills_every_row_while_other_work_runs() {
     let _turn = one_at_a_time();
-    let mut other = OtherWork::start("demo");
+    let mut other = OtherWork::start();
     let plot = scratch("demo-load", "demo.svg");
     let _ = std::fs::remove_file(&plot);
     let out = ferry(&["demo", "--plot", plot.to_str().unwrap()], &[]);
-    assert!(
-        other.kv_running(),
-        "the other Ferry process stopped before the demo ended"
-    );
+    let pongs = other.stop();
     drop(other);
+    assert!(pongs > 0, "the other Ferry server answered nothing");
     let stdout = success(&out, "demo");
+    println!("{stdout}");
     let table = rows(&stdout, &["ferry", "prost"]);
     // Two systems over two transports: four rows, each with the highest load and its p50, p99.
     assert_eq!(table.len(), 4, "{stdout}");
@@ -121,17 +143,16 @@ fn calibrate_quick_measures_every_cell_and_writes_while_other_work_runs() {
     let _turn = one_at_a_time();
     let config = scratch("demo-load", "thresholds");
     let _ = std::fs::remove_file(&config);
-    let mut other = OtherWork::start("calibrate");
+    let mut other = OtherWork::start();
     let out = ferry(
         &["calibrate", "--quick", "--config", config.to_str().unwrap()],
         &[],
     );
-    assert!(
-        other.kv_running(),
-        "the other Ferry process stopped before calibrate ended"
-    );
+    let pongs = other.stop();
     drop(other);
+    assert!(pongs > 0, "the other Ferry server answered nothing");
     let stdout = success(&out, "calibrate --quick");
+    println!("{stdout}");
     // --quick: N in 1 and 4 (the rows), S in 64 B .. 4 KiB (4 columns), two tables per
     // transport, two transports.
     let table = rows(&stdout, &["1", "4"]);

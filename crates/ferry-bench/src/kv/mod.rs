@@ -35,7 +35,7 @@ use ferry_rpc::{Addr, LoopConfig};
 
 use crate::BoxError;
 use crate::harness::cli::Common;
-use crate::harness::loadgen::{Figures, Rule};
+use crate::harness::loadgen::Rule;
 use crate::harness::progress::Progress;
 use crate::harness::{self, report as results};
 
@@ -272,7 +272,8 @@ pub struct Measured {
     pub rate: f64,
     /// Offered requests/s: requests scheduled in the window, per second.
     pub offered: f64,
-    /// Achieved requests/s: requests of the window answered in it, per second.
+    /// Achieved requests/s: requests of the window answered in it (or within the median limit
+    /// after it), per second.
     pub achieved: f64,
     /// Latency percentiles from the scheduled send, µs: p50, p99, p99.9.
     pub p50_us: f64,
@@ -303,12 +304,14 @@ impl Measured {
     fn from_point(system: System, transport: Transport, rate: f64, p: &Point, rule: &Rule) -> Measured {
         let o = &p.outcome;
         let q = |q: f64| o.latency.quantile(q).unwrap_or(0) as f64 / 1000.0;
-        let mut m = Measured {
+        let figures = o.figures(rule);
+        let verdict = rule.judge(&figures);
+        Measured {
             system,
             transport,
             rate,
-            offered: o.offered(),
-            achieved: o.achieved(),
+            offered: figures.offered,
+            achieved: figures.achieved,
             p50_us: q(0.5),
             p99_us: q(0.99),
             p999_us: q(0.999),
@@ -316,25 +319,10 @@ impl Measured {
             server_cpu_ns: p.server_cpu_per_request(),
             client_ns: p.client_cpu.as_nanos() as f64 / p.server_requests.max(1) as f64,
             unanswered: o.unanswered,
-            p50_limit_us: f64::NAN,
-            counts: false,
-            why_not: None,
-        };
-        m.judge(rule);
-        m
-    }
-
-    /// Judges it by `rule`: whether it counts, and if not why.
-    fn judge(&mut self, rule: &Rule) {
-        let verdict = rule.judge(&Figures {
-            offered: self.offered,
-            achieved: self.achieved,
-            p50: (self.p50_us > 0.0).then(|| Duration::from_secs_f64(self.p50_us / 1e6)),
-            unanswered: self.unanswered,
-        });
-        self.p50_limit_us = rule.max_p50.as_secs_f64() * 1e6;
-        self.counts = verdict.is_ok();
-        self.why_not = verdict.err().map(|s| s.to_string());
+            p50_limit_us: rule.max_p50.as_secs_f64() * 1e6,
+            counts: verdict.is_ok(),
+            why_not: verdict.err().map(|s| s.to_string()),
+        }
     }
 }
 
@@ -415,8 +403,7 @@ fn sweep_one(
     out: &mut Vec<Measured>,
 ) -> Result<(), BoxError> {
     harness::pin_current_thread(sweep.client_cpu)?;
-    // Runs one point and judges it by `rule` (by its own median, for the baseline).
-    let run = |i: usize, rate: f64, rule: Option<Rule>| -> Result<Measured, BoxError> {
+    let run = |i: usize, rate: f64| -> Result<Point, BoxError> {
         let spec = RunSpec {
             rate,
             sessions: sweep.sessions,
@@ -424,17 +411,18 @@ fn sweep_one(
             window: sweep.window,
             seed: sweep.seed.wrapping_add(i as u64),
         };
-        let point =
-            loadgen::run(make()?, system, transport.addr(server), &server.readings, &spec).map_err(|e| {
-                format!(
-                    "{} over {} at {rate:.0} req/s: {e}",
-                    system.name(),
-                    transport.name()
-                )
-            })?;
-        let rule = rule.unwrap_or_else(|| self::rule(point.outcome.figures().p50.unwrap_or_default()));
-        Ok(Measured::from_point(system, transport, rate, &point, &rule))
+        loadgen::run(make()?, system, transport.addr(server), &server.readings, &spec).map_err(|e| {
+            format!(
+                "{} over {} at {rate:.0} req/s: {e}",
+                system.name(),
+                transport.name()
+            )
+            .into()
+        })
     };
+    // A baseline point is held to its own median (at its load no queue forms) until the
+    // sweep's baseline is known.
+    let own_rule = |p: &Point| self::rule(Duration::from_nanos(p.outcome.latency.quantile(0.5).unwrap_or(0)));
     let mut record = |m: Measured| {
         each(&m);
         let counts = m.counts;
@@ -446,24 +434,23 @@ fn sweep_one(
     // lowest median of a point that counted by its own is the baseline, and every try is then
     // judged by it. If none counted, the row stays empty and its last point says why.
     let base_rate = BASELINE_RATE.min(sweep.start_rate);
-    let mut tries: Vec<Measured> = Vec::new();
+    let mut tries: Vec<Point> = Vec::new();
     let mut baseline: Option<f64> = None;
     for i in 0..BASELINE_TRIES {
-        let m = run(sweep.max_points + sweep.refine + i, base_rate, None)?;
+        let p = run(sweep.max_points + sweep.refine + i, base_rate)?;
+        let m = Measured::from_point(system, transport, base_rate, &p, &own_rule(&p));
         if m.counts {
             baseline = Some(baseline.map_or(m.p50_us, |b| b.min(m.p50_us)));
         }
-        tries.push(m);
+        tries.push(p);
         if baseline.is_some_and(|b| b <= MAX_QUEUEING.as_secs_f64() * 1e6) {
             break;
         }
     }
     let rule = baseline.map(|b| self::rule(Duration::from_secs_f64(b / 1e6)));
-    for mut m in tries {
-        if let Some(rule) = &rule {
-            m.judge(rule);
-        }
-        record(m);
+    for p in tries {
+        let r = rule.unwrap_or_else(|| own_rule(&p));
+        record(Measured::from_point(system, transport, base_rate, &p, &r));
     }
     let Some(rule) = rule else {
         return Ok(());
@@ -478,7 +465,13 @@ fn sweep_one(
             rate *= sweep.step;
             continue;
         }
-        if record(run(i, rate, Some(rule))?) {
+        if record(Measured::from_point(
+            system,
+            transport,
+            rate,
+            &run(i, rate)?,
+            &rule,
+        )) {
             good = rate;
             rate *= sweep.step;
         } else {
@@ -491,7 +484,8 @@ fn sweep_one(
     if let Some(mut bad) = failed {
         for i in 0..sweep.refine {
             let mid = (good * bad).sqrt();
-            if record(run(sweep.max_points + i, mid, Some(rule))?) {
+            let p = run(sweep.max_points + i, mid)?;
+            if record(Measured::from_point(system, transport, mid, &p, &rule)) {
                 good = mid;
             } else {
                 bad = mid;
