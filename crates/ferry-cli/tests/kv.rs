@@ -49,7 +49,14 @@ fn bench_kv_sweeps_every_system_over_both_transports() {
                 .collect();
             assert!(!mine.is_empty(), "no record of {system} over {transport}");
             for r in mine {
-                assert!(number(r, "achieved") > 0.0, "{r}");
+                // Only the window's own requests are counted: achieved never exceeds offered
+                // (on a busy machine a point may achieve nothing in its window; it then says
+                // why it does not count).
+                assert!(number(r, "achieved") <= number(r, "offered"), "{r}");
+                assert_eq!(r["counts"] == true, r["why_not"].is_null(), "{r}");
+                if r["counts"] == true {
+                    assert!(number(r, "achieved") > 0.0, "{r}");
+                }
                 assert!(number(r, "server_ns_per_request") > 0.0, "{r}");
                 assert!(number(r, "p99_us") >= number(r, "p50_us"), "{r}");
             }

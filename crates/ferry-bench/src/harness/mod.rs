@@ -13,6 +13,7 @@ pub mod cli;
 pub mod cpu;
 pub mod lifecycle;
 pub mod load;
+pub mod loadgen;
 pub mod progress;
 pub mod report;
 #[allow(unsafe_code)]

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ferry_rpc::LoopConfig;
 use serde_json::json;
 
 use super::workload::{self, Kind, WorkloadSpec};
@@ -59,7 +60,8 @@ pub struct Args {
     /// Buffer counts N to measure, comma-separated (default 1, 2, 4, 8; --quick: 1, 4).
     #[arg(long, value_delimiter = ',')]
     buffers: Vec<u32>,
-    /// First offered load of each sweep, requests/s.
+    /// First offered load of each sweep's grid, requests/s (after a point at 1,000, the
+    /// unloaded latency).
     #[arg(long, default_value_t = 20_000.0)]
     start_rate: f64,
     /// Keys of the store in every cell.
@@ -85,6 +87,8 @@ struct Cell {
     load_diff: f64,
     copy: Option<Measured>,
     zc: Option<Measured>,
+    /// Why a system sustained no load, if one did not: its last point's figures.
+    why_not: Option<String>,
 }
 
 /// The cells, sizes, counts and transports of a measured run.
@@ -121,11 +125,14 @@ fn measure(args: &Args) -> Result<Study, BoxError> {
         start_rate: args.start_rate,
         step: 1.5,
         max_points: if args.quick { 4 } else { 8 },
-        refine: if args.quick { 0 } else { 2 },
+        refine: if args.quick { 1 } else { 2 },
         sessions: 8,
         warmup: Duration::from_millis(if args.quick { 50 } else { 100 }),
         window: Duration::from_millis(if args.quick { 150 } else { 400 }),
-        server_spin: Duration::MAX,
+        // Busy-polls, then sleeps when idle (as the demo's, for the same reason: on a machine
+        // doing other work a loop that never sleeps waits out other programs' time slices).
+        // The work per request compared is the loop's busy time, not its CPU time, either way.
+        server_spin: LoopConfig::default().spin,
         client_cpu: args.client_cpu,
         server_cpu: args.server_cpu.min(harness::cpus().saturating_sub(1)),
         seed: 11,
@@ -172,6 +179,7 @@ fn from_file(path: &std::path::Path) -> Result<Study, BoxError> {
             load_diff: r["load_diff_percent"].as_f64().unwrap_or(f64::NAN),
             copy: None,
             zc: None,
+            why_not: None,
         })
     })?;
     let mut sizes: Vec<u32> = cells.iter().map(|c| c.size).collect();
@@ -284,15 +292,13 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         )?;
         println!("plot in {}", path.display());
     }
-    let unmeasured: Vec<String> = cells
-        .iter()
-        .filter(|c| !c.cpu_diff.is_finite())
-        .map(|c| format!("{} {} x {} B", c.transport.name(), c.buffers, c.size))
-        .collect();
-    if !unmeasured.is_empty() {
+    for c in cells.iter().filter(|c| !c.cpu_diff.is_finite()) {
         println!(
-            "not measured (no load both systems sustained): {}",
-            unmeasured.join(", ")
+            "not measured: {} {} x {} B, no load both systems sustained{}",
+            c.transport.name(),
+            c.buffers,
+            c.size,
+            c.why_not.as_ref().map_or(String::new(), |w| format!(" ({w})"))
         );
     }
     // A size with no measured cell at all leaves its transport's crossover unknown.
@@ -352,6 +358,11 @@ fn cell(transport: Transport, buffers: u32, size: u32, points: Vec<Measured>) ->
         (Some(z), Some(c)) => pct(z.achieved, c.achieved),
         _ => f64::NAN,
     };
+    let why_not = pair.iter().find_map(|&s| {
+        summary
+            .why_empty(s, transport)
+            .map(|w| format!("{}, the last point: {w}", s.name()))
+    });
     Cell {
         transport,
         buffers,
@@ -360,6 +371,7 @@ fn cell(transport: Transport, buffers: u32, size: u32, points: Vec<Measured>) ->
         load_diff,
         copy,
         zc,
+        why_not,
     }
 }
 

@@ -79,8 +79,8 @@ pub(super) fn copies(mut workload: Box<dyn Workload>, systems: &[System]) -> Vec
 }
 
 impl Summary {
-    /// The highest achieved load among the points that count (achieved within 95 % of
-    /// offered), and that point.
+    /// The highest achieved load among the points that count ([`super::rule`]), and that
+    /// point.
     pub fn best(&self, system: System, transport: Transport) -> Option<&Measured> {
         self.points
             .iter()
@@ -88,25 +88,25 @@ impl Summary {
             .max_by(|a, b| a.achieved.total_cmp(&b.achieved))
     }
 
-    /// The point of `system` at the highest offered load that every one of `systems` ran and
-    /// sustained, for a comparison of work per request at equal load (the grid's loads are the
-    /// same for every system; the knee's bisections are not).
+    /// The point of `system` at the highest rate that every one of `systems` ran and
+    /// sustained, for a comparison of work per request at equal load (the grid's rates and the
+    /// baseline's are the same for every system; the knee's bisections are not).
     pub(super) fn at_common_load(
         &self,
         system: System,
         transport: Transport,
         systems: &[System],
     ) -> Option<&Measured> {
-        let sustained = |s: System, offered: f64| {
-            self.points.iter().any(|m| {
-                m.system == s && m.transport == transport && m.counts && (m.offered - offered).abs() < 0.5
-            })
+        let sustained = |s: System, rate: f64| {
+            self.points
+                .iter()
+                .any(|m| m.system == s && m.transport == transport && m.counts && (m.rate - rate).abs() < 0.5)
         };
         self.points
             .iter()
             .filter(|m| m.system == system && m.transport == transport && m.counts)
-            .filter(|m| systems.iter().all(|&s| sustained(s, m.offered)))
-            .max_by(|a, b| a.offered.total_cmp(&b.offered))
+            .filter(|m| systems.iter().all(|&s| sustained(s, m.rate)))
+            .max_by(|a, b| a.rate.total_cmp(&b.rate))
     }
 
     fn copies_of(&self, system: System, transport: Transport) -> Option<f64> {
@@ -150,9 +150,23 @@ impl Summary {
                     f(best.map(|m| m.p50_us), 1),
                     f(best.map(|m| m.p99_us), 1),
                     f(common.map(|m| m.server_ns), 0),
-                    f(common.map(|m| m.offered), 0),
+                    f(common.map(|m| m.rate), 0),
                     f(self.copies_of(s, t), 0),
                 );
+            }
+            for &s in &systems {
+                if let Some(why) = self.why_empty(s, t) {
+                    println!("{}: no load counted; the last tried: {why}", s.name());
+                }
+                let queueing = super::MAX_QUEUEING.as_secs_f64() * 1e6;
+                if let Some(m) = self.best(s, t).filter(|m| m.p50_limit_us > 2.0 * queueing) {
+                    println!(
+                        "{}: the unloaded median was {:.1} ms (other work held the CPUs), so its points were held to {:.1} ms",
+                        s.name(),
+                        (m.p50_limit_us - queueing) / 1e3,
+                        m.p50_limit_us / 1e3
+                    );
+                }
             }
             if let Some((peer, ratio, cpu)) = self.versus_best_peer(t) {
                 println!(
@@ -163,12 +177,35 @@ impl Summary {
         }
         println!(
             "\nmax req/s: the highest achieved load within 95 % of offered, every request answered and\n\
-             the median under 1 ms; p50/p99 at that load, from each request's scheduled send time.\n\
+             the median at most 1 ms above the unloaded median (the sweep's first point, at {:.0} req/s);\n\
+             p50/p99 at that load, from each request's scheduled send time.\n\
              srv ns/req: the server loop's work per request (its time in turns that did work: reading,\n\
              handling, sending; not polling) at the highest load every system sustained (@ req/s).\n\
              copied B/resp: value bytes copied in user space per response by each system's path, by\n\
-             construction (loopback TCP copies again in the kernel)."
+             construction (loopback TCP copies again in the kernel).",
+            super::BASELINE_RATE
         );
+    }
+
+    /// Why the row of `system` over `transport` has no figure, if it has none: the last point
+    /// tried, offered against achieved, its median and how many requests went unanswered.
+    pub fn why_empty(&self, system: System, transport: Transport) -> Option<String> {
+        if self.best(system, transport).is_some() {
+            return None;
+        }
+        let last = self
+            .points
+            .iter()
+            .rfind(|m| m.system == system && m.transport == transport)?;
+        Some(last.why_not.clone().unwrap_or_else(|| {
+            format!(
+                "offered {:.0} req/s, achieved {:.0}, p50 {:.2} ms, {} unanswered",
+                last.offered,
+                last.achieved,
+                last.p50_us / 1e3,
+                last.unanswered
+            )
+        }))
     }
 
     /// The best peer on `transport` (highest load) and Ferry's ratios to it: highest load,
@@ -202,6 +239,7 @@ impl Summary {
                     "workload": self.workload,
                     "transport": m.transport.name(),
                     "system": m.system.name(),
+                    "rate": round(m.rate, 0),
                     "offered": round(m.offered, 0),
                     "achieved": round(m.achieved, 0),
                     "p50_us": round(m.p50_us, 2),
@@ -210,7 +248,10 @@ impl Summary {
                     "server_ns_per_request": round(m.server_ns, 1),
                     "server_cpu_ns_per_request": round(m.server_cpu_ns, 1),
                     "client_ns_per_request": round(m.client_ns, 1),
+                    "unanswered": m.unanswered,
+                    "p50_limit_us": round(m.p50_limit_us, 2),
                     "counts": m.counts,
+                    "why_not": m.why_not,
                     "copied_bytes_per_response_by_construction": self.copies_of(m.system, m.transport).map(|c| round(c, 1)),
                 })
             })
@@ -255,6 +296,8 @@ impl Summary {
                 Measured {
                     system,
                     transport,
+                    // Files from before the rate was recorded: the offered load stands for it.
+                    rate: r["rate"].as_f64().or(r["offered"].as_f64())?,
                     offered: r["offered"].as_f64()?,
                     achieved: r["achieved"].as_f64()?,
                     p50_us: r["p50_us"].as_f64()?,
@@ -263,7 +306,10 @@ impl Summary {
                     server_ns: r["server_ns_per_request"].as_f64()?,
                     server_cpu_ns: r["server_cpu_ns_per_request"].as_f64()?,
                     client_ns: r["client_ns_per_request"].as_f64()?,
+                    unanswered: r["unanswered"].as_u64().unwrap_or(0),
+                    p50_limit_us: r["p50_limit_us"].as_f64().unwrap_or(f64::NAN),
                     counts: r["counts"].as_bool()?,
+                    why_not: r["why_not"].as_str().map(str::to_owned),
                 },
             ))
         })?

@@ -1,18 +1,17 @@
 //! The samplers every workload draws from: the seeded RNG streams, key popularity (uniform or
 //! Zipf, with ranks scattered over the key space), value sizes (weighted bucket tables and a
-//! clamped lognormal fitted to published figures) and Poisson arrival gaps.
+//! clamped lognormal fitted to published figures); and the seeded stream of the load generator's
+//! Poisson arrival gaps ([`Stream::Arrivals`], drawn by [`crate::harness::loadgen::Poisson`]).
 //!
 //! What it is NOT: a workload. Nothing here knows about keys, objects or operations; the
 //! generators beside this file combine these samplers with the figures of `workloads.md`.
-
-use std::time::Duration;
 
 use rand::Rng;
 use rand::distr::weighted::WeightedIndex;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
-use rand_distr::{Distribution, Exp, LogNormal, Zipf};
+use rand_distr::{Distribution, LogNormal, Zipf};
 
 /// The RNG of every workload: ChaCha8, whose output for a given seed and stream is fixed across
 /// platforms and `rand_chacha` versions (unlike `rand::rngs::SmallRng`), so a seed names a run.
@@ -378,58 +377,6 @@ pub fn normal_quantile(p: f64) -> f64 {
     0.5 * (lo + hi)
 }
 
-/// Exponential inter-arrival gaps for Poisson arrivals at `rate` per second, from a seeded RNG
-/// (the `Arrivals` stream of the seed, so a workload and its arrivals can share one seed).
-///
-/// Cornflakes' load generator sends with Poisson arrivals (§6.1.1 of
-/// `papers/cornflakes-zero-copy-serialization-sosp23.txt`).
-#[derive(Debug, Clone)]
-pub struct Poisson {
-    rate: f64,
-    exp: Exp<f64>,
-    rng: WorkloadRng,
-}
-
-impl Poisson {
-    /// Arrivals at `rate` per second.
-    ///
-    /// # Panics
-    /// If `rate` is not finite and positive; [`Poisson::try_new`] returns an error instead.
-    pub fn new(rate: f64, seed: u64) -> Self {
-        match Self::try_new(rate, seed) {
-            Ok(p) => p,
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    /// Arrivals at `rate` per second, or an error if `rate` is not finite and positive.
-    pub fn try_new(rate: f64, seed: u64) -> Result<Self, String> {
-        if !(rate.is_finite() && rate > 0.0) {
-            return Err(format!(
-                "Poisson arrival rate must be finite and > 0, found {rate}"
-            ));
-        }
-        let exp = Exp::new(rate).map_err(|e| format!("exponential gaps at rate {rate}: {e}"))?;
-        Ok(Self {
-            rate,
-            exp,
-            rng: rng(seed, Stream::Arrivals),
-        })
-    }
-
-    /// The rate, in arrivals per second.
-    pub fn rate(&self) -> f64 {
-        self.rate
-    }
-
-    /// The gap to the next arrival (saturating at `Duration::MAX`, which no finite rate reaches
-    /// in practice).
-    pub fn next_gap(&mut self) -> Duration {
-        let secs = self.exp.sample(&mut self.rng);
-        Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,23 +498,5 @@ mod tests {
         assert!(SizeBuckets::new(&[(0, 5, 1.0)], Within::Uniform).is_err());
         assert!(SizeBuckets::new(&[(5, 5, 1.0)], Within::Uniform).is_err());
         assert!(SizeBuckets::new(&[(1, 5, 0.0)], Within::Uniform).is_err());
-    }
-
-    #[test]
-    fn poisson_gaps_are_seeded_with_the_right_mean() {
-        let mut a = Poisson::new(50_000.0, 9);
-        let mut b = Poisson::new(50_000.0, 9);
-        let n = 100_000u32;
-        let mut total = Duration::ZERO;
-        for _ in 0..n {
-            let g = a.next_gap();
-            assert_eq!(g, b.next_gap());
-            total += g;
-        }
-        let mean = total.as_secs_f64() / f64::from(n);
-        assert!((mean - 1.0 / 50_000.0).abs() < 0.02 / 50_000.0, "mean gap {mean}");
-        assert!(Poisson::try_new(0.0, 1).is_err());
-        assert!(Poisson::try_new(f64::INFINITY, 1).is_err());
-        assert!(Poisson::try_new(-1.0, 1).is_err());
     }
 }

@@ -4,8 +4,8 @@
 //!
 //! What it is: for each workload, a key space ([`Workload::objects`]: every key with the sizes
 //! of its value's parts, to preload the store and to check every response's length) and a
-//! request stream ([`Workload::next_op`]), both reproducible from one seed; Poisson arrival gaps
-//! ([`Poisson`]) for the open-loop load generator; and a command-line spec ([`WorkloadSpec`],
+//! request stream ([`Workload::next_op`]), both reproducible from one seed (the load generator's
+//! arrivals draw from a stream of the same seed, [`dist::Stream::Arrivals`]); and a command-line spec ([`WorkloadSpec`],
 //! flattened into `ferry bench kv`) with [`build`].
 //!
 //! | workload | file | sizes | requests | popularity |
@@ -45,7 +45,6 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 pub use cdn::{Cdn, CdnConfig, CdnLayout};
-pub use dist::Poisson;
 pub use google::{Google, GoogleConfig};
 pub use twitter::{Twitter, TwitterConfig};
 pub use twitter_csv::{CsvError, TwitterCsv};
