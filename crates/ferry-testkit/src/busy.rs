@@ -32,7 +32,8 @@ impl BusyLoops {
     pub fn running(&mut self) -> usize {
         self.0
             .iter_mut()
-            .filter(|c| matches!(c.try_wait(), Ok(None)))
+            .filter_map(|c| c.try_wait().ok())
+            .filter(Option::is_none)
             .count()
     }
 }
