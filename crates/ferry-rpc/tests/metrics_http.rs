@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry_rpc::{Code, Metrics, MetricsEndpoint};
-use ferry_testkit::{DEADLINE, wait_until};
+use ferry_testkit::{DEADLINE, ESTABLISHED, LISTEN, tcp_sockets, wait_until};
 
 const SAY: &str = "/ferry.test.Echo/Say";
 
@@ -171,26 +171,16 @@ fn a_silent_client_times_out() {
     endpoint.stop();
 }
 
-/// Whether the loopback listener on `port` has taken (`accept`ed) the connection from
-/// `client`, read from `/proc/net/tcp`: the server's end of it is established and the
-/// listener's accept queue (its `rx_queue`) is empty.
-fn accepted(port: u16, client: SocketAddr) -> bool {
-    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
-    let loopback = |port: u16| format!("0100007F:{port:04X}");
-    let (local, remote) = (loopback(port), loopback(client.port()));
-    let rows: Vec<Vec<&str>> = table
-        .lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().collect())
-        .collect();
-    // Fields: sl, local_address, rem_address, st (01 established, 0A listening), tx:rx queues.
-    let established = rows
+/// Whether the listener at `addr` has taken (`accept`ed) the connection from `client`: the
+/// server's end of it is established and the listener's accept queue is empty.
+fn accepted(addr: SocketAddr, client: SocketAddr) -> bool {
+    let sockets = tcp_sockets();
+    let established = sockets
         .iter()
-        .any(|f| f[1] == local && f[2] == remote && f[3] == "01");
-    let queue_empty = rows
+        .any(|s| s.local == addr && s.remote == client && s.state == ESTABLISHED);
+    let queue_empty = sockets
         .iter()
-        .find(|f| f[1] == local && f[3] == "0A")
-        .is_some_and(|f| f[4].ends_with(":00000000"));
+        .any(|s| s.local == addr && s.state == LISTEN && s.rx_queue == 0);
     established && queue_empty
 }
 
@@ -222,7 +212,7 @@ fn stop_does_not_wait_for_a_dawdling_client() {
     dawdler.set_read_timeout(Some(DEADLINE)).expect("timeout");
     let client = dawdler.local_addr().expect("the dawdler's address");
     wait_until("the endpoint to accept the dawdler", DEADLINE, || {
-        accepted(addr.port(), client)
+        accepted(addr, client)
     });
     stop(endpoint);
     let mut answer = Vec::new();
