@@ -2,7 +2,6 @@
 //! calls through it; it prints the address it serves on.
 
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use ferry::rpc::Server;
 use ferry_offload::demo::DemoServer;
@@ -24,14 +23,16 @@ fn host(addr: &str) -> Server {
 fn the_gateway_waits_for_its_host_then_serves() {
     let dir = tempfile::tempdir().expect("temp dir");
     let addr = format!("shm://{}", dir.path().join("host.sock").display());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry"));
-    cmd.args(["gateway", "--host", &addr, "--listen", "127.0.0.1:0"])
+    // Its stderr on the stdout pipe, where its "waiting" line can be waited for.
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "exec \"$0\" \"$@\" 2>&1", env!("CARGO_BIN_EXE_ferry")])
+        .args(["gateway", "--host", &addr, "--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut gateway = ChildProc::spawn("ferry gateway", cmd);
     let _killer = gateway.killer();
-    // The host comes after the engine.
-    std::thread::sleep(Duration::from_millis(300));
+    // The host comes after the engine, once the gateway says it waits for it.
+    gateway.expect_line("waiting for the host at ", "the gateway started before its host");
     let _host = host(&addr);
     let listen = gateway.expect_line("serving gRPC on ", "the address it serves on");
 

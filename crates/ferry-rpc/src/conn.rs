@@ -13,6 +13,10 @@ use ferry_wire::{Context, DecodeError, Limits, MessageDesc, Outgoing, View};
 
 use crate::{Addr, Thresholds};
 
+/// How often a waiting shared-memory connection is looked at even if its doorbell stays
+/// quiet: a peer that dies without closing rings nothing (TCP reports it as readable).
+pub(crate) const SHM_CHECK: Duration = Duration::from_millis(100);
+
 /// Which transport a connection uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TransportKind {
@@ -167,9 +171,15 @@ impl Conn {
         }
     }
 
-    /// Waits until the descriptor is readable (a frame may have arrived), at most `timeout`.
-    /// Call after [`try_recv`](Transport::try_recv) returned `None` (which arms it).
+    /// Waits until the descriptor is readable (a frame may have arrived), at most `timeout`,
+    /// and over shared memory at most 100 ms: a peer that dies rings no doorbell, so the
+    /// caller's next [`try_recv`](Transport::try_recv) must look. Call after `try_recv`
+    /// returned `None` (which arms it).
     pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<(), TransportError> {
+        let timeout = match self {
+            Conn::Tcp(_) => timeout,
+            Conn::Shm(_) => Some(timeout.map_or(SHM_CHECK, |t| t.min(SHM_CHECK))),
+        };
         crate::sys::wait_readable(self.as_fd(), timeout).map_err(|e| TransportError::io("poll", e))
     }
 }

@@ -11,15 +11,16 @@ use std::time::{Duration, Instant};
 use common::*;
 use ferry_rpc::session::ServerConfig;
 use ferry_rpc::{Addr, Code, EventLoop, LoopConfig, LoopSession, Server, Status};
+use ferry_testkit::DEADLINE;
 use ferry_wire::sample::Record;
 
 fn server_with(scratch: &Scratch, config: LoopConfig) -> Server {
     serve(TestService::default(), scratch, 1, config)
 }
 
-/// Turns until `done` or a 10-second watchdog.
+/// Turns until `done` or the hang guard ([`DEADLINE`]).
 fn run_until(lp: &mut EventLoop, mut done: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + DEADLINE;
     while !done() {
         assert!(Instant::now() < until, "the loop did not finish in time");
         lp.turn();
@@ -202,10 +203,8 @@ fn a_lost_connection_fails_every_pending_call_and_the_client_reconnects() {
         for tag in 0..4 {
             echo(&mut lp, s, SLOW, b"5000", &[600], tag, &out).expect("call");
         }
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_millis(50) {
-            lp.turn();
-        }
+        // The four calls reach the server (two in its workers, two queued for them).
+        run_until(&mut lp, || metric(&server, "ferry_rpc_in_flight") == 4);
         drop(server); // no drain: sessions close
         run_until(&mut lp, || out.borrow().len() == 4);
         for (_, r) in out.borrow().iter() {
@@ -269,14 +268,13 @@ fn the_server_enforces_the_deadline_it_was_given() {
         conn.send(Meta::new(SLOW, 0), &record(&ctx, b"3000", &[]))
             .unwrap();
         conn.flush().unwrap();
-        let t = Instant::now();
+        // The handler would answer OK after 3 s: a DEADLINE_EXCEEDED is the server's own.
         let frame = conn.recv().expect("an answer");
         let parsed = wire::parse(frame.meta(), frame.bytes()).expect("valid frame");
         match parsed {
             wire::Frame::Failed { status, .. } => assert_eq!(status.code, Code::DeadlineExceeded, "{status}"),
             other => panic!("expected a status, got {other:?}"),
         }
-        assert!(t.elapsed() < Duration::from_millis(2000), "{:?}", t.elapsed());
     }
     server.shutdown(Duration::from_secs(1));
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry_rpc::{Code, Metrics, MetricsEndpoint};
+use ferry_testkit::{DEADLINE, ESTABLISHED, LISTEN, tcp_sockets, wait_until};
 
 const SAY: &str = "/ferry.test.Echo/Say";
 
@@ -157,50 +158,74 @@ fn bad_requests_are_refused_and_the_endpoint_goes_on() {
 fn a_silent_client_times_out() {
     let (_metrics, endpoint) = endpoint();
     let mut stream = TcpStream::connect(endpoint.local_addr()).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
+    stream.set_read_timeout(Some(DEADLINE)).expect("timeout");
     stream.write_all(b"GET /metrics HTTP/1.1\r\n").expect("send");
     let start = Instant::now();
     let response = read_response(stream);
     assert_eq!(response.status, 408);
     let waited = start.elapsed();
     assert!(
-        waited >= Duration::from_millis(1500) && waited < Duration::from_secs(5),
-        "answered after {waited:?}, not after the 2 s limit"
+        waited >= Duration::from_millis(1500),
+        "answered after {waited:?}, before the 2 s limit"
     );
     endpoint.stop();
 }
 
+/// Whether the listener at `addr` has taken (`accept`ed) the connection from `client`: the
+/// server's end of it is established and the listener's accept queue is empty.
+fn accepted(addr: SocketAddr, client: SocketAddr) -> bool {
+    let sockets = tcp_sockets();
+    let established = sockets
+        .iter()
+        .any(|s| s.local == addr && s.remote == client && s.state == ESTABLISHED);
+    let queue_empty = sockets
+        .iter()
+        .any(|s| s.local == addr && s.state == LISTEN && s.rx_queue == 0);
+    established && queue_empty
+}
+
+/// Stops `endpoint` under a hang guard (stopping has no time to meet, but must return).
+fn stop(endpoint: MetricsEndpoint) {
+    ferry_testkit::within("stopping the endpoint", move || endpoint.stop());
+}
+
 #[test]
-fn stop_is_prompt_and_closes_the_listener() {
+fn stop_returns_and_closes_the_listener() {
     let (_metrics, endpoint) = endpoint();
     let addr = endpoint.local_addr();
     assert_eq!(exchange(addr, b"GET /metrics HTTP/1.1\r\n\r\n").status, 200);
-
-    let start = Instant::now();
-    endpoint.stop();
-    let took = start.elapsed();
-    assert!(took < Duration::from_secs(1), "stop took {took:?}");
+    stop(endpoint);
     assert!(
         TcpStream::connect(addr).is_err(),
         "the listener is closed after stop"
     );
 }
 
+/// Stopping while a client has sent part of its head leaves that client without waiting for
+/// the rest: it gets no answer (a 408 would mean the endpoint waited out the 2 s head limit).
 #[test]
-fn stop_is_prompt_while_a_client_dawdles() {
+fn stop_does_not_wait_for_a_dawdling_client() {
     let (_metrics, endpoint) = endpoint();
     let addr = endpoint.local_addr();
     let mut dawdler = TcpStream::connect(addr).expect("connect");
     dawdler.write_all(b"GET /met").expect("send");
-    // Let the endpoint accept it and start waiting for the rest.
-    std::thread::sleep(Duration::from_millis(200));
-
-    let start = Instant::now();
-    endpoint.stop();
-    let took = start.elapsed();
-    assert!(took < Duration::from_secs(1), "stop took {took:?}");
+    dawdler.set_read_timeout(Some(DEADLINE)).expect("timeout");
+    let client = dawdler.local_addr().expect("the dawdler's address");
+    wait_until("the endpoint to accept the dawdler", DEADLINE, || {
+        accepted(addr, client)
+    });
+    stop(endpoint);
+    let mut answer = Vec::new();
+    match dawdler.read_to_end(&mut answer) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("the dawdler's connection was not closed: {e}"),
+    }
+    assert!(
+        answer.is_empty(),
+        "the dawdler got an answer: {}",
+        String::from_utf8_lossy(&answer)
+    );
     assert!(
         TcpStream::connect(addr).is_err(),
         "the listener is closed after stop"
@@ -211,9 +236,7 @@ fn stop_is_prompt_while_a_client_dawdles() {
 fn dropping_the_endpoint_stops_it() {
     let (_metrics, endpoint) = endpoint();
     let addr = endpoint.local_addr();
-    let start = Instant::now();
-    drop(endpoint);
-    assert!(start.elapsed() < Duration::from_secs(1));
+    ferry_testkit::within("dropping the endpoint", move || drop(endpoint));
     assert!(TcpStream::connect(addr).is_err());
 }
 
@@ -228,7 +251,9 @@ fn a_listener_on_every_address_is_woken_through_loopback() {
         b"GET /metrics HTTP/1.1\r\n\r\n",
     );
     assert_eq!(response.status, 200);
-    let start = Instant::now();
-    endpoint.stop();
-    assert!(start.elapsed() < Duration::from_secs(1));
+    stop(endpoint);
+    assert!(
+        TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))).is_err(),
+        "the listener is closed after stop"
+    );
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use ferry_rpc::{Channel, ChannelConfig, Code, Server};
-use ferry_testkit::{ChildProc, self_command};
+use ferry_testkit::{ChildProc, DEADLINE, self_command, wait_until};
 use ferry_transport::{Meta, Payload};
 use ferry_wire::Outgoing;
 use ferry_wire::sample::Record;
@@ -25,12 +25,10 @@ fn start(service: TestService, scratch: &Scratch) -> Server {
 
 /// The gauge of open sessions of `transport`, read from the server's metrics.
 fn sessions(server: &Server, transport: &str) -> u64 {
-    let text = server.services().metrics().encode();
-    let key = format!("ferry_rpc_sessions{{transport=\"{transport}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&key))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {key} in {text}"))
+    metric(
+        server,
+        &format!("ferry_rpc_sessions{{transport=\"{transport}\"}}"),
+    )
 }
 
 /// Child: connects to the address on its command line's environment, starts a slow call,
@@ -91,73 +89,77 @@ fn child_client_killed_mid_call() {
     unreachable!("the parent kills this process first");
 }
 
+/// A server killed (SIGKILL) while both transports' calls run in its handlers: each client
+/// fails its call with UNAVAILABLE.
 #[test]
 fn child_server_killed_mid_call() {
+    server_killed_mid_call("child_server_killed_mid_call", None);
+}
+
+/// Regression: a blocking call with a deadline waited on the shared-memory doorbell until that
+/// deadline, which a dead peer never rings, so it noticed its server's death only then. With an
+/// hour's deadline, the hang guard on the calls (not their deadline) would end the test.
+#[test]
+fn a_call_with_a_deadline_notices_its_server_died() {
+    server_killed_mid_call(
+        "a_call_with_a_deadline_notices_its_server_died",
+        Some(Duration::from_secs(3600)),
+    );
+}
+
+/// The test `test`, in both roles: a child server, and a parent whose calls (with `timeout`)
+/// are in the child's handlers when it is killed.
+fn server_killed_mid_call(test: &str, timeout: Option<Duration>) {
     if role().is_some() {
-        // Child: a server that prints its addresses and serves until killed.
+        // Child: a server that prints its addresses, says when both slow calls are in its
+        // handlers, and serves until killed.
         let scratch = Scratch::new("child-server");
-        let server = start(TestService::default(), &scratch);
+        let service = TestService::default();
+        let seen = service.seen.clone();
+        let server = start(service, &scratch);
         for a in server.addrs() {
             println!("addr {a}");
         }
         std::io::stdout().flush().unwrap();
-        std::thread::sleep(Duration::from_secs(30));
-        unreachable!("the parent kills this process first");
+        wait_until("both slow calls in the handlers", DEADLINE, || {
+            seen.slow_running.load(std::sync::atomic::Ordering::SeqCst) == 2
+        });
+        println!("both calls running");
+        std::io::stdout().flush().unwrap();
+        loop {
+            std::thread::park(); // until the parent kills this process
+        }
     }
-    let mut child = ChildProc::spawn(
-        "server",
-        self_command(&[], "child_server_killed_mid_call", ROLE, "server"),
-    );
+    let mut child = ChildProc::spawn("server", self_command(&[], test, ROLE, "server"));
     let tcp = child.expect_line("addr ", "the child server's TCP address");
     let shm = child.expect_line("addr ", "the child server's shm address");
-    let killer = child.killer();
-    // The kill comes once both clients are connected (a loaded machine may take longer than
-    // any fixed delay to connect), then a little later, while the calls are in flight.
-    let connected = std::sync::Arc::new(std::sync::Barrier::new(3));
-    let t = std::thread::spawn({
-        let connected = connected.clone();
-        move || {
-            connected.wait();
-            std::thread::sleep(Duration::from_millis(200));
-            killer.kill();
-        }
-    });
     let calls: Vec<_> = [tcp, shm]
         .into_iter()
         .map(|addr| {
-            let connected = connected.clone();
-            std::thread::spawn(move || {
-                let ch = Channel::connect(&addr);
-                connected.wait();
-                let ch = ch.expect("connect");
+            ferry_testkit::spawn(&format!("a call to {addr}"), move || {
+                let config = ChannelConfig {
+                    timeout,
+                    ..Default::default()
+                };
+                let ch = Channel::connect_with(&addr, config).expect("connect");
                 let req = record(ch.context(), b"20000", &[]);
-                let t = Instant::now();
                 let err = ch
                     .call::<Record<'static>>(SLOW, &req)
                     .expect_err("the server dies");
-                (addr, err, t.elapsed())
+                (addr, err)
             })
         })
         .collect();
-    let results: Vec<_> = calls.into_iter().map(|c| c.join()).collect();
-    if results.iter().any(Result::is_err) {
-        killer_done(t);
-        panic!(
-            "a client failed; the child server's stderr:\n{}",
-            child.stderr_text()
-        );
-    }
-    for r in results {
-        let (addr, err, took) = r.expect("checked");
+    // The kill comes while both calls are in flight.
+    child.expect_line(
+        "both calls running",
+        "both clients' calls in the child's handlers",
+    );
+    child.kill();
+    for c in calls {
+        let (addr, err) = c.join();
         assert_eq!(err.code, Code::Unavailable, "{addr}: {err}");
-        assert!(took < Duration::from_secs(5), "{addr}: noticed after {took:?}");
     }
-    killer_done(t);
-}
-
-/// Waits for the killer thread (it has killed the child once it returns).
-fn killer_done(t: std::thread::JoinHandle<()>) {
-    t.join().expect("the killer thread");
 }
 
 /// A client that sends requests and never reads the answers: the server stops reading its
@@ -176,15 +178,20 @@ fn a_client_that_never_reads_cannot_grow_the_servers_memory() {
     .unwrap();
     let ctx = ferry_wire::Context::new(pool);
     let body = record(&ctx, b"k", &[64 << 10]).to_vec().unwrap();
+    // The flood writes until a write makes no progress for STALL (the server stopped reading:
+    // while it reads, even slowly on a busy machine, writes go on), or until it has sent
+    // more than any bounded buffering could take (the server kept reading: the test fails).
+    const STALL: Duration = Duration::from_secs(2);
+    const MOST: u64 = 4096; // 256 MiB of requests
+    let (blocked_tx, blocked_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
     let flood = std::thread::spawn(move || {
-        let s = std::net::TcpStream::connect(&host).unwrap();
+        let mut s = std::net::TcpStream::connect(&host).unwrap();
         socket_rcvbuf_small(&s);
-        s.set_write_timeout(Some(Duration::from_millis(200))).unwrap();
+        s.set_write_timeout(Some(STALL)).unwrap();
         let mut sent = 0u64;
         let mut blocked = false;
-        let until = Instant::now() + Duration::from_millis(1500);
-        let mut s = s;
-        while Instant::now() < until {
+        while sent < MOST {
             let mut frame = vec![0u8; 16];
             ferry_net::FrameHeader {
                 meta: Meta::new(ECHO, sent),
@@ -200,25 +207,26 @@ fn a_client_that_never_reads_cannot_grow_the_servers_memory() {
                 }
             }
         }
+        blocked_tx.send((sent, blocked)).unwrap();
         // Keep the connection open (unread) while the parent checks the server.
-        std::thread::sleep(Duration::from_millis(1500));
+        let _ = release_rx.recv();
         drop(s);
-        (sent, blocked)
     });
-    std::thread::sleep(Duration::from_millis(800));
+    let (sent, blocked) = blocked_rx.recv().expect("the flood thread reports");
     let outstanding = pool_bytes(&server);
-    // Another client is served promptly meanwhile.
+    // Another client is served meanwhile (its deadline is only a hang guard).
     let ch = Channel::connect_with(
         &tcp,
         ChannelConfig {
-            timeout: Some(Duration::from_secs(2)),
+            timeout: Some(DEADLINE),
             ..Default::default()
         },
     )
     .unwrap();
     ch.call_payload(RAW, Payload::Bytes(b"still here"))
         .expect("served while flooded");
-    let (sent, blocked) = flood.join().unwrap();
+    release_tx.send(()).unwrap();
+    flood.join().unwrap();
     eprintln!("flood: {sent} requests sent, server pools hold {outstanding} bytes");
     assert!(
         blocked,

@@ -4,10 +4,11 @@
 mod common;
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use ferry_rpc::{Channel, ChannelConfig, Code, LoopConfig, Server, Services, Status};
+use ferry_testkit::{DEADLINE, wait_until};
 use ferry_transport::Payload;
 use ferry_wire::sample::Record;
 
@@ -100,6 +101,10 @@ fn a_request_over_the_frame_limit_fails_alone() {
     });
 }
 
+/// Slow calls the server has recorded an outcome for (an expired call may be recorded twice:
+/// when it expires and when its handler returns).
+const SLOW_CALLS: &str = r#"ferry_rpc_request_duration_seconds_count{method="/ferry.test.Rpc/Slow"}"#;
+
 #[test]
 fn client_deadline_expires_and_the_server_stops_the_handler() {
     let scratch = Scratch::new("deadline");
@@ -108,6 +113,7 @@ fn client_deadline_expires_and_the_server_stops_the_handler() {
     let server = start(service, &scratch, 1);
     for addr in server.addrs() {
         let finished = seen.slow_finished.load(Ordering::SeqCst);
+        let handled = metric(&server, SLOW_CALLS);
         let ch = Channel::connect_with(
             &addr.to_string(),
             ChannelConfig {
@@ -117,26 +123,20 @@ fn client_deadline_expires_and_the_server_stops_the_handler() {
         )
         .expect("connect");
         let req = record(ch.context(), b"2000", &[]);
-        let t = Instant::now();
         let err = ch.call::<Record<'static>>(SLOW, &req).expect_err("expires");
         assert_eq!(err.code, Code::DeadlineExceeded, "{err}");
-        assert!(
-            t.elapsed() < Duration::from_millis(1500),
-            "waited {:?}",
-            t.elapsed()
-        );
         // The server's own deadline (or the cancel frame) stops the 2-second handler early,
-        // or keeps it from starting if a worker had not picked it up yet.
-        while seen.slow_running.load(Ordering::SeqCst) > 0 || t.elapsed() < Duration::from_millis(100) {
-            assert!(
-                t.elapsed() < Duration::from_millis(1500),
-                "the slow handler was never told"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        // or keeps it from starting if a worker had not picked it up yet: either way the call
+        // ends on the server without the handler finishing its sleep.
+        // (The count first: once it has moved, the call was dispatched, so no call in flight
+        // afterwards means its handler, if one started, has returned.)
+        wait_until("the server to end the expired call", DEADLINE, || {
+            metric(&server, SLOW_CALLS) > handled && metric(&server, "ferry_rpc_in_flight") == 0
+        });
+        assert_eq!(seen.slow_running.load(Ordering::SeqCst), 0);
         assert_eq!(seen.slow_finished.load(Ordering::SeqCst), finished);
         // A fast call on the same channel still works, and the late answer was dropped.
-        ch.set_timeout(Some(Duration::from_secs(5)));
+        ch.set_timeout(Some(DEADLINE));
         let req = record(ch.context(), b"0", &[]);
         ch.call::<Record<'static>>(SLOW, &req).expect("fast call");
     }
@@ -163,7 +163,9 @@ fn foreground_handlers_read_in_place_and_echo_by_reference_over_tcp() {
 #[test]
 fn shutdown_drains_calls_in_progress_and_refuses_new_ones() {
     let scratch = Scratch::new("shutdown");
-    let server = start(TestService::default(), &scratch, 2);
+    let service = TestService::default();
+    let seen = service.seen.clone();
+    let server = start(service, &scratch, 2);
     let tcp = server.addrs()[0].to_string();
     let slow = std::thread::spawn({
         let tcp = tcp.clone();
@@ -173,7 +175,9 @@ fn shutdown_drains_calls_in_progress_and_refuses_new_ones() {
             ch.call::<Record<'static>>(SLOW, &req).map(|_| ())
         }
     });
-    std::thread::sleep(Duration::from_millis(100));
+    wait_until("the slow call in its handler", DEADLINE, || {
+        seen.slow_running.load(Ordering::SeqCst) == 1
+    });
     let reports = server.shutdown(Duration::from_secs(5));
     assert_eq!(slow.join().unwrap(), Ok(()), "the call in progress finished");
     assert!(reports.iter().all(|r| r.abandoned == 0), "{reports:?}");
@@ -232,18 +236,12 @@ fn dropping_the_server_cancels_its_background_handlers() {
         let req = record(ch.context(), b"5000", &[]);
         ch.call::<Record<'static>>(SLOW, &req).map(|_| ())
     });
-    let until = Instant::now() + Duration::from_secs(5);
-    while seen.slow_running.load(Ordering::SeqCst) == 0 {
-        assert!(Instant::now() < until, "the handler never started");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let t = Instant::now();
+    wait_until("the slow handler to start", DEADLINE, || {
+        seen.slow_running.load(Ordering::SeqCst) == 1
+    });
+    // Without telling the handler, the drop would wait out its 5 s and it would finish.
     drop(server);
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "drop waited {:?} for the handler",
-        t.elapsed()
-    );
+    assert_eq!(seen.slow_finished.load(Ordering::SeqCst), 0);
     assert_eq!(seen.slow_cancelled.load(Ordering::SeqCst), 1);
     let err = caller.join().unwrap().expect_err("the server went away");
     assert_eq!(err.code, Code::Unavailable, "{err}");

@@ -9,6 +9,7 @@
 mod tokio_support;
 
 use std::future::{Future, poll_fn};
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::task::Poll;
@@ -19,7 +20,8 @@ use ferry_rpc::{ChannelConfig, Code};
 use ferry_transport::{Payload, Received};
 
 use tokio_support::{
-    DELAY, ECHO, PANIC, SLOW, ServerThread, Transport, eventually, local_runtime, wait_until, within,
+    DELAY, ECHO, PANIC, SLOW, ServerThread, Transport, eventually, local_runtime, thread_sleeps, wait_until,
+    within,
 };
 
 /// A channel with room for `window` calls in flight.
@@ -249,7 +251,7 @@ fn shutdown_drains_calls_in_progress_and_refuses_new_ones(t: Transport) {
 fn handoff_when_a_call_ends_in_the_poll_that_registered(t: Transport) {
     within("registration handed on", 30, move || {
         let server = ServerThread::start(t, Duration::ZERO);
-        let (addr, flags) = (server.addr.clone(), server.flags.clone());
+        let (addr, flags, server_tid) = (server.addr.clone(), server.flags.clone(), server.tid);
         local_runtime(async move {
             let chan = Rc::new(channel(&addr, 8).await);
             let mut x = Box::pin(chan.call_payload(DELAY, Payload::Bytes(b"200")));
@@ -269,8 +271,20 @@ fn handoff_when_a_call_ends_in_the_poll_that_registered(t: Transport) {
                 })
             };
             wait_until(|| flags.started.load(Ordering::SeqCst) == 2).await;
-            // Block the thread (not the task) while X's answer arrives.
-            std::thread::sleep(Duration::from_millis(500));
+            // Block the thread (not the task) until X's answer has arrived: its handler ended
+            // and the server's thread, whose runtime also runs the session that sends the
+            // answer, sleeps with nothing left to do; over TCP the bytes are in our socket.
+            let server_addr: Option<SocketAddr> =
+                addr.strip_prefix("tcp://").map(|a| a.parse().expect("addr"));
+            ferry_testkit::wait_until("X's answer to arrive", ferry_testkit::DEADLINE, || {
+                flags.finished.load(Ordering::SeqCst) == 1
+                    && thread_sleeps(server_tid)
+                    && server_addr.is_none_or(|server| {
+                        ferry_testkit::tcp_sockets()
+                            .iter()
+                            .any(|s| s.remote == server && s.rx_queue > 0)
+                    })
+            });
             poll_fn(|cx| match x.as_mut().poll(cx) {
                 Poll::Ready(r) => {
                     assert_eq!(r.expect("X").frame().bytes().expect("raw"), b"200");

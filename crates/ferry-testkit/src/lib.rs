@@ -4,7 +4,8 @@
 //! that never outlive their test, and external tools ([`tools`]: found on `PATH`, skipped with
 //! a printed reason when missing unless `FERRY_REQUIRE_TOOLS=1`, run under a hang guard), and
 //! [`assert_encoders_agree`] (a generated encoder against the generic visitor path), and a busy
-//! machine on demand ([`BusyLoops`]) with [`wait_until`], the wait a fixed sleep stands for.
+//! machine on demand ([`BusyLoops`]) with [`wait_until`], the wait a fixed sleep stands for, and
+//! the kernel's view of TCP sockets ([`tcp_sockets`]) for conditions only a socket shows.
 //!
 //! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
 //! that file.
@@ -15,12 +16,14 @@ mod busy;
 mod child;
 mod encoders;
 mod scratch;
+mod sockets;
 pub mod tools;
 
 pub use busy::{BusyLoops, wait_until};
 pub use child::{ChildProc, Killer, self_command};
 pub use encoders::assert_encoders_agree;
 pub use scratch::Scratch;
+pub use sockets::{ESTABLISHED, LISTEN, TcpSocket, tcp_sockets};
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -54,6 +54,16 @@ impl Host {
         self.server = Some(server);
     }
 
+    /// Calls the host is handling now (its `ferry_rpc_in_flight` gauge).
+    pub fn in_flight(&self) -> u64 {
+        let server = self.server.as_ref().expect("the host runs");
+        let text = server.services().metrics().encode();
+        text.lines()
+            .find_map(|l| l.strip_prefix("ferry_rpc_in_flight "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no ferry_rpc_in_flight in {text}"))
+    }
+
     /// Stops the server (its sessions close).
     pub fn stop(&mut self) {
         if let Some(s) = self.server.take() {

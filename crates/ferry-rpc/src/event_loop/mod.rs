@@ -454,7 +454,7 @@ impl EventLoop {
     /// How long a sleeping turn may wait: until the next deadline, at most 100 ms (a dead
     /// shared-memory peer is noticed by a later call, not by its doorbell).
     fn sleep_time(&self, now: Instant) -> Duration {
-        let mut t = Duration::from_millis(100);
+        let mut t = crate::conn::SHM_CHECK;
         for s in self.slots.iter().filter_map(|s| s.session.as_ref()) {
             let next = match &s.role {
                 Role::Server(srv) => srv.core.next_deadline(),

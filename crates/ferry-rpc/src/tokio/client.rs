@@ -50,15 +50,11 @@ use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Outgoing};
 
 use crate::channel::{CallOptions, ChannelConfig, NO_OPTIONS, Response, unreachable_server};
-use crate::conn::{Conn, Frame, TransportKind};
+use crate::conn::{Conn, Frame, SHM_CHECK, TransportKind};
 use crate::metadata::Metadata;
 use crate::session::{Client, Outcome};
 use crate::status::{Code, Status};
 use crate::{Addr, CallId};
-
-/// How often a waiting shared-memory channel looks at the connection even if its doorbell
-/// stays quiet: a peer that dies without closing rings nothing (TCP reports it as readable).
-pub(super) const SHM_CHECK: Duration = Duration::from_millis(100);
 
 /// An async client: many calls in flight on one connection, each an `async fn` call. `!Send`.
 ///

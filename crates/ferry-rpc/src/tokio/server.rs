@@ -44,9 +44,9 @@ use ferry_buf::Pool;
 use ferry_transport::{Meta, Received, Transport, TransportError};
 use ferry_wire::Context;
 
-use super::client::{SHM_CHECK, register};
+use super::client::register;
 use super::{AsyncCall, AsyncRequest, AsyncServices, CallMetadata};
-use crate::conn::{Conn, Frame, Listener, TransportKind};
+use crate::conn::{Conn, Frame, Listener, SHM_CHECK, TransportKind};
 use crate::event_loop::LoopConfig;
 use crate::metadata::Metadata;
 use crate::service::{Encoded, failure_metadata};

@@ -200,3 +200,14 @@ pub fn serve(
         .start()
         .expect("server starts")
 }
+
+/// The value of the series `series` (a name with its labels, as the exposition writes it:
+/// `ferry_rpc_sessions{transport="tcp"}`) in `server`'s metrics.
+pub fn metric(server: &ferry_rpc::Server, series: &str) -> u64 {
+    let text = server.services().metrics().encode();
+    let key = format!("{series} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in {text}"))
+}

@@ -159,6 +159,8 @@ impl Drop for Scratch {
 pub struct ServerThread {
     pub addr: String,
     pub flags: Arc<Flags>,
+    /// The server thread's id (for [`thread_sleeps`]).
+    pub tid: u32,
     stop: Arc<AtomicBool>,
     kill: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -190,7 +192,7 @@ impl ServerThread {
                         let services = AsyncServices::new().service(Echo { flags }).expect("services");
                         let server =
                             AsyncServer::bind(services, &[&addr], LoopConfig::default()).expect("bind");
-                        tx.send(server.addrs()[0].to_string())
+                        tx.send((server.addrs()[0].to_string(), this_thread()))
                             .expect("report the address");
                         tokio::select! {
                             r = server.run(flag(stop), drain) => r.expect("run"),
@@ -203,12 +205,13 @@ impl ServerThread {
                 })
                 .expect("spawn the server thread")
         };
-        let addr = rx
+        let (addr, tid) = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the server's address");
         ServerThread {
             addr,
             flags,
+            tid,
             stop,
             kill,
             thread: Some(thread),
@@ -248,6 +251,23 @@ impl Drop for ServerThread {
             let _ = t.join();
         }
     }
+}
+
+/// The calling thread's id (from `/proc/thread-self`, a link to `<pid>/task/<tid>`).
+fn this_thread() -> u32 {
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    link.file_name()
+        .and_then(|n| n.to_str()?.parse().ok())
+        .unwrap_or_else(|| panic!("no thread id in {}", link.display()))
+}
+
+/// Whether thread `tid` of this process sleeps (state `S`: blocked, not running or runnable).
+/// A current-thread runtime sleeps only when none of its tasks can go on.
+pub fn thread_sleeps(tid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("the thread's stat");
+    // "<tid> (<name>) <state> ...": the name may hold anything but ends at the last ')'.
+    stat.rsplit_once(") ")
+        .is_some_and(|(_, rest)| rest.starts_with('S'))
 }
 
 /// Resolves once `flag` is set (looked at every 5 ms).
