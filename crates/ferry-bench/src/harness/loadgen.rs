@@ -1,5 +1,6 @@
 //! The bookkeeping of an open-loop load generator, without I/O: when requests are due
-//! (Poisson arrivals at an offered rate, whether or not earlier ones were answered), which of
+//! (Poisson arrivals at an offered rate, or evenly spaced ones, whether or not earlier ones
+//! were answered), which of
 //! them fall in the measured window, their latency from the *scheduled* time (so a server that
 //! falls behind shows in the tail instead of slowing the offered load: no coordinated
 //! omission), and whether a point counts, or why it does not.
@@ -19,7 +20,7 @@
 //! - *latency*: from each window request's scheduled time to its answer, late ones included.
 //!
 //! What it is NOT: a client. Sessions, request contents and checking the answers are the
-//! driver's (`kv/loadgen.rs`).
+//! drivers' (`kv/loadgen.rs` on an event loop, `offload/load.rs` on tokio).
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -45,11 +46,7 @@ impl Poisson {
     /// Arrivals at `rate` per second from `rng`, or an error if `rate` is not finite and
     /// positive.
     pub fn try_new(rate: f64, rng: ChaCha8Rng) -> Result<Poisson, String> {
-        if !(rate.is_finite() && rate > 0.0) {
-            return Err(format!(
-                "Poisson arrival rate must be finite and > 0, found {rate}"
-            ));
-        }
+        check_rate("Poisson", rate)?;
         let exp = Exp::new(rate).map_err(|e| format!("exponential gaps at rate {rate}: {e}"))?;
         Ok(Poisson { rate, exp, rng })
     }
@@ -64,6 +61,50 @@ impl Poisson {
     pub fn next_gap(&mut self) -> Duration {
         let secs = self.exp.sample(&mut self.rng);
         Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
+    }
+}
+
+/// `rate` if it is finite and positive, or an error naming the `kind` of arrivals.
+fn check_rate(kind: &str, rate: f64) -> Result<(), String> {
+    if rate.is_finite() && rate > 0.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{kind} arrival rate must be finite and > 0, found {rate}"
+        ))
+    }
+}
+
+/// When requests arrive.
+#[derive(Debug, Clone)]
+pub enum Arrivals {
+    /// A Poisson process (kv's sweeps, as Cornflakes'); boxed, as its RNG is large.
+    Poisson(Box<Poisson>),
+    /// Evenly spaced, this far apart (offload's Figure 8, as it was measured).
+    Uniform(Duration),
+}
+
+impl Arrivals {
+    /// Evenly spaced arrivals at `rate` per second (the gap in whole ns, at least 1), or an
+    /// error if `rate` is not finite and positive.
+    pub fn uniform(rate: f64) -> Result<Arrivals, String> {
+        check_rate("uniform", rate)?;
+        let gap = Duration::try_from_secs_f64(1.0 / rate).unwrap_or(Duration::MAX);
+        Ok(Arrivals::Uniform(gap.max(Duration::from_nanos(1))))
+    }
+
+    /// The gap to the next arrival.
+    pub fn next_gap(&mut self) -> Duration {
+        match self {
+            Arrivals::Poisson(p) => p.next_gap(),
+            Arrivals::Uniform(gap) => *gap,
+        }
+    }
+}
+
+impl From<Poisson> for Arrivals {
+    fn from(p: Poisson) -> Arrivals {
+        Arrivals::Poisson(Box::new(p))
     }
 }
 
@@ -91,7 +132,7 @@ impl Window {
 /// One run at one offered rate: the schedule and the tally of its window.
 #[derive(Debug, Clone)]
 pub struct OpenLoop {
-    arrivals: Poisson,
+    arrivals: Arrivals,
     window: Window,
     /// The next arrival not yet handed out by [`due`](Self::due).
     next: Instant,
@@ -105,7 +146,13 @@ pub struct OpenLoop {
 impl OpenLoop {
     /// A run starting at `start`: arrivals from `arrivals`, `warmup` of them unmeasured, then
     /// a measured window of `window`.
-    pub fn new(mut arrivals: Poisson, start: Instant, warmup: Duration, window: Duration) -> OpenLoop {
+    pub fn new(
+        arrivals: impl Into<Arrivals>,
+        start: Instant,
+        warmup: Duration,
+        window: Duration,
+    ) -> OpenLoop {
+        let mut arrivals = arrivals.into();
         let next = start + arrivals.next_gap();
         let window = Window {
             start: start + warmup,
@@ -337,6 +384,30 @@ mod tests {
         assert!((mean - 1.0 / 50_000.0).abs() < 0.02 / 50_000.0, "mean gap {mean}");
         for bad in [0.0, f64::INFINITY, -1.0, f64::NAN] {
             assert!(Poisson::try_new(bad, rng(1)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn uniform_arrivals_are_evenly_spaced_and_fill_the_window_at_the_rate() {
+        let t0 = Instant::now();
+        let gap = Duration::from_micros(100);
+        assert!(matches!(Arrivals::uniform(10_000.0), Ok(Arrivals::Uniform(g)) if g == gap));
+        let mut lp = OpenLoop::new(Arrivals::uniform(10_000.0).unwrap(), t0, 100 * MS, 1000 * MS);
+        let mut all = Vec::new();
+        while let Some(at) = lp.due(t0 + 5000 * MS) {
+            all.push(at);
+        }
+        assert_eq!(all.first(), Some(&(t0 + gap)));
+        assert!(all.windows(2).all(|w| w[1] - w[0] == gap));
+        // 1 s of window at 10,000/s, and the warm-up's 1,000 before it.
+        assert_eq!(lp.outcome().scheduled, 10_000);
+        assert_eq!(all.len(), 10_999);
+        assert_eq!(lp.outcome().offered(), 10_000.0);
+        // No rate gives a zero gap, which would hand out one instant forever.
+        assert!(matches!(Arrivals::uniform(1e12), Ok(Arrivals::Uniform(g)) if g == Duration::from_nanos(1)));
+        for bad in [0.0, f64::INFINITY, -1.0, f64::NAN] {
+            let err = Arrivals::uniform(bad).unwrap_err();
+            assert!(err.starts_with("uniform arrival rate"), "{err}");
         }
     }
 

@@ -11,11 +11,12 @@ use prost::Message as _;
 use tonic::transport::Channel;
 
 use super::hosts::{ENGINE, FERRY_HOST, Requests, TONIC_HOST};
-use super::load::{self, Schedule};
+use super::load::{self, DRAIN};
 use super::serve::{Figure8Options, Latency, PaperMessage, Run, Setup, Unary};
 use crate::BoxError;
 use crate::generated::demo_prost as pb;
 use crate::harness::cpu::threads_cpu_time;
+use crate::harness::loadgen::Arrivals;
 use crate::harness::{Histogram, pin_current_thread, round};
 
 /// The client thread's name.
@@ -68,11 +69,8 @@ pub(super) fn open_loop(
     } else {
         TONIC_HOST
     };
-    let schedule = Schedule {
-        rate,
-        warmup: opts.duration / 10,
-        duration: opts.duration,
-    };
+    let arrivals = Arrivals::uniform(rate as f64)?;
+    let times = (opts.duration / 10, opts.duration);
     let (max_in_flight, requests) = (opts.max_in_flight, requests.clone());
     let outcome = on_client_thread(opts.client_cpu, addr, opts.connections, async move |channels| {
         let send = |i: u64| {
@@ -83,22 +81,23 @@ pub(super) fn open_loop(
             let variant = (setup == Setup::Null).then_some(k);
             async move { call(channel, path, body, variant).await == Some(want) }
         };
-        load::drive(&schedule, max_in_flight, send, || cpu_now(host)).await
+        load::drive(arrivals, times, max_in_flight, send, || cpu_now(host)).await
     })?;
-    let t = &outcome.tally;
-    let ((before, after), n) = (outcome.marks, t.completed.max(1) as f64);
+    let o = &outcome;
+    let ((before, after), n) = (o.marks, o.completed().max(1) as f64);
     let us = |i: usize| round(after[i].saturating_sub(before[i]).as_secs_f64() * 1e6 / n, 3);
     Ok(Run {
         setup,
         message,
         rate,
-        achieved: round(t.completed as f64 / outcome.window.as_secs_f64(), 1),
+        achieved: round(o.window.achieved_within(DRAIN), 1),
         host_cpu_us: us(0),
         engine_cpu_us: if setup == Setup::Engine { us(1) } else { 0.0 },
         client_cpu_us: us(2),
-        latency_us: Latency::of(&t.latency),
-        errors: t.errors,
-        dropped: t.dropped,
+        latency_us: Latency::of(&o.from_send),
+        scheduled_latency_us: Some(Latency::of(&o.window.latency)),
+        errors: o.errors(),
+        dropped: o.dropped,
     })
 }
 

@@ -213,8 +213,11 @@ pub struct Run {
     /// Load generator CPU per completed request, µs.
     #[serde(rename = "client_cpu_us_per_request")]
     pub client_cpu_us: f64,
-    /// Latency from the send.
+    /// Latency from the send (Figure 8's: see `load.rs` for why).
     pub latency_us: Latency,
+    /// Latency from the scheduled time (absent from records made before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_latency_us: Option<Latency>,
     /// Requests that failed (any status, or a wrong digest).
     pub errors: u64,
     /// Requests not sent because `max_in_flight` were outstanding.
