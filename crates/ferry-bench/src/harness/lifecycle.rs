@@ -111,26 +111,26 @@ pub fn print_targets(targets: &[Target]) {
     t.print();
 }
 
-/// Runs `bench` as `common` asks: measure and write `--json`, or read `--from`; then the
+/// Runs `bench` as `common` asks: measure (and write `--json`, if given), or read `--from`; then the
 /// table, the targets and, with `--plot`, the plot. Returns the records.
 pub fn main<B: Benchmark>(bench: &B, common: &Common) -> Result<B::Records, BoxError> {
     let (records, load) = match &common.from {
         Some(from) => (read::<B>(from)?, None),
         None => {
-            let path = common.json_path()?;
             let started = Instant::now();
             let meter = LoadMeter::start();
             let progress = Progress::new(bench.plan(), B::NAME);
             let (settings, records) = bench.run(&progress)?;
             progress.finish();
             let load = meter.finish();
-            write(path, B::NAME, settings, &records, &load)?;
-            println!(
-                "{} in {:.1} s; results in {}\n",
-                B::NAME,
-                started.elapsed().as_secs_f64(),
-                path.display()
-            );
+            print!("{} in {:.1} s", B::NAME, started.elapsed().as_secs_f64());
+            // `--json` is required by every `ferry bench` command; `ferry calibrate` makes it
+            // optional (its output is the thresholds file).
+            if let Some(path) = &common.json {
+                write(path, B::NAME, settings, &records, &load)?;
+                print!("; results in {}", path.display());
+            }
+            println!("\n");
             (records, Some(load))
         }
     };

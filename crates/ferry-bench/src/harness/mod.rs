@@ -58,11 +58,6 @@ impl Budget {
     }
 }
 
-/// The one of `all` whose `name` is `s`: reads back the names an enum wrote into the records.
-pub fn by_name<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str, s: &str) -> Option<T> {
-    all.iter().copied().find(|&t| name(t) == s)
-}
-
 /// Rounds `v` to `digits` decimal digits, for the JSON records.
 pub fn round(v: f64, digits: i32) -> f64 {
     let p = 10f64.powi(digits);

@@ -1,12 +1,9 @@
-//! The JSON a benchmark writes: a header (benchmark, command, date, machine, settings) and one
-//! record per measured configuration.
+//! What the header of a results file says about the run: the command, the date and the machine
+//! (written by `lifecycle::write`).
 
-use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-
-use crate::BoxError;
 
 /// The command line as typed (arguments joined with spaces).
 pub fn command_line() -> String {
@@ -62,57 +59,6 @@ pub fn machine() -> Value {
         "tcp_congestion_default": read_trimmed("/proc/sys/net/ipv4/tcp_congestion_control"),
         "optmem_max": read_trimmed("/proc/sys/net/core/optmem_max").and_then(|s| s.parse::<u64>().ok()),
     })
-}
-
-/// Writes `{benchmark, command, date, machine, settings, records}` to `path`, pretty-printed,
-/// plus `diagnostics` (measurements that explain the records rather than being configurations
-/// of the sweep) when it is not `null`; then says on stdout how many configurations took how
-/// long and where they are.
-pub fn save(
-    path: &Path,
-    benchmark: &str,
-    settings: Value,
-    records: &[Value],
-    diagnostics: Value,
-    took: Duration,
-) -> Result<(), BoxError> {
-    let mut doc = json!({
-        "benchmark": benchmark,
-        "command": command_line(),
-        "date": now_utc(),
-        "machine": machine(),
-        "settings": settings,
-        "records": records,
-    });
-    if !diagnostics.is_null() {
-        doc["diagnostics"] = diagnostics;
-    }
-    let mut text = serde_json::to_string_pretty(&doc)?;
-    text.push('\n');
-    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    println!(
-        "\n{} configurations in {:.1} s; results in {}",
-        records.len(),
-        took.as_secs_f64(),
-        path.display()
-    );
-    Ok(())
-}
-
-/// Reads an earlier results file (`--from`) and turns each record back into a summary with
-/// `parse`, after printing which run it was (command, date, file).
-pub fn load<S>(from: &Path, parse: impl Fn(&Value) -> Option<S>) -> Result<Vec<S>, BoxError> {
-    let text = std::fs::read_to_string(from).map_err(|e| format!("reading {}: {e}", from.display()))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", from.display()))?;
-    let records = doc["records"]
-        .as_array()
-        .ok_or("no records in the results file")?;
-    let all = records
-        .iter()
-        .map(|r| parse(r).ok_or_else(|| format!("malformed record {r}")))
-        .collect::<Result<Vec<S>, _>>()?;
-    println!("{} ({}), {}:\n", doc["command"], doc["date"], from.display());
-    Ok(all)
 }
 
 #[cfg(test)]

@@ -13,17 +13,21 @@
 //! Veth pairs between network namespaces are not measured: the server runs as a thread of this
 //! process, in this namespace. TCP loopback stands for TCP.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ferry_rpc::LoopConfig;
-use serde_json::json;
+use ferry_rpc::{LoopConfig, Thresholds};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::workload::{self, Kind, WorkloadSpec};
 use super::{Measured, Summary, Sweep, System, Transport};
 use crate::BoxError;
+use crate::harness::cli::Common;
+use crate::harness::lifecycle::{self, Benchmark};
 use crate::harness::progress::Progress;
+use crate::harness::table::Table;
 use crate::harness::{self, report as results, round};
 use crate::plot;
 
@@ -75,203 +79,182 @@ pub struct Args {
     server_cpu: usize,
 }
 
-/// One cell of the heat map.
-#[derive(Debug, Clone)]
+/// One cell of the heat map: a record of the results file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Cell {
     transport: Transport,
     buffers: u32,
     size: u32,
     /// (zero-copy - copy) / copy, percent, of server work per request at equal load.
-    cpu_diff: f64,
+    #[serde(rename = "cpu_diff_percent")]
+    cpu_diff: Option<f64>,
     /// (zero-copy - copy) / copy, percent, of the highest achieved load.
-    load_diff: f64,
-    copy: Option<Measured>,
-    zc: Option<Measured>,
-    /// Why a system sustained no load, if one did not: its last point's figures.
+    #[serde(rename = "load_diff_percent")]
+    load_diff: Option<f64>,
+    /// Copy-only's server work per request, ns, and achieved load, at the highest load both
+    /// sustained; then zero-copy-only's.
+    copy_server_ns: Option<f64>,
+    zc_server_ns: Option<f64>,
+    copy_max_load: Option<f64>,
+    zc_max_load: Option<f64>,
+    /// Why a system sustained no load, if one did not: its last point's figures (printed, not
+    /// stored).
+    #[serde(skip)]
     why_not: Option<String>,
 }
 
-/// The cells, sizes, counts and transports of a measured run.
-type Study = (Vec<Cell>, Vec<u32>, Vec<u32>, Vec<Transport>);
+/// The results of `ferry calibrate`.
+#[derive(Serialize, Deserialize)]
+struct Calibration {
+    records: Vec<Cell>,
+}
 
-/// Measures every cell.
-fn measure(args: &Args) -> Result<Study, BoxError> {
-    let transports = if args.transport.is_empty() {
-        vec![Transport::Tcp, Transport::Shm]
-    } else {
-        args.transport.clone()
-    };
-    let (sizes, counts): (&[u32], &[u32]) = if args.quick {
-        (&[64, 256, 1024, 4096], &[1, 4])
-    } else {
-        (&[64, 128, 256, 512, 1024, 2048, 4096, 8192], &[1, 2, 4, 8])
-    };
-    let mut sizes = if args.sizes.is_empty() {
-        sizes.to_vec()
-    } else {
-        args.sizes.clone()
-    };
-    let mut counts = if args.buffers.is_empty() {
-        counts.to_vec()
-    } else {
-        args.buffers.clone()
-    };
-    // The crossover walks the sizes from the largest down.
-    sizes.sort_unstable();
-    sizes.dedup();
-    counts.sort_unstable();
-    counts.dedup();
-    let sweep = Sweep {
-        start_rate: args.start_rate,
-        step: 1.5,
-        max_points: if args.quick { 4 } else { 8 },
-        refine: if args.quick { 1 } else { 2 },
-        sessions: 8,
-        warmup: Duration::from_millis(if args.quick { 50 } else { 100 }),
-        window: Duration::from_millis(if args.quick { 150 } else { 400 }),
-        // Busy-polls, then sleeps when idle (as the demo's, for the same reason: on a machine
-        // doing other work a loop that never sleeps waits out other programs' time slices).
-        // The work per request compared is the loop's busy time, not its CPU time, either way.
-        server_spin: LoopConfig::default().spin,
-        client_cpu: args.client_cpu,
-        server_cpu: args.server_cpu.min(harness::cpus().saturating_sub(1)),
-        seed: 11,
-    };
-    let systems = [System::FerryCopy, System::FerryZc];
-    let cells_total = sizes.len() * counts.len() * transports.len();
-    let progress = Progress::new(cells_total as u64, "calibrate");
-    let mut cells = Vec::new();
-    for &n in &counts {
-        for &s in &sizes {
-            let spec = WorkloadSpec {
-                keys: Some(args.keys),
-                ycsb_buffers: n,
-                ycsb_size: s,
-                ..WorkloadSpec::new(Kind::Ycsb)
-            };
-            let make = move || workload::build(&spec, 11).map_err(BoxError::from);
-            let first = make()?;
-            let store = super::load_store(first.as_ref())?;
-            for &t in &transports {
-                progress.start(format!("{} {n} x {s} B", t.name()));
-                let points = super::sweep(&store, &make, &systems, &[t], &sweep, |_| {})?;
-                cells.push(cell(t, n, s, points));
-                progress.done();
+/// `ferry calibrate`, as the lifecycle runs it.
+struct Calibrate<'a>(&'a Args);
+
+impl Calibrate<'_> {
+    /// The buffer sizes (ascending: the crossover walks them from the largest down), the
+    /// buffer counts and the transports to measure.
+    fn grid(&self) -> (Vec<u32>, Vec<u32>, Vec<Transport>) {
+        let args = self.0;
+        let (sizes, counts): (&[u32], &[u32]) = if args.quick {
+            (&[64, 256, 1024, 4096], &[1, 4])
+        } else {
+            (&[64, 128, 256, 512, 1024, 2048, 4096, 8192], &[1, 2, 4, 8])
+        };
+        let chosen = |given: &[u32], default: &[u32]| {
+            let mut v = if given.is_empty() { default } else { given }.to_vec();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let transports = if args.transport.is_empty() {
+            vec![Transport::Tcp, Transport::Shm]
+        } else {
+            args.transport.clone()
+        };
+        (
+            chosen(&args.sizes, sizes),
+            chosen(&args.buffers, counts),
+            transports,
+        )
+    }
+}
+
+impl Benchmark for Calibrate<'_> {
+    const NAME: &'static str = "calibrate";
+    type Records = Calibration;
+
+    fn plan(&self) -> u64 {
+        let (sizes, counts, transports) = self.grid();
+        (sizes.len() * counts.len() * transports.len()) as u64
+    }
+
+    fn run(&self, progress: &Progress) -> Result<(Value, Calibration), BoxError> {
+        let args = self.0;
+        let (sizes, counts, transports) = self.grid();
+        let sweep = Sweep {
+            start_rate: args.start_rate,
+            step: 1.5,
+            max_points: if args.quick { 4 } else { 8 },
+            refine: if args.quick { 1 } else { 2 },
+            sessions: 8,
+            warmup: Duration::from_millis(if args.quick { 50 } else { 100 }),
+            window: Duration::from_millis(if args.quick { 150 } else { 400 }),
+            // Busy-polls, then sleeps when idle (as the demo's, for the same reason: on a
+            // machine doing other work a loop that never sleeps waits out other programs' time
+            // slices). The work per request compared is the loop's busy time, not its CPU
+            // time, either way.
+            server_spin: LoopConfig::default().spin,
+            client_cpu: args.client_cpu,
+            server_cpu: args.server_cpu.min(harness::cpus().saturating_sub(1)),
+            seed: 11,
+        };
+        let systems = [System::FerryCopy, System::FerryZc];
+        let mut cells = Vec::new();
+        for &n in &counts {
+            for &s in &sizes {
+                let spec = WorkloadSpec {
+                    keys: Some(args.keys),
+                    ycsb_buffers: n,
+                    ycsb_size: s,
+                    ..WorkloadSpec::new(Kind::Ycsb)
+                };
+                let make = move || workload::build(&spec, 11).map_err(BoxError::from);
+                let first = make()?;
+                let store = super::load_store(first.as_ref())?;
+                for &t in &transports {
+                    progress.start(format!("{} {n} x {s} B", t.name()));
+                    let points = super::sweep(&store, &make, &systems, &[t], &sweep, |_| {})?;
+                    cells.push(cell(t, n, s, points));
+                    progress.done();
+                }
+                drop(Arc::try_unwrap(store).ok());
             }
-            drop(Arc::try_unwrap(store).ok());
         }
+        let t = thresholds(&cells);
+        let settings = json!({ "thresholds": { "tcp": t.tcp, "shm": t.shm }, "keys": args.keys });
+        Ok((settings, Calibration { records: cells }))
     }
-    progress.finish();
-    Ok((cells, sizes, counts, transports))
-}
 
-/// An earlier run's cells, from its results file.
-fn from_file(path: &std::path::Path) -> Result<Study, BoxError> {
-    let cells: Vec<Cell> = results::load(path, |r| {
-        let name = r["transport"].as_str()?;
-        Some(Cell {
-            transport: [Transport::Tcp, Transport::Shm]
-                .into_iter()
-                .find(|t| t.name() == name)?,
-            buffers: u32::try_from(r["buffers"].as_u64()?).ok()?,
-            size: u32::try_from(r["size"].as_u64()?).ok()?,
-            cpu_diff: r["cpu_diff_percent"].as_f64().unwrap_or(f64::NAN),
-            load_diff: r["load_diff_percent"].as_f64().unwrap_or(f64::NAN),
-            copy: None,
-            zc: None,
-            why_not: None,
-        })
-    })?;
-    let mut sizes: Vec<u32> = cells.iter().map(|c| c.size).collect();
-    let mut counts: Vec<u32> = cells.iter().map(|c| c.buffers).collect();
-    let mut transports: Vec<Transport> = Vec::new();
-    for c in &cells {
-        if !transports.contains(&c.transport) {
-            transports.push(c.transport);
+    fn table(c: &Calibration) {
+        let cells = &c.records;
+        let (sizes, counts, transports) = axes(cells);
+        for &t in &transports {
+            for (what, _, f) in DIFFS {
+                println!(
+                    "\n{}: {what}, zero-copy against copy (%; negative: zero-copy lower)",
+                    t.name()
+                );
+                let header = sizes.iter().map(|&s| plot::bytes_label(f64::from(s)));
+                let mut table = Table::new(std::iter::once("N \\ S".to_owned()).chain(header));
+                for &n in &counts {
+                    let value = |s: u32| {
+                        find(cells, t, n, s)
+                            .and_then(f)
+                            .map_or("-".to_owned(), |v| format!("{v:+.1}"))
+                    };
+                    table.row(std::iter::once(n.to_string()).chain(sizes.iter().map(|&s| value(s))));
+                }
+                print!("{}", table.render().trim_end());
+                println!();
+            }
+        }
+        for &t in &transports {
+            match crossover(cells, t, &sizes) {
+                Some(s) => println!(
+                    "{}: zero-copy costs no measurable extra work from fields of {s} B: threshold {s}",
+                    t.name()
+                ),
+                None => println!(
+                    "{}: zero-copy costs measurable extra work at every size: threshold infinite",
+                    t.name()
+                ),
+            }
+        }
+        for c in cells.iter().filter(|c| c.cpu_diff.is_none()) {
+            println!(
+                "not measured: {} {} x {} B, no load both systems sustained{}",
+                c.transport.name(),
+                c.buffers,
+                c.size,
+                c.why_not.as_ref().map_or(String::new(), |w| format!(" ({w})"))
+            );
         }
     }
-    sizes.sort_unstable();
-    sizes.dedup();
-    counts.sort_unstable();
-    counts.dedup();
-    Ok((cells, sizes, counts, transports))
-}
 
-/// `ferry calibrate`.
-pub fn run(args: &Args) -> Result<(), BoxError> {
-    let started = Instant::now();
-    let (cells, sizes, counts, transports) = match &args.from {
-        Some(from) => from_file(from)?,
-        None => measure(args)?,
-    };
-    let (sizes, counts) = (&sizes[..], &counts[..]);
-    print(&cells, sizes, counts, &transports);
-    let mut thresholds = ferry_rpc::Thresholds::load();
-    for &t in &transports {
-        let crossover = crossover(&cells, t, sizes);
-        let value = crossover.map_or(usize::MAX, |s| s as usize);
-        match t {
-            Transport::Tcp => thresholds.tcp = value,
-            Transport::Shm => thresholds.shm = value,
-        }
-        match crossover {
-            Some(s) => println!(
-                "{}: zero-copy costs no measurable extra work from fields of {s} B: threshold {s}",
-                t.name()
-            ),
-            None => println!(
-                "{}: zero-copy costs measurable extra work at every size: threshold infinite",
-                t.name()
-            ),
-        }
-    }
-    if let (Some(json), None) = (&args.json, &args.from) {
-        let records: Vec<_> = cells
-            .iter()
-            .map(|c| {
-                json!({
-                    "transport": c.transport.name(),
-                    "buffers": c.buffers,
-                    "size": c.size,
-                    "cpu_diff_percent": round(c.cpu_diff, 1),
-                    "load_diff_percent": round(c.load_diff, 1),
-                    "copy_server_ns": c.copy.as_ref().map(|m| round(m.server_ns, 1)),
-                    "zc_server_ns": c.zc.as_ref().map(|m| round(m.server_ns, 1)),
-                    "copy_max_load": c.copy.as_ref().map(|m| round(m.achieved, 0)),
-                    "zc_max_load": c.zc.as_ref().map(|m| round(m.achieved, 0)),
-                })
-            })
-            .collect();
-        results::save(
-            json,
-            "calibrate",
-            json!({ "thresholds": { "tcp": thresholds.tcp, "shm": thresholds.shm }, "keys": args.keys }),
-            &records,
-            serde_json::Value::Null,
-            started.elapsed(),
-        )?;
-    }
-    if let Some(path) = &args.plot {
+    fn plot(c: &Calibration, path: &Path) -> Result<(), BoxError> {
+        let cells = &c.records;
+        let (sizes, counts, transports) = axes(cells);
         let mut maps = Vec::new();
         for &t in &transports {
-            for (what, f) in [
-                (
-                    "server work per request",
-                    (|c: &Cell| c.cpu_diff) as fn(&Cell) -> f64,
-                ),
-                ("highest load", |c: &Cell| c.load_diff),
-            ] {
+            for (_, what, f) in DIFFS {
                 let values = counts
                     .iter()
                     .map(|&n| {
                         sizes
                             .iter()
-                            .map(|&s| {
-                                cells
-                                    .iter()
-                                    .find(|c| c.transport == t && c.buffers == n && c.size == s)
-                                    .map_or(f64::NAN, f)
-                            })
+                            .map(|&s| find(cells, t, n, s).and_then(f).unwrap_or(f64::NAN))
                             .collect()
                     })
                     .collect();
@@ -289,24 +272,77 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
             path,
             "ferry calibrate: zero-copy against copy (negative: zero-copy better for CPU)",
             &maps,
-        )?;
-        println!("plot in {}", path.display());
+        )
     }
-    for c in cells.iter().filter(|c| !c.cpu_diff.is_finite()) {
-        println!(
-            "not measured: {} {} x {} B, no load both systems sustained{}",
-            c.transport.name(),
-            c.buffers,
-            c.size,
-            c.why_not.as_ref().map_or(String::new(), |w| format!(" ({w})"))
-        );
+}
+
+/// A cell's figure in one heat map.
+type Figure = fn(&Cell) -> Option<f64>;
+
+/// The two heat maps of a transport: what they compare (in the table, in the plot), and the
+/// figure of a cell.
+const DIFFS: [(&str, &str, Figure); 2] = [
+    ("server work per request", "server work per request", |c| {
+        c.cpu_diff
+    }),
+    ("highest achieved load", "highest load", |c| c.load_diff),
+];
+
+fn find(cells: &[Cell], t: Transport, n: u32, s: u32) -> Option<&Cell> {
+    cells
+        .iter()
+        .find(|c| c.transport == t && c.buffers == n && c.size == s)
+}
+
+/// The sizes (ascending), counts (ascending) and transports (in measured order) of `cells`.
+fn axes(cells: &[Cell]) -> (Vec<u32>, Vec<u32>, Vec<Transport>) {
+    let mut sizes: Vec<u32> = cells.iter().map(|c| c.size).collect();
+    let mut counts: Vec<u32> = cells.iter().map(|c| c.buffers).collect();
+    let mut transports: Vec<Transport> = Vec::new();
+    for c in cells {
+        if !transports.contains(&c.transport) {
+            transports.push(c.transport);
+        }
     }
+    sizes.sort_unstable();
+    sizes.dedup();
+    counts.sort_unstable();
+    counts.dedup();
+    (sizes, counts, transports)
+}
+
+/// The thresholds the servers read, with each transport of `cells` at its crossover.
+fn thresholds(cells: &[Cell]) -> Thresholds {
+    let (sizes, _, transports) = axes(cells);
+    let mut thresholds = Thresholds::load();
+    for t in transports {
+        let value = crossover(cells, t, &sizes).map_or(usize::MAX, |s| s as usize);
+        match t {
+            Transport::Tcp => thresholds.tcp = value,
+            Transport::Shm => thresholds.shm = value,
+        }
+    }
+    thresholds
+}
+
+/// `ferry calibrate`: measures (or reads `--from`), prints, draws, then writes the thresholds.
+pub fn run(args: &Args) -> Result<(), BoxError> {
+    let common = Common {
+        quick: args.quick,
+        json: args.json.clone(),
+        from: args.from.clone(),
+        plot: args.plot.clone(),
+        duration_ms: None,
+        count: None,
+    };
+    let Calibration { records: cells } = lifecycle::main(&Calibrate(args), &common)?;
     // A size with no measured cell at all leaves its transport's crossover unknown.
+    let (sizes, _, transports) = axes(&cells);
     let blind = transports.iter().any(|&t| {
         sizes.iter().any(|&s| {
             !cells
                 .iter()
-                .any(|c| c.transport == t && c.size == s && c.cpu_diff.is_finite())
+                .any(|c| c.transport == t && c.size == s && c.cpu_diff.is_some())
         })
     });
     if blind {
@@ -314,23 +350,23 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     }
     if args.dry_run {
         println!("(--dry-run: not written)");
-    } else {
-        let path = args
-            .config
-            .clone()
-            .or_else(ferry_rpc::Thresholds::path)
-            .ok_or("no place for the thresholds file: set FERRY_THRESHOLDS or HOME")?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let comment = format!(
-            "written by `ferry calibrate` on {} ({})",
-            results::now_utc(),
-            results::machine()["cpu_model"].as_str().unwrap_or("unknown CPU")
-        );
-        std::fs::write(&path, thresholds.to_file(&comment))?;
-        println!("thresholds written to {}", path.display());
+        return Ok(());
     }
+    let path = args
+        .config
+        .clone()
+        .or_else(Thresholds::path)
+        .ok_or("no place for the thresholds file: set FERRY_THRESHOLDS or HOME")?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let comment = format!(
+        "written by `ferry calibrate` on {} ({})",
+        results::now_utc(),
+        results::machine()["cpu_model"].as_str().unwrap_or("unknown CPU")
+    );
+    std::fs::write(&path, thresholds(&cells).to_file(&comment))?;
+    println!("thresholds written to {}", path.display());
     Ok(())
 }
 
@@ -342,21 +378,15 @@ fn cell(transport: Transport, buffers: u32, size: u32, points: Vec<Measured>) ->
         copies: Vec::new(),
     };
     let pair = [System::FerryCopy, System::FerryZc];
-    let copy = summary
-        .at_common_load(System::FerryCopy, transport, &pair)
-        .cloned();
-    let zc = summary.at_common_load(System::FerryZc, transport, &pair).cloned();
-    let pct = |a: f64, b: f64| if b > 0.0 { (a - b) / b * 100.0 } else { f64::NAN };
-    let cpu_diff = match (&zc, &copy) {
-        (Some(z), Some(c)) => pct(z.server_ns, c.server_ns),
-        _ => f64::NAN,
-    };
+    let copy = summary.at_common_load(System::FerryCopy, transport, &pair);
+    let zc = summary.at_common_load(System::FerryZc, transport, &pair);
+    let pct = |a: f64, b: f64| (b > 0.0).then(|| round((a - b) / b * 100.0, 1));
     let load_diff = match (
         summary.best(System::FerryZc, transport),
         summary.best(System::FerryCopy, transport),
     ) {
         (Some(z), Some(c)) => pct(z.achieved, c.achieved),
-        _ => f64::NAN,
+        _ => None,
     };
     let why_not = pair.iter().find_map(|&s| {
         summary
@@ -367,10 +397,12 @@ fn cell(transport: Transport, buffers: u32, size: u32, points: Vec<Measured>) ->
         transport,
         buffers,
         size,
-        cpu_diff,
+        cpu_diff: zc.zip(copy).and_then(|(z, c)| pct(z.server_ns, c.server_ns)),
         load_diff,
-        copy,
-        zc,
+        copy_server_ns: copy.map(|m| m.server_ns),
+        zc_server_ns: zc.map(|m| m.server_ns),
+        copy_max_load: copy.map(|m| m.achieved),
+        zc_max_load: zc.map(|m| m.achieved),
         why_not,
     }
 }
@@ -387,8 +419,8 @@ fn crossover(cells: &[Cell], transport: Transport, sizes: &[u32]) -> Option<u32>
     let median_at = |s: u32| {
         let v: Vec<f64> = cells
             .iter()
-            .filter(|c| c.transport == transport && c.size == s && c.cpu_diff.is_finite())
-            .map(|c| c.cpu_diff)
+            .filter(|c| c.transport == transport && c.size == s)
+            .filter_map(|c| c.cpu_diff)
             .collect();
         harness::median(&v)
     };
@@ -400,44 +432,4 @@ fn crossover(cells: &[Cell], transport: Transport, sizes: &[u32]) -> Option<u32>
         }
     }
     best
-}
-
-fn print(cells: &[Cell], sizes: &[u32], counts: &[u32], transports: &[Transport]) {
-    for &t in transports {
-        for (what, f) in [
-            (
-                "server work per request",
-                (|c: &Cell| c.cpu_diff) as fn(&Cell) -> f64,
-            ),
-            ("highest achieved load", |c: &Cell| c.load_diff),
-        ] {
-            println!(
-                "\n{}: {what}, zero-copy against copy (%; negative: zero-copy lower)",
-                t.name()
-            );
-            print!("{:>8}", "N \\ S");
-            for s in sizes {
-                print!("{:>9}", plot::bytes_label(f64::from(*s)));
-            }
-            println!();
-            for &n in counts {
-                print!("{n:>8}");
-                for &s in sizes {
-                    let v = cells
-                        .iter()
-                        .find(|c| c.transport == t && c.buffers == n && c.size == s)
-                        .map_or(f64::NAN, f);
-                    print!(
-                        "{:>9}",
-                        if v.is_finite() {
-                            format!("{v:+.1}")
-                        } else {
-                            "-".to_owned()
-                        }
-                    );
-                }
-                println!();
-            }
-        }
-    }
 }

@@ -27,17 +27,21 @@ pub mod workload;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_kv::{Store, StoreConfig};
 use ferry_rpc::{Addr, LoopConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::BoxError;
 use crate::harness::cli::Common;
+use crate::harness::lifecycle::{self, Benchmark};
+use crate::harness::load::LoadMeter;
 use crate::harness::loadgen::Rule;
 use crate::harness::progress::Progress;
-use crate::harness::{self, report as results};
+use crate::harness::{self, round};
 
 pub use report::Summary;
 
@@ -93,7 +97,8 @@ pub struct Args {
 }
 
 /// A serialization served by the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum System {
     /// Ferry, the measured threshold.
     Ferry,
@@ -177,7 +182,8 @@ impl System {
 }
 
 /// What carries the requests.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// TCP loopback.
     Tcp,
@@ -260,15 +266,16 @@ pub fn rule(baseline_p50: Duration) -> Rule {
     }
 }
 
-/// One measured point of a sweep.
-#[derive(Debug, Clone)]
+/// One measured point of a sweep (in the results file with its figures rounded).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measured {
-    /// Which system.
-    pub system: System,
     /// Over which transport.
     pub transport: Transport,
+    /// Which system.
+    pub system: System,
     /// The rate the arrivals were drawn at, requests/s (points of the same rate of different
-    /// systems had the same schedule).
+    /// systems had the same schedule; NaN when read from a file from before it was recorded).
+    #[serde(default = "nan")]
     pub rate: f64,
     /// Offered requests/s: requests scheduled in the window, per second.
     pub offered: f64,
@@ -283,43 +290,56 @@ pub struct Measured {
     pub p999_us: f64,
     /// Server loop work per request, ns: its busy time (reading, handling, sending; not
     /// polling or sleeping) over the requests it served.
+    #[serde(rename = "server_ns_per_request")]
     pub server_ns: f64,
     /// Server loop thread CPU time per request, ns (equal to wall time per request when the
     /// loop busy-polls).
+    #[serde(rename = "server_cpu_ns_per_request")]
     pub server_cpu_ns: f64,
     /// Client thread CPU per request, ns.
+    #[serde(rename = "client_ns_per_request")]
     pub client_ns: f64,
     /// Requests of the window never answered.
+    #[serde(default)]
     pub unanswered: u64,
     /// The median latency this point was allowed, µs ([`rule`]).
+    #[serde(default = "nan")]
     pub p50_limit_us: f64,
     /// Whether it counts: achieved within 95 % of offered, nothing unanswered, the median
     /// within the limit.
     pub counts: bool,
     /// If it does not count, why: its figures against the rule.
+    #[serde(default)]
     pub why_not: Option<String>,
+}
+
+fn nan() -> f64 {
+    f64::NAN
 }
 
 impl Measured {
     fn from_point(system: System, transport: Transport, rate: f64, p: &Point, rule: &Rule) -> Measured {
         let o = &p.outcome;
-        let q = |q: f64| o.latency.quantile(q).unwrap_or(0) as f64 / 1000.0;
+        let q = |q: f64| round(o.latency.quantile(q).unwrap_or(0) as f64 / 1000.0, 2);
         let figures = o.figures(rule);
         let verdict = rule.judge(&figures);
         Measured {
             system,
             transport,
-            rate,
-            offered: figures.offered,
-            achieved: figures.achieved,
+            rate: round(rate, 0),
+            offered: round(figures.offered, 0),
+            achieved: round(figures.achieved, 0),
             p50_us: q(0.5),
             p99_us: q(0.99),
             p999_us: q(0.999),
-            server_ns: p.server_busy_per_request(),
-            server_cpu_ns: p.server_cpu_per_request(),
-            client_ns: p.client_cpu.as_nanos() as f64 / p.server_requests.max(1) as f64,
+            server_ns: round(p.server_busy_per_request(), 1),
+            server_cpu_ns: round(p.server_cpu_per_request(), 1),
+            client_ns: round(
+                p.client_cpu.as_nanos() as f64 / p.server_requests.max(1) as f64,
+                1,
+            ),
             unanswered: o.unanswered,
-            p50_limit_us: rule.max_p50.as_secs_f64() * 1e6,
+            p50_limit_us: round(rule.max_p50.as_secs_f64() * 1e6, 2),
             counts: verdict.is_ok(),
             why_not: verdict.err().map(|s| s.to_string()),
         }
@@ -495,17 +515,20 @@ fn sweep_one(
     Ok(())
 }
 
-/// Sweeps with a progress bar named `what` and gathers the points into a [`Summary`].
+/// The runs of [`measure`]'s plan (the progress bar's length).
+fn runs(systems: &[System], transports: &[Transport], settings: &Sweep) -> u64 {
+    (systems.len() * transports.len() * (1 + settings.max_points + settings.refine)) as u64
+}
+
+/// Sweeps, one step of `progress` a point, and gathers the points into a [`Summary`].
 fn measure(
     store: &Arc<Store>,
     make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
     systems: &[System],
     transports: &[Transport],
     settings: &Sweep,
-    what: &str,
+    progress: &Progress,
 ) -> Result<Summary, BoxError> {
-    let runs = systems.len() * transports.len() * (1 + settings.max_points + settings.refine);
-    let progress = Progress::new(runs as u64, what);
     let points = sweep(store, make, systems, transports, settings, |m| {
         progress.start(format!(
             "{} {} {:.0}/s",
@@ -515,7 +538,6 @@ fn measure(
         ));
         progress.done();
     })?;
-    progress.finish();
     Ok(Summary {
         workload: make()?.name(),
         copies: report::copies(make()?, systems),
@@ -546,71 +568,85 @@ fn systems_of(args: &[SystemArg]) -> Vec<System> {
     out
 }
 
+/// `ferry bench kv`, as the lifecycle runs it.
+struct Kv {
+    systems: Vec<System>,
+    transports: Vec<Transport>,
+    spec: WorkloadSpec,
+    seed: u64,
+    sweep: Sweep,
+}
+
+impl Benchmark for Kv {
+    const NAME: &'static str = "kv";
+    type Records = Summary;
+
+    fn plan(&self) -> u64 {
+        runs(&self.systems, &self.transports, &self.sweep)
+    }
+
+    fn run(&self, progress: &Progress) -> Result<(Value, Summary), BoxError> {
+        let make = || workload::build(&self.spec, self.seed).map_err(BoxError::from);
+        let first = make()?;
+        eprintln!("loading {} keys of {}", first.objects().len(), first.name());
+        let store = load_store(first.as_ref())?;
+        let summary = measure(
+            &store,
+            &make,
+            &self.systems,
+            &self.transports,
+            &self.sweep,
+            progress,
+        )?;
+        Ok((summary.settings_json(&self.sweep, store.len()), summary))
+    }
+
+    fn table(summary: &Summary) {
+        summary.print();
+    }
+
+    fn plot(summary: &Summary, path: &Path) -> Result<(), BoxError> {
+        summary.plot(path)
+    }
+}
+
 /// `ferry bench kv`.
 pub fn run(args: &Args) -> Result<(), BoxError> {
-    let started = Instant::now();
-    let systems = systems_of(&args.system);
-    let transports = if args.transport.is_empty() {
-        vec![Transport::Tcp, Transport::Shm]
-    } else {
-        args.transport.clone()
-    };
-    let seed = args.seed;
-    let spec = args.workload.clone();
-    let make = move || workload::build(&spec, seed).map_err(BoxError::from);
-    if let Some(from) = &args.common.from {
-        let summary = Summary::load(from)?;
-        summary.print();
-        if let Some(plot) = &args.common.plot {
-            summary.plot(plot)?;
-        }
-        return Ok(());
-    }
-    let (warmup, window) = if args.common.quick {
+    let quick = args.common.quick;
+    let (warmup, window) = if quick {
         (Duration::from_millis(100), Duration::from_millis(300))
     } else {
         let ms = args.common.duration_ms.unwrap_or(1000);
         (Duration::from_millis(ms / 5), Duration::from_millis(ms))
     };
-    let sweep_settings = Sweep {
-        start_rate: args.start_rate,
-        step: args.step,
-        max_points: if args.common.quick {
-            args.max_points.min(4)
+    let bench = Kv {
+        systems: systems_of(&args.system),
+        transports: if args.transport.is_empty() {
+            vec![Transport::Tcp, Transport::Shm]
         } else {
-            args.max_points
+            args.transport.clone()
         },
-        refine: if args.common.quick {
-            args.refine.min(1)
-        } else {
-            args.refine
+        spec: args.workload.clone(),
+        seed: args.seed,
+        sweep: Sweep {
+            start_rate: args.start_rate,
+            step: args.step,
+            max_points: if quick {
+                args.max_points.min(4)
+            } else {
+                args.max_points
+            },
+            refine: if quick { args.refine.min(1) } else { args.refine },
+            sessions: args.sessions,
+            warmup,
+            window,
+            server_spin: args.server_spin_us.map_or(Duration::MAX, Duration::from_micros),
+            client_cpu: args.client_cpu,
+            server_cpu: args.server_cpu.min(harness::cpus().saturating_sub(1)),
+            seed: args.seed,
         },
-        sessions: args.sessions,
-        warmup,
-        window,
-        server_spin: args.server_spin_us.map_or(Duration::MAX, Duration::from_micros),
-        client_cpu: args.client_cpu,
-        server_cpu: args.server_cpu.min(harness::cpus().saturating_sub(1)),
-        seed,
     };
-    let first = make()?;
-    eprintln!("loading {} keys of {}", first.objects().len(), first.name());
-    let store = load_store(first.as_ref())?;
-    let summary = measure(&store, &make, &systems, &transports, &sweep_settings, "kv")?;
-    summary.print();
-    let json = args.common.json_path()?;
-    results::save(
-        json,
-        "kv",
-        summary.settings_json(&sweep_settings, store.len()),
-        &summary.records(),
-        serde_json::Value::Null,
-        started.elapsed(),
-    )?;
-    if let Some(plot) = &args.common.plot {
-        summary.plot(plot)?;
-        println!("plot in {}", plot.display());
-    }
+    lifecycle::main(&bench, &args.common)?;
     Ok(())
 }
 
@@ -658,13 +694,20 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
         settings.start_rate,
         BASELINE_RATE.min(settings.start_rate),
     );
+    let meter = LoadMeter::start();
     let store = load_store(first.as_ref())?;
     let systems = [System::Ferry, System::Prost];
     let transports = [Transport::Tcp, Transport::Shm];
-    let summary = measure(&store, &make, &systems, &transports, &settings, "demo")?;
+    let progress = Progress::new(runs(&systems, &transports, &settings), "demo");
+    let summary = measure(&store, &make, &systems, &transports, &settings, &progress)?;
+    progress.finish();
+    let load = meter.finish();
     summary.print();
     summary.plot(plot)?;
     println!("\nplot: {}", plot.display());
+    if let Some(warning) = load.warning() {
+        println!("\n{warning}");
+    }
     Ok(())
 }
 

@@ -3,19 +3,22 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::workload::Workload;
 use super::{Measured, Sweep, System, Transport};
 use crate::BoxError;
-use crate::harness::{report as results, round};
+use crate::harness::round;
+use crate::harness::table::Table;
 use crate::plot::{self, Panel, Series, XAxis};
 
 /// Requests sampled to work out the bytes each system copies per response.
 const COPY_SAMPLE: usize = 20_000;
 
-/// A run's results.
-#[derive(Debug, Clone)]
+/// A run's results (in the results file: one record per point, [`Record`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "Records", from = "Records")]
 pub struct Summary {
     /// The workload's name.
     pub workload: String,
@@ -23,6 +26,65 @@ pub struct Summary {
     pub points: Vec<Measured>,
     /// Value bytes each system copies in user space per response, by transport.
     pub copies: Vec<(System, Transport, f64)>,
+}
+
+/// The records of a results file.
+#[derive(Serialize, Deserialize)]
+struct Records {
+    records: Vec<Record>,
+}
+
+/// One point, with its workload and what its system copies per response.
+#[derive(Serialize, Deserialize)]
+struct Record {
+    workload: String,
+    #[serde(flatten)]
+    point: Measured,
+    copied_bytes_per_response_by_construction: Option<f64>,
+}
+
+impl From<Summary> for Records {
+    fn from(s: Summary) -> Records {
+        let records = s
+            .points
+            .iter()
+            .map(|m| Record {
+                workload: s.workload.clone(),
+                point: m.clone(),
+                copied_bytes_per_response_by_construction: s.copies_of(m.system, m.transport),
+            })
+            .collect();
+        Records { records }
+    }
+}
+
+impl From<Records> for Summary {
+    fn from(r: Records) -> Summary {
+        let mut summary = Summary {
+            workload: String::new(),
+            points: Vec::new(),
+            copies: Vec::new(),
+        };
+        for Record {
+            workload,
+            mut point,
+            copied_bytes_per_response_by_construction: copied,
+        } in r.records
+        {
+            // Files from before the rate was recorded: the offered load stands for it.
+            if point.rate.is_nan() {
+                point.rate = point.offered;
+            }
+            if let Some(c) = copied
+                && summary.copies_of(point.system, point.transport).is_none()
+            {
+                summary.copies.push((point.system, point.transport, c));
+            }
+            summary.workload = workload;
+            summary.points.push(point);
+        }
+        summary
+    }
 }
 
 /// Value bytes a system copies in user space to answer with values of `sizes`, at the
@@ -72,7 +134,7 @@ pub(super) fn copies(mut workload: Box<dyn Workload>, systems: &[System]) -> Vec
     for &t in &[Transport::Tcp, Transport::Shm] {
         for &s in systems {
             let total: u64 = sizes_of.iter().map(|sz| copied(s, t, sz)).sum();
-            out.push((s, t, total as f64 / COPY_SAMPLE as f64));
+            out.push((s, t, round(total as f64 / COPY_SAMPLE as f64, 1)));
         }
     }
     out
@@ -133,27 +195,33 @@ impl Summary {
     /// Prints the table per transport and the comparisons with the best peer.
     pub fn print(&self) {
         let systems = self.systems();
+        let f = |v: Option<f64>, d: usize| v.map_or("-".to_owned(), |v| format!("{v:.d$}"));
         for t in self.transports() {
             println!("\n{} over {}", self.workload, t.name());
-            println!(
-                "{:<12} {:>12} {:>9} {:>9} {:>12} {:>12} {:>14}",
-                "system", "max req/s", "p50 µs", "p99 µs", "srv ns/req", "@ req/s", "copied B/resp"
-            );
+            let mut table = Table::new([
+                "system",
+                "max req/s",
+                "p50 µs",
+                "p99 µs",
+                "srv ns/req",
+                "@ req/s",
+                "copied B/resp",
+            ]);
             for &s in &systems {
                 let best = self.best(s, t);
                 let common = self.at_common_load(s, t, &systems);
-                let f = |v: Option<f64>, d: usize| v.map_or("-".to_owned(), |v| format!("{v:.d$}"));
-                println!(
-                    "{:<12} {:>12} {:>9} {:>9} {:>12} {:>12} {:>14}",
-                    s.name(),
+                table.row([
+                    s.name().to_owned(),
                     f(best.map(|m| m.achieved), 0),
                     f(best.map(|m| m.p50_us), 1),
                     f(best.map(|m| m.p99_us), 1),
                     f(common.map(|m| m.server_ns), 0),
                     f(common.map(|m| m.rate), 0),
                     f(self.copies_of(s, t), 0),
-                );
+                ]);
             }
+            print!("{}", table.render().trim_end_matches('\n'));
+            println!();
             for &s in &systems {
                 if let Some(why) = self.why_empty(s, t) {
                     println!("{}: no load counted; the last tried: {why}", s.name());
@@ -230,34 +298,6 @@ impl Summary {
         Some((peer, ferry.achieved / self.best(peer, transport)?.achieved, cpu))
     }
 
-    /// One JSON record per point.
-    pub fn records(&self) -> Vec<Value> {
-        self.points
-            .iter()
-            .map(|m| {
-                json!({
-                    "workload": self.workload,
-                    "transport": m.transport.name(),
-                    "system": m.system.name(),
-                    "rate": round(m.rate, 0),
-                    "offered": round(m.offered, 0),
-                    "achieved": round(m.achieved, 0),
-                    "p50_us": round(m.p50_us, 2),
-                    "p99_us": round(m.p99_us, 2),
-                    "p999_us": round(m.p999_us, 2),
-                    "server_ns_per_request": round(m.server_ns, 1),
-                    "server_cpu_ns_per_request": round(m.server_cpu_ns, 1),
-                    "client_ns_per_request": round(m.client_ns, 1),
-                    "unanswered": m.unanswered,
-                    "p50_limit_us": round(m.p50_limit_us, 2),
-                    "counts": m.counts,
-                    "why_not": m.why_not,
-                    "copied_bytes_per_response_by_construction": self.copies_of(m.system, m.transport).map(|c| round(c, 1)),
-                })
-            })
-            .collect()
-    }
-
     /// The settings block of the results file.
     pub(super) fn settings_json(&self, sweep: &Sweep, keys: usize) -> Value {
         json!({
@@ -277,57 +317,6 @@ impl Summary {
                 "tcp": ferry_rpc::Thresholds::load().tcp,
                 "shm": ferry_rpc::Thresholds::load().shm,
             },
-        })
-    }
-
-    /// Reads a results file written by [`records`](Self::records).
-    pub fn load(from: &Path) -> Result<Summary, BoxError> {
-        let mut workload = String::new();
-        let mut copies = Vec::new();
-        let points = results::load(from, |r| {
-            let (system, transport) = (r["system"].as_str()?, r["transport"].as_str()?);
-            let system = System::ALL.into_iter().find(|s| s.name() == system)?;
-            let transport = [Transport::Tcp, Transport::Shm]
-                .into_iter()
-                .find(|t| t.name() == transport)?;
-            Some((
-                r["workload"].as_str()?.to_owned(),
-                r["copied_bytes_per_response_by_construction"].as_f64(),
-                Measured {
-                    system,
-                    transport,
-                    // Files from before the rate was recorded: the offered load stands for it.
-                    rate: r["rate"].as_f64().or(r["offered"].as_f64())?,
-                    offered: r["offered"].as_f64()?,
-                    achieved: r["achieved"].as_f64()?,
-                    p50_us: r["p50_us"].as_f64()?,
-                    p99_us: r["p99_us"].as_f64()?,
-                    p999_us: r["p999_us"].as_f64()?,
-                    server_ns: r["server_ns_per_request"].as_f64()?,
-                    server_cpu_ns: r["server_cpu_ns_per_request"].as_f64()?,
-                    client_ns: r["client_ns_per_request"].as_f64()?,
-                    unanswered: r["unanswered"].as_u64().unwrap_or(0),
-                    p50_limit_us: r["p50_limit_us"].as_f64().unwrap_or(f64::NAN),
-                    counts: r["counts"].as_bool()?,
-                    why_not: r["why_not"].as_str().map(str::to_owned),
-                },
-            ))
-        })?
-        .into_iter()
-        .map(|(w, c, m)| {
-            workload = w;
-            if let Some(c) = c
-                && !copies.iter().any(|&(s, t, _)| s == m.system && t == m.transport)
-            {
-                copies.push((m.system, m.transport, c));
-            }
-            m
-        })
-        .collect();
-        Ok(Summary {
-            workload,
-            points,
-            copies,
         })
     }
 
