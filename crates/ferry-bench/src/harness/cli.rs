@@ -1,11 +1,10 @@
 //! The command-line options every benchmark takes (flattened into each benchmark's `Args`):
 //! where the results go, where earlier results come from, and how long a repetition runs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Budget;
-use crate::BoxError;
 
 /// Options shared by every `ferry bench` command.
 #[derive(clap::Args, Debug)]
@@ -45,11 +44,6 @@ impl Common {
             (None, None) => Budget::Time(Duration::from_millis(default_ms.max(1))),
         }
     }
-
-    /// Where the results go (`--json`), required when measuring.
-    pub fn json_path(&self) -> Result<&Path, BoxError> {
-        Ok(self.json.as_deref().ok_or("--json is required")?)
-    }
 }
 
 #[cfg(test)]
@@ -78,7 +72,6 @@ mod tests {
         assert_eq!(ms(common(None, Some(30)).budget(80, 250)), Some(30));
         let full = common(None, None);
         assert_eq!(ms(full.budget(80, 250)), Some(250));
-        assert!(full.json_path().is_err());
         let quick = Common { quick: true, ..full };
         assert_eq!(ms(quick.budget(80, 250)), Some(80));
     }
