@@ -272,12 +272,8 @@ mod tests {
 
     #[test]
     fn the_committed_results_read_back_to_the_same_json() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../docs/benchmarks/datapath-results.json"
-        );
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let again = serde_json::to_value(Records::deserialize(&doc).unwrap()).unwrap();
+        let (doc, records): (Value, Records) = lifecycle::committed("datapath-results.json");
+        let again = serde_json::to_value(records).unwrap();
         let (before, after) = (
             doc["records"].as_array().unwrap(),
             again["records"].as_array().unwrap(),

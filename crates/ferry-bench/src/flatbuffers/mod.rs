@@ -627,8 +627,7 @@ mod tests {
     /// on them, every record with its part.
     #[test]
     fn the_committed_results_read_back() {
-        let text = include_str!("../../../../docs/benchmarks/flatbuffers.json");
-        let records: Records = serde_json::from_str(text).unwrap();
+        let (_, records): (serde_json::Value, Records) = lifecycle::committed("flatbuffers.json");
         let serialize = records
             .records
             .iter()

@@ -193,6 +193,19 @@ fn read<B: Benchmark>(from: &Path) -> Result<B::Records, BoxError> {
     Ok(records)
 }
 
+/// A results file committed under `docs/benchmarks/`, as JSON and as its records: what the
+/// benchmarks' tests read back, so that `--from` keeps working on the published results.
+#[cfg(test)]
+pub(crate) fn committed<R: DeserializeOwned>(file: &str) -> (Value, R) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/benchmarks")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let records = R::deserialize(&doc).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (doc, records)
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;

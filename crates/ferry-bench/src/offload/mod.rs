@@ -239,8 +239,7 @@ mod tests {
     /// The committed results (`docs/benchmarks/offload.json`) read back: `--from` works on them.
     #[test]
     fn the_committed_results_read_back() {
-        let text = include_str!("../../../../docs/benchmarks/offload.json");
-        let records: Records = serde_json::from_str(text).unwrap();
+        let (_, records): (serde_json::Value, Records) = lifecycle::committed("offload.json");
         let (f7, f8) = (records.figure7.unwrap(), records.figure8.unwrap());
         assert_eq!(f7.points.len(), 2 * 14 * 4);
         assert_eq!((f8.runs.len(), f8.unary.len(), f8.cpu_rate), (54, 27, 10_000));

@@ -358,13 +358,7 @@ mod tests {
     use super::*;
 
     fn committed() -> (Value, Records) {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../docs/benchmarks/rpc-results.json"
-        );
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let records = Records::deserialize(&doc).unwrap();
-        (doc, records)
+        crate::harness::lifecycle::committed("rpc-results.json")
     }
 
     #[test]

@@ -407,12 +407,8 @@ mod tests {
 
     #[test]
     fn the_committed_results_read_back_to_the_same_json() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../docs/benchmarks/shm-results.json"
-        );
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let again = serde_json::to_value(Records::deserialize(&doc).unwrap()).unwrap();
+        let (doc, records): (Value, Records) = lifecycle::committed("shm-results.json");
+        let again = serde_json::to_value(records).unwrap();
         assert_eq!(again["records"], doc["records"]);
         assert_eq!(again["diagnostics"], doc["diagnostics"]);
     }
