@@ -13,9 +13,9 @@
 //! [`Server::start`] from a pinned thread.
 //!
 //! What it is not: a process supervisor (no restarts once ready) or a runner of tools to their
-//! end (`ferry_testkit::tools::run`). It is its own crate, depending on the standard library
-//! only, because both ferry-bench's library and test crates launch servers, and the test
-//! support crate (ferry-testkit) is dev-only.
+//! end (`ferry_testkit::tools::run`). It is its own crate, depending on nothing but
+//! `thiserror` (its error type), because both ferry-bench's library and test crates launch
+//! servers, and the test support crate (ferry-testkit) is dev-only.
 
 #![forbid(unsafe_code)]
 
