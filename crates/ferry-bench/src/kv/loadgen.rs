@@ -32,12 +32,13 @@ use ferry_transport::Payload;
 
 use super::System;
 use super::peers::{self, KvCodec, KvRequest};
-use super::server::{CONTROL, END, MARK, Readings};
+use super::server::CONTROL;
 use super::workload::dist::{self, Stream};
 use super::workload::{Object, Op, Workload};
 use crate::BoxError;
 use crate::harness::loadgen::{OpenLoop, Outcome, Poisson};
 use crate::harness::thread_cpu_time;
+use crate::harness::window::{self, END, MARK, Readings};
 
 /// How long the drain after a window may go on sending and waiting for answers; requests of
 /// the window still unsent or unanswered then are counted unanswered.
@@ -167,7 +168,7 @@ pub(super) fn run(
         let now = Instant::now();
         if marked.is_none() && now >= window.start {
             client_cpu0 = Some(thread_cpu_time());
-            marked = Some(control(&mut lp, control_session, MARK)?);
+            marked = Some(window::call(&mut lp, control_session, CONTROL, MARK)?);
         }
         schedule(&state, now, &mut backlog);
         send_due(&mut lp, &sessions, &mut turn, &ctx, &state, &mut backlog)?;
@@ -195,7 +196,7 @@ pub(super) fn run(
         }
     }
     let client_cpu = thread_cpu_time().saturating_sub(client_cpu0.unwrap_or_default());
-    let ended = control(&mut lp, control_session, END)?;
+    let ended = window::call(&mut lp, control_session, CONTROL, END)?;
     // Drain (bounded): requests of the window still due are sent, and timed from when they
     // were due; what is unanswered after the bound counts as such.
     let drained = Instant::now() + DRAIN;
@@ -223,16 +224,20 @@ pub(super) fn run(
             .into());
         }
     }
-    let (mark, end) = readings.take();
-    let (Some(mark), Some(end)) = (mark, end) else {
+    for answer in [marked.as_ref(), Some(&ended)].into_iter().flatten() {
+        if let Some(Err(e)) = answer.borrow().as_ref() {
+            return Err(e.clone().into());
+        }
+    }
+    let Some(span) = readings.take() else {
         return Err("the server did not answer the control calls".into());
     };
     let outcome = state.borrow().open.outcome();
     Ok(Point {
         outcome,
-        server_cpu: end.cpu.saturating_sub(mark.cpu),
-        server_busy: end.busy.saturating_sub(mark.busy),
-        server_requests: end.served.saturating_sub(mark.served),
+        server_cpu: span.cpu,
+        server_busy: span.busy,
+        server_requests: span.served,
         client_cpu,
     })
 }
@@ -244,24 +249,6 @@ fn schedule(state: &Rc<RefCell<State>>, now: Instant, backlog: &mut VecDeque<(In
         let op = s.workload.next_op();
         backlog.push_back((at, op));
     }
-}
-
-/// Starts a control call; the returned cell fills when it is answered.
-fn control(
-    lp: &mut EventLoop,
-    session: SessionId,
-    what: &'static [u8],
-) -> Result<Rc<RefCell<Option<()>>>, BoxError> {
-    let done: Rc<RefCell<Option<()>>> = Rc::default();
-    let slot = done.clone();
-    let then: Continuation = Box::new(move |_, r| {
-        if r.is_ok() {
-            *slot.borrow_mut() = Some(());
-        }
-    });
-    lp.call_payload(session, CONTROL, Payload::Bytes(what), then)
-        .map_err(|s| format!("control call: {s}"))?;
-    Ok(done)
 }
 
 /// What a response must hold: `(key, part, length)` of every value, in order.

@@ -8,105 +8,23 @@
 //! setting: Ferry copy-only and zero-copy-only are the same service on a server started with
 //! the threshold at infinity or at 0.
 
-use std::cell::Cell;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_kv::proto::ferry::kv::KvServer;
 use ferry_kv::{KvService, Store};
-use ferry_rpc::{
-    Addr, Call, Code, ConnConfig, LoopConfig, MethodInfo, Mode, Reply, Request, Server, Service, Services,
-    Status, Thresholds,
-};
-use ferry_transport::{Payload, method_id};
+use ferry_rpc::{Addr, ConnConfig, LoopConfig, Server, Services, Thresholds};
+use ferry_transport::method_id;
 
 use super::peers::PeerKvService;
 use crate::BoxError;
-use crate::harness::thread_cpu_time;
+use crate::harness::window::{Control, Counted, Readings};
 
-/// The control method: `mark` and `end` read the loop thread's CPU and busy time and request
-/// count.
-pub(super) const CONTROL: u16 = method_id("/ferry_bench.kv.Control/Read");
-/// Payloads of the control calls.
-pub(super) const MARK: &[u8] = b"mark";
-pub(super) const END: &[u8] = b"end";
-
-/// At a control call: the loop thread's CPU time, the time its loop spent working
-/// ([`ferry_rpc::thread_busy_time`]), and the requests it served.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Reading {
-    pub(super) cpu: Duration,
-    pub(super) busy: Duration,
-    pub(super) served: u64,
-}
-
-thread_local! {
-    /// Requests served on this (a server loop's) thread, counted by the control service's
-    /// neighbours through [`count_request`].
-    static SERVED: Cell<u64> = const { Cell::new(0) };
-}
-
-/// The readings the control calls took, for the benchmark's thread.
-#[derive(Debug, Default)]
-pub(super) struct Readings {
-    mark: Mutex<Option<Reading>>,
-    end: Mutex<Option<Reading>>,
-}
-
-impl Readings {
-    /// The last window's readings, taken.
-    pub(super) fn take(&self) -> (Option<Reading>, Option<Reading>) {
-        let take = |m: &Mutex<Option<Reading>>| m.lock().unwrap_or_else(PoisonError::into_inner).take();
-        (take(&self.mark), take(&self.end))
-    }
-}
-
-/// Reads the loop thread's CPU time on `mark` and `end`.
-#[derive(Debug, Clone)]
-struct Control {
-    readings: Arc<Readings>,
-}
-
-impl Service for Control {
-    fn methods(&self) -> Vec<MethodInfo> {
-        vec![MethodInfo {
-            path: "/ferry_bench.kv.Control/Read",
-            id: CONTROL,
-            request: None,
-            mode: Mode::Foreground,
-        }]
-    }
-
-    fn call<'a>(&self, _: &Call<'a>, request: Request<'a>, reply: &mut Reply<'_>) -> Result<(), Status> {
-        let bytes = request.incoming().bytes().unwrap_or_default();
-        let slot = match bytes {
-            MARK => &self.readings.mark,
-            END => &self.readings.end,
-            _ => return Err(Status::new(Code::InvalidArgument, "unknown control call")),
-        };
-        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(Reading {
-            cpu: thread_cpu_time(),
-            busy: ferry_rpc::thread_busy_time(),
-            served: SERVED.get(),
-        });
-        reply.send_payload(Payload::Bytes(bytes))
-    }
-}
-
-/// Counts every request but the control calls: wraps a service.
-#[derive(Debug, Clone)]
-struct Counted<S>(S);
-
-impl<S: Service> Service for Counted<S> {
-    fn methods(&self) -> Vec<MethodInfo> {
-        self.0.methods()
-    }
-
-    fn call<'a>(&self, call: &Call<'a>, request: Request<'a>, reply: &mut Reply<'_>) -> Result<(), Status> {
-        SERVED.set(SERVED.get() + 1);
-        self.0.call(call, request, reply)
-    }
-}
+/// The control method (`harness::window`): `mark` and `end` read the loop thread's CPU and
+/// busy time and requests served.
+const CONTROL_PATH: &str = "/ferry_bench.kv.Control/Read";
+/// Its id.
+pub(super) const CONTROL: u16 = method_id(CONTROL_PATH);
 
 /// A running server and where it listens.
 pub(super) struct KvBenchServer {
@@ -133,6 +51,7 @@ impl KvBenchServer {
             .service(Counted(KvServer::new(KvService::new(store.clone()))))?
             .service(Counted(PeerKvService::new(store.clone())))?
             .service(Control {
+                path: CONTROL_PATH,
                 readings: readings.clone(),
             })?
             .build()?;
