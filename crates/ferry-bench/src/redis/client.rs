@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::csv::{self, Row};
 use crate::BoxError;
-use crate::harness::cpu::{self as procfs, Source};
+use crate::harness::cpu::{self, Source};
 use ferry_launch::shell_quote;
 
 /// What to run.
@@ -68,8 +68,8 @@ pub struct ClientRun {
 /// Runs `inv` against the server with process id `server_pid`, from the calling thread.
 pub fn run(inv: &Invocation, server_pid: u32) -> Result<ClientRun, BoxError> {
     let (server_cpu, client_cpu) = inv.cores;
-    let server_before = procfs::cpu(server_pid).map_err(|e| format!("reading the server's CPU time: {e}"))?;
-    let cores_before = (procfs::core(server_cpu)?, procfs::core(client_cpu)?);
+    let server_before = cpu::cpu(server_pid).map_err(|e| format!("reading the server's CPU time: {e}"))?;
+    let cores_before = (cpu::core(server_cpu)?, cpu::core(client_cpu)?);
     let started = Instant::now();
     let mut child = Command::new(&inv.program)
         .args(&inv.args)
@@ -107,10 +107,10 @@ pub fn run(inv: &Invocation, server_pid: u32) -> Result<ClientRun, BoxError> {
             // Its stdout closed: it is exiting. Its counters are final once it is a zombie.
             wait_zombie(pid)?;
             let wall = started.elapsed();
-            let client = procfs::cpu(pid)?;
-            let server_after = procfs::cpu(server_pid).map_err(|e| format!("the server is gone: {e}"))?;
-            let cores_after = (procfs::core(server_cpu)?, procfs::core(client_cpu)?);
-            let cpus = procfs::cpus_allowed(pid);
+            let client = cpu::cpu(pid)?;
+            let server_after = cpu::cpu(server_pid).map_err(|e| format!("the server is gone: {e}"))?;
+            let cores_after = (cpu::core(server_cpu)?, cpu::core(client_cpu)?);
+            let cpus = cpu::cpus_allowed(pid);
             Ok::<_, BoxError>((text, wall, client, server_after, cores_after, cpus))
         });
         if measured.is_err() {
@@ -155,7 +155,7 @@ pub fn run(inv: &Invocation, server_pid: u32) -> Result<ClientRun, BoxError> {
 fn wait_zombie(pid: u32) -> Result<(), BoxError> {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        let state = procfs::stat(pid)?.state;
+        let state = cpu::stat(pid)?.state;
         if state == 'Z' || state == 'X' {
             return Ok(());
         }
