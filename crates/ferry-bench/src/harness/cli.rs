@@ -46,6 +46,19 @@ impl Common {
     }
 }
 
+/// A benchmark's options parsed from `extra` after `name --json x.json`, as `ferry bench`
+/// would: for the tests of what each benchmark plans from its options.
+#[cfg(test)]
+pub(crate) fn parse<A: clap::Args>(name: &str, extra: &[&str]) -> A {
+    let command = A::augment_args(clap::Command::new("ferry-bench"));
+    let mut argv = vec![name, "--json", "x.json"];
+    argv.extend_from_slice(extra);
+    let matches = command
+        .try_get_matches_from(argv)
+        .unwrap_or_else(|e| panic!("{e}"));
+    A::from_arg_matches(&matches).unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

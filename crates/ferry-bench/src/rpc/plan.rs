@@ -237,15 +237,7 @@ mod tests {
     use super::*;
 
     fn args(extra: &[&str]) -> Args {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            args: Args,
-        }
-        let mut argv = vec!["rpc", "--json", "x.json"];
-        argv.extend_from_slice(extra);
-        Cli::parse_from(argv).args
+        crate::harness::cli::parse("rpc", extra)
     }
 
     #[test]
