@@ -32,7 +32,7 @@ fn on_client_thread<R: Send + 'static>(
     std::thread::Builder::new()
         .name(LOAD.into())
         .spawn(move || {
-            let _ = pin_current_thread(cpu);
+            pin_current_thread(cpu)?;
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;

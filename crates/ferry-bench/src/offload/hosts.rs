@@ -129,7 +129,10 @@ impl Servers {
                 let thread = std::thread::Builder::new()
                     .name(TONIC_HOST.into())
                     .spawn(move || {
-                        let _ = pin_current_thread(cpu);
+                        // The host still serves unpinned; its CPU figures then say so by their spread.
+                        if let Err(e) = pin_current_thread(cpu) {
+                            eprintln!("offload: the {} host runs unpinned: {e}", setup.name());
+                        }
                         let rt = tokio::runtime::Builder::new_current_thread()
                             .enable_all()
                             .build()
