@@ -214,10 +214,10 @@ impl ServerBuilder {
             let thread = std::thread::Builder::new()
                 .name(format!("ferry-rpc-loop-{i}"))
                 .spawn(move || {
-                    if let Some(Err(e)) = cpu.map(ferry_transport::pin_current_thread) {
+                    if let Some((cpu, Err(e))) = cpu.map(|c| (c, ferry_transport::pin_current_thread(c))) {
                         let _ = tx.send(Err(ServerError::Io {
                             what: "pinning an event loop (ServerBuilder::pin)",
-                            source: std::io::Error::new(e.kind(), format!("CPU {}: {e}", cpu.unwrap_or(0))),
+                            source: std::io::Error::new(e.kind(), format!("CPU {cpu}: {e}")),
                         }));
                         return LoopReport::default();
                     }
