@@ -13,7 +13,7 @@ use ferry_wire::{Context, Limits, Message, Outgoing};
 use crate::Addr;
 use crate::conn::{Conn, ConnConfig, Frame};
 use crate::metadata::Metadata;
-use crate::session::{Client, ClientConfig, Outcome};
+use crate::session::{Client, ClientConfig, ClientEvent, Outcome};
 use crate::status::{Code, Status};
 
 /// Client settings (blocking and tokio channels).
@@ -58,11 +58,12 @@ pub struct CallOptions {
 }
 
 /// A response: the frame as received, read in place by [`view`](Self::view), with the
-/// metadata the server sent before it.
+/// headers the server sent before it and the trailers it sent with it.
 pub struct Response<M> {
     frame: Frame,
     limits: Limits,
-    metadata: Metadata,
+    headers: Metadata,
+    trailers: Metadata,
     _message: PhantomData<fn() -> M>,
 }
 
@@ -75,11 +76,12 @@ impl<M> std::fmt::Debug for Response<M> {
 }
 
 impl<M> Response<M> {
-    pub(crate) fn new(frame: Frame, limits: Limits, metadata: Metadata) -> Response<M> {
+    pub(crate) fn new(frame: Frame, limits: Limits, headers: Metadata, trailers: Metadata) -> Response<M> {
         Response {
             frame,
             limits,
-            metadata,
+            headers,
+            trailers,
             _message: PhantomData,
         }
     }
@@ -90,9 +92,15 @@ impl<M> Response<M> {
         &self.frame
     }
 
-    /// The metadata the server sent before the response (gRPC's trailers; empty if none).
-    pub fn metadata(&self) -> &Metadata {
-        &self.metadata
+    /// The headers the server sent before the response (gRPC's initial metadata; empty if
+    /// none).
+    pub fn headers(&self) -> &Metadata {
+        &self.headers
+    }
+
+    /// The trailers the server sent with the response (empty if none).
+    pub fn trailers(&self) -> &Metadata {
+        &self.trailers
     }
 
     /// The limits the channel reads responses with.
@@ -311,16 +319,29 @@ impl Channel {
                 Err(e) => return Err(Self::lost(inner, &e)),
             };
             let meta = frame.meta();
-            let raw = if meta.flags == crate::wire::RESPONSE {
+            let raw = if crate::wire::carries_message(meta.flags) {
                 None
             } else {
                 frame.bytes()
             };
-            match inner.core.on_frame(meta, raw) {
-                Ok(Some(Outcome::Response { id, metadata, .. })) if id == start.id => {
-                    return Ok(Response::new(frame, self.config.limits, metadata));
+            match inner.core.on_frame(meta, raw, frame.window_len()) {
+                Ok(Some(ClientEvent::Ended(Outcome::Response {
+                    id,
+                    metadata,
+                    trailers,
+                    ..
+                }))) if id == start.id => {
+                    return Ok(Response::new(frame, self.config.limits, metadata, trailers));
                 }
-                Ok(Some(Outcome::Failed { id, status, .. })) if id == start.id => return Err(status),
+                Ok(Some(ClientEvent::Ended(Outcome::Failed { id, status, .. }))) if id == start.id => {
+                    return Err(status);
+                }
+                Ok(Some(ClientEvent::Aborted(Outcome::Failed { id, status, .. }, cancel)))
+                    if id == start.id =>
+                {
+                    let _ = conn.send_payload(cancel, Payload::Bytes(&[]));
+                    return Err(status);
+                }
                 // The late answer of an earlier call that expired here.
                 Ok(_) => {}
                 Err(e) => {

@@ -127,6 +127,16 @@ pub enum Frame {
 }
 
 impl Conn {
+    /// The sender's count of [`Frame::window_len`]: what `msg`, sent with `send`, will count
+    /// against a stream's byte window at the receiver (its encoded length over TCP, nothing
+    /// over shared memory). A raw payload counts its length on either transport.
+    pub fn window_len<M: Outgoing + ?Sized>(&self, msg: &M) -> usize {
+        match self {
+            Conn::Tcp(_) => msg.layout().total_len(),
+            Conn::Shm(_) => 0,
+        }
+    }
+
     /// Connects to `addr`: TCP frames use `pool`; a shared-memory connection gets a new shared
     /// pool of its own (`config.shm_pool`), or sends from `config.shared_pool`.
     pub fn connect(addr: &Addr, pool: &Pool, config: &ConnConfig) -> Result<Conn, TransportError> {
@@ -240,6 +250,18 @@ impl Transport for Conn {
 }
 
 impl Frame {
+    /// What this frame counts against a stream's byte window: the payload bytes it holds in
+    /// this side's memory. Over TCP that is the whole payload; over shared memory a raw
+    /// payload's length, and nothing for a Ferry message, whose bytes stay in the sender's
+    /// pool (bounded by the transport's own credits). [`Conn::window_len`] is the sender's
+    /// count of the same.
+    pub fn window_len(&self) -> usize {
+        match self {
+            Frame::Tcp(f) => f.payload().len(),
+            Frame::Shm(f) => f.bytes().map_or(0, <[u8]>::len),
+        }
+    }
+
     /// The payload as the pool buffer it was received into (TCP); `None` over shared memory.
     pub fn shared(&self) -> Option<&SharedBuf> {
         match self {

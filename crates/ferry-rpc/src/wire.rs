@@ -3,23 +3,38 @@
 //! from the peer goes through [`parse`], which validates it before anything uses it.
 //!
 //! ```text
-//! flags   frame        payload (raw bytes)                           sent by
-//! 0       request      the request message (any payload)             client
-//! 8       deadline     u64 LE: microseconds of budget left           client, before its request
-//! 4       cancel       empty                                         client
-//! 1       response     the response message (any payload)            server
-//! 16      metadata     metadata (below)                              client, before its request
-//! 1       response     the response message (any payload)            server
-//! 1|16    metadata     metadata (below)                              server, before its answer
-//! 1|2     status       u8 code, then the message (UTF-8)             server, instead of a response
+//! flags     frame        payload (raw bytes)                         sent by
+//! 8         deadline     u64 LE: microseconds of budget left         client, before its request or open
+//! 16        metadata     metadata (below)                            client, before its request or open
+//! 0         request      the request message (any payload)           client: a unary call
+//! 32        open         empty                                       client: a streaming call
+//! 64        message      a stream's message (any payload)            client, between open and end
+//! 128       end          empty                                       client: no more messages (half-close)
+//! 4         cancel       empty                                       client
+//! 32|64     window       u32 LE messages, u32 LE bytes               client: more credit for the server's messages
+//! 1|16      headers      metadata                                    server, before its first message or answer
+//! 1|64      message      a stream's message (any payload)            server
+//! 1|32|64   window       u32 LE messages, u32 LE bytes               server: more credit for the client's messages
+//! 1|2|16    trailers     metadata                                    server, just before the response or status
+//! 1         response     the response message (any payload)         server: ends a unary call
+//! 1|2       status       u8 code, then the message (UTF-8)           server: ends a call (OK ends a stream only)
 //! ```
 //!
 //! The deadline is a relative budget, as gRPC's `grpc-timeout` is: the two sides' clocks are
-//! never compared. A call with no deadline sends no deadline frame.
+//! never compared. A call with no deadline sends no deadline frame. It covers a stream whole.
 //!
-//! Metadata (gRPC's headers one way, its trailers the other) goes in one frame per direction
-//! and call, only when there is some: the client's after the deadline frame and before the
-//! request, the server's before the response or status frame. Its payload:
+//! A streaming call (client-, server- or bidirectional streaming: the session does not tell
+//! them apart) is opened, carries messages each way, is half-closed by the client's end frame
+//! and ended by the server's status, OK or not. Each direction of a stream has a window: the
+//! receiver's credit in messages and bytes, [`STREAM_WINDOW_MESSAGES`] and
+//! [`STREAM_WINDOW_BYTES`] at the open, grown by window frames as the receiver consumes. A
+//! message may be sent while both are positive (its length may overdraw the bytes), so a
+//! receiver holds at most a window and one message per stream. A message past the window
+//! breaks the stream (not the connection): the server ends it with `INTERNAL`, the client
+//! cancels it.
+//!
+//! Metadata (gRPC's request headers, and the server's headers and trailers) goes in one frame
+//! each, only when there is some. Its payload:
 //!
 //! ```text
 //! u16 LE  entry count                       at most MAX_METADATA_ENTRIES (64)
@@ -29,7 +44,7 @@
 //! ```
 //!
 //! The whole payload is at most [`MAX_METADATA_BYTES`] (8 KiB), with no byte after the last
-//! entry. A second metadata frame for a call, or one after its request, breaks the protocol.
+//! entry. A second frame of a kind for a call, or one out of its place, breaks the protocol.
 
 use std::time::Duration;
 
@@ -48,8 +63,22 @@ pub const STATUS: u8 = 2;
 pub const CANCEL: u8 = 4;
 /// Flag: the budget of the call whose request follows.
 pub const DEADLINE: u8 = 8;
-/// Flag: the metadata of the call whose request (alone) or answer (with [`RESPONSE`]) follows.
+/// Flag: the metadata of the call whose request (alone) follows, or the server's headers (with
+/// [`RESPONSE`]) or trailers (with [`RESPONSE`] and [`STATUS`]).
 pub const METADATA: u8 = 16;
+/// Flag: the client opens a streaming call (with [`MESSAGE`]: a window frame).
+pub const OPEN: u8 = 32;
+/// Flag: a message of a stream (with [`OPEN`]: a window frame).
+pub const MESSAGE: u8 = 64;
+/// Flag: the client sends no more messages on a stream.
+pub const END: u8 = 128;
+/// Flags of a window frame (with [`RESPONSE`] when the server sends it).
+pub const WINDOW: u8 = OPEN | MESSAGE;
+
+/// Messages a stream's receiver takes at the open, each way, before granting more.
+pub const STREAM_WINDOW_MESSAGES: u32 = 32;
+/// Bytes a stream's receiver takes at the open, each way, before granting more.
+pub const STREAM_WINDOW_BYTES: u32 = 1 << 20;
 
 /// The longest status message accepted from a peer, in bytes.
 pub const MAX_STATUS_MESSAGE: usize = 4096;
@@ -78,7 +107,7 @@ pub enum RpcError {
         /// What it should be.
         expected: &'static str,
     },
-    /// A status code outside 1..=16 (0, OK, is never sent as a status).
+    /// A status code outside 0..=16.
     #[error("call {id}: status code {code}")]
     Code {
         /// The call id.
@@ -185,8 +214,42 @@ pub enum Frame {
         /// The entries.
         metadata: Metadata,
     },
-    /// The response metadata of call `id`, whose response or status follows.
-    ResponseMetadata {
+    /// The client opens streaming call `id` to `method`.
+    Open {
+        /// Method id.
+        method: u16,
+        /// Call id.
+        id: u64,
+    },
+    /// A message of stream `id` (its payload is the message): the client's, or the server's
+    /// (`response`).
+    Message {
+        /// Method id.
+        method: u16,
+        /// Call id.
+        id: u64,
+        /// Sent by the server.
+        response: bool,
+    },
+    /// The client sends no more messages on stream `id`.
+    End {
+        /// Call id.
+        id: u64,
+    },
+    /// More credit for the receiver of this frame to send on stream `id`: the client's grant,
+    /// or the server's (`response`).
+    Window {
+        /// Call id.
+        id: u64,
+        /// Sent by the server.
+        response: bool,
+        /// Messages granted.
+        messages: u32,
+        /// Bytes granted.
+        bytes: u32,
+    },
+    /// The server's headers for call `id`, before its first message or its answer.
+    Headers {
         /// Method id.
         method: u16,
         /// Call id.
@@ -206,15 +269,30 @@ pub enum Frame {
         /// Call id.
         id: u64,
     },
-    /// Call `id` failed.
-    Failed {
+    /// The server's trailers for call `id`, whose response or status follows.
+    Trailers {
         /// Method id.
         method: u16,
         /// Call id.
         id: u64,
-        /// Why.
+        /// The entries.
+        metadata: Metadata,
+    },
+    /// Call `id` ended with a status: a failure, or OK ending a stream.
+    Status {
+        /// Method id.
+        method: u16,
+        /// Call id.
+        id: u64,
+        /// The status.
         status: Status,
     },
+}
+
+/// Whether a frame with `flags` carries a message (a request, a response or a stream's
+/// message: any payload, read by the handler or caller) rather than a raw control payload.
+pub fn carries_message(flags: u8) -> bool {
+    matches!(flags, 0 | RESPONSE | MESSAGE) || flags == RESPONSE | MESSAGE
 }
 
 /// Validates a frame: `meta` as received, `raw` the payload of a raw frame (`None` for a Ferry
@@ -259,24 +337,60 @@ pub fn parse(meta: Meta, raw: Option<&[u8]>) -> Result<Frame, RpcError> {
             id,
             metadata: parse_metadata(id, "metadata", raw)?,
         }),
-        f if f == RESPONSE | METADATA => Ok(Frame::ResponseMetadata {
+        f if f == RESPONSE | METADATA => Ok(Frame::Headers {
             method: meta.kind,
             id,
-            metadata: parse_metadata(id, "response metadata", raw)?,
+            metadata: parse_metadata(id, "headers", raw)?,
         }),
+        f if f == RESPONSE | STATUS | METADATA => Ok(Frame::Trailers {
+            method: meta.kind,
+            id,
+            metadata: parse_metadata(id, "trailers", raw)?,
+        }),
+        OPEN => {
+            payload("open", "0 raw bytes", raw.is_some_and(<[u8]>::is_empty))?;
+            Ok(Frame::Open {
+                method: meta.kind,
+                id,
+            })
+        }
+        END => {
+            payload("end", "0 raw bytes", raw.is_some_and(<[u8]>::is_empty))?;
+            Ok(Frame::End { id })
+        }
+        MESSAGE => Ok(Frame::Message {
+            method: meta.kind,
+            id,
+            response: false,
+        }),
+        f if f == RESPONSE | MESSAGE => Ok(Frame::Message {
+            method: meta.kind,
+            id,
+            response: true,
+        }),
+        f if f == WINDOW || f == RESPONSE | WINDOW => {
+            payload("window", "8 raw bytes", raw.is_some_and(|b| b.len() == 8))?;
+            let b = raw.expect("checked");
+            let word = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+            Ok(Frame::Window {
+                id,
+                response: f & RESPONSE != 0,
+                messages: word(0),
+                bytes: word(4),
+            })
+        }
         f if f == RESPONSE | STATUS => {
             let ok = raw.is_some_and(|b| !b.is_empty() && b.len() <= 1 + MAX_STATUS_MESSAGE);
             payload("status", "1 code byte and at most 4096 bytes of text", ok)?;
             let b = raw.expect("checked");
-            let code = match Code::from_u8(b[0]) {
-                Some(Code::Ok) | None => return Err(RpcError::Code { id, code: b[0] }),
-                Some(code) => code,
+            let Some(code) = Code::from_u8(b[0]) else {
+                return Err(RpcError::Code { id, code: b[0] });
             };
             let message = std::str::from_utf8(&b[1..]).map_err(|e| RpcError::StatusText {
                 id,
                 valid_up_to: e.valid_up_to(),
             })?;
-            Ok(Frame::Failed {
+            Ok(Frame::Status {
                 method: meta.kind,
                 id,
                 status: Status::new(code, message),
@@ -300,15 +414,24 @@ pub fn parse_metadata(id: u64, frame: &'static str, raw: Option<&[u8]>) -> Resul
     Metadata::decode(bytes).map_err(|error| RpcError::Metadata { id, frame, error })
 }
 
-/// The frame carrying call `id`'s metadata: its `Meta` (`response`: the server's, sent before
-/// the answer) and payload.
-pub fn metadata_frame(method: u16, id: u64, response: bool, metadata: &Metadata) -> (Meta, Vec<u8>) {
+/// The frame carrying call `id`'s `metadata` with `flags` ([`METADATA`]: the client's;
+/// `RESPONSE | METADATA`: the server's headers; `RESPONSE | STATUS | METADATA`: its trailers):
+/// its `Meta` and payload.
+pub fn metadata_frame(method: u16, id: u64, flags: u8, metadata: &Metadata) -> (Meta, Vec<u8>) {
     let meta = Meta {
         kind: method,
-        flags: if response { RESPONSE | METADATA } else { METADATA },
+        flags,
         request_id: id,
     };
     (meta, metadata.encode())
+}
+
+/// The payload of a window frame granting `messages` and `bytes`.
+pub fn window_payload(messages: u32, bytes: u32) -> [u8; 8] {
+    let mut out = [0; 8];
+    out[..4].copy_from_slice(&messages.to_le_bytes());
+    out[4..].copy_from_slice(&bytes.to_le_bytes());
+    out
 }
 
 /// The payload of a status frame: the code, then the message, cut to [`MAX_STATUS_MESSAGE`]
@@ -373,7 +496,7 @@ mod tests {
     #[test]
     fn metadata_round_trips_both_ways() {
         let md = sample();
-        let (m, payload) = metadata_frame(7, 3, false, &md);
+        let (m, payload) = metadata_frame(7, 3, METADATA, &md);
         assert_eq!(m, meta(METADATA));
         assert_eq!(payload, SAMPLE);
         assert_eq!(
@@ -384,11 +507,20 @@ mod tests {
                 metadata: md.clone()
             })
         );
-        let (m, payload) = metadata_frame(7, 3, true, &md);
+        let (m, payload) = metadata_frame(7, 3, RESPONSE | METADATA, &md);
         assert_eq!(m, meta(RESPONSE | METADATA));
         assert_eq!(
             parse(m, Some(&payload)),
-            Ok(Frame::ResponseMetadata {
+            Ok(Frame::Headers {
+                method: 7,
+                id: 3,
+                metadata: md.clone()
+            })
+        );
+        let (m, payload) = metadata_frame(7, 3, RESPONSE | STATUS | METADATA, &md);
+        assert_eq!(
+            parse(m, Some(&payload)),
+            Ok(Frame::Trailers {
                 method: 7,
                 id: 3,
                 metadata: md
@@ -411,7 +543,7 @@ mod tests {
             parse(meta(RESPONSE | METADATA), None),
             Err(RpcError::Payload {
                 id: 3,
-                frame: "response metadata",
+                frame: "headers",
                 len: None,
                 expected: "raw bytes"
             })
@@ -544,12 +676,64 @@ mod tests {
         for flags in [
             METADATA | DEADLINE,
             METADATA | CANCEL,
-            RESPONSE | STATUS | METADATA,
+            METADATA | OPEN,
+            END | RESPONSE,
         ] {
             assert_eq!(
                 parse(meta(flags), Some(SAMPLE)),
                 Err(RpcError::Flags { id: 3, flags })
             );
         }
+    }
+
+    #[test]
+    fn stream_frames_parse_and_check_their_payloads() {
+        assert_eq!(parse(meta(OPEN), Some(&[])), Ok(Frame::Open { method: 7, id: 3 }));
+        assert_eq!(parse(meta(END), Some(&[])), Ok(Frame::End { id: 3 }));
+        assert_eq!(
+            parse(meta(RESPONSE | MESSAGE), None),
+            Ok(Frame::Message {
+                method: 7,
+                id: 3,
+                response: true
+            })
+        );
+        assert_eq!(
+            parse(meta(WINDOW), Some(&window_payload(5, 70_000))),
+            Ok(Frame::Window {
+                id: 3,
+                response: false,
+                messages: 5,
+                bytes: 70_000
+            })
+        );
+        for (flags, raw, frame) in [
+            (OPEN, Some(&[1u8][..]), "open"),
+            (OPEN, None, "open"),
+            (END, Some(&[0u8; 2][..]), "end"),
+            (RESPONSE | WINDOW, Some(&[0u8; 7][..]), "window"),
+            (WINDOW, None, "window"),
+        ] {
+            assert!(
+                matches!(parse(meta(flags), raw), Err(RpcError::Payload { frame: f, .. }) if f == frame),
+                "{flags:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_ok_status_parses_and_codes_past_16_do_not() {
+        assert_eq!(
+            parse(meta(RESPONSE | STATUS), Some(&[0])),
+            Ok(Frame::Status {
+                method: 7,
+                id: 3,
+                status: Status::new(Code::Ok, "")
+            })
+        );
+        assert_eq!(
+            parse(meta(RESPONSE | STATUS), Some(&[17, b'x'])),
+            Err(RpcError::Code { id: 3, code: 17 })
+        );
     }
 }

@@ -272,7 +272,7 @@ fn the_server_enforces_the_deadline_it_was_given() {
         let frame = conn.recv().expect("an answer");
         let parsed = wire::parse(frame.meta(), frame.bytes()).expect("valid frame");
         match parsed {
-            wire::Frame::Failed { status, .. } => assert_eq!(status.code, Code::DeadlineExceeded, "{status}"),
+            wire::Frame::Status { status, .. } => assert_eq!(status.code, Code::DeadlineExceeded, "{status}"),
             other => panic!("expected a status, got {other:?}"),
         }
     }

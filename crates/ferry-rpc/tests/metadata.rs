@@ -247,7 +247,7 @@ impl Client {
                 local.block_on(rt, c.call_payload_with(method, Payload::Bytes(payload), options))
             }
         }?;
-        Ok((r.frame().bytes().expect("raw").to_vec(), r.metadata().clone()))
+        Ok((r.frame().bytes().expect("raw").to_vec(), r.headers().clone()))
     }
 
     /// A call with a Ferry message and no response type (`()`): the response is read against
@@ -265,7 +265,7 @@ impl Client {
         .expect("record echo");
         let view = r.frame().view(&RECORD, r.limits()).expect("a Record");
         let view = Record::view_of(view).expect("validated");
-        (view.key().to_vec(), r.metadata().clone())
+        (view.key().to_vec(), r.headers().clone())
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use ferry_rpc::session::{Client, ClientConfig, Event, Outcome, Server, ServerConfig};
+use ferry_rpc::session::{Client, ClientConfig, ClientEvent, Event, Outcome, Server, ServerConfig};
 use ferry_rpc::{CallId, Code, Metadata, MetadataError, RpcError, Status, wire};
 use ferry_transport::Meta;
 use proptest::prelude::*;
@@ -45,7 +45,9 @@ impl Pair {
 
     fn end(&mut self, outcome: &Outcome) {
         let id = match outcome {
-            Outcome::Response { id, method, .. } | Outcome::Failed { id, method, .. } => {
+            Outcome::Response { id, method, .. }
+            | Outcome::Failed { id, method, .. }
+            | Outcome::Finished { id, method, .. } => {
                 assert_eq!(
                     self.started.get(id),
                     Some(method),
@@ -79,7 +81,7 @@ impl Pair {
         };
         match self
             .server
-            .on_frame(meta, raw.as_deref(), self.now)
+            .on_frame(meta, raw.as_deref(), 0, self.now)
             .expect("a valid frame")
         {
             Some(Event::Request { id, method, .. }) => {
@@ -89,6 +91,7 @@ impl Pair {
             Some(Event::Refused { meta, payload, .. }) => self.s2c.push_back((meta, Some(payload))),
             Some(Event::Cancelled { id }) => self.handling.retain(|&h| h != id),
             None => {}
+            Some(other) => panic!("unary calls only: {other:?}"),
         }
     }
 
@@ -111,8 +114,12 @@ impl Pair {
         let Some((meta, raw)) = self.s2c.pop_front() else {
             return;
         };
-        match self.client.on_frame(meta, raw.as_deref()).expect("a valid frame") {
-            Some(outcome) => {
+        match self
+            .client
+            .on_frame(meta, raw.as_deref(), 0)
+            .expect("a valid frame")
+        {
+            Some(ClientEvent::Ended(outcome)) => {
                 if let Outcome::Failed { status, .. } = &outcome {
                     assert!(
                         matches!(
@@ -128,6 +135,7 @@ impl Pair {
                 self.ended.contains(&CallId(meta.request_id)),
                 "only an ended call's answer is dropped"
             ),
+            Some(other) => panic!("unary calls only: {other:?}"),
         }
     }
 
@@ -320,7 +328,7 @@ fn bad_frames_are_typed_errors() {
     ];
     for (meta, raw) in cases {
         assert!(
-            server.on_frame(meta, raw, now).is_err(),
+            server.on_frame(meta, raw, 0, now).is_err(),
             "server accepted {meta:?} {raw:?}"
         );
     }
@@ -328,14 +336,13 @@ fn bad_frames_are_typed_errors() {
     let status = |b: &'static [u8]| (m(wire::RESPONSE | wire::STATUS), Some(b));
     for (meta, raw) in [
         status(&[]),
-        status(&[0]),
         status(&[17, b'x']),
         status(&[3, 0xff, 0xfe]),
         (m(0), None),
         (m(wire::CANCEL), Some(&[][..])),
     ] {
         assert!(
-            client.on_frame(meta, raw).is_err(),
+            client.on_frame(meta, raw, 0).is_err(),
             "client accepted {meta:?} {raw:?}"
         );
     }
@@ -346,8 +353,10 @@ fn bad_frames_are_typed_errors() {
         request_id: 0,
         ..m(wire::RESPONSE | wire::STATUS)
     };
-    let got = client.on_frame(answer, Some(&payload)).unwrap();
-    assert!(matches!(got, Some(Outcome::Failed { status, .. }) if status.code == Code::Internal));
+    let got = client.on_frame(answer, Some(&payload), 0).unwrap();
+    assert!(
+        matches!(got, Some(ClientEvent::Ended(Outcome::Failed { status, .. })) if status.code == Code::Internal)
+    );
 }
 
 fn metadata(entries: &[(&str, &[u8])]) -> Metadata {
@@ -386,7 +395,7 @@ fn request_metadata_reaches_the_request_event() {
     );
     let mut events = Vec::new();
     for (meta, raw) in &frames {
-        events.push(server.on_frame(*meta, raw.as_deref(), now).expect("valid"));
+        events.push(server.on_frame(*meta, raw.as_deref(), 0, now).expect("valid"));
     }
     assert_eq!(events[..2], [None, None]);
     match events.pop().flatten() {
@@ -404,14 +413,14 @@ fn request_metadata_reaches_the_request_event() {
     // A call without metadata sends no metadata frame, and its request has none.
     let frames = start_frames(&mut client, 9, None, &Metadata::new());
     assert_eq!(frames.len(), 1);
-    match server.on_frame(frames[0].0, None, now).expect("valid") {
+    match server.on_frame(frames[0].0, None, 0, now).expect("valid") {
         Some(Event::Request { metadata, .. }) => assert!(metadata.is_empty()),
         other => panic!("{other:?}"),
     }
 }
 
 #[test]
-fn response_metadata_comes_with_the_outcome() {
+fn headers_and_trailers_come_with_the_outcome() {
     let now = Instant::now();
     let mut client = Client::new(ClientConfig::default());
     let mut server = Server::new(ServerConfig::default());
@@ -419,62 +428,79 @@ fn response_metadata_comes_with_the_outcome() {
         .into_iter()
         .chain(start_frames(&mut client, 4, None, &Metadata::new()))
     {
-        server.on_frame(meta, raw.as_deref(), now).expect("valid");
+        server.on_frame(meta, raw.as_deref(), 0, now).expect("valid");
     }
-    let trailers = metadata(&[("x-cost", b"3")]);
-    // Call 0 answers with a response, call 1 with a status; both after metadata.
-    let (md0, p0) = server
-        .response_metadata(CallId(0), &trailers)
-        .expect("in progress");
-    assert_eq!(md0.flags, wire::RESPONSE | wire::METADATA);
-    assert_eq!(
-        server.response_metadata(CallId(0), &trailers),
-        None,
-        "one per call"
-    );
-    assert_eq!(
-        server.response_metadata(CallId(1), &Metadata::new()),
-        None,
-        "none if empty"
-    );
+    let headers = metadata(&[("x-cost", b"3")]);
+    let trailers = metadata(&[("x-spent", b"9")]);
+    // Call 0 answers with a response, call 1 with a status; both after headers and trailers.
+    let (h0, ph0) = server.headers(CallId(0), &headers).expect("in progress");
+    assert_eq!(h0.flags, wire::RESPONSE | wire::METADATA);
+    assert_eq!(server.headers(CallId(0), &headers), None, "one per call");
+    assert_eq!(server.headers(CallId(1), &Metadata::new()), None, "none if empty");
+    let (t0, pt0) = server.trailers(CallId(0), &trailers).expect("in progress");
+    assert_eq!(t0.flags, wire::RESPONSE | wire::STATUS | wire::METADATA);
+    assert_eq!(server.trailers(CallId(0), &trailers), None, "one per call");
     let r0 = server.respond(CallId(0)).expect("in progress");
-    let (md1, p1) = server
-        .response_metadata(CallId(1), &trailers)
-        .expect("in progress");
+    let (t1, pt1) = server.trailers(CallId(1), &trailers).expect("in progress");
+    assert_eq!(
+        server.headers(CallId(1), &headers),
+        None,
+        "no headers after trailers"
+    );
     let (r1, s1) = server
         .fail(CallId(1), &Status::new(Code::NotFound, "gone"))
         .expect("in progress");
-    assert_eq!(server.response_metadata(CallId(1), &trailers), None, "ended");
+    assert_eq!(server.trailers(CallId(1), &trailers), None, "ended");
 
-    assert_eq!(client.on_frame(md0, Some(&p0)), Ok(None));
+    assert_eq!(client.on_frame(h0, Some(&ph0), 0), Ok(None));
+    assert_eq!(client.on_frame(t0, Some(&pt0), 0), Ok(None));
     assert_eq!(
-        client.on_frame(r0, None),
-        Ok(Some(Outcome::Response {
+        client.on_frame(r0, None, 0),
+        Ok(Some(ClientEvent::Ended(Outcome::Response {
             id: CallId(0),
             method: 4,
-            metadata: trailers.clone()
-        }))
+            metadata: headers.clone(),
+            trailers: trailers.clone(),
+        })))
     );
-    assert_eq!(client.on_frame(md1, Some(&p1)), Ok(None));
-    match client.on_frame(r1, Some(&s1)) {
-        Ok(Some(Outcome::Failed { status, .. })) => {
+    assert_eq!(client.on_frame(t1, Some(&pt1), 0), Ok(None));
+    match client.on_frame(r1, Some(&s1), 0) {
+        Ok(Some(ClientEvent::Ended(Outcome::Failed { status, headers, .. }))) => {
             assert_eq!(status.code, Code::NotFound);
             assert_eq!(status.metadata, trailers);
+            assert!(headers.is_empty());
         }
         other => panic!("{other:?}"),
     }
     // Metadata for a call that ended here is dropped, as its answer would be.
-    assert_eq!(client.on_frame(md0, Some(&p0)), Ok(None));
-    // A second metadata frame for a call in flight breaks the protocol.
+    assert_eq!(client.on_frame(h0, Some(&ph0), 0), Ok(None));
+    // A second headers frame, or headers after trailers, breaks the protocol.
     let id = client.start(4, None, now).unwrap().id;
-    let md = Meta {
+    let h = Meta {
         request_id: id.0,
-        ..md0
+        ..h0
     };
-    assert_eq!(client.on_frame(md, Some(&p0)), Ok(None));
+    assert_eq!(client.on_frame(h, Some(&ph0), 0), Ok(None));
     assert!(matches!(
-        client.on_frame(md, Some(&p0)),
+        client.on_frame(h, Some(&ph0), 0),
         Err(RpcError::DuplicateMetadata { id: 2, .. })
+    ));
+    let id = client.start(4, None, now).unwrap().id;
+    let t = Meta {
+        request_id: id.0,
+        ..t0
+    };
+    assert_eq!(client.on_frame(t, Some(&pt0), 0), Ok(None));
+    assert!(matches!(
+        client.on_frame(
+            Meta {
+                request_id: id.0,
+                ..h0
+            },
+            Some(&ph0),
+            0
+        ),
+        Err(RpcError::DuplicateMetadata { id: 3, .. })
     ));
 }
 
@@ -482,12 +508,12 @@ fn response_metadata_comes_with_the_outcome() {
 fn duplicate_request_metadata_is_a_protocol_error() {
     let now = Instant::now();
     let md = metadata(&[("k", b"v")]);
-    let (meta, payload) = wire::metadata_frame(1, 5, false, &md);
+    let (meta, payload) = wire::metadata_frame(1, 5, wire::METADATA, &md);
     // Twice before the request.
     let mut server = Server::new(ServerConfig::default());
-    assert_eq!(server.on_frame(meta, Some(&payload), now), Ok(None));
+    assert_eq!(server.on_frame(meta, Some(&payload), 0, now), Ok(None));
     assert_eq!(
-        server.on_frame(meta, Some(&payload), now),
+        server.on_frame(meta, Some(&payload), 0, now),
         Err(RpcError::DuplicateMetadata {
             id: 5,
             frame: "metadata",
@@ -498,11 +524,11 @@ fn duplicate_request_metadata_is_a_protocol_error() {
     let mut server = Server::new(ServerConfig::default());
     let request = Meta::new(1, 5);
     assert!(matches!(
-        server.on_frame(request, None, now),
+        server.on_frame(request, None, 0, now),
         Ok(Some(Event::Request { .. }))
     ));
     assert_eq!(
-        server.on_frame(meta, Some(&payload), now),
+        server.on_frame(meta, Some(&payload), 0, now),
         Err(RpcError::DuplicateMetadata {
             id: 5,
             frame: "metadata",
@@ -515,27 +541,24 @@ fn duplicate_request_metadata_is_a_protocol_error() {
         flags: wire::CANCEL,
         ..request
     };
-    server.on_frame(meta, Some(&payload), now).unwrap();
-    assert_eq!(server.on_frame(cancel, Some(&[]), now), Ok(None));
-    assert_eq!(server.on_frame(meta, Some(&payload), now), Ok(None));
+    server.on_frame(meta, Some(&payload), 0, now).unwrap();
+    assert_eq!(server.on_frame(cancel, Some(&[]), 0, now), Ok(None));
+    assert_eq!(server.on_frame(meta, Some(&payload), 0, now), Ok(None));
     // The client never receives request metadata, nor the server response metadata.
     let mut client = Client::new(ClientConfig::default());
     client.start(1, None, now).unwrap();
-    let (to_client, _) = wire::metadata_frame(1, 0, false, &md);
+    let (to_client, _) = wire::metadata_frame(1, 0, wire::METADATA, &md);
     assert!(matches!(
-        client.on_frame(to_client, Some(&payload)),
+        client.on_frame(to_client, Some(&payload), 0),
         Err(RpcError::Direction {
             frame: "metadata",
             ..
         })
     ));
-    let (to_server, _) = wire::metadata_frame(1, 9, true, &md);
+    let (to_server, _) = wire::metadata_frame(1, 9, wire::RESPONSE | wire::METADATA, &md);
     assert!(matches!(
-        server.on_frame(to_server, Some(&payload), now),
-        Err(RpcError::Direction {
-            frame: "response metadata",
-            ..
-        })
+        server.on_frame(to_server, Some(&payload), 0, now),
+        Err(RpcError::Direction { frame: "headers", .. })
     ));
 }
 
@@ -545,28 +568,32 @@ fn metadata_for_calls_that_never_come_is_bounded() {
     let mut server = Server::new(ServerConfig { max_in_flight: 4 });
     let md = metadata(&[("k", b"v")]);
     for id in 0..4 {
-        let (meta, payload) = wire::metadata_frame(1, id, false, &md);
-        assert_eq!(server.on_frame(meta, Some(&payload), now), Ok(None), "call {id}");
+        let (meta, payload) = wire::metadata_frame(1, id, wire::METADATA, &md);
+        assert_eq!(
+            server.on_frame(meta, Some(&payload), 0, now),
+            Ok(None),
+            "call {id}"
+        );
     }
-    let (meta, payload) = wire::metadata_frame(1, 4, false, &md);
+    let (meta, payload) = wire::metadata_frame(1, 4, wire::METADATA, &md);
     assert_eq!(
-        server.on_frame(meta, Some(&payload), now),
+        server.on_frame(meta, Some(&payload), 0, now),
         Err(RpcError::TooManyMetadata { id: 4, max: 4 })
     );
     // A request takes its metadata out of the pending ones: room for one more.
     let mut server = Server::new(ServerConfig { max_in_flight: 1 });
-    let (meta, payload) = wire::metadata_frame(1, 0, false, &md);
-    server.on_frame(meta, Some(&payload), now).unwrap();
+    let (meta, payload) = wire::metadata_frame(1, 0, wire::METADATA, &md);
+    server.on_frame(meta, Some(&payload), 0, now).unwrap();
     assert!(matches!(
-        server.on_frame(Meta::new(1, 0), None, now),
+        server.on_frame(Meta::new(1, 0), None, 0, now),
         Ok(Some(Event::Request { .. }))
     ));
     server.respond(CallId(0)).unwrap();
-    let (meta, payload) = wire::metadata_frame(1, 1, false, &md);
-    assert_eq!(server.on_frame(meta, Some(&payload), now), Ok(None));
+    let (meta, payload) = wire::metadata_frame(1, 1, wire::METADATA, &md);
+    assert_eq!(server.on_frame(meta, Some(&payload), 0, now), Ok(None));
     // A malformed payload names the call and what is wrong.
     assert!(matches!(
-        server.on_frame(meta, Some(&[1, 0, 1, 0, b'K', 0, 0, 0, 0]), now),
+        server.on_frame(meta, Some(&[1, 0, 1, 0, b'K', 0, 0, 0, 0]), 0, now),
         Err(RpcError::Metadata {
             id: 1,
             error: MetadataError::KeyByte { byte: b'K', .. },

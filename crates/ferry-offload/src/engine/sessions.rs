@@ -298,10 +298,15 @@ impl Hosts {
             }
         };
         let body = encode_response(&self.table, route, response.frame(), &self.config.limits)?;
-        Ok(Answer {
-            body,
-            metadata: response.metadata().clone(),
-        })
+        // tonic's unary path sends response metadata as headers only: the host's trailers
+        // follow its headers there until the gateway sends trailers of its own.
+        let mut metadata = response.headers().clone();
+        for (key, value) in response.trailers().iter() {
+            metadata
+                .append(key, value.to_vec())
+                .expect("checked when received");
+        }
+        Ok(Answer { body, metadata })
     }
 }
 

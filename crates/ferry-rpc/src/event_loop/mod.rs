@@ -32,7 +32,7 @@ use crate::conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
 use crate::metadata::Metadata;
 use crate::service::{Call, Encoded, Incoming, Reply, Request, Sink, failure_metadata, invalid_request};
 use crate::services::Services;
-use crate::session::{ClientConfig, Event, Outcome, ServerConfig};
+use crate::session::{ClientConfig, ClientEvent, Event, Outcome, ServerConfig};
 use crate::status::{Code, Status};
 use crate::sys::Waker;
 use crate::workers::{Done, Job, SendFrame};
@@ -705,16 +705,27 @@ impl EventLoop {
             return;
         };
         let meta = frame.meta();
-        let raw = if meta.flags == 0 || meta.flags == crate::wire::RESPONSE {
+        let raw = if crate::wire::carries_message(meta.flags) {
             None
         } else {
             frame.bytes()
         };
+        let len = frame.window_len();
         if let Role::Client(client) = &mut s.role {
-            let (then, status) = match client.core.on_frame(meta, raw) {
-                Ok(None) => return,
-                Ok(Some(Outcome::Response { id, .. })) => (client.pending.remove(&id), None),
-                Ok(Some(Outcome::Failed { id, status, .. })) => (client.pending.remove(&id), Some(status)),
+            let (then, status) = match client.core.on_frame(meta, raw, len) {
+                Ok(Some(ClientEvent::Ended(Outcome::Response { id, .. }))) => {
+                    (client.pending.remove(&id), None)
+                }
+                Ok(Some(ClientEvent::Ended(Outcome::Failed { id, status, .. }))) => {
+                    (client.pending.remove(&id), Some(status))
+                }
+                Ok(Some(ClientEvent::Aborted(Outcome::Failed { id, status, .. }, cancel))) => {
+                    let then = client.pending.remove(&id);
+                    s.transmit(cancel, Encoded::from_vec(Vec::new()));
+                    (then, Some(status))
+                }
+                // This loop opens no streams, so no stream event can come.
+                Ok(_) => return,
                 Err(e) => {
                     self.stats.protocol_errors += 1;
                     s.fail(TransportError::Config(format!("RPC protocol: {e}")));
@@ -738,8 +749,29 @@ impl EventLoop {
         }
         match &mut s.role {
             Role::Client(_) => {}
-            Role::Server(server) => match server.core.on_frame(meta, raw, now) {
+            Role::Server(server) => match server.core.on_frame(meta, raw, len, now) {
                 Ok(None) => {}
+                Ok(Some(Event::Aborted { id, meta, payload })) => {
+                    if let Some(flag) = server.background.remove(&id) {
+                        flag.store(true, Ordering::Relaxed);
+                    }
+                    s.transmit(meta, Encoded::from_vec(payload));
+                }
+                Ok(Some(Event::Open { id, method, .. })) => {
+                    let status = Status::new(
+                        Code::Unimplemented,
+                        "streaming calls are not served by this loop yet",
+                    );
+                    if let Some((meta, payload)) = server.core.fail(id, &status) {
+                        self.services
+                            .metrics()
+                            .method(method)
+                            .record(Code::Unimplemented, Duration::ZERO);
+                        s.transmit(meta, Encoded::from_vec(payload));
+                    }
+                }
+                // No stream is ever open here, so no stream event can come.
+                Ok(Some(Event::Message { .. } | Event::HalfClosed { .. } | Event::Window { .. })) => {}
                 Ok(Some(Event::Refused { meta, payload, .. })) => {
                     self.services
                         .metrics()
@@ -941,7 +973,7 @@ impl EventLoop {
             server.background.remove(&done.id);
             match done.result {
                 Ok(encoded) => {
-                    let metadata = server.core.response_metadata(done.id, &done.metadata);
+                    let metadata = server.core.headers(done.id, &done.metadata);
                     let frame = server.core.respond(done.id);
                     if let Some((meta, payload)) = metadata {
                         s.transmit(meta, Encoded::from_vec(payload));

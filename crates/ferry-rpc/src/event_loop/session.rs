@@ -109,7 +109,7 @@ impl Session {
         let Role::Server(server) = &mut self.role else {
             return;
         };
-        let metadata = server.core.response_metadata(id, metadata);
+        let metadata = server.core.headers(id, metadata);
         let frame = server.core.fail(id, status);
         if let Some((meta, payload)) = metadata {
             self.transmit(meta, Encoded::from_vec(payload));
@@ -159,7 +159,7 @@ impl Outbox for SessionOutbox<'_> {
             return Ok(false);
         };
         let metadata = take_metadata(self.metadata);
-        if let Some((md_meta, payload)) = self.core.response_metadata(self.id, &metadata) {
+        if let Some((md_meta, payload)) = self.core.headers(self.id, &metadata) {
             // Whatever happens to the response, the metadata goes first (a failure status
             // follows it in the same order).
             let queued = self.backlog.is_empty()

@@ -8,5 +8,14 @@ mod calls;
 mod client;
 mod server;
 
-pub use client::{Client, ClientConfig, Outcome, Start};
+pub use client::{Client, ClientConfig, ClientEvent, Outcome, Start};
 pub use server::{Event, Server, ServerConfig};
+
+/// Why a stream's message could not be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocked {
+    /// The receiver's window is spent: wait for its grant (an `Event::Window`).
+    Window,
+    /// The call is over (or is not a stream): drop the message.
+    Ended,
+}

@@ -52,7 +52,7 @@ use ferry_wire::{Context, Limits, Outgoing};
 use crate::channel::{CallOptions, ChannelConfig, NO_OPTIONS, Response, unreachable_server};
 use crate::conn::{Conn, Frame, SHM_CHECK, TransportKind};
 use crate::metadata::Metadata;
-use crate::session::{Client, Outcome};
+use crate::session::{Client, ClientEvent, Outcome};
 use crate::status::{Code, Status};
 use crate::{Addr, CallId};
 
@@ -92,7 +92,7 @@ struct Slot {
     /// The task to wake when the outcome arrives.
     waker: Option<Waker>,
     /// The outcome, once known (a response with its metadata).
-    done: Option<Result<(Frame, Metadata), Status>>,
+    done: Option<Result<(Frame, Metadata, Metadata), Status>>,
 }
 
 /// The connection and every call's state. Borrowed only inside a poll or a drop, never across
@@ -204,10 +204,10 @@ impl AsyncChannel {
         request: &(impl Outgoing + ?Sized),
         options: &CallOptions,
     ) -> Result<Response<M>, Status> {
-        let (frame, metadata) = self
+        let (frame, headers, trailers) = self
             .round_trip(method, options, |conn, meta| conn.send(meta, request))
             .await?;
-        Ok(Response::new(frame, self.limits, metadata))
+        Ok(Response::new(frame, self.limits, headers, trailers))
     }
 
     /// Calls a raw method with `payload`.
@@ -222,10 +222,10 @@ impl AsyncChannel {
         payload: Payload<'_>,
         options: &CallOptions,
     ) -> Result<Response<()>, Status> {
-        let (frame, metadata) = self
+        let (frame, headers, trailers) = self
             .round_trip(method, options, |conn, meta| conn.send_payload(meta, payload))
             .await?;
-        Ok(Response::new(frame, self.limits, metadata))
+        Ok(Response::new(frame, self.limits, headers, trailers))
     }
 
     /// Starts a call, then sends and waits for it (see the module docs).
@@ -234,7 +234,7 @@ impl AsyncChannel {
         method: u16,
         options: &CallOptions,
         mut send: impl FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Result<(Frame, Metadata), Status> {
+    ) -> Result<(Frame, Metadata, Metadata), Status> {
         let now = Instant::now();
         let (start, timeout) = {
             let mut inner = self.inner.borrow_mut();
@@ -304,7 +304,7 @@ impl CallState<'_> {
         &mut self,
         cx: &mut TaskContext<'_>,
         send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Poll<Result<(Frame, Metadata), Status>> {
+    ) -> Poll<Result<(Frame, Metadata, Metadata), Status>> {
         let mut guard = self.chan.inner.borrow_mut();
         let result = self.poll_inner(&mut guard, cx, send);
         let to_wake = std::mem::take(&mut guard.to_wake);
@@ -318,7 +318,7 @@ impl CallState<'_> {
         inner: &mut Inner,
         cx: &mut TaskContext<'_>,
         send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Poll<Result<(Frame, Metadata), Status>> {
+    ) -> Poll<Result<(Frame, Metadata, Metadata), Status>> {
         for _ in 0..super::ROUNDS {
             if let Some(result) = inner.take_done(self.id) {
                 return Poll::Ready(result);
@@ -496,12 +496,12 @@ impl Drop for CallState<'_> {
 }
 
 impl Inner {
-    fn take_done(&mut self, id: CallId) -> Option<Result<(Frame, Metadata), Status>> {
+    fn take_done(&mut self, id: CallId) -> Option<Result<(Frame, Metadata, Metadata), Status>> {
         self.pending.get_mut(&id)?.done.take()
     }
 
     /// Hands an outcome to its call and queues its task's wakeup.
-    fn deliver(&mut self, id: CallId, result: Result<(Frame, Metadata), Status>) {
+    fn deliver(&mut self, id: CallId, result: Result<(Frame, Metadata, Metadata), Status>) {
         let Some(slot) = self.pending.get_mut(&id) else {
             return;
         };
@@ -571,16 +571,25 @@ impl Inner {
     /// One frame from the server.
     fn on_frame(&mut self, frame: Frame) {
         let meta = frame.meta();
-        let raw = if meta.flags == crate::wire::RESPONSE {
+        let raw = if crate::wire::carries_message(meta.flags) {
             None
         } else {
             frame.bytes()
         };
-        match self.core.on_frame(meta, raw) {
-            // The late answer of a call that ended here.
-            Ok(None) => {}
-            Ok(Some(Outcome::Response { id, metadata, .. })) => self.deliver(id, Ok((frame, metadata))),
-            Ok(Some(Outcome::Failed { id, status, .. })) => self.deliver(id, Err(status)),
+        match self.core.on_frame(meta, raw, frame.window_len()) {
+            Ok(Some(ClientEvent::Ended(Outcome::Response {
+                id,
+                metadata,
+                trailers,
+                ..
+            }))) => self.deliver(id, Ok((frame, metadata, trailers))),
+            Ok(Some(ClientEvent::Ended(Outcome::Failed { id, status, .. }))) => self.deliver(id, Err(status)),
+            Ok(Some(ClientEvent::Aborted(Outcome::Failed { id, status, .. }, cancel))) => {
+                self.cancels.push(cancel);
+                self.deliver(id, Err(status));
+            }
+            // The late answer of a call that ended here; this client opens no streams.
+            Ok(_) => {}
             Err(e) => self.lose(&format_args!("RPC protocol: {e}")),
         }
     }

@@ -465,12 +465,12 @@ impl Session {
     /// One frame from the client.
     fn on_frame(&mut self, frame: Frame, now: Instant) -> Result<(), Closed> {
         let meta = frame.meta();
-        let raw = if meta.flags == 0 || meta.flags == crate::wire::RESPONSE {
+        let raw = if crate::wire::carries_message(meta.flags) {
             None
         } else {
             frame.bytes()
         };
-        match self.core.on_frame(meta, raw, now) {
+        match self.core.on_frame(meta, raw, frame.window_len(), now) {
             Ok(None) => Ok(()),
             Ok(Some(Event::Refused { meta, payload, .. })) => self.transmit(meta, Encoded::from_vec(payload)),
             Ok(Some(Event::Cancelled { id })) => {
@@ -485,6 +485,24 @@ impl Session {
                 deadline,
                 metadata,
             })) => self.request(frame, id, method, deadline, metadata),
+            Ok(Some(Event::Aborted { id, meta, payload })) => {
+                if let Some(handle) = self.aborts.remove(&id) {
+                    handle.abort();
+                }
+                self.transmit(meta, Encoded::from_vec(payload))
+            }
+            Ok(Some(Event::Open { id, .. })) => {
+                let status = Status::new(
+                    Code::Unimplemented,
+                    "streaming calls are not served by this server yet",
+                );
+                match self.core.fail(id, &status) {
+                    Some((meta, payload)) => self.transmit(meta, Encoded::from_vec(payload)),
+                    None => Ok(()),
+                }
+            }
+            // No stream is ever open here, so no stream event can come.
+            Ok(Some(Event::Message { .. } | Event::HalfClosed { .. } | Event::Window { .. })) => Ok(()),
             // The peer broke the protocol: close.
             Err(_) => Err(Closed),
         }
@@ -551,7 +569,7 @@ impl Session {
         let set = metadata.response.take();
         match result {
             Ok(Ok(encoded)) => {
-                if let Some((meta, payload)) = self.core.response_metadata(id, &set) {
+                if let Some((meta, payload)) = self.core.headers(id, &set) {
                     self.transmit(meta, Encoded::from_vec(payload))?;
                 }
                 match self.core.respond(id) {
@@ -593,7 +611,7 @@ impl Session {
     /// Ends call `id` with `status` (if it is still in progress), after its response
     /// `metadata` (if any).
     fn fail_with(&mut self, id: CallId, status: &Status, metadata: &Metadata) -> Result<(), Closed> {
-        if let Some((meta, payload)) = self.core.response_metadata(id, metadata) {
+        if let Some((meta, payload)) = self.core.headers(id, metadata) {
             self.transmit(meta, Encoded::from_vec(payload))?;
         }
         match self.core.fail(id, status) {
