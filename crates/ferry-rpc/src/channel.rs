@@ -107,7 +107,7 @@ impl<M: Message<'static>> Response<M> {
         let view = self
             .frame
             .view(M::desc(), &self.limits)
-            .map_err(|e| crate::event_loop::bad_response(&e))?;
+            .map_err(|e| crate::status::bad_response(&e))?;
         Ok(M::view_of(view).expect("validated against M::desc()"))
     }
 }

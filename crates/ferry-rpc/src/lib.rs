@@ -40,6 +40,7 @@ mod addr;
 mod channel;
 pub mod compat;
 mod conn;
+mod dispatch;
 mod event_loop;
 #[doc(hidden)]
 pub mod http;

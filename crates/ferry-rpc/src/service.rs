@@ -11,7 +11,7 @@ use ferry_transport::{Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, DecodeError, Limits, Message, MessageDesc, Outgoing, View};
 
 use crate::metadata::Metadata;
-use crate::status::{Code, Status};
+use crate::status::{Code, Status, invalid_request};
 use crate::{CallId, Conn};
 
 /// Where a method's handler runs (eRPC's foreground and background request handlers).
@@ -149,15 +149,6 @@ pub(crate) fn take_metadata(slot: &Mutex<Metadata>) -> Metadata {
     std::mem::take(&mut *slot.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-/// The metadata a failed call sends: the status's own, if any, else what the handler set.
-pub(crate) fn failure_metadata(status: &mut Status, set: Metadata) -> Metadata {
-    if status.metadata.is_empty() {
-        set
-    } else {
-        std::mem::take(&mut status.metadata)
-    }
-}
-
 /// A received request or response, borrowed for the duration of a handler or continuation.
 #[derive(Clone, Copy)]
 pub struct Incoming<'a> {
@@ -230,11 +221,6 @@ impl<'a> Request<'a> {
     pub fn incoming(&self) -> Incoming<'a> {
         self.incoming
     }
-}
-
-/// The status a request that does not decode gets: the error names the field and offset.
-pub(crate) fn invalid_request(e: &DecodeError) -> Status {
-    Status::new(Code::InvalidArgument, format!("request does not decode: {e}"))
 }
 
 /// A serialized message (or raw payload) that owns what it sends: the header segment and

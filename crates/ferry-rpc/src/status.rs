@@ -123,3 +123,13 @@ impl Status {
         Status { metadata, ..self }
     }
 }
+
+/// The status a request that does not decode gets: the error names the field and offset.
+pub(crate) fn invalid_request(e: &ferry_wire::DecodeError) -> Status {
+    Status::new(Code::InvalidArgument, format!("request does not decode: {e}"))
+}
+
+/// The status a call gets when its response does not decode (the server's bug).
+pub(crate) fn bad_response(e: &ferry_wire::DecodeError) -> Status {
+    Status::new(Code::Internal, format!("the response does not decode: {e}"))
+}

@@ -18,7 +18,6 @@
 
 mod session;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -29,11 +28,12 @@ use ferry_wire::{Context, Limits, Message, Outgoing};
 use rustix::event::{PollFd, PollFlags};
 
 use crate::conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
+use crate::dispatch::{refusal, run_handler};
 use crate::metadata::Metadata;
-use crate::service::{Call, Encoded, Incoming, Reply, Request, Sink, failure_metadata, invalid_request};
+use crate::service::{Call, Encoded, Incoming, Sink};
 use crate::services::Services;
 use crate::session::{ClientConfig, Event, Outcome, ServerConfig};
-use crate::status::{Code, Status};
+use crate::status::{Code, Status, bad_response};
 use crate::sys::Waker;
 use crate::workers::{Done, Job, SendFrame};
 use crate::{Addr, CallId};
@@ -786,15 +786,10 @@ impl EventLoop {
         let Some(s) = &mut self.slots[i].session else {
             return;
         };
-        let Role::Server(server) = &mut s.role else { return };
-        let fail =
-            |server: &mut ServerSide, status: Status| server.core.fail(id, &status).map(|f| (f, status.code));
-        let refused = crate::services::refusal(self.draining, services.method(method).is_some(), method);
+        let refused = refusal(self.draining, services.method(method).is_some(), method);
         if let Some(status) = refused {
             metrics.method(method).record(status.code, Duration::ZERO);
-            if let Some(((meta, payload), _)) = fail(server, status) {
-                s.transmit(meta, Encoded::from_vec(payload));
-            }
+            s.end_call(id, Err(status), Metadata::new());
             return;
         }
         let entry = services.method(method).expect("checked");
@@ -812,15 +807,14 @@ impl EventLoop {
                 Ok(f) => f,
                 Err(status) => {
                     metrics.method(method).record(status.code, Duration::ZERO);
-                    if let Some(((meta, payload), _)) = fail(server, status) {
-                        s.transmit(meta, Encoded::from_vec(payload));
-                    }
+                    s.end_call(id, Err(status), Metadata::new());
                     return;
                 }
             };
             if shm {
                 self.stats.background_copies += 1;
             }
+            let Role::Server(server) = &mut s.role else { return };
             let cancelled = Arc::new(AtomicBool::new(false));
             server.background.insert(id, Arc::clone(&cancelled));
             let job = Job {
@@ -850,9 +844,7 @@ impl EventLoop {
                 let Role::Server(server) = &mut s.role else { return };
                 server.background.remove(&job.id);
                 let status = Status::new(Code::Unavailable, "the server is shutting down");
-                if let Some(((meta, payload), _)) = fail(server, status) {
-                    s.transmit(meta, Encoded::from_vec(payload));
-                }
+                s.end_call(id, Err(status), Metadata::new());
             }
             return;
         }
@@ -864,53 +856,40 @@ impl EventLoop {
             limits,
             shared: frame.shared(),
         };
-        let mut response_metadata = Metadata::new();
-        let outcome = match info.request.map(|d| incoming.view(d)) {
-            Some(Err(e)) => Err(invalid_request(&e)),
-            view => {
-                let view = view.map(|v| v.expect("matched"));
-                let Session {
-                    conn,
-                    ctx,
-                    role,
-                    backlog,
-                    dirty,
-                    dead,
-                    ..
-                } = s;
-                let Role::Server(server) = role else { return };
-                let call = Call::new(method, id, deadline, ctx, None, metadata);
-                let mut outbox = SessionOutbox {
-                    conn,
-                    core: &mut server.core,
-                    backlog,
-                    dirty,
-                    dead,
-                    id,
-                    metadata: &call.response_metadata,
-                };
-                let mut reply = Reply::new(Sink::Conn(&mut outbox));
-                let result = catch_unwind(AssertUnwindSafe(|| {
-                    entry.service.call(&call, Request { view, incoming }, &mut reply)
-                }));
-                let sent = reply.is_sent();
-                // What the handler set and was not sent with a response (it failed).
-                response_metadata = call.take_response_metadata();
-                handler_outcome(result, sent, info.path)
-            }
+        let Session {
+            conn,
+            ctx,
+            role,
+            backlog,
+            dirty,
+            dead,
+            ..
+        } = s;
+        let Role::Server(server) = role else { return };
+        let call = Call::new(method, id, deadline, ctx, None, metadata);
+        let mut outbox = SessionOutbox {
+            conn,
+            core: &mut server.core,
+            backlog,
+            dirty,
+            dead,
+            id,
+            metadata: &call.response_metadata,
         };
+        let outcome = run_handler(&*entry.service, &info, &call, incoming, Sink::Conn(&mut outbox));
+        // What the handler set and was not sent with a response (it failed).
+        let response_metadata = call.take_response_metadata();
         metrics.in_flight().dec();
         let code = match &outcome {
             Ok(()) => Code::Ok,
             Err(status) => status.code,
         };
         metrics.method(method).record(code, now.elapsed());
-        if let Err(mut status) = outcome {
+        if let Err(status) = outcome {
             let Some(s) = &mut self.slots[i].session else {
                 return;
             };
-            let metadata = failure_metadata(&mut status, response_metadata);
-            s.fail_call(id, &status, &metadata);
+            s.end_call(id, Err(status), response_metadata);
         }
     }
 
@@ -939,22 +918,7 @@ impl EventLoop {
                 continue;
             };
             server.background.remove(&done.id);
-            match done.result {
-                Ok(encoded) => {
-                    let metadata = server.core.response_metadata(done.id, &done.metadata);
-                    let frame = server.core.respond(done.id);
-                    if let Some((meta, payload)) = metadata {
-                        s.transmit(meta, Encoded::from_vec(payload));
-                    }
-                    if let Some(meta) = frame {
-                        s.transmit(meta, encoded);
-                    }
-                }
-                Err(mut status) => {
-                    let metadata = failure_metadata(&mut status, done.metadata);
-                    s.fail_call(done.id, &status, &metadata);
-                }
-            }
+            s.end_call(done.id, done.result, done.metadata);
         }
         work
     }
@@ -1079,36 +1043,6 @@ enum Who {
     Session(usize),
 }
 
-/// The status of a call from its handler's result: a panic and a silent `Ok` are `INTERNAL`.
-pub(crate) fn handler_outcome(
-    result: std::thread::Result<Result<(), Status>>,
-    sent: bool,
-    path: &str,
-) -> Result<(), Status> {
-    match result {
-        Ok(Ok(())) if sent => Ok(()),
-        Ok(Ok(())) => Err(Status::new(
-            Code::Internal,
-            format!("{path}: the handler returned without answering"),
-        )),
-        Ok(Err(status)) if !sent => Err(status),
-        // Answered, then failed: the answer stands.
-        Ok(Err(_)) => Ok(()),
-        Err(panic) if !sent => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string payload".into());
-            Err(Status::new(
-                Code::Internal,
-                format!("{path}: the handler panicked: {what}"),
-            ))
-        }
-        Err(_) => Ok(()),
-    }
-}
-
 fn gone() -> Status {
     Status::new(Code::Unavailable, "no such session (closed)")
 }
@@ -1123,8 +1057,4 @@ fn send_failed(e: &TransportError) -> Status {
         }
         e => Status::new(Code::Unavailable, format!("sending the request: {e}")),
     }
-}
-
-pub(crate) fn bad_response(e: &ferry_wire::DecodeError) -> Status {
-    Status::new(Code::Internal, format!("the response does not decode: {e}"))
 }

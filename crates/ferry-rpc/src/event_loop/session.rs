@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use ferry_transport::{Meta, Payload, Transport, TransportError};
 use ferry_wire::Context;
 
+use crate::dispatch::end_call;
 use crate::id::IdMap;
 use crate::metadata::Metadata;
 use crate::service::{Encoded, Outbox, take_metadata};
@@ -103,19 +104,14 @@ impl Session {
         }
     }
 
-    /// Ends server call `id` with `status`, after its response `metadata` (if any): sends
-    /// both frames, or nothing if the call is no longer in progress.
-    pub(crate) fn fail_call(&mut self, id: CallId, status: &Status, metadata: &Metadata) {
+    /// Ends server call `id` with `result` (see [`end_call`]): sends its frames, or nothing
+    /// if the call is no longer in progress.
+    pub(crate) fn end_call(&mut self, id: CallId, result: Result<Encoded, Status>, set: Metadata) {
         let Role::Server(server) = &mut self.role else {
             return;
         };
-        let metadata = server.core.response_metadata(id, metadata);
-        let frame = server.core.fail(id, status);
-        if let Some((meta, payload)) = metadata {
-            self.transmit(meta, Encoded::from_vec(payload));
-        }
-        if let Some((meta, payload)) = frame {
-            self.transmit(meta, Encoded::from_vec(payload));
+        for (meta, encoded) in end_call(&mut server.core, id, result, set) {
+            self.transmit(meta, encoded);
         }
     }
 

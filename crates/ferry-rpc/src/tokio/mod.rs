@@ -34,8 +34,8 @@ use ferry_transport::Received;
 use ferry_wire::{Context, Limits, Message};
 
 use crate::metadata::Metadata;
-use crate::service::{Encoded, MethodInfo, invalid_request};
-use crate::status::Status;
+use crate::service::{Encoded, MethodInfo};
+use crate::status::{Status, invalid_request};
 use crate::{CallId, Frame, ServicesError};
 
 pub use client::AsyncChannel;
