@@ -16,12 +16,13 @@
 //!
 //! The loop busy-polls for [`LoopConfig::spin`] after the last piece of work, then sleeps.
 //!
-//! Here: the loop's public types, its sessions' slots, [`turn`](EventLoop::turn), and the
-//! calls that end without an answer (deadlines, lost sessions). Beside it: `poll.rs`
-//! (readiness, accepting, reading frames), `server_side.rs` (served calls), `client_side.rs`
-//! (calls with continuations), `session.rs` (one session and its backlog).
+//! Here: the loop's public types, its sessions' slots and [`turn`](EventLoop::turn). Beside
+//! it: `poll.rs` (readiness, accepting, reading frames), `server_side.rs` (served calls),
+//! `client_side.rs` (calls with continuations), `ending.rs` (deadlines and dead sessions),
+//! `session.rs` (one session and its backlog).
 
 mod client_side;
+mod ending;
 mod poll;
 mod server_side;
 mod session;
@@ -31,15 +32,15 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig};
-use ferry_transport::{Meta, TransportError};
+use ferry_transport::TransportError;
 use ferry_wire::{Context, Limits};
 
 use crate::Addr;
 use crate::conn::{Conn, ConnConfig, Listener, TransportKind};
-use crate::service::{Encoded, Incoming};
+use crate::service::Incoming;
 use crate::services::Services;
-use crate::session::{ClientConfig, Outcome, ServerConfig};
-use crate::status::{Code, Status};
+use crate::session::{ClientConfig, ServerConfig};
+use crate::status::Status;
 use crate::sys::Waker;
 use crate::workers::Done;
 
@@ -377,98 +378,6 @@ impl EventLoop {
             return None;
         }
         slot.session.as_mut()
-    }
-
-    /// Deadlines due, on both sides.
-    fn expire(&mut self, now: Instant) -> bool {
-        let mut due: Vec<(Continuation, Status)> = Vec::new();
-        let mut out: Vec<(Meta, Encoded)> = Vec::new();
-        for slot in &mut self.slots {
-            let Some(s) = &mut slot.session else { continue };
-            match &mut s.role {
-                Role::Server(server) => {
-                    if server.core.next_deadline().is_none_or(|d| d > now) {
-                        continue;
-                    }
-                    for (id, meta, payload) in server.core.expire(now) {
-                        if let Some(flag) = server.background.remove(&id) {
-                            flag.store(true, Ordering::Relaxed);
-                        }
-                        self.services
-                            .metrics()
-                            .method(meta.kind)
-                            .record(Code::DeadlineExceeded, Duration::ZERO);
-                        out.push((meta, Encoded::from_vec(payload)));
-                    }
-                }
-                Role::Client(client) => {
-                    if client.core.next_deadline().is_none_or(|d| d > now) {
-                        continue;
-                    }
-                    for (outcome, cancel) in client.core.expire(now) {
-                        let Outcome::Failed { id, status, .. } = outcome else {
-                            continue;
-                        };
-                        if let Some(then) = client.pending.remove(&id) {
-                            due.push((then, status));
-                        }
-                        out.push((cancel, Encoded::default()));
-                    }
-                }
-            }
-            for (meta, encoded) in out.drain(..) {
-                s.transmit(meta, encoded);
-            }
-        }
-        let work = !due.is_empty();
-        for (then, status) in due {
-            then(self, Err(status));
-        }
-        work
-    }
-
-    /// Removes dead sessions; fails their client calls with `UNAVAILABLE`.
-    fn reap(&mut self) -> bool {
-        let mut lost: Vec<(Continuation, Status)> = Vec::new();
-        let mut work = false;
-        for (index, slot) in self.slots.iter_mut().enumerate() {
-            if slot.session.as_ref().is_none_or(|s| s.dead.is_none()) {
-                continue;
-            }
-            let mut s = slot.session.take().expect("checked");
-            slot.generation = slot.generation.wrapping_add(1);
-            self.free.push(index as u32);
-            self.stats.closed += 1;
-            work = true;
-            let why = s.dead.take().expect("checked");
-            if s.conn.kind() == TransportKind::Tcp {
-                self.tcp_sessions -= 1;
-            }
-            match &mut s.role {
-                Role::Server(server) => {
-                    self.services.metrics().sessions(s.conn.kind()).dec();
-                    server.core.lost();
-                    for flag in server.background.values() {
-                        flag.store(true, Ordering::Relaxed);
-                    }
-                }
-                Role::Client(client) => {
-                    for outcome in client.core.lost() {
-                        let Outcome::Failed { id, .. } = outcome else {
-                            continue;
-                        };
-                        if let Some(then) = client.pending.remove(&id) {
-                            let status = Status::new(Code::Unavailable, format!("connection lost: {why}"));
-                            lost.push((then, status));
-                        }
-                    }
-                }
-            }
-        }
-        for (then, status) in lost {
-            then(self, Err(status));
-        }
-        work
     }
 }
 
