@@ -129,6 +129,18 @@ pub(crate) fn invalid_request(e: &ferry_wire::DecodeError) -> Status {
     Status::new(Code::InvalidArgument, format!("request does not decode: {e}"))
 }
 
+/// The status a call gets when its request is refused by the transport alone (see
+/// [`frame_alone`](crate::conn::frame_alone)).
+pub(crate) fn unsent_request(e: &ferry_transport::TransportError) -> Status {
+    Status::new(Code::InvalidArgument, format!("the request cannot be sent: {e}"))
+}
+
+/// The status a call gets when its response is refused by the transport alone (see
+/// [`frame_alone`](crate::conn::frame_alone)).
+pub(crate) fn unsent_response(e: &ferry_transport::TransportError) -> Status {
+    Status::new(Code::Internal, format!("sending the response: {e}"))
+}
+
 /// The status a call gets when its response does not decode (the server's bug).
 pub(crate) fn bad_response(e: &ferry_wire::DecodeError) -> Status {
     Status::new(Code::Internal, format!("the response does not decode: {e}"))

@@ -9,10 +9,10 @@ use ferry_wire::{Message, Outgoing};
 
 use super::session::{ClientSide, Role, Session};
 use super::{Continuation, EventLoop, LoopSession, SessionId};
-use crate::conn::{Conn, Frame};
+use crate::conn::{Conn, Frame, frame_alone};
 use crate::service::{Encoded, Incoming};
 use crate::session::Outcome;
-use crate::status::{Code, Status, bad_response};
+use crate::status::{Code, Status, bad_response, unsent_request};
 use crate::{Addr, CallId};
 
 impl EventLoop {
@@ -183,9 +183,7 @@ fn send_failed(e: &TransportError) -> Status {
         TransportError::WouldBlock => {
             Status::new(Code::ResourceExhausted, "the connection's send queue is full")
         }
-        TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_) => {
-            Status::new(Code::InvalidArgument, format!("the request cannot be sent: {e}"))
-        }
+        e if frame_alone(e) => unsent_request(e),
         e => Status::new(Code::Unavailable, format!("sending the request: {e}")),
     }
 }

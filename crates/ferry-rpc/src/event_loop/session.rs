@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 use ferry_transport::{Meta, Payload, Transport, TransportError};
 use ferry_wire::Context;
 
+use crate::conn::frame_alone;
 use crate::dispatch::end_call;
 use crate::id::IdMap;
 use crate::metadata::Metadata;
 use crate::service::{Encoded, Outbox, take_metadata};
 use crate::session::{Client, Server};
-use crate::status::Status;
+use crate::status::{Status, unsent_response};
 use crate::{CallId, Conn};
 
 use super::Continuation;
@@ -189,14 +190,7 @@ impl Outbox for SessionOutbox<'_> {
             }
             // Errors about this one frame leave the connection usable with nothing queued:
             // the call is still in progress and fails with the status.
-            Err(
-                e @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)),
-            ) => {
-                return Err(Status::new(
-                    crate::Code::Internal,
-                    format!("sending the response: {e}"),
-                ));
-            }
+            Err(e) if frame_alone(&e) => return Err(unsent_response(&e)),
             Err(e) => {
                 if self.dead.is_none() {
                     *self.dead = Some(e);

@@ -46,13 +46,13 @@ use ferry_wire::Context;
 
 use super::client::register;
 use super::{AsyncCall, AsyncRequest, AsyncServices, CallMetadata};
-use crate::conn::{Conn, Frame, Listener, SHM_CHECK, TransportKind};
+use crate::conn::{Conn, Frame, Listener, SHM_CHECK, TransportKind, frame_alone};
 use crate::dispatch::{end_call, panicked, refusal};
 use crate::event_loop::LoopConfig;
 use crate::metadata::Metadata;
 use crate::service::Encoded;
 use crate::session::{Event, Server};
-use crate::status::{Code, Status};
+use crate::status::{Status, unsent_response};
 use crate::{Addr, CallId, ServerError};
 
 /// How soon a shared-memory session whose answers wait for credits tries again (credits come
@@ -590,12 +590,8 @@ impl Session {
                 }
                 Err(TransportError::WouldBlock) => {}
                 // About this frame alone (too long for the transport): the call fails instead.
-                Err(
-                    e
-                    @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)),
-                ) => {
-                    let status = Status::new(Code::Internal, format!("sending the response: {e}"));
-                    let (meta, payload) = status_frame(meta, &status);
+                Err(e) if frame_alone(&e) => {
+                    let (meta, payload) = status_frame(meta, &unsent_response(&e));
                     return self.transmit(meta, Encoded::from_vec(payload));
                 }
                 Err(_) => return Err(Closed),
