@@ -4,7 +4,7 @@
 //!
 //! Handlers read validated views in place: no protobuf, no copy of the request. `Echo` answers
 //! with a message that borrows the request where it arrived (its large values go back by
-//! reference); `Echo` and `Fail` copy the request's `x-` metadata into their response metadata.
+//! reference); `Echo` and `Fail` copy the request's `x-` metadata into their trailers.
 
 use std::time::{Duration, Instant};
 
@@ -128,7 +128,7 @@ impl demo::Demo for DemoHost {
     }
 }
 
-/// Copies the request's `x-` metadata into the response's (sent with a failure too).
+/// Copies the request's `x-` metadata into the response's trailers (sent with a failure too).
 fn echo_metadata(call: &Call<'_>) -> Result<(), Status> {
     let mut echoed = Metadata::new();
     for (key, value) in call.metadata().iter().filter(|(k, _)| k.starts_with("x-")) {
@@ -136,7 +136,7 @@ fn echo_metadata(call: &Call<'_>) -> Result<(), Status> {
             .append(key, value)
             .map_err(|e| Status::new(Code::Internal, e.to_string()))?;
     }
-    call.set_response_metadata(echoed);
+    call.set_trailers(echoed);
     Ok(())
 }
 

@@ -11,10 +11,10 @@ use ferry_transport::{Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Message, Outgoing};
 
 use crate::Addr;
-use crate::conn::{Conn, ConnConfig, Frame};
+use crate::conn::{Conn, ConnConfig, Frame, frame_alone};
 use crate::metadata::Metadata;
 use crate::session::{Client, ClientConfig, ClientEvent, Outcome};
-use crate::status::{Code, Status};
+use crate::status::{Code, Status, unsent_request};
 
 /// Client settings (blocking and tokio channels).
 #[derive(Debug, Clone)]
@@ -115,7 +115,7 @@ impl<M: Message<'static>> Response<M> {
         let view = self
             .frame
             .view(M::desc(), &self.limits)
-            .map_err(|e| crate::event_loop::bad_response(&e))?;
+            .map_err(|e| crate::status::bad_response(&e))?;
         Ok(M::view_of(view).expect("validated against M::desc()"))
     }
 }
@@ -271,9 +271,7 @@ impl Channel {
             // About this request alone (too long, unencodable, no pool buffer): the transport
             // queued nothing of it and stays usable; the call ends here, and the server, told
             // its deadline or metadata already, is told to forget it.
-            Err(
-                e @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)),
-            ) => {
+            Err(e) if frame_alone(&e) => {
                 if let Some(cancel) = inner.core.cancel(start.id)
                     && control_queued
                 {
@@ -284,10 +282,7 @@ impl Channel {
                         return Err(Self::lost(inner, &lost));
                     }
                 }
-                return Err(Status::new(
-                    Code::InvalidArgument,
-                    format!("the request cannot be sent: {e}"),
-                ));
+                return Err(unsent_request(&e));
             }
             Err(e) => return Err(Self::lost(inner, &e)),
         }

@@ -102,7 +102,7 @@ impl<M> Response<M> {
         &mut self.message
     }
 
-    /// The response metadata (gRPC's trailers, through the engine).
+    /// The response metadata (tonic's: the headers).
     pub fn metadata(&self) -> &Metadata {
         &self.metadata
     }
@@ -123,7 +123,7 @@ impl<M> Response<M> {
 pub fn respond<M>(call: &Call<'_>, response: Result<Response<M>, Status>) -> Result<M, Status> {
     let response = response?;
     if !response.metadata.is_empty() {
-        call.set_response_metadata(response.metadata);
+        call.set_headers(response.metadata);
     }
     Ok(response.message)
 }

@@ -17,6 +17,15 @@ use crate::{Addr, Thresholds};
 /// quiet: a peer that dies without closing rings nothing (TCP reports it as readable).
 pub(crate) const SHM_CHECK: Duration = Duration::from_millis(100);
 
+/// Whether a send failed for its frame alone (too long, unencodable, no pool buffer): the
+/// transport queued nothing of it and the connection stays usable, so only its call fails.
+pub(crate) fn frame_alone(e: &TransportError) -> bool {
+    matches!(
+        e,
+        TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)
+    )
+}
+
 /// Which transport a connection uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TransportKind {

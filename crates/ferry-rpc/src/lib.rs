@@ -24,15 +24,21 @@
 //! the few control frames (deadline, metadata, cancel, status) are small raw payloads. Calls
 //! complete in any order.
 //!
-//! Calls carry [`Metadata`] both ways (gRPC's headers and trailers, for a gateway to pass
-//! through): a client sends it with [`CallOptions`] (`call_with`, which also overrides the
-//! channel's timeout for the call), a handler reads it with [`Call::metadata`] and answers
-//! with [`Call::set_response_metadata`], and the client reads that with
-//! [`Response::metadata`] (or [`Status::metadata`] when the call fails). The event loop's own
-//! client calls (continuations) send none and drop what comes back.
+//! Calls carry [`Metadata`] as gRPC does (for a gateway to pass through): a client sends its
+//! request metadata with [`CallOptions`] (`call_with`, which also overrides the channel's
+//! timeout for the call), a handler reads it with [`Call::metadata`] and answers with
+//! response headers ([`Call::set_headers`], sent before the answer) and trailers
+//! ([`Call::set_trailers`], sent with the answer, on success and on failure alike), and the
+//! client reads them with [`Response::headers`] and [`Response::trailers`] (or
+//! [`Status::metadata`], the trailers, when the call fails). The event loop's own client
+//! calls (continuations) send none and drop what comes back.
 //!
-//! What it is not: streaming RPCs (the generator refuses them, naming the method), TLS, a
-//! load balancer or name resolver.
+//! Streams (client-, server- and bidirectional streaming) are in the sans-IO core
+//! ([`session`], [`wire`]): opens, messages both ways, half-close, per-stream windows. The
+//! drivers do not serve them yet: an open is answered `UNIMPLEMENTED`, and the generator
+//! refuses streaming methods, naming them.
+//!
+//! What it is not: TLS, a load balancer or name resolver.
 
 #![forbid(unsafe_code)]
 
@@ -40,6 +46,7 @@ mod addr;
 mod channel;
 pub mod compat;
 mod conn;
+mod dispatch;
 mod event_loop;
 #[doc(hidden)]
 pub mod http;

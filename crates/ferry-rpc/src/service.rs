@@ -11,7 +11,7 @@ use ferry_transport::{Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, DecodeError, Limits, Message, MessageDesc, Outgoing, View};
 
 use crate::metadata::Metadata;
-use crate::status::{Code, Status};
+use crate::status::{Code, Status, invalid_request};
 use crate::{CallId, Conn};
 
 /// Where a method's handler runs (eRPC's foreground and background request handlers).
@@ -68,9 +68,9 @@ pub struct Call<'a> {
     pub(crate) cancelled: Option<&'a AtomicBool>,
     /// What the client sent before the request.
     pub(crate) metadata: Metadata,
-    /// What goes before the answer (a lock, not a `RefCell`, so that `Call` stays `Sync`;
+    /// What goes with the answer (a lock, not a `RefCell`, so that `Call` stays `Sync`;
     /// never contended: the handler sets it, then the driver takes it, on one thread).
-    pub(crate) response_metadata: Mutex<Metadata>,
+    pub(crate) response_metadata: Mutex<ResponseMetadata>,
 }
 
 impl<'a> Call<'a> {
@@ -89,7 +89,7 @@ impl<'a> Call<'a> {
             ctx,
             cancelled,
             metadata,
-            response_metadata: Mutex::new(Metadata::new()),
+            response_metadata: Mutex::new(ResponseMetadata::default()),
         }
     }
 
@@ -127,35 +127,42 @@ impl<'a> Call<'a> {
         &self.metadata
     }
 
-    /// Sets the metadata sent before the call's answer (gRPC's trailers), replacing what was
-    /// set before: it goes out, in one frame, just before the response or the failure status.
-    /// Set it before answering (`reply.send`): once the answer is sent, it is dropped. A
-    /// handler that fails with a [`Status`] carrying metadata sends that instead.
-    pub fn set_response_metadata(&self, metadata: Metadata) {
-        *self
-            .response_metadata
+    /// Sets the response headers (gRPC's initial metadata), replacing what was set before:
+    /// they go out, in one frame, before the answer. Set them before answering
+    /// (`reply.send`): once the answer is sent, they are dropped.
+    pub fn set_headers(&self, metadata: Metadata) {
+        self.response_metadata
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = metadata;
+            .unwrap_or_else(PoisonError::into_inner)
+            .headers = metadata;
+    }
+
+    /// Sets the response trailers, replacing what was set before: they go out, in one frame,
+    /// with the answer, a response or a failure status alike. A handler that fails with a
+    /// [`Status`] carrying metadata sends that as its trailers instead.
+    pub fn set_trailers(&self, metadata: Metadata) {
+        self.response_metadata
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .trailers = metadata;
     }
 
     /// Takes the response metadata (what is left is empty).
-    pub(crate) fn take_response_metadata(&self) -> Metadata {
+    pub(crate) fn take_response_metadata(&self) -> ResponseMetadata {
         take_metadata(&self.response_metadata)
     }
 }
 
-/// Takes what a response-metadata slot holds.
-pub(crate) fn take_metadata(slot: &Mutex<Metadata>) -> Metadata {
-    std::mem::take(&mut *slot.lock().unwrap_or_else(PoisonError::into_inner))
+/// What a handler set to go with its answer: gRPC's response headers and trailers.
+#[derive(Debug, Default)]
+pub(crate) struct ResponseMetadata {
+    pub(crate) headers: Metadata,
+    pub(crate) trailers: Metadata,
 }
 
-/// The metadata a failed call sends: the status's own, if any, else what the handler set.
-pub(crate) fn failure_metadata(status: &mut Status, set: Metadata) -> Metadata {
-    if status.metadata.is_empty() {
-        set
-    } else {
-        std::mem::take(&mut status.metadata)
-    }
+/// Takes what a response-metadata slot holds.
+pub(crate) fn take_metadata(slot: &Mutex<ResponseMetadata>) -> ResponseMetadata {
+    std::mem::take(&mut *slot.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 /// A received request or response, borrowed for the duration of a handler or continuation.
@@ -230,11 +237,6 @@ impl<'a> Request<'a> {
     pub fn incoming(&self) -> Incoming<'a> {
         self.incoming
     }
-}
-
-/// The status a request that does not decode gets: the error names the field and offset.
-pub(crate) fn invalid_request(e: &DecodeError) -> Status {
-    Status::new(Code::InvalidArgument, format!("request does not decode: {e}"))
 }
 
 /// A serialized message (or raw payload) that owns what it sends: the header segment and

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use crate::metrics::Metrics;
 use crate::service::{MethodInfo, Mode, Service};
-use crate::status::{Code, Status};
 use crate::workers::Workers;
 
 /// A method registered twice, or a worker pool that could not start.
@@ -145,20 +144,5 @@ impl ServicesBuilder {
             methods: self.methods,
             workers,
         })))
-    }
-}
-
-/// Why a server refuses a call before any handler sees it: it is shutting down
-/// (`UNAVAILABLE`), or no service has the method (`UNIMPLEMENTED`). Both drivers ask this.
-pub(crate) fn refusal(draining: bool, known: bool, method: u16) -> Option<Status> {
-    if draining {
-        Some(Status::new(Code::Unavailable, "the server is shutting down"))
-    } else if !known {
-        Some(Status::new(
-            Code::Unimplemented,
-            format!("no method with id {method} on this server"),
-        ))
-    } else {
-        None
     }
 }

@@ -93,8 +93,8 @@ impl Code {
     }
 }
 
-/// A code and a message for people: the outcome of a failed call, with the metadata the
-/// server sent before it (gRPC's trailers, e.g. `grpc-status-details-bin`).
+/// A code and a message for people: the outcome of a failed call, with the trailers the server
+/// sent with it (e.g. `grpc-status-details-bin`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code:?}: {message}")]
 pub struct Status {
@@ -102,9 +102,9 @@ pub struct Status {
     pub code: Code,
     /// Why, in words.
     pub message: String,
-    /// The failed call's response metadata (empty if none). A handler that returns a status
-    /// with metadata sends it instead of what it set with `Call::set_response_metadata`; a
-    /// client gets here what the server sent before the status frame.
+    /// The failed call's trailers (empty if none). A handler that returns a status with
+    /// metadata sends it as the trailers, instead of what it set with `Call::set_trailers`;
+    /// a client gets here the trailers the server sent with the status.
     pub metadata: Metadata,
 }
 
@@ -122,4 +122,26 @@ impl Status {
     pub fn with_metadata(self, metadata: Metadata) -> Status {
         Status { metadata, ..self }
     }
+}
+
+/// The status a request that does not decode gets: the error names the field and offset.
+pub(crate) fn invalid_request(e: &ferry_wire::DecodeError) -> Status {
+    Status::new(Code::InvalidArgument, format!("request does not decode: {e}"))
+}
+
+/// The status a call gets when its request is refused by the transport alone (see
+/// [`frame_alone`](crate::conn::frame_alone)).
+pub(crate) fn unsent_request(e: &ferry_transport::TransportError) -> Status {
+    Status::new(Code::InvalidArgument, format!("the request cannot be sent: {e}"))
+}
+
+/// The status a call gets when its response is refused by the transport alone (see
+/// [`frame_alone`](crate::conn::frame_alone)).
+pub(crate) fn unsent_response(e: &ferry_transport::TransportError) -> Status {
+    Status::new(Code::Internal, format!("sending the response: {e}"))
+}
+
+/// The status a call gets when its response does not decode (the server's bug).
+pub(crate) fn bad_response(e: &ferry_wire::DecodeError) -> Status {
+    Status::new(Code::Internal, format!("the response does not decode: {e}"))
 }

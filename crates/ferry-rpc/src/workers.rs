@@ -1,7 +1,6 @@
 //! The background worker pool: threads that run background handlers off the event loops and
 //! post the serialized answer back to the loop that owns the session.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -12,9 +11,10 @@ use ferry_buf::SharedBuf;
 use ferry_transport::{Meta, Received};
 use ferry_wire::{Context, DecodeError, Limits, MessageDesc, View};
 
+use crate::dispatch::run_handler;
 use crate::metadata::Metadata;
-use crate::service::{Call, Encoded, Incoming, MethodInfo, Reply, Request, Service, Sink, invalid_request};
-use crate::status::{Code, Status};
+use crate::service::{Call, Encoded, Incoming, MethodInfo, ResponseMetadata, Service, Sink};
+use crate::status::{Code, Status, invalid_request};
 use crate::sys::Waker;
 use crate::{CallId, Frame};
 
@@ -119,7 +119,7 @@ pub(crate) struct Done {
     pub(crate) started: Instant,
     pub(crate) result: Result<Encoded, Status>,
     /// The response metadata the handler set.
-    pub(crate) metadata: Metadata,
+    pub(crate) metadata: ResponseMetadata,
 }
 
 /// The pool of worker threads, shared by a server's loops.
@@ -224,8 +224,8 @@ fn run(job: Job) {
     }
 }
 
-/// Validates the request, runs the handler with a panic guard, and serializes its answer
-/// (the response metadata the handler set stays in `call`).
+/// Runs the handler (see [`run_handler`]) and serializes its answer (the response metadata
+/// the handler set stays in `call`).
 pub(crate) fn handle(
     service: &dyn Service,
     info: &MethodInfo,
@@ -242,15 +242,7 @@ pub(crate) fn handle(
         limits,
         shared,
     };
-    let view = match info.request {
-        Some(desc) => Some(incoming.view(desc).map_err(|e| invalid_request(&e))?),
-        None => None,
-    };
     let mut out = None;
-    let mut reply = Reply::new(Sink::Encode(&mut out));
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        service.call(call, Request { view, incoming }, &mut reply)
-    }));
-    crate::event_loop::handler_outcome(result, reply.is_sent(), info.path)?;
+    run_handler(service, info, call, incoming, Sink::Encode(&mut out))?;
     out.ok_or_else(|| Status::new(Code::Internal, "the handler answered nothing"))
 }

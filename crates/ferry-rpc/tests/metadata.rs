@@ -1,7 +1,8 @@
 //! Call metadata and per-call options end to end, over TCP and shared memory: the blocking
 //! `Channel` and the `AsyncChannel` call the event-loop `Server` (foreground and background
 //! handlers) and the tokio `AsyncServer`. Request metadata reaches the handler; the handler's
-//! response metadata reaches `Response::metadata` (or `Status::metadata` when the call fails);
+//! response headers reach `Response::headers` and trailers `Response::trailers` (or
+//! `Status::metadata` when the call fails);
 //! `CallOptions::timeout` overrides the channel's timeout, and the handler sees that deadline.
 
 #[macro_use]
@@ -90,7 +91,8 @@ impl Service for LoopMeta {
         } else {
             "foreground"
         };
-        call.set_response_metadata(seen(call.metadata(), call.deadline(), ran));
+        call.set_headers(seen(call.metadata(), call.deadline(), ran));
+        call.set_trailers(md(&[("x-trailer", b"t")]));
         match call.method() {
             RAW | RAW_BG => {
                 reply.send_payload(Payload::Bytes(request.incoming().bytes().unwrap_or_default()))
@@ -103,7 +105,7 @@ impl Service for LoopMeta {
                 reply.send(&resp)
             }
             FAIL => {
-                call.set_response_metadata(md(&[("why", b"set")]));
+                call.set_trailers(md(&[("why", b"set")]));
                 Err(Status::new(Code::NotFound, "no such thing"))
             }
             FAIL_STATUS => {
@@ -126,7 +128,8 @@ impl AsyncService for AsyncMeta {
         Box::pin(async move {
             // Set after an await: the metadata goes with the answer, whenever it comes.
             tokio::task::yield_now().await;
-            call.set_response_metadata(seen(call.metadata(), call.deadline(), "task"));
+            call.set_headers(seen(call.metadata(), call.deadline(), "task"));
+            call.set_trailers(md(&[("x-trailer", b"t")]));
             match call.method() {
                 RAW | RAW_BG => Ok(Encoded::bytes(request.bytes().unwrap_or_default())),
                 RECORD_ECHO => {
@@ -138,7 +141,7 @@ impl AsyncService for AsyncMeta {
                 }
                 FAIL => {
                     let clone = call.clone();
-                    clone.set_response_metadata(md(&[("why", b"set")]));
+                    clone.set_trailers(md(&[("why", b"set")]));
                     Err(Status::new(Code::NotFound, "no such thing"))
                 }
                 FAIL_STATUS => {
@@ -247,6 +250,11 @@ impl Client {
                 local.block_on(rt, c.call_payload_with(method, Payload::Bytes(payload), options))
             }
         }?;
+        assert_eq!(
+            r.trailers(),
+            &md(&[("x-trailer", b"t")]),
+            "trailers come with the response"
+        );
         Ok((r.frame().bytes().expect("raw").to_vec(), r.headers().clone()))
     }
 
@@ -265,6 +273,11 @@ impl Client {
         .expect("record echo");
         let view = r.frame().view(&RECORD, r.limits()).expect("a Record");
         let view = Record::view_of(view).expect("validated");
+        assert_eq!(
+            r.trailers(),
+            &md(&[("x-trailer", b"t")]),
+            "trailers come with the response"
+        );
         (view.key().to_vec(), r.headers().clone())
     }
 }

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use ferry_transport::{Meta, Payload, Transport, TransportError};
 use ferry_wire::Context;
 
+use crate::conn::frame_alone;
+use crate::dispatch::end_call;
 use crate::id::IdMap;
-use crate::metadata::Metadata;
-use crate::service::{Encoded, Outbox, take_metadata};
+use crate::service::{Encoded, Outbox, ResponseMetadata, take_metadata};
 use crate::session::{Client, Server};
-use crate::status::Status;
+use crate::status::{Status, unsent_response};
 use crate::{CallId, Conn};
 
 use super::Continuation;
@@ -103,19 +104,14 @@ impl Session {
         }
     }
 
-    /// Ends server call `id` with `status`, after its response `metadata` (if any): sends
-    /// both frames, or nothing if the call is no longer in progress.
-    pub(crate) fn fail_call(&mut self, id: CallId, status: &Status, metadata: &Metadata) {
+    /// Ends server call `id` with `result` (see [`end_call`]): sends its frames, or nothing
+    /// if the call is no longer in progress.
+    pub(crate) fn end_call(&mut self, id: CallId, result: Result<Encoded, Status>, set: ResponseMetadata) {
         let Role::Server(server) = &mut self.role else {
             return;
         };
-        let metadata = server.core.headers(id, metadata);
-        let frame = server.core.fail(id, status);
-        if let Some((meta, payload)) = metadata {
-            self.transmit(meta, Encoded::from_vec(payload));
-        }
-        if let Some((meta, payload)) = frame {
-            self.transmit(meta, Encoded::from_vec(payload));
+        for (meta, encoded) in end_call(&mut server.core, id, result, set) {
+            self.transmit(meta, encoded);
         }
     }
 
@@ -146,7 +142,7 @@ pub(crate) struct SessionOutbox<'s> {
     pub(crate) dead: &'s mut Option<TransportError>,
     pub(crate) id: CallId,
     /// The call's response metadata, as the handler set it.
-    pub(crate) metadata: &'s Mutex<Metadata>,
+    pub(crate) metadata: &'s Mutex<ResponseMetadata>,
 }
 
 impl Outbox for SessionOutbox<'_> {
@@ -158,8 +154,10 @@ impl Outbox for SessionOutbox<'_> {
         let Some(meta) = self.core.response_meta(self.id) else {
             return Ok(false);
         };
-        let metadata = take_metadata(self.metadata);
-        if let Some((md_meta, payload)) = self.core.headers(self.id, &metadata) {
+        let set = take_metadata(self.metadata);
+        let headers = self.core.headers(self.id, &set.headers);
+        let trailers = self.core.trailers(self.id, &set.trailers);
+        for (md_meta, payload) in headers.into_iter().chain(trailers) {
             // Whatever happens to the response, the metadata goes first (a failure status
             // follows it in the same order).
             let queued = self.backlog.is_empty()
@@ -193,14 +191,7 @@ impl Outbox for SessionOutbox<'_> {
             }
             // Errors about this one frame leave the connection usable with nothing queued:
             // the call is still in progress and fails with the status.
-            Err(
-                e @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)),
-            ) => {
-                return Err(Status::new(
-                    crate::Code::Internal,
-                    format!("sending the response: {e}"),
-                ));
-            }
+            Err(e) if frame_alone(&e) => return Err(unsent_response(&e)),
             Err(e) => {
                 if self.dead.is_none() {
                     *self.dead = Some(e);

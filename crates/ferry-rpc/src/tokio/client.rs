@@ -50,10 +50,10 @@ use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Outgoing};
 
 use crate::channel::{CallOptions, ChannelConfig, NO_OPTIONS, Response, unreachable_server};
-use crate::conn::{Conn, Frame, SHM_CHECK, TransportKind};
+use crate::conn::{Conn, Frame, SHM_CHECK, TransportKind, frame_alone};
 use crate::metadata::Metadata;
 use crate::session::{Client, ClientEvent, Outcome};
-use crate::status::{Code, Status};
+use crate::status::{Code, Status, unsent_request};
 use crate::{Addr, CallId};
 
 /// An async client: many calls in flight on one connection, each an `async fn` call. `!Send`.
@@ -427,19 +427,13 @@ impl CallState<'_> {
                 }
                 Err(TransportError::WouldBlock) => return Ok(true),
                 // About this frame alone: the connection stays usable with nothing queued.
-                Err(
-                    e
-                    @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)),
-                ) => {
+                Err(e) if frame_alone(&e) => {
                     if let Some(cancel) = inner.core.cancel(self.id) {
                         if self.sent_any {
                             inner.cancels.push(cancel);
                         }
                     }
-                    return Err(Status::new(
-                        Code::InvalidArgument,
-                        format!("the request cannot be sent: {e}"),
-                    ));
+                    return Err(unsent_request(&e));
                 }
                 Err(e) => {
                     inner.lose(&e);

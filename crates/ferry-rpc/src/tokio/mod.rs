@@ -34,8 +34,8 @@ use ferry_transport::Received;
 use ferry_wire::{Context, Limits, Message};
 
 use crate::metadata::Metadata;
-use crate::service::{Encoded, MethodInfo, invalid_request};
-use crate::status::Status;
+use crate::service::{Encoded, MethodInfo, ResponseMetadata};
+use crate::status::{Status, invalid_request};
 use crate::{CallId, Frame, ServicesError};
 
 pub use client::AsyncChannel;
@@ -90,7 +90,7 @@ pub struct AsyncCall {
 #[derive(Debug, Default)]
 pub(crate) struct CallMetadata {
     pub(crate) request: Metadata,
-    pub(crate) response: RefCell<Metadata>,
+    pub(crate) response: RefCell<ResponseMetadata>,
 }
 
 impl AsyncCall {
@@ -120,12 +120,17 @@ impl AsyncCall {
         &self.metadata.request
     }
 
-    /// Sets the metadata sent before the call's answer (gRPC's trailers), replacing what was
-    /// set before: it goes out, in one frame, just before the response or the failure status
-    /// the handler's future resolves with. A handler that fails with a [`Status`] carrying
-    /// metadata sends that instead.
-    pub fn set_response_metadata(&self, metadata: Metadata) {
-        *self.metadata.response.borrow_mut() = metadata;
+    /// Sets the response headers (gRPC's initial metadata), replacing what was set before:
+    /// they go out, in one frame, before the answer the handler's future resolves with.
+    pub fn set_headers(&self, metadata: Metadata) {
+        self.metadata.response.borrow_mut().headers = metadata;
+    }
+
+    /// Sets the response trailers, replacing what was set before: they go out, in one frame,
+    /// with the answer, a response or a failure status alike. A handler that fails with a
+    /// [`Status`] carrying metadata sends that as its trailers instead.
+    pub fn set_trailers(&self, metadata: Metadata) {
+        self.metadata.response.borrow_mut().trailers = metadata;
     }
 }
 

@@ -46,12 +46,13 @@ use ferry_wire::Context;
 
 use super::client::register;
 use super::{AsyncCall, AsyncRequest, AsyncServices, CallMetadata};
-use crate::conn::{Conn, Frame, Listener, SHM_CHECK, TransportKind};
+use crate::conn::{Conn, Frame, Listener, SHM_CHECK, TransportKind, frame_alone};
+use crate::dispatch::{end_call, panicked, refusal};
 use crate::event_loop::LoopConfig;
 use crate::metadata::Metadata;
-use crate::service::{Encoded, failure_metadata};
+use crate::service::{Encoded, ResponseMetadata};
 use crate::session::{Event, Server};
-use crate::status::{Code, Status};
+use crate::status::{Code, Status, unsent_response};
 use crate::{Addr, CallId, ServerError};
 
 /// How soon a shared-memory session whose answers wait for credits tries again (credits come
@@ -496,10 +497,7 @@ impl Session {
                     Code::Unimplemented,
                     "streaming calls are not served by this server yet",
                 );
-                match self.core.fail(id, &status) {
-                    Some((meta, payload)) => self.transmit(meta, Encoded::from_vec(payload)),
-                    None => Ok(()),
-                }
+                self.end(id, Err(status), ResponseMetadata::default())
             }
             // No stream is ever open here, so no stream event can come.
             Ok(Some(Event::Message { .. } | Event::HalfClosed { .. } | Event::Window { .. })) => Ok(()),
@@ -518,13 +516,13 @@ impl Session {
         metadata: Metadata,
     ) -> Result<(), Closed> {
         let shared = Rc::clone(&self.shared);
-        let refused = crate::services::refusal(
+        let refused = refusal(
             shared.draining.get(),
             shared.services.methods.contains_key(&method),
             method,
         );
         if let Some(status) = refused {
-            return self.fail(id, &status);
+            return self.end(id, Err(status), ResponseMetadata::default());
         }
         let (service, info) = &shared.services.methods[&method];
         let metadata = Rc::new(CallMetadata {
@@ -567,28 +565,13 @@ impl Session {
         };
         self.aborts.remove(&id);
         let set = metadata.response.take();
-        match result {
-            Ok(Ok(encoded)) => {
-                if let Some((meta, payload)) = self.core.headers(id, &set) {
-                    self.transmit(meta, Encoded::from_vec(payload))?;
-                }
-                match self.core.respond(id) {
-                    Some(meta) => self.transmit(meta, encoded),
-                    None => Ok(()),
-                }
-            }
-            Ok(Err(mut status)) => {
-                let metadata = failure_metadata(&mut status, set);
-                self.fail_with(id, &status, &metadata)
-            }
+        let result = match result {
+            Ok(result) => result,
             // Cancelled, expired or the session is closing: the call already ended.
-            Err(e) if e.is_cancelled() => Ok(()),
-            Err(e) => {
-                let what = panic_message(e);
-                let status = Status::new(Code::Internal, format!("{path}: the handler panicked: {what}"));
-                self.fail_with(id, &status, &set)
-            }
-        }
+            Err(e) if e.is_cancelled() => return Ok(()),
+            Err(e) => Err(panicked(path, &*e.into_panic())),
+        };
+        self.end(id, result, set)
     }
 
     /// Ends the calls whose deadline passed: their handlers stop, the client gets
@@ -603,21 +586,18 @@ impl Session {
         Ok(())
     }
 
-    /// Ends call `id` with `status` (if it is still in progress).
-    fn fail(&mut self, id: CallId, status: &Status) -> Result<(), Closed> {
-        self.fail_with(id, status, &Metadata::new())
-    }
-
-    /// Ends call `id` with `status` (if it is still in progress), after its response
-    /// `metadata` (if any).
-    fn fail_with(&mut self, id: CallId, status: &Status, metadata: &Metadata) -> Result<(), Closed> {
-        if let Some((meta, payload)) = self.core.headers(id, metadata) {
-            self.transmit(meta, Encoded::from_vec(payload))?;
+    /// Ends call `id` with `result` (see [`end_call`]): sends its frames, or nothing if the
+    /// call is no longer in progress.
+    fn end(
+        &mut self,
+        id: CallId,
+        result: Result<Encoded, Status>,
+        set: ResponseMetadata,
+    ) -> Result<(), Closed> {
+        for (meta, encoded) in end_call(&mut self.core, id, result, set) {
+            self.transmit(meta, encoded)?;
         }
-        match self.core.fail(id, status) {
-            Some((meta, payload)) => self.transmit(meta, Encoded::from_vec(payload)),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// Sends a frame, or keeps it in the backlog when the transport will not take it now.
@@ -630,12 +610,8 @@ impl Session {
                 }
                 Err(TransportError::WouldBlock) => {}
                 // About this frame alone (too long for the transport): the call fails instead.
-                Err(
-                    e
-                    @ (TransportError::TooLong { .. } | TransportError::Encode(_) | TransportError::Pool(_)),
-                ) => {
-                    let status = Status::new(Code::Internal, format!("sending the response: {e}"));
-                    let (meta, payload) = status_frame(meta, &status);
+                Err(e) if frame_alone(&e) => {
+                    let (meta, payload) = status_frame(meta, &unsent_response(&e));
                     return self.transmit(meta, Encoded::from_vec(payload));
                 }
                 Err(_) => return Err(Closed),
@@ -697,14 +673,4 @@ fn status_frame(meta: Meta, status: &Status) -> (Meta, Vec<u8>) {
         ..meta
     };
     (meta, crate::wire::status_payload(status))
-}
-
-/// What a handler panicked with, in words.
-fn panic_message(e: JoinError) -> String {
-    let panic = e.into_panic();
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string payload".into())
 }

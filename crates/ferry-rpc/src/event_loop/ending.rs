@@ -1,0 +1,110 @@
+//! How calls end without an answer in an event loop: deadlines due, on both sides (a served
+//! call is answered `DEADLINE_EXCEEDED` and its worker told; a client call's continuation runs
+//! with the status and the server is told to stop), and dead sessions removed (their client
+//! calls fail with `UNAVAILABLE`, their background handlers are told).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ferry_transport::Meta;
+
+use super::session::Role;
+use super::{Continuation, EventLoop};
+use crate::conn::TransportKind;
+use crate::service::Encoded;
+use crate::session::Outcome;
+use crate::status::{Code, Status};
+
+impl EventLoop {
+    /// Deadlines due, on both sides.
+    pub(super) fn expire(&mut self, now: Instant) -> bool {
+        let mut due: Vec<(Continuation, Status)> = Vec::new();
+        let mut out: Vec<(Meta, Encoded)> = Vec::new();
+        for slot in &mut self.slots {
+            let Some(s) = &mut slot.session else { continue };
+            match &mut s.role {
+                Role::Server(server) => {
+                    if server.core.next_deadline().is_none_or(|d| d > now) {
+                        continue;
+                    }
+                    for (id, meta, payload) in server.core.expire(now) {
+                        if let Some(flag) = server.background.remove(&id) {
+                            flag.store(true, Ordering::Relaxed);
+                        }
+                        self.services
+                            .metrics()
+                            .method(meta.kind)
+                            .record(Code::DeadlineExceeded, Duration::ZERO);
+                        out.push((meta, Encoded::from_vec(payload)));
+                    }
+                }
+                Role::Client(client) => {
+                    if client.core.next_deadline().is_none_or(|d| d > now) {
+                        continue;
+                    }
+                    for (outcome, cancel) in client.core.expire(now) {
+                        let Outcome::Failed { id, status, .. } = outcome else {
+                            continue;
+                        };
+                        if let Some(then) = client.pending.remove(&id) {
+                            due.push((then, status));
+                        }
+                        out.push((cancel, Encoded::default()));
+                    }
+                }
+            }
+            for (meta, encoded) in out.drain(..) {
+                s.transmit(meta, encoded);
+            }
+        }
+        let work = !due.is_empty();
+        for (then, status) in due {
+            then(self, Err(status));
+        }
+        work
+    }
+
+    /// Removes dead sessions; fails their client calls with `UNAVAILABLE`.
+    pub(super) fn reap(&mut self) -> bool {
+        let mut lost: Vec<(Continuation, Status)> = Vec::new();
+        let mut work = false;
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            if slot.session.as_ref().is_none_or(|s| s.dead.is_none()) {
+                continue;
+            }
+            let mut s = slot.session.take().expect("checked");
+            slot.generation = slot.generation.wrapping_add(1);
+            self.free.push(index as u32);
+            self.stats.closed += 1;
+            work = true;
+            let why = s.dead.take().expect("checked");
+            if s.conn.kind() == TransportKind::Tcp {
+                self.tcp_sessions -= 1;
+            }
+            match &mut s.role {
+                Role::Server(server) => {
+                    self.services.metrics().sessions(s.conn.kind()).dec();
+                    server.core.lost();
+                    for flag in server.background.values() {
+                        flag.store(true, Ordering::Relaxed);
+                    }
+                }
+                Role::Client(client) => {
+                    for outcome in client.core.lost() {
+                        let Outcome::Failed { id, .. } = outcome else {
+                            continue;
+                        };
+                        if let Some(then) = client.pending.remove(&id) {
+                            let status = Status::new(Code::Unavailable, format!("connection lost: {why}"));
+                            lost.push((then, status));
+                        }
+                    }
+                }
+            }
+        }
+        for (then, status) in lost {
+            then(self, Err(status));
+        }
+        work
+    }
+}

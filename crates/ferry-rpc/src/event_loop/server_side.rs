@@ -1,0 +1,223 @@
+//! The server side of an event loop: what a client's frame means for a served call, each
+//! request dispatched by the shared policy (`dispatch.rs`: refused, run in the foreground, or
+//! handed to a worker), and the answers that come back from the workers.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::EventLoop;
+use super::session::{Role, Session, SessionOutbox};
+use crate::CallId;
+use crate::conn::Frame;
+use crate::dispatch::{refusal, run_handler};
+use crate::metadata::Metadata;
+use crate::service::{Call, Encoded, Incoming, ResponseMetadata, Sink};
+use crate::session::Event;
+use crate::status::{Code, Status};
+use crate::workers::{Job, SendFrame};
+
+impl EventLoop {
+    /// What a frame from a server session's client means: a request to dispatch, a refusal
+    /// (the session's bound), or a cancellation (a background handler is told).
+    pub(super) fn on_event(&mut self, i: usize, event: Event, frame: Frame, now: Instant) {
+        let Some(s) = &mut self.slots[i].session else {
+            return;
+        };
+        let Role::Server(server) = &mut s.role else { return };
+        match event {
+            Event::Refused { meta, payload, .. } => {
+                self.services
+                    .metrics()
+                    .method(meta.kind)
+                    .record(Code::ResourceExhausted, Duration::ZERO);
+                s.transmit(meta, Encoded::from_vec(payload));
+            }
+            Event::Cancelled { id } => {
+                if let Some(flag) = server.background.remove(&id) {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+            Event::Request {
+                id,
+                method,
+                deadline,
+                metadata,
+            } => self.request(i, frame, id, method, deadline, metadata, now),
+            Event::Aborted { id, meta, payload } => {
+                if let Some(flag) = server.background.remove(&id) {
+                    flag.store(true, Ordering::Relaxed);
+                }
+                s.transmit(meta, Encoded::from_vec(payload));
+            }
+            Event::Open { id, method, .. } => {
+                let status = Status::new(
+                    Code::Unimplemented,
+                    "streaming calls are not served by this loop yet",
+                );
+                self.services
+                    .metrics()
+                    .method(method)
+                    .record(Code::Unimplemented, Duration::ZERO);
+                s.end_call(id, Err(status), ResponseMetadata::default());
+            }
+            // No stream is ever open here, so no stream event can come.
+            Event::Message { .. } | Event::HalfClosed { .. } | Event::Window { .. } => {}
+        }
+    }
+
+    /// Dispatches a request: refused, foreground, or to a worker.
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &mut self,
+        i: usize,
+        frame: Frame,
+        id: CallId,
+        method: u16,
+        deadline: Option<Instant>,
+        metadata: Metadata,
+        now: Instant,
+    ) {
+        let services = &self.services;
+        let metrics = services.metrics();
+        let generation = self.slots[i].generation;
+        let Some(s) = &mut self.slots[i].session else {
+            return;
+        };
+        let refused = refusal(self.draining, services.method(method).is_some(), method);
+        if let Some(status) = refused {
+            metrics.method(method).record(status.code, Duration::ZERO);
+            s.end_call(id, Err(status), ResponseMetadata::default());
+            return;
+        }
+        let entry = services.method(method).expect("checked");
+        let info = entry.info;
+        let background = info.mode == crate::Mode::Background && services.0.workers.is_some();
+        let _span = self
+            .config
+            .tracing
+            .then(|| tracing::debug_span!("rpc", method = info.path, call = id.0, background).entered());
+        if background {
+            self.stats.background += 1;
+            let shm = matches!(frame, Frame::Shm(_));
+            let sendable = SendFrame::from_frame(frame, info.request, &s.ctx, &self.config.limits);
+            let frame = match sendable {
+                Ok(f) => f,
+                Err(status) => {
+                    metrics.method(method).record(status.code, Duration::ZERO);
+                    s.end_call(id, Err(status), ResponseMetadata::default());
+                    return;
+                }
+            };
+            if shm {
+                self.stats.background_copies += 1;
+            }
+            let Role::Server(server) = &mut s.role else { return };
+            let cancelled = Arc::new(AtomicBool::new(false));
+            server.background.insert(id, Arc::clone(&cancelled));
+            let job = Job {
+                service: Arc::clone(&entry.service),
+                info,
+                id,
+                deadline,
+                metadata,
+                frame,
+                ctx: s.ctx.clone(),
+                limits: self.config.limits,
+                cancelled,
+                reply_to: self.done_tx.clone(),
+                waker: Arc::clone(&self.waker),
+                session: (i as u32, generation),
+                started: now,
+            };
+            metrics.in_flight().inc();
+            self.outstanding += 1;
+            if let Err(job) = services.0.workers.as_ref().expect("checked").submit(job) {
+                // The pool stopped (shutdown): the call fails here.
+                self.outstanding -= 1;
+                metrics.in_flight().dec();
+                let Some(s) = &mut self.slots[i].session else {
+                    return;
+                };
+                let Role::Server(server) = &mut s.role else { return };
+                server.background.remove(&job.id);
+                let status = Status::new(Code::Unavailable, "the server is shutting down");
+                s.end_call(id, Err(status), ResponseMetadata::default());
+            }
+            return;
+        }
+        self.stats.foreground += 1;
+        metrics.in_flight().inc();
+        let limits = &self.config.limits;
+        let incoming = Incoming {
+            frame: &frame,
+            limits,
+            shared: frame.shared(),
+        };
+        let Session {
+            conn,
+            ctx,
+            role,
+            backlog,
+            dirty,
+            dead,
+            ..
+        } = s;
+        let Role::Server(server) = role else { return };
+        let call = Call::new(method, id, deadline, ctx, None, metadata);
+        let mut outbox = SessionOutbox {
+            conn,
+            core: &mut server.core,
+            backlog,
+            dirty,
+            dead,
+            id,
+            metadata: &call.response_metadata,
+        };
+        let outcome = run_handler(&*entry.service, &info, &call, incoming, Sink::Conn(&mut outbox));
+        // What the handler set and was not sent with a response (it failed).
+        let response_metadata = call.take_response_metadata();
+        metrics.in_flight().dec();
+        let code = match &outcome {
+            Ok(()) => Code::Ok,
+            Err(status) => status.code,
+        };
+        metrics.method(method).record(code, now.elapsed());
+        if let Err(status) = outcome {
+            let Some(s) = &mut self.slots[i].session else {
+                return;
+            };
+            s.end_call(id, Err(status), response_metadata);
+        }
+    }
+
+    /// Answers from the worker pool.
+    pub(super) fn completions(&mut self, _now: Instant) -> bool {
+        let mut work = false;
+        while let Some(done) = self.early.take().or_else(|| self.done_rx.try_recv().ok()) {
+            work = true;
+            self.outstanding -= 1;
+            let metrics = self.services.metrics();
+            metrics.in_flight().dec();
+            let code = match &done.result {
+                Ok(_) => Code::Ok,
+                Err(s) => s.code,
+            };
+            metrics.method(done.method).record(code, done.started.elapsed());
+            let (index, generation) = done.session;
+            let Some(slot) = self.slots.get_mut(index as usize) else {
+                continue;
+            };
+            if slot.generation != generation {
+                continue;
+            }
+            let Some(s) = &mut slot.session else { continue };
+            let Role::Server(server) = &mut s.role else {
+                continue;
+            };
+            server.background.remove(&done.id);
+            s.end_call(done.id, done.result, done.metadata);
+        }
+        work
+    }
+}
