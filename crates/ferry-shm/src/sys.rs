@@ -205,15 +205,29 @@ pub(crate) fn send_fds(sock: &UnixStream, data: &[u8], fds: &[BorrowedFd<'_>]) -
         (*cmsg).cmsg_len = libc::CMSG_LEN(payload) as usize;
         std::ptr::copy_nonoverlapping(raw.as_ptr(), libc::CMSG_DATA(cmsg).cast::<i32>(), raw.len());
     }
-    // SAFETY: `msg` points at live buffers for the duration of the call.
-    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // A signal before anything was sent interrupts the call with nothing sent: send again.
+    let n = retry_interrupted(|| {
+        // SAFETY: `msg` points at live buffers for the duration of the call.
+        unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) }
+    })?;
     if n as usize != data.len() {
         return Err(io::Error::other("short write of the setup message"));
     }
     Ok(())
+}
+
+/// Makes a socket call until a signal does not interrupt it: its count, or its error.
+fn retry_interrupted(mut call: impl FnMut() -> isize) -> io::Result<isize> {
+    loop {
+        let n = call();
+        if n >= 0 {
+            return Ok(n);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// Receives one message of exactly `data.len()` bytes with up to `max_fds` descriptors.
@@ -229,17 +243,18 @@ pub(crate) fn recv_fds(sock: &UnixStream, data: &mut [u8], max_fds: usize) -> io
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = space;
-    // SAFETY: `msg` points at live, writable buffers for the duration of the call.
-    let n = unsafe {
-        libc::recvmsg(
-            sock.as_raw_fd(),
-            &mut msg,
-            libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL,
-        )
-    };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // A signal before anything arrived interrupts the call with nothing taken (one after some
+    // data returns the short count, refused below): wait again.
+    let n = retry_interrupted(|| {
+        // SAFETY: `msg` points at live, writable buffers for the duration of the call.
+        unsafe {
+            libc::recvmsg(
+                sock.as_raw_fd(),
+                &mut msg,
+                libc::MSG_CMSG_CLOEXEC | libc::MSG_WAITALL,
+            )
+        }
+    })?;
     let mut fds = Vec::new();
     // SAFETY: the kernel filled `msg`; the CMSG macros stay within `msg_controllen`.
     unsafe {
@@ -362,4 +377,56 @@ pub(crate) fn hung_up(socket: BorrowedFd<'_>) -> bool {
     // SAFETY: one valid `pollfd` for the duration of the call.
     let n = unsafe { libc::poll(&mut fd, 1, 0) };
     n > 0 && fd.revents & (libc::POLLHUP | libc::POLLRDHUP | libc::POLLERR) != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C" fn ignore(_: libc::c_int) {}
+
+    /// Regression: a signal delivered while the setup exchange waited in `recvmsg` failed the
+    /// connection with "Interrupted system call" (seen in `serve.rs`'s reconnect test).
+    #[test]
+    fn a_signal_during_the_setup_exchange_is_not_an_error() {
+        // SAFETY: installs a handler that does nothing, without SA_RESTART, so that a blocked
+        // socket call returns EINTR.
+        unsafe {
+            let mut action: libc::sigaction = mem::zeroed();
+            action.sa_sigaction = ignore as usize;
+            assert_eq!(libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()), 0);
+        }
+        let (a, b) = UnixStream::pair().unwrap();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let receiver = std::thread::spawn(move || {
+            // SAFETY: gettid and pthread_self have no preconditions.
+            tid_tx
+                .send(unsafe { (libc::gettid(), libc::pthread_self()) })
+                .unwrap();
+            let mut data = [0u8; 4];
+            recv_fds(&b, &mut data, 2).map(|fds| (data, fds.len()))
+        });
+        let (tid, thread) = tid_rx.recv().unwrap();
+        // Wait until the receiver sleeps in the kernel (state S), then interrupt it.
+        let stat = format!("/proc/self/task/{tid}/stat");
+        let sleeping = || {
+            std::fs::read_to_string(&stat)
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .map(|rest| rest.trim_start().starts_with('S'))
+                })
+                .unwrap_or(false)
+        };
+        while !sleeping() {
+            std::thread::yield_now();
+        }
+        // SAFETY: the thread is alive: it cannot return before the data below is sent.
+        assert_eq!(unsafe { libc::pthread_kill(thread, libc::SIGUSR2) }, 0);
+        let fd = eventfd().unwrap();
+        send_fds(&a, b"ping", &[fd.as_fd()]).unwrap();
+        let (data, fds) = receiver.join().unwrap().expect("the interrupted wait went on");
+        assert_eq!((&data, fds), (b"ping", 1));
+    }
 }
