@@ -393,7 +393,7 @@ mod tests {
         // socket call returns EINTR.
         unsafe {
             let mut action: libc::sigaction = mem::zeroed();
-            action.sa_sigaction = ignore as usize;
+            action.sa_sigaction = ignore as extern "C" fn(libc::c_int) as usize;
             assert_eq!(libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()), 0);
         }
         let (a, b) = UnixStream::pair().unwrap();
