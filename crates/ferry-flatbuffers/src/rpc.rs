@@ -64,7 +64,7 @@ use std::fmt;
 
 use ferry_buf::{Pool, SharedBuf};
 use ferry_rpc::tokio::AsyncChannel;
-use ferry_rpc::{Call, Channel, Code, MethodInfo, Mode, Reply, Request, Response, Service, Status};
+use ferry_rpc::{Call, Channel, Code, MethodInfo, Mode, Reply, Request, Response, Service, Shape, Status};
 use ferry_transport::{Payload, Received, method_id};
 use stock::{Follow, Verifiable, VerifierOptions, WIPOffset};
 
@@ -155,6 +155,7 @@ impl FlatService {
                 // Raw payloads: the server does not decode them as Ferry messages.
                 request: None,
                 mode,
+                shape: Shape::Unary,
             },
             handler: Box::new(move |call, request, fbb| {
                 let root = handler(call, request, fbb)?;

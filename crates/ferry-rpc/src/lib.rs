@@ -76,7 +76,7 @@ pub use metadata::{MAX_METADATA_BYTES, MAX_METADATA_ENTRIES, Metadata, MetadataE
 pub use metrics::{MethodMetrics, Metrics};
 pub use metrics_http::MetricsEndpoint;
 pub use server::{LoopReport, Server, ServerBuilder, ServerError};
-pub use service::{Call, Encoded, Incoming, MethodInfo, Mode, Reply, Request, Service};
+pub use service::{Call, Encoded, Incoming, MethodInfo, Mode, Reply, Request, Service, Shape};
 pub use services::{Services, ServicesBuilder, ServicesError};
 pub use status::{Code, Status};
 pub use thresholds::{Thresholds, ThresholdsError};

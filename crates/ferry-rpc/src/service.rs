@@ -41,6 +41,31 @@ pub struct MethodInfo {
     pub request: Option<&'static MessageDesc<'static>>,
     /// Where the handler runs.
     pub mode: Mode,
+    /// How many messages each way: a unary method is called with a request frame, a streaming
+    /// one is opened (`wire`'s open frame); a call of the other kind is refused with
+    /// `UNIMPLEMENTED`.
+    pub shape: Shape,
+}
+
+/// How many messages each way a method takes: gRPC's four shapes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Shape {
+    /// One request, one response.
+    #[default]
+    Unary,
+    /// Many requests, one response.
+    ClientStreaming,
+    /// One request, many responses.
+    ServerStreaming,
+    /// Many each way.
+    Bidirectional,
+}
+
+impl Shape {
+    /// Whether calls are streams (anything but unary).
+    pub fn is_streaming(self) -> bool {
+        self != Shape::Unary
+    }
 }
 
 /// A service a server can run: its methods and one entry point that dispatches a call. The

@@ -17,7 +17,7 @@ use ferry_rpc::tokio::{
 };
 use ferry_rpc::{
     Call, CallOptions, Channel, Code, Encoded, LoopConfig, Metadata, MethodInfo, Mode, Reply, Request,
-    Server, Service, Services, Status,
+    Server, Service, Services, Shape, Status,
 };
 use ferry_transport::{Payload, Received, method_id};
 use ferry_wire::sample::{RECORD, Record};
@@ -42,6 +42,7 @@ fn methods() -> Vec<MethodInfo> {
         id: method_id(path),
         request,
         mode,
+        shape: Shape::Unary,
     };
     vec![
         info("/ferry.test.Meta/Raw", Mode::Foreground, None),

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use ferry_buf::{Pool, PoolConfig};
 use ferry_rpc::tokio::AsyncChannel;
 use ferry_rpc::{
-    Call, Channel, ChannelConfig, Code, MethodInfo, Mode, Reply, Request, Server, Service, Services, Status,
+    Call, Channel, ChannelConfig, Code, MethodInfo, Mode, Reply, Request, Server, Service, Services, Shape,
+    Status,
 };
 use ferry_transport::{Meta, Payload, Received, TransportError, method_id};
 
@@ -29,6 +30,7 @@ impl Service for LoopEcho {
             id: method_id(path),
             request: None,
             mode: Mode::Foreground,
+            shape: Shape::Unary,
         }]
     }
 

@@ -4,7 +4,7 @@
 //! clients' requests arrive as one contiguous frame (over TCP in the receive buffer, over
 //! shared memory in the client's block), so the server cannot tell which builder made them.
 
-use ferry_rpc::{Call, Code, MethodInfo, Mode, Reply, Request, Service, Status};
+use ferry_rpc::{Call, Code, MethodInfo, Mode, Reply, Request, Service, Shape, Status};
 use ferry_transport::{Payload, method_id};
 
 use super::record;
@@ -26,6 +26,7 @@ impl Service for AckService {
             id: RECORD,
             request: None,
             mode: Mode::Foreground,
+            shape: Shape::Unary,
         }]
     }
 

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use ferry_rpc::{Call, Code, EventLoop, MethodInfo, Mode, Reply, Request, Service, SessionId, Status};
+use ferry_rpc::{Call, Code, EventLoop, MethodInfo, Mode, Reply, Request, Service, SessionId, Shape, Status};
 use ferry_transport::Payload;
 
 use super::cpu::thread_cpu_time;
@@ -138,6 +138,7 @@ impl Service for Control {
             id: ferry_transport::method_id(self.path),
             request: None,
             mode: Mode::Foreground,
+            shape: Shape::Unary,
         }]
     }
 

@@ -22,7 +22,7 @@ use ferry::Context;
 use ferry::MessageView;
 use ferry::sample::{RECORD, Record};
 use ferry_rpc::{
-    Addr, Call, Code, LoopConfig, MethodInfo, Mode, Reply, Request, Server, Service, Services, Status,
+    Addr, Call, Code, LoopConfig, MethodInfo, Mode, Reply, Request, Server, Service, Services, Shape, Status,
 };
 use ferry_transport::{Payload, method_id};
 
@@ -100,6 +100,7 @@ impl Service for BenchService {
             id: m.id,
             request: matches!(m.system, System::FerryCopy | System::FerryHybrid).then_some(&RECORD),
             mode: Mode::Foreground,
+            shape: Shape::Unary,
         };
         METHODS.iter().map(info).collect()
     }

@@ -217,6 +217,7 @@ fn generate(service: &Service) -> TokenStream {
                             <#input<'static> as #rt::wire::Message<'static>>::desc()
                         ),
                         mode: #mode,
+                        shape: #rpc::Shape::Unary,
                     },
                 }
             })

@@ -621,6 +621,7 @@ pub mod ferry {
                                 > as ::ferry::wire::Message<'static>>::desc(),
                             ),
                             mode: <T as KvStore>::GET_MODE,
+                            shape: ::ferry::rpc::Shape::Unary,
                         },
                         ::ferry::rpc::MethodInfo {
                             path: "/ferry.golden.kv.KvStore/Put",
@@ -629,6 +630,7 @@ pub mod ferry {
                                 <KvPair<'static> as ::ferry::wire::Message<'static>>::desc(),
                             ),
                             mode: <T as KvStore>::PUT_MODE,
+                            shape: ::ferry::rpc::Shape::Unary,
                         },
                     ])
                 }
@@ -735,6 +737,7 @@ pub mod ferry {
                                 > as ::ferry::wire::Message<'static>>::desc(),
                             ),
                             mode: ::ferry::rpc::Mode::Foreground,
+                            shape: ::ferry::rpc::Shape::Unary,
                         },
                         ::ferry::rpc::MethodInfo {
                             path: "/ferry.golden.kv.KvStore/Put",
@@ -743,6 +746,7 @@ pub mod ferry {
                                 <KvPair<'static> as ::ferry::wire::Message<'static>>::desc(),
                             ),
                             mode: ::ferry::rpc::Mode::Foreground,
+                            shape: ::ferry::rpc::Shape::Unary,
                         },
                     ])
                 }

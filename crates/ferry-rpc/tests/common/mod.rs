@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_rpc::{Call, Code, MethodInfo, Mode, Reply, Request, Service, Status};
+use ferry_rpc::{Call, Code, MethodInfo, Mode, Reply, Request, Service, Shape, Status};
 use ferry_transport::{Payload, method_id};
 use ferry_wire::sample::{RECORD, Record};
 use ferry_wire::{Message, MessageView};
@@ -56,6 +56,7 @@ fn info(path: &'static str, request: bool, mode: Mode) -> MethodInfo {
         id: method_id(path),
         request: request.then_some(&RECORD),
         mode,
+        shape: Shape::Unary,
     }
 }
 

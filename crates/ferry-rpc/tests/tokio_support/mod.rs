@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ferry_rpc::tokio::{AsyncCall, AsyncRequest, AsyncServer, AsyncService, AsyncServices, LocalBoxFuture};
-use ferry_rpc::{Code, Encoded, LoopConfig, MethodInfo, Mode, Status};
+use ferry_rpc::{Code, Encoded, LoopConfig, MethodInfo, Mode, Shape, Status};
 use ferry_transport::method_id;
 
 /// Answers with the request's bytes.
@@ -66,6 +66,7 @@ impl AsyncService for Echo {
             id: method_id(path),
             request: None,
             mode: Mode::Foreground,
+            shape: Shape::Unary,
         })
         .collect()
     }

@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use ferry_kv::Store;
-use ferry_rpc::{Call, Code, MethodInfo, Mode, Reply, Request, Service, Status};
+use ferry_rpc::{Call, Code, MethodInfo, Mode, Reply, Request, Service, Shape, Status};
 use ferry_transport::{Payload, method_id};
 
 use super::{CODECS, KvCodec};
@@ -68,6 +68,7 @@ impl Service for PeerKvService {
                 id: e.method,
                 request: None,
                 mode: Mode::Foreground,
+                shape: Shape::Unary,
             })
             .collect()
     }
