@@ -29,6 +29,7 @@
 
 pub mod demo_host;
 pub mod engine;
+pub mod framing;
 pub mod host;
 pub mod table;
 pub mod translate;
