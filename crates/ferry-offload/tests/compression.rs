@@ -102,8 +102,9 @@ async fn answers_are_compressed_as_the_request_and_the_engine_say_and_the_client
     let (_, message) = compressible();
     let gzipped = framed(true, &gzip(&message));
     let identity = framed(false, &message);
-    // (engine, request body, request headers, whether the answer is gzipped)
-    let cases: [(&str, _, &[u8], &[(&str, &str)], bool); 6] = [
+    // (what, engine, request body, request headers, whether the answer is gzipped)
+    type Headers<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(&str, _, &Vec<u8>, Headers<'_>, bool); 6] = [
         (
             "plain engine, plain request",
             &plain,
