@@ -482,6 +482,18 @@ mod tests {
     }
 
     #[test]
+    fn a_message_without_the_flag_is_read_as_it_is_whatever_the_encoding() {
+        let plain = Frame {
+            compressed: false,
+            bytes: Bytes::from_static(b"as sent"),
+        };
+        assert_eq!(
+            plain.decompress(Encoding::Gzip, 7),
+            Ok(Bytes::from_static(b"as sent"))
+        );
+    }
+
+    #[test]
     fn a_compressed_flag_needs_an_encoding_and_valid_bytes() {
         let flagged = Frame {
             compressed: true,
