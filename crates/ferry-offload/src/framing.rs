@@ -13,7 +13,7 @@
 //!   declares more than the limit is refused before its bytes are buffered.
 //! - [`Frame::decompress`]: the message inflated with a bound: past the limit, inflating
 //!   stops (`RESOURCE_EXHAUSTED`), so a small request that would inflate to gigabytes (a zip
-//!   bomb) costs the engine at most the limit.
+//!   bomb) costs the engine the limit (a buffer that grows to at most twice it), not more.
 //! - [`Encoding::for_response`], [`frame`]: how the answer is compressed, and its bytes.
 //!
 //! When the engine compresses an answer: with the request's own encoding when the request
@@ -23,8 +23,9 @@
 //! `grpc-accept-encoding` on every call, and compressing every answer would cost the engine's
 //! core for nothing they asked), and only when the client's `grpc-accept-encoding` lists it.
 //! Messages under [`MIN_COMPRESSED`] bytes go uncompressed (flag 0) even then, which the spec
-//! allows message by message: gzip's own 18 bytes of header and trailer would make them
-//! larger.
+//! allows message by message (gzip's own 18 bytes of header and trailer would make them
+//! larger), and so do messages that compression does not shorten. Answers are compressed at
+//! flate2's fastest level: the engine's one core serves every call.
 
 use std::io::Read as _;
 
@@ -38,7 +39,7 @@ pub const PREFIX_LEN: usize = 5;
 /// What every answer advertises in `grpc-accept-encoding`.
 pub const ACCEPT_ENCODING: &str = "gzip,deflate,identity";
 
-/// Answers shorter than this are sent uncompressed, whatever the encoding.
+/// Answers shorter than this, in bytes, are sent uncompressed, whatever the encoding.
 pub const MIN_COMPRESSED: usize = 128;
 
 /// A message encoding the engine reads and writes.
