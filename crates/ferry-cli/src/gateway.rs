@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ferry_offload::engine::{Engine, EngineConfig};
+use ferry_offload::framing::Encoding;
 
 /// Options of `ferry gateway`.
 #[derive(clap::Args, Debug)]
@@ -21,9 +22,13 @@ pub struct Args {
     /// Calls in flight per session (more wait in the engine).
     #[arg(long, default_value_t = 64)]
     window: usize,
-    /// Largest request message, in bytes (larger: RESOURCE_EXHAUSTED).
+    /// Largest request message, in bytes, as sent and once inflated (larger: RESOURCE_EXHAUSTED).
     #[arg(long, default_value_t = 4 << 20)]
     max_message: usize,
+    /// Compress answers to uncompressed requests with this encoding when the client accepts it
+    /// (a compressed request is answered in its own encoding either way).
+    #[arg(long, value_parser = ["gzip", "deflate"])]
+    compress: Option<String>,
     /// Pin the engine's thread to this CPU.
     #[arg(long)]
     pin: Option<usize>,
@@ -36,6 +41,10 @@ pub fn run(args: &Args) -> Result<(), String> {
     config.sessions = args.sessions.max(1);
     config.channel.client.window = args.window.max(1);
     config.max_message = args.max_message;
+    config.compress = args
+        .compress
+        .as_deref()
+        .and_then(|name| Encoding::from_name(name.as_bytes()));
     config.core = args.pin;
     let engine = Engine::start(config).map_err(|e| e.to_string())?;
     eprintln!("ferry gateway: waiting for the host at {}", args.host);

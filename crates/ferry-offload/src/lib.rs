@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!  gRPC clients ──HTTP/2──► engine (one pinned thread)                      host process
-//!  (grpcurl, ghz,           tonic/h2: framing, status, grpc-timeout         ferry::rpc::Server
+//!  (grpcurl, ghz,           tonic/h2; framing, gzip, status, grpc-timeout   ferry::rpc::Server
 //!   grpcio, tonic)          decode protobuf → Ferry message ──shm block──►  generated trait:
 //!                           (bytes land once, in the session's pool)        reads a validated view
 //!                           encode protobuf ◄── Ferry response ◄──shm───────  answers a message
@@ -16,19 +16,22 @@
 //! - [`host`]: the host's side: the `ferry.offload.Host` service that hands the engine its
 //!   description table.
 //! - [`table`]: the description table, validated. [`translate`]: protobuf ⇄ Ferry, timeouts,
-//!   metadata, statuses (no I/O).
+//!   metadata, statuses (no I/O). [`framing`]: gRPC's message framing and compression (gzip,
+//!   deflate), inflating within the size limit (no I/O).
 //! - [`demo`]: the demo service (every field kind, failures, deadlines, the DPU paper's
 //!   messages), and [`demo_host`]: its host, the generated trait implemented as any Ferry
 //!   service is; served by the examples and in the tests and `ferry bench offload`.
 //!
 //! What it is not: a proxy that forwards protobuf (the host never sees protobuf), a gRPC client,
 //! a load balancer; it serves unary calls only (streaming methods answer `UNIMPLEMENTED`), no
-//! TLS and no compressed messages (`grpc-encoding` other than identity is refused).
+//! TLS, and no message encodings but gzip, deflate and identity (others answer
+//! `UNIMPLEMENTED`, naming those).
 
 #![forbid(unsafe_code)]
 
 pub mod demo_host;
 pub mod engine;
+pub mod framing;
 pub mod host;
 pub mod table;
 pub mod translate;

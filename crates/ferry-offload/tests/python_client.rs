@@ -2,7 +2,9 @@
 //! and the reference tonic server the same way (tests/python/client.py): seeded random `Kinds`
 //! with every field kind echo back equal to the reference's answer and to the request; the DPU
 //! paper's messages get the same `Ack` (and the count and sum the request implies); every status
-//! code, unknown methods (`UNIMPLEMENTED`) and a deadline come out as the reference gives them.
+//! code, unknown methods (`UNIMPLEMENTED`) and a deadline come out as the reference gives them;
+//! requests compressed by the channel (`compression=grpc.Compression.Gzip`) and per call (gzip,
+//! deflate) echo back intact, as do plain ones an engine compressing its answers answers.
 //!
 //! Needs `python3` with `grpcio` and `grpcio-tools` (`pip install grpcio==1.85.1
 //! grpcio-tools==1.85.1`); without them each test skips, saying so, unless
@@ -14,7 +16,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Host, dir, engine, reference, scripts};
+use common::{Host, dir, engine_with, reference, scripts};
+use ferry_offload::engine::EngineConfig;
+use ferry_offload::framing::Encoding;
 use ferry_testkit::tools::{missing, require_tool, run};
 
 /// A `python3` that can import grpc and grpc_tools; `None` (the test skips) otherwise.
@@ -44,12 +48,20 @@ fn require_python_grpc() -> Option<PathBuf> {
 /// Runs client.py's `check` against a fresh engine (two sessions) and the reference server;
 /// fails the test with its output unless every answer agreed.
 fn client_check(check: &str, extra: &[&str]) {
+    client_check_with(check, extra, |_| {});
+}
+
+/// [`client_check`] against an engine with `tune`'s settings.
+fn client_check_with(check: &str, extra: &[&str], tune: impl FnOnce(&mut EngineConfig)) {
     let Some(python) = require_python_grpc() else {
         return;
     };
     let dir = dir();
     let host = Host::start(&dir);
-    let engine = engine(&host, 2);
+    let engine = engine_with(&host, |c| {
+        c.sessions = 2;
+        tune(c);
+    });
     let reference = reference();
     let proto = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("proto");
     let seed = ferry_testkit::seed("FERRY_TEST_SEED", 15);
@@ -84,4 +96,9 @@ fn the_papers_messages_get_the_reference_servers_acks() {
 #[test]
 fn statuses_unknown_methods_and_deadlines_come_out_as_the_reference_gives_them() {
     client_check("statuses", &[]);
+}
+
+#[test]
+fn compressed_requests_and_answers_round_trip() {
+    client_check_with("compression", &[], |c| c.compress = Some(Encoding::Gzip));
 }

@@ -1,25 +1,29 @@
 //! The gRPC side of the engine: one catch-all tower service behind tonic's HTTP/2 server. It
-//! finds the route of a call's path, reads its `grpc-timeout` and metadata, lets tonic's
-//! unary machinery deframe the body (as raw bytes: [`RawCodec`]), hands the call to the host
-//! sessions ([`super::sessions`]) and writes their answer or status back.
+//! finds the route of a call's path, reads its `grpc-timeout`, metadata and `grpc-encoding`,
+//! reads the one request message from the body ([`crate::framing`]: deframed, inflated with a
+//! bound), hands the call to the host sessions ([`super::sessions`]) and writes their answer
+//! (compressed as the client accepts) or status back. Every answer advertises the encodings
+//! the engine reads in `grpc-accept-encoding`.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes};
 use ferry::rpc::{Metadata, Status};
+use http::HeaderValue;
+use http_body_util::BodyExt as _;
 use tokio::sync::{mpsc, oneshot};
 use tonic::body::Body;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::metadata::{MetadataKey, MetadataValue};
 
 use super::sessions::{Answer, Call};
-use crate::table::{Route, Table};
+use crate::framing::{self, ACCEPT_ENCODING, Deframer, Encoding, FramingError};
+use crate::table::Table;
 use crate::translate::{forwarded, parse_timeout};
 
 /// How much earlier than the client's `grpc-timeout` the engine's own deadline ends. tonic's
@@ -33,8 +37,11 @@ const DEADLINE_MARGIN: Duration = Duration::from_millis(2);
 pub(super) struct Gateway {
     pub(super) table: Arc<Table>,
     pub(super) calls: mpsc::Sender<Call>,
-    /// Largest request message accepted (larger: `RESOURCE_EXHAUSTED`).
+    /// Largest request message accepted, as sent and once inflated (larger:
+    /// `RESOURCE_EXHAUSTED`).
     pub(super) max_message: usize,
+    /// The encoding answers use when the client accepts it and its request was not compressed.
+    pub(super) compress: Option<Encoding>,
 }
 
 impl tower_service::Service<http::Request<axum::body::Body>> for Gateway {
@@ -48,69 +55,119 @@ impl tower_service::Service<http::Request<axum::body::Body>> for Gateway {
 
     fn call(&mut self, req: http::Request<axum::body::Body>) -> Self::Future {
         let this = self.clone();
-        Box::pin(async move { Ok(this.handle(req.map(Body::new)).await) })
+        Box::pin(async move {
+            let mut response = this
+                .handle(req.map(Body::new))
+                .await
+                .unwrap_or_else(tonic::Status::into_http);
+            response
+                .headers_mut()
+                .insert("grpc-accept-encoding", HeaderValue::from_static(ACCEPT_ENCODING));
+            Ok(response)
+        })
     }
 }
 
 impl Gateway {
-    async fn handle(self, req: http::Request<Body>) -> http::Response<Body> {
-        let Some(route) = self.table.route(req.uri().path()).cloned() else {
-            return failure(
-                tonic::Code::Unimplemented,
-                format!("no method {}", req.uri().path()),
-            );
+    async fn handle(self, req: http::Request<Body>) -> Result<http::Response<Body>, tonic::Status> {
+        let (parts, body) = req.into_parts();
+        let path = parts.uri.path();
+        let Some(route) = self.table.route(path).cloned() else {
+            return Err(tonic::Status::unimplemented(format!("no method {path}")));
         };
         if route.streaming {
-            return failure(
-                tonic::Code::Unimplemented,
-                format!("{} streams: the engine serves unary methods only", route.path),
-            );
+            return Err(tonic::Status::unimplemented(format!(
+                "{} streams: the engine serves unary methods only",
+                route.path
+            )));
         }
         let received = tokio::time::Instant::now();
-        let deadline = match req.headers().get("grpc-timeout") {
+        let header = |name: &str| parts.headers.get(name).map(HeaderValue::as_bytes);
+        let deadline = match header("grpc-timeout") {
             None => None,
-            Some(v) => match parse_timeout(v.as_bytes()) {
+            Some(v) => match parse_timeout(v) {
                 // A budget too far to represent is no deadline.
                 Some(t) => received.checked_add(t.saturating_sub(DEADLINE_MARGIN)),
                 None => {
-                    return failure(
-                        tonic::Code::InvalidArgument,
-                        format!("malformed grpc-timeout {v:?}"),
-                    );
+                    let v = String::from_utf8_lossy(v);
+                    return Err(tonic::Status::invalid_argument(format!(
+                        "malformed grpc-timeout {v:?}"
+                    )));
                 }
             },
         };
-        let metadata = match request_metadata(req.headers()) {
-            Ok(m) => m,
-            Err(why) => return failure(tonic::Code::InvalidArgument, why),
+        let encoding = Encoding::of_request(header("grpc-encoding")).map_err(refused)?;
+        let answer_encoding = Encoding::for_response(encoding, header("grpc-accept-encoding"), self.compress);
+        let metadata = request_metadata(&parts.headers).map_err(tonic::Status::invalid_argument)?;
+        let call = async {
+            let body = read_message(body, encoding, self.max_message).await?;
+            let (reply, answer) = oneshot::channel();
+            let call = Call {
+                route,
+                body,
+                deadline,
+                metadata,
+                reply,
+            };
+            self.calls
+                .send(call)
+                .await
+                .map_err(|_| tonic::Status::unavailable("the engine is shutting down"))?;
+            let answer = answer
+                .await
+                .map_err(|_| tonic::Status::unavailable("the engine dropped the call"))?;
+            answer.map_err(failed)
         };
-        let called = Arc::new(AtomicBool::new(false));
-        let unary = Unary {
-            route,
-            deadline,
-            metadata: Some(metadata),
-            calls: self.calls.clone(),
-            called: called.clone(),
+        // The deadline covers reading the request too; it ends before tonic's own timeout (the
+        // margin), so its answer is what the client gets.
+        let answer = match deadline {
+            None => call.await?,
+            Some(at) => tokio::time::timeout_at(at, call)
+                .await
+                .map_err(|_| tonic::Status::deadline_exceeded("deadline exceeded (engine)"))??,
         };
-        let mut grpc = tonic::server::Grpc::new(RawCodec).max_decoding_message_size(self.max_message);
-        let mut response = grpc.unary(unary, req).await;
-        // tonic answers a message over the size limit with OUT_OF_RANGE before the service
-        // runs (its only OUT_OF_RANGE before the call); gRPC's rule is RESOURCE_EXHAUSTED.
-        if !called.load(Ordering::Relaxed) {
-            let status = response.headers().get("grpc-status");
-            if status.is_some_and(|s| s.as_bytes() == b"11") {
-                response
-                    .headers_mut()
-                    .insert("grpc-status", http::HeaderValue::from_static("8"));
-            }
-        }
-        response
+        Ok(response(answer, answer_encoding))
     }
 }
 
-/// A trailers-only gRPC answer with `code`.
-fn failure(code: tonic::Code, message: String) -> http::Response<Body> {
-    tonic::Status::new(code, message).into_http()
+/// The request's one message, inflated (at most `limit` bytes, as sent and as inflated).
+async fn read_message(mut body: Body, encoding: Encoding, limit: usize) -> Result<Bytes, tonic::Status> {
+    let mut deframer = Deframer::new(limit);
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            deframer.push(data).map_err(refused)?;
+        }
+    }
+    deframer
+        .finish()
+        .and_then(|frame| frame.decompress(encoding, limit))
+        .map_err(refused)
+}
+
+/// The gRPC answer of the host's answer: the host's metadata as headers, the message
+/// (compressed with `encoding` as [`framing::frame`] decides) and an OK status in the
+/// trailers.
+fn response(answer: Answer, encoding: Encoding) -> http::Response<Body> {
+    let mut trailers = http::HeaderMap::with_capacity(1);
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    let body = http_body_util::Full::new(framing::frame(&answer.body, encoding))
+        .with_trailers(std::future::ready(Some(Ok(trailers))));
+    let mut response = http::Response::new(Body::new(body));
+    let headers = response.headers_mut();
+    *headers = grpc_metadata(&answer.metadata).into_headers();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    if encoding != Encoding::Identity {
+        headers.insert("grpc-encoding", HeaderValue::from_static(encoding.name()));
+    }
+    response
+}
+
+/// The status of a request whose message cannot be read.
+fn refused(e: FramingError) -> tonic::Status {
+    failed(Status::new(e.code(), e.to_string()))
 }
 
 /// The request headers the host sees, as Ferry call metadata (`-bin` values decoded from
@@ -145,59 +202,6 @@ fn request_metadata(headers: &http::HeaderMap) -> Result<Metadata, String> {
     Ok(m)
 }
 
-/// One call's unary service, as tonic's [`Grpc::unary`](tonic::server::Grpc::unary) runs it.
-struct Unary {
-    route: Arc<Route>,
-    /// When the engine gives up on the call (the client's `grpc-timeout`, less the margin).
-    deadline: Option<tokio::time::Instant>,
-    metadata: Option<Metadata>,
-    calls: mpsc::Sender<Call>,
-    called: Arc<AtomicBool>,
-}
-
-impl tonic::server::UnaryService<Bytes> for Unary {
-    type Response = Bytes;
-    type Future = Pin<Box<dyn Future<Output = Result<tonic::Response<Bytes>, tonic::Status>> + Send>>;
-
-    fn call(&mut self, request: tonic::Request<Bytes>) -> Self::Future {
-        self.called.store(true, Ordering::Relaxed);
-        let (reply, answer) = oneshot::channel();
-        let call = Call {
-            route: self.route.clone(),
-            body: request.into_inner(),
-            deadline: self.deadline,
-            metadata: self.metadata.take().unwrap_or_default(),
-            reply,
-        };
-        let calls = self.calls.clone();
-        let deadline = self.deadline;
-        Box::pin(async move {
-            calls
-                .send(call)
-                .await
-                .map_err(|_| tonic::Status::unavailable("the engine is shutting down"))?;
-            // The deadline is enforced here too, inside the future tonic's own timeout wraps
-            // (and polls first): ending earlier, it is what the client gets.
-            let answer = match deadline {
-                None => answer.await,
-                Some(at) => match tokio::time::timeout_at(at, answer).await {
-                    Ok(answer) => answer,
-                    Err(_) => return Err(tonic::Status::deadline_exceeded("deadline exceeded (engine)")),
-                },
-            };
-            let answer = answer.map_err(|_| tonic::Status::unavailable("the engine dropped the call"))?;
-            answer.map(response).map_err(failed)
-        })
-    }
-}
-
-/// The gRPC response of the host's answer: the message and the host's metadata.
-fn response(answer: Answer) -> tonic::Response<Bytes> {
-    let mut r = tonic::Response::new(Bytes::from(answer.body));
-    *r.metadata_mut() = grpc_metadata(&answer.metadata);
-    r
-}
-
 /// The gRPC status of a failed call, with the metadata the host sent with it (trailers).
 fn failed(status: Status) -> tonic::Status {
     let code = tonic::Code::from_i32(i32::from(status.code as u8));
@@ -205,10 +209,14 @@ fn failed(status: Status) -> tonic::Status {
 }
 
 /// The host's metadata as gRPC metadata (`-bin` values base64-encoded again). Entries that
-/// are not valid HTTP/2 header values are left out.
+/// are not valid HTTP/2 header values, and HTTP/2's and gRPC's own headers (those a request
+/// does not pass to the host: `grpc-encoding`, `content-type`, ...), are left out.
 fn grpc_metadata(metadata: &Metadata) -> tonic::metadata::MetadataMap {
     let mut md = tonic::metadata::MetadataMap::new();
     for (key, value) in metadata.iter() {
+        if !forwarded(key) {
+            continue;
+        }
         if key.ends_with("-bin") {
             if let Ok(k) = MetadataKey::from_bytes(key.as_bytes()) {
                 md.append_bin(k, MetadataValue::from_bytes(value));
@@ -223,8 +231,9 @@ fn grpc_metadata(metadata: &Metadata) -> tonic::metadata::MetadataMap {
     md
 }
 
-/// A tonic codec of raw bytes: gRPC messages as they are on the wire. The engine decodes them
-/// itself; a client sends exactly the bytes it means to (the tests' malformed bodies).
+/// A tonic codec of raw bytes: gRPC messages as they are on the wire, for a client (or a
+/// benchmark's tonic server) that sends and reads exactly the bytes it means to (the tests'
+/// malformed bodies). The engine itself reads messages with [`crate::framing`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RawCodec;
 

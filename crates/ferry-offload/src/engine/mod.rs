@@ -3,7 +3,8 @@
 //! on the other. `ferry gateway` runs it as a process.
 //!
 //! ```text
-//!  accept ─► h2 connection task ─► Gateway (grpc.rs): route, grpc-timeout, metadata, deframe
+//!  accept ─► h2 connection task ─► Gateway (grpc.rs): route, grpc-timeout, metadata,
+//!                                  deframe and inflate (framing.rs), compress the answer
 //!                                     │ Call (channel on the same thread)
 //!                                     ▼
 //!            Hosts (sessions.rs): window permit ─► protobuf → Ferry message (session context)
@@ -33,6 +34,8 @@ use prost::Message as _;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::StreamExt as _;
 
+use crate::framing::Encoding;
+
 /// How to run an engine.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -45,9 +48,13 @@ pub struct EngineConfig {
     /// Each session's settings (its `client.window` bounds the calls in flight on it; calls
     /// past it wait in the engine).
     pub channel: ChannelConfig,
-    /// Largest request message accepted, in bytes (gRPC's default, 4 MiB): larger ones get
-    /// `RESOURCE_EXHAUSTED`.
+    /// Largest request message accepted, in bytes (gRPC's default, 4 MiB), as sent and once
+    /// inflated: larger ones get `RESOURCE_EXHAUSTED` (a compressed one stops inflating there).
     pub max_message: usize,
+    /// How answers to uncompressed requests are compressed when the client's
+    /// `grpc-accept-encoding` lists it (`None`, the default: not at all). A compressed request
+    /// is answered in its own encoding whatever this says. See [`crate::framing`].
+    pub compress: Option<Encoding>,
     /// Limits on the host's responses (and the nesting depth of requests: a request nested
     /// deeper than `limits.max_depth` is refused, as the host would refuse it).
     pub limits: Limits,
@@ -63,7 +70,7 @@ pub struct EngineConfig {
 
 impl EngineConfig {
     /// Defaults: listen on `127.0.0.1:50051`, 1 session with a window of 64 calls, 4 MiB
-    /// messages, default limits, no pinning, retry every 100 ms, heartbeat after 1 s idle.
+    /// messages, answers compressed only as requests are, default limits, no pinning, retry every 100 ms, heartbeat after 1 s idle.
     pub fn new(host: impl Into<String>) -> EngineConfig {
         let mut channel = ChannelConfig::default();
         channel.client.window = 64;
@@ -73,6 +80,7 @@ impl EngineConfig {
             sessions: 1,
             channel,
             max_message: 4 << 20,
+            compress: None,
             limits: Limits::default(),
             core: None,
             retry: Duration::from_millis(100),
@@ -257,6 +265,7 @@ async fn run(
         table: table.clone(),
         calls,
         max_message: config.max_message,
+        compress: config.compress,
     };
     let router = tonic::service::Routes::new(health_service)
         .add_service(v1)

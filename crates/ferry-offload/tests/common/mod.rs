@@ -289,12 +289,34 @@ pub struct RawAnswer {
     pub message: String,
     /// The response message (without its 5-byte gRPC frame header), if any.
     pub body: Vec<u8>,
+    /// The response body's compressed flag, if it has a message.
+    pub compressed: Option<bool>,
+    /// The response headers.
+    pub headers: http::HeaderMap,
 }
 
 /// One unary call made with `h2` directly: the request's headers are exactly `headers` (a
 /// `grpc-timeout` among them is only a header: no timer runs here), and the answer is read as
 /// it comes, so a test sees what the engine itself answered and when.
 pub async fn call_h2(addr: SocketAddr, path: &str, body: &[u8], headers: &[(&str, &str)]) -> RawAnswer {
+    call_h2_framed(addr, path, framed(false, body), headers).await
+}
+
+/// `message` with its gRPC prefix: the compressed flag and the length.
+pub fn framed(compressed: bool, message: &[u8]) -> Vec<u8> {
+    let mut framed = vec![u8::from(compressed)];
+    framed.extend((message.len() as u32).to_be_bytes());
+    framed.extend(message);
+    framed
+}
+
+/// [`call_h2`] with the request body exactly as given (prefix included).
+pub async fn call_h2_framed(
+    addr: SocketAddr,
+    path: &str,
+    framed: Vec<u8>,
+    headers: &[(&str, &str)],
+) -> RawAnswer {
     let tcp = tokio::net::TcpStream::connect(addr).await.expect("connects");
     let (client, connection) = h2::client::handshake(tcp).await.expect("HTTP/2 handshake");
     tokio::spawn(async move {
@@ -310,10 +332,9 @@ pub async fn call_h2(addr: SocketAddr, path: &str, body: &[u8], headers: &[(&str
     let (response, mut send) = client
         .send_request(request.body(()).unwrap(), false)
         .expect("sends");
-    let mut framed = vec![0u8];
-    framed.extend((body.len() as u32).to_be_bytes());
-    framed.extend(body);
-    send.send_data(Bytes::from(framed), true).expect("sends the body");
+    // A server may answer before it reads the body (a refused `grpc-encoding`) and close the
+    // stream: sending then fails, and the answer is what counts.
+    let _ = send.send_data(Bytes::from(framed), true);
     let response = response.await.expect("an answer");
     let (parts, mut stream) = response.into_parts();
     let mut data = Vec::new();
@@ -335,5 +356,7 @@ pub async fn call_h2(addr: SocketAddr, path: &str, body: &[u8], headers: &[(&str
             .expect("a grpc-status"),
         message: field("grpc-message").unwrap_or_default(),
         body: data.get(5..).map(<[u8]>::to_vec).unwrap_or_default(),
+        compressed: data.first().map(|&flag| flag == 1),
+        headers: parts.headers,
     }
 }
