@@ -4,7 +4,7 @@
 //!
 //! Handlers read validated views in place: no protobuf, no copy of the request. `Echo` answers
 //! with a message that borrows the request where it arrived (its large values go back by
-//! reference); `Echo` and `Fail` copy the request's `x-` metadata into their trailers.
+//! reference); `Echo` and `Fail` copy the request's `x-` metadata into their headers and trailers.
 
 use std::time::{Duration, Instant};
 
@@ -61,7 +61,7 @@ impl demo::Demo for DemoHost {
     const SLEEP_MODE: Mode = Mode::Background;
 
     fn echo<'a>(&self, call: &Call<'a>, request: demo::KindsView<'a>) -> Result<demo::Kinds<'a>, Status> {
-        echo_metadata(call)?;
+        echo_metadata(call, false)?;
         request.to_message(call.ctx()).map_err(invalid)
     }
 
@@ -70,7 +70,7 @@ impl demo::Demo for DemoHost {
         call: &Call<'a>,
         request: demo::FailRequestView<'a>,
     ) -> Result<demo::Empty<'a>, Status> {
-        echo_metadata(call)?;
+        echo_metadata(call, true)?;
         let code = u8::try_from(request.code())
             .ok()
             .and_then(Code::from_u8)
@@ -128,15 +128,21 @@ impl demo::Demo for DemoHost {
     }
 }
 
-/// Copies the request's `x-` metadata into the response's trailers (sent with a failure too).
-fn echo_metadata(call: &Call<'_>) -> Result<(), Status> {
-    let mut echoed = Metadata::new();
+/// Copies the request's `x-` metadata into the response: keys with `-trailing` in them into
+/// its trailers, the others into its headers; all into the trailers when `failing` (a failed
+/// call's status carries its trailers).
+fn echo_metadata(call: &Call<'_>, failing: bool) -> Result<(), Status> {
+    let (mut headers, mut trailers) = (Metadata::new(), Metadata::new());
     for (key, value) in call.metadata().iter().filter(|(k, _)| k.starts_with("x-")) {
-        echoed
-            .append(key, value)
+        let to = match failing || key.contains("-trailing") {
+            true => &mut trailers,
+            false => &mut headers,
+        };
+        to.append(key, value)
             .map_err(|e| Status::new(Code::Internal, e.to_string()))?;
     }
-    call.set_trailers(echoed);
+    call.set_headers(headers);
+    call.set_trailers(trailers);
     Ok(())
 }
 

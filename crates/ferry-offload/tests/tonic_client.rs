@@ -205,6 +205,21 @@ async fn statuses_deadlines_and_metadata_pass_through() {
     );
     assert!(response.metadata().get("other").is_none());
 
+    // On the wire, the host's headers are HTTP/2 headers and its trailers HTTP/2 trailers
+    // (tonic's unary client merges the two into `metadata()`).
+    let answer = common::call_h2(
+        engine.local_addr(),
+        "/ferry.offload.demo.Demo/Echo",
+        &[],
+        &[("x-tenant", "blue"), ("x-tenant-trailing", "gold")],
+    )
+    .await;
+    assert_eq!(answer.code, 0, "{answer:?}");
+    assert_eq!(answer.headers.get("x-tenant").unwrap(), "blue");
+    assert!(answer.headers.get("x-tenant-trailing").is_none(), "{answer:?}");
+    assert_eq!(answer.trailers.get("x-tenant-trailing").unwrap(), "gold");
+    assert!(answer.trailers.get("x-tenant").is_none(), "{answer:?}");
+
     // An unknown method.
     let unknown = call_raw(
         &channel(engine.local_addr()).await,

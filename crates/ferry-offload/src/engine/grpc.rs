@@ -144,17 +144,16 @@ async fn read_message(mut body: Body, encoding: Encoding, limit: usize) -> Resul
         .map_err(refused)
 }
 
-/// The gRPC answer of the host's answer: the host's metadata as headers, the message
-/// (compressed with `encoding` as [`framing::frame`] decides) and an OK status in the
-/// trailers.
+/// The gRPC answer of the host's answer: the host's headers, the message (compressed with
+/// `encoding` as [`framing::frame`] decides), and the host's trailers with an OK status.
 fn response(answer: Answer, encoding: Encoding) -> http::Response<Body> {
-    let mut trailers = http::HeaderMap::with_capacity(1);
+    let mut trailers = grpc_metadata(&answer.trailers).into_headers();
     trailers.insert("grpc-status", HeaderValue::from_static("0"));
     let body = http_body_util::Full::new(framing::frame(&answer.body, encoding))
         .with_trailers(std::future::ready(Some(Ok(trailers))));
     let mut response = http::Response::new(Body::new(body));
     let headers = response.headers_mut();
-    *headers = grpc_metadata(&answer.metadata).into_headers();
+    *headers = grpc_metadata(&answer.headers).into_headers();
     headers.insert(
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("application/grpc"),

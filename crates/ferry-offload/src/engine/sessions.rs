@@ -48,8 +48,10 @@ pub(crate) struct Call {
 pub(crate) struct Answer {
     /// The response message, protobuf.
     pub(crate) body: Vec<u8>,
-    /// The host's response metadata.
-    pub(crate) metadata: Metadata,
+    /// The host's response headers.
+    pub(crate) headers: Metadata,
+    /// The host's trailers.
+    pub(crate) trailers: Metadata,
 }
 
 /// One session to the host.
@@ -298,15 +300,11 @@ impl Hosts {
             }
         };
         let body = encode_response(&self.table, route, response.frame(), &self.config.limits)?;
-        // tonic's unary path sends response metadata as headers only: the host's trailers
-        // follow its headers there until the gateway sends trailers of its own.
-        let mut metadata = response.headers().clone();
-        for (key, value) in response.trailers().iter() {
-            metadata
-                .append(key, value.to_vec())
-                .expect("checked when received");
-        }
-        Ok(Answer { body, metadata })
+        Ok(Answer {
+            body,
+            headers: response.headers().clone(),
+            trailers: response.trailers().clone(),
+        })
     }
 }
 

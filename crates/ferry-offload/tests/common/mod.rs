@@ -293,6 +293,8 @@ pub struct RawAnswer {
     pub compressed: Option<bool>,
     /// The response headers.
     pub headers: http::HeaderMap,
+    /// The response trailers (empty for a trailers-only answer).
+    pub trailers: http::HeaderMap,
 }
 
 /// One unary call made with `h2` directly: the request's headers are exactly `headers` (a
@@ -358,5 +360,6 @@ pub async fn call_h2_framed(
         body: data.get(5..).map(<[u8]>::to_vec).unwrap_or_default(),
         compressed: data.first().map(|&flag| flag == 1),
         headers: parts.headers,
+        trailers,
     }
 }
