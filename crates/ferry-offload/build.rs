@@ -1,7 +1,9 @@
 //! Compiles the engine protocol's schema (`proto/ferry/offload/description.proto`) and the demo
 //! service (`demo.proto`, for the examples and tests) with `ferry-build`, keeping the demo's
 //! encoded descriptors (what a host sends the engine); and, for the tests only, the demo's prost
-//! types and tonic code (the reference server and the tonic client) into `OUT_DIR/tonic`.
+//! types and tonic code (the reference server and the tonic client) into `OUT_DIR/tonic`, and
+//! the encoded descriptors of `tests/proto/ferry/offload/streams.proto` (every method shape,
+//! which `ferry-build` does not generate yet) into `OUT_DIR/streams_descriptors.bin`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
@@ -13,7 +15,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .service_generator(Box::new(ferry_build::RpcGenerator::new().tonic_style(true)))
         .file_descriptor_set_path("demo_descriptors.bin")
         .compile_protos(&protos, &["proto"])?;
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join("tonic");
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    let out = out_dir.join("tonic");
     std::fs::create_dir_all(&out)?;
     let tonic = tonic_prost_build::configure()
         .build_client(true)
@@ -23,5 +26,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .out_dir(&out)
         .service_generator(tonic)
         .compile_fds(protox::compile(["proto/ferry/offload/demo.proto"], ["proto"])?)?;
+    println!("cargo:rerun-if-changed=tests/proto");
+    let streams = protox::compile(["ferry/offload/streams.proto"], ["tests/proto", "proto"])?;
+    std::fs::write(
+        out_dir.join("streams_descriptors.bin"),
+        prost::Message::encode_to_vec(&streams),
+    )?;
     Ok(())
 }

@@ -8,13 +8,13 @@
 #![no_main]
 
 use bytes::Bytes;
-use ferry_offload::framing::{Deframer, Encoding, frame};
+use ferry_offload::framing::{Encoding, OneMessage, frame};
 use libfuzzer_sys::fuzz_target;
 
 const LIMIT: usize = 64 << 10;
 
 fn read(body: &[u8], chunk: usize, encoding: Encoding) -> Option<Bytes> {
-    let mut deframer = Deframer::new(LIMIT);
+    let mut deframer = OneMessage::new(LIMIT);
     for piece in body.chunks(chunk) {
         deframer.push(Bytes::copy_from_slice(piece)).ok()?;
     }

@@ -9,9 +9,12 @@
 //!
 //! - [`Encoding::of_request`]: a request's `grpc-encoding`; any other is `UNIMPLEMENTED`,
 //!   naming it and the accepted list.
-//! - [`Deframer`]: the one message of a unary request, pushed chunk by chunk; a prefix that
-//!   declares more than the limit is refused before its bytes are buffered.
-//! - [`Frame::decompress`]: the message inflated with a bound: past the limit, inflating
+//! - [`Deframer`]: the messages of a request body, pushed chunk by chunk and taken one at a
+//!   time (a stream's, read only as fast as they are handed on); [`OneMessage`]: a unary
+//!   request's one message. A prefix that declares more than the limit is refused before its
+//!   bytes are buffered.
+//! - [`Frame::decompress`]: a message inflated with a bound (each message of a stream on its
+//!   own): past the limit, inflating
 //!   stops (`RESOURCE_EXHAUSTED`), so a small request that would inflate to gigabytes (a zip
 //!   bomb) costs the engine the limit (a buffer that grows to at most twice it), not more.
 //! - [`Encoding::for_response`], [`frame`]: how the answer is compressed, and its bytes.
@@ -27,6 +30,7 @@
 //! larger), and so do messages that compression does not shorten. Answers are compressed at
 //! flate2's fastest level: the engine's one core serves every call.
 
+use std::collections::VecDeque;
 use std::io::Read as _;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -179,6 +183,13 @@ impl FramingError {
     }
 }
 
+impl From<FramingError> for ferry::rpc::Status {
+    /// The status the client gets: [`FramingError::code`] and what is wrong.
+    fn from(e: FramingError) -> ferry::rpc::Status {
+        ferry::rpc::Status::new(e.code(), e.to_string())
+    }
+}
+
 /// A message as it came: its flag and its bytes (still compressed if flagged).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
@@ -228,14 +239,19 @@ fn inflate(
     Ok(out)
 }
 
-/// The one message of a unary request, from the body's chunks as they arrive. It holds at
-/// most the prefix and the `limit` bytes the prefix may declare.
+/// The messages of a request body, from its chunks as they arrive: push a chunk, then take
+/// messages with [`next_frame`](Self::next_frame) until it has none, then push the next chunk.
+/// A prefix declaring more than the limit is refused as soon as it is buffered, before the
+/// bytes it declares arrive. Driven that way, it holds at most one incomplete message (its
+/// prefix and at most `limit` bytes) and the chunk that completes it: a reader that pushes
+/// only when it wants another message reads the body only as fast as it hands messages on.
 #[derive(Debug)]
 pub struct Deframer {
     limit: usize,
-    /// Bytes of the message not yet complete (its prefix first).
-    pending: BytesMut,
-    frame: Option<Frame>,
+    /// Chunks received and not yet handed on, oldest first (the first one cut to what is left).
+    chunks: VecDeque<Bytes>,
+    /// Their total length.
+    buffered: usize,
 }
 
 impl Deframer {
@@ -244,69 +260,71 @@ impl Deframer {
     pub fn new(limit: usize) -> Deframer {
         Deframer {
             limit,
-            pending: BytesMut::new(),
-            frame: None,
+            chunks: VecDeque::new(),
+            buffered: 0,
         }
     }
 
     /// Takes the next chunk of the body.
-    pub fn push(&mut self, chunk: Bytes) -> Result<(), FramingError> {
-        if chunk.is_empty() {
-            return Ok(());
+    pub fn push(&mut self, chunk: Bytes) {
+        if !chunk.is_empty() {
+            self.buffered += chunk.len();
+            self.chunks.push_back(chunk);
         }
-        if self.frame.is_some() {
-            return Err(FramingError::TooManyMessages);
-        }
-        // A message that comes whole in one chunk is a slice of it (no copy).
-        if self.pending.is_empty()
-            && let Some((compressed, len)) = self.prefix(&chunk)?
-            && chunk.len() - PREFIX_LEN == len
-        {
-            self.frame = Some(Frame {
-                compressed,
-                bytes: chunk.slice(PREFIX_LEN..),
-            });
-            return Ok(());
-        }
-        self.pending.extend_from_slice(&chunk);
-        let Some((compressed, len)) = self.prefix(&self.pending)? else {
-            return Ok(());
-        };
-        let have = self.pending.len() - PREFIX_LEN;
-        if have > len {
-            return Err(FramingError::TooManyMessages);
-        }
-        if have == len {
-            let bytes = self.pending.split().freeze().slice(PREFIX_LEN..);
-            self.frame = Some(Frame { compressed, bytes });
-        }
-        Ok(())
     }
 
-    /// The message, once the body has ended.
-    pub fn finish(self) -> Result<Frame, FramingError> {
-        if let Some(frame) = self.frame {
-            return Ok(frame);
+    /// Bytes received and not yet handed on in a message.
+    pub fn buffered(&self) -> usize {
+        self.buffered
+    }
+
+    /// The next whole message, if it is all here (`None`: push more). A message within one
+    /// chunk is a slice of it (no copy); one spread over chunks is copied together once.
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, FramingError> {
+        let Some((compressed, len)) = self.prefix()? else {
+            return Ok(None);
+        };
+        if self.buffered - PREFIX_LEN < len {
+            return Ok(None);
         }
-        if self.pending.is_empty() {
-            return Err(FramingError::NoMessage);
+        self.take(PREFIX_LEN);
+        let bytes = self.take(len);
+        Ok(Some(Frame { compressed, bytes }))
+    }
+
+    /// Checks the end of the body, once [`next_frame`](Self::next_frame) has no more: bytes
+    /// left over are a message cut short.
+    pub fn finish(&self) -> Result<(), FramingError> {
+        if self.buffered == 0 {
+            return Ok(());
         }
-        // `push` refused a prefix that does not check, so this one does, or is short.
-        let whole = match self.prefix(&self.pending) {
+        // `next_frame` refused a prefix that does not check, so this one does, or is short.
+        let whole = match self.prefix() {
             Ok(Some((_, len))) => PREFIX_LEN + len,
             _ => PREFIX_LEN,
         };
         Err(FramingError::Truncated {
-            missing: whole.saturating_sub(self.pending.len()),
+            missing: whole.saturating_sub(self.buffered),
         })
     }
 
-    /// The flag and length of the prefix at the start of `bytes`, checked; `None` if `bytes`
-    /// is shorter than a prefix.
-    fn prefix(&self, bytes: &[u8]) -> Result<Option<(bool, usize)>, FramingError> {
-        let Some(&[flag, l0, l1, l2, l3]) = bytes.first_chunk::<PREFIX_LEN>() else {
+    /// The flag and length of the buffered prefix, checked; `None` if less than a prefix is
+    /// buffered.
+    fn prefix(&self) -> Result<Option<(bool, usize)>, FramingError> {
+        let mut head = [0u8; PREFIX_LEN];
+        let mut have = 0;
+        for chunk in &self.chunks {
+            let n = chunk.len().min(PREFIX_LEN - have);
+            head[have..have + n].copy_from_slice(&chunk[..n]);
+            have += n;
+            if have == PREFIX_LEN {
+                break;
+            }
+        }
+        if have < PREFIX_LEN {
             return Ok(None);
-        };
+        }
+        let [flag, l0, l1, l2, l3] = head;
         let compressed = match flag {
             0 => false,
             1 => true,
@@ -320,6 +338,75 @@ impl Deframer {
                 limit: self.limit,
             }),
         }
+    }
+
+    /// The next `n` buffered bytes (the caller checked that `n` are buffered).
+    fn take(&mut self, n: usize) -> Bytes {
+        self.buffered -= n;
+        if let Some(front) = self.chunks.front_mut()
+            && front.len() >= n
+        {
+            let bytes = front.split_to(n);
+            if front.is_empty() {
+                self.chunks.pop_front();
+            }
+            return bytes;
+        }
+        let mut out = BytesMut::with_capacity(n);
+        while let Some(front) = self.chunks.front_mut() {
+            let k = (n - out.len()).min(front.len());
+            out.extend_from_slice(&front.split_to(k));
+            if front.is_empty() {
+                self.chunks.pop_front();
+            }
+            if out.len() == n {
+                break;
+            }
+        }
+        out.freeze()
+    }
+}
+
+/// The one message of a unary request, from the body's chunks as they arrive: a [`Deframer`]
+/// that refuses a second message (or any byte after the first) as soon as it arrives.
+#[derive(Debug)]
+pub struct OneMessage {
+    deframer: Deframer,
+    frame: Option<Frame>,
+}
+
+impl OneMessage {
+    /// Reading one message of at most `limit` bytes (as sent).
+    pub fn new(limit: usize) -> OneMessage {
+        OneMessage {
+            deframer: Deframer::new(limit),
+            frame: None,
+        }
+    }
+
+    /// Takes the next chunk of the body.
+    pub fn push(&mut self, chunk: Bytes) -> Result<(), FramingError> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        if self.frame.is_some() {
+            return Err(FramingError::TooManyMessages);
+        }
+        self.deframer.push(chunk);
+        self.frame = self.deframer.next_frame()?;
+        if self.frame.is_some() && self.deframer.buffered() > 0 {
+            return Err(FramingError::TooManyMessages);
+        }
+        Ok(())
+    }
+
+    /// The message, once the body has ended.
+    pub fn finish(self) -> Result<Frame, FramingError> {
+        if let Some(frame) = self.frame {
+            return Ok(frame);
+        }
+        self.deframer.finish()?;
+        Err(FramingError::NoMessage)
     }
 }
 
@@ -368,7 +455,7 @@ mod tests {
     }
 
     fn deframe(chunks: &[&[u8]], limit: usize) -> Result<Frame, FramingError> {
-        let mut d = Deframer::new(limit);
+        let mut d = OneMessage::new(limit);
         for c in chunks {
             d.push(Bytes::copy_from_slice(c))?;
         }
@@ -445,7 +532,7 @@ mod tests {
             Err(FramingError::TooManyMessages)
         );
         // Refused on the prefix alone, before the bytes it declares arrive.
-        let mut d = Deframer::new(16);
+        let mut d = OneMessage::new(16);
         assert_eq!(
             d.push(Bytes::from_static(&[0, 0xff, 0xff, 0xff, 0xff])),
             Err(FramingError::TooLarge {
@@ -457,6 +544,89 @@ mod tests {
             FramingError::TooLarge { len: 17, limit: 16 }.code(),
             ferry::rpc::Code::ResourceExhausted
         );
+    }
+
+    /// Every message of `body`, pushed in `chunk`-byte pieces and taken as a stream reader
+    /// takes them (push only when no whole message is buffered), checking the bound on what is
+    /// buffered at each push.
+    fn stream(body: &[u8], chunk: usize, limit: usize) -> Result<Vec<Frame>, FramingError> {
+        let mut d = Deframer::new(limit);
+        let mut frames = Vec::new();
+        for piece in body.chunks(chunk) {
+            // One incomplete message at most, before the chunk that completes it.
+            assert!(d.buffered() < PREFIX_LEN + limit, "{} buffered", d.buffered());
+            d.push(Bytes::copy_from_slice(piece));
+            while let Some(frame) = d.next_frame()? {
+                frames.push(frame);
+            }
+        }
+        d.finish()?;
+        Ok(frames)
+    }
+
+    #[test]
+    fn a_stream_of_messages_is_deframed_in_any_pieces() {
+        let mut rng = ferry_testkit::Rng::new(26);
+        for round in 0..200 {
+            let messages: Vec<(bool, Vec<u8>)> = (0..rng.u64() % 6)
+                .map(|_| {
+                    let len = (rng.u64() % 40) as usize;
+                    (rng.u64() % 2 == 1, (0..len).map(|_| rng.u64() as u8).collect())
+                })
+                .collect();
+            let body: Vec<u8> = messages
+                .iter()
+                .flat_map(|(c, m)| prefixed(u8::from(*c), m))
+                .collect();
+            let chunk = 1 + (rng.u64() % 50) as usize;
+            let frames = stream(&body, chunk, 40).unwrap_or_else(|e| panic!("round {round}: {e}"));
+            let got: Vec<(bool, Vec<u8>)> = frames
+                .into_iter()
+                .map(|f| (f.compressed, f.bytes.to_vec()))
+                .collect();
+            assert_eq!(got, messages, "round {round}, chunks of {chunk}");
+        }
+    }
+
+    #[test]
+    fn a_message_whole_in_its_chunk_is_a_slice_of_it() {
+        let body = Bytes::from([prefixed(0, b"one"), prefixed(0, b"two")].concat());
+        let mut d = Deframer::new(16);
+        d.push(body.clone());
+        let one = d.next_frame().unwrap().unwrap();
+        let two = d.next_frame().unwrap().unwrap();
+        assert_eq!((&one.bytes[..], &two.bytes[..]), (&b"one"[..], &b"two"[..]));
+        assert_eq!(one.bytes.as_ptr(), body[PREFIX_LEN..].as_ptr());
+        assert_eq!(two.bytes.as_ptr(), body[2 * PREFIX_LEN + 3..].as_ptr());
+        assert_eq!((d.next_frame(), d.buffered(), d.finish()), (Ok(None), 0, Ok(())));
+    }
+
+    #[test]
+    fn a_stream_is_refused_at_the_first_bad_message() {
+        let good = prefixed(0, b"ok");
+        // Over the limit: refused on the prefix, after the messages before it.
+        let mut d = Deframer::new(4);
+        d.push(Bytes::from([&good[..], &[0, 0, 0, 0, 5]].concat()));
+        assert_eq!(
+            d.next_frame().unwrap().map(|f| f.bytes),
+            Some(Bytes::from_static(b"ok"))
+        );
+        assert_eq!(d.next_frame(), Err(FramingError::TooLarge { len: 5, limit: 4 }));
+        assert_eq!(
+            stream(&[&good[..], &[7, 0, 0, 0, 1, 0]].concat(), 3, 4),
+            Err(FramingError::BadFlag(7))
+        );
+        // Ending inside the prefix, or inside the message.
+        assert_eq!(
+            stream(&[&good[..], &[0, 0]].concat(), 3, 4),
+            Err(FramingError::Truncated { missing: 3 })
+        );
+        assert_eq!(
+            stream(&[&good[..], &prefixed(1, b"abcd")[..6]].concat(), 3, 4),
+            Err(FramingError::Truncated { missing: 3 })
+        );
+        // No message at all is a stream of none.
+        assert_eq!(stream(&[], 1, 4), Ok(Vec::new()));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use ferry::rpc::Shape;
 use ferry_reflect::Schema;
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 
@@ -82,8 +83,8 @@ pub struct Route {
     pub input: MessageDescriptor,
     /// The response's protobuf descriptor.
     pub output: MessageDescriptor,
-    /// Whether the method streams (client or server): refused with `UNIMPLEMENTED`.
-    pub streaming: bool,
+    /// Unary, or which side streams (the method's `stream` keywords in its `.proto`).
+    pub shape: Shape,
 }
 
 /// A validated description table: the schemas and a route per method.
@@ -268,6 +269,11 @@ fn route(pool: &DescriptorPool, services: &[String], path: &str, id: u32) -> Res
         id,
         input: m.input(),
         output: m.output(),
-        streaming: m.is_client_streaming() || m.is_server_streaming(),
+        shape: match (m.is_client_streaming(), m.is_server_streaming()) {
+            (false, false) => Shape::Unary,
+            (true, false) => Shape::ClientStreaming,
+            (false, true) => Shape::ServerStreaming,
+            (true, true) => Shape::Bidirectional,
+        },
     })
 }

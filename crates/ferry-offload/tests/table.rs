@@ -46,8 +46,30 @@ fn the_demo_table_routes_every_method() {
     let echo = t.route(&format!("/{DEMO}/Echo")).expect("routed");
     assert_eq!(echo.input.full_name(), "ferry.offload.demo.Kinds");
     assert_eq!(echo.output.full_name(), "ferry.offload.demo.Kinds");
-    assert!(!echo.streaming);
+    assert_eq!(echo.shape, ferry::rpc::Shape::Unary);
     assert!(t.route("/ferry.offload.demo.Demo/Nope").is_none());
+}
+
+#[test]
+fn each_route_has_its_methods_shape() {
+    use ferry::rpc::Shape;
+    let descriptors = include_bytes!(concat!(env!("OUT_DIR"), "/streams_descriptors.bin"));
+    let service = "ferry.offload.streams.Streams";
+    let shapes = [
+        ("Unary", Shape::Unary),
+        ("Collect", Shape::ClientStreaming),
+        ("Spread", Shape::ServerStreaming),
+        ("Chat", Shape::Bidirectional),
+    ];
+    let methods: Vec<(String, u32)> = (0..)
+        .zip(shapes)
+        .map(|(id, (m, _))| (format!("/{service}/{m}"), id))
+        .collect();
+    let t = Table::new(descriptors.to_vec(), vec![service.into()], &methods).expect("valid");
+    for (m, shape) in shapes {
+        let route = t.route(&format!("/{service}/{m}")).expect("routed");
+        assert_eq!(route.shape, shape, "{m}");
+    }
 }
 
 #[test]

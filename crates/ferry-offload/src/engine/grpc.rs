@@ -1,9 +1,12 @@
 //! The gRPC side of the engine: one catch-all tower service behind tonic's HTTP/2 server. It
 //! finds the route of a call's path, reads its `grpc-timeout`, metadata and `grpc-encoding`,
-//! reads the one request message from the body ([`crate::framing`]: deframed, inflated with a
-//! bound), hands the call to the host sessions ([`super::sessions`]) and writes their answer
-//! (compressed as the client accepts) or status back. Every answer advertises the encodings
-//! the engine reads in `grpc-accept-encoding`.
+//! and hands the call to the host sessions ([`super::sessions`]). A unary call's one request
+//! message is read first ([`crate::framing`]: deframed, inflated with a bound) and its answer
+//! (compressed as the client accepts) or status written back whole; a stream's request body
+//! and response body go to the host side as they are ([`super::streams`]: read and fed as fast
+//! as each side takes them), and its answer starts when the host's first answer (headers, a
+//! message or the end) comes. Every answer advertises the encodings the engine reads in
+//! `grpc-accept-encoding`.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -13,7 +16,7 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes};
-use ferry::rpc::{Metadata, Status};
+use ferry::rpc::{Metadata, Shape, Status};
 use http::HeaderValue;
 use http_body_util::BodyExt as _;
 use tokio::sync::{mpsc, oneshot};
@@ -21,8 +24,9 @@ use tonic::body::Body;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::metadata::{MetadataKey, MetadataValue};
 
-use super::sessions::{Answer, Call};
-use crate::framing::{self, ACCEPT_ENCODING, Deframer, Encoding, FramingError};
+use super::sessions::{Answer, Call, Exchange};
+use super::streams::{self, Answered, Requests};
+use crate::framing::{self, ACCEPT_ENCODING, Encoding, FramingError, OneMessage};
 use crate::table::Table;
 use crate::translate::{forwarded, parse_timeout};
 
@@ -75,12 +79,6 @@ impl Gateway {
         let Some(route) = self.table.route(path).cloned() else {
             return Err(tonic::Status::unimplemented(format!("no method {path}")));
         };
-        if route.streaming {
-            return Err(tonic::Status::unimplemented(format!(
-                "{} streams: the engine serves unary methods only",
-                route.path
-            )));
-        }
         let received = tokio::time::Instant::now();
         let header = |name: &str| parts.headers.get(name).map(HeaderValue::as_bytes);
         let deadline = match header("grpc-timeout") {
@@ -100,39 +98,66 @@ impl Gateway {
         let answer_encoding = Encoding::for_response(encoding, header("grpc-accept-encoding"), self.compress);
         let metadata = request_metadata(&parts.headers).map_err(tonic::Status::invalid_argument)?;
         let call = async {
-            let body = read_message(body, encoding, self.max_message).await?;
-            let (reply, answer) = oneshot::channel();
+            let (exchange, answer) = match route.shape {
+                Shape::Unary => {
+                    let body = read_message(body, encoding, self.max_message).await?;
+                    let (reply, answer) = oneshot::channel();
+                    (Exchange::Unary { body, reply }, Either::Unary(answer))
+                }
+                _ => {
+                    let requests = Requests::new(body, encoding, self.max_message);
+                    let (answers, answered) = streams::answer(answer_encoding);
+                    (Exchange::Stream { requests, answers }, Either::Stream(answered))
+                }
+            };
             let call = Call {
                 route,
-                body,
                 deadline,
                 metadata,
-                reply,
+                exchange,
             };
             self.calls
                 .send(call)
                 .await
                 .map_err(|_| tonic::Status::unavailable("the engine is shutting down"))?;
-            let answer = answer
-                .await
-                .map_err(|_| tonic::Status::unavailable("the engine dropped the call"))?;
-            answer.map_err(failed)
+            match answer {
+                Either::Unary(answer) => {
+                    let answer = answer
+                        .await
+                        .map_err(|_| tonic::Status::unavailable("the engine dropped the call"))?
+                        .map_err(failed)?;
+                    let message = framing::frame(&answer.body, answer_encoding);
+                    let body = http_body_util::Full::new(message)
+                        .with_trailers(std::future::ready(Some(Ok(trailers(Ok(answer.trailers))))));
+                    Ok(response(&answer.headers, answer_encoding, Body::new(body)))
+                }
+                Either::Stream(answered) => {
+                    let (headers, body) = answered.head().await.map_err(failed)?;
+                    Ok(response(&headers, answer_encoding, Body::new(body)))
+                }
+            }
         };
-        // The deadline covers reading the request too; it ends before tonic's own timeout (the
-        // margin), so its answer is what the client gets.
-        let answer = match deadline {
-            None => call.await?,
+        // The deadline covers reading a unary request too, and a stream until its first
+        // answer (the host side ends it with the deadline after that); it ends before tonic's
+        // own timeout (the margin), so its answer is what the client gets.
+        match deadline {
+            None => call.await,
             Some(at) => tokio::time::timeout_at(at, call)
                 .await
-                .map_err(|_| tonic::Status::deadline_exceeded("deadline exceeded (engine)"))??,
-        };
-        Ok(response(answer, answer_encoding))
+                .map_err(|_| tonic::Status::deadline_exceeded("deadline exceeded (engine)"))?,
+        }
     }
+}
+
+/// What the gRPC side waits for: a unary call's answer, or a stream's head and body.
+enum Either {
+    Unary(oneshot::Receiver<Result<Answer, Status>>),
+    Stream(Answered),
 }
 
 /// The request's one message, inflated (at most `limit` bytes, as sent and as inflated).
 async fn read_message(mut body: Body, encoding: Encoding, limit: usize) -> Result<Bytes, tonic::Status> {
-    let mut deframer = Deframer::new(limit);
+    let mut deframer = OneMessage::new(limit);
     while let Some(frame) = body.frame().await {
         if let Ok(data) = frame?.into_data() {
             deframer.push(data).map_err(refused)?;
@@ -144,29 +169,47 @@ async fn read_message(mut body: Body, encoding: Encoding, limit: usize) -> Resul
         .map_err(refused)
 }
 
-/// The gRPC answer of the host's answer: the host's headers, the message (compressed with
-/// `encoding` as [`framing::frame`] decides), and the host's trailers with an OK status.
-fn response(answer: Answer, encoding: Encoding) -> http::Response<Body> {
-    let mut trailers = grpc_metadata(&answer.trailers).into_headers();
-    trailers.insert("grpc-status", HeaderValue::from_static("0"));
-    let body = http_body_util::Full::new(framing::frame(&answer.body, encoding))
-        .with_trailers(std::future::ready(Some(Ok(trailers))));
-    let mut response = http::Response::new(Body::new(body));
-    let headers = response.headers_mut();
-    *headers = grpc_metadata(&answer.headers).into_headers();
-    headers.insert(
+/// A gRPC answer: the host's `headers`, then `body` (its messages compressed with `encoding`,
+/// and its trailers).
+fn response(headers: &Metadata, encoding: Encoding, body: Body) -> http::Response<Body> {
+    let mut response = http::Response::new(body);
+    let map = response.headers_mut();
+    *map = grpc_metadata(headers).into_headers();
+    map.insert(
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("application/grpc"),
     );
     if encoding != Encoding::Identity {
-        headers.insert("grpc-encoding", HeaderValue::from_static(encoding.name()));
+        map.insert("grpc-encoding", HeaderValue::from_static(encoding.name()));
     }
     response
 }
 
+/// The trailers that end an answer: the host's trailers and an OK status, or a failure's
+/// status, message and metadata.
+pub(super) fn trailers(end: Result<Metadata, Status>) -> http::HeaderMap {
+    match end {
+        Ok(metadata) => {
+            let mut trailers = grpc_metadata(&metadata).into_headers();
+            trailers.insert("grpc-status", HeaderValue::from_static("0"));
+            trailers
+        }
+        Err(status) => {
+            let status = failed(status);
+            let mut trailers = http::HeaderMap::new();
+            if status.add_header(&mut trailers).is_err() {
+                // A message that is not a header value even percent-encoded: the code alone.
+                trailers.clear();
+                trailers.insert("grpc-status", HeaderValue::from(status.code() as i32));
+            }
+            trailers
+        }
+    }
+}
+
 /// The status of a request whose message cannot be read.
 fn refused(e: FramingError) -> tonic::Status {
-    failed(Status::new(e.code(), e.to_string()))
+    failed(e.into())
 }
 
 /// The request headers the host sees, as Ferry call metadata (`-bin` values decoded from

@@ -20,6 +20,7 @@
 
 mod grpc;
 mod sessions;
+mod streams;
 
 pub use grpc::RawCodec;
 

@@ -28,6 +28,7 @@ use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
 use super::EngineConfig;
+use super::streams::{Answers, Requests};
 use crate::generated::ferry::offload as proto;
 use crate::host::PROTOCOL_VERSION;
 use crate::table::{Route, Table};
@@ -36,12 +37,23 @@ use crate::translate::{decode_request, encode_response};
 /// One gRPC call, as the gRPC side hands it to the host sessions.
 pub(crate) struct Call {
     pub(crate) route: Arc<Route>,
-    /// The request message, protobuf, as the client sent it.
-    pub(crate) body: Bytes,
     /// When the engine gives up on the call.
     pub(crate) deadline: Option<tokio::time::Instant>,
     pub(crate) metadata: Metadata,
-    pub(crate) reply: oneshot::Sender<Result<Answer, Status>>,
+    pub(crate) exchange: Exchange,
+}
+
+/// A call's messages, by the method's shape.
+pub(crate) enum Exchange {
+    /// A unary call: its request message and where its answer goes.
+    Unary {
+        /// The request message, protobuf, as the client sent it.
+        body: Bytes,
+        reply: oneshot::Sender<Result<Answer, Status>>,
+    },
+    /// A stream (any other shape): its request messages as the client sends them, and its
+    /// answers as the client reads them.
+    Stream { requests: Requests, answers: Answers },
 }
 
 /// The host's answer, encoded.
@@ -242,11 +254,16 @@ impl Hosts {
     async fn forward(self: Rc<Hosts>, call: Call) {
         let Call {
             route,
-            body,
             deadline,
             metadata,
-            mut reply,
+            exchange,
         } = call;
+        let (body, mut reply) = match exchange {
+            Exchange::Unary { body, reply } => (body, reply),
+            Exchange::Stream { requests, answers } => {
+                return self.stream(&route, requests, answers).await;
+            }
+        };
         // The client's budget covers the wait for room in a window too.
         let outcome = tokio::select! {
             outcome = self.call_host(&route, &body, deadline, metadata) => outcome,
@@ -305,6 +322,21 @@ impl Hosts {
             headers: response.headers().clone(),
             trailers: response.trailers().clone(),
         })
+    }
+}
+
+impl Hosts {
+    /// Forwards one stream.
+    async fn stream(&self, route: &Route, requests: Requests, answers: Answers) {
+        // Opening host streams needs ferry-rpc's streaming `AsyncChannel` (issue 26).
+        let _ = requests;
+        answers.end(Err(Status::new(
+            Code::Unimplemented,
+            format!(
+                "{} is {:?}: the engine does not open host streams yet",
+                route.path, route.shape
+            ),
+        )));
     }
 }
 
