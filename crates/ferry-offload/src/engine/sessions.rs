@@ -23,7 +23,7 @@ use bytes::Bytes;
 use ferry::rpc::tokio::AsyncChannel;
 use ferry::rpc::{CallOptions, Code, Metadata, Status};
 use ferry_reflect::protobuf::ProtobufLimits;
-use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
+use tokio::sync::{Notify, Semaphore, SemaphorePermit, mpsc, oneshot};
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
@@ -234,8 +234,8 @@ impl Hosts {
         }
     }
 
-    /// A connected session, round robin.
-    fn pick(&self) -> Option<(Rc<Session>, Rc<AsyncChannel>)> {
+    /// A connected session, round robin (`UNAVAILABLE` if none is).
+    fn pick(&self) -> Result<(Rc<Session>, Rc<AsyncChannel>), Status> {
         let n = self.sessions.len();
         for k in 0..n {
             let i = (self.next.get() + k) % n;
@@ -243,10 +243,21 @@ impl Hosts {
             let chan = s.chan.borrow().clone();
             if let Some(chan) = chan {
                 self.next.set((i + 1) % n);
-                return Some((s.clone(), chan));
+                return Ok((s.clone(), chan));
             }
         }
-        None
+        Err(Status::new(
+            Code::Unavailable,
+            "no host is connected to the engine",
+        ))
+    }
+
+    /// The limits requests are decoded with.
+    fn protobuf_limits(&self) -> ProtobufLimits {
+        ProtobufLimits {
+            max_depth: self.config.limits.max_depth,
+            max_len: self.config.max_message,
+        }
     }
 
     /// Forwards one call and sends its answer back (unless the client has gone, which cancels
@@ -279,43 +290,17 @@ impl Hosts {
         deadline: Option<tokio::time::Instant>,
         metadata: Metadata,
     ) -> Result<Answer, Status> {
-        let Some((session, chan)) = self.pick() else {
-            return Err(Status::new(
-                Code::Unavailable,
-                "no host is connected to the engine",
-            ));
+        let (session, chan) = self.pick()?;
+        let _permit = session.room(deadline).await?;
+        let request = decode_request(&self.table, route, body, chan.context(), &self.protobuf_limits())?;
+        let options = CallOptions {
+            timeout: remaining(deadline),
+            metadata,
         };
-        let permit = session.window.acquire();
-        let permit = match deadline {
-            None => permit.await,
-            Some(at) => tokio::time::timeout_at(at, permit).await.map_err(|_| {
-                Status::new(
-                    Code::DeadlineExceeded,
-                    "deadline exceeded waiting for room in a session's window",
-                )
-            })?,
-        };
-        let _permit = permit.map_err(|_| Status::new(Code::Unavailable, "the session is closed"))?;
-        let limits = ProtobufLimits {
-            max_depth: self.config.limits.max_depth,
-            max_len: self.config.max_message,
-        };
-        let request = decode_request(&self.table, route, body, chan.context(), &limits)?;
-        // What is left of the budget (at least a microsecond: zero would mean no deadline).
-        let timeout = deadline.map(|at| {
-            at.saturating_duration_since(tokio::time::Instant::now())
-                .max(Duration::from_micros(1))
-        });
-        let options = CallOptions { timeout, metadata };
-        let response = match chan.call_with::<()>(route.id, &request, &options).await {
-            Ok(r) => r,
-            Err(status) => {
-                if status.code == Code::Unavailable {
-                    session.lost.notify_one();
-                }
-                return Err(status);
-            }
-        };
+        let response = chan
+            .call_with::<()>(route.id, &request, &options)
+            .await
+            .map_err(|status| session.failed(status))?;
         let body = encode_response(&self.table, route, response.frame(), &self.config.limits)?;
         Ok(Answer {
             body,
@@ -338,6 +323,41 @@ impl Hosts {
             ),
         )));
     }
+}
+
+impl Session {
+    /// A place in the session's request window (the client's budget covers the wait).
+    async fn room(&self, deadline: Option<tokio::time::Instant>) -> Result<SemaphorePermit<'_>, Status> {
+        let permit = self.window.acquire();
+        let permit = match deadline {
+            None => permit.await,
+            Some(at) => tokio::time::timeout_at(at, permit).await.map_err(|_| {
+                Status::new(
+                    Code::DeadlineExceeded,
+                    "deadline exceeded waiting for room in a session's window",
+                )
+            })?,
+        };
+        permit.map_err(|_| Status::new(Code::Unavailable, "the session is closed"))
+    }
+
+    /// `status`, a call's failure; one that says the connection is lost tells the session's
+    /// keeper.
+    fn failed(&self, status: Status) -> Status {
+        if status.code == Code::Unavailable {
+            self.lost.notify_one();
+        }
+        status
+    }
+}
+
+/// What is left of the budget of a call ending at `deadline` (at least a microsecond: zero
+/// would mean no deadline).
+fn remaining(deadline: Option<tokio::time::Instant>) -> Option<Duration> {
+    deadline.map(|at| {
+        at.saturating_duration_since(tokio::time::Instant::now())
+            .max(Duration::from_micros(1))
+    })
 }
 
 /// One heartbeat: the host must echo `sequence` within `timeout`.

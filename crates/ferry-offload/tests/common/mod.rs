@@ -90,7 +90,12 @@ pub fn engine(host: &Host, sessions: usize) -> Engine {
 
 /// An engine in front of `host` with the tests' settings, then `tune`'s.
 pub fn engine_with(host: &Host, tune: impl FnOnce(&mut EngineConfig)) -> Engine {
-    let mut config = EngineConfig::new(host.addr.clone());
+    engine_at(&host.addr, tune)
+}
+
+/// An engine in front of the host at `addr` with the tests' settings, then `tune`'s.
+pub fn engine_at(addr: &str, tune: impl FnOnce(&mut EngineConfig)) -> Engine {
+    let mut config = EngineConfig::new(addr);
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     config.max_message = 1 << 20;
     config.heartbeat = Duration::from_millis(200);
