@@ -20,7 +20,7 @@
 //! ```
 
 use std::convert::Infallible;
-use std::future::Future as _;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll, ready};
 
@@ -148,9 +148,12 @@ impl Answers {
         room.0.send(message);
     }
 
-    /// Resolves when the client has gone (see [`room`](Self::room)).
-    pub(crate) async fn gone(&self) {
-        self.messages.closed().await;
+    /// Resolves when the client has gone (see [`room`](Self::room)). The future borrows
+    /// nothing (so the answers can be sent meanwhile); drop it before [`end`](Self::end), or
+    /// the body waits for it.
+    pub(crate) fn gone(&self) -> impl Future<Output = ()> + 'static {
+        let messages = self.messages.clone();
+        async move { messages.closed().await }
     }
 
     /// Ends the stream: trailers and `grpc-status` after the messages sent, or, when nothing
