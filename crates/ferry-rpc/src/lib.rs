@@ -69,7 +69,8 @@ pub use addr::{Addr, AddrError};
 pub use channel::{CallOptions, Channel, ChannelConfig, Response};
 pub use conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
 pub use event_loop::{
-    Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, thread_busy_time,
+    Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, StreamHandler, StreamOut, Unsent,
+    thread_busy_time,
 };
 pub use id::CallId;
 pub use metadata::{MAX_METADATA_BYTES, MAX_METADATA_ENTRIES, Metadata, MetadataError};
