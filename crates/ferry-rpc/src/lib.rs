@@ -43,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 mod addr;
+mod blocking_stream;
 mod channel;
 pub mod compat;
 mod conn;
@@ -66,6 +67,7 @@ pub mod wire;
 mod workers;
 
 pub use addr::{Addr, AddrError};
+pub use blocking_stream::BlockingStream;
 pub use channel::{CallOptions, Channel, ChannelConfig, Response};
 pub use conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
 pub use event_loop::{
