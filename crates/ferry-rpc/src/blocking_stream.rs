@@ -165,10 +165,9 @@ impl<'c, M> BlockingStream<'c, M> {
             let limits = self.channel.limits();
             return Some(Ok(Response::new(frame, limits, Metadata::new(), Metadata::new())));
         }
+        // The end stays in the inbox (a later send fails with it) until the stream is dropped.
         self.done = true;
-        let end = inbox.end.take();
-        inner.streams.remove(&id);
-        match end {
+        match inbox.end.clone() {
             Some(Ok(trailers)) => {
                 self.trailers = trailers;
                 None

@@ -69,6 +69,8 @@ pub enum Unsent {
 pub(crate) struct Served {
     handler: Box<dyn StreamHandler>,
     info: MethodInfo,
+    /// The session's context (a clone: a handler builds with it while it sends).
+    ctx: Context,
     state: ServedState,
     /// Messages arrived while the handler was paused, oldest first.
     held: VecDeque<Frame>,
@@ -88,6 +90,7 @@ pub(super) enum Step {
 /// TCP, in place over shared memory), the response headers and trailers, and the stream's end.
 pub struct StreamOut<'s> {
     session: &'s mut Session,
+    ctx: &'s Context,
     served: &'s mut ServedState,
     id: CallId,
     /// The code the stream ended with during this callback.
@@ -114,15 +117,15 @@ impl std::fmt::Debug for StreamOut<'_> {
     }
 }
 
-impl StreamOut<'_> {
+impl<'s> StreamOut<'s> {
     /// The call's id within its session.
     pub fn id(&self) -> CallId {
         self.id
     }
 
     /// The context to build messages with: values in its pool are sent by reference.
-    pub fn ctx(&self) -> &Context {
-        &self.session.ctx
+    pub fn ctx(&self) -> &'s Context {
+        self.ctx
     }
 
     /// The metadata the client sent with the open.
@@ -300,6 +303,7 @@ impl EventLoop {
             Served {
                 handler,
                 info,
+                ctx: s.ctx.clone(),
                 state: ServedState {
                     deadline,
                     metadata: call.metadata,
@@ -410,10 +414,15 @@ fn drive(
     callback: impl FnOnce(&mut dyn StreamHandler, &mut StreamOut<'_>) -> Result<(), Status>,
 ) -> Option<Code> {
     let Served {
-        handler, info, state, ..
+        handler,
+        info,
+        ctx,
+        state,
+        ..
     } = served;
     let mut out = StreamOut {
         session: s,
+        ctx,
         served: state,
         id,
         ended: None,
