@@ -19,6 +19,12 @@ use crate::CallId;
 /// room, reading (and keeping) what arrives for every call of the channel meanwhile; a message
 /// received is granted back to the server once [`recv`](Self::recv) takes it. Dropped before
 /// its end, the stream is cancelled (the server's handler is told).
+///
+/// What arrives for a stream is kept in place until taken, at most a window of it. Over
+/// shared memory a message kept holds its block of the server's memory, and `ferry-shm`
+/// acknowledges blocks in order: a stream left unread while others go on stalls the session
+/// once the server has published `ShmConfig::credits` blocks past it. Read every stream of a
+/// shared-memory channel (TCP has no such bound).
 pub struct BlockingStream<'c, M> {
     channel: &'c Channel,
     id: CallId,

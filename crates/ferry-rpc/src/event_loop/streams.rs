@@ -46,8 +46,9 @@ pub trait StreamHandler {
     }
 
     /// The stream ended without the handler: the client cancelled it (`CANCELLED`), its
-    /// deadline passed (`DEADLINE_EXCEEDED`), the client broke its rules (`INTERNAL`) or the
-    /// connection was lost (`UNAVAILABLE`). Nothing more can be sent.
+    /// deadline passed (`DEADLINE_EXCEEDED`), the client broke its rules (`INTERNAL`), a
+    /// message did not decode as the request type (`INVALID_ARGUMENT`, sent to the client) or
+    /// the connection was lost (`UNAVAILABLE`). Nothing more can be sent.
     fn on_cancel(&mut self, why: &Status) {
         let _ = why;
     }
@@ -351,6 +352,7 @@ impl EventLoop {
                     Err(status) => {
                         let set = std::mem::take(&mut served.state.set);
                         s.end_stream(id, Err(status.clone()), set);
+                        tell(&mut served, &status);
                         Some(status.code)
                     }
                 };
@@ -392,8 +394,7 @@ impl EventLoop {
 
     /// Tells a removed stream's handler why it ended.
     pub(super) fn cancel_served(&self, mut served: Served, why: &Status) {
-        // A handler that panics here has nothing left to fail.
-        let _ = catch_unwind(AssertUnwindSafe(|| served.handler.on_cancel(why)));
+        tell(&mut served, why);
         self.stream_ended(&served, why.code);
     }
 
@@ -403,6 +404,12 @@ impl EventLoop {
         metrics.in_flight().dec();
         metrics.method(served.info.id).record(code, served.started.elapsed());
     }
+}
+
+/// Tells a stream's handler that its stream ended without it.
+fn tell(served: &mut Served, why: &Status) {
+    // A handler that panics here has nothing left to fail.
+    let _ = catch_unwind(AssertUnwindSafe(|| served.handler.on_cancel(why)));
 }
 
 /// Runs one callback of `served`'s handler under a panic guard, with a [`StreamOut`] on
