@@ -7,11 +7,11 @@ use std::marker::PhantomData;
 use ferry_transport::{Meta, Payload, Transport, TransportError};
 use ferry_wire::{Context, Outgoing};
 
+use crate::CallId;
 use crate::channel::{Channel, Inner, Response};
 use crate::conn::{Conn, frame_alone};
 use crate::metadata::Metadata;
 use crate::status::{Code, Status, unsent_request};
-use crate::CallId;
 
 /// A stream opened by [`Channel::open`]: [`send`](Self::send) messages and
 /// [`end`](Self::end), [`recv`](Self::recv) the server's messages (or iterate) until its end,
@@ -72,7 +72,9 @@ impl<'c, M> BlockingStream<'c, M> {
     /// ended, `FAILED_PRECONDITION` after [`end`](Self::end), and `INVALID_ARGUMENT` for a
     /// message the transport refuses (the stream is then cancelled).
     pub fn send(&mut self, msg: &(impl Outgoing + ?Sized)) -> Result<(), Status> {
-        self.send_with(&mut |conn| conn.window_len(msg), &mut |conn, meta| conn.send(meta, msg))
+        self.send_with(&mut |conn| conn.window_len(msg), &mut |conn, meta| {
+            conn.send(meta, msg)
+        })
     }
 
     /// Sends a raw payload, as [`send`](Self::send) does (for methods without a request type).
@@ -88,7 +90,10 @@ impl<'c, M> BlockingStream<'c, M> {
         send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
     ) -> Result<(), Status> {
         if self.half_closed {
-            return Err(Status::new(Code::FailedPrecondition, "a message after the stream's end()"));
+            return Err(Status::new(
+                Code::FailedPrecondition,
+                "a message after the stream's end()",
+            ));
         }
         let id = self.id;
         let mut inner = self.channel.inner.borrow_mut();
@@ -126,7 +131,10 @@ impl<'c, M> BlockingStream<'c, M> {
         let (Some(meta), Some(conn)) = (inner.core.end(self.id), inner.conn.as_mut()) else {
             return Ok(());
         };
-        match conn.send_payload(meta, Payload::Bytes(&[])).and_then(|()| conn.flush()) {
+        match conn
+            .send_payload(meta, Payload::Bytes(&[]))
+            .and_then(|()| conn.flush())
+        {
             Ok(()) => Ok(()),
             Err(e) => Err(inner.lost(&e)),
         }
@@ -154,7 +162,11 @@ impl<'c, M> BlockingStream<'c, M> {
         }
         let id = self.id;
         let mut inner = self.channel.inner.borrow_mut();
-        let waited = inner.wait(|i| i.streams.get(&id).is_none_or(|s| !s.messages.is_empty() || s.end.is_some()));
+        let waited = inner.wait(|i| {
+            i.streams
+                .get(&id)
+                .is_none_or(|s| !s.messages.is_empty() || s.end.is_some())
+        });
         let inner = &mut *inner;
         let Some(inbox) = inner.streams.get_mut(&id) else {
             self.done = true;

@@ -14,10 +14,10 @@ use ferry_wire::{Context, Limits, Message, Outgoing};
 use crate::blocking_stream::BlockingStream;
 use crate::conn::{Conn, ConnConfig, Frame, frame_alone};
 use crate::id::IdMap;
-use crate::{Addr, CallId};
 use crate::metadata::Metadata;
 use crate::session::{Client, ClientConfig, ClientEvent, Outcome};
 use crate::status::{Code, Status, unsent_request};
+use crate::{Addr, CallId};
 
 /// Client settings (blocking and tokio channels).
 #[derive(Debug, Clone)]
@@ -130,8 +130,11 @@ pub(crate) struct Inner {
     /// What arrived for the open streams, by call id.
     pub(crate) streams: IdMap<CallId, Inbox>,
     /// The unary call being waited for, and its answer once it came.
-    waiting: Option<(CallId, Option<Result<(Frame, Metadata, Metadata), Status>>)>,
+    waiting: Option<(CallId, Option<Answer>)>,
 }
+
+/// A unary call's answer: the response frame with its headers and trailers, or the status.
+type Answer = Result<(Frame, Metadata, Metadata), Status>;
 
 /// What arrived for one open stream and has not been taken yet: at most a window of messages
 /// (over shared memory each holds its block of the server's memory until taken).
@@ -458,9 +461,12 @@ impl Channel {
     /// iterate); `M` is the response type. Dropping it before its end cancels it. Streams
     /// count against the request window (`RESOURCE_EXHAUSTED` past it).
     pub fn open<M>(&self, method: u16, options: &CallOptions) -> Result<BlockingStream<'_, M>, Status> {
-        let id = self.inner.borrow_mut().start(method, options, true, |conn, meta| {
-            conn.send_payload(meta, Payload::Bytes(&[]))
-        })?;
+        let id = self
+            .inner
+            .borrow_mut()
+            .start(method, options, true, |conn, meta| {
+                conn.send_payload(meta, Payload::Bytes(&[]))
+            })?;
         Ok(BlockingStream::new(self, id))
     }
 

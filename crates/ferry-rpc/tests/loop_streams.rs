@@ -19,8 +19,8 @@ use ferry_rpc::{
 };
 use ferry_testkit::{DEADLINE, wait_until};
 use ferry_transport::{Payload, Received, method_id};
-use ferry_wire::sample::{RECORD, Record};
 use ferry_wire::MessageView;
+use ferry_wire::sample::{RECORD, Record};
 
 /// Client-streaming, raw: answers "<messages> <bytes>" once the client ends.
 const SUM: u16 = method_id("/ferry.test.Streams/Sum");
@@ -231,8 +231,10 @@ struct Records {
 impl StreamHandler for Records {
     fn on_message(&mut self, request: Request<'_>, out: &mut StreamOut<'_>) -> Result<(), Status> {
         let view = request.decode::<Record<'static>>()?;
-        if let (Some(big), Some(frame)) = (view.fields().iter().max_by_key(|f| f.len()), request.incoming().bytes())
-            && frame.as_ptr_range().contains(&big.as_ptr())
+        if let (Some(big), Some(frame)) = (
+            view.fields().iter().max_by_key(|f| f.len()),
+            request.incoming().bytes(),
+        ) && frame.as_ptr_range().contains(&big.as_ptr())
         {
             self.seen.records_in_place.fetch_add(1, Ordering::SeqCst);
         }
@@ -241,7 +243,10 @@ impl StreamHandler for Records {
             .map_err(|e| Status::new(Code::Internal, e.to_string()))?;
         match out.send(&resp) {
             Ok(()) => Ok(()),
-            Err(e) => Err(Status::new(Code::Internal, format!("the test sends one at a time: {e:?}"))),
+            Err(e) => Err(Status::new(
+                Code::Internal,
+                format!("the test sends one at a time: {e:?}"),
+            )),
         }
     }
 
@@ -275,7 +280,8 @@ struct Hang {
 
 impl StreamHandler for Hang {
     fn on_message(&mut self, _: Request<'_>, out: &mut StreamOut<'_>) -> Result<(), Status> {
-        out.send_payload(Payload::Bytes(b"tick")).map_err(|e| Status::new(Code::Internal, format!("{e:?}")))
+        out.send_payload(Payload::Bytes(b"tick"))
+            .map_err(|e| Status::new(Code::Internal, format!("{e:?}")))
     }
 
     fn on_half_close(&mut self, _: &mut StreamOut<'_>) -> Result<(), Status> {
@@ -289,7 +295,11 @@ impl StreamHandler for Hang {
 }
 
 fn start(service: Streams, scratch: &Scratch, config: LoopConfig) -> Server {
-    let services = Services::builder().service(service).expect("add").build().expect("services");
+    let services = Services::builder()
+        .service(service)
+        .expect("add")
+        .build()
+        .expect("services");
     let [tcp, shm] = addrs(scratch);
     Server::builder(services)
         .listen(&tcp)
@@ -427,7 +437,9 @@ fn ferry_messages_are_read_in_place_and_echoed() {
     let server = start(service.clone(), &scratch, LoopConfig::default());
     for addr in server.addrs() {
         let ch = channel(&addr.to_string());
-        let mut s = ch.open::<Record<'static>>(RECORDS, &CallOptions::default()).expect("open");
+        let mut s = ch
+            .open::<Record<'static>>(RECORDS, &CallOptions::default())
+            .expect("open");
         for sizes in [&[][..], &[10, 100][..], &[4096, 3][..], &[70_000][..]] {
             let req = record(ch.context(), b"k", sizes);
             s.send(&req).expect("send");
@@ -503,7 +515,10 @@ fn a_deadline_ends_a_stream_mid_way_on_both_sides() {
         });
         // Whichever came first at the server: its own deadline or the client's cancel.
         let code = seen.hang_ended.lock().unwrap()[before];
-        assert!(matches!(code, Code::DeadlineExceeded | Code::Cancelled), "{code:?}");
+        assert!(
+            matches!(code, Code::DeadlineExceeded | Code::Cancelled),
+            "{code:?}"
+        );
     });
 }
 

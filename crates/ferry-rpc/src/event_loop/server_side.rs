@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::EventLoop;
-use super::streams::Step;
 use super::session::{Role, Session, SessionOutbox};
+use super::streams::Step;
 use crate::CallId;
 use crate::conn::Frame;
 use crate::dispatch::{refusal, run_handler, shape_refusal};
@@ -228,7 +228,12 @@ impl EventLoop {
 /// The method a call (a request, or an open when `opened`) is dispatched to, or the status it is
 /// refused with: the server is draining, no service has the method, or the call's kind does not
 /// fit the method's shape.
-pub(super) fn admit(services: &Services, draining: bool, method: u16, opened: bool) -> Result<&Entry, Status> {
+pub(super) fn admit(
+    services: &Services,
+    draining: bool,
+    method: u16,
+    opened: bool,
+) -> Result<&Entry, Status> {
     let entry = services.method(method);
     if let Some(status) = refusal(draining, entry.is_some(), method) {
         return Err(status);

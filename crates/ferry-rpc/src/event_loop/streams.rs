@@ -402,7 +402,9 @@ impl EventLoop {
     fn stream_ended(&self, served: &Served, code: Code) {
         let metrics = self.services.metrics();
         metrics.in_flight().dec();
-        metrics.method(served.info.id).record(code, served.started.elapsed());
+        metrics
+            .method(served.info.id)
+            .record(code, served.started.elapsed());
     }
 }
 
