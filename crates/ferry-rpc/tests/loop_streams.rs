@@ -35,6 +35,8 @@ const RECORDS: u16 = method_id("/ferry.test.Streams/Records");
 const ABORT: u16 = method_id("/ferry.test.Streams/Abort");
 /// Bidirectional: never ends by itself; records how it was ended.
 const HANG: u16 = method_id("/ferry.test.Streams/Hang");
+/// Bidirectional: its handler panics on a message.
+const PANICS: u16 = method_id("/ferry.test.Streams/Panics");
 /// Unary, raw echo.
 const UNARY: u16 = method_id("/ferry.test.Streams/Unary");
 
@@ -76,6 +78,7 @@ impl Service for Streams {
             info("/ferry.test.Streams/Records", true, Shape::Bidirectional),
             info("/ferry.test.Streams/Abort", false, Shape::ServerStreaming),
             info("/ferry.test.Streams/Hang", false, Shape::Bidirectional),
+            info("/ferry.test.Streams/Panics", false, Shape::Bidirectional),
             info("/ferry.test.Streams/Unary", false, Shape::Unary),
         ]
     }
@@ -103,6 +106,7 @@ impl Service for Streams {
             ECHO => Box::new(Echo::default()),
             RECORDS => Box::new(Records { seen }),
             ABORT => Box::new(Abort),
+            PANICS => Box::new(Panics),
             HANG => {
                 seen.hang_open.fetch_add(1, Ordering::SeqCst);
                 Box::new(Hang { seen })
@@ -267,6 +271,18 @@ impl StreamHandler for Abort {
         let mut trailers = Metadata::new();
         trailers.insert("x-why", "on purpose").expect("valid");
         Err(Status::new(Code::Aborted, "the handler gave up").with_metadata(trailers))
+    }
+
+    fn on_half_close(&mut self, _: &mut StreamOut<'_>) -> Result<(), Status> {
+        Ok(())
+    }
+}
+
+struct Panics;
+
+impl StreamHandler for Panics {
+    fn on_message(&mut self, _: Request<'_>, _: &mut StreamOut<'_>) -> Result<(), Status> {
+        panic!("the stream handler panics")
     }
 
     fn on_half_close(&mut self, _: &mut StreamOut<'_>) -> Result<(), Status> {
@@ -601,5 +617,25 @@ fn a_stream_nobody_reads_does_not_stall_the_others_on_its_session() {
         let got: Vec<Vec<u8>> = slow.map(|r| bytes_of(&r.expect("echo"))).collect();
         let want: Vec<Vec<u8>> = (0..slow_sent).map(|i| i.to_le_bytes().to_vec()).collect();
         assert_eq!(got, want);
+    });
+}
+
+#[test]
+fn a_message_that_does_not_decode_or_a_panic_fails_the_stream_and_the_server_goes_on() {
+    each_transport(LoopConfig::default(), |_, addr| {
+        let ch = channel(addr);
+        let mut s = ch
+            .open::<Record<'static>>(RECORDS, &CallOptions::default())
+            .expect("open");
+        s.send_payload(Payload::Bytes(&[0xff; 7])).expect("send");
+        let err = s.recv().expect("the end").expect_err("invalid");
+        assert_eq!(err.code, Code::InvalidArgument, "{err}");
+        let mut s = ch.open::<()>(PANICS, &CallOptions::default()).expect("open");
+        s.send_payload(Payload::Bytes(b"x")).expect("send");
+        let err = s.recv().expect("the end").expect_err("panicked");
+        assert_eq!(err.code, Code::Internal, "{err}");
+        assert!(err.message.contains("the stream handler panics"), "{err}");
+        let r = ch.call_payload(UNARY, Payload::Bytes(b"on")).expect("unary");
+        assert_eq!(bytes_of(&r), b"on");
     });
 }
