@@ -6,7 +6,11 @@
 //! send found the window closed ([`Unsent::Full`]) is paused: the messages that come meanwhile
 //! wait in the loop (at most a window of them) until the client grants room, when the handler
 //! gets [`on_window`](StreamHandler::on_window) and then the held messages, so a client that
-//! does not read cannot make the server buffer without bound.
+//! does not read cannot make the server buffer without bound. Over shared memory a held message
+//! keeps its block of the client's memory, and blocks are acknowledged in order: while a
+//! handler stays paused, the client's other streams go on for the transport's credits only.
+//!
+//! Streams run on the loop (foreground) whatever the method's `Mode`.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
