@@ -31,6 +31,19 @@ pub(crate) fn refusal(draining: bool, known: bool, method: u16) -> Option<Status
     }
 }
 
+/// Why a call of the wrong kind for its method is refused before a handler sees it: an open
+/// (`opened`: a stream) to a unary method, or a request to a streaming one (`UNIMPLEMENTED`,
+/// naming the method and its shape).
+pub(crate) fn wrong_shape(info: &MethodInfo, opened: bool) -> Option<Status> {
+    (info.shape.is_streaming() != opened).then(|| {
+        let called = if opened { "opened as a stream" } else { "called with one request" };
+        Status::new(
+            Code::Unimplemented,
+            format!("{} is a {:?} method, {called}", info.path, info.shape),
+        )
+    })
+}
+
 /// Validates the request against the method's type (`INVALID_ARGUMENT` if it does not decode)
 /// and runs the handler under a panic guard, its answer going to `sink`: `Ok` once the call is
 /// answered, else the status the call fails with (see [`handler_outcome`]). The response
@@ -109,6 +122,20 @@ pub(crate) fn end_call(
         }
     };
     frames.into_iter().flatten()
+}
+
+/// Ends stream `id` with OK, its handler done: the frames to send, in order, as [`end_call`]
+/// sends them: the headers the handler set (if no message took them first), its trailers, then
+/// the OK status. Nothing if the call is no longer in progress. (A stream that fails ends
+/// through `end_call`, as a unary call does.)
+pub(crate) fn finish_stream(
+    core: &mut Server,
+    id: CallId,
+    set: ResponseMetadata,
+) -> impl Iterator<Item = (Meta, Encoded)> + use<> {
+    let headers = core.headers(id, &set.headers);
+    let trailers = core.trailers(id, &set.trailers);
+    [headers, trailers, core.finish(id)].into_iter().flatten().map(raw)
 }
 
 /// A control frame's raw payload, as what is sent.

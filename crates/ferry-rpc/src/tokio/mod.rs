@@ -38,8 +38,8 @@ use crate::service::{Encoded, MethodInfo, ResponseMetadata};
 use crate::status::{Status, invalid_request};
 use crate::{CallId, Frame, ServicesError};
 
-pub use client::AsyncChannel;
-pub use server::AsyncServer;
+pub use client::{AsyncChannel, RequestSink, ResponseStream};
+pub use server::{AsyncServer, RequestStream, ResponseSink};
 
 /// Rounds of one poll of a session or a call at most (each round finds a readiness set, clears
 /// it and goes again) before it yields to other tasks.
@@ -73,6 +73,29 @@ pub trait AsyncService: 'static {
 
     /// Handles one call: the future answers with a serialized response or fails with a status.
     fn call(&self, call: AsyncCall, request: AsyncRequest<()>) -> LocalBoxFuture<Result<Encoded, Status>>;
+
+    /// Handles one streaming call (a method whose [`MethodInfo::shape`] is not unary): reads
+    /// the client's messages from `requests` (in order; `None` after the client's end) and
+    /// sends its own with `responses` (each send waits for the client's window). `Ok` ends the
+    /// stream with OK and the trailers set on `call`; `Err(status)` ends it with that status.
+    /// A client-streaming method sends one message, a server-streaming one reads one.
+    ///
+    /// If the call ends first (the client cancels, the deadline passes), `requests` yields
+    /// that status and sends fail with it; the handler's result is then dropped. The default
+    /// answers `UNIMPLEMENTED`.
+    fn stream(
+        &self,
+        call: AsyncCall,
+        requests: RequestStream<()>,
+        responses: ResponseSink,
+    ) -> LocalBoxFuture<Result<(), Status>> {
+        let _ = (requests, responses);
+        let status = Status::new(
+            crate::Code::Unimplemented,
+            format!("method {} serves no streams here", call.method()),
+        );
+        Box::pin(std::future::ready(Err(status)))
+    }
 }
 
 /// What an async handler knows about its call. Its clones share the response metadata.
