@@ -36,7 +36,11 @@ pub(crate) fn refusal(draining: bool, known: bool, method: u16) -> Option<Status
 /// naming the method and its shape).
 pub(crate) fn wrong_shape(info: &MethodInfo, opened: bool) -> Option<Status> {
     (info.shape.is_streaming() != opened).then(|| {
-        let called = if opened { "opened as a stream" } else { "called with one request" };
+        let called = if opened {
+            "opened as a stream"
+        } else {
+            "called with one request"
+        };
         Status::new(
             Code::Unimplemented,
             format!("{} is a {:?} method, {called}", info.path, info.shape),
@@ -135,7 +139,10 @@ pub(crate) fn finish_stream(
 ) -> impl Iterator<Item = (Meta, Encoded)> + use<> {
     let headers = core.headers(id, &set.headers);
     let trailers = core.trailers(id, &set.trailers);
-    [headers, trailers, core.finish(id)].into_iter().flatten().map(raw)
+    [headers, trailers, core.finish(id)]
+        .into_iter()
+        .flatten()
+        .map(raw)
 }
 
 /// A control frame's raw payload, as what is sent.

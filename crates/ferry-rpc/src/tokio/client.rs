@@ -49,7 +49,7 @@ use ::tokio::io::unix::AsyncFd;
 use ::tokio::time::Sleep;
 use ferry_buf::Pool;
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
-use ferry_wire::{Context, Limits, Outgoing};
+use ferry_wire::{Context, Limits, Message, MessageDesc, Outgoing};
 
 use crate::channel::{CallOptions, ChannelConfig, NO_OPTIONS, Response, unreachable_server};
 use crate::conn::{Conn, Frame, SHM_CHECK, TransportKind, frame_alone};
@@ -106,8 +106,14 @@ struct Slot {
 struct StreamSlot {
     /// The sink's task, waiting for the window (or the transport).
     send_waker: Option<Waker>,
-    /// Messages received, not yet taken (at most a window of them).
-    messages: VecDeque<Frame>,
+    /// Messages received, not yet taken (at most a window of them), each with what it counts
+    /// against the window.
+    messages: VecDeque<(Frame, usize)>,
+    /// The response stream waits for a message (it parked, and has not taken one since).
+    waiting: bool,
+    /// The response type, once the stream is typed (to copy a held shared-memory frame:
+    /// [`super::detach`]).
+    desc: Option<&'static MessageDesc<'static>>,
     /// The server's headers, once they arrived (empty if none came before a message or the
     /// end), until the response stream takes them.
     headers: Option<Metadata>,
@@ -168,6 +174,9 @@ struct Inner {
     lost: Option<String>,
     /// Tasks to wake once the borrow is released.
     to_wake: Vec<Waker>,
+    /// What held shared-memory frames are copied with (see [`super::detach`]).
+    ctx: Context,
+    limits: Limits,
     /// The pool TCP frames use (kept for the connection's life).
     _pool: Pool,
 }
@@ -221,6 +230,8 @@ impl AsyncChannel {
                 deadline: None,
                 lost: None,
                 to_wake: Vec::new(),
+                ctx: ctx.clone(),
+                limits: config.limits,
                 _pool: pool,
             })),
             addr,
@@ -329,7 +340,11 @@ impl AsyncChannel {
     ///
     /// Dropping the [`ResponseStream`] before its end cancels the call (the server is told);
     /// dropping the [`RequestSink`] half-closes it, as [`RequestSink::end`] does.
-    pub fn open(&self, method: u16, options: &CallOptions) -> Result<(RequestSink, ResponseStream<()>), Status> {
+    pub fn open(
+        &self,
+        method: u16,
+        options: &CallOptions,
+    ) -> Result<(RequestSink, ResponseStream<()>), Status> {
         let mut guard = self.inner.borrow_mut();
         let inner = &mut *guard;
         if inner.conn.is_none() {
@@ -628,6 +643,30 @@ impl Inner {
         }
     }
 
+    /// Notes whether a response stream waits (see [`StreamSlot::waiting`]).
+    fn set_waiting(&mut self, w: Waiter, waiting: bool) {
+        if w.sender {
+            return;
+        }
+        if let Some((_, stream)) = stream_of(&mut self.pending, w.id) {
+            stream.waiting = waiting;
+        }
+    }
+
+    /// Copies the shared-memory frames that response streams not waiting for them hold (see
+    /// [`super::detach`]).
+    fn detach_held(&mut self) {
+        if self.kind != TransportKind::Shm {
+            return;
+        }
+        let streams = self.pending.values_mut().filter_map(|s| s.stream.as_deref_mut());
+        for stream in streams.filter(|s| !s.waiting) {
+            for (frame, _) in &mut stream.messages {
+                super::detach(frame, stream.desc, &self.ctx, &self.limits);
+            }
+        }
+    }
+
     /// Where waiter `w` keeps its waker.
     fn waker_of(&mut self, w: Waiter) -> Option<&mut Option<Waker>> {
         let slot = self.pending.get_mut(&w.id)?;
@@ -639,7 +678,12 @@ impl Inner {
 
     /// Drives the connection for waiter `me` until `step` is done (see the module docs):
     /// `step` again after each drive, the waiter parked as the reader when nothing is ready.
-    fn wait<T>(&mut self, me: Waiter, cx: &mut TaskContext<'_>, mut step: impl FnMut(&mut Inner) -> Step<T>) -> Poll<T> {
+    fn wait<T>(
+        &mut self,
+        me: Waiter,
+        cx: &mut TaskContext<'_>,
+        mut step: impl FnMut(&mut Inner) -> Step<T>,
+    ) -> Poll<T> {
         for _ in 0..super::ROUNDS {
             let blocked = match step(self) {
                 Step::Done(v) => return Poll::Ready(self.rest(me, v)),
@@ -666,6 +710,7 @@ impl Inner {
     /// Waits: `me` holds the reactor registration now, and its task is woken with its news.
     fn park(&mut self, me: Waiter, cx: &mut TaskContext<'_>) {
         self.reader = Some(me);
+        self.set_waiting(me, true);
         if let Some(waker) = self.waker_of(me) {
             match waker {
                 Some(w) if w.will_wake(cx.waker()) => {}
@@ -679,6 +724,7 @@ impl Inner {
         if let Some(waker) = self.waker_of(me) {
             *waker = None;
         }
+        self.set_waiting(me, false);
         self.hand_on(me);
         v
     }
@@ -762,7 +808,8 @@ impl Inner {
             Ok(Some(ClientEvent::Message { id })) => {
                 if let Some((slot, stream)) = stream_of(&mut self.pending, id) {
                     stream.headers.get_or_insert_default();
-                    stream.messages.push_back(frame);
+                    let len = frame.window_len();
+                    stream.messages.push_back((frame, len));
                     self.to_wake.extend(slot.take());
                 }
             }
@@ -776,7 +823,6 @@ impl Inner {
             Err(e) => self.lose(&format_args!("RPC protocol: {e}")),
         }
     }
-
 
     /// Sends the backlog, flushes, drains `try_recv` until `None` (handing out what arrived),
     /// then registers with the reactor: read interest always, write interest over TCP while
@@ -819,6 +865,7 @@ impl Inner {
             // Cancels of calls the server broke.
             self.send_backlog();
         }
+        self.detach_held();
         let mut again = self.poll_deadline(cx);
         let (Some(fd), Some(conn)) = (self.fd.as_ref(), self.conn.as_mut()) else {
             return false;
@@ -891,7 +938,10 @@ impl Inner {
 }
 
 /// Stream `id`'s slot in `pending`: its waker and its stream state.
-fn stream_of(pending: &mut HashMap<CallId, Slot>, id: CallId) -> Option<(&mut Option<Waker>, &mut StreamSlot)> {
+fn stream_of(
+    pending: &mut HashMap<CallId, Slot>,
+    id: CallId,
+) -> Option<(&mut Option<Waker>, &mut StreamSlot)> {
     let slot = pending.get_mut(&id)?;
     Some((&mut slot.waker, slot.stream.as_deref_mut()?))
 }
@@ -934,8 +984,10 @@ impl RequestSink {
     /// Sends `msg` (serialize-and-send: its header segment is written into the transport, its
     /// zero-copy values are referenced) once the window has room.
     pub async fn send(&mut self, msg: &(impl Outgoing + ?Sized)) -> Result<(), Status> {
-        self.send_with(&|conn| conn.window_len(msg), &mut |conn, meta| conn.send(meta, msg))
-            .await
+        self.send_with(&|conn| conn.window_len(msg), &mut |conn, meta| {
+            conn.send(meta, msg)
+        })
+        .await
     }
 
     /// Sends a raw payload once the window has room.
@@ -1167,7 +1219,12 @@ enum Arrived {
 impl<M> ResponseStream<M> {
     /// The same stream, its messages read as `N` (what generated code does with the method's
     /// response type).
-    pub fn typed<N>(self) -> ResponseStream<N> {
+    pub fn typed<N: Message<'static>>(self) -> ResponseStream<N> {
+        if let Ok(mut inner) = self.r.inner.try_borrow_mut() {
+            if let Some((_, stream)) = stream_of(&mut inner.pending, self.r.id) {
+                stream.desc = Some(N::desc());
+            }
+        }
         ResponseStream {
             r: self.r,
             _message: PhantomData,
@@ -1246,8 +1303,8 @@ impl Responses {
             if headers.is_none() {
                 *headers = stream.headers.take();
             }
-            if let Some(frame) = stream.messages.pop_front() {
-                if let Some((meta, raw)) = inner.core.consumed(me.id, frame.window_len()) {
+            if let Some((frame, len)) = stream.messages.pop_front() {
+                if let Some((meta, raw)) = inner.core.consumed(me.id, len) {
                     inner.push_control(meta, Encoded::bytes(&raw));
                 }
                 return Step::Done(Arrived::Message(frame));
@@ -1292,7 +1349,10 @@ impl Drop for Responses {
         let Ok(mut guard) = self.inner.try_borrow_mut() else {
             return;
         };
-        let status = Status::new(Code::Cancelled, "the response stream was dropped: the call is cancelled");
+        let status = Status::new(
+            Code::Cancelled,
+            "the response stream was dropped: the call is cancelled",
+        );
         guard.cancel(self.id, status);
         guard.drop_handle(Waiter {
             id: self.id,
@@ -1316,7 +1376,10 @@ impl Inner {
 
     /// Why stream `id`'s sink can send no more: the call is over.
     fn over(&self, id: CallId) -> Status {
-        let end = self.pending.get(&id).and_then(|s| s.stream.as_ref()?.end.as_ref());
+        let end = self
+            .pending
+            .get(&id)
+            .and_then(|s| s.stream.as_ref()?.end.as_ref());
         match end {
             Some(Err(status)) => status.clone(),
             Some(Ok(_)) => Status::new(Code::FailedPrecondition, "the server has ended the stream"),

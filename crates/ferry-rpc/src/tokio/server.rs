@@ -341,8 +341,13 @@ type Answer = Result<Option<Encoded>, Status>;
 /// A stream in progress, as its session and its handler's [`RequestStream`] and
 /// [`ResponseSink`] share it.
 struct ServerStream {
-    /// Messages received and not yet taken by the handler (at most a window of them).
-    inbox: VecDeque<Frame>,
+    /// Messages received and not yet taken by the handler (at most a window of them), each
+    /// with what it counts against the window.
+    inbox: VecDeque<(Frame, usize)>,
+    /// The handler waits for a message (it polled and found none, and has not taken one since).
+    waiting: bool,
+    /// The method's request type (to copy a held shared-memory frame: [`super::detach`]).
+    desc: Option<&'static ferry_wire::MessageDesc<'static>>,
     /// The client sent its end (after what the inbox holds).
     half_closed: bool,
     /// Why the call ended before its handler did (cancelled, deadline, broken by the client):
@@ -404,6 +409,7 @@ impl Session {
             let mut more = false;
             if self.backlog.is_empty() {
                 more = self.read(now)?;
+                self.detach_held();
                 // Again after reading: a `JoinSet` polled while empty keeps no waker, so the
                 // first handler started here would end unnoticed.
                 while let Poll::Ready(Some(done)) = self.handlers.poll_join_next_with_id(cx) {
@@ -525,7 +531,9 @@ impl Session {
             Ok(None) => Ok(()),
             Ok(Some(Event::Refused { meta, payload, .. })) => self.transmit(meta, Encoded::from_vec(payload)),
             Ok(Some(Event::Cancelled { id })) => {
-                self.stop(id, || Status::new(Code::Cancelled, "the client cancelled the call"));
+                self.stop(id, || {
+                    Status::new(Code::Cancelled, "the client cancelled the call")
+                });
                 Ok(())
             }
             Ok(Some(Event::Request {
@@ -541,12 +549,15 @@ impl Session {
                 metadata,
             })) => self.start(id, method, deadline, metadata, None),
             Ok(Some(Event::Aborted { id, meta, payload })) => {
-                self.stop(id, || Status::new(Code::Internal, "the client broke the stream's rules"));
+                self.stop(id, || {
+                    Status::new(Code::Internal, "the client broke the stream's rules")
+                });
                 self.transmit(meta, Encoded::from_vec(payload))
             }
             Ok(Some(Event::Message { id })) => {
                 if let Some(stream) = self.streams.get_mut(&id) {
-                    stream.inbox.push_back(frame);
+                    let len = frame.window_len();
+                    stream.inbox.push_back((frame, len));
                     stream.recv_waker.take().map(Waker::wake);
                 }
                 Ok(())
@@ -615,6 +626,8 @@ impl Session {
                     id,
                     ServerStream {
                         inbox: VecDeque::new(),
+                        waiting: false,
+                        desc: info.request,
                         half_closed: false,
                         failed: None,
                         recv_waker: None,
@@ -707,7 +720,9 @@ impl Session {
     /// `DEADLINE_EXCEEDED`.
     fn expire(&mut self, now: Instant) -> Result<(), Closed> {
         for (id, meta, payload) in self.core.expire(now) {
-            self.stop(id, || Status::new(Code::DeadlineExceeded, "deadline exceeded (server)"));
+            self.stop(id, || {
+                Status::new(Code::DeadlineExceeded, "deadline exceeded (server)")
+            });
             self.transmit(meta, Encoded::from_vec(payload))?;
         }
         Ok(())
@@ -839,7 +854,10 @@ fn session_closed() -> Status {
 
 /// The status of a stream's handle used after its handler ended.
 fn stream_over() -> Status {
-    Status::new(Code::FailedPrecondition, "the stream has ended: its handler returned")
+    Status::new(
+        Code::FailedPrecondition,
+        "the stream has ended: its handler returned",
+    )
 }
 
 impl<M> RequestStream<M> {
@@ -914,8 +932,10 @@ impl ResponseSink {
     /// Sends `msg` (serialize-and-send: its header segment is written into the transport, its
     /// zero-copy values are referenced), once the window has room.
     pub async fn send(&mut self, msg: &(impl Outgoing + ?Sized)) -> Result<(), Status> {
-        self.send_with(&|conn| conn.window_len(msg), &mut |conn, meta| conn.send(meta, msg))
-            .await
+        self.send_with(&|conn| conn.window_len(msg), &mut |conn, meta| {
+            conn.send(meta, msg)
+        })
+        .await
     }
 
     /// Sends a raw payload, once the window has room.
@@ -937,7 +957,9 @@ impl ResponseSink {
         };
         poll_fn(|cx| match sending.session.upgrade() {
             None => Poll::Ready(Err(session_closed())),
-            Some(session) => session.borrow_mut().send(sending.id, &mut sending.owed, cx, len, send),
+            Some(session) => session
+                .borrow_mut()
+                .send(sending.id, &mut sending.owed, cx, len, send),
         })
         .await
     }
@@ -958,8 +980,12 @@ impl Drop for Sending<'_> {
         if self.owed.is_none() {
             return;
         }
-        let Some(session) = self.session.upgrade() else { return };
-        let Ok(mut session) = session.try_borrow_mut() else { return };
+        let Some(session) = self.session.upgrade() else {
+            return;
+        };
+        let Ok(mut session) = session.try_borrow_mut() else {
+            return;
+        };
         let status = Status::new(
             Code::Internal,
             "the handler dropped a send before the transport took its message",
@@ -978,14 +1004,16 @@ impl Session {
         if let Some(status) = &stream.failed {
             return Poll::Ready(Err(status.clone()));
         }
-        let Some(frame) = stream.inbox.pop_front() else {
+        let Some((frame, len)) = stream.inbox.pop_front() else {
             if stream.half_closed {
                 return Poll::Ready(Ok(None));
             }
             stream.recv_waker = Some(cx.waker().clone());
+            stream.waiting = true;
             return Poll::Pending;
         };
-        if let Some((meta, raw)) = self.core.consumed(id, frame.window_len()) {
+        stream.waiting = false;
+        if let Some((meta, raw)) = self.core.consumed(id, len) {
             self.queue(meta, Encoded::bytes(&raw));
         }
         Poll::Ready(Ok(Some(frame)))
@@ -1024,11 +1052,6 @@ impl Session {
                     return Poll::Pending;
                 }
                 let headers = std::mem::take(&mut stream.metadata.response.borrow_mut().headers);
-                let meta = match self.core.send(id, len(&self.conn)) {
-                    Ok(meta) => meta,
-                    Err(_) => unreachable!("the window has room for stream {id}"),
-                };
-                *owed = Some(meta);
                 if let Some((meta, raw)) = self.core.headers(id, &headers) {
                     self.queue(meta, Encoded::from_vec(raw));
                     if !self.backlog.is_empty() {
@@ -1036,6 +1059,11 @@ impl Session {
                         return Poll::Pending;
                     }
                 }
+                let meta = match self.core.send(id, len(&self.conn)) {
+                    Ok(meta) => meta,
+                    Err(_) => unreachable!("the window has room for stream {id}"),
+                };
+                *owed = Some(meta);
                 meta
             }
         };
@@ -1083,6 +1111,20 @@ impl Session {
             self.broken = true;
         }
         self.wake();
+    }
+
+    /// Copies the shared-memory frames that handlers not waiting for them hold (see
+    /// [`super::detach`]).
+    fn detach_held(&mut self) {
+        if self.kind != TransportKind::Shm {
+            return;
+        }
+        let limits = self.shared.config.limits;
+        for stream in self.streams.values_mut().filter(|s| !s.waiting) {
+            for (frame, _) in &mut stream.inbox {
+                super::detach(frame, stream.desc, &self.ctx, &limits);
+            }
+        }
     }
 
     /// Wakes the session's task (to flush what a handle queued, or to close).
