@@ -35,8 +35,11 @@
 //!
 //! Streams (client-, server- and bidirectional streaming) are in the sans-IO core
 //! ([`session`], [`wire`]): opens, messages both ways, half-close, per-stream windows. The
-//! drivers do not serve them yet: an open is answered `UNIMPLEMENTED`, and the generator
-//! refuses streaming methods, naming them.
+//! [`tokio`] driver serves and calls them (`AsyncChannel::open`, `AsyncService::stream`:
+//! `Stream` in, `Stream` out, as tonic does); the event loop and the blocking channel do not
+//! yet (an open is answered `UNIMPLEMENTED`), and the generator refuses streaming methods,
+//! naming them. Every server refuses a call of the wrong shape for its method (an open of a
+//! unary method, a request to a streaming one) with `UNIMPLEMENTED`.
 //!
 //! What it is not: TLS, a load balancer or name resolver.
 

@@ -8,7 +8,6 @@
 
 #[macro_use]
 mod tokio_support;
-#[allow(dead_code)]
 mod common;
 
 use std::future::{Future, poll_fn};

@@ -3,7 +3,8 @@
 //!
 //! # Who drives the connection
 //!
-//! No task of its own: whichever call future is polled drives the connection for every call.
+//! No task of its own: whichever call future (or stream handle, below) is polled drives the
+//! connection for every call.
 //! A poll sends what it can of its own call, flushes, drains `try_recv` until `None` (which
 //! arms the shared-memory doorbell), hands each outcome to the call it belongs to (waking that
 //! call's task), and registers read interest (and, over TCP, write interest while frames wait)
@@ -33,6 +34,24 @@
 //! doorbell that the drain armed) and retries. Nothing is queued beyond the transport's own
 //! bounded buffers; the request window ([`ClientConfig::window`](crate::session::ClientConfig))
 //! bounds the calls, and so the responses to read.
+//!
+//! # Streams
+//!
+//! [`AsyncChannel::open`] returns a [`RequestSink`] and a [`ResponseStream`], `'static` handles
+//! on the same state (they can go to tasks of their own). Each is a waiter like a call future:
+//! whichever is polled drives the connection, parks as the reader when it has nothing, and
+//! hands the registration on when it stops waiting: when it resolves, not only when it is
+//! dropped, since a stream's handle lives on between its waits. What arrives for a stream is
+//! buffered in its slot (messages, headers, its end) whoever reads it, so a stream nobody reads
+//! stops no other call: its server is held by the window (at most a window of messages wait
+//! here). Over shared memory a held frame would hold the server's blocks (they are
+//! acknowledged in order), so the frames of a response stream that is not waiting are copied
+//! into this side's pool.
+//!
+//! A send takes its place in the window (or waits for a `Window` event), then goes to the
+//! transport after whatever the backlog holds (open, end, window and cancel frames, in order),
+//! and resolves once the transport has written it. Deadlines, of calls and streams alike, are
+//! one timer, the earliest's, polled by the reader.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};

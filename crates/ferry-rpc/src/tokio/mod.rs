@@ -17,6 +17,13 @@
 //!   connection for all of them, and hands the reactor registration on when it ends.
 //! - [`AsyncServer`]: a task per session and a task per call (aborted on cancellation or
 //!   deadline); a session whose answers back up stops reading requests.
+//!
+//! Streams, as tonic has them (`Stream` in, `Stream` out), for the three streaming shapes:
+//! [`AsyncChannel::open`] gives a [`RequestSink`] (`send`, `end`) and a [`ResponseStream`] (a
+//! `futures_core::Stream` of [`Response`](crate::Response)s, then its trailers or the failure
+//! status); [`AsyncService::stream`] gets a [`RequestStream`] (of [`AsyncRequest`]s) and a
+//! [`ResponseSink`], and its result ends the stream. Every message is a Ferry message read in
+//! place; each direction has a window, and a send waits for it.
 
 mod client;
 mod server;

@@ -13,10 +13,26 @@
 //! 3. hands the answers waiting in its backlog to the transport;
 //! 4. if the backlog is empty, reads up to `frames_per_turn` frames (`try_recv`, which arms the
 //!    shared-memory doorbell when it finds none): requests start handler tasks (or are refused:
-//!    `UNAVAILABLE` while draining, `UNIMPLEMENTED`, `RESOURCE_EXHAUSTED` at the session's
-//!    bound), cancel frames abort them;
+//!    `UNAVAILABLE` while draining, `UNIMPLEMENTED` (unknown method, or a call of the wrong
+//!    shape), `RESOURCE_EXHAUSTED` at the session's bound), cancel frames abort them (a
+//!    stream's handles fail instead), a stream's frames go to its handles;
 //! 5. flushes, then registers for what it waits on: readable, writable (TCP, while answers
 //!    wait), a 1 ms retry (shared memory, while answers wait for credits), the next deadline.
+//!
+//! # Streams
+//!
+//! An open of a streaming method starts [`AsyncService::stream`](super::AsyncService::stream)'s
+//! task with a [`RequestStream`] and a [`ResponseSink`]: handles on the session (it sits in an
+//! `Rc<RefCell<_>>`, which they reach when their task runs, never while the session's task
+//! holds it). The session buffers each stream's messages as they come (at most a window:
+//! reading never stops for a slow handler; over shared memory the frames of a handler that
+//! is not waiting for them are copied, see `detach`), and wakes the handler's waits on
+//! messages, the client's end and its window grants. A send writes its message into the
+//! transport from the handler's task (a Ferry message as it is, serialize-and-send) once the
+//! window has room and the backlog is empty; the session flushes. When the call ends first
+//! (cancel, deadline, a broken stream) the handles fail with its status and the handler,
+//! not aborted, sees it; its answer is dropped. Every stream ends through `dispatch`
+//! (`finish_stream`, `end_call`).
 //!
 //! # Backpressure
 //!
@@ -558,20 +574,20 @@ impl Session {
                 if let Some(stream) = self.streams.get_mut(&id) {
                     let len = frame.window_len();
                     stream.inbox.push_back((frame, len));
-                    stream.recv_waker.take().map(Waker::wake);
+                    wake(&mut stream.recv_waker);
                 }
                 Ok(())
             }
             Ok(Some(Event::HalfClosed { id })) => {
                 if let Some(stream) = self.streams.get_mut(&id) {
                     stream.half_closed = true;
-                    stream.recv_waker.take().map(Waker::wake);
+                    wake(&mut stream.recv_waker);
                 }
                 Ok(())
             }
             Ok(Some(Event::Window { id })) => {
                 if let Some(stream) = self.streams.get_mut(&id) {
-                    stream.send_waker.take().map(Waker::wake);
+                    wake(&mut stream.send_waker);
                 }
                 Ok(())
             }
@@ -711,8 +727,8 @@ impl Session {
         }
         if let Some(stream) = self.streams.get_mut(&id) {
             stream.failed = Some(why());
-            stream.recv_waker.take().map(Waker::wake);
-            stream.send_waker.take().map(Waker::wake);
+            wake(&mut stream.recv_waker);
+            wake(&mut stream.send_waker);
         }
     }
 
@@ -808,8 +824,8 @@ impl Drop for Session {
         // Tasks waiting on a stream's handles (a handler's own are aborted) find it gone.
         self.senders.drain(..).for_each(Waker::wake);
         for stream in self.streams.values_mut() {
-            stream.recv_waker.take().map(Waker::wake);
-            stream.send_waker.take().map(Waker::wake);
+            wake(&mut stream.recv_waker);
+            wake(&mut stream.send_waker);
         }
     }
 }
@@ -844,6 +860,13 @@ impl<M> std::fmt::Debug for RequestStream<M> {
         f.debug_struct("RequestStream")
             .field("id", &self.id)
             .finish_non_exhaustive()
+    }
+}
+
+/// Wakes the task a slot holds, if any.
+fn wake(slot: &mut Option<Waker>) {
+    if let Some(w) = slot.take() {
+        w.wake();
     }
 }
 
