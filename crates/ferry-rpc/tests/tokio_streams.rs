@@ -261,6 +261,30 @@ fn start(t: Transport, config: LoopConfig) -> (ServerThread, Arc<Seen>) {
     (server, seen)
 }
 
+/// [`serve_with`] the default configuration and room for 8 calls in flight.
+fn with_server<F, T>(what: &'static str, t: Transport, test: F)
+where
+    F: FnOnce(Rc<AsyncChannel>, Arc<Seen>) -> T + Send + 'static,
+    T: Future<Output = ()>,
+{
+    serve_with(what, t, LoopConfig::default(), 8, test);
+}
+
+/// Runs `test` under a time bound, with a server of [`Streams`] on `t` (with `config`) and a
+/// channel to it with room for `window` calls in flight.
+fn serve_with<F, T>(what: &'static str, t: Transport, config: LoopConfig, window: usize, test: F)
+where
+    F: FnOnce(Rc<AsyncChannel>, Arc<Seen>) -> T + Send + 'static,
+    T: Future<Output = ()>,
+{
+    within(what, 60, move || {
+        let (server, seen) = start(t, config);
+        let addr = server.addr.clone();
+        local_runtime(async move { test(Rc::new(channel(&addr, window).await), seen).await });
+        server.stop();
+    });
+}
+
 /// A channel with room for `window` calls in flight.
 async fn channel(addr: &str, window: usize) -> AsyncChannel {
     let mut config = ChannelConfig::default();
@@ -278,6 +302,23 @@ async fn drain(responses: &mut ResponseStream<()>) -> (Vec<String>, Result<(), S
             Err(status) => return (got, Err(status)),
         }
     }
+}
+
+/// Opens ECHO, sends `n` records one at a time (the `i`th with fields of `sizes(i)`, its key
+/// tagged `tag`), checks each answer, then ends and checks the OK end.
+async fn ping_pong(chan: &AsyncChannel, tag: &str, n: usize, sizes: impl Fn(usize) -> Vec<usize>) {
+    let (mut sink, responses) = chan.open(ECHO, &CallOptions::default()).expect("open");
+    let mut responses = responses.typed::<Record<'static>>();
+    for i in 0..n {
+        let (key, sizes) = (format!("{tag} message {i}"), sizes(i));
+        sink.send(&record(chan.context(), key.as_bytes(), &sizes))
+            .await
+            .expect("send");
+        let answer = responses.message().await.expect("answer").expect("a message");
+        check_record(&answer.view().expect("a Record"), key.as_bytes(), &sizes);
+    }
+    sink.end().await.expect("end");
+    assert!(responses.message().await.expect("OK").is_none());
 }
 
 fn numbers(n: usize) -> Vec<String> {
@@ -299,138 +340,99 @@ both!(
 );
 
 fn client_streaming_joins_the_requests_in_order(t: Transport) {
-    within("client streaming", 30, move || {
-        let (server, _) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            // More than a window of messages: grants come back as the handler reads.
-            let n = 3 * STREAM_WINDOW_MESSAGES as usize;
-            let (mut sink, mut responses) = chan.open(JOIN, &CallOptions::default()).expect("open");
-            for i in 0..n {
-                sink.send_payload(Payload::Bytes(i.to_string().as_bytes()))
-                    .await
-                    .expect("send");
-            }
-            sink.end().await.expect("end");
-            let (got, end) = drain(&mut responses).await;
-            end.expect("OK");
-            assert_eq!(got, [numbers(n).join(",")]);
-            assert_eq!(responses.trailers(), Some(&Metadata::new()));
-        });
-        server.stop();
+    with_server("client streaming", t, |chan, _| async move {
+        // More than a window of messages: grants come back as the handler reads.
+        let n = 3 * STREAM_WINDOW_MESSAGES as usize;
+        let (mut sink, mut responses) = chan.open(JOIN, &CallOptions::default()).expect("open");
+        for i in 0..n {
+            sink.send_payload(Payload::Bytes(i.to_string().as_bytes()))
+                .await
+                .expect("send");
+        }
+        sink.end().await.expect("end");
+        let (got, end) = drain(&mut responses).await;
+        end.expect("OK");
+        assert_eq!(got, [numbers(n).join(",")]);
+        assert_eq!(responses.trailers(), Some(&Metadata::new()));
     });
 }
 
 fn server_streaming_sends_headers_messages_and_trailers(t: Transport) {
-    within("server streaming", 30, move || {
-        let (server, _) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            let n = 5 * STREAM_WINDOW_MESSAGES as usize;
-            let (mut sink, mut responses) = chan.open(COUNT, &CallOptions::default()).expect("open");
-            sink.send_payload(Payload::Bytes(n.to_string().as_bytes()))
-                .await
-                .expect("send");
-            drop(sink); // half-closes
-            let headers = responses.headers().await;
-            assert_eq!(headers.get("x-count"), Some(n.to_string().as_bytes()));
-            assert_eq!(responses.trailers(), None, "not before the end");
-            let (got, end) = drain(&mut responses).await;
-            end.expect("OK");
-            assert_eq!(got, numbers(n));
-            assert_eq!(
-                responses.trailers().and_then(|t| t.get("x-done")),
-                Some(&b"yes"[..])
-            );
-            // Fused after its end; the channel goes on.
-            assert!(responses.message().await.expect("fused").is_none());
-            let echo = chan
-                .call_payload(UNARY, Payload::Bytes(b"after"))
-                .await
-                .expect("unary");
-            assert_eq!(echo.frame().bytes(), Some(&b"after"[..]));
-        });
-        server.stop();
+    with_server("server streaming", t, |chan, _| async move {
+        let n = 5 * STREAM_WINDOW_MESSAGES as usize;
+        let (mut sink, mut responses) = chan.open(COUNT, &CallOptions::default()).expect("open");
+        sink.send_payload(Payload::Bytes(n.to_string().as_bytes()))
+            .await
+            .expect("send");
+        drop(sink); // half-closes
+        let headers = responses.headers().await;
+        assert_eq!(headers.get("x-count"), Some(n.to_string().as_bytes()));
+        assert_eq!(responses.trailers(), None, "not before the end");
+        let (got, end) = drain(&mut responses).await;
+        end.expect("OK");
+        assert_eq!(got, numbers(n));
+        assert_eq!(
+            responses.trailers().and_then(|t| t.get("x-done")),
+            Some(&b"yes"[..])
+        );
+        // Fused after its end; the channel goes on.
+        assert!(responses.message().await.expect("fused").is_none());
+        let echo = chan
+            .call_payload(UNARY, Payload::Bytes(b"after"))
+            .await
+            .expect("unary");
+        assert_eq!(echo.frame().bytes(), Some(&b"after"[..]));
     });
 }
 
 fn server_failure_mid_stream_carries_trailers_and_fails_the_sink(t: Transport) {
-    within("server failure", 30, move || {
-        let (server, _) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            let (mut sink, mut responses) = chan.open(COUNT, &CallOptions::default()).expect("open");
-            sink.send_payload(Payload::Bytes(b"fail")).await.expect("send");
-            let (got, end) = drain(&mut responses).await;
-            assert_eq!(got, numbers(2));
-            let status = end.expect_err("the handler failed");
-            assert_eq!(status.code, Code::Aborted, "{status}");
-            assert_eq!(status.metadata.get("x-why"), Some(&b"asked"[..]));
-            assert_eq!(responses.headers().await.get("x-count"), Some(&b"fail"[..]));
-            let late = sink
-                .send_payload(Payload::Bytes(b"late"))
-                .await
-                .expect_err("over");
-            assert_eq!(late.code, Code::Aborted, "{late}");
-        });
-        server.stop();
+    with_server("server failure", t, |chan, _| async move {
+        let (mut sink, mut responses) = chan.open(COUNT, &CallOptions::default()).expect("open");
+        sink.send_payload(Payload::Bytes(b"fail")).await.expect("send");
+        let (got, end) = drain(&mut responses).await;
+        assert_eq!(got, numbers(2));
+        let status = end.expect_err("the handler failed");
+        assert_eq!(status.code, Code::Aborted, "{status}");
+        assert_eq!(status.metadata.get("x-why"), Some(&b"asked"[..]));
+        assert_eq!(responses.headers().await.get("x-count"), Some(&b"fail"[..]));
+        let late = sink
+            .send_payload(Payload::Bytes(b"late"))
+            .await
+            .expect_err("over");
+        assert_eq!(late.code, Code::Aborted, "{late}");
     });
 }
 
 fn bidirectional_echoes_ferry_messages_read_in_place(t: Transport) {
-    within("bidirectional", 30, move || {
-        let (server, _) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            let (mut sink, responses) = chan.open(ECHO, &CallOptions::default()).expect("open");
-            let mut responses = responses.typed::<Record<'static>>();
-            // Ping-pong, with fields large enough to go by reference (pool memory).
-            for i in 0..3 * STREAM_WINDOW_MESSAGES as usize {
-                let key = format!("key {i}");
-                let sizes = [i % 7, 600 + i, 40_000];
-                sink.send(&record(chan.context(), key.as_bytes(), &sizes))
-                    .await
-                    .expect("send");
-                let answer = responses.message().await.expect("answer").expect("a message");
-                check_record(&answer.view().expect("a Record"), key.as_bytes(), &sizes);
-            }
-            sink.end().await.expect("end");
-            assert!(responses.message().await.expect("OK").is_none());
-        });
-        server.stop();
+    with_server("bidirectional", t, |chan, _| async move {
+        // Fields large enough to go by reference (pool memory).
+        ping_pong(&chan, "", 3 * STREAM_WINDOW_MESSAGES as usize, |i| {
+            vec![i % 7, 600 + i, 40_000]
+        })
+        .await;
     });
 }
 
 fn shape_mismatches_and_unserved_streams_are_unimplemented(t: Transport) {
-    within("shapes", 30, move || {
-        let (server, _) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            let (_sink, mut responses) = chan.open(UNARY, &CallOptions::default()).expect("open");
-            let status = responses.message().await.expect_err("a unary method");
-            assert_eq!(status.code, Code::Unimplemented, "{status}");
-            assert!(status.message.contains("/ferry.test.Streams/Unary"), "{status}");
-            let status = chan
-                .call_payload(COUNT, Payload::Bytes(b"1"))
-                .await
-                .expect_err("a stream");
-            assert_eq!(status.code, Code::Unimplemented, "{status}");
-            assert!(status.message.contains("ServerStreaming"), "{status}");
-            let (_sink, mut responses) = chan.open(NOT_SERVED, &CallOptions::default()).expect("open");
-            let status = responses.message().await.expect_err("not served");
-            assert_eq!(status.code, Code::Unimplemented, "{status}");
-            let (_sink, mut responses) = chan
-                .open(method_id("/no.Such/Method"), &CallOptions::default())
-                .expect("open");
-            let status = responses.message().await.expect_err("no such method");
-            assert_eq!(status.code, Code::Unimplemented, "{status}");
-        });
-        server.stop();
+    with_server("shapes", t, |chan, _| async move {
+        let (_sink, mut responses) = chan.open(UNARY, &CallOptions::default()).expect("open");
+        let status = responses.message().await.expect_err("a unary method");
+        assert_eq!(status.code, Code::Unimplemented, "{status}");
+        assert!(status.message.contains("/ferry.test.Streams/Unary"), "{status}");
+        let status = chan
+            .call_payload(COUNT, Payload::Bytes(b"1"))
+            .await
+            .expect_err("a stream");
+        assert_eq!(status.code, Code::Unimplemented, "{status}");
+        assert!(status.message.contains("ServerStreaming"), "{status}");
+        let (_sink, mut responses) = chan.open(NOT_SERVED, &CallOptions::default()).expect("open");
+        let status = responses.message().await.expect_err("not served");
+        assert_eq!(status.code, Code::Unimplemented, "{status}");
+        let (_sink, mut responses) = chan
+            .open(method_id("/no.Such/Method"), &CallOptions::default())
+            .expect("open");
+        let status = responses.message().await.expect_err("no such method");
+        assert_eq!(status.code, Code::Unimplemented, "{status}");
     });
 }
 
@@ -438,169 +440,139 @@ fn shape_mismatches_and_unserved_streams_are_unimplemented(t: Transport) {
 /// right after one window, and stays so while the client's channel serves other calls (which
 /// read the connection); then the client reads all, in order.
 fn a_reader_that_does_not_read_blocks_the_sender_at_the_window(t: Transport) {
-    within("slow reader", 30, move || {
-        let (server, seen) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            let (sink, mut responses) = chan.open(FLOOD, &CallOptions::default()).expect("open");
-            drop(sink);
-            let window = STREAM_WINDOW_MESSAGES as usize;
-            // Unary calls drive the connection meanwhile: the stream's messages arrive and wait.
-            while seen.flood_blocked_at.load(Ordering::SeqCst) == usize::MAX {
-                chan.call_payload(UNARY, Payload::Bytes(b"x"))
-                    .await
-                    .expect("unary");
-            }
-            assert_eq!(seen.flood_blocked_at.load(Ordering::SeqCst), window);
-            for _ in 0..20 {
-                chan.call_payload(UNARY, Payload::Bytes(b"x"))
-                    .await
-                    .expect("unary");
-            }
-            assert_eq!(
-                seen.flood_sent.load(Ordering::SeqCst),
-                window,
-                "sent past the window"
-            );
-            let (got, end) = drain(&mut responses).await;
-            end.expect("OK");
-            let want: Vec<String> = (0..10 * window).map(|i| format!("{i:08}").repeat(16)).collect();
-            assert_eq!(got, want);
-        });
-        server.stop();
+    with_server("slow reader", t, |chan, seen| async move {
+        let (sink, mut responses) = chan.open(FLOOD, &CallOptions::default()).expect("open");
+        drop(sink);
+        let window = STREAM_WINDOW_MESSAGES as usize;
+        // Unary calls drive the connection meanwhile: the stream's messages arrive and wait.
+        while seen.flood_blocked_at.load(Ordering::SeqCst) == usize::MAX {
+            chan.call_payload(UNARY, Payload::Bytes(b"x"))
+                .await
+                .expect("unary");
+        }
+        assert_eq!(seen.flood_blocked_at.load(Ordering::SeqCst), window);
+        for _ in 0..20 {
+            chan.call_payload(UNARY, Payload::Bytes(b"x"))
+                .await
+                .expect("unary");
+        }
+        assert_eq!(
+            seen.flood_sent.load(Ordering::SeqCst),
+            window,
+            "sent past the window"
+        );
+        let (got, end) = drain(&mut responses).await;
+        end.expect("OK");
+        let want: Vec<String> = (0..10 * window).map(|i| format!("{i:08}").repeat(16)).collect();
+        assert_eq!(got, want);
     });
 }
 
 /// The handler reads nothing: the client's send is found pending right after one window, and
 /// goes on once the handler reads.
 fn a_server_that_does_not_read_blocks_the_client_at_the_window(t: Transport) {
-    within("slow server", 30, move || {
-        let (server, seen) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            let (mut sink, mut responses) = chan.open(HOLD, &CallOptions::default()).expect("open");
-            let window = STREAM_WINDOW_MESSAGES as usize;
-            let mut blocked_at = None;
-            for i in 0..3 * window {
-                let mut send = pin!(sink.send_payload(Payload::Bytes(b"m")));
-                if let Poll::Ready(sent) = poll_once(&mut send).await {
-                    sent.expect("send");
-                    continue;
-                }
-                blocked_at.get_or_insert(i);
-                seen.release.store(true, Ordering::SeqCst);
-                send.await.expect("send");
+    with_server("slow server", t, |chan, seen| async move {
+        let (mut sink, mut responses) = chan.open(HOLD, &CallOptions::default()).expect("open");
+        let window = STREAM_WINDOW_MESSAGES as usize;
+        let mut blocked_at = None;
+        for i in 0..3 * window {
+            let mut send = pin!(sink.send_payload(Payload::Bytes(b"m")));
+            if let Poll::Ready(sent) = poll_once(&mut send).await {
+                sent.expect("send");
+                continue;
             }
-            assert_eq!(blocked_at, Some(window));
-            sink.end().await.expect("end");
-            let (got, end) = drain(&mut responses).await;
-            end.expect("OK");
-            assert_eq!(got, [(3 * window).to_string()]);
-        });
-        server.stop();
+            blocked_at.get_or_insert(i);
+            seen.release.store(true, Ordering::SeqCst);
+            send.await.expect("send");
+        }
+        assert_eq!(blocked_at, Some(window));
+        sink.end().await.expect("end");
+        let (got, end) = drain(&mut responses).await;
+        end.expect("OK");
+        assert_eq!(got, [(3 * window).to_string()]);
     });
 }
 
 fn dropping_the_response_stream_cancels_the_handler(t: Transport) {
-    within("client cancels", 30, move || {
-        let (server, seen) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            let (mut sink, mut responses) = chan.open(WAIT, &CallOptions::default()).expect("open");
-            let first = responses.message().await.expect("first").expect("a message");
-            assert_eq!(first.frame().bytes(), Some(&b"first"[..]));
-            drop(responses);
-            let status = sink
-                .send_payload(Payload::Bytes(b"x"))
-                .await
-                .expect_err("cancelled");
-            assert_eq!(status.code, Code::Cancelled, "{status}");
-            // The handler sees it; the channel serves the next call.
-            let echo = chan
-                .call_payload(UNARY, Payload::Bytes(b"next"))
-                .await
-                .expect("unary");
-            assert_eq!(echo.frame().bytes(), Some(&b"next"[..]));
-            eventually("the handler sees the cancellation", || {
-                seen.wait_send.lock().unwrap().is_some()
-            })
-            .await;
-            assert_eq!(*seen.wait_recv.lock().unwrap(), Some(Code::Cancelled));
-            assert_eq!(*seen.wait_send.lock().unwrap(), Some(Code::Cancelled));
-        });
-        server.stop();
+    with_server("client cancels", t, |chan, seen| async move {
+        let (mut sink, mut responses) = chan.open(WAIT, &CallOptions::default()).expect("open");
+        let first = responses.message().await.expect("first").expect("a message");
+        assert_eq!(first.frame().bytes(), Some(&b"first"[..]));
+        drop(responses);
+        let status = sink
+            .send_payload(Payload::Bytes(b"x"))
+            .await
+            .expect_err("cancelled");
+        assert_eq!(status.code, Code::Cancelled, "{status}");
+        // The handler sees it; the channel serves the next call.
+        let echo = chan
+            .call_payload(UNARY, Payload::Bytes(b"next"))
+            .await
+            .expect("unary");
+        assert_eq!(echo.frame().bytes(), Some(&b"next"[..]));
+        eventually("the handler sees the cancellation", || {
+            seen.wait_send.lock().unwrap().is_some()
+        })
+        .await;
+        assert_eq!(*seen.wait_recv.lock().unwrap(), Some(Code::Cancelled));
+        assert_eq!(*seen.wait_send.lock().unwrap(), Some(Code::Cancelled));
     });
 }
 
 fn a_deadline_mid_stream_ends_both_sides(t: Transport) {
-    within("deadline", 30, move || {
-        let (server, seen) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            let options = CallOptions {
-                timeout: Some(Duration::from_millis(300)),
-                ..CallOptions::default()
-            };
-            let (mut sink, mut responses) = chan.open(WAIT, &options).expect("open");
-            let first = responses.message().await.expect("first").expect("a message");
-            assert_eq!(first.frame().bytes(), Some(&b"first"[..]));
-            let status = responses.message().await.expect_err("expired");
-            assert_eq!(status.code, Code::DeadlineExceeded, "{status}");
-            let status = sink
-                .send_payload(Payload::Bytes(b"x"))
-                .await
-                .expect_err("expired");
-            assert_eq!(status.code, Code::DeadlineExceeded, "{status}");
-            eventually("the handler sees the end", || {
-                seen.wait_send.lock().unwrap().is_some()
-            })
-            .await;
-            // The server's own clock, or the client's cancel, whichever reached it first.
-            let ended = [Some(Code::DeadlineExceeded), Some(Code::Cancelled)];
-            assert!(ended.contains(&*seen.wait_recv.lock().unwrap()), "{seen:?}");
-            assert_eq!(*seen.wait_send.lock().unwrap(), *seen.wait_recv.lock().unwrap());
-        });
-        server.stop();
+    with_server("deadline", t, |chan, seen| async move {
+        let options = CallOptions {
+            timeout: Some(Duration::from_millis(300)),
+            ..CallOptions::default()
+        };
+        let (mut sink, mut responses) = chan.open(WAIT, &options).expect("open");
+        let first = responses.message().await.expect("first").expect("a message");
+        assert_eq!(first.frame().bytes(), Some(&b"first"[..]));
+        let status = responses.message().await.expect_err("expired");
+        assert_eq!(status.code, Code::DeadlineExceeded, "{status}");
+        let status = sink
+            .send_payload(Payload::Bytes(b"x"))
+            .await
+            .expect_err("expired");
+        assert_eq!(status.code, Code::DeadlineExceeded, "{status}");
+        eventually("the handler sees the end", || {
+            seen.wait_send.lock().unwrap().is_some()
+        })
+        .await;
+        // The server's own clock, or the client's cancel, whichever reached it first.
+        let ended = [Some(Code::DeadlineExceeded), Some(Code::Cancelled)];
+        assert!(ended.contains(&*seen.wait_recv.lock().unwrap()), "{seen:?}");
+        assert_eq!(*seen.wait_send.lock().unwrap(), *seen.wait_recv.lock().unwrap());
     });
 }
 
 fn opening_past_max_in_flight_is_resource_exhausted(t: Transport) {
-    within("max in flight", 30, move || {
-        let mut config = LoopConfig::default();
-        config.server.max_in_flight = 2;
-        let (server, seen) = start(t, config);
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = channel(&addr, 8).await;
-            let mut open = Vec::new();
-            for _ in 0..2 {
-                let (sink, mut responses) = chan.open(WAIT, &CallOptions::default()).expect("open");
-                assert!(responses.message().await.expect("first").is_some());
-                open.push((sink, responses));
-            }
-            let (_sink, mut responses) = chan.open(WAIT, &CallOptions::default()).expect("open");
-            let status = responses.message().await.expect_err("past the bound");
-            assert_eq!(status.code, Code::ResourceExhausted, "{status}");
-            assert_eq!(seen.wait_started.load(Ordering::SeqCst), 2);
-            // One ends: the next is served.
-            drop(open.pop());
-            let _held = loop {
-                let (sink, mut responses) = chan.open(WAIT, &CallOptions::default()).expect("open");
-                match responses.message().await {
-                    Ok(first) => {
-                        assert!(first.is_some());
-                        break (sink, responses);
-                    }
-                    // The cancel may reach the server after this open.
-                    Err(status) => assert_eq!(status.code, Code::ResourceExhausted, "{status}"),
+    let mut config = LoopConfig::default();
+    config.server.max_in_flight = 2;
+    serve_with("max in flight", t, config, 8, |chan, seen| async move {
+        let mut open = Vec::new();
+        for _ in 0..2 {
+            let (sink, mut responses) = chan.open(WAIT, &CallOptions::default()).expect("open");
+            assert!(responses.message().await.expect("first").is_some());
+            open.push((sink, responses));
+        }
+        let (_sink, mut responses) = chan.open(WAIT, &CallOptions::default()).expect("open");
+        let status = responses.message().await.expect_err("past the bound");
+        assert_eq!(status.code, Code::ResourceExhausted, "{status}");
+        assert_eq!(seen.wait_started.load(Ordering::SeqCst), 2);
+        // One ends: the next is served.
+        drop(open.pop());
+        let _held = loop {
+            let (sink, mut responses) = chan.open(WAIT, &CallOptions::default()).expect("open");
+            match responses.message().await {
+                Ok(first) => {
+                    assert!(first.is_some());
+                    break (sink, responses);
                 }
-            };
-        });
-        server.stop();
+                // The cancel may reach the server after this open.
+                Err(status) => assert_eq!(status.code, Code::ResourceExhausted, "{status}"),
+            }
+        };
     });
 }
 
@@ -608,30 +580,23 @@ fn opening_past_max_in_flight_is_resource_exhausted(t: Transport) {
 /// read, holds a window's worth of messages: they all complete, and the unread one's sender
 /// stays at one window.
 fn one_unread_stream_does_not_stall_the_others(t: Transport) {
-    within("many streams", 60, move || {
-        let (server, seen) = start(t, LoopConfig::default());
-        let addr = server.addr.clone();
-        local_runtime(async move {
-            let chan = Rc::new(channel(&addr, 32).await);
+    serve_with(
+        "many streams",
+        t,
+        LoopConfig::default(),
+        32,
+        |chan, seen| async move {
             let (flood_sink, mut flood) = chan.open(FLOOD, &CallOptions::default()).expect("open");
             drop(flood_sink);
             let tasks: Vec<_> = (0..16)
                 .map(|s| {
                     let chan = Rc::clone(&chan);
                     tokio::task::spawn_local(async move {
-                        let (mut sink, responses) = chan.open(ECHO, &CallOptions::default()).expect("open");
-                        let mut responses = responses.typed::<Record<'static>>();
-                        for i in 0..2 * STREAM_WINDOW_MESSAGES as usize {
-                            let key = format!("stream {s} message {i}");
-                            let sizes = [s, 1000 + i];
-                            sink.send(&record(chan.context(), key.as_bytes(), &sizes))
-                                .await
-                                .expect("send");
-                            let answer = responses.message().await.expect("answer").expect("a message");
-                            check_record(&answer.view().expect("a Record"), key.as_bytes(), &sizes);
-                        }
-                        sink.end().await.expect("end");
-                        assert!(responses.message().await.expect("OK").is_none());
+                        let tag = format!("stream {s}");
+                        ping_pong(&chan, &tag, 2 * STREAM_WINDOW_MESSAGES as usize, |i| {
+                            vec![s, 1000 + i]
+                        })
+                        .await;
                     })
                 })
                 .collect();
@@ -647,7 +612,6 @@ fn one_unread_stream_does_not_stall_the_others(t: Transport) {
             let (got, end) = drain(&mut flood).await;
             end.expect("OK");
             assert_eq!(got.len(), 10 * window);
-        });
-        server.stop();
-    });
+        },
+    );
 }

@@ -70,6 +70,7 @@ use ferry_buf::Pool;
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Message, MessageDesc, Outgoing};
 
+use super::Out;
 use crate::channel::{CallOptions, ChannelConfig, NO_OPTIONS, Response, unreachable_server};
 use crate::conn::{Conn, Frame, SHM_CHECK, TransportKind, frame_alone};
 use crate::metadata::Metadata;
@@ -1002,18 +1003,13 @@ impl std::fmt::Debug for RequestSink {
 impl RequestSink {
     /// Sends `msg` (serialize-and-send: its header segment is written into the transport, its
     /// zero-copy values are referenced) once the window has room.
-    pub async fn send(&mut self, msg: &(impl Outgoing + ?Sized)) -> Result<(), Status> {
-        self.send_with(&|conn| conn.window_len(msg), &mut |conn, meta| {
-            conn.send(meta, msg)
-        })
-        .await
+    pub async fn send(&mut self, msg: &impl Outgoing) -> Result<(), Status> {
+        self.send_out(Out::Message(msg)).await
     }
 
     /// Sends a raw payload once the window has room.
     pub async fn send_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
-        let len = payload.len();
-        self.send_with(&|_| len, &mut |conn, meta| conn.send_payload(meta, payload))
-            .await
+        self.send_out(Out::Payload(payload)).await
     }
 
     /// Half-closes: the server's request stream ends after the messages sent. Resolves once
@@ -1050,11 +1046,7 @@ impl RequestSink {
         .await
     }
 
-    async fn send_with(
-        &mut self,
-        len: &dyn Fn(&Conn) -> usize,
-        send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Result<(), Status> {
+    async fn send_out(&mut self, out: Out<'_>) -> Result<(), Status> {
         if self.ended {
             return Err(Status::new(
                 Code::FailedPrecondition,
@@ -1071,7 +1063,7 @@ impl RequestSink {
             taken: false,
             resolved: false,
         };
-        poll_fn(|cx| sending.poll(cx, len, send)).await
+        poll_fn(|cx| sending.poll(cx, out)).await
     }
 }
 
@@ -1108,12 +1100,7 @@ struct Sending<'s> {
 }
 
 impl Sending<'_> {
-    fn poll(
-        &mut self,
-        cx: &mut TaskContext<'_>,
-        len: &dyn Fn(&Conn) -> usize,
-        send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Poll<Result<(), Status>> {
+    fn poll(&mut self, cx: &mut TaskContext<'_>, out: Out<'_>) -> Poll<Result<(), Status>> {
         let mut guard = self.inner.borrow_mut();
         let (me, owed, taken) = (self.me, &mut self.owed, &mut self.taken);
         let result = guard.wait(me, cx, |inner| {
@@ -1130,7 +1117,7 @@ impl Sending<'_> {
                     let Some(conn) = inner.conn.as_ref() else {
                         return Step::Done(Err(inner.lost_status()));
                     };
-                    match inner.core.send(me.id, len(conn)) {
+                    match inner.core.send(me.id, out.window_len(conn)) {
                         Ok(meta) => *owed = Some(meta),
                         Err(Blocked::Window) => return Step::Wait { blocked: false },
                         Err(Blocked::Ended) => return Step::Done(Err(inner.over(me.id))),
@@ -1139,7 +1126,7 @@ impl Sending<'_> {
                 let (Some(meta), Some(conn)) = (*owed, inner.conn.as_mut()) else {
                     return Step::Done(Err(inner.lost_status()));
                 };
-                match send(conn, meta) {
+                match out.send(conn, meta) {
                     Ok(()) => {
                         *owed = None;
                         *taken = true;

@@ -37,13 +37,13 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Instant;
 
-use ferry_transport::Received;
-use ferry_wire::{Context, Limits, Message, MessageDesc};
+use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
+use ferry_wire::{Context, Limits, Message, MessageDesc, Outgoing};
 
 use crate::metadata::Metadata;
 use crate::service::{Encoded, MethodInfo, ResponseMetadata};
 use crate::status::{Status, invalid_request};
-use crate::{CallId, Frame, ServicesError};
+use crate::{CallId, Conn, Frame, ServicesError};
 
 pub use client::{AsyncChannel, RequestSink, ResponseStream};
 pub use server::{AsyncServer, RequestStream, ResponseSink};
@@ -84,6 +84,31 @@ fn detach(frame: &mut Frame, desc: Option<&'static MessageDesc<'static>>, ctx: &
     };
     if let Some(copied) = copied {
         *frame = Frame::Tcp(copied);
+    }
+}
+
+/// One message a stream's sink sends: a Ferry message (serialize-and-send) or a raw payload.
+#[derive(Clone, Copy)]
+enum Out<'a> {
+    Message(&'a dyn Outgoing),
+    Payload(Payload<'a>),
+}
+
+impl Out<'_> {
+    /// What it counts against the stream's window (see [`Conn::window_len`]).
+    fn window_len(self, conn: &Conn) -> usize {
+        match self {
+            Out::Message(msg) => conn.window_len(msg),
+            Out::Payload(payload) => payload.len(),
+        }
+    }
+
+    /// Hands it to the transport with `meta`.
+    fn send(self, conn: &mut Conn, meta: Meta) -> Result<(), TransportError> {
+        match self {
+            Out::Message(msg) => conn.send(meta, msg),
+            Out::Payload(payload) => conn.send_payload(meta, payload),
+        }
     }
 }
 

@@ -61,7 +61,7 @@ use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Outgoing};
 
 use super::client::register;
-use super::{AsyncCall, AsyncRequest, AsyncServices, CallMetadata};
+use super::{AsyncCall, AsyncRequest, AsyncServices, CallMetadata, Out};
 use crate::conn::{Conn, Frame, Listener, SHM_CHECK, TransportKind, frame_alone};
 use crate::dispatch::{end_call, finish_stream, panicked, refusal, wrong_shape};
 use crate::event_loop::LoopConfig;
@@ -954,25 +954,16 @@ impl std::fmt::Debug for ResponseSink {
 impl ResponseSink {
     /// Sends `msg` (serialize-and-send: its header segment is written into the transport, its
     /// zero-copy values are referenced), once the window has room.
-    pub async fn send(&mut self, msg: &(impl Outgoing + ?Sized)) -> Result<(), Status> {
-        self.send_with(&|conn| conn.window_len(msg), &mut |conn, meta| {
-            conn.send(meta, msg)
-        })
-        .await
+    pub async fn send(&mut self, msg: &impl Outgoing) -> Result<(), Status> {
+        self.send_out(Out::Message(msg)).await
     }
 
     /// Sends a raw payload, once the window has room.
     pub async fn send_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
-        let len = payload.len();
-        self.send_with(&|_| len, &mut |conn, meta| conn.send_payload(meta, payload))
-            .await
+        self.send_out(Out::Payload(payload)).await
     }
 
-    async fn send_with(
-        &mut self,
-        len: &dyn Fn(&Conn) -> usize,
-        send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Result<(), Status> {
+    async fn send_out(&mut self, out: Out<'_>) -> Result<(), Status> {
         let mut sending = Sending {
             session: &self.session,
             id: self.id,
@@ -980,9 +971,7 @@ impl ResponseSink {
         };
         poll_fn(|cx| match sending.session.upgrade() {
             None => Poll::Ready(Err(session_closed())),
-            Some(session) => session
-                .borrow_mut()
-                .send(sending.id, &mut sending.owed, cx, len, send),
+            Some(session) => session.borrow_mut().send(sending.id, &mut sending.owed, cx, out),
         })
         .await
     }
@@ -1050,8 +1039,7 @@ impl Session {
         id: CallId,
         owed: &mut Option<Meta>,
         cx: &mut TaskContext<'_>,
-        len: &dyn Fn(&Conn) -> usize,
-        send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
+        out: Out<'_>,
     ) -> Poll<Result<(), Status>> {
         let Some(stream) = self.streams.get_mut(&id) else {
             *owed = None;
@@ -1082,7 +1070,7 @@ impl Session {
                         return Poll::Pending;
                     }
                 }
-                let meta = match self.core.send(id, len(&self.conn)) {
+                let meta = match self.core.send(id, out.window_len(&self.conn)) {
                     Ok(meta) => meta,
                     Err(_) => unreachable!("the window has room for stream {id}"),
                 };
@@ -1090,7 +1078,7 @@ impl Session {
                 meta
             }
         };
-        match send(&mut self.conn, meta) {
+        match out.send(&mut self.conn, meta) {
             Ok(()) => {
                 *owed = None;
                 self.dirty = true;
