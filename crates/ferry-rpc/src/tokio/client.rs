@@ -1023,25 +1023,20 @@ impl RequestSink {
             sender: true,
         };
         let mut queued = false;
-        poll_fn(|cx| {
-            let mut guard = self.inner.borrow_mut();
-            let result = guard.wait(me, cx, |inner| {
-                if inner.conn.is_none() {
-                    return Step::Done(Err(inner.lost_status()));
+        wait_for(&self.inner, me, |inner| {
+            if inner.conn.is_none() {
+                return Step::Done(Err(inner.lost_status()));
+            }
+            if !std::mem::replace(&mut queued, true) {
+                match inner.core.end(me.id) {
+                    Some(meta) => inner.backlog.push_back((meta, Encoded::default())),
+                    None => return Step::Done(Ok(())),
                 }
-                if !std::mem::replace(&mut queued, true) {
-                    match inner.core.end(me.id) {
-                        Some(meta) => inner.backlog.push_back((meta, Encoded::default())),
-                        None => return Step::Done(Ok(())),
-                    }
-                }
-                match inner.flushed() {
-                    true => Step::Done(Ok(())),
-                    false => Step::Wait { blocked: true },
-                }
-            });
-            wake_after(guard);
-            result
+            }
+            match inner.flushed() {
+                true => Step::Done(Ok(())),
+                false => Step::Wait { blocked: true },
+            }
         })
         .await
     }
@@ -1054,14 +1049,16 @@ impl RequestSink {
             ));
         }
         let mut sending = Sending {
-            inner: &self.inner,
-            me: Waiter {
-                id: self.id,
-                sender: true,
+            waiting: Waiting {
+                inner: &self.inner,
+                me: Waiter {
+                    id: self.id,
+                    sender: true,
+                },
+                done: false,
             },
             owed: None,
             taken: false,
-            resolved: false,
         };
         poll_fn(|cx| sending.poll(cx, out)).await
     }
@@ -1089,20 +1086,17 @@ impl Drop for RequestSink {
 
 /// One send of a [`RequestSink`] in progress.
 struct Sending<'s> {
-    inner: &'s Rc<RefCell<Inner>>,
-    me: Waiter,
+    waiting: Waiting<'s>,
     /// The `Meta` the window gave the message, while the transport has not taken it.
     owed: Option<Meta>,
     /// The transport took the message (it waits to be written).
     taken: bool,
-    /// The future resolved (and handed the registration on).
-    resolved: bool,
 }
 
 impl Sending<'_> {
     fn poll(&mut self, cx: &mut TaskContext<'_>, out: Out<'_>) -> Poll<Result<(), Status>> {
-        let mut guard = self.inner.borrow_mut();
-        let (me, owed, taken) = (self.me, &mut self.owed, &mut self.taken);
+        let mut guard = self.waiting.inner.borrow_mut();
+        let (me, owed, taken) = (self.waiting.me, &mut self.owed, &mut self.taken);
         let result = guard.wait(me, cx, |inner| {
             if inner.conn.is_none() {
                 *owed = None;
@@ -1151,7 +1145,7 @@ impl Sending<'_> {
                 false => Step::Wait { blocked: true },
             }
         });
-        self.resolved = result.is_ready();
+        self.waiting.done = result.is_ready();
         wake_after(guard);
         result
     }
@@ -1159,24 +1153,58 @@ impl Sending<'_> {
 
 impl Drop for Sending<'_> {
     /// A message that took its place in the window and never went leaves the server's
-    /// window off by it: the call is cancelled. A waiting send hands the registration on.
+    /// window off by it: the call is cancelled. (Its `Waiting` then stops waiting.)
     fn drop(&mut self) {
-        let Ok(mut guard) = self.inner.try_borrow_mut() else {
+        if self.owed.is_none() {
+            return;
+        }
+        let Ok(mut guard) = self.waiting.inner.try_borrow_mut() else {
             return;
         };
-        if self.owed.is_some() {
-            let status = Status::new(
-                Code::Cancelled,
-                "a send was dropped before the transport took its message",
-            );
-            guard.cancel(self.me.id, status);
-        }
-        if !self.resolved {
-            let me = self.me;
-            guard.rest(me, ());
-        }
+        let status = Status::new(
+            Code::Cancelled,
+            "a send was dropped before the transport took its message",
+        );
+        guard.cancel(self.waiting.me.id, status);
         wake_after(guard);
     }
+}
+
+/// A wait of `me` in progress (a future's): dropped before it is `done`, it stops waiting and
+/// hands the registration on, so that no other waiter is left with no one registered.
+struct Waiting<'s> {
+    inner: &'s RefCell<Inner>,
+    me: Waiter,
+    done: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Ok(mut guard) = self.inner.try_borrow_mut() {
+            guard.rest(self.me, ());
+            wake_after(guard);
+        }
+    }
+}
+
+/// Waits as `me` until `step` is done (see [`Inner::wait`]); dropped before, it stops waiting.
+async fn wait_for<T>(inner: &RefCell<Inner>, me: Waiter, mut step: impl FnMut(&mut Inner) -> Step<T>) -> T {
+    let mut waiting = Waiting {
+        inner,
+        me,
+        done: false,
+    };
+    poll_fn(|cx| {
+        let mut guard = waiting.inner.borrow_mut();
+        let result = guard.wait(me, cx, &mut step);
+        waiting.done = result.is_ready();
+        wake_after(guard);
+        result
+    })
+    .await
 }
 
 /// The responses of a stream opened with [`AsyncChannel::open`], in order, each read in place
@@ -1189,6 +1217,11 @@ impl Drop for Sending<'_> {
 /// Taking a message grants the server its window back; messages not taken stay buffered (at
 /// most a window of them), and the other calls of the channel go on. Dropping it before its
 /// end cancels the call.
+///
+/// Like a call future, a wait left pending and never polled again may hold the registration
+/// the channel's other calls wait on: [`message`](Self::message) hands it on when its future
+/// is dropped (use it in a `select!`); a `poll_next` that returned `Pending` holds it until the
+/// stream is polled again or dropped.
 pub struct ResponseStream<M> {
     r: Responses,
     _message: PhantomData<fn() -> M>,
@@ -1239,7 +1272,23 @@ impl<M> ResponseStream<M> {
 
     /// The next message, `None` after the server's OK, or the status the call failed with.
     pub async fn message(&mut self) -> Result<Option<Response<M>>, Status> {
-        poll_fn(|cx| self.poll_message(cx)).await.transpose()
+        let inner = Rc::clone(&self.r.inner);
+        let me = Waiter {
+            id: self.r.id,
+            sender: false,
+        };
+        let mut waiting = Waiting {
+            inner: &inner,
+            me,
+            done: false,
+        };
+        poll_fn(|cx| {
+            let item = self.poll_message(cx);
+            waiting.done = item.is_ready();
+            item
+        })
+        .await
+        .transpose()
     }
 
     /// The server's headers (gRPC's initial metadata), once they arrived: they come before the
@@ -1271,19 +1320,13 @@ impl Responses {
                 id: self.id,
                 sender: false,
             };
-            let inner = Rc::clone(&self.inner);
-            let headers = poll_fn(|cx| {
-                let mut guard = inner.borrow_mut();
-                let result = guard.wait(me, cx, |inner| {
-                    let lost = inner.conn.is_none();
-                    match stream_of(&mut inner.pending, me.id).map(|(_, s)| s.headers.take()) {
-                        Some(Some(headers)) => Step::Done(headers),
-                        _ if lost => Step::Done(Metadata::new()),
-                        _ => Step::Wait { blocked: false },
-                    }
-                });
-                wake_after(guard);
-                result
+            let headers = wait_for(&self.inner, me, |inner| {
+                let lost = inner.conn.is_none();
+                match stream_of(&mut inner.pending, me.id).map(|(_, s)| s.headers.take()) {
+                    Some(Some(headers)) => Step::Done(headers),
+                    _ if lost => Step::Done(Metadata::new()),
+                    _ => Step::Wait { blocked: false },
+                }
             })
             .await;
             self.headers = Some(headers);
