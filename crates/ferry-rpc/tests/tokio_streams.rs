@@ -337,6 +337,7 @@ both!(
     a_deadline_mid_stream_ends_both_sides,
     opening_past_max_in_flight_is_resource_exhausted,
     one_unread_stream_does_not_stall_the_others,
+    a_wait_dropped_pending_hands_the_connection_on,
 );
 
 fn client_streaming_joins_the_requests_in_order(t: Transport) {
@@ -614,4 +615,37 @@ fn one_unread_stream_does_not_stall_the_others(t: Transport) {
             assert_eq!(got.len(), 10 * window);
         },
     );
+}
+
+/// A task's `message()` future dropped while it held the connection's registration (it parked
+/// last) hands it on: another task's stream, parked before it, still learns its deadline.
+fn a_wait_dropped_pending_hands_the_connection_on(t: Transport) {
+    with_server("handoff", t, |chan, _| async move {
+        let first = Rc::new(std::cell::Cell::new(false));
+        let other = {
+            let (chan, first) = (Rc::clone(&chan), Rc::clone(&first));
+            tokio::task::spawn_local(async move {
+                let options = CallOptions {
+                    timeout: Some(Duration::from_millis(500)),
+                    ..CallOptions::default()
+                };
+                let (_sink, mut responses) = chan.open(WAIT, &options).expect("open");
+                assert!(responses.message().await.expect("first").is_some());
+                first.set(true);
+                // Parks; only the connection's reader can tell it of its deadline.
+                responses.message().await.expect_err("expired").code
+            })
+        };
+        eventually("the other task's first message", || first.get()).await;
+        let (_sink, mut responses) = chan.open(WAIT, &CallOptions::default()).expect("open");
+        assert!(responses.message().await.expect("first").is_some());
+        tokio::select! {
+            biased;
+            _ = responses.message() => unreachable!("the handler sends one message"),
+            // The wait above parked (it is the reader now), then is dropped.
+            () = tokio::task::yield_now() => {}
+        }
+        // This task no longer polls the channel: the other task must.
+        assert_eq!(other.await.expect("the other task"), Code::DeadlineExceeded);
+    });
 }
