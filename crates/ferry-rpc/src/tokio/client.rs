@@ -505,10 +505,7 @@ impl CallState<'_> {
                     self.stage = next;
                     self.sent_any = true;
                     if next == Stage::Sent {
-                        match conn.flush() {
-                            Ok(()) | Err(TransportError::WouldBlock) => {}
-                            Err(e) => inner.lose(&e),
-                        }
+                        inner.flush();
                         return Ok(false);
                     }
                 }
@@ -565,8 +562,7 @@ impl Inner {
         self.pending.get_mut(&id)?.done.take()
     }
 
-    /// Hands an outcome to its call and queues its task's wakeup: a unary call's answer, or how
-    /// a stream ended (`Ok((_, headers, trailers))` of a stream carries no frame: see
+    /// Hands a unary call its outcome and queues its task's wakeup (a stream's end goes through
     /// [`end`](Self::end)).
     fn deliver(&mut self, id: CallId, result: Result<(Frame, Metadata, Metadata), Status>) {
         let Some(slot) = self.pending.get_mut(&id) else {
@@ -856,17 +852,8 @@ impl Inner {
         if !self.backlog.is_empty() {
             self.send_backlog();
         }
-        let Some(conn) = self.conn.as_mut() else {
-            return false;
-        };
-        if conn.has_unsent() {
-            match conn.flush() {
-                Ok(()) | Err(TransportError::WouldBlock) => {}
-                Err(e) => {
-                    self.lose(&e);
-                    return false;
-                }
-            }
+        if self.conn.as_mut().is_some_and(|c| c.has_unsent()) {
+            self.flush();
         }
         loop {
             let Some(conn) = self.conn.as_mut() else {
