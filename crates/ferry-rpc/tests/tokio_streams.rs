@@ -61,6 +61,9 @@ struct Seen {
     flood_blocked_at: AtomicUsize,
     /// HOLD: the handler may read.
     release: Arc<AtomicBool>,
+    /// HOLD handlers started, and dropped before their end (aborted).
+    hold_started: AtomicUsize,
+    hold_aborted: AtomicUsize,
     /// WAIT: the status its request stream failed with, then the status its send failed with.
     wait_recv: Mutex<Option<Code>>,
     wait_send: Mutex<Option<Code>>,
@@ -74,6 +77,8 @@ impl Default for Seen {
             flood_sent: AtomicUsize::new(0),
             flood_blocked_at: AtomicUsize::new(usize::MAX),
             release: Arc::default(),
+            hold_started: AtomicUsize::new(0),
+            hold_aborted: AtomicUsize::new(0),
             wait_recv: Mutex::default(),
             wait_send: Mutex::default(),
             wait_started: AtomicUsize::new(0),
@@ -205,7 +210,10 @@ impl AsyncService for Streams {
                     Ok(())
                 }
                 HOLD => {
+                    let mut aborted = Aborted(&seen, true);
+                    seen.hold_started.fetch_add(1, Ordering::SeqCst);
                     flag(Arc::clone(&seen.release)).await;
+                    aborted.1 = false;
                     let mut n = 0;
                     while requests.message().await?.is_some() {
                         n += 1;
@@ -229,6 +237,17 @@ impl AsyncService for Streams {
                 m => Err(Status::new(Code::Unimplemented, format!("method {m}"))),
             }
         })
+    }
+}
+
+/// Counts a HOLD handler dropped before its end (while `.1`).
+struct Aborted<'s>(&'s Seen, bool);
+
+impl Drop for Aborted<'_> {
+    fn drop(&mut self) {
+        if self.1 {
+            self.0.hold_aborted.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -338,6 +357,7 @@ both!(
     opening_past_max_in_flight_is_resource_exhausted,
     one_unread_stream_does_not_stall_the_others,
     a_wait_dropped_pending_hands_the_connection_on,
+    a_handler_busy_elsewhere_is_aborted_when_its_call_ends,
 );
 
 fn client_streaming_joins_the_requests_in_order(t: Transport) {
@@ -639,5 +659,30 @@ fn a_wait_dropped_pending_hands_the_connection_on(t: Transport) {
         }
         // This task no longer polls the channel: the other task must.
         assert_eq!(other.await.expect("the other task"), Code::DeadlineExceeded);
+    });
+}
+
+/// HOLD's handler waits on something else than its stream: cancelling the call drops it (a
+/// handler waiting on its stream sees the status instead: `dropping_the_response_stream...`).
+fn a_handler_busy_elsewhere_is_aborted_when_its_call_ends(t: Transport) {
+    with_server("busy handler", t, |chan, seen| async move {
+        let (mut sink, responses) = chan.open(HOLD, &CallOptions::default()).expect("open");
+        sink.send_payload(Payload::Bytes(b"m")).await.expect("send");
+        // Started: a task aborted before its first poll would show nothing.
+        eventually("the handler starts", || {
+            seen.hold_started.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        drop(responses);
+        eventually("the handler is aborted", || {
+            seen.hold_aborted.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        // The channel goes on.
+        let echo = chan
+            .call_payload(UNARY, Payload::Bytes(b"next"))
+            .await
+            .expect("unary");
+        assert_eq!(echo.frame().bytes(), Some(&b"next"[..]));
     });
 }

@@ -131,7 +131,8 @@ pub trait AsyncService: 'static {
     /// A client-streaming method sends one message, a server-streaming one reads one.
     ///
     /// If the call ends first (the client cancels, the deadline passes), `requests` yields
-    /// that status and sends fail with it; the handler's result is then dropped. The default
+    /// that status and sends fail with it: a handler waiting on either then sees it, one busy
+    /// elsewhere is dropped (as a unary handler is); its result is dropped. The default
     /// answers `UNIMPLEMENTED`.
     fn stream(
         &self,

@@ -30,9 +30,9 @@
 //! messages, the client's end and its window grants. A send writes its message into the
 //! transport from the handler's task (a Ferry message as it is, serialize-and-send) once the
 //! window has room and the backlog is empty; the session flushes. When the call ends first
-//! (cancel, deadline, a broken stream) the handles fail with its status and the handler,
-//! not aborted, sees it; its answer is dropped. Every stream ends through `dispatch`
-//! (`finish_stream`, `end_call`).
+//! (cancel, deadline, a broken stream) the handles fail with its status: a handler waiting on
+//! them sees it, one busy elsewhere is aborted (as a unary handler is); its answer is dropped.
+//! Every stream ends through `dispatch` (`finish_stream`, `end_call`).
 //!
 //! # Backpressure
 //!
@@ -662,9 +662,9 @@ impl Session {
                     session: self.me.clone(),
                     id,
                 };
-                // Not aborted when the call ends early: its handles fail, and it ends.
                 let future = service.stream(call, requests, responses);
-                self.spawn(id, info, metadata, async move { future.await.map(|()| None) });
+                let handle = self.spawn(id, info, metadata, async move { future.await.map(|()| None) });
+                self.aborts.insert(id, handle);
             }
         }
         Ok(())
@@ -719,16 +719,21 @@ impl Session {
         }
     }
 
-    /// Call `id` ended before its handler did: a unary handler's task is aborted; a stream's
-    /// handles fail with `why` from now on (its handler sees it and ends).
+    /// Call `id` ended before its handler did: a stream's handles fail with `why` from now on,
+    /// and a handler waiting on them sees it (and ends); any other handler's task (unary, or a
+    /// stream's busy elsewhere) is aborted, so none outlives its call unnoticed.
     fn stop(&mut self, id: CallId, why: impl FnOnce() -> Status) {
-        if let Some(handle) = self.aborts.remove(&id) {
-            handle.abort();
-        }
-        if let Some(stream) = self.streams.get_mut(&id) {
+        let waiting = self.streams.get_mut(&id).is_some_and(|stream| {
             stream.failed = Some(why());
+            let waiting = stream.recv_waker.is_some() || stream.send_waker.is_some();
             wake(&mut stream.recv_waker);
             wake(&mut stream.send_waker);
+            waiting
+        });
+        if let Some(handle) = self.aborts.remove(&id) {
+            if !waiting {
+                handle.abort();
+            }
         }
     }
 
