@@ -44,8 +44,11 @@
 //! whatever the method's [`Mode`]. The blocking client opens them with [`Channel::open`]: a
 //! [`BlockingStream`] whose `send` waits for the window while reading, and whose `recv` (or
 //! iteration) reads the server's messages in place, then its trailers; dropped early, it
-//! cancels. A call of the wrong kind for its method's [`Shape`] is refused with
-//! `UNIMPLEMENTED`, naming the method and its shape.
+//! cancels. The [`tokio`] driver has them as tonic does (`Stream` in, `Stream` out):
+//! `AsyncChannel::open` gives a `RequestSink` and a `ResponseStream`, and
+//! `AsyncService::stream` gets a `RequestStream` and a `ResponseSink`. A call of the wrong
+//! kind for its method's [`Shape`] is refused with `UNIMPLEMENTED`, naming the method and its
+//! shape.
 //!
 //! What it is not: TLS, a load balancer or name resolver.
 
