@@ -168,28 +168,48 @@ fn colliding_method_ids_are_refused_naming_both() {
     compile("c.proto", &fine).expect("distinct ids");
 }
 
-/// Ferry RPC is unary: with the built-in generator, a streaming method fails the build with
-/// the file, line and method, rather than being left out of the generated traits.
+/// The built-in generator serves streaming methods; only its tonic-style trait, which covers
+/// unary methods, refuses a service with one, naming the file, line and method.
 #[test]
-fn streaming_methods_are_refused_naming_file_line_and_method() {
-    for (decl, kind) in [
-        ("rpc Watch(Q) returns (stream Q);", "server-streaming"),
-        ("rpc Watch(stream Q) returns (Q);", "client-streaming"),
+fn streaming_methods_build_and_the_tonic_style_trait_refuses_them() {
+    for (decl, kind, shape) in [
+        (
+            "rpc Watch(Q) returns (stream Q);",
+            "server-streaming",
+            "ServerStreaming",
+        ),
+        (
+            "rpc Watch(stream Q) returns (Q);",
+            "client-streaming",
+            "ClientStreaming",
+        ),
         (
             "rpc Watch(stream Q) returns (stream Q);",
             "bidirectional-streaming",
+            "Bidirectional",
         ),
     ] {
         let source = format!(
             "syntax = \"proto3\";\npackage ferry.test;\nmessage Q {{}}\nservice Echo {{\n  rpc Say(Q) returns (Q);\n  {decl}\n}}\n"
         );
-        let err = compile("s.proto", &source).expect_err("streaming is refused");
+        let files = compile("s.proto", &source).expect("streaming methods build");
+        let code = &files[0].contents;
+        assert!(code.contains(&format!("Shape::{shape}")), "{kind}: {code}");
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("s.proto"), &source).expect("write");
+        let pool = ferry_build::load(&[Path::new("s.proto")], &[dir.path()]).expect("load");
+        let err = ferry_build::Config::new()
+            .service_generator(Box::new(ferry_build::RpcGenerator::new().tonic_style(true)))
+            .generate(&pool)
+            .expect_err("the tonic-style trait refuses streams");
         let text = err.to_string();
         assert!(text.starts_with("s.proto:6: "), "{text}");
-        assert!(text.contains("unary methods only"), "{text}");
-        let (line, construct) = unsupported("s.proto", &source);
-        assert_eq!(line, 6);
-        assert_eq!(construct, format!("{kind} method `ferry.test.Echo/Watch`"));
+        assert!(
+            text.contains(&format!("{kind} method `ferry.test.Echo/Watch`")),
+            "{text}"
+        );
+        assert!(text.contains("tonic-style trait"), "{text}");
     }
 }
 

@@ -107,6 +107,18 @@ impl Frame {
     pub fn payload(&self) -> &SharedBuf {
         &self.payload
     }
+
+    /// A frame of `payload` with `meta`, as if received: what a receiver makes of a payload it
+    /// copied into its pool from elsewhere (ferry-rpc copies the shared-memory frames a slow
+    /// stream reader holds, which would otherwise hold the peer's blocks). `None` if the
+    /// payload is longer than a frame can say (4 GiB).
+    pub fn from_parts(meta: Meta, payload: SharedBuf) -> Option<Frame> {
+        let len = u32::try_from(payload.len()).ok()?;
+        Some(Frame {
+            header: FrameHeader { meta, len },
+            payload,
+        })
+    }
 }
 
 /// Receive-side counters.

@@ -33,6 +33,7 @@ pub mod demo_host;
 pub mod engine;
 pub mod framing;
 pub mod host;
+pub mod interop_host;
 pub mod table;
 pub mod translate;
 
@@ -43,6 +44,17 @@ pub mod generated {
 }
 
 pub use generated::ferry::offload::demo;
+
+/// The code `ferry-build` generates for gRPC's interop schema (`proto/grpc/testing/`,
+/// vendored unchanged): package `grpc.testing`.
+#[allow(missing_docs, clippy::all)]
+pub mod grpc_testing {
+    include!(concat!(env!("OUT_DIR"), "/grpc_testing.rs"));
+}
+
+/// The encoded `FileDescriptorSet` of gRPC's interop schema: what the interop host hands to
+/// [`host::describe_async`].
+pub const INTEROP_DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/interop_descriptors.bin"));
 
 /// The encoded `FileDescriptorSet` of the demo service (and the engine protocol's schema): what
 /// a demo host hands to [`host::describe`].

@@ -1,20 +1,23 @@
-//! The blocking client: one connection, one call at a time, waiting on the thread that
-//! calls. For many calls in flight use the [`EventLoop`](crate::EventLoop) (continuations) or
+//! The blocking client: one connection, waiting on the thread that calls: one unary call at a
+//! time, and streams ([`BlockingStream`]) beside it. For many calls in flight use the [`EventLoop`](crate::EventLoop) (continuations) or
 //! [`tokio`](crate::tokio) (`async fn`).
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig};
-use ferry_transport::{Payload, Received, Transport, TransportError};
+use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Message, Outgoing};
 
-use crate::Addr;
+use crate::blocking_stream::BlockingStream;
 use crate::conn::{Conn, ConnConfig, Frame, frame_alone};
+use crate::id::IdMap;
 use crate::metadata::Metadata;
 use crate::session::{Client, ClientConfig, ClientEvent, Outcome};
 use crate::status::{Code, Status, unsent_request};
+use crate::{Addr, CallId};
 
 /// Client settings (blocking and tokio channels).
 #[derive(Debug, Clone)]
@@ -120,20 +123,228 @@ impl<M: Message<'static>> Response<M> {
     }
 }
 
-struct Inner {
-    conn: Option<Conn>,
-    core: Client,
+pub(crate) struct Inner {
+    pub(crate) conn: Option<Conn>,
+    pub(crate) core: Client,
     timeout: Option<Duration>,
+    /// What arrived for the open streams, by call id.
+    pub(crate) streams: IdMap<CallId, Inbox>,
+    /// The unary call being waited for, and its answer once it came.
+    waiting: Option<(CallId, Option<Answer>)>,
 }
 
-/// A blocking client: each call sends its request and waits for the answer. `!Send` (a
-/// shared-memory connection's frames belong to its thread).
+/// A unary call's answer: the response frame with its headers and trailers, or the status.
+type Answer = Result<(Frame, Metadata, Metadata), Status>;
+
+/// What arrived for one open stream and has not been taken yet: at most a window of messages
+/// (over shared memory each holds its block of the server's memory until taken).
+#[derive(Default)]
+pub(crate) struct Inbox {
+    /// The server's headers, once they came (or a message or the end came first: empty).
+    pub(crate) headers: Option<Metadata>,
+    pub(crate) messages: VecDeque<Frame>,
+    /// How the stream ended: its trailers (OK) or the status.
+    pub(crate) end: Option<Result<Metadata, Status>>,
+}
+
+impl Inner {
+    /// Starts a call (an open when `streaming`): the deadline frame, the metadata frame, then
+    /// the request `send` sends, flushed. A request the transport refuses alone fails the call
+    /// here (and the server, told its deadline or metadata already, is told to forget it).
+    pub(crate) fn start(
+        &mut self,
+        method: u16,
+        options: &CallOptions,
+        streaming: bool,
+        send: impl FnOnce(&mut Conn, Meta) -> Result<(), TransportError>,
+    ) -> Result<CallId, Status> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(closed());
+        };
+        let timeout = options.timeout.or(self.timeout);
+        let start = match streaming {
+            true => self.core.open(method, timeout, Instant::now())?,
+            false => self.core.start(method, timeout, Instant::now())?,
+        };
+        let mut control_queued = false;
+        let sent = (|| {
+            if let Some((meta, budget)) = start.deadline {
+                conn.send_payload(meta, Payload::Bytes(&budget))?;
+                control_queued = true;
+            }
+            if let Some((meta, payload)) = start.metadata_frame(&options.metadata) {
+                conn.send_payload(meta, Payload::Bytes(&payload))?;
+                control_queued = true;
+            }
+            send(conn, start.request)?;
+            conn.flush()
+        })();
+        match sent {
+            Ok(()) => {
+                if streaming {
+                    self.streams.insert(start.id, Inbox::default());
+                }
+                Ok(start.id)
+            }
+            Err(e) if frame_alone(&e) => {
+                if let Some(cancel) = self.core.cancel(start.id)
+                    && control_queued
+                {
+                    let sent = conn
+                        .send_payload(cancel, Payload::Bytes(&[]))
+                        .and_then(|()| conn.flush());
+                    if let Err(lost) = sent {
+                        return Err(self.lost(&lost));
+                    }
+                }
+                Err(unsent_request(&e))
+            }
+            Err(e) => Err(self.lost(&e)),
+        }
+    }
+
+    /// Reads frames, handing each to the call it belongs to, until `until` holds: what came is
+    /// kept per call (a stream's messages in its inbox, bounded by its window), and calls whose
+    /// deadline passes end. `Err` once the connection is lost (every call then ended with the
+    /// status).
+    pub(crate) fn wait(&mut self, until: impl Fn(&Inner) -> bool) -> Result<(), Status> {
+        loop {
+            if until(self) {
+                return Ok(());
+            }
+            if self.conn.is_none() {
+                return Err(closed());
+            }
+            let now = Instant::now();
+            let next = self.core.next_deadline();
+            if next.is_some_and(|d| d <= now) {
+                for (outcome, cancel) in self.core.expire(now) {
+                    if let Some(conn) = self.conn.as_mut() {
+                        let _ = conn.send_payload(cancel, Payload::Bytes(&[]));
+                    }
+                    self.ended(outcome, None);
+                }
+                continue;
+            }
+            let conn = self.conn.as_mut().expect("checked");
+            // Without a deadline the transport's own wait serves (shared memory spins, then
+            // sleeps on its doorbell); with one, the wait is bounded.
+            let got = match next {
+                None => conn.flush().and_then(|()| conn.recv()).map(Some),
+                Some(_) => conn.flush().and_then(|()| conn.try_recv()),
+            };
+            match got {
+                Ok(Some(frame)) => self.route(frame)?,
+                Ok(None) => {
+                    let left = next.map(|d| d.saturating_duration_since(now));
+                    if let Err(e) = conn.wait_readable(left) {
+                        return Err(self.lost(&e));
+                    }
+                }
+                Err(e) => return Err(self.lost(&e)),
+            }
+        }
+    }
+
+    /// One frame from the server, handed to its call.
+    fn route(&mut self, frame: Frame) -> Result<(), Status> {
+        let meta = frame.meta();
+        let raw = if crate::wire::carries_message(meta.flags) {
+            None
+        } else {
+            frame.bytes()
+        };
+        match self.core.on_frame(meta, raw, frame.window_len()) {
+            Ok(None) | Ok(Some(ClientEvent::Window { .. })) => {}
+            Ok(Some(ClientEvent::Ended(outcome))) => self.ended(outcome, Some(frame)),
+            Ok(Some(ClientEvent::Aborted(outcome, cancel))) => {
+                if let Some(conn) = self.conn.as_mut() {
+                    let _ = conn.send_payload(cancel, Payload::Bytes(&[]));
+                }
+                self.ended(outcome, None);
+            }
+            Ok(Some(ClientEvent::Headers { id, metadata })) => {
+                if let Some(inbox) = self.streams.get_mut(&id) {
+                    inbox.headers = Some(metadata);
+                }
+            }
+            Ok(Some(ClientEvent::Message { id })) => {
+                if let Some(inbox) = self.streams.get_mut(&id) {
+                    inbox.headers.get_or_insert_default();
+                    inbox.messages.push_back(frame);
+                }
+            }
+            Err(e) => {
+                let e = TransportError::Config(format!("RPC protocol: {e}"));
+                return Err(self.lost(&e));
+            }
+        }
+        Ok(())
+    }
+
+    /// A call ended: a stream's end goes to its inbox, a unary call's answer (`frame`, for a
+    /// response) to the caller waiting for it.
+    fn ended(&mut self, outcome: Outcome, frame: Option<Frame>) {
+        let id = outcome.id();
+        if let Some(inbox) = self.streams.get_mut(&id) {
+            inbox.headers.get_or_insert_default();
+            inbox.end = Some(match outcome {
+                Outcome::Finished { trailers, .. } => Ok(trailers),
+                Outcome::Failed { status, .. } => Err(status),
+                Outcome::Response { .. } => Err(Status::new(Code::Internal, "a unary answer on a stream")),
+            });
+            return;
+        }
+        let Some((waiting, answer)) = &mut self.waiting else {
+            return;
+        };
+        if *waiting != id {
+            return;
+        }
+        *answer = Some(match (outcome, frame) {
+            (
+                Outcome::Response {
+                    metadata, trailers, ..
+                },
+                Some(frame),
+            ) => Ok((frame, metadata, trailers)),
+            (Outcome::Failed { status, .. }, _) => Err(status),
+            _ => Err(Status::new(Code::Internal, "a stream's end on a unary call")),
+        });
+    }
+
+    /// The connection failed: it is dropped, and every call ends with `UNAVAILABLE`.
+    pub(crate) fn lost(&mut self, e: &TransportError) -> Status {
+        let status = Status::new(Code::Unavailable, format!("connection lost: {e}"));
+        self.conn = None;
+        for outcome in self.core.lost() {
+            let outcome = match outcome {
+                Outcome::Failed {
+                    id, method, headers, ..
+                } => Outcome::Failed {
+                    id,
+                    method,
+                    status: status.clone(),
+                    headers,
+                },
+                other => other,
+            };
+            self.ended(outcome, None);
+        }
+        status
+    }
+}
+
+/// A blocking client: each call sends its request and waits for the answer; a stream
+/// ([`open`](Self::open)) sends and receives on the caller's thread. Calls and streams may be
+/// mixed: whatever a wait reads for another stream is kept for it. `!Send` (a shared-memory
+/// connection's frames belong to its thread).
 pub struct Channel {
     addr: Addr,
     config: ChannelConfig,
     pool: Pool,
     ctx: Context,
-    inner: RefCell<Inner>,
+    pub(crate) inner: RefCell<Inner>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -167,6 +378,8 @@ impl Channel {
                 conn: Some(conn),
                 core: Client::new(config.client.clone()),
                 timeout: config.timeout,
+                streams: IdMap::default(),
+                waiting: None,
             }),
             addr,
             config,
@@ -179,6 +392,11 @@ impl Channel {
     /// shared memory, the connection's own pool, which the server maps).
     pub fn context(&self) -> &Context {
         &self.ctx
+    }
+
+    /// The limits responses are validated with.
+    pub(crate) fn limits(&self) -> Limits {
+        self.config.limits
     }
 
     /// Sets each call's deadline, from its start (the default of
@@ -202,6 +420,7 @@ impl Channel {
         let inner = self.inner.get_mut();
         inner.conn = Some(conn);
         inner.core = Client::new(self.config.client.clone());
+        inner.streams.clear();
         Ok(())
     }
 
@@ -236,123 +455,44 @@ impl Channel {
         self.round_trip(method, options, |conn, meta| conn.send_payload(meta, payload))
     }
 
+    /// Opens a stream to `method` (client-, server- or bidirectional streaming) with `options`
+    /// (its timeout covers the whole stream): send with [`BlockingStream::send`], half-close
+    /// with [`end`](BlockingStream::end), receive with [`recv`](BlockingStream::recv) (or
+    /// iterate); `M` is the response type. Dropping it before its end cancels it. Streams
+    /// count against the request window (`RESOURCE_EXHAUSTED` past it).
+    pub fn open<M>(&self, method: u16, options: &CallOptions) -> Result<BlockingStream<'_, M>, Status> {
+        let id = self
+            .inner
+            .borrow_mut()
+            .start(method, options, true, |conn, meta| {
+                conn.send_payload(meta, Payload::Bytes(&[]))
+            })?;
+        Ok(BlockingStream::new(self, id))
+    }
+
     fn round_trip<M>(
         &self,
         method: u16,
         options: &CallOptions,
-        send: impl FnOnce(&mut Conn, ferry_transport::Meta) -> Result<(), TransportError>,
+        send: impl FnOnce(&mut Conn, Meta) -> Result<(), TransportError>,
     ) -> Result<Response<M>, Status> {
-        let mut guard = self.inner.borrow_mut();
-        let inner = &mut *guard;
-        let Some(conn) = inner.conn.as_mut() else {
-            return Err(Status::new(
-                Code::Unavailable,
-                "the connection is closed (reconnect)",
-            ));
-        };
-        let timeout = options.timeout.or(inner.timeout);
-        let start = inner.core.start(method, timeout, Instant::now())?;
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let mut control_queued = false;
-        let sent = (|| {
-            if let Some((meta, budget)) = start.deadline {
-                conn.send_payload(meta, Payload::Bytes(&budget))?;
-                control_queued = true;
+        let mut inner = self.inner.borrow_mut();
+        let id = inner.start(method, options, false, send)?;
+        inner.waiting = Some((id, None));
+        let waited = inner.wait(|i| i.waiting.as_ref().is_some_and(|(_, a)| a.is_some()));
+        let answer = inner.waiting.take().and_then(|(_, a)| a);
+        match answer {
+            Some(Ok((frame, headers, trailers))) => {
+                Ok(Response::new(frame, self.config.limits, headers, trailers))
             }
-            if let Some((meta, payload)) = start.metadata_frame(&options.metadata) {
-                conn.send_payload(meta, Payload::Bytes(&payload))?;
-                control_queued = true;
-            }
-            send(conn, start.request)?;
-            conn.flush()
-        })();
-        match sent {
-            Ok(()) => {}
-            // About this request alone (too long, unencodable, no pool buffer): the transport
-            // queued nothing of it and stays usable; the call ends here, and the server, told
-            // its deadline or metadata already, is told to forget it.
-            Err(e) if frame_alone(&e) => {
-                if let Some(cancel) = inner.core.cancel(start.id)
-                    && control_queued
-                {
-                    let sent = conn
-                        .send_payload(cancel, Payload::Bytes(&[]))
-                        .and_then(|()| conn.flush());
-                    if let Err(lost) = sent {
-                        return Err(Self::lost(inner, &lost));
-                    }
-                }
-                return Err(unsent_request(&e));
-            }
-            Err(e) => return Err(Self::lost(inner, &e)),
-        }
-        loop {
-            let conn = inner.conn.as_mut().expect("open");
-            // Without a deadline the transport's own wait serves (shared memory spins, then
-            // sleeps on its doorbell); with one, the wait is bounded.
-            let next = if deadline.is_none() {
-                conn.recv().map(Some)
-            } else {
-                conn.try_recv()
-            };
-            let frame = match next {
-                Ok(Some(frame)) => frame,
-                Ok(None) => {
-                    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                    if left == Some(Duration::ZERO) {
-                        for (_, cancel) in inner.core.expire(Instant::now()) {
-                            let _ = conn.send_payload(cancel, Payload::Bytes(&[]));
-                        }
-                        let _ = conn.flush();
-                        return Err(Status::new(Code::DeadlineExceeded, "deadline exceeded (client)"));
-                    }
-                    if let Err(e) = conn.wait_readable(left) {
-                        return Err(Self::lost(inner, &e));
-                    }
-                    continue;
-                }
-                Err(e) => return Err(Self::lost(inner, &e)),
-            };
-            let meta = frame.meta();
-            let raw = if crate::wire::carries_message(meta.flags) {
-                None
-            } else {
-                frame.bytes()
-            };
-            match inner.core.on_frame(meta, raw, frame.window_len()) {
-                Ok(Some(ClientEvent::Ended(Outcome::Response {
-                    id,
-                    metadata,
-                    trailers,
-                    ..
-                }))) if id == start.id => {
-                    return Ok(Response::new(frame, self.config.limits, metadata, trailers));
-                }
-                Ok(Some(ClientEvent::Ended(Outcome::Failed { id, status, .. }))) if id == start.id => {
-                    return Err(status);
-                }
-                Ok(Some(ClientEvent::Aborted(Outcome::Failed { id, status, .. }, cancel)))
-                    if id == start.id =>
-                {
-                    let _ = conn.send_payload(cancel, Payload::Bytes(&[]));
-                    return Err(status);
-                }
-                // The late answer of an earlier call that expired here.
-                Ok(_) => {}
-                Err(e) => {
-                    let e = TransportError::Config(format!("RPC protocol: {e}"));
-                    return Err(Self::lost(inner, &e));
-                }
-            }
+            Some(Err(status)) => Err(status),
+            None => Err(waited.err().unwrap_or_else(closed)),
         }
     }
+}
 
-    /// The connection failed: it is dropped, and the call fails with `UNAVAILABLE`.
-    fn lost(inner: &mut Inner, e: &TransportError) -> Status {
-        inner.conn = None;
-        inner.core.lost();
-        Status::new(Code::Unavailable, format!("connection lost: {e}"))
-    }
+fn closed() -> Status {
+    Status::new(Code::Unavailable, "the connection is closed (reconnect)")
 }
 
 /// What `call` and `call_payload` use: the channel's timeout, no metadata.

@@ -12,7 +12,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use ferry_transport::Meta;
 
 use crate::CallId;
-use crate::service::{Call, Encoded, Incoming, MethodInfo, Reply, Request, ResponseMetadata, Service, Sink};
+use crate::service::{
+    Call, Encoded, Incoming, MethodInfo, Reply, Request, ResponseMetadata, Service, Shape, Sink,
+};
 use crate::session::Server;
 use crate::status::{Code, Status, invalid_request};
 
@@ -31,6 +33,32 @@ pub(crate) fn refusal(draining: bool, known: bool, method: u16) -> Option<Status
     }
 }
 
+/// Why a call of the wrong kind for its method's shape is refused: an open (`opened`) to a
+/// unary method, or a request to a streaming one, is `UNIMPLEMENTED`, naming the method and
+/// its shape.
+pub(crate) fn shape_refusal(info: &MethodInfo, opened: bool) -> Option<Status> {
+    if opened == info.shape.is_streaming() {
+        return None;
+    }
+    let (how, shape) = match opened {
+        true => ("opened as a stream", "unary"),
+        false => ("called as unary", shape_name(info.shape)),
+    };
+    Some(Status::new(
+        Code::Unimplemented,
+        format!("{} {how}: the method is {shape}", info.path),
+    ))
+}
+
+fn shape_name(shape: Shape) -> &'static str {
+    match shape {
+        Shape::Unary => "unary",
+        Shape::ClientStreaming => "client-streaming",
+        Shape::ServerStreaming => "server-streaming",
+        Shape::Bidirectional => "bidirectional-streaming",
+    }
+}
+
 /// Validates the request against the method's type (`INVALID_ARGUMENT` if it does not decode)
 /// and runs the handler under a panic guard, its answer going to `sink`: `Ok` once the call is
 /// answered, else the status the call fails with (see [`handler_outcome`]). The response
@@ -42,15 +70,20 @@ pub(crate) fn run_handler<'a>(
     incoming: Incoming<'a>,
     sink: Sink<'_>,
 ) -> Result<(), Status> {
+    let request = validate(info, incoming)?;
+    let mut reply = Reply::new(sink);
+    let result = catch_unwind(AssertUnwindSafe(|| service.call(call, request, &mut reply)));
+    handler_outcome(result, reply.is_sent(), info.path)
+}
+
+/// A request (or a stream's message) as a handler gets it: validated against the method's
+/// request type, if it has one (`INVALID_ARGUMENT` if it does not decode).
+pub(crate) fn validate<'a>(info: &MethodInfo, incoming: Incoming<'a>) -> Result<Request<'a>, Status> {
     let view = match info.request {
         Some(desc) => Some(incoming.view(desc).map_err(|e| invalid_request(&e))?),
         None => None,
     };
-    let mut reply = Reply::new(sink);
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        service.call(call, Request { view, incoming }, &mut reply)
-    }));
-    handler_outcome(result, reply.is_sent(), info.path)
+    Ok(Request { view, incoming })
 }
 
 /// The status of a call from its handler's result: a panic and a silent `Ok` are `INTERNAL`.
@@ -93,11 +126,36 @@ pub(crate) fn end_call(
     result: Result<Encoded, Status>,
     set: ResponseMetadata,
 ) -> impl Iterator<Item = (Meta, Encoded)> + use<> {
+    end_with(core, id, result.map(Some), set)
+}
+
+/// Ends stream `id` as [`end_call`] ends a unary call: `Ok` finishes it (an OK status), in
+/// the same order of frames.
+pub(crate) fn end_stream(
+    core: &mut Server,
+    id: CallId,
+    result: Result<(), Status>,
+    set: ResponseMetadata,
+) -> impl Iterator<Item = (Meta, Encoded)> + use<> {
+    end_with(core, id, result.map(|()| None), set)
+}
+
+/// A unary call's response (`Ok(Some)`), a stream's OK status (`Ok(None)`), or a failure.
+fn end_with(
+    core: &mut Server,
+    id: CallId,
+    result: Result<Option<Encoded>, Status>,
+    set: ResponseMetadata,
+) -> impl Iterator<Item = (Meta, Encoded)> + use<> {
     let headers = core.headers(id, &set.headers).map(raw);
     let frames = match result {
-        Ok(encoded) => {
+        Ok(answer) => {
             let trailers = core.trailers(id, &set.trailers).map(raw);
-            [headers, trailers, core.respond(id).map(|meta| (meta, encoded))]
+            let end = match answer {
+                Some(encoded) => core.respond(id).map(|meta| (meta, encoded)),
+                None => core.finish(id).map(raw),
+            };
+            [headers, trailers, end]
         }
         Err(mut status) => {
             let trailers = match status.metadata.is_empty() {

@@ -34,15 +34,28 @@
 //! calls (continuations) send none and drop what comes back.
 //!
 //! Streams (client-, server- and bidirectional streaming) are in the sans-IO core
-//! ([`session`], [`wire`]): opens, messages both ways, half-close, per-stream windows. The
-//! drivers do not serve them yet: an open is answered `UNIMPLEMENTED`, and the generator
-//! refuses streaming methods, naming them.
+//! ([`session`], [`wire`]): opens, messages both ways, half-close, per-stream windows, one
+//! deadline for the whole stream. On the event loop a service's [`Service::open`] returns a
+//! [`StreamHandler`] the loop drives, run to completion: `on_message` (read in place, as a
+//! foreground request is), `on_half_close`, `on_window` (room again after a send was refused
+//! with [`Unsent::Full`]; no message is delivered meanwhile, so the server holds at most a
+//! window) and `on_cancel`; it answers through [`StreamOut`] (`send` straight into the
+//! transport, headers, trailers, `finish`, or a returned [`Status`]). Streams run on the loop
+//! whatever the method's [`Mode`]. The blocking client opens them with [`Channel::open`]: a
+//! [`BlockingStream`] whose `send` waits for the window while reading, and whose `recv` (or
+//! iteration) reads the server's messages in place, then its trailers; dropped early, it
+//! cancels. The [`tokio`] driver has them as tonic does (`Stream` in, `Stream` out):
+//! `AsyncChannel::open` gives a `RequestSink` and a `ResponseStream`, and
+//! `AsyncService::stream` gets a `RequestStream` and a `ResponseSink`. A call of the wrong
+//! kind for its method's [`Shape`] is refused with `UNIMPLEMENTED`, naming the method and its
+//! shape.
 //!
 //! What it is not: TLS, a load balancer or name resolver.
 
 #![forbid(unsafe_code)]
 
 mod addr;
+mod blocking_stream;
 mod channel;
 pub mod compat;
 mod conn;
@@ -66,10 +79,12 @@ pub mod wire;
 mod workers;
 
 pub use addr::{Addr, AddrError};
+pub use blocking_stream::BlockingStream;
 pub use channel::{CallOptions, Channel, ChannelConfig, Response};
 pub use conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
 pub use event_loop::{
-    Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, thread_busy_time,
+    Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, StreamHandler, StreamOut, Unsent,
+    thread_busy_time,
 };
 pub use id::CallId;
 pub use metadata::{MAX_METADATA_BYTES, MAX_METADATA_ENTRIES, Metadata, MetadataError};

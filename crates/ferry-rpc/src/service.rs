@@ -10,6 +10,7 @@ use ferry_buf::SharedBuf;
 use ferry_transport::{Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, DecodeError, Limits, Message, MessageDesc, Outgoing, View};
 
+use crate::event_loop::StreamHandler;
 use crate::metadata::Metadata;
 use crate::status::{Code, Status, invalid_request};
 use crate::{CallId, Conn};
@@ -81,6 +82,18 @@ pub trait Service: Send + Sync + 'static {
     /// returns `Ok` without answering fails the call with `INTERNAL`; one that panics fails it
     /// with `INTERNAL` too, and the server keeps serving.
     fn call<'a>(&self, call: &Call<'a>, request: Request<'a>, reply: &mut Reply<'_>) -> Result<(), Status>;
+
+    /// Opens a stream to `call.method()` (a streaming method, see [`MethodInfo::shape`]) on an
+    /// event loop: returns the handler the loop drives until the stream ends (see
+    /// [`StreamHandler`]), or the status the call fails with at once. Headers set on `call`
+    /// go out before the stream's first message. Streams run on the loop whatever the
+    /// method's [`Mode`]. The default answers `UNIMPLEMENTED`.
+    fn open(&self, call: &Call<'_>) -> Result<Box<dyn StreamHandler>, Status> {
+        Err(Status::new(
+            Code::Unimplemented,
+            format!("method {} does not stream on this service", call.method()),
+        ))
+    }
 }
 
 /// What a handler knows about its call.
@@ -302,6 +315,17 @@ impl Encoded {
         }
     }
 
+    /// A transport payload, to send later: its bytes copied, its parts referenced.
+    pub(crate) fn copy_of(payload: Payload<'_>) -> Encoded {
+        match payload {
+            Payload::Bytes(b) => Encoded::bytes(b),
+            Payload::Gather { head, parts } => Encoded {
+                head: head.to_vec(),
+                parts: parts.to_vec(),
+            },
+        }
+    }
+
     /// Total length in bytes.
     pub fn len(&self) -> usize {
         self.head.len() + self.parts.iter().map(|p| p.len()).sum::<usize>()
@@ -378,13 +402,7 @@ impl<'r> Reply<'r> {
     /// Sends a raw payload as the response.
     pub fn send_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
         self.answer(&mut |conn, meta| conn.send_payload(meta, payload), &mut || {
-            Ok(match payload {
-                Payload::Bytes(b) => Encoded::bytes(b),
-                Payload::Gather { head, parts } => Encoded {
-                    head: head.to_vec(),
-                    parts: parts.to_vec(),
-                },
-            })
+            Ok(Encoded::copy_of(payload))
         })
     }
 

@@ -216,6 +216,8 @@ impl Drop for AsyncServerThread {
 }
 
 /// A client, blocking or async, behind one synchronous face.
+// One client of each kind per test: their sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Client {
     Blocking(Channel),
     Async(AsyncChannel, tokio::task::LocalSet, tokio::runtime::Runtime),

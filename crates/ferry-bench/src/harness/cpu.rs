@@ -390,9 +390,11 @@ mod tests {
     fn reads_this_process() {
         let pid = std::process::id();
         let before = cpu(pid).expect("/proc/self");
-        let start = std::time::Instant::now();
+        // Spin until this thread has used 20 ms of CPU (not 20 ms of a busy machine's wall
+        // time: regression, it once got 5 ms of CPU in 30 ms of wall time under load).
+        let start = thread_cpu_time();
         let mut x = 0u64;
-        while start.elapsed() < std::time::Duration::from_millis(30) {
+        while thread_cpu_time() - start < Duration::from_millis(20) {
             x = std::hint::black_box(x.wrapping_add(1));
         }
         let after = cpu(pid).expect("/proc/self");

@@ -20,8 +20,14 @@
 //! pub struct EchoClient<C> { .. }                      // C: Channel, LoopSession or AsyncChannel
 //! ```
 //!
-//! Streaming methods are refused ([`RpcGenerator::check`](crate::ServiceGenerator::check)):
-//! Ferry RPC is unary.
+//! A streaming method (`rpc Watch(WatchRequest) returns (stream Event)`, and client- and
+//! bidirectional streaming alike) gets, in `Echo`, `fn watch(&self, call: &Call<'_>) ->
+//! Result<Box<dyn StreamHandler>, Status>` (the loop drives the handler), in `AsyncEcho` an
+//! `async fn watch(&self, call, requests: RequestStream<WatchRequest>, responses: ResponseSink)`
+//! (a server-streaming one takes its one `request: AsyncRequest<WatchRequest>` instead), and
+//! in the client `watch(..)` on a `Channel` (a `BlockingStream`) and an `AsyncChannel` (a
+//! `RequestSink` and a `ResponseStream`; a server-streaming one sends its request and
+//! half-closes first). The event loop's continuations (`LoopSession`) call unary methods only.
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -41,7 +47,9 @@ use crate::{BuildError, SchemaError};
 /// `ferry::rpc::tokio::AsyncChannel`. Item names are [`Service::rust`], method names
 /// [`Method::rust_name`], so nothing collides with the package's messages.
 ///
-/// Client- and server-streaming methods fail the build, naming the file, line and method.
+/// Streaming methods are served and called through ferry-rpc's streams (see the module
+/// docs); with [`tonic_style`](Self::tonic_style), a service with one fails the build, naming
+/// it (the tonic-style trait covers unary methods).
 #[derive(Debug, Clone, Default)]
 pub struct RpcGenerator {
     tonic_style: bool,
@@ -66,6 +74,9 @@ impl RpcGenerator {
 
 impl ServiceGenerator for RpcGenerator {
     fn check(&self, service: &Service) -> Result<(), BuildError> {
+        if !self.tonic_style {
+            return Ok(());
+        }
         for m in &service.methods {
             let kind = match (m.client_streaming, m.server_streaming) {
                 (false, false) => continue,
@@ -77,9 +88,9 @@ impl ServiceGenerator for RpcGenerator {
                 file: service.file.clone(),
                 line: m.line,
                 construct: format!("{kind} method `{}/{}`", service.full_name, m.name),
-                why: "Ferry RPC supports unary methods only: send a stream as a sequence of unary \
-                      calls, or turn the built-in generator off (`Config::no_service_generator`) \
-                      or replace it (`Config::service_generator`)"
+                why: "the tonic-style trait (`RpcGenerator::tonic_style`) covers unary methods: \
+                      serve this service through the generated `AsyncEcho`-style or `Echo`-style \
+                      trait instead"
                     .to_string(),
             }));
         }
@@ -128,10 +139,32 @@ struct Names {
     output: TokenStream,
     output_view: TokenStream,
     path: String,
+    /// `ferry::rpc::Shape`'s variant.
+    shape: Shape,
     /// For the traits: the `.proto` comment, or "Handles `/package.Service/Method`."
     docs: TokenStream,
     /// For the client: the `.proto` comment, or "Calls `/package.Service/Method`."
     client_docs: TokenStream,
+}
+
+/// A method's shape, as `ferry::rpc::Shape` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Unary,
+    ClientStreaming,
+    ServerStreaming,
+    Bidirectional,
+}
+
+impl Shape {
+    fn variant(self) -> TokenStream {
+        match self {
+            Shape::Unary => quote!(Unary),
+            Shape::ClientStreaming => quote!(ClientStreaming),
+            Shape::ServerStreaming => quote!(ServerStreaming),
+            Shape::Bidirectional => quote!(Bidirectional),
+        }
+    }
 }
 
 /// The name of the implementation's type parameter: `T`, unless a type the code names
@@ -198,6 +231,12 @@ fn generate(service: &Service) -> TokenStream {
             output: tokens(&m.output_rust_type),
             output_view: tokens(&m.output_rust_view),
             path: m.path.clone(),
+            shape: match (m.client_streaming, m.server_streaming) {
+                (false, false) => Shape::Unary,
+                (true, false) => Shape::ClientStreaming,
+                (false, true) => Shape::ServerStreaming,
+                (true, true) => Shape::Bidirectional,
+            },
             docs: doc(&m.comments, &format!("Handles `{}`.", m.path)),
             client_docs: doc(&m.comments, &format!("Calls `{}`.", m.path)),
         })
@@ -209,6 +248,7 @@ fn generate(service: &Service) -> TokenStream {
             .iter()
             .map(|m| {
                 let (path, id, input, mode) = (&m.path, &m.id, &m.input, mode(m));
+                let shape = m.shape.variant();
                 quote! {
                     #rpc::MethodInfo {
                         path: #path,
@@ -217,16 +257,22 @@ fn generate(service: &Service) -> TokenStream {
                             <#input<'static> as #rt::wire::Message<'static>>::desc()
                         ),
                         mode: #mode,
-                        shape: #rpc::Shape::Unary,
+                        shape: #rpc::Shape::#shape,
                     },
                 }
             })
             .collect()
     };
-    let sync_infos = infos(&|m| {
-        let c = &m.mode;
-        quote!(<#t as #sync_trait>::#c)
+    let sync_infos = infos(&|m| match m.shape {
+        Shape::Unary => {
+            let c = &m.mode;
+            quote!(<#t as #sync_trait>::#c)
+        }
+        // Streams run on the loop.
+        _ => quote!(#rpc::Mode::Foreground),
     });
+    let (unary, streaming): (Vec<&Names>, Vec<&Names>) =
+        methods.iter().partition(|m| m.shape == Shape::Unary);
     let async_infos = infos(&|_| quote!(#rpc::Mode::Foreground));
     let no_method = format!("`{full}` has no method with id {{other}}");
     let unimplemented = quote! {
@@ -244,6 +290,26 @@ fn generate(service: &Service) -> TokenStream {
             docs,
             ..
         } = m;
+        if m.shape != Shape::Unary {
+            let (input, output) = (&m.input, &m.output);
+            let stream_doc = prose(&format!(
+                " A stream: the loop drives the handler returned, giving it each `{}` request \
+                 (`request.decode::<{}>()` reads it in place) and sending its `{}` messages \
+                 through `out.send(..)`.",
+                input.to_string().replace(' ', ""),
+                input.to_string().replace(' ', ""),
+                output.to_string().replace(' ', ""),
+            ));
+            return quote! {
+                #docs
+                ///
+                #stream_doc
+                fn #func(
+                    &self,
+                    call: &#rpc::Call<'_>,
+                ) -> #result<::std::boxed::Box<dyn #rpc::StreamHandler>, #rpc::Status>;
+            };
+        }
         let mode_doc = prose(&format!(
             " Where `{}` runs (eRPC: a handler declares foreground or background): on the event \
              loop (default), or on the server's worker pool.",
@@ -260,7 +326,7 @@ fn generate(service: &Service) -> TokenStream {
             ) -> #result<#output<'a>, #rpc::Status>;
         }
     });
-    let sync_arms = methods.iter().map(|m| {
+    let sync_arms = unary.iter().map(|m| {
         let Names { func, id, input, .. } = m;
         quote! {
             #id => {
@@ -270,7 +336,7 @@ fn generate(service: &Service) -> TokenStream {
             }
         }
     });
-    let sync_call = if methods.is_empty() {
+    let sync_call = if unary.is_empty() {
         quote! {
             let _ = (request, reply);
             let other = call.method();
@@ -284,6 +350,23 @@ fn generate(service: &Service) -> TokenStream {
             }
         }
     };
+    let open_arms = streaming.iter().map(|m| {
+        let Names { func, id, .. } = m;
+        quote!(#id => <#t as #sync_trait>::#func(&self.inner, call),)
+    });
+    let sync_open = (!streaming.is_empty()).then(|| {
+        quote! {
+            fn open(
+                &self,
+                call: &#rpc::Call<'_>,
+            ) -> #result<::std::boxed::Box<dyn #rpc::StreamHandler>, #rpc::Status> {
+                match call.method() {
+                    #(#open_arms)*
+                    other => #unimplemented,
+                }
+            }
+        }
+    });
     let sync_trait_doc = prose(&format!(
         " The server side for the event loop and `ferry::rpc::Server`: implement it and serve \
          `{server}::new(your_impl)`. A handler reads the request in place and may answer with a \
@@ -300,6 +383,28 @@ fn generate(service: &Service) -> TokenStream {
         let Names {
             func, input, docs, ..
         } = m;
+        if m.shape == Shape::ServerStreaming {
+            return quote! {
+                #docs
+                fn #func(
+                    &self,
+                    call: #rpc::tokio::AsyncCall,
+                    request: #rpc::tokio::AsyncRequest<#input<'static>>,
+                    responses: #rpc::tokio::ResponseSink,
+                ) -> impl ::core::future::Future<Output = #result<(), #rpc::Status>>;
+            };
+        }
+        if m.shape != Shape::Unary {
+            return quote! {
+                #docs
+                fn #func(
+                    &self,
+                    call: #rpc::tokio::AsyncCall,
+                    requests: #rpc::tokio::RequestStream<#input<'static>>,
+                    responses: #rpc::tokio::ResponseSink,
+                ) -> impl ::core::future::Future<Output = #result<(), #rpc::Status>>;
+            };
+        }
         quote! {
             #docs
             fn #func(
@@ -309,13 +414,13 @@ fn generate(service: &Service) -> TokenStream {
             ) -> impl ::core::future::Future<Output = #result<#rpc::Encoded, #rpc::Status>>;
         }
     });
-    let async_arms = methods.iter().map(|m| {
+    let async_arms = unary.iter().map(|m| {
         let Names { func, id, .. } = m;
         quote! {
             #id => <#t as #async_trait>::#func(&inner, call, request.typed()).await,
         }
     });
-    let async_call = if methods.is_empty() {
+    let async_call = if unary.is_empty() {
         quote! {
             let _ = request;
             let other = call.method();
@@ -332,6 +437,42 @@ fn generate(service: &Service) -> TokenStream {
             })
         }
     };
+    let no_request = "a server-streaming call sent no request message";
+    let stream_arms = streaming.iter().map(|m| {
+        let Names { func, id, .. } = m;
+        match m.shape {
+            Shape::ServerStreaming => quote! {
+                #id => {
+                    let mut requests = requests.typed();
+                    let request = requests.message().await?.ok_or_else(|| {
+                        #rpc::Status::new(#rpc::Code::InvalidArgument, #no_request)
+                    })?;
+                    <#t as #async_trait>::#func(&inner, call, request, responses).await
+                }
+            },
+            _ => quote! {
+                #id => <#t as #async_trait>::#func(&inner, call, requests.typed(), responses).await,
+            },
+        }
+    });
+    let async_stream = (!streaming.is_empty()).then(|| {
+        quote! {
+            fn stream(
+                &self,
+                call: #rpc::tokio::AsyncCall,
+                requests: #rpc::tokio::RequestStream<()>,
+                responses: #rpc::tokio::ResponseSink,
+            ) -> #rpc::tokio::LocalBoxFuture<#result<(), #rpc::Status>> {
+                let inner = ::std::rc::Rc::clone(&self.inner);
+                ::std::boxed::Box::pin(async move {
+                    match call.method() {
+                        #(#stream_arms)*
+                        other => #unimplemented,
+                    }
+                })
+            }
+        }
+    });
     let async_trait_doc = prose(&format!(
         " The server side for the tokio driver (`ferry::rpc::tokio::AsyncServer`): implement it \
          with `async fn`s and serve `{async_server}::new(your_impl)`. A handler owns its request \
@@ -353,6 +494,34 @@ fn generate(service: &Service) -> TokenStream {
             client_docs,
             ..
         } = m;
+        if m.shape == Shape::ServerStreaming {
+            return quote! {
+                #client_docs
+                ///
+                /// Sends `request` and half-closes: the stream yields the responses.
+                pub fn #func(
+                    &self,
+                    request: &#input<'_>,
+                ) -> #result<#rpc::BlockingStream<'_, #output<'static>>, #rpc::Status> {
+                    let mut stream = self.inner.open::<#output<'static>>(#id, &#rpc::CallOptions::default())?;
+                    stream.send(request)?;
+                    stream.end()?;
+                    ::core::result::Result::Ok(stream)
+                }
+            };
+        }
+        if m.shape != Shape::Unary {
+            return quote! {
+                #client_docs
+                ///
+                /// Opens the stream: send requests, `end()`, and read the responses.
+                pub fn #func(
+                    &self,
+                ) -> #result<#rpc::BlockingStream<'_, #output<'static>>, #rpc::Status> {
+                    self.inner.open::<#output<'static>>(#id, &#rpc::CallOptions::default())
+                }
+            };
+        }
         quote! {
             #client_docs
             pub fn #func(
@@ -363,7 +532,7 @@ fn generate(service: &Service) -> TokenStream {
             }
         }
     });
-    let continuations = methods.iter().map(|m| {
+    let continuations = unary.iter().map(|m| {
         let Names {
             func,
             id,
@@ -399,6 +568,39 @@ fn generate(service: &Service) -> TokenStream {
             client_docs,
             ..
         } = m;
+        if m.shape == Shape::ServerStreaming {
+            return quote! {
+                #client_docs
+                ///
+                /// Sends `request` and half-closes: the stream yields the responses.
+                pub async fn #func(
+                    &self,
+                    request: &#input<'_>,
+                ) -> #result<#rpc::tokio::ResponseStream<#output<'static>>, #rpc::Status> {
+                    let (mut requests, responses) = self.inner.open(#id, &#rpc::CallOptions::default())?;
+                    requests.send(request).await?;
+                    requests.end().await?;
+                    ::core::result::Result::Ok(responses.typed())
+                }
+            };
+        }
+        if m.shape != Shape::Unary {
+            return quote! {
+                #client_docs
+                ///
+                /// Opens the stream: send requests with the sink (`end()` when done) and read the
+                /// responses from the stream.
+                pub fn #func(
+                    &self,
+                ) -> #result<
+                    (#rpc::tokio::RequestSink, #rpc::tokio::ResponseStream<#output<'static>>),
+                    #rpc::Status,
+                > {
+                    let (requests, responses) = self.inner.open(#id, &#rpc::CallOptions::default())?;
+                    ::core::result::Result::Ok((requests, responses.typed()))
+                }
+            };
+        }
         quote! {
             #client_docs
             pub async fn #func(
@@ -474,6 +676,8 @@ fn generate(service: &Service) -> TokenStream {
             ) -> #result<(), #rpc::Status> {
                 #sync_call
             }
+
+            #sync_open
         }
 
         #service_docs
@@ -518,6 +722,8 @@ fn generate(service: &Service) -> TokenStream {
             ) -> #rpc::tokio::LocalBoxFuture<#result<#rpc::Encoded, #rpc::Status>> {
                 #async_call
             }
+
+            #async_stream
         }
 
         #client_doc

@@ -555,11 +555,30 @@ pub mod ferry {
                         "ferry.golden.kv.KvPair",
                         "ferry.golden.kv.GetResponse",
                     ),
+                    (
+                        "Scan",
+                        62165u16,
+                        "ferry.golden.kv.GetRequest",
+                        "ferry.golden.kv.KvPair",
+                    ),
+                    (
+                        "Load",
+                        9879u16,
+                        "ferry.golden.kv.KvPair",
+                        "ferry.golden.kv.GetResponse",
+                    ),
+                    ("Sync", 7617u16, "ferry.golden.kv.KvPair", "ferry.golden.kv.KvPair"),
                 ];
                 /// Method id of `/ferry.golden.kv.KvStore/Get`: the frame kind of its calls.
                 pub const GET: u16 = 33740u16;
                 /// Method id of `/ferry.golden.kv.KvStore/Put`: the frame kind of its calls.
                 pub const PUT: u16 = 20114u16;
+                /// Method id of `/ferry.golden.kv.KvStore/Scan`: the frame kind of its calls.
+                pub const SCAN: u16 = 62165u16;
+                /// Method id of `/ferry.golden.kv.KvStore/Load`: the frame kind of its calls.
+                pub const LOAD: u16 = 9879u16;
+                /// Method id of `/ferry.golden.kv.KvStore/Sync`: the frame kind of its calls.
+                pub const SYNC: u16 = 7617u16;
             }
             /// The store.
             ///
@@ -586,6 +605,42 @@ pub mod ferry {
                     call: &::ferry::rpc::Call<'a>,
                     request: KvPairView<'a>,
                 ) -> ::core::result::Result<GetResponse<'a>, ::ferry::rpc::Status>;
+                /// Streams the pairs of the keys asked for (server streaming).
+                ///
+                /// A stream: the loop drives the handler returned, giving it each `GetRequest` request
+                /// (`request.decode::<GetRequest>()` reads it in place) and sending its `KvPair` messages
+                /// through `out.send(..)`.
+                fn scan(
+                    &self,
+                    call: &::ferry::rpc::Call<'_>,
+                ) -> ::core::result::Result<
+                    ::std::boxed::Box<dyn ::ferry::rpc::StreamHandler>,
+                    ::ferry::rpc::Status,
+                >;
+                /// Stores many pairs, answering once (client streaming).
+                ///
+                /// A stream: the loop drives the handler returned, giving it each `KvPair` request
+                /// (`request.decode::<KvPair>()` reads it in place) and sending its `GetResponse` messages
+                /// through `out.send(..)`.
+                fn load(
+                    &self,
+                    call: &::ferry::rpc::Call<'_>,
+                ) -> ::core::result::Result<
+                    ::std::boxed::Box<dyn ::ferry::rpc::StreamHandler>,
+                    ::ferry::rpc::Status,
+                >;
+                /// Answers each pair as it comes (bidirectional streaming).
+                ///
+                /// A stream: the loop drives the handler returned, giving it each `KvPair` request
+                /// (`request.decode::<KvPair>()` reads it in place) and sending its `KvPair` messages
+                /// through `out.send(..)`.
+                fn sync(
+                    &self,
+                    call: &::ferry::rpc::Call<'_>,
+                ) -> ::core::result::Result<
+                    ::std::boxed::Box<dyn ::ferry::rpc::StreamHandler>,
+                    ::ferry::rpc::Status,
+                >;
             }
             /// Serves an implementation of [`KvStore`]: add it to `ferry::rpc::Services`. It implements
             /// `ferry::rpc::Service`.
@@ -632,6 +687,35 @@ pub mod ferry {
                             mode: <T as KvStore>::PUT_MODE,
                             shape: ::ferry::rpc::Shape::Unary,
                         },
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Scan",
+                            id: kv_store_service::SCAN,
+                            request: ::core::option::Option::Some(
+                                <GetRequest<
+                                    'static,
+                                > as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: ::ferry::rpc::Mode::Foreground,
+                            shape: ::ferry::rpc::Shape::ServerStreaming,
+                        },
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Load",
+                            id: kv_store_service::LOAD,
+                            request: ::core::option::Option::Some(
+                                <KvPair<'static> as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: ::ferry::rpc::Mode::Foreground,
+                            shape: ::ferry::rpc::Shape::ClientStreaming,
+                        },
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Sync",
+                            id: kv_store_service::SYNC,
+                            request: ::core::option::Option::Some(
+                                <KvPair<'static> as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: ::ferry::rpc::Mode::Foreground,
+                            shape: ::ferry::rpc::Shape::Bidirectional,
+                        },
                     ])
                 }
                 fn call<'a>(
@@ -659,6 +743,29 @@ pub mod ferry {
                             )?;
                             reply.send(&response)
                         }
+                        other => {
+                            ::core::result::Result::Err(
+                                ::ferry::rpc::Status::new(
+                                    ::ferry::rpc::Code::Unimplemented,
+                                    ::std::format!(
+                                        "`ferry.golden.kv.KvStore` has no method with id {other}"
+                                    ),
+                                ),
+                            )
+                        }
+                    }
+                }
+                fn open(
+                    &self,
+                    call: &::ferry::rpc::Call<'_>,
+                ) -> ::core::result::Result<
+                    ::std::boxed::Box<dyn ::ferry::rpc::StreamHandler>,
+                    ::ferry::rpc::Status,
+                > {
+                    match call.method() {
+                        kv_store_service::SCAN => <T as KvStore>::scan(&self.inner, call),
+                        kv_store_service::LOAD => <T as KvStore>::load(&self.inner, call),
+                        kv_store_service::SYNC => <T as KvStore>::sync(&self.inner, call),
                         other => {
                             ::core::result::Result::Err(
                                 ::ferry::rpc::Status::new(
@@ -700,6 +807,33 @@ pub mod ferry {
                         ::ferry::rpc::Encoded,
                         ::ferry::rpc::Status,
                     >,
+                >;
+                /// Streams the pairs of the keys asked for (server streaming).
+                fn scan(
+                    &self,
+                    call: ::ferry::rpc::tokio::AsyncCall,
+                    request: ::ferry::rpc::tokio::AsyncRequest<GetRequest<'static>>,
+                    responses: ::ferry::rpc::tokio::ResponseSink,
+                ) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<(), ::ferry::rpc::Status>,
+                >;
+                /// Stores many pairs, answering once (client streaming).
+                fn load(
+                    &self,
+                    call: ::ferry::rpc::tokio::AsyncCall,
+                    requests: ::ferry::rpc::tokio::RequestStream<KvPair<'static>>,
+                    responses: ::ferry::rpc::tokio::ResponseSink,
+                ) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<(), ::ferry::rpc::Status>,
+                >;
+                /// Answers each pair as it comes (bidirectional streaming).
+                fn sync(
+                    &self,
+                    call: ::ferry::rpc::tokio::AsyncCall,
+                    requests: ::ferry::rpc::tokio::RequestStream<KvPair<'static>>,
+                    responses: ::ferry::rpc::tokio::ResponseSink,
+                ) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<(), ::ferry::rpc::Status>,
                 >;
             }
             /// Serves an implementation of [`AsyncKvStore`]: add it to
@@ -748,6 +882,35 @@ pub mod ferry {
                             mode: ::ferry::rpc::Mode::Foreground,
                             shape: ::ferry::rpc::Shape::Unary,
                         },
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Scan",
+                            id: kv_store_service::SCAN,
+                            request: ::core::option::Option::Some(
+                                <GetRequest<
+                                    'static,
+                                > as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: ::ferry::rpc::Mode::Foreground,
+                            shape: ::ferry::rpc::Shape::ServerStreaming,
+                        },
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Load",
+                            id: kv_store_service::LOAD,
+                            request: ::core::option::Option::Some(
+                                <KvPair<'static> as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: ::ferry::rpc::Mode::Foreground,
+                            shape: ::ferry::rpc::Shape::ClientStreaming,
+                        },
+                        ::ferry::rpc::MethodInfo {
+                            path: "/ferry.golden.kv.KvStore/Sync",
+                            id: kv_store_service::SYNC,
+                            request: ::core::option::Option::Some(
+                                <KvPair<'static> as ::ferry::wire::Message<'static>>::desc(),
+                            ),
+                            mode: ::ferry::rpc::Mode::Foreground,
+                            shape: ::ferry::rpc::Shape::Bidirectional,
+                        },
                     ])
                 }
                 fn call(
@@ -766,6 +929,62 @@ pub mod ferry {
                             }
                             kv_store_service::PUT => {
                                 <T as AsyncKvStore>::put(&inner, call, request.typed())
+                                    .await
+                            }
+                            other => {
+                                ::core::result::Result::Err(
+                                    ::ferry::rpc::Status::new(
+                                        ::ferry::rpc::Code::Unimplemented,
+                                        ::std::format!(
+                                            "`ferry.golden.kv.KvStore` has no method with id {other}"
+                                        ),
+                                    ),
+                                )
+                            }
+                        }
+                    })
+                }
+                fn stream(
+                    &self,
+                    call: ::ferry::rpc::tokio::AsyncCall,
+                    requests: ::ferry::rpc::tokio::RequestStream<()>,
+                    responses: ::ferry::rpc::tokio::ResponseSink,
+                ) -> ::ferry::rpc::tokio::LocalBoxFuture<
+                    ::core::result::Result<(), ::ferry::rpc::Status>,
+                > {
+                    let inner = ::std::rc::Rc::clone(&self.inner);
+                    ::std::boxed::Box::pin(async move {
+                        match call.method() {
+                            kv_store_service::SCAN => {
+                                let mut requests = requests.typed();
+                                let request = requests
+                                    .message()
+                                    .await?
+                                    .ok_or_else(|| {
+                                        ::ferry::rpc::Status::new(
+                                            ::ferry::rpc::Code::InvalidArgument,
+                                            "a server-streaming call sent no request message",
+                                        )
+                                    })?;
+                                <T as AsyncKvStore>::scan(&inner, call, request, responses)
+                                    .await
+                            }
+                            kv_store_service::LOAD => {
+                                <T as AsyncKvStore>::load(
+                                        &inner,
+                                        call,
+                                        requests.typed(),
+                                        responses,
+                                    )
+                                    .await
+                            }
+                            kv_store_service::SYNC => {
+                                <T as AsyncKvStore>::sync(
+                                        &inner,
+                                        call,
+                                        requests.typed(),
+                                        responses,
+                                    )
                                     .await
                             }
                             other => {
@@ -827,6 +1046,56 @@ pub mod ferry {
                     self.inner
                         .call::<GetResponse<'static>>(kv_store_service::PUT, request)
                 }
+                /// Streams the pairs of the keys asked for (server streaming).
+                ///
+                /// Sends `request` and half-closes: the stream yields the responses.
+                pub fn scan(
+                    &self,
+                    request: &GetRequest<'_>,
+                ) -> ::core::result::Result<
+                    ::ferry::rpc::BlockingStream<'_, KvPair<'static>>,
+                    ::ferry::rpc::Status,
+                > {
+                    let mut stream = self
+                        .inner
+                        .open::<
+                            KvPair<'static>,
+                        >(
+                            kv_store_service::SCAN,
+                            &::ferry::rpc::CallOptions::default(),
+                        )?;
+                    stream.send(request)?;
+                    stream.end()?;
+                    ::core::result::Result::Ok(stream)
+                }
+                /// Stores many pairs, answering once (client streaming).
+                ///
+                /// Opens the stream: send requests, `end()`, and read the responses.
+                pub fn load(
+                    &self,
+                ) -> ::core::result::Result<
+                    ::ferry::rpc::BlockingStream<'_, GetResponse<'static>>,
+                    ::ferry::rpc::Status,
+                > {
+                    self.inner
+                        .open::<
+                            GetResponse<'static>,
+                        >(kv_store_service::LOAD, &::ferry::rpc::CallOptions::default())
+                }
+                /// Answers each pair as it comes (bidirectional streaming).
+                ///
+                /// Opens the stream: send requests, `end()`, and read the responses.
+                pub fn sync(
+                    &self,
+                ) -> ::core::result::Result<
+                    ::ferry::rpc::BlockingStream<'_, KvPair<'static>>,
+                    ::ferry::rpc::Status,
+                > {
+                    self.inner
+                        .open::<
+                            KvPair<'static>,
+                        >(kv_store_service::SYNC, &::ferry::rpc::CallOptions::default())
+                }
             }
             impl KvStoreClient<::ferry::rpc::LoopSession> {
                 /// Reads keys.
@@ -886,6 +1155,68 @@ pub mod ferry {
                     self.inner
                         .call::<GetResponse<'static>>(kv_store_service::PUT, request)
                         .await
+                }
+                /// Streams the pairs of the keys asked for (server streaming).
+                ///
+                /// Sends `request` and half-closes: the stream yields the responses.
+                pub async fn scan(
+                    &self,
+                    request: &GetRequest<'_>,
+                ) -> ::core::result::Result<
+                    ::ferry::rpc::tokio::ResponseStream<KvPair<'static>>,
+                    ::ferry::rpc::Status,
+                > {
+                    let (mut requests, responses) = self
+                        .inner
+                        .open(
+                            kv_store_service::SCAN,
+                            &::ferry::rpc::CallOptions::default(),
+                        )?;
+                    requests.send(request).await?;
+                    requests.end().await?;
+                    ::core::result::Result::Ok(responses.typed())
+                }
+                /// Stores many pairs, answering once (client streaming).
+                ///
+                /// Opens the stream: send requests with the sink (`end()` when done) and read the
+                /// responses from the stream.
+                pub fn load(
+                    &self,
+                ) -> ::core::result::Result<
+                    (
+                        ::ferry::rpc::tokio::RequestSink,
+                        ::ferry::rpc::tokio::ResponseStream<GetResponse<'static>>,
+                    ),
+                    ::ferry::rpc::Status,
+                > {
+                    let (requests, responses) = self
+                        .inner
+                        .open(
+                            kv_store_service::LOAD,
+                            &::ferry::rpc::CallOptions::default(),
+                        )?;
+                    ::core::result::Result::Ok((requests, responses.typed()))
+                }
+                /// Answers each pair as it comes (bidirectional streaming).
+                ///
+                /// Opens the stream: send requests with the sink (`end()` when done) and read the
+                /// responses from the stream.
+                pub fn sync(
+                    &self,
+                ) -> ::core::result::Result<
+                    (
+                        ::ferry::rpc::tokio::RequestSink,
+                        ::ferry::rpc::tokio::ResponseStream<KvPair<'static>>,
+                    ),
+                    ::ferry::rpc::Status,
+                > {
+                    let (requests, responses) = self
+                        .inner
+                        .open(
+                            kv_store_service::SYNC,
+                            &::ferry::rpc::CallOptions::default(),
+                        )?;
+                    ::core::result::Result::Ok((requests, responses.typed()))
                 }
             }
         }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use ferry_transport::Meta;
 
 use super::session::Role;
+use super::streams::Served;
 use super::{Continuation, EventLoop};
 use crate::conn::TransportKind;
 use crate::service::Encoded;
@@ -20,6 +21,7 @@ impl EventLoop {
     pub(super) fn expire(&mut self, now: Instant) -> bool {
         let mut due: Vec<(Continuation, Status)> = Vec::new();
         let mut out: Vec<(Meta, Encoded)> = Vec::new();
+        let mut streams: Vec<Served> = Vec::new();
         for slot in &mut self.slots {
             let Some(s) = &mut slot.session else { continue };
             match &mut s.role {
@@ -31,10 +33,14 @@ impl EventLoop {
                         if let Some(flag) = server.background.remove(&id) {
                             flag.store(true, Ordering::Relaxed);
                         }
-                        self.services
-                            .metrics()
-                            .method(meta.kind)
-                            .record(Code::DeadlineExceeded, Duration::ZERO);
+                        match server.streams.remove(&id) {
+                            Some(served) => streams.push(served),
+                            None => self
+                                .services
+                                .metrics()
+                                .method(meta.kind)
+                                .record(Code::DeadlineExceeded, Duration::ZERO),
+                        }
                         out.push((meta, Encoded::from_vec(payload)));
                     }
                 }
@@ -57,7 +63,11 @@ impl EventLoop {
                 s.transmit(meta, encoded);
             }
         }
-        let work = !due.is_empty();
+        let work = !due.is_empty() || !streams.is_empty();
+        let why = Status::new(Code::DeadlineExceeded, "deadline exceeded (server)");
+        for served in streams {
+            self.cancel_served(served, &why);
+        }
         for (then, status) in due {
             then(self, Err(status));
         }
@@ -67,6 +77,7 @@ impl EventLoop {
     /// Removes dead sessions; fails their client calls with `UNAVAILABLE`.
     pub(super) fn reap(&mut self) -> bool {
         let mut lost: Vec<(Continuation, Status)> = Vec::new();
+        let mut streams: Vec<(Served, Status)> = Vec::new();
         let mut work = false;
         for (index, slot) in self.slots.iter_mut().enumerate() {
             if slot.session.as_ref().is_none_or(|s| s.dead.is_none()) {
@@ -88,6 +99,10 @@ impl EventLoop {
                     for flag in server.background.values() {
                         flag.store(true, Ordering::Relaxed);
                     }
+                    for (_, served) in server.streams.drain() {
+                        let status = Status::new(Code::Unavailable, format!("connection lost: {why}"));
+                        streams.push((served, status));
+                    }
                 }
                 Role::Client(client) => {
                     for outcome in client.core.lost() {
@@ -101,6 +116,9 @@ impl EventLoop {
                     }
                 }
             }
+        }
+        for (served, status) in streams {
+            self.cancel_served(served, &status);
         }
         for (then, status) in lost {
             then(self, Err(status));

@@ -26,6 +26,7 @@ mod ending;
 mod poll;
 mod server_side;
 mod session;
+mod streams;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
@@ -43,6 +44,8 @@ use crate::session::{ClientConfig, ServerConfig};
 use crate::status::Status;
 use crate::sys::Waker;
 use crate::workers::Done;
+
+pub use streams::{StreamHandler, StreamOut, Unsent};
 
 use poll::Ready;
 use session::{Role, Session};

@@ -131,6 +131,7 @@ impl EventLoop {
                             Role::Server(ServerSide {
                                 core: crate::session::Server::new(self.config.server.clone()),
                                 background: Default::default(),
+                                streams: Default::default(),
                             }),
                         );
                     }

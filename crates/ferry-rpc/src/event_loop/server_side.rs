@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 
 use super::EventLoop;
 use super::session::{Role, Session, SessionOutbox};
+use super::streams::Step;
 use crate::CallId;
 use crate::conn::Frame;
-use crate::dispatch::{refusal, run_handler};
+use crate::dispatch::{refusal, run_handler, shape_refusal};
 use crate::metadata::Metadata;
 use crate::service::{Call, Encoded, Incoming, ResponseMetadata, Sink};
+use crate::services::{Entry, Services};
 use crate::session::Event;
 use crate::status::{Code, Status};
 use crate::workers::{Job, SendFrame};
@@ -37,6 +39,8 @@ impl EventLoop {
                 if let Some(flag) = server.background.remove(&id) {
                     flag.store(true, Ordering::Relaxed);
                 }
+                let why = Status::new(Code::Cancelled, "the client cancelled the stream");
+                self.stream_cancelled(i, id, why);
             }
             Event::Request {
                 id,
@@ -49,20 +53,18 @@ impl EventLoop {
                     flag.store(true, Ordering::Relaxed);
                 }
                 s.transmit(meta, Encoded::from_vec(payload));
+                let why = Status::new(Code::Internal, "the client broke the stream's rules");
+                self.stream_cancelled(i, id, why);
             }
-            Event::Open { id, method, .. } => {
-                let status = Status::new(
-                    Code::Unimplemented,
-                    "streaming calls are not served by this loop yet",
-                );
-                self.services
-                    .metrics()
-                    .method(method)
-                    .record(Code::Unimplemented, Duration::ZERO);
-                s.end_call(id, Err(status), ResponseMetadata::default());
-            }
-            // No stream is ever open here, so no stream event can come.
-            Event::Message { .. } | Event::HalfClosed { .. } | Event::Window { .. } => {}
+            Event::Open {
+                id,
+                method,
+                deadline,
+                metadata,
+            } => self.open_stream(i, id, method, deadline, metadata, now),
+            Event::Message { id } => self.stream_step(i, id, Step::Message(frame)),
+            Event::HalfClosed { id } => self.stream_step(i, id, Step::HalfClose),
+            Event::Window { id } => self.stream_step(i, id, Step::Window),
         }
     }
 
@@ -84,13 +86,14 @@ impl EventLoop {
         let Some(s) = &mut self.slots[i].session else {
             return;
         };
-        let refused = refusal(self.draining, services.method(method).is_some(), method);
-        if let Some(status) = refused {
-            metrics.method(method).record(status.code, Duration::ZERO);
-            s.end_call(id, Err(status), ResponseMetadata::default());
-            return;
-        }
-        let entry = services.method(method).expect("checked");
+        let entry = match admit(services, self.draining, method, false) {
+            Ok(entry) => entry,
+            Err(status) => {
+                metrics.method(method).record(status.code, Duration::ZERO);
+                s.end_call(id, Err(status), ResponseMetadata::default());
+                return;
+            }
+        };
         let info = entry.info;
         let background = info.mode == crate::Mode::Background && services.0.workers.is_some();
         let _span = self
@@ -219,5 +222,25 @@ impl EventLoop {
             s.end_call(done.id, done.result, done.metadata);
         }
         work
+    }
+}
+
+/// The method a call (a request, or an open when `opened`) is dispatched to, or the status it is
+/// refused with: the server is draining, no service has the method, or the call's kind does not
+/// fit the method's shape.
+pub(super) fn admit(
+    services: &Services,
+    draining: bool,
+    method: u16,
+    opened: bool,
+) -> Result<&Entry, Status> {
+    let entry = services.method(method);
+    if let Some(status) = refusal(draining, entry.is_some(), method) {
+        return Err(status);
+    }
+    let entry = entry.expect("known");
+    match shape_refusal(&entry.info, opened) {
+        Some(status) => Err(status),
+        None => Ok(entry),
     }
 }

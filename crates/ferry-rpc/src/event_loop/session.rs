@@ -9,7 +9,7 @@ use ferry_transport::{Meta, Payload, Transport, TransportError};
 use ferry_wire::Context;
 
 use crate::conn::frame_alone;
-use crate::dispatch::end_call;
+use crate::dispatch::{end_call, end_stream};
 use crate::id::IdMap;
 use crate::service::{Encoded, Outbox, ResponseMetadata, take_metadata};
 use crate::session::{Client, Server};
@@ -17,12 +17,15 @@ use crate::status::{Status, unsent_response};
 use crate::{CallId, Conn};
 
 use super::Continuation;
+use super::streams::Served;
 
 /// The server side of a session.
 pub(crate) struct ServerSide {
     pub(crate) core: Server,
     /// Background calls in progress: the flag their handler polls.
     pub(crate) background: IdMap<CallId, Arc<AtomicBool>>,
+    /// Streams in progress: their handlers.
+    pub(crate) streams: IdMap<CallId, Served>,
 }
 
 /// The client side of a session.
@@ -111,6 +114,16 @@ impl Session {
             return;
         };
         for (meta, encoded) in end_call(&mut server.core, id, result, set) {
+            self.transmit(meta, encoded);
+        }
+    }
+
+    /// Ends served stream `id` with `result` (see [`end_stream`]).
+    pub(crate) fn end_stream(&mut self, id: CallId, result: Result<(), Status>, set: ResponseMetadata) {
+        let Role::Server(server) = &mut self.role else {
+            return;
+        };
+        for (meta, encoded) in end_stream(&mut server.core, id, result, set) {
             self.transmit(meta, encoded);
         }
     }

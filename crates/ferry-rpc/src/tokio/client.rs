@@ -3,7 +3,8 @@
 //!
 //! # Who drives the connection
 //!
-//! No task of its own: whichever call future is polled drives the connection for every call.
+//! No task of its own: whichever call future (or stream handle, below) is polled drives the
+//! connection for every call.
 //! A poll sends what it can of its own call, flushes, drains `try_recv` until `None` (which
 //! arms the shared-memory doorbell), hands each outcome to the call it belongs to (waking that
 //! call's task), and registers read interest (and, over TCP, write interest while frames wait)
@@ -33,12 +34,32 @@
 //! doorbell that the drain armed) and retries. Nothing is queued beyond the transport's own
 //! bounded buffers; the request window ([`ClientConfig::window`](crate::session::ClientConfig))
 //! bounds the calls, and so the responses to read.
+//!
+//! # Streams
+//!
+//! [`AsyncChannel::open`] returns a [`RequestSink`] and a [`ResponseStream`], `'static` handles
+//! on the same state (they can go to tasks of their own). Each is a waiter like a call future:
+//! whichever is polled drives the connection, parks as the reader when it has nothing, and
+//! hands the registration on when it stops waiting: when it resolves, not only when it is
+//! dropped, since a stream's handle lives on between its waits. What arrives for a stream is
+//! buffered in its slot (messages, headers, its end) whoever reads it, so a stream nobody reads
+//! stops no other call: its server is held by the window (at most a window of messages wait
+//! here). Over shared memory a held frame would hold the server's blocks (they are
+//! acknowledged in order), so the frames of a response stream that is not waiting are copied
+//! into this side's pool.
+//!
+//! A send takes its place in the window (or waits for a `Window` event), then goes to the
+//! transport after whatever the backlog holds (open, end, window and cancel frames, in order),
+//! and resolves once the transport has written it. Deadlines, of calls and streams alike, are
+//! one timer, the earliest's, polled by the reader.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
+use std::marker::PhantomData;
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -47,12 +68,14 @@ use ::tokio::io::unix::AsyncFd;
 use ::tokio::time::Sleep;
 use ferry_buf::Pool;
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
-use ferry_wire::{Context, Limits, Outgoing};
+use ferry_wire::{Context, Limits, Message, MessageDesc, Outgoing};
 
+use super::Out;
 use crate::channel::{CallOptions, ChannelConfig, NO_OPTIONS, Response, unreachable_server};
 use crate::conn::{Conn, Frame, SHM_CHECK, TransportKind, frame_alone};
 use crate::metadata::Metadata;
-use crate::session::{Client, ClientEvent, Outcome};
+use crate::service::Encoded;
+use crate::session::{Blocked, Client, ClientEvent, Outcome};
 use crate::status::{Code, Status, unsent_request};
 use crate::{Addr, CallId};
 
@@ -73,9 +96,8 @@ pub struct AsyncChannel {
     addr: Addr,
     ctx: Context,
     limits: Limits,
-    inner: RefCell<Inner>,
-    /// The pool TCP frames use (kept for the connection's life).
-    _pool: Pool,
+    /// Shared with the handles of its streams.
+    inner: Rc<RefCell<Inner>>,
 }
 
 impl std::fmt::Debug for AsyncChannel {
@@ -89,10 +111,62 @@ impl std::fmt::Debug for AsyncChannel {
 /// A call in flight, as the driver sees it.
 #[derive(Default)]
 struct Slot {
-    /// The task to wake when the outcome arrives.
+    /// The task to wake when the outcome arrives (a stream's: when a message, its headers or
+    /// its end arrive).
     waker: Option<Waker>,
-    /// The outcome, once known (a response with its metadata).
+    /// The outcome of a unary call, once known (a response with its metadata).
     done: Option<Result<(Frame, Metadata, Metadata), Status>>,
+    /// A stream's state.
+    stream: Option<Box<StreamSlot>>,
+}
+
+/// A stream in flight: what arrived for its [`ResponseStream`], and its [`RequestSink`]'s
+/// wakeup.
+#[derive(Default)]
+struct StreamSlot {
+    /// The sink's task, waiting for the window (or the transport).
+    send_waker: Option<Waker>,
+    /// Messages received, not yet taken (at most a window of them), each with what it counts
+    /// against the window.
+    messages: VecDeque<(Frame, usize)>,
+    /// The response stream waits for a message (it parked, and has not taken one since).
+    waiting: bool,
+    /// The response type, once the stream is typed (to copy a held shared-memory frame:
+    /// [`super::detach`]).
+    desc: Option<&'static MessageDesc<'static>>,
+    /// The server's headers, once they arrived (empty if none came before a message or the
+    /// end), until the response stream takes them.
+    headers: Option<Metadata>,
+    /// How the stream ended: the trailers of an OK end, or the status it failed with.
+    end: Option<Result<Metadata, Status>>,
+    /// Handles alive: the slot goes with the last.
+    handles: u8,
+}
+
+impl Slot {
+    /// Whether a waiter of it would end without waiting (something arrived for it).
+    fn has_news(&self) -> bool {
+        self.done.is_some()
+            || self
+                .stream
+                .as_ref()
+                .is_some_and(|s| !s.messages.is_empty() || s.end.is_some())
+    }
+}
+
+/// Who waits on the connection: a call (a unary call's future, or a stream's responses) or a
+/// stream's sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Waiter {
+    id: CallId,
+    sender: bool,
+}
+
+/// What a waiter's step found: its result, or why it waits (`blocked`: a frame waits for the
+/// transport, so write readiness matters).
+enum Step<T> {
+    Done(T),
+    Wait { blocked: bool },
 }
 
 /// The connection and every call's state. Borrowed only inside a poll or a drop, never across
@@ -107,16 +181,24 @@ struct Inner {
     core: Client,
     timeout: Option<Duration>,
     pending: HashMap<CallId, Slot>,
-    /// The call that registered with the reactor last (see the module docs).
-    reader: Option<CallId>,
-    /// Cancel frames the transport has not taken yet.
-    cancels: Vec<Meta>,
+    /// The waiter that registered with the reactor last (see the module docs).
+    reader: Option<Waiter>,
+    /// Control frames (cancel, a stream's open, end and window frames) and stream messages the
+    /// transport has not taken yet, in order.
+    backlog: VecDeque<(Meta, Encoded)>,
     /// Shared memory: the periodic look at a quiet connection (polled by the reader).
     check: Option<Pin<Box<Sleep>>>,
+    /// The earliest deadline of a call in flight, and its timer (polled by the reader).
+    deadline: Option<(Instant, Pin<Box<Sleep>>)>,
     /// Why the connection was lost.
     lost: Option<String>,
     /// Tasks to wake once the borrow is released.
     to_wake: Vec<Waker>,
+    /// What held shared-memory frames are copied with (see [`super::detach`]).
+    ctx: Context,
+    limits: Limits,
+    /// The pool TCP frames use (kept for the connection's life).
+    _pool: Pool,
 }
 
 impl AsyncChannel {
@@ -155,7 +237,7 @@ impl AsyncChannel {
             register(&conn).map_err(|e| unreachable_server(&addr, &TransportError::io("epoll_ctl", e)))?;
         let ctx = config.conn.context(&conn, &pool);
         Ok(AsyncChannel {
-            inner: RefCell::new(Inner {
+            inner: Rc::new(RefCell::new(Inner {
                 fd: Some(fd),
                 kind: conn.kind(),
                 conn: Some(conn),
@@ -163,15 +245,18 @@ impl AsyncChannel {
                 timeout: config.timeout,
                 pending: HashMap::new(),
                 reader: None,
-                cancels: Vec::new(),
+                backlog: VecDeque::new(),
                 check: None,
+                deadline: None,
                 lost: None,
                 to_wake: Vec::new(),
-            }),
+                ctx: ctx.clone(),
+                limits: config.limits,
+                _pool: pool,
+            })),
             addr,
             ctx,
             limits: config.limits,
-            _pool: pool,
         })
     }
 
@@ -235,8 +320,7 @@ impl AsyncChannel {
         options: &CallOptions,
         mut send: impl FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
     ) -> Result<(Frame, Metadata, Metadata), Status> {
-        let now = Instant::now();
-        let (start, timeout) = {
+        let start = {
             let mut inner = self.inner.borrow_mut();
             if inner.conn.is_none() {
                 let why = inner.lost.as_deref().unwrap_or("closed");
@@ -246,9 +330,9 @@ impl AsyncChannel {
                 ));
             }
             let timeout = options.timeout.or(inner.timeout);
-            let start = inner.core.start(method, timeout, now)?;
+            let start = inner.core.start(method, timeout, Instant::now())?;
             inner.pending.insert(start.id, Slot::default());
-            (start, timeout)
+            start
         };
         let metadata = start.metadata_frame(&options.metadata);
         let mut call = CallState {
@@ -262,12 +346,70 @@ impl AsyncChannel {
             start,
             metadata,
             sent_any: false,
-            // The same instant the core computed the deadline from.
-            timer: timeout
-                .and_then(|t| now.checked_add(t))
-                .map(|at| Box::pin(::tokio::time::sleep_until(at.into()))),
+            ended: false,
         };
         poll_fn(|cx| call.poll(cx, &mut send)).await
+    }
+
+    /// Opens a streaming call to `method` with `options` (its timeout covers the whole
+    /// stream): the sink its requests go to and the stream its responses come from (`M`, the
+    /// response type [`Response::view`] reads: `()` to read frames some other way; see
+    /// [`ResponseStream::typed`]). Fails at once with `RESOURCE_EXHAUSTED` when the request
+    /// window is full, `UNAVAILABLE` when the connection is lost. The open goes out with the
+    /// first poll of either handle (or now, if the transport takes it).
+    ///
+    /// Dropping the [`ResponseStream`] before its end cancels the call (the server is told);
+    /// dropping the [`RequestSink`] half-closes it, as [`RequestSink::end`] does.
+    pub fn open(
+        &self,
+        method: u16,
+        options: &CallOptions,
+    ) -> Result<(RequestSink, ResponseStream<()>), Status> {
+        let mut guard = self.inner.borrow_mut();
+        let inner = &mut *guard;
+        if inner.conn.is_none() {
+            return Err(inner.lost_status());
+        }
+        let timeout = options.timeout.or(inner.timeout);
+        let start = inner.core.open(method, timeout, Instant::now())?;
+        let stream = StreamSlot {
+            handles: 2,
+            ..StreamSlot::default()
+        };
+        inner.pending.insert(
+            start.id,
+            Slot {
+                stream: Some(Box::new(stream)),
+                ..Slot::default()
+            },
+        );
+        if let Some((meta, budget)) = start.deadline {
+            inner.backlog.push_back((meta, Encoded::bytes(&budget)));
+        }
+        if let Some((meta, payload)) = start.metadata_frame(&options.metadata) {
+            inner.backlog.push_back((meta, Encoded::from_vec(payload)));
+        }
+        inner.push_control(start.request, Encoded::default());
+        let to_wake = std::mem::take(&mut inner.to_wake);
+        drop(guard);
+        to_wake.into_iter().for_each(Waker::wake);
+        let sink = RequestSink {
+            inner: Rc::clone(&self.inner),
+            id: start.id,
+            ended: false,
+        };
+        let responses = ResponseStream {
+            r: Responses {
+                inner: Rc::clone(&self.inner),
+                id: start.id,
+                limits: self.limits,
+                headers: None,
+                trailers: None,
+                over: false,
+            },
+            _message: PhantomData,
+        };
+        Ok((sink, responses))
     }
 }
 
@@ -295,8 +437,8 @@ struct CallState<'c> {
     stage: Stage,
     /// Whether a frame of the call went out (only then is a cancel frame worth sending).
     sent_any: bool,
-    /// The call's deadline.
-    timer: Option<Pin<Box<Sleep>>>,
+    /// The future resolved (and handed the registration on).
+    ended: bool,
 }
 
 impl CallState<'_> {
@@ -305,85 +447,30 @@ impl CallState<'_> {
         cx: &mut TaskContext<'_>,
         send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
     ) -> Poll<Result<(Frame, Metadata, Metadata), Status>> {
+        let me = Waiter {
+            id: self.id,
+            sender: false,
+        };
         let mut guard = self.chan.inner.borrow_mut();
-        let result = self.poll_inner(&mut guard, cx, send);
-        let to_wake = std::mem::take(&mut guard.to_wake);
-        drop(guard);
-        to_wake.into_iter().for_each(Waker::wake);
-        result
-    }
-
-    fn poll_inner(
-        &mut self,
-        inner: &mut Inner,
-        cx: &mut TaskContext<'_>,
-        send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
-    ) -> Poll<Result<(Frame, Metadata, Metadata), Status>> {
-        for _ in 0..super::ROUNDS {
+        let result = guard.wait(me, cx, |inner| {
             if let Some(result) = inner.take_done(self.id) {
-                return Poll::Ready(result);
-            }
-            if let Some(timer) = &mut self.timer {
-                if timer.as_mut().poll(cx).is_ready() {
-                    self.timer = None;
-                    inner.expire(Instant::now());
-                    if let Some(result) = inner.take_done(self.id) {
-                        return Poll::Ready(result);
-                    }
-                    // The timer fired before the core's clock says so (it cannot, but should
-                    // it): end the call here all the same.
-                    if let Some(cancel) = inner.core.cancel(self.id) {
-                        if self.sent_any {
-                            inner.cancels.push(cancel);
-                        }
-                        return Poll::Ready(Err(Status::new(
-                            Code::DeadlineExceeded,
-                            "deadline exceeded (client)",
-                        )));
-                    }
-                }
+                return Step::Done(result);
             }
             if inner.conn.is_none() {
                 // Lost: the outcome was handed out above; a call the core no longer knows
                 // fails the same way.
-                let why = inner.lost.as_deref().unwrap_or("closed");
-                return Poll::Ready(Err(Status::new(
-                    Code::Unavailable,
-                    format!("connection lost: {why}"),
-                )));
+                return Step::Done(Err(inner.lost_status()));
             }
-            let blocked = match self.advance(inner, send) {
-                Ok(blocked) => blocked,
-                Err(status) => return Poll::Ready(Err(status)),
-            };
-            let again = inner.drive(cx, blocked);
-            // Whoever polled the descriptor last holds its one waker, whatever comes next.
-            inner.reader = Some(self.id);
-            if let Some(result) = inner.take_done(self.id) {
-                return Poll::Ready(result);
+            match self.advance(inner, send) {
+                Ok(blocked) => Step::Wait { blocked },
+                Err(status) => Step::Done(Err(status)),
             }
-            if !again && inner.conn.is_some() {
-                self.park(inner, cx);
-                return Poll::Pending;
-            }
-        }
-        // Readiness that stays set (a closed state is final in tokio) must not hold the thread:
-        // yield, and drive again when polled.
-        self.park(inner, cx);
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-
-    /// Waits: this call holds the reactor registration now, and its task is woken with its
-    /// outcome.
-    fn park(&self, inner: &mut Inner, cx: &mut TaskContext<'_>) {
-        inner.reader = Some(self.id);
-        if let Some(slot) = inner.pending.get_mut(&self.id) {
-            match &slot.waker {
-                Some(w) if w.will_wake(cx.waker()) => {}
-                _ => slot.waker = Some(cx.waker().clone()),
-            }
-        }
+        });
+        self.ended = result.is_ready();
+        let to_wake = std::mem::take(&mut guard.to_wake);
+        drop(guard);
+        to_wake.into_iter().for_each(Waker::wake);
+        result
     }
 
     /// Sends what is left of the call's frames; `Ok(true)` when the transport will not take
@@ -418,10 +505,7 @@ impl CallState<'_> {
                     self.stage = next;
                     self.sent_any = true;
                     if next == Stage::Sent {
-                        match conn.flush() {
-                            Ok(()) | Err(TransportError::WouldBlock) => {}
-                            Err(e) => inner.lose(&e),
-                        }
+                        inner.flush();
                         return Ok(false);
                     }
                 }
@@ -430,7 +514,7 @@ impl CallState<'_> {
                 Err(e) if frame_alone(&e) => {
                     if let Some(cancel) = inner.core.cancel(self.id) {
                         if self.sent_any {
-                            inner.cancels.push(cancel);
+                            inner.backlog.push_back((cancel, Encoded::default()));
                         }
                     }
                     return Err(unsent_request(&e));
@@ -457,31 +541,15 @@ impl Drop for CallState<'_> {
         let inner = &mut *guard;
         if let Some(cancel) = inner.core.cancel(self.id) {
             if self.sent_any && inner.conn.is_some() {
-                inner.cancels.push(cancel);
-                inner.send_cancels();
-                if let Some(conn) = inner.conn.as_mut() {
-                    match conn.flush() {
-                        Ok(()) | Err(TransportError::WouldBlock) => {}
-                        Err(e) => inner.lose(&e),
-                    }
-                }
+                inner.push_control(cancel, Encoded::default());
             }
         }
         inner.pending.remove(&self.id);
-        // Hand the registration on: if this call held it, or if it was handed to this call,
-        // which ended without driving (its outcome had come), wake another waiting call:
-        // preferably one still without an outcome, which drives when polled.
-        if inner.reader.is_none_or(|r| r == self.id) {
-            inner.reader = None;
-            let next = inner
-                .pending
-                .values_mut()
-                .filter(|s| s.waker.is_some())
-                .min_by_key(|s| s.done.is_some())
-                .and_then(|s| s.waker.take());
-            if let Some(waker) = next {
-                inner.to_wake.push(waker);
-            }
+        if !self.ended {
+            inner.hand_on(Waiter {
+                id: self.id,
+                sender: false,
+            });
         }
         let to_wake = std::mem::take(&mut inner.to_wake);
         drop(guard);
@@ -494,7 +562,8 @@ impl Inner {
         self.pending.get_mut(&id)?.done.take()
     }
 
-    /// Hands an outcome to its call and queues its task's wakeup.
+    /// Hands a unary call its outcome and queues its task's wakeup (a stream's end goes through
+    /// [`end`](Self::end)).
     fn deliver(&mut self, id: CallId, result: Result<(Frame, Metadata, Metadata), Status>) {
         let Some(slot) = self.pending.get_mut(&id) else {
             return;
@@ -505,39 +574,197 @@ impl Inner {
         }
     }
 
+    /// Call `id` ended: a stream with `end` (the server's headers, if none came before, are
+    /// `headers`), a unary call with its failure.
+    fn end(&mut self, id: CallId, end: Result<Metadata, Status>, headers: Metadata) {
+        let Some(slot) = self.pending.get_mut(&id) else {
+            return;
+        };
+        let Some(stream) = slot.stream.as_mut() else {
+            if let Err(status) = end {
+                self.deliver(id, Err(status));
+            }
+            return;
+        };
+        stream.headers.get_or_insert(headers);
+        stream.end = Some(end);
+        self.to_wake.extend(stream.send_waker.take());
+        self.to_wake.extend(slot.waker.take());
+    }
+
+    /// The status a call fails with once the connection is lost.
+    fn lost_status(&self) -> Status {
+        let why = self.lost.as_deref().unwrap_or("closed");
+        Status::new(Code::Unavailable, format!("connection lost: {why}"))
+    }
+
     /// Ends the calls whose deadline has passed (`DEADLINE_EXCEEDED`) and tells the server.
     fn expire(&mut self, now: Instant) {
         for (outcome, cancel) in self.core.expire(now) {
-            if let Outcome::Failed { id, status, .. } = outcome {
-                self.deliver(id, Err(status));
+            if let Outcome::Failed {
+                id, status, headers, ..
+            } = outcome
+            {
+                self.end(id, Err(status), headers);
             }
-            self.cancels.push(cancel);
+            self.backlog.push_back((cancel, Encoded::default()));
         }
-        self.send_cancels();
+        self.send_backlog();
     }
 
-    /// Sends the cancel frames the transport takes now.
-    fn send_cancels(&mut self) {
+    /// Sends what the backlog holds, as far as the transport takes it now.
+    fn send_backlog(&mut self) {
         let Some(conn) = self.conn.as_mut() else {
-            self.cancels.clear();
+            self.backlog.clear();
             return;
         };
-        let mut sent = 0;
-        let mut failed = None;
-        for &meta in &self.cancels {
-            match conn.send_payload(meta, Payload::Bytes(&[])) {
-                Ok(()) => sent += 1,
-                Err(TransportError::WouldBlock) => break,
-                Err(e) => {
-                    failed = Some(e);
-                    break;
+        while let Some((meta, encoded)) = self.backlog.front() {
+            match conn.send_payload(*meta, encoded.payload()) {
+                Ok(()) => {
+                    self.backlog.pop_front();
                 }
+                Err(TransportError::WouldBlock) => return,
+                Err(e) => return self.lose(&e),
             }
         }
-        self.cancels.drain(..sent);
-        if let Some(e) = failed {
-            self.lose(&e);
+    }
+
+    /// Flushes what the transport holds, as far as it goes now.
+    fn flush(&mut self) {
+        if let Some(conn) = self.conn.as_mut() {
+            match conn.flush() {
+                Ok(()) | Err(TransportError::WouldBlock) => {}
+                Err(e) => self.lose(&e),
+            }
         }
+    }
+
+    /// Whether everything queued went to the transport, and the transport wrote it (after
+    /// trying once more).
+    fn flushed(&mut self) -> bool {
+        self.send_backlog();
+        self.flush();
+        self.backlog.is_empty() && self.conn.as_mut().is_none_or(|c| !c.has_unsent())
+    }
+
+    /// Queues a frame no future waits on (a cancel, a stream's open, end or window frame) and
+    /// sends what the transport takes; if some stays, the reader is woken to wait for write
+    /// readiness.
+    fn push_control(&mut self, meta: Meta, encoded: Encoded) {
+        self.backlog.push_back((meta, encoded));
+        if !self.flushed() {
+            if let Some(w) = self.reader.and_then(|r| self.waker_of(r)).and_then(Option::take) {
+                self.to_wake.push(w);
+            }
+        }
+    }
+
+    /// Notes whether a response stream waits (see [`StreamSlot::waiting`]).
+    fn set_waiting(&mut self, w: Waiter, waiting: bool) {
+        if w.sender {
+            return;
+        }
+        if let Some((_, stream)) = stream_of(&mut self.pending, w.id) {
+            stream.waiting = waiting;
+        }
+    }
+
+    /// Copies the shared-memory frames that response streams not waiting for them hold (see
+    /// [`super::detach`]).
+    fn detach_held(&mut self) {
+        if self.kind != TransportKind::Shm {
+            return;
+        }
+        let streams = self.pending.values_mut().filter_map(|s| s.stream.as_deref_mut());
+        for stream in streams.filter(|s| !s.waiting) {
+            for (frame, _) in &mut stream.messages {
+                super::detach(frame, stream.desc, &self.ctx, &self.limits);
+            }
+        }
+    }
+
+    /// Where waiter `w` keeps its waker.
+    fn waker_of(&mut self, w: Waiter) -> Option<&mut Option<Waker>> {
+        let slot = self.pending.get_mut(&w.id)?;
+        match w.sender {
+            false => Some(&mut slot.waker),
+            true => slot.stream.as_mut().map(|s| &mut s.send_waker),
+        }
+    }
+
+    /// Drives the connection for waiter `me` until `step` is done (see the module docs):
+    /// `step` again after each drive, the waiter parked as the reader when nothing is ready.
+    fn wait<T>(
+        &mut self,
+        me: Waiter,
+        cx: &mut TaskContext<'_>,
+        mut step: impl FnMut(&mut Inner) -> Step<T>,
+    ) -> Poll<T> {
+        for _ in 0..super::ROUNDS {
+            let blocked = match step(self) {
+                Step::Done(v) => return Poll::Ready(self.rest(me, v)),
+                Step::Wait { blocked } => blocked,
+            };
+            let again = self.drive(cx, blocked);
+            // Whoever polled the descriptor last holds its one waker, whatever comes next.
+            self.reader = Some(me);
+            if let Step::Done(v) = step(self) {
+                return Poll::Ready(self.rest(me, v));
+            }
+            if !again && self.conn.is_some() {
+                self.park(me, cx);
+                return Poll::Pending;
+            }
+        }
+        // Readiness that stays set (a closed state is final in tokio) must not hold the thread:
+        // yield, and drive again when polled.
+        self.park(me, cx);
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    /// Waits: `me` holds the reactor registration now, and its task is woken with its news.
+    fn park(&mut self, me: Waiter, cx: &mut TaskContext<'_>) {
+        self.reader = Some(me);
+        self.set_waiting(me, true);
+        if let Some(waker) = self.waker_of(me) {
+            match waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => *waker = Some(cx.waker().clone()),
+            }
+        }
+    }
+
+    /// `me` stops waiting, with `v`: it hands the registration on.
+    fn rest<T>(&mut self, me: Waiter, v: T) -> T {
+        if let Some(waker) = self.waker_of(me) {
+            *waker = None;
+        }
+        self.set_waiting(me, false);
+        self.hand_on(me);
+        v
+    }
+
+    /// Hands the registration on: if `me` held it, or if it was handed to `me`, which stopped
+    /// without driving, wake another waiting task: preferably one with nothing arrived for it,
+    /// which drives when polled.
+    fn hand_on(&mut self, me: Waiter) {
+        if self.reader.is_some_and(|r| r != me) {
+            return;
+        }
+        self.reader = None;
+        let next = self
+            .pending
+            .values_mut()
+            .flat_map(|slot| {
+                let news = slot.has_news();
+                let sender = slot.stream.as_mut().map(|s| (false, &mut s.send_waker));
+                [Some((news, &mut slot.waker)), sender].into_iter().flatten()
+            })
+            .filter(|(_, w)| w.is_some())
+            .min_by_key(|(news, _)| *news)
+            .and_then(|(_, w)| w.take());
+        self.to_wake.extend(next);
     }
 
     /// The connection is gone: descriptor first, then the connection; every call fails with
@@ -546,20 +773,16 @@ impl Inner {
         if self.conn.is_none() {
             return;
         }
-        let why = why.to_string();
         self.fd = None;
         self.conn = None;
-        self.cancels.clear();
+        self.backlog.clear();
         self.check = None;
+        self.lost = Some(why.to_string());
         for outcome in self.core.lost() {
-            if let Outcome::Failed { id, .. } = outcome {
-                self.deliver(
-                    id,
-                    Err(Status::new(Code::Unavailable, format!("connection lost: {why}"))),
-                );
+            if let Outcome::Failed { id, headers, .. } = outcome {
+                self.end(id, Err(self.lost_status()), headers);
             }
         }
-        self.lost = Some(why);
     }
 
     /// One frame from the server.
@@ -577,36 +800,60 @@ impl Inner {
                 trailers,
                 ..
             }))) => self.deliver(id, Ok((frame, metadata, trailers))),
-            Ok(Some(ClientEvent::Ended(Outcome::Failed { id, status, .. }))) => self.deliver(id, Err(status)),
-            Ok(Some(ClientEvent::Aborted(Outcome::Failed { id, status, .. }, cancel))) => {
-                self.cancels.push(cancel);
-                self.deliver(id, Err(status));
+            Ok(Some(ClientEvent::Ended(Outcome::Finished { id, trailers, .. }))) => {
+                self.end(id, Ok(trailers), Metadata::new());
             }
-            // The late answer of a call that ended here; this client opens no streams.
-            Ok(_) => {}
+            Ok(Some(ClientEvent::Ended(Outcome::Failed {
+                id, status, headers, ..
+            }))) => self.end(id, Err(status), headers),
+            Ok(Some(ClientEvent::Aborted(outcome, cancel))) => {
+                self.backlog.push_back((cancel, Encoded::default()));
+                if let Outcome::Failed {
+                    id, status, headers, ..
+                } = outcome
+                {
+                    self.end(id, Err(status), headers);
+                }
+            }
+            Ok(Some(ClientEvent::Headers { id, metadata })) => {
+                if let Some((slot, stream)) = stream_of(&mut self.pending, id) {
+                    stream.headers = Some(metadata);
+                    self.to_wake.extend(slot.take());
+                }
+            }
+            Ok(Some(ClientEvent::Message { id })) => {
+                if let Some((slot, stream)) = stream_of(&mut self.pending, id) {
+                    stream.headers.get_or_insert_default();
+                    let len = frame.window_len();
+                    stream.messages.push_back((frame, len));
+                    self.to_wake.extend(slot.take());
+                }
+            }
+            Ok(Some(ClientEvent::Window { id })) => {
+                if let Some((_, stream)) = stream_of(&mut self.pending, id) {
+                    self.to_wake.extend(stream.send_waker.take());
+                }
+            }
+            // The late answer of a call that ended here.
+            Ok(None) => {}
             Err(e) => self.lose(&format_args!("RPC protocol: {e}")),
         }
     }
 
-    /// Flushes, drains `try_recv` until `None` (handing out outcomes), then registers with the
-    /// reactor: read interest always, write interest over TCP while frames wait (`blocked`: a
-    /// call's frame was refused). Returns whether a readiness was found set (and cleared): the
-    /// caller goes round again.
+    /// Sends the backlog, flushes, drains `try_recv` until `None` (handing out what arrived),
+    /// then registers with the reactor: read interest always, write interest over TCP while
+    /// frames wait (`blocked`: a waiter's frame was refused), the earliest deadline. Returns
+    /// whether a readiness was found set (and cleared): the caller goes round again.
     fn drive(&mut self, cx: &mut TaskContext<'_>, blocked: bool) -> bool {
-        if !self.cancels.is_empty() {
-            self.send_cancels();
+        let now = Instant::now();
+        if self.core.next_deadline().is_some_and(|at| at <= now) {
+            self.expire(now);
         }
-        let Some(conn) = self.conn.as_mut() else {
-            return false;
-        };
-        if conn.has_unsent() {
-            match conn.flush() {
-                Ok(()) | Err(TransportError::WouldBlock) => {}
-                Err(e) => {
-                    self.lose(&e);
-                    return false;
-                }
-            }
+        if !self.backlog.is_empty() {
+            self.send_backlog();
+        }
+        if self.conn.as_mut().is_some_and(|c| c.has_unsent()) {
+            self.flush();
         }
         loop {
             let Some(conn) = self.conn.as_mut() else {
@@ -621,10 +868,15 @@ impl Inner {
                 }
             }
         }
+        if !self.backlog.is_empty() {
+            // Cancels of calls the server broke.
+            self.send_backlog();
+        }
+        self.detach_held();
+        let mut again = self.poll_deadline(cx);
         let (Some(fd), Some(conn)) = (self.fd.as_ref(), self.conn.as_mut()) else {
             return false;
         };
-        let mut again = false;
         let mut failed = None;
         match fd.poll_read_ready(cx) {
             Poll::Ready(Ok(mut ready)) => {
@@ -636,7 +888,7 @@ impl Inner {
         }
         match self.kind {
             TransportKind::Tcp => {
-                if blocked || conn.has_unsent() || !self.cancels.is_empty() {
+                if blocked || conn.has_unsent() || !self.backlog.is_empty() {
                     match fd.poll_write_ready(cx) {
                         Poll::Ready(Ok(mut ready)) => {
                             ready.clear_ready();
@@ -669,6 +921,36 @@ impl Inner {
         }
         again
     }
+
+    /// Registers the timer of the earliest deadline; `true` if it fired (its calls expired).
+    fn poll_deadline(&mut self, cx: &mut TaskContext<'_>) -> bool {
+        let Some(at) = self.core.next_deadline() else {
+            self.deadline = None;
+            return false;
+        };
+        if self.deadline.as_ref().is_none_or(|(armed, _)| *armed != at) {
+            self.deadline = Some((at, Box::pin(::tokio::time::sleep_until(at.into()))));
+        }
+        let Some((_, timer)) = &mut self.deadline else {
+            return false;
+        };
+        if timer.as_mut().poll(cx).is_pending() {
+            return false;
+        }
+        // Due by the timer's clock: expire it even if `Instant::now()` lags.
+        self.deadline = None;
+        self.expire(Instant::now().max(at));
+        true
+    }
+}
+
+/// Stream `id`'s slot in `pending`: its waker and its stream state.
+fn stream_of(
+    pending: &mut HashMap<CallId, Slot>,
+    id: CallId,
+) -> Option<(&mut Option<Waker>, &mut StreamSlot)> {
+    let slot = pending.get_mut(&id)?;
+    Some((&mut slot.waker, slot.stream.as_deref_mut()?))
 }
 
 /// Registers a duplicate of the connection's descriptor with the reactor: a TCP socket for
@@ -679,4 +961,485 @@ pub(super) fn register(conn: &Conn) -> std::io::Result<AsyncFd<OwnedFd>> {
         TransportKind::Shm => Interest::READABLE,
     };
     super::register_fd(conn.as_fd().try_clone_to_owned()?, interest)
+}
+
+/// The requests of a stream opened with [`AsyncChannel::open`]: each [`send`](Self::send)
+/// waits for the server's window (and for the transport to take the message), then
+/// [`end`](Self::end) half-closes. Dropping it half-closes too.
+///
+/// Once the call is over, sends fail: with the status the call failed with,
+/// `FAILED_PRECONDITION` if the server ended it with OK or after [`end`](Self::end),
+/// `CANCELLED` if the [`ResponseStream`] was dropped. A send dropped after its message took its
+/// place in the window but before the transport took it (the connection was full) cancels the
+/// call.
+pub struct RequestSink {
+    inner: Rc<RefCell<Inner>>,
+    id: CallId,
+    /// `end` was called.
+    ended: bool,
+}
+
+impl std::fmt::Debug for RequestSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestSink")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RequestSink {
+    /// Sends `msg` (serialize-and-send: its header segment is written into the transport, its
+    /// zero-copy values are referenced) once the window has room.
+    pub async fn send(&mut self, msg: &impl Outgoing) -> Result<(), Status> {
+        self.send_out(Out::Message(msg)).await
+    }
+
+    /// Sends a raw payload once the window has room.
+    pub async fn send_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
+        self.send_out(Out::Payload(payload)).await
+    }
+
+    /// Half-closes: the server's request stream ends after the messages sent. Resolves once
+    /// the transport took it; `Ok` as well if the call is already over.
+    pub async fn end(&mut self) -> Result<(), Status> {
+        if std::mem::replace(&mut self.ended, true) {
+            return Ok(());
+        }
+        let me = Waiter {
+            id: self.id,
+            sender: true,
+        };
+        let mut queued = false;
+        wait_for(&self.inner, me, |inner| {
+            if inner.conn.is_none() {
+                return Step::Done(Err(inner.lost_status()));
+            }
+            if !std::mem::replace(&mut queued, true) {
+                match inner.core.end(me.id) {
+                    Some(meta) => inner.backlog.push_back((meta, Encoded::default())),
+                    None => return Step::Done(Ok(())),
+                }
+            }
+            match inner.flushed() {
+                true => Step::Done(Ok(())),
+                false => Step::Wait { blocked: true },
+            }
+        })
+        .await
+    }
+
+    async fn send_out(&mut self, out: Out<'_>) -> Result<(), Status> {
+        if self.ended {
+            return Err(Status::new(
+                Code::FailedPrecondition,
+                "the stream is half-closed: no message goes after its end",
+            ));
+        }
+        let mut sending = Sending {
+            waiting: Waiting {
+                inner: &self.inner,
+                me: Waiter {
+                    id: self.id,
+                    sender: true,
+                },
+                done: false,
+            },
+            owed: None,
+            taken: false,
+        };
+        poll_fn(|cx| sending.poll(cx, out)).await
+    }
+}
+
+impl Drop for RequestSink {
+    /// Half-closes if [`end`](Self::end) was not called, and lets go of the stream's slot.
+    fn drop(&mut self) {
+        let Ok(mut guard) = self.inner.try_borrow_mut() else {
+            return;
+        };
+        let inner = &mut *guard;
+        if !self.ended && inner.conn.is_some() {
+            if let Some(meta) = inner.core.end(self.id) {
+                inner.push_control(meta, Encoded::default());
+            }
+        }
+        inner.drop_handle(Waiter {
+            id: self.id,
+            sender: true,
+        });
+        wake_after(guard);
+    }
+}
+
+/// One send of a [`RequestSink`] in progress.
+struct Sending<'s> {
+    waiting: Waiting<'s>,
+    /// The `Meta` the window gave the message, while the transport has not taken it.
+    owed: Option<Meta>,
+    /// The transport took the message (it waits to be written).
+    taken: bool,
+}
+
+impl Sending<'_> {
+    fn poll(&mut self, cx: &mut TaskContext<'_>, out: Out<'_>) -> Poll<Result<(), Status>> {
+        let mut guard = self.waiting.inner.borrow_mut();
+        let (me, owed, taken) = (self.waiting.me, &mut self.owed, &mut self.taken);
+        let result = guard.wait(me, cx, |inner| {
+            if inner.conn.is_none() {
+                *owed = None;
+                return Step::Done(Err(inner.lost_status()));
+            }
+            if !*taken {
+                if owed.is_none() {
+                    if !inner.flushed() {
+                        // What is queued before it goes first.
+                        return Step::Wait { blocked: true };
+                    }
+                    let Some(conn) = inner.conn.as_ref() else {
+                        return Step::Done(Err(inner.lost_status()));
+                    };
+                    match inner.core.send(me.id, out.window_len(conn)) {
+                        Ok(meta) => *owed = Some(meta),
+                        Err(Blocked::Window) => return Step::Wait { blocked: false },
+                        Err(Blocked::Ended) => return Step::Done(Err(inner.over(me.id))),
+                    }
+                }
+                let (Some(meta), Some(conn)) = (*owed, inner.conn.as_mut()) else {
+                    return Step::Done(Err(inner.lost_status()));
+                };
+                match out.send(conn, meta) {
+                    Ok(()) => {
+                        *owed = None;
+                        *taken = true;
+                    }
+                    Err(TransportError::WouldBlock) => return Step::Wait { blocked: true },
+                    // About this frame alone: the connection stays usable, the call fails.
+                    Err(e) if frame_alone(&e) => {
+                        *owed = None;
+                        let status = unsent_request(&e);
+                        inner.cancel(me.id, status.clone());
+                        return Step::Done(Err(status));
+                    }
+                    Err(e) => {
+                        *owed = None;
+                        inner.lose(&e);
+                        return Step::Done(Err(inner.lost_status()));
+                    }
+                }
+            }
+            match inner.flushed() {
+                true => Step::Done(Ok(())),
+                false => Step::Wait { blocked: true },
+            }
+        });
+        self.waiting.done = result.is_ready();
+        wake_after(guard);
+        result
+    }
+}
+
+impl Drop for Sending<'_> {
+    /// A message that took its place in the window and never went leaves the server's
+    /// window off by it: the call is cancelled. (Its `Waiting` then stops waiting.)
+    fn drop(&mut self) {
+        if self.owed.is_none() {
+            return;
+        }
+        let Ok(mut guard) = self.waiting.inner.try_borrow_mut() else {
+            return;
+        };
+        let status = Status::new(
+            Code::Cancelled,
+            "a send was dropped before the transport took its message",
+        );
+        guard.cancel(self.waiting.me.id, status);
+        wake_after(guard);
+    }
+}
+
+/// A wait of `me` in progress (a future's): dropped before it is `done`, it stops waiting and
+/// hands the registration on, so that no other waiter is left with no one registered.
+struct Waiting<'s> {
+    inner: &'s RefCell<Inner>,
+    me: Waiter,
+    done: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Ok(mut guard) = self.inner.try_borrow_mut() {
+            guard.rest(self.me, ());
+            wake_after(guard);
+        }
+    }
+}
+
+/// Waits as `me` until `step` is done (see [`Inner::wait`]); dropped before, it stops waiting.
+async fn wait_for<T>(inner: &RefCell<Inner>, me: Waiter, mut step: impl FnMut(&mut Inner) -> Step<T>) -> T {
+    let mut waiting = Waiting {
+        inner,
+        me,
+        done: false,
+    };
+    poll_fn(|cx| {
+        let mut guard = waiting.inner.borrow_mut();
+        let result = guard.wait(me, cx, &mut step);
+        waiting.done = result.is_ready();
+        wake_after(guard);
+        result
+    })
+    .await
+}
+
+/// The responses of a stream opened with [`AsyncChannel::open`], in order, each read in place
+/// where it arrived ([`Response::view`]; a message's own headers and trailers are empty: the
+/// stream's are [`headers`](Self::headers) and [`trailers`](Self::trailers)). A
+/// [`futures_core::Stream`]; or call [`message`](Self::message). It ends with `None` after the
+/// server's OK, or yields the status the call failed with (its trailers in
+/// [`Status::metadata`]), then `None`.
+///
+/// Taking a message grants the server its window back; messages not taken stay buffered (at
+/// most a window of them), and the other calls of the channel go on. Dropping it before its
+/// end cancels the call.
+///
+/// Like a call future, a wait left pending and never polled again may hold the registration
+/// the channel's other calls wait on: [`message`](Self::message) hands it on when its future
+/// is dropped (use it in a `select!`); a `poll_next` that returned `Pending` holds it until the
+/// stream is polled again or dropped.
+pub struct ResponseStream<M> {
+    r: Responses,
+    _message: PhantomData<fn() -> M>,
+}
+
+/// A [`ResponseStream`]'s state, whatever its message type.
+struct Responses {
+    inner: Rc<RefCell<Inner>>,
+    id: CallId,
+    limits: Limits,
+    /// The server's headers, once taken from the slot.
+    headers: Option<Metadata>,
+    /// The trailers of an OK end.
+    trailers: Option<Metadata>,
+    /// It yielded its end or its failure.
+    over: bool,
+}
+
+impl<M> std::fmt::Debug for ResponseStream<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseStream")
+            .field("id", &self.r.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a response stream's wait found.
+enum Arrived {
+    Message(Frame),
+    Finished(Metadata),
+    Failed(Status),
+}
+
+impl<M> ResponseStream<M> {
+    /// The same stream, its messages read as `N` (what generated code does with the method's
+    /// response type).
+    pub fn typed<N: Message<'static>>(self) -> ResponseStream<N> {
+        if let Ok(mut inner) = self.r.inner.try_borrow_mut() {
+            if let Some((_, stream)) = stream_of(&mut inner.pending, self.r.id) {
+                stream.desc = Some(N::desc());
+            }
+        }
+        ResponseStream {
+            r: self.r,
+            _message: PhantomData,
+        }
+    }
+
+    /// The next message, `None` after the server's OK, or the status the call failed with.
+    pub async fn message(&mut self) -> Result<Option<Response<M>>, Status> {
+        let inner = Rc::clone(&self.r.inner);
+        let me = Waiter {
+            id: self.r.id,
+            sender: false,
+        };
+        let mut waiting = Waiting {
+            inner: &inner,
+            me,
+            done: false,
+        };
+        poll_fn(|cx| {
+            let item = self.poll_message(cx);
+            waiting.done = item.is_ready();
+            item
+        })
+        .await
+        .transpose()
+    }
+
+    /// The server's headers (gRPC's initial metadata), once they arrived: they come before the
+    /// first message or the end (empty if the server sent none).
+    pub async fn headers(&mut self) -> &Metadata {
+        self.r.headers().await
+    }
+
+    /// The trailers the server ended the stream with, once it ended with OK (a failure's are
+    /// in its [`Status::metadata`]).
+    pub fn trailers(&self) -> Option<&Metadata> {
+        self.r.trailers.as_ref()
+    }
+
+    fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Result<Response<M>, Status>>> {
+        let limits = self.r.limits;
+        self.r.poll_next(cx).map(|item| {
+            item.map(|item| item.map(|frame| Response::new(frame, limits, Metadata::new(), Metadata::new())))
+        })
+    }
+}
+
+impl Responses {
+    /// The server's headers (gRPC's initial metadata), once they arrived: they come before the
+    /// first message or the end (empty if the server sent none).
+    async fn headers(&mut self) -> &Metadata {
+        if self.headers.is_none() {
+            let me = Waiter {
+                id: self.id,
+                sender: false,
+            };
+            let headers = wait_for(&self.inner, me, |inner| {
+                let lost = inner.conn.is_none();
+                match stream_of(&mut inner.pending, me.id).map(|(_, s)| s.headers.take()) {
+                    Some(Some(headers)) => Step::Done(headers),
+                    _ if lost => Step::Done(Metadata::new()),
+                    _ => Step::Wait { blocked: false },
+                }
+            })
+            .await;
+            self.headers = Some(headers);
+        }
+        self.headers.get_or_insert_default()
+    }
+
+    fn poll_next(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Result<Frame, Status>>> {
+        if self.over {
+            return Poll::Ready(None);
+        }
+        let me = Waiter {
+            id: self.id,
+            sender: false,
+        };
+        let inner = Rc::clone(&self.inner);
+        let mut guard = inner.borrow_mut();
+        let headers = &mut self.headers;
+        let result = guard.wait(me, cx, |inner| {
+            let Some((_, stream)) = stream_of(&mut inner.pending, me.id) else {
+                return Step::Done(Arrived::Failed(inner.lost_status()));
+            };
+            if headers.is_none() {
+                *headers = stream.headers.take();
+            }
+            if let Some((frame, len)) = stream.messages.pop_front() {
+                if let Some((meta, raw)) = inner.core.consumed(me.id, len) {
+                    inner.push_control(meta, Encoded::bytes(&raw));
+                }
+                return Step::Done(Arrived::Message(frame));
+            }
+            match &stream.end {
+                Some(Ok(trailers)) => Step::Done(Arrived::Finished(trailers.clone())),
+                Some(Err(status)) => Step::Done(Arrived::Failed(status.clone())),
+                None if inner.conn.is_none() => Step::Done(Arrived::Failed(inner.lost_status())),
+                None => Step::Wait { blocked: false },
+            }
+        });
+        wake_after(guard);
+        let Poll::Ready(arrived) = result else {
+            return Poll::Pending;
+        };
+        Poll::Ready(match arrived {
+            Arrived::Message(frame) => Some(Ok(frame)),
+            Arrived::Finished(trailers) => {
+                self.over = true;
+                self.trailers = Some(trailers);
+                None
+            }
+            Arrived::Failed(status) => {
+                self.over = true;
+                Some(Err(status))
+            }
+        })
+    }
+}
+
+impl<M> futures_core::Stream for ResponseStream<M> {
+    type Item = Result<Response<M>, Status>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_message(cx)
+    }
+}
+
+impl Drop for Responses {
+    /// Cancels the call if it is not over, and lets go of the stream's slot.
+    fn drop(&mut self) {
+        let Ok(mut guard) = self.inner.try_borrow_mut() else {
+            return;
+        };
+        let status = Status::new(
+            Code::Cancelled,
+            "the response stream was dropped: the call is cancelled",
+        );
+        guard.cancel(self.id, status);
+        guard.drop_handle(Waiter {
+            id: self.id,
+            sender: false,
+        });
+        wake_after(guard);
+    }
+}
+
+impl Inner {
+    /// Ends stream `id` here, if it is in flight, with `status` (its handles see it), and tells
+    /// the server.
+    fn cancel(&mut self, id: CallId, status: Status) {
+        if let Some(cancel) = self.core.cancel(id) {
+            self.end(id, Err(status), Metadata::new());
+            if self.conn.is_some() {
+                self.push_control(cancel, Encoded::default());
+            }
+        }
+    }
+
+    /// Why stream `id`'s sink can send no more: the call is over.
+    fn over(&self, id: CallId) -> Status {
+        let end = self
+            .pending
+            .get(&id)
+            .and_then(|s| s.stream.as_ref()?.end.as_ref());
+        match end {
+            Some(Err(status)) => status.clone(),
+            Some(Ok(_)) => Status::new(Code::FailedPrecondition, "the server has ended the stream"),
+            None => Status::new(Code::Cancelled, "the call is over"),
+        }
+    }
+
+    /// A stream's handle is dropped: it stops waiting, and the slot goes with the last handle.
+    fn drop_handle(&mut self, me: Waiter) {
+        self.rest(me, ());
+        if let Some(slot) = self.pending.get_mut(&me.id) {
+            if let Some(stream) = slot.stream.as_mut() {
+                stream.handles -= 1;
+                if stream.handles == 0 {
+                    self.pending.remove(&me.id);
+                }
+            }
+        }
+    }
+}
+
+/// Releases the borrow, then wakes the tasks queued meanwhile.
+fn wake_after(mut guard: std::cell::RefMut<'_, Inner>) {
+    let to_wake = std::mem::take(&mut guard.to_wake);
+    drop(guard);
+    to_wake.into_iter().for_each(Waker::wake);
 }

@@ -17,6 +17,13 @@
 //!   connection for all of them, and hands the reactor registration on when it ends.
 //! - [`AsyncServer`]: a task per session and a task per call (aborted on cancellation or
 //!   deadline); a session whose answers back up stops reading requests.
+//!
+//! Streams, as tonic has them (`Stream` in, `Stream` out), for the three streaming shapes:
+//! [`AsyncChannel::open`] gives a [`RequestSink`] (`send`, `end`) and a [`ResponseStream`] (a
+//! `futures_core::Stream` of [`Response`](crate::Response)s, then its trailers or the failure
+//! status); [`AsyncService::stream`] gets a [`RequestStream`] (of [`AsyncRequest`]s) and a
+//! [`ResponseSink`], and its result ends the stream. Every message is a Ferry message read in
+//! place; each direction has a window, and a send waits for it.
 
 mod client;
 mod server;
@@ -30,16 +37,16 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Instant;
 
-use ferry_transport::Received;
-use ferry_wire::{Context, Limits, Message};
+use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
+use ferry_wire::{Context, Limits, Message, MessageDesc, Outgoing};
 
 use crate::metadata::Metadata;
 use crate::service::{Encoded, MethodInfo, ResponseMetadata};
 use crate::status::{Status, invalid_request};
-use crate::{CallId, Frame, ServicesError};
+use crate::{CallId, Conn, Frame, ServicesError};
 
-pub use client::AsyncChannel;
-pub use server::AsyncServer;
+pub use client::{AsyncChannel, RequestSink, ResponseStream};
+pub use server::{AsyncServer, RequestStream, ResponseSink};
 
 /// Rounds of one poll of a session or a call at most (each round finds a readiness set, clears
 /// it and goes again) before it yields to other tasks.
@@ -62,6 +69,49 @@ fn register_fd(
     ::tokio::io::unix::AsyncFd::with_interest(fd, interest)
 }
 
+/// A shared-memory `frame` that a stream's reader holds and does not wait for, copied into
+/// `ctx`'s pool (`desc` re-encodes a Ferry message read in place; without it such a frame
+/// stays as it is): the peer's blocks are acknowledged only once every frame of them, and of
+/// every earlier block, is dropped, so a held frame would stop the whole connection once the
+/// peer's credits run out. A TCP frame is a pool buffer already, and stays as it is.
+fn detach(frame: &mut Frame, desc: Option<&'static MessageDesc<'static>>, ctx: &Context, limits: &Limits) {
+    if !matches!(frame, Frame::Shm(_)) {
+        return;
+    }
+    let copied = match crate::workers::SendFrame::from_frame(frame.clone(), desc, ctx, limits) {
+        Ok(crate::workers::SendFrame::Copied { meta, buf }) => ferry_net::Frame::from_parts(meta, buf),
+        _ => None,
+    };
+    if let Some(copied) = copied {
+        *frame = Frame::Tcp(copied);
+    }
+}
+
+/// One message a stream's sink sends: a Ferry message (serialize-and-send) or a raw payload.
+#[derive(Clone, Copy)]
+enum Out<'a> {
+    Message(&'a dyn Outgoing),
+    Payload(Payload<'a>),
+}
+
+impl Out<'_> {
+    /// What it counts against the stream's window (see [`Conn::window_len`]).
+    fn window_len(self, conn: &Conn) -> usize {
+        match self {
+            Out::Message(msg) => conn.window_len(msg),
+            Out::Payload(payload) => payload.len(),
+        }
+    }
+
+    /// Hands it to the transport with `meta`.
+    fn send(self, conn: &mut Conn, meta: Meta) -> Result<(), TransportError> {
+        match self {
+            Out::Message(msg) => conn.send(meta, msg),
+            Out::Payload(payload) => conn.send_payload(meta, payload),
+        }
+    }
+}
+
 /// A boxed, `!Send` future: what [`AsyncService::call`] returns.
 pub type LocalBoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
 
@@ -73,6 +123,30 @@ pub trait AsyncService: 'static {
 
     /// Handles one call: the future answers with a serialized response or fails with a status.
     fn call(&self, call: AsyncCall, request: AsyncRequest<()>) -> LocalBoxFuture<Result<Encoded, Status>>;
+
+    /// Handles one streaming call (a method whose [`MethodInfo::shape`] is not unary): reads
+    /// the client's messages from `requests` (in order; `None` after the client's end) and
+    /// sends its own with `responses` (each send waits for the client's window). `Ok` ends the
+    /// stream with OK and the trailers set on `call`; `Err(status)` ends it with that status.
+    /// A client-streaming method sends one message, a server-streaming one reads one.
+    ///
+    /// If the call ends first (the client cancels, the deadline passes), `requests` yields
+    /// that status and sends fail with it: a handler waiting on either then sees it, one busy
+    /// elsewhere is dropped (as a unary handler is); its result is dropped. The default
+    /// answers `UNIMPLEMENTED`.
+    fn stream(
+        &self,
+        call: AsyncCall,
+        requests: RequestStream<()>,
+        responses: ResponseSink,
+    ) -> LocalBoxFuture<Result<(), Status>> {
+        let _ = (requests, responses);
+        let status = Status::new(
+            crate::Code::Unimplemented,
+            format!("method {} serves no streams here", call.method()),
+        );
+        Box::pin(std::future::ready(Err(status)))
+    }
 }
 
 /// What an async handler knows about its call. Its clones share the response metadata.

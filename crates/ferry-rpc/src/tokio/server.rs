@@ -13,10 +13,26 @@
 //! 3. hands the answers waiting in its backlog to the transport;
 //! 4. if the backlog is empty, reads up to `frames_per_turn` frames (`try_recv`, which arms the
 //!    shared-memory doorbell when it finds none): requests start handler tasks (or are refused:
-//!    `UNAVAILABLE` while draining, `UNIMPLEMENTED`, `RESOURCE_EXHAUSTED` at the session's
-//!    bound), cancel frames abort them;
+//!    `UNAVAILABLE` while draining, `UNIMPLEMENTED` (unknown method, or a call of the wrong
+//!    shape), `RESOURCE_EXHAUSTED` at the session's bound), cancel frames abort them (a
+//!    stream's handles fail instead), a stream's frames go to its handles;
 //! 5. flushes, then registers for what it waits on: readable, writable (TCP, while answers
 //!    wait), a 1 ms retry (shared memory, while answers wait for credits), the next deadline.
+//!
+//! # Streams
+//!
+//! An open of a streaming method starts [`AsyncService::stream`](super::AsyncService::stream)'s
+//! task with a [`RequestStream`] and a [`ResponseSink`]: handles on the session (it sits in an
+//! `Rc<RefCell<_>>`, which they reach when their task runs, never while the session's task
+//! holds it). The session buffers each stream's messages as they come (at most a window:
+//! reading never stops for a slow handler; over shared memory the frames of a handler that
+//! is not waiting for them are copied, see `detach`), and wakes the handler's waits on
+//! messages, the client's end and its window grants. A send writes its message into the
+//! transport from the handler's task (a Ferry message as it is, serialize-and-send) once the
+//! window has room and the backlog is empty; the session flushes. When the call ends first
+//! (cancel, deadline, a broken stream) the handles fail with its status: a handler waiting on
+//! them sees it, one busy elsewhere is aborted (as a unary handler is); its answer is dropped.
+//! Every stream ends through `dispatch` (`end_stream`, `end_call`).
 //!
 //! # Backpressure
 //!
@@ -32,7 +48,7 @@ use std::future::{Future, poll_fn};
 use std::marker::PhantomData;
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -41,16 +57,16 @@ use ::tokio::io::unix::AsyncFd;
 use ::tokio::task::{AbortHandle, Id, JoinError, JoinSet};
 use ::tokio::time::Sleep;
 use ferry_buf::Pool;
-use ferry_transport::{Meta, Received, Transport, TransportError};
-use ferry_wire::Context;
+use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
+use ferry_wire::{Context, Limits, Outgoing};
 
 use super::client::register;
-use super::{AsyncCall, AsyncRequest, AsyncServices, CallMetadata};
+use super::{AsyncCall, AsyncRequest, AsyncServices, CallMetadata, Out};
 use crate::conn::{Conn, Frame, Listener, SHM_CHECK, TransportKind, frame_alone};
-use crate::dispatch::{end_call, panicked, refusal};
+use crate::dispatch::{end_call, end_stream, panicked, refusal, shape_refusal};
 use crate::event_loop::LoopConfig;
 use crate::metadata::Metadata;
-use crate::service::{Encoded, ResponseMetadata};
+use crate::service::{Encoded, MethodInfo, ResponseMetadata};
 use crate::session::{Event, Server};
 use crate::status::{Code, Status, unsent_response};
 use crate::{Addr, CallId, ServerError};
@@ -266,7 +282,7 @@ async fn serve(mut conn: Conn, shared: Rc<Shared>, key: u64) {
     conn.set_nonblocking(true);
     let Ok(fd) = register(&conn) else { return };
     let ctx = shared.config.conn.context(&conn, &shared.pool);
-    let mut session = Session {
+    let session = Rc::new(RefCell::new(Session {
         fd,
         kind: conn.kind(),
         conn,
@@ -282,8 +298,16 @@ async fn serve(mut conn: Conn, shared: Rc<Shared>, key: u64) {
         busy: 0,
         shared,
         key,
-    };
-    poll_fn(|cx| session.poll(cx)).await;
+        streams: HashMap::new(),
+        senders: Vec::new(),
+        waker: None,
+        broken: false,
+        me: Weak::new(),
+    }));
+    session.borrow_mut().me = Rc::downgrade(&session);
+    // Handler tasks reach the session through their stream handles, never while this borrow is
+    // held: they are other tasks of the same thread.
+    poll_fn(|cx| session.borrow_mut().poll(cx)).await;
 }
 
 /// One session: its connection, its side of the protocol, its handler tasks.
@@ -298,8 +322,9 @@ struct Session {
     /// Answers the transport would not take yet, oldest first; no requests are read while
     /// any wait.
     backlog: VecDeque<(Meta, Encoded)>,
-    /// The handlers' tasks (dropping the set aborts them).
-    handlers: JoinSet<Result<Encoded, Status>>,
+    /// The handlers' tasks (dropping the set aborts them): a unary call's answer, or a
+    /// stream's end (`None`: OK).
+    handlers: JoinSet<Answer>,
     /// Each handler task's call, method path and metadata.
     tasks: HashMap<Id, (CallId, &'static str, Rc<CallMetadata>)>,
     aborts: HashMap<CallId, AbortHandle>,
@@ -314,6 +339,42 @@ struct Session {
     busy: usize,
     shared: Rc<Shared>,
     key: u64,
+    /// Each stream in progress, as its handler's handles share it.
+    streams: HashMap<CallId, ServerStream>,
+    /// Handlers' sends waiting for the backlog to drain (or the transport to take more).
+    senders: Vec<Waker>,
+    /// The session task's waker: handles that queue frames wake it to flush them.
+    waker: Option<Waker>,
+    /// A handle's send found the connection broken: the session closes.
+    broken: bool,
+    /// This session, for the handles of the streams it starts.
+    me: Weak<RefCell<Session>>,
+}
+
+/// What a handler task ends with: a unary call's answer, or a stream's end (`Ok(None)`: OK).
+type Answer = Result<Option<Encoded>, Status>;
+
+/// A stream in progress, as its session and its handler's [`RequestStream`] and
+/// [`ResponseSink`] share it.
+struct ServerStream {
+    /// Messages received and not yet taken by the handler (at most a window of them), each
+    /// with what it counts against the window.
+    inbox: VecDeque<(Frame, usize)>,
+    /// The handler waits for a message (it polled and found none, and has not taken one since).
+    waiting: bool,
+    /// The method's request type (to copy a held shared-memory frame: [`super::detach`]).
+    desc: Option<&'static ferry_wire::MessageDesc<'static>>,
+    /// The client sent its end (after what the inbox holds).
+    half_closed: bool,
+    /// Why the call ended before its handler did (cancelled, deadline, broken by the client):
+    /// what the handles answer from then on.
+    failed: Option<Status>,
+    /// The handler's task waiting for a message.
+    recv_waker: Option<Waker>,
+    /// The handler's task waiting for the client's window.
+    send_waker: Option<Waker>,
+    /// Its headers go out before its first message.
+    metadata: Rc<CallMetadata>,
 }
 
 /// Why a session ends.
@@ -325,6 +386,9 @@ impl Session {
         self.account();
         match result {
             Ok(Poll::Pending) => {
+                if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    self.waker = Some(cx.waker().clone());
+                }
                 let mut sessions = self.shared.sessions.borrow_mut();
                 match sessions.get(&self.key) {
                     Some(w) if w.will_wake(cx.waker()) => {}
@@ -347,6 +411,9 @@ impl Session {
                 let _ = self.conn.flush();
                 return Ok(Poll::Ready(()));
             }
+            if self.broken {
+                return Err(Closed);
+            }
             while let Poll::Ready(Some(done)) = self.handlers.poll_join_next_with_id(cx) {
                 self.completed(done)?;
             }
@@ -358,6 +425,7 @@ impl Session {
             let mut more = false;
             if self.backlog.is_empty() {
                 more = self.read(now)?;
+                self.detach_held();
                 // Again after reading: a `JoinSet` polled while empty keeps no waker, so the
                 // first handler started here would end unnoticed.
                 while let Poll::Ready(Some(done)) = self.handlers.poll_join_next_with_id(cx) {
@@ -370,6 +438,10 @@ impl Session {
                     Err(TransportError::WouldBlock) => {}
                     Err(_) => return Err(Closed),
                 }
+            }
+            if self.backlog.is_empty() && !self.conn.has_unsent() {
+                // Handlers' sends waiting for room try again.
+                self.senders.drain(..).for_each(Waker::wake);
             }
             if more {
                 // The read budget ran out: let other tasks run, then read on.
@@ -389,7 +461,7 @@ impl Session {
     /// cleared), so the caller goes round again.
     fn register(&mut self, cx: &mut TaskContext<'_>) -> Result<bool, Closed> {
         let mut again = false;
-        let waiting = !self.backlog.is_empty() || self.conn.has_unsent();
+        let waiting = !self.backlog.is_empty() || self.conn.has_unsent() || !self.senders.is_empty();
         if self.backlog.is_empty() {
             match self.fd.poll_read_ready(cx) {
                 Poll::Ready(Ok(mut ready)) => {
@@ -475,9 +547,9 @@ impl Session {
             Ok(None) => Ok(()),
             Ok(Some(Event::Refused { meta, payload, .. })) => self.transmit(meta, Encoded::from_vec(payload)),
             Ok(Some(Event::Cancelled { id })) => {
-                if let Some(handle) = self.aborts.remove(&id) {
-                    handle.abort();
-                }
+                self.stop(id, || {
+                    Status::new(Code::Cancelled, "the client cancelled the call")
+                });
                 Ok(())
             }
             Ok(Some(Event::Request {
@@ -485,46 +557,63 @@ impl Session {
                 method,
                 deadline,
                 metadata,
-            })) => self.request(frame, id, method, deadline, metadata),
+            })) => self.start(id, method, deadline, metadata, Some(frame)),
+            Ok(Some(Event::Open {
+                id,
+                method,
+                deadline,
+                metadata,
+            })) => self.start(id, method, deadline, metadata, None),
             Ok(Some(Event::Aborted { id, meta, payload })) => {
-                if let Some(handle) = self.aborts.remove(&id) {
-                    handle.abort();
-                }
+                self.stop(id, || {
+                    Status::new(Code::Internal, "the client broke the stream's rules")
+                });
                 self.transmit(meta, Encoded::from_vec(payload))
             }
-            Ok(Some(Event::Open { id, .. })) => {
-                let status = Status::new(
-                    Code::Unimplemented,
-                    "streaming calls are not served by this server yet",
-                );
-                self.end(id, Err(status), ResponseMetadata::default())
+            Ok(Some(Event::Message { id })) => {
+                if let Some(stream) = self.streams.get_mut(&id) {
+                    let len = frame.window_len();
+                    stream.inbox.push_back((frame, len));
+                    wake(&mut stream.recv_waker);
+                }
+                Ok(())
             }
-            // No stream is ever open here, so no stream event can come.
-            Ok(Some(Event::Message { .. } | Event::HalfClosed { .. } | Event::Window { .. })) => Ok(()),
+            Ok(Some(Event::HalfClosed { id })) => {
+                if let Some(stream) = self.streams.get_mut(&id) {
+                    stream.half_closed = true;
+                    wake(&mut stream.recv_waker);
+                }
+                Ok(())
+            }
+            Ok(Some(Event::Window { id })) => {
+                if let Some(stream) = self.streams.get_mut(&id) {
+                    wake(&mut stream.send_waker);
+                }
+                Ok(())
+            }
             // The peer broke the protocol: close.
             Err(_) => Err(Closed),
         }
     }
 
-    /// Refuses a request, or starts its handler's task.
-    fn request(
+    /// Refuses a call (a unary `request`, or an open when it is `None`), or starts its
+    /// handler's task.
+    fn start(
         &mut self,
-        frame: Frame,
         id: CallId,
         method: u16,
         deadline: Option<Instant>,
         metadata: Metadata,
+        request: Option<Frame>,
     ) -> Result<(), Closed> {
         let shared = Rc::clone(&self.shared);
-        let refused = refusal(
-            shared.draining.get(),
-            shared.services.methods.contains_key(&method),
-            method,
-        );
-        if let Some(status) = refused {
+        let found = shared.services.methods.get(&method);
+        let refused = refusal(shared.draining.get(), found.is_some(), method)
+            .or_else(|| found.and_then(|(_, info)| shape_refusal(info, request.is_none())));
+        let Some((service, info)) = found.filter(|_| refused.is_none()) else {
+            let status = refused.expect("refused when not found");
             return self.end(id, Err(status), ResponseMetadata::default());
-        }
-        let (service, info) = &shared.services.methods[&method];
+        };
         let metadata = Rc::new(CallMetadata {
             request: metadata,
             response: RefCell::default(),
@@ -536,13 +625,60 @@ impl Session {
             ctx: self.ctx.clone(),
             metadata: Rc::clone(&metadata),
         };
-        let request = AsyncRequest {
-            frame,
-            limits: shared.config.limits,
-            _message: PhantomData,
-        };
-        let future = service.call(call, request);
-        let handle = if shared.config.tracing {
+        let limits = shared.config.limits;
+        match request {
+            Some(frame) => {
+                let request = AsyncRequest {
+                    frame,
+                    limits,
+                    _message: PhantomData,
+                };
+                let future = service.call(call, request);
+                let handle = self.spawn(id, info, metadata, async move { future.await.map(Some) });
+                self.aborts.insert(id, handle);
+            }
+            None => {
+                self.streams.insert(
+                    id,
+                    ServerStream {
+                        inbox: VecDeque::new(),
+                        waiting: false,
+                        desc: info.request,
+                        half_closed: false,
+                        failed: None,
+                        recv_waker: None,
+                        send_waker: None,
+                        metadata: Rc::clone(&metadata),
+                    },
+                );
+                let requests = RequestStream {
+                    session: self.me.clone(),
+                    id,
+                    limits,
+                    over: false,
+                    _message: PhantomData,
+                };
+                let responses = ResponseSink {
+                    session: self.me.clone(),
+                    id,
+                };
+                let future = service.stream(call, requests, responses);
+                let handle = self.spawn(id, info, metadata, async move { future.await.map(|()| None) });
+                self.aborts.insert(id, handle);
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts a handler's task.
+    fn spawn(
+        &mut self,
+        id: CallId,
+        info: &MethodInfo,
+        metadata: Rc<CallMetadata>,
+        future: impl Future<Output = Answer> + 'static,
+    ) -> AbortHandle {
+        let handle = if self.shared.config.tracing {
             use tracing::Instrument;
             let span = tracing::debug_span!("rpc", method = info.path, call = id.0);
             self.handlers.spawn_local(future.instrument(span))
@@ -550,12 +686,11 @@ impl Session {
             self.handlers.spawn_local(future)
         };
         self.tasks.insert(handle.id(), (id, info.path, metadata));
-        self.aborts.insert(id, handle);
-        Ok(())
+        handle
     }
 
     /// A handler task ended: its answer, `INTERNAL` for a panic, nothing if it was aborted.
-    fn completed(&mut self, done: Result<(Id, Result<Encoded, Status>), JoinError>) -> Result<(), Closed> {
+    fn completed(&mut self, done: Result<(Id, Answer), JoinError>) -> Result<(), Closed> {
         let (task, result) = match done {
             Ok((task, result)) => (task, Ok(result)),
             Err(e) => (e.id(), Err(e)),
@@ -564,6 +699,7 @@ impl Session {
             return Ok(());
         };
         self.aborts.remove(&id);
+        self.streams.remove(&id);
         let set = metadata.response.take();
         let result = match result {
             Ok(result) => result,
@@ -571,16 +707,43 @@ impl Session {
             Err(e) if e.is_cancelled() => return Ok(()),
             Err(e) => Err(panicked(path, &*e.into_panic())),
         };
-        self.end(id, result, set)
+        match result {
+            Ok(Some(encoded)) => self.end(id, Ok(encoded), set),
+            Ok(None) => {
+                for (meta, encoded) in end_stream(&mut self.core, id, Ok(()), set) {
+                    self.transmit(meta, encoded)?;
+                }
+                Ok(())
+            }
+            Err(status) => self.end(id, Err(status), set),
+        }
+    }
+
+    /// Call `id` ended before its handler did: a stream's handles fail with `why` from now on,
+    /// and a handler waiting on them sees it (and ends); any other handler's task (unary, or a
+    /// stream's busy elsewhere) is aborted, so none outlives its call unnoticed.
+    fn stop(&mut self, id: CallId, why: impl FnOnce() -> Status) {
+        let waiting = self.streams.get_mut(&id).is_some_and(|stream| {
+            stream.failed = Some(why());
+            let waiting = stream.recv_waker.is_some() || stream.send_waker.is_some();
+            wake(&mut stream.recv_waker);
+            wake(&mut stream.send_waker);
+            waiting
+        });
+        if let Some(handle) = self.aborts.remove(&id) {
+            if !waiting {
+                handle.abort();
+            }
+        }
     }
 
     /// Ends the calls whose deadline passed: their handlers stop, the client gets
     /// `DEADLINE_EXCEEDED`.
     fn expire(&mut self, now: Instant) -> Result<(), Closed> {
         for (id, meta, payload) in self.core.expire(now) {
-            if let Some(handle) = self.aborts.remove(&id) {
-                handle.abort();
-            }
+            self.stop(id, || {
+                Status::new(Code::DeadlineExceeded, "deadline exceeded (server)")
+            });
             self.transmit(meta, Encoded::from_vec(payload))?;
         }
         Ok(())
@@ -663,6 +826,12 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.set_busy(0);
         self.shared.sessions.borrow_mut().remove(&self.key);
+        // Tasks waiting on a stream's handles (a handler's own are aborted) find it gone.
+        self.senders.drain(..).for_each(Waker::wake);
+        for stream in self.streams.values_mut() {
+            wake(&mut stream.recv_waker);
+            wake(&mut stream.send_waker);
+        }
     }
 }
 
@@ -673,4 +842,311 @@ fn status_frame(meta: Meta, status: &Status) -> (Meta, Vec<u8>) {
         ..meta
     };
     (meta, crate::wire::status_payload(status))
+}
+
+/// A streaming handler's requests: the client's messages in order, each read in place where
+/// it arrived, then `None` after the client's end. A [`futures_core::Stream`]; or call
+/// [`message`](Self::message). If the call ends first (the client cancels, the deadline
+/// passes, the session closes), it yields that status once, then `None`.
+///
+/// Taking a message grants the client its window back; messages not taken stay buffered (at
+/// most a window of them).
+pub struct RequestStream<M> {
+    session: Weak<RefCell<Session>>,
+    id: CallId,
+    limits: Limits,
+    /// It yielded its end or its failure.
+    over: bool,
+    _message: PhantomData<fn() -> M>,
+}
+
+impl<M> std::fmt::Debug for RequestStream<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestStream")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Wakes the task a slot holds, if any.
+fn wake(slot: &mut Option<Waker>) {
+    if let Some(w) = slot.take() {
+        w.wake();
+    }
+}
+
+/// The status of a stream's handle whose session is gone.
+fn session_closed() -> Status {
+    Status::new(Code::Unavailable, "the session is closed")
+}
+
+/// The status of a stream's handle used after its handler ended.
+fn stream_over() -> Status {
+    Status::new(
+        Code::FailedPrecondition,
+        "the stream has ended: its handler returned",
+    )
+}
+
+impl<M> RequestStream<M> {
+    /// The same stream, its messages read as `N` (what generated code does with the method's
+    /// request type).
+    pub fn typed<N>(self) -> RequestStream<N> {
+        RequestStream {
+            session: self.session.clone(),
+            id: self.id,
+            limits: self.limits,
+            over: self.over,
+            _message: PhantomData,
+        }
+    }
+
+    /// The next message, `None` after the client's end, or the status the call ended with.
+    pub async fn message(&mut self) -> Result<Option<AsyncRequest<M>>, Status> {
+        poll_fn(|cx| self.poll_message(cx)).await.transpose()
+    }
+
+    fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Result<AsyncRequest<M>, Status>>> {
+        if self.over {
+            return Poll::Ready(None);
+        }
+        let item = match self.session.upgrade() {
+            None => Err(session_closed()),
+            Some(session) => match session.borrow_mut().take(self.id, cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(item) => item,
+            },
+        };
+        self.over = !matches!(item, Ok(Some(_)));
+        Poll::Ready(item.transpose().map(|item| {
+            item.map(|frame| AsyncRequest {
+                frame,
+                limits: self.limits,
+                _message: PhantomData,
+            })
+        }))
+    }
+}
+
+impl<M> futures_core::Stream for RequestStream<M> {
+    type Item = Result<AsyncRequest<M>, Status>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_message(cx)
+    }
+}
+
+/// A streaming handler's way to answer: messages, each sent when the client's window has
+/// room (the send waits until then). The headers set on the call go out before the first
+/// message; the handler's result ends the stream.
+///
+/// Sends fail with the call's status once it ended early (the client cancelled, the deadline
+/// passed, the session closed). A send dropped after it took its place in the window but
+/// before the transport took its message (the connection was full) fails the call.
+pub struct ResponseSink {
+    session: Weak<RefCell<Session>>,
+    id: CallId,
+}
+
+impl std::fmt::Debug for ResponseSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseSink")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResponseSink {
+    /// Sends `msg` (serialize-and-send: its header segment is written into the transport, its
+    /// zero-copy values are referenced), once the window has room.
+    pub async fn send(&mut self, msg: &impl Outgoing) -> Result<(), Status> {
+        self.send_out(Out::Message(msg)).await
+    }
+
+    /// Sends a raw payload, once the window has room.
+    pub async fn send_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
+        self.send_out(Out::Payload(payload)).await
+    }
+
+    async fn send_out(&mut self, out: Out<'_>) -> Result<(), Status> {
+        let mut sending = Sending {
+            session: &self.session,
+            id: self.id,
+            owed: None,
+        };
+        poll_fn(|cx| match sending.session.upgrade() {
+            None => Poll::Ready(Err(session_closed())),
+            Some(session) => session.borrow_mut().send(sending.id, &mut sending.owed, cx, out),
+        })
+        .await
+    }
+}
+
+/// One send of a [`ResponseSink`] in progress: the `Meta` its message got from the window, if
+/// it did and the transport has not taken the message yet.
+struct Sending<'s> {
+    session: &'s Weak<RefCell<Session>>,
+    id: CallId,
+    owed: Option<Meta>,
+}
+
+impl Drop for Sending<'_> {
+    /// A message that took its place in the window and never went: the peer's window would
+    /// be off by it from now on, so the call fails.
+    fn drop(&mut self) {
+        if self.owed.is_none() {
+            return;
+        }
+        let Some(session) = self.session.upgrade() else {
+            return;
+        };
+        let Ok(mut session) = session.try_borrow_mut() else {
+            return;
+        };
+        let status = Status::new(
+            Code::Internal,
+            "the handler dropped a send before the transport took its message",
+        );
+        session.fail_stream(self.id, status);
+    }
+}
+
+impl Session {
+    /// Stream `id`'s handler takes its next message (`Ok(None)`: the client's end), or learns
+    /// why the call ended; or waits.
+    fn take(&mut self, id: CallId, cx: &mut TaskContext<'_>) -> Poll<Result<Option<Frame>, Status>> {
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return Poll::Ready(Err(stream_over()));
+        };
+        if let Some(status) = &stream.failed {
+            return Poll::Ready(Err(status.clone()));
+        }
+        let Some((frame, len)) = stream.inbox.pop_front() else {
+            if stream.half_closed {
+                return Poll::Ready(Ok(None));
+            }
+            stream.recv_waker = Some(cx.waker().clone());
+            stream.waiting = true;
+            return Poll::Pending;
+        };
+        stream.waiting = false;
+        if let Some((meta, raw)) = self.core.consumed(id, len) {
+            self.queue(meta, Encoded::bytes(&raw));
+        }
+        Poll::Ready(Ok(Some(frame)))
+    }
+
+    /// Stream `id`'s handler sends a message (`send`, counting `len` against the window):
+    /// once the backlog is empty and the window has room; `owed` keeps the `Meta` the window
+    /// gave while the transport cannot take the message.
+    fn send(
+        &mut self,
+        id: CallId,
+        owed: &mut Option<Meta>,
+        cx: &mut TaskContext<'_>,
+        out: Out<'_>,
+    ) -> Poll<Result<(), Status>> {
+        let Some(stream) = self.streams.get_mut(&id) else {
+            *owed = None;
+            return Poll::Ready(Err(stream_over()));
+        };
+        if let Some(status) = &stream.failed {
+            *owed = None;
+            return Poll::Ready(Err(status.clone()));
+        }
+        if !self.backlog.is_empty() {
+            // Frames before it wait (maybe its own headers): it goes after them.
+            self.senders.push(cx.waker().clone());
+            self.wake();
+            return Poll::Pending;
+        }
+        let meta = match *owed {
+            Some(meta) => meta,
+            None => {
+                if !self.core.can_send(id) {
+                    stream.send_waker = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                let headers = std::mem::take(&mut stream.metadata.response.borrow_mut().headers);
+                if let Some((meta, raw)) = self.core.headers(id, &headers) {
+                    self.queue(meta, Encoded::from_vec(raw));
+                    if !self.backlog.is_empty() {
+                        self.senders.push(cx.waker().clone());
+                        return Poll::Pending;
+                    }
+                }
+                let meta = match self.core.send(id, out.window_len(&self.conn)) {
+                    Ok(meta) => meta,
+                    Err(_) => unreachable!("the window has room for stream {id}"),
+                };
+                *owed = Some(meta);
+                meta
+            }
+        };
+        match out.send(&mut self.conn, meta) {
+            Ok(()) => {
+                *owed = None;
+                self.dirty = true;
+                self.wake();
+                Poll::Ready(Ok(()))
+            }
+            Err(TransportError::WouldBlock) => {
+                self.senders.push(cx.waker().clone());
+                self.wake();
+                Poll::Pending
+            }
+            Err(e) if frame_alone(&e) => {
+                *owed = None;
+                let status = unsent_response(&e);
+                self.fail_stream(id, status.clone());
+                Poll::Ready(Err(status))
+            }
+            Err(e) => {
+                *owed = None;
+                self.broken = true;
+                self.wake();
+                Poll::Ready(Err(Status::new(
+                    Code::Unavailable,
+                    format!("the connection failed: {e}"),
+                )))
+            }
+        }
+    }
+
+    /// Ends stream `id` with `status` now (its handler's result will be dropped).
+    fn fail_stream(&mut self, id: CallId, status: Status) {
+        if let Some((meta, payload)) = self.core.fail(id, &status) {
+            self.queue(meta, Encoded::from_vec(payload));
+        }
+        self.stop(id, || status);
+    }
+
+    /// A frame a handle queues: sent (or kept in the backlog), flushed by the session's task.
+    fn queue(&mut self, meta: Meta, encoded: Encoded) {
+        if self.transmit(meta, encoded).is_err() {
+            self.broken = true;
+        }
+        self.wake();
+    }
+
+    /// Copies the shared-memory frames that handlers not waiting for them hold (see
+    /// [`super::detach`]).
+    fn detach_held(&mut self) {
+        if self.kind != TransportKind::Shm {
+            return;
+        }
+        let limits = self.shared.config.limits;
+        for stream in self.streams.values_mut().filter(|s| !s.waiting) {
+            for (frame, _) in &mut stream.inbox {
+                super::detach(frame, stream.desc, &self.ctx, &limits);
+            }
+        }
+    }
+
+    /// Wakes the session's task (to flush what a handle queued, or to close).
+    fn wake(&self) {
+        if let Some(w) = &self.waker {
+            w.wake_by_ref();
+        }
+    }
 }

@@ -178,6 +178,20 @@ impl ServerThread {
 
     /// Starts serving on `addr`; `scratch` (the socket's directory) goes with the server.
     pub fn start_at(addr: &str, drain: Duration, scratch: Option<Scratch>) -> ServerThread {
+        ServerThread::serve(addr, drain, scratch, LoopConfig::default(), |flags| {
+            AsyncServices::new().service(Echo { flags }).expect("services")
+        })
+    }
+
+    /// Starts serving what `services` makes (given the server's [`Flags`]) on `addr`, with
+    /// `config`.
+    pub fn serve(
+        addr: &str,
+        drain: Duration,
+        scratch: Option<Scratch>,
+        config: LoopConfig,
+        services: impl FnOnce(Arc<Flags>) -> AsyncServices + Send + 'static,
+    ) -> ServerThread {
         let flags = Arc::new(Flags::default());
         let stop = Arc::new(AtomicBool::new(false));
         let kill = Arc::new(AtomicBool::new(false));
@@ -190,9 +204,7 @@ impl ServerThread {
                     let local = tokio::task::LocalSet::new();
                     let rt = runtime();
                     local.block_on(&rt, async move {
-                        let services = AsyncServices::new().service(Echo { flags }).expect("services");
-                        let server =
-                            AsyncServer::bind(services, &[&addr], LoopConfig::default()).expect("bind");
+                        let server = AsyncServer::bind(services(flags), &[&addr], config).expect("bind");
                         tx.send((server.addrs()[0].to_string(), this_thread()))
                             .expect("report the address");
                         tokio::select! {
