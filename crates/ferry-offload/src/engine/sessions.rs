@@ -272,7 +272,7 @@ impl Hosts {
         let (body, mut reply) = match exchange {
             Exchange::Unary { body, reply } => (body, reply),
             Exchange::Stream { requests, answers } => {
-                return self.stream(&route, requests, answers).await;
+                return self.stream(&route, deadline, metadata, requests, answers).await;
             }
         };
         // The client's budget covers the wait for room in a window too.
@@ -311,17 +311,92 @@ impl Hosts {
 }
 
 impl Hosts {
-    /// Forwards one stream.
-    async fn stream(&self, route: &Route, requests: Requests, answers: Answers) {
-        // Opening host streams needs ferry-rpc's streaming `AsyncChannel` (issue 26).
-        let _ = requests;
-        answers.end(Err(Status::new(
-            Code::Unimplemented,
-            format!(
-                "{} is {:?}: the engine does not open host streams yet",
-                route.path, route.shape
-            ),
-        )));
+    /// Forwards one stream (any shape but unary): opens a host stream on a session, with the
+    /// call's metadata and what is left of its deadline, and passes messages on each way as
+    /// the other side takes them. The host's end (its trailers and status), or the first
+    /// failure on either side, ends the gRPC stream; a client that goes away (`RST_STREAM`)
+    /// drops the host stream, which cancels it.
+    async fn stream(
+        &self,
+        route: &Route,
+        deadline: Option<tokio::time::Instant>,
+        metadata: Metadata,
+        mut requests: Requests,
+        mut answers: Answers,
+    ) {
+        let gone = answers.gone();
+        let forwarded = self.forward_stream(route, deadline, metadata, &mut requests, &mut answers);
+        let within = async {
+            match deadline {
+                None => forwarded.await,
+                Some(at) => tokio::time::timeout_at(at, forwarded).await.unwrap_or_else(|_| {
+                    Err(Status::new(Code::DeadlineExceeded, "deadline exceeded (engine)"))
+                }),
+            }
+        };
+        let end = tokio::select! {
+            end = within => end,
+            () = gone => return,
+        };
+        answers.end(end);
+    }
+
+    async fn forward_stream(
+        &self,
+        route: &Route,
+        deadline: Option<tokio::time::Instant>,
+        metadata: Metadata,
+        requests: &mut Requests,
+        answers: &mut Answers,
+    ) -> Result<Metadata, Status> {
+        let (session, chan) = self.pick()?;
+        let _permit = session.room(deadline).await?;
+        let options = CallOptions {
+            timeout: remaining(deadline),
+            metadata,
+        };
+        let (mut sink, mut responses) = chan
+            .open(route.id, &options)
+            .map_err(|status| session.failed(status))?;
+        let limits = self.protobuf_limits();
+        // A request message is read from the body only once the one before is in the host's
+        // window. A request that cannot be forwarded (malformed, or the client reset the
+        // stream) ends the stream; once the host stream is over, its end comes with the answers.
+        let send = async {
+            while let Some(body) = requests.next().await? {
+                let request = decode_request(&self.table, route, &body, chan.context(), &limits)?;
+                if sink.send(&request).await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+            let _ = sink.end().await;
+            std::future::pending().await
+        };
+        // An answer is taken from the host stream (which grants the host its window back) only
+        // once the gRPC client has room for it.
+        let receive = async {
+            let mut headers_sent = false;
+            loop {
+                let Some(room) = answers.room().await else {
+                    return Err(Status::new(Code::Cancelled, "the client went away"));
+                };
+                let Some(response) = responses.message().await? else {
+                    break;
+                };
+                if !std::mem::replace(&mut headers_sent, true) {
+                    answers.headers(responses.headers().await.clone());
+                }
+                let body = encode_response(&self.table, route, response.frame(), &self.config.limits)?;
+                answers.send(room, body);
+            }
+            answers.headers(responses.headers().await.clone());
+            Ok(responses.trailers().cloned().unwrap_or_default())
+        };
+        let end = tokio::select! {
+            end = receive => end,
+            end = send => end,
+        };
+        end.map_err(|status| session.failed(status))
     }
 }
 
