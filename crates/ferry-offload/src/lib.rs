@@ -22,10 +22,16 @@
 //!   messages), and [`demo_host`]: its host, the generated trait implemented as any Ferry
 //!   service is; served by the examples and in the tests and `ferry bench offload`.
 //!
+//! Every method shape is served: a unary call is one Ferry call, a gRPC stream (client,
+//! server or both ways) one Ferry stream, with flow control end to end. The engine reads a
+//! stream's request body only as fast as the host's stream window takes its messages, and takes
+//! the host's answers only as fast as the gRPC client reads them (HTTP/2's window backs onto
+//! the Ferry stream's): a client that stops reading stops the host's sends, and the engine
+//! holds a few messages for it, not more. Size limits apply to each message, once inflated.
+//!
 //! What it is not: a proxy that forwards protobuf (the host never sees protobuf), a gRPC client,
-//! a load balancer; it serves unary calls only (streaming methods answer `UNIMPLEMENTED`), no
-//! TLS, and no message encodings but gzip, deflate and identity (others answer
-//! `UNIMPLEMENTED`, naming those).
+//! a load balancer; no TLS, and no message encodings but gzip, deflate and identity (others
+//! answer `UNIMPLEMENTED`, naming those).
 
 #![forbid(unsafe_code)]
 

@@ -10,6 +10,10 @@
 //!            Hosts (sessions.rs): window permit ─► protobuf → Ferry message (session context)
 //!                                 ─► AsyncChannel::call_with over shm ─► host
 //!                                 ◄─ response validated in place ─► protobuf ─► gRPC answer
+//!
+//!  a stream: the request body as messages, and the response body fed from a small channel
+//!  (streams.rs), go to a task that opens a host stream (AsyncChannel::open) and passes each
+//!  message on as the other side takes it: flow control end to end
 //! ```
 //!
 //! Start-up: the engine connects to the host first and reads its description table; only then

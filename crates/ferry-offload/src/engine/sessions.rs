@@ -9,6 +9,14 @@
 //! deadline and the metadata, and encodes the host's response into protobuf. A gRPC client
 //! that goes away cancels the host call.
 //!
+//! A stream (any other shape) holds its room in the window for its whole life: it opens a
+//! host stream ([`AsyncChannel::open`]) and passes messages each way, each as the other side
+//! takes it: a request message is read from the gRPC body ([`Requests`]) only once the one
+//! before went into the host stream's window, and an answer is taken from the host stream
+//! (granting its window back) only once the gRPC side has room for it ([`Answers::room`]). The
+//! host's headers go before the first answer, its trailers and status at the end; a failure
+//! on either side ends both, and a client that resets the stream cancels the host's.
+//!
 //! A session that loses its host (a failed call, or a heartbeat that gets no answer) is
 //! reconnected every [`EngineConfig::retry`](super::EngineConfig::retry); meanwhile calls go
 //! to the other sessions, and with none left they fail with `UNAVAILABLE`. A host that comes
