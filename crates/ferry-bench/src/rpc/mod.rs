@@ -30,6 +30,7 @@ mod client;
 mod plan;
 mod report;
 mod service;
+mod stream;
 mod tonic;
 
 use std::path::Path;
@@ -59,7 +60,7 @@ const FULL_REPS: usize = 7;
 const QUICK_REPS: usize = 1;
 
 /// The CPUs of a run: (client, server).
-type Cpus = (usize, usize);
+pub(crate) type Cpus = (usize, usize);
 
 /// What one run measured over its window.
 #[derive(Debug, Clone)]
