@@ -4,22 +4,46 @@
 //! with tonic, in one run.
 //!
 //! ```text
+//!  ferry.rs   the Ferry peer: an AsyncServer and an AsyncChannel, Record messages
 //!  tonic.rs   the tonic peer: schema/stream.proto's `Streams` service, prost messages
+//!  report.rs  records (medians over repetitions), table, targets, plot panels
 //! ```
 //!
 //! A run is one stream on a fresh connection, client and server on their own pinned CPUs,
 //! each a current-thread runtime: the bytes (or round trips) it carried, its wall time, each
 //! side's thread CPU time over it (the server's read by a unary call before and after), and
-//! for a ping-pong every round trip's latency.
+//! for a ping-pong every round trip's latency, then (Ferry) as many unary calls of the same
+//! message on the same connection, each timed the same way: what the ping-pong target
+//! compares with.
 
+pub(super) mod ferry;
+mod report;
 pub(super) mod tonic;
 
 use std::time::Duration;
 
-use crate::harness::Histogram;
+use serde::{Deserialize, Serialize};
 
-/// What one stream carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use super::Cpus;
+use super::plan::{System, Transport, name};
+use crate::BoxError;
+use crate::harness::Histogram;
+use crate::plot::bytes_label;
+
+pub(super) use report::{Record, panels, summarize, table, targets};
+
+/// The download's and the upload's message size, and their total: full and `--quick`.
+const CHUNK: usize = 64 << 10;
+const FULL_BYTES: usize = 256 << 20;
+const QUICK_BYTES: usize = 16 << 20;
+/// The ping-pong's message sizes, and its round trips: full and `--quick`.
+const PING_SIZES: [usize; 2] = [64, 4096];
+const FULL_ROUND_TRIPS: usize = 20_000;
+const QUICK_ROUND_TRIPS: usize = 2_000;
+
+/// What one stream carries. Its name in the records is the kebab-case of the variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Shape {
     /// The server sends `count` messages of `size` bytes after one request.
     Download,
@@ -30,7 +54,7 @@ pub enum Shape {
 }
 
 /// One streaming experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamPoint {
     /// What the stream carries.
     pub shape: Shape,
@@ -53,6 +77,114 @@ pub struct StreamMeasured {
     pub server_cpu: Duration,
     /// Round-trip latencies (ping-pong only).
     pub round_trips: Histogram,
+    /// The same message's unary call on the same connection, as many, each timed the same
+    /// way (Ferry's ping-pong only).
+    pub unary: Histogram,
+    /// Messages that reached the client's or the server's code copied rather than in place
+    /// (Ferry over shared memory: the tokio driver copies a frame its reader is not waiting
+    /// for, see `ferry_rpc::tokio`).
+    pub client_copied: u64,
+    pub server_copied: u64,
+}
+
+/// One configuration of the streaming section: who carries the stream, over what, and what
+/// it carries. In the records: `system`, `transport`, `shape`, `size`, `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamConfig {
+    /// `ferry-hybrid` (Ferry messages, large values by reference) or `tonic`.
+    pub system: System,
+    /// What carries it (tonic: TCP).
+    pub transport: Transport,
+    #[serde(flatten)]
+    pub point: StreamPoint,
+}
+
+impl StreamConfig {
+    pub(super) fn label(&self) -> String {
+        format!(
+            "{} {} {} {} x {}",
+            name(self.system),
+            name(self.transport),
+            shape_name(self.point.shape),
+            self.point.count,
+            bytes_label(self.point.size as f64)
+        )
+    }
+}
+
+impl StreamConfig {
+    /// Where it goes in the table: by experiment, then system and transport.
+    pub(super) fn display_key(&self) -> (Shape, usize, System, Transport) {
+        (self.point.shape, self.point.size, self.system, self.transport)
+    }
+}
+
+/// `shape`'s name in the records and the table.
+pub(super) fn shape_name(shape: Shape) -> &'static str {
+    match shape {
+        Shape::Download => "download",
+        Shape::Upload => "upload",
+        Shape::PingPong => "ping-pong",
+    }
+}
+
+/// The streaming configurations of one repetition, in the order they run: each experiment
+/// with tonic, then Ferry over each of `transports`, so that what a target compares runs
+/// close together in time. `systems` keeps those of `ferry-hybrid` and `tonic` it names;
+/// `count` (`--count`) replaces the messages (or round trips) of every experiment.
+pub(super) fn plan(
+    systems: &[System],
+    transports: &[Transport],
+    quick: bool,
+    count: Option<u64>,
+) -> Vec<StreamConfig> {
+    let (bytes, round_trips) = match quick {
+        true => (QUICK_BYTES, QUICK_ROUND_TRIPS),
+        false => (FULL_BYTES, FULL_ROUND_TRIPS),
+    };
+    let messages = |default: usize| count.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let mut points = vec![
+        StreamPoint {
+            shape: Shape::Download,
+            size: CHUNK,
+            count: messages(bytes / CHUNK),
+        },
+        StreamPoint {
+            shape: Shape::Upload,
+            size: CHUNK,
+            count: messages(bytes / CHUNK),
+        },
+    ];
+    points.extend(PING_SIZES.map(|size| StreamPoint {
+        shape: Shape::PingPong,
+        size,
+        count: messages(round_trips),
+    }));
+    let mut carriers = Vec::new();
+    if systems.contains(&System::Tonic) {
+        carriers.push((System::Tonic, Transport::Tcp));
+    }
+    if systems.contains(&System::FerryHybrid) {
+        carriers.extend(transports.iter().map(|&t| (System::FerryHybrid, t)));
+    }
+    points
+        .into_iter()
+        .flat_map(|point| {
+            carriers.iter().map(move |&(system, transport)| StreamConfig {
+                system,
+                transport,
+                point,
+            })
+        })
+        .collect()
+}
+
+/// One run of `config`: the client on `cpus.0`, the server on `cpus.1`.
+pub(super) fn run(config: &StreamConfig, cpus: Cpus) -> Result<StreamMeasured, BoxError> {
+    match config.system {
+        System::Tonic => tonic::run(&config.point, cpus),
+        _ => ferry::run(&config.point, config.transport, cpus),
+    }
 }
 
 /// The byte at `i` of every message: what a receiver checks (first and last byte).
@@ -70,6 +202,9 @@ pub(super) fn check(data: &[u8], size: usize) -> Result<(), String> {
     let ok = data.len() == size && (size == 0 || (data[0] == fill(0) && data[size - 1] == fill(size - 1)));
     match ok {
         true => Ok(()),
-        false => Err(format!("a message of {} B, expected {size} B as written", data.len())),
+        false => Err(format!(
+            "a message of {} B, expected {size} B as written",
+            data.len()
+        )),
     }
 }

@@ -35,7 +35,9 @@ pub(crate) fn run(point: &StreamPoint, cpus: Cpus) -> Result<StreamMeasured, Box
             .spawn_scoped(s, move || serve(cpus.1, listener, stopped))?;
         let measured = drive(point, cpus.0, addr);
         let _ = stop.send(true);
-        let served = server.join().unwrap_or_else(|_| Err("the server thread panicked".into()));
+        let served = server
+            .join()
+            .unwrap_or_else(|_| Err("the server thread panicked".into()));
         let measured = measured?;
         served?;
         Ok(measured)
@@ -80,7 +82,9 @@ impl Streams for Service {
                 }
             }
         });
-        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
     async fn server_cpu(&self, _: Request<Nothing>) -> Result<Response<Cpu>, Status> {
@@ -92,7 +96,9 @@ impl Streams for Service {
 /// Serves on `listener`, pinned to `cpu`, until `stopped` says so.
 fn serve(cpu: usize, listener: TcpListener, stopped: watch::Receiver<bool>) -> Result<(), BoxError> {
     harness::pin_current_thread(cpu)?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         listener.set_nonblocking(true)?;
         let incoming =
@@ -111,7 +117,9 @@ fn serve(cpu: usize, listener: TcpListener, stopped: watch::Receiver<bool>) -> R
 /// The client's side of one run.
 fn drive(point: &StreamPoint, cpu: usize, addr: SocketAddr) -> Result<StreamMeasured, BoxError> {
     harness::pin_current_thread(cpu)?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         let channel = Endpoint::from_shared(format!("http://{addr}"))?
             .tcp_nodelay(true)
@@ -211,8 +219,14 @@ mod tests {
                 _ => size * count,
             };
             assert_eq!(m.bytes, expected as u64, "{shape:?}");
-            assert_eq!(m.round_trips.count(), if shape == Shape::PingPong { count as u64 } else { 0 });
-            assert!(m.server_cpu > std::time::Duration::ZERO, "{shape:?}: the server's CPU was read");
+            assert_eq!(
+                m.round_trips.count(),
+                if shape == Shape::PingPong { count as u64 } else { 0 }
+            );
+            assert!(
+                m.server_cpu > std::time::Duration::ZERO,
+                "{shape:?}: the server's CPU was read"
+            );
         }
     }
 }
