@@ -307,6 +307,55 @@ mod tests {
     }
 
     #[test]
+    fn sections_choose_the_echo_the_streams_or_both() {
+        use crate::rpc::stream::Shape::{Download, PingPong, Upload};
+        let all = args(&[]);
+        assert_eq!(plan(&all).len(), 78);
+        let streams = stream_plan(&all);
+        // Download, upload, ping-pong at 64 B and 4 KiB: each with tonic, then Ferry over TCP
+        // and shared memory, one after another.
+        let carriers: Vec<(System, Transport)> = streams.iter().map(|c| (c.system, c.transport)).collect();
+        let each = [
+            (System::Tonic, Transport::Tcp),
+            (System::FerryHybrid, Transport::Tcp),
+            (System::FerryHybrid, Transport::Shm),
+        ];
+        assert_eq!(carriers, each.repeat(4));
+        let points: Vec<_> = streams
+            .iter()
+            .step_by(3)
+            .map(|c| (c.point.shape, c.point.size, c.point.count))
+            .collect();
+        assert_eq!(
+            points,
+            [
+                (Download, 65_536, 4096),
+                (Upload, 65_536, 4096),
+                (PingPong, 64, 20_000),
+                (PingPong, 4096, 20_000)
+            ]
+        );
+        assert!(plan(&args(&["--sections", "streams"])).is_empty());
+        assert!(stream_plan(&args(&["--sections", "echo"])).is_empty());
+        let quick = stream_plan(&args(&[
+            "--quick",
+            "--systems",
+            "ferry-hybrid",
+            "--transports",
+            "shm",
+        ]));
+        let quick: Vec<_> = quick
+            .iter()
+            .map(|c| (c.system, c.transport, c.point.count))
+            .collect();
+        let shm = |count| (System::FerryHybrid, Transport::Shm, count);
+        assert_eq!(quick, [shm(256), shm(256), shm(2000), shm(2000)]);
+        let counted = stream_plan(&args(&["--count", "10", "--systems", "tonic"]));
+        assert_eq!(counted.len(), 4);
+        assert!(counted.iter().all(|c| c.point.count == 10));
+    }
+
+    #[test]
     fn names_are_the_records_and_the_command_lines() {
         for &s in System::value_variants() {
             let json = serde_json::to_value(s).unwrap();

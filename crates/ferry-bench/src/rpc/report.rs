@@ -379,6 +379,13 @@ mod tests {
     }
 
     #[test]
+    fn results_from_before_the_streams_read_back_without_them() {
+        let (doc, records) = committed();
+        assert!(doc.get("streams").is_none());
+        assert!(records.streams.is_empty());
+    }
+
+    #[test]
     fn targets_are_met_missed_or_not_measured() {
         let (_, Records { records, .. }) = committed();
         let verdicts = |all: &[Record]| -> Vec<(String, &'static str)> {

@@ -35,7 +35,7 @@ use ferry_rpc::{CallOptions, Code, Encoded, Frame, LoopConfig, MethodInfo, Mode,
 use ferry_transport::{Payload, Received, method_id};
 use tokio::sync::watch;
 
-use super::{Shape, StreamMeasured, StreamPoint, check, payload};
+use super::{Shape, StreamMeasured, StreamPoint, check, in_time, payload};
 use crate::BoxError;
 use crate::harness::{self, Histogram, thread_cpu_time};
 use crate::rpc::Cpus;
@@ -276,23 +276,26 @@ fn drive(point: &StreamPoint, shm: bool, cpu: usize, addr: &str) -> Result<Strea
         let channel = tokio::time::timeout(STALL, AsyncChannel::connect(addr))
             .await
             .map_err(|_| format!("connecting to {addr} took {STALL:?}"))??;
+        in_time(
+            "the warm-up stream",
+            one_stream(&channel, &point.warmup(), shm, &mut StreamMeasured::default()),
+        )
+        .await?;
         let (server0, copied0) = server_reading(&channel).await?;
         let (t0, cpu0) = (Instant::now(), thread_cpu_time());
         let mut measured = StreamMeasured::default();
-        let stream = one_stream(&channel, point, shm, &mut measured);
-        tokio::time::timeout(STALL * 6, stream)
-            .await
-            .map_err(|_| format!("a stream did not finish in {:?}", STALL * 6))??;
+        in_time("a stream", one_stream(&channel, point, shm, &mut measured)).await?;
         measured.elapsed = t0.elapsed();
         measured.client_cpu = thread_cpu_time().saturating_sub(cpu0);
         let (server1, copied1) = server_reading(&channel).await?;
         measured.server_cpu = server1.saturating_sub(server0);
         measured.server_copied = copied1 - copied0;
         if point.shape == Shape::PingPong {
-            let unary = unary_calls(&channel, point, &mut measured.unary);
-            tokio::time::timeout(STALL * 6, unary)
-                .await
-                .map_err(|_| format!("the unary calls did not finish in {:?}", STALL * 6))??;
+            in_time(
+                "the unary calls",
+                unary_calls(&channel, point, &mut measured.unary),
+            )
+            .await?;
         }
         Ok(measured)
     })

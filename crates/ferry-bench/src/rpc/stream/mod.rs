@@ -9,8 +9,9 @@
 //!  report.rs  records (medians over repetitions), table, targets, plot panels
 //! ```
 //!
-//! A run is one stream on a fresh connection, client and server on their own pinned CPUs,
-//! each a current-thread runtime: the bytes (or round trips) it carried, its wall time, each
+//! A run is a warm-up stream ([`StreamPoint::warmup`]) then the measured one on a fresh
+//! connection, client and server on their own pinned CPUs, each a current-thread runtime:
+//! the measured stream's bytes (or round trips) it carried, its wall time, each
 //! side's thread CPU time over it (the server's read by a unary call before and after), and
 //! for a ping-pong every round trip's latency, then (Ferry) as many unary calls of the same
 //! message on the same connection, each timed the same way: what the ping-pong target
@@ -185,6 +186,31 @@ pub(super) fn run(config: &StreamConfig, cpus: Cpus) -> Result<StreamMeasured, B
         System::Tonic => tonic::run(&config.point, cpus),
         _ => ferry::run(&config.point, config.transport, cpus),
     }
+}
+
+impl StreamPoint {
+    /// The warm-up before it on the same connection: a tenth of its messages (at least one),
+    /// so that the measured stream finds the connection's buffers and pools grown, as the
+    /// echo's warm-up does.
+    pub(super) fn warmup(&self) -> StreamPoint {
+        StreamPoint {
+            count: (self.count / 10).max(1),
+            ..*self
+        }
+    }
+}
+
+/// A stream (or a part of a run) at most takes this long.
+const RUN_LIMIT: std::time::Duration = Duration::from_secs(60);
+
+/// `fut`'s result, or an error naming `what` if it takes longer than [`RUN_LIMIT`].
+pub(super) async fn in_time<T>(
+    what: &str,
+    fut: impl std::future::Future<Output = Result<T, BoxError>>,
+) -> Result<T, BoxError> {
+    tokio::time::timeout(RUN_LIMIT, fut)
+        .await
+        .map_err(|_| format!("{what} did not finish in {RUN_LIMIT:?}"))?
 }
 
 /// The byte at `i` of every message: what a receiver checks (first and last byte).

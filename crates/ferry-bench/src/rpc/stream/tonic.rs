@@ -15,7 +15,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
 use tonic::{Request, Response, Status, Streaming};
 
-use super::{Shape, StreamMeasured, StreamPoint, check, payload};
+use super::{Shape, StreamMeasured, StreamPoint, check, in_time, payload};
 use crate::BoxError;
 use crate::generated::record_prost::stream::streams_client::StreamsClient;
 use crate::generated::record_prost::stream::streams_server::{Streams, StreamsServer};
@@ -127,13 +127,15 @@ fn drive(point: &StreamPoint, cpu: usize, addr: SocketAddr) -> Result<StreamMeas
             .connect()
             .await?;
         let mut client = StreamsClient::new(channel);
+        in_time(
+            "the warm-up stream",
+            one_stream(&mut client, &point.warmup(), &mut StreamMeasured::default()),
+        )
+        .await?;
         let server0 = client.server_cpu(Nothing {}).await?.into_inner().ns;
         let (t0, cpu0) = (Instant::now(), thread_cpu_time());
         let mut measured = StreamMeasured::default();
-        let stream = one_stream(&mut client, point, &mut measured);
-        tokio::time::timeout(STALL * 6, stream)
-            .await
-            .map_err(|_| format!("a stream did not finish in {:?}", STALL * 6))??;
+        in_time("a stream", one_stream(&mut client, point, &mut measured)).await?;
         measured.elapsed = t0.elapsed();
         measured.client_cpu = thread_cpu_time().saturating_sub(cpu0);
         let server1 = client.server_cpu(Nothing {}).await?.into_inner().ns;
