@@ -180,12 +180,18 @@ pub(super) fn plan(
         .collect()
 }
 
-/// One run of `config`: the client on `cpus.0`, the server on `cpus.1`.
+/// One run of `config`: the client on `cpus.0`, the server on `cpus.1`, each on a thread of
+/// its own (the caller's thread stays unpinned).
 pub(super) fn run(config: &StreamConfig, cpus: Cpus) -> Result<StreamMeasured, BoxError> {
-    match config.system {
-        System::Tonic => tonic::run(&config.point, cpus),
-        _ => ferry::run(&config.point, config.transport, cpus),
-    }
+    std::thread::scope(|s| {
+        let client = std::thread::Builder::new()
+            .name("streams-client".to_owned())
+            .spawn_scoped(s, || match config.system {
+                System::Tonic => tonic::run(&config.point, cpus),
+                _ => ferry::run(&config.point, config.transport, cpus),
+            })?;
+        crate::harness::joined("the streams' client", client.join())
+    })
 }
 
 impl StreamPoint {
