@@ -87,7 +87,12 @@ fn rpc_quick_writes_one_sane_record_per_configuration() {
     // Ferry over both transports.
     let streams = doc["streams"].as_array().unwrap();
     let mut expect = BTreeSet::new();
-    for (shape, size) in [("download", 65536), ("upload", 65536), ("ping-pong", 64), ("ping-pong", 4096)] {
+    for (shape, size) in [
+        ("download", 65536),
+        ("upload", 65536),
+        ("ping-pong", 64),
+        ("ping-pong", 4096),
+    ] {
         for (system, transport) in [("tonic", "tcp"), ("ferry-hybrid", "tcp"), ("ferry-hybrid", "shm")] {
             expect.insert((system.to_owned(), transport.to_owned(), shape.to_owned(), size));
         }
@@ -103,7 +108,11 @@ fn rpc_quick_writes_one_sane_record_per_configuration() {
     for r in streams {
         let what = format!("{r}");
         let (size, count) = (number(r, "size"), number(r, "count"));
-        let carried = if r["shape"] == "ping-pong" { 2.0 * size * count } else { size * count };
+        let carried = if r["shape"] == "ping-pong" {
+            2.0 * size * count
+        } else {
+            size * count
+        };
         assert_eq!(number(r, "bytes"), carried, "{what}");
         let rate = number(r, "gb_per_sec");
         assert!(rate > 0.0 && rate.is_finite(), "{what}");
@@ -114,12 +123,19 @@ fn rpc_quick_writes_one_sane_record_per_configuration() {
         if r["shape"] == "ping-pong" {
             let (p50, p99) = (number(r, "p50_ns"), number(r, "p99_ns"));
             assert!(0.0 < p50 && p50 <= p99, "{what}");
-            assert_eq!(r["unary_p50_ns"].is_number(), r["system"] == "ferry-hybrid", "{what}");
+            assert_eq!(
+                r["unary_p50_ns"].is_number(),
+                r["system"] == "ferry-hybrid",
+                "{what}"
+            );
         } else {
             assert!(r["p50_ns"].is_null() && r["unary_p50_ns"].is_null(), "{what}");
         }
     }
-    for target in ["shm / tonic GB/s, upload of 64 KiB", "tcp stream ping-pong 4 KiB p50 / unary call p50"] {
+    for target in [
+        "shm / tonic GB/s, upload of 64 KiB",
+        "tcp stream ping-pong 4 KiB p50 / unary call p50",
+    ] {
         assert!(stdout.contains(target), "no {target:?} line:\n{stdout}");
     }
 

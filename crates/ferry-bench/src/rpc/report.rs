@@ -379,6 +379,24 @@ mod tests {
     }
 
     #[test]
+    fn the_committed_stream_results_read_back_with_the_same_fields_and_values() {
+        let (doc, records): (Value, Records) = crate::harness::lifecycle::committed("rpc-streams.json");
+        assert!(records.records.is_empty(), "a run of the streams alone");
+        assert_eq!(records.streams.len(), 12);
+        assert_eq!(serde_json::to_value(&records).unwrap()["streams"], doc["streams"]);
+        let verdicts: Vec<&str> = stream::targets(&records.streams)
+            .iter()
+            .map(|t| t.verdict())
+            .collect();
+        // GB/s against tonic (TCP download, upload; shm download, upload), then the four
+        // ping-pongs against the unary call.
+        assert_eq!(
+            verdicts,
+            ["MISSED", "MISSED", "MISSED", "MISSED", "met", "met", "met", "met"]
+        );
+    }
+
+    #[test]
     fn results_from_before_the_streams_read_back_without_them() {
         let (doc, records) = committed();
         assert!(doc.get("streams").is_none());
