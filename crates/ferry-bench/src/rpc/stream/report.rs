@@ -78,7 +78,7 @@ fn ns(v: Option<f64>) -> String {
 /// The table: one row per configuration.
 pub(in crate::rpc) fn table(all: &[Record]) {
     println!(
-        "Streams: one stream per run on a fresh connection, medians over repetitions; CPU per GB is each side's thread CPU time over the stream; p50/p99 per round trip (one message each way), unary p50: the same message as a unary call on the same connection; copied: messages a Ferry shared-memory reader got copied, not in place (client/server, per run)."
+        "Streams: a warm-up stream (a tenth), then the measured one, on a fresh connection per run; medians over repetitions; CPU per GB is each side's thread CPU time over the stream; p50/p99 per round trip (one message each way), unary p50: the same message as a unary call on the same connection; copied: messages a Ferry shared-memory reader got copied, not in place (client/server, per run)."
     );
     let mut t = Table::new([
         "system",
