@@ -315,7 +315,7 @@ fn settings(budget: Budget, reps: usize, clock_ns: f64, cpus: Cpus, took: Durati
         "tcp": "ferry-net defaults (gather mode, 64 frames / 256 KiB batches, TCP_NODELAY); congestion control is the machine's default (see machine)",
         "shm": "ferry-shm defaults (16 KiB blocks, 256 credits), spin Duration::MAX; every session gets its own shared pool (2 MiB regions)",
         "streams": {
-            "run": "one stream per run on a fresh connection to a fresh server; client and server each a current-thread tokio runtime on its pinned CPU (client_cpu, server_cpu); every message checked (length, first and last byte)",
+            "run": "a fresh server and connection per run: a warm-up stream of a tenth of the messages, then the measured stream; client and server each a current-thread tokio runtime on its pinned CPU (client_cpu, server_cpu); every message checked (length, first and last byte)",
             "shapes": "download: one request, then `count` messages of `size` bytes from the server; upload: `count` messages from the client, then one answer; ping-pong: `count` round trips of one `size`-byte message each way on one bidirectional stream",
             "gb_per_sec": "payload bytes (one way; both ways for a ping-pong) / wall time from the open to the last message checked, GB = 1e9 B",
             "cpu_ms_per_gb": "each side's thread CPU time (getrusage RUSAGE_THREAD) over the stream per GB: the client's around it, the server's read by a unary call on its thread before and after",
