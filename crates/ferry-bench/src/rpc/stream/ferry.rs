@@ -12,8 +12,8 @@
 //! | `ServerCpu` | unary | nothing | raw: the server thread's CPU ns, its messages copied so far (u64 LE each) |
 //!
 //! Every message is a Ferry message read in place. A chunk's value lives in the sending
-//! side's pool (built once per stream, sent `count` times), so it goes by reference: a gather
-//! entry over TCP, in place over shared memory. An echo is `view.to_message(call.ctx())`:
+//! side's pool (built once per stream, sent `count` times), so it goes by reference when at
+//! least the zero-copy threshold: a gather entry over TCP, in place over shared memory. An echo is `view.to_message(call.ctx())`:
 //! over TCP the value is referenced where the request arrived (the session's pool), over
 //! shared memory copied (the request is the peer's memory). Every message is checked (its
 //! one field's length, first and last byte).
