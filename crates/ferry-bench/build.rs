@@ -1,11 +1,12 @@
 //! Compiles `schema/record.proto` and `schema/kv.proto` (the key-value store's prost peer)
-//! into prost types, `schema/echo.proto` into a tonic client and server, and the offload
-//! engine's demo schema (`../ferry-offload/proto/ferry/offload/demo.proto`: the DPU paper's
-//! `Ints`, `Chars` and `Small`, and the `Demo` service) into prost types and a tonic client and
-//! server, without `protoc`: the pure-Rust `protox` parser produces the descriptors,
-//! `prost-build` generates the messages and `tonic-prost-build` the service code into `OUT_DIR`
-//! (`ferry_bench.rs`, `ferry_bench.kv.rs`, `ferry_bench.echo.rs` and `ferry.offload.demo.rs`,
-//! one file per package).
+//! into prost types, `schema/echo.proto` and `schema/stream.proto` into tonic clients and
+//! servers, and the offload engine's demo schema
+//! (`../ferry-offload/proto/ferry/offload/demo.proto`: the DPU paper's `Ints`, `Chars` and
+//! `Small`, and the `Demo` service) into prost types and a tonic client and server, without
+//! `protoc`: the pure-Rust `protox` parser produces the descriptors, `prost-build` generates
+//! the messages and `tonic-prost-build` the service code into `OUT_DIR` (`ferry_bench.rs`,
+//! `ferry_bench.kv.rs`, `ferry_bench.echo.rs`, `ferry_bench.stream.rs` and
+//! `ferry.offload.demo.rs`, one file per package).
 //! Every `bytes` field becomes `bytes::Bytes`, so encoding borrows the application's
 //! buffers and decoding slices the input instead of copying.
 //!
@@ -17,6 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "schema/record.proto",
         "schema/kv.proto",
         "schema/echo.proto",
+        "schema/stream.proto",
         "../ferry-offload/proto/ferry/offload/demo.proto",
     ];
     for proto in protos {

@@ -54,10 +54,13 @@ enum BenchCommand {
     /// Echo calls through ferry-rpc (one busy-polling server loop, a client event loop on the
     /// other core) over TCP and shared memory: raw, Ferry copy-only and hybrid, prost,
     /// FlatBuffers, Cap'n Proto; tonic and the raw shared-memory ping-pong in the same run.
+    /// Then the streams (`--sections`): download, upload and ping-pong over Ferry's tokio
+    /// driver (TCP and shared memory) and tonic, with the unary call beside the ping-pong.
     ///
-    /// `--quick`: one repetition of 40 ms per configuration, well under 30 s. `--plot`: p99
-    /// latency against calls/s per system, per transport and payload (Cornflakes Figure 2);
-    /// the 64 B call against the ping-pong; p50 at one in flight against payload.
+    /// `--quick`: one repetition of 40 ms per echo configuration, 16 MiB streams, well under
+    /// 30 s. `--plot`: p99 latency against calls/s per system, per transport and payload
+    /// (Cornflakes Figure 2); the 64 B call against the ping-pong; p50 at one in flight
+    /// against payload; the streams' GB/s, and their ping-pong's p50 against the unary call's.
     Rpc(rpc::Args),
     /// The key-value store under open-loop load (Cornflakes section 6): Ferry hybrid,
     /// copy-only and zero-copy-only, prost, FlatBuffers and Cap'n Proto over one server loop,

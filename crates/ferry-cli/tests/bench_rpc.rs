@@ -1,5 +1,6 @@
-//! `ferry bench rpc --quick` as a real process: every configuration has one sane record, the
-//! targets are printed as ratios, and `--from` reprints them. No timing is asserted.
+//! `ferry bench rpc --quick` as a real process: every configuration of the echo and of the
+//! streams has one sane record, the targets are printed as ratios, and `--from` reprints them.
+//! No timing is asserted.
 
 mod common;
 
@@ -82,12 +83,69 @@ fn rpc_quick_writes_one_sane_record_per_configuration() {
         }
     }
 
+    // The streams: download, upload and ping-pong at 64 B and 4 KiB, each with tonic and with
+    // Ferry over both transports.
+    let streams = doc["streams"].as_array().unwrap();
+    let mut expect = BTreeSet::new();
+    for (shape, size) in [
+        ("download", 65536),
+        ("upload", 65536),
+        ("ping-pong", 64),
+        ("ping-pong", 4096),
+    ] {
+        for (system, transport) in [("tonic", "tcp"), ("ferry-hybrid", "tcp"), ("ferry-hybrid", "shm")] {
+            expect.insert((system.to_owned(), transport.to_owned(), shape.to_owned(), size));
+        }
+    }
+    assert_one_record_each(streams, &expect, |r| {
+        (
+            r["system"].as_str().unwrap().to_owned(),
+            r["transport"].as_str().unwrap().to_owned(),
+            r["shape"].as_str().unwrap().to_owned(),
+            r["size"].as_u64().unwrap(),
+        )
+    });
+    for r in streams {
+        let what = format!("{r}");
+        let (size, count) = (number(r, "size"), number(r, "count"));
+        let carried = if r["shape"] == "ping-pong" {
+            2.0 * size * count
+        } else {
+            size * count
+        };
+        assert_eq!(number(r, "bytes"), carried, "{what}");
+        let rate = number(r, "gb_per_sec");
+        assert!(rate > 0.0 && rate.is_finite(), "{what}");
+        for cpu in ["server_cpu_ms_per_gb", "client_cpu_ms_per_gb"] {
+            let ms = number(r, cpu);
+            assert!(ms.is_finite() && ms >= 0.0, "{cpu}: {what}");
+        }
+        if r["shape"] == "ping-pong" {
+            let (p50, p99) = (number(r, "p50_ns"), number(r, "p99_ns"));
+            assert!(0.0 < p50 && p50 <= p99, "{what}");
+            assert_eq!(
+                r["unary_p50_ns"].is_number(),
+                r["system"] == "ferry-hybrid",
+                "{what}"
+            );
+        } else {
+            assert!(r["p50_ns"].is_null() && r["unary_p50_ns"].is_null(), "{what}");
+        }
+    }
+    for target in [
+        "shm / tonic GB/s, upload of 64 KiB",
+        "tcp stream ping-pong 4 KiB p50 / unary call p50",
+    ] {
+        assert!(stdout.contains(target), "no {target:?} line:\n{stdout}");
+    }
+
     assert_chart(&run.svg, "calls/s");
 
     // The table and targets come back from the results file alone.
     let out = ferry(&["bench", "rpc", "--from", run.json.to_str().unwrap()], &[]);
     let stdout = success(&out, "ferry bench rpc --from");
     assert!(stdout.contains("ferry-hybrid tcp / tonic"), "{stdout}");
+    assert!(stdout.contains("ferry-hybrid shm / tonic GB/s"), "{stdout}");
 }
 
 #[test]

@@ -32,6 +32,13 @@ pub mod record_prost {
     pub mod echo {
         include!(concat!(env!("OUT_DIR"), "/ferry_bench.echo.rs"));
     }
+
+    /// The tonic client (`streams_client::StreamsClient`) and server
+    /// (`streams_server::{Streams, StreamsServer}`) of `schema/stream.proto`, package
+    /// `ferry_bench.stream`: the tonic peer of `ferry bench rpc`'s streams.
+    pub mod stream {
+        include!(concat!(env!("OUT_DIR"), "/ferry_bench.stream.rs"));
+    }
 }
 
 /// prost types and tonic service code for the offload engine's demo schema (package

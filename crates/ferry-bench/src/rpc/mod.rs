@@ -9,6 +9,8 @@
 //!  client.rs   a client EventLoop keeping `in_flight` calls outstanding, every response checked
 //!  tonic.rs    the same echo with tonic (gRPC over HTTP/2), on the same two CPUs
 //!  report.rs   records (medians over repetitions), table, targets, plot
+//!  stream/     the streaming section: download, upload and ping-pong streams, Ferry's tokio
+//!              driver over TCP and shared memory against tonic (issue 26)
 //! ```
 //!
 //! The server is one [`ferry_rpc::Server`] loop pinned to the server CPU; the client an
@@ -24,12 +26,14 @@
 //! close together in time ([`plan::plan`]); every figure is the median over the repetitions,
 //! and every target ratio the median over repetitions of the ratio within one (the VMs this
 //! runs on change speed from one moment to the next). A phase in which no call completes for
-//! 10 s fails, as does a control call that takes 30 s.
+//! 10 s fails, as does a control call that takes 30 s. The streaming section ([`stream`])
+//! runs after the echo in every repetition, its configurations interleaved the same way.
 
 mod client;
 mod plan;
 mod report;
 mod service;
+mod stream;
 mod tonic;
 
 use std::path::Path;
@@ -47,10 +51,11 @@ use crate::harness::window::Span;
 use crate::harness::{self, Budget, Histogram};
 use crate::{BoxError, shm};
 
-pub use plan::{Args, Fields, Point, System, Transport};
+pub use plan::{Args, Fields, Point, Section, System, Transport};
 
 use plan::{ECHO, MAX_IN_FLIGHT};
 use report::Records;
+use stream::StreamConfig;
 
 /// Measured time per repetition, full and `--quick`; repetitions, full and `--quick`.
 const FULL_MS: u64 = 300;
@@ -59,7 +64,7 @@ const FULL_REPS: usize = 7;
 const QUICK_REPS: usize = 1;
 
 /// The CPUs of a run: (client, server).
-type Cpus = (usize, usize);
+pub(crate) type Cpus = (usize, usize);
 
 /// What one run measured over its window.
 #[derive(Debug, Clone)]
@@ -171,6 +176,7 @@ fn run_ping_pong(budget: Budget, cpus: Cpus) -> Result<Measured, BoxError> {
 /// A measuring run of `ferry bench rpc`.
 struct Rpc {
     points: Vec<Point>,
+    streams: Vec<StreamConfig>,
     budget: Budget,
     reps: usize,
     cpus: Cpus,
@@ -181,17 +187,22 @@ impl Benchmark for Rpc {
     type Records = Records;
 
     fn plan(&self) -> u64 {
-        (self.reps * self.points.len()) as u64
+        (self.reps * (self.points.len() + self.streams.len())) as u64
     }
 
     fn run(&self, progress: &Progress) -> Result<(Value, Records), BoxError> {
         let (points, budget, cpus) = (&self.points, self.budget, self.cpus);
-        if points.is_empty() {
-            return Err("nothing to run: no configuration matches --systems and --transports".into());
+        if points.is_empty() && self.streams.is_empty() {
+            return Err(
+                "nothing to run: no configuration matches --sections, --systems and --transports".into(),
+            );
         }
         let started = Instant::now();
         let clock_ns = harness::clock_cost_ns();
         progress.suspend(|| {
+            if points.is_empty() {
+                return;
+            }
             println!(
                 "ferry bench rpc: echo calls, client on CPU {}, server loop on CPU {}, {} repetition(s) of {} per configuration (median shown); one clock reading costs {clock_ns:.0} ns and is inside every timed call.",
                 cpus.0,
@@ -204,6 +215,7 @@ impl Benchmark for Rpc {
             );
         });
         let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); points.len()];
+        let mut stream_runs: Vec<Vec<stream::StreamMeasured>> = vec![Vec::new(); self.streams.len()];
         for _ in 0..self.reps {
             let mut measured = Vec::with_capacity(points.len());
             // Consecutive event-loop configurations share one server.
@@ -225,6 +237,12 @@ impl Benchmark for Rpc {
             for (run, m) in runs.iter_mut().zip(measured) {
                 run.push(m);
             }
+            for (config, run) in self.streams.iter().zip(&mut stream_runs) {
+                progress.start(config.label());
+                let m = stream::run(config, cpus).map_err(|e| format!("{}: {e}", config.label()))?;
+                run.push(m);
+                progress.done();
+            }
         }
         let mut records: Vec<_> = points
             .iter()
@@ -232,20 +250,40 @@ impl Benchmark for Rpc {
             .map(|(&p, r)| report::summarize(p, r))
             .collect();
         records.sort_by_key(|r| r.point.display_key());
+        let mut streams: Vec<_> = self
+            .streams
+            .iter()
+            .zip(&stream_runs)
+            .map(|(&c, r)| stream::summarize(c, r))
+            .collect();
+        streams.sort_by_key(|r| r.config.display_key());
         let settings = settings(budget, self.reps, clock_ns, cpus, started.elapsed());
-        Ok((settings, Records { records }))
+        Ok((settings, Records { records, streams }))
     }
 
+    /// Each section's table, if it has records.
     fn table(records: &Records) {
-        report::table(&records.records);
+        if !records.records.is_empty() {
+            report::table(&records.records);
+        }
+        if !records.streams.is_empty() {
+            stream::table(&records.streams);
+        }
     }
 
     fn targets(records: &Records) -> Vec<Target> {
-        report::targets(&records.records)
+        let mut targets = Vec::new();
+        if !records.records.is_empty() {
+            targets = report::targets(&records.records);
+        }
+        if !records.streams.is_empty() {
+            targets.extend(stream::targets(&records.streams));
+        }
+        targets
     }
 
     fn plot(records: &Records, path: &Path) -> Result<(), BoxError> {
-        report::plot(path, &records.records)
+        report::plot(path, records)
     }
 }
 
@@ -276,6 +314,17 @@ fn settings(budget: Budget, reps: usize, clock_ns: f64, cpus: Cpus, took: Durati
         },
         "tcp": "ferry-net defaults (gather mode, 64 frames / 256 KiB batches, TCP_NODELAY); congestion control is the machine's default (see machine)",
         "shm": "ferry-shm defaults (16 KiB blocks, 256 credits), spin Duration::MAX; every session gets its own shared pool (2 MiB regions)",
+        "streams": {
+            "run": "a fresh server and connection per run: a warm-up stream of a tenth of the messages, then the measured stream; client and server each a current-thread tokio runtime on its pinned CPU (client_cpu, server_cpu); every message checked (length, first and last byte)",
+            "shapes": "download: one request, then `count` messages of `size` bytes from the server; upload: `count` messages from the client, then one answer; ping-pong: `count` round trips of one `size`-byte message each way on one bidirectional stream",
+            "gb_per_sec": "payload bytes (one way; both ways for a ping-pong) / wall time from the open to the last message checked, GB = 1e9 B",
+            "cpu_ms_per_gb": "each side's thread CPU time (getrusage RUSAGE_THREAD) over the stream per GB: the client's around it, the server's read by a unary call on its thread before and after",
+            "p50_ns": "ping-pong: per round trip, from just before the send to just after the echo is checked",
+            "unary_p50_ns": "ping-pong over Ferry: as many unary calls of the same message on the same connection after the stream (AsyncChannel::call), timed the same way",
+            "copied": "messages a Ferry reader over shared memory got copied, not in place: the tokio driver copies a shared-memory frame its reader is not waiting for (ferry_rpc::tokio, detach)",
+            "ferry-hybrid": "ferry_rpc::tokio::AsyncServer (one hand-written AsyncService, LoopConfig default) and AsyncChannel (ChannelConfig default); Record messages of one field whose value is in the sender's pool (by reference: TCP gather, shared memory in place); echoes view.to_message(call.ctx())",
+            "tonic": "tonic 0.14 over HTTP/2 on TCP loopback, defaults, TCP_NODELAY; prost messages with `bytes` fields as Bytes (schema/stream.proto)",
+        },
         "wall_seconds": harness::round(took.as_secs_f64(), 1),
     })
 }
@@ -297,6 +346,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     let quick = args.common.quick;
     let bench = Rpc {
         points: plan::plan(args),
+        streams: plan::stream_plan(args),
         budget: args.common.budget(QUICK_MS, FULL_MS),
         reps: args
             .reps

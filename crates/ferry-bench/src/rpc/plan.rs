@@ -6,6 +6,7 @@ use std::cmp::Reverse;
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
+use super::stream::{self, StreamConfig};
 use crate::harness::cli::Common;
 use crate::plot;
 
@@ -19,18 +20,24 @@ const TONIC_MAX_IN_FLIGHT: usize = 16;
 /// must fit, with room for the control calls.
 pub(super) const MAX_IN_FLIGHT: usize = 256;
 
-/// Options of `ferry bench rpc`. `--quick`: one repetition of 40 ms per configuration, every
-/// configuration, well under 30 s. `--plot`: p99 latency against calls/s for every system
-/// (Cornflakes Figure 2), per transport and payload; the 64 B call against the ping-pong;
-/// p50 at one in flight against payload.
+/// Options of `ferry bench rpc`. `--quick`: one repetition of 40 ms per echo configuration,
+/// streams of 16 MiB and ping-pongs of 2,000 round trips, every configuration, under 30 s.
+/// `--plot`: p99 latency against calls/s for every system (Cornflakes Figure 2), per
+/// transport and payload; the 64 B call against the ping-pong; p50 at one in flight against
+/// payload; the streams' GB/s, and their ping-pong's p50 against the unary call's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     pub(super) common: Common,
-    /// Systems to run, comma-separated (default: all).
+    /// Sections to run, comma-separated (default: echo,streams).
+    #[arg(long, value_delimiter = ',')]
+    pub(super) sections: Vec<Section>,
+    /// Systems to run, comma-separated (default: all; the streams run those of ferry-hybrid
+    /// and tonic named).
     #[arg(long, value_delimiter = ',')]
     systems: Vec<System>,
-    /// Transports of the event-loop systems, comma-separated (default: tcp,shm).
+    /// Transports of the event-loop systems and of Ferry's streams, comma-separated (default:
+    /// tcp,shm).
     #[arg(long, value_delimiter = ',')]
     transports: Vec<Transport>,
     /// Calls in flight, comma-separated (default 1,16,128; tonic runs those up to 16).
@@ -46,6 +53,15 @@ pub struct Args {
     /// CPU of the server loop (the client's when only one is available).
     #[arg(long, default_value_t = 1)]
     pub(super) server_cpu: usize,
+}
+
+/// A part of the benchmark.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// The echo calls (the event-loop systems, tonic, the ping-pong).
+    Echo,
+    /// Download, upload and ping-pong streams: Ferry's tokio driver and tonic.
+    Streams,
 }
 
 /// What answers the echo (in table order). Its name on the command line and in the records
@@ -182,6 +198,9 @@ impl Point {
 /// then (the Ferry server up) every event-loop system one after another at each payload,
 /// transport and in-flight count, the 64 B call last at 1 in flight, then the ping-pong.
 pub(super) fn plan(args: &Args) -> Vec<Point> {
+    if !or_all(&args.sections, Section::value_variants()).contains(&Section::Echo) {
+        return Vec::new();
+    }
     let systems = or_all(&args.systems, System::value_variants());
     let transports = or_all(&args.transports, Transport::value_variants());
     let mut in_flight = or_all(&args.in_flight, &IN_FLIGHT);
@@ -225,6 +244,20 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
         points.push(p(System::PingPong, Transport::Shm, SEQ, 1));
     }
     points
+}
+
+/// The streaming section's configurations of one repetition ([`stream::plan`]), if it is
+/// chosen.
+pub(super) fn stream_plan(args: &Args) -> Vec<StreamConfig> {
+    if !or_all(&args.sections, Section::value_variants()).contains(&Section::Streams) {
+        return Vec::new();
+    }
+    stream::plan(
+        &or_all(&args.systems, System::value_variants()),
+        &or_all(&args.transports, Transport::value_variants()),
+        args.common.quick,
+        args.common.count,
+    )
 }
 
 /// `chosen`, or `all` if nothing was chosen.
@@ -271,6 +304,55 @@ mod tests {
             "4",
         ]));
         assert_eq!(only.len(), 2 + 1);
+    }
+
+    #[test]
+    fn sections_choose_the_echo_the_streams_or_both() {
+        use crate::rpc::stream::Shape::{Download, PingPong, Upload};
+        let all = args(&[]);
+        assert_eq!(plan(&all).len(), 78);
+        let streams = stream_plan(&all);
+        // Download, upload, ping-pong at 64 B and 4 KiB: each with tonic, then Ferry over TCP
+        // and shared memory, one after another.
+        let carriers: Vec<(System, Transport)> = streams.iter().map(|c| (c.system, c.transport)).collect();
+        let each = [
+            (System::Tonic, Transport::Tcp),
+            (System::FerryHybrid, Transport::Tcp),
+            (System::FerryHybrid, Transport::Shm),
+        ];
+        assert_eq!(carriers, each.repeat(4));
+        let points: Vec<_> = streams
+            .iter()
+            .step_by(3)
+            .map(|c| (c.point.shape, c.point.size, c.point.count))
+            .collect();
+        assert_eq!(
+            points,
+            [
+                (Download, 65_536, 4096),
+                (Upload, 65_536, 4096),
+                (PingPong, 64, 20_000),
+                (PingPong, 4096, 20_000)
+            ]
+        );
+        assert!(plan(&args(&["--sections", "streams"])).is_empty());
+        assert!(stream_plan(&args(&["--sections", "echo"])).is_empty());
+        let quick = stream_plan(&args(&[
+            "--quick",
+            "--systems",
+            "ferry-hybrid",
+            "--transports",
+            "shm",
+        ]));
+        let quick: Vec<_> = quick
+            .iter()
+            .map(|c| (c.system, c.transport, c.point.count))
+            .collect();
+        let shm = |count| (System::FerryHybrid, Transport::Shm, count);
+        assert_eq!(quick, [shm(256), shm(256), shm(2000), shm(2000)]);
+        let counted = stream_plan(&args(&["--count", "10", "--systems", "tonic"]));
+        assert_eq!(counted.len(), 4);
+        assert!(counted.iter().all(|c| c.point.count == 10));
     }
 
     #[test]

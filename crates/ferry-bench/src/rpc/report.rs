@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Measured;
 use super::plan::{ECHO, Fields, ONE_KIB, Point, SMALL, System, Transport, name};
+use super::{Measured, stream};
 #[cfg(test)]
 use crate::harness::Histogram;
 use crate::harness::lifecycle::Target;
@@ -23,8 +23,12 @@ const SMALL_RATE_IN_FLIGHT: usize = 128;
 /// Everything a run measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Records {
-    /// One per configuration, in table order.
+    /// The echo: one per configuration, in table order.
     pub(super) records: Vec<Record>,
+    /// The streaming section: one per configuration, in table order (none in results written
+    /// before it existed).
+    #[serde(default)]
+    pub(super) streams: Vec<stream::Record>,
 }
 
 /// A configuration's medians over its repetitions (and each repetition's p50 and calls/s).
@@ -79,7 +83,7 @@ pub(super) fn summarize(point: Point, runs: &[Measured]) -> Record {
 /// The median over repetitions of `a[i] / b[i]`: a repetition runs what a target compares
 /// close together in time, so both sides of each ratio see the machine in the same state.
 /// The ratio of the medians if the two differ in repetitions.
-fn paired(a: &[f64], b: &[f64]) -> f64 {
+pub(super) fn paired(a: &[f64], b: &[f64]) -> f64 {
     if a.len() == b.len() && !a.is_empty() {
         let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
         return median(&ratios).unwrap_or(f64::NAN);
@@ -279,8 +283,10 @@ pub(super) fn targets(all: &[Record]) -> Vec<Target> {
 }
 
 /// The plot: p99 against calls/s per system (Cornflakes Figure 2), one panel per transport and
-/// payload; the 64 B call beside the ping-pong; p50 at one in flight against payload.
-pub(super) fn plot(path: &Path, all: &[Record]) -> Result<(), BoxError> {
+/// payload; the 64 B call beside the ping-pong; p50 at one in flight against payload; then
+/// the streaming section's panels. A section with no records has no panels.
+pub(super) fn plot(path: &Path, records: &Records) -> Result<(), BoxError> {
+    let all = &records.records[..];
     let series = |keep: &dyn Fn(&Record) -> bool,
                   line: &dyn Fn(&Record) -> String,
                   xy: &dyn Fn(&Record) -> (f64, f64)| {
@@ -312,7 +318,7 @@ pub(super) fn plot(path: &Path, all: &[Record]) -> Result<(), BoxError> {
             &|r| (r.calls_per_sec, r.p99_ns),
         ),
     };
-    let panels = vec![
+    let mut panels = vec![
         fig2(Transport::Tcp, ECHO),
         fig2(Transport::Shm, ECHO),
         fig2(Transport::Tcp, ONE_KIB),
@@ -343,9 +349,13 @@ pub(super) fn plot(path: &Path, all: &[Record]) -> Result<(), BoxError> {
             ),
         },
     ];
+    if all.is_empty() {
+        panels.clear();
+    }
+    panels.extend(stream::panels(&records.streams));
     plot::log_log_svg(
         path,
-        "ferry bench rpc: echo over ferry-rpc (one server loop) against raw, peers, tonic and the ping-pong",
+        "ferry bench rpc: echo over ferry-rpc (one server loop) against raw, peers, tonic and the ping-pong; streams",
         2,
         &panels,
     )
@@ -369,8 +379,33 @@ mod tests {
     }
 
     #[test]
+    fn the_committed_stream_results_read_back_with_the_same_fields_and_values() {
+        let (doc, records): (Value, Records) = crate::harness::lifecycle::committed("rpc-streams.json");
+        assert!(records.records.is_empty(), "a run of the streams alone");
+        assert_eq!(records.streams.len(), 12);
+        assert_eq!(serde_json::to_value(&records).unwrap()["streams"], doc["streams"]);
+        let verdicts: Vec<&str> = stream::targets(&records.streams)
+            .iter()
+            .map(|t| t.verdict())
+            .collect();
+        // GB/s against tonic (TCP download, upload; shm download, upload), then the four
+        // ping-pongs against the unary call.
+        assert_eq!(
+            verdicts,
+            ["MISSED", "MISSED", "MISSED", "MISSED", "met", "met", "met", "met"]
+        );
+    }
+
+    #[test]
+    fn results_from_before_the_streams_read_back_without_them() {
+        let (doc, records) = committed();
+        assert!(doc.get("streams").is_none());
+        assert!(records.streams.is_empty());
+    }
+
+    #[test]
     fn targets_are_met_missed_or_not_measured() {
-        let (_, Records { records }) = committed();
+        let (_, Records { records, .. }) = committed();
         let verdicts = |all: &[Record]| -> Vec<(String, &'static str)> {
             targets(all)
                 .iter()
