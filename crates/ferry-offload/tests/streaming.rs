@@ -429,35 +429,6 @@ async fn a_host_failure_mid_stream_is_the_client_status_with_its_trailers() {
     );
 }
 
-/// A raw HTTP/2 stream to the engine: the request's sending half and the response.
-async fn h2_call(
-    addr: SocketAddr,
-    path: &str,
-    headers: &[(&str, &str)],
-    window: u32,
-) -> (h2::SendStream<Bytes>, h2::client::ResponseFuture) {
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connects");
-    let (client, connection) = h2::client::Builder::new()
-        .initial_window_size(window)
-        .handshake(tcp)
-        .await
-        .expect("HTTP/2 handshake");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    let mut client = client.ready().await.expect("ready");
-    let mut request = http::Request::post(format!("http://{addr}{path}"))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers");
-    for (k, v) in headers {
-        request = request.header(*k, *v);
-    }
-    let (response, send) = client
-        .send_request(request.body(()).unwrap(), false)
-        .expect("sends");
-    (send, response)
-}
-
 /// Reads the rest of `body` (releasing the window as it goes): its messages, inflated with
 /// `encoding`, each with its compressed flag, and the trailers.
 async fn read_all(
@@ -499,7 +470,7 @@ async fn a_client_that_stops_reading_stops_the_hosts_sends() {
     // 100 times each window (both hold 32 messages); under 4096 messages, past which a Ferry
     // stream over shared memory can stall today (`ferry_stream_over_shm_past_4096_messages`).
     let total = 100 * ferry_window;
-    let (mut send, response) = h2_call(engine.local_addr(), SPREAD, &[], window).await;
+    let (mut send, response) = common::h2_call(engine.local_addr(), SPREAD, &[], window).await;
     let request = common::framed(false, &small(total as u32, &"x".repeat(TAG)).encode_to_vec());
     send.send_data(Bytes::from(request), true).expect("sends");
     let response = response.await.expect("an answer");
@@ -560,7 +531,7 @@ async fn a_client_that_goes_away_cancels_the_host_stream() {
     wait_for("the host's stream to be cancelled", || host.cut_short() == 1).await;
 
     // A bidirectional stream whose host waits for the next request when the client resets.
-    let (mut send, response) = h2_call(engine.local_addr(), CHAT, &[], 1 << 20).await;
+    let (mut send, response) = common::h2_call(engine.local_addr(), CHAT, &[], 1 << 20).await;
     let one = common::framed(false, &small(1, "a").encode_to_vec());
     send.send_data(Bytes::from(one), false).expect("sends");
     let mut body = response.await.expect("an answer").into_body();
@@ -576,7 +547,7 @@ async fn a_deadline_ends_the_stream_midway() {
     let engine = engine(&host);
     // h2 runs no timer of its own: what ends the stream is the engine's deadline.
     let headers = [("grpc-timeout", "300m")];
-    let (mut send, response) = h2_call(engine.local_addr(), CHAT, &headers, 1 << 20).await;
+    let (mut send, response) = common::h2_call(engine.local_addr(), CHAT, &headers, 1 << 20).await;
     let one = common::framed(false, &small(1, "a").encode_to_vec());
     send.send_data(Bytes::from(one), false).expect("sends");
     let mut body = response.await.expect("an answer").into_body();
@@ -615,7 +586,7 @@ async fn streamed_messages_are_compressed_both_ways() {
 
     // On the wire: deflate requests, each flagged; the answers deflated too.
     let headers = [("grpc-encoding", "deflate"), ("grpc-accept-encoding", "deflate")];
-    let (mut send, response) = h2_call(engine.local_addr(), CHAT, &headers, 1 << 20).await;
+    let (mut send, response) = common::h2_call(engine.local_addr(), CHAT, &headers, 1 << 20).await;
     for i in 0..3 {
         let message = framing::frame(&small(i, &tag).encode_to_vec(), Encoding::Deflate);
         assert_eq!(message[0], 1, "compressed");
@@ -630,7 +601,7 @@ async fn streamed_messages_are_compressed_both_ways() {
         (0..3).map(|i| (true, small(i, &tag))).collect::<Vec<_>>()
     );
     // A message that inflates past the limit ends the stream with RESOURCE_EXHAUSTED.
-    let (mut send, response) = h2_call(engine.local_addr(), CHAT, &headers, 1 << 20).await;
+    let (mut send, response) = common::h2_call(engine.local_addr(), CHAT, &headers, 1 << 20).await;
     let bomb = framing::frame(&small(0, &"z".repeat(2 << 20)).encode_to_vec(), Encoding::Deflate);
     send.send_data(bomb, true).expect("sends");
     let response = response.await.expect("an answer");

@@ -102,12 +102,12 @@ impl Gateway {
                 Shape::Unary => {
                     let body = read_message(body, encoding, self.max_message).await?;
                     let (reply, answer) = oneshot::channel();
-                    (Exchange::Unary { body, reply }, Either::Unary(answer))
+                    (Exchange::Unary { body, reply }, Awaited::Unary(answer))
                 }
                 _ => {
                     let requests = Requests::new(body, encoding, self.max_message);
                     let (answers, answered) = streams::answer(answer_encoding);
-                    (Exchange::Stream { requests, answers }, Either::Stream(answered))
+                    (Exchange::Stream { requests, answers }, Awaited::Stream(answered))
                 }
             };
             let call = Call {
@@ -121,7 +121,7 @@ impl Gateway {
                 .await
                 .map_err(|_| tonic::Status::unavailable("the engine is shutting down"))?;
             match answer {
-                Either::Unary(answer) => {
+                Awaited::Unary(answer) => {
                     let answer = answer
                         .await
                         .map_err(|_| tonic::Status::unavailable("the engine dropped the call"))?
@@ -131,7 +131,7 @@ impl Gateway {
                         .with_trailers(std::future::ready(Some(Ok(trailers(Ok(answer.trailers))))));
                     Ok(response(&answer.headers, answer_encoding, Body::new(body)))
                 }
-                Either::Stream(answered) => {
+                Awaited::Stream(answered) => {
                     let (headers, body) = answered.head().await.map_err(failed)?;
                     Ok(response(&headers, answer_encoding, Body::new(body)))
                 }
@@ -150,7 +150,7 @@ impl Gateway {
 }
 
 /// What the gRPC side waits for: a unary call's answer, or a stream's head and body.
-enum Either {
+enum Awaited {
     Unary(oneshot::Receiver<Result<Answer, Status>>),
     Stream(Answered),
 }

@@ -317,15 +317,21 @@ pub fn framed(compressed: bool, message: &[u8]) -> Vec<u8> {
     framed
 }
 
-/// [`call_h2`] with the request body exactly as given (prefix included).
-pub async fn call_h2_framed(
+/// A gRPC call opened with `h2` directly, on a connection of its own whose stream window is
+/// `window` bytes: the request's headers are exactly `headers`, and the body is the caller's
+/// to send (the request's sending half) and to read (the response).
+pub async fn h2_call(
     addr: SocketAddr,
     path: &str,
-    framed: Vec<u8>,
     headers: &[(&str, &str)],
-) -> RawAnswer {
+    window: u32,
+) -> (h2::SendStream<Bytes>, h2::client::ResponseFuture) {
     let tcp = tokio::net::TcpStream::connect(addr).await.expect("connects");
-    let (client, connection) = h2::client::handshake(tcp).await.expect("HTTP/2 handshake");
+    let (client, connection) = h2::client::Builder::new()
+        .initial_window_size(window)
+        .handshake(tcp)
+        .await
+        .expect("HTTP/2 handshake");
     tokio::spawn(async move {
         let _ = connection.await;
     });
@@ -336,9 +342,21 @@ pub async fn call_h2_framed(
     for (k, v) in headers {
         request = request.header(*k, *v);
     }
-    let (response, mut send) = client
+    let (response, send) = client
         .send_request(request.body(()).unwrap(), false)
         .expect("sends");
+    (send, response)
+}
+
+/// [`call_h2`] with the request body exactly as given (prefix included).
+pub async fn call_h2_framed(
+    addr: SocketAddr,
+    path: &str,
+    framed: Vec<u8>,
+    headers: &[(&str, &str)],
+) -> RawAnswer {
+    // h2's default window (RFC 9113's initial 65,535 bytes).
+    let (mut send, response) = h2_call(addr, path, headers, 65_535).await;
     // A server may answer before it reads the body (a refused `grpc-encoding`) and close the
     // stream: sending then fails, and the answer is what counts.
     let _ = send.send_data(Bytes::from(framed), true);
