@@ -100,7 +100,11 @@ fn grpc_go_interop_client_passes_every_case_through_the_gateway() {
         } else {
             let said = format!("{}{}", out.out(), out.err());
             let tail: Vec<&str> = said.lines().rev().take(5).collect();
-            eprintln!("{case}: FAILED ({}): {}", out.describe(), tail.into_iter().rev().collect::<Vec<_>>().join("\n  "));
+            eprintln!(
+                "{case}: FAILED ({}): {}",
+                out.describe(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n  ")
+            );
             failed.push(*case);
         }
     }

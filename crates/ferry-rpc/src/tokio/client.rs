@@ -873,6 +873,11 @@ impl Inner {
             self.send_backlog();
         }
         self.detach_held();
+        // Copying held frames dropped them: the acknowledgements they owe go out now (the peer
+        // may be waiting for those credits, and nothing else would publish them).
+        if self.conn.as_mut().is_some_and(|c| c.has_unsent()) {
+            self.flush();
+        }
         let mut again = self.poll_deadline(cx);
         let (Some(fd), Some(conn)) = (self.fd.as_ref(), self.conn.as_mut()) else {
             return false;
