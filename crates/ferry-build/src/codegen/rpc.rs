@@ -444,9 +444,12 @@ fn generate(service: &Service) -> TokenStream {
             Shape::ServerStreaming => quote! {
                 #id => {
                     let mut requests = requests.typed();
-                    let request = requests.message().await?.ok_or_else(|| {
+                    let mut request = requests.message().await?.ok_or_else(|| {
                         #rpc::Status::new(#rpc::Code::InvalidArgument, #no_request)
                     })?;
+                    // Kept while the handler streams: out of the peer's memory, so that
+                    // its blocks keep being acknowledged.
+                    request.detach(call.ctx());
                     <#t as #async_trait>::#func(&inner, call, request, responses).await
                 }
             },

@@ -957,7 +957,7 @@ pub mod ferry {
                         match call.method() {
                             kv_store_service::SCAN => {
                                 let mut requests = requests.typed();
-                                let request = requests
+                                let mut request = requests
                                     .message()
                                     .await?
                                     .ok_or_else(|| {
@@ -966,6 +966,7 @@ pub mod ferry {
                                             "a server-streaming call sent no request message",
                                         )
                                     })?;
+                                request.detach(call.ctx());
                                 <T as AsyncKvStore>::scan(&inner, call, request, responses)
                                     .await
                             }

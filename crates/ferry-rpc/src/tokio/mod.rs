@@ -246,6 +246,16 @@ impl<M> AsyncRequest<M> {
 }
 
 impl<M: Message<'static>> AsyncRequest<M> {
+    /// Copies the request out of the peer's shared memory into `ctx`'s pool (over TCP it is a
+    /// pool buffer already, and nothing is done), for a handler that keeps it for long, as a
+    /// server-streaming one keeps its request while it streams: the peer's blocks are
+    /// acknowledged in order, so a frame held in place holds back the credits of everything
+    /// the peer sent after it, and the peer's sends (its window grants too) stop once they are
+    /// spent. Generated server-streaming handlers get their request copied this way.
+    pub fn detach(&mut self, ctx: &Context) {
+        detach(&mut self.frame, Some(M::desc()), ctx, &self.limits);
+    }
+
     /// Validates the request and reads it in place (`INVALID_ARGUMENT`, naming the field and
     /// offset, if it does not decode).
     pub fn view(&self) -> Result<M::View<'_>, Status> {
