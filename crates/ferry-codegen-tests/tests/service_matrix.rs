@@ -3,25 +3,21 @@
 //! through the generated client over the blocking `Channel`, an `EventLoop` with
 //! continuations, and the tokio `AsyncChannel`.
 
+mod common;
+
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
+use common::{payload, request, scratch, tokio_server};
 use ferry::Context;
-use ferry::rpc::tokio::{AsyncCall, AsyncChannel, AsyncRequest, AsyncServer, AsyncServices};
+use ferry::rpc::tokio::{AsyncCall, AsyncChannel, AsyncRequest, AsyncServices};
 use ferry::rpc::{
     Addr, Call, Channel, Code, Encoded, EventLoop, LoopConfig, LoopSession, Mode, Server, Services, Status,
 };
 use ferry_codegen_tests::generated::ferry::test::{self as t, all_kinds, other};
 
 const BIG: usize = 8 << 10;
-
-fn scratch(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ferry-matrix-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn unsupported() -> Status {
     Status::new(Code::Unimplemented, "not used here")
@@ -101,20 +97,6 @@ impl t::AsyncEcho for TokioEcho {
     async fn describe(&self, _: AsyncCall, _: AsyncRequest<t::AllKinds<'static>>) -> Result<Encoded, Status> {
         Err(unsupported())
     }
-}
-
-fn request<'a>(ctx: &'a Context, payload: &[u8], tag: &'a str) -> t::SayRequest<'a> {
-    let mut req = t::SayRequest::new(ctx);
-    match ctx.pool() {
-        Some(pool) if payload.len() >= 512 => req.set_payload(pool.copy_from(payload).unwrap()),
-        _ => req.set_payload(payload.to_vec()),
-    }
-    req.set_tag(tag);
-    req
-}
-
-fn payload(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i % 251) as u8).collect()
 }
 
 /// What each client shape checks: `say` and `say_later`, large and small, answered by the
@@ -236,7 +218,7 @@ fn all_clients(addrs: &[Addr], names: [&str; 2]) {
 
 #[test]
 fn event_loop_server_with_every_client_over_both_transports() {
-    let dir = scratch("loop");
+    let dir = scratch("matrix-loop");
     let services = Services::builder()
         .service(t::EchoServer::new(LoopEcho))
         .unwrap()
@@ -253,48 +235,20 @@ fn event_loop_server_with_every_client_over_both_transports() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// The tokio server on a thread of its own (a shared-memory connect waits for the server's
-/// side of the handshake, so server and client do not share a thread).
-fn tokio_server(addrs: Vec<String>) -> (Vec<Addr>, tokio::sync::oneshot::Sender<()>, JoinHandle<()>) {
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async move {
-            let services = AsyncServices::new()
-                .service(t::AsyncEchoServer::new(TokioEcho))
-                .unwrap();
-            let addrs: Vec<&str> = addrs.iter().map(String::as_str).collect();
-            let server = AsyncServer::bind(services, &addrs, LoopConfig::default()).expect("bind");
-            ready_tx.send(server.addrs().to_vec()).unwrap();
-            server
-                .run(
-                    async {
-                        let _ = stop_rx.await;
-                    },
-                    Duration::from_secs(1),
-                )
-                .await
-                .expect("serve");
-        });
-    });
-    let addrs = ready_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the server binds");
-    (addrs, stop_tx, thread)
-}
-
 #[test]
 fn tokio_server_with_every_client_over_both_transports() {
-    let dir = scratch("tokio");
-    let (addrs, stop, thread) = tokio_server(vec![
-        "tcp://127.0.0.1:0".into(),
-        format!("shm://{}/s.sock", dir.display()),
-    ]);
+    let dir = scratch("matrix-tokio");
+    let (addrs, stop, thread) = tokio_server(
+        vec![
+            "tcp://127.0.0.1:0".into(),
+            format!("shm://{}/s.sock", dir.display()),
+        ],
+        || {
+            AsyncServices::new()
+                .service(t::AsyncEchoServer::new(TokioEcho))
+                .unwrap()
+        },
+    );
     all_clients(&addrs, ["async", "async later"]);
     stop.send(()).unwrap();
     thread.join().unwrap();

@@ -3,44 +3,23 @@
 //! tokio trait (`AsyncStreams`), each served over TCP and shared memory, and called through
 //! the generated client over the blocking `Channel` and the tokio `AsyncChannel`.
 
-use std::thread::JoinHandle;
+mod common;
+
 use std::time::Duration;
 
+use common::{payload, request, scratch, tokio_server};
 use ferry::Context;
-use ferry::rpc::tokio::{
-    AsyncCall, AsyncChannel, AsyncRequest, AsyncServer, AsyncServices, RequestStream, ResponseSink,
-};
+use ferry::rpc::tokio::{AsyncCall, AsyncChannel, AsyncRequest, AsyncServices, RequestStream, ResponseSink};
 use ferry::rpc::{
-    Addr, Call, Channel, Code, Encoded, LoopConfig, Request, Server, Services, Status, StreamHandler,
-    StreamOut, Unsent,
+    Addr, Call, Channel, Code, Encoded, Request, Server, Services, Status, StreamHandler, StreamOut, Unsent,
 };
 use ferry_codegen_tests::generated::ferry::test as t;
 
 /// Large enough to travel by reference (the default threshold is 512 bytes).
 const BIG: usize = 8 << 10;
 
-fn scratch(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ferry-streams-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn invalid(e: ferry::DecodeError) -> Status {
     Status::new(Code::InvalidArgument, e.to_string())
-}
-
-fn payload(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i % 251) as u8).collect()
-}
-
-fn request<'a>(ctx: &'a Context, payload: &[u8], tag: &'a str) -> t::SayRequest<'a> {
-    let mut req = t::SayRequest::new(ctx);
-    match ctx.pool() {
-        Some(pool) if payload.len() >= 512 => req.set_payload(pool.copy_from(payload).unwrap()),
-        _ => req.set_payload(payload.to_vec()),
-    }
-    req.set_tag(tag);
-    req
 }
 
 fn response<'a>(ctx: &'a Context, payload: &'a [u8], tag: String, handler: &str) -> t::SayResponse<'a> {
@@ -343,7 +322,7 @@ fn all_clients(addrs: &[Addr], handler: &str) {
 
 #[test]
 fn event_loop_streams_over_both_transports() {
-    let dir = scratch("loop");
+    let dir = scratch("streams-loop");
     let services = Services::builder()
         .service(t::StreamsServer::new(LoopStreams))
         .unwrap()
@@ -360,47 +339,20 @@ fn event_loop_streams_over_both_transports() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// The tokio server on a thread of its own.
-fn tokio_server(addrs: Vec<String>) -> (Vec<Addr>, tokio::sync::oneshot::Sender<()>, JoinHandle<()>) {
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async move {
-            let services = AsyncServices::new()
-                .service(t::AsyncStreamsServer::new(TokioStreams))
-                .unwrap();
-            let addrs: Vec<&str> = addrs.iter().map(String::as_str).collect();
-            let server = AsyncServer::bind(services, &addrs, LoopConfig::default()).expect("bind");
-            ready_tx.send(server.addrs().to_vec()).unwrap();
-            server
-                .run(
-                    async {
-                        let _ = stop_rx.await;
-                    },
-                    Duration::from_secs(1),
-                )
-                .await
-                .expect("serve");
-        });
-    });
-    let addrs = ready_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the server binds");
-    (addrs, stop_tx, thread)
-}
-
 #[test]
 fn tokio_streams_over_both_transports() {
-    let dir = scratch("tokio");
-    let (addrs, stop, thread) = tokio_server(vec![
-        "tcp://127.0.0.1:0".into(),
-        format!("shm://{}/s.sock", dir.display()),
-    ]);
+    let dir = scratch("streams-tokio");
+    let (addrs, stop, thread) = tokio_server(
+        vec![
+            "tcp://127.0.0.1:0".into(),
+            format!("shm://{}/s.sock", dir.display()),
+        ],
+        || {
+            AsyncServices::new()
+                .service(t::AsyncStreamsServer::new(TokioStreams))
+                .unwrap()
+        },
+    );
     all_clients(&addrs, "tokio");
     stop.send(()).unwrap();
     thread.join().unwrap();
