@@ -29,6 +29,9 @@ const ECHO_INITIAL: &str = "x-grpc-test-echo-initial";
 const ECHO_TRAILING: &str = "x-grpc-test-echo-trailing-bin";
 /// The largest payload a request may ask for (the engine's message limit bounds it anyway).
 const MAX_PAYLOAD: usize = 4 << 20;
+/// The most responses a half-duplex call may ask for before its answers start (they wait in
+/// memory until the client's end).
+const MAX_HALF_DUPLEX: usize = 1024;
 
 /// `grpc.testing.TestService`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -88,21 +91,20 @@ fn payload(ctx: &Context, size: i32) -> Result<t::Payload<'_>, Status> {
     Ok(p)
 }
 
-/// Sends what one streaming request asks for: a response per `response_parameters`, each
-/// after its `interval_us`; or fails with its `response_status`.
-async fn answer(
-    ctx: &Context,
-    request: &AsyncRequest<t::StreamingOutputCallRequest<'static>>,
-    responses: &mut ResponseSink,
-) -> Result<(), Status> {
-    let sizes: Vec<(i32, i32)> = {
-        let r = request.view()?;
-        asked_status(r.response_status())?;
-        r.response_parameters()
-            .map(|p| (p.size(), p.interval_us()))
-            .collect()
-    };
-    for (size, interval_us) in sizes {
+/// What one streaming request asks for: a `(size, interval_us)` per response to send, or the
+/// status it asks to fail with. Read out of the request, which is then dropped (over shared
+/// memory a kept request would hold back the client's acknowledgements).
+fn plan(request: &AsyncRequest<t::StreamingOutputCallRequest<'static>>) -> Result<Vec<(i32, i32)>, Status> {
+    let r = request.view()?;
+    asked_status(r.response_status())?;
+    Ok(r.response_parameters()
+        .map(|p| (p.size(), p.interval_us()))
+        .collect())
+}
+
+/// Sends the responses of `plan`, each after its interval.
+async fn send_plan(ctx: &Context, plan: &[(i32, i32)], responses: &mut ResponseSink) -> Result<(), Status> {
+    for &(size, interval_us) in plan {
         if let Ok(us) = u64::try_from(interval_us) {
             if us > 0 {
                 tokio::time::sleep(Duration::from_micros(us)).await;
@@ -153,7 +155,9 @@ impl t::AsyncTestService for InteropHost {
         mut responses: ResponseSink,
     ) -> Result<(), Status> {
         echo_metadata(&call)?;
-        answer(call.ctx(), &request, &mut responses).await
+        let plan = plan(&request)?;
+        drop(request);
+        send_plan(call.ctx(), &plan, &mut responses).await
     }
 
     async fn streaming_input_call(
@@ -182,7 +186,9 @@ impl t::AsyncTestService for InteropHost {
     ) -> Result<(), Status> {
         echo_metadata(&call)?;
         while let Some(request) = requests.message().await? {
-            answer(call.ctx(), &request, &mut responses).await?;
+            let plan = plan(&request)?;
+            drop(request);
+            send_plan(call.ctx(), &plan, &mut responses).await?;
         }
         Ok(())
     }
@@ -194,15 +200,19 @@ impl t::AsyncTestService for InteropHost {
         mut responses: ResponseSink,
     ) -> Result<(), Status> {
         echo_metadata(&call)?;
-        // Every request first (the window bounds how many wait), then every answer.
+        // Every request first, then every answer: what the requests ask for is kept (not the
+        // requests), and no more of it than MAX_HALF_DUPLEX responses.
         let mut all = Vec::new();
         while let Some(request) = requests.message().await? {
-            all.push(request);
+            all.extend(plan(&request)?);
+            if all.len() > MAX_HALF_DUPLEX {
+                return Err(Status::new(
+                    Code::ResourceExhausted,
+                    format!("a half-duplex call asked for more than {MAX_HALF_DUPLEX} responses"),
+                ));
+            }
         }
-        for request in &all {
-            answer(call.ctx(), request, &mut responses).await?;
-        }
-        Ok(())
+        send_plan(call.ctx(), &all, &mut responses).await
     }
 
     async fn unimplemented_call(
