@@ -129,7 +129,8 @@ struct StreamSlot {
     /// Messages received, not yet taken (at most a window of them), each with what it counts
     /// against the window.
     messages: VecDeque<(Frame, usize)>,
-    /// The response stream waits for a message (it parked, and has not taken one since).
+    /// The response stream waits for a message (its reader drives the connection or parked,
+    /// and has not taken one since).
     waiting: bool,
     /// The response type, once the stream is typed (to copy a held shared-memory frame:
     /// [`super::detach`]).
@@ -700,6 +701,9 @@ impl Inner {
         cx: &mut TaskContext<'_>,
         mut step: impl FnMut(&mut Inner) -> Step<T>,
     ) -> Poll<T> {
+        // A reader driving the connection takes what arrives for it next: its frames are not
+        // copied out of shared memory meanwhile (`rest` clears the mark when it is done).
+        self.set_waiting(me, true);
         for _ in 0..super::ROUNDS {
             let blocked = match step(self) {
                 Step::Done(v) => return Poll::Ready(self.rest(me, v)),
