@@ -133,7 +133,7 @@ struct StreamSlot {
     /// and has not taken one since).
     waiting: bool,
     /// The response type, once the stream is typed (to copy a held shared-memory frame:
-    /// [`super::detach`]).
+    /// [`Frame::detach`](crate::Frame::detach)).
     desc: Option<&'static MessageDesc<'static>>,
     /// The server's headers, once they arrived (empty if none came before a message or the
     /// end), until the response stream takes them.
@@ -195,7 +195,8 @@ struct Inner {
     lost: Option<String>,
     /// Tasks to wake once the borrow is released.
     to_wake: Vec<Waker>,
-    /// What held shared-memory frames are copied with (see [`super::detach`]).
+    /// What held shared-memory frames are copied with (see
+    /// [`Frame::detach`](crate::Frame::detach)).
     ctx: Context,
     limits: Limits,
     /// The pool TCP frames use (kept for the connection's life).
@@ -671,7 +672,7 @@ impl Inner {
     }
 
     /// Copies the shared-memory frames that response streams not waiting for them hold (see
-    /// [`super::detach`]).
+    /// [`Frame::detach`](crate::Frame::detach)).
     fn detach_held(&mut self) {
         if self.kind != TransportKind::Shm {
             return;
@@ -679,7 +680,7 @@ impl Inner {
         let streams = self.pending.values_mut().filter_map(|s| s.stream.as_deref_mut());
         for stream in streams.filter(|s| !s.waiting) {
             for (frame, _) in &mut stream.messages {
-                super::detach(frame, stream.desc, &self.ctx, &self.limits);
+                frame.detach(stream.desc, &self.ctx, &self.limits);
             }
         }
     }

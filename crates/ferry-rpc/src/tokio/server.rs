@@ -26,7 +26,7 @@
 //! `Rc<RefCell<_>>`, which they reach when their task runs, never while the session's task
 //! holds it). The session buffers each stream's messages as they come (at most a window:
 //! reading never stops for a slow handler; over shared memory the frames of a handler that
-//! is not waiting for them are copied, see `detach`), and wakes the handler's waits on
+//! is not waiting for them are copied, see `Frame::detach`), and wakes the handler's waits on
 //! messages, the client's end and its window grants. A send writes its message into the
 //! transport from the handler's task (a Ferry message as it is, serialize-and-send) once the
 //! window has room and the backlog is empty; the session flushes. When the call ends first
@@ -362,7 +362,8 @@ struct ServerStream {
     inbox: VecDeque<(Frame, usize)>,
     /// The handler waits for a message (it polled and found none, and has not taken one since).
     waiting: bool,
-    /// The method's request type (to copy a held shared-memory frame: [`super::detach`]).
+    /// The method's request type (to copy a held shared-memory frame:
+    /// [`Frame::detach`](crate::Frame::detach)).
     desc: Option<&'static ferry_wire::MessageDesc<'static>>,
     /// The client sent its end (after what the inbox holds).
     half_closed: bool,
@@ -1130,7 +1131,7 @@ impl Session {
     }
 
     /// Copies the shared-memory frames that handlers not waiting for them hold (see
-    /// [`super::detach`]).
+    /// [`Frame::detach`](crate::Frame::detach)).
     fn detach_held(&mut self) {
         if self.kind != TransportKind::Shm {
             return;
@@ -1138,7 +1139,7 @@ impl Session {
         let limits = self.shared.config.limits;
         for stream in self.streams.values_mut().filter(|s| !s.waiting) {
             for (frame, _) in &mut stream.inbox {
-                super::detach(frame, stream.desc, &self.ctx, &limits);
+                frame.detach(stream.desc, &self.ctx, &limits);
             }
         }
     }
