@@ -684,7 +684,7 @@ fn issue_26_an_unread_stream_does_not_stall_its_blocking_channel() {
 /// (it sent a window to a client that does not read it) wait in the loop; held in place in the
 /// client's shared memory they stalled the client's other streams of the session once it had
 /// published `credits` blocks past them. They are copied out instead while the handler is
-/// paused, and [`LoopStats::held_copies`] counts them.
+/// paused, and `LoopStats::held_copies` counts them.
 #[test]
 fn issue_26_a_paused_stream_handler_does_not_stall_its_session() {
     let scratch = Scratch::new("loop-streams");
