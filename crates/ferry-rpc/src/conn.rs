@@ -376,7 +376,7 @@ impl Listener {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
                 Err(e) => Err(TransportError::io("accept", e)),
             },
-            Listener::Shm(l) => Ok(l.try_accept(&config.shm_pool()?, &config.shm)?.map(Conn::Shm)),
+            Listener::Shm(l) => Ok(l.try_accept(|| config.shm_pool(), &config.shm)?.map(Conn::Shm)),
         }
     }
 }

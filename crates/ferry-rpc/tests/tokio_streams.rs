@@ -362,7 +362,7 @@ both!(
     one_unread_stream_does_not_stall_the_others,
     a_wait_dropped_pending_hands_the_connection_on,
     a_handler_busy_elsewhere_is_aborted_when_its_call_ends,
-    a_send_is_written_while_its_task_waits_for_something_else,
+    a_fed_message_is_written_while_its_task_waits_for_something_else,
 );
 
 fn client_streaming_joins_the_requests_in_order(t: Transport) {
@@ -692,14 +692,14 @@ fn a_handler_busy_elsewhere_is_aborted_when_its_call_ends(t: Transport) {
     });
 }
 
-/// A send resolves once the transport has taken its message, and sends are written together:
-/// while the sending task waits for something else, its message is written by the response
-/// stream parked on the connection (the send wakes it) or, with nothing of the channel
-/// waiting, by `flush`.
-fn a_send_is_written_while_its_task_waits_for_something_else(t: Transport) {
+/// A feed resolves once the transport has taken its message, and fed messages are written
+/// together: while the feeding task waits for something else, its message is written by the
+/// response stream parked on the connection (the feed wakes it) or, with nothing of the
+/// channel waiting, by `flush`.
+fn a_fed_message_is_written_while_its_task_waits_for_something_else(t: Transport) {
     with_server("sends written", t, |chan, seen| async move {
         let (mut sink, mut responses) = chan.open(JOIN, &CallOptions::default()).expect("open");
-        sink.send_payload(Payload::Bytes(b"a")).await.expect("send");
+        sink.feed_payload(Payload::Bytes(b"a")).await.expect("feed");
         sink.flush().await.expect("flush");
         eventually("the flushed message to arrive", || {
             seen.joined.load(Ordering::SeqCst) == 1
@@ -709,7 +709,7 @@ fn a_send_is_written_while_its_task_waits_for_something_else(t: Transport) {
         // The reader's task runs first (the local set's queue is in order): it parks on the
         // connection before the send.
         tokio::task::yield_now().await;
-        sink.send_payload(Payload::Bytes(b"b")).await.expect("send");
+        sink.feed_payload(Payload::Bytes(b"b")).await.expect("feed");
         eventually("the message the reader wrote to arrive", || {
             seen.joined.load(Ordering::SeqCst) == 2
         })

@@ -50,10 +50,11 @@
 //!
 //! A send takes its place in the window (or waits for a `Window` event), then goes to the
 //! transport after whatever the backlog holds (open, end, window and cancel frames, in order),
-//! and resolves once the transport has taken it: sends are written together, as the server's
-//! session task writes its handlers' sends, once per wake of the reader parked on the
-//! connection (woken by the send), or by the next wait of any call or stream, the transport's
-//! own batch caps (which, with the window, bound what waits), the sink's `end`, `flush` or
+//! and a `send` resolves once the transport has written it. A `feed` resolves once the
+//! transport has taken it: fed messages are written together, as the server's session task
+//! writes its handlers' sends, once per wake of the reader parked on the connection (woken by
+//! the feed), or by the next wait of any call or stream, the transport's own batch caps
+//! (which, with the window, bound what waits), the sink's next `send`, `flush`, `end` or
 //! drop. Deadlines, of calls and streams alike, are one timer, the earliest's, polled by the
 //! reader.
 
@@ -991,15 +992,17 @@ pub(super) fn register(conn: &Conn) -> std::io::Result<AsyncFd<OwnedFd>> {
 }
 
 /// The requests of a stream opened with [`AsyncChannel::open`]: each [`send`](Self::send)
-/// waits for the server's window (and for the transport to take the message), then
+/// waits for the server's window, then for the transport to write the message;
 /// [`end`](Self::end) half-closes. Dropping it half-closes too.
 ///
-/// Messages are written together: a send resolves once the transport has taken its message,
-/// which is written once the reader parked on the connection (a response stream or another
-/// call waiting, woken by the send) runs, or with the next wait on the channel, the next send
-/// that fills the transport's batch, [`end`](Self::end) or [`flush`](Self::flush). A task that
-/// sends and then waits for something other than this channel (with nothing else of the
-/// channel waiting) calls `flush` first.
+/// To write many messages together (one system call for a batch, as the server's session
+/// task writes its handlers' sends), [`feed`](Self::feed) them: a feed resolves once the
+/// transport has *taken* its message, which is written when the reader parked on the
+/// connection (a response stream or another call waiting, woken by the feed) runs, or with
+/// the next wait on the channel, the next feed that fills the transport's batch, or the next
+/// [`send`](Self::send), [`flush`](Self::flush) or [`end`](Self::end). A task that feeds and
+/// then waits for something other than this channel calls `flush` first (as with
+/// `futures`' `SinkExt::feed`).
 ///
 /// Once the call is over, sends fail: with the status the call failed with,
 /// `FAILED_PRECONDITION` if the server ended it with OK or after [`end`](Self::end),
@@ -1023,18 +1026,32 @@ impl std::fmt::Debug for RequestSink {
 
 impl RequestSink {
     /// Sends `msg` (serialize-and-send: its header segment is written into the transport, its
-    /// zero-copy values are referenced) once the window has room.
+    /// zero-copy values are referenced) once the window has room, and resolves once it is
+    /// written: [`feed`](Self::feed), then [`flush`](Self::flush).
     pub async fn send(&mut self, msg: &impl Outgoing) -> Result<(), Status> {
+        self.feed(msg).await?;
+        self.flush().await
+    }
+
+    /// Hands `msg` to the transport once the window has room, to be written with the messages
+    /// fed after it (see the type's docs for when).
+    pub async fn feed(&mut self, msg: &impl Outgoing) -> Result<(), Status> {
         self.send_out(Out::Message(msg)).await
     }
 
-    /// Sends a raw payload once the window has room.
+    /// Sends a raw payload once the window has room, and resolves once it is written.
     pub async fn send_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
+        self.feed_payload(payload).await?;
+        self.flush().await
+    }
+
+    /// Hands a raw payload to the transport once the window has room (see
+    /// [`feed`](Self::feed)).
+    pub async fn feed_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
         self.send_out(Out::Payload(payload)).await
     }
 
-    /// Writes the messages sent so far, resolving once the transport has written them (see
-    /// the type's docs for when that happens without it).
+    /// Writes the messages fed so far, resolving once the transport has written them.
     pub async fn flush(&mut self) -> Result<(), Status> {
         let me = Waiter {
             id: self.id,

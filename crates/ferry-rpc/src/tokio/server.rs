@@ -247,9 +247,17 @@ struct Accepting {
 }
 
 impl Accepting {
-    /// Accepts every connection waiting; registers for the next.
+    /// Accepts every connection waiting once the listener is readable; registers for the next.
+    /// The server's future is polled on every wake of its thread's tasks, so nothing is tried
+    /// before the reactor says a peer waits (an accept per wake was a quarter of a streaming
+    /// host's time).
     fn poll_accept(&self, cx: &mut TaskContext<'_>, shared: &Rc<Shared>, sessions: &mut JoinSet<()>) {
         loop {
+            let mut ready = match self.fd.poll_read_ready(cx) {
+                Poll::Ready(Ok(ready)) => ready,
+                // The reactor cannot watch it: nothing more will be accepted here.
+                Poll::Ready(Err(_)) | Poll::Pending => return,
+            };
             loop {
                 match self.listener.try_accept(&shared.pool, &shared.config.conn) {
                     Ok(Some(conn)) => {
@@ -257,7 +265,11 @@ impl Accepting {
                         shared.next_session.set(id + 1);
                         sessions.spawn_local(serve(conn, Rc::clone(shared), id));
                     }
-                    Ok(None) => break,
+                    // Cleared once a `try_accept` found none: one arriving since sets it again.
+                    Ok(None) => {
+                        ready.clear_ready();
+                        break;
+                    }
                     // A peer that fails its handshake costs its own connection only; an error
                     // of the listener (out of descriptors) is retried when this task next runs
                     // (at once: it yields first).
@@ -266,12 +278,6 @@ impl Accepting {
                         return;
                     }
                 }
-            }
-            match self.fd.poll_read_ready(cx) {
-                // Cleared after a `try_accept` found none: one arriving since sets it again.
-                Poll::Ready(Ok(mut ready)) => ready.clear_ready(),
-                // The reactor cannot watch it: nothing more will be accepted here.
-                Poll::Ready(Err(_)) | Poll::Pending => return,
             }
         }
     }
