@@ -20,11 +20,14 @@ use crate::status::{Code, Status, unsent_request};
 /// received is granted back to the server once [`recv`](Self::recv) takes it. Dropped before
 /// its end, the stream is cancelled (the server's handler is told).
 ///
-/// What arrives for a stream is kept in place until taken, at most a window of it. Over
-/// shared memory a message kept holds its block of the server's memory, and `ferry-shm`
-/// acknowledges blocks in order: a stream left unread while others go on stalls the session
-/// once the server has published `ShmConfig::credits` blocks past it. Read every stream of a
-/// shared-memory channel (TCP has no such bound).
+/// What arrives for a stream is kept until taken, at most a window of it: in place when it
+/// comes while `recv` waits for it, else (over shared memory) copied into the channel's pool.
+/// A message kept in place would hold its block of the server's memory, and `ferry-shm`
+/// acknowledges blocks in order, so a stream left unread would stall the whole channel once
+/// the server had published `ShmConfig::credits` blocks past it. The copies cost a copy (and a
+/// re-encoding of a Ferry message, with the descriptor of `M`) and are counted by
+/// [`Channel::held_copies`]; a stream read as it comes makes none. A stream opened as
+/// [`Raw`](crate::Raw) has no descriptor: a Ferry message that comes on it stays in place.
 pub struct BlockingStream<'c, M> {
     channel: &'c Channel,
     id: CallId,
@@ -97,7 +100,7 @@ impl<'c, M> BlockingStream<'c, M> {
         }
         let id = self.id;
         let mut inner = self.channel.inner.borrow_mut();
-        let waited = inner.wait(|i| i.core.can_send(id) || ended(i, id));
+        let waited = inner.wait(None, |i| i.core.can_send(id) || ended(i, id));
         if let Some(status) = end_status(&inner, id) {
             return Err(status);
         }
@@ -145,7 +148,7 @@ impl<'c, M> BlockingStream<'c, M> {
     pub fn headers(&mut self) -> Metadata {
         let id = self.id;
         let mut inner = self.channel.inner.borrow_mut();
-        let _ = inner.wait(|i| i.streams.get(&id).is_none_or(|s| s.headers.is_some()));
+        let _ = inner.wait(None, |i| i.streams.get(&id).is_none_or(|s| s.headers.is_some()));
         inner
             .streams
             .get(&id)
@@ -162,7 +165,7 @@ impl<'c, M> BlockingStream<'c, M> {
         }
         let id = self.id;
         let mut inner = self.channel.inner.borrow_mut();
-        let waited = inner.wait(|i| {
+        let waited = inner.wait(Some(id), |i| {
             i.streams
                 .get(&id)
                 .is_none_or(|s| !s.messages.is_empty() || s.end.is_some())

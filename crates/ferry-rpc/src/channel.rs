@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
-use ferry_wire::{Context, Limits, Message, Outgoing};
+use ferry_wire::{Context, Limits, Message, MessageDesc, Outgoing};
 
 use crate::blocking_stream::BlockingStream;
 use crate::conn::{Conn, ConnConfig, Frame, frame_alone};
@@ -112,6 +112,34 @@ impl<M> Response<M> {
     }
 }
 
+/// What a stream's responses are read as: the `M` of [`Channel::open`]. Every Ferry message
+/// type is one (generated code opens streams with the method's response type); [`Raw`] is the
+/// one of a raw method. The channel copies a message it keeps for a stream whose reader does
+/// not take it out of the server's shared memory (see [`BlockingStream`]), re-encoding a Ferry
+/// message with this descriptor.
+pub trait ResponseType {
+    /// The response's descriptor; `None` for raw frames.
+    fn desc() -> Option<&'static MessageDesc<'static>>;
+}
+
+impl<M: Message<'static>> ResponseType for M {
+    fn desc() -> Option<&'static MessageDesc<'static>> {
+        Some(<M as Message<'static>>::desc())
+    }
+}
+
+/// The response type of a raw method's stream (`Channel::open::<Raw>`): its messages are read
+/// as the bytes of their frames ([`Response::frame`]). A Ferry message that comes on such a
+/// stream has no descriptor to be copied with, and stays in the server's memory until taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Raw {}
+
+impl ResponseType for Raw {
+    fn desc() -> Option<&'static MessageDesc<'static>> {
+        None
+    }
+}
+
 impl<M: Message<'static>> Response<M> {
     /// Validates the response and reads it in place (`INTERNAL` if it does not decode).
     pub fn view(&self) -> Result<M::View<'_>, Status> {
@@ -131,18 +159,27 @@ pub(crate) struct Inner {
     pub(crate) streams: IdMap<CallId, Inbox>,
     /// The unary call being waited for, and its answer once it came.
     waiting: Option<(CallId, Option<Answer>)>,
+    /// What a stream's shared-memory messages are copied with while their reader does not
+    /// take them (the channel's context and limits).
+    ctx: Context,
+    limits: Limits,
+    /// Such messages copied so far ([`Channel::held_copies`]).
+    held_copies: u64,
 }
 
 /// A unary call's answer: the response frame with its headers and trailers, or the status.
 type Answer = Result<(Frame, Metadata, Metadata), Status>;
 
 /// What arrived for one open stream and has not been taken yet: at most a window of messages
-/// (over shared memory each holds its block of the server's memory until taken).
+/// (over shared memory, copies of those that came while the stream's reader was not waiting
+/// for them: see [`BlockingStream`]).
 #[derive(Default)]
 pub(crate) struct Inbox {
     /// The server's headers, once they came (or a message or the end came first: empty).
     pub(crate) headers: Option<Metadata>,
     pub(crate) messages: VecDeque<Frame>,
+    /// The response type (to copy a shared-memory message: [`Frame::detach`]).
+    pub(crate) desc: Option<&'static MessageDesc<'static>>,
     /// How the stream ended: its trailers (OK) or the status.
     pub(crate) end: Option<Result<Metadata, Status>>,
 }
@@ -204,10 +241,15 @@ impl Inner {
     }
 
     /// Reads frames, handing each to the call it belongs to, until `until` holds: what came is
-    /// kept per call (a stream's messages in its inbox, bounded by its window), and calls whose
+    /// kept per call (a stream's messages in its inbox, bounded by its window; over shared
+    /// memory copied out unless `reader` is the stream's, waiting to take it), and calls whose
     /// deadline passes end. `Err` once the connection is lost (every call then ended with the
     /// status).
-    pub(crate) fn wait(&mut self, until: impl Fn(&Inner) -> bool) -> Result<(), Status> {
+    pub(crate) fn wait(
+        &mut self,
+        reader: Option<CallId>,
+        until: impl Fn(&Inner) -> bool,
+    ) -> Result<(), Status> {
         loop {
             if until(self) {
                 return Ok(());
@@ -234,7 +276,7 @@ impl Inner {
                 Some(_) => conn.flush().and_then(|()| conn.try_recv()),
             };
             match got {
-                Ok(Some(frame)) => self.route(frame)?,
+                Ok(Some(frame)) => self.route(frame, reader)?,
                 Ok(None) => {
                     let left = next.map(|d| d.saturating_duration_since(now));
                     if let Err(e) = conn.wait_readable(left) {
@@ -246,8 +288,9 @@ impl Inner {
         }
     }
 
-    /// One frame from the server, handed to its call.
-    fn route(&mut self, frame: Frame) -> Result<(), Status> {
+    /// One frame from the server, handed to its call: a stream's message is copied out of the
+    /// server's shared memory unless the stream is `reader`'s (its `recv` waits for it).
+    fn route(&mut self, mut frame: Frame, reader: Option<CallId>) -> Result<(), Status> {
         let meta = frame.meta();
         let raw = if crate::wire::carries_message(meta.flags) {
             None
@@ -271,6 +314,9 @@ impl Inner {
             Ok(Some(ClientEvent::Message { id })) => {
                 if let Some(inbox) = self.streams.get_mut(&id) {
                     inbox.headers.get_or_insert_default();
+                    if reader != Some(id) && frame.detach(inbox.desc, &self.ctx, &self.limits) {
+                        self.held_copies += 1;
+                    }
                     inbox.messages.push_back(frame);
                 }
             }
@@ -380,6 +426,9 @@ impl Channel {
                 timeout: config.timeout,
                 streams: IdMap::default(),
                 waiting: None,
+                ctx: ctx.clone(),
+                limits: config.limits,
+                held_copies: 0,
             }),
             addr,
             config,
@@ -418,10 +467,17 @@ impl Channel {
             .map_err(|e| unreachable_server(&self.addr, &e))?;
         self.ctx = self.config.conn.context(&conn, &self.pool);
         let inner = self.inner.get_mut();
+        inner.ctx = self.ctx.clone();
         inner.conn = Some(conn);
         inner.core = Client::new(self.config.client.clone());
         inner.streams.clear();
         Ok(())
+    }
+
+    /// Stream messages copied out of the server's shared memory so far: those that came while
+    /// their stream's reader was not waiting for them (see [`BlockingStream`]). Zero over TCP.
+    pub fn held_copies(&self) -> u64 {
+        self.inner.borrow().held_copies
     }
 
     /// Calls `method` with a Ferry message and waits for the response: `M` is the response
@@ -458,15 +514,22 @@ impl Channel {
     /// Opens a stream to `method` (client-, server- or bidirectional streaming) with `options`
     /// (its timeout covers the whole stream): send with [`BlockingStream::send`], half-close
     /// with [`end`](BlockingStream::end), receive with [`recv`](BlockingStream::recv) (or
-    /// iterate); `M` is the response type. Dropping it before its end cancels it. Streams
-    /// count against the request window (`RESOURCE_EXHAUSTED` past it).
-    pub fn open<M>(&self, method: u16, options: &CallOptions) -> Result<BlockingStream<'_, M>, Status> {
-        let id = self
-            .inner
-            .borrow_mut()
-            .start(method, options, true, |conn, meta| {
-                conn.send_payload(meta, Payload::Bytes(&[]))
-            })?;
+    /// iterate); `M` is the response type (a Ferry message type, or [`Raw`]). Dropping it
+    /// before its end cancels it. Streams count against the request window
+    /// (`RESOURCE_EXHAUSTED` past it).
+    pub fn open<M: ResponseType>(
+        &self,
+        method: u16,
+        options: &CallOptions,
+    ) -> Result<BlockingStream<'_, M>, Status> {
+        let mut inner = self.inner.borrow_mut();
+        let id = inner.start(method, options, true, |conn, meta| {
+            conn.send_payload(meta, Payload::Bytes(&[]))
+        })?;
+        if let Some(inbox) = inner.streams.get_mut(&id) {
+            inbox.desc = M::desc();
+        }
+        drop(inner);
         Ok(BlockingStream::new(self, id))
     }
 
@@ -479,7 +542,7 @@ impl Channel {
         let mut inner = self.inner.borrow_mut();
         let id = inner.start(method, options, false, send)?;
         inner.waiting = Some((id, None));
-        let waited = inner.wait(|i| i.waiting.as_ref().is_some_and(|(_, a)| a.is_some()));
+        let waited = inner.wait(None, |i| i.waiting.as_ref().is_some_and(|(_, a)| a.is_some()));
         let answer = inner.waiting.take().and_then(|(_, a)| a);
         match answer {
             Some(Ok((frame, headers, trailers))) => {

@@ -278,6 +278,34 @@ impl Frame {
             Frame::Shm(_) => None,
         }
     }
+
+    /// Copies a shared-memory frame that a stream holds while its reader does not take it into
+    /// `ctx`'s pool (`desc` re-encodes a Ferry message read in place; without it such a frame
+    /// stays as it is): the peer's blocks are acknowledged only once every frame of them, and
+    /// of every earlier block, is dropped, so a held frame would stop the whole connection once
+    /// the peer's credits run out. Returns whether it copied: a TCP frame is a pool buffer
+    /// already, and a frame the pool has no room for stays in place.
+    pub(crate) fn detach(
+        &mut self,
+        desc: Option<&'static MessageDesc<'static>>,
+        ctx: &Context,
+        limits: &Limits,
+    ) -> bool {
+        if !matches!(self, Frame::Shm(_)) {
+            return false;
+        }
+        let copied = match crate::workers::SendFrame::from_frame(self.clone(), desc, ctx, limits) {
+            Ok(crate::workers::SendFrame::Copied { meta, buf }) => ferry_net::Frame::from_parts(meta, buf),
+            _ => None,
+        };
+        match copied {
+            Some(copied) => {
+                *self = Frame::Tcp(copied);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl Received for Frame {
@@ -348,7 +376,7 @@ impl Listener {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
                 Err(e) => Err(TransportError::io("accept", e)),
             },
-            Listener::Shm(l) => Ok(l.try_accept(&config.shm_pool()?, &config.shm)?.map(Conn::Shm)),
+            Listener::Shm(l) => Ok(l.try_accept(|| config.shm_pool(), &config.shm)?.map(Conn::Shm)),
         }
     }
 }

@@ -80,7 +80,7 @@ mod workers;
 
 pub use addr::{Addr, AddrError};
 pub use blocking_stream::BlockingStream;
-pub use channel::{CallOptions, Channel, ChannelConfig, Response};
+pub use channel::{CallOptions, Channel, ChannelConfig, Raw, Response, ResponseType};
 pub use conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
 pub use event_loop::{
     Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, StreamHandler, StreamOut, Unsent,

@@ -14,8 +14,8 @@ use common::{Scratch, addrs, check_record, record};
 use ferry_rpc::session::ServerConfig;
 use ferry_rpc::wire::STREAM_WINDOW_MESSAGES;
 use ferry_rpc::{
-    Call, CallOptions, Channel, ChannelConfig, Code, LoopConfig, Metadata, MethodInfo, Mode, Reply, Request,
-    Server, Service, Services, Shape, Status, StreamHandler, StreamOut, Unsent,
+    Call, CallOptions, Channel, ChannelConfig, Code, LoopConfig, Metadata, MethodInfo, Mode, Raw, Reply,
+    Request, Server, Service, Services, Shape, Status, StreamHandler, StreamOut, Unsent,
 };
 use ferry_testkit::{DEADLINE, wait_until};
 use ferry_transport::{Payload, Received, method_id};
@@ -358,7 +358,7 @@ fn channel(addr: &str) -> Channel {
 fn client_streaming_sums_more_than_a_window_of_bytes() {
     each_transport(LoopConfig::default(), |_, addr| {
         let ch = channel(addr);
-        let mut s = ch.open::<()>(SUM, &CallOptions::default()).expect("open");
+        let mut s = ch.open::<Raw>(SUM, &CallOptions::default()).expect("open");
         let sizes: Vec<usize> = (0..80).map(|i| [0, 7, 64 << 10][i % 3]).collect();
         for &n in &sizes {
             s.send_payload(Payload::Bytes(&vec![7u8; n])).expect("send");
@@ -381,7 +381,7 @@ fn server_streaming_sends_ten_windows_in_order_with_headers_and_trailers() {
             metadata: md,
             ..CallOptions::default()
         };
-        let mut s = ch.open::<()>(COUNT, &options).expect("open");
+        let mut s = ch.open::<Raw>(COUNT, &options).expect("open");
         let n = 10 * STREAM_WINDOW_MESSAGES;
         s.send_payload(Payload::Bytes(&n.to_le_bytes())).expect("send");
         s.end().expect("end");
@@ -402,7 +402,7 @@ fn a_server_outrunning_a_reader_that_does_not_read_stops_at_the_window() {
         seen.count_sent.store(0, Ordering::SeqCst);
         seen.count_full.store(false, Ordering::SeqCst);
         let ch = channel(addr);
-        let mut s = ch.open::<()>(COUNT, &CallOptions::default()).expect("open");
+        let mut s = ch.open::<Raw>(COUNT, &CallOptions::default()).expect("open");
         let n = 10 * STREAM_WINDOW_MESSAGES;
         s.send_payload(Payload::Bytes(&n.to_le_bytes())).expect("send");
         s.end().expect("end");
@@ -427,7 +427,7 @@ fn a_server_outrunning_a_reader_that_does_not_read_stops_at_the_window() {
 fn bidirectional_echo_interleaved_and_ahead_of_the_reader() {
     each_transport(LoopConfig::default(), |_, addr| {
         let ch = channel(addr);
-        let mut s = ch.open::<()>(ECHO, &CallOptions::default()).expect("open");
+        let mut s = ch.open::<Raw>(ECHO, &CallOptions::default()).expect("open");
         // Ping-pong.
         for i in 0..50u32 {
             s.send_payload(Payload::Bytes(&i.to_le_bytes())).expect("send");
@@ -474,7 +474,7 @@ fn ferry_messages_are_read_in_place_and_echoed() {
 fn the_server_fails_a_stream_mid_way_with_trailers() {
     each_transport(LoopConfig::default(), |_, addr| {
         let ch = channel(addr);
-        let mut s = ch.open::<()>(ABORT, &CallOptions::default()).expect("open");
+        let mut s = ch.open::<Raw>(ABORT, &CallOptions::default()).expect("open");
         s.send_payload(Payload::Bytes(b"go")).expect("send");
         assert_eq!(bytes_of(&s.recv().expect("one").expect("ok")), b"one");
         assert_eq!(bytes_of(&s.recv().expect("two").expect("ok")), b"two");
@@ -496,7 +496,7 @@ fn dropping_a_stream_cancels_its_handler() {
         let seen = &service.seen;
         let before = seen.hang_ended.lock().unwrap().len();
         let ch = channel(addr);
-        let mut s = ch.open::<()>(HANG, &CallOptions::default()).expect("open");
+        let mut s = ch.open::<Raw>(HANG, &CallOptions::default()).expect("open");
         s.send_payload(Payload::Bytes(b"x")).expect("send");
         assert_eq!(bytes_of(&s.recv().expect("tick").expect("ok")), b"tick");
         drop(s);
@@ -519,7 +519,7 @@ fn a_deadline_ends_a_stream_mid_way_on_both_sides() {
             timeout: Some(Duration::from_secs(1)),
             ..CallOptions::default()
         };
-        let mut s = ch.open::<()>(HANG, &options).expect("open");
+        let mut s = ch.open::<Raw>(HANG, &options).expect("open");
         s.send_payload(Payload::Bytes(b"x")).expect("send");
         assert_eq!(bytes_of(&s.recv().expect("tick").expect("ok")), b"tick");
         let err = s.recv().expect("the end").expect_err("expired");
@@ -547,14 +547,14 @@ fn opening_past_the_bound_on_calls_in_progress_is_refused() {
     each_transport(config, |service, addr| {
         let ch = channel(addr);
         let mut open: Vec<_> = (0..2)
-            .map(|_| ch.open::<()>(HANG, &CallOptions::default()).expect("open"))
+            .map(|_| ch.open::<Raw>(HANG, &CallOptions::default()).expect("open"))
             .collect();
         // The server has them (each answered a message) before the third comes.
         for s in &mut open {
             s.send_payload(Payload::Bytes(b"x")).expect("send");
             assert!(s.recv().expect("tick").is_ok());
         }
-        let mut third = ch.open::<()>(HANG, &CallOptions::default()).expect("open");
+        let mut third = ch.open::<Raw>(HANG, &CallOptions::default()).expect("open");
         let err = third.recv().expect("refused").expect_err("refused");
         assert_eq!(err.code, Code::ResourceExhausted, "{err}");
         drop(open);
@@ -568,7 +568,7 @@ fn opening_past_the_bound_on_calls_in_progress_is_refused() {
 fn calls_of_the_wrong_shape_are_refused_naming_the_method() {
     each_transport(LoopConfig::default(), |_, addr| {
         let ch = channel(addr);
-        let mut s = ch.open::<()>(UNARY, &CallOptions::default()).expect("open");
+        let mut s = ch.open::<Raw>(UNARY, &CallOptions::default()).expect("open");
         let err = s.recv().expect("refused").expect_err("refused");
         assert_eq!(err.code, Code::Unimplemented, "{err}");
         assert!(err.message.contains("/ferry.test.Streams/Unary"), "{err}");
@@ -584,7 +584,7 @@ fn calls_of_the_wrong_shape_are_refused_naming_the_method() {
 fn a_stream_nobody_reads_does_not_stall_the_others_on_its_session() {
     each_transport(LoopConfig::default(), |_, addr| {
         let ch = channel(addr);
-        let mut slow = ch.open::<()>(ECHO, &CallOptions::default()).expect("open");
+        let mut slow = ch.open::<Raw>(ECHO, &CallOptions::default()).expect("open");
         // More echoes than a window, which the client does not read: the server's handler
         // for it holds the last one, paused.
         let slow_sent = STREAM_WINDOW_MESSAGES + 1;
@@ -592,17 +592,12 @@ fn a_stream_nobody_reads_does_not_stall_the_others_on_its_session() {
             slow.send_payload(Payload::Bytes(&i.to_le_bytes())).expect("send");
         }
         let mut busy: Vec<_> = (0..6)
-            .map(|_| ch.open::<()>(ECHO, &CallOptions::default()).expect("open"))
+            .map(|_| ch.open::<Raw>(ECHO, &CallOptions::default()).expect("open"))
             .collect();
-        // Over shared memory each unread echo holds its block of the server's memory, and
-        // blocks are acknowledged in order: the others go on for as many blocks as the
-        // transport's credits (256 by default) hold beyond those, so the rounds stay below
-        // that there (a known bound, see `BlockingStream`).
-        let rounds = match addr.starts_with("shm:") {
-            true => STREAM_WINDOW_MESSAGES,
-            false => 3 * STREAM_WINDOW_MESSAGES,
-        };
-        for round in 0..rounds {
+        // Over shared memory the unread echoes are copied out of the server's memory, whose
+        // blocks are acknowledged in order: held in place they would stop the others once
+        // the server had published its credits' worth of blocks past them.
+        for round in 0..3 * STREAM_WINDOW_MESSAGES {
             for (k, s) in busy.iter_mut().enumerate() {
                 let msg = [k as u8, round as u8];
                 s.send_payload(Payload::Bytes(&msg)).expect("send");
@@ -620,6 +615,110 @@ fn a_stream_nobody_reads_does_not_stall_the_others_on_its_session() {
     });
 }
 
+/// Round trips on the busy stream of the stall tests: many more shared-memory blocks each way
+/// than the transport's credits (`ShmConfig::credits`, 256 by default).
+const PAST_THE_CREDITS: u32 = 4096;
+
+/// Runs `scenario` on a thread of its own and waits for it at most [`DEADLINE`]: a stalled
+/// session fails the test instead of hanging it (a blocking shared-memory send waits for
+/// credits for ever). The thread of a stalled run is left behind.
+fn within_deadline(what: &str, scenario: impl FnOnce() + Send + 'static) {
+    let thread = std::thread::spawn(scenario);
+    wait_until(what, DEADLINE, || thread.is_finished());
+    if let Err(panic) = thread.join() {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// `PAST_THE_CREDITS` echoes on a new ECHO stream of `ch`, each read before the next is sent.
+fn echo_past_the_credits(ch: &Channel) {
+    let mut busy = ch.open::<Raw>(ECHO, &CallOptions::default()).expect("open");
+    for i in 0..PAST_THE_CREDITS {
+        busy.send_payload(Payload::Bytes(&i.to_le_bytes())).expect("send");
+        assert_eq!(
+            bytes_of(&busy.recv().expect("echo").expect("ok")),
+            i.to_le_bytes()
+        );
+    }
+    busy.end().expect("end");
+    assert!(busy.recv().is_none());
+}
+
+/// Issue 26, the blocking client: a stream whose messages the client leaves unread held them
+/// in place in the server's shared memory, whose blocks are acknowledged in order, so the
+/// other streams of the channel stalled once the server had published `credits` blocks past
+/// them. They are copied out instead while their reader does not take them.
+#[test]
+fn issue_26_an_unread_stream_does_not_stall_its_blocking_channel() {
+    each_transport(LoopConfig::default(), |_, addr| {
+        let addr = addr.to_string();
+        within_deadline("the busy stream to run past the credits", move || {
+            let ch = channel(&addr);
+            // A window of messages the client does not read (the server's handler then waits
+            // for room), all of them arrived before the busy stream's first echo.
+            let mut unread = ch.open::<Raw>(COUNT, &CallOptions::default()).expect("open");
+            let n = 2 * STREAM_WINDOW_MESSAGES;
+            unread
+                .send_payload(Payload::Bytes(&n.to_le_bytes()))
+                .expect("send");
+            unread.end().expect("end");
+            echo_past_the_credits(&ch);
+            // The first window came while the busy stream's reader waited: each was copied.
+            let copies = match addr.starts_with("shm:") {
+                true => u64::from(STREAM_WINDOW_MESSAGES),
+                false => 0,
+            };
+            assert_eq!(ch.held_copies(), copies);
+            let got: Vec<u32> = unread
+                .by_ref()
+                .map(|r| u32::from_le_bytes(bytes_of(&r.expect("message")).try_into().expect("u32")))
+                .collect();
+            assert_eq!(got, (0..n).collect::<Vec<_>>());
+            // The second came while its own reader waited: read in place.
+            assert_eq!(ch.held_copies(), copies);
+        });
+    });
+}
+
+/// Issue 26, the event loop's server streams: the messages a paused handler's stream gets
+/// (it sent a window to a client that does not read it) wait in the loop; held in place in the
+/// client's shared memory they stalled the client's other streams of the session once it had
+/// published `credits` blocks past them. They are copied out instead while the handler is
+/// paused, and `LoopStats::held_copies` counts them.
+#[test]
+fn issue_26_a_paused_stream_handler_does_not_stall_its_session() {
+    let scratch = Scratch::new("loop-streams");
+    let server = start(Streams::default(), &scratch, LoopConfig::default());
+    // Beyond the window the handler echoes: the first waits in the handler, the rest in the loop.
+    let beyond = 8;
+    for addr in server.addrs() {
+        let addr = addr.to_string();
+        within_deadline("the busy stream to run past the credits", move || {
+            let ch = channel(&addr);
+            let mut paused = ch.open::<Raw>(ECHO, &CallOptions::default()).expect("open");
+            let sent = STREAM_WINDOW_MESSAGES + beyond;
+            for i in 0..sent {
+                paused
+                    .send_payload(Payload::Bytes(&i.to_le_bytes()))
+                    .expect("send");
+            }
+            echo_past_the_credits(&ch);
+            paused.end().expect("end");
+            let got: Vec<Vec<u8>> = paused.map(|r| bytes_of(&r.expect("echo"))).collect();
+            let want: Vec<Vec<u8>> = (0..sent).map(|i| i.to_le_bytes().to_vec()).collect();
+            assert_eq!(got, want);
+        });
+    }
+    // Over shared memory (TCP frames are pool buffers already) the messages that waited in the
+    // loop were copied, each once.
+    let copies: u64 = server
+        .shutdown(Duration::from_secs(1))
+        .iter()
+        .map(|report| report.stats.held_copies)
+        .sum();
+    assert_eq!(copies, u64::from(beyond - 1));
+}
+
 #[test]
 fn a_message_that_does_not_decode_or_a_panic_fails_the_stream_and_the_server_goes_on() {
     each_transport(LoopConfig::default(), |_, addr| {
@@ -630,7 +729,7 @@ fn a_message_that_does_not_decode_or_a_panic_fails_the_stream_and_the_server_goe
         s.send_payload(Payload::Bytes(&[0xff; 7])).expect("send");
         let err = s.recv().expect("the end").expect_err("invalid");
         assert_eq!(err.code, Code::InvalidArgument, "{err}");
-        let mut s = ch.open::<()>(PANICS, &CallOptions::default()).expect("open");
+        let mut s = ch.open::<Raw>(PANICS, &CallOptions::default()).expect("open");
         s.send_payload(Payload::Bytes(b"x")).expect("send");
         let err = s.recv().expect("the end").expect_err("panicked");
         assert_eq!(err.code, Code::Internal, "{err}");

@@ -55,6 +55,8 @@ const NOT_SERVED: u16 = method_id("/ferry.test.Plain/NotServed");
 /// What the handlers did, seen from the test's thread.
 #[derive(Debug)]
 struct Seen {
+    /// JOIN: messages received.
+    joined: AtomicUsize,
     /// FLOOD: sends that completed.
     flood_sent: AtomicUsize,
     /// FLOOD: the index of the first send found pending (`usize::MAX`: none yet).
@@ -74,6 +76,7 @@ struct Seen {
 impl Default for Seen {
     fn default() -> Seen {
         Seen {
+            joined: AtomicUsize::new(0),
             flood_sent: AtomicUsize::new(0),
             flood_blocked_at: AtomicUsize::new(usize::MAX),
             release: Arc::default(),
@@ -148,6 +151,7 @@ impl AsyncService for Streams {
                     let mut parts = Vec::new();
                     while let Some(request) = requests.message().await? {
                         parts.push(String::from_utf8_lossy(raw(&request)?).into_owned());
+                        seen.joined.fetch_add(1, Ordering::SeqCst);
                     }
                     responses
                         .send_payload(Payload::Bytes(parts.join(",").as_bytes()))
@@ -358,6 +362,7 @@ both!(
     one_unread_stream_does_not_stall_the_others,
     a_wait_dropped_pending_hands_the_connection_on,
     a_handler_busy_elsewhere_is_aborted_when_its_call_ends,
+    a_fed_message_is_written_while_its_task_waits_for_something_else,
 );
 
 fn client_streaming_joins_the_requests_in_order(t: Transport) {
@@ -684,5 +689,34 @@ fn a_handler_busy_elsewhere_is_aborted_when_its_call_ends(t: Transport) {
             .await
             .expect("unary");
         assert_eq!(echo.frame().bytes(), Some(&b"next"[..]));
+    });
+}
+
+/// A feed resolves once the transport has taken its message, and fed messages are written
+/// together: while the feeding task waits for something else, its message is written by the
+/// response stream parked on the connection (the feed wakes it) or, with nothing of the
+/// channel waiting, by `flush`.
+fn a_fed_message_is_written_while_its_task_waits_for_something_else(t: Transport) {
+    with_server("sends written", t, |chan, seen| async move {
+        let (mut sink, mut responses) = chan.open(JOIN, &CallOptions::default()).expect("open");
+        sink.feed_payload(Payload::Bytes(b"a")).await.expect("feed");
+        sink.flush().await.expect("flush");
+        eventually("the flushed message to arrive", || {
+            seen.joined.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        let reader = tokio::task::spawn_local(async move { drain(&mut responses).await });
+        // The reader's task runs first (the local set's queue is in order): it parks on the
+        // connection before the send.
+        tokio::task::yield_now().await;
+        sink.feed_payload(Payload::Bytes(b"b")).await.expect("feed");
+        eventually("the message the reader wrote to arrive", || {
+            seen.joined.load(Ordering::SeqCst) == 2
+        })
+        .await;
+        sink.end().await.expect("end");
+        let (got, end) = reader.await.expect("the reader's task");
+        end.expect("OK");
+        assert_eq!(got, ["a,b"]);
     });
 }

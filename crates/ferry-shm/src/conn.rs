@@ -227,7 +227,9 @@ impl ShmListener {
 
     /// Accepts one connection if a peer is waiting, `Ok(None)` if none is: for a poll loop,
     /// after the listening socket ([`as_fd`](AsFd::as_fd)) polls readable. Its blocks and
-    /// values are allocated from `pool`, which must be [`shared`](ferry_buf::PoolConfig::shared).
+    /// values are allocated from the pool `pool` makes, which must be
+    /// [`shared`](ferry_buf::PoolConfig::shared); it is called only once a peer was accepted
+    /// (a pool is a memory file and its mappings: too much to make and drop for nobody).
     /// The listening socket is left non-blocking (until [`accept`](Self::accept)).
     ///
     /// Only the accept does not wait: the setup exchange with the peer that was waiting is
@@ -237,7 +239,7 @@ impl ShmListener {
     /// `accept`'s.
     pub fn try_accept(
         &self,
-        pool: &Pool,
+        pool: impl FnOnce() -> Result<Pool, TransportError>,
         config: &ShmConfig,
     ) -> Result<Option<ShmConnection>, TransportError> {
         self.set_nonblocking(true)?;
@@ -250,7 +252,7 @@ impl ShmListener {
         // the setup exchange relies on blocking reads with a timeout.
         sock.set_nonblocking(false)
             .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
-        ShmConnection::handshake(sock, pool, config).map(Some)
+        ShmConnection::handshake(sock, &pool()?, config).map(Some)
     }
 
     /// The socket path.
@@ -990,8 +992,11 @@ mod tests {
             .unwrap();
             let config = ShmConfig::default();
             assert!(!readable(&listener, 0), "readable with nobody connecting");
-            assert!(listener.try_accept(&pool, &config).unwrap().is_none());
-            assert!(listener.try_accept(&pool, &config).unwrap().is_none());
+            // Regression: no pool is made while nobody waits (the tokio server made and dropped
+            // one on every wake of its thread).
+            let no_pool = || -> Result<ferry_buf::Pool, TransportError> { panic!("a pool made for nobody") };
+            assert!(listener.try_accept(no_pool, &config).unwrap().is_none());
+            assert!(listener.try_accept(no_pool, &config).unwrap().is_none());
 
             let first = peer(listener.path().to_path_buf());
             assert!(
@@ -999,13 +1004,13 @@ mod tests {
                 "a connecting peer makes the listener readable"
             );
             let conn = listener
-                .try_accept(&pool, &config)
+                .try_accept(|| Ok(pool.clone()), &config)
                 .unwrap()
                 .expect("the peer that made it readable");
             serve(conn);
             first.join().unwrap();
             assert!(!readable(&listener, 0));
-            assert!(listener.try_accept(&pool, &config).unwrap().is_none());
+            assert!(listener.try_accept(no_pool, &config).unwrap().is_none());
 
             let path = listener.path().to_path_buf();
             let late = thread::spawn(move || {

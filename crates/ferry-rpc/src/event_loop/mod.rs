@@ -130,6 +130,10 @@ pub struct LoopStats {
     pub background: u64,
     /// Shared-memory requests copied to go to a worker (their frames cannot leave the loop).
     pub background_copies: u64,
+    /// Shared-memory stream messages copied out of the client's memory while they waited for
+    /// a paused handler (see [`StreamHandler`]): held in place, they would hold back the
+    /// acknowledgement of every later block of the client's, and so its other streams.
+    pub held_copies: u64,
     /// Sessions closed for breaking the protocol.
     pub protocol_errors: u64,
     /// Time spent in turns that did work, from the end of the readiness poll to the end of

@@ -6,9 +6,12 @@
 //! send found the window closed ([`Unsent::Full`]) is paused: the messages that come meanwhile
 //! wait in the loop (at most a window of them) until the client grants room, when the handler
 //! gets [`on_window`](StreamHandler::on_window) and then the held messages, so a client that
-//! does not read cannot make the server buffer without bound. Over shared memory a held message
-//! keeps its block of the client's memory, and blocks are acknowledged in order: while a
-//! handler stays paused, the client's other streams go on for the transport's credits only.
+//! does not read cannot make the server buffer without bound. Over shared memory the messages
+//! held for a paused handler are copied into the session's pool (a Ferry message re-encoded
+//! with the method's request type; [`LoopStats::held_copies`](super::LoopStats) counts them):
+//! held in place, each would keep its block of the client's memory, and blocks are
+//! acknowledged in order, so the client's other streams of the session would stop once it had
+//! published the transport's credits' worth of blocks past it.
 //!
 //! Streams run on the loop (foreground) whatever the method's `Mode`.
 
@@ -369,6 +372,17 @@ impl EventLoop {
                 ended = drive(s, &mut served, id, |h, out| h.on_half_close(out));
             } else {
                 break;
+            }
+        }
+        if ended.is_none() && served.state.paused {
+            let mut copied = 0;
+            for frame in &mut served.held {
+                copied += u64::from(frame.detach(served.info.request, &served.ctx, &limits));
+            }
+            if copied > 0 {
+                self.stats.held_copies += copied;
+                // The client's blocks those frames held are acknowledged with the next flush.
+                s.dirty = true;
             }
         }
         match ended {

@@ -50,8 +50,13 @@
 //!
 //! A send takes its place in the window (or waits for a `Window` event), then goes to the
 //! transport after whatever the backlog holds (open, end, window and cancel frames, in order),
-//! and resolves once the transport has written it. Deadlines, of calls and streams alike, are
-//! one timer, the earliest's, polled by the reader.
+//! and a `send` resolves once the transport has written it. A `feed` resolves once the
+//! transport has taken it: fed messages are written together, as the server's session task
+//! writes its handlers' sends, once per wake of the reader parked on the connection (woken by
+//! the feed), or by the next wait of any call or stream, the transport's own batch caps
+//! (which, with the window, bound what waits), the sink's next `send`, `flush`, `end` or
+//! drop. Deadlines, of calls and streams alike, are one timer, the earliest's, polled by the
+//! reader.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -133,7 +138,7 @@ struct StreamSlot {
     /// and has not taken one since).
     waiting: bool,
     /// The response type, once the stream is typed (to copy a held shared-memory frame:
-    /// [`super::detach`]).
+    /// [`Frame::detach`](crate::Frame::detach)).
     desc: Option<&'static MessageDesc<'static>>,
     /// The server's headers, once they arrived (empty if none came before a message or the
     /// end), until the response stream takes them.
@@ -195,7 +200,8 @@ struct Inner {
     lost: Option<String>,
     /// Tasks to wake once the borrow is released.
     to_wake: Vec<Waker>,
-    /// What held shared-memory frames are copied with (see [`super::detach`]).
+    /// What held shared-memory frames are copied with (see
+    /// [`Frame::detach`](crate::Frame::detach)).
     ctx: Context,
     limits: Limits,
     /// The pool TCP frames use (kept for the connection's life).
@@ -660,6 +666,19 @@ impl Inner {
         }
     }
 
+    /// A send left its message in the transport: the reader parked on the connection, if
+    /// another waiter is, is woken to write it, with whatever else is sent before it runs (one
+    /// flush per wake). With none, the next wait, send, `end` or `flush` writes it.
+    fn flush_soon(&mut self, me: Waiter) {
+        if !self.conn.as_mut().is_some_and(|c| c.has_unsent()) {
+            return;
+        }
+        let reader = self.reader.filter(|r| *r != me);
+        if let Some(w) = reader.and_then(|r| self.waker_of(r)).and_then(Option::take) {
+            self.to_wake.push(w);
+        }
+    }
+
     /// Notes whether a response stream waits (see [`StreamSlot::waiting`]).
     fn set_waiting(&mut self, w: Waiter, waiting: bool) {
         if w.sender {
@@ -671,7 +690,7 @@ impl Inner {
     }
 
     /// Copies the shared-memory frames that response streams not waiting for them hold (see
-    /// [`super::detach`]).
+    /// [`Frame::detach`](crate::Frame::detach)).
     fn detach_held(&mut self) {
         if self.kind != TransportKind::Shm {
             return;
@@ -679,7 +698,7 @@ impl Inner {
         let streams = self.pending.values_mut().filter_map(|s| s.stream.as_deref_mut());
         for stream in streams.filter(|s| !s.waiting) {
             for (frame, _) in &mut stream.messages {
-                super::detach(frame, stream.desc, &self.ctx, &self.limits);
+                frame.detach(stream.desc, &self.ctx, &self.limits);
             }
         }
     }
@@ -973,8 +992,17 @@ pub(super) fn register(conn: &Conn) -> std::io::Result<AsyncFd<OwnedFd>> {
 }
 
 /// The requests of a stream opened with [`AsyncChannel::open`]: each [`send`](Self::send)
-/// waits for the server's window (and for the transport to take the message), then
+/// waits for the server's window, then for the transport to write the message;
 /// [`end`](Self::end) half-closes. Dropping it half-closes too.
+///
+/// To write many messages together (one system call for a batch, as the server's session
+/// task writes its handlers' sends), [`feed`](Self::feed) them: a feed resolves once the
+/// transport has *taken* its message, which is written when the reader parked on the
+/// connection (a response stream or another call waiting, woken by the feed) runs, or with
+/// the next wait on the channel, the next feed that fills the transport's batch, or the next
+/// [`send`](Self::send), [`flush`](Self::flush) or [`end`](Self::end). A task that feeds and
+/// then waits for something other than this channel calls `flush` first (as with
+/// `futures`' `SinkExt::feed`).
 ///
 /// Once the call is over, sends fail: with the status the call failed with,
 /// `FAILED_PRECONDITION` if the server ended it with OK or after [`end`](Self::end),
@@ -998,36 +1026,40 @@ impl std::fmt::Debug for RequestSink {
 
 impl RequestSink {
     /// Sends `msg` (serialize-and-send: its header segment is written into the transport, its
-    /// zero-copy values are referenced) once the window has room.
+    /// zero-copy values are referenced) once the window has room, and resolves once it is
+    /// written: [`feed`](Self::feed), then [`flush`](Self::flush).
     pub async fn send(&mut self, msg: &impl Outgoing) -> Result<(), Status> {
+        self.feed(msg).await?;
+        self.flush().await
+    }
+
+    /// Hands `msg` to the transport once the window has room, to be written with the messages
+    /// fed after it (see the type's docs for when).
+    pub async fn feed(&mut self, msg: &impl Outgoing) -> Result<(), Status> {
         self.send_out(Out::Message(msg)).await
     }
 
-    /// Sends a raw payload once the window has room.
+    /// Sends a raw payload once the window has room, and resolves once it is written.
     pub async fn send_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
+        self.feed_payload(payload).await?;
+        self.flush().await
+    }
+
+    /// Hands a raw payload to the transport once the window has room (see
+    /// [`feed`](Self::feed)).
+    pub async fn feed_payload(&mut self, payload: Payload<'_>) -> Result<(), Status> {
         self.send_out(Out::Payload(payload)).await
     }
 
-    /// Half-closes: the server's request stream ends after the messages sent. Resolves once
-    /// the transport took it; `Ok` as well if the call is already over.
-    pub async fn end(&mut self) -> Result<(), Status> {
-        if std::mem::replace(&mut self.ended, true) {
-            return Ok(());
-        }
+    /// Writes the messages fed so far, resolving once the transport has written them.
+    pub async fn flush(&mut self) -> Result<(), Status> {
         let me = Waiter {
             id: self.id,
             sender: true,
         };
-        let mut queued = false;
         wait_for(&self.inner, me, |inner| {
             if inner.conn.is_none() {
                 return Step::Done(Err(inner.lost_status()));
-            }
-            if !std::mem::replace(&mut queued, true) {
-                match inner.core.end(me.id) {
-                    Some(meta) => inner.backlog.push_back((meta, Encoded::default())),
-                    None => return Step::Done(Ok(())),
-                }
             }
             match inner.flushed() {
                 true => Step::Done(Ok(())),
@@ -1035,6 +1067,25 @@ impl RequestSink {
             }
         })
         .await
+    }
+
+    /// Half-closes: the server's request stream ends after the messages sent. Resolves once
+    /// the transport wrote it; `Ok` as well if the call is already over.
+    pub async fn end(&mut self) -> Result<(), Status> {
+        if std::mem::replace(&mut self.ended, true) {
+            return Ok(());
+        }
+        {
+            let mut inner = self.inner.borrow_mut();
+            if inner.conn.is_none() {
+                return Err(inner.lost_status());
+            }
+            match inner.core.end(self.id) {
+                Some(meta) => inner.backlog.push_back((meta, Encoded::default())),
+                None => return Ok(()),
+            }
+        }
+        self.flush().await
     }
 
     async fn send_out(&mut self, out: Out<'_>) -> Result<(), Status> {
@@ -1054,7 +1105,6 @@ impl RequestSink {
                 done: false,
             },
             owed: None,
-            taken: false,
         };
         poll_fn(|cx| sending.poll(cx, out)).await
     }
@@ -1085,60 +1135,54 @@ struct Sending<'s> {
     waiting: Waiting<'s>,
     /// The `Meta` the window gave the message, while the transport has not taken it.
     owed: Option<Meta>,
-    /// The transport took the message (it waits to be written).
-    taken: bool,
 }
 
 impl Sending<'_> {
     fn poll(&mut self, cx: &mut TaskContext<'_>, out: Out<'_>) -> Poll<Result<(), Status>> {
         let mut guard = self.waiting.inner.borrow_mut();
-        let (me, owed, taken) = (self.waiting.me, &mut self.owed, &mut self.taken);
+        let (me, owed) = (self.waiting.me, &mut self.owed);
         let result = guard.wait(me, cx, |inner| {
             if inner.conn.is_none() {
                 *owed = None;
                 return Step::Done(Err(inner.lost_status()));
             }
-            if !*taken {
-                if owed.is_none() {
-                    if !inner.flushed() {
-                        // What is queued before it goes first.
-                        return Step::Wait { blocked: true };
-                    }
-                    let Some(conn) = inner.conn.as_ref() else {
-                        return Step::Done(Err(inner.lost_status()));
-                    };
-                    match inner.core.send(me.id, out.window_len(conn)) {
-                        Ok(meta) => *owed = Some(meta),
-                        Err(Blocked::Window) => return Step::Wait { blocked: false },
-                        Err(Blocked::Ended) => return Step::Done(Err(inner.over(me.id))),
-                    }
+            if owed.is_none() {
+                inner.send_backlog();
+                if !inner.backlog.is_empty() {
+                    // What is queued before it goes first.
+                    return Step::Wait { blocked: true };
                 }
-                let (Some(meta), Some(conn)) = (*owed, inner.conn.as_mut()) else {
+                let Some(conn) = inner.conn.as_ref() else {
                     return Step::Done(Err(inner.lost_status()));
                 };
-                match out.send(conn, meta) {
-                    Ok(()) => {
-                        *owed = None;
-                        *taken = true;
-                    }
-                    Err(TransportError::WouldBlock) => return Step::Wait { blocked: true },
-                    // About this frame alone: the connection stays usable, the call fails.
-                    Err(e) if frame_alone(&e) => {
-                        *owed = None;
-                        let status = unsent_request(&e);
-                        inner.cancel(me.id, status.clone());
-                        return Step::Done(Err(status));
-                    }
-                    Err(e) => {
-                        *owed = None;
-                        inner.lose(&e);
-                        return Step::Done(Err(inner.lost_status()));
-                    }
+                match inner.core.send(me.id, out.window_len(conn)) {
+                    Ok(meta) => *owed = Some(meta),
+                    Err(Blocked::Window) => return Step::Wait { blocked: false },
+                    Err(Blocked::Ended) => return Step::Done(Err(inner.over(me.id))),
                 }
             }
-            match inner.flushed() {
-                true => Step::Done(Ok(())),
-                false => Step::Wait { blocked: true },
+            let (Some(meta), Some(conn)) = (*owed, inner.conn.as_mut()) else {
+                return Step::Done(Err(inner.lost_status()));
+            };
+            match out.send(conn, meta) {
+                Ok(()) => {
+                    *owed = None;
+                    inner.flush_soon(me);
+                    Step::Done(Ok(()))
+                }
+                Err(TransportError::WouldBlock) => Step::Wait { blocked: true },
+                // About this frame alone: the connection stays usable, the call fails.
+                Err(e) if frame_alone(&e) => {
+                    *owed = None;
+                    let status = unsent_request(&e);
+                    inner.cancel(me.id, status.clone());
+                    Step::Done(Err(status))
+                }
+                Err(e) => {
+                    *owed = None;
+                    inner.lose(&e);
+                    Step::Done(Err(inner.lost_status()))
+                }
             }
         });
         self.waiting.done = result.is_ready();

@@ -38,7 +38,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
-use ferry_wire::{Context, Limits, Message, MessageDesc, Outgoing};
+use ferry_wire::{Context, Limits, Message, Outgoing};
 
 use crate::metadata::Metadata;
 use crate::service::{Encoded, MethodInfo, ResponseMetadata};
@@ -67,24 +67,6 @@ fn register_fd(
     interest: ::tokio::io::Interest,
 ) -> std::io::Result<::tokio::io::unix::AsyncFd<OwnedFd>> {
     ::tokio::io::unix::AsyncFd::with_interest(fd, interest)
-}
-
-/// A shared-memory `frame` that a stream's reader holds and does not wait for, copied into
-/// `ctx`'s pool (`desc` re-encodes a Ferry message read in place; without it such a frame
-/// stays as it is): the peer's blocks are acknowledged only once every frame of them, and of
-/// every earlier block, is dropped, so a held frame would stop the whole connection once the
-/// peer's credits run out. A TCP frame is a pool buffer already, and stays as it is.
-fn detach(frame: &mut Frame, desc: Option<&'static MessageDesc<'static>>, ctx: &Context, limits: &Limits) {
-    if !matches!(frame, Frame::Shm(_)) {
-        return;
-    }
-    let copied = match crate::workers::SendFrame::from_frame(frame.clone(), desc, ctx, limits) {
-        Ok(crate::workers::SendFrame::Copied { meta, buf }) => ferry_net::Frame::from_parts(meta, buf),
-        _ => None,
-    };
-    if let Some(copied) = copied {
-        *frame = Frame::Tcp(copied);
-    }
 }
 
 /// One message a stream's sink sends: a Ferry message (serialize-and-send) or a raw payload.
@@ -253,7 +235,7 @@ impl<M: Message<'static>> AsyncRequest<M> {
     /// the peer sent after it, and the peer's sends (its window grants too) stop once they are
     /// spent. Generated server-streaming handlers get their request copied this way.
     pub fn detach(&mut self, ctx: &Context) {
-        detach(&mut self.frame, Some(M::desc()), ctx, &self.limits);
+        self.frame.detach(Some(M::desc()), ctx, &self.limits);
     }
 
     /// Validates the request and reads it in place (`INVALID_ARGUMENT`, naming the field and

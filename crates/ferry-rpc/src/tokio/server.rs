@@ -26,7 +26,7 @@
 //! `Rc<RefCell<_>>`, which they reach when their task runs, never while the session's task
 //! holds it). The session buffers each stream's messages as they come (at most a window:
 //! reading never stops for a slow handler; over shared memory the frames of a handler that
-//! is not waiting for them are copied, see `detach`), and wakes the handler's waits on
+//! is not waiting for them are copied, see `Frame::detach`), and wakes the handler's waits on
 //! messages, the client's end and its window grants. A send writes its message into the
 //! transport from the handler's task (a Ferry message as it is, serialize-and-send) once the
 //! window has room and the backlog is empty; the session flushes. When the call ends first
@@ -247,9 +247,17 @@ struct Accepting {
 }
 
 impl Accepting {
-    /// Accepts every connection waiting; registers for the next.
+    /// Accepts every connection waiting once the listener is readable; registers for the next.
+    /// The server's future is polled on every wake of its thread's tasks, so nothing is tried
+    /// before the reactor says a peer waits (an accept per wake was a quarter of a streaming
+    /// host's time).
     fn poll_accept(&self, cx: &mut TaskContext<'_>, shared: &Rc<Shared>, sessions: &mut JoinSet<()>) {
         loop {
+            let mut ready = match self.fd.poll_read_ready(cx) {
+                Poll::Ready(Ok(ready)) => ready,
+                // The reactor cannot watch it: nothing more will be accepted here.
+                Poll::Ready(Err(_)) | Poll::Pending => return,
+            };
             loop {
                 match self.listener.try_accept(&shared.pool, &shared.config.conn) {
                     Ok(Some(conn)) => {
@@ -257,7 +265,11 @@ impl Accepting {
                         shared.next_session.set(id + 1);
                         sessions.spawn_local(serve(conn, Rc::clone(shared), id));
                     }
-                    Ok(None) => break,
+                    // Cleared once a `try_accept` found none: one arriving since sets it again.
+                    Ok(None) => {
+                        ready.clear_ready();
+                        break;
+                    }
                     // A peer that fails its handshake costs its own connection only; an error
                     // of the listener (out of descriptors) is retried when this task next runs
                     // (at once: it yields first).
@@ -266,12 +278,6 @@ impl Accepting {
                         return;
                     }
                 }
-            }
-            match self.fd.poll_read_ready(cx) {
-                // Cleared after a `try_accept` found none: one arriving since sets it again.
-                Poll::Ready(Ok(mut ready)) => ready.clear_ready(),
-                // The reactor cannot watch it: nothing more will be accepted here.
-                Poll::Ready(Err(_)) | Poll::Pending => return,
             }
         }
     }
@@ -362,7 +368,8 @@ struct ServerStream {
     inbox: VecDeque<(Frame, usize)>,
     /// The handler waits for a message (it polled and found none, and has not taken one since).
     waiting: bool,
-    /// The method's request type (to copy a held shared-memory frame: [`super::detach`]).
+    /// The method's request type (to copy a held shared-memory frame:
+    /// [`Frame::detach`](crate::Frame::detach)).
     desc: Option<&'static ferry_wire::MessageDesc<'static>>,
     /// The client sent its end (after what the inbox holds).
     half_closed: bool,
@@ -1130,7 +1137,7 @@ impl Session {
     }
 
     /// Copies the shared-memory frames that handlers not waiting for them hold (see
-    /// [`super::detach`]).
+    /// [`Frame::detach`](crate::Frame::detach)).
     fn detach_held(&mut self) {
         if self.kind != TransportKind::Shm {
             return;
@@ -1138,7 +1145,7 @@ impl Session {
         let limits = self.shared.config.limits;
         for stream in self.streams.values_mut().filter(|s| !s.waiting) {
             for (frame, _) in &mut stream.inbox {
-                super::detach(frame, stream.desc, &self.ctx, &limits);
+                frame.detach(stream.desc, &self.ctx, &limits);
             }
         }
     }
