@@ -6,7 +6,9 @@
 //! `protoc`: the pure-Rust `protox` parser produces the descriptors, `prost-build` generates
 //! the messages and `tonic-prost-build` the service code into `OUT_DIR` (`ferry_bench.rs`,
 //! `ferry_bench.kv.rs`, `ferry_bench.echo.rs`, `ferry_bench.stream.rs` and
-//! `ferry.offload.demo.rs`, one file per package).
+//! `ferry.offload.demo.rs`, one file per package), and gRPC's interop schema
+//! (`../ferry-offload/proto/grpc/testing/test.proto`, vendored unchanged) into prost types and a
+//! tonic `TestService` server (`grpc.testing.rs`).
 //! Every `bytes` field becomes `bytes::Bytes`, so encoding borrows the application's
 //! buffers and decoding slices the input instead of copying.
 //!
@@ -20,6 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "schema/echo.proto",
         "schema/stream.proto",
         "../ferry-offload/proto/ferry/offload/demo.proto",
+        "../ferry-offload/proto/grpc/testing/test.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");
