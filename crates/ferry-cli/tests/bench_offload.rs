@@ -105,8 +105,8 @@ fn offload_quick_writes_figures_7_and_8() {
     }
 }
 
-/// `ferry bench offload --figures streams --quick`: ghz streams through the gateway to the Ferry
-/// interop host and straight to a tonic host, every (system, shape, size) once, every call
+/// `ferry bench offload --figures streams --quick`: ghz streams through the engine to the Ferry
+/// interop host and straight to a tonic host, every (setup, shape, size) once, every call
 /// ended `OK`, a number in every column, the plot; `--from` prints the ratios again. Needs ghz
 /// (`go install github.com/bojand/ghz/cmd/ghz@v0.120.0`, on `PATH`): without it the test skips,
 /// saying so, unless `FERRY_REQUIRE_TOOLS=1`.
@@ -122,16 +122,16 @@ fn offload_quick_streams_under_ghz() {
     );
     let runs = run.doc["streams"]["runs"].as_array().unwrap();
     let mut expect = BTreeSet::new();
-    for system in ["gateway", "tonic"] {
+    for setup in ["engine", "tonic"] {
         for shape in ["server-streaming", "bidi"] {
             for size in [64u64, 4096] {
-                expect.insert((system.to_owned(), shape.to_owned(), size));
+                expect.insert((setup.to_owned(), shape.to_owned(), size));
             }
         }
     }
     assert_one_record_each(runs, &expect, |r| {
         (
-            r["system"].as_str().unwrap().to_owned(),
+            r["setup"].as_str().unwrap().to_owned(),
             r["shape"].as_str().unwrap().to_owned(),
             r["size"].as_u64().unwrap(),
         )
@@ -149,7 +149,7 @@ fn offload_quick_streams_under_ghz() {
             assert!(number(r, key) > 0.0, "{key}: {r}");
         }
         let engine_cpu = number(r, "engine_cpu_us_per_message");
-        assert_eq!(engine_cpu > 0.0, r["system"] == "gateway", "{r}");
+        assert_eq!(engine_cpu > 0.0, r["setup"] == "engine", "{r}");
     }
     assert_chart(
         &run.svg.with_file_name("offload-streams.svg"),
@@ -159,7 +159,7 @@ fn offload_quick_streams_under_ghz() {
     let out = ferry(&["bench", "offload", "--from", run.json.to_str().unwrap()], &[]);
     let again = success(&out, "ferry bench offload --from");
     for line in [
-        "bidi 4096 B: host CPU per streamed message, gateway/tonic",
+        "bidi 4096 B: host CPU per streamed message, engine/tonic",
         "server-streaming 64 B",
         "(informational)",
     ] {

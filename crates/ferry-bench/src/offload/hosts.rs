@@ -384,14 +384,12 @@ impl tonic::server::UnaryService<Bytes> for NullCall {
     }
 }
 
-/// The tonic `TestService` host of the streams figure: the streaming methods do the interop
-/// host's work (a payload of zeros of each size a request asks for), the others are not served.
+/// The tonic `TestService` host of the streams figure: the two streaming methods it serves do
+/// the interop host's work (a payload of zeros of each size a request asks for).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct TonicInterop;
 
-type Responses = std::pin::Pin<
-    Box<dyn tokio_stream::Stream<Item = Result<it::StreamingOutputCallResponse, tonic::Status>> + Send>,
->;
+type Responses = tonic::codegen::BoxStream<it::StreamingOutputCallResponse>;
 
 /// A response with a payload of `size` zero bytes, as the interop host builds it.
 fn interop_response(size: i32) -> Result<it::StreamingOutputCallResponse, tonic::Status> {
@@ -412,10 +410,6 @@ fn sizes(request: &it::StreamingOutputCallRequest) -> Vec<i32> {
 
 #[tonic::async_trait]
 impl it::test_service_server::TestService for TonicInterop {
-    type StreamingOutputCallStream = Responses;
-    type FullDuplexCallStream = Responses;
-    type HalfDuplexCallStream = Responses;
-
     async fn streaming_output_call(
         &self,
         request: tonic::Request<it::StreamingOutputCallRequest>,
@@ -451,47 +445,5 @@ impl it::test_service_server::TestService for TonicInterop {
         Ok(tonic::Response::new(Box::pin(
             tokio_stream::wrappers::ReceiverStream::new(rx),
         )))
-    }
-
-    async fn empty_call(
-        &self,
-        _: tonic::Request<it::Empty>,
-    ) -> Result<tonic::Response<it::Empty>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not in the benchmark"))
-    }
-
-    async fn unary_call(
-        &self,
-        _: tonic::Request<it::SimpleRequest>,
-    ) -> Result<tonic::Response<it::SimpleResponse>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not in the benchmark"))
-    }
-
-    async fn cacheable_unary_call(
-        &self,
-        _: tonic::Request<it::SimpleRequest>,
-    ) -> Result<tonic::Response<it::SimpleResponse>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not in the benchmark"))
-    }
-
-    async fn streaming_input_call(
-        &self,
-        _: tonic::Request<tonic::Streaming<it::StreamingInputCallRequest>>,
-    ) -> Result<tonic::Response<it::StreamingInputCallResponse>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not in the benchmark"))
-    }
-
-    async fn half_duplex_call(
-        &self,
-        _: tonic::Request<tonic::Streaming<it::StreamingOutputCallRequest>>,
-    ) -> Result<tonic::Response<Responses>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not in the benchmark"))
-    }
-
-    async fn unimplemented_call(
-        &self,
-        _: tonic::Request<it::Empty>,
-    ) -> Result<tonic::Response<it::Empty>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not in the benchmark"))
     }
 }

@@ -106,7 +106,7 @@ pub struct Args {
     /// Streams: messages per call (each way for bidi: ghz's --stream-call-count).
     #[arg(long, default_value_t = 100)]
     stream_messages: u32,
-    /// Streams: calls per ghz run (default 400, 40 with --quick), 8 in flight.
+    /// Streams: calls per ghz run (default 1000, 40 with --quick), 8 in flight.
     #[arg(long)]
     stream_calls: Option<u32>,
     /// Streams: the ghz executable (0.120.0).
@@ -194,7 +194,7 @@ impl Offload {
                 args.stream_sizes.clone()
             },
             messages: args.stream_messages.max(1),
-            calls: args.stream_calls.unwrap_or(if quick { 40 } else { 400 }).max(1),
+            calls: args.stream_calls.unwrap_or(if quick { 40 } else { 1000 }).max(1),
             in_flight: 8,
             connections: args.connections.max(1),
             reps: args.reps.unwrap_or(if quick { 1 } else { 3 }).max(1),
@@ -246,7 +246,7 @@ impl Benchmark for Offload {
             records.figure8 = Some(serve::figure8(o, progress)?);
         }
         if let Some(o) = &self.streams {
-            settings.insert("streams".into(), o.settings());
+            settings.insert("streams".into(), serde_json::to_value(o)?);
             records.streams = Some(streams::streams(o, progress)?);
         }
         Ok((Value::Object(settings), records))

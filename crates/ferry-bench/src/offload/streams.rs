@@ -1,40 +1,38 @@
-//! The streams figure (`--figures streams`, issue 26): gRPC streams under ghz's load
-//! (`--stream-call-count`), served two ways side by side in one run:
+//! The streams figure (`--figures streams`, issue 26): gRPC streams under ghz's load, served
+//! in one run by Figure 8's setups **engine** (the engine `ferry gateway` runs, in front of
+//! gRPC's interop host, `ferry_offload::interop_host` on the tokio driver, over shared memory)
+//! and **tonic** (a tonic `TestService` host doing the same work: [`super::hosts::TonicInterop`]).
 //!
-//! - **gateway**: ghz → the offload engine (`ferry gateway`'s, on the client's core) → gRPC's
-//!   interop host (`ferry_offload::interop_host`, the tokio driver) over shared memory;
-//! - **tonic**: ghz → a tonic `TestService` host doing the same work ([`super::hosts`]).
-//!
-//! The schema is gRPC's interop one (`grpc.testing.TestService`, vendored unchanged in
-//! `ferry-offload`), because both hosts were there or nearly: the Ferry host is the one grpc-go's
-//! interop client passes, and the tonic one is its streaming methods on the generated trait.
-//! Streaming methods in the demo schema would have meant a new Ferry host, new golden files, and
-//! giving up the demo's tonic-style trait (which serves unary methods only).
+//! The schema is gRPC's interop one, vendored unchanged in `ferry-offload`: its Ferry host
+//! exists (grpc-go's interop client passes through the gateway with it), and the tonic one is
+//! two methods on the generated trait. Streaming methods in the demo schema would have needed a
+//! new Ferry host and golden files, and the demo's tonic-style trait serves unary methods only.
 //!
 //! - **server-streaming**: `StreamingOutputCall`, each call asking for `messages` responses of
-//!   `size` bytes. (ghz's `--stream-call-count` would cancel a server stream after that many
-//!   messages, ending it `CANCELLED`; so the request asks for exactly that many instead.)
-//! - **bidi**: `FullDuplexCall` with `--stream-call-count messages`: each call sends that many
-//!   requests of `size` bytes, each asking for one response of `size` bytes, then half-closes.
+//!   `size` bytes. (ghz's `--stream-call-count` cancels a server stream after that many
+//!   messages, which ends it `CANCELLED`: the request asks for exactly that many instead.)
+//! - **bidi**: `FullDuplexCall` with `--stream-call-count messages`: that many requests of
+//!   `size` bytes, each asking for one response of `size` bytes, then the half-close.
 //!
-//! A streamed message is one response (in bidi, with the request it answers). Per run: ghz's
-//! own figures (calls, each call's status, its latency percentiles, its wall time), and the
-//! host's CPU time over ghz's whole life divided by the messages streamed (the threads of the
-//! host: [`super::hosts::FERRY_HOST`] or [`super::hosts::TONIC_HOST`]), the engine's apart. The
-//! host is pinned to `host_cpu`; ghz (spawned from a thread pinned there: GOMAXPROCS 1) and the
-//! engine share `client_cpu`. A run with a call that did not end `OK` has no CPU per message:
-//! its row says why.
+//! A streamed message is a response (in bidi, with the request it answers). The host's CPU
+//! time (its threads: [`FERRY_HOST`] or [`TONIC_HOST`]) and the engine's are read before ghz
+//! starts and after it exits, and divided by the messages streamed. The host is pinned to
+//! `host_cpu`; ghz (spawned from a thread pinned there, so GOMAXPROCS is 1) and the engine share
+//! `client_cpu`. A run with a call that did not end `OK` has no CPU per message, and the table
+//! says why it does not count.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::client::cpu_now;
 use super::hosts::{FERRY_HOST, Servers, TONIC_HOST, TonicInterop};
+use super::serve::{Setup, distinct};
 use crate::BoxError;
 use crate::generated::interop_prost::test_service_server::TestServiceServer;
 use crate::harness::lifecycle::Target;
@@ -43,17 +41,10 @@ use crate::harness::table::Table;
 use crate::harness::{median, pin_current_thread, round};
 use crate::plot::{BarPanel, Bars, bars_svg};
 
-/// Who serves the streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum System {
-    /// The engine in front of the Ferry interop host, over shared memory.
-    Gateway,
-    /// A tonic host.
-    Tonic,
-}
+/// Who serves the streams: the engine in front of the Ferry interop host, or a tonic host.
+const SETUPS: [Setup; 2] = [Setup::Engine, Setup::Tonic];
 
-/// The method shape.
+/// The method's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Shape {
@@ -61,15 +52,6 @@ pub enum Shape {
     ServerStreaming,
     /// `FullDuplexCall`.
     Bidi,
-}
-
-impl System {
-    fn name(self) -> &'static str {
-        match self {
-            System::Gateway => "gateway",
-            System::Tonic => "tonic",
-        }
-    }
 }
 
 impl Shape {
@@ -81,31 +63,6 @@ impl Shape {
             Shape::Bidi => "bidi",
         }
     }
-
-    /// ghz's arguments for a call of this shape: `messages` messages of `size` bytes.
-    fn args(self, size: u32, messages: u32) -> Vec<String> {
-        let asks = json!({ "size": size });
-        let (method, data) = match self {
-            Shape::ServerStreaming => (
-                "StreamingOutputCall",
-                json!({ "response_parameters": vec![asks; messages as usize] }),
-            ),
-            Shape::Bidi => (
-                "FullDuplexCall",
-                json!({ "response_parameters": [asks], "payload": { "body": zeros_base64(size) } }),
-            ),
-        };
-        let mut args = vec![
-            "--call".to_owned(),
-            format!("grpc.testing.TestService/{method}"),
-            "--data".to_owned(),
-            data.to_string(),
-        ];
-        if self == Shape::Bidi {
-            args.extend(["--stream-call-count".to_owned(), messages.to_string()]);
-        }
-        args
-    }
 }
 
 /// `size` zero bytes in base64 (protobuf JSON's `bytes`).
@@ -114,12 +71,12 @@ fn zeros_base64(size: u32) -> String {
     format!("{}{tail}", "AAAA".repeat(size as usize / 3))
 }
 
-/// How to run the streams figure.
-#[derive(Debug, Clone)]
+/// How to run the streams figure (its settings in the results).
+#[derive(Debug, Clone, Serialize)]
 pub struct StreamsOptions {
     /// Message sizes, bytes.
     pub sizes: Vec<u32>,
-    /// Messages per call (each way for bidi).
+    /// Messages per call.
     pub messages: u32,
     /// Calls per run (ghz `-n`).
     pub calls: u32,
@@ -127,7 +84,7 @@ pub struct StreamsOptions {
     pub in_flight: u32,
     /// ghz's connections.
     pub connections: usize,
-    /// Repetitions (systems interleaved); every figure is the median over them.
+    /// Repetitions; every figure is the median over them.
     pub reps: usize,
     /// The host's CPU.
     pub host_cpu: usize,
@@ -140,22 +97,7 @@ pub struct StreamsOptions {
 impl StreamsOptions {
     /// The runs [`streams`] makes (for the progress bar).
     pub fn runs(&self) -> u64 {
-        (self.reps.max(1) * 2 * Shape::ALL.len() * self.sizes.len()) as u64
-    }
-
-    /// The results' settings.
-    pub fn settings(&self) -> Value {
-        json!({
-            "figure": "streams",
-            "sizes": self.sizes,
-            "messages_per_call": self.messages,
-            "calls": self.calls,
-            "in_flight": self.in_flight,
-            "connections": self.connections,
-            "reps": self.reps,
-            "host_cpu": self.host_cpu,
-            "client_cpu": self.client_cpu,
-        })
+        (self.reps.max(1) * SETUPS.len() * Shape::ALL.len() * self.sizes.len()) as u64
     }
 }
 
@@ -163,7 +105,7 @@ impl StreamsOptions {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamRun {
     /// Who served.
-    pub system: System,
+    pub setup: Setup,
     /// The method.
     pub shape: Shape,
     /// Each message's payload, bytes.
@@ -172,19 +114,19 @@ pub struct StreamRun {
     pub messages_per_call: u32,
     /// Calls ghz made.
     pub calls: u64,
-    /// Calls by final status, as ghz counted them (`{"OK": calls}` when all went well).
+    /// Calls by final status, as ghz counted them.
     pub statuses: BTreeMap<String, u64>,
     /// ghz's errors, by message.
     pub errors: BTreeMap<String, u64>,
-    /// Messages streamed per second of ghz's run.
+    /// Messages streamed per second of ghz's run (its calls that ended `OK`).
     pub messages_per_s: f64,
-    /// Call latency (the whole stream), median, µs (of the calls that ended `OK`).
+    /// Call (whole stream) latency of the calls that ended `OK`, median, µs.
     pub call_p50_us: Option<f64>,
     /// 99th percentile.
     pub call_p99_us: Option<f64>,
     /// Host CPU per message streamed, µs (none when a call failed).
     pub host_cpu_us_per_message: Option<f64>,
-    /// Engine CPU per message streamed, µs (0 without an engine, none when a call failed).
+    /// Engine CPU per message streamed, µs (0 for tonic, none when a call failed).
     pub engine_cpu_us_per_message: Option<f64>,
 }
 
@@ -195,60 +137,55 @@ impl StreamRun {
     }
 }
 
-/// Every run of the streams figure.
+/// Every run of the streams figure, repetitions included.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Streams {
-    /// Every run, repetitions included.
+    /// Every run.
     pub runs: Vec<StreamRun>,
 }
 
-/// Runs the streams figure: per repetition and system, the servers once, then ghz for each
-/// shape and size.
+/// Runs the streams figure: per repetition and setup, the servers, then ghz for each shape
+/// and size.
 pub fn streams(opts: &StreamsOptions, progress: &Progress) -> Result<Streams, BoxError> {
     let dir = tempfile::tempdir()?;
     let protoset = dir.path().join("interop.protoset");
     std::fs::write(&protoset, ferry_offload::INTEROP_DESCRIPTORS)?;
     let mut runs = Vec::new();
     for rep in 1..=opts.reps.max(1) {
-        for system in [System::Gateway, System::Tonic] {
-            let (servers, addr) = match system {
-                System::Gateway => Servers::interop(opts.host_cpu, opts.client_cpu)?,
-                System::Tonic => Servers::tonic(opts.host_cpu, || {
-                    tonic::service::Routes::new(TestServiceServer::new(TonicInterop))
-                })?,
+        for setup in SETUPS {
+            let (servers, addr) = if setup == Setup::Engine {
+                Servers::interop(opts.host_cpu, opts.client_cpu)?
+            } else {
+                let routes = || tonic::service::Routes::new(TestServiceServer::new(TonicInterop));
+                Servers::tonic(opts.host_cpu, routes)?
             };
             for shape in Shape::ALL {
                 for &size in &opts.sizes {
-                    progress.start(format!("{} {} {size} B (rep {rep})", system.name(), shape.name()));
-                    let mut args = shape.args(size, opts.messages);
-                    let (n, c, conns) = (opts.calls, opts.in_flight, opts.connections);
-                    args.extend(
-                        format!("--insecure -n {n} -c {c} --connections {conns} --timeout 20s --connect-timeout 20s")
-                            .split(' ')
-                            .map(str::to_owned),
-                    );
-                    args.extend([
-                        "--protoset".to_owned(),
-                        protoset.display().to_string(),
-                        addr.to_string(),
-                    ]);
-                    let host = if system == System::Gateway {
-                        FERRY_HOST
-                    } else {
-                        TONIC_HOST
+                    progress.start(format!("{} {} {size} B (rep {rep})", setup.name(), shape.name()));
+                    let mut ghz = Command::new(&opts.ghz);
+                    ghz.args(["--insecure", "--protoset"]).arg(&protoset);
+                    ghz.args(["-n", &opts.calls.to_string(), "-c", &opts.in_flight.to_string()]);
+                    ghz.args(["--connections", &opts.connections.to_string()]);
+                    ghz.args(["--timeout", "20s", "--connect-timeout", "20s"]);
+                    let asks = json!({ "size": size });
+                    let (method, data) = match shape {
+                        Shape::ServerStreaming => (
+                            "StreamingOutputCall",
+                            json!({ "response_parameters": vec![asks; opts.messages as usize] }),
+                        ),
+                        Shape::Bidi => {
+                            ghz.args(["--stream-call-count", &opts.messages.to_string()]);
+                            let payload = json!({ "body": zeros_base64(size) });
+                            (
+                                "FullDuplexCall",
+                                json!({ "response_parameters": [asks], "payload": payload }),
+                            )
+                        }
                     };
-                    let before = cpu_now(host);
-                    let report = std::thread::scope(|s| {
-                        let ghz = s.spawn(|| {
-                            pin_current_thread(opts.client_cpu)?;
-                            ghz(&opts.ghz, &args, dir.path())
-                        });
-                        ghz.join()
-                            .map_err(|_| BoxError::from("the ghz thread panicked"))?
-                    })?;
-                    let after = cpu_now(host);
-                    let cpu = |i: usize| after[i].saturating_sub(before[i]);
-                    runs.push(report.run(system, shape, size, opts.messages, (cpu(0), cpu(1))));
+                    ghz.args(["--call", &format!("grpc.testing.TestService/{method}")]);
+                    ghz.args(["--data", &data.to_string()]);
+                    let run = measure(opts, setup, addr, ghz, dir.path())?;
+                    runs.push(run.record(setup, shape, size, opts.messages));
                     progress.done();
                 }
             }
@@ -256,6 +193,73 @@ pub fn streams(opts: &StreamsOptions, progress: &Progress) -> Result<Streams, Bo
         }
     }
     Ok(Streams { runs })
+}
+
+/// What one ghz run measured.
+struct Measured {
+    report: Report,
+    /// The host's and the engine's CPU time over ghz's life.
+    cpu: (Duration, Duration),
+}
+
+/// Runs `ghz` (with its report in `dir`) against `addr` from a thread pinned to the client's
+/// CPU, for at most 10 minutes, and reads the host's and the engine's CPU time around it.
+fn measure(
+    opts: &StreamsOptions,
+    setup: Setup,
+    addr: SocketAddr,
+    mut ghz: Command,
+    dir: &Path,
+) -> Result<Measured, BoxError> {
+    let (report, log) = (dir.join("ghz.json"), dir.join("ghz.log"));
+    let output = std::fs::File::create(&log)?;
+    ghz.args(["--format", "json", "--output"])
+        .arg(&report)
+        .arg(addr.to_string());
+    ghz.stdin(Stdio::null())
+        .stdout(output.try_clone()?)
+        .stderr(output);
+    let what = ferry_launch::display(&ghz);
+    let host = if setup == Setup::Engine {
+        FERRY_HOST
+    } else {
+        TONIC_HOST
+    };
+    let before = cpu_now(host);
+    let status = std::thread::scope(|s| {
+        let waited = s.spawn(|| -> Result<_, BoxError> {
+            pin_current_thread(opts.client_cpu)?;
+            let mut child = ghz.spawn().map_err(|e| {
+                format!("{what}: {e} (go install github.com/bojand/ghz/cmd/ghz@v0.120.0, or --ghz PATH)")
+            })?;
+            let deadline = Instant::now() + Duration::from_secs(600);
+            while Instant::now() < deadline {
+                if let Some(status) = child.try_wait()? {
+                    return Ok(status);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(format!("{what} did not end within 10 minutes").into())
+        });
+        waited
+            .join()
+            .map_err(|_| BoxError::from("the ghz thread panicked"))?
+    })?;
+    let after = cpu_now(host);
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    if !status.success() {
+        return Err(format!("{what} exited with {status}:\n{}", said()).into());
+    }
+    let text =
+        std::fs::read_to_string(&report).map_err(|e| format!("{what}: no report ({e}):\n{}", said()))?;
+    let report = serde_json::from_str(&text).map_err(|e| format!("{what}: its report: {e}"))?;
+    let cpu = |i: usize| after[i].saturating_sub(before[i]);
+    Ok(Measured {
+        report,
+        cpu: (cpu(0), cpu(1)),
+    })
 }
 
 /// The parts of ghz's JSON report read here.
@@ -277,141 +281,83 @@ struct Percentile {
     latency: u64,
 }
 
-impl Report {
-    /// The run's record, with the host's and the engine's CPU time over ghz's life.
-    fn run(
-        self,
-        system: System,
-        shape: Shape,
-        size: u32,
-        messages: u32,
-        cpu: (Duration, Duration),
-    ) -> StreamRun {
+impl Measured {
+    /// The run's record.
+    fn record(self, setup: Setup, shape: Shape, size: u32, messages: u32) -> StreamRun {
+        let Measured { report, cpu } = self;
+        let latencies = report.latency_distribution.unwrap_or_default();
         let percentile = |p| {
-            let at = self
-                .latency_distribution
-                .iter()
-                .flatten()
-                .find(|l| l.percentage == p);
+            let at = latencies.iter().find(|l| l.percentage == p);
             at.map(|l| round(l.latency as f64 / 1000.0, 1))
         };
+        let statuses = report.status_code_distribution.unwrap_or_default();
+        let streamed = (statuses.get("OK").copied().unwrap_or(0) * u64::from(messages)) as f64;
         let mut run = StreamRun {
-            system,
+            setup,
             shape,
             size,
             messages_per_call: messages,
-            calls: self.count,
+            calls: report.count,
+            statuses,
+            errors: report.error_distribution.unwrap_or_default(),
+            messages_per_s: round(streamed / (report.total.max(1) as f64 / 1e9), 1),
             call_p50_us: percentile(50),
             call_p99_us: percentile(99),
-            statuses: self.status_code_distribution.unwrap_or_default(),
-            errors: self.error_distribution.unwrap_or_default(),
-            messages_per_s: 0.0,
             host_cpu_us_per_message: None,
             engine_cpu_us_per_message: None,
         };
-        let streamed = (run.statuses.get("OK").copied().unwrap_or(0) * u64::from(messages)) as f64;
-        run.messages_per_s = round(streamed / (self.total.max(1) as f64 / 1e9), 1);
         if run.all_ok() {
             let us = |d: Duration| Some(round(d.as_secs_f64() * 1e6 / streamed.max(1.0), 3));
             run.host_cpu_us_per_message = us(cpu.0);
-            run.engine_cpu_us_per_message = us(if system == System::Gateway {
-                cpu.1
-            } else {
-                Duration::ZERO
-            });
+            let engine = setup == Setup::Engine;
+            run.engine_cpu_us_per_message = us(if engine { cpu.1 } else { Duration::ZERO });
         }
         run
     }
 }
 
-/// Runs ghz with `args` (its report in `dir`), at most 10 minutes; its JSON report.
-fn ghz(program: &Path, args: &[String], dir: &Path) -> Result<Report, BoxError> {
-    let (report, log) = (dir.join("ghz.json"), dir.join("ghz.log"));
-    let output = std::fs::File::create(&log)?;
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .args(["--format", "json", "--output"])
-        .arg(&report)
-        .stdin(Stdio::null())
-        .stdout(output.try_clone()?)
-        .stderr(output);
-    let what = ferry_launch::display(&cmd);
-    let mut child = cmd.spawn().map_err(|e| {
-        format!(
-            "starting {}: {e} (install it: go install github.com/bojand/ghz/cmd/ghz@v0.120.0; or pass --ghz PATH)",
-            program.display()
-        )
-    })?;
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("{what} did not end within 10 minutes").into());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let output = || std::fs::read_to_string(&log).unwrap_or_default();
-    if !status.success() {
-        return Err(format!("{what} exited with {status}:\n{}", output()).into());
-    }
-    let text =
-        std::fs::read_to_string(&report).map_err(|e| format!("{what}: no report ({e}):\n{}", output()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{what}: its report: {e}").into())
-}
-
 impl Streams {
-    /// The median of `f` over the repetitions of (system, shape, size) that count; NaN if none.
-    fn median(&self, system: System, shape: Shape, size: u32, f: impl Fn(&StreamRun) -> Option<f64>) -> f64 {
+    /// The median of `f` over the repetitions of (setup, shape, size) that count; NaN if none.
+    fn median(
+        &self,
+        setup: Setup,
+        (shape, size): (Shape, u32),
+        f: impl Fn(&StreamRun) -> Option<f64>,
+    ) -> f64 {
         let values: Vec<f64> = (self.runs.iter())
-            .filter(|r| r.system == system && r.shape == shape && r.size == size && r.all_ok())
+            .filter(|r| r.setup == setup && r.shape == shape && r.size == size && r.all_ok())
             .filter_map(f)
             .collect();
         median(&values).unwrap_or(f64::NAN)
     }
 
-    /// (shape, size) in their first order.
+    /// (shape, size), in their first order.
     fn points(&self) -> Vec<(Shape, u32)> {
-        let mut out = Vec::new();
-        for r in &self.runs {
-            if !out.contains(&(r.shape, r.size)) {
-                out.push((r.shape, r.size));
-            }
-        }
-        out
+        distinct(self.runs.iter().map(|r| (r.shape, r.size)))
     }
 
-    /// Host CPU per message, gateway / tonic.
-    fn ratio(&self, shape: Shape, size: u32) -> f64 {
-        let host = |s| self.median(s, shape, size, |r| r.host_cpu_us_per_message);
-        host(System::Gateway) / host(System::Tonic)
-    }
-
-    /// The table: per shape, size and system, the medians; every run that does not count, why.
+    /// The table: per shape, size and setup, the medians; the runs that do not count, and why.
     pub fn table(&self) {
         println!("Streams under ghz: medians over the repetitions; µs of CPU per streamed message\n");
         let mut t = Table::new([
             "shape",
             "size",
-            "system",
+            "setup",
             "messages/s",
             "host µs/msg",
             "engine µs/msg",
             "call p50 ms",
             "call p99 ms",
         ]);
-        for (shape, size) in self.points() {
-            for system in [System::Gateway, System::Tonic] {
+        for point in self.points() {
+            for setup in SETUPS {
                 let m = |f: &dyn Fn(&StreamRun) -> Option<f64>, digits, scale: f64| {
-                    format!("{:.*}", digits, self.median(system, shape, size, f) / scale)
+                    format!("{:.*}", digits, self.median(setup, point, f) / scale)
                 };
                 t.row([
-                    shape.name().to_owned(),
-                    format!("{size} B"),
-                    system.name().to_owned(),
+                    point.0.name().to_owned(),
+                    format!("{} B", point.1),
+                    setup.name().to_owned(),
                     m(&|r| Some(r.messages_per_s), 0, 1.0),
                     m(&|r| r.host_cpu_us_per_message, 3, 1.0),
                     m(&|r| r.engine_cpu_us_per_message, 3, 1.0),
@@ -422,41 +368,31 @@ impl Streams {
         }
         t.print();
         for r in self.runs.iter().filter(|r| !r.all_ok()) {
+            let (setup, shape) = (r.setup.name(), r.shape.name());
             println!(
-                "not counted: {} {} {} B: of {} calls, statuses {:?}, errors {:?}",
-                r.system.name(),
-                r.shape.name(),
-                r.size,
-                r.calls,
-                r.statuses,
-                r.errors
-            );
-        }
-        for (shape, size) in self.points() {
-            println!(
-                "{} {size} B: host CPU per streamed message, gateway/tonic {:.2}x",
-                shape.name(),
-                self.ratio(shape, size)
+                "not counted: {setup} {shape} {} B: {} calls, statuses {:?}, errors {:?}",
+                r.size, r.calls, r.statuses, r.errors
             );
         }
         println!();
     }
 
-    /// Per shape and size: host CPU per message, gateway / tonic, at most 0.5x: Figure 8's goal
-    /// for unary calls, informational here (the issue sets none for streams).
+    /// Per shape and size: host CPU per streamed message, gateway / tonic, at most 0.5x:
+    /// Figure 8's goal for unary calls, informational here (the issue sets none for streams).
     pub fn targets(&self) -> Vec<Target> {
+        let host = |s, point| self.median(s, point, |r| r.host_cpu_us_per_message);
         (self.points().into_iter())
-            .map(|(shape, size)| {
-                let what = format!(
-                    "{} {size} B: host CPU per streamed message, gateway/tonic (informational)",
-                    shape.name()
-                );
-                Target::ratio(what, Some(self.ratio(shape, size)), false, 0.5)
+            .map(|point| {
+                let (shape, size) = (point.0.name(), point.1);
+                let what =
+                    format!("{shape} {size} B: host CPU per streamed message, engine/tonic (informational)");
+                let ratio = host(Setup::Engine, point) / host(Setup::Tonic, point);
+                Target::ratio(what, Some(ratio), false, 0.5)
             })
             .collect()
     }
 
-    /// Bars per (shape, size) and system: host and engine CPU per message, messages per second.
+    /// Bars per (shape, size) and setup: host and engine CPU per message, messages per second.
     pub fn plot(&self, path: &Path) -> Result<(), BoxError> {
         let points = self.points();
         let panel = |title: &str, f: &dyn Fn(&StreamRun) -> Option<f64>| BarPanel {
@@ -464,13 +400,12 @@ impl Streams {
             groups: (points.iter())
                 .map(|(shape, size)| format!("{} {size} B", shape.name()))
                 .collect(),
-            bars: [System::Gateway, System::Tonic]
-                .iter()
+            bars: (SETUPS.iter())
                 .map(|&s| Bars {
                     name: s.name().to_owned(),
                     values: (points.iter())
-                        .map(|&(shape, size)| {
-                            Some(self.median(s, shape, size, f))
+                        .map(|&point| {
+                            Some(self.median(s, point, f))
                                 .filter(|v| v.is_finite())
                                 .unwrap_or(0.0)
                         })
@@ -519,9 +454,12 @@ mod tests {
             "statusCodeDistribution": {"OK": 3, "Unavailable": 1},
             "latencyDistribution": [{"percentage": 50, "latency": 1500000}, {"percentage": 99, "latency": 2500000}],
             "details": []}"#;
-        let report: Report = serde_json::from_str(text).unwrap();
         let cpu = (Duration::from_millis(3), Duration::from_millis(6));
-        let run = report.run(System::Gateway, Shape::Bidi, 64, 100, cpu);
+        let measured = |text| Measured {
+            report: serde_json::from_str(text).unwrap(),
+            cpu,
+        };
+        let run = measured(text).record(Setup::Engine, Shape::Bidi, 64, 100);
         assert_eq!(
             (run.calls, run.messages_per_s, run.call_p50_us, run.call_p99_us),
             (4, 150.0, Some(1500.0), Some(2500.0))
@@ -529,9 +467,7 @@ mod tests {
         assert!(!run.all_ok() && run.host_cpu_us_per_message.is_none(), "{run:?}");
         let ok = r#"{"count": 3, "total": 1000000000, "errorDistribution": null,
             "statusCodeDistribution": {"OK": 3}, "latencyDistribution": null}"#;
-        let run = serde_json::from_str::<Report>(ok)
-            .unwrap()
-            .run(System::Gateway, Shape::Bidi, 64, 100, cpu);
+        let run = measured(ok).record(Setup::Engine, Shape::Bidi, 64, 100);
         assert!(run.all_ok());
         assert_eq!(
             (run.host_cpu_us_per_message, run.engine_cpu_us_per_message),
