@@ -318,6 +318,19 @@ mod tests {
         assert!(targets.iter().all(|t| t.met.is_some()), "{targets:?}");
     }
 
+    /// The streams figure's committed results (`docs/benchmarks/offload-streams.json`) read
+    /// back: every run counted, a ratio for each shape and size.
+    #[test]
+    fn the_committed_streams_read_back() {
+        let (_, records): (serde_json::Value, Records) = lifecycle::committed("offload-streams.json");
+        let streams = records.streams.unwrap();
+        assert_eq!(streams.runs.len(), 3 * 2 * 2 * 2);
+        assert!(streams.runs.iter().all(|r| r.all_ok()), "{:?}", streams.runs);
+        let targets = streams.targets();
+        assert_eq!(targets.len(), 4);
+        assert!(targets.iter().all(|t| t.met.is_some()), "{targets:?}");
+    }
+
     #[test]
     fn plots_go_beside_the_path_asked() {
         assert_eq!(
