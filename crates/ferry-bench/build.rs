@@ -6,7 +6,9 @@
 //! `protoc`: the pure-Rust `protox` parser produces the descriptors, `prost-build` generates
 //! the messages and `tonic-prost-build` the service code into `OUT_DIR` (`ferry_bench.rs`,
 //! `ferry_bench.kv.rs`, `ferry_bench.echo.rs`, `ferry_bench.stream.rs` and
-//! `ferry.offload.demo.rs`, one file per package).
+//! `ferry.offload.demo.rs`, one file per package), and gRPC's interop schema
+//! (`../ferry-offload/proto/grpc/testing/test.proto`, vendored unchanged) into prost types and
+//! tonic servers with default methods (`grpc.testing.rs`).
 //! Every `bytes` field becomes `bytes::Bytes`, so encoding borrows the application's
 //! buffers and decoding slices the input instead of copying.
 //!
@@ -33,5 +35,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .bytes(["."])
         .service_generator(tonic)
         .compile_fds(descriptors)?;
+    // gRPC's interop schema: its tonic servers answer UNIMPLEMENTED for the methods a host
+    // does not override (the benchmark's serves two of `TestService`'s).
+    let interop = "../ferry-offload/proto/grpc/testing/test.proto";
+    println!("cargo:rerun-if-changed={interop}");
+    let tonic = tonic_prost_build::configure()
+        .build_client(false)
+        .generate_default_stubs(true)
+        .service_generator();
+    prost_build::Config::new()
+        .bytes(["."])
+        .service_generator(tonic)
+        .compile_fds(protox::compile([interop], ["../ferry-offload/proto"])?)?;
     Ok(())
 }

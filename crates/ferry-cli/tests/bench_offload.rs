@@ -104,3 +104,65 @@ fn offload_quick_writes_figures_7_and_8() {
         assert!(again.contains(line), "no {line:?} from --from:\n{again}");
     }
 }
+
+/// `ferry bench offload --figures streams --quick`: ghz streams through the engine to the Ferry
+/// interop host and straight to a tonic host, every (setup, shape, size) once, every call
+/// ended `OK`, a number in every column, the plot; `--from` prints the ratios again. Needs ghz
+/// (`go install github.com/bojand/ghz/cmd/ghz@v0.120.0`, on `PATH`): without it the test skips,
+/// saying so, unless `FERRY_REQUIRE_TOOLS=1`.
+#[test]
+fn offload_quick_streams_under_ghz() {
+    let Some(ghz) = ferry_testkit::tools::require_tool("ghz") else {
+        return;
+    };
+    let run = common::sweep(
+        "bench-offload-streams-test",
+        "offload",
+        &["--figures", "streams", "--quick", "--ghz", ghz.to_str().unwrap()],
+    );
+    let runs = run.doc["streams"]["runs"].as_array().unwrap();
+    let mut expect = BTreeSet::new();
+    for setup in ["engine", "tonic"] {
+        for shape in ["server-streaming", "bidi"] {
+            for size in [64u64, 4096] {
+                expect.insert((setup.to_owned(), shape.to_owned(), size));
+            }
+        }
+    }
+    assert_one_record_each(runs, &expect, |r| {
+        (
+            r["setup"].as_str().unwrap().to_owned(),
+            r["shape"].as_str().unwrap().to_owned(),
+            r["size"].as_u64().unwrap(),
+        )
+    });
+    for r in runs {
+        let calls = number(r, "calls");
+        assert!(calls > 0.0, "{r}");
+        assert_eq!(r["statuses"], serde_json::json!({ "OK": calls as u64 }), "{r}");
+        for key in [
+            "messages_per_s",
+            "host_cpu_us_per_message",
+            "call_p50_us",
+            "call_p99_us",
+        ] {
+            assert!(number(r, key) > 0.0, "{key}: {r}");
+        }
+        let engine_cpu = number(r, "engine_cpu_us_per_message");
+        assert_eq!(engine_cpu > 0.0, r["setup"] == "engine", "{r}");
+    }
+    assert_chart(
+        &run.svg.with_file_name("offload-streams.svg"),
+        "host CPU per streamed message",
+    );
+
+    let out = ferry(&["bench", "offload", "--from", run.json.to_str().unwrap()], &[]);
+    let again = success(&out, "ferry bench offload --from");
+    for line in [
+        "bidi 4096 B: host CPU per streamed message, engine/tonic",
+        "server-streaming 64 B",
+        "(informational)",
+    ] {
+        assert!(again.contains(line), "no {line:?} from --from:\n{again}");
+    }
+}

@@ -13,6 +13,9 @@
 //!   (`crates/ferry-offload/proto/ferry/offload/demo.proto`, package `ferry.offload.demo`),
 //!   generated at build time by `build.rs`: the tonic host's side of `ferry bench offload`
 //!   ([`crate::offload`]).
+//! - [`interop_prost`]: prost types and tonic service code of gRPC's interop schema
+//!   (`crates/ferry-offload/proto/grpc/testing/test.proto`, package `grpc.testing`): the tonic
+//!   `TestService` host of `ferry bench offload --figures streams`.
 //! - [`zflat_record_generated`]: `flatc --rust` output for the zFlatBuffers paper's Record
 //!   (`schema/zflat_record.fbs`), committed (see `regen.sh`).
 //!
@@ -48,6 +51,14 @@ pub mod record_prost {
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod demo_prost {
     include!(concat!(env!("OUT_DIR"), "/ferry.offload.demo.rs"));
+}
+
+/// prost types and tonic service code for gRPC's interop schema (package `grpc.testing`:
+/// `StreamingOutputCallRequest`, ... and `test_service_server::{TestService, TestServiceServer}`).
+#[rustfmt::skip]
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod interop_prost {
+    include!(concat!(env!("OUT_DIR"), "/grpc.testing.rs"));
 }
 
 /// FlatBuffers types for `schema/record.fbs` (flatc 25.12.19).

@@ -51,7 +51,7 @@ fn on_client_thread<R: Send + 'static>(
 }
 
 /// CPU times of the host, the engine and the client, now.
-fn cpu_now(host: &str) -> [Duration; 3] {
+pub(super) fn cpu_now(host: &str) -> [Duration; 3] {
     [host, ENGINE, LOAD].map(threads_cpu_time)
 }
 

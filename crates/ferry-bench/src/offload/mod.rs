@@ -14,6 +14,10 @@
 //!   engine's CPU apart, latency. Its servers are in `hosts`, its gRPC client in `client`,
 //!   its open-loop load generator in [`load`].
 //!
+//! - [`streams`]: gRPC streams (server-streaming and bidirectional) under ghz's load, through
+//!   the engine to a Ferry host and straight to a tonic host: messages per second, host CPU per
+//!   streamed message, the engine's apart (issue 26).
+//!
 //! The messages are the demo schema's (`crates/ferry-offload/proto/ferry/offload/demo.proto`):
 //! the Ferry side builds its schema from the descriptors a host sends the engine
 //! (`ferry_offload::DEMO_DESCRIPTORS`), as the engine does; the prost side is generated at
@@ -29,6 +33,7 @@ pub mod decode;
 mod hosts;
 pub mod load;
 pub mod serve;
+pub mod streams;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,6 +47,7 @@ use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
 use decode::{Figure7, Figure7Options};
 use serve::{Figure8, Figure8Options, PaperMessage};
+use streams::{Streams, StreamsOptions};
 
 /// Which of the paper's figures to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -52,6 +58,10 @@ pub enum Figure {
     /// Figure 8: the three messages served by tonic, by the engine, and by the null serializer.
     #[value(name = "8")]
     Serve,
+    /// Streams under ghz: the engine and a Ferry host against a tonic host (not run by default:
+    /// it needs ghz).
+    #[value(name = "streams")]
+    Streams,
 }
 
 /// Options of `ferry bench offload`.
@@ -59,15 +69,17 @@ pub enum Figure {
 pub struct Args {
     #[command(flatten)]
     common: Common,
-    /// Figures to run, comma-separated (default: 7,8). Their records share the results file;
-    /// each draws its own plot: `--plot out.svg` gives `out-figure7.svg` and `out-figure8.svg`.
+    /// Figures to run, comma-separated (default: 7,8; `streams` too needs ghz). Their records
+    /// share the results file; each draws its own plot: `--plot out.svg` gives
+    /// `out-figure7.svg`, `out-figure8.svg` and `out-streams.svg`.
     #[arg(long, value_delimiter = ',')]
     figures: Vec<Figure>,
     /// Figure 7: element counts, comma-separated (default 1, 2, 4, ..., 8192).
     #[arg(long, value_delimiter = ',')]
     counts: Vec<usize>,
     /// Figure 7: repetitions per point (default 51, 11 with --quick); Figure 8: repetitions of
-    /// every run (default 3, 1 with --quick). Every figure is the median over them.
+    /// every run (default 3, 1 with --quick); streams: of every ghz run (the same). Every figure
+    /// is the median over them.
     #[arg(long)]
     reps: Option<usize>,
     /// Figure 8: the messages, comma-separated (default: small,x512-ints,x8000-chars).
@@ -81,17 +93,29 @@ pub struct Args {
     /// --rates).
     #[arg(long)]
     cpu_rate: Option<u64>,
-    /// Figure 8: gRPC connections of the load generator.
+    /// Figure 8 and streams: gRPC connections of the load generator (and of ghz).
     #[arg(long, default_value_t = 4)]
     connections: usize,
     /// Figure 8: how long the Ferry host's loop busy-polls before sleeping, in µs (default 0:
     /// it sleeps at once, as the tonic host does).
     #[arg(long, default_value_t = 0)]
     host_spin_us: u64,
+    /// Streams: message sizes in bytes, comma-separated (default 64,4096).
+    #[arg(long, value_delimiter = ',')]
+    stream_sizes: Vec<u32>,
+    /// Streams: messages per call (each way for bidi: ghz's --stream-call-count).
+    #[arg(long, default_value_t = 100)]
+    stream_messages: u32,
+    /// Streams: calls per ghz run (default 1000, 40 with --quick), 8 in flight.
+    #[arg(long)]
+    stream_calls: Option<u32>,
+    /// Streams: the ghz executable (0.120.0).
+    #[arg(long, default_value = "ghz")]
+    ghz: PathBuf,
     /// CPU of the host (the tonic server, or the Ferry host's loop).
     #[arg(long, default_value_t = 1)]
     host_cpu: usize,
-    /// CPU of the engine, the load generator, and Figure 7's measuring thread.
+    /// CPU of the engine, the load generator (ghz), and Figure 7's measuring thread.
     #[arg(long, default_value_t = 0)]
     client_cpu: usize,
 }
@@ -105,18 +129,22 @@ pub struct Records {
     /// Figure 8: the three messages served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub figure8: Option<Figure8>,
+    /// Streams under ghz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<Streams>,
 }
 
 /// `ferry bench offload`: the figures asked for, with their options.
 struct Offload {
     figure7: Option<Figure7Options>,
     figure8: Option<Figure8Options>,
+    streams: Option<StreamsOptions>,
 }
 
 impl Offload {
     fn new(args: &Args) -> Offload {
         let (quick, wants) = (args.common.quick, |f| {
-            args.figures.is_empty() || args.figures.contains(&f)
+            (args.figures.is_empty() && f != Figure::Streams) || args.figures.contains(&f)
         });
         let figure7 = wants(Figure::Decode).then(|| Figure7Options {
             counts: if args.counts.is_empty() {
@@ -159,18 +187,37 @@ impl Offload {
                 host_spin: Duration::from_micros(args.host_spin_us),
             }
         });
-        Offload { figure7, figure8 }
+        let streams = wants(Figure::Streams).then(|| StreamsOptions {
+            sizes: if args.stream_sizes.is_empty() {
+                vec![64, 4096]
+            } else {
+                args.stream_sizes.clone()
+            },
+            messages: args.stream_messages.max(1),
+            calls: args.stream_calls.unwrap_or(if quick { 40 } else { 1000 }).max(1),
+            in_flight: 8,
+            connections: args.connections.max(1),
+            reps: args.reps.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            host_cpu: args.host_cpu,
+            client_cpu: args.client_cpu,
+            ghz: args.ghz.clone(),
+        });
+        Offload {
+            figure7,
+            figure8,
+            streams,
+        }
     }
 }
 
-/// `out.svg` → `out-figure7.svg`.
-fn per_figure(path: &Path, figure: u8) -> PathBuf {
+/// `out.svg` → `out-figure7.svg` (`figure` "figure7").
+fn per_figure(path: &Path, figure: &str) -> PathBuf {
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     let ext = path
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    path.with_file_name(format!("{stem}-figure{figure}{ext}"))
+    path.with_file_name(format!("{stem}-{figure}{ext}"))
 }
 
 impl Benchmark for Offload {
@@ -180,6 +227,7 @@ impl Benchmark for Offload {
     fn plan(&self) -> u64 {
         self.figure7.as_ref().map_or(0, Figure7Options::runs)
             + self.figure8.as_ref().map_or(0, Figure8Options::runs)
+            + self.streams.as_ref().map_or(0, StreamsOptions::runs)
     }
 
     fn run(&self, progress: &Progress) -> Result<(Value, Records), BoxError> {
@@ -187,6 +235,7 @@ impl Benchmark for Offload {
         let mut records = Records {
             figure7: None,
             figure8: None,
+            streams: None,
         };
         if let Some(o) = &self.figure7 {
             settings.insert("figure7".into(), o.settings());
@@ -195,6 +244,10 @@ impl Benchmark for Offload {
         if let Some(o) = &self.figure8 {
             settings.insert("figure8".into(), o.settings());
             records.figure8 = Some(serve::figure8(o, progress)?);
+        }
+        if let Some(o) = &self.streams {
+            settings.insert("streams".into(), serde_json::to_value(o)?);
+            records.streams = Some(streams::streams(o, progress)?);
         }
         Ok((Value::Object(settings), records))
     }
@@ -206,21 +259,34 @@ impl Benchmark for Offload {
         if let Some(f) = &records.figure8 {
             f.table();
         }
+        if let Some(s) = &records.streams {
+            s.table();
+        }
     }
 
     fn targets(records: &Records) -> Vec<Target> {
-        records.figure8.as_ref().map_or_else(Vec::new, Figure8::targets)
+        let mut targets = records.figure8.as_ref().map_or_else(Vec::new, Figure8::targets);
+        targets.extend(records.streams.iter().flat_map(Streams::targets));
+        targets
     }
 
-    /// A plot per figure, beside `path` (`out-figure7.svg`, `out-figure8.svg`).
+    /// A plot per figure, beside `path` (`out-figure7.svg`, `out-figure8.svg`,
+    /// `out-streams.svg`).
     fn plot(records: &Records, path: &Path) -> Result<(), BoxError> {
+        let draw = |name: &str, plot: &dyn Fn(&Path) -> Result<(), BoxError>| -> Result<(), BoxError> {
+            let at = per_figure(path, name);
+            plot(&at)?;
+            println!("{name}'s plot in {}", at.display());
+            Ok(())
+        };
         if let Some(f) = &records.figure7 {
-            f.plot(&per_figure(path, 7))?;
-            println!("Figure 7's plot in {}", per_figure(path, 7).display());
+            draw("figure7", &|p| f.plot(p))?;
         }
         if let Some(f) = &records.figure8 {
-            f.plot(&per_figure(path, 8))?;
-            println!("Figure 8's plot in {}", per_figure(path, 8).display());
+            draw("figure8", &|p| f.plot(p))?;
+        }
+        if let Some(s) = &records.streams {
+            draw("streams", &|p| s.plot(p))?;
         }
         Ok(())
     }
@@ -246,15 +312,29 @@ mod tests {
         let targets = Offload::targets(&Records {
             figure7: None,
             figure8: Some(f8),
+            streams: None,
         });
         assert_eq!(targets.len(), 6);
+        assert!(targets.iter().all(|t| t.met.is_some()), "{targets:?}");
+    }
+
+    /// The streams figure's committed results (`docs/benchmarks/offload-streams.json`) read
+    /// back: every run counted, a ratio for each shape and size.
+    #[test]
+    fn the_committed_streams_read_back() {
+        let (_, records): (serde_json::Value, Records) = lifecycle::committed("offload-streams.json");
+        let streams = records.streams.unwrap();
+        assert_eq!(streams.runs.len(), 3 * 2 * 2 * 2);
+        assert!(streams.runs.iter().all(|r| r.all_ok()), "{:?}", streams.runs);
+        let targets = streams.targets();
+        assert_eq!(targets.len(), 4);
         assert!(targets.iter().all(|t| t.met.is_some()), "{targets:?}");
     }
 
     #[test]
     fn plots_go_beside_the_path_asked() {
         assert_eq!(
-            per_figure(Path::new("d/out.svg"), 7),
+            per_figure(Path::new("d/out.svg"), "figure7"),
             Path::new("d/out-figure7.svg")
         );
     }

@@ -282,7 +282,7 @@ pub fn figure8(opts: &Figure8Options, progress: &Progress) -> Result<Figure8, Bo
 }
 
 /// The distinct values of `all`, in their first order.
-fn distinct<T: PartialEq + Copy>(all: impl Iterator<Item = T>) -> Vec<T> {
+pub(super) fn distinct<T: PartialEq + Copy>(all: impl Iterator<Item = T>) -> Vec<T> {
     let mut out = Vec::new();
     for t in all {
         if !out.contains(&t) {
