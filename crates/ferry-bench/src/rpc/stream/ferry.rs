@@ -334,8 +334,10 @@ async fn one_stream(
         }
         Shape::Upload => {
             let mut responses = responses;
+            // Fed, written in batches by `end` and the waits for the window (`send` would
+            // wait for each to be written: a system call per message).
             for _ in 0..count {
-                sink.send(&chunk).await?;
+                sink.feed(&chunk).await?;
             }
             sink.end().await?;
             let total = responses
