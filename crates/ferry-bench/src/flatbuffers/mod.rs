@@ -55,6 +55,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
@@ -162,14 +163,10 @@ impl Builder {
     ];
 
     /// Its name in the tables and the plot.
-    fn label(self) -> &'static str {
+    fn label(self) -> String {
         match self {
-            Builder::Memcpy => "memcpy (floor)",
-            Builder::Prebuilt => "prebuilt",
-            Builder::FlatbuffersFresh => "flatbuffers-fresh",
-            Builder::FlatbuffersReused => "flatbuffers-reused",
-            Builder::ZflatbuffersFresh => "zflatbuffers-fresh",
-            Builder::ZflatbuffersReused => "zflatbuffers-reused",
+            Builder::Memcpy => "memcpy (floor)".to_owned(),
+            b => b.name(),
         }
     }
 }
@@ -186,13 +183,6 @@ pub enum Transport {
 
 impl Transport {
     const ALL: [Transport; 2] = [Transport::Tcp, Transport::Shm];
-
-    fn name(self) -> &'static str {
-        match self {
-            Transport::Tcp => "tcp",
-            Transport::Shm => "shm",
-        }
-    }
 }
 
 /// A Record source size: a positive multiple of 128 bytes.

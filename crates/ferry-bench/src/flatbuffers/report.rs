@@ -12,6 +12,7 @@ use super::client::Measured;
 use super::serialize::Counted;
 use super::{Builder, RpcPoint, Sweep, THREADS_SIZE, Transport};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
 use crate::harness::{median, round};

@@ -58,6 +58,20 @@ impl Budget {
     }
 }
 
+/// An enum's name in tables and results: its serde name (`ferry-copy`, `tcp`), which clap's
+/// value names match wherever the enum is also a command-line value.
+pub trait Named: serde::Serialize {
+    /// The name.
+    fn name(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
+impl<T: serde::Serialize> Named for T {}
+
 /// Rounds `v` to `digits` decimal digits, for the JSON records.
 pub fn round(v: f64, digits: i32) -> f64 {
     let p = 10f64.powi(digits);

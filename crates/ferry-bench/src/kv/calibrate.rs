@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use super::workload::{self, Kind, WorkloadSpec};
 use super::{Measured, Summary, Sweep, System, Transport};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark};
 use crate::harness::progress::Progress;

@@ -498,6 +498,7 @@ mod tests {
     use super::super::workload::{self, Kind, WorkloadSpec};
     use super::super::{System, load_store};
     use super::*;
+    use crate::harness::Named;
 
     /// A store of 4 keys of one 64 B value each, with `corrupt` (if any) given other bytes of
     /// the same length, served on this machine's first CPU.

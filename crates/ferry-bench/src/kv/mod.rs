@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark};
 use crate::harness::load::LoadMeter;
@@ -144,18 +145,6 @@ impl System {
         System::Capnp,
     ];
 
-    /// Its name in tables and results.
-    pub fn name(self) -> &'static str {
-        match self {
-            System::Ferry => "ferry",
-            System::FerryCopy => "ferry-copy",
-            System::FerryZc => "ferry-zc",
-            System::Prost => "prost",
-            System::Flatbuffers => "flatbuffers",
-            System::Capnp => "capnp",
-        }
-    }
-
     /// The peer codec's name ([`peers::codec`]), for the peers.
     fn codec_name(self) -> Option<&'static str> {
         match self {
@@ -192,14 +181,6 @@ pub enum Transport {
 }
 
 impl Transport {
-    /// `"tcp"` or `"shm"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Tcp => "tcp",
-            Transport::Shm => "shm",
-        }
-    }
-
     fn addr(self, server: &KvBenchServer) -> &Addr {
         &server.addrs[match self {
             Transport::Tcp => 0,

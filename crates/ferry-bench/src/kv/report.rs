@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::workload::Workload;
 use super::{Measured, Sweep, System, Transport};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::round;
 use crate::harness::table::Table;
 use crate::plot::{self, Panel, Series, XAxis};

@@ -39,12 +39,12 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use clap::ValueEnum as _;
 use ferry_launch::Server;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
@@ -140,12 +140,6 @@ impl Test {
         Test::Set64,
     ];
 
-    /// Its name in the results and on the command line.
-    pub fn name(self) -> String {
-        self.to_possible_value()
-            .map_or_else(String::new, |v| v.get_name().to_owned())
-    }
-
     /// Its name in tables and plots.
     pub fn label(self) -> &'static str {
         match self {
@@ -207,16 +201,6 @@ pub enum Side {
     /// Ferry's server (`ferry redis`, or the `--ferry-cmd` stand-in).
     #[serde(rename = "ferry")]
     Ferry,
-}
-
-impl Side {
-    /// Its name in the results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Side::Redis => "redis-server",
-            Side::Ferry => "ferry",
-        }
-    }
 }
 
 /// What the `key:` family holds on the running server.
@@ -471,7 +455,7 @@ fn measure(plan: &Plan, progress: &Progress) -> Result<(Vec<Run>, Requests), Box
                 Side::Ferry => &plan.ferry,
             };
             progress.start(format!("round {} {}: starting", round + 1, side.name()));
-            let mut server = server::start(side.name(), cmd, plan.server_cpu)?;
+            let mut server = server::start(&side.name(), cmd, plan.server_cpu)?;
             measure_server(
                 plan,
                 &mut server,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::client::{ClientRun, Invocation};
 use super::{Side, Test};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
 use crate::harness::{median, round};

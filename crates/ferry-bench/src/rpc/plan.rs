@@ -7,6 +7,7 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::stream::{self, StreamConfig};
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::plot;
 
@@ -109,12 +110,6 @@ pub enum Transport {
     Shm,
 }
 
-/// `v`'s name on the command line and in the records (`ferry-hybrid`, `tcp`).
-pub(super) fn name(v: impl ValueEnum) -> String {
-    v.to_possible_value()
-        .map_or_else(String::new, |p| p.get_name().to_owned())
-}
-
 /// The fields of every request: `count` values of `len` bytes, no key. In the records: `fields`
 /// and `field_len`.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,8 +162,8 @@ impl Point {
     pub(super) fn label(&self) -> String {
         format!(
             "{} {} {}, {} in flight",
-            name(self.system),
-            name(self.transport),
+            self.system.name(),
+            self.transport.name(),
             self.fields.label(),
             self.in_flight
         )
@@ -359,10 +354,10 @@ mod tests {
     fn names_are_the_records_and_the_command_lines() {
         for &s in System::value_variants() {
             let json = serde_json::to_value(s).unwrap();
-            assert_eq!(json, name(s), "{s:?}");
-            assert_eq!(System::from_str(&name(s), false), Ok(s));
+            assert_eq!(json, s.name(), "{s:?}");
+            assert_eq!(System::from_str(&s.name(), false), Ok(s));
         }
-        assert_eq!(name(System::PingPong), "ping-pong");
+        assert_eq!(System::PingPong.name(), "ping-pong");
         assert_eq!(serde_json::to_value(Transport::Shm).unwrap(), "shm");
     }
 

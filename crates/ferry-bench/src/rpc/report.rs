@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::{ECHO, Fields, ONE_KIB, Point, SMALL, System, Transport, name};
+use super::plan::{ECHO, Fields, ONE_KIB, Point, SMALL, System, Transport};
 use super::{Measured, stream};
 #[cfg(test)]
 use crate::harness::Histogram;
+use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
 use crate::harness::{median, round};
@@ -139,7 +140,7 @@ pub(super) fn table(all: &[Record]) {
     let mut header = ["trans", "payload", "inflight", "raw calls/s"]
         .map(str::to_owned)
         .to_vec();
-    header.extend(peers.iter().map(|&s| name(s)));
+    header.extend(peers.iter().map(|&s| s.name()));
     header.push("raw p50 / hybrid p50".to_owned());
     let mut t = Table::new(header);
     for (transport, fields, n) in loop_points(all) {
@@ -154,7 +155,7 @@ pub(super) fn table(all: &[Record]) {
             format!("{:.2}", paired(&raw.p50_ns_reps, &h.p50_ns_reps))
         });
         let mut row = vec![
-            name(transport),
+            transport.name(),
             fields.label(),
             n.to_string(),
             ns(raw.calls_per_sec),
@@ -211,8 +212,8 @@ pub(super) fn print_table(all: &[Record]) {
     ]);
     for r in all {
         t.row([
-            name(r.point.system),
-            name(r.point.transport),
+            r.point.system.name(),
+            r.point.transport.name(),
             r.point.fields.label(),
             r.point.in_flight.to_string(),
             ns(r.p50_ns),
@@ -246,7 +247,7 @@ pub(super) fn targets(all: &[Record]) -> Vec<Target> {
             hybrid(transport, fields, n)?,
             find(all, System::Raw, transport, fields, n)?,
         );
-        let what = format!("{} {}, {n} in flight", name(transport), fields.label());
+        let what = format!("{} {}, {n} in flight", transport.name(), fields.label());
         Some((what, Some(rate_ratio(h, r))))
     };
     let mut pairs: Vec<_> = loop_points(all).into_iter().filter_map(vs_raw).collect();
@@ -306,9 +307,9 @@ pub(super) fn plot(path: &Path, records: &Records) -> Result<(), BoxError> {
         }
         out
     };
-    let system = |r: &Record| name(r.point.system);
+    let system = |r: &Record| r.point.system.name();
     let fig2 = |transport: Transport, fields: Fields| plot::Panel {
-        title: format!("{}, {}: p99 against calls/s", name(transport), fields.label()),
+        title: format!("{}, {}: p99 against calls/s", transport.name(), fields.label()),
         x_label: "calls/s (points: 1, 16, 128 in flight)".to_owned(),
         x_axis: plot::XAxis::Count,
         y_label: "p99 round trip, ns".to_owned(),
@@ -344,7 +345,7 @@ pub(super) fn plot(path: &Path, records: &Records) -> Result<(), BoxError> {
             y_label: "p50 round trip, ns".to_owned(),
             series: series(
                 &|r| r.point.in_flight == 1,
-                &|r| format!("{} {}", name(r.point.system), name(r.point.transport)),
+                &|r| format!("{} {}", r.point.system.name(), r.point.transport.name()),
                 &|r| (r.payload as f64, r.p50_ns),
             ),
         },

@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
@@ -115,16 +116,6 @@ pub enum TransportKind {
     Tcp,
 }
 
-impl TransportKind {
-    fn name(self) -> &'static str {
-        match self {
-            TransportKind::Raw => "raw",
-            TransportKind::Shm => "shm",
-            TransportKind::Tcp => "tcp",
-        }
-    }
-}
-
 /// How a side waits for the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -136,16 +127,6 @@ enum Notify {
     Default,
     /// The blocking TCP connection: sleep in `poll(2)` until the socket is readable.
     Poll,
-}
-
-impl Notify {
-    fn name(self) -> &'static str {
-        match self {
-            Notify::Spin => "spin",
-            Notify::Default => "default",
-            Notify::Poll => "poll",
-        }
-    }
 }
 
 /// One configuration.

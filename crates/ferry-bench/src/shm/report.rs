@@ -5,6 +5,7 @@ use std::path::Path;
 use super::record::Record;
 use super::{Notify, TransportKind};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
 use crate::plot::{self, bytes_label};

@@ -4,12 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CHUNK, PING_SIZES, Shape, StreamConfig, StreamMeasured, shape_name};
+use super::{CHUNK, PING_SIZES, Shape, StreamConfig, StreamMeasured};
+use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
 use crate::harness::{median, round};
 use crate::plot::{self, bytes_label};
-use crate::rpc::plan::{System, Transport, name};
+use crate::rpc::plan::{System, Transport};
 use crate::rpc::report::paired;
 
 /// Bytes in a GB (GB/s and CPU per GB are decimal).
@@ -97,9 +98,9 @@ pub(in crate::rpc) fn table(all: &[Record]) {
     for r in all {
         let c = &r.config;
         t.row([
-            name(c.system),
-            name(c.transport),
-            shape_name(c.point.shape).to_owned(),
+            c.system.name(),
+            c.transport.name(),
+            c.point.shape.name(),
             c.point.count.to_string(),
             bytes_label(c.point.size as f64),
             format!("{:.2}", r.gb_per_sec),
@@ -140,8 +141,8 @@ pub(in crate::rpc) fn targets(all: &[Record]) -> Vec<Target> {
                 .map(|(f, t)| paired(&f.gb_per_sec_reps, &t.gb_per_sec_reps));
             let what = format!(
                 "ferry-hybrid {} / tonic GB/s, {} of {}",
-                name(transport),
-                shape_name(shape),
+                transport.name(),
+                shape.name(),
                 bytes_label(CHUNK as f64)
             );
             out.push(Target::ratio(what, ratio, true, goal));
@@ -154,7 +155,7 @@ pub(in crate::rpc) fn targets(all: &[Record]) -> Vec<Target> {
                 .map(|r| paired(&r.p50_ns_reps, &r.unary_p50_ns_reps));
             let what = format!(
                 "ferry-hybrid {} stream ping-pong {} p50 / unary call p50",
-                name(transport),
+                transport.name(),
                 bytes_label(size as f64)
             );
             out.push(Target::ratio(what, ratio, false, 1.1));
@@ -183,11 +184,11 @@ pub(in crate::rpc) fn panels(all: &[Record]) -> Vec<plot::Panel> {
     };
     for r in all {
         let c = &r.config;
-        let who = format!("{} {}", name(c.system), name(c.transport));
+        let who = format!("{} {}", c.system.name(), c.transport.name());
         let size = c.point.size as f64;
         add(
             &mut rates,
-            format!("{who} {}", shape_name(c.point.shape)),
+            format!("{who} {}", c.point.shape.name()),
             (size, r.gb_per_sec),
         );
         if let Some(p50) = r.p50_ns {
