@@ -183,7 +183,7 @@ impl Benchmark for Calibrate<'_> {
                 };
                 let make = move || workload::build(&spec, 11).map_err(BoxError::from);
                 let first = make()?;
-                let store = super::load_store(first.as_ref())?;
+                let store = super::load_store(&first)?;
                 for &t in &transports {
                     progress.start(format!("{} {n} x {s} B", t.name()));
                     let points = super::sweep(&store, &make, &systems, &[t], &sweep, |_| {})?;

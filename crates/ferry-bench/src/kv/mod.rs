@@ -328,7 +328,7 @@ impl Measured {
 }
 
 /// A store with `workload`'s key space loaded, in a shared pool sized for it.
-pub fn load_store(workload: &dyn Workload) -> Result<Arc<Store>, BoxError> {
+pub fn load_store(workload: &Workload) -> Result<Arc<Store>, BoxError> {
     let objects = workload.objects();
     let footprint: usize = objects
         .iter()
@@ -362,7 +362,7 @@ pub fn load_store(workload: &dyn Workload) -> Result<Arc<Store>, BoxError> {
 /// fresh workload (same seed, same key space) for every run. Calls `each` after every point.
 pub fn sweep(
     store: &Arc<Store>,
-    make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
+    make: &(dyn Fn() -> Result<Workload, BoxError> + Sync),
     systems: &[System],
     transports: &[Transport],
     sweep: &Sweep,
@@ -395,7 +395,7 @@ pub fn sweep(
 }
 
 fn sweep_one(
-    make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
+    make: &(dyn Fn() -> Result<Workload, BoxError> + Sync),
     system: System,
     transport: Transport,
     server: &KvBenchServer,
@@ -504,7 +504,7 @@ fn runs(systems: &[System], transports: &[Transport], settings: &Sweep) -> u64 {
 /// Sweeps, one step of `progress` a point, and gathers the points into a [`Summary`].
 fn measure(
     store: &Arc<Store>,
-    make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
+    make: &(dyn Fn() -> Result<Workload, BoxError> + Sync),
     systems: &[System],
     transports: &[Transport],
     settings: &Sweep,
@@ -570,7 +570,7 @@ impl Benchmark for Kv {
         let make = || workload::build(&self.spec, self.seed).map_err(BoxError::from);
         let first = make()?;
         eprintln!("loading {} keys of {}", first.objects().len(), first.name());
-        let store = load_store(first.as_ref())?;
+        let store = load_store(&first)?;
         let summary = measure(
             &store,
             &make,
@@ -676,7 +676,7 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
         BASELINE_RATE.min(settings.start_rate),
     );
     let meter = LoadMeter::start();
-    let store = load_store(first.as_ref())?;
+    let store = load_store(&first)?;
     let systems = [System::Ferry, System::Prost];
     let transports = [Transport::Tcp, Transport::Shm];
     let progress = Progress::new(runs(&systems, &transports, &settings), "demo");

@@ -124,7 +124,7 @@ fn copied(system: System, transport: Transport, sizes: &[u32]) -> u64 {
 
 /// The mean value bytes copied per response, per system and transport, over a sample of
 /// `workload`'s requests.
-pub(super) fn copies(mut workload: Box<dyn Workload>, systems: &[System]) -> Vec<(System, Transport, f64)> {
+pub(super) fn copies(mut workload: Workload, systems: &[System]) -> Vec<(System, Transport, f64)> {
     let mut sizes_of = Vec::with_capacity(COPY_SAMPLE);
     for _ in 0..COPY_SAMPLE {
         let op = workload.next_op();
