@@ -59,8 +59,8 @@ pub struct Args {
     workload: WorkloadSpec,
     /// Systems, comma-separated: ferry (hybrid), ferry-copy, ferry-zc (threshold 0), prost,
     /// flatbuffers, capnp, or all (default: all).
-    #[arg(long, value_delimiter = ',')]
-    system: Vec<SystemArg>,
+    #[arg(long, value_delimiter = ',', value_parser = system_or_all)]
+    system: Vec<Option<System>>,
     /// Transports, comma-separated (default: tcp,shm).
     #[arg(long, value_delimiter = ',')]
     transport: Vec<Transport>,
@@ -98,7 +98,7 @@ pub struct Args {
 }
 
 /// A serialization served by the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum System {
     /// Ferry, the measured threshold.
@@ -113,25 +113,6 @@ pub enum System {
     Flatbuffers,
     /// Cap'n Proto.
     Capnp,
-}
-
-/// `--system` values.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SystemArg {
-    /// Ferry hybrid.
-    Ferry,
-    /// Ferry, copy only.
-    FerryCopy,
-    /// Ferry, zero-copy only.
-    FerryZc,
-    /// prost.
-    Prost,
-    /// FlatBuffers.
-    Flatbuffers,
-    /// Cap'n Proto.
-    Capnp,
-    /// Every system.
-    All,
 }
 
 impl System {
@@ -526,24 +507,23 @@ fn measure(
     })
 }
 
+/// A `--system` value: a system, or `all` (`None`).
+fn system_or_all(s: &str) -> Result<Option<System>, String> {
+    match s {
+        "all" => Ok(None),
+        _ => clap::ValueEnum::from_str(s, false).map(Some),
+    }
+}
+
 /// The systems `--system` names.
-fn systems_of(args: &[SystemArg]) -> Vec<System> {
-    if args.is_empty() || args.contains(&SystemArg::All) {
+fn systems_of(args: &[Option<System>]) -> Vec<System> {
+    if args.is_empty() || args.contains(&None) {
         return System::ALL.to_vec();
     }
-    let mut out = Vec::new();
-    for a in args {
-        let s = match a {
-            SystemArg::Ferry => System::Ferry,
-            SystemArg::FerryCopy => System::FerryCopy,
-            SystemArg::FerryZc => System::FerryZc,
-            SystemArg::Prost => System::Prost,
-            SystemArg::Flatbuffers => System::Flatbuffers,
-            SystemArg::Capnp => System::Capnp,
-            SystemArg::All => continue,
-        };
-        if !out.contains(&s) {
-            out.push(s);
+    let mut out: Vec<System> = Vec::new();
+    for s in args.iter().flatten() {
+        if !out.contains(s) {
+            out.push(*s);
         }
     }
     out
