@@ -45,7 +45,6 @@ mod serialize;
 mod service;
 
 use std::path::Path;
-use std::thread;
 use std::time::Duration;
 
 use ferry_buf::{Pool, PoolConfig};
@@ -346,31 +345,24 @@ impl<'a> Bench<'a> {
     /// One repetition of serialization, on the pinned client CPU: ns per message per size
     /// and column.
     fn time_serialize(&self, pool: &Pool, progress: &Progress) -> Result<Vec<Vec<f64>>, BoxError> {
-        thread::scope(|s| {
-            thread::Builder::new()
-                .name("fb-serialize".to_owned())
-                .spawn_scoped(s, || -> Result<Vec<Vec<f64>>, BoxError> {
-                    harness::pin_current_thread(self.cpus.0)?;
-                    let mut timed = serialize::Builders::new(pool);
-                    let mut out = Vec::new();
-                    for &size in &self.sizes {
-                        let source = Source::new(size);
-                        let mut row = Vec::new();
-                        for b in self.columns() {
-                            progress.start(format!(
-                                "serialize {} {}",
-                                b.label(),
-                                crate::plot::bytes_label(size as f64)
-                            ));
-                            row.push(timed.time(b, &source, self.budget));
-                            progress.done();
-                        }
-                        out.push(row);
-                    }
-                    Ok(out)
-                })?
-                .join()
-                .unwrap_or_else(|_| Err("the serializing thread panicked".into()))
+        harness::on_cpu("fb-serialize", self.cpus.0, || {
+            let mut timed = serialize::Builders::new(pool);
+            let mut out = Vec::new();
+            for &size in &self.sizes {
+                let source = Source::new(size);
+                let mut row = Vec::new();
+                for b in self.columns() {
+                    progress.start(format!(
+                        "serialize {} {}",
+                        b.label(),
+                        crate::plot::bytes_label(size as f64)
+                    ));
+                    row.push(timed.time(b, &source, self.budget));
+                    progress.done();
+                }
+                out.push(row);
+            }
+            Ok(out)
         })
     }
 

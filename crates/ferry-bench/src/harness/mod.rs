@@ -103,6 +103,28 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     ferry_transport::pin_current_thread(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))
 }
 
+/// Runs `f` on a thread `who` of its own, pinned to `cpu` (the caller's affinity, which
+/// [`cpus`] and the results' machine record read, stays as it was); its panic is named after
+/// `who`.
+pub fn on_cpu<T: Send>(
+    who: &str,
+    cpu: usize,
+    f: impl FnOnce() -> Result<T, BoxError> + Send,
+) -> Result<T, BoxError> {
+    std::thread::scope(|s| {
+        let thread = std::thread::Builder::new()
+            .name(who.to_owned())
+            .spawn_scoped(s, || {
+                pin_current_thread(cpu)?;
+                f()
+            })
+            .map_err(|e| format!("{who}: spawning the thread: {e}"))?;
+        thread
+            .join()
+            .unwrap_or_else(|_| Err(format!("{who}: the thread panicked").into()))
+    })
+}
+
 /// What a benchmark's thread `who` (`"client"`) returned, its error or panic named after it.
 pub fn joined<T>(who: &str, r: std::thread::Result<Result<T, BoxError>>) -> Result<T, BoxError> {
     match r {

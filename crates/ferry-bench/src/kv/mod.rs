@@ -360,13 +360,8 @@ pub fn sweep(
                 sweep.server_spin,
                 &dir,
             )?;
-            // On a thread of its own, pinned to the client CPU: the caller's affinity (what
-            // `harness::cpus` and the results' machine record read) stays as it was.
-            let result = std::thread::scope(|scope| {
-                scope
-                    .spawn(|| sweep_one(make, system, transport, &server, sweep, &mut each, &mut out))
-                    .join()
-                    .unwrap_or_else(|_| Err("the client thread panicked".into()))
+            let result = harness::on_cpu("kv-client", sweep.client_cpu, || {
+                sweep_one(make, system, transport, &server, sweep, &mut each, &mut out)
             });
             server.stop();
             result?;
@@ -384,7 +379,6 @@ fn sweep_one(
     each: &mut (impl FnMut(&Measured) + Send),
     out: &mut Vec<Measured>,
 ) -> Result<(), BoxError> {
-    harness::pin_current_thread(sweep.client_cpu)?;
     let run = |i: usize, rate: f64| -> Result<Point, BoxError> {
         let spec = RunSpec {
             rate,

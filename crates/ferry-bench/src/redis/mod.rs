@@ -370,14 +370,8 @@ impl Benchmark for Redis<'_> {
         });
         // On a thread of its own pinned to the client CPU (the caller's affinity stays as it
         // was): redis-benchmark inherits that CPU, and loading the keys stays off the server's.
-        let (records, requests) = std::thread::scope(|s| {
-            s.spawn(|| {
-                harness::pin_current_thread(plan.client_cpu)?;
-                measure(&plan, progress)
-            })
-            .join()
-            .unwrap_or_else(|_| Err("the measuring thread panicked".into()))
-        })?;
+        let (records, requests) =
+            harness::on_cpu("redis-client", plan.client_cpu, || measure(&plan, progress))?;
         let cases = plan
             .tests
             .iter()

@@ -37,7 +37,6 @@ mod stream;
 mod tonic;
 
 use std::path::Path;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use ferry_rpc::session::{ClientConfig, ServerConfig};
@@ -138,26 +137,18 @@ fn run_loop_points(
     progress: &Progress,
 ) -> Result<Vec<Measured>, BoxError> {
     let server = service::start(&[Transport::Tcp, Transport::Shm], Some(cpus.1), loop_config())?;
-    thread::scope(|s| {
-        let client = thread::Builder::new()
-            .name("rpc-client".to_owned())
-            .spawn_scoped(s, || -> Result<Vec<Measured>, BoxError> {
-                harness::pin_current_thread(cpus.0)?;
-                let mut lp = EventLoop::new(loop_config())?;
-                let mut out = Vec::with_capacity(points.len());
-                for point in points {
-                    progress.start(point.label());
-                    let addr = server.addr(point.transport)?;
-                    let m = client::run(&mut lp, addr, point, budget, &server.readings)
-                        .map_err(|e| format!("{}: {e}", point.label()))?;
-                    progress.done();
-                    out.push(m);
-                }
-                Ok(out)
-            })?;
-        client
-            .join()
-            .unwrap_or_else(|_| Err("the client thread panicked".into()))
+    harness::on_cpu("rpc-client", cpus.0, || {
+        let mut lp = EventLoop::new(loop_config())?;
+        let mut out = Vec::with_capacity(points.len());
+        for point in points {
+            progress.start(point.label());
+            let addr = server.addr(point.transport)?;
+            let m = client::run(&mut lp, addr, point, budget, &server.readings)
+                .map_err(|e| format!("{}: {e}", point.label()))?;
+            progress.done();
+            out.push(m);
+        }
+        Ok(out)
     })
 }
 
