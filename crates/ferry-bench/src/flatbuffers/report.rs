@@ -499,11 +499,11 @@ impl Records {
             y_label: y_label.to_owned(),
             series,
         };
-        let name = |s: &&SerializeRun| s.builder.label().to_owned();
+        let name = |s: &&SerializeRun| s.builder.label();
         let counted = |s: &&SerializeRun| s.counted.is_some();
         // Bytes allocated (`Counted` and the paper's column 4) or copied (column 5).
         let count = |what: &str, f: fn(&Counted) -> usize, paper: fn(&PaperRow) -> usize| {
-            let mut s = series(&ser, counted, name, |s| {
+            let mut s = plot::series(ser.iter().copied().filter(counted), name, |s| {
                 (s.size as f64, s.counted.map_or(0, |c| f(&c)) as f64)
             });
             for lib in ["FlatBuffers C++", "zFlatBuffers C++"] {
@@ -524,7 +524,7 @@ impl Records {
             bytes(
                 "Figure 9: building the Record",
                 "ns per message",
-                series(&ser, |_| true, name, |s| (s.size as f64, s.ns)),
+                plot::series(ser.iter().copied(), name, |s| (s.size as f64, s.ns)),
             ),
             bytes(
                 "Table II: bytes allocated per message (0 not drawn)",
@@ -546,10 +546,11 @@ impl Records {
                     transport.name()
                 ),
                 "requests/s",
-                series(
-                    &rpc,
-                    |r| sized(r) && r.point.transport == transport,
-                    |r| r.point.builder.label().to_owned(),
+                plot::series(
+                    rpc.iter()
+                        .copied()
+                        .filter(|r| sized(r) && r.point.transport == transport),
+                    |r| r.point.builder.label(),
                     |r| (r.point.size as f64, r.rate),
                 ),
             ));
@@ -557,7 +558,9 @@ impl Records {
         panels.push(bytes(
             "Figure 11(b): ping-pong p50 round trip",
             "p50 ns",
-            series(&rpc, sized, rpc_name, |r| (r.point.size as f64, r.p50_ns)),
+            plot::series(rpc.iter().copied().filter(sized), rpc_name, |r| {
+                (r.point.size as f64, r.p50_ns)
+            }),
         ));
         let mut normalized = Vec::new();
         for transport in Transport::ALL {
@@ -592,9 +595,8 @@ impl Records {
             x_label: "client threads (sharing one CPU)".to_owned(),
             x_axis: XAxis::Count,
             y_label: "requests/s".to_owned(),
-            series: series(
-                &rpc,
-                |r| r.point.sweep == Sweep::Threads,
+            series: plot::series(
+                rpc.iter().copied().filter(|r| r.point.sweep == Sweep::Threads),
                 rpc_name,
                 |r| (r.point.threads as f64, r.rate),
             ),
@@ -606,29 +608,4 @@ impl Records {
             &panels,
         )
     }
-}
-
-/// Series of `runs` kept by `keep`, named by `name`, points `(x, y)`, sorted by x.
-fn series<T>(
-    runs: &[T],
-    keep: impl Fn(&T) -> bool,
-    name: impl Fn(&T) -> String,
-    point: impl Fn(&T) -> (f64, f64),
-) -> Vec<plot::Series> {
-    let mut out: Vec<plot::Series> = Vec::new();
-    for r in runs.iter().filter(|r| keep(r)) {
-        let n = name(r);
-        let i = out.iter().position(|s| s.name == n).unwrap_or_else(|| {
-            out.push(plot::Series {
-                name: n,
-                points: Vec::new(),
-            });
-            out.len() - 1
-        });
-        out[i].points.push(point(r));
-    }
-    for s in &mut out {
-        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    out
 }

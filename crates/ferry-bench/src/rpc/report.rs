@@ -291,21 +291,7 @@ pub(super) fn plot(path: &Path, records: &Records) -> Result<(), BoxError> {
     let series = |keep: &dyn Fn(&Record) -> bool,
                   line: &dyn Fn(&Record) -> String,
                   xy: &dyn Fn(&Record) -> (f64, f64)| {
-        let mut out: Vec<plot::Series> = Vec::new();
-        for r in all.iter().filter(|r| keep(r)) {
-            let name = line(r);
-            match out.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push(xy(r)),
-                None => out.push(plot::Series {
-                    name,
-                    points: vec![xy(r)],
-                }),
-            }
-        }
-        for s in &mut out {
-            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        }
-        out
+        plot::series(all.iter().filter(|r| keep(r)), |r| line(r), |r| xy(r))
     };
     let system = |r: &Record| r.point.system.name();
     let fig2 = |transport: Transport, fields: Fields| plot::Panel {

@@ -170,37 +170,22 @@ pub(in crate::rpc) fn panels(all: &[Record]) -> Vec<plot::Panel> {
     if all.is_empty() {
         return Vec::new();
     }
-    let mut rates: Vec<plot::Series> = Vec::new();
-    let mut latency: Vec<plot::Series> = Vec::new();
-    let add = |to: &mut Vec<plot::Series>, name: String, point: (f64, f64)| match to
-        .iter_mut()
-        .find(|s| s.name == name)
-    {
-        Some(s) => s.points.push(point),
-        None => to.push(plot::Series {
-            name,
-            points: vec![point],
-        }),
-    };
-    for r in all {
-        let c = &r.config;
-        let who = format!("{} {}", c.system.name(), c.transport.name());
-        let size = c.point.size as f64;
-        add(
-            &mut rates,
-            format!("{who} {}", c.point.shape.name()),
-            (size, r.gb_per_sec),
-        );
-        if let Some(p50) = r.p50_ns {
-            add(&mut latency, format!("{who} stream"), (size, p50));
-        }
-        if let Some(p50) = r.unary_p50_ns {
-            add(&mut latency, format!("{who} unary"), (size, p50));
-        }
-    }
-    for s in rates.iter_mut().chain(&mut latency) {
-        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
+    let who = |r: &Record| format!("{} {}", r.config.system.name(), r.config.transport.name());
+    let size = |r: &Record| r.config.point.size as f64;
+    let rates = plot::series(
+        all,
+        |r| format!("{} {}", who(r), r.config.point.shape.name()),
+        |r| (size(r), r.gb_per_sec),
+    );
+    // The stream's p50 and the unary call's, of the records that have them.
+    let p50s = all.iter().flat_map(|r| {
+        [("stream", r.p50_ns), ("unary", r.unary_p50_ns)].map(|(what, p50)| p50.map(|p| (r, what, p)))
+    });
+    let latency = plot::series(
+        p50s.flatten(),
+        |(r, what, _)| format!("{} {what}", who(r)),
+        |&(r, _, p)| (size(r), p),
+    );
     vec![
         plot::Panel {
             title: "streams: GB/s against message size".to_owned(),
