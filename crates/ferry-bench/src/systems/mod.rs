@@ -4,6 +4,16 @@
 //! and, if it can be read back, one or more [`Decoder`]s. The bench targets and the
 //! callgrind binary know systems only through [`SERIALIZERS`] and [`DECODERS`].
 //!
+//! Who owns which buffer, per serialize call (the returned slice stays valid until the next):
+//!
+//! ```text
+//!  application (Shape)         system (reused across calls)          caller
+//!  key: Bytes ─┐               prost:   Record{Bytes..} ──encode──▶ Vec<u8>  ─▶ &[u8]
+//!  field: Bytes├── borrowed ──▶ flatbuf: FlatBufferBuilder ─finish──────────────▶ &[u8]
+//!  field: Bytes┘   (read)      capnp:   scratch segment ──write_message─▶ Vec<u8> ─▶ &[u8]
+//!                              memcpy:  ─────────────copy───────────▶ Vec<u8>  ─▶ &[u8]
+//! ```
+//!
 //! # Adding a system (e.g. Ferry)
 //!
 //! 1. Add `src/systems/<name>.rs` with a serializer and a decoder type implementing the two
