@@ -129,13 +129,6 @@ pub struct CapnpKv {
     found: Vec<SharedBuf>,
 }
 
-impl CapnpKv {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn KvCodec> {
-        Box::<Self>::default()
-    }
-}
-
 fn op_of(op: request::Op) -> Op {
     match op {
         request::Op::Get => Op::Get,

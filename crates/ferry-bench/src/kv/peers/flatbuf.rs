@@ -38,13 +38,6 @@ pub struct FlatbufKv {
     found: Vec<SharedBuf>,
 }
 
-impl FlatbufKv {
-    /// A fresh instance for the registry; the builders start empty and grow to fit.
-    pub fn boxed() -> Box<dyn KvCodec> {
-        Box::<Self>::default()
-    }
-}
-
 /// `data` as a `Value` table in `builder`.
 fn value(builder: &mut FlatBufferBuilder<'static>, data: &[u8]) -> WIPOffset<Value<'static>> {
     let data = builder.create_vector(data);

@@ -144,21 +144,26 @@ pub static CODECS: &[KvCodecEntry] = &[
         name: "prost",
         path: service::PROST.0,
         method: service::PROST.1,
-        new: prost::ProstKv::boxed,
+        new: new_peer::<prost::ProstKv>,
     },
     KvCodecEntry {
         name: "flatbuf",
         path: service::FLATBUF.0,
         method: service::FLATBUF.1,
-        new: flatbuf::FlatbufKv::boxed,
+        new: new_peer::<flatbuf::FlatbufKv>,
     },
     KvCodecEntry {
         name: "capnp",
         path: service::CAPNP.0,
         method: service::CAPNP.1,
-        new: capnp::CapnpKv::boxed,
+        new: new_peer::<capnp::CapnpKv>,
     },
 ];
+
+/// A fresh `T` (reusable buffers empty), boxed: what a registry entry makes.
+fn new_peer<T: KvCodec + Default + 'static>() -> Box<dyn KvCodec> {
+    Box::<T>::default()
+}
 
 /// Looks a peer up by name.
 pub fn codec(name: &str) -> Result<&'static KvCodecEntry, BenchError> {

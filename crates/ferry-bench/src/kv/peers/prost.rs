@@ -37,13 +37,6 @@ pub struct ProstKv {
     response: Response,
 }
 
-impl ProstKv {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn KvCodec> {
-        Box::<Self>::default()
-    }
-}
-
 /// `input` decoded as `M`: from the counted buffer without a copy when there is one.
 fn decode<M: Message + Default>(input: Input<'_>) -> Result<M, prost::DecodeError> {
     match input.shared {
