@@ -93,17 +93,27 @@ impl<'a> KvRequest<'a> {
     }
 }
 
-/// The operations, as every schema numbers them (0 to 3).
+/// The operations, numbered as every schema numbers them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// `Get`.
-    Get,
+    Get = 0,
     /// `GetList`.
-    GetList,
+    GetList = 1,
     /// `GetM`.
-    GetM,
+    GetM = 2,
     /// `Put`.
-    Put,
+    Put = 3,
+}
+
+impl Op {
+    /// The operation a request of `system` numbers `n`, or `INVALID_ARGUMENT`.
+    fn numbered(system: &str, n: impl Into<i64> + Copy + std::fmt::Display) -> Result<Op, Status> {
+        [Op::Get, Op::GetList, Op::GetM, Op::Put]
+            .into_iter()
+            .find(|&op| op as i64 == n.into())
+            .ok_or_else(|| invalid(system, format_args!("unknown op {n}")))
+    }
 }
 
 /// A peer library on both sides of the key-value store.
