@@ -15,7 +15,7 @@ use crate::BoxError;
 use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round};
+use crate::harness::{median, round, sorted};
 use crate::plot::{self, Panel, XAxis, bytes_label};
 
 /// Sizes of the targets (§4): build time at 64 KiB, requests/s from 64 KiB up.
@@ -170,12 +170,6 @@ const PAIRS: [(Builder, &str); 2] = [
     (Builder::ZflatbuffersFresh, "fresh builders"),
 ];
 
-fn sorted(mut v: Vec<usize>) -> Vec<usize> {
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
 impl Records {
     fn serialize(&self) -> impl Iterator<Item = &SerializeRun> {
         self.records.iter().filter_map(|r| match r {
@@ -259,7 +253,7 @@ impl Records {
             "/fb",
             "/reused",
         ]);
-        for size in sorted(self.serialize().map(|s| s.size).collect()) {
+        for size in sorted(self.serialize().map(|s| s.size)) {
             for s in self.serialize().filter(|s| s.size == size) {
                 let ratio = |base: Option<Builder>| {
                     let base = self.ser(base?, size).filter(|_| s.builder != Builder::Memcpy)?;
@@ -363,7 +357,7 @@ impl Records {
         }
         println!();
         let threads: Vec<&RpcRun> = self.rpc().filter(|r| r.point.sweep == Sweep::Threads).collect();
-        let counts = sorted(threads.iter().map(|r| r.point.threads).collect());
+        let counts = sorted(threads.iter().map(|r| r.point.threads));
         if threads.is_empty() {
             return;
         }

@@ -133,6 +133,25 @@ pub fn joined<T>(who: &str, r: std::thread::Result<Result<T, BoxError>>) -> Resu
     }
 }
 
+/// `items` sorted, each once.
+pub fn sorted<T: Ord>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = items.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// `items` each once, in the order they first appear.
+pub fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = Vec::new();
+    for item in items {
+        if !v.contains(&item) {
+            v.push(item);
+        }
+    }
+    v
+}
+
 /// CPUs this process may run on (for choosing where to pin).
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)

@@ -124,10 +124,7 @@ impl Calibrate<'_> {
             (&[64, 128, 256, 512, 1024, 2048, 4096, 8192], &[1, 2, 4, 8])
         };
         let chosen = |given: &[u32], default: &[u32]| {
-            let mut v = if given.is_empty() { default } else { given }.to_vec();
-            v.sort_unstable();
-            v.dedup();
-            v
+            harness::sorted(if given.is_empty() { default } else { given }.iter().copied())
         };
         let transports = if args.transport.is_empty() {
             vec![Transport::Tcp, Transport::Shm]
@@ -297,19 +294,11 @@ fn find(cells: &[Cell], t: Transport, n: u32, s: u32) -> Option<&Cell> {
 
 /// The sizes (ascending), counts (ascending) and transports (in measured order) of `cells`.
 fn axes(cells: &[Cell]) -> (Vec<u32>, Vec<u32>, Vec<Transport>) {
-    let mut sizes: Vec<u32> = cells.iter().map(|c| c.size).collect();
-    let mut counts: Vec<u32> = cells.iter().map(|c| c.buffers).collect();
-    let mut transports: Vec<Transport> = Vec::new();
-    for c in cells {
-        if !transports.contains(&c.transport) {
-            transports.push(c.transport);
-        }
-    }
-    sizes.sort_unstable();
-    sizes.dedup();
-    counts.sort_unstable();
-    counts.dedup();
-    (sizes, counts, transports)
+    (
+        harness::sorted(cells.iter().map(|c| c.size)),
+        harness::sorted(cells.iter().map(|c| c.buffers)),
+        harness::unique(cells.iter().map(|c| c.transport)),
+    )
 }
 
 /// The thresholds the servers read, with each transport of `cells` at its crossover.

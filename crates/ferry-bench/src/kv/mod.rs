@@ -514,13 +514,7 @@ fn systems_of(args: &[Option<System>]) -> Vec<System> {
     if args.is_empty() || args.contains(&None) {
         return System::ALL.to_vec();
     }
-    let mut out: Vec<System> = Vec::new();
-    for s in args.iter().flatten() {
-        if !out.contains(s) {
-            out.push(*s);
-        }
-    }
-    out
+    harness::unique(args.iter().flatten().copied())
 }
 
 /// `ferry bench kv`, as the lifecycle runs it.

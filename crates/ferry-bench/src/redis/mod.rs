@@ -424,10 +424,7 @@ fn tests(named: &[Test]) -> Vec<Test> {
 
 /// The pipeline depths, sorted, each once.
 fn pipelines(named: &[u32]) -> Vec<u32> {
-    let mut pipelines = named.to_vec();
-    pipelines.sort_unstable();
-    pipelines.dedup();
-    pipelines
+    harness::sorted(named.iter().copied())
 }
 
 /// `-n` of each test at each pipeline depth.

@@ -11,7 +11,7 @@ use crate::BoxError;
 use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round};
+use crate::harness::{median, round, sorted};
 use crate::plot::{BarPanel, Bars, bars_svg};
 
 /// A client that used at least this share of its core was the bottleneck.
@@ -399,9 +399,7 @@ impl Runs {
     /// per server, Ferry's ratio over its bar.
     pub fn plot(&self, path: &Path) -> Result<(), BoxError> {
         let comparisons = self.comparisons();
-        let mut pipelines: Vec<u32> = comparisons.iter().map(|c| c.pipeline).collect();
-        pipelines.sort_unstable();
-        pipelines.dedup();
+        let pipelines = sorted(comparisons.iter().map(|c| c.pipeline));
         let panel = |p: u32, cpu: bool| {
             let cs: Vec<&Comparison> = comparisons.iter().filter(|c| c.pipeline == p).collect();
             let value = |m: &Median| if cpu { m.server_us } else { m.rps };

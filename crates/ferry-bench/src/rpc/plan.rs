@@ -198,12 +198,11 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
     }
     let systems = or_all(&args.systems, System::value_variants());
     let transports = or_all(&args.transports, Transport::value_variants());
-    let mut in_flight = or_all(&args.in_flight, &IN_FLIGHT);
-    in_flight
-        .iter_mut()
-        .for_each(|n| *n = (*n).clamp(1, MAX_IN_FLIGHT / 2));
-    in_flight.sort_unstable();
-    in_flight.dedup();
+    let in_flight = crate::harness::sorted(
+        or_all(&args.in_flight, &IN_FLIGHT)
+            .into_iter()
+            .map(|n| n.clamp(1, MAX_IN_FLIGHT / 2)),
+    );
     let has = |s| systems.contains(&s);
     let p = |system, transport, fields, in_flight| Point {
         system,

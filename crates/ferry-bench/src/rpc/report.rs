@@ -14,7 +14,7 @@ use crate::harness::Histogram;
 use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round};
+use crate::harness::{median, round, sorted};
 use crate::{BoxError, plot};
 
 /// The in-flight count of the comparison with tonic, and of the 64 B throughput target.
@@ -109,13 +109,11 @@ fn find(all: &[Record], system: System, transport: Transport, fields: Fields, n:
 
 /// The echo payloads, transports and in-flight counts the event-loop systems ran at.
 fn loop_points(all: &[Record]) -> Vec<(Transport, Fields, usize)> {
-    let mut counts: Vec<usize> = all
-        .iter()
-        .filter(|r| r.point.system.on_loop())
-        .map(|r| r.point.in_flight)
-        .collect();
-    counts.sort_unstable();
-    counts.dedup();
+    let counts = sorted(
+        all.iter()
+            .filter(|r| r.point.system.on_loop())
+            .map(|r| r.point.in_flight),
+    );
     let mut out = Vec::new();
     for transport in [Transport::Tcp, Transport::Shm] {
         for fields in [ECHO, ONE_KIB] {

@@ -172,13 +172,11 @@ impl<'a> Shm<'a> {
             );
             args.client_cpu
         };
-        let mut payloads = if args.payloads.is_empty() {
+        let payloads = harness::sorted(if args.payloads.is_empty() {
             PAYLOADS.to_vec()
         } else {
             args.payloads.clone()
-        };
-        payloads.sort_unstable();
-        payloads.dedup();
+        });
         Shm {
             args,
             budget: args.common.budget(QUICK_MS, FULL_MS),
