@@ -136,11 +136,7 @@ impl<'a> Datapath<'a> {
             } else {
                 args.sender_cpu
             },
-            modes: if args.modes.is_empty() {
-                Mode::ALL.to_vec()
-            } else {
-                args.modes.clone()
-            },
+            modes: harness::or_all(&args.modes, &Mode::ALL),
             groups,
         }
     }

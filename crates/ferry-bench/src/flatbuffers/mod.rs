@@ -216,11 +216,7 @@ fn builders(args: &Args) -> Vec<Builder> {
 /// size, prebuilt and every builder back to back; then the thread sweep likewise.
 fn rpc_plan(args: &Args) -> Vec<RpcPoint> {
     let sends: Vec<Builder> = std::iter::once(Builder::Prebuilt).chain(builders(args)).collect();
-    let transports = if args.transports.is_empty() {
-        Transport::ALL.to_vec()
-    } else {
-        args.transports.clone()
-    };
+    let transports = harness::or_all(&args.transports, &Transport::ALL);
     // 256 B .. 128 KiB in powers of 2 (`--quick`: of 4, and 128 KiB).
     let sizes: Vec<usize> = if args.common.quick {
         (8..=16).step_by(2).chain([17]).map(|i| 1 << i).collect()

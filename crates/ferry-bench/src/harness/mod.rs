@@ -133,6 +133,11 @@ pub fn joined<T>(who: &str, r: std::thread::Result<Result<T, BoxError>>) -> Resu
     }
 }
 
+/// The values `chosen` on the command line, or `all` if none were.
+pub fn or_all<T: Clone>(chosen: &[T], all: &[T]) -> Vec<T> {
+    if chosen.is_empty() { all } else { chosen }.to_vec()
+}
+
 /// `items` sorted, each once.
 pub fn sorted<T: Ord>(items: impl IntoIterator<Item = T>) -> Vec<T> {
     let mut v: Vec<T> = items.into_iter().collect();

@@ -123,14 +123,8 @@ impl Calibrate<'_> {
         } else {
             (&[64, 128, 256, 512, 1024, 2048, 4096, 8192], &[1, 2, 4, 8])
         };
-        let chosen = |given: &[u32], default: &[u32]| {
-            harness::sorted(if given.is_empty() { default } else { given }.iter().copied())
-        };
-        let transports = if args.transport.is_empty() {
-            vec![Transport::Tcp, Transport::Shm]
-        } else {
-            args.transport.clone()
-        };
+        let chosen = |given: &[u32], default: &[u32]| harness::sorted(harness::or_all(given, default));
+        let transports = harness::or_all(&args.transport, &[Transport::Tcp, Transport::Shm]);
         (
             chosen(&args.sizes, sizes),
             chosen(&args.buffers, counts),

@@ -570,11 +570,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     };
     let bench = Kv {
         systems: systems_of(&args.system),
-        transports: if args.transport.is_empty() {
-            vec![Transport::Tcp, Transport::Shm]
-        } else {
-            args.transport.clone()
-        },
+        transports: harness::or_all(&args.transport, &[Transport::Tcp, Transport::Shm]),
         spec: args.workload.clone(),
         seed: args.seed,
         sweep: Sweep {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::stream::{self, StreamConfig};
 use crate::harness::Named;
 use crate::harness::cli::Common;
+use crate::harness::or_all;
 use crate::plot;
 
 /// Defaults of the in-flight counts.
@@ -255,10 +256,6 @@ pub(super) fn stream_plan(args: &Args) -> Vec<StreamConfig> {
 }
 
 /// `chosen`, or `all` if nothing was chosen.
-fn or_all<T: Clone>(chosen: &[T], all: &[T]) -> Vec<T> {
-    if chosen.is_empty() { all } else { chosen }.to_vec()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

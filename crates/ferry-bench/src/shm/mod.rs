@@ -172,11 +172,7 @@ impl<'a> Shm<'a> {
             );
             args.client_cpu
         };
-        let payloads = harness::sorted(if args.payloads.is_empty() {
-            PAYLOADS.to_vec()
-        } else {
-            args.payloads.clone()
-        });
+        let payloads = harness::sorted(harness::or_all(&args.payloads, &PAYLOADS));
         Shm {
             args,
             budget: args.common.budget(QUICK_MS, FULL_MS),
@@ -229,11 +225,7 @@ impl<'a> Shm<'a> {
 /// in-flight count; the largest over shm spin at the most in flight.
 fn plan(args: &Args, payloads: &[usize]) -> Vec<Point> {
     let has = |t| args.transports.is_empty() || args.transports.contains(&t);
-    let in_flight = if args.in_flight.is_empty() {
-        IN_FLIGHT.to_vec()
-    } else {
-        args.in_flight.clone()
-    };
+    let in_flight = harness::or_all(&args.in_flight, &IN_FLIGHT);
     let p = |transport, notify, payload, in_flight| Point {
         transport,
         notify,
