@@ -131,11 +131,7 @@ impl<'a> Datapath<'a> {
             args,
             budget: args.common.budget(80, 250),
             reps: args.reps.max(1),
-            receiver_cpu: if harness::cpus() > 1 {
-                args.receiver_cpu
-            } else {
-                args.sender_cpu
-            },
+            receiver_cpu: harness::server_cpu(args.sender_cpu, args.receiver_cpu),
             modes: harness::or_all(&args.modes, &Mode::ALL),
             groups,
         }

@@ -284,12 +284,7 @@ struct Bench<'a> {
 impl<'a> Bench<'a> {
     fn new(args: &'a Args) -> Bench<'a> {
         let wants = |part| args.parts.is_empty() || args.parts.contains(&part);
-        let server_cpu = if harness::cpus() > 1 {
-            args.server_cpu
-        } else {
-            eprintln!("warning: one CPU: client and server share it");
-            args.client_cpu
-        };
+        let server_cpu = harness::server_cpu(args.client_cpu, args.server_cpu);
         let sizes = match (wants(Part::Serialize), args.sizes.is_empty()) {
             (false, _) => Vec::new(),
             (true, true) => SERIALIZE_SIZES.to_vec(),

@@ -157,6 +157,16 @@ pub fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
     v
 }
 
+/// `server`, or `client` on a machine with one CPU, where the two sides share it (said on
+/// stderr: busy-polling sides then wait for the scheduler).
+pub fn server_cpu(client: usize, server: usize) -> usize {
+    if cpus() > 1 {
+        return server;
+    }
+    eprintln!("warning: one CPU: client and server share it, and busy-polling sides wait for the scheduler");
+    client
+}
+
 /// CPUs this process may run on (for choosing where to pin).
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)

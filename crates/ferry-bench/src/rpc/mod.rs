@@ -323,17 +323,7 @@ fn settings(budget: Budget, reps: usize, clock_ns: f64, cpus: Cpus, took: Durati
 /// `ferry bench rpc`: measures (or reads `--from`), prints the table and the targets, writes
 /// the JSON (and the plot).
 pub fn run(args: &Args) -> Result<(), BoxError> {
-    let measuring = args.common.from.is_none();
-    let server_cpu = if harness::cpus() > 1 {
-        args.server_cpu
-    } else {
-        if measuring {
-            eprintln!(
-                "warning: one CPU: client and server share it, and busy-polling sides wait for the scheduler"
-            );
-        }
-        args.client_cpu
-    };
+    let server_cpu = harness::server_cpu(args.client_cpu, args.server_cpu);
     let quick = args.common.quick;
     let bench = Rpc {
         points: plan::plan(args),

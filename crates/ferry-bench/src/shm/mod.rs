@@ -164,14 +164,7 @@ struct Shm<'a> {
 
 impl<'a> Shm<'a> {
     fn new(args: &'a Args) -> Shm<'a> {
-        let server_cpu = if harness::cpus() > 1 {
-            args.server_cpu
-        } else {
-            eprintln!(
-                "warning: one CPU: client and server share it, and spinning sides wait for the scheduler"
-            );
-            args.client_cpu
-        };
+        let server_cpu = harness::server_cpu(args.client_cpu, args.server_cpu);
         let payloads = harness::sorted(harness::or_all(&args.payloads, &PAYLOADS));
         Shm {
             args,
