@@ -255,7 +255,6 @@ pub(super) fn stream_plan(args: &Args) -> Vec<StreamConfig> {
     )
 }
 
-/// `chosen`, or `all` if nothing was chosen.
 #[cfg(test)]
 mod tests {
     use super::*;
