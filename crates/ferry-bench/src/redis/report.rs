@@ -11,7 +11,7 @@ use crate::BoxError;
 use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round, sorted};
+use crate::harness::{median, round, sorted, unique};
 use crate::plot::{BarPanel, Bars, bars_svg};
 
 /// A client that used at least this share of its core was the bottleneck.
@@ -249,13 +249,7 @@ pub struct Runs {
 impl Runs {
     /// The (test, pipeline) pairs measured, in run order.
     fn cases(&self) -> Vec<(Test, u32)> {
-        let mut out = Vec::new();
-        for r in &self.records {
-            if !out.contains(&(r.test, r.pipeline)) {
-                out.push((r.test, r.pipeline));
-            }
-        }
-        out
+        unique(self.records.iter().map(|r| (r.test, r.pipeline)))
     }
 
     /// The medians of `side` on `test` at `p`.
