@@ -15,7 +15,7 @@ use crate::BoxError;
 use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round, sorted};
+use crate::harness::{median, paired, round, sorted};
 use crate::plot::{self, Panel, XAxis, bytes_label};
 
 /// Sizes of the targets (§4): build time at 64 KiB, requests/s from 64 KiB up.
@@ -143,16 +143,6 @@ impl RpcRun {
             p99_ns_reps: each(&q(0.99)),
         }
     }
-}
-
-/// The median over repetitions of `a[i] / b[i]` (both measured moments apart in one
-/// repetition); the ratio of the medians if they differ in repetitions.
-fn paired(a: &[f64], b: &[f64]) -> f64 {
-    if a.len() == b.len() && !a.is_empty() {
-        let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
-        return median(&ratios).unwrap_or(f64::NAN);
-    }
-    median(a).unwrap_or(f64::NAN) / median(b).unwrap_or(f64::NAN)
 }
 
 /// The stock builder used the same way as `ours` (fresh or reused).

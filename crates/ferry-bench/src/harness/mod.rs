@@ -185,6 +185,17 @@ pub fn median(values: &[f64]) -> Option<f64> {
     }
 }
 
+/// The median over repetitions of `a[i] / b[i]`: a repetition runs what a target compares
+/// close together in time, so both sides of each ratio see the machine in the same state.
+/// The ratio of the medians if the two differ in repetitions.
+pub fn paired(a: &[f64], b: &[f64]) -> f64 {
+    if a.len() == b.len() && !a.is_empty() {
+        let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+        return median(&ratios).unwrap_or(f64::NAN);
+    }
+    median(a).unwrap_or(f64::NAN) / median(b).unwrap_or(f64::NAN)
+}
+
 /// Splits `total` into `count` near-equal positive parts (the first ones one larger), for
 /// fields of equal size that add up to a message size.
 pub fn split_evenly(total: usize, count: usize) -> Vec<usize> {

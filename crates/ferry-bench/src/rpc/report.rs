@@ -14,7 +14,7 @@ use crate::harness::Histogram;
 use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round, sorted};
+use crate::harness::{median, paired, round, sorted};
 use crate::{BoxError, plot};
 
 /// The in-flight count of the comparison with tonic, and of the 64 B throughput target.
@@ -79,17 +79,6 @@ pub(super) fn summarize(point: Point, runs: &[Measured]) -> Record {
         server_cpu_ns_per_call: round(med(&|m| per_call(m.server_cpu, m)), 1),
         client_cpu_ns_per_call: round(med(&|m| per_call(m.client_cpu, m)), 1),
     }
-}
-
-/// The median over repetitions of `a[i] / b[i]`: a repetition runs what a target compares
-/// close together in time, so both sides of each ratio see the machine in the same state.
-/// The ratio of the medians if the two differ in repetitions.
-pub(super) fn paired(a: &[f64], b: &[f64]) -> f64 {
-    if a.len() == b.len() && !a.is_empty() {
-        let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
-        return median(&ratios).unwrap_or(f64::NAN);
-    }
-    median(a).unwrap_or(f64::NAN) / median(b).unwrap_or(f64::NAN)
 }
 
 /// Calls/s of `a` over `b`'s, [`paired`].

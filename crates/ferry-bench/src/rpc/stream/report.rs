@@ -8,10 +8,9 @@ use super::{CHUNK, PING_SIZES, Shape, StreamConfig, StreamMeasured};
 use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round};
+use crate::harness::{median, paired, round};
 use crate::plot::{self, bytes_label};
 use crate::rpc::plan::{System, Transport};
-use crate::rpc::report::paired;
 
 /// Bytes in a GB (GB/s and CPU per GB are decimal).
 const GB: f64 = 1e9;
