@@ -150,19 +150,7 @@ impl Builder {
     }
 }
 
-/// What carries the ping-pong.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    /// TCP loopback (`ferry-net`, gather mode).
-    Tcp,
-    /// Shared memory (`ferry-shm`).
-    Shm,
-}
-
-impl Transport {
-    const ALL: [Transport; 2] = [Transport::Tcp, Transport::Shm];
-}
+pub use crate::harness::Transport;
 
 /// A Record source size: a positive multiple of 128 bytes.
 fn parse_size(s: &str) -> Result<usize, String> {

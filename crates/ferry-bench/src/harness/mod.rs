@@ -23,6 +23,34 @@ pub mod window;
 
 pub use cpu::thread_cpu_time;
 
+/// What carries a benchmark's requests (`tcp` or `shm`, on the command line and in the
+/// results).
+#[derive(
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// TCP loopback (`ferry-net`).
+    Tcp,
+    /// Shared memory (`ferry-shm`).
+    Shm,
+}
+
+impl Transport {
+    /// Both, TCP first.
+    pub const ALL: [Transport; 2] = [Transport::Tcp, Transport::Shm];
+}
+
 /// How long a run goes on.
 #[derive(Debug, Clone, Copy)]
 pub enum Budget {

@@ -124,7 +124,7 @@ impl Calibrate<'_> {
             (&[64, 128, 256, 512, 1024, 2048, 4096, 8192], &[1, 2, 4, 8])
         };
         let chosen = |given: &[u32], default: &[u32]| harness::sorted(harness::or_all(given, default));
-        let transports = harness::or_all(&args.transport, &[Transport::Tcp, Transport::Shm]);
+        let transports = harness::or_all(&args.transport, &Transport::ALL);
         (
             chosen(&args.sizes, sizes),
             chosen(&args.buffers, counts),

@@ -151,15 +151,7 @@ impl System {
     }
 }
 
-/// What carries the requests.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    /// TCP loopback.
-    Tcp,
-    /// Shared memory.
-    Shm,
-}
+pub use crate::harness::Transport;
 
 impl Transport {
     fn addr(self, server: &KvBenchServer) -> &Addr {
@@ -570,7 +562,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     };
     let bench = Kv {
         systems: systems_of(&args.system),
-        transports: harness::or_all(&args.transport, &[Transport::Tcp, Transport::Shm]),
+        transports: harness::or_all(&args.transport, &Transport::ALL),
         spec: args.workload.clone(),
         seed: args.seed,
         sweep: Sweep {
@@ -642,7 +634,7 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
     let meter = LoadMeter::start();
     let store = load_store(&first)?;
     let systems = [System::Ferry, System::Prost];
-    let transports = [Transport::Tcp, Transport::Shm];
+    let transports = Transport::ALL;
     let progress = Progress::new(runs(&systems, &transports, &settings), "demo");
     let summary = measure(&store, &make, &systems, &transports, &settings, &progress)?;
     progress.finish();

@@ -132,7 +132,7 @@ pub(super) fn copies(mut workload: Workload, systems: &[System]) -> Vec<(System,
         sizes_of.push(expected.into_iter().map(|(_, _, len)| len).collect::<Vec<u32>>());
     }
     let mut out = Vec::new();
-    for &t in &[Transport::Tcp, Transport::Shm] {
+    for &t in &Transport::ALL {
         for &s in systems {
             let total: u64 = sizes_of.iter().map(|sz| copied(s, t, sz)).sum();
             out.push((s, t, round(total as f64 / COPY_SAMPLE as f64, 1)));
@@ -187,7 +187,7 @@ impl Summary {
     }
 
     fn transports(&self) -> Vec<Transport> {
-        [Transport::Tcp, Transport::Shm]
+        Transport::ALL
             .into_iter()
             .filter(|t| self.points.iter().any(|m| m.transport == *t))
             .collect()

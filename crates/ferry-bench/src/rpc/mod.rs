@@ -136,7 +136,7 @@ fn run_loop_points(
     cpus: Cpus,
     progress: &Progress,
 ) -> Result<Vec<Measured>, BoxError> {
-    let server = service::start(&[Transport::Tcp, Transport::Shm], Some(cpus.1), loop_config())?;
+    let server = service::start(&Transport::ALL, Some(cpus.1), loop_config())?;
     harness::on_cpu("rpc-client", cpus.0, || {
         let mut lp = EventLoop::new(loop_config())?;
         let mut out = Vec::with_capacity(points.len());
@@ -343,7 +343,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
 /// server loop, one repetition of `budget` each, printed as the benchmark's table.
 pub fn demo(budget: Budget) -> Result<(), BoxError> {
     let cpus = if harness::cpus() > 1 { (0, 1) } else { (0, 0) };
-    let points: Vec<Point> = [Transport::Tcp, Transport::Shm]
+    let points: Vec<Point> = Transport::ALL
         .into_iter()
         .flat_map(|transport| {
             [System::Raw, System::FerryHybrid, System::Prost].map(|system| Point {

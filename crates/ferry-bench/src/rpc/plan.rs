@@ -101,15 +101,8 @@ impl System {
     }
 }
 
-/// What carries the calls.
-#[derive(ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    /// TCP loopback (`ferry-net`; tonic: HTTP/2).
-    Tcp,
-    /// Shared memory (`ferry-shm`; the ping-pong: two cache lines).
-    Shm,
-}
+/// What carries the calls (tonic: HTTP/2 over TCP; the ping-pong: two cache lines).
+pub use crate::harness::Transport;
 
 /// The fields of every request: `count` values of `len` bytes, no key. In the records: `fields`
 /// and `field_len`.

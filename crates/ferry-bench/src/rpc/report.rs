@@ -104,7 +104,7 @@ fn loop_points(all: &[Record]) -> Vec<(Transport, Fields, usize)> {
             .map(|r| r.point.in_flight),
     );
     let mut out = Vec::new();
-    for transport in [Transport::Tcp, Transport::Shm] {
+    for transport in Transport::ALL {
         for fields in [ECHO, ONE_KIB] {
             out.extend(counts.iter().map(|&n| (transport, fields, n)));
         }

@@ -147,7 +147,7 @@ pub(in crate::rpc) fn targets(all: &[Record]) -> Vec<Target> {
             out.push(Target::ratio(what, ratio, true, goal));
         }
     }
-    for transport in [Transport::Tcp, Transport::Shm] {
+    for transport in Transport::ALL {
         for size in PING_SIZES {
             let ratio = find(all, System::FerryHybrid, transport, Shape::PingPong, size)
                 .filter(|r| !r.unary_p50_ns_reps.is_empty())
