@@ -44,6 +44,30 @@ const PANEL_WIDTH: u32 = 660;
 /// Width of the legend strip on a panel's right.
 const LEGEND_WIDTH: u32 = 130;
 
+/// The series of `items`: one per `name`, in the order the names first appear, each item's
+/// point `xy`, every series sorted by x.
+pub fn series<T>(
+    items: impl IntoIterator<Item = T>,
+    name: impl Fn(&T) -> String,
+    xy: impl Fn(&T) -> (f64, f64),
+) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
+    for item in items {
+        let (name, point) = (name(&item), xy(&item));
+        match out.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push(point),
+            None => out.push(Series {
+                name,
+                points: vec![point],
+            }),
+        }
+    }
+    for s in &mut out {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
 /// Formats a byte count for an axis: `16 B`, `4 KiB`, `64 KiB`.
 pub fn bytes_label(bytes: f64) -> String {
     let b = bytes.round() as u64;

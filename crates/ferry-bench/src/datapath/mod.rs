@@ -1,31 +1,21 @@
 //! `ferry bench datapath`: one-way streams of Ferry messages over TCP loopback, in every send
-//! mode of `ferry-net`, swept over message size and number of fields.
+//! mode of `ferry-net`, swept over message size and number of fields
+//! (`docs/benchmarks/datapath.md` has the method and the results).
 //!
-//! One *run* ([`measure`]) is one connection: a sender thread and a receiver thread, pinned to
-//! different CPUs, congestion control fixed on both ends. The sender builds a
-//! [`Record`](ferry::sample::Record) per message whose fields are pool-resident values
-//! (borrowed slices of [`SharedBuf`](ferry_buf::SharedBuf)s, so the transport may reference
-//! them), queues it as fast as it can (the connection batches), then flushes and waits until
-//! the kernel has released every zero-copy buffer. The receiver validates each frame in place
-//! and touches every field (its length and first byte), with no copy. A warm-up precedes a
-//! `MARK` frame; the measured window runs from the mark to an `END` frame, on both sides:
+//! One run ([`measure`]) is one connection between a sender and a receiver thread pinned to
+//! different CPUs. The sender queues a [`Record`](ferry::sample::Record) of pool-resident
+//! fields per message as fast as it can, then flushes and waits until the kernel released every
+//! zero-copy buffer; the receiver validates each frame in place and touches every field. The
+//! window runs from a `MARK` frame to an `END` frame:
 //!
 //! ```text
 //!  sender (CPU a)   warm-up msgs │ MARK │ measured msgs ............. │ END │ flush, wait_idle
 //!  receiver (CPU b) warm-up msgs │ MARK: Reading ── decode+touch ──── END: Reading
 //! ```
 //!
-//! Throughput is measured messages / (t1 - t0) at the receiver. Sender CPU is the sender
-//! thread's from queuing the mark to the end of `wait_idle`; receiver CPU the receiver
-//! thread's over its window ([`harness::window`]). Counters are the connection's own, as
-//! differences over the window.
-//!
-//! The messages' context uses a zero-copy threshold of 0 by default, so *every* field is a
-//! zero-copy value and the send mode alone decides whether it is copied in user space (copy,
-//! and auto below its gather rule) or posted as a gather entry (gather, zerocopy, uring): the
-//! sweep then shows the cost of a gather entry against the cost of a copy at every field size,
-//! which is what the auto rule needs. (With the default 512 B threshold the message itself
-//! copies small fields into its header segment, and every mode would look alike below it.)
+//! The zero-copy threshold is 0 by default, so every field is a zero-copy value and the send
+//! mode alone decides whether it is copied or posted as a gather entry: the sweep shows a gather
+//! entry's cost against a copy's at every field size, which the auto rule needs.
 
 use std::path::Path;
 
@@ -141,16 +131,8 @@ impl<'a> Datapath<'a> {
             args,
             budget: args.common.budget(80, 250),
             reps: args.reps.max(1),
-            receiver_cpu: if harness::cpus() > 1 {
-                args.receiver_cpu
-            } else {
-                args.sender_cpu
-            },
-            modes: if args.modes.is_empty() {
-                Mode::ALL.to_vec()
-            } else {
-                args.modes.clone()
-            },
+            receiver_cpu: harness::server_cpu(args.sender_cpu, args.receiver_cpu),
+            modes: harness::or_all(&args.modes, &Mode::ALL),
             groups,
         }
     }

@@ -10,8 +10,8 @@ use super::record::Record;
 use super::{TARGET_FIELDS, TARGET_SIZE};
 use crate::BoxError;
 use crate::harness::lifecycle::Target;
-use crate::harness::median;
 use crate::harness::table::Table;
+use crate::harness::{median, unique};
 use crate::plot::{self, bytes_label};
 
 /// The copy-mode record of `r`'s configuration.
@@ -158,12 +158,7 @@ pub fn plot(all: &[Record], path: &Path) -> Result<(), BoxError> {
         .iter()
         .find(|r| !r.batched)
         .map_or(TARGET_FIELDS, |r| r.fields);
-    let mut modes: Vec<&str> = Vec::new();
-    for r in all {
-        if !modes.contains(&r.mode.as_str()) {
-            modes.push(&r.mode);
-        }
-    }
+    let modes = unique(all.iter().map(|r| r.mode.as_str()));
     let panel = |what: &str, y_label: &str, batched: bool, y: fn(&Record) -> f64| plot::Panel {
         title: format!(
             "{what}, {}, {fields} fields",

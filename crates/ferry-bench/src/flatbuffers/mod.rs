@@ -1,41 +1,21 @@
 //! `ferry bench flatbuffers`: the copy-free FlatBuffers builder (`ferry-flatbuffers`, the
 //! zFlatBuffers paper's design) against the stock `flatbuffers` 25.12 builder, as in the
-//! paper's section VI-A..C, side by side in one run.
+//! paper's section VI-A..C, side by side in one run (`docs/benchmarks/flatbuffers.md` says
+//! what is measured and how).
 //!
-//! # What runs
+//! - **Serialization** (Table II, Figures 9-10; `serialize.rs`, `counting.rs`): the paper's
+//!   Record (`record.rs`) of 1 KiB .. 1 MiB, built by the same call sequence with each
+//!   [`Builder`], fresh or reused: time per message, and allocations, bytes allocated and
+//!   bytes copied, counted exactly; and the memcpy floor.
+//! - **Ping-pong RPC** (Figures 11-13; `service.rs`, `client.rs`): one pinned, busy-polling
+//!   [`ferry_rpc::Server`] loop over TCP and shared memory verifies each Record and answers an
+//!   8-byte ACK; client threads on the other CPU send one call at a time, by size, then by
+//!   thread count at 128 KiB; **prebuilt** (the Record built once) is the ceiling.
 //!
-//! **Serialization (Table II, Figures 9-10; `serialize.rs`).** The paper's Record
-//! (`record.rs`: a vector of `i64` ids and a vector of 64-byte strings, each half of the
-//! source size) of 1 KiB, 16 KiB, 64 KiB, 128 KiB and 1 MiB, built by the same call sequence
-//! with four [`Builder`]s: the stock builder new per message (**fresh**: it grows from empty,
-//! doubling and copying, as in the paper) or `reset()` between messages (**reused**: what a
-//! careful user does), and ours, fresh or reused. Per message: wall time (mean over a
-//! repetition, median over repetitions), and, counted exactly, allocations, bytes allocated
-//! and bytes copied (`counting.rs` for the stock builder; `BuildStats` for ours), beside the
-//! paper's C++ figures; and the floor of any serializer: the source copied into one buffer.
-//!
-//! **Ping-pong RPC (Figures 11-13; `service.rs`, `client.rs`).** One [`ferry_rpc::Server`]
-//! loop, pinned and busy-polling, listens on TCP loopback (`ferry-net`, gather send mode) and
-//! on shared memory (`ferry-shm`); its raw method verifies each Record with the stock verifier
-//! and answers an 8-byte ACK. A client thread on the other CPU builds the Record, sends it
-//! with `call_payload` (stock: `Payload::Bytes(finished_data())`; ours: `Payload::Gather` of
-//! the builder's slices), waits for the ACK and checks it, over and over (one call in flight,
-//! as the paper's ping-pong). Beside the four builders, **prebuilt**: the Record built once
-//! and its bytes sent every call, the ceiling of any builder. Sizes 256 B .. 128 KiB (powers
-//! of 2; `--quick`: of 4, and 128 KiB): requests/s, MB/s of Record and p50/p99 round trip.
-//! Then at 128 KiB: 1 .. `--max-threads` client threads, each with its own busy-polling loop
-//! and session, all pinned to the client CPU (this machine has two: the server loop has the
-//! other), so they share it by the scheduler's time slices, against the same one-loop server:
-//! requests/s.
-//!
-//! Every repetition runs every configuration, the builders compared back to back at each
-//! size (and transport), so that a ratio compares figures taken moments apart; every figure
-//! is a median over repetitions, every target ratio the median over repetitions of the ratio
-//! within one. Every run is bounded: a call not answered within 10 s fails it.
-//!
-//! The Record's reader and verifier (and the `VT_*` slots the builders write) are
-//! [`crate::generated::zflat_record_generated`], `flatc --rust` output for
-//! `schema/zflat_record.fbs`, committed (see `regen.sh`).
+//! Every repetition runs every configuration, what a ratio compares back to back; figures are
+//! medians over repetitions, target ratios medians of per-repetition ratios. A call not
+//! answered within 10 s fails the run. The Record's reader is
+//! [`crate::generated::zflat_record_generated`] (`flatc --rust`, see `regen.sh`).
 
 mod client;
 mod counting;
@@ -45,7 +25,6 @@ mod serialize;
 mod service;
 
 use std::path::Path;
-use std::thread;
 use std::time::Duration;
 
 use ferry_buf::{Pool, PoolConfig};
@@ -55,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
@@ -162,38 +142,15 @@ impl Builder {
     ];
 
     /// Its name in the tables and the plot.
-    fn label(self) -> &'static str {
+    fn label(self) -> String {
         match self {
-            Builder::Memcpy => "memcpy (floor)",
-            Builder::Prebuilt => "prebuilt",
-            Builder::FlatbuffersFresh => "flatbuffers-fresh",
-            Builder::FlatbuffersReused => "flatbuffers-reused",
-            Builder::ZflatbuffersFresh => "zflatbuffers-fresh",
-            Builder::ZflatbuffersReused => "zflatbuffers-reused",
+            Builder::Memcpy => "memcpy (floor)".to_owned(),
+            b => b.name(),
         }
     }
 }
 
-/// What carries the ping-pong.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    /// TCP loopback (`ferry-net`, gather mode).
-    Tcp,
-    /// Shared memory (`ferry-shm`).
-    Shm,
-}
-
-impl Transport {
-    const ALL: [Transport; 2] = [Transport::Tcp, Transport::Shm];
-
-    fn name(self) -> &'static str {
-        match self {
-            Transport::Tcp => "tcp",
-            Transport::Shm => "shm",
-        }
-    }
-}
+pub use crate::harness::Transport;
 
 /// A Record source size: a positive multiple of 128 bytes.
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -247,11 +204,7 @@ fn builders(args: &Args) -> Vec<Builder> {
 /// size, prebuilt and every builder back to back; then the thread sweep likewise.
 fn rpc_plan(args: &Args) -> Vec<RpcPoint> {
     let sends: Vec<Builder> = std::iter::once(Builder::Prebuilt).chain(builders(args)).collect();
-    let transports = if args.transports.is_empty() {
-        Transport::ALL.to_vec()
-    } else {
-        args.transports.clone()
-    };
+    let transports = harness::or_all(&args.transports, &Transport::ALL);
     // 256 B .. 128 KiB in powers of 2 (`--quick`: of 4, and 128 KiB).
     let sizes: Vec<usize> = if args.common.quick {
         (8..=16).step_by(2).chain([17]).map(|i| 1 << i).collect()
@@ -319,12 +272,7 @@ struct Bench<'a> {
 impl<'a> Bench<'a> {
     fn new(args: &'a Args) -> Bench<'a> {
         let wants = |part| args.parts.is_empty() || args.parts.contains(&part);
-        let server_cpu = if harness::cpus() > 1 {
-            args.server_cpu
-        } else {
-            eprintln!("warning: one CPU: client and server share it");
-            args.client_cpu
-        };
+        let server_cpu = harness::server_cpu(args.client_cpu, args.server_cpu);
         let sizes = match (wants(Part::Serialize), args.sizes.is_empty()) {
             (false, _) => Vec::new(),
             (true, true) => SERIALIZE_SIZES.to_vec(),
@@ -356,31 +304,24 @@ impl<'a> Bench<'a> {
     /// One repetition of serialization, on the pinned client CPU: ns per message per size
     /// and column.
     fn time_serialize(&self, pool: &Pool, progress: &Progress) -> Result<Vec<Vec<f64>>, BoxError> {
-        thread::scope(|s| {
-            thread::Builder::new()
-                .name("fb-serialize".to_owned())
-                .spawn_scoped(s, || -> Result<Vec<Vec<f64>>, BoxError> {
-                    harness::pin_current_thread(self.cpus.0)?;
-                    let mut timed = serialize::Builders::new(pool);
-                    let mut out = Vec::new();
-                    for &size in &self.sizes {
-                        let source = Source::new(size);
-                        let mut row = Vec::new();
-                        for b in self.columns() {
-                            progress.start(format!(
-                                "serialize {} {}",
-                                b.label(),
-                                crate::plot::bytes_label(size as f64)
-                            ));
-                            row.push(timed.time(b, &source, self.budget));
-                            progress.done();
-                        }
-                        out.push(row);
-                    }
-                    Ok(out)
-                })?
-                .join()
-                .unwrap_or_else(|_| Err("the serializing thread panicked".into()))
+        harness::on_cpu("fb-serialize", self.cpus.0, || {
+            let mut timed = serialize::Builders::new(pool);
+            let mut out = Vec::new();
+            for &size in &self.sizes {
+                let source = Source::new(size);
+                let mut row = Vec::new();
+                for b in self.columns() {
+                    progress.start(format!(
+                        "serialize {} {}",
+                        b.label(),
+                        crate::plot::bytes_label(size as f64)
+                    ));
+                    row.push(timed.time(b, &source, self.budget));
+                    progress.done();
+                }
+                out.push(row);
+            }
+            Ok(out)
         })
     }
 

@@ -12,9 +12,10 @@ use super::client::Measured;
 use super::serialize::Counted;
 use super::{Builder, RpcPoint, Sweep, THREADS_SIZE, Transport};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round};
+use crate::harness::{median, paired, round, sorted};
 use crate::plot::{self, Panel, XAxis, bytes_label};
 
 /// Sizes of the targets (§4): build time at 64 KiB, requests/s from 64 KiB up.
@@ -144,16 +145,6 @@ impl RpcRun {
     }
 }
 
-/// The median over repetitions of `a[i] / b[i]` (both measured moments apart in one
-/// repetition); the ratio of the medians if they differ in repetitions.
-fn paired(a: &[f64], b: &[f64]) -> f64 {
-    if a.len() == b.len() && !a.is_empty() {
-        let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
-        return median(&ratios).unwrap_or(f64::NAN);
-    }
-    median(a).unwrap_or(f64::NAN) / median(b).unwrap_or(f64::NAN)
-}
-
 /// The stock builder used the same way as `ours` (fresh or reused).
 fn stock_peer(ours: Builder) -> Option<Builder> {
     match ours {
@@ -168,12 +159,6 @@ const PAIRS: [(Builder, &str); 2] = [
     (Builder::ZflatbuffersReused, "reused builders"),
     (Builder::ZflatbuffersFresh, "fresh builders"),
 ];
-
-fn sorted(mut v: Vec<usize>) -> Vec<usize> {
-    v.sort_unstable();
-    v.dedup();
-    v
-}
 
 impl Records {
     fn serialize(&self) -> impl Iterator<Item = &SerializeRun> {
@@ -258,7 +243,7 @@ impl Records {
             "/fb",
             "/reused",
         ]);
-        for size in sorted(self.serialize().map(|s| s.size).collect()) {
+        for size in sorted(self.serialize().map(|s| s.size)) {
             for s in self.serialize().filter(|s| s.size == size) {
                 let ratio = |base: Option<Builder>| {
                     let base = self.ser(base?, size).filter(|_| s.builder != Builder::Memcpy)?;
@@ -362,7 +347,7 @@ impl Records {
         }
         println!();
         let threads: Vec<&RpcRun> = self.rpc().filter(|r| r.point.sweep == Sweep::Threads).collect();
-        let counts = sorted(threads.iter().map(|r| r.point.threads).collect());
+        let counts = sorted(threads.iter().map(|r| r.point.threads));
         if threads.is_empty() {
             return;
         }
@@ -498,11 +483,11 @@ impl Records {
             y_label: y_label.to_owned(),
             series,
         };
-        let name = |s: &&SerializeRun| s.builder.label().to_owned();
+        let name = |s: &&SerializeRun| s.builder.label();
         let counted = |s: &&SerializeRun| s.counted.is_some();
         // Bytes allocated (`Counted` and the paper's column 4) or copied (column 5).
         let count = |what: &str, f: fn(&Counted) -> usize, paper: fn(&PaperRow) -> usize| {
-            let mut s = series(&ser, counted, name, |s| {
+            let mut s = plot::series(ser.iter().copied().filter(counted), name, |s| {
                 (s.size as f64, s.counted.map_or(0, |c| f(&c)) as f64)
             });
             for lib in ["FlatBuffers C++", "zFlatBuffers C++"] {
@@ -523,7 +508,7 @@ impl Records {
             bytes(
                 "Figure 9: building the Record",
                 "ns per message",
-                series(&ser, |_| true, name, |s| (s.size as f64, s.ns)),
+                plot::series(ser.iter().copied(), name, |s| (s.size as f64, s.ns)),
             ),
             bytes(
                 "Table II: bytes allocated per message (0 not drawn)",
@@ -545,10 +530,11 @@ impl Records {
                     transport.name()
                 ),
                 "requests/s",
-                series(
-                    &rpc,
-                    |r| sized(r) && r.point.transport == transport,
-                    |r| r.point.builder.label().to_owned(),
+                plot::series(
+                    rpc.iter()
+                        .copied()
+                        .filter(|r| sized(r) && r.point.transport == transport),
+                    |r| r.point.builder.label(),
                     |r| (r.point.size as f64, r.rate),
                 ),
             ));
@@ -556,7 +542,9 @@ impl Records {
         panels.push(bytes(
             "Figure 11(b): ping-pong p50 round trip",
             "p50 ns",
-            series(&rpc, sized, rpc_name, |r| (r.point.size as f64, r.p50_ns)),
+            plot::series(rpc.iter().copied().filter(sized), rpc_name, |r| {
+                (r.point.size as f64, r.p50_ns)
+            }),
         ));
         let mut normalized = Vec::new();
         for transport in Transport::ALL {
@@ -591,9 +579,8 @@ impl Records {
             x_label: "client threads (sharing one CPU)".to_owned(),
             x_axis: XAxis::Count,
             y_label: "requests/s".to_owned(),
-            series: series(
-                &rpc,
-                |r| r.point.sweep == Sweep::Threads,
+            series: plot::series(
+                rpc.iter().copied().filter(|r| r.point.sweep == Sweep::Threads),
                 rpc_name,
                 |r| (r.point.threads as f64, r.rate),
             ),
@@ -605,29 +592,4 @@ impl Records {
             &panels,
         )
     }
-}
-
-/// Series of `runs` kept by `keep`, named by `name`, points `(x, y)`, sorted by x.
-fn series<T>(
-    runs: &[T],
-    keep: impl Fn(&T) -> bool,
-    name: impl Fn(&T) -> String,
-    point: impl Fn(&T) -> (f64, f64),
-) -> Vec<plot::Series> {
-    let mut out: Vec<plot::Series> = Vec::new();
-    for r in runs.iter().filter(|r| keep(r)) {
-        let n = name(r);
-        let i = out.iter().position(|s| s.name == n).unwrap_or_else(|| {
-            out.push(plot::Series {
-                name: n,
-                points: Vec::new(),
-            });
-            out.len() - 1
-        });
-        out[i].points.push(point(r));
-    }
-    for s in &mut out {
-        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    out
 }

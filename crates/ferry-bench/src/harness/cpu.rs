@@ -172,23 +172,15 @@ impl CpuReading {
     }
 }
 
-/// Where a CPU time came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a CPU time came from (its name in the results: `schedstat`, `stat-ticks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Source {
     /// `/proc/PID/task/*/schedstat`, nanoseconds.
     Schedstat,
     /// `/proc/PID/stat` clock ticks (10 ms).
+    #[serde(rename = "stat-ticks")]
     Ticks,
-}
-
-impl Source {
-    /// `"schedstat"` or `"stat-ticks"`, for the results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Source::Schedstat => "schedstat",
-            Source::Ticks => "stat-ticks",
-        }
-    }
 }
 
 /// Reads `/proc/PID/stat`.

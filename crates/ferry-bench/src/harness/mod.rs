@@ -23,6 +23,34 @@ pub mod window;
 
 pub use cpu::thread_cpu_time;
 
+/// What carries a benchmark's requests (`tcp` or `shm`, on the command line and in the
+/// results).
+#[derive(
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// TCP loopback (`ferry-net`).
+    Tcp,
+    /// Shared memory (`ferry-shm`).
+    Shm,
+}
+
+impl Transport {
+    /// Both, TCP first.
+    pub const ALL: [Transport; 2] = [Transport::Tcp, Transport::Shm];
+}
+
 /// How long a run goes on.
 #[derive(Debug, Clone, Copy)]
 pub enum Budget {
@@ -58,6 +86,20 @@ impl Budget {
     }
 }
 
+/// An enum's name in tables and results: its serde name (`ferry-copy`, `tcp`), which clap's
+/// value names match wherever the enum is also a command-line value.
+pub trait Named: serde::Serialize {
+    /// The name.
+    fn name(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
+impl<T: serde::Serialize> Named for T {}
+
 /// Rounds `v` to `digits` decimal digits, for the JSON records.
 pub fn round(v: f64, digits: i32) -> f64 {
     let p = 10f64.powi(digits);
@@ -89,12 +131,68 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     ferry_transport::pin_current_thread(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))
 }
 
+/// Runs `f` on a thread `who` of its own, pinned to `cpu` (the caller's affinity, which
+/// [`cpus`] and the results' machine record read, stays as it was); its panic is named after
+/// `who`.
+pub fn on_cpu<T: Send>(
+    who: &str,
+    cpu: usize,
+    f: impl FnOnce() -> Result<T, BoxError> + Send,
+) -> Result<T, BoxError> {
+    std::thread::scope(|s| {
+        let thread = std::thread::Builder::new()
+            .name(who.to_owned())
+            .spawn_scoped(s, || {
+                pin_current_thread(cpu)?;
+                f()
+            })
+            .map_err(|e| format!("{who}: spawning the thread: {e}"))?;
+        thread
+            .join()
+            .unwrap_or_else(|_| Err(format!("{who}: the thread panicked").into()))
+    })
+}
+
 /// What a benchmark's thread `who` (`"client"`) returned, its error or panic named after it.
 pub fn joined<T>(who: &str, r: std::thread::Result<Result<T, BoxError>>) -> Result<T, BoxError> {
     match r {
         Ok(r) => r.map_err(|e| format!("{who}: {e}").into()),
         Err(_) => Err(format!("{who}: the thread panicked").into()),
     }
+}
+
+/// The values `chosen` on the command line, or `all` if none were.
+pub fn or_all<T: Clone>(chosen: &[T], all: &[T]) -> Vec<T> {
+    if chosen.is_empty() { all } else { chosen }.to_vec()
+}
+
+/// `items` sorted, each once.
+pub fn sorted<T: Ord>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = items.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// `items` each once, in the order they first appear.
+pub fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = Vec::new();
+    for item in items {
+        if !v.contains(&item) {
+            v.push(item);
+        }
+    }
+    v
+}
+
+/// `server`, or `client` on a machine with one CPU, where the two sides share it (said on
+/// stderr: busy-polling sides then wait for the scheduler).
+pub fn server_cpu(client: usize, server: usize) -> usize {
+    if cpus() > 1 {
+        return server;
+    }
+    eprintln!("warning: one CPU: client and server share it, and busy-polling sides wait for the scheduler");
+    client
 }
 
 /// CPUs this process may run on (for choosing where to pin).
@@ -113,6 +211,17 @@ pub fn median(values: &[f64]) -> Option<f64> {
         _ if n % 2 == 1 => Some(v[n / 2]),
         _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
     }
+}
+
+/// The median over repetitions of `a[i] / b[i]`: a repetition runs what a target compares
+/// close together in time, so both sides of each ratio see the machine in the same state.
+/// The ratio of the medians if the two differ in repetitions.
+pub fn paired(a: &[f64], b: &[f64]) -> f64 {
+    if a.len() == b.len() && !a.is_empty() {
+        let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+        return median(&ratios).unwrap_or(f64::NAN);
+    }
+    median(a).unwrap_or(f64::NAN) / median(b).unwrap_or(f64::NAN)
 }
 
 /// Splits `total` into `count` near-equal positive parts (the first ones one larger), for

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use super::workload::{self, Kind, WorkloadSpec};
 use super::{Measured, Summary, Sweep, System, Transport};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark};
 use crate::harness::progress::Progress;
@@ -122,17 +123,8 @@ impl Calibrate<'_> {
         } else {
             (&[64, 128, 256, 512, 1024, 2048, 4096, 8192], &[1, 2, 4, 8])
         };
-        let chosen = |given: &[u32], default: &[u32]| {
-            let mut v = if given.is_empty() { default } else { given }.to_vec();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
-        let transports = if args.transport.is_empty() {
-            vec![Transport::Tcp, Transport::Shm]
-        } else {
-            args.transport.clone()
-        };
+        let chosen = |given: &[u32], default: &[u32]| harness::sorted(harness::or_all(given, default));
+        let transports = harness::or_all(&args.transport, &Transport::ALL);
         (
             chosen(&args.sizes, sizes),
             chosen(&args.buffers, counts),
@@ -182,7 +174,7 @@ impl Benchmark for Calibrate<'_> {
                 };
                 let make = move || workload::build(&spec, 11).map_err(BoxError::from);
                 let first = make()?;
-                let store = super::load_store(first.as_ref())?;
+                let store = super::load_store(&first)?;
                 for &t in &transports {
                     progress.start(format!("{} {n} x {s} B", t.name()));
                     let points = super::sweep(&store, &make, &systems, &[t], &sweep, |_| {})?;
@@ -296,19 +288,11 @@ fn find(cells: &[Cell], t: Transport, n: u32, s: u32) -> Option<&Cell> {
 
 /// The sizes (ascending), counts (ascending) and transports (in measured order) of `cells`.
 fn axes(cells: &[Cell]) -> (Vec<u32>, Vec<u32>, Vec<Transport>) {
-    let mut sizes: Vec<u32> = cells.iter().map(|c| c.size).collect();
-    let mut counts: Vec<u32> = cells.iter().map(|c| c.buffers).collect();
-    let mut transports: Vec<Transport> = Vec::new();
-    for c in cells {
-        if !transports.contains(&c.transport) {
-            transports.push(c.transport);
-        }
-    }
-    sizes.sort_unstable();
-    sizes.dedup();
-    counts.sort_unstable();
-    counts.dedup();
-    (sizes, counts, transports)
+    (
+        harness::sorted(cells.iter().map(|c| c.size)),
+        harness::sorted(cells.iter().map(|c| c.buffers)),
+        harness::unique(cells.iter().map(|c| c.transport)),
+    )
 }
 
 /// The thresholds the servers read, with each transport of `cells` at its crossover.

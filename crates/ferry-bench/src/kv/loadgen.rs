@@ -104,7 +104,7 @@ impl Point {
 
 /// The shared state of a run, touched by the driver and by the continuations.
 struct State {
-    workload: Box<dyn Workload>,
+    workload: Workload,
     /// The peer's codec (client side) and its method, for peer systems.
     codec: Option<(Box<dyn KvCodec>, u16)>,
     /// The schedule and the window's tally.
@@ -123,7 +123,7 @@ impl State {
 
 /// Runs the workload at `spec.rate` against `system` at `addr`; `readings` are the server's.
 pub(super) fn run(
-    workload: Box<dyn Workload>,
+    workload: Workload,
     system: System,
     addr: &Addr,
     readings: &Readings,
@@ -498,6 +498,7 @@ mod tests {
     use super::super::workload::{self, Kind, WorkloadSpec};
     use super::super::{System, load_store};
     use super::*;
+    use crate::harness::Named;
 
     /// A store of 4 keys of one 64 B value each, with `corrupt` (if any) given other bytes of
     /// the same length, served on this machine's first CPU.
@@ -516,7 +517,7 @@ mod tests {
             ..WorkloadSpec::new(Kind::Ycsb)
         };
         let w = workload::build(&spec, 1).unwrap();
-        let store = load_store(w.as_ref()).unwrap();
+        let store = load_store(&w).unwrap();
         if let Some(i) = corrupt {
             let key = &w.objects()[i].key;
             // Part 1's bytes where part 0's belong: the right length, the wrong content.

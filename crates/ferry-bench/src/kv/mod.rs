@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark};
 use crate::harness::load::LoadMeter;
@@ -58,8 +59,8 @@ pub struct Args {
     workload: WorkloadSpec,
     /// Systems, comma-separated: ferry (hybrid), ferry-copy, ferry-zc (threshold 0), prost,
     /// flatbuffers, capnp, or all (default: all).
-    #[arg(long, value_delimiter = ',')]
-    system: Vec<SystemArg>,
+    #[arg(long, value_delimiter = ',', value_parser = system_or_all)]
+    system: Vec<Option<System>>,
     /// Transports, comma-separated (default: tcp,shm).
     #[arg(long, value_delimiter = ',')]
     transport: Vec<Transport>,
@@ -97,7 +98,7 @@ pub struct Args {
 }
 
 /// A serialization served by the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum System {
     /// Ferry, the measured threshold.
@@ -114,25 +115,6 @@ pub enum System {
     Capnp,
 }
 
-/// `--system` values.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SystemArg {
-    /// Ferry hybrid.
-    Ferry,
-    /// Ferry, copy only.
-    FerryCopy,
-    /// Ferry, zero-copy only.
-    FerryZc,
-    /// prost.
-    Prost,
-    /// FlatBuffers.
-    Flatbuffers,
-    /// Cap'n Proto.
-    Capnp,
-    /// Every system.
-    All,
-}
-
 impl System {
     /// Every system, Ferry's first.
     pub const ALL: [System; 6] = [
@@ -143,18 +125,6 @@ impl System {
         System::Flatbuffers,
         System::Capnp,
     ];
-
-    /// Its name in tables and results.
-    pub fn name(self) -> &'static str {
-        match self {
-            System::Ferry => "ferry",
-            System::FerryCopy => "ferry-copy",
-            System::FerryZc => "ferry-zc",
-            System::Prost => "prost",
-            System::Flatbuffers => "flatbuffers",
-            System::Capnp => "capnp",
-        }
-    }
 
     /// The peer codec's name ([`peers::codec`]), for the peers.
     fn codec_name(self) -> Option<&'static str> {
@@ -181,25 +151,9 @@ impl System {
     }
 }
 
-/// What carries the requests.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    /// TCP loopback.
-    Tcp,
-    /// Shared memory.
-    Shm,
-}
+pub use crate::harness::Transport;
 
 impl Transport {
-    /// `"tcp"` or `"shm"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Transport::Tcp => "tcp",
-            Transport::Shm => "shm",
-        }
-    }
-
     fn addr(self, server: &KvBenchServer) -> &Addr {
         &server.addrs[match self {
             Transport::Tcp => 0,
@@ -347,7 +301,7 @@ impl Measured {
 }
 
 /// A store with `workload`'s key space loaded, in a shared pool sized for it.
-pub fn load_store(workload: &dyn Workload) -> Result<Arc<Store>, BoxError> {
+pub fn load_store(workload: &Workload) -> Result<Arc<Store>, BoxError> {
     let objects = workload.objects();
     let footprint: usize = objects
         .iter()
@@ -381,7 +335,7 @@ pub fn load_store(workload: &dyn Workload) -> Result<Arc<Store>, BoxError> {
 /// fresh workload (same seed, same key space) for every run. Calls `each` after every point.
 pub fn sweep(
     store: &Arc<Store>,
-    make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
+    make: &(dyn Fn() -> Result<Workload, BoxError> + Sync),
     systems: &[System],
     transports: &[Transport],
     sweep: &Sweep,
@@ -398,13 +352,8 @@ pub fn sweep(
                 sweep.server_spin,
                 &dir,
             )?;
-            // On a thread of its own, pinned to the client CPU: the caller's affinity (what
-            // `harness::cpus` and the results' machine record read) stays as it was.
-            let result = std::thread::scope(|scope| {
-                scope
-                    .spawn(|| sweep_one(make, system, transport, &server, sweep, &mut each, &mut out))
-                    .join()
-                    .unwrap_or_else(|_| Err("the client thread panicked".into()))
+            let result = harness::on_cpu("kv-client", sweep.client_cpu, || {
+                sweep_one(make, system, transport, &server, sweep, &mut each, &mut out)
             });
             server.stop();
             result?;
@@ -414,7 +363,7 @@ pub fn sweep(
 }
 
 fn sweep_one(
-    make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
+    make: &(dyn Fn() -> Result<Workload, BoxError> + Sync),
     system: System,
     transport: Transport,
     server: &KvBenchServer,
@@ -422,7 +371,6 @@ fn sweep_one(
     each: &mut (impl FnMut(&Measured) + Send),
     out: &mut Vec<Measured>,
 ) -> Result<(), BoxError> {
-    harness::pin_current_thread(sweep.client_cpu)?;
     let run = |i: usize, rate: f64| -> Result<Point, BoxError> {
         let spec = RunSpec {
             rate,
@@ -523,7 +471,7 @@ fn runs(systems: &[System], transports: &[Transport], settings: &Sweep) -> u64 {
 /// Sweeps, one step of `progress` a point, and gathers the points into a [`Summary`].
 fn measure(
     store: &Arc<Store>,
-    make: &(dyn Fn() -> Result<Box<dyn Workload>, BoxError> + Sync),
+    make: &(dyn Fn() -> Result<Workload, BoxError> + Sync),
     systems: &[System],
     transports: &[Transport],
     settings: &Sweep,
@@ -545,27 +493,20 @@ fn measure(
     })
 }
 
+/// A `--system` value: a system, or `all` (`None`).
+fn system_or_all(s: &str) -> Result<Option<System>, String> {
+    match s {
+        "all" => Ok(None),
+        _ => clap::ValueEnum::from_str(s, false).map(Some),
+    }
+}
+
 /// The systems `--system` names.
-fn systems_of(args: &[SystemArg]) -> Vec<System> {
-    if args.is_empty() || args.contains(&SystemArg::All) {
+fn systems_of(args: &[Option<System>]) -> Vec<System> {
+    if args.is_empty() || args.contains(&None) {
         return System::ALL.to_vec();
     }
-    let mut out = Vec::new();
-    for a in args {
-        let s = match a {
-            SystemArg::Ferry => System::Ferry,
-            SystemArg::FerryCopy => System::FerryCopy,
-            SystemArg::FerryZc => System::FerryZc,
-            SystemArg::Prost => System::Prost,
-            SystemArg::Flatbuffers => System::Flatbuffers,
-            SystemArg::Capnp => System::Capnp,
-            SystemArg::All => continue,
-        };
-        if !out.contains(&s) {
-            out.push(s);
-        }
-    }
-    out
+    harness::unique(args.iter().flatten().copied())
 }
 
 /// `ferry bench kv`, as the lifecycle runs it.
@@ -589,7 +530,7 @@ impl Benchmark for Kv {
         let make = || workload::build(&self.spec, self.seed).map_err(BoxError::from);
         let first = make()?;
         eprintln!("loading {} keys of {}", first.objects().len(), first.name());
-        let store = load_store(first.as_ref())?;
+        let store = load_store(&first)?;
         let summary = measure(
             &store,
             &make,
@@ -621,11 +562,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     };
     let bench = Kv {
         systems: systems_of(&args.system),
-        transports: if args.transport.is_empty() {
-            vec![Transport::Tcp, Transport::Shm]
-        } else {
-            args.transport.clone()
-        },
+        transports: harness::or_all(&args.transport, &Transport::ALL),
         spec: args.workload.clone(),
         seed: args.seed,
         sweep: Sweep {
@@ -695,9 +632,9 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
         BASELINE_RATE.min(settings.start_rate),
     );
     let meter = LoadMeter::start();
-    let store = load_store(first.as_ref())?;
+    let store = load_store(&first)?;
     let systems = [System::Ferry, System::Prost];
-    let transports = [Transport::Tcp, Transport::Shm];
+    let transports = Transport::ALL;
     let progress = Progress::new(runs(&systems, &transports, &settings), "demo");
     let summary = measure(&store, &make, &systems, &transports, &settings, &progress)?;
     progress.finish();

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::workload::Workload;
 use super::{Measured, Sweep, System, Transport};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::round;
 use crate::harness::table::Table;
 use crate::plot::{self, Panel, Series, XAxis};
@@ -123,7 +124,7 @@ fn copied(system: System, transport: Transport, sizes: &[u32]) -> u64 {
 
 /// The mean value bytes copied per response, per system and transport, over a sample of
 /// `workload`'s requests.
-pub(super) fn copies(mut workload: Box<dyn Workload>, systems: &[System]) -> Vec<(System, Transport, f64)> {
+pub(super) fn copies(mut workload: Workload, systems: &[System]) -> Vec<(System, Transport, f64)> {
     let mut sizes_of = Vec::with_capacity(COPY_SAMPLE);
     for _ in 0..COPY_SAMPLE {
         let op = workload.next_op();
@@ -131,7 +132,7 @@ pub(super) fn copies(mut workload: Box<dyn Workload>, systems: &[System]) -> Vec
         sizes_of.push(expected.into_iter().map(|(_, _, len)| len).collect::<Vec<u32>>());
     }
     let mut out = Vec::new();
-    for &t in &[Transport::Tcp, Transport::Shm] {
+    for &t in &Transport::ALL {
         for &s in systems {
             let total: u64 = sizes_of.iter().map(|sz| copied(s, t, sz)).sum();
             out.push((s, t, round(total as f64 / COPY_SAMPLE as f64, 1)));
@@ -186,7 +187,7 @@ impl Summary {
     }
 
     fn transports(&self) -> Vec<Transport> {
-        [Transport::Tcp, Transport::Shm]
+        Transport::ALL
             .into_iter()
             .filter(|t| self.points.iter().any(|m| m.transport == *t))
             .collect()

@@ -39,12 +39,12 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use clap::ValueEnum as _;
 use ferry_launch::Server;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
@@ -140,12 +140,6 @@ impl Test {
         Test::Set64,
     ];
 
-    /// Its name in the results and on the command line.
-    pub fn name(self) -> String {
-        self.to_possible_value()
-            .map_or_else(String::new, |v| v.get_name().to_owned())
-    }
-
     /// Its name in tables and plots.
     pub fn label(self) -> &'static str {
         match self {
@@ -207,16 +201,6 @@ pub enum Side {
     /// Ferry's server (`ferry redis`, or the `--ferry-cmd` stand-in).
     #[serde(rename = "ferry")]
     Ferry,
-}
-
-impl Side {
-    /// Its name in the results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Side::Redis => "redis-server",
-            Side::Ferry => "ferry",
-        }
-    }
 }
 
 /// What the `key:` family holds on the running server.
@@ -386,14 +370,8 @@ impl Benchmark for Redis<'_> {
         });
         // On a thread of its own pinned to the client CPU (the caller's affinity stays as it
         // was): redis-benchmark inherits that CPU, and loading the keys stays off the server's.
-        let (records, requests) = std::thread::scope(|s| {
-            s.spawn(|| {
-                harness::pin_current_thread(plan.client_cpu)?;
-                measure(&plan, progress)
-            })
-            .join()
-            .unwrap_or_else(|_| Err("the measuring thread panicked".into()))
-        })?;
+        let (records, requests) =
+            harness::on_cpu("redis-client", plan.client_cpu, || measure(&plan, progress))?;
         let cases = plan
             .tests
             .iter()
@@ -446,10 +424,7 @@ fn tests(named: &[Test]) -> Vec<Test> {
 
 /// The pipeline depths, sorted, each once.
 fn pipelines(named: &[u32]) -> Vec<u32> {
-    let mut pipelines = named.to_vec();
-    pipelines.sort_unstable();
-    pipelines.dedup();
-    pipelines
+    harness::sorted(named.iter().copied())
 }
 
 /// `-n` of each test at each pipeline depth.
@@ -471,7 +446,7 @@ fn measure(plan: &Plan, progress: &Progress) -> Result<(Vec<Run>, Requests), Box
                 Side::Ferry => &plan.ferry,
             };
             progress.start(format!("round {} {}: starting", round + 1, side.name()));
-            let mut server = server::start(side.name(), cmd, plan.server_cpu)?;
+            let mut server = server::start(&side.name(), cmd, plan.server_cpu)?;
             measure_server(
                 plan,
                 &mut server,

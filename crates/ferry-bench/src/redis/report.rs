@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use super::client::{ClientRun, Invocation};
 use super::{Side, Test};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round};
+use crate::harness::{median, round, sorted, unique};
 use crate::plot::{BarPanel, Bars, bars_svg};
 
 /// A client that used at least this share of its core was the bottleneck.
@@ -248,13 +249,7 @@ pub struct Runs {
 impl Runs {
     /// The (test, pipeline) pairs measured, in run order.
     fn cases(&self) -> Vec<(Test, u32)> {
-        let mut out = Vec::new();
-        for r in &self.records {
-            if !out.contains(&(r.test, r.pipeline)) {
-                out.push((r.test, r.pipeline));
-            }
-        }
-        out
+        unique(self.records.iter().map(|r| (r.test, r.pipeline)))
     }
 
     /// The medians of `side` on `test` at `p`.
@@ -398,9 +393,7 @@ impl Runs {
     /// per server, Ferry's ratio over its bar.
     pub fn plot(&self, path: &Path) -> Result<(), BoxError> {
         let comparisons = self.comparisons();
-        let mut pipelines: Vec<u32> = comparisons.iter().map(|c| c.pipeline).collect();
-        pipelines.sort_unstable();
-        pipelines.dedup();
+        let pipelines = sorted(comparisons.iter().map(|c| c.pipeline));
         let panel = |p: u32, cpu: bool| {
             let cs: Vec<&Comparison> = comparisons.iter().filter(|c| c.pipeline == p).collect();
             let value = |m: &Median| if cpu { m.server_us } else { m.rps };

@@ -127,13 +127,8 @@ pub fn start(name: &str, cmd: &ServerCmd, cpu: usize) -> Result<Server, BoxError
         c
     };
     let ready = |addr| ping(addr, Duration::from_secs(1));
-    std::thread::scope(|s| {
-        s.spawn(|| -> Result<Server, BoxError> {
-            harness::pin_current_thread(cpu)?;
-            Ok(Server::start(name, command, ready, READY_TIMEOUT)?)
-        })
-        .join()
-        .unwrap_or_else(|_| Err("the spawning thread panicked".into()))
+    harness::on_cpu("redis-spawn", cpu, || {
+        Ok(Server::start(name, command, ready, READY_TIMEOUT)?)
     })
 }
 

@@ -37,7 +37,6 @@ mod stream;
 mod tonic;
 
 use std::path::Path;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use ferry_rpc::session::{ClientConfig, ServerConfig};
@@ -137,27 +136,19 @@ fn run_loop_points(
     cpus: Cpus,
     progress: &Progress,
 ) -> Result<Vec<Measured>, BoxError> {
-    let server = service::start(&[Transport::Tcp, Transport::Shm], Some(cpus.1), loop_config())?;
-    thread::scope(|s| {
-        let client = thread::Builder::new()
-            .name("rpc-client".to_owned())
-            .spawn_scoped(s, || -> Result<Vec<Measured>, BoxError> {
-                harness::pin_current_thread(cpus.0)?;
-                let mut lp = EventLoop::new(loop_config())?;
-                let mut out = Vec::with_capacity(points.len());
-                for point in points {
-                    progress.start(point.label());
-                    let addr = server.addr(point.transport)?;
-                    let m = client::run(&mut lp, addr, point, budget, &server.readings)
-                        .map_err(|e| format!("{}: {e}", point.label()))?;
-                    progress.done();
-                    out.push(m);
-                }
-                Ok(out)
-            })?;
-        client
-            .join()
-            .unwrap_or_else(|_| Err("the client thread panicked".into()))
+    let server = service::start(&Transport::ALL, Some(cpus.1), loop_config())?;
+    harness::on_cpu("rpc-client", cpus.0, || {
+        let mut lp = EventLoop::new(loop_config())?;
+        let mut out = Vec::with_capacity(points.len());
+        for point in points {
+            progress.start(point.label());
+            let addr = server.addr(point.transport)?;
+            let m = client::run(&mut lp, addr, point, budget, &server.readings)
+                .map_err(|e| format!("{}: {e}", point.label()))?;
+            progress.done();
+            out.push(m);
+        }
+        Ok(out)
     })
 }
 
@@ -332,17 +323,7 @@ fn settings(budget: Budget, reps: usize, clock_ns: f64, cpus: Cpus, took: Durati
 /// `ferry bench rpc`: measures (or reads `--from`), prints the table and the targets, writes
 /// the JSON (and the plot).
 pub fn run(args: &Args) -> Result<(), BoxError> {
-    let measuring = args.common.from.is_none();
-    let server_cpu = if harness::cpus() > 1 {
-        args.server_cpu
-    } else {
-        if measuring {
-            eprintln!(
-                "warning: one CPU: client and server share it, and busy-polling sides wait for the scheduler"
-            );
-        }
-        args.client_cpu
-    };
+    let server_cpu = harness::server_cpu(args.client_cpu, args.server_cpu);
     let quick = args.common.quick;
     let bench = Rpc {
         points: plan::plan(args),
@@ -362,7 +343,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
 /// server loop, one repetition of `budget` each, printed as the benchmark's table.
 pub fn demo(budget: Budget) -> Result<(), BoxError> {
     let cpus = if harness::cpus() > 1 { (0, 1) } else { (0, 0) };
-    let points: Vec<Point> = [Transport::Tcp, Transport::Shm]
+    let points: Vec<Point> = Transport::ALL
         .into_iter()
         .flat_map(|transport| {
             [System::Raw, System::FerryHybrid, System::Prost].map(|system| Point {

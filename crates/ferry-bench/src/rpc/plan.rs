@@ -7,7 +7,9 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::stream::{self, StreamConfig};
+use crate::harness::Named;
 use crate::harness::cli::Common;
+use crate::harness::or_all;
 use crate::plot;
 
 /// Defaults of the in-flight counts.
@@ -99,21 +101,8 @@ impl System {
     }
 }
 
-/// What carries the calls.
-#[derive(ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    /// TCP loopback (`ferry-net`; tonic: HTTP/2).
-    Tcp,
-    /// Shared memory (`ferry-shm`; the ping-pong: two cache lines).
-    Shm,
-}
-
-/// `v`'s name on the command line and in the records (`ferry-hybrid`, `tcp`).
-pub(super) fn name(v: impl ValueEnum) -> String {
-    v.to_possible_value()
-        .map_or_else(String::new, |p| p.get_name().to_owned())
-}
+/// What carries the calls (tonic: HTTP/2 over TCP; the ping-pong: two cache lines).
+pub use crate::harness::Transport;
 
 /// The fields of every request: `count` values of `len` bytes, no key. In the records: `fields`
 /// and `field_len`.
@@ -167,8 +156,8 @@ impl Point {
     pub(super) fn label(&self) -> String {
         format!(
             "{} {} {}, {} in flight",
-            name(self.system),
-            name(self.transport),
+            self.system.name(),
+            self.transport.name(),
             self.fields.label(),
             self.in_flight
         )
@@ -203,12 +192,11 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
     }
     let systems = or_all(&args.systems, System::value_variants());
     let transports = or_all(&args.transports, Transport::value_variants());
-    let mut in_flight = or_all(&args.in_flight, &IN_FLIGHT);
-    in_flight
-        .iter_mut()
-        .for_each(|n| *n = (*n).clamp(1, MAX_IN_FLIGHT / 2));
-    in_flight.sort_unstable();
-    in_flight.dedup();
+    let in_flight = crate::harness::sorted(
+        or_all(&args.in_flight, &IN_FLIGHT)
+            .into_iter()
+            .map(|n| n.clamp(1, MAX_IN_FLIGHT / 2)),
+    );
     let has = |s| systems.contains(&s);
     let p = |system, transport, fields, in_flight| Point {
         system,
@@ -258,11 +246,6 @@ pub(super) fn stream_plan(args: &Args) -> Vec<StreamConfig> {
         args.common.quick,
         args.common.count,
     )
-}
-
-/// `chosen`, or `all` if nothing was chosen.
-fn or_all<T: Clone>(chosen: &[T], all: &[T]) -> Vec<T> {
-    if chosen.is_empty() { all } else { chosen }.to_vec()
 }
 
 #[cfg(test)]
@@ -359,10 +342,10 @@ mod tests {
     fn names_are_the_records_and_the_command_lines() {
         for &s in System::value_variants() {
             let json = serde_json::to_value(s).unwrap();
-            assert_eq!(json, name(s), "{s:?}");
-            assert_eq!(System::from_str(&name(s), false), Ok(s));
+            assert_eq!(json, s.name(), "{s:?}");
+            assert_eq!(System::from_str(&s.name(), false), Ok(s));
         }
-        assert_eq!(name(System::PingPong), "ping-pong");
+        assert_eq!(System::PingPong.name(), "ping-pong");
         assert_eq!(serde_json::to_value(Transport::Shm).unwrap(), "shm");
     }
 

@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::{ECHO, Fields, ONE_KIB, Point, SMALL, System, Transport, name};
+use super::plan::{ECHO, Fields, ONE_KIB, Point, SMALL, System, Transport};
 use super::{Measured, stream};
 #[cfg(test)]
 use crate::harness::Histogram;
+use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round};
+use crate::harness::{median, paired, round, sorted};
 use crate::{BoxError, plot};
 
 /// The in-flight count of the comparison with tonic, and of the 64 B throughput target.
@@ -80,17 +81,6 @@ pub(super) fn summarize(point: Point, runs: &[Measured]) -> Record {
     }
 }
 
-/// The median over repetitions of `a[i] / b[i]`: a repetition runs what a target compares
-/// close together in time, so both sides of each ratio see the machine in the same state.
-/// The ratio of the medians if the two differ in repetitions.
-pub(super) fn paired(a: &[f64], b: &[f64]) -> f64 {
-    if a.len() == b.len() && !a.is_empty() {
-        let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
-        return median(&ratios).unwrap_or(f64::NAN);
-    }
-    median(a).unwrap_or(f64::NAN) / median(b).unwrap_or(f64::NAN)
-}
-
 /// Calls/s of `a` over `b`'s, [`paired`].
 fn rate_ratio(a: &Record, b: &Record) -> f64 {
     paired(&a.calls_per_sec_reps, &b.calls_per_sec_reps)
@@ -108,15 +98,13 @@ fn find(all: &[Record], system: System, transport: Transport, fields: Fields, n:
 
 /// The echo payloads, transports and in-flight counts the event-loop systems ran at.
 fn loop_points(all: &[Record]) -> Vec<(Transport, Fields, usize)> {
-    let mut counts: Vec<usize> = all
-        .iter()
-        .filter(|r| r.point.system.on_loop())
-        .map(|r| r.point.in_flight)
-        .collect();
-    counts.sort_unstable();
-    counts.dedup();
+    let counts = sorted(
+        all.iter()
+            .filter(|r| r.point.system.on_loop())
+            .map(|r| r.point.in_flight),
+    );
     let mut out = Vec::new();
-    for transport in [Transport::Tcp, Transport::Shm] {
+    for transport in Transport::ALL {
         for fields in [ECHO, ONE_KIB] {
             out.extend(counts.iter().map(|&n| (transport, fields, n)));
         }
@@ -139,7 +127,7 @@ pub(super) fn table(all: &[Record]) {
     let mut header = ["trans", "payload", "inflight", "raw calls/s"]
         .map(str::to_owned)
         .to_vec();
-    header.extend(peers.iter().map(|&s| name(s)));
+    header.extend(peers.iter().map(|&s| s.name()));
     header.push("raw p50 / hybrid p50".to_owned());
     let mut t = Table::new(header);
     for (transport, fields, n) in loop_points(all) {
@@ -154,7 +142,7 @@ pub(super) fn table(all: &[Record]) {
             format!("{:.2}", paired(&raw.p50_ns_reps, &h.p50_ns_reps))
         });
         let mut row = vec![
-            name(transport),
+            transport.name(),
             fields.label(),
             n.to_string(),
             ns(raw.calls_per_sec),
@@ -211,8 +199,8 @@ pub(super) fn print_table(all: &[Record]) {
     ]);
     for r in all {
         t.row([
-            name(r.point.system),
-            name(r.point.transport),
+            r.point.system.name(),
+            r.point.transport.name(),
             r.point.fields.label(),
             r.point.in_flight.to_string(),
             ns(r.p50_ns),
@@ -246,7 +234,7 @@ pub(super) fn targets(all: &[Record]) -> Vec<Target> {
             hybrid(transport, fields, n)?,
             find(all, System::Raw, transport, fields, n)?,
         );
-        let what = format!("{} {}, {n} in flight", name(transport), fields.label());
+        let what = format!("{} {}, {n} in flight", transport.name(), fields.label());
         Some((what, Some(rate_ratio(h, r))))
     };
     let mut pairs: Vec<_> = loop_points(all).into_iter().filter_map(vs_raw).collect();
@@ -290,25 +278,11 @@ pub(super) fn plot(path: &Path, records: &Records) -> Result<(), BoxError> {
     let series = |keep: &dyn Fn(&Record) -> bool,
                   line: &dyn Fn(&Record) -> String,
                   xy: &dyn Fn(&Record) -> (f64, f64)| {
-        let mut out: Vec<plot::Series> = Vec::new();
-        for r in all.iter().filter(|r| keep(r)) {
-            let name = line(r);
-            match out.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push(xy(r)),
-                None => out.push(plot::Series {
-                    name,
-                    points: vec![xy(r)],
-                }),
-            }
-        }
-        for s in &mut out {
-            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        }
-        out
+        plot::series(all.iter().filter(|r| keep(r)), |r| line(r), |r| xy(r))
     };
-    let system = |r: &Record| name(r.point.system);
+    let system = |r: &Record| r.point.system.name();
     let fig2 = |transport: Transport, fields: Fields| plot::Panel {
-        title: format!("{}, {}: p99 against calls/s", name(transport), fields.label()),
+        title: format!("{}, {}: p99 against calls/s", transport.name(), fields.label()),
         x_label: "calls/s (points: 1, 16, 128 in flight)".to_owned(),
         x_axis: plot::XAxis::Count,
         y_label: "p99 round trip, ns".to_owned(),
@@ -344,7 +318,7 @@ pub(super) fn plot(path: &Path, records: &Records) -> Result<(), BoxError> {
             y_label: "p50 round trip, ns".to_owned(),
             series: series(
                 &|r| r.point.in_flight == 1,
-                &|r| format!("{} {}", name(r.point.system), name(r.point.transport)),
+                &|r| format!("{} {}", r.point.system.name(), r.point.transport.name()),
                 &|r| (r.payload as f64, r.p50_ns),
             ),
         },

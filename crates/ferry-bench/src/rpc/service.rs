@@ -26,8 +26,9 @@ use ferry_rpc::{
 };
 use ferry_transport::{Payload, method_id};
 
-use super::plan::{System, Transport, name};
+use super::plan::{System, Transport};
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::window::{Control, Counted, Readings};
 use crate::systems::{CODECS, Codec, Input};
 
@@ -67,14 +68,14 @@ pub(super) const CONTROL: &str = "/ferry_bench.rpc.Bench/Control";
 pub(super) fn method(system: System) -> Result<u16, BoxError> {
     let m = METHODS.iter().find(|m| m.system == system);
     Ok(
-        m.ok_or_else(|| format!("{} is not served by the Ferry server loop", name(system)))?
+        m.ok_or_else(|| format!("{} is not served by the Ferry server loop", system.name()))?
             .id,
     )
 }
 
 /// Where a peer system's codec sits in [`CODECS`] (its name is the system's).
 pub(super) fn codec(system: System) -> Option<usize> {
-    CODECS.iter().position(|e| e.name == name(system))
+    CODECS.iter().position(|e| e.name == system.name())
 }
 
 thread_local! {
@@ -211,7 +212,7 @@ impl Running {
         Ok(addrs
             .iter()
             .find(on)
-            .ok_or_else(|| format!("the server has no {} address", name(transport)))?)
+            .ok_or_else(|| format!("the server has no {} address", transport.name()))?)
     }
 }
 

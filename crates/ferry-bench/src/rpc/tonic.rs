@@ -102,7 +102,7 @@ fn joined<T>(handle: thread::ScopedJoinHandle<'_, Result<T, BoxError>>) -> Resul
 }
 
 /// A current-thread runtime (timers and I/O) for the calling thread, pinned to `cpu` first.
-fn pinned_runtime(cpu: usize) -> Result<Runtime, BoxError> {
+pub(super) fn pinned_runtime(cpu: usize) -> Result<Runtime, BoxError> {
     harness::pin_current_thread(cpu)?;
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -134,9 +134,7 @@ fn serve(cpu: usize, listener: TcpListener, stopped: watch::Receiver<bool>) -> R
     let runtime = pinned_runtime(cpu)?;
     let state = Arc::new(EchoState::default());
     runtime.block_on(async {
-        listener.set_nonblocking(true)?;
-        let incoming =
-            TcpIncoming::from(tokio::net::TcpListener::from_std(listener)?).with_nodelay(Some(true));
+        let incoming = incoming(listener)?;
         let mut signal = stopped.clone();
         let shutdown = async move {
             let _ = signal.wait_for(|&stop| stop).await;
@@ -160,6 +158,22 @@ fn serve(cpu: usize, listener: TcpListener, stopped: watch::Receiver<bool>) -> R
         .ok_or("the client ended without a mark and an end")?)
 }
 
+/// The connections `listener` accepts, as a tonic server takes them (TCP_NODELAY).
+pub(super) fn incoming(listener: TcpListener) -> Result<TcpIncoming, BoxError> {
+    listener.set_nonblocking(true)?;
+    Ok(TcpIncoming::from(tokio::net::TcpListener::from_std(listener)?).with_nodelay(Some(true)))
+}
+
+/// A tonic channel to the server at `addr` (TCP_NODELAY), connected within [`STALL`].
+pub(super) async fn connect(addr: SocketAddr) -> Result<Channel, BoxError> {
+    let uri = format!("http://{addr}");
+    Ok(Endpoint::from_shared(uri)?
+        .tcp_nodelay(true)
+        .connect_timeout(STALL)
+        .connect()
+        .await?)
+}
+
 /// Connects to `addr`, warms up, and measures the window: the client's side of a run, and
 /// its thread's CPU time.
 fn drive(
@@ -170,12 +184,7 @@ fn drive(
 ) -> Result<(Phase, Duration, Duration), BoxError> {
     let runtime = pinned_runtime(cpu)?;
     LocalSet::new().block_on(&runtime, async {
-        let channel = Endpoint::from_shared(format!("http://{addr}"))?
-            .tcp_nodelay(true)
-            .connect_timeout(STALL)
-            .connect()
-            .await?;
-        let mut client = EchoClient::new(channel);
+        let mut client = EchoClient::new(connect(addr).await?);
         let request = Record {
             key: Bytes::new(),
             fields: (0..point.fields.count)

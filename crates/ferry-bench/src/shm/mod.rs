@@ -1,39 +1,27 @@
 //! `ferry bench shm`: request/response round trips of Ferry messages between two threads pinned
-//! to different cores, over the shared-memory transport (`ferry-shm`), side by side in one run
-//! with the physical floor and with the kernel's TCP datapath:
+//! to different cores, side by side in one run (`docs/benchmarks/shm.md` has the method and
+//! the results):
 //!
-//! - **raw**: a shared-memory ping-pong with no protocol at all. Two cache lines (two
-//!   `AtomicU64`s 128 bytes apart); the client writes a sequence number into one and spins until
-//!   the server echoes it into the other. What two cores can do; nothing is faster.
-//! - **shm**: [`ShmConnection`] between two threads. The client sends a [`Record`] whose one
-//!   field is a pool-resident value of the payload size, the server validates it in place,
-//!   checks the field (length, first and last byte), and answers with a record of the same shape
-//!   from its own pool. At 4 KiB the value is above the context's zero-copy threshold and is
-//!   referenced in shared memory (`ShmStats::bytes_referenced`), never copied
-//!   (`bytes_copied_in` stays 0); at 64 B it is copied into the message's header segment, as the
-//!   hybrid rule says. `spin` is `ShmConfig { spin: Duration::MAX, never_sleep: true, .. }`
-//!   (busy-poll, never sleep, and say so: the peer publishes without the sleep handshake's
-//!   fence); `default` is `ShmConfig::default()` (spin 50 µs, then sleep on an eventfd).
-//! - **tcp**: the same client and server code (both are written against
-//!   [`ferry_net::Transport`]) over a [`Connection`] on loopback in gather mode. `poll` is the
-//!   blocking connection (it sleeps in `poll(2)`); `spin` busy-polls a non-blocking receive.
+//! - **raw** (`raw.rs`): two cache lines, the client writes a sequence number into one and
+//!   spins until the server echoes it into the other; the floor.
+//! - **shm**: [`ShmConnection`]; the client sends a [`Record`] with one pool-resident field of
+//!   the payload size, the server validates it in place, checks the field and answers with a
+//!   record of the same shape from its own pool. `spin` busy-polls and never sleeps; `default`
+//!   is `ShmConfig::default()` (spin 50 µs, then sleep on an eventfd).
+//! - **tcp**: the same client and server code over a [`Connection`] on loopback (gather mode);
+//!   `poll` sleeps in `poll(2)`, `spin` busy-polls a non-blocking receive.
 //!
-//! One *run* is one connection. The client keeps `in_flight` requests outstanding: it sends that
-//! many, then sends a new one for every response it gets (the transport's `recv` publishes what
-//! is queued, so requests leave in batches). A warm-up (a tenth of the budget) precedes a `MARK`
-//! exchange; the measured window runs from the mark's answer to the last response, then an
-//! `END` exchange closes the run:
+//! One run is one connection, with `in_flight` requests kept outstanding; a warm-up, then the
+//! window between a `MARK` and an `END` exchange:
 //!
 //! ```text
 //!  client (CPU a)  warm-up │ MARK ⇄ │ t0, cpu0 ── requests, in_flight outstanding ── t1, cpu1 │ END ⇄
 //!  server (CPU b)  warm-up │ MARK: cpu0 ── validate, touch, reply per request ─────── END: cpu1 │
 //! ```
 //!
-//! Round-trip latency is from just before a request is built to just after its response is
-//! validated and touched, into an HDR histogram (three significant digits). With one request in
-//! flight every round trip is timed with one clock reading (the end of one is the start of the
-//! next); with more, every 16th request. requests/s = responses in the window / (t1 - t0). CPU
-//! per request is each thread's `getrusage(RUSAGE_THREAD)` over its window.
+//! Latency is from just before a request is built to just after its response is checked (every
+//! round trip with one in flight, every 16th with more); CPU per request is each thread's
+//! over its window.
 
 use std::path::Path;
 
@@ -43,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::BoxError;
+use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
@@ -115,16 +104,6 @@ pub enum TransportKind {
     Tcp,
 }
 
-impl TransportKind {
-    fn name(self) -> &'static str {
-        match self {
-            TransportKind::Raw => "raw",
-            TransportKind::Shm => "shm",
-            TransportKind::Tcp => "tcp",
-        }
-    }
-}
-
 /// How a side waits for the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -136,16 +115,6 @@ enum Notify {
     Default,
     /// The blocking TCP connection: sleep in `poll(2)` until the socket is readable.
     Poll,
-}
-
-impl Notify {
-    fn name(self) -> &'static str {
-        match self {
-            Notify::Spin => "spin",
-            Notify::Default => "default",
-            Notify::Poll => "poll",
-        }
-    }
 }
 
 /// One configuration.
@@ -195,21 +164,8 @@ struct Shm<'a> {
 
 impl<'a> Shm<'a> {
     fn new(args: &'a Args) -> Shm<'a> {
-        let server_cpu = if harness::cpus() > 1 {
-            args.server_cpu
-        } else {
-            eprintln!(
-                "warning: one CPU: client and server share it, and spinning sides wait for the scheduler"
-            );
-            args.client_cpu
-        };
-        let mut payloads = if args.payloads.is_empty() {
-            PAYLOADS.to_vec()
-        } else {
-            args.payloads.clone()
-        };
-        payloads.sort_unstable();
-        payloads.dedup();
+        let server_cpu = harness::server_cpu(args.client_cpu, args.server_cpu);
+        let payloads = harness::sorted(harness::or_all(&args.payloads, &PAYLOADS));
         Shm {
             args,
             budget: args.common.budget(QUICK_MS, FULL_MS),
@@ -262,11 +218,7 @@ impl<'a> Shm<'a> {
 /// in-flight count; the largest over shm spin at the most in flight.
 fn plan(args: &Args, payloads: &[usize]) -> Vec<Point> {
     let has = |t| args.transports.is_empty() || args.transports.contains(&t);
-    let in_flight = if args.in_flight.is_empty() {
-        IN_FLIGHT.to_vec()
-    } else {
-        args.in_flight.clone()
-    };
+    let in_flight = harness::or_all(&args.in_flight, &IN_FLIGHT);
     let p = |transport, notify, payload, in_flight| Point {
         transport,
         notify,

@@ -7,6 +7,7 @@ use super::{Notify, TransportKind};
 use crate::BoxError;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
+use crate::harness::{Named, sorted, unique};
 use crate::plot::{self, bytes_label};
 
 /// Issue 11's targets: the 64 B round trip against the raw ping-pong, the largest payload's
@@ -34,14 +35,11 @@ fn find(
 
 /// The payloads of the transports other than raw, sorted.
 fn payloads(all: &[Record]) -> Vec<usize> {
-    let mut p: Vec<usize> = all
-        .iter()
-        .filter(|r| r.transport != TransportKind::Raw)
-        .map(|r| r.payload)
-        .collect();
-    p.sort_unstable();
-    p.dedup();
-    p
+    sorted(
+        all.iter()
+            .filter(|r| r.transport != TransportKind::Raw)
+            .map(|r| r.payload),
+    )
 }
 
 /// The best pipelined rate of `transport` (any notification with `notify` `None`) at `payload`.
@@ -84,13 +82,7 @@ pub fn table(all: &[Record]) {
     let Some(&small) = payloads.first() else {
         return;
     };
-    let mut in_flights: Vec<usize> = all
-        .iter()
-        .filter(|r| r.in_flight > 1)
-        .map(|r| r.in_flight)
-        .collect();
-    in_flights.sort_unstable();
-    in_flights.dedup();
+    let in_flights = sorted(all.iter().filter(|r| r.in_flight > 1).map(|r| r.in_flight));
     let runs = payloads
         .iter()
         .map(|&p| (p, 1))
@@ -193,12 +185,7 @@ pub fn targets(all: &[Record]) -> Vec<Target> {
 /// Requests/s and p50 against requests in flight at the smallest payload; p50 and p99.9
 /// against payload at one in flight.
 pub fn plot(all: &[Record], path: &Path) -> Result<(), BoxError> {
-    let mut labels: Vec<(TransportKind, Notify)> = Vec::new();
-    for r in all {
-        if !labels.contains(&(r.transport, r.notify)) {
-            labels.push((r.transport, r.notify));
-        }
-    }
+    let labels = unique(all.iter().map(|r| (r.transport, r.notify)));
     let small = payloads(all).first().copied().unwrap_or(64);
     let panel = |title: String, by_in_flight: bool, y_label: &str, y: fn(&Record) -> f64| {
         let keep = |r: &Record| match by_in_flight {

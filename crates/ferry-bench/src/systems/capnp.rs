@@ -46,13 +46,6 @@ impl Default for CapnpSerializer {
     }
 }
 
-impl CapnpSerializer {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn Serializer> {
-        Box::<Self>::default()
-    }
-}
-
 impl Serializer for CapnpSerializer {
     fn serialize(&mut self, shape: &Shape) -> Result<&[u8], BenchError> {
         let fields = shape.fields();
@@ -94,13 +87,6 @@ pub struct CapnpDecoder {
     input: Option<Vec<Word>>,
 }
 
-impl CapnpDecoder {
-    /// A fresh, unprepared instance for the registry.
-    pub fn boxed() -> Box<dyn Decoder> {
-        Box::<Self>::default()
-    }
-}
-
 impl Decoder for CapnpDecoder {
     fn prepare(&mut self, shape: &Shape) -> Result<(), BenchError> {
         let encoded = CapnpSerializer::default().serialize(shape)?.to_vec();
@@ -133,13 +119,6 @@ pub struct CapnpCodec {
     serializer: CapnpSerializer,
     /// Where a request that is not word-aligned is copied before it is read.
     aligned: Vec<Word>,
-}
-
-impl CapnpCodec {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn Codec> {
-        Box::<Self>::default()
-    }
 }
 
 /// `bytes` if word-aligned, else a copy of it in `scratch`.

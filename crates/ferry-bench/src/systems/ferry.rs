@@ -101,13 +101,6 @@ pub struct FerryDecoder {
     input: Option<Vec<u8>>,
 }
 
-impl FerryDecoder {
-    /// A fresh, unprepared instance for the registry.
-    pub fn boxed() -> Box<dyn Decoder> {
-        Box::<Self>::default()
-    }
-}
-
 impl Decoder for FerryDecoder {
     fn prepare(&mut self, shape: &Shape) -> Result<(), BenchError> {
         let ctx = Context::copy_only();

@@ -24,13 +24,6 @@ pub struct FlatbufSerializer {
     field_offsets: Vec<WIPOffset<Field<'static>>>,
 }
 
-impl FlatbufSerializer {
-    /// A fresh instance for the registry; the builder starts empty and grows to fit.
-    pub fn boxed() -> Box<dyn Serializer> {
-        Box::<Self>::default()
-    }
-}
-
 impl Serializer for FlatbufSerializer {
     fn serialize(&mut self, shape: &Shape) -> Result<&[u8], BenchError> {
         Ok(self.build(shape.key(), shape.fields().iter().map(|f| f.as_ref())))
@@ -70,11 +63,6 @@ pub struct FlatbufDecoder<const VERIFY: bool> {
 }
 
 impl<const VERIFY: bool> FlatbufDecoder<VERIFY> {
-    /// A fresh, unprepared instance for the registry.
-    pub fn boxed() -> Box<dyn Decoder> {
-        Box::<Self>::default()
-    }
-
     const fn system() -> &'static str {
         if VERIFY { "flatbuf" } else { "flatbuf_unchecked" }
     }
@@ -127,13 +115,6 @@ mod unverified {
 #[derive(Default)]
 pub struct FlatbufCodec {
     serializer: FlatbufSerializer,
-}
-
-impl FlatbufCodec {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn Codec> {
-        Box::<Self>::default()
-    }
 }
 
 impl Codec for FlatbufCodec {

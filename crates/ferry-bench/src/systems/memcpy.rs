@@ -12,13 +12,6 @@ pub struct MemcpySerializer {
     out: Vec<u8>,
 }
 
-impl MemcpySerializer {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn Serializer> {
-        Box::<Self>::default()
-    }
-}
-
 impl Serializer for MemcpySerializer {
     fn serialize(&mut self, shape: &Shape) -> Result<&[u8], BenchError> {
         self.out.clear();

@@ -4,6 +4,16 @@
 //! and, if it can be read back, one or more [`Decoder`]s. The bench targets and the
 //! callgrind binary know systems only through [`SERIALIZERS`] and [`DECODERS`].
 //!
+//! Who owns which buffer, per serialize call (the returned slice stays valid until the next):
+//!
+//! ```text
+//!  application (Shape)         system (reused across calls)          caller
+//!  key: Bytes ─┐               prost:   Record{Bytes..} ──encode──▶ Vec<u8>  ─▶ &[u8]
+//!  field: Bytes├── borrowed ──▶ flatbuf: FlatBufferBuilder ─finish──────────────▶ &[u8]
+//!  field: Bytes┘   (read)      capnp:   scratch segment ──write_message─▶ Vec<u8> ─▶ &[u8]
+//!                              memcpy:  ─────────────copy───────────▶ Vec<u8>  ─▶ &[u8]
+//! ```
+//!
 //! # Adding a system (e.g. Ferry)
 //!
 //! 1. Add `src/systems/<name>.rs` with a serializer and a decoder type implementing the two
@@ -103,15 +113,15 @@ pub struct CodecEntry {
 pub static CODECS: &[CodecEntry] = &[
     CodecEntry {
         name: "prost",
-        new: prost::ProstCodec::boxed,
+        new: new_codec::<prost::ProstCodec>,
     },
     CodecEntry {
         name: "flatbuf",
-        new: flatbuf::FlatbufCodec::boxed,
+        new: new_codec::<flatbuf::FlatbufCodec>,
     },
     CodecEntry {
         name: "capnp",
-        new: capnp::CapnpCodec::boxed,
+        new: new_codec::<capnp::CapnpCodec>,
     },
 ];
 
@@ -151,12 +161,12 @@ pub struct DecoderEntry {
 pub static SERIALIZERS: &[SerializerEntry] = &[
     SerializerEntry {
         name: "memcpy",
-        new: memcpy::MemcpySerializer::boxed,
+        new: new_serializer::<memcpy::MemcpySerializer>,
         sweeps: true,
     },
     SerializerEntry {
         name: "prost",
-        new: prost::ProstSerializer::boxed,
+        new: new_serializer::<prost::ProstSerializer>,
         sweeps: true,
     },
     SerializerEntry {
@@ -176,20 +186,35 @@ pub static SERIALIZERS: &[SerializerEntry] = &[
     },
     SerializerEntry {
         name: "flatbuf",
-        new: flatbuf::FlatbufSerializer::boxed,
+        new: new_serializer::<flatbuf::FlatbufSerializer>,
         sweeps: false,
     },
     SerializerEntry {
         name: "capnp",
-        new: capnp::CapnpSerializer::boxed,
+        new: new_serializer::<capnp::CapnpSerializer>,
         sweeps: false,
     },
     SerializerEntry {
         name: "rkyv",
-        new: rkyv::RkyvSerializer::boxed,
+        new: new_serializer::<rkyv::RkyvSerializer>,
         sweeps: false,
     },
 ];
+
+/// A fresh `T` (reusable buffers empty), boxed: what a registry entry makes.
+fn new_serializer<T: Serializer + Default + 'static>() -> Box<dyn Serializer> {
+    Box::<T>::default()
+}
+
+/// A fresh, unprepared `T`, boxed.
+fn new_decoder<T: Decoder + Default + 'static>() -> Box<dyn Decoder> {
+    Box::<T>::default()
+}
+
+/// A fresh `T` (reusable buffers empty), boxed.
+fn new_codec<T: Codec + Default + 'static>() -> Box<dyn Codec> {
+    Box::<T>::default()
+}
 
 /// Ferry's default zero-copy threshold (the `ferry` row is the hybrid default).
 const fn ferry_wire_threshold() -> usize {
@@ -200,27 +225,27 @@ const fn ferry_wire_threshold() -> usize {
 pub static DECODERS: &[DecoderEntry] = &[
     DecoderEntry {
         name: "ferry",
-        new: ferry::FerryDecoder::boxed,
+        new: new_decoder::<ferry::FerryDecoder>,
     },
     DecoderEntry {
         name: "prost",
-        new: prost::ProstDecoder::boxed,
+        new: new_decoder::<prost::ProstDecoder>,
     },
     DecoderEntry {
         name: "flatbuf",
-        new: flatbuf::FlatbufDecoder::<true>::boxed,
+        new: new_decoder::<flatbuf::FlatbufDecoder<true>>,
     },
     DecoderEntry {
         name: "flatbuf_unchecked",
-        new: flatbuf::FlatbufDecoder::<false>::boxed,
+        new: new_decoder::<flatbuf::FlatbufDecoder<false>>,
     },
     DecoderEntry {
         name: "capnp",
-        new: capnp::CapnpDecoder::boxed,
+        new: new_decoder::<capnp::CapnpDecoder>,
     },
     DecoderEntry {
         name: "rkyv",
-        new: rkyv::RkyvDecoder::boxed,
+        new: new_decoder::<rkyv::RkyvDecoder>,
     },
 ];
 

@@ -25,13 +25,6 @@ pub struct ProstSerializer {
     out: Vec<u8>,
 }
 
-impl ProstSerializer {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn Serializer> {
-        Box::<Self>::default()
-    }
-}
-
 impl Serializer for ProstSerializer {
     fn serialize(&mut self, shape: &Shape) -> Result<&[u8], BenchError> {
         self.message.key = shape.key().clone();
@@ -47,13 +40,6 @@ impl Serializer for ProstSerializer {
 #[derive(Debug, Default)]
 pub struct ProstDecoder {
     input: Option<Bytes>,
-}
-
-impl ProstDecoder {
-    /// A fresh, unprepared instance for the registry.
-    pub fn boxed() -> Box<dyn Decoder> {
-        Box::<Self>::default()
-    }
 }
 
 impl Decoder for ProstDecoder {
@@ -85,11 +71,6 @@ pub struct ProstCodec {
 }
 
 impl ProstCodec {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn Codec> {
-        Box::<Self>::default()
-    }
-
     fn decode(input: Input<'_>) -> Result<Record, BenchError> {
         Ok(match input.shared {
             Some(buf) => Record::decode(buf.clone().into_bytes())?,

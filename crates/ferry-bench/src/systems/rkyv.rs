@@ -36,13 +36,6 @@ pub struct RkyvSerializer {
     out: AlignedVec,
 }
 
-impl RkyvSerializer {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn Serializer> {
-        Box::<Self>::default()
-    }
-}
-
 /// Reuses an empty vector's allocation for slices of another lifetime (in-place collect: the
 /// element type has the same size and alignment, so no allocation is made).
 fn recycle<'b>(mut v: Vec<&[u8]>) -> Vec<&'b [u8]> {
@@ -72,13 +65,6 @@ impl Serializer for RkyvSerializer {
 #[derive(Default)]
 pub struct RkyvDecoder {
     input: Option<AlignedVec>,
-}
-
-impl RkyvDecoder {
-    /// A fresh, unprepared instance for the registry.
-    pub fn boxed() -> Box<dyn Decoder> {
-        Box::<Self>::default()
-    }
 }
 
 impl Decoder for RkyvDecoder {

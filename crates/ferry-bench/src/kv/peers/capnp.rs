@@ -129,22 +129,6 @@ pub struct CapnpKv {
     found: Vec<SharedBuf>,
 }
 
-impl CapnpKv {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn KvCodec> {
-        Box::<Self>::default()
-    }
-}
-
-fn op_of(op: request::Op) -> Op {
-    match op {
-        request::Op::Get => Op::Get,
-        request::Op::GetList => Op::GetList,
-        request::Op::GetM => Op::GetM,
-        request::Op::Put => Op::Put,
-    }
-}
-
 fn op_to(op: Op) -> request::Op {
     match op {
         Op::Get => request::Op::Get,
@@ -219,7 +203,14 @@ impl KvCodec for CapnpKv {
                 .map_err(|e| invalid(SYSTEM, format_args!("a key is not UTF-8: {e}")))
         });
         let values = root.get_values().map_err(bad)?.iter().map(|v| v.map_err(bad));
-        execute(SYSTEM, store, op_of(op), keys, values, found)?;
+        execute(
+            SYSTEM,
+            store,
+            Op::numbered(SYSTEM, u16::from(op))?,
+            keys,
+            values,
+            found,
+        )?;
 
         // Root pointer and the struct's one pointer, then the list.
         let words = words_of(2, found.iter().map(|b| b.len()));

@@ -38,13 +38,6 @@ pub struct FlatbufKv {
     found: Vec<SharedBuf>,
 }
 
-impl FlatbufKv {
-    /// A fresh instance for the registry; the builders start empty and grow to fit.
-    pub fn boxed() -> Box<dyn KvCodec> {
-        Box::<Self>::default()
-    }
-}
-
 /// `data` as a `Value` table in `builder`.
 fn value(builder: &mut FlatBufferBuilder<'static>, data: &[u8]) -> WIPOffset<Value<'static>> {
     let data = builder.create_vector(data);
@@ -54,25 +47,6 @@ fn value(builder: &mut FlatBufferBuilder<'static>, data: &[u8]) -> WIPOffset<Val
 /// The bytes of a `Value` (empty if it has none).
 fn data<'a>(v: Value<'a>) -> &'a [u8] {
     v.data().map_or(&[][..], |d| d.bytes())
-}
-
-fn op_of(op: FbOp) -> Result<Op, Status> {
-    Ok(match op {
-        FbOp::Get => Op::Get,
-        FbOp::GetList => Op::GetList,
-        FbOp::GetM => Op::GetM,
-        FbOp::Put => Op::Put,
-        FbOp(other) => return Err(invalid(SYSTEM, format_args!("unknown op {other}"))),
-    })
-}
-
-fn op_to(op: Op) -> FbOp {
-    match op {
-        Op::Get => FbOp::Get,
-        Op::GetList => FbOp::GetList,
-        Op::GetM => FbOp::GetM,
-        Op::Put => FbOp::Put,
-    }
 }
 
 impl KvCodec for FlatbufKv {
@@ -93,7 +67,7 @@ impl KvCodec for FlatbufKv {
         let root = Request::create(
             builder,
             &RequestArgs {
-                op: op_to(req.op()),
+                op: FbOp(req.op() as u8),
                 keys: Some(keys),
                 values,
             },
@@ -117,7 +91,7 @@ impl KvCodec for FlatbufKv {
         execute(
             SYSTEM,
             store,
-            op_of(request.op())?,
+            Op::numbered(SYSTEM, request.op().0)?,
             keys.iter().map(Ok),
             values.iter().map(|v| Ok(data(v))),
             &mut self.found,

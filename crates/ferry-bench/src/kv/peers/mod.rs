@@ -93,17 +93,27 @@ impl<'a> KvRequest<'a> {
     }
 }
 
-/// The operations, as every schema numbers them (0 to 3).
+/// The operations, numbered as every schema numbers them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// `Get`.
-    Get,
+    Get = 0,
     /// `GetList`.
-    GetList,
+    GetList = 1,
     /// `GetM`.
-    GetM,
+    GetM = 2,
     /// `Put`.
-    Put,
+    Put = 3,
+}
+
+impl Op {
+    /// The operation a request of `system` numbers `n`, or `INVALID_ARGUMENT`.
+    fn numbered(system: &str, n: impl Into<i64> + Copy + std::fmt::Display) -> Result<Op, Status> {
+        [Op::Get, Op::GetList, Op::GetM, Op::Put]
+            .into_iter()
+            .find(|&op| op as i64 == n.into())
+            .ok_or_else(|| invalid(system, format_args!("unknown op {n}")))
+    }
 }
 
 /// A peer library on both sides of the key-value store.
@@ -144,21 +154,26 @@ pub static CODECS: &[KvCodecEntry] = &[
         name: "prost",
         path: service::PROST.0,
         method: service::PROST.1,
-        new: prost::ProstKv::boxed,
+        new: new_peer::<prost::ProstKv>,
     },
     KvCodecEntry {
         name: "flatbuf",
         path: service::FLATBUF.0,
         method: service::FLATBUF.1,
-        new: flatbuf::FlatbufKv::boxed,
+        new: new_peer::<flatbuf::FlatbufKv>,
     },
     KvCodecEntry {
         name: "capnp",
         path: service::CAPNP.0,
         method: service::CAPNP.1,
-        new: capnp::CapnpKv::boxed,
+        new: new_peer::<capnp::CapnpKv>,
     },
 ];
+
+/// A fresh `T` (reusable buffers empty), boxed: what a registry entry makes.
+fn new_peer<T: KvCodec + Default + 'static>() -> Box<dyn KvCodec> {
+    Box::<T>::default()
+}
 
 /// Looks a peer up by name.
 pub fn codec(name: &str) -> Result<&'static KvCodecEntry, BenchError> {

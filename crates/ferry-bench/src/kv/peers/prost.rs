@@ -19,7 +19,7 @@ use prost::Message;
 
 use super::{KvCodec, KvRequest, Op, execute, invalid, key_str, response_buf};
 use crate::BenchError;
-use crate::generated::kv_prost::{Request, Response, request};
+use crate::generated::kv_prost::{Request, Response};
 use crate::systems::Input;
 
 const SYSTEM: &str = "prost";
@@ -37,13 +37,6 @@ pub struct ProstKv {
     response: Response,
 }
 
-impl ProstKv {
-    /// A fresh instance for the registry.
-    pub fn boxed() -> Box<dyn KvCodec> {
-        Box::<Self>::default()
-    }
-}
-
 /// `input` decoded as `M`: from the counted buffer without a copy when there is one.
 fn decode<M: Message + Default>(input: Input<'_>) -> Result<M, prost::DecodeError> {
     match input.shared {
@@ -52,29 +45,10 @@ fn decode<M: Message + Default>(input: Input<'_>) -> Result<M, prost::DecodeErro
     }
 }
 
-fn op_of(op: i32) -> Result<Op, Status> {
-    Ok(match request::Op::try_from(op) {
-        Ok(request::Op::Get) => Op::Get,
-        Ok(request::Op::GetList) => Op::GetList,
-        Ok(request::Op::GetM) => Op::GetM,
-        Ok(request::Op::Put) => Op::Put,
-        Err(_) => return Err(invalid(SYSTEM, format_args!("unknown op {op}"))),
-    })
-}
-
-fn op_to(op: Op) -> request::Op {
-    match op {
-        Op::Get => request::Op::Get,
-        Op::GetList => request::Op::GetList,
-        Op::GetM => request::Op::GetM,
-        Op::Put => request::Op::Put,
-    }
-}
-
 impl KvCodec for ProstKv {
     fn encode_request(&mut self, req: &KvRequest<'_>) -> Result<&[u8], BenchError> {
         let message = &mut self.request;
-        message.op = op_to(req.op()) as i32;
+        message.op = req.op() as i32;
         let keys = req.keys();
         message.keys.truncate(keys.len());
         for (i, key) in keys.iter().enumerate() {
@@ -111,7 +85,7 @@ impl KvCodec for ProstKv {
         execute(
             SYSTEM,
             store,
-            op_of(request.op)?,
+            Op::numbered(SYSTEM, request.op)?,
             request.keys.iter().map(|k| Ok(k.as_str())),
             request.values.iter().map(|v| Ok(&v[..])),
             &mut self.found,

@@ -1,9 +1,9 @@
 //! The CDN workload: image objects of a content delivery network (Tragen's "image" traffic
 //! class), served whole or as fixed-size segments.
 
-use super::dist::{Popularity, SizeBuckets, Stream, Within, WorkloadRng, rng};
+use super::dist::{Popularity, SizeBuckets, Stream, Within, rng};
 use super::keyspace::{fill, make_key};
-use super::{Object, Op, Workload};
+use super::{CdnMode, Object, Requests, Workload, WorkloadSpec};
 
 /// Key length: "64-byte keys" (`workloads.md` line 49; Cornflakes §6.1.4).
 pub const KEY_LEN: usize = 64;
@@ -13,7 +13,7 @@ pub const DEFAULT_MAX_OBJECT: u32 = 4 * 1024 * 1024;
 /// Default segment size: 8 KiB, the payload of one jumbo frame (MTU 9000, Cornflakes §6.1.1),
 /// as Cornflakes' "jumbo-frame-sized segments" (§6.1.4).
 pub const DEFAULT_SEGMENT: u32 = 8 * 1024;
-/// Default Zipf exponent of object popularity (see [`Cdn`] for where it comes from).
+/// Default Zipf exponent of object popularity (see [`build`] for where it comes from).
 pub const DEFAULT_ALPHA: f64 = 0.8;
 /// Default number of objects: Cornflakes drew "a trace of 1 million object sizes" (§6.1.4).
 pub const DEFAULT_KEYS: u32 = 1_000_000;
@@ -53,45 +53,6 @@ pub const IMAGE_SIZE_TABLE: [(u32, u32, f64); 21] = [
     (16_384_000, 116_000_000, 0.000363),
 ];
 
-/// How an object is stored and read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CdnLayout {
-    /// One buffer per object, read with [`Op::Get`].
-    Whole,
-    /// Buffers of `segment` bytes (the last one shorter), read together with [`Op::GetList`].
-    Segments {
-        /// Segment size, bytes.
-        segment: u32,
-    },
-}
-
-/// What the CDN workload is built from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CdnConfig {
-    /// Objects to preload (fewer if the memory budget is reached first).
-    pub keys: u32,
-    /// Whole objects or segments.
-    pub layout: CdnLayout,
-    /// The largest object, bytes, in both layouts; larger draws are clamped to it.
-    pub max_object: u32,
-    /// Zipf exponent of object popularity.
-    pub alpha: f64,
-    /// Bytes of keys plus values the key space may take.
-    pub memory_budget: u64,
-}
-
-impl Default for CdnConfig {
-    fn default() -> Self {
-        Self {
-            keys: DEFAULT_KEYS,
-            layout: CdnLayout::Whole,
-            max_object: DEFAULT_MAX_OBJECT,
-            alpha: DEFAULT_ALPHA,
-            memory_budget: super::DEFAULT_MEMORY_BUDGET,
-        }
-    }
-}
-
 /// The CDN image workload (`workloads.md` lines 48-51, "CDN image objects (Tragen "image"
 /// class)"; Cornflakes §6.1.4, Table 2, Figure 11).
 ///
@@ -109,13 +70,52 @@ impl Default for CdnConfig {
 ///   Tragen model gives about 0.6 to 0.8 depending on the rank range, so 0.8 is the upper end of
 ///   that (sizes are drawn independently of popularity, unlike Tragen's joint model).
 /// - Keys: 64 bytes.
-#[derive(Debug)]
-pub struct Cdn {
-    name: String,
-    objects: Vec<Object>,
-    notes: Vec<String>,
-    popularity: Popularity,
-    rng: WorkloadRng,
+///
+/// Built from `spec`'s `keys` (default [`DEFAULT_KEYS`]), `cdn_mode` and `cdn_segment`,
+/// `cdn_max_object`, `zipf` (default [`DEFAULT_ALPHA`]) and `memory_budget`, and `seed`.
+pub fn build(spec: &WorkloadSpec, seed: u64) -> Result<Workload, String> {
+    let max_object = spec.cdn_max_object;
+    if max_object == 0 {
+        return Err("cdn: max object must be at least 1 byte".into());
+    }
+    let segment = match spec.cdn_mode {
+        CdnMode::Whole => None,
+        CdnMode::Segments if spec.cdn_segment == 0 => {
+            return Err("cdn: segment size must be at least 1 byte".into());
+        }
+        CdnMode::Segments => Some(spec.cdn_segment),
+    };
+    let sizes = object_sizes();
+    let mut orng = rng(seed, Stream::Objects);
+    let mut clamped = 0u32;
+    let (objects, note) = fill(
+        "cdn",
+        spec.keys.unwrap_or(DEFAULT_KEYS),
+        spec.memory_budget,
+        |index| {
+            let key = make_key("cdn:", index, KEY_LEN, &mut orng);
+            let drawn = sizes.sample(&mut orng);
+            clamped += u32::from(drawn > max_object);
+            Object {
+                key,
+                parts: split(drawn.min(max_object), segment),
+            }
+        },
+    )?;
+    let mut notes: Vec<String> = note.into_iter().collect();
+    if clamped > 0 {
+        notes.push(format!(
+            "cdn: {clamped} objects larger than {max_object} bytes clamped to it"
+        ));
+    }
+    let popularity = Popularity::zipf(objects.len() as u32, spec.zipf.unwrap_or(DEFAULT_ALPHA), seed)?;
+    Ok(Workload {
+        name: segment.map_or("cdn".to_owned(), |s| format!("cdn-seg{s}")),
+        objects,
+        notes,
+        requests: Requests::Reads(popularity),
+        rng: rng(seed, Stream::Ops),
+    })
 }
 
 /// The image-class size law.
@@ -124,60 +124,11 @@ pub fn object_sizes() -> SizeBuckets {
     SizeBuckets::new(&IMAGE_SIZE_TABLE, Within::LogUniform).expect("IMAGE_SIZE_TABLE is valid")
 }
 
-impl Cdn {
-    /// Builds the key space and the request stream from `seed`.
-    pub fn new(config: &CdnConfig, seed: u64) -> Result<Self, String> {
-        let CdnConfig {
-            keys,
-            layout,
-            max_object,
-            alpha,
-            memory_budget,
-        } = *config;
-        if max_object == 0 {
-            return Err("cdn: max object must be at least 1 byte".into());
-        }
-        if let CdnLayout::Segments { segment: 0 } = layout {
-            return Err("cdn: segment size must be at least 1 byte".into());
-        }
-        let sizes = object_sizes();
-        let mut orng = rng(seed, Stream::Objects);
-        let mut clamped = 0u32;
-        let (objects, note) = fill("cdn", keys, memory_budget, |index| {
-            let key = make_key("cdn:", index, KEY_LEN, &mut orng);
-            let drawn = sizes.sample(&mut orng);
-            clamped += u32::from(drawn > max_object);
-            Object {
-                key,
-                parts: split(drawn.min(max_object), layout),
-            }
-        })?;
-        let mut notes: Vec<String> = note.into_iter().collect();
-        if clamped > 0 {
-            notes.push(format!(
-                "cdn: {clamped} objects larger than {max_object} bytes clamped to it"
-            ));
-        }
-        let popularity = Popularity::zipf(objects.len() as u32, alpha, seed)?;
-        let name = match layout {
-            CdnLayout::Whole => "cdn".to_owned(),
-            CdnLayout::Segments { segment } => format!("cdn-seg{segment}"),
-        };
-        Ok(Self {
-            name,
-            objects,
-            notes,
-            popularity,
-            rng: rng(seed, Stream::Ops),
-        })
-    }
-}
-
-/// The parts of an object of `size` bytes in `layout`.
-fn split(size: u32, layout: CdnLayout) -> Vec<u32> {
-    match layout {
-        CdnLayout::Whole => vec![size],
-        CdnLayout::Segments { segment } => {
+/// The parts of an object of `size` bytes: whole, or in segments of `segment` bytes.
+fn split(size: u32, segment: Option<u32>) -> Vec<u32> {
+    match segment {
+        None => vec![size],
+        Some(segment) => {
             let mut parts = vec![segment; (size / segment) as usize];
             if size % segment != 0 {
                 parts.push(size % segment);
@@ -187,27 +138,9 @@ fn split(size: u32, layout: CdnLayout) -> Vec<u32> {
     }
 }
 
-impl Workload for Cdn {
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    fn objects(&self) -> &[Object] {
-        &self.objects
-    }
-
-    fn next_op(&mut self) -> Op {
-        let index = self.popularity.sample(&mut self.rng);
-        Op::read(index, &self.objects[index as usize])
-    }
-
-    fn notes(&self) -> &[String] {
-        &self.notes
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::{Kind, Op};
     use super::*;
 
     #[test]
@@ -238,23 +171,21 @@ mod tests {
 
     #[test]
     fn segments_split_and_whole_clamps() {
-        assert_eq!(
-            split(20_000, CdnLayout::Segments { segment: 8192 }),
-            [8192, 8192, 3616]
-        );
-        assert_eq!(split(16_384, CdnLayout::Segments { segment: 8192 }), [8192, 8192]);
-        assert_eq!(split(1_000, CdnLayout::Segments { segment: 8192 }), [1000]);
-        assert_eq!(split(1_000, CdnLayout::Whole), [1000]);
+        assert_eq!(split(20_000, Some(8192)), [8192, 8192, 3616]);
+        assert_eq!(split(16_384, Some(8192)), [8192, 8192]);
+        assert_eq!(split(1_000, Some(8192)), [1000]);
+        assert_eq!(split(1_000, None), [1000]);
 
-        let base = CdnConfig {
-            keys: 20_000,
-            max_object: 200_000,
-            ..CdnConfig::default()
+        let base = WorkloadSpec {
+            keys: Some(20_000),
+            cdn_max_object: 200_000,
+            ..WorkloadSpec::new(Kind::Cdn)
         };
-        let whole = Cdn::new(&base, 4).unwrap();
-        let seg = Cdn::new(
-            &CdnConfig {
-                layout: CdnLayout::Segments { segment: 8192 },
+        let whole = build(&base, 4).unwrap();
+        let seg = build(
+            &WorkloadSpec {
+                cdn_mode: CdnMode::Segments,
+                cdn_segment: 8192,
                 ..base.clone()
             },
             4,
@@ -274,12 +205,12 @@ mod tests {
 
     #[test]
     fn ops_read_whole_objects_in_range() {
-        for layout in [CdnLayout::Whole, CdnLayout::Segments { segment: 8192 }] {
-            let mut w = Cdn::new(
-                &CdnConfig {
-                    keys: 5_000,
-                    layout,
-                    ..CdnConfig::default()
+        for cdn_mode in [CdnMode::Whole, CdnMode::Segments] {
+            let mut w = build(
+                &WorkloadSpec {
+                    keys: Some(5_000),
+                    cdn_mode,
+                    ..WorkloadSpec::new(Kind::Cdn)
                 },
                 6,
             )

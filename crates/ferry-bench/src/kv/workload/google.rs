@@ -3,10 +3,12 @@
 
 use rand::Rng as _;
 
-use super::dist::{Popularity, SizeBuckets, Stream, Within, WorkloadRng, rng};
+use super::dist::{Popularity, SizeBuckets, Stream, Within, rng};
 use super::keyspace::{fill, make_key};
-use super::{ListLen, Object, Op, Workload};
+use super::{Object, Requests, Workload, WorkloadSpec};
 
+/// Objects Cornflakes drew (§6.1.4).
+pub const DEFAULT_KEYS: u32 = 1_000_000;
 /// Key length: "64-byte keys" (`workloads.md` line 23; Cornflakes §6.1.4).
 pub const KEY_LEN: usize = 64;
 
@@ -33,34 +35,6 @@ pub const FIELD_SIZE_TABLE: [(u32, u32, f64); 9] = [
     (4097, u32::MAX, 1.36),
 ];
 
-/// What the Google workload is built from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GoogleConfig {
-    /// Keys to preload (fewer if the memory budget is reached first).
-    pub keys: u32,
-    /// Fields per object, uniform over this range (1, 1-4, 1-8, 1-16 in Cornflakes' Table 1).
-    pub fields: ListLen,
-    /// The largest field, in bytes: the upper end of the last bucket (`[4097, max_field]`).
-    pub max_field: u32,
-    /// The largest object, in bytes: a field that would push its object past this, counting 8 B
-    /// for each field still to draw, is drawn again.
-    pub max_object: u64,
-    /// Bytes of keys plus values the key space may take.
-    pub memory_budget: u64,
-}
-
-impl Default for GoogleConfig {
-    fn default() -> Self {
-        Self {
-            keys: 1_000_000,
-            fields: ListLen { min: 1, max: 4 },
-            max_field: DEFAULT_MAX_FIELD,
-            max_object: DEFAULT_MAX_OBJECT,
-            memory_budget: super::DEFAULT_MEMORY_BUDGET,
-        }
-    }
-}
-
 /// The Google protobuf `bytes` workload (`workloads.md` lines 6-24, "Google protobuf `bytes`
 /// field sizes"; Cornflakes §6.1.4, Table 1, Figure 6).
 ///
@@ -75,41 +49,31 @@ impl Default for GoogleConfig {
 ///   issues only `Get`s.
 /// - Popularity: uniform over the keys. Cornflakes §6.1.4 gives none for this synthetic trace,
 ///   so this is our assumption.
-#[derive(Debug)]
-pub struct Google {
-    name: String,
-    objects: Vec<Object>,
-    notes: Vec<String>,
-    popularity: Popularity,
-    rng: WorkloadRng,
-}
-
-impl Google {
-    /// Builds the key space and the request stream from `seed`.
-    pub fn new(config: &GoogleConfig, seed: u64) -> Result<Self, String> {
-        let GoogleConfig {
-            keys,
-            fields,
-            max_field,
-            max_object,
-            memory_budget,
-        } = *config;
-        fields.check()?;
-        if max_field < 4097 {
-            return Err(format!(
-                "google: max field {max_field} is below the last bucket's start, 4097"
-            ));
-        }
-        let reserve = 8 * u64::from(fields.max);
-        if max_object < reserve {
-            return Err(format!(
-                "google: max object {max_object} B cannot hold {} fields of up to 8 B",
-                fields.max
-            ));
-        }
-        let sizes = field_sizes(max_field)?;
-        let mut orng = rng(seed, Stream::Objects);
-        let (objects, note) = fill("google", keys, memory_budget, |index| {
+///
+/// Built from `spec`'s `keys` (default 1 million), `google_fields`, `google_max_field`,
+/// `google_max_object` and `memory_budget`, and `seed`.
+pub fn build(spec: &WorkloadSpec, seed: u64) -> Result<Workload, String> {
+    let (fields, max_field, max_object) = (spec.google_fields, spec.google_max_field, spec.google_max_object);
+    fields.check()?;
+    if max_field < 4097 {
+        return Err(format!(
+            "google: max field {max_field} is below the last bucket's start, 4097"
+        ));
+    }
+    let reserve = 8 * u64::from(fields.max);
+    if max_object < reserve {
+        return Err(format!(
+            "google: max object {max_object} B cannot hold {} fields of up to 8 B",
+            fields.max
+        ));
+    }
+    let sizes = field_sizes(max_field)?;
+    let mut orng = rng(seed, Stream::Objects);
+    let (objects, note) = fill(
+        "google",
+        spec.keys.unwrap_or(DEFAULT_KEYS),
+        spec.memory_budget,
+        |index| {
             let key = make_key("google:", index, KEY_LEN, &mut orng);
             let n = orng.random_range(fields.min..=fields.max);
             let mut parts = Vec::with_capacity(n as usize);
@@ -128,16 +92,15 @@ impl Google {
                 parts.push(size);
             }
             Object { key, parts }
-        })?;
-        let popularity = Popularity::uniform(objects.len() as u32)?;
-        Ok(Self {
-            name: format!("google-{fields}"),
-            objects,
-            notes: note.into_iter().collect(),
-            popularity,
-            rng: rng(seed, Stream::Ops),
-        })
-    }
+        },
+    )?;
+    Ok(Workload {
+        name: format!("google-{fields}"),
+        requests: Requests::Reads(Popularity::uniform(objects.len() as u32)?),
+        objects,
+        notes: note.into_iter().collect(),
+        rng: rng(seed, Stream::Ops),
+    })
 }
 
 /// [`FIELD_SIZE_TABLE`] with its last bucket ending at `max_field` (inclusive).
@@ -147,27 +110,9 @@ pub fn field_sizes(max_field: u32) -> Result<SizeBuckets, String> {
     SizeBuckets::new(&table, Within::Uniform)
 }
 
-impl Workload for Google {
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    fn objects(&self) -> &[Object] {
-        &self.objects
-    }
-
-    fn next_op(&mut self) -> Op {
-        let index = self.popularity.sample(&mut self.rng);
-        Op::read(index, &self.objects[index as usize])
-    }
-
-    fn notes(&self) -> &[String] {
-        &self.notes
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::{Kind, ListLen, Op};
     use super::*;
 
     #[test]
@@ -197,18 +142,18 @@ mod tests {
         assert!((share - 0.949).abs() < 0.005, "share <= 512 B: {share}");
     }
 
-    fn small(fields: ListLen) -> GoogleConfig {
-        GoogleConfig {
-            keys: 2_000,
-            fields,
-            ..GoogleConfig::default()
+    fn small(fields: ListLen) -> WorkloadSpec {
+        WorkloadSpec {
+            keys: Some(2_000),
+            google_fields: fields,
+            ..WorkloadSpec::new(Kind::Google)
         }
     }
 
     #[test]
     fn lists_have_the_configured_lengths_and_keys() {
         for (min, max) in [(1, 1), (1, 4), (1, 8), (1, 16)] {
-            let w = Google::new(&small(ListLen { min, max }), 3).unwrap();
+            let w = build(&small(ListLen { min, max }), 3).unwrap();
             assert_eq!(w.objects().len(), 2_000);
             let mut lens = vec![0u32; max as usize + 1];
             for o in w.objects() {
@@ -232,31 +177,31 @@ mod tests {
 
     #[test]
     fn max_object_resamples_fields() {
-        let config = GoogleConfig {
-            max_object: 9000,
+        let config = WorkloadSpec {
+            google_max_object: 9000,
             ..small(ListLen { min: 1, max: 16 })
         };
-        let w = Google::new(&config, 5).unwrap();
+        let w = build(&config, 5).unwrap();
         assert!(w.objects().iter().all(|o| o.value_len() <= 9000));
         assert!(
             w.objects().iter().any(|o| o.value_len() > 4097),
             "large fields still drawn"
         );
-        let bad = GoogleConfig {
-            max_object: 100,
+        let bad = WorkloadSpec {
+            google_max_object: 100,
             ..small(ListLen { min: 1, max: 16 })
         };
-        assert!(Google::new(&bad, 5).is_err());
-        let bad = GoogleConfig {
-            max_field: 4000,
+        assert!(build(&bad, 5).is_err());
+        let bad = WorkloadSpec {
+            google_max_field: 4000,
             ..small(ListLen { min: 1, max: 4 })
         };
-        assert!(Google::new(&bad, 5).is_err());
+        assert!(build(&bad, 5).is_err());
     }
 
     #[test]
     fn ops_read_whole_objects() {
-        let mut w = Google::new(&small(ListLen { min: 1, max: 8 }), 8).unwrap();
+        let mut w = build(&small(ListLen { min: 1, max: 8 }), 8).unwrap();
         for _ in 0..10_000 {
             match w.next_op() {
                 Op::GetList(i) => assert!(w.objects()[i as usize].parts.len() > 1),

@@ -20,7 +20,7 @@
 //! parts is a vector of buffers, read with one [`Op::GetList`] ([`Op::read`] picks).
 //!
 //! What it is NOT: the store, the load generator or the client. Nothing here does I/O except
-//! [`TwitterCsv::open`], reading a trace file; nothing here measures time.
+//! [`twitter_csv::open`], reading a trace file; nothing here measures time.
 //!
 //! Determinism: a seed fixes the objects (keys and sizes) and the request sequence; each comes
 //! from its own stream of the seed ([`dist::Stream`]), so the key space does not depend on how
@@ -44,11 +44,11 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-pub use cdn::{Cdn, CdnConfig, CdnLayout};
-pub use google::{Google, GoogleConfig};
-pub use twitter::{Twitter, TwitterConfig};
-pub use twitter_csv::{CsvError, TwitterCsv};
-pub use ycsb::{Ycsb, YcsbConfig, YcsbRead};
+pub use twitter_csv::CsvError;
+pub use ycsb::YcsbRead;
+
+use dist::{Popularity, WorkloadRng};
+use rand::Rng as _;
 
 /// Default bytes of keys plus values a synthetic key space may take: 1 GiB.
 pub const DEFAULT_MEMORY_BUDGET: u64 = 1 << 30;
@@ -108,30 +108,83 @@ impl Op {
 }
 
 /// A workload: a key space and a deterministic request stream.
-pub trait Workload: Send {
+#[derive(Debug)]
+pub struct Workload {
+    name: String,
+    objects: Vec<Object>,
+    notes: Vec<String>,
+    requests: Requests,
+    /// The request stream's RNG ([`dist::Stream::Ops`] of the seed).
+    rng: WorkloadRng,
+}
+
+/// How a workload draws its requests.
+#[derive(Debug)]
+enum Requests {
+    /// A read of one whole object ([`Op::read`]), by popularity.
+    Reads(Popularity),
+    /// An object by popularity, then [`Op::Get`] with this probability, else [`Op::Put`].
+    GetsOrPuts(Popularity, f64),
+    /// One [`Op::GetM`] of this many keys, each by popularity.
+    MultiGets(Popularity, u32),
+    /// A trace's requests as `(key index, is_put)`, replayed in a loop from the next one.
+    Replay(Vec<(u32, bool)>, usize),
+}
+
+impl Workload {
     /// A short name for results and plots, e.g. "google-1-16", "twitter-c4", "cdn", "ycsb-4x1024".
-    fn name(&self) -> String;
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
     /// The key space, to preload the store and to know expected sizes.
-    fn objects(&self) -> &[Object];
-    /// The next request; deterministic from the seed.
-    fn next_op(&mut self) -> Op;
+    pub fn objects(&self) -> &[Object] {
+        &self.objects
+    }
+
     /// What the builder changed from what was asked (key count cut by the memory budget,
     /// values clamped, trace lines skipped), one sentence each, for the results and the log.
-    fn notes(&self) -> &[String] {
-        &[]
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The next request; deterministic from the seed.
+    pub fn next_op(&mut self) -> Op {
+        match &mut self.requests {
+            Requests::Reads(popularity) => {
+                let index = popularity.sample(&mut self.rng);
+                Op::read(index, &self.objects[index as usize])
+            }
+            Requests::GetsOrPuts(popularity, get_share) => {
+                let index = popularity.sample(&mut self.rng);
+                if self.rng.random::<f64>() < *get_share {
+                    Op::Get(index)
+                } else {
+                    Op::Put(index)
+                }
+            }
+            Requests::MultiGets(popularity, n) => {
+                Op::GetM((0..*n).map(|_| popularity.sample(&mut self.rng)).collect())
+            }
+            Requests::Replay(ops, next) => {
+                let (index, is_put) = ops[*next];
+                *next = (*next + 1) % ops.len();
+                if is_put { Op::Put(index) } else { Op::Get(index) }
+            }
+        }
     }
 }
 
 /// The workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
-    /// Lists of protobuf `bytes` fields of Google's fleet-wide sizes ([`Google`]).
+    /// Lists of protobuf `bytes` fields of Google's fleet-wide sizes ([`google`]).
     Google,
-    /// Twitter cache cluster 4: synthetic ([`Twitter`]) or a trace file ([`TwitterCsv`]).
+    /// Twitter cache cluster 4: synthetic ([`twitter`]) or a trace file ([`twitter_csv`]).
     Twitter,
-    /// CDN image objects ([`Cdn`]).
+    /// CDN image objects ([`cdn`]).
     Cdn,
-    /// YCSB-C ([`Ycsb`]).
+    /// YCSB-C ([`ycsb`]).
     Ycsb,
 }
 
@@ -203,7 +256,7 @@ impl FromStr for ListLen {
 }
 
 /// A workload as chosen on the command line; [`build`] makes it. Flatten it into a command's
-/// arguments (`#[command(flatten)]`); [`WorkloadSpec::default`] holds the same defaults.
+/// arguments (`#[command(flatten)]`); [`WorkloadSpec::new`] gives its defaults.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct WorkloadSpec {
     /// The workload.
@@ -261,106 +314,39 @@ pub struct WorkloadSpec {
     pub ycsb_read: YcsbRead,
 }
 
-impl Default for WorkloadSpec {
-    fn default() -> Self {
-        Self {
-            kind: Kind::Twitter,
-            keys: None,
-            memory_budget: DEFAULT_MEMORY_BUDGET,
-            zipf: None,
-            google_fields: ListLen { min: 1, max: 4 },
-            google_max_field: google::DEFAULT_MAX_FIELD,
-            google_max_object: google::DEFAULT_MAX_OBJECT,
-            twitter_trace: None,
-            twitter_max_value: twitter::DEFAULT_MAX_VALUE,
-            twitter_max_lines: twitter_csv::DEFAULT_MAX_LINES,
-            cdn_mode: CdnMode::Whole,
-            cdn_segment: cdn::DEFAULT_SEGMENT,
-            cdn_max_object: cdn::DEFAULT_MAX_OBJECT,
-            ycsb_buffers: ycsb::DEFAULT_BUFFERS,
-            ycsb_size: ycsb::DEFAULT_SIZE,
-            ycsb_read: YcsbRead::List,
-        }
-    }
-}
-
 impl WorkloadSpec {
-    /// The defaults for `kind`.
+    /// The command line's defaults for `kind`.
     pub fn new(kind: Kind) -> Self {
-        Self {
-            kind,
-            ..Self::default()
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            spec: WorkloadSpec,
         }
+        let mut spec = <Defaults as clap::Parser>::parse_from(["workload"]).spec;
+        spec.kind = kind;
+        spec
     }
 }
 
 /// Parses nothing more: builds the workload `spec` describes, from `seed`. Errors say which
 /// option is wrong (or, for a trace file, which line and field).
-pub fn build(spec: &WorkloadSpec, seed: u64) -> Result<Box<dyn Workload>, String> {
-    let budget = spec.memory_budget;
-    Ok(match spec.kind {
-        Kind::Google => {
-            if spec.zipf.is_some() {
-                return Err("--zipf does not apply to google: its popularity is uniform".into());
-            }
-            let config = GoogleConfig {
-                keys: spec.keys.unwrap_or(GoogleConfig::default().keys),
-                fields: spec.google_fields,
-                max_field: spec.google_max_field,
-                max_object: spec.google_max_object,
-                memory_budget: budget,
-            };
-            Box::new(Google::new(&config, seed)?)
+pub fn build(spec: &WorkloadSpec, seed: u64) -> Result<Workload, String> {
+    match (spec.kind, &spec.twitter_trace) {
+        (Kind::Google, _) if spec.zipf.is_some() => {
+            Err("--zipf does not apply to google: its popularity is uniform".into())
         }
-        Kind::Twitter => match &spec.twitter_trace {
-            Some(path) => {
-                if spec.zipf.is_some() || spec.keys.is_some() {
-                    return Err(
-                        "--zipf and --keys do not apply to --twitter-trace: the trace has its own".into(),
-                    );
-                }
-                Box::new(
-                    TwitterCsv::open(path, spec.twitter_max_lines, spec.twitter_max_value)
-                        .map_err(|e| format!("--twitter-trace {}: {e}", path.display()))?,
-                )
-            }
-            None => {
-                let config = TwitterConfig {
-                    keys: spec.keys.unwrap_or(twitter::DEFAULT_KEYS),
-                    alpha: spec.zipf.unwrap_or(twitter::ZIPF_ALPHA),
-                    max_value: spec.twitter_max_value,
-                    memory_budget: budget,
-                };
-                Box::new(Twitter::new(&config, seed)?)
-            }
-        },
-        Kind::Cdn => {
-            let config = CdnConfig {
-                keys: spec.keys.unwrap_or(cdn::DEFAULT_KEYS),
-                layout: match spec.cdn_mode {
-                    CdnMode::Whole => CdnLayout::Whole,
-                    CdnMode::Segments => CdnLayout::Segments {
-                        segment: spec.cdn_segment,
-                    },
-                },
-                max_object: spec.cdn_max_object,
-                alpha: spec.zipf.unwrap_or(cdn::DEFAULT_ALPHA),
-                memory_budget: budget,
-            };
-            Box::new(Cdn::new(&config, seed)?)
+        (Kind::Google, _) => google::build(spec, seed),
+        (Kind::Twitter, Some(_)) if spec.zipf.is_some() || spec.keys.is_some() => {
+            Err("--zipf and --keys do not apply to --twitter-trace: the trace has its own".into())
         }
-        Kind::Ycsb => {
-            let config = YcsbConfig {
-                keys: spec.keys.unwrap_or(ycsb::DEFAULT_KEYS),
-                buffers: spec.ycsb_buffers,
-                size: spec.ycsb_size,
-                read: spec.ycsb_read,
-                alpha: spec.zipf.unwrap_or(ycsb::ZIPF_ALPHA),
-                memory_budget: budget,
-            };
-            Box::new(Ycsb::new(&config, seed)?)
+        (Kind::Twitter, Some(path)) => {
+            twitter_csv::open(path, spec.twitter_max_lines, spec.twitter_max_value)
+                .map_err(|e| format!("--twitter-trace {}: {e}", path.display()))
         }
-    })
+        (Kind::Twitter, None) => twitter::build(spec, seed),
+        (Kind::Cdn, _) => cdn::build(spec, seed),
+        (Kind::Ycsb, _) => ycsb::build(spec, seed),
+    }
 }
 
 #[cfg(test)]
@@ -421,7 +407,6 @@ mod tests {
 
     #[test]
     fn clap_defaults_match_default() {
-        assert_eq!(parse(&[]).unwrap(), WorkloadSpec::default());
         let spec = parse(&[
             "--workload",
             "google",

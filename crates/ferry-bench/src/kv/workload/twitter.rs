@@ -3,9 +3,9 @@
 
 use rand::Rng as _;
 
-use super::dist::{ClampedLogNormal, Popularity, Stream, WorkloadRng, rng};
+use super::dist::{ClampedLogNormal, Popularity, Stream, rng};
 use super::keyspace::{fill, make_key};
-use super::{Object, Op, Workload};
+use super::{Object, Requests, Workload, WorkloadSpec};
 
 /// Mean key size, bytes (`workloads.md` line 32).
 pub const MEAN_KEY: u32 = 67;
@@ -25,30 +25,6 @@ pub const LARGE_VALUE: f64 = 512.0;
 pub const DEFAULT_MAX_VALUE: u32 = 1024 * 1024;
 /// Keys Cornflakes preloaded: "the first 4 million unique keys queried in the trace" (§6.1.4).
 pub const DEFAULT_KEYS: u32 = 4_000_000;
-
-/// What the synthetic Twitter workload is built from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TwitterConfig {
-    /// Keys to preload (fewer if the memory budget is reached first).
-    pub keys: u32,
-    /// Zipf exponent of key popularity.
-    pub alpha: f64,
-    /// The largest value, bytes; larger draws are clamped to it.
-    pub max_value: u32,
-    /// Bytes of keys plus values the key space may take.
-    pub memory_budget: u64,
-}
-
-impl Default for TwitterConfig {
-    fn default() -> Self {
-        Self {
-            keys: DEFAULT_KEYS,
-            alpha: ZIPF_ALPHA,
-            max_value: DEFAULT_MAX_VALUE,
-            memory_budget: super::DEFAULT_MEMORY_BUDGET,
-        }
-    }
-}
 
 /// A synthetic trace with the statistics of Twitter's cluster 4 (`workloads.md` lines 26-37,
 /// "Twitter production cache traces ... cluster 4"; Cornflakes §6.1.4, Figures 7 and 12). The
@@ -76,25 +52,17 @@ impl Default for TwitterConfig {
 /// separate keys (our transports have no MTU). Sizes are independent of popularity, so the
 /// *request*-weighted share of values >= 512 B is 32 % only on average over seeds: with Zipf
 /// 1.1 the top key alone draws about a tenth of the requests.
-#[derive(Debug)]
-pub struct Twitter {
-    objects: Vec<Object>,
-    notes: Vec<String>,
-    popularity: Popularity,
-    rng: WorkloadRng,
-}
-
-/// The value-size law of [`Twitter`] for `max_value`.
-pub fn value_sizes(max_value: u32) -> Result<ClampedLogNormal, String> {
-    ClampedLogNormal::fit_mean_and_tail(MEAN_VALUE, LARGE_VALUE, LARGE_SHARE, 1, max_value)
-}
-
-impl Twitter {
-    /// Builds the key space and the request stream from `seed`.
-    pub fn new(config: &TwitterConfig, seed: u64) -> Result<Self, String> {
-        let values = value_sizes(config.max_value).map_err(|e| format!("twitter: {e}"))?;
-        let mut orng = rng(seed, Stream::Objects);
-        let (objects, note) = fill("twitter", config.keys, config.memory_budget, |index| {
+///
+/// Built from `spec`'s `keys` (default [`DEFAULT_KEYS`]), `zipf` (default [`ZIPF_ALPHA`]),
+/// `twitter_max_value` and `memory_budget`, and `seed`.
+pub fn build(spec: &WorkloadSpec, seed: u64) -> Result<Workload, String> {
+    let values = value_sizes(spec.twitter_max_value).map_err(|e| format!("twitter: {e}"))?;
+    let mut orng = rng(seed, Stream::Objects);
+    let (objects, note) = fill(
+        "twitter",
+        spec.keys.unwrap_or(DEFAULT_KEYS),
+        spec.memory_budget,
+        |index| {
             // 34..=100: symmetric around the mean of 67.
             let key_len = orng.random_range(MEAN_KEY - MEAN_KEY / 2..=MEAN_KEY + MEAN_KEY / 2);
             let key = make_key("tw4:", index, key_len as usize, &mut orng);
@@ -102,54 +70,38 @@ impl Twitter {
                 key,
                 parts: vec![values.sample(&mut orng)],
             }
-        })?;
-        let popularity = Popularity::zipf(objects.len() as u32, config.alpha, seed)?;
-        Ok(Self {
-            objects,
-            notes: note.into_iter().collect(),
-            popularity,
-            rng: rng(seed, Stream::Ops),
-        })
-    }
+        },
+    )?;
+    let popularity = Popularity::zipf(objects.len() as u32, spec.zipf.unwrap_or(ZIPF_ALPHA), seed)?;
+    Ok(Workload {
+        name: "twitter-c4".into(),
+        objects,
+        notes: note.into_iter().collect(),
+        requests: Requests::GetsOrPuts(popularity, GET_SHARE),
+        rng: rng(seed, Stream::Ops),
+    })
 }
 
-impl Workload for Twitter {
-    fn name(&self) -> String {
-        "twitter-c4".into()
-    }
-
-    fn objects(&self) -> &[Object] {
-        &self.objects
-    }
-
-    fn next_op(&mut self) -> Op {
-        let index = self.popularity.sample(&mut self.rng);
-        if self.rng.random::<f64>() < GET_SHARE {
-            Op::Get(index)
-        } else {
-            Op::Put(index)
-        }
-    }
-
-    fn notes(&self) -> &[String] {
-        &self.notes
-    }
+/// The value-size law of the synthetic trace for `max_value`.
+pub fn value_sizes(max_value: u32) -> Result<ClampedLogNormal, String> {
+    ClampedLogNormal::fit_mean_and_tail(MEAN_VALUE, LARGE_VALUE, LARGE_SHARE, 1, max_value)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Kind, Op};
     use super::*;
 
-    fn small() -> TwitterConfig {
-        TwitterConfig {
-            keys: 100_000,
-            ..TwitterConfig::default()
+    fn small() -> WorkloadSpec {
+        WorkloadSpec {
+            keys: Some(100_000),
+            ..WorkloadSpec::new(Kind::Twitter)
         }
     }
 
     #[test]
     fn sizes_match_cluster_4() {
-        let w = Twitter::new(&small(), 1).unwrap();
+        let w = build(&small(), 1).unwrap();
         let n = w.objects().len() as f64;
         assert_eq!(w.objects().len(), 100_000);
         let key_mean = w.objects().iter().map(|o| o.key.len() as f64).sum::<f64>() / n;
@@ -171,9 +123,9 @@ mod tests {
 
     #[test]
     fn get_set_mix_and_popularity() {
-        let mut w = Twitter::new(
-            &TwitterConfig {
-                keys: 10_000,
+        let mut w = build(
+            &WorkloadSpec {
+                keys: Some(10_000),
                 ..small()
             },
             2,
@@ -181,7 +133,10 @@ mod tests {
         .unwrap();
         let n = 200_000u32;
         let (mut gets, mut top) = (0u32, 0u32);
-        let top_index = w.popularity.index_of_rank(1);
+        let Requests::GetsOrPuts(popularity, _) = &w.requests else {
+            panic!("twitter draws gets and puts")
+        };
+        let top_index = popularity.index_of_rank(1);
         for _ in 0..n {
             let i = match w.next_op() {
                 Op::Get(i) => {

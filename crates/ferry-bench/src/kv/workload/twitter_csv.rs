@@ -1,11 +1,12 @@
 //! The Twitter workload, replayed: a reader for the real Twitter cache-trace CSV files
 //! (`timestamp,key,key_size,value_size,client_id,operation,ttl`), for users who have them.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read};
 use std::path::Path;
 
-use super::{Object, Op, Workload};
+use super::dist::{Stream, rng};
+use super::{Object, Requests, Workload};
 
 /// Default number of trace lines read: 5 million (about 10 minutes of cluster 4, a few hundred
 /// megabytes of key space and request list). The trace files are far larger; the reader stops
@@ -25,9 +26,6 @@ pub const FIELDS: [&str; 7] = [
     "operation",
     "ttl",
 ];
-/// At most this many distinct skipped operation names are counted by name; the rest count as
-/// `"(other)"`.
-const MAX_SKIPPED_NAMES: usize = 32;
 
 /// Why a trace could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -94,9 +92,9 @@ struct Seen {
 ///
 /// - Reads at most `max_lines` lines (blank lines count; a first line starting with
 ///   `timestamp` is taken as a header and skipped).
-/// - Operations `get`/`gets` become [`Op::Get`]; `set`/`add`/`replace`/`cas`/`append`/`prepend`
-///   become [`Op::Put`]; anything else (`delete`, `incr`, `decr`, ...) is skipped and counted
-///   ([`TwitterCsv::skipped`]).
+/// - Operations `get`/`gets` become `Get`s; `set`/`add`/`replace`/`cas`/`append`/`prepend`
+///   become `Put`s; anything else (`delete`, `incr`, `decr`, ...) is skipped and counted (in
+///   the notes).
 /// - The key space is the keys of the kept operations, in order of first appearance. A key's
 ///   value is one buffer of the `value_size` of its last set/add/replace/cas (an append or
 ///   prepend carries only the fragment's size), else its first nonzero `value_size`, else
@@ -105,206 +103,141 @@ struct Seen {
 ///   the unlikely case the padded key collides with another.
 /// - Requests replay the kept operations in trace order and start over at the end. Timestamps
 ///   are checked but not used: arrivals come from the load generator's Poisson process.
-#[derive(Debug)]
-pub struct TwitterCsv {
-    objects: Vec<Object>,
-    /// Requests as `(key index, is_put)`.
-    ops: Vec<(u32, bool)>,
-    next: usize,
-    lines: u64,
-    skipped: u64,
-    skipped_by_name: BTreeMap<String, u64>,
-    notes: Vec<String>,
-}
-
-impl TwitterCsv {
-    /// Reads the trace at `path` (see [`TwitterCsv::from_reader`]).
-    pub fn open(path: &Path, max_lines: u64, max_value: u32) -> Result<Self, CsvError> {
-        let file = std::fs::File::open(path).map_err(|source| CsvError::Io {
+pub fn open(path: &Path, max_lines: u64, max_value: u32) -> Result<Workload, CsvError> {
+    let file = std::fs::File::open(path).map_err(|source| CsvError::Io {
+        what: path.display().to_string(),
+        source,
+    })?;
+    from_reader(std::io::BufReader::new(file), max_lines, max_value).map_err(|e| match e {
+        CsvError::Io { source, .. } => CsvError::Io {
             what: path.display().to_string(),
             source,
-        })?;
-        Self::from_reader(std::io::BufReader::new(file), max_lines, max_value).map_err(|e| match e {
-            CsvError::Io { source, .. } => CsvError::Io {
-                what: path.display().to_string(),
-                source,
-            },
-            e => e,
-        })
-    }
-
-    /// Reads at most `max_lines` lines of a trace from `reader`; values are clamped to
-    /// `max_value` bytes.
-    pub fn from_reader<R: BufRead>(mut reader: R, max_lines: u64, max_value: u32) -> Result<Self, CsvError> {
-        let max_value = max_value.max(1);
-        let mut index_of: HashMap<Vec<u8>, u32> = HashMap::new();
-        let mut seen: Vec<Seen> = Vec::new();
-        let mut keys: Vec<Vec<u8>> = Vec::new();
-        let mut taken: HashSet<Vec<u8>> = HashSet::new();
-        let mut ops = Vec::new();
-        let (mut lines, mut skipped) = (0u64, 0u64);
-        let mut skipped_by_name = BTreeMap::new();
-        let mut buf = Vec::new();
-        let mut truncated = false;
-        loop {
-            buf.clear();
-            let n = (&mut reader)
-                .take(MAX_LINE_LEN as u64 + 1)
-                .read_until(b'\n', &mut buf)
-                .map_err(|source| CsvError::Io {
-                    what: "input".into(),
-                    source,
-                })?;
-            if n == 0 {
-                break;
-            }
-            if lines == max_lines {
-                truncated = true;
-                break;
-            }
-            lines += 1;
-            let line_no = lines;
-            let ends_line = buf.last() == Some(&b'\n');
-            if !ends_line && buf.len() > MAX_LINE_LEN {
-                return Err(CsvError::LineTooLong { line: line_no });
-            }
-            let mut text = buf.as_slice();
-            while let [rest @ .., b'\n' | b'\r'] = text {
-                text = rest;
-            }
-            if text.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            if line_no == 1 && text.starts_with(b"timestamp") {
-                continue;
-            }
-            let line = parse_line(text, line_no)?;
-            let is_put = match line.operation.to_ascii_lowercase().as_slice() {
-                b"get" | b"gets" => false,
-                b"set" | b"add" | b"replace" | b"cas" | b"append" | b"prepend" => true,
-                other => {
-                    skipped += 1;
-                    let name = if skipped_by_name.len() < MAX_SKIPPED_NAMES
-                        || skipped_by_name.contains_key(&*String::from_utf8_lossy(other))
-                    {
-                        String::from_utf8_lossy(other).into_owned()
-                    } else {
-                        "(other)".to_owned()
-                    };
-                    *skipped_by_name.entry(name).or_insert(0) += 1;
-                    continue;
-                }
-            };
-            let index = match index_of.get(line.key) {
-                Some(&i) => i,
-                None => {
-                    let i = keys.len() as u32;
-                    let mut key = line.key.to_vec();
-                    key.resize(key.len().max((line.key_size as usize).min(MAX_KEY_LEN)), b'_');
-                    while taken.contains(&key) {
-                        key.push(b'#');
-                    }
-                    taken.insert(key.clone());
-                    keys.push(key);
-                    seen.push(Seen::default());
-                    index_of.insert(line.key.to_vec(), i);
-                    i
-                }
-            };
-            let s = &mut seen[index as usize];
-            let whole_write = matches!(
-                line.operation.to_ascii_lowercase().as_slice(),
-                b"set" | b"add" | b"replace" | b"cas"
-            );
-            if whole_write {
-                s.last_write = Some(line.value_size);
-            }
-            if s.first_nonzero.is_none() && line.value_size > 0 {
-                s.first_nonzero = Some(line.value_size);
-            }
-            ops.push((index, is_put));
-        }
-        if ops.is_empty() {
-            return Err(CsvError::NoOperations { lines, skipped });
-        }
-        let mut clamped = 0u64;
-        let objects: Vec<Object> = keys
-            .into_iter()
-            .zip(&seen)
-            .map(|(key, s)| {
-                let size = s.last_write.or(s.first_nonzero).unwrap_or(1);
-                clamped += u64::from(size > max_value);
-                Object {
-                    key,
-                    parts: vec![size.clamp(1, max_value)],
-                }
-            })
-            .collect();
-        let mut notes = vec![format!(
-            "twitter-csv: {lines} lines read, {} requests over {} keys, {skipped} other operations skipped",
-            ops.len(),
-            objects.len()
-        )];
-        if truncated {
-            notes.push(format!(
-                "twitter-csv: stopped after {max_lines} lines (--twitter-max-lines raises it)"
-            ));
-        }
-        if clamped > 0 {
-            notes.push(format!(
-                "twitter-csv: {clamped} values clamped to {max_value} bytes"
-            ));
-        }
-        Ok(Self {
-            objects,
-            ops,
-            next: 0,
-            lines,
-            skipped,
-            skipped_by_name,
-            notes,
-        })
-    }
-
-    /// Lines read (including blank lines and a header).
-    pub fn lines(&self) -> u64 {
-        self.lines
-    }
-
-    /// Operations skipped because they are neither gets nor sets.
-    pub fn skipped(&self) -> u64 {
-        self.skipped
-    }
-
-    /// Skipped operations by name (the first 32 names; later ones count as `"(other)"`).
-    pub fn skipped_by_name(&self) -> &BTreeMap<String, u64> {
-        &self.skipped_by_name
-    }
-
-    /// The number of requests replayed before the trace starts over.
-    pub fn requests(&self) -> usize {
-        self.ops.len()
-    }
+        },
+        e => e,
+    })
 }
 
-impl Workload for TwitterCsv {
-    fn name(&self) -> String {
-        "twitter-csv".into()
+/// Reads at most `max_lines` lines of a trace from `reader` (see [`open`]); values are clamped
+/// to `max_value` bytes.
+pub fn from_reader<R: BufRead>(mut reader: R, max_lines: u64, max_value: u32) -> Result<Workload, CsvError> {
+    let max_value = max_value.max(1);
+    let mut index_of: HashMap<Vec<u8>, u32> = HashMap::new();
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut taken: HashSet<Vec<u8>> = HashSet::new();
+    let mut ops = Vec::new();
+    let (mut lines, mut skipped) = (0u64, 0u64);
+    let mut buf = Vec::new();
+    let mut truncated = false;
+    loop {
+        buf.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE_LEN as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| CsvError::Io {
+                what: "input".into(),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        if lines == max_lines {
+            truncated = true;
+            break;
+        }
+        lines += 1;
+        let line_no = lines;
+        let ends_line = buf.last() == Some(&b'\n');
+        if !ends_line && buf.len() > MAX_LINE_LEN {
+            return Err(CsvError::LineTooLong { line: line_no });
+        }
+        let mut text = buf.as_slice();
+        while let [rest @ .., b'\n' | b'\r'] = text {
+            text = rest;
+        }
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if line_no == 1 && text.starts_with(b"timestamp") {
+            continue;
+        }
+        let line = parse_line(text, line_no)?;
+        let is_put = match line.operation.to_ascii_lowercase().as_slice() {
+            b"get" | b"gets" => false,
+            b"set" | b"add" | b"replace" | b"cas" | b"append" | b"prepend" => true,
+            _ => {
+                skipped += 1;
+                continue;
+            }
+        };
+        let index = match index_of.get(line.key) {
+            Some(&i) => i,
+            None => {
+                let i = keys.len() as u32;
+                let mut key = line.key.to_vec();
+                key.resize(key.len().max((line.key_size as usize).min(MAX_KEY_LEN)), b'_');
+                while taken.contains(&key) {
+                    key.push(b'#');
+                }
+                taken.insert(key.clone());
+                keys.push(key);
+                seen.push(Seen::default());
+                index_of.insert(line.key.to_vec(), i);
+                i
+            }
+        };
+        let s = &mut seen[index as usize];
+        let whole_write = matches!(
+            line.operation.to_ascii_lowercase().as_slice(),
+            b"set" | b"add" | b"replace" | b"cas"
+        );
+        if whole_write {
+            s.last_write = Some(line.value_size);
+        }
+        if s.first_nonzero.is_none() && line.value_size > 0 {
+            s.first_nonzero = Some(line.value_size);
+        }
+        ops.push((index, is_put));
     }
-
-    fn objects(&self) -> &[Object] {
-        &self.objects
+    if ops.is_empty() {
+        return Err(CsvError::NoOperations { lines, skipped });
     }
-
-    fn next_op(&mut self) -> Op {
-        let (index, is_put) = self.ops[self.next];
-        self.next = (self.next + 1) % self.ops.len();
-        if is_put { Op::Put(index) } else { Op::Get(index) }
+    let mut clamped = 0u64;
+    let objects: Vec<Object> = keys
+        .into_iter()
+        .zip(&seen)
+        .map(|(key, s)| {
+            let size = s.last_write.or(s.first_nonzero).unwrap_or(1);
+            clamped += u64::from(size > max_value);
+            Object {
+                key,
+                parts: vec![size.clamp(1, max_value)],
+            }
+        })
+        .collect();
+    let mut notes = vec![format!(
+        "twitter-csv: {lines} lines read, {} requests over {} keys, {skipped} other operations skipped",
+        ops.len(),
+        objects.len()
+    )];
+    if truncated {
+        notes.push(format!(
+            "twitter-csv: stopped after {max_lines} lines (--twitter-max-lines raises it)"
+        ));
     }
-
-    fn notes(&self) -> &[String] {
-        &self.notes
+    if clamped > 0 {
+        notes.push(format!(
+            "twitter-csv: {clamped} values clamped to {max_value} bytes"
+        ));
     }
+    Ok(Workload {
+        name: "twitter-csv".into(),
+        objects,
+        notes,
+        requests: Requests::Replay(ops, 0),
+        // Unused: a replay draws nothing.
+        rng: rng(0, Stream::Ops),
+    })
 }
 
 /// The fields of one line that the reader uses.
@@ -367,10 +300,11 @@ fn parse_line(text: &[u8], line: u64) -> Result<Line<'_>, CsvError> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Op;
     use super::*;
 
-    fn read(text: &str) -> Result<TwitterCsv, CsvError> {
-        TwitterCsv::from_reader(text.as_bytes(), DEFAULT_MAX_LINES, 1 << 20)
+    fn read(text: &str) -> Result<Workload, CsvError> {
+        from_reader(text.as_bytes(), DEFAULT_MAX_LINES, 1 << 20)
     }
 
     const GOOD: &str = "\
@@ -388,9 +322,10 @@ mod tests {
     fn good_lines_build_keys_sizes_and_ops() {
         let mut w = read(GOOD).unwrap();
         assert_eq!(w.name(), "twitter-csv");
-        assert_eq!((w.lines(), w.skipped(), w.requests()), (8, 2, 6));
-        assert_eq!(w.skipped_by_name().get("delete"), Some(&1));
-        assert_eq!(w.skipped_by_name().get("incr"), Some(&1));
+        assert_eq!(
+            w.notes()[0],
+            "twitter-csv: 8 lines read, 6 requests over 3 keys, 2 other operations skipped"
+        );
         let keys: Vec<&[u8]> = w.objects().iter().map(|o| o.key.as_slice()).collect();
         // Padded to key_size with `_`; keyC appears only in a skipped delete.
         assert_eq!(keys, [&b"keyA____"[..], b"keyB__", b"keyD"]);
@@ -469,8 +404,8 @@ mod tests {
 
     #[test]
     fn max_lines_bounds_the_read_and_values_are_clamped() {
-        let w = TwitterCsv::from_reader(GOOD.as_bytes(), 2, 1000).unwrap();
-        assert_eq!(w.lines(), 2);
+        let w = from_reader(GOOD.as_bytes(), 2, 1000).unwrap();
+        assert!(w.notes()[0].starts_with("twitter-csv: 2 lines read"));
         assert_eq!(w.objects().len(), 2);
         assert_eq!(w.objects()[1].parts, [1000]);
         assert!(w.notes().iter().any(|n| n.contains("stopped after 2 lines")));
@@ -486,7 +421,7 @@ mod tests {
 
     #[test]
     fn open_names_a_missing_file() {
-        let err = TwitterCsv::open(Path::new("/nonexistent/trace.csv"), 10, 10).unwrap_err();
+        let err = open(Path::new("/nonexistent/trace.csv"), 10, 10).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/trace.csv"), "{err}");
     }
 }

@@ -3,9 +3,9 @@
 
 use rand::Rng as _;
 
-use super::dist::{Popularity, Stream, WorkloadRng, rng};
+use super::dist::{Popularity, Stream, rng};
 use super::keyspace::{fill, make_key};
-use super::{Object, Op, Workload};
+use super::{Object, Requests, Workload, WorkloadSpec};
 
 /// Zipf coefficient (`workloads.md` line 44).
 pub const ZIPF_ALPHA: f64 = 0.99;
@@ -27,36 +27,6 @@ pub enum YcsbRead {
     Multi,
 }
 
-/// What the YCSB workload is built from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct YcsbConfig {
-    /// Keys to preload (fewer if the memory budget is reached first).
-    pub keys: u32,
-    /// Buffers per request (N).
-    pub buffers: u32,
-    /// Bytes per buffer (S).
-    pub size: u32,
-    /// List values or multi-gets.
-    pub read: YcsbRead,
-    /// Zipf exponent of key popularity.
-    pub alpha: f64,
-    /// Bytes of keys plus values the key space may take.
-    pub memory_budget: u64,
-}
-
-impl Default for YcsbConfig {
-    fn default() -> Self {
-        Self {
-            keys: DEFAULT_KEYS,
-            buffers: DEFAULT_BUFFERS,
-            size: DEFAULT_SIZE,
-            read: YcsbRead::List,
-            alpha: ZIPF_ALPHA,
-            memory_budget: super::DEFAULT_MEMORY_BUDGET,
-        }
-    }
-}
-
 /// YCSB-C (`workloads.md` lines 43-46, "YCSB-C"; Cornflakes §5 and §6.1.4, Figure 5, Tables 3
 /// and 5).
 ///
@@ -68,100 +38,61 @@ impl Default for YcsbConfig {
 /// - Requests: reads only; Zipf 0.99 (line 44) over the keys, ranks scattered over key indices
 ///   by a seeded permutation (as YCSB's scrambled Zipfian). [`Op::Get`] when N is 1, else
 ///   [`Op::GetList`]; or, with [`YcsbRead::Multi`], one [`Op::GetM`] of N single-buffer keys.
-#[derive(Debug)]
-pub struct Ycsb {
-    name: String,
-    objects: Vec<Object>,
-    notes: Vec<String>,
-    popularity: Popularity,
-    read: YcsbRead,
-    buffers: u32,
-    rng: WorkloadRng,
-}
-
-impl Ycsb {
-    /// Builds the key space and the request stream from `seed`.
-    pub fn new(config: &YcsbConfig, seed: u64) -> Result<Self, String> {
-        let YcsbConfig {
-            keys,
-            buffers,
-            size,
-            read,
-            alpha,
-            memory_budget,
-        } = *config;
-        if buffers == 0 || size == 0 {
-            return Err(format!(
-                "ycsb: values need N >= 1 buffers of S >= 1 bytes, found {buffers} x {size}"
-            ));
-        }
-        let parts = match read {
-            YcsbRead::List => vec![size; buffers as usize],
-            YcsbRead::Multi => vec![size],
-        };
-        let mut orng = rng(seed, Stream::Objects);
-        let (objects, note) = fill("ycsb", keys, memory_budget, |index| {
+///
+/// Built from `spec`'s `keys` (default [`DEFAULT_KEYS`]), `ycsb_buffers`, `ycsb_size`,
+/// `ycsb_read`, `zipf` (default [`ZIPF_ALPHA`]) and `memory_budget`, and `seed`.
+pub fn build(spec: &WorkloadSpec, seed: u64) -> Result<Workload, String> {
+    let (buffers, size, read) = (spec.ycsb_buffers, spec.ycsb_size, spec.ycsb_read);
+    if buffers == 0 || size == 0 {
+        return Err(format!(
+            "ycsb: values need N >= 1 buffers of S >= 1 bytes, found {buffers} x {size}"
+        ));
+    }
+    let parts = match read {
+        YcsbRead::List => vec![size; buffers as usize],
+        YcsbRead::Multi => vec![size],
+    };
+    let mut orng = rng(seed, Stream::Objects);
+    let (objects, note) = fill(
+        "ycsb",
+        spec.keys.unwrap_or(DEFAULT_KEYS),
+        spec.memory_budget,
+        |index| {
             let len = if orng.random::<bool>() { 31 } else { 30 };
             Object {
                 key: make_key("user", index, len, &mut orng),
                 parts: parts.clone(),
             }
-        })?;
-        let popularity = Popularity::zipf(objects.len() as u32, alpha, seed)?;
-        let name = match read {
-            YcsbRead::List => format!("ycsb-{buffers}x{size}"),
-            YcsbRead::Multi => format!("ycsb-mget{buffers}x{size}"),
-        };
-        Ok(Self {
-            name,
-            objects,
-            notes: note.into_iter().collect(),
-            popularity,
-            read,
-            buffers,
-            rng: rng(seed, Stream::Ops),
-        })
-    }
-}
-
-impl Workload for Ycsb {
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    fn objects(&self) -> &[Object] {
-        &self.objects
-    }
-
-    fn next_op(&mut self) -> Op {
-        match self.read {
-            YcsbRead::List => {
-                let index = self.popularity.sample(&mut self.rng);
-                Op::read(index, &self.objects[index as usize])
-            }
-            YcsbRead::Multi => Op::GetM(
-                (0..self.buffers)
-                    .map(|_| self.popularity.sample(&mut self.rng))
-                    .collect(),
-            ),
-        }
-    }
-
-    fn notes(&self) -> &[String] {
-        &self.notes
-    }
+        },
+    )?;
+    let popularity = Popularity::zipf(objects.len() as u32, spec.zipf.unwrap_or(ZIPF_ALPHA), seed)?;
+    let (name, requests) = match read {
+        YcsbRead::List => (format!("ycsb-{buffers}x{size}"), Requests::Reads(popularity)),
+        YcsbRead::Multi => (
+            format!("ycsb-mget{buffers}x{size}"),
+            Requests::MultiGets(popularity, buffers),
+        ),
+    };
+    Ok(Workload {
+        name,
+        objects,
+        notes: note.into_iter().collect(),
+        requests,
+        rng: rng(seed, Stream::Ops),
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Kind, Op};
     use super::*;
 
     #[test]
     fn keys_and_values_have_the_configured_shape() {
-        let w = Ycsb::new(
-            &YcsbConfig {
-                keys: 10_000,
-                ..YcsbConfig::default()
+        let w = build(
+            &WorkloadSpec {
+                keys: Some(10_000),
+                ..WorkloadSpec::new(Kind::Ycsb)
             },
             1,
         )
@@ -181,7 +112,7 @@ mod tests {
 
     #[test]
     fn memory_budget_reduces_the_key_count() {
-        let w = Ycsb::new(&YcsbConfig::default(), 1).unwrap();
+        let w = build(&WorkloadSpec::new(Kind::Ycsb), 1).unwrap();
         let per_key_max = 4 * 1024 + 31;
         assert!(w.objects().len() >= (1u64 << 30) as usize / per_key_max);
         assert!(w.objects().len() < 1_000_000);
@@ -200,29 +131,29 @@ mod tests {
 
     #[test]
     fn ops_by_read_mode() {
-        let one = YcsbConfig {
-            keys: 1_000,
-            buffers: 1,
-            size: 4096,
-            ..YcsbConfig::default()
+        let one = WorkloadSpec {
+            keys: Some(1_000),
+            ycsb_buffers: 1,
+            ycsb_size: 4096,
+            ..WorkloadSpec::new(Kind::Ycsb)
         };
-        let mut w = Ycsb::new(&one, 2).unwrap();
+        let mut w = build(&one, 2).unwrap();
         assert!((0..1_000).all(|_| matches!(w.next_op(), Op::Get(i) if i < 1_000)));
-        let mut w = Ycsb::new(
-            &YcsbConfig {
-                buffers: 2,
-                size: 2048,
+        let mut w = build(
+            &WorkloadSpec {
+                ycsb_buffers: 2,
+                ycsb_size: 2048,
                 ..one.clone()
             },
             2,
         )
         .unwrap();
         assert!((0..1_000).all(|_| matches!(w.next_op(), Op::GetList(i) if i < 1_000)));
-        let mut w = Ycsb::new(
-            &YcsbConfig {
-                buffers: 2,
-                size: 2048,
-                read: YcsbRead::Multi,
+        let mut w = build(
+            &WorkloadSpec {
+                ycsb_buffers: 2,
+                ycsb_size: 2048,
+                ycsb_read: YcsbRead::Multi,
                 ..one
             },
             2,
@@ -237,10 +168,10 @@ mod tests {
             }
         }
         assert!(
-            Ycsb::new(
-                &YcsbConfig {
-                    buffers: 0,
-                    ..YcsbConfig::default()
+            build(
+                &WorkloadSpec {
+                    ycsb_buffers: 0,
+                    ..WorkloadSpec::new(Kind::Ycsb)
                 },
                 1
             )

@@ -37,10 +37,11 @@ use tokio::sync::watch;
 
 use super::{Shape, StreamMeasured, StreamPoint, check, in_time, payload};
 use crate::BoxError;
-use crate::harness::{self, Histogram, thread_cpu_time};
+use crate::harness::{Histogram, thread_cpu_time};
 use crate::rpc::Cpus;
 use crate::rpc::client::STALL;
 use crate::rpc::plan::Transport;
+use crate::rpc::tonic::pinned_runtime;
 
 const DOWNLOAD: &str = "/ferry_bench.stream.Streams/Download";
 const UPLOAD: &str = "/ferry_bench.stream.Streams/Upload";
@@ -230,10 +231,7 @@ fn serve(
     bound: &mpsc::Sender<String>,
     stopped: watch::Receiver<bool>,
 ) -> Result<(), BoxError> {
-    harness::pin_current_thread(cpu)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = pinned_runtime(cpu)?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
         let service = Streams {
@@ -268,11 +266,7 @@ async fn server_reading(channel: &AsyncChannel) -> Result<(Duration, u64), BoxEr
 
 /// The client's side of one run.
 fn drive(point: &StreamPoint, shm: bool, cpu: usize, addr: &str) -> Result<StreamMeasured, BoxError> {
-    harness::pin_current_thread(cpu)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
+    pinned_runtime(cpu)?.block_on(async {
         let channel = tokio::time::timeout(STALL, AsyncChannel::connect(addr))
             .await
             .map_err(|_| format!("connecting to {addr} took {STALL:?}"))??;

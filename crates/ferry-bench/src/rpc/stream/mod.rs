@@ -26,9 +26,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::Cpus;
-use super::plan::{System, Transport, name};
+use super::plan::{System, Transport};
 use crate::BoxError;
 use crate::harness::Histogram;
+use crate::harness::Named;
 use crate::plot::bytes_label;
 
 pub(super) use report::{Record, panels, summarize, table, targets};
@@ -104,9 +105,9 @@ impl StreamConfig {
     pub(super) fn label(&self) -> String {
         format!(
             "{} {} {} {} x {}",
-            name(self.system),
-            name(self.transport),
-            shape_name(self.point.shape),
+            self.system.name(),
+            self.transport.name(),
+            self.point.shape.name(),
             self.point.count,
             bytes_label(self.point.size as f64)
         )
@@ -121,14 +122,6 @@ impl StreamConfig {
 }
 
 /// `shape`'s name in the records and the table.
-pub(super) fn shape_name(shape: Shape) -> &'static str {
-    match shape {
-        Shape::Download => "download",
-        Shape::Upload => "upload",
-        Shape::PingPong => "ping-pong",
-    }
-}
-
 /// The streaming configurations of one repetition, in the order they run: each experiment
 /// with tonic, then Ferry over each of `transports`, so that what a target compares runs
 /// close together in time. `systems` keeps those of `ferry-hybrid` and `tonic` it names;

@@ -4,13 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CHUNK, PING_SIZES, Shape, StreamConfig, StreamMeasured, shape_name};
+use super::{CHUNK, PING_SIZES, Shape, StreamConfig, StreamMeasured};
+use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
-use crate::harness::{median, round};
+use crate::harness::{median, paired, round};
 use crate::plot::{self, bytes_label};
-use crate::rpc::plan::{System, Transport, name};
-use crate::rpc::report::paired;
+use crate::rpc::plan::{System, Transport};
 
 /// Bytes in a GB (GB/s and CPU per GB are decimal).
 const GB: f64 = 1e9;
@@ -97,9 +97,9 @@ pub(in crate::rpc) fn table(all: &[Record]) {
     for r in all {
         let c = &r.config;
         t.row([
-            name(c.system),
-            name(c.transport),
-            shape_name(c.point.shape).to_owned(),
+            c.system.name(),
+            c.transport.name(),
+            c.point.shape.name(),
             c.point.count.to_string(),
             bytes_label(c.point.size as f64),
             format!("{:.2}", r.gb_per_sec),
@@ -140,21 +140,21 @@ pub(in crate::rpc) fn targets(all: &[Record]) -> Vec<Target> {
                 .map(|(f, t)| paired(&f.gb_per_sec_reps, &t.gb_per_sec_reps));
             let what = format!(
                 "ferry-hybrid {} / tonic GB/s, {} of {}",
-                name(transport),
-                shape_name(shape),
+                transport.name(),
+                shape.name(),
                 bytes_label(CHUNK as f64)
             );
             out.push(Target::ratio(what, ratio, true, goal));
         }
     }
-    for transport in [Transport::Tcp, Transport::Shm] {
+    for transport in Transport::ALL {
         for size in PING_SIZES {
             let ratio = find(all, System::FerryHybrid, transport, Shape::PingPong, size)
                 .filter(|r| !r.unary_p50_ns_reps.is_empty())
                 .map(|r| paired(&r.p50_ns_reps, &r.unary_p50_ns_reps));
             let what = format!(
                 "ferry-hybrid {} stream ping-pong {} p50 / unary call p50",
-                name(transport),
+                transport.name(),
                 bytes_label(size as f64)
             );
             out.push(Target::ratio(what, ratio, false, 1.1));
@@ -169,37 +169,22 @@ pub(in crate::rpc) fn panels(all: &[Record]) -> Vec<plot::Panel> {
     if all.is_empty() {
         return Vec::new();
     }
-    let mut rates: Vec<plot::Series> = Vec::new();
-    let mut latency: Vec<plot::Series> = Vec::new();
-    let add = |to: &mut Vec<plot::Series>, name: String, point: (f64, f64)| match to
-        .iter_mut()
-        .find(|s| s.name == name)
-    {
-        Some(s) => s.points.push(point),
-        None => to.push(plot::Series {
-            name,
-            points: vec![point],
-        }),
-    };
-    for r in all {
-        let c = &r.config;
-        let who = format!("{} {}", name(c.system), name(c.transport));
-        let size = c.point.size as f64;
-        add(
-            &mut rates,
-            format!("{who} {}", shape_name(c.point.shape)),
-            (size, r.gb_per_sec),
-        );
-        if let Some(p50) = r.p50_ns {
-            add(&mut latency, format!("{who} stream"), (size, p50));
-        }
-        if let Some(p50) = r.unary_p50_ns {
-            add(&mut latency, format!("{who} unary"), (size, p50));
-        }
-    }
-    for s in rates.iter_mut().chain(&mut latency) {
-        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
+    let who = |r: &Record| format!("{} {}", r.config.system.name(), r.config.transport.name());
+    let size = |r: &Record| r.config.point.size as f64;
+    let rates = plot::series(
+        all,
+        |r| format!("{} {}", who(r), r.config.point.shape.name()),
+        |r| (size(r), r.gb_per_sec),
+    );
+    // The stream's p50 and the unary call's, of the records that have them.
+    let p50s = all.iter().flat_map(|r| {
+        [("stream", r.p50_ns), ("unary", r.unary_p50_ns)].map(|(what, p50)| p50.map(|p| (r, what, p)))
+    });
+    let latency = plot::series(
+        p50s.flatten(),
+        |(r, what, _)| format!("{} {what}", who(r)),
+        |&(r, _, p)| (size(r), p),
+    );
     vec![
         plot::Panel {
             title: "streams: GB/s against message size".to_owned(),

@@ -11,8 +11,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::{Stream, StreamExt};
-use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Endpoint, Server};
+use tonic::transport::Server;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::{Shape, StreamMeasured, StreamPoint, check, in_time, payload};
@@ -20,9 +19,9 @@ use crate::BoxError;
 use crate::generated::record_prost::stream::streams_client::StreamsClient;
 use crate::generated::record_prost::stream::streams_server::{Streams, StreamsServer};
 use crate::generated::record_prost::stream::{Chunk, Cpu, Down, Nothing, Total};
-use crate::harness::{self, thread_cpu_time};
+use crate::harness::thread_cpu_time;
 use crate::rpc::Cpus;
-use crate::rpc::client::STALL;
+use crate::rpc::tonic::{connect, incoming, pinned_runtime};
 
 /// Runs `point` once: the client on `cpus.0`, the server on `cpus.1`.
 pub(crate) fn run(point: &StreamPoint, cpus: Cpus) -> Result<StreamMeasured, BoxError> {
@@ -95,14 +94,8 @@ impl Streams for Service {
 
 /// Serves on `listener`, pinned to `cpu`, until `stopped` says so.
 fn serve(cpu: usize, listener: TcpListener, stopped: watch::Receiver<bool>) -> Result<(), BoxError> {
-    harness::pin_current_thread(cpu)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        listener.set_nonblocking(true)?;
-        let incoming =
-            TcpIncoming::from(tokio::net::TcpListener::from_std(listener)?).with_nodelay(Some(true));
+    pinned_runtime(cpu)?.block_on(async {
+        let incoming = incoming(listener)?;
         let mut stopped = stopped;
         Server::builder()
             .add_service(StreamsServer::new(Service))
@@ -116,17 +109,8 @@ fn serve(cpu: usize, listener: TcpListener, stopped: watch::Receiver<bool>) -> R
 
 /// The client's side of one run.
 fn drive(point: &StreamPoint, cpu: usize, addr: SocketAddr) -> Result<StreamMeasured, BoxError> {
-    harness::pin_current_thread(cpu)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let channel = Endpoint::from_shared(format!("http://{addr}"))?
-            .tcp_nodelay(true)
-            .connect_timeout(STALL)
-            .connect()
-            .await?;
-        let mut client = StreamsClient::new(channel);
+    pinned_runtime(cpu)?.block_on(async {
+        let mut client = StreamsClient::new(connect(addr).await?);
         in_time(
             "the warm-up stream",
             one_stream(&mut client, &point.warmup(), &mut StreamMeasured::default()),
