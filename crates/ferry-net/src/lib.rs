@@ -82,6 +82,7 @@ mod receiver;
 mod sender;
 #[allow(unsafe_code)]
 mod sys;
+pub mod tls;
 #[cfg(feature = "tokio")]
 mod tokio;
 mod transport;
@@ -98,5 +99,6 @@ pub use reader::{
 };
 pub use receiver::Receiver;
 pub use sender::{SendStats, Sender};
+pub use tls::{ClientAuth, Handshake, PeerIdentity, TlsClient, TlsError, TlsServer};
 #[cfg(feature = "tokio")]
 pub use tokio::AsyncConnection;
