@@ -30,6 +30,10 @@ pub struct Stats {
     pub send: SendStats,
     /// The receiving half.
     pub recv: RecvCounters,
+    /// Over TLS: decrypted bytes copied out of rustls' record buffer into receive buffers
+    /// ([`Receiver::tls_copied`](crate::Receiver::tls_copied)); the sending half's count is
+    /// [`SendStats::tls_copied`]. Zero without TLS.
+    pub recv_tls_copied: u64,
 }
 
 /// A framed, batched TCP connection that sends Ferry objects (see the crate docs).
@@ -267,6 +271,7 @@ impl Connection {
         Stats {
             send: self.tx.stats(),
             recv: self.rx.stats(),
+            recv_tls_copied: self.rx.tls_copied(),
         }
     }
 

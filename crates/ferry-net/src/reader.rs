@@ -142,9 +142,6 @@ pub struct RecvCounters {
     /// Frames whose payload was read into a buffer sized by a prediction that held (exact
     /// reads of uniform large frames): never copied.
     pub predicted: u64,
-    /// Over TLS: decrypted bytes copied out of rustls' record buffer into these targets (every
-    /// byte received, once; the records are opened in place). Zero without TLS.
-    pub tls_copied: u64,
     /// Frames whose length differed from the prediction after bytes had been read past their
     /// header into predicted buffers (those bytes were moved, counted in `copied`, unless the
     /// frame's payload simply went on filling its predicted buffer).

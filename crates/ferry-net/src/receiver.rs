@@ -36,10 +36,13 @@ impl Receiver {
 
     /// Statistics so far.
     pub fn stats(&self) -> RecvCounters {
-        RecvCounters {
-            tls_copied: self.tls_copied,
-            ..self.reader.counters()
-        }
+        self.reader.counters()
+    }
+
+    /// Over TLS: decrypted bytes copied out of rustls' record buffer into the reader's
+    /// targets (every byte received, once; records are opened in place). Zero without TLS.
+    pub fn tls_copied(&self) -> u64 {
+        self.tls_copied
     }
 
     /// The next frame, waiting for it. Many frames arrive per read; each is a sub-buffer of

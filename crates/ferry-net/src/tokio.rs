@@ -9,7 +9,7 @@ use tokio::io::unix::AsyncFd;
 use crate::Meta;
 use crate::Payload;
 use crate::reader::Frame;
-use crate::{Connection, Handshake, Mode, Stats, TransportError};
+use crate::{Connection, Mode, Stats, TransportError};
 
 /// The connection in non-blocking mode, registered with tokio's reactor.
 #[derive(Debug)]
@@ -107,14 +107,8 @@ impl AsyncConnection {
     /// the handshake's deadline ([`TlsError::HandshakeTimeout`](crate::TlsError::HandshakeTimeout)).
     pub async fn handshake(&mut self) -> Result<(), TransportError> {
         loop {
-            let interest = match self.conn().handshake_step()? {
-                Handshake::Done => return Ok(()),
-                Handshake::Waiting {
-                    read: true,
-                    write: true,
-                } => Interest::READABLE | Interest::WRITABLE,
-                Handshake::Waiting { write: true, .. } => Interest::WRITABLE,
-                Handshake::Waiting { .. } => Interest::READABLE,
+            let Some(interest) = self.conn().handshake_step()?.interest() else {
+                return Ok(());
             };
             let Some(deadline) = self.conn().handshake_deadline() else {
                 continue;

@@ -86,6 +86,7 @@ pub use event_loop::{
     Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, StreamHandler, StreamOut, Unsent,
     thread_busy_time,
 };
+pub use ferry_net::{ClientAuth, PeerIdentity, TlsClient, TlsError, TlsServer};
 pub use id::CallId;
 pub use metadata::{MAX_METADATA_BYTES, MAX_METADATA_ENTRIES, Metadata, MetadataError};
 pub use metrics::{MethodMetrics, Metrics};

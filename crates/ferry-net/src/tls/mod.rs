@@ -29,7 +29,7 @@
 //! (`PrefixedPayload::extend_from_chunks`) and seals it in place
 //! (`seal_in_place_append_tag`, rustls 0.23 with ring). Receiving copies once too: records
 //! are read into rustls' buffer (by the kernel), opened in place, and the plaintext copied
-//! into the [`FrameReader`](crate::FrameReader)'s targets ([`RecvCounters::tls_copied`](crate::RecvCounters::tls_copied)).
+//! into the [`FrameReader`](crate::FrameReader)'s targets ([`Stats::recv_tls_copied`](crate::Stats::recv_tls_copied)).
 //!
 //! MSG_ZEROCOPY and io_uring `SEND_ZC` cannot apply (the kernel would see our ciphertext, not
 //! the caller's buffers): under TLS every mode but [`Mode::Copy`](crate::Mode::Copy) sends as
@@ -59,4 +59,21 @@ pub enum Handshake {
         /// Has bytes to write.
         write: bool,
     },
+}
+
+#[cfg(feature = "tokio")]
+impl Handshake {
+    /// What a tokio driver waits for before the next step; `None` when done.
+    pub fn interest(self) -> Option<tokio::io::Interest> {
+        use tokio::io::Interest;
+        match self {
+            Handshake::Done => None,
+            Handshake::Waiting {
+                read: true,
+                write: true,
+            } => Some(Interest::READABLE | Interest::WRITABLE),
+            Handshake::Waiting { write: true, .. } => Some(Interest::WRITABLE),
+            Handshake::Waiting { .. } => Some(Interest::READABLE),
+        }
+    }
 }
