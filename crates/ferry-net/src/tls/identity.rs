@@ -49,3 +49,10 @@ impl PeerIdentity {
         })
     }
 }
+
+impl std::fmt::Display for PeerIdentity {
+    /// `subject [san, san]`: `CN=client-a [DNS:client-a.example, IP:10.0.0.7]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} [{}]", self.subject, self.sans.join(", "))
+    }
+}

@@ -9,9 +9,8 @@ use std::sync::OnceLock;
 use ferry_net::tls::test_certs::TestCa;
 use ferry_rpc::{ClientAuth, ConnConfig, TlsClient, TlsServer};
 
-/// The client certificate's subject and SANs, as handlers see them.
-pub const CLIENT_SUBJECT: &str = "CN=ferry-test-client";
-pub const CLIENT_SANS: &str = "DNS:client.test";
+/// The client certificate's identity as handlers see it (`PeerIdentity`'s `Display`).
+pub const CLIENT_IDENTITY: &str = "CN=ferry-test-client [DNS:client.test]";
 
 /// The test PKI's configurations.
 pub struct Pki {
@@ -49,19 +48,12 @@ pub fn pki() -> &'static Pki {
     })
 }
 
-/// `config` with the test PKI's server and client (with certificate) settings.
+/// `config` with the test PKI's server and client (with certificate) settings where it has
+/// none of its own.
 pub fn with_tls(config: ConnConfig) -> ConnConfig {
     ConnConfig {
-        tls_server: Some(pki().server.clone()),
-        tls_client: Some(pki().client.clone()),
+        tls_server: config.tls_server.or_else(|| Some(pki().server.clone())),
+        tls_client: config.tls_client.or_else(|| Some(pki().client.clone())),
         ..config
-    }
-}
-
-/// What a handler reports of its caller's certificate: `subject|san,san`, or `none`.
-pub fn describe(peer: Option<&ferry_rpc::PeerIdentity>) -> String {
-    match peer {
-        Some(p) => format!("{}|{}", p.subject, p.sans.join(",")),
-        None => "none".into(),
     }
 }
