@@ -122,7 +122,7 @@ impl ConnConfig {
     }
 
     /// The client TLS settings, or why a `tls://` address cannot be used.
-    pub(crate) fn tls_client(&self) -> Result<&TlsClient, TransportError> {
+    pub(crate) fn client_tls(&self) -> Result<&TlsClient, TransportError> {
         self.tls_client.as_ref().ok_or_else(|| {
             TransportError::Config("a tls:// address needs ConnConfig::tls_client (roots, SNI)".into())
         })
@@ -168,7 +168,7 @@ impl Conn {
         match addr {
             Addr::Tcp(a) => Connection::connect(a.as_str(), pool, &config.tcp).map(Conn::Tcp),
             Addr::Tls(a) => {
-                Connection::connect_tls(a, pool, &config.tcp, config.tls_client()?).map(Conn::Tcp)
+                Connection::connect_tls(a, pool, &config.tcp, config.client_tls()?).map(Conn::Tcp)
             }
             Addr::Shm(path) => ShmConnection::connect(path, &config.shm_pool()?, &config.shm).map(Conn::Shm),
         }

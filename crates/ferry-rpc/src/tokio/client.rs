@@ -232,7 +232,7 @@ impl AsyncChannel {
             Addr::Tls(a) => {
                 let tls = config
                     .conn
-                    .tls_client()
+                    .client_tls()
                     .map_err(|e| unreachable_server(&addr, &e))?;
                 let stream = ::tokio::net::TcpStream::connect(a.as_str())
                     .await
