@@ -30,9 +30,9 @@ pub struct Stats {
     pub send: SendStats,
     /// The receiving half.
     pub recv: RecvCounters,
-    /// Over TLS: decrypted bytes copied out of rustls' record buffer into receive buffers
-    /// ([`Receiver::tls_copied`](crate::Receiver::tls_copied)); the sending half's count is
-    /// [`SendStats::tls_copied`]. Zero without TLS.
+    /// Over TLS: bytes the receive path copied, each received byte twice (rustls' plaintext
+    /// buffer, then the receive buffers: [`Receiver::tls_copied`](crate::Receiver::tls_copied));
+    /// the sending half's count, each byte once, is [`SendStats::tls_copied`]. Zero without TLS.
     pub recv_tls_copied: u64,
 }
 

@@ -39,8 +39,9 @@ impl Receiver {
         self.reader.counters()
     }
 
-    /// Over TLS: decrypted bytes copied out of rustls' record buffer into the reader's
-    /// targets (every byte received, once; records are opened in place). Zero without TLS.
+    /// Over TLS: bytes the receive path copied in user space: each decrypted byte twice, once
+    /// by rustls into its received-plaintext buffer and once from there into the reader's
+    /// targets (see the `tls` module's measurement). Zero without TLS.
     pub fn tls_copied(&self) -> u64 {
         self.tls_copied
     }
@@ -120,7 +121,8 @@ impl Receiver {
             let mut targets = self.reader.read_targets()?;
             match tls.read_plain(targets.slices())? {
                 Plain::Copied(n) => {
-                    self.tls_copied += n as u64;
+                    // rustls' move into its plaintext buffer, and this copy out of it.
+                    self.tls_copied += 2 * n as u64;
                     self.reader.filled(n);
                 }
                 Plain::Closed => return Err(self.reader.eof()),
