@@ -396,3 +396,58 @@ fn tokio_round_trip_over_tls() {
         tokio::join!(server, client);
     });
 }
+
+#[test]
+fn pem_files_sni_override_and_copy_mode() {
+    let ca = TestCa::new("ferry test CA");
+    let cert = ca.leaf("server", &["service.internal"]);
+    let dir = ferry_testkit::Scratch::new("tls-pem");
+    let path = |name: &str, text: &str| {
+        let p = dir.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let (chain, key, roots) = (
+        path("server.pem", &cert.cert),
+        path("server.key", &cert.key),
+        path("ca.pem", &ca.pem()),
+    );
+    let tls = TlsServer::from_pem_files(&chain, &key, ClientAuth::None).expect("server from files");
+    let mut client_tls = TlsClient::from_pem_files(&roots, None).expect("client from files");
+    // The address's host (localhost) is not on the certificate: the SNI name is.
+    client_tls.server_name = Some("service.internal".into());
+    let (addr, server) = serve(tls, |conn| {
+        let mut conn = conn.expect("server connection");
+        let frame = conn.recv().expect("server recv");
+        (frame.payload().to_vec(), conn.stats())
+    });
+    let port = addr.rsplit_once(':').unwrap().1;
+    let pool = pool();
+    let mut client = Connection::connect_tls(
+        &format!("localhost:{port}"),
+        &pool,
+        &Config::with_mode(Mode::Copy),
+        &client_tls,
+    )
+    .expect("the SNI name matches");
+    assert_eq!(client.mode(), Mode::Copy, "copy mode stays copy under TLS");
+    let ctx = Context::new(pool.clone());
+    let value = values(&pool, 1, 64 << 10).remove(0);
+    let mut rec = Record::new(&ctx);
+    rec.append_field(&value[..]);
+    client.send(Meta::new(1, 1), &rec).unwrap();
+    client.flush().unwrap();
+    let (payload, _) = server.join().unwrap();
+    assert!(payload[..] == ferry_wire::Outgoing::to_vec(&rec).unwrap()[..]);
+    let stats = client.stats().send;
+    // Copy mode stages the value (one copy), then TLS copies every byte into records (another).
+    assert_eq!(stats.queue.zero_copy_values_copied, 64 << 10);
+    assert_eq!(stats.queue.staged_bytes, stats.queue.wire_bytes);
+    assert_eq!(stats.tls_copied, stats.queue.wire_bytes);
+
+    let missing = TlsServer::from_pem_files(&dir.0.join("absent.pem"), &key, ClientAuth::None)
+        .expect_err("no such file");
+    assert!(missing.to_string().contains("absent.pem"), "{missing}");
+    let e = TlsClient::from_pem(b"not PEM at all", None).expect_err("no certificate");
+    assert!(e.to_string().contains("no CERTIFICATE"), "{e}");
+}
