@@ -102,6 +102,11 @@ impl EventLoop {
             }
             match &mut s.role {
                 Role::Server(server) => {
+                    // The peer sees an alert at most: the cause is logged here, as the tokio
+                    // server logs a failed handshake.
+                    if ferry_net::TlsError::of(&why).is_some() {
+                        eprintln!("ferry-rpc: a TLS session failed: {why}");
+                    }
                     self.services.metrics().sessions(s.conn.kind()).dec();
                     server.core.lost();
                     for flag in server.background.values() {
