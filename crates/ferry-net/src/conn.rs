@@ -13,6 +13,8 @@ use crate::frame::HEADER_LEN;
 use crate::reader::{Frame, RecvCounters};
 use crate::sender::{SendStats, Sender};
 use crate::sys::socket;
+use crate::tls::session::{self, Shared, TlsSession};
+use crate::tls::{Handshake, PeerIdentity, TlsClient, TlsServer};
 use crate::{Config, Mode, TransportError};
 
 /// What one non-waiting pass found.
@@ -28,6 +30,10 @@ pub struct Stats {
     pub send: SendStats,
     /// The receiving half.
     pub recv: RecvCounters,
+    /// Over TLS: bytes the receive path copied, each received byte twice (rustls' plaintext
+    /// buffer, then the receive buffers: [`Receiver::tls_copied`](crate::Receiver::tls_copied));
+    /// the sending half's count, each byte once, is [`SendStats::tls_copied`]. Zero without TLS.
+    pub recv_tls_copied: u64,
 }
 
 /// A framed, batched TCP connection that sends Ferry objects (see the crate docs).
@@ -35,6 +41,7 @@ pub struct Stats {
 pub struct Connection {
     tx: Sender,
     rx: crate::Receiver,
+    tls: Option<Shared>,
 }
 
 impl Connection {
@@ -45,6 +52,59 @@ impl Connection {
     /// Fails if `config.max_frame_len` does not fit the pool's largest buffer (a frame that
     /// straddles reads is received into one buffer of its exact size).
     pub fn new(stream: TcpStream, pool: &Pool, config: &Config) -> Result<Connection, TransportError> {
+        Connection::build(stream, pool, config, None)
+    }
+
+    /// The server's side of a TLS connection on an accepted stream, handshaking: it never
+    /// waits for the client. Reads ([`try_recv`](Self::try_recv), or
+    /// [`handshake_step`](Self::handshake_step)) drive the handshake, which fails with
+    /// [`TlsError::HandshakeTimeout`](crate::TlsError::HandshakeTimeout) once
+    /// `tls.handshake_timeout` has passed ([`handshake_deadline`](Self::handshake_deadline)
+    /// says when, for a loop's timer).
+    pub fn tls_server(
+        stream: TcpStream,
+        pool: &Pool,
+        config: &Config,
+        tls: &TlsServer,
+    ) -> Result<Connection, TransportError> {
+        Connection::build(stream, pool, config, Some(TlsSession::server(tls)?))
+    }
+
+    /// The client's side of a TLS connection to `host` (the certificate must name it, or
+    /// `tls.server_name`), handshaking, without waiting (see [`tls_server`](Self::tls_server)).
+    pub fn tls_client(
+        stream: TcpStream,
+        host: &str,
+        pool: &Pool,
+        config: &Config,
+        tls: &TlsClient,
+    ) -> Result<Connection, TransportError> {
+        Connection::build(stream, pool, config, Some(TlsSession::client(tls, host)?))
+    }
+
+    /// Connects to `addr` (`host:port`) over TLS and completes the handshake, waiting at most
+    /// `tls.handshake_timeout` for it.
+    pub fn connect_tls(
+        addr: &str,
+        pool: &Pool,
+        config: &Config,
+        tls: &TlsClient,
+    ) -> Result<Connection, TransportError> {
+        let host = addr.rsplit_once(':').map_or(addr, |(host, _)| host);
+        let stream = TcpStream::connect(addr).map_err(|e| TransportError::io("connect", e))?;
+        let conn = Connection::tls_client(stream, host, pool, config, tls)?;
+        if let Some(tls) = &conn.tls {
+            session::lock(tls).complete(conn.tx.stream())?;
+        }
+        Ok(conn)
+    }
+
+    fn build(
+        stream: TcpStream,
+        pool: &Pool,
+        config: &Config,
+        tls: Option<TlsSession>,
+    ) -> Result<Connection, TransportError> {
         let largest = pool.max_class() - HEADER_LEN;
         if config.max_frame_len > largest {
             return Err(TransportError::Config(format!(
@@ -59,10 +119,42 @@ impl Connection {
             .set_nodelay(true)
             .map_err(|e| TransportError::io("setsockopt(TCP_NODELAY)", e))?;
         let stream = Arc::new(stream);
+        let tls = tls.map(TlsSession::into_shared);
+        let tx = match &tls {
+            Some(t) => Sender::with_tls(Arc::clone(&stream), pool, config, Arc::clone(t))?,
+            None => Sender::new(Arc::clone(&stream), pool, config)?,
+        };
         Ok(Connection {
-            tx: Sender::new(Arc::clone(&stream), pool, config)?,
-            rx: crate::Receiver::new(stream, pool, config),
+            tx,
+            rx: crate::Receiver::new(stream, pool, config, tls.clone()),
+            tls,
         })
+    }
+
+    /// Whether the connection runs TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Moves a TLS handshake on without waiting and says what it waits for
+    /// ([`Handshake::Done`] at once without TLS). Errors name the cause
+    /// ([`TlsError::of`](crate::TlsError::of)); after one the connection is unusable.
+    pub fn handshake_step(&mut self) -> Result<Handshake, TransportError> {
+        match &self.tls {
+            Some(tls) => session::lock(tls).step(self.tx.stream()),
+            None => Ok(Handshake::Done),
+        }
+    }
+
+    /// While a TLS handshake is in progress: when it must be done by.
+    pub fn handshake_deadline(&self) -> Option<std::time::Instant> {
+        self.tls.as_ref().and_then(|t| session::lock(t).deadline())
+    }
+
+    /// The peer's certificate's subject and SANs (TLS, after the handshake, if the peer
+    /// presented one: a client under mTLS, always a server). `None` otherwise.
+    pub fn peer_identity(&self) -> Option<Arc<PeerIdentity>> {
+        self.tls.as_ref().and_then(|t| session::lock(t).identity())
     }
 
     /// Connects to `addr` and wraps the stream (see [`Connection::new`]).
@@ -179,6 +271,7 @@ impl Connection {
         Stats {
             send: self.tx.stats(),
             recv: self.rx.stats(),
+            recv_tls_copied: self.rx.tls_copied(),
         }
     }
 

@@ -12,6 +12,12 @@
 //! | [`Mode::ZeroCopy`] | 0 | `sendmsg(MSG_ZEROCOPY)` | the error-queue completion |
 //! | [`Mode::Uring`] | 0 | io_uring `SENDMSG_ZC` / `SEND_ZC` (registered regions) | the notification CQE |
 //! | [`Mode::Auto`] | per message ([`auto`]) | per call | as for the call |
+//! | any but copy, over [`tls`] | 1 (into TLS records, encrypted there) | `sendmsg` of the records | rustls has copied them |
+//!
+//! Over TLS ([`Connection::tls_server`], [`Connection::connect_tls`]) the zero-copy modes
+//! cannot apply (the kernel sees ciphertext in a rustls record buffer, never the caller's
+//! memory): zerocopy, uring and auto send as gather, whose gather list rustls encrypts into
+//! records with one copy ([`SendStats::tls_copied`]); copy mode stages first, then encrypts.
 //!
 //! Receiving reads many frames per `readv` into pool buffers and hands each up as a
 //! [`SharedBuf`](ferry_buf::SharedBuf) sub-buffer, decoded in place
@@ -55,7 +61,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! What it is not: an RPC layer (request ids are carried, not matched), TLS, or UDP. On
+//! What it is not: an RPC layer (request ids are carried, not matched), kTLS, or UDP. On
 //! loopback and veth the kernel copies on delivery, so the zero-copy modes can at best save
 //! sender CPU there; [`CompletionCounters::copied`] reports how often the kernel copied.
 //!
@@ -82,6 +88,7 @@ mod receiver;
 mod sender;
 #[allow(unsafe_code)]
 mod sys;
+pub mod tls;
 #[cfg(feature = "tokio")]
 mod tokio;
 mod transport;
@@ -98,5 +105,6 @@ pub use reader::{
 };
 pub use receiver::Receiver;
 pub use sender::{SendStats, Sender};
+pub use tls::{ClientAuth, Handshake, PeerIdentity, TlsClient, TlsError, TlsServer};
 #[cfg(feature = "tokio")]
 pub use tokio::AsyncConnection;

@@ -362,20 +362,32 @@ impl SendQueue {
     /// The pointers stay valid until [`take_written`](Self::take_written) returns the batch.
     pub(crate) fn iovecs(&self, out: &mut Vec<libc::iovec>) {
         out.clear();
-        let Some(w) = &self.writing else { return };
-        for (i, seg) in w.segs[w.idx..].iter().enumerate().take(MAX_IOV) {
+        out.extend(self.unwritten().map(|bytes| libc::iovec {
+            iov_base: bytes.as_ptr().cast_mut().cast(),
+            iov_len: bytes.len(),
+        }));
+    }
+
+    /// The same entries as borrowed slices (for TLS, which encrypts them in user space).
+    pub(crate) fn slices<'a>(&'a self, out: &mut Vec<std::io::IoSlice<'a>>) {
+        out.clear();
+        out.extend(self.unwritten().map(std::io::IoSlice::new));
+    }
+
+    /// The writing batch's unwritten bytes, entry by entry (at most [`MAX_IOV`] entries).
+    fn unwritten(&self) -> impl Iterator<Item = &[u8]> {
+        let w = self.writing.as_ref();
+        let segs = w.map_or(&[][..], |w| &w.segs[w.idx..]);
+        segs.iter().enumerate().take(MAX_IOV).map(move |(i, seg)| {
+            let w = w.expect("entries come from the writing batch");
             let bytes = match seg {
                 Seg::Staging { start, len } => {
                     &w.head.as_ref().expect("staging entries have a staging buffer")[*start..*start + *len]
                 }
                 Seg::Buf(buf) => &buf[..],
             };
-            let bytes = if i == 0 { &bytes[w.off..] } else { bytes };
-            out.push(libc::iovec {
-                iov_base: bytes.as_ptr().cast_mut().cast(),
-                iov_len: bytes.len(),
-            });
-        }
+            if i == 0 { &bytes[w.off..] } else { bytes }
+        })
     }
 
     /// Records that the kernel took `n` more bytes of the writing batch. Returns whether the

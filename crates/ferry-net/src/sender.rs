@@ -15,6 +15,7 @@ use crate::completions::{CompletionCounters, Completions};
 use crate::queue::{Placement, PushError, QueueCounters, SendQueue, Written};
 use crate::sys::uring::Ring;
 use crate::sys::{Iovecs, socket};
+use crate::tls::session::{self, Shared};
 use crate::{Config, Mode, TransportError, probe};
 use crate::{Meta, Payload};
 
@@ -42,6 +43,10 @@ pub struct SendStats {
     /// io_uring sends issued as `SEND_ZC` from a registered pool region (a batch that is one
     /// contiguous staging range); the others use `SENDMSG_ZC`.
     pub fixed_buffer_sends: u64,
+    /// Over TLS: plaintext bytes copied into TLS records, each byte once, the copy the
+    /// encryption then works on in place (every frame byte, headers included: the gather
+    /// list's user-space copy). Zero without TLS.
+    pub tls_copied: u64,
 }
 
 /// The sending half. Frames are queued by [`send`](Self::send) and written when the batch
@@ -65,13 +70,39 @@ pub struct Sender {
     nonblocking: bool,
     failed: bool,
     stats: SendStats,
+    /// The TLS session, shared with the receiver; `None` for plain TCP.
+    tls: Option<Shared>,
 }
 
 impl Sender {
     /// The sending half of `stream` (which the caller reads from itself, e.g. with its own
     /// framing). [`Connection`](crate::Connection) makes one for its own use.
     pub fn new(stream: Arc<TcpStream>, pool: &Pool, config: &Config) -> Result<Sender, TransportError> {
-        let mode = probe::effective_mode(config.mode);
+        Sender::build(stream, pool, config, None)
+    }
+
+    /// The sending half over TLS: [`Mode::Copy`] stays, every other mode sends as
+    /// [`Mode::Gather`] (the kernel sees records, never the caller's buffers).
+    pub(crate) fn with_tls(
+        stream: Arc<TcpStream>,
+        pool: &Pool,
+        config: &Config,
+        tls: Shared,
+    ) -> Result<Sender, TransportError> {
+        Sender::build(stream, pool, config, Some(tls))
+    }
+
+    fn build(
+        stream: Arc<TcpStream>,
+        pool: &Pool,
+        config: &Config,
+        tls: Option<Shared>,
+    ) -> Result<Sender, TransportError> {
+        let mode = match (&tls, config.mode) {
+            (None, mode) => probe::effective_mode(mode),
+            (Some(_), Mode::Copy) => Mode::Copy,
+            (Some(_), _) => Mode::Gather,
+        };
         let fd = stream.as_fd();
         if matches!(mode, Mode::ZeroCopy | Mode::Auto) && probe::features().so_zerocopy.is_ok() {
             socket::enable_zerocopy(fd).map_err(|e| TransportError::io("setsockopt(SO_ZEROCOPY)", e))?;
@@ -94,7 +125,12 @@ impl Sender {
             nonblocking: false,
             failed: false,
             stats: SendStats::default(),
+            tls,
         })
+    }
+
+    pub(crate) fn stream(&self) -> &TcpStream {
+        &self.stream
     }
 
     /// The mode in use: the configured one, or its fallback when the kernel lacks a feature.
@@ -125,7 +161,7 @@ impl Sender {
 
     /// Whether frames are queued or being written.
     pub fn has_pending(&self) -> bool {
-        !self.queue.is_empty()
+        !self.queue.is_empty() || self.tls.as_ref().is_some_and(|t| session::lock(t).wants_write())
     }
 
     /// Queues a Ferry message: its header segment is written into the staging buffer and its
@@ -272,23 +308,81 @@ impl Sender {
                     self.completions(true)?;
                 }
                 if !self.queue.start_write() {
-                    return Ok(());
+                    // Over TLS, done once the records of the last batch are written too.
+                    match self.write_records() {
+                        Ok(()) => return Ok(()),
+                        Err(TransportError::WouldBlock) if !self.nonblocking => self.wait_writable()?,
+                        Err(e) => return Err(e),
+                    }
+                    continue;
                 }
                 self.batch_zc = None;
                 self.batch_enobufs = 0;
             }
-            match self.write_once() {
+            let wrote = match &self.tls {
+                Some(tls) => self.write_once_tls(&Arc::clone(tls)),
+                None => self.write_once(),
+            };
+            match wrote {
                 Ok(()) => {}
-                Err(TransportError::WouldBlock) if !self.nonblocking => {
-                    let ready = socket::poll(self.stream.as_fd(), false, true, -1)
-                        .map_err(|e| TransportError::io("poll", e))?;
-                    if ready.error && self.zc_active() {
-                        self.completions(false)?;
-                    }
-                }
+                Err(TransportError::WouldBlock) if !self.nonblocking => self.wait_writable()?,
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Blocking mode: waits until the socket takes more (collecting zero-copy completions
+    /// that arrive meanwhile); over TLS during the handshake, completes the handshake.
+    fn wait_writable(&mut self) -> Result<(), TransportError> {
+        if let Some(tls) = &self.tls {
+            let mut tls = session::lock(tls);
+            if tls.is_handshaking() {
+                return tls.complete(&self.stream);
+            }
+        }
+        let ready =
+            socket::poll(self.stream.as_fd(), false, true, -1).map_err(|e| TransportError::io("poll", e))?;
+        if ready.error && self.zc_active() {
+            self.completions(false)?;
+        }
+        Ok(())
+    }
+
+    /// Over TLS: writes the records rustls holds (`WouldBlock` if the socket is full). Plain
+    /// TCP holds none.
+    fn write_records(&mut self) -> Result<(), TransportError> {
+        let Some(tls) = &self.tls else { return Ok(()) };
+        self.stats.send_calls += session::lock(tls).write_out(&self.stream)?;
+        Ok(())
+    }
+
+    /// Over TLS: writes the records of earlier calls, then encrypts as much of the writing
+    /// batch as rustls takes (one copy into records, see the `tls` module), releasing the
+    /// batch's buffers once all of it is taken, and writes the new records.
+    fn write_once_tls(&mut self, tls: &Shared) -> Result<(), TransportError> {
+        let mut tls = session::lock(tls);
+        self.stats.send_calls += tls.write_out(&self.stream)?;
+        if tls.is_handshaking() {
+            // Application data waits for the handshake, which reads drive (the receiver's, or
+            // `Connection::handshake_step`).
+            return Err(TransportError::WouldBlock);
+        }
+        let mut parts = Vec::new();
+        self.queue.slices(&mut parts);
+        let taken = tls.encrypt(&parts)?;
+        drop(parts);
+        self.stats.tls_copied += taken as u64;
+        if self.queue.advance(taken) {
+            let written = self.queue.take_written().expect("advance said done");
+            self.stats.batches += 1;
+            self.queue.recycle(written.segs);
+        }
+        match tls.write_out(&self.stream) {
+            Ok(calls) => self.stats.send_calls += calls,
+            Err(TransportError::WouldBlock) => {}
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
 
     fn zc_active(&self) -> bool {

@@ -103,6 +103,26 @@ impl AsyncConnection {
         }
     }
 
+    /// Completes a TLS handshake (at once without TLS), waiting on the reactor, never past
+    /// the handshake's deadline ([`TlsError::HandshakeTimeout`](crate::TlsError::HandshakeTimeout)).
+    pub async fn handshake(&mut self) -> Result<(), TransportError> {
+        loop {
+            let Some(interest) = self.conn().handshake_step()?.interest() else {
+                return Ok(());
+            };
+            let Some(deadline) = self.conn().handshake_deadline() else {
+                continue;
+            };
+            if tokio::time::timeout_at(deadline.into(), self.wait(interest))
+                .await
+                .is_err()
+            {
+                // The step reports the timeout, named.
+                self.conn().handshake_step()?;
+            }
+        }
+    }
+
     /// Queues a Ferry message ([`Connection::send`]), waiting while the queue is full.
     pub async fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         // An attempt that returns `WouldBlock` queued nothing; the retry queues the frame.
@@ -135,7 +155,11 @@ impl AsyncConnection {
     /// Flushes, then receives the next frame.
     pub async fn recv(&mut self) -> Result<Frame, TransportError> {
         self.flush().await?;
-        self.drive(Interest::READABLE, Connection::recv).await
+        // `try_recv`, not `recv`: `recv` would wait in `poll(2)` and hold the runtime's thread.
+        self.drive(Interest::READABLE, |c| {
+            c.try_recv()?.ok_or(TransportError::WouldBlock)
+        })
+        .await
     }
 
     /// Both halves' statistics.

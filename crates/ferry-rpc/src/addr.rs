@@ -1,4 +1,4 @@
-//! Addresses: `tcp://host:port` or `shm:///path/of/the/rendezvous.sock`.
+//! Addresses: `tcp://host:port`, `tls://host:port` or `shm:///path/of/the/rendezvous.sock`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -9,13 +9,18 @@ use std::str::FromStr;
 pub enum Addr {
     /// TCP (`ferry-net`): `tcp://127.0.0.1:7000`, `tcp://localhost:7000`.
     Tcp(String),
+    /// TLS over TCP (`ferry-net`'s rustls): `tls://localhost:7000`. The client checks the
+    /// server's certificate against the host (or [`TlsClient::server_name`](ferry_net::TlsClient)),
+    /// with the settings in [`ConnConfig::tls_client`](crate::ConnConfig::tls_client); a server
+    /// needs [`ConnConfig::tls_server`](crate::ConnConfig::tls_server).
+    Tls(String),
     /// Shared memory (`ferry-shm`) through a Unix-socket rendezvous: `shm:///run/kv.sock`.
     Shm(PathBuf),
 }
 
 /// An address that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("address `{addr}`: {reason} (expected tcp://host:port or shm:///path)")]
+#[error("address `{addr}`: {reason} (expected tcp://host:port, tls://host:port or shm:///path)")]
 pub struct AddrError {
     addr: String,
     reason: &'static str,
@@ -29,14 +34,19 @@ impl FromStr for Addr {
             addr: s.to_string(),
             reason,
         };
-        if let Some(rest) = s.strip_prefix("tcp://") {
+        let host_port = |rest: &str| {
             let (host, port) = rest.rsplit_once(':').ok_or_else(|| bad("no port"))?;
             if host.is_empty() {
                 return Err(bad("no host"));
             }
             port.parse::<u16>()
                 .map_err(|_| bad("port is not a number in 0..=65535"))?;
-            Ok(Addr::Tcp(rest.to_string()))
+            Ok(rest.to_string())
+        };
+        if let Some(rest) = s.strip_prefix("tcp://") {
+            host_port(rest).map(Addr::Tcp)
+        } else if let Some(rest) = s.strip_prefix("tls://") {
+            host_port(rest).map(Addr::Tls)
         } else if let Some(rest) = s.strip_prefix("shm://") {
             if !rest.starts_with('/') {
                 return Err(bad("the path must be absolute (shm:///path)"));
@@ -52,6 +62,7 @@ impl fmt::Display for Addr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Addr::Tcp(a) => write!(f, "tcp://{a}"),
+            Addr::Tls(a) => write!(f, "tls://{a}"),
             Addr::Shm(p) => write!(f, "shm://{}", p.display()),
         }
     }
@@ -62,7 +73,7 @@ mod tests {
     use super::Addr;
 
     #[test]
-    fn parses_both_schemes() {
+    fn parses_every_scheme() {
         assert_eq!(
             "tcp://127.0.0.1:7000".parse(),
             Ok(Addr::Tcp("127.0.0.1:7000".into()))
@@ -70,6 +81,11 @@ mod tests {
         assert_eq!("tcp://[::1]:0".parse(), Ok(Addr::Tcp("[::1]:0".into())));
         assert_eq!("shm:///run/kv.sock".parse(), Ok(Addr::Shm("/run/kv.sock".into())));
         assert_eq!(Addr::Shm("/a/b".into()).to_string(), "shm:///a/b");
+        assert_eq!(
+            "tls://localhost:7443".parse(),
+            Ok(Addr::Tls("localhost:7443".into()))
+        );
+        assert_eq!(Addr::Tls("[::1]:1".into()).to_string(), "tls://[::1]:1");
     }
 
     #[test]
@@ -79,6 +95,8 @@ mod tests {
             "tcp://host",
             "tcp://:80",
             "tcp://h:99999",
+            "tls://host",
+            "tls://:443",
             "shm://rel/path",
             "127.0.0.1:7",
         ] {

@@ -1,12 +1,13 @@
 //! One connection of either transport, chosen by address: what the drivers hold. Every call
 //! forwards to `ferry-net` or `ferry-shm`; nothing here knows the RPC protocol.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
-use ferry_net::Connection;
+use ferry_net::{Connection, Handshake, PeerIdentity, TlsClient, TlsServer};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener};
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, DecodeError, Limits, MessageDesc, Outgoing, View};
@@ -68,6 +69,12 @@ pub struct ConnConfig {
     pub shared_pool: Option<Pool>,
     /// The zero-copy threshold of each transport's sessions (default: [`Thresholds::load`]).
     pub thresholds: Thresholds,
+    /// What `tls://` listeners serve with: certificate chain, key, client certificates
+    /// required or not, handshake timeout. Binding a `tls://` address without it fails.
+    pub tls_server: Option<TlsServer>,
+    /// What `tls://` clients connect with: roots, SNI, client certificate (mTLS), handshake
+    /// timeout. Connecting to a `tls://` address without it fails.
+    pub tls_client: Option<TlsClient>,
 }
 
 impl Default for ConnConfig {
@@ -83,6 +90,8 @@ impl Default for ConnConfig {
             },
             shared_pool: None,
             thresholds: Thresholds::load(),
+            tls_server: None,
+            tls_client: None,
         }
     }
 }
@@ -110,6 +119,13 @@ impl ConnConfig {
             Conn::Shm(c) => Context::new(c.pool().clone()).with_threshold(self.thresholds.shm),
             Conn::Tcp(_) => Context::new(tcp_pool.clone()).with_threshold(self.thresholds.tcp),
         }
+    }
+
+    /// The client TLS settings, or why a `tls://` address cannot be used.
+    pub(crate) fn client_tls(&self) -> Result<&TlsClient, TransportError> {
+        self.tls_client.as_ref().ok_or_else(|| {
+            TransportError::Config("a tls:// address needs ConnConfig::tls_client (roots, SNI)".into())
+        })
     }
 }
 
@@ -151,7 +167,36 @@ impl Conn {
     pub fn connect(addr: &Addr, pool: &Pool, config: &ConnConfig) -> Result<Conn, TransportError> {
         match addr {
             Addr::Tcp(a) => Connection::connect(a.as_str(), pool, &config.tcp).map(Conn::Tcp),
+            Addr::Tls(a) => {
+                Connection::connect_tls(a, pool, &config.tcp, config.client_tls()?).map(Conn::Tcp)
+            }
             Addr::Shm(path) => ShmConnection::connect(path, &config.shm_pool()?, &config.shm).map(Conn::Shm),
+        }
+    }
+
+    /// The peer's certificate's subject and SANs over TLS (a client's under mTLS); `None`
+    /// without TLS or certificate.
+    pub fn peer_identity(&self) -> Option<Arc<PeerIdentity>> {
+        match self {
+            Conn::Tcp(c) => c.peer_identity(),
+            Conn::Shm(_) => None,
+        }
+    }
+
+    /// Moves a TLS handshake on without waiting ([`Connection::handshake_step`]); `Done` at
+    /// once for every other connection.
+    pub fn handshake_step(&mut self) -> Result<Handshake, TransportError> {
+        match self {
+            Conn::Tcp(c) => c.handshake_step(),
+            Conn::Shm(_) => Ok(Handshake::Done),
+        }
+    }
+
+    /// While a TLS handshake is in progress, when it must be done by.
+    pub fn handshake_deadline(&self) -> Option<Instant> {
+        match self {
+            Conn::Tcp(c) => c.handshake_deadline(),
+            Conn::Shm(_) => None,
         }
     }
 
@@ -336,20 +381,32 @@ impl Received for Frame {
 pub enum Listener {
     /// TCP.
     Tcp(TcpListener),
+    /// TCP whose connections run TLS with these settings.
+    Tls(TcpListener, TlsServer),
     /// The Unix-socket rendezvous of shared-memory connections.
     Shm(ShmListener),
 }
 
 impl Listener {
     /// Listens on `addr` (`tcp://127.0.0.1:0` picks a free port; see
-    /// [`local_addr`](Self::local_addr)).
-    pub fn bind(addr: &Addr) -> Result<Listener, TransportError> {
+    /// [`local_addr`](Self::local_addr)); a `tls://` address serves with
+    /// `config.tls_server`, and fails without it.
+    pub fn bind(addr: &Addr, config: &ConnConfig) -> Result<Listener, TransportError> {
+        let tcp = |a: &str| {
+            let l = TcpListener::bind(a).map_err(|e| TransportError::io("bind", e))?;
+            l.set_nonblocking(true)
+                .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
+            Ok(l)
+        };
         match addr {
-            Addr::Tcp(a) => {
-                let l = TcpListener::bind(a.as_str()).map_err(|e| TransportError::io("bind", e))?;
-                l.set_nonblocking(true)
-                    .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
-                Ok(Listener::Tcp(l))
+            Addr::Tcp(a) => tcp(a).map(Listener::Tcp),
+            Addr::Tls(a) => {
+                let tls = config.tls_server.clone().ok_or_else(|| {
+                    TransportError::Config(format!(
+                        "{addr} needs ConnConfig::tls_server (certificate chain and key)"
+                    ))
+                })?;
+                Ok(Listener::Tls(tcp(a)?, tls))
             }
             Addr::Shm(path) => ShmListener::bind(path).map(Listener::Shm),
         }
@@ -357,38 +414,49 @@ impl Listener {
 
     /// The address it listens on, with the port the kernel chose.
     pub fn local_addr(&self) -> Result<Addr, TransportError> {
+        let port = |l: &TcpListener| {
+            l.local_addr()
+                .map(|a| a.to_string())
+                .map_err(|e| TransportError::io("getsockname", e))
+        };
         match self {
-            Listener::Tcp(l) => l
-                .local_addr()
-                .map(|a| Addr::Tcp(a.to_string()))
-                .map_err(|e| TransportError::io("getsockname", e)),
+            Listener::Tcp(l) => port(l).map(Addr::Tcp),
+            Listener::Tls(l, _) => port(l).map(Addr::Tls),
             Listener::Shm(l) => Ok(Addr::Shm(l.path().to_path_buf())),
         }
     }
 
     /// A waiting connection, set up (TCP frames use `pool`; a shared-memory connection gets
     /// a shared pool of its own, or `config.shared_pool`), or `None` if none waits. The shared-memory handshake waits
-    /// for the peer's setup message (bounded by `ferry-shm`'s handshake timeout).
+    /// for the peer's setup message (bounded by `ferry-shm`'s handshake timeout); a TLS
+    /// connection is returned handshaking, and its reads move the handshake on
+    /// ([`Conn::handshake_step`], bounded by [`Conn::handshake_deadline`]).
     pub fn try_accept(&self, pool: &Pool, config: &ConnConfig) -> Result<Option<Conn>, TransportError> {
+        let accept = |l: &TcpListener| match l.accept() {
+            Ok((stream, _)) => Ok(Some(stream)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(TransportError::io("accept", e)),
+        };
         match self {
-            Listener::Tcp(l) => match l.accept() {
-                Ok((stream, _)) => tcp_conn(stream, pool, config).map(Some),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
-                Err(e) => Err(TransportError::io("accept", e)),
+            Listener::Tcp(l) => match accept(l)? {
+                Some(stream) => Connection::new(stream, pool, &config.tcp).map(|c| Some(Conn::Tcp(c))),
+                None => Ok(None),
+            },
+            Listener::Tls(l, tls) => match accept(l)? {
+                Some(stream) => {
+                    Connection::tls_server(stream, pool, &config.tcp, tls).map(|c| Some(Conn::Tcp(c)))
+                }
+                None => Ok(None),
             },
             Listener::Shm(l) => Ok(l.try_accept(|| config.shm_pool(), &config.shm)?.map(Conn::Shm)),
         }
     }
 }
 
-fn tcp_conn(stream: TcpStream, pool: &Pool, config: &ConnConfig) -> Result<Conn, TransportError> {
-    Connection::new(stream, pool, &config.tcp).map(Conn::Tcp)
-}
-
 impl AsFd for Listener {
     fn as_fd(&self) -> BorrowedFd<'_> {
         match self {
-            Listener::Tcp(l) => l.as_fd(),
+            Listener::Tcp(l) | Listener::Tls(l, _) => l.as_fd(),
             Listener::Shm(l) => l.as_fd(),
         }
     }

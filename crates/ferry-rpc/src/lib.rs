@@ -1,5 +1,5 @@
 //! Ferry's request/response layer: services from `.proto` files, served and called over TCP
-//! and shared memory, with the DPU paper's API (an event loop called continuously, server
+//! (plain or TLS) and shared memory, with the DPU paper's API (an event loop called continuously, server
 //! handlers registered per method, client continuations, foreground and background handlers)
 //! and eRPC's sessions (a request window per session, a bound on calls in progress, zero-copy
 //! request handling in foreground handlers).
@@ -50,7 +50,12 @@
 //! kind for its method's [`Shape`] is refused with `UNIMPLEMENTED`, naming the method and its
 //! shape.
 //!
-//! What it is not: TLS, a load balancer or name resolver.
+//! Addresses pick the transport ([`Addr`]): `tcp://`, `tls://` (rustls in `ferry-net`, with
+//! [`ConnConfig::tls_server`] and [`ConnConfig::tls_client`]; handlers read the client's
+//! certificate identity with [`Call::peer`]) or `shm://`.
+//!
+//! What it is not: a TLS implementation (that is `ferry-net`'s), a load balancer or name
+//! resolver.
 
 #![forbid(unsafe_code)]
 
@@ -86,6 +91,7 @@ pub use event_loop::{
     Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, StreamHandler, StreamOut, Unsent,
     thread_busy_time,
 };
+pub use ferry_net::{ClientAuth, PeerIdentity, TlsClient, TlsError, TlsServer};
 pub use id::CallId;
 pub use metadata::{MAX_METADATA_BYTES, MAX_METADATA_ENTRIES, Metadata, MetadataError};
 pub use metrics::{MethodMetrics, Metrics};

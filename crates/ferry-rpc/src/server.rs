@@ -176,7 +176,7 @@ impl ServerBuilder {
         let mut listeners = Vec::new();
         let mut addrs = Vec::new();
         for a in &self.addrs {
-            let listener = Listener::bind(&a.parse()?)?;
+            let listener = Listener::bind(&a.parse()?, &self.config.conn)?;
             addrs.push(listener.local_addr()?);
             listeners.push(Arc::new(listener));
         }

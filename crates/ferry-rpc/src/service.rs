@@ -3,10 +3,11 @@
 //! [`Request`]) and its way to answer ([`Reply`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use ferry_buf::SharedBuf;
+use ferry_net::PeerIdentity;
 use ferry_transport::{Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, DecodeError, Limits, Message, MessageDesc, Outgoing, View};
 
@@ -109,6 +110,8 @@ pub struct Call<'a> {
     /// What goes with the answer (a lock, not a `RefCell`, so that `Call` stays `Sync`;
     /// never contended: the handler sets it, then the driver takes it, on one thread).
     pub(crate) response_metadata: Mutex<ResponseMetadata>,
+    /// The client's certificate identity (TLS with client certificates).
+    pub(crate) peer: Option<Arc<PeerIdentity>>,
 }
 
 impl<'a> Call<'a> {
@@ -128,7 +131,20 @@ impl<'a> Call<'a> {
             cancelled,
             metadata,
             response_metadata: Mutex::new(ResponseMetadata::default()),
+            peer: None,
         }
+    }
+
+    /// The call, with the identity of the client (`conn.peer_identity()`).
+    pub(crate) fn with_peer(mut self, peer: Option<Arc<PeerIdentity>>) -> Call<'a> {
+        self.peer = peer;
+        self
+    }
+
+    /// The client's certificate subject and SANs, over TLS with client certificates (mTLS);
+    /// `None` otherwise.
+    pub fn peer(&self) -> Option<&PeerIdentity> {
+        self.peer.as_deref()
     }
 
     /// The method id.

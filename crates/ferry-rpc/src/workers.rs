@@ -109,6 +109,8 @@ pub(crate) struct Job {
     pub(crate) waker: Arc<Waker>,
     pub(crate) session: (u32, u32),
     pub(crate) started: Instant,
+    /// The client's certificate identity (TLS with client certificates).
+    pub(crate) peer: Option<Arc<ferry_net::PeerIdentity>>,
 }
 
 /// A background call's outcome, for its loop to send.
@@ -201,8 +203,9 @@ fn run(job: Job) {
         waker,
         session,
         started,
+        peer,
     } = job;
-    let call = Call::new(info.id, id, deadline, &ctx, Some(&cancelled), metadata);
+    let call = Call::new(info.id, id, deadline, &ctx, Some(&cancelled), metadata).with_peer(peer);
     let result = if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
         Err(Status::new(Code::Cancelled, "cancelled before it ran"))
     } else {

@@ -1,10 +1,11 @@
-//! Streams on the event-loop server, called with the blocking channel, over real sockets, TCP
-//! and shared memory: the three streaming shapes (raw payloads, and Ferry messages read in
+//! Streams on the event-loop server, called with the blocking channel, over real sockets, TCP,
+//! TLS and shared memory: the three streaming shapes (raw payloads, and Ferry messages read in
 //! place), headers and trailers, the window holding a server that outruns its reader,
 //! cancellation from each side, a deadline mid-stream, the bound on calls in progress,
 //! refusals by shape, and a slow stream beside busy ones on one session.
 
 mod common;
+mod tls_support;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -320,8 +321,12 @@ fn start(service: Streams, scratch: &Scratch, config: LoopConfig) -> Server {
     Server::builder(services)
         .listen(&tcp)
         .listen(&shm)
+        .listen("tls://127.0.0.1:0")
         .loops(1)
-        .config(config)
+        .config(LoopConfig {
+            conn: tls_support::with_tls(config.conn.clone()),
+            ..config
+        })
         .start()
         .expect("server starts")
 }
@@ -348,6 +353,7 @@ fn channel(addr: &str) -> Channel {
         addr,
         ChannelConfig {
             client: ferry_rpc::session::ClientConfig { window: 16 },
+            conn: tls_support::with_tls(Default::default()),
             ..ChannelConfig::default()
         },
     )

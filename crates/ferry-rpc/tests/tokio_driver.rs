@@ -1,4 +1,4 @@
-//! The tokio driver over real sockets, TCP and shared memory: an `AsyncServer` on a thread of
+//! The tokio driver over real sockets, TCP, TLS and shared memory: an `AsyncServer` on a thread of
 //! its own (a current-thread runtime and a `LocalSet`, as a thread-per-core server runs it),
 //! called by `AsyncChannel`s on the test's thread. Every test runs under a time bound.
 //!
@@ -28,6 +28,7 @@ use tokio_support::{
 async fn channel(addr: &str, window: usize) -> AsyncChannel {
     let mut config = ChannelConfig::default();
     config.client.window = window;
+    config.conn = tokio_support::tls::with_tls(config.conn);
     AsyncChannel::connect_with(addr, config).await.expect("connect")
 }
 
@@ -39,7 +40,7 @@ async fn echo(chan: &AsyncChannel, payload: &[u8]) -> Vec<u8> {
     response.frame().bytes().expect("a raw payload").to_vec()
 }
 
-both!(
+every_transport!(
     concurrent_calls_complete_with_their_answers,
     client_deadline_aborts_the_handler,
     dropping_a_call_cancels_it_on_the_server,

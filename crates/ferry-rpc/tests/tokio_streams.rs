@@ -1,4 +1,4 @@
-//! Streaming calls on the tokio driver over real sockets, TCP and shared memory: a hand-written
+//! Streaming calls on the tokio driver over real sockets, TCP, TLS and shared memory: a hand-written
 //! service with all four shapes on an `AsyncServer` of its own thread, called by an
 //! `AsyncChannel` on the test's thread (`tokio_driver.rs` says why two threads). Flow control,
 //! cancellation from each side, a deadline mid-stream, the bound on calls in progress, and many
@@ -312,6 +312,7 @@ where
 async fn channel(addr: &str, window: usize) -> AsyncChannel {
     let mut config = ChannelConfig::default();
     config.client.window = window;
+    config.conn = tokio_support::tls::with_tls(config.conn);
     AsyncChannel::connect_with(addr, config).await.expect("connect")
 }
 
@@ -348,7 +349,7 @@ fn numbers(n: usize) -> Vec<String> {
     (0..n).map(|i| i.to_string()).collect()
 }
 
-both!(
+every_transport!(
     client_streaming_joins_the_requests_in_order,
     server_streaming_sends_headers_messages_and_trailers,
     server_failure_mid_stream_carries_trailers_and_fails_the_sink,

@@ -47,6 +47,21 @@ pub(crate) unsafe fn sendmsg(fd: BorrowedFd<'_>, iov: &[libc::iovec], zerocopy: 
     Ok(n as usize)
 }
 
+/// `sendmsg(fd, slices, MSG_NOSIGNAL | MSG_DONTWAIT)` of borrowed slices, which the kernel
+/// copies before the call returns (TLS records: never `MSG_ZEROCOPY`). Bytes the kernel took.
+pub(crate) fn send_slices(fd: BorrowedFd<'_>, slices: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    // `IoSlice` is ABI-compatible with `struct iovec` on Unix (std guarantees it).
+    let iov: &[libc::iovec] = {
+        const _: () = assert!(mem::size_of::<io::IoSlice<'_>>() == mem::size_of::<libc::iovec>());
+        // SAFETY: same size and layout (std documents `IoSlice` as `iovec` on Unix); the
+        // borrow of `slices` outlives `iov`.
+        unsafe { std::slice::from_raw_parts(slices.as_ptr().cast(), slices.len()) }
+    };
+    // SAFETY: every entry borrows readable memory of `slices` for the whole call, and without
+    // `MSG_ZEROCOPY` the kernel is done with it when the call returns.
+    unsafe { sendmsg(fd, iov, false) }
+}
+
 /// One zero-copy completion: ids `lo ..= hi`, and whether the kernel copied after all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ZcCompletion {

@@ -24,6 +24,14 @@ impl EventLoop {
         let mut streams: Vec<Served> = Vec::new();
         for slot in &mut self.slots {
             let Some(s) = &mut slot.session else { continue };
+            // A TLS handshake past its deadline: the step names the timeout, and the session
+            // is removed with the dead ones. The peer cost its slot, never the loop's time.
+            if s.conn.handshake_deadline().is_some_and(|d| d <= now) {
+                if let Err(e) = s.conn.handshake_step() {
+                    s.fail(e);
+                }
+                continue;
+            }
             match &mut s.role {
                 Role::Server(server) => {
                     if server.core.next_deadline().is_none_or(|d| d > now) {
@@ -94,6 +102,11 @@ impl EventLoop {
             }
             match &mut s.role {
                 Role::Server(server) => {
+                    // The peer sees an alert at most: the cause is logged here, as the tokio
+                    // server logs a failed handshake.
+                    if ferry_net::TlsError::of(&why).is_some() {
+                        eprintln!("ferry-rpc: a TLS session failed: {why}");
+                    }
                     self.services.metrics().sessions(s.conn.kind()).dec();
                     server.core.lost();
                     for flag in server.background.values() {

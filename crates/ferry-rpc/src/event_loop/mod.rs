@@ -220,7 +220,7 @@ impl EventLoop {
 
     /// Listens on `addr`; returns the address bound (the port the kernel picked).
     pub fn listen(&mut self, addr: &Addr) -> Result<Addr, TransportError> {
-        let listener = Listener::bind(addr)?;
+        let listener = Listener::bind(addr, &self.config.conn)?;
         let local = listener.local_addr()?;
         self.add_listener(Arc::new(listener));
         Ok(local)

@@ -22,7 +22,7 @@ impl EventLoop {
                 Role::Server(srv) => srv.core.next_deadline(),
                 Role::Client(c) => c.core.next_deadline(),
             };
-            if let Some(at) = next {
+            if let Some(at) = next.into_iter().chain(s.conn.handshake_deadline()).min() {
                 t = t.min(at.saturating_duration_since(now));
             }
             if !s.backlog.is_empty() && s.conn.kind() == TransportKind::Shm {

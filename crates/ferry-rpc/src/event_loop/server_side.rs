@@ -132,6 +132,7 @@ impl EventLoop {
                 waker: Arc::clone(&self.waker),
                 session: (i as u32, generation),
                 started: now,
+                peer: s.conn.peer_identity(),
             };
             metrics.in_flight().inc();
             self.outstanding += 1;
@@ -167,7 +168,7 @@ impl EventLoop {
             ..
         } = s;
         let Role::Server(server) = role else { return };
-        let call = Call::new(method, id, deadline, ctx, None, metadata);
+        let call = Call::new(method, id, deadline, ctx, None, metadata).with_peer(conn.peer_identity());
         let mut outbox = SessionOutbox {
             conn,
             core: &mut server.core,

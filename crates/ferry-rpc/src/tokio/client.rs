@@ -235,6 +235,20 @@ impl AsyncChannel {
                     .map(Conn::Tcp)
                     .map_err(|e| unreachable_server(&addr, &e))?
             }
+            Addr::Tls(a) => {
+                let tls = config
+                    .conn
+                    .client_tls()
+                    .map_err(|e| unreachable_server(&addr, &e))?;
+                let stream = ::tokio::net::TcpStream::connect(a.as_str())
+                    .await
+                    .and_then(|s| s.into_std())
+                    .map_err(|e| unreachable_server(&addr, &TransportError::io("connect", e)))?;
+                let host = a.rsplit_once(':').map_or(a.as_str(), |(host, _)| host);
+                ferry_net::Connection::tls_client(stream, host, &pool, &config.conn.tcp, tls)
+                    .map(Conn::Tcp)
+                    .map_err(|e| unreachable_server(&addr, &e))?
+            }
             Addr::Shm(_) => {
                 Conn::connect(&addr, &pool, &config.conn).map_err(|e| unreachable_server(&addr, &e))?
             }
@@ -242,6 +256,9 @@ impl AsyncChannel {
         conn.set_nonblocking(true);
         let fd =
             register(&conn).map_err(|e| unreachable_server(&addr, &TransportError::io("epoll_ctl", e)))?;
+        super::handshake(&mut conn, &fd)
+            .await
+            .map_err(|e| unreachable_server(&addr, &e))?;
         let ctx = config.conn.context(&conn, &pool);
         Ok(AsyncChannel {
             inner: Rc::new(RefCell::new(Inner {

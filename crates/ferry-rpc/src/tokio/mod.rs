@@ -35,8 +35,10 @@ use std::marker::PhantomData;
 use std::os::fd::OwnedFd;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
+use ferry_net::PeerIdentity;
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Message, Outgoing};
 
@@ -67,6 +69,27 @@ fn register_fd(
     interest: ::tokio::io::Interest,
 ) -> std::io::Result<::tokio::io::unix::AsyncFd<OwnedFd>> {
     ::tokio::io::unix::AsyncFd::with_interest(fd, interest)
+}
+
+/// Completes a TLS handshake on `conn` (at once for any other connection), waiting on
+/// `fd`'s readiness, never past the handshake's deadline (the step after it names the timeout).
+pub(crate) async fn handshake(
+    conn: &mut Conn,
+    fd: &::tokio::io::unix::AsyncFd<OwnedFd>,
+) -> Result<(), TransportError> {
+    loop {
+        let Some(interest) = conn.handshake_step()?.interest() else {
+            return Ok(());
+        };
+        let Some(deadline) = conn.handshake_deadline() else {
+            continue;
+        };
+        if let Ok(ready) = ::tokio::time::timeout_at(deadline.into(), fd.ready(interest)).await {
+            ready
+                .map_err(|e| TransportError::io("epoll_wait", e))?
+                .clear_ready();
+        }
+    }
 }
 
 /// One message a stream's sink sends: a Ferry message (serialize-and-send) or a raw payload.
@@ -140,6 +163,7 @@ pub struct AsyncCall {
     pub(crate) ctx: Context,
     /// Shared with the session, which sends the response metadata with the answer.
     pub(crate) metadata: Rc<CallMetadata>,
+    pub(crate) peer: Option<Arc<PeerIdentity>>,
 }
 
 /// A call's metadata both ways, as an async handler and its session share it.
@@ -153,6 +177,12 @@ impl AsyncCall {
     /// The method id.
     pub fn method(&self) -> u16 {
         self.method
+    }
+
+    /// The client's certificate subject and SANs, over TLS with client certificates (mTLS);
+    /// `None` otherwise.
+    pub fn peer(&self) -> Option<&PeerIdentity> {
+        self.peer.as_deref()
     }
 
     /// The call's id within its session.

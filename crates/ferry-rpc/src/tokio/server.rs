@@ -49,6 +49,7 @@ use std::marker::PhantomData;
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::rc::{Rc, Weak};
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -57,6 +58,7 @@ use ::tokio::io::unix::AsyncFd;
 use ::tokio::task::{AbortHandle, Id, JoinError, JoinSet};
 use ::tokio::time::Sleep;
 use ferry_buf::Pool;
+use ferry_net::PeerIdentity;
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, Limits, Outgoing};
 
@@ -119,7 +121,7 @@ impl AsyncServer {
         let mut listeners = Vec::with_capacity(addrs.len());
         let mut bound = Vec::with_capacity(addrs.len());
         for a in addrs {
-            let listener = Listener::bind(&a.parse()?)?;
+            let listener = Listener::bind(&a.parse()?, &config.conn)?;
             bound.push(listener.local_addr()?);
             listeners.push(listener);
         }
@@ -287,6 +289,13 @@ impl Accepting {
 async fn serve(mut conn: Conn, shared: Rc<Shared>, key: u64) {
     conn.set_nonblocking(true);
     let Ok(fd) = register(&conn) else { return };
+    // A TLS handshake is this task's first await: a peer that stalls holds its own task only,
+    // and at most until the handshake's deadline.
+    if let Err(e) = super::handshake(&mut conn, &fd).await {
+        eprintln!("ferry-rpc: a TLS connection failed its handshake: {e}");
+        return;
+    }
+    let peer = conn.peer_identity();
     let ctx = shared.config.conn.context(&conn, &shared.pool);
     let session = Rc::new(RefCell::new(Session {
         fd,
@@ -309,6 +318,7 @@ async fn serve(mut conn: Conn, shared: Rc<Shared>, key: u64) {
         waker: None,
         broken: false,
         me: Weak::new(),
+        peer,
     }));
     session.borrow_mut().me = Rc::downgrade(&session);
     // Handler tasks reach the session through their stream handles, never while this borrow is
@@ -320,6 +330,8 @@ async fn serve(mut conn: Conn, shared: Rc<Shared>, key: u64) {
 struct Session {
     /// Readiness of a duplicate of the connection's descriptor; declared (dropped) first.
     fd: AsyncFd<OwnedFd>,
+    /// The client's certificate identity (TLS with client certificates).
+    peer: Option<Arc<PeerIdentity>>,
     conn: Conn,
     kind: TransportKind,
     /// What handlers build responses with (shared memory: the session's own pool).
@@ -631,6 +643,7 @@ impl Session {
             deadline,
             ctx: self.ctx.clone(),
             metadata: Rc::clone(&metadata),
+            peer: self.peer.clone(),
         };
         let limits = shared.config.limits;
         match request {

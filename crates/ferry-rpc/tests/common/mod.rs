@@ -23,6 +23,10 @@ pub const SLOW: u16 = method_id("/ferry.test.Rpc/Slow");
 pub const PANIC: u16 = method_id("/ferry.test.Rpc/Panic");
 /// Foreground: fails with NOT_FOUND.
 pub const MISSING: u16 = method_id("/ferry.test.Rpc/Missing");
+/// Foreground: answers the caller's certificate identity (`Call::peer`), or `none`.
+pub const WHOAMI: u16 = method_id("/ferry.test.Rpc/WhoAmI");
+/// The same in the background.
+pub const WHOAMI_BG: u16 = method_id("/ferry.test.Rpc/WhoAmIBg");
 
 /// What the handlers saw.
 #[derive(Debug, Default)]
@@ -69,6 +73,8 @@ impl Service for TestService {
             info("/ferry.test.Rpc/Slow", true, Mode::Background),
             info("/ferry.test.Rpc/Panic", false, Mode::Foreground),
             info("/ferry.test.Rpc/Missing", false, Mode::Foreground),
+            info("/ferry.test.Rpc/WhoAmI", false, Mode::Foreground),
+            info("/ferry.test.Rpc/WhoAmIBg", false, Mode::Background),
         ]
     }
 
@@ -130,6 +136,10 @@ impl Service for TestService {
             }
             PANIC => panic!("the test handler panics"),
             MISSING => Err(Status::new(Code::NotFound, "no such thing")),
+            WHOAMI | WHOAMI_BG => {
+                let who = call.peer().map_or_else(|| "none".to_string(), |p| p.to_string());
+                reply.send_payload(Payload::Bytes(who.as_bytes()))
+            }
             other => Err(Status::new(Code::Unimplemented, format!("method {other}"))),
         }
     }

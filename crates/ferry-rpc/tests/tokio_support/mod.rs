@@ -24,6 +24,8 @@ pub const SLOW: u16 = method_id("/ferry.test.AsyncEcho/Slow");
 pub const PANIC: u16 = method_id("/ferry.test.AsyncEcho/Panic");
 /// Sleeps as many milliseconds as its payload says (decimal text), then echoes.
 pub const DELAY: u16 = method_id("/ferry.test.AsyncEcho/Delay");
+/// Answers the caller's certificate identity (`AsyncCall::peer`), or `none`.
+pub const WHOAMI: u16 = method_id("/ferry.test.AsyncEcho/WhoAmI");
 
 /// What the `SLOW` and `DELAY` handlers did, seen from the test's thread.
 #[derive(Debug, Default)]
@@ -59,6 +61,7 @@ impl AsyncService for Echo {
             "/ferry.test.AsyncEcho/Slow",
             "/ferry.test.AsyncEcho/Panic",
             "/ferry.test.AsyncEcho/Delay",
+            "/ferry.test.AsyncEcho/WhoAmI",
         ]
         .into_iter()
         .map(|path| MethodInfo {
@@ -95,6 +98,11 @@ impl AsyncService for Echo {
                     Ok(Encoded::bytes(bytes))
                 }
                 PANIC => panic!("boom"),
+                WHOAMI => Ok(Encoded::bytes(
+                    call.peer()
+                        .map_or_else(|| "none".to_string(), |p| p.to_string())
+                        .as_bytes(),
+                )),
                 m => Err(Status::new(Code::Unimplemented, format!("method {m}"))),
             }
         })
@@ -103,6 +111,7 @@ impl AsyncService for Echo {
 
 /// Generates one test per transport from functions taking a [`Transport`]: `both!(a, b)`
 /// makes `tcp::a`, `shm::a`, `tcp::b`, `shm::b`.
+#[allow(unused_macros)] // not every test crate uses it
 macro_rules! both {
     ($($name:ident),* $(,)?) => {
         mod tcp {
@@ -114,11 +123,29 @@ macro_rules! both {
     };
 }
 
+/// [`both!`], plus a `tls` module running each over `tls://` ([`Transport::Tls`]): for test
+/// files whose channels carry [`tls::with_tls`]'s client settings.
+#[allow(unused_macros)] // not every test crate uses it
+macro_rules! every_transport {
+    ($($name:ident),* $(,)?) => {
+        both!($($name),*);
+        mod tls {
+            $(#[test] fn $name() { super::$name(super::Transport::Tls) })*
+        }
+    };
+}
+
+/// Certificates for `tls://` (one PKI per test binary: reach it only through this module).
+#[path = "../tls_support/mod.rs"]
+pub mod tls;
+
 /// Which transport a test runs over.
 #[derive(Debug, Clone, Copy)]
 pub enum Transport {
     Tcp,
     Shm,
+    /// TLS over TCP, with the test PKI ([`tls`]).
+    Tls,
 }
 
 impl Transport {
@@ -127,6 +154,7 @@ impl Transport {
     pub fn bind_addr(self) -> (String, Option<Scratch>) {
         match self {
             Transport::Tcp => ("tcp://127.0.0.1:0".into(), None),
+            Transport::Tls => ("tls://127.0.0.1:0".into(), None),
             Transport::Shm => {
                 let dir = Scratch::new();
                 (format!("shm://{}", dir.0.join("s.sock").display()), Some(dir))
@@ -204,6 +232,10 @@ impl ServerThread {
                     let local = tokio::task::LocalSet::new();
                     let rt = runtime();
                     local.block_on(&rt, async move {
+                        let config = LoopConfig {
+                            conn: tls::with_tls(config.conn.clone()),
+                            ..config
+                        };
                         let server = AsyncServer::bind(services(flags), &[&addr], config).expect("bind");
                         tx.send((server.addrs()[0].to_string(), this_thread()))
                             .expect("report the address");
