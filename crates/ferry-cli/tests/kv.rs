@@ -57,7 +57,11 @@ fn bench_kv_sweeps_every_system_over_both_transports() {
                 if r["counts"] == true {
                     assert!(number(r, "achieved") > 0.0, "{r}");
                 }
-                assert!(number(r, "server_ns_per_request") > 0.0, "{r}");
+                // A point that served requests in its window measured the server's work on
+                // them (one that served none, on a busy machine, has nothing to divide).
+                if number(r, "achieved") > 0.0 {
+                    assert!(number(r, "server_ns_per_request") > 0.0, "{r}");
+                }
                 assert!(number(r, "p99_us") >= number(r, "p50_us"), "{r}");
             }
         }
