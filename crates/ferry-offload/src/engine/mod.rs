@@ -129,7 +129,7 @@ pub enum EngineError {
     #[error("serving the host's table: {0}")]
     Table(String),
     /// The TLS certificate, key or client CA files cannot be used.
-    #[error("TLS files {files}: {why}")]
+    #[error("TLS files ({files}): {why}")]
     Tls {
         /// The files (the certificate and key, and the client CA if any).
         files: String,

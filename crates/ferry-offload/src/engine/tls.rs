@@ -30,18 +30,13 @@ pub fn server_from_files(
     key: &Path,
     client_ca: Option<&Path>,
 ) -> Result<TlsServer, EngineError> {
-    let files = match client_ca {
-        Some(ca) => format!(
-            "{}, {}, client CA {}",
-            cert.display(),
-            key.display(),
-            ca.display()
-        ),
-        None => format!("{}, {}", cert.display(), key.display()),
-    };
+    let mut files = format!("certificate {}, key {}", cert.display(), key.display());
+    if let Some(ca) = client_ca {
+        files += &format!(", client CA {}", ca.display());
+    }
     let auth = match client_ca {
         Some(ca) => ClientAuth::Required(std::fs::read(ca).map_err(|e| EngineError::Tls {
-            files: ca.display().to_string(),
+            files: format!("client CA {}", ca.display()),
             why: e.to_string(),
         })?),
         None => ClientAuth::None,
