@@ -21,6 +21,9 @@
 //! table's services, server reflection and the health service. The sessions to the host are
 //! `!Send`, tonic's connection tasks are `Send`: the two meet through a channel on the one
 //! thread (`sessions::Call`), and the calls run as local tasks.
+//!
+//! TLS ([`EngineConfig::tls`], `tls.rs`): each accepted connection's handshake is a local task
+//! bounded by the handshake timeout, and tonic serves the connections whose handshake finished.
 
 mod grpc;
 mod sessions;
