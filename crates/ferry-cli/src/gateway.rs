@@ -2,9 +2,10 @@
 //! gRPC server for unchanged clients in front of a Ferry host service on shared memory.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use ferry_offload::engine::{Engine, EngineConfig};
+use ferry_offload::engine::{Engine, EngineConfig, tls_from_files};
 use ferry_offload::framing::Encoding;
 
 /// Options of `ferry gateway`.
@@ -32,6 +33,19 @@ pub struct Args {
     /// Pin the engine's thread to this CPU.
     #[arg(long)]
     pin: Option<usize>,
+    /// Serve gRPC over TLS with this certificate chain (PEM, the leaf first); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Require client certificates issued by these CAs (PEM): mTLS.
+    #[arg(long, requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+    /// How long a client's TLS handshake may take, in milliseconds, before its connection is
+    /// closed (a peer that stalls holds its own connection only).
+    #[arg(long, default_value_t = ferry_offload::engine::DEFAULT_HANDSHAKE_TIMEOUT.as_millis() as u64)]
+    tls_handshake_timeout_ms: u64,
 }
 
 /// Runs the engine until the process is killed.
@@ -46,6 +60,11 @@ pub fn run(args: &Args) -> Result<(), String> {
         .as_deref()
         .and_then(|name| Encoding::from_name(name.as_bytes()));
     config.core = args.pin;
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let mut tls = tls_from_files(cert, key, args.tls_client_ca.as_deref()).map_err(|e| e.to_string())?;
+        tls.handshake_timeout = Duration::from_millis(args.tls_handshake_timeout_ms);
+        config.tls = Some(tls);
+    }
     let engine = Engine::start(config).map_err(|e| e.to_string())?;
     eprintln!("ferry gateway: waiting for the host at {}", args.host);
     loop {
@@ -56,6 +75,7 @@ pub fn run(args: &Args) -> Result<(), String> {
         }
     }
     // The line scripts and tests wait for.
-    println!("ferry gateway: serving gRPC on {}", engine.local_addr());
+    let over = if args.tls_cert.is_some() { " over TLS" } else { "" };
+    println!("ferry gateway: serving gRPC{over} on {}", engine.local_addr());
     engine.wait().map_err(|e| e.to_string())
 }

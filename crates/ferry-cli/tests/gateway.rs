@@ -62,3 +62,32 @@ fn the_gateway_waits_for_its_host_then_serves() {
     // Ack { digest: 6, count: 3 }.
     assert_eq!(&answer[..], &[0x08, 6, 0x10, 3]);
 }
+
+/// A TLS file that is not what it should be stops the gateway at start, the error naming the
+/// files and what is wrong.
+#[test]
+fn a_bad_tls_file_is_a_startup_error_naming_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    std::fs::write(&cert, "not a PEM certificate\n").expect("writes");
+    std::fs::write(&key, "not a PEM key\n").expect("writes");
+    let host = format!("shm://{}", dir.path().join("host.sock").display());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry"));
+    cmd.args([
+        "gateway",
+        "--host",
+        &host,
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+    ])
+    .arg(&cert)
+    .arg("--tls-key")
+    .arg(&key);
+    let out = ferry_testkit::tools::run("ferry gateway", cmd, b"", std::time::Duration::from_secs(60));
+    assert!(!out.status.success(), "it started: {}", out.describe());
+    let said = out.err();
+    assert!(said.contains(&cert.display().to_string()), "{}", out.describe());
+    assert!(said.contains("no CERTIFICATE in the PEM"), "{}", out.describe());
+}

@@ -2,7 +2,8 @@
 //! reflection (no .proto given): thousands of calls from several connections and concurrent
 //! workers, sharing two shared-memory sessions, all answered OK (ghz's own count, status codes
 //! and error list); the DPU paper's messages and Echo under load the same; and a failing
-//! method's statuses counted as the code asked for, so that the status check can fail.
+//! method's statuses counted as the code asked for, so that the status check can fail; and a
+//! short run over TLS.
 //!
 //! ghz checks statuses, not answers: tests/grpcurl.rs and tests/tonic_client.rs check the
 //! answers. Needs `ghz` (`go install github.com/bojand/ghz/cmd/ghz@v0.120.0`), on `PATH` or in
@@ -40,22 +41,43 @@ fn ghz(
     concurrency: u32,
     connections: u32,
 ) -> Value {
-    let mut cmd = Command::new(tool);
-    cmd.args([
-        "--insecure",
-        "--call",
+    ghz_over(
+        tool,
+        &["--insecure"],
+        addr,
         method,
-        "--data",
-        &data.to_string(),
-        "--format",
-        "json",
-        "--timeout",
-        "20s",
-    ])
-    .args(["--connect-timeout", "20s"])
-    .args(["-n", &total.to_string(), "-c", &concurrency.to_string()])
-    .args(["--connections", &connections.to_string()])
-    .arg(addr.to_string());
+        data,
+        [total, concurrency, connections],
+    )
+}
+
+/// [`ghz`] with `security`: `--insecure` (plaintext), or TLS flags; `load` is the total, the
+/// concurrency and the connections.
+fn ghz_over(
+    tool: &Path,
+    security: &[&str],
+    addr: SocketAddr,
+    method: &str,
+    data: &Value,
+    load: [u32; 3],
+) -> Value {
+    let [total, concurrency, connections] = load;
+    let mut cmd = Command::new(tool);
+    cmd.args(security)
+        .args([
+            "--call",
+            method,
+            "--data",
+            &data.to_string(),
+            "--format",
+            "json",
+            "--timeout",
+            "20s",
+        ])
+        .args(["--connect-timeout", "20s"])
+        .args(["-n", &total.to_string(), "-c", &concurrency.to_string()])
+        .args(["--connections", &connections.to_string()])
+        .arg(addr.to_string());
     let what = format!("ghz {method} -n {total} -c {concurrency} --connections {connections}");
     let out = run(&what, cmd, b"", Duration::from_secs(300));
     assert!(out.status.success(), "{}", out.describe());
@@ -173,4 +195,27 @@ fn failures_under_load_are_counted_by_their_code() {
     let listed: u64 = errors.values().filter_map(Value::as_u64).sum();
     assert_eq!(listed, 200, "{summary:#}");
     assert!(errors.keys().all(|e| e.contains("no such thing")), "{summary:#}");
+}
+
+/// Over TLS (`--cacert`, certificates made at test time): a short run, every call OK.
+#[test]
+fn calls_over_tls_are_all_ok() {
+    let Some(tool) = require_ghz() else { return };
+    let dir = dir();
+    let files = common::TlsFiles::new(&dir, "gateway");
+    let host = Host::start(&dir);
+    let engine = common::engine_with(&host, |c| {
+        c.sessions = 2;
+        c.tls = Some(files.server(false));
+    });
+    let ca = files.ca.to_str().expect("a UTF-8 path");
+    let report = ghz_over(
+        &tool,
+        &["--cacert", ca],
+        engine.local_addr(),
+        "ferry.offload.demo.Demo/SendInts",
+        &json!({"values": [1, 2, 3]}),
+        [500, 8, 4],
+    );
+    assert_all_ok(&report, 500, "SendInts over TLS");
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Host, dir, engine, reference};
+use common::{Host, TlsFiles, dir, engine, engine_with, reference};
 use ferry_offload::demo_host::{DIGEST_SEED, digest};
 use ferry_testkit::Rng;
 use ferry_testkit::tools::{Output, run};
@@ -45,8 +45,34 @@ fn grpcurl(
     stdin: &[u8],
     deadline: bool,
 ) -> Output {
+    grpcurl_over(tool, &["-plaintext"], addr, flags, verb, stdin, deadline)
+}
+
+/// [`grpcurl`] over TLS, trusting the CA certificates in `ca` (`-cacert`).
+fn grpcurl_tls(
+    tool: &Path,
+    ca: &Path,
+    addr: SocketAddr,
+    flags: &[&str],
+    verb: &[&str],
+    stdin: &[u8],
+) -> Output {
+    let ca = ca.to_str().expect("a UTF-8 path");
+    grpcurl_over(tool, &["-cacert", ca], addr, flags, verb, stdin, true)
+}
+
+/// [`grpcurl`] with `security`: `-plaintext`, or TLS flags.
+fn grpcurl_over(
+    tool: &Path,
+    security: &[&str],
+    addr: SocketAddr,
+    flags: &[&str],
+    verb: &[&str],
+    stdin: &[u8],
+    deadline: bool,
+) -> Output {
     let mut cmd = Command::new(tool);
-    cmd.args(["-plaintext", "-connect-timeout", "20"]);
+    cmd.args(security).args(["-connect-timeout", "20"]);
     if deadline {
         cmd.args(["-max-time", "60"]);
     }
@@ -486,4 +512,160 @@ fn health_says_serving() {
         true,
     );
     assert!(out.err().contains("Code: NotFound"), "{}", out.describe());
+}
+
+/// Over TLS (certificates made at test time), grpcurl with `-cacert` calls a unary demo method
+/// and a server-streaming interop method through the engine.
+#[test]
+fn unary_and_streaming_calls_over_tls() {
+    let Some(tool) = require_grpcurl() else { return };
+    let dir = dir();
+    let files = TlsFiles::new(&dir, "gateway");
+    let host = Host::start(&dir);
+    let engine = engine_with(&host, |c| c.tls = Some(files.server(false)));
+    let out = grpcurl_tls(
+        &tool,
+        &files.ca,
+        engine.local_addr(),
+        &["-d", r#"{"values": [1, 2, 3]}"#],
+        &["ferry.offload.demo.Demo/SendInts"],
+        b"",
+    );
+    assert!(out.status.success(), "{}", out.describe());
+    let ack: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(ack, json!({"digest": "6", "count": 3}), "SendInts over TLS");
+
+    let interop = format!("shm://{}", dir.path().join("interop.sock").display());
+    common::start_interop_host(interop.clone());
+    let engine = common::engine_at(&interop, |c| c.tls = Some(files.server(false)));
+    let out = grpcurl_tls(
+        &tool,
+        &files.ca,
+        engine.local_addr(),
+        &[
+            "-d",
+            r#"{"responseParameters": [{"size": 3}, {"size": 5}, {"size": 7}]}"#,
+        ],
+        &["grpc.testing.TestService/StreamingOutputCall"],
+        b"",
+    );
+    assert!(out.status.success(), "{}", out.describe());
+    let bodies: Vec<Value> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter::<Value>()
+        .map(|v| v.expect("JSON")["payload"]["body"].clone())
+        .collect();
+    let want: Vec<Value> = [3, 5, 7].map(|n| json!(base64(&vec![0; n]))).into();
+    assert_eq!(bodies, want, "the stream's messages over TLS");
+}
+
+/// With `--tls-client-ca` (mTLS): a client without a certificate is refused, naming why; one
+/// with a certificate from that CA is served; one whose certificate another CA issued is
+/// refused too; and a client that trusts another CA refuses the server as signed by an unknown
+/// authority.
+#[test]
+fn mtls_serves_certified_clients_and_names_why_others_fail() {
+    let Some(tool) = require_grpcurl() else { return };
+    let dir = dir();
+    let files = TlsFiles::new(&dir, "gateway");
+    let other = TlsFiles::new(&dir, "other");
+    let host = Host::start(&dir);
+    let engine = engine_with(&host, |c| c.tls = Some(files.server(true)));
+    let addr = engine.local_addr();
+    let call = |ca: &Path, flags: &[&str]| {
+        let flags = [flags, &["-d", r#"{"values": [4]}"#]].concat();
+        grpcurl_tls(
+            &tool,
+            ca,
+            addr,
+            &flags,
+            &["ferry.offload.demo.Demo/SendInts"],
+            b"",
+        )
+    };
+    let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
+    let (cert, key) = (path(&files.client_cert), path(&files.client_key));
+    let served = call(&files.ca, &["-cert", &cert, "-key", &key]);
+    assert!(served.status.success(), "{}", served.describe());
+    let ack: Value = serde_json::from_slice(&served.stdout).expect("JSON");
+    assert_eq!(
+        ack,
+        json!({"digest": "4", "count": 1}),
+        "a certified client's call"
+    );
+
+    let refused = |out: Output, why: &str| {
+        assert!(!out.status.success(), "served: {}", out.describe());
+        assert!(
+            out.err().contains(why),
+            "the error does not say {why:?}: {}",
+            out.describe()
+        );
+    };
+    refused(call(&files.ca, &[]), "certificate required");
+    let (other_cert, other_key) = (path(&other.client_cert), path(&other.client_key));
+    // Go's client sends no certificate that the server's list of accepted CAs does not name.
+    refused(
+        call(&files.ca, &["-cert", &other_cert, "-key", &other_key]),
+        "certificate required",
+    );
+    refused(
+        call(&other.ca, &["-cert", &cert, "-key", &key]),
+        "unknown authority",
+    );
+}
+
+/// Peers that connect and send nothing hold their own connections only: a TLS client is served
+/// while they stall (still open, the handshake timeout far off), and a stalled peer's
+/// connection is closed once the timeout passes.
+#[test]
+fn stalled_handshakes_do_not_stop_a_tls_client_and_end_at_the_timeout() {
+    use std::io::Read as _;
+    let Some(tool) = require_grpcurl() else { return };
+    let dir = dir();
+    let files = TlsFiles::new(&dir, "gateway");
+    let host = Host::start(&dir);
+    let engine = engine_with(&host, |c| {
+        let mut tls = files.server(false);
+        tls.handshake_timeout = Duration::from_secs(3600);
+        c.tls = Some(tls);
+    });
+    let addr = engine.local_addr();
+    let stalled: Vec<std::net::TcpStream> = (0..16)
+        .map(|_| std::net::TcpStream::connect(addr).expect("connects"))
+        .collect();
+    let out = grpcurl_tls(
+        &tool,
+        &files.ca,
+        addr,
+        &["-d", r#"{"values": [7]}"#],
+        &["ferry.offload.demo.Demo/SendInts"],
+        b"",
+    );
+    assert!(out.status.success(), "{}", out.describe());
+    for mut peer in stalled {
+        peer.set_nonblocking(true).expect("nonblocking");
+        let read = peer.read(&mut [0; 1]);
+        assert!(
+            read.as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+            "a stalled peer's connection is still open and silent: {read:?}"
+        );
+    }
+
+    let engine = engine_with(&host, |c| {
+        let mut tls = files.server(false);
+        tls.handshake_timeout = Duration::from_millis(100);
+        c.tls = Some(tls);
+    });
+    let mut peer = std::net::TcpStream::connect(engine.local_addr()).expect("connects");
+    // A guard only: the engine closes the connection at its timeout, long before.
+    peer.set_read_timeout(Some(LIMIT)).expect("read timeout");
+    let read = peer.read(&mut [0; 1]);
+    assert!(
+        matches!(read, Ok(0))
+            || read
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the stalled handshake's connection is closed: {read:?}"
+    );
 }

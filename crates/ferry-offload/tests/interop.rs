@@ -2,20 +2,19 @@
 //! as `grpc-interop-client` by `.ci/run`) against `ferry gateway`'s engine in front of the
 //! interop host (`ferry_offload::interop_host`: `grpc.testing.TestService` from the vendored,
 //! unchanged `test.proto`, served by the tokio driver on shared memory), plaintext, every
-//! non-auth case the issue lists, the soak cases cut to a CI-sized run. The test skips (and
-//! fails under `FERRY_REQUIRE_TOOLS=1`) when the client is not installed.
+//! non-auth case the issue lists, the soak cases cut to a CI-sized run, and the streaming shapes
+//! again over TLS (certificates made at test time). The tests skip (and fail under
+//! `FERRY_REQUIRE_TOOLS=1`) when the client is not installed.
 
 mod common;
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use ferry::rpc::LoopConfig;
-use ferry::rpc::tokio::{AsyncServer, AsyncServices};
+use common::start_interop_host;
 use ferry_offload::engine::{Engine, EngineConfig};
-use ferry_offload::grpc_testing::grpc::testing::AsyncTestServiceServer;
-use ferry_offload::interop_host::{InteropHost, describe};
 use ferry_testkit::tools::run;
 
 const CASES: &[&str] = &[
@@ -37,63 +36,42 @@ const CASES: &[&str] = &[
     "channel_soak",
 ];
 
-/// The interop host on a thread of its own, serving until the test process ends.
-fn start_host(addr: String) {
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        tokio::task::LocalSet::new().block_on(&rt, async move {
-            let services = AsyncServices::new()
-                .service(AsyncTestServiceServer::new(InteropHost))
-                .and_then(|s| s.service(describe().expect("the interop table")))
-                .expect("services");
-            let server = AsyncServer::bind(services, &[addr.as_str()], LoopConfig::default()).expect("bind");
-            ready_tx.send(()).expect("the test waits");
-            server
-                .run(std::future::pending(), Duration::from_secs(1))
-                .await
-                .expect("serve");
-        });
-    });
-    ready_rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the host binds");
-}
-
-#[test]
-fn grpc_go_interop_client_passes_every_case_through_the_gateway() {
-    let Some(client) = common::require_go_tool(
+/// The interop client, or `None` (the test skips, or fails under `FERRY_REQUIRE_TOOLS=1`).
+fn require_client() -> Option<std::path::PathBuf> {
+    common::require_go_tool(
         "grpc-interop-client",
         "-help",
         "GOBIN=$(mktemp -d) go install google.golang.org/grpc/interop/client@v1.85.0, renamed grpc-interop-client",
-    ) else {
-        return;
-    };
+    )
+}
+
+/// Runs `cases` with the interop client (and `flags`) against an engine, in front of a fresh
+/// interop host, that `tune` configured; fails the test naming every case that failed.
+fn run_cases(client: &Path, cases: &[&str], flags: &[String], tune: impl FnOnce(&mut EngineConfig)) {
     let dir = common::dir();
     let host = format!("shm://{}", dir.path().join("interop.sock").display());
-    start_host(host.clone());
+    start_interop_host(host.clone());
     let mut config = EngineConfig::new(host);
     config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     // large_unary sends 271,828 bytes and asks for 314,159.
     config.max_message = 4 << 20;
+    tune(&mut config);
     let engine = Engine::start(config).expect("engine starts");
     engine
         .wait_ready(Duration::from_secs(20))
         .expect("the engine gets the table");
     let port = engine.local_addr().port().to_string();
     let mut failed = Vec::new();
-    for case in CASES {
-        let mut cmd = Command::new(&client);
+    for case in cases {
+        let mut cmd = Command::new(client);
         cmd.args([
             "--server_host=127.0.0.1",
             &format!("--server_port={port}"),
             &format!("--test_case={case}"),
             "--soak_iterations=10",
             "--soak_overall_timeout_seconds=60",
-        ]);
+        ])
+        .args(flags);
         let out = run(case, cmd, b"", Duration::from_secs(120));
         if out.status.success() {
             eprintln!("{case}: passed");
@@ -109,4 +87,33 @@ fn grpc_go_interop_client_passes_every_case_through_the_gateway() {
         }
     }
     assert!(failed.is_empty(), "interop cases failed: {failed:?}");
+}
+
+#[test]
+fn grpc_go_interop_client_passes_every_case_through_the_gateway() {
+    let Some(client) = require_client() else { return };
+    run_cases(&client, CASES, &[], |_| {});
+}
+
+/// Over TLS: the client's `--use_tls --use_test_ca`, its test CA replaced (`--ca_file`) by one
+/// made at test time, the server's name checked as `localhost`.
+#[test]
+fn grpc_go_interop_client_calls_through_the_gateway_over_tls() {
+    let Some(client) = require_client() else { return };
+    let dir = common::dir();
+    let files = common::TlsFiles::new(&dir, "interop");
+    let flags = [
+        "--use_tls".to_owned(),
+        "--use_test_ca".to_owned(),
+        format!("--ca_file={}", files.ca.display()),
+        "--server_host_override=localhost".to_owned(),
+    ];
+    let cases = [
+        "empty_unary",
+        "large_unary",
+        "server_streaming",
+        "ping_pong",
+        "client_streaming",
+    ];
+    run_cases(&client, &cases, &flags, |c| c.tls = Some(files.server(false)));
 }

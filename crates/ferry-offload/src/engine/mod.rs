@@ -21,12 +21,18 @@
 //! table's services, server reflection and the health service. The sessions to the host are
 //! `!Send`, tonic's connection tasks are `Send`: the two meet through a channel on the one
 //! thread (`sessions::Call`), and the calls run as local tasks.
+//!
+//! TLS ([`EngineConfig::tls`], `tls.rs`): each accepted connection's handshake is a local task
+//! bounded by the handshake timeout, and tonic serves the connections whose handshake finished.
 
 mod grpc;
 mod sessions;
 mod streams;
+mod tls;
 
+pub use ferry::net::tls::{DEFAULT_HANDSHAKE_TIMEOUT, TlsServer};
 pub use grpc::RawCodec;
+pub use tls::server_from_files as tls_from_files;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,6 +77,9 @@ pub struct EngineConfig {
     pub heartbeat: Duration,
     /// Calls handed from the gRPC side and not yet started, at most (then the gRPC side waits).
     pub queue: usize,
+    /// TLS for gRPC clients ([`tls_from_files`]; its `handshake_timeout` bounds each
+    /// handshake, [`DEFAULT_HANDSHAKE_TIMEOUT`] unless set); `None`, the default: plaintext.
+    pub tls: Option<TlsServer>,
 }
 
 impl EngineConfig {
@@ -91,6 +100,7 @@ impl EngineConfig {
             retry: Duration::from_millis(100),
             heartbeat: Duration::from_secs(1),
             queue: 4096,
+            tls: None,
         }
     }
 }
@@ -121,6 +131,14 @@ pub enum EngineError {
     /// The host's table cannot be served (reflection could not be built from it).
     #[error("serving the host's table: {0}")]
     Table(String),
+    /// The TLS certificate, key or client CA files cannot be used.
+    #[error("TLS files ({files}): {why}")]
+    Tls {
+        /// The files (the certificate and key, and the client CA if any).
+        files: String,
+        /// What is wrong, as ferry-net names it.
+        why: String,
+    },
     /// The gRPC server failed.
     #[error("gRPC server: {0}")]
     Serve(String),
@@ -278,15 +296,39 @@ async fn run(
         .into_axum_router()
         .fallback_service(gateway);
     let listener = tokio::net::TcpListener::from_std(listener).map_err(EngineError::Thread)?;
-    // Nagle's algorithm would hold small answers back (tonic sets TCP_NODELAY only on
-    // listeners it binds itself).
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener)
-        .map(|s| s.and_then(|s| s.set_nodelay(true).map(|()| s)));
+    let routes = tonic::service::Routes::from(router);
+    let stop = async {
+        let _ = stop.await;
+    };
     let _ = ready.send(());
+    match &config.tls {
+        Some(tls) => serve(routes, tls::incoming(listener, tls), stop).await,
+        None => {
+            // Nagle's algorithm would hold small answers back (tonic sets TCP_NODELAY only on
+            // listeners it binds itself).
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener)
+                .map(|s| s.and_then(|s| s.set_nodelay(true).map(|()| s)));
+            serve(routes, incoming, stop).await
+        }
+    }
+}
+
+/// tonic's HTTP/2 server on `incoming` (plaintext or TLS streams) until `stop`.
+async fn serve<IO>(
+    routes: tonic::service::Routes,
+    incoming: impl tokio_stream::Stream<Item = std::io::Result<IO>>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), EngineError>
+where
+    IO: tokio::io::AsyncRead
+        + tokio::io::AsyncWrite
+        + tonic::transport::server::Connected
+        + Unpin
+        + Send
+        + 'static,
+{
     tonic::transport::Server::builder()
-        .serve_with_incoming_shutdown(tonic::service::Routes::from(router), incoming, async {
-            let _ = stop.await;
-        })
+        .serve_with_incoming_shutdown(routes, incoming, stop)
         .await
         .map_err(|e| EngineError::Serve(e.to_string()))
 }

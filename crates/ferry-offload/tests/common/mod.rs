@@ -8,10 +8,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::Bytes;
-use ferry::rpc::{Server, Services};
+use ferry::rpc::tokio::{AsyncServer, AsyncServices};
+use ferry::rpc::{LoopConfig, Server, Services};
 use ferry_offload::demo::DemoServer;
 use ferry_offload::demo_host::{DIGEST_SEED, DemoHost, digest, small_digest};
 use ferry_offload::engine::{Engine, EngineConfig, RawCodec};
+use ferry_offload::grpc_testing::grpc::testing::AsyncTestServiceServer;
+use ferry_offload::interop_host::{InteropHost, describe};
 
 /// The demo service's prost types and tonic code.
 #[allow(clippy::all)]
@@ -111,6 +114,32 @@ pub fn engine_at(addr: &str, tune: impl FnOnce(&mut EngineConfig)) -> Engine {
 /// A scratch directory for socket paths.
 pub fn dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
+}
+
+/// The interop host (`grpc.testing.TestService`, the tokio driver on `addr`) on a thread of its own, serving until the test process ends.
+pub fn start_interop_host(addr: String) {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        tokio::task::LocalSet::new().block_on(&rt, async move {
+            let services = AsyncServices::new()
+                .service(AsyncTestServiceServer::new(InteropHost))
+                .and_then(|s| s.service(describe().expect("the interop table")))
+                .expect("services");
+            let server = AsyncServer::bind(services, &[addr.as_str()], LoopConfig::default()).expect("bind");
+            ready_tx.send(()).expect("the test waits");
+            server
+                .run(std::future::pending(), Duration::from_secs(1))
+                .await
+                .expect("serve");
+        });
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the host binds");
 }
 
 /// The reference server: the demo service in tonic with prost, decoding on the host.
@@ -384,5 +413,44 @@ pub async fn call_h2_framed(
         compressed: data.first().map(|&flag| flag == 1),
         headers: parts.headers,
         trailers,
+    }
+}
+
+/// A test CA and the PEM files a TLS engine and its clients use, made at test time (rcgen,
+/// `ferry_net::tls::test_certs`) in `dir`: `ca.pem`, the server's `server.pem` and
+/// `server.key` for `localhost` and `127.0.0.1`, and a client's `client.pem` and `client.key`.
+pub struct TlsFiles {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Writes a fresh CA named `name` and the certificates it signs into `dir`.
+    pub fn new(dir: &tempfile::TempDir, name: &str) -> TlsFiles {
+        let ca = ferry_net::tls::test_certs::TestCa::new(name);
+        let server = ca.leaf("localhost", &["localhost", "127.0.0.1"]);
+        let client = ca.leaf("ferry test client", &["client.test"]);
+        let write = |file: &str, text: &str| {
+            let path = dir.path().join(format!("{name}-{file}"));
+            std::fs::write(&path, text).expect("writes a PEM file");
+            path
+        };
+        TlsFiles {
+            ca: write("ca.pem", &ca.pem()),
+            cert: write("server.pem", &server.cert),
+            key: write("server.key", &server.key),
+            client_cert: write("client.pem", &client.cert),
+            client_key: write("client.key", &client.key),
+        }
+    }
+
+    /// The engine's TLS settings: this server certificate, and with `mtls` client
+    /// certificates from this CA required.
+    pub fn server(&self, mtls: bool) -> ferry_offload::engine::TlsServer {
+        let ca = mtls.then_some(self.ca.as_path());
+        ferry_offload::engine::tls_from_files(&self.cert, &self.key, ca).expect("the test certificates load")
     }
 }
