@@ -63,8 +63,10 @@ impl TlsError {
     }
 
     /// Names what rustls reported. `handshaking`: whether the handshake was in progress (a
-    /// malformed first record then means the peer does not speak TLS).
-    pub(crate) fn from_rustls(e: &rustls::Error, handshaking: bool) -> TlsError {
+    /// malformed first record then means the peer does not speak TLS). Public for servers that
+    /// drive rustls through another crate (the gateway's tokio-rustls), so their logs name
+    /// causes as ferry-net's do.
+    pub fn from_rustls(e: &rustls::Error, handshaking: bool) -> TlsError {
         use rustls::Error as E;
         match e {
             E::InvalidCertificate(c) => match c {

@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ferry::net::tls::{ClientAuth, TlsServer};
+use ferry::net::tls::{ClientAuth, TlsError, TlsServer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::server::TlsStream;
@@ -79,7 +79,10 @@ pub(super) fn incoming(
                     Ok(Ok(stream)) => {
                         let _ = done.send(Ok(stream)).await;
                     }
-                    Ok(Err(e)) => eprintln!("ferry gateway: a TLS connection failed its handshake: {e}"),
+                    Ok(Err(e)) => eprintln!(
+                        "ferry gateway: a TLS connection failed its handshake: {}",
+                        cause(&e)
+                    ),
                     Err(_) => eprintln!(
                         "ferry gateway: a TLS connection did not finish its handshake within {timeout:?}"
                     ),
@@ -88,4 +91,16 @@ pub(super) fn incoming(
         }
     });
     tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+/// Why a handshake failed, named as ferry-net names it when rustls said why (tokio-rustls
+/// hands rustls' error inside an `io::Error`), else the I/O error itself.
+fn cause(e: &std::io::Error) -> String {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<tokio_rustls::rustls::Error>())
+    {
+        Some(tls) => TlsError::from_rustls(tls, true).to_string(),
+        None => e.to_string(),
+    }
 }
