@@ -7,8 +7,12 @@
 //! the seed, the command's index, the command and both replies, and the line that replays it.
 //!
 //! What may legitimately differ is normalized, and nothing else:
-//! - `KEYS`: the order (both arrays are sorted).
-//! - `SCAN`: the cursors (a full iteration runs on each server; the sorted unions are compared).
+//! - `KEYS`, `HKEYS`, `HVALS`: the order (both arrays are sorted); `HGETALL`: the order of
+//!   the pairs.
+//! - `SCAN`, `HSCAN`: the cursors (a full iteration runs on each server; the sorted unions are
+//!   compared).
+//! - `HRANDFIELD`: which fields are picked (the replies' shapes are compared: errors, nulls,
+//!   lengths); the picks' properties are unit tests in `cmd::hashes`.
 //! - `TTL`/`PTTL`: -2 and -1 exactly; a positive TTL only as "positive and within a few seconds
 //!   of the other" (a millisecond may pass between the two servers). Every TTL the generator
 //!   sets is a distinct multiple of 1000 s, so no comparison (`EXPIRE GT/LT`) depends on timing.
@@ -22,7 +26,10 @@
 //! numbers) `DEL UNLINK EXISTS TYPE EXPIRE PEXPIRE` (large TTLs, zero and negative ones that
 //! delete, out-of-range ones, `NX XX GT LT` and unknown options) `TTL PTTL PERSIST KEYS SCAN`
 //! (`MATCH COUNT TYPE`, bad cursors) `LPUSH RPUSH LPOP RPOP` (with counts, 0 and negative
-//! included) `LRANGE LLEN LINDEX LSET LTRIM DBSIZE FLUSHDB`, a few connection commands (`PING
+//! included) `LRANGE LLEN LINDEX LSET LTRIM`, `HSET HMSET HSETNX HGET HMGET HDEL HLEN HSTRLEN
+//! HEXISTS HINCRBY HINCRBYFLOAT HGETALL HKEYS HVALS HSCAN HRANDFIELD` (fields from a few
+//! names or any value; `HINCRBYFLOAT` with increments exact in binary, see `cmd::hashes`),
+//! `DBSIZE FLUSHDB`, a few connection commands (`PING
 //! ECHO HELLO CLIENT GETNAME/SETNAME AUTH`), wrong arities, unknown commands and, with 8 keys,
 //! many wrong-type calls. Values are random bytes of 0, a few, ~512, ~4096, ~16384 and ~70 KiB
 //! bytes, or number-like strings. Each sequence starts with `FLUSHDB` (and `HELLO 3` for one
@@ -489,6 +496,7 @@ fn epilogue() -> Vec<Cmd> {
         cmds.push(cmd(&[b"TYPE", key]));
         cmds.push(cmd(&[b"GET", key]));
         cmds.push(cmd(&[b"LRANGE", key, b"0", b"-1"]));
+        cmds.push(cmd(&[b"HGETALL", key]));
         cmds.push(cmd(&[b"PTTL", key]));
     }
     cmds
@@ -568,14 +576,18 @@ impl Conn {
         self.reader.reply()
     }
 
-    /// A full `SCAN` iteration with `cmd`'s options: the sorted union of the keys, or the
-    /// first error reply. Cursors are followed, not compared.
+    /// A full `SCAN` (or `HSCAN`, `SSCAN`) iteration with `cmd`'s options: the sorted union of
+    /// the keys (or members; fields and values as `field value` pairs), or the first error
+    /// reply. Cursors are followed, not compared.
     fn scan_all(&mut self, cmd: &Cmd) -> io::Result<Result<Vec<Vec<u8>>, Reply>> {
+        let name = cmd.args[0].to_ascii_lowercase();
+        let at = if name == b"scan" { 1 } else { 2 };
+        let pairs = name == b"hscan";
         let mut keys = BTreeSet::new();
-        let mut cursor = b"0".to_vec();
+        let mut cursor = cmd.args[at].clone();
         for _ in 0..10_000 {
             let mut args = cmd.args.clone();
-            args[1] = cursor;
+            args[at] = cursor;
             self.send(&encode(&args))?;
             let reply = self.reply()?;
             let (next, batch) = match &reply {
@@ -585,11 +597,21 @@ impl Conn {
                 },
                 _ => return Ok(Err(reply)),
             };
-            for key in batch {
-                match key {
-                    Reply::Bulk(key) => keys.insert(key.clone()),
-                    _ => return Ok(Err(reply)),
-                };
+            if pairs && batch.len() % 2 == 1 {
+                return Ok(Err(reply));
+            }
+            for item in batch.chunks(if pairs { 2 } else { 1 }) {
+                let mut key = Vec::new();
+                for part in item {
+                    let Reply::Bulk(part) = part else {
+                        return Ok(Err(reply));
+                    };
+                    if !key.is_empty() {
+                        key.push(b' ');
+                    }
+                    key.extend_from_slice(part);
+                }
+                keys.insert(key);
             }
             if next == b"0" {
                 return Ok(Ok(keys.into_iter().collect()));
@@ -818,6 +840,12 @@ enum Check {
     Exact,
     /// An array whose order is unspecified (`KEYS`): equal once sorted.
     Sorted,
+    /// A map or a flat array of pairs whose order is unspecified (`HGETALL`): equal once the
+    /// pairs are sorted.
+    SortedPairs,
+    /// A random pick (`HRANDFIELD`): errors and nulls equal; arrays of the same length and
+    /// element shapes (the properties of the picks are tested in the crate).
+    Random,
     /// `TTL` (seconds) or `PTTL` (milliseconds): -2 and -1 exactly, positive values within a
     /// tolerance (the servers run the same commands a little apart in time).
     Ttl { ms: bool },
@@ -831,7 +859,8 @@ impl Check {
     /// How replies to the command named `name` are compared.
     fn for_command(name: &[u8]) -> Check {
         match name.to_ascii_lowercase().as_slice() {
-            b"keys" => Check::Sorted,
+            b"keys" | b"hkeys" | b"hvals" => Check::Sorted,
+            b"hgetall" => Check::SortedPairs,
             b"ttl" => Check::Ttl { ms: false },
             b"pttl" => Check::Ttl { ms: true },
             b"hello" => Check::Hello,
@@ -846,6 +875,8 @@ impl Check {
                 (Reply::Array(x), Reply::Array(y)) => sorted(x) == sorted(y),
                 _ => a == b,
             },
+            Check::SortedPairs => pairs(a).is_some() && pairs(a) == pairs(b),
+            Check::Random => shape(a) == shape(b),
             Check::Ttl { ms } => match (a, b) {
                 (&Reply::Int(x), &Reply::Int(y)) if x > 0 && y > 0 => {
                     let tolerance = if ms { 5_000 } else { 5 };
@@ -862,6 +893,29 @@ fn sorted(items: &[Reply]) -> Vec<String> {
     let mut keys: Vec<String> = items.iter().map(|r| format!("{r:?}")).collect();
     keys.sort();
     keys
+}
+
+/// A map, or an array of pairs, as its sorted pairs.
+fn pairs(reply: &Reply) -> Option<Vec<String>> {
+    let mut pairs: Vec<String> = match reply {
+        Reply::Map(pairs) => pairs.iter().map(|(k, v)| format!("{k:?} {v:?}")).collect(),
+        Reply::Array(items) if items.len() % 2 == 0 => items
+            .chunks(2)
+            .map(|p| format!("{:?} {:?}", p[0], p[1]))
+            .collect(),
+        _ => return Some(vec![format!("{reply:?}")]),
+    };
+    pairs.sort();
+    Some(pairs)
+}
+
+/// A reply with every bulk string replaced by an empty one: what random picks share.
+fn shape(reply: &Reply) -> Reply {
+    match reply {
+        Reply::Bulk(_) => Reply::Bulk(Vec::new()),
+        Reply::Array(items) => Reply::Array(items.iter().map(shape).collect()),
+        other => other.clone(),
+    }
 }
 
 /// `HELLO`'s reply (a map in RESP3, a flat array of pairs in RESP2) without the `id` pair.
@@ -1033,6 +1087,22 @@ const ARITIES: &[(&str, i32)] = &[
     ("lindex", 3),
     ("lset", 4),
     ("ltrim", 4),
+    ("hset", -4),
+    ("hsetnx", 4),
+    ("hget", 3),
+    ("hmget", -3),
+    ("hdel", -3),
+    ("hlen", 2),
+    ("hstrlen", 3),
+    ("hexists", 3),
+    ("hincrby", 4),
+    ("hincrbyfloat", 4),
+    ("hgetall", 2),
+    ("hkeys", 2),
+    ("hvals", 2),
+    ("hscan", -3),
+    ("hrandfield", -2),
+    ("hmset", -4),
     ("dbsize", 1),
     ("echo", 2),
     ("getname", 0),
@@ -1075,6 +1145,22 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("lindex", 10, Gen::lindex),
     ("lset", 10, Gen::lset),
     ("ltrim", 10, Gen::ltrim),
+    ("hset", 25, Gen::hset),
+    ("hmset", 5, Gen::hmset),
+    ("hsetnx", 8, Gen::hsetnx),
+    ("hget", 15, Gen::hget),
+    ("hmget", 10, Gen::hmget),
+    ("hdel", 12, Gen::hdel),
+    ("hlen", 6, Gen::hlen),
+    ("hstrlen", 6, Gen::hstrlen),
+    ("hexists", 6, Gen::hexists),
+    ("hincrby", 10, Gen::hincrby),
+    ("hincrbyfloat", 8, Gen::hincrbyfloat),
+    ("hgetall", 10, Gen::hgetall),
+    ("hkeys", 5, Gen::hkeys),
+    ("hvals", 5, Gen::hvals),
+    ("hscan", 8, Gen::hscan),
+    ("hrandfield", 8, Gen::hrandfield),
     ("dbsize", 5, Gen::dbsize),
     ("flushdb", 2, Gen::flushdb),
     ("arity", 10, Gen::wrong_arity),
@@ -1657,6 +1743,215 @@ impl Gen {
         };
         let args = vec![self.list_key(), start, stop];
         self.cmd("LTRIM", args)
+    }
+
+    // --- hashes
+
+    /// A key for a hash command: mostly keys 2 to 5 (shared with strings and lists: type
+    /// clashes), any key one time in four.
+    fn hash_key(&mut self) -> Vec<u8> {
+        if self.rng.chance(1, 4) {
+            self.key()
+        } else {
+            KEYS[2 + self.rng.index(4)].to_vec()
+        }
+    }
+
+    /// A field name: mostly one of a few (so that fields are overwritten and deleted), else
+    /// any value (empty, binary, large).
+    fn field(&mut self) -> Vec<u8> {
+        if self.rng.chance(4, 5) {
+            format!("f{}", self.rng.below(6)).into_bytes()
+        } else {
+            self.value()
+        }
+    }
+
+    fn field_values(&mut self, args: &mut Vec<Vec<u8>>) {
+        for _ in 0..1 + self.rng.below(4) {
+            args.push(self.field());
+            args.push(self.value());
+        }
+        if self.rng.chance(1, 10) {
+            args.pop(); // a field without a value: a wrong-arity error
+        }
+    }
+
+    fn hset(&mut self) -> Cmd {
+        let mut args = vec![self.hash_key()];
+        self.field_values(&mut args);
+        self.cmd("HSET", args)
+    }
+
+    fn hmset(&mut self) -> Cmd {
+        let mut args = vec![self.hash_key()];
+        self.field_values(&mut args);
+        self.cmd("HMSET", args)
+    }
+
+    fn hsetnx(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field(), self.value()];
+        self.cmd("HSETNX", args)
+    }
+
+    fn hget(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field()];
+        self.cmd("HGET", args)
+    }
+
+    fn hmget(&mut self) -> Cmd {
+        let mut args = vec![self.hash_key()];
+        for _ in 0..1 + self.rng.below(5) {
+            args.push(self.field());
+        }
+        self.cmd("HMGET", args)
+    }
+
+    fn hdel(&mut self) -> Cmd {
+        let mut args = vec![self.hash_key()];
+        for _ in 0..1 + self.rng.below(3) {
+            args.push(self.field());
+        }
+        self.cmd("HDEL", args)
+    }
+
+    fn hlen(&mut self) -> Cmd {
+        let k = self.hash_key();
+        self.cmd("HLEN", vec![k])
+    }
+
+    fn hstrlen(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field()];
+        self.cmd("HSTRLEN", args)
+    }
+
+    fn hexists(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field()];
+        self.cmd("HEXISTS", args)
+    }
+
+    fn hincrby(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field(), self.amount_arg()];
+        self.cmd("HINCRBY", args)
+    }
+
+    /// On its own field `fl` (which no other command writes), with increments exact in
+    /// binary: Redis sums in x87 long double, Ferry in f64 (see `cmd::hashes`), and the two
+    /// agree on such sums. Sometimes on another field (its value is usually not a number:
+    /// the error), or with an increment that is not a finite number.
+    fn hincrbyfloat(&mut self) -> Cmd {
+        let field = if self.rng.chance(1, 5) {
+            self.field()
+        } else {
+            b"fl".to_vec()
+        };
+        let incr = self
+            .rng
+            .pick(&[
+                "1.5", "-0.25", "3", "0.5", "-2", "10.75", "1e3", "-1e2", "+4", "0", "abc", "", " 1", "inf",
+                "-inf", "nan", "1.5x", "--1",
+            ])
+            .as_bytes()
+            .to_vec();
+        let args = vec![self.hash_key(), field, incr];
+        self.cmd("HINCRBYFLOAT", args)
+    }
+
+    fn hgetall(&mut self) -> Cmd {
+        let k = self.hash_key();
+        let mut cmd = self.cmd("HGETALL", vec![k]);
+        cmd.check = Check::SortedPairs;
+        cmd
+    }
+
+    fn hkeys(&mut self) -> Cmd {
+        let k = self.hash_key();
+        let mut cmd = self.cmd("HKEYS", vec![k]);
+        cmd.check = Check::Sorted;
+        cmd
+    }
+
+    fn hvals(&mut self) -> Cmd {
+        let k = self.hash_key();
+        let mut cmd = self.cmd("HVALS", vec![k]);
+        cmd.check = Check::Sorted;
+        cmd
+    }
+
+    /// `HSCAN`/`SSCAN`: a valid one (run to completion, unless pipelined) or an invalid one
+    /// (an error, or nothing on a missing key, compared exactly).
+    fn collection_scan(&mut self, name: &str, key: Vec<u8>) -> Cmd {
+        if self.pipelined || self.rng.chance(1, 4) {
+            let bad: &[&[&str]] = &[
+                &["abc"],
+                &["0", "COUNT", "0"],
+                &["0", "COUNT", "x"],
+                &["0", "COUNT"],
+                &["0", "MATCH"],
+                &["0", "TYPE", "hash"],
+                &["18446744073709551616"],
+                &[" 1"],
+            ];
+            let words = *self.rng.pick(bad);
+            let mut rest = vec![key];
+            rest.extend(words.iter().map(|w| w.as_bytes().to_vec()));
+            return self.cmd(name, rest);
+        }
+        let mut args = vec![key, b"0".to_vec()];
+        if self.rng.chance(1, 2) {
+            args.push(self.word("MATCH"));
+            let p = self
+                .rng
+                .pick(&[&b"f*"[..], b"*1", b"?", b"f[0-2]", b"*"])
+                .to_vec();
+            args.push(p);
+        }
+        if self.rng.chance(1, 2) {
+            args.push(self.word("COUNT"));
+            args.push(self.rng.pick(&["1", "2", "10", "1000"]).as_bytes().to_vec());
+        }
+        let mut cmd = self.cmd(name, args);
+        cmd.check = Check::Scan;
+        cmd
+    }
+
+    fn hscan(&mut self) -> Cmd {
+        let key = self.hash_key();
+        self.collection_scan("HSCAN", key)
+    }
+
+    /// `HRANDFIELD`: without a count, with counts (negative, zero, past the size) and
+    /// `WITHVALUES`, or with bad arguments.
+    fn hrandfield(&mut self) -> Cmd {
+        let mut args = vec![self.hash_key()];
+        if self.rng.chance(4, 5) {
+            let count = self
+                .rng
+                .pick(&[
+                    "1",
+                    "2",
+                    "3",
+                    "-1",
+                    "-5",
+                    "0",
+                    "20",
+                    "-20",
+                    "x",
+                    "-9223372036854775808",
+                    "4611686018427387904",
+                ])
+                .as_bytes()
+                .to_vec();
+            args.push(count);
+            if self.rng.chance(1, 2) {
+                args.push(self.word("WITHVALUES"));
+            } else if self.rng.chance(1, 10) {
+                args.push(b"FOO".to_vec());
+            }
+        }
+        let mut cmd = self.cmd("HRANDFIELD", args);
+        cmd.check = Check::Random;
+        cmd
     }
 
     // --- server, connection, errors

@@ -1,0 +1,612 @@
+//! Hash commands: `HSET`, `HMSET`, `HSETNX`, `HGET`, `HMGET`, `HGETALL`, `HKEYS`, `HVALS`,
+//! `HDEL`, `HLEN`, `HSTRLEN`, `HEXISTS`, `HINCRBY`, `HINCRBYFLOAT`, `HSCAN`, `HRANDFIELD`,
+//! with Redis 7.0's semantics and error replies.
+//!
+//! Field names and values are pool buffers ([`FieldTable`]): they come from [`Args::value`]
+//! (kept in the read buffer when large) and go out with [`ReplyBuf::bulk_buf`] (by reference
+//! when large), as strings do. A hash emptied by a command is deleted (the keyspace's
+//! [`CollMut`] does it when dropped).
+//!
+//! Differences from Redis, by design: whole-hash replies (`HGETALL`, `HKEYS`, `HVALS`) come in
+//! the table's order, where Redis lists a small hash in insertion order (its listpack); `HSCAN`
+//! returns the whole hash in one call with cursor 0, as Redis does for a listpack-encoded
+//! hash. `HINCRBYFLOAT` computes in `f64` where Redis uses x87 `long double`: the results agree
+//! when the operands and the sum are exact in `f64` (integers, halves, quarters, ...), and may
+//! differ in the last digits otherwise; hexadecimal operands (`0x1p3`) are not accepted.
+
+use ferry_buf::SharedBuf;
+
+use super::keys::{INVALID_CURSOR, ScanOptions, parse_cursor};
+use super::strings::{OVERFLOW, parse_i64};
+use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE, wrong_arity};
+use crate::db::{CollMut, Kind, Rng, Value};
+use crate::fields::FieldTable;
+use crate::resp::{Proto, ReplyBuf};
+
+/// `HINCRBY`'s reply when the field's value is not an integer.
+pub const HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
+/// `HINCRBYFLOAT`'s reply when the field's value is not a number.
+pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+/// The reply to an increment that is not a number.
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+/// `HINCRBYFLOAT`'s reply to an infinite increment.
+pub const NAN_OR_INFINITY: &str = "ERR value is NaN or Infinity";
+/// `HINCRBYFLOAT`'s reply when the sum is infinite.
+pub const PRODUCES_NAN_OR_INFINITY: &str = "ERR increment would produce NaN or Infinity";
+/// `HRANDFIELD`'s reply to a count of `i64::MIN` (whose negation overflows).
+pub const COUNT_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+/// `HRANDFIELD ... WITHVALUES`'s reply to a count beyond half the `i64` range.
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+
+/// The hash at `key` for a read, or the reply for a missing key (`missing`) or another type.
+fn read_hash<'d>(
+    ctx: &'d mut Ctx<'_>,
+    key: &[u8],
+    out: &mut ReplyBuf,
+    missing: impl FnOnce(&mut ReplyBuf),
+) -> Option<&'d FieldTable<SharedBuf>> {
+    match ctx.db.get(key, ctx.now_ms) {
+        Some(Value::Hash(h)) => Some(h),
+        Some(_) => {
+            out.error(WRONGTYPE);
+            None
+        }
+        None => {
+            missing(out);
+            None
+        }
+    }
+}
+
+/// The hash at `key` to change, created if missing; `None` after replying `WRONGTYPE`.
+fn write_hash<'d>(ctx: &'d mut Ctx<'_>, key: &[u8], out: &mut ReplyBuf) -> Option<CollMut<'d>> {
+    match ctx.db.collection_or_insert(key, ctx.now_ms, Kind::Hash) {
+        Ok(h) => Some(h),
+        Err(_) => {
+            out.error(WRONGTYPE);
+            None
+        }
+    }
+}
+
+/// Arguments `from..` as stored values, in pairs; `None` if the pool is full.
+fn values(args: &Args<'_>, from: usize, h: &CollMut<'_>) -> Option<Vec<SharedBuf>> {
+    let (pool, keep) = (h.pool(), h.keep_in_place_min());
+    (from..args.len())
+        .map(|i| args.value(i, pool, keep).ok())
+        .collect()
+}
+
+/// `HSET key field value [field value ...]`: the number of new fields.
+pub fn hset(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if let Some(created) = set_pairs(ctx, args, out, "hset") {
+        out.integer(created as i64);
+    }
+}
+
+/// `HMSET key field value [field value ...]`: `OK`.
+pub fn hmset(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if set_pairs(ctx, args, out, "hmset").is_some() {
+        out.ok();
+    }
+}
+
+/// Sets every pair or none; the number of new fields, or `None` after an error reply.
+fn set_pairs(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, name: &str) -> Option<usize> {
+    if args.len() % 2 == 1 {
+        out.error(wrong_arity(name));
+        return None;
+    }
+    let mut h = write_hash(ctx, args.get(1), out)?;
+    let Some(items) = values(args, 2, &h) else {
+        out.error(OOM);
+        return None;
+    };
+    let mut items = items.into_iter();
+    let mut created = 0;
+    while let (Some(field), Some(value)) = (items.next(), items.next()) {
+        created += usize::from(h.hash().insert(field, value));
+    }
+    Some(created)
+}
+
+/// `HSETNX key field value`: 1 if set, 0 if the field existed.
+pub fn hsetnx(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(mut h) = write_hash(ctx, args.get(1), out) else {
+        return;
+    };
+    if h.hash().contains(args.get(2)) {
+        return out.integer(0);
+    }
+    let Some(mut items) = values(args, 2, &h) else {
+        return out.error(OOM);
+    };
+    let value = items.pop().expect("arity 4: a field and a value");
+    let field = items.pop().expect("arity 4: a field and a value");
+    h.hash().insert(field, value);
+    out.integer(1);
+}
+
+/// `HGET key field`: the value, null if missing.
+pub fn hget(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if let Some(h) = read_hash(ctx, args.get(1), out, ReplyBuf::null) {
+        match h.get(args.get(2)) {
+            Some((_, v)) => out.bulk_buf(v),
+            None => out.null(),
+        }
+    }
+}
+
+/// `HMGET key field [field ...]`: a value or null per field.
+pub fn hmget(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let fields = args.len() - 2;
+    let empty = FieldTable::default();
+    let h = match ctx.db.get(args.get(1), ctx.now_ms) {
+        Some(Value::Hash(h)) => h,
+        Some(_) => return out.error(WRONGTYPE),
+        None => &empty,
+    };
+    out.array(fields);
+    for f in args.iter_from(2) {
+        match h.get(f) {
+            Some((_, v)) => out.bulk_buf(v),
+            None => out.null(),
+        }
+    }
+}
+
+/// `HGETALL key`: a map of fields to values (a flat array in RESP2).
+pub fn hgetall(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.map(0)) {
+        out.map(h.len());
+        for (f, v) in h.iter() {
+            out.bulk_buf(f);
+            out.bulk_buf(v);
+        }
+    }
+}
+
+/// `HKEYS key`: the field names.
+pub fn hkeys(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.array(0)) {
+        out.array(h.len());
+        for (f, _) in h.iter() {
+            out.bulk_buf(f);
+        }
+    }
+}
+
+/// `HVALS key`: the values.
+pub fn hvals(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.array(0)) {
+        out.array(h.len());
+        for (_, v) in h.iter() {
+            out.bulk_buf(v);
+        }
+    }
+}
+
+/// `HDEL key field [field ...]`: the number of fields removed; the key goes with the last.
+pub fn hdel(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match ctx.db.collection(args.get(1), ctx.now_ms, Kind::Hash) {
+        Err(_) => out.error(WRONGTYPE),
+        Ok(None) => out.integer(0),
+        Ok(Some(mut h)) => {
+            let removed = args.iter_from(2).filter(|f| h.hash().remove(f).is_some()).count();
+            out.integer(removed as i64);
+        }
+    }
+}
+
+/// `HLEN key`: the number of fields, 0 if missing.
+pub fn hlen(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.integer(0)) {
+        out.integer(h.len() as i64);
+    }
+}
+
+/// `HSTRLEN key field`: the value's length, 0 if missing.
+pub fn hstrlen(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.integer(0)) {
+        out.integer(h.get(args.get(2)).map_or(0, |(_, v)| v.len()) as i64);
+    }
+}
+
+/// `HEXISTS key field`: 1 or 0.
+pub fn hexists(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.integer(0)) {
+        out.integer(i64::from(h.contains(args.get(2))));
+    }
+}
+
+/// Stores `text` as field `args[2]`'s new value (the field keeps its name buffer if it
+/// exists); `false` if the pool is full.
+fn store(h: &mut CollMut<'_>, args: &Args<'_>, text: &[u8]) -> bool {
+    let (pool, keep) = (h.pool(), h.keep_in_place_min());
+    let (Ok(field), Ok(value)) = (args.value(2, pool, keep), pool.copy_from(text)) else {
+        return false;
+    };
+    h.hash().insert(field, value);
+    true
+}
+
+/// `HINCRBY key field increment`: the new value.
+pub fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(incr) = parse_i64(args.get(3)) else {
+        return out.error(NOT_INTEGER);
+    };
+    let Some(mut h) = write_hash(ctx, args.get(1), out) else {
+        return;
+    };
+    let old = match h.hash().get(args.get(2)) {
+        None => 0,
+        Some((_, v)) => match parse_i64(v) {
+            Some(n) => n,
+            None => return out.error(HASH_NOT_INTEGER),
+        },
+    };
+    let Some(new) = old.checked_add(incr) else {
+        return out.error(OVERFLOW);
+    };
+    let mut digits = [0; 20];
+    if !store(&mut h, args, super::strings::format_i64(new, &mut digits)) {
+        return out.error(OOM);
+    }
+    out.integer(new);
+}
+
+/// Parses a number as Redis's `string2ld` accepts it (see the module docs for `f64`): no
+/// leading space, nothing after it, not NaN; infinities are accepted.
+pub fn parse_float(bytes: &[u8]) -> Option<f64> {
+    if bytes.first().is_none_or(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let v: f64 = std::str::from_utf8(bytes).ok()?.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+/// `v` as Redis's `ld2string(..., LD_STR_HUMAN)` writes it: `%.17f` without trailing zeros
+/// (nor a trailing `.`), and `-0` as `0`.
+pub fn format_float_human(v: f64) -> String {
+    let mut s = format!("{v:.17}");
+    if s.contains('.') {
+        let trimmed = s.trim_end_matches('0').trim_end_matches('.').len();
+        s.truncate(trimmed);
+    }
+    if s == "-0" { "0".to_string() } else { s }
+}
+
+/// `HINCRBYFLOAT key field increment`: the new value, as a bulk string.
+pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(incr) = parse_float(args.get(3)) else {
+        return out.error(NOT_FLOAT);
+    };
+    if incr.is_infinite() {
+        return out.error(NAN_OR_INFINITY);
+    }
+    let Some(mut h) = write_hash(ctx, args.get(1), out) else {
+        return;
+    };
+    let old = match h.hash().get(args.get(2)) {
+        None => 0.0,
+        Some((_, v)) => match parse_float(v) {
+            Some(x) => x,
+            None => return out.error(HASH_NOT_FLOAT),
+        },
+    };
+    let new = old + incr;
+    if !new.is_finite() {
+        return out.error(PRODUCES_NAN_OR_INFINITY);
+    }
+    let text = format_float_human(new);
+    if !store(&mut h, args, text.as_bytes()) {
+        return out.error(OOM);
+    }
+    out.bulk(text.as_bytes());
+}
+
+/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: `[0, [field, value, ...]]`, the whole
+/// hash at once (see the module docs). As in Redis, the options are read only when the key
+/// holds a hash.
+pub fn hscan(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if parse_cursor(args.get(2)).is_none() {
+        return out.error(INVALID_CURSOR);
+    }
+    let Some(h) = read_hash(ctx, args.get(1), out, empty_scan) else {
+        return;
+    };
+    let opts = match ScanOptions::parse(args, 3, false) {
+        Ok(opts) => opts,
+        Err(e) => return out.error(e),
+    };
+    let found: Vec<_> = h.iter().filter(|(f, _)| opts.matches(f)).collect();
+    out.array(2);
+    out.bulk(b"0");
+    out.array(found.len() * 2);
+    for (f, v) in found {
+        out.bulk_buf(f);
+        out.bulk_buf(v);
+    }
+}
+
+/// The reply of `HSCAN`/`SSCAN` on a missing key: `[0, []]`.
+pub fn empty_scan(out: &mut ReplyBuf) {
+    out.array(2);
+    out.bulk(b"0");
+    out.array(0);
+}
+
+/// How many entries a random pick with a count returns: `count` of them, repeats allowed
+/// (a negative count, or 1), or up to `count` distinct ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// `n` picks, each of the whole table.
+    Repeating(usize),
+    /// `min(n, len)` distinct entries.
+    Distinct(usize),
+}
+
+impl Pick {
+    /// The pick a count asks for (`count` is not `i64::MIN`: callers reject it).
+    pub fn of(count: i64) -> Pick {
+        let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+        if count < 0 || count == 1 {
+            Pick::Repeating(n)
+        } else {
+            Pick::Distinct(n)
+        }
+    }
+
+    /// The positions picked in a table of `len` entries (`len > 0`), in reply order.
+    pub fn positions(self, len: usize, rng: &mut Rng) -> Vec<usize> {
+        match self {
+            Pick::Repeating(n) => (0..n).map(|_| rng.below(len)).collect(),
+            Pick::Distinct(n) if n >= len => (0..len).collect(),
+            Pick::Distinct(n) => {
+                // A partial Fisher-Yates shuffle: the first n of a random permutation.
+                let mut all: Vec<usize> = (0..len).collect();
+                for i in 0..n {
+                    let j = i + rng.below(len - i);
+                    all.swap(i, j);
+                }
+                all.truncate(n);
+                all
+            }
+        }
+    }
+}
+
+/// `HRANDFIELD key [count [WITHVALUES]]`.
+pub fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let mut rng = ctx.db.rng();
+    if args.len() == 2 {
+        if let Some(h) = read_hash(ctx, args.get(1), out, ReplyBuf::null) {
+            let (f, _) = h.nth(rng.below(h.len())).expect("a stored hash is not empty");
+            out.bulk_buf(f);
+        }
+        return;
+    }
+    let count = match parse_i64(args.get(2)) {
+        None => return out.error(NOT_INTEGER),
+        Some(i64::MIN) => return out.error(COUNT_RANGE),
+        Some(n) => n,
+    };
+    let with_values = match args.len() {
+        3 => false,
+        4 if args.get(3).eq_ignore_ascii_case(b"withvalues") => true,
+        _ => return out.error(SYNTAX),
+    };
+    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return out.error(OUT_OF_RANGE);
+    }
+    let Some(h) = read_hash(ctx, args.get(1), out, |out| out.array(0)) else {
+        return;
+    };
+    if count == 0 {
+        return out.array(0);
+    }
+    let positions = Pick::of(count).positions(h.len(), &mut rng);
+    let entries: Vec<&(SharedBuf, SharedBuf)> = h.iter().collect();
+    let pairs_flat = with_values && out.proto() == Proto::Resp2;
+    out.array(if pairs_flat {
+        positions.len() * 2
+    } else {
+        positions.len()
+    });
+    for p in positions {
+        let (f, v) = entries[p];
+        if with_values && out.proto() == Proto::Resp3 {
+            out.array(2);
+        }
+        out.bulk_buf(f);
+        if with_values {
+            out.bulk_buf(v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::harness::*;
+
+    #[test]
+    fn set_get_and_delete_fields() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("HSET h a 1 b 2"), int(2));
+        assert_eq!(h.cmd("HSET h a 3 c 4"), int(1));
+        assert_eq!(h.cmd("HSET h a"), err(&wrong_arity("hset")));
+        assert_eq!(h.cmd("HMSET h d 5 e"), err(&wrong_arity("hmset")));
+        assert_eq!(h.cmd("HMSET h d 5"), OK);
+        assert_eq!(h.cmd("HSETNX h d 6"), int(0));
+        assert_eq!(h.cmd("HSETNX h f 6"), int(1));
+        assert_eq!(h.cmd("HGET h a"), bulk("3"));
+        assert_eq!(h.cmd("HGET h zz"), NULL);
+        assert_eq!(h.cmd("HGET nokey a"), NULL);
+        assert_eq!(h.cmd("HMGET h a zz b"), "*3\r\n$1\r\n3\r\n$-1\r\n$1\r\n2\r\n");
+        assert_eq!(h.cmd("HMGET nokey a"), "*1\r\n$-1\r\n");
+        assert_eq!(h.cmd("HLEN h"), int(5));
+        assert_eq!(h.cmd("HSTRLEN h a"), int(1));
+        assert_eq!(h.cmd("HSTRLEN h zz"), int(0));
+        assert_eq!(h.cmd("HEXISTS h f"), int(1));
+        assert_eq!(h.cmd("HEXISTS h zz"), int(0));
+        assert_eq!(h.cmd("HDEL h a b zz a"), int(2));
+        assert_eq!(h.cmd("HDEL nokey a"), int(0));
+        assert_eq!(h.cmd("HDEL h c d f"), int(3));
+        assert_eq!(h.cmd("EXISTS h"), int(0), "an emptied hash is deleted");
+        assert_eq!(h.db.used_memory(), 0);
+        h.cmd("SET s v");
+        for c in [
+            "HSET s a 1",
+            "HGET s a",
+            "HMGET s a",
+            "HDEL s a",
+            "HLEN s",
+            "HGETALL s",
+            "HINCRBY s a 1",
+        ] {
+            assert_eq!(h.cmd(c), err(WRONGTYPE), "{c}");
+        }
+        assert_eq!(
+            h.cmd("HINCRBY s a x"),
+            err(NOT_INTEGER),
+            "the increment is read first"
+        );
+        assert_eq!(h.cmd("HSET x a 1"), int(1));
+        assert_eq!(h.cmd("TYPE x"), "+hash\r\n");
+    }
+
+    #[test]
+    fn whole_hash_replies_and_scan() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("HGETALL nokey"), "*0\r\n");
+        assert_eq!(h.cmd("HSCAN nokey 0 COUNT 0"), "*2\r\n$1\r\n0\r\n*0\r\n");
+        assert_eq!(h.cmd("HSCAN nokey x"), err(INVALID_CURSOR));
+        h.cmd("HSET h f v");
+        assert_eq!(h.cmd("HGETALL h"), bulks(&["f", "v"]));
+        assert_eq!(h.cmd("HKEYS h"), bulks(&["f"]));
+        assert_eq!(h.cmd("HVALS h"), bulks(&["v"]));
+        assert_eq!(
+            h.cmd("HSCAN h 7 MATCH f*"),
+            "*2\r\n$1\r\n0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+        );
+        assert_eq!(h.cmd("HSCAN h 0 MATCH g*"), "*2\r\n$1\r\n0\r\n*0\r\n");
+        assert_eq!(h.cmd("HSCAN h 0 TYPE hash"), err(SYNTAX));
+        assert_eq!(h.cmd("HSCAN h 0 COUNT 0"), err(SYNTAX));
+        h.client.proto = Proto::Resp3;
+        assert_eq!(h.cmd("HGETALL h"), "%1\r\n$1\r\nf\r\n$1\r\nv\r\n");
+        assert_eq!(h.cmd("HGETALL nokey"), "%0\r\n");
+    }
+
+    #[test]
+    fn increments() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("HINCRBY h n 5"), int(5));
+        assert_eq!(h.cmd("HINCRBY h n -7"), int(-2));
+        assert_eq!(h.cmd("HINCRBY h n 9223372036854775807"), int(9223372036854775805));
+        assert_eq!(h.cmd("HINCRBY h n 3"), err(OVERFLOW));
+        h.cmd("HSET h s 1.5");
+        assert_eq!(h.cmd("HINCRBY h s 1"), err(HASH_NOT_INTEGER));
+        assert_eq!(h.cmd("HINCRBYFLOAT h s 1"), bulk("2.5"));
+        assert_eq!(h.cmd("HINCRBYFLOAT h s -2.5"), bulk("0"));
+        assert_eq!(h.cmd("HINCRBYFLOAT h s 1e3"), bulk("1000"));
+        assert_eq!(h.cmd("HINCRBYFLOAT h s abc"), err(NOT_FLOAT));
+        assert_eq!(h.cmd("HINCRBYFLOAT h s nan"), err(NOT_FLOAT));
+        assert_eq!(h.cmd("HINCRBYFLOAT h s inf"), err(NAN_OR_INFINITY));
+        assert_eq!(
+            h.cmd("HINCRBYFLOAT h s 1.7e308"),
+            bulk(&format_float_human(1.7e308 + 1000.0))
+        );
+        assert_eq!(h.cmd("HINCRBYFLOAT h s 1.7e308"), err(PRODUCES_NAN_OR_INFINITY));
+        h.cmd("HSET h w word");
+        assert_eq!(h.cmd("HINCRBYFLOAT h w 1"), err(HASH_NOT_FLOAT));
+        assert_eq!(h.cmd("HINCRBYFLOAT nokey f 0.25"), bulk("0.25"));
+        assert_eq!(format_float_human(-0.0), "0");
+        assert_eq!(format_float_human(0.1), "0.10000000000000001");
+        assert_eq!(parse_float(b" 1"), None);
+        assert_eq!(parse_float(b""), None);
+    }
+
+    #[test]
+    fn random_fields_with_counts_keep_their_properties() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("HRANDFIELD nokey"), NULL);
+        assert_eq!(h.cmd("HRANDFIELD nokey 3"), "*0\r\n");
+        assert_eq!(h.cmd("HRANDFIELD nokey x"), err(NOT_INTEGER));
+        assert_eq!(h.cmd("HRANDFIELD nokey -9223372036854775808"), err(COUNT_RANGE));
+        assert_eq!(h.cmd("HRANDFIELD nokey 1 FOO"), err(SYNTAX));
+        assert_eq!(
+            h.cmd("HRANDFIELD nokey 4611686018427387904 WITHVALUES"),
+            err(OUT_OF_RANGE)
+        );
+        h.cmd("HSET h a 1 b 2 c 3 d 4 e 5");
+        let fields = |reply: &str| -> Vec<String> {
+            reply
+                .split("\r\n")
+                .skip(1)
+                .filter(|l| !l.starts_with('$') && !l.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(h.cmd("HRANDFIELD h 0"), "*0\r\n");
+        for _ in 0..20 {
+            let one = h.cmd("HRANDFIELD h");
+            assert!(["a", "b", "c", "d", "e"].iter().any(|f| one == bulk(f)), "{one}");
+            let mut distinct = fields(&h.cmd("HRANDFIELD h 3"));
+            assert_eq!(distinct.len(), 3);
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(distinct.len(), 3, "a positive count picks distinct fields");
+            let mut all = fields(&h.cmd("HRANDFIELD h 10"));
+            all.sort();
+            assert_eq!(
+                all,
+                ["a", "b", "c", "d", "e"],
+                "a count past the size gives the whole hash"
+            );
+            let repeats = fields(&h.cmd("HRANDFIELD h -12"));
+            assert_eq!(
+                repeats.len(),
+                12,
+                "a negative count gives that many, repeats allowed"
+            );
+            let pairs = fields(&h.cmd("HRANDFIELD h -4 WITHVALUES"));
+            assert_eq!(pairs.len(), 8);
+            for p in pairs.chunks(2) {
+                assert_eq!(p[1].as_bytes()[0] - b'0', p[0].as_bytes()[0] - b'a' + 1, "{p:?}");
+            }
+        }
+        h.client.proto = Proto::Resp3;
+        assert!(
+            h.cmd("HRANDFIELD h 2 WITHVALUES")
+                .starts_with("*2\r\n*2\r\n$1\r\n")
+        );
+    }
+
+    #[test]
+    fn large_fields_and_values_go_by_reference() {
+        let mut h = Harness::new();
+        let (field, value) = ("F".repeat(40), "V".repeat(64));
+        h.cmd(&format!("HSET h {field} {value}"));
+        let reply = h.cmd("HGETALL h");
+        assert_eq!(reply, bulks(&[&field, &value]));
+        let mut out = ReplyBuf::new(ZERO_COPY);
+        let Some(Value::Hash(t)) = h.db.get(b"h", h.now_ms) else {
+            panic!("a hash")
+        };
+        for (f, v) in t.iter() {
+            out.bulk_buf(f);
+            out.bulk_buf(v);
+        }
+        assert_eq!(out.referenced_value_bytes(), 104);
+        assert_eq!(out.copied_value_bytes(), 0);
+        assert_eq!(
+            h.db.used_memory(),
+            1 + crate::db::KEY_OVERHEAD + 104 + crate::fields::ENTRY_OVERHEAD
+        );
+        assert_eq!(h.cmd("HDEL h nothing"), int(0));
+        assert_eq!(h.cmd(&format!("HDEL h {field}")), int(1));
+        assert_eq!(h.db.used_memory(), 0);
+    }
+}
