@@ -307,6 +307,18 @@ impl Db {
         Some(&self.slot(i).value)
     }
 
+    /// The value of `key` if it is live, without counting the read or expiring it: for a
+    /// command that reads several keys at once after looking each up with [`get`](Self::get).
+    pub fn peek(&self, key: &[u8], now_ms: u64) -> Option<&Value> {
+        let slots = &self.slots;
+        let i = *self.table.find(
+            self.hasher.hash_one(key),
+            |&i| matches!(&slots[i], Some(s) if *s.key == *key),
+        )?;
+        let slot = self.slot(i);
+        (now_ms <= slot.deadline).then_some(&slot.value)
+    }
+
     /// The live key `key`, as a handle to read or change it (value, deadline, removal).
     pub fn find(&mut self, key: &[u8], now_ms: u64, access: Access) -> Option<EntryMut<'_>> {
         let i = self.lookup(key, now_ms, access)?;

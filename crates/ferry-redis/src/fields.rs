@@ -15,6 +15,8 @@ use ferry_buf::SharedBuf;
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
+use crate::db::Rng;
+
 /// What each entry of a hash or set costs in [`Db::used_memory`](crate::db::Db::used_memory)
 /// besides its bytes (Redis's dictEntry and sds headers come to about this).
 pub const ENTRY_OVERHEAD: usize = 24;
@@ -129,6 +131,59 @@ impl<V: Payload> FieldTable<V> {
     /// Entry number `i` of [`iter`](Self::iter) (`i < len()`): a random pick when `i` is.
     pub fn nth(&self, i: usize) -> Option<&(SharedBuf, V)> {
         self.table.iter().nth(i)
+    }
+
+    /// Random entries (`HRANDFIELD`, `SRANDMEMBER`, `SPOP` with a count), in reply order; none
+    /// from an empty table. O(len + picks).
+    pub fn pick(&self, pick: Pick, rng: &mut Rng) -> Vec<&(SharedBuf, V)> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        let entries: Vec<&(SharedBuf, V)> = self.table.iter().collect();
+        pick.positions(entries.len(), rng)
+            .into_iter()
+            .map(|p| entries[p])
+            .collect()
+    }
+}
+
+/// How many entries a random pick with a count returns: `count` of them, repeats allowed
+/// (a negative count, or 1), or up to `count` distinct ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// `n` picks, each of the whole table.
+    Repeating(usize),
+    /// `min(n, len)` distinct entries.
+    Distinct(usize),
+}
+
+impl Pick {
+    /// The pick a count asks for (`count` is not `i64::MIN`: callers reject it).
+    pub fn of(count: i64) -> Pick {
+        let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+        if count < 0 || count == 1 {
+            Pick::Repeating(n)
+        } else {
+            Pick::Distinct(n)
+        }
+    }
+
+    /// The positions picked in a table of `len` entries (`len > 0`), in reply order.
+    fn positions(self, len: usize, rng: &mut Rng) -> Vec<usize> {
+        match self {
+            Pick::Repeating(n) => (0..n).map(|_| rng.below(len)).collect(),
+            Pick::Distinct(n) if n >= len => (0..len).collect(),
+            Pick::Distinct(n) => {
+                // A partial Fisher-Yates shuffle: the first n of a random permutation.
+                let mut all: Vec<usize> = (0..len).collect();
+                for i in 0..n {
+                    let j = i + rng.below(len - i);
+                    all.swap(i, j);
+                }
+                all.truncate(n);
+                all
+            }
+        }
     }
 }
 

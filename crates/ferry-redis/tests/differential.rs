@@ -7,11 +7,11 @@
 //! the seed, the command's index, the command and both replies, and the line that replays it.
 //!
 //! What may legitimately differ is normalized, and nothing else:
-//! - `KEYS`, `HKEYS`, `HVALS`: the order (both arrays are sorted); `HGETALL`: the order of
-//!   the pairs.
-//! - `SCAN`, `HSCAN`: the cursors (a full iteration runs on each server; the sorted unions are
+//! - `KEYS`, `HKEYS`, `HVALS`, `SMEMBERS`, `SINTER`, `SUNION`, `SDIFF`, `SPOP`: the order
+//!   (both arrays or sets are sorted); `HGETALL`: the order of the pairs.
+//! - `SCAN`, `HSCAN`, `SSCAN`: the cursors (a full iteration runs on each server; the sorted unions are
 //!   compared).
-//! - `HRANDFIELD`: which fields are picked (the replies' shapes are compared: errors, nulls,
+//! - `HRANDFIELD`, `SRANDMEMBER`: which fields or members are picked (the replies' shapes are compared: errors, nulls,
 //!   lengths); the picks' properties are unit tests in `cmd::hashes`.
 //! - `TTL`/`PTTL`: -2 and -1 exactly; a positive TTL only as "positive and within a few seconds
 //!   of the other" (a millisecond may pass between the two servers). Every TTL the generator
@@ -29,7 +29,9 @@
 //! included) `LRANGE LLEN LINDEX LSET LTRIM`, `HSET HMSET HSETNX HGET HMGET HDEL HLEN HSTRLEN
 //! HEXISTS HINCRBY HINCRBYFLOAT HGETALL HKEYS HVALS HSCAN HRANDFIELD` (fields from a few
 //! names or any value; `HINCRBYFLOAT` with increments exact in binary, see `cmd::hashes`),
-//! `DBSIZE FLUSHDB`, a few connection commands (`PING
+//! `SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SRANDMEMBER SMOVE SINTER SINTERSTORE
+//! SINTERCARD SUNION SUNIONSTORE SDIFF SDIFFSTORE SSCAN`, `SPOP` (the forms whose outcome is
+//! not random), `DBSIZE FLUSHDB`, a few connection commands (`PING
 //! ECHO HELLO CLIENT GETNAME/SETNAME AUTH`), wrong arities, unknown commands and, with 8 keys,
 //! many wrong-type calls. Values are random bytes of 0, a few, ~512, ~4096, ~16384 and ~70 KiB
 //! bytes, or number-like strings. Each sequence starts with `FLUSHDB` (and `HELLO 3` for one
@@ -497,6 +499,7 @@ fn epilogue() -> Vec<Cmd> {
         cmds.push(cmd(&[b"GET", key]));
         cmds.push(cmd(&[b"LRANGE", key, b"0", b"-1"]));
         cmds.push(cmd(&[b"HGETALL", key]));
+        cmds.push(cmd(&[b"SMEMBERS", key]));
         cmds.push(cmd(&[b"PTTL", key]));
     }
     cmds
@@ -859,7 +862,9 @@ impl Check {
     /// How replies to the command named `name` are compared.
     fn for_command(name: &[u8]) -> Check {
         match name.to_ascii_lowercase().as_slice() {
-            b"keys" | b"hkeys" | b"hvals" => Check::Sorted,
+            b"keys" | b"hkeys" | b"hvals" | b"smembers" | b"sinter" | b"sunion" | b"sdiff" | b"spop" => {
+                Check::Sorted
+            }
             b"hgetall" => Check::SortedPairs,
             b"ttl" => Check::Ttl { ms: false },
             b"pttl" => Check::Ttl { ms: true },
@@ -872,10 +877,10 @@ impl Check {
         match self {
             Check::Exact | Check::Scan => a == b,
             Check::Sorted => match (a, b) {
-                (Reply::Array(x), Reply::Array(y)) => sorted(x) == sorted(y),
+                (Reply::Array(x), Reply::Array(y)) | (Reply::Set(x), Reply::Set(y)) => sorted(x) == sorted(y),
                 _ => a == b,
             },
-            Check::SortedPairs => pairs(a).is_some() && pairs(a) == pairs(b),
+            Check::SortedPairs => pairs(a) == pairs(b),
             Check::Random => shape(a) == shape(b),
             Check::Ttl { ms } => match (a, b) {
                 (&Reply::Int(x), &Reply::Int(y)) if x > 0 && y > 0 => {
@@ -896,17 +901,17 @@ fn sorted(items: &[Reply]) -> Vec<String> {
 }
 
 /// A map, or an array of pairs, as its sorted pairs.
-fn pairs(reply: &Reply) -> Option<Vec<String>> {
+fn pairs(reply: &Reply) -> Vec<String> {
     let mut pairs: Vec<String> = match reply {
         Reply::Map(pairs) => pairs.iter().map(|(k, v)| format!("{k:?} {v:?}")).collect(),
         Reply::Array(items) if items.len() % 2 == 0 => items
             .chunks(2)
             .map(|p| format!("{:?} {:?}", p[0], p[1]))
             .collect(),
-        _ => return Some(vec![format!("{reply:?}")]),
+        _ => return vec![format!("{reply:?}")],
     };
     pairs.sort();
-    Some(pairs)
+    pairs
 }
 
 /// A reply with every bulk string replaced by an empty one: what random picks share.
@@ -1103,6 +1108,23 @@ const ARITIES: &[(&str, i32)] = &[
     ("hscan", -3),
     ("hrandfield", -2),
     ("hmset", -4),
+    ("sadd", -3),
+    ("srem", -3),
+    ("smembers", 2),
+    ("sismember", 3),
+    ("smismember", -3),
+    ("scard", 2),
+    ("spop", -2),
+    ("srandmember", -2),
+    ("smove", 4),
+    ("sinter", -2),
+    ("sinterstore", -3),
+    ("sintercard", -3),
+    ("sunion", -2),
+    ("sunionstore", -3),
+    ("sdiff", -2),
+    ("sdiffstore", -3),
+    ("sscan", -3),
     ("dbsize", 1),
     ("echo", 2),
     ("getname", 0),
@@ -1161,6 +1183,23 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("hvals", 5, Gen::hvals),
     ("hscan", 8, Gen::hscan),
     ("hrandfield", 8, Gen::hrandfield),
+    ("sadd", 25, Gen::sadd),
+    ("srem", 10, Gen::srem),
+    ("smembers", 10, Gen::smembers),
+    ("sismember", 8, Gen::sismember),
+    ("smismember", 6, Gen::smismember),
+    ("scard", 6, Gen::scard),
+    ("spop", 5, Gen::spop),
+    ("srandmember", 8, Gen::srandmember),
+    ("smove", 8, Gen::smove),
+    ("sinter", 8, Gen::sinter),
+    ("sinterstore", 5, Gen::sinterstore),
+    ("sintercard", 6, Gen::sintercard),
+    ("sunion", 6, Gen::sunion),
+    ("sunionstore", 5, Gen::sunionstore),
+    ("sdiff", 6, Gen::sdiff),
+    ("sdiffstore", 5, Gen::sdiffstore),
+    ("sscan", 6, Gen::sscan),
     ("dbsize", 5, Gen::dbsize),
     ("flushdb", 2, Gen::flushdb),
     ("arity", 10, Gen::wrong_arity),
@@ -1902,7 +1941,7 @@ impl Gen {
             args.push(self.word("MATCH"));
             let p = self
                 .rng
-                .pick(&[&b"f*"[..], b"*1", b"?", b"f[0-2]", b"*"])
+                .pick(&[&b"f*"[..], b"*1", b"?", b"f[0-2]", b"*", b"m*", b"m[^3]"])
                 .to_vec();
             args.push(p);
         }
@@ -1952,6 +1991,186 @@ impl Gen {
         let mut cmd = self.cmd("HRANDFIELD", args);
         cmd.check = Check::Random;
         cmd
+    }
+
+    // --- sets
+
+    /// A key for a set command: mostly keys 6, 7, 0 and 1 (shared with lists and strings),
+    /// any key one time in four.
+    fn set_key(&mut self) -> Vec<u8> {
+        if self.rng.chance(1, 4) {
+            self.key()
+        } else {
+            KEYS[(6 + self.rng.index(4)) % 8].to_vec()
+        }
+    }
+
+    /// Set keys for the set operations: one to four, repeats included.
+    fn set_keys(&mut self) -> Vec<Vec<u8>> {
+        (0..1 + self.rng.below(4)).map(|_| self.set_key()).collect()
+    }
+
+    /// A member: mostly one of a few short names (so that sets overlap), else any value.
+    fn member(&mut self) -> Vec<u8> {
+        match self.rng.below(10) {
+            0..=6 => format!("m{}", self.rng.below(8)).into_bytes(),
+            7 => self.rng.range(-3, 3).to_string().into_bytes(),
+            _ => self.value(),
+        }
+    }
+
+    fn members(&mut self, max: u64) -> Vec<Vec<u8>> {
+        (0..1 + self.rng.below(max)).map(|_| self.member()).collect()
+    }
+
+    fn sadd(&mut self) -> Cmd {
+        let mut args = vec![self.set_key()];
+        args.extend(self.members(6));
+        self.cmd("SADD", args)
+    }
+
+    fn srem(&mut self) -> Cmd {
+        let mut args = vec![self.set_key()];
+        args.extend(self.members(3));
+        self.cmd("SREM", args)
+    }
+
+    fn smembers(&mut self) -> Cmd {
+        let k = self.set_key();
+        let mut cmd = self.cmd("SMEMBERS", vec![k]);
+        cmd.check = Check::Sorted;
+        cmd
+    }
+
+    fn sismember(&mut self) -> Cmd {
+        let args = vec![self.set_key(), self.member()];
+        self.cmd("SISMEMBER", args)
+    }
+
+    fn smismember(&mut self) -> Cmd {
+        let mut args = vec![self.set_key()];
+        args.extend(self.members(4));
+        self.cmd("SMISMEMBER", args)
+    }
+
+    fn scard(&mut self) -> Cmd {
+        let k = self.set_key();
+        self.cmd("SCARD", vec![k])
+    }
+
+    /// Only the `SPOP`s whose outcome is not random: counts that pop everything, zero, bad
+    /// counts and a count with an extra argument. The random pops' properties are unit tests
+    /// in `cmd::sets`.
+    fn spop(&mut self) -> Cmd {
+        let mut args = vec![self.set_key()];
+        let count = *self
+            .rng
+            .pick(&["1000", "0", "-1", "x", "9223372036854775807", ""]);
+        args.push(count.as_bytes().to_vec());
+        if self.rng.chance(1, 10) {
+            args.push(b"1".to_vec());
+        }
+        let mut cmd = self.cmd("SPOP", args);
+        cmd.check = Check::Sorted;
+        cmd
+    }
+
+    fn srandmember(&mut self) -> Cmd {
+        let mut args = vec![self.set_key()];
+        if self.rng.chance(4, 5) {
+            let count = self
+                .rng
+                .pick(&[
+                    "1",
+                    "2",
+                    "3",
+                    "-1",
+                    "-5",
+                    "0",
+                    "20",
+                    "-20",
+                    "x",
+                    "-9223372036854775808",
+                ])
+                .as_bytes()
+                .to_vec();
+            args.push(count);
+            if self.rng.chance(1, 10) {
+                args.push(b"1".to_vec());
+            }
+        }
+        let mut cmd = self.cmd("SRANDMEMBER", args);
+        cmd.check = Check::Random;
+        cmd
+    }
+
+    fn smove(&mut self) -> Cmd {
+        let args = vec![self.set_key(), self.set_key(), self.member()];
+        self.cmd("SMOVE", args)
+    }
+
+    fn set_op(&mut self, name: &str, store: bool) -> Cmd {
+        let mut args = Vec::new();
+        if store {
+            args.push(self.set_key());
+        }
+        args.extend(self.set_keys());
+        let mut cmd = self.cmd(name, args);
+        if !store {
+            cmd.check = Check::Sorted;
+        }
+        cmd
+    }
+
+    fn sinter(&mut self) -> Cmd {
+        self.set_op("SINTER", false)
+    }
+
+    fn sinterstore(&mut self) -> Cmd {
+        self.set_op("SINTERSTORE", true)
+    }
+
+    fn sunion(&mut self) -> Cmd {
+        self.set_op("SUNION", false)
+    }
+
+    fn sunionstore(&mut self) -> Cmd {
+        self.set_op("SUNIONSTORE", true)
+    }
+
+    fn sdiff(&mut self) -> Cmd {
+        self.set_op("SDIFF", false)
+    }
+
+    fn sdiffstore(&mut self) -> Cmd {
+        self.set_op("SDIFFSTORE", true)
+    }
+
+    /// `SINTERCARD numkeys key ... [LIMIT n]`, with a wrong key count or a bad limit now and
+    /// then.
+    fn sintercard(&mut self) -> Cmd {
+        let keys = self.set_keys();
+        let numkeys = match self.rng.below(10) {
+            0 => self.rng.pick(&["0", "-1", "x", "100"]).to_string(),
+            _ => keys.len().to_string(),
+        };
+        let mut args = vec![numkeys.into_bytes()];
+        args.extend(keys);
+        match self.rng.below(6) {
+            0 | 1 => {
+                args.push(self.word("LIMIT"));
+                args.push(self.rng.pick(&["0", "1", "2", "-1", "x"]).as_bytes().to_vec());
+            }
+            2 => args.push(self.word("LIMIT")),
+            3 => args.push(b"FOO".to_vec()),
+            _ => {}
+        }
+        self.cmd("SINTERCARD", args)
+    }
+
+    fn sscan(&mut self) -> Cmd {
+        let key = self.set_key();
+        self.collection_scan("SSCAN", key)
     }
 
     // --- server, connection, errors

@@ -19,8 +19,8 @@ use ferry_buf::SharedBuf;
 use super::keys::{INVALID_CURSOR, ScanOptions, parse_cursor};
 use super::strings::{OVERFLOW, parse_i64};
 use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE, wrong_arity};
-use crate::db::{CollMut, Kind, Rng, Value};
-use crate::fields::FieldTable;
+use crate::db::{CollMut, Kind, Value};
+use crate::fields::{FieldTable, Pick};
 use crate::resp::{Proto, ReplyBuf};
 
 /// `HINCRBY`'s reply when the field's value is not an integer.
@@ -307,26 +307,47 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 }
 
 /// `HSCAN key cursor [MATCH pattern] [COUNT count]`: `[0, [field, value, ...]]`, the whole
-/// hash at once (see the module docs). As in Redis, the options are read only when the key
-/// holds a hash.
+/// hash at once (see the module docs).
 pub fn hscan(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    scan_collection(ctx, args, out, Kind::Hash);
+}
+
+/// `HSCAN` or `SSCAN` (`kind`): the whole collection in one reply, cursor 0, as Redis answers
+/// for a small (listpack or intset) one; `MATCH` filters names. As in Redis, the options are
+/// read only once the key is known to hold the right type.
+pub fn scan_collection(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, kind: Kind) {
     if parse_cursor(args.get(2)).is_none() {
         return out.error(INVALID_CURSOR);
     }
-    let Some(h) = read_hash(ctx, args.get(1), out, empty_scan) else {
-        return;
+    let value = match ctx.db.get(args.get(1), ctx.now_ms) {
+        None => return empty_scan(out),
+        Some(v @ Value::Hash(_)) if kind == Kind::Hash => v,
+        Some(v @ Value::Set(_)) if kind == Kind::Set => v,
+        Some(_) => return out.error(WRONGTYPE),
     };
     let opts = match ScanOptions::parse(args, 3, false) {
         Ok(opts) => opts,
         Err(e) => return out.error(e),
     };
-    let found: Vec<_> = h.iter().filter(|(f, _)| opts.matches(f)).collect();
     out.array(2);
     out.bulk(b"0");
-    out.array(found.len() * 2);
-    for (f, v) in found {
-        out.bulk_buf(f);
-        out.bulk_buf(v);
+    match value {
+        Value::Hash(t) => {
+            let found: Vec<_> = t.iter().filter(|(f, _)| opts.matches(f)).collect();
+            out.array(found.len() * 2);
+            for (f, v) in found {
+                out.bulk_buf(f);
+                out.bulk_buf(v);
+            }
+        }
+        Value::Set(t) => {
+            let found: Vec<_> = t.iter().filter(|(m, _)| opts.matches(m)).collect();
+            out.array(found.len());
+            for (m, _) in found {
+                out.bulk_buf(m);
+            }
+        }
+        Value::Str(_) | Value::List(_) => unreachable!("checked above"),
     }
 }
 
@@ -335,46 +356,6 @@ pub fn empty_scan(out: &mut ReplyBuf) {
     out.array(2);
     out.bulk(b"0");
     out.array(0);
-}
-
-/// How many entries a random pick with a count returns: `count` of them, repeats allowed
-/// (a negative count, or 1), or up to `count` distinct ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pick {
-    /// `n` picks, each of the whole table.
-    Repeating(usize),
-    /// `min(n, len)` distinct entries.
-    Distinct(usize),
-}
-
-impl Pick {
-    /// The pick a count asks for (`count` is not `i64::MIN`: callers reject it).
-    pub fn of(count: i64) -> Pick {
-        let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
-        if count < 0 || count == 1 {
-            Pick::Repeating(n)
-        } else {
-            Pick::Distinct(n)
-        }
-    }
-
-    /// The positions picked in a table of `len` entries (`len > 0`), in reply order.
-    pub fn positions(self, len: usize, rng: &mut Rng) -> Vec<usize> {
-        match self {
-            Pick::Repeating(n) => (0..n).map(|_| rng.below(len)).collect(),
-            Pick::Distinct(n) if n >= len => (0..len).collect(),
-            Pick::Distinct(n) => {
-                // A partial Fisher-Yates shuffle: the first n of a random permutation.
-                let mut all: Vec<usize> = (0..len).collect();
-                for i in 0..n {
-                    let j = i + rng.below(len - i);
-                    all.swap(i, j);
-                }
-                all.truncate(n);
-                all
-            }
-        }
-    }
 }
 
 /// `HRANDFIELD key [count [WITHVALUES]]`.
@@ -406,16 +387,14 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     if count == 0 {
         return out.array(0);
     }
-    let positions = Pick::of(count).positions(h.len(), &mut rng);
-    let entries: Vec<&(SharedBuf, SharedBuf)> = h.iter().collect();
+    let picked = h.pick(Pick::of(count), &mut rng);
     let pairs_flat = with_values && out.proto() == Proto::Resp2;
     out.array(if pairs_flat {
-        positions.len() * 2
+        picked.len() * 2
     } else {
-        positions.len()
+        picked.len()
     });
-    for p in positions {
-        let (f, v) = entries[p];
+    for (f, v) in picked {
         if with_values && out.proto() == Proto::Resp3 {
             out.array(2);
         }

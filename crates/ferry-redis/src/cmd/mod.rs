@@ -4,7 +4,7 @@
 //! Handlers take the parsed arguments and the [`Ctx`] (keyspace, client, server), and write
 //! exactly one reply into the [`ReplyBuf`]. They never see sockets or clocks: `now_ms` is given.
 //!
-//! Groups: [`strings`], [`keys`], [`lists`], [`hashes`], and [`server`] (connection and server commands).
+//! Groups: [`strings`], [`keys`], [`lists`], [`hashes`], [`sets`], and [`server`] (connection and server commands).
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -23,6 +23,7 @@ pub mod hashes;
 pub mod keys;
 pub mod lists;
 pub mod server;
+pub mod sets;
 pub mod strings;
 pub mod table;
 

@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use super::{CommandSpec, Handler, hashes, keys, lists, server, strings};
+use super::{CommandSpec, Handler, hashes, keys, lists, server, sets, strings};
 
 const fn spec(
     name: &'static str,
@@ -28,6 +28,9 @@ const fn spec(
 const NONE: (i32, i32, i32) = (0, 0, 0);
 const KEY1: (i32, i32, i32) = (1, 1, 1);
 const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
+/// Keys counted by the argument before them (`SINTERCARD numkeys key ...`): none in the
+/// legacy triple, as Redis reports.
+const NUMKEYS: (i32, i32, i32) = (0, 0, 0);
 
 const CONN: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
 const W_OOM: &[&str] = &["write", "denyoom"];
@@ -526,6 +529,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         lists::rpush,
     ),
     spec(
+        "sadd",
+        -3,
+        W_OOM_FAST,
+        KEY1,
+        "set",
+        "Add one or more members to a set.",
+        sets::sadd,
+    ),
+    spec(
         "scan",
         -2,
         R,
@@ -533,6 +545,33 @@ pub static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Iterates over the key names in the database.",
         keys::scan,
+    ),
+    spec(
+        "scard",
+        2,
+        R_FAST,
+        KEY1,
+        "set",
+        "Get the number of members in a set.",
+        sets::scard,
+    ),
+    spec(
+        "sdiff",
+        -2,
+        R,
+        ALL_KEYS,
+        "set",
+        "Subtract multiple sets.",
+        sets::sdiff,
+    ),
+    spec(
+        "sdiffstore",
+        -3,
+        W_OOM,
+        ALL_KEYS,
+        "set",
+        "Subtract multiple sets and store the resulting set in a key.",
+        sets::sdiffstore,
     ),
     spec(
         "select",
@@ -562,6 +601,105 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::setnx,
     ),
     spec(
+        "sinter",
+        -2,
+        R,
+        ALL_KEYS,
+        "set",
+        "Intersect multiple sets.",
+        sets::sinter,
+    ),
+    spec(
+        "sintercard",
+        -3,
+        R,
+        NUMKEYS,
+        "set",
+        "Intersect multiple sets and return the cardinality of the result.",
+        sets::sintercard,
+    ),
+    spec(
+        "sinterstore",
+        -3,
+        W_OOM,
+        ALL_KEYS,
+        "set",
+        "Intersect multiple sets and store the resulting set in a key.",
+        sets::sinterstore,
+    ),
+    spec(
+        "sismember",
+        3,
+        R_FAST,
+        KEY1,
+        "set",
+        "Determine if a given value is a member of a set.",
+        sets::sismember,
+    ),
+    spec(
+        "smembers",
+        2,
+        R,
+        KEY1,
+        "set",
+        "Get all the members in a set.",
+        sets::smembers,
+    ),
+    spec(
+        "smismember",
+        -3,
+        R_FAST,
+        KEY1,
+        "set",
+        "Returns the membership associated with the given elements for a set.",
+        sets::smismember,
+    ),
+    spec(
+        "smove",
+        4,
+        W_FAST,
+        (1, 2, 1),
+        "set",
+        "Move a member from one set to another.",
+        sets::smove,
+    ),
+    spec(
+        "spop",
+        -2,
+        W_FAST,
+        KEY1,
+        "set",
+        "Remove and return one or multiple random members from a set.",
+        sets::spop,
+    ),
+    spec(
+        "srandmember",
+        -2,
+        R,
+        KEY1,
+        "set",
+        "Get one or multiple random members from a set.",
+        sets::srandmember,
+    ),
+    spec(
+        "srem",
+        -3,
+        W_FAST,
+        KEY1,
+        "set",
+        "Remove one or more members from a set.",
+        sets::srem,
+    ),
+    spec(
+        "sscan",
+        -3,
+        R,
+        KEY1,
+        "set",
+        "Incrementally iterate Set elements.",
+        sets::sscan,
+    ),
+    spec(
         "strlen",
         2,
         R_FAST,
@@ -569,6 +707,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         "string",
         "Returns the length of a string value.",
         strings::strlen,
+    ),
+    spec(
+        "sunion",
+        -2,
+        R,
+        ALL_KEYS,
+        "set",
+        "Add multiple sets.",
+        sets::sunion,
+    ),
+    spec(
+        "sunionstore",
+        -3,
+        W_OOM,
+        ALL_KEYS,
+        "set",
+        "Add multiple sets and store the resulting set in a key.",
+        sets::sunionstore,
     ),
     spec(
         "ttl",
