@@ -636,6 +636,11 @@ impl Db {
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator from `seed` (tests; [`Db::rng`] gives the server's).
+    pub fn seeded(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
     fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;

@@ -128,22 +128,34 @@ impl<V: Payload> FieldTable<V> {
         self.table.iter()
     }
 
-    /// Entry number `i` of [`iter`](Self::iter) (`i < len()`): a random pick when `i` is.
-    pub fn nth(&self, i: usize) -> Option<&(SharedBuf, V)> {
-        self.table.iter().nth(i)
-    }
-
-    /// Random entries (`HRANDFIELD`, `SRANDMEMBER`, `SPOP` with a count), in reply order; none
-    /// from an empty table. O(len + picks).
-    pub fn pick(&self, pick: Pick, rng: &mut Rng) -> Vec<&(SharedBuf, V)> {
-        if self.is_empty() {
-            return Vec::new();
-        }
+    /// Visits random entries (`HRANDFIELD`, `SRANDMEMBER`, `SPOP`), in reply order, until
+    /// [`Pick::count`] are visited or `visit` returns `false`: a caller bounds a huge repeating
+    /// pick by the reply it builds (as Redis stops once the client is over its output limit),
+    /// and nothing here allocates by the count. O(len + picks).
+    pub fn pick(&self, pick: Pick, rng: &mut Rng, mut visit: impl FnMut(&(SharedBuf, V)) -> bool) {
         let entries: Vec<&(SharedBuf, V)> = self.table.iter().collect();
-        pick.positions(entries.len(), rng)
-            .into_iter()
-            .map(|p| entries[p])
-            .collect()
+        let len = entries.len();
+        match pick {
+            _ if len == 0 => {}
+            Pick::Repeating(n) => {
+                for _ in 0..n {
+                    if !visit(entries[rng.below(len)]) {
+                        return;
+                    }
+                }
+            }
+            Pick::Distinct(n) => {
+                // A partial Fisher-Yates shuffle: the first n of a random permutation.
+                let mut order: Vec<usize> = (0..len).collect();
+                for i in 0..n.min(len) {
+                    let j = i + rng.below(len - i);
+                    order.swap(i, j);
+                    if !visit(entries[order[i]]) {
+                        return;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -168,21 +180,12 @@ impl Pick {
         }
     }
 
-    /// The positions picked in a table of `len` entries (`len > 0`), in reply order.
-    fn positions(self, len: usize, rng: &mut Rng) -> Vec<usize> {
+    /// How many entries the pick visits in a table of `len` entries.
+    pub fn count(self, len: usize) -> usize {
         match self {
-            Pick::Repeating(n) => (0..n).map(|_| rng.below(len)).collect(),
-            Pick::Distinct(n) if n >= len => (0..len).collect(),
-            Pick::Distinct(n) => {
-                // A partial Fisher-Yates shuffle: the first n of a random permutation.
-                let mut all: Vec<usize> = (0..len).collect();
-                for i in 0..n {
-                    let j = i + rng.below(len - i);
-                    all.swap(i, j);
-                }
-                all.truncate(n);
-                all
-            }
+            _ if len == 0 => 0,
+            Pick::Repeating(n) => n,
+            Pick::Distinct(n) => n.min(len),
         }
     }
 }
@@ -205,7 +208,16 @@ mod tests {
         assert_eq!(&t.remove(b"f").unwrap().1[..], b"three");
         assert!(t.remove(b"f").is_none());
         assert_eq!(t.memory(), 1 + ENTRY_OVERHEAD);
-        assert!(t.nth(0).is_some() && t.nth(1).is_none());
+        let mut rng = crate::db::Rng::seeded(7);
+        let mut seen = 0;
+        t.pick(Pick::Repeating(5), &mut rng, |(f, _)| {
+            assert_eq!(&f[..], b"g");
+            seen += 1;
+            seen < 3
+        });
+        assert_eq!(seen, 3, "a visitor stops the pick");
+        assert_eq!(Pick::Distinct(9).count(t.len()), 1);
+        assert_eq!(Pick::Repeating(9).count(0), 0);
         let mut s = FieldTable::<()>::default();
         assert!(s.insert(b(b"m"), ()));
         assert!(!s.insert(b(b"m"), ()));

@@ -363,8 +363,10 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let mut rng = ctx.db.rng();
     if args.len() == 2 {
         if let Some(h) = read_hash(ctx, args.get(1), out, ReplyBuf::null) {
-            let (f, _) = h.nth(rng.below(h.len())).expect("a stored hash is not empty");
-            out.bulk_buf(f);
+            h.pick(Pick::Repeating(1), &mut rng, |(f, _)| {
+                out.bulk_buf(f);
+                true
+            });
         }
         return;
     }
@@ -381,20 +383,18 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return out.error(OUT_OF_RANGE);
     }
+    let limit = ctx.server.config.output_buffer_limit;
     let Some(h) = read_hash(ctx, args.get(1), out, |out| out.array(0)) else {
         return;
     };
     if count == 0 {
         return out.array(0);
     }
-    let picked = h.pick(Pick::of(count), &mut rng);
+    let pick = Pick::of(count);
+    let n = pick.count(h.len());
     let pairs_flat = with_values && out.proto() == Proto::Resp2;
-    out.array(if pairs_flat {
-        picked.len() * 2
-    } else {
-        picked.len()
-    });
-    for (f, v) in picked {
+    out.array(if pairs_flat { n * 2 } else { n });
+    h.pick(pick, &mut rng, |(f, v)| {
         if with_values && out.proto() == Proto::Resp3 {
             out.array(2);
         }
@@ -402,7 +402,8 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         if with_values {
             out.bulk_buf(v);
         }
-    }
+        out.len() <= limit
+    });
 }
 
 #[cfg(test)]
@@ -561,6 +562,25 @@ mod tests {
             h.cmd("HRANDFIELD h 2 WITHVALUES")
                 .starts_with("*2\r\n*2\r\n$1\r\n")
         );
+    }
+
+    /// A huge negative count asks for that many picks: the reply stops once it is over the
+    /// output buffer limit (the server then drops the client, as Redis does), and nothing is
+    /// allocated by the count.
+    #[test]
+    fn regression_huge_repeating_counts_stop_at_the_output_limit() {
+        let mut h = Harness::new();
+        h.server.config.output_buffer_limit = 1000;
+        h.cmd("HSET h a 1");
+        h.cmd("SADD s a");
+        for c in [
+            "HRANDFIELD h -9223372036854775807",
+            "HRANDFIELD h -4611686018427387903 WITHVALUES",
+            "SRANDMEMBER s -9223372036854775807",
+        ] {
+            let reply = h.cmd(c);
+            assert!(reply.len() > 1000 && reply.len() < 1100, "{c}: {}", reply.len());
+        }
     }
 
     #[test]

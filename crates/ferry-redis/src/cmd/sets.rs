@@ -164,25 +164,22 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         Ok(None) => return out.null(),
         Ok(Some(set)) => set,
     };
-    let Some(count) = count else {
-        let picked = set.set().pick(Pick::Repeating(1), &mut rng);
-        let member = picked[0].0.clone();
-        set.set().remove(&member);
-        return out.bulk_buf(&member);
+    let pick = match count {
+        None => Pick::Repeating(1),
+        Some(n) => Pick::Distinct(usize::try_from(n).unwrap_or(usize::MAX)),
     };
-    let picked: Vec<SharedBuf> = set
-        .set()
-        .pick(
-            Pick::Distinct(usize::try_from(count).unwrap_or(usize::MAX)),
-            &mut rng,
-        )
-        .into_iter()
-        .map(|(m, _)| m.clone())
-        .collect();
+    let mut picked: Vec<SharedBuf> = Vec::new();
+    set.set().pick(pick, &mut rng, |(m, _)| {
+        picked.push(m.clone());
+        true
+    });
     for m in &picked {
         set.set().remove(m);
     }
-    reply_members(out, picked.iter());
+    match count {
+        None => out.bulk_buf(&picked[0]),
+        Some(_) => reply_members(out, picked.iter()),
+    }
 }
 
 /// `SRANDMEMBER key [count]`: a random member (null if missing), or an array of `count`
@@ -194,7 +191,10 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let mut rng = ctx.db.rng();
     if args.len() == 2 {
         if let Some(s) = read_set(ctx, args.get(1), out, ReplyBuf::null) {
-            out.bulk_buf(&s.pick(Pick::Repeating(1), &mut rng)[0].0);
+            s.pick(Pick::Repeating(1), &mut rng, |(m, _)| {
+                out.bulk_buf(m);
+                true
+            });
         }
         return;
     }
@@ -203,17 +203,19 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         Some(i64::MIN) => return out.error(COUNT_RANGE),
         Some(n) => n,
     };
+    let limit = ctx.server.config.output_buffer_limit;
     let Some(s) = read_set(ctx, args.get(1), out, |out| out.array(0)) else {
         return;
     };
     if count == 0 {
         return out.array(0);
     }
-    let picked = s.pick(Pick::of(count), &mut rng);
-    out.array(picked.len());
-    for (m, _) in picked {
+    let pick = Pick::of(count);
+    out.array(pick.count(s.len()));
+    s.pick(pick, &mut rng, |(m, _)| {
         out.bulk_buf(m);
-    }
+        out.len() <= limit
+    });
 }
 
 /// `SMOVE source destination member`: 1 if moved (or already there, source and destination
