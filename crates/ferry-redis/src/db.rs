@@ -1,5 +1,7 @@
-//! The keyspace: database 0, a map from keys to [`Value`]s whose bytes live in the pool, with
-//! per-key deadlines, lazy and active expiry, `SCAN` cursors and a memory estimate.
+//! The keyspace: database 0, a map from keys to [`Value`]s (strings, lists, hashes, sets) whose
+//! bytes live in the pool, with per-key deadlines, lazy and active expiry, `SCAN` cursors and a
+//! memory estimate. Hashes and sets are changed through a [`CollMut`] handle, which keeps the
+//! estimate in step and deletes a collection left empty.
 //!
 //! Layout: the keys' records live in a slab (`slots`, a `Vec` with a free list) and a
 //! hashbrown [`HashTable`] of slab indices finds them (foldhash, seeded per process: keys come

@@ -1689,7 +1689,7 @@ impl Gen {
             args.push(self.word("TYPE"));
             args.push(
                 self.rng
-                    .pick(&["string", "list", "STRING", "hash", "none"])
+                    .pick(&["string", "list", "STRING", "hash", "set", "none"])
                     .as_bytes()
                     .to_vec(),
             );
@@ -1888,7 +1888,7 @@ impl Gen {
             .rng
             .pick(&[
                 "1.5", "-0.25", "3", "0.5", "-2", "10.75", "1e3", "-1e2", "+4", "0", "abc", "", " 1", "inf",
-                "-inf", "nan", "1.5x", "--1",
+                "-inf", "nan", "1.5x", "--1", "0x10", "0x1p-2", "-0x1.8p1", "0x1p", "0x", "+-1",
             ])
             .as_bytes()
             .to_vec();

@@ -12,7 +12,7 @@
 //! returns the whole hash in one call with cursor 0, as Redis does for a listpack-encoded
 //! hash. `HINCRBYFLOAT` computes in `f64` where Redis uses x87 `long double`: the results agree
 //! when the operands and the sum are exact in `f64` (integers, halves, quarters, ...), and may
-//! differ in the last digits otherwise; hexadecimal operands (`0x1p3`) are not accepted.
+//! differ in the last digits otherwise, and operands beyond `f64`'s range (`1e400`) read as infinite.
 
 use ferry_buf::SharedBuf;
 
@@ -256,14 +256,71 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     out.integer(new);
 }
 
-/// Parses a number as Redis's `string2ld` accepts it (see the module docs for `f64`): no
-/// leading space, nothing after it, not NaN; infinities are accepted.
+/// Parses a number as Redis's `string2ld` (C's `strtold`) accepts it, in `f64` (see the
+/// module docs): decimal or hexadecimal (`0x1.8p3`), no leading space, nothing after it, not
+/// NaN; infinities are accepted.
 pub fn parse_float(bytes: &[u8]) -> Option<f64> {
     if bytes.first().is_none_or(u8::is_ascii_whitespace) {
         return None;
     }
-    let v: f64 = std::str::from_utf8(bytes).ok()?.parse().ok()?;
-    (!v.is_nan()).then_some(v)
+    let (negative, rest) = match bytes {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, bytes),
+    };
+    let v = match rest {
+        [b'0', b'x' | b'X', hex @ ..] => parse_hex_float(hex)?,
+        _ => std::str::from_utf8(rest).ok()?.parse().ok()?,
+    };
+    let v = if negative { -v } else { v };
+    (!v.is_nan() && !rest.starts_with(b"+") && !rest.starts_with(b"-")).then_some(v)
+}
+
+/// The digits of a hexadecimal float after `0x`: `h[.h][p[+-]d]`, at least one hex digit
+/// (at most 24 significant ones: beyond that `None`).
+fn parse_hex_float(hex: &[u8]) -> Option<f64> {
+    let (mut mantissa, mut digits, mut shift, mut seen_point) = (0u128, 0usize, 0i64, false);
+    let mut i = 0;
+    while let Some(&c) = hex.get(i) {
+        match c {
+            b'.' if !seen_point => seen_point = true,
+            _ => match (c as char).to_digit(16) {
+                Some(d) => {
+                    mantissa = mantissa * 16 + u128::from(d);
+                    digits += 1;
+                    if seen_point {
+                        shift -= 4;
+                    }
+                    if mantissa.leading_zeros() < 32 {
+                        return None;
+                    }
+                }
+                None => break,
+            },
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if let Some(&(b'p' | b'P')) = hex.get(i) {
+        let (negative, exp) = match &hex[i + 1..] {
+            [b'-', rest @ ..] => (true, rest),
+            [b'+', rest @ ..] => (false, rest),
+            rest => (false, rest),
+        };
+        if exp.is_empty() || !exp.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let e = exp.iter().fold(0i64, |e, &d| {
+            e.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+        });
+        shift = shift.saturating_add(if negative { -e } else { e });
+    } else if i != hex.len() {
+        return None;
+    }
+    let scale = i32::try_from(shift.clamp(-100_000, 100_000)).expect("clamped");
+    Some(mantissa as f64 * 2f64.powi(scale))
 }
 
 /// `v` as Redis's `ld2string(..., LD_STR_HUMAN)` writes it: `%.17f` without trailing zeros
@@ -506,6 +563,17 @@ mod tests {
         assert_eq!(format_float_human(0.1), "0.10000000000000001");
         assert_eq!(parse_float(b" 1"), None);
         assert_eq!(parse_float(b""), None);
+        assert_eq!(parse_float(b"0x1f"), Some(31.0));
+        assert_eq!(parse_float(b"-0x1.8p3"), Some(-12.0));
+        assert_eq!(parse_float(b"0X.8P-1"), Some(0.25));
+        assert_eq!(parse_float(b"0x"), None);
+        assert_eq!(parse_float(b"0x1p"), None);
+        assert_eq!(parse_float(b"0x1p+"), None);
+        assert_eq!(parse_float(b"0x1p99999999999999999999"), Some(f64::INFINITY));
+        assert_eq!(parse_float(b"0x1g"), None);
+        assert_eq!(parse_float(b"+-1"), None);
+        assert_eq!(parse_float(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_float(b"1e"), None);
     }
 
     #[test]

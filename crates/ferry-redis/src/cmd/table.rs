@@ -612,7 +612,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec(
         "sintercard",
         -3,
-        R,
+        &["readonly", "movablekeys"],
         NUMKEYS,
         "set",
         "Intersect multiple sets and return the cardinality of the result.",
