@@ -30,6 +30,7 @@ use ferry_buf::{Pool, SharedBuf};
 use hashbrown::HashTable;
 
 use crate::fields::FieldTable;
+use crate::zset::ZSet;
 use hashbrown::hash_table::Entry;
 
 /// A stored value.
@@ -43,6 +44,8 @@ pub enum Value {
     Hash(FieldTable<SharedBuf>),
     /// A set of members.
     Set(FieldTable<()>),
+    /// A sorted set.
+    ZSet(ZSet),
 }
 
 /// The collection types a [`CollMut`] handle changes.
@@ -52,6 +55,8 @@ pub enum Kind {
     Hash,
     /// [`Value::Set`].
     Set,
+    /// [`Value::ZSet`].
+    ZSet,
 }
 
 impl Kind {
@@ -59,6 +64,7 @@ impl Kind {
         match self {
             Kind::Hash => Value::Hash(FieldTable::default()),
             Kind::Set => Value::Set(FieldTable::default()),
+            Kind::ZSet => Value::ZSet(ZSet::default()),
         }
     }
 
@@ -66,6 +72,7 @@ impl Kind {
         match value {
             Value::Hash(_) => Some(Kind::Hash),
             Value::Set(_) => Some(Kind::Set),
+            Value::ZSet(_) => Some(Kind::ZSet),
             Value::Str(_) | Value::List(_) => None,
         }
     }
@@ -80,6 +87,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -93,6 +101,7 @@ impl Value {
             Value::List(items) => items.iter().map(|b| b.len() + LIST_ITEM_OVERHEAD).sum(),
             Value::Hash(t) => t.memory(),
             Value::Set(t) => t.memory(),
+            Value::ZSet(z) => z.memory(),
         }
     }
 
@@ -103,6 +112,7 @@ impl Value {
             Value::List(items) => items.is_empty(),
             Value::Hash(t) => t.is_empty(),
             Value::Set(t) => t.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
         }
     }
 }
@@ -770,11 +780,22 @@ impl<'a> CollMut<'a> {
     /// The set.
     ///
     /// # Panics
-    /// If the handle was made for a hash.
+    /// If the handle was made for another type.
     pub fn set(&mut self) -> &mut FieldTable<()> {
         match &mut self.db.slot_mut(self.i).value {
             Value::Set(t) => t,
-            _ => panic!("CollMut::set on a handle made for a hash"),
+            _ => panic!("CollMut::set on a handle made for another type"),
+        }
+    }
+
+    /// The sorted set.
+    ///
+    /// # Panics
+    /// If the handle was made for another type.
+    pub fn zset(&mut self) -> &mut ZSet {
+        match &mut self.db.slot_mut(self.i).value {
+            Value::ZSet(z) => z,
+            _ => panic!("CollMut::zset on a handle made for another type"),
         }
     }
 }
@@ -1221,7 +1242,9 @@ mod tests {
         match v {
             Value::Str(b) => Model::Str(b.to_vec()),
             Value::List(l) => Model::List(l.iter().map(|b| b.to_vec()).collect()),
-            Value::Hash(_) | Value::Set(_) => unreachable!("the model has strings and lists"),
+            Value::Hash(_) | Value::Set(_) | Value::ZSet(_) => {
+                unreachable!("the model has strings and lists")
+            }
         }
     }
 

@@ -9,9 +9,9 @@
 //! What may legitimately differ is normalized, and nothing else:
 //! - `KEYS`, `HKEYS`, `HVALS`, `SMEMBERS`, `SINTER`, `SUNION`, `SDIFF`, `SPOP`: the order
 //!   (both arrays or sets are sorted); `HGETALL`: the order of the pairs.
-//! - `SCAN`, `HSCAN`, `SSCAN`: the cursors (a full iteration runs on each server; the sorted unions are
+//! - `SCAN`, `HSCAN`, `SSCAN`, `ZSCAN`: the cursors (a full iteration runs on each server; the sorted unions are
 //!   compared).
-//! - `HRANDFIELD`, `SRANDMEMBER`: which fields or members are picked (the replies' shapes are compared: errors, nulls,
+//! - `HRANDFIELD`, `SRANDMEMBER`, `ZRANDMEMBER`: which fields or members are picked (the replies' shapes are compared: errors, nulls,
 //!   lengths); the picks' properties are unit tests in `cmd::hashes`.
 //! - `TTL`/`PTTL`: -2 and -1 exactly; a positive TTL only as "positive and within a few seconds
 //!   of the other" (a millisecond may pass between the two servers). Every TTL the generator
@@ -31,7 +31,11 @@
 //! names or any value; `HINCRBYFLOAT` with increments exact in binary, see `cmd::hashes`),
 //! `SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SRANDMEMBER SMOVE SINTER SINTERSTORE
 //! SINTERCARD SUNION SUNIONSTORE SDIFF SDIFFSTORE SSCAN`, `SPOP` (the forms whose outcome is
-//! not random), `DBSIZE FLUSHDB`, a few connection commands (`PING
+//! not random), `ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZMSCORE ZCARD ZCOUNT ZLEXCOUNT ZRANK
+//! ZREVRANK ZREM ZRANGE (BYSCORE BYLEX REV LIMIT WITHSCORES) ZRANGESTORE ZPOPMIN ZPOPMAX
+//! ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREMRANGEBYLEX ZSCAN ZRANDMEMBER` (scores small, halves,
+//! infinite, hexadecimal or not numbers; lexicographic ranges on a key `lex` whose members all
+//! have score 0, where Redis's answer does not depend on its encoding), `DBSIZE FLUSHDB`, a few connection commands (`PING
 //! ECHO HELLO CLIENT GETNAME/SETNAME AUTH`), wrong arities, unknown commands and, with 8 keys,
 //! many wrong-type calls. Values are random bytes of 0, a few, ~512, ~4096, ~16384 and ~70 KiB
 //! bytes, or number-like strings. Each sequence starts with `FLUSHDB` (and `HELLO 3` for one
@@ -500,6 +504,7 @@ fn epilogue() -> Vec<Cmd> {
         cmds.push(cmd(&[b"LRANGE", key, b"0", b"-1"]));
         cmds.push(cmd(&[b"HGETALL", key]));
         cmds.push(cmd(&[b"SMEMBERS", key]));
+        cmds.push(cmd(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"]));
         cmds.push(cmd(&[b"PTTL", key]));
     }
     cmds
@@ -585,7 +590,7 @@ impl Conn {
     fn scan_all(&mut self, cmd: &Cmd) -> io::Result<Result<Vec<Vec<u8>>, Reply>> {
         let name = cmd.args[0].to_ascii_lowercase();
         let at = if name == b"scan" { 1 } else { 2 };
-        let pairs = name == b"hscan";
+        let pairs = name == b"hscan" || name == b"zscan";
         let mut keys = BTreeSet::new();
         let mut cursor = cmd.args[at].clone();
         for _ in 0..10_000 {
@@ -914,10 +919,11 @@ fn pairs(reply: &Reply) -> Vec<String> {
     pairs
 }
 
-/// A reply with every bulk string replaced by an empty one: what random picks share.
+/// A reply with every bulk string and double emptied: what random picks share.
 fn shape(reply: &Reply) -> Reply {
     match reply {
         Reply::Bulk(_) => Reply::Bulk(Vec::new()),
+        Reply::Double(_) => Reply::Double(Vec::new()),
         Reply::Array(items) => Reply::Array(items.iter().map(shape).collect()),
         other => other.clone(),
     }
@@ -1125,6 +1131,25 @@ const ARITIES: &[(&str, i32)] = &[
     ("sdiff", -2),
     ("sdiffstore", -3),
     ("sscan", -3),
+    ("zadd", -4),
+    ("zincrby", 4),
+    ("zscore", 3),
+    ("zmscore", -3),
+    ("zcard", 2),
+    ("zcount", 4),
+    ("zlexcount", 4),
+    ("zrank", 3),
+    ("zrevrank", 3),
+    ("zrem", -3),
+    ("zrange", -4),
+    ("zrangestore", -5),
+    ("zpopmin", -2),
+    ("zpopmax", -2),
+    ("zremrangebyrank", 4),
+    ("zremrangebyscore", 4),
+    ("zremrangebylex", 4),
+    ("zscan", -3),
+    ("zrandmember", -2),
     ("dbsize", 1),
     ("echo", 2),
     ("getname", 0),
@@ -1200,6 +1225,21 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("sdiff", 6, Gen::sdiff),
     ("sdiffstore", 5, Gen::sdiffstore),
     ("sscan", 6, Gen::sscan),
+    ("zadd", 30, Gen::zadd),
+    ("zincrby", 8, Gen::zincrby),
+    ("zscore", 8, Gen::zscore),
+    ("zmscore", 5, Gen::zmscore),
+    ("zcard", 5, Gen::zcard),
+    ("zcount", 6, Gen::zcount),
+    ("zlexcount", 5, Gen::zlexcount),
+    ("zrank", 6, Gen::zrank),
+    ("zrem", 8, Gen::zrem),
+    ("zrange", 20, Gen::zrange),
+    ("zrangestore", 5, Gen::zrangestore),
+    ("zpop", 8, Gen::zpop),
+    ("zremrange", 6, Gen::zremrange),
+    ("zscan", 5, Gen::zscan),
+    ("zrandmember", 5, Gen::zrandmember),
     ("dbsize", 5, Gen::dbsize),
     ("flushdb", 2, Gen::flushdb),
     ("arity", 10, Gen::wrong_arity),
@@ -1876,14 +1916,19 @@ impl Gen {
 
     /// On its own field `fl` (which no other command writes), with increments exact in
     /// binary: Redis sums in x87 long double, Ferry in f64 (see `cmd::hashes`), and the two
-    /// agree on such sums. Sometimes on another field (its value is usually not a number:
-    /// the error), or with an increment that is not a finite number.
+    /// agree on such sums. Sometimes on another field, with an increment that is not a
+    /// number (another field may hold an integer beyond f64's precision).
     fn hincrbyfloat(&mut self) -> Cmd {
-        let field = if self.rng.chance(1, 5) {
-            self.field()
-        } else {
-            b"fl".to_vec()
-        };
+        if self.rng.chance(1, 5) {
+            let incr = self
+                .rng
+                .pick(&["abc", "", " 1", "nan", "inf", "1.5x"])
+                .as_bytes()
+                .to_vec();
+            let args = vec![self.hash_key(), self.field(), incr];
+            return self.cmd("HINCRBYFLOAT", args);
+        }
+        let field = b"fl".to_vec();
         let incr = self
             .rng
             .pick(&[
@@ -2171,6 +2216,262 @@ impl Gen {
     fn sscan(&mut self) -> Cmd {
         let key = self.set_key();
         self.collection_scan("SSCAN", key)
+    }
+
+    // --- sorted sets
+
+    /// A key for a sorted set command: mostly keys 1 to 4, any key one time in four, and the
+    /// key `lex` (members all of score 0, for the lexicographic ranges) one time in six.
+    fn zset_key(&mut self) -> Vec<u8> {
+        if self.rng.chance(1, 6) {
+            b"lex".to_vec()
+        } else if self.rng.chance(1, 4) {
+            self.key()
+        } else {
+            KEYS[1 + self.rng.index(4)].to_vec()
+        }
+    }
+
+    /// A score: small integers and halves, extremes, and things that are not numbers.
+    fn score(&mut self) -> Vec<u8> {
+        match self.rng.below(10) {
+            0..=5 => self.rng.range(-5, 5).to_string().into_bytes(),
+            6 => format!("{}.5", self.rng.range(-3, 3)).into_bytes(),
+            _ => self
+                .rng
+                .pick(&[
+                    "inf", "-inf", "+inf", "1e3", "0x10", "1.5e-3", "nan", "x", "", " 1", "1e400", "-0", "(1",
+                ])
+                .as_bytes()
+                .to_vec(),
+        }
+    }
+
+    /// A score range bound: a score, exclusive (`(`) or not, or an infinity.
+    fn score_bound(&mut self) -> Vec<u8> {
+        let mut b = if self.rng.chance(1, 5) {
+            self.rng
+                .pick(&["-inf", "+inf", "inf", "x", "", " 2", "nan"])
+                .as_bytes()
+                .to_vec()
+        } else {
+            self.rng.range(-5, 5).to_string().into_bytes()
+        };
+        if self.rng.chance(1, 3) {
+            b.insert(0, b'(');
+        }
+        b
+    }
+
+    /// A lexicographic bound.
+    fn lex_bound(&mut self) -> Vec<u8> {
+        match self.rng.below(8) {
+            0 => b"-".to_vec(),
+            1 => b"+".to_vec(),
+            2 => self.rng.pick(&["a", "", "-x", "+"]).as_bytes().to_vec(),
+            _ => {
+                let mut m = self.member();
+                m.insert(0, if self.rng.chance(1, 2) { b'[' } else { b'(' });
+                m
+            }
+        }
+    }
+
+    fn zadd(&mut self) -> Cmd {
+        let key = self.zset_key();
+        let lex = key == b"lex";
+        let mut args = vec![key];
+        if !lex && self.rng.chance(1, 3) {
+            for _ in 0..1 + self.rng.below(2) {
+                let option = *self.rng.pick(&["NX", "XX", "GT", "LT", "CH", "INCR"]);
+                args.push(self.word(option));
+            }
+        }
+        for _ in 0..1 + self.rng.below(4) {
+            args.push(if lex { b"0".to_vec() } else { self.score() });
+            args.push(self.member());
+        }
+        if self.rng.chance(1, 15) {
+            args.pop(); // a score without a member
+        }
+        self.cmd("ZADD", args)
+    }
+
+    /// A sorted set key other than `lex` (whose members must keep score 0).
+    fn scored_key(&mut self) -> Vec<u8> {
+        loop {
+            let k = self.zset_key();
+            if k != b"lex" {
+                return k;
+            }
+        }
+    }
+
+    fn zincrby(&mut self) -> Cmd {
+        let args = vec![self.scored_key(), self.score(), self.member()];
+        self.cmd("ZINCRBY", args)
+    }
+
+    fn zscore(&mut self) -> Cmd {
+        let args = vec![self.zset_key(), self.member()];
+        self.cmd("ZSCORE", args)
+    }
+
+    fn zmscore(&mut self) -> Cmd {
+        let mut args = vec![self.zset_key()];
+        args.extend(self.members(4));
+        self.cmd("ZMSCORE", args)
+    }
+
+    fn zcard(&mut self) -> Cmd {
+        let k = self.zset_key();
+        self.cmd("ZCARD", vec![k])
+    }
+
+    fn zcount(&mut self) -> Cmd {
+        let args = vec![self.zset_key(), self.score_bound(), self.score_bound()];
+        self.cmd("ZCOUNT", args)
+    }
+
+    fn zlexcount(&mut self) -> Cmd {
+        let args = vec![b"lex".to_vec(), self.lex_bound(), self.lex_bound()];
+        self.cmd("ZLEXCOUNT", args)
+    }
+
+    fn zrank(&mut self) -> Cmd {
+        let name = *self.rng.pick(&["ZRANK", "ZREVRANK"]);
+        let args = vec![self.zset_key(), self.member()];
+        self.cmd(name, args)
+    }
+
+    fn zrem(&mut self) -> Cmd {
+        let mut args = vec![self.zset_key()];
+        args.extend(self.members(3));
+        self.cmd("ZREM", args)
+    }
+
+    /// The key, bounds and options of a `ZRANGE` or `ZRANGESTORE`.
+    fn zrange_args(&mut self, store: bool) -> Vec<Vec<u8>> {
+        let mode = self.rng.below(3);
+        let key = if mode == 2 {
+            b"lex".to_vec()
+        } else {
+            self.zset_key()
+        };
+        let (min, max) = match mode {
+            0 => (self.index_arg(), self.index_arg()),
+            1 => (self.score_bound(), self.score_bound()),
+            _ => (self.lex_bound(), self.lex_bound()),
+        };
+        let mut args = vec![key, min, max];
+        match mode {
+            1 => args.push(self.word("BYSCORE")),
+            2 => args.push(self.word("BYLEX")),
+            _ => {}
+        }
+        if self.rng.chance(1, 3) {
+            args.push(self.word("REV"));
+        }
+        if self.rng.chance(1, 4) {
+            args.push(self.word("LIMIT"));
+            args.push(
+                self.rng
+                    .pick(&["0", "1", "2", "-1", "100", "x"])
+                    .as_bytes()
+                    .to_vec(),
+            );
+            args.push(self.rng.pick(&["1", "2", "-1", "0", "100"]).as_bytes().to_vec());
+        }
+        if !store && self.rng.chance(1, 3) {
+            args.push(self.word("WITHSCORES"));
+        }
+        if self.rng.chance(1, 20) {
+            let bad = *self.rng.pick(&["FOO", "REV", "BYSCORE", "WITHSCORES", "LIMIT"]);
+            args.push(bad.as_bytes().to_vec());
+        }
+        args
+    }
+
+    fn zrange(&mut self) -> Cmd {
+        let args = self.zrange_args(false);
+        self.cmd("ZRANGE", args)
+    }
+
+    fn zrangestore(&mut self) -> Cmd {
+        let mut args = vec![self.scored_key()];
+        args.extend(self.zrange_args(true));
+        self.cmd("ZRANGESTORE", args)
+    }
+
+    fn zpop(&mut self) -> Cmd {
+        let name = *self.rng.pick(&["ZPOPMIN", "ZPOPMAX"]);
+        let mut args = vec![self.zset_key()];
+        if self.rng.chance(1, 2) {
+            args.push(
+                self.rng
+                    .pick(&["0", "1", "2", "100", "-1", "x"])
+                    .as_bytes()
+                    .to_vec(),
+            );
+            if self.rng.chance(1, 20) {
+                args.push(b"1".to_vec());
+            }
+        }
+        self.cmd(name, args)
+    }
+
+    fn zremrange(&mut self) -> Cmd {
+        match self.rng.below(3) {
+            0 => {
+                let args = vec![self.zset_key(), self.index_arg(), self.index_arg()];
+                self.cmd("ZREMRANGEBYRANK", args)
+            }
+            1 => {
+                let args = vec![self.zset_key(), self.score_bound(), self.score_bound()];
+                self.cmd("ZREMRANGEBYSCORE", args)
+            }
+            _ => {
+                let args = vec![b"lex".to_vec(), self.lex_bound(), self.lex_bound()];
+                self.cmd("ZREMRANGEBYLEX", args)
+            }
+        }
+    }
+
+    fn zscan(&mut self) -> Cmd {
+        let key = self.zset_key();
+        self.collection_scan("ZSCAN", key)
+    }
+
+    fn zrandmember(&mut self) -> Cmd {
+        let mut args = vec![self.zset_key()];
+        if self.rng.chance(4, 5) {
+            let count = self
+                .rng
+                .pick(&[
+                    "1",
+                    "2",
+                    "3",
+                    "-1",
+                    "-5",
+                    "0",
+                    "20",
+                    "-20",
+                    "x",
+                    "-9223372036854775808",
+                    "4611686018427387904",
+                ])
+                .as_bytes()
+                .to_vec();
+            args.push(count);
+            if self.rng.chance(1, 2) {
+                args.push(self.word("WITHSCORES"));
+            } else if self.rng.chance(1, 10) {
+                args.push(b"FOO".to_vec());
+            }
+        }
+        let mut cmd = self.cmd("ZRANDMEMBER", args);
+        cmd.check = Check::Random;
+        cmd
     }
 
     // --- server, connection, errors

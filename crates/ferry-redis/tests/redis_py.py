@@ -728,6 +728,24 @@ def t_sets(p, r):
     fails("SADD on a string", lambda: r.sadd("str2", "x"), "WRONGTYPE Operation against a key holding the wrong kind of value")
 
 
+def t_zsets(p, r):
+    eq(r.zadd("z", {"a": 1, "b": 2.5, "c": -1}), 3, "ZADD")
+    eq(r.zadd("z", {"a": 5}, xx=True, ch=True), 1, "ZADD XX CH")
+    eq(r.zscore("z", "b"), 2.5, "ZSCORE")
+    eq(r.zincrby("z", 0.5, "b"), 3.0, "ZINCRBY")
+    pairs = lambda v: [tuple(x) for x in v]  # RESP3 gives lists, RESP2 tuples
+    eq(pairs(r.zrange("z", 0, -1, withscores=True)), [(b"c", -1.0), (b"b", 3.0), (b"a", 5.0)], "ZRANGE WITHSCORES")
+    eq(r.zrange("z", "(0", "+inf", byscore=True), [b"b", b"a"], "ZRANGE BYSCORE")
+    eq(r.zrank("z", "a"), 2, "ZRANK")
+    eq(r.zcount("z", "-inf", 3), 2, "ZCOUNT")
+    eq(pairs(r.zpopmin("z", 1)), [(b"c", -1.0)], "ZPOPMIN 1")
+    eq(r.zrangestore("z2", "z", 0, 0), 1, "ZRANGESTORE")
+    eq(dict(r.zscan_iter("z")), {b"b": 3.0, b"a": 5.0}, "ZSCAN")
+    eq(r.zrem("z", "a", "b"), 2, "ZREM")
+    eq(r.exists("z"), 0, "an emptied sorted set is deleted")
+    fails("ZADD NX XX", lambda: r.zadd("z", {"a": 1}, nx=True, xx=True), "ZADD allows either 'nx' or 'xx', not both", redis.DataError)
+
+
 def t_wrongtype(p, r):
     r.set("str", "v")
     r.rpush("lst", "v")
@@ -768,9 +786,9 @@ def t_unknown_command(p, r):
     unknown = "unknown command 'NOSUCH', with args beginning with: "
     fails("unknown command, no args", lambda: raw(r, "NOSUCH"), unknown)
     fails(
-        "not in Ferry's table (ZADD)",
-        lambda: raw(r, "ZADD", "h", "f", "v") if p.args.server == "ferry" else raw(r, "XYZZY", "h", "f", "v"),
-        "unknown command 'ZADD', with args beginning with: 'h' 'f' 'v' "
+        "not in Ferry's table (XADD)",
+        lambda: raw(r, "XADD", "h", "f", "v") if p.args.server == "ferry" else raw(r, "XYZZY", "h", "f", "v"),
+        "unknown command 'XADD', with args beginning with: 'h' 'f' 'v' "
         if p.args.server == "ferry"
         else "unknown command 'XYZZY', with args beginning with: 'h' 'f' 'v' ",
     )
@@ -989,6 +1007,7 @@ TESTS = [
     t_lists,
     t_hashes,
     t_sets,
+    t_zsets,
     t_wrongtype,
     t_unknown_command,
     t_binary,

@@ -278,7 +278,7 @@ pub fn parse_float(bytes: &[u8]) -> Option<f64> {
 
 /// The digits of a hexadecimal float after `0x`: `h[.h][p[+-]d]`, at least one hex digit
 /// (at most 24 significant ones: beyond that `None`).
-fn parse_hex_float(hex: &[u8]) -> Option<f64> {
+pub(super) fn parse_hex_float(hex: &[u8]) -> Option<f64> {
     let (mut mantissa, mut digits, mut shift, mut seen_point) = (0u128, 0usize, 0i64, false);
     let mut i = 0;
     while let Some(&c) = hex.get(i) {
@@ -369,7 +369,7 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     scan_collection(ctx, args, out, Kind::Hash);
 }
 
-/// `HSCAN` or `SSCAN` (`kind`): the whole collection in one reply, cursor 0, as Redis answers
+/// `HSCAN`, `SSCAN` or `ZSCAN` (`kind`): the whole collection in one reply, cursor 0, as Redis answers
 /// for a small (listpack or intset) one; `MATCH` filters names. As in Redis, the options are
 /// read only once the key is known to hold the right type.
 pub fn scan_collection(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, kind: Kind) {
@@ -380,6 +380,7 @@ pub fn scan_collection(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, k
         None => return empty_scan(out),
         Some(v @ Value::Hash(_)) if kind == Kind::Hash => v,
         Some(v @ Value::Set(_)) if kind == Kind::Set => v,
+        Some(v @ Value::ZSet(_)) if kind == Kind::ZSet => v,
         Some(_) => return out.error(WRONGTYPE),
     };
     let opts = match ScanOptions::parse(args, 3, false) {
@@ -402,6 +403,14 @@ pub fn scan_collection(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, k
             out.array(found.len());
             for (m, _) in found {
                 out.bulk_buf(m);
+            }
+        }
+        Value::ZSet(z) => {
+            let found: Vec<_> = z.iter().filter(|(m, _)| opts.matches(m)).collect();
+            out.array(found.len() * 2);
+            for (m, s) in found {
+                out.bulk_buf(m);
+                out.double_bulk(s);
             }
         }
         Value::Str(_) | Value::List(_) => unreachable!("checked above"),

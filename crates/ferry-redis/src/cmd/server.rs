@@ -713,6 +713,7 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
         "list" => cats.push("@list"),
         "hash" => cats.push("@hash"),
         "set" => cats.push("@set"),
+        "sorted-set" => cats.push("@sortedset"),
         "generic" => cats.push("@keyspace"),
         "server" if spec.has("write") || spec.has("readonly") => cats.push("@keyspace"),
         _ => {}
@@ -812,6 +813,25 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("ttl", "1.0.0", "O(1)"),
     ("type", "1.0.0", "O(1)"),
     ("unlink", "4.0.0", "O(1) for each key removed regardless of its size"),
+    ("zadd", "1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set."),
+    ("zcard", "1.2.0", "O(1)"),
+    ("zcount", "2.0.0", "O(log(N)) with N being the number of elements in the sorted set."),
+    ("zincrby", "1.2.0", "O(log(N)) where N is the number of elements in the sorted set."),
+    ("zlexcount", "2.8.9", "O(log(N)) with N being the number of elements in the sorted set."),
+    ("zmscore", "6.2.0", "O(N) where N is the number of members being requested."),
+    ("zpopmax", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped."),
+    ("zpopmin", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped."),
+    ("zrandmember", "6.2.0", "O(N) where N is the number of elements returned"),
+    ("zrange", "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned."),
+    ("zrangestore", "6.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key."),
+    ("zrank", "2.0.0", "O(log(N))"),
+    ("zrem", "1.2.0", "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed."),
+    ("zremrangebylex", "2.8.9", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation."),
+    ("zremrangebyrank", "2.0.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation."),
+    ("zremrangebyscore", "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation."),
+    ("zrevrank", "2.0.0", "O(log(N))"),
+    ("zscan", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.."),
+    ("zscore", "1.2.0", "O(1)"),
 ];
 
 /// `(since, complexity)` of the top-level command `name`.
