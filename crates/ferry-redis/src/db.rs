@@ -105,6 +105,30 @@ impl Value {
         }
     }
 
+    /// The hash, if it is one.
+    pub fn as_hash(&self) -> Option<&FieldTable<SharedBuf>> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The set, if it is one.
+    pub fn as_set(&self) -> Option<&FieldTable<()>> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The sorted set, if it is one.
+    pub fn as_zset(&self) -> Option<&ZSet> {
+        match self {
+            Value::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
     /// Whether it is a collection with nothing in it (never stored: Redis deletes the key).
     fn is_empty_collection(&self) -> bool {
         match self {

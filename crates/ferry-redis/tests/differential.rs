@@ -2004,36 +2004,38 @@ impl Gen {
         self.collection_scan("HSCAN", key)
     }
 
-    /// `HRANDFIELD`: without a count, with counts (negative, zero, past the size) and
-    /// `WITHVALUES`, or with bad arguments.
+    /// `HRANDFIELD`, as [`Gen::random_pick`] makes them.
     fn hrandfield(&mut self) -> Cmd {
-        let mut args = vec![self.hash_key()];
+        let key = self.hash_key();
+        self.random_pick("HRANDFIELD", key, Some("WITHVALUES"))
+    }
+
+    /// A random pick of `name` on `key`: without a count, with counts (negative, zero, past
+    /// the size), with `with_word` (`WITHVALUES`, `WITHSCORES`), or with bad arguments.
+    fn random_pick(&mut self, name: &str, key: Vec<u8>, with_word: Option<&str>) -> Cmd {
+        let mut args = vec![key];
         if self.rng.chance(4, 5) {
-            let count = self
-                .rng
-                .pick(&[
-                    "1",
-                    "2",
-                    "3",
-                    "-1",
-                    "-5",
-                    "0",
-                    "20",
-                    "-20",
-                    "x",
-                    "-9223372036854775808",
-                    "4611686018427387904",
-                ])
-                .as_bytes()
-                .to_vec();
-            args.push(count);
-            if self.rng.chance(1, 2) {
-                args.push(self.word("WITHVALUES"));
-            } else if self.rng.chance(1, 10) {
-                args.push(b"FOO".to_vec());
+            let counts = [
+                "1",
+                "2",
+                "3",
+                "-1",
+                "-5",
+                "0",
+                "20",
+                "-20",
+                "x",
+                "-9223372036854775808",
+                "4611686018427387904",
+            ];
+            args.push(self.rng.pick(&counts).as_bytes().to_vec());
+            match with_word {
+                Some(word) if self.rng.chance(1, 2) => args.push(self.word(word)),
+                _ if self.rng.chance(1, 10) => args.push(b"FOO".to_vec()),
+                _ => {}
             }
         }
-        let mut cmd = self.cmd("HRANDFIELD", args);
+        let mut cmd = self.cmd(name, args);
         cmd.check = Check::Random;
         cmd
     }
@@ -2121,32 +2123,8 @@ impl Gen {
     }
 
     fn srandmember(&mut self) -> Cmd {
-        let mut args = vec![self.set_key()];
-        if self.rng.chance(4, 5) {
-            let count = self
-                .rng
-                .pick(&[
-                    "1",
-                    "2",
-                    "3",
-                    "-1",
-                    "-5",
-                    "0",
-                    "20",
-                    "-20",
-                    "x",
-                    "-9223372036854775808",
-                ])
-                .as_bytes()
-                .to_vec();
-            args.push(count);
-            if self.rng.chance(1, 10) {
-                args.push(b"1".to_vec());
-            }
-        }
-        let mut cmd = self.cmd("SRANDMEMBER", args);
-        cmd.check = Check::Random;
-        cmd
+        let key = self.set_key();
+        self.random_pick("SRANDMEMBER", key, None)
     }
 
     fn smove(&mut self) -> Cmd {
@@ -2443,35 +2421,8 @@ impl Gen {
     }
 
     fn zrandmember(&mut self) -> Cmd {
-        let mut args = vec![self.zset_key()];
-        if self.rng.chance(4, 5) {
-            let count = self
-                .rng
-                .pick(&[
-                    "1",
-                    "2",
-                    "3",
-                    "-1",
-                    "-5",
-                    "0",
-                    "20",
-                    "-20",
-                    "x",
-                    "-9223372036854775808",
-                    "4611686018427387904",
-                ])
-                .as_bytes()
-                .to_vec();
-            args.push(count);
-            if self.rng.chance(1, 2) {
-                args.push(self.word("WITHSCORES"));
-            } else if self.rng.chance(1, 10) {
-                args.push(b"FOO".to_vec());
-            }
-        }
-        let mut cmd = self.cmd("ZRANDMEMBER", args);
-        cmd.check = Check::Random;
-        cmd
+        let key = self.zset_key();
+        self.random_pick("ZRANDMEMBER", key, Some("WITHSCORES"))
     }
 
     // --- server, connection, errors

@@ -17,11 +17,12 @@
 use ferry_buf::SharedBuf;
 
 use super::keys::{INVALID_CURSOR, ScanOptions, parse_cursor};
+use super::random::RandomPick;
 use super::strings::{OVERFLOW, parse_i64};
-use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE, wrong_arity};
+use super::{Args, Ctx, NOT_INTEGER, OOM, WRONGTYPE, read_typed, wrong_arity};
 use crate::db::{CollMut, Kind, Value};
-use crate::fields::{FieldTable, Pick};
-use crate::resp::{Proto, ReplyBuf};
+use crate::fields::FieldTable;
+use crate::resp::ReplyBuf;
 
 /// `HINCRBY`'s reply when the field's value is not an integer.
 pub const HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
@@ -33,31 +34,6 @@ pub const NOT_FLOAT: &str = "ERR value is not a valid float";
 pub const NAN_OR_INFINITY: &str = "ERR value is NaN or Infinity";
 /// `HINCRBYFLOAT`'s reply when the sum is infinite.
 pub const PRODUCES_NAN_OR_INFINITY: &str = "ERR increment would produce NaN or Infinity";
-/// `HRANDFIELD`'s reply to a count of `i64::MIN` (whose negation overflows).
-pub const COUNT_RANGE: &str =
-    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
-/// `HRANDFIELD ... WITHVALUES`'s reply to a count beyond half the `i64` range.
-pub const OUT_OF_RANGE: &str = "ERR value is out of range";
-
-/// The hash at `key` for a read, or the reply for a missing key (`missing`) or another type.
-fn read_hash<'d>(
-    ctx: &'d mut Ctx<'_>,
-    key: &[u8],
-    out: &mut ReplyBuf,
-    missing: impl FnOnce(&mut ReplyBuf),
-) -> Option<&'d FieldTable<SharedBuf>> {
-    match ctx.db.get(key, ctx.now_ms) {
-        Some(Value::Hash(h)) => Some(h),
-        Some(_) => {
-            out.error(WRONGTYPE);
-            None
-        }
-        None => {
-            missing(out);
-            None
-        }
-    }
-}
 
 /// The hash at `key` to change, created if missing; `None` after replying `WRONGTYPE`.
 fn write_hash<'d>(ctx: &'d mut Ctx<'_>, key: &[u8], out: &mut ReplyBuf) -> Option<CollMut<'d>> {
@@ -130,7 +106,7 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `HGET key field`: the value, null if missing.
 pub fn hget(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(h) = read_hash(ctx, args.get(1), out, ReplyBuf::null) {
+    if let Some(h) = read_typed(ctx, args.get(1), out, ReplyBuf::null, Value::as_hash) {
         match h.get(args.get(2)) {
             Some((_, v)) => out.bulk_buf(v),
             None => out.null(),
@@ -158,7 +134,7 @@ pub fn hmget(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `HGETALL key`: a map of fields to values (a flat array in RESP2).
 pub fn hgetall(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.map(0)) {
+    if let Some(h) = read_typed(ctx, args.get(1), out, |out| out.map(0), Value::as_hash) {
         out.map(h.len());
         for (f, v) in h.iter() {
             out.bulk_buf(f);
@@ -169,7 +145,7 @@ pub fn hgetall(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `HKEYS key`: the field names.
 pub fn hkeys(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.array(0)) {
+    if let Some(h) = read_typed(ctx, args.get(1), out, |out| out.array(0), Value::as_hash) {
         out.array(h.len());
         for (f, _) in h.iter() {
             out.bulk_buf(f);
@@ -179,7 +155,7 @@ pub fn hkeys(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `HVALS key`: the values.
 pub fn hvals(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.array(0)) {
+    if let Some(h) = read_typed(ctx, args.get(1), out, |out| out.array(0), Value::as_hash) {
         out.array(h.len());
         for (_, v) in h.iter() {
             out.bulk_buf(v);
@@ -201,21 +177,21 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `HLEN key`: the number of fields, 0 if missing.
 pub fn hlen(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.integer(0)) {
+    if let Some(h) = read_typed(ctx, args.get(1), out, |out| out.integer(0), Value::as_hash) {
         out.integer(h.len() as i64);
     }
 }
 
 /// `HSTRLEN key field`: the value's length, 0 if missing.
 pub fn hstrlen(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.integer(0)) {
+    if let Some(h) = read_typed(ctx, args.get(1), out, |out| out.integer(0), Value::as_hash) {
         out.integer(h.get(args.get(2)).map_or(0, |(_, v)| v.len()) as i64);
     }
 }
 
 /// `HEXISTS key field`: 1 or 0.
 pub fn hexists(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(h) = read_hash(ctx, args.get(1), out, |out| out.integer(0)) {
+    if let Some(h) = read_typed(ctx, args.get(1), out, |out| out.integer(0), Value::as_hash) {
         out.integer(i64::from(h.contains(args.get(2))));
     }
 }
@@ -424,58 +400,23 @@ pub fn empty_scan(out: &mut ReplyBuf) {
     out.array(0);
 }
 
-/// `HRANDFIELD key [count [WITHVALUES]]`.
+/// `HRANDFIELD key [count [WITHVALUES]]` (see [`random`](super::random)).
 pub fn hrandfield(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    let mut rng = ctx.db.rng();
-    if args.len() == 2 {
-        if let Some(h) = read_hash(ctx, args.get(1), out, ReplyBuf::null) {
-            h.pick(Pick::Repeating(1), &mut rng, |(f, _)| {
-                out.bulk_buf(f);
-                true
-            });
-        }
-        return;
+    RandomPick {
+        with_word: Some(b"withvalues"),
+        table: Value::as_hash,
+        write_value: ReplyBuf::bulk_buf,
     }
-    let count = match parse_i64(args.get(2)) {
-        None => return out.error(NOT_INTEGER),
-        Some(i64::MIN) => return out.error(COUNT_RANGE),
-        Some(n) => n,
-    };
-    let with_values = match args.len() {
-        3 => false,
-        4 if args.get(3).eq_ignore_ascii_case(b"withvalues") => true,
-        _ => return out.error(SYNTAX),
-    };
-    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return out.error(OUT_OF_RANGE);
-    }
-    let limit = ctx.server.config.output_buffer_limit;
-    let Some(h) = read_hash(ctx, args.get(1), out, |out| out.array(0)) else {
-        return;
-    };
-    if count == 0 {
-        return out.array(0);
-    }
-    let pick = Pick::of(count);
-    let n = pick.count(h.len());
-    let pairs_flat = with_values && out.proto() == Proto::Resp2;
-    out.array(if pairs_flat { n * 2 } else { n });
-    h.pick(pick, &mut rng, |(f, v)| {
-        if with_values && out.proto() == Proto::Resp3 {
-            out.array(2);
-        }
-        out.bulk_buf(f);
-        if with_values {
-            out.bulk_buf(v);
-        }
-        out.len() <= limit
-    });
+    .run(ctx, args, out);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::SYNTAX;
     use crate::cmd::harness::*;
+    use crate::cmd::random::{COUNT_RANGE, OUT_OF_RANGE};
+    use crate::resp::Proto;
 
     #[test]
     fn set_get_and_delete_fields() {

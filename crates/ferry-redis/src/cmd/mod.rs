@@ -22,6 +22,7 @@ pub(crate) mod harness;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod random;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -265,6 +266,31 @@ pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const SYNTAX: &str = "ERR syntax error";
 /// The authentication-required error reply.
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
+
+/// The value at `key` for a read, as the type `as_type` picks (`Value::as_hash`, ...);
+/// `None` after replying: with `missing` if there is no such key, `WRONGTYPE` if it holds
+/// another type.
+pub fn read_typed<'d, T: ?Sized>(
+    ctx: &'d mut Ctx<'_>,
+    key: &[u8],
+    out: &mut ReplyBuf,
+    missing: impl FnOnce(&mut ReplyBuf),
+    as_type: fn(&crate::db::Value) -> Option<&T>,
+) -> Option<&'d T> {
+    match ctx.db.get(key, ctx.now_ms) {
+        Some(v) => {
+            let found = as_type(v);
+            if found.is_none() {
+                out.error(WRONGTYPE);
+            }
+            found
+        }
+        None => {
+            missing(out);
+            None
+        }
+    }
+}
 
 /// Runs one command: looks it up (case-insensitively), checks arity, authentication and
 /// memory, and calls its handler. Exactly one reply is written to `out`.

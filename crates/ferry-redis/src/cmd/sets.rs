@@ -11,10 +11,11 @@
 
 use ferry_buf::SharedBuf;
 
-use super::hashes::{COUNT_RANGE, scan_collection};
+use super::hashes::scan_collection;
 use super::lists::NOT_POSITIVE;
+use super::random::RandomPick;
 use super::strings::parse_i64;
-use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE};
+use super::{Args, Ctx, OOM, SYNTAX, WRONGTYPE, read_typed};
 use crate::db::{Access, Db, Kind, SetIf, Ttl, Value, WrongType};
 use crate::fields::{FieldTable, Pick};
 use crate::resp::ReplyBuf;
@@ -46,26 +47,6 @@ fn read_sets<'d>(db: &'d mut Db, keys: &[&[u8]], now_ms: u64) -> Result<Vec<Opti
             _ => None,
         })
         .collect())
-}
-
-/// The set at `key` for a read, or the reply for a missing key (`missing`) or another type.
-fn read_set<'d>(
-    ctx: &'d mut Ctx<'_>,
-    key: &[u8],
-    out: &mut ReplyBuf,
-    missing: impl FnOnce(&mut ReplyBuf),
-) -> Option<&'d Set> {
-    match ctx.db.get(key, ctx.now_ms) {
-        Some(Value::Set(s)) => Some(s),
-        Some(_) => {
-            out.error(WRONGTYPE);
-            None
-        }
-        None => {
-            missing(out);
-            None
-        }
-    }
 }
 
 /// A set of members, as `SMEMBERS` and the set operations reply (`~` in RESP3).
@@ -111,7 +92,7 @@ pub fn srem(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `SISMEMBER key member`: 1 or 0.
 pub fn sismember(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(s) = read_set(ctx, args.get(1), out, |out| out.integer(0)) {
+    if let Some(s) = read_typed(ctx, args.get(1), out, |out| out.integer(0), Value::as_set) {
         out.integer(i64::from(s.contains(args.get(2))));
     }
 }
@@ -132,14 +113,14 @@ pub fn smismember(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `SCARD key`: the number of members, 0 if missing.
 pub fn scard(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(s) = read_set(ctx, args.get(1), out, |out| out.integer(0)) {
+    if let Some(s) = read_typed(ctx, args.get(1), out, |out| out.integer(0), Value::as_set) {
         out.integer(s.len() as i64);
     }
 }
 
 /// `SMEMBERS key`: every member (Redis runs it as a one-key `SINTER`).
 pub fn smembers(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(s) = read_set(ctx, args.get(1), out, |out| out.set(0)) {
+    if let Some(s) = read_typed(ctx, args.get(1), out, |out| out.set(0), Value::as_set) {
         reply_members(out, s.iter().map(|(m, _)| m));
     }
 }
@@ -182,40 +163,14 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     }
 }
 
-/// `SRANDMEMBER key [count]`: a random member (null if missing), or an array of `count`
-/// distinct ones (a negative count: that many, repeats allowed).
+/// `SRANDMEMBER key [count]` (see [`random`](super::random)).
 pub fn srandmember(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if args.len() > 3 {
-        return out.error(SYNTAX);
+    RandomPick {
+        with_word: None,
+        table: Value::as_set,
+        write_value: |_, ()| {},
     }
-    let mut rng = ctx.db.rng();
-    if args.len() == 2 {
-        if let Some(s) = read_set(ctx, args.get(1), out, ReplyBuf::null) {
-            s.pick(Pick::Repeating(1), &mut rng, |(m, _)| {
-                out.bulk_buf(m);
-                true
-            });
-        }
-        return;
-    }
-    let count = match parse_i64(args.get(2)) {
-        None => return out.error(NOT_INTEGER),
-        Some(i64::MIN) => return out.error(COUNT_RANGE),
-        Some(n) => n,
-    };
-    let limit = ctx.server.config.output_buffer_limit;
-    let Some(s) = read_set(ctx, args.get(1), out, |out| out.array(0)) else {
-        return;
-    };
-    if count == 0 {
-        return out.array(0);
-    }
-    let pick = Pick::of(count);
-    out.array(pick.count(s.len()));
-    s.pick(pick, &mut rng, |(m, _)| {
-        out.bulk_buf(m);
-        out.len() <= limit
-    });
+    .run(ctx, args, out);
 }
 
 /// `SMOVE source destination member`: 1 if moved (or already there, source and destination
@@ -420,7 +375,9 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::NOT_INTEGER;
     use crate::cmd::harness::*;
+    use crate::cmd::random::COUNT_RANGE;
     use crate::resp::Proto;
 
     /// The bulk strings of a reply, sorted.

@@ -13,12 +13,12 @@
 
 use ferry_buf::SharedBuf;
 
-use super::hashes::{COUNT_RANGE, OUT_OF_RANGE, parse_hex_float, scan_collection};
+use super::hashes::{parse_hex_float, scan_collection};
 use super::lists::NOT_POSITIVE;
+use super::random::RandomPick;
 use super::strings::parse_i64;
-use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE};
+use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE, read_typed};
 use crate::db::{CollMut, Kind, SetIf, Ttl, Value};
-use crate::fields::Pick;
 use crate::resp::{Proto, ReplyBuf};
 use crate::zset::ZSet;
 
@@ -327,27 +327,6 @@ fn rank_range(start: i64, end: i64, len: usize) -> std::ops::Range<usize> {
 
 // ---- reading and writing ---------------------------------------------------------------
 
-/// The sorted set at `key` for a read, or the reply for a missing key (`missing`) or another
-/// type.
-fn read_zset<'d>(
-    ctx: &'d mut Ctx<'_>,
-    key: &[u8],
-    out: &mut ReplyBuf,
-    missing: impl FnOnce(&mut ReplyBuf),
-) -> Option<&'d ZSet> {
-    match ctx.db.get(key, ctx.now_ms) {
-        Some(Value::ZSet(z)) => Some(z),
-        Some(_) => {
-            out.error(WRONGTYPE);
-            None
-        }
-        None => {
-            missing(out);
-            None
-        }
-    }
-}
-
 /// Members with scores as `ZRANGE ... WITHSCORES`, `ZPOP*` and `ZRANDMEMBER` reply: flat in
 /// RESP2, `[member, score]` pairs in RESP3 when `nested`.
 fn reply_with_scores<'a>(
@@ -495,14 +474,14 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `ZCARD key`.
 pub fn zcard(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(z) = read_zset(ctx, args.get(1), out, |out| out.integer(0)) {
+    if let Some(z) = read_typed(ctx, args.get(1), out, |out| out.integer(0), Value::as_zset) {
         out.integer(z.len() as i64);
     }
 }
 
 /// `ZSCORE key member`: the score (a double), null if missing.
 pub fn zscore(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    if let Some(z) = read_zset(ctx, args.get(1), out, ReplyBuf::null) {
+    if let Some(z) = read_typed(ctx, args.get(1), out, ReplyBuf::null, Value::as_zset) {
         match z.score(args.get(2)) {
             Some(s) => out.double(s),
             None => out.null(),
@@ -538,7 +517,7 @@ pub fn zrevrank(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 }
 
 fn rank(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, rev: bool) {
-    if let Some(z) = read_zset(ctx, args.get(1), out, ReplyBuf::null) {
+    if let Some(z) = read_typed(ctx, args.get(1), out, ReplyBuf::null, Value::as_zset) {
         match z.rank(args.get(2)) {
             Some(r) if rev => out.integer((z.len() - 1 - r) as i64),
             Some(r) => out.integer(r as i64),
@@ -552,7 +531,7 @@ pub fn zcount(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let Some(r) = ScoreRange::parse(args.get(2), args.get(3)) else {
         return out.error(BAD_SCORE_RANGE);
     };
-    if let Some(z) = read_zset(ctx, args.get(1), out, |out| out.integer(0)) {
+    if let Some(z) = read_typed(ctx, args.get(1), out, |out| out.integer(0), Value::as_zset) {
         out.integer(score_members(z, &r, false).len() as i64);
     }
 }
@@ -562,7 +541,7 @@ pub fn zlexcount(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let Some(r) = LexRange::parse(args.get(2), args.get(3)) else {
         return out.error(BAD_LEX_RANGE);
     };
-    if let Some(z) = read_zset(ctx, args.get(1), out, |out| out.integer(0)) {
+    if let Some(z) = read_typed(ctx, args.get(1), out, |out| out.integer(0), Value::as_zset) {
         out.integer(lex_members(z, &r, false).len() as i64);
     }
 }
@@ -680,7 +659,7 @@ pub fn zrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         Ok(q) => q,
         Err(e) => return out.error(e),
     };
-    if let Some(z) = read_zset(ctx, args.get(1), out, |out| out.array(0)) {
+    if let Some(z) = read_typed(ctx, args.get(1), out, |out| out.array(0), Value::as_zset) {
         reply_with_scores(out, q.select(z).into_iter(), q.with_scores, true);
     }
 }
@@ -828,52 +807,14 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     scan_collection(ctx, args, out, Kind::ZSet);
 }
 
-/// `ZRANDMEMBER key [count [WITHSCORES]]`.
+/// `ZRANDMEMBER key [count [WITHSCORES]]` (see [`random`](super::random)).
 pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    let mut rng = ctx.db.rng();
-    if args.len() == 2 {
-        if let Some(z) = read_zset(ctx, args.get(1), out, ReplyBuf::null) {
-            z.members().pick(Pick::Repeating(1), &mut rng, |(m, _)| {
-                out.bulk_buf(m);
-                true
-            });
-        }
-        return;
+    RandomPick {
+        with_word: Some(b"withscores"),
+        table: |v| v.as_zset().map(ZSet::members),
+        write_value: |out, s| out.double(*s),
     }
-    let count = match parse_i64(args.get(2)) {
-        None => return out.error(NOT_INTEGER),
-        Some(i64::MIN) => return out.error(COUNT_RANGE),
-        Some(n) => n,
-    };
-    let with_scores = match args.len() {
-        3 => false,
-        4 if args.get(3).eq_ignore_ascii_case(b"withscores") => true,
-        _ => return out.error(SYNTAX),
-    };
-    if with_scores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return out.error(OUT_OF_RANGE);
-    }
-    let limit = ctx.server.config.output_buffer_limit;
-    let Some(z) = read_zset(ctx, args.get(1), out, |out| out.array(0)) else {
-        return;
-    };
-    if count == 0 {
-        return out.array(0);
-    }
-    let pick = Pick::of(count);
-    let n = pick.count(z.len());
-    let pairs = with_scores && out.proto() == Proto::Resp3;
-    out.array(if with_scores && !pairs { n * 2 } else { n });
-    z.members().pick(pick, &mut rng, |(m, s)| {
-        if pairs {
-            out.array(2);
-        }
-        out.bulk_buf(m);
-        if with_scores {
-            out.double(*s);
-        }
-        out.len() <= limit
-    });
+    .run(ctx, args, out);
 }
 
 #[cfg(test)]
