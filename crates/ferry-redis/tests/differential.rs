@@ -1729,7 +1729,7 @@ impl Gen {
             args.push(self.word("TYPE"));
             args.push(
                 self.rng
-                    .pick(&["string", "list", "STRING", "hash", "set", "none"])
+                    .pick(&["string", "list", "STRING", "hash", "set", "zset", "none"])
                     .as_bytes()
                     .to_vec(),
             );

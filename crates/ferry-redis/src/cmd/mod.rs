@@ -4,7 +4,8 @@
 //! Handlers take the parsed arguments and the [`Ctx`] (keyspace, client, server), and write
 //! exactly one reply into the [`ReplyBuf`]. They never see sockets or clocks: `now_ms` is given.
 //!
-//! Groups: [`strings`], [`keys`], [`lists`], [`hashes`], [`sets`], [`zsets`], and [`server`] (connection and server commands).
+//! Groups: [`strings`], [`keys`], [`lists`], [`hashes`], [`sets`], [`zsets`] (with [`random`]:
+//! the random picks of the three collections), and [`server`] (connection and server commands).
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -43,7 +44,8 @@ pub struct CommandSpec {
     pub flags: &'static [&'static str],
     /// First key argument (0: none), last key (-1: the last argument), step.
     pub keys: (i32, i32, i32),
-    /// Redis's command group (`string`, `generic`, `list`, `server`, `connection`).
+    /// Redis's command group (`string`, `generic`, `list`, `hash`, `set`, `sorted-set`,
+    /// `server`, `connection`).
     pub group: &'static str,
     /// One-line summary (`COMMAND DOCS`).
     pub summary: &'static str,
