@@ -1,5 +1,7 @@
-//! The keyspace: database 0, a map from keys to [`Value`]s whose bytes live in the pool, with
-//! per-key deadlines, lazy and active expiry, `SCAN` cursors and a memory estimate.
+//! The keyspace: database 0, a map from keys to [`Value`]s (strings, lists, hashes, sets) whose
+//! bytes live in the pool, with per-key deadlines, lazy and active expiry, `SCAN` cursors and a
+//! memory estimate. Hashes and sets are changed through a [`CollMut`] handle, which keeps the
+//! estimate in step and deletes a collection left empty.
 //!
 //! Layout: the keys' records live in a slab (`slots`, a `Vec` with a free list) and a
 //! hashbrown [`HashTable`] of slab indices finds them (foldhash, seeded per process: keys come
@@ -26,6 +28,9 @@ use std::hash::BuildHasher;
 
 use ferry_buf::{Pool, SharedBuf};
 use hashbrown::HashTable;
+
+use crate::fields::FieldTable;
+use crate::zset::ZSet;
 use hashbrown::hash_table::Entry;
 
 /// A stored value.
@@ -35,23 +40,103 @@ pub enum Value {
     Str(SharedBuf),
     /// A list.
     List(VecDeque<SharedBuf>),
+    /// A hash: field names to values.
+    Hash(FieldTable<SharedBuf>),
+    /// A set of members.
+    Set(FieldTable<()>),
+    /// A sorted set.
+    ZSet(ZSet),
+}
+
+/// The collection types a [`CollMut`] handle changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// [`Value::Hash`].
+    Hash,
+    /// [`Value::Set`].
+    Set,
+    /// [`Value::ZSet`].
+    ZSet,
+}
+
+impl Kind {
+    fn empty(self) -> Value {
+        match self {
+            Kind::Hash => Value::Hash(FieldTable::default()),
+            Kind::Set => Value::Set(FieldTable::default()),
+            Kind::ZSet => Value::ZSet(ZSet::default()),
+        }
+    }
+
+    fn of(value: &Value) -> Option<Kind> {
+        match value {
+            Value::Hash(_) => Some(Kind::Hash),
+            Value::Set(_) => Some(Kind::Set),
+            Value::ZSet(_) => Some(Kind::ZSet),
+            Value::Str(_) | Value::List(_) => None,
+        }
+    }
 }
 
 impl Value {
-    /// Redis's name for the value's type (`TYPE`, `SCAN ... TYPE`): `string` or `list`.
+    /// Redis's name for the value's type (`TYPE`, `SCAN ... TYPE`): `string`, `list`,
+    /// `hash` or `set`.
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
             Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
     /// The value's share of [`Db::used_memory`]: its bytes, plus
-    /// [`LIST_ITEM_OVERHEAD`] per list element.
+    /// [`LIST_ITEM_OVERHEAD`] per list element and
+    /// [`ENTRY_OVERHEAD`](crate::fields::ENTRY_OVERHEAD) per hash field or set member
+    /// (O(1) for those: their tables keep the sum).
     pub fn memory(&self) -> usize {
         match self {
             Value::Str(b) => b.len(),
             Value::List(items) => items.iter().map(|b| b.len() + LIST_ITEM_OVERHEAD).sum(),
+            Value::Hash(t) => t.memory(),
+            Value::Set(t) => t.memory(),
+            Value::ZSet(z) => z.memory(),
+        }
+    }
+
+    /// The hash, if it is one.
+    pub fn as_hash(&self) -> Option<&FieldTable<SharedBuf>> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The set, if it is one.
+    pub fn as_set(&self) -> Option<&FieldTable<()>> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The sorted set, if it is one.
+    pub fn as_zset(&self) -> Option<&ZSet> {
+        match self {
+            Value::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
+    /// Whether it is a collection with nothing in it (never stored: Redis deletes the key).
+    fn is_empty_collection(&self) -> bool {
+        match self {
+            Value::Str(_) => false,
+            Value::List(items) => items.is_empty(),
+            Value::Hash(t) => t.is_empty(),
+            Value::Set(t) => t.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
         }
     }
 }
@@ -149,8 +234,8 @@ pub struct Db {
     ttl: Vec<usize>,
     used_memory: usize,
     stats: DbStats,
-    /// xorshift64* state for active expiry's sampling (never 0).
-    rng: u64,
+    /// Active expiry's sampling, and the seed of [`Db::rng`].
+    rng: Rng,
 }
 
 impl Db {
@@ -158,7 +243,7 @@ impl Db {
     /// `keep_in_place_min` bytes long that arrived whole is kept in its read buffer.
     pub fn new(pool: Pool, keep_in_place_min: usize) -> Db {
         let hasher = foldhash::fast::RandomState::default();
-        let rng = hasher.hash_one(0x5eed_u64) | 1;
+        let rng = Rng(hasher.hash_one(0x5eed_u64) | 1);
         Db {
             pool,
             keep_in_place_min,
@@ -258,6 +343,18 @@ impl Db {
         Some(&self.slot(i).value)
     }
 
+    /// The value of `key` if it is live, without counting the read or expiring it: for a
+    /// command that reads several keys at once after looking each up with [`get`](Self::get).
+    pub fn peek(&self, key: &[u8], now_ms: u64) -> Option<&Value> {
+        let slots = &self.slots;
+        let i = *self.table.find(
+            self.hasher.hash_one(key),
+            |&i| matches!(&slots[i], Some(s) if *s.key == *key),
+        )?;
+        let slot = self.slot(i);
+        (now_ms <= slot.deadline).then_some(&slot.value)
+    }
+
     /// The live key `key`, as a handle to read or change it (value, deadline, removal).
     pub fn find(&mut self, key: &[u8], now_ms: u64, access: Access) -> Option<EntryMut<'_>> {
         let i = self.lookup(key, now_ms, access)?;
@@ -350,19 +447,50 @@ impl Db {
     /// The list at `key`, created empty if there is no such key (`LPUSH`, `RPUSH`); an empty
     /// list left when the handle drops is deleted. `Err(WrongType)` if it holds a string.
     pub fn list_or_insert(&mut self, key: &[u8], now_ms: u64) -> Result<ListMut<'_>, WrongType> {
+        let i = self.find_or_insert(key, now_ms, || Value::List(VecDeque::new()));
+        EntryMut { db: self, i }.into_list()
+    }
+
+    /// The hash or set (`kind`) at `key`, to change (not counted in the statistics):
+    /// `Ok(None)` if there is no such key, `Err(WrongType)` if it holds another type.
+    pub fn collection(
+        &mut self,
+        key: &[u8],
+        now_ms: u64,
+        kind: Kind,
+    ) -> Result<Option<CollMut<'_>>, WrongType> {
+        match self.lookup(key, now_ms, Access::Write) {
+            None => Ok(None),
+            Some(i) => CollMut::new(self, i, kind).map(Some),
+        }
+    }
+
+    /// The hash or set (`kind`) at `key`, created empty if there is no such key (`HSET`,
+    /// `SADD`); a collection left empty when the handle drops is deleted.
+    pub fn collection_or_insert(
+        &mut self,
+        key: &[u8],
+        now_ms: u64,
+        kind: Kind,
+    ) -> Result<CollMut<'_>, WrongType> {
+        let i = self.find_or_insert(key, now_ms, || kind.empty());
+        CollMut::new(self, i, kind)
+    }
+
+    /// The slab index of live `key` (a write lookup), or of a new record holding `empty()`.
+    fn find_or_insert(&mut self, key: &[u8], now_ms: u64, empty: impl FnOnce() -> Value) -> usize {
         let hash = self.hasher.hash_one(key);
-        let i = match self.lookup_hashed(key, hash, now_ms, Access::Write) {
+        match self.lookup_hashed(key, hash, now_ms, Access::Write) {
             Some(i) => i,
             None => {
                 let i = self.free.pop().unwrap_or(self.slots.len());
                 let slots = &self.slots;
                 self.table
                     .insert_unique(hash, i, |&j| slots[j].as_ref().map_or(0, |s| s.hash));
-                self.fill(i, key, hash, Value::List(VecDeque::new()));
+                self.fill(i, key, hash, empty());
                 i
             }
-        };
-        EntryMut { db: self, i }.into_list()
+        }
     }
 
     /// Every live key and its value, in slab order (`KEYS`). Keys past their deadline are
@@ -527,15 +655,40 @@ impl Db {
         }
     }
 
-    /// A random number below `n` (`n > 0`): xorshift64*, scaled by a widening multiply.
+    /// A random number below `n` (`n > 0`).
     fn random_below(&mut self, n: usize) -> usize {
-        let mut x = self.rng;
+        self.rng.below(n)
+    }
+
+    /// A random number generator of its own, seeded from the keyspace's (for commands that
+    /// pick at random while they read a value: `HRANDFIELD`, `SRANDMEMBER`, `SPOP`).
+    pub fn rng(&mut self) -> Rng {
+        Rng(self.rng.next() | 1)
+    }
+}
+
+/// xorshift64* (state never 0): random picks, not cryptography.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed` (tests; [`Db::rng`] gives the server's).
+    pub fn seeded(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
         x ^= x >> 27;
-        self.rng = x;
-        let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        ((u128::from(r) * n as u128) >> 64) as usize
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A random number below `n` (`n > 0`), scaled by a widening multiply.
+    pub fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next()) * n as u128) >> 64) as usize
     }
 }
 
@@ -601,7 +754,83 @@ impl<'a> EntryMut<'a> {
                 db: self.db,
                 i: self.i,
             }),
-            Value::Str(_) => Err(WrongType),
+            _ => Err(WrongType),
+        }
+    }
+}
+
+/// A hash or set being changed, through [`hash`](Self::hash) or [`set`](Self::set). The
+/// memory estimate is brought up to date when the handle drops (the tables keep their own
+/// sums, so that is O(1)), and the key is deleted then if the collection is empty.
+#[derive(Debug)]
+pub struct CollMut<'a> {
+    db: &'a mut Db,
+    i: usize,
+    /// The value's memory when the handle was made.
+    before: usize,
+}
+
+impl<'a> CollMut<'a> {
+    fn new(db: &'a mut Db, i: usize, kind: Kind) -> Result<CollMut<'a>, WrongType> {
+        let value = &db.slot(i).value;
+        if Kind::of(value) != Some(kind) {
+            return Err(WrongType);
+        }
+        let before = value.memory();
+        Ok(CollMut { db, i, before })
+    }
+
+    /// The pool (to copy new names and values into).
+    pub fn pool(&self) -> &Pool {
+        &self.db.pool
+    }
+
+    /// The length from which a name or value is kept in the read buffer it arrived in.
+    pub fn keep_in_place_min(&self) -> usize {
+        self.db.keep_in_place_min
+    }
+
+    /// The hash.
+    ///
+    /// # Panics
+    /// If the handle was made for a set.
+    pub fn hash(&mut self) -> &mut FieldTable<SharedBuf> {
+        match &mut self.db.slot_mut(self.i).value {
+            Value::Hash(t) => t,
+            _ => panic!("CollMut::hash on a handle made for a set"),
+        }
+    }
+
+    /// The set.
+    ///
+    /// # Panics
+    /// If the handle was made for another type.
+    pub fn set(&mut self) -> &mut FieldTable<()> {
+        match &mut self.db.slot_mut(self.i).value {
+            Value::Set(t) => t,
+            _ => panic!("CollMut::set on a handle made for another type"),
+        }
+    }
+
+    /// The sorted set.
+    ///
+    /// # Panics
+    /// If the handle was made for another type.
+    pub fn zset(&mut self) -> &mut ZSet {
+        match &mut self.db.slot_mut(self.i).value {
+            Value::ZSet(z) => z,
+            _ => panic!("CollMut::zset on a handle made for another type"),
+        }
+    }
+}
+
+impl Drop for CollMut<'_> {
+    fn drop(&mut self) {
+        let value = &self.db.slot(self.i).value;
+        let (after, empty) = (value.memory(), value.is_empty_collection());
+        self.db.used_memory = self.db.used_memory - self.before + after;
+        if empty {
+            self.db.remove_at(self.i);
         }
     }
 }
@@ -619,7 +848,7 @@ impl ListMut<'_> {
     pub fn items(&self) -> &VecDeque<SharedBuf> {
         match &self.db.slot(self.i).value {
             Value::List(items) => items,
-            Value::Str(_) => unreachable!("ListMut is made for lists only"),
+            _ => unreachable!("ListMut is made for lists only"),
         }
     }
 
@@ -646,7 +875,7 @@ impl ListMut<'_> {
     fn items_mut(&mut self) -> &mut VecDeque<SharedBuf> {
         match &mut self.db.slot_mut(self.i).value {
             Value::List(items) => items,
-            Value::Str(_) => unreachable!("ListMut is made for lists only"),
+            _ => unreachable!("ListMut is made for lists only"),
         }
     }
 
@@ -734,7 +963,7 @@ mod tests {
     fn str_of(v: Option<&Value>) -> Option<Vec<u8>> {
         match v {
             Some(Value::Str(b)) => Some(b.to_vec()),
-            Some(Value::List(_)) => panic!("a list"),
+            Some(_) => panic!("not a string"),
             None => None,
         }
     }
@@ -1018,12 +1247,12 @@ mod tests {
         for (pos, &i) in db.ttl.iter().enumerate() {
             assert_eq!(db.slot(i).ttl_pos, pos);
         }
-        let mut lists_empty = db
+        let mut empty = db
             .slots
             .iter()
             .flatten()
-            .filter(|s| matches!(&s.value, Value::List(l) if l.is_empty()));
-        assert!(lists_empty.next().is_none(), "no empty list is stored");
+            .filter(|s| s.value.is_empty_collection());
+        assert!(empty.next().is_none(), "no empty collection is stored");
         assert_eq!(db.used_memory(), recount(db));
     }
 
@@ -1037,6 +1266,9 @@ mod tests {
         match v {
             Value::Str(b) => Model::Str(b.to_vec()),
             Value::List(l) => Model::List(l.iter().map(|b| b.to_vec()).collect()),
+            Value::Hash(_) | Value::Set(_) | Value::ZSet(_) => {
+                unreachable!("the model has strings and lists")
+            }
         }
     }
 

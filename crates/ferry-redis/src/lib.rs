@@ -27,16 +27,18 @@
 //! only; no eviction: writes beyond `maxmemory` get Redis's OOM error).
 //!
 //! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`db`] the
-//! keyspace; [`cmd`] the commands; [`server`] the event loop that owns sockets and clocks.
+//! keyspace ([`fields`]: the table inside a hash or a set; [`zset`]: a sorted set); [`cmd`] the commands; [`server`] the event loop that owns sockets and clocks.
 
 #![deny(unsafe_code)]
 
 pub mod cmd;
 pub mod config;
 pub mod db;
+pub mod fields;
 pub mod input;
 pub mod resp;
 pub mod server;
+pub mod zset;
 
 pub use config::Config;
 pub use server::{Server, ServerHandle};

@@ -7,8 +7,12 @@
 //! the seed, the command's index, the command and both replies, and the line that replays it.
 //!
 //! What may legitimately differ is normalized, and nothing else:
-//! - `KEYS`: the order (both arrays are sorted).
-//! - `SCAN`: the cursors (a full iteration runs on each server; the sorted unions are compared).
+//! - `KEYS`, `HKEYS`, `HVALS`, `SMEMBERS`, `SINTER`, `SUNION`, `SDIFF`, `SPOP`: the order
+//!   (both arrays or sets are sorted); `HGETALL`: the order of the pairs.
+//! - `SCAN`, `HSCAN`, `SSCAN`, `ZSCAN`: the cursors (a full iteration runs on each server; the sorted unions are
+//!   compared).
+//! - `HRANDFIELD`, `SRANDMEMBER`, `ZRANDMEMBER`: which fields or members are picked (the replies' shapes are compared: errors, nulls,
+//!   lengths); the picks' properties are unit tests in `cmd::hashes`.
 //! - `TTL`/`PTTL`: -2 and -1 exactly; a positive TTL only as "positive and within a few seconds
 //!   of the other" (a millisecond may pass between the two servers). Every TTL the generator
 //!   sets is a distinct multiple of 1000 s, so no comparison (`EXPIRE GT/LT`) depends on timing.
@@ -22,7 +26,16 @@
 //! numbers) `DEL UNLINK EXISTS TYPE EXPIRE PEXPIRE` (large TTLs, zero and negative ones that
 //! delete, out-of-range ones, `NX XX GT LT` and unknown options) `TTL PTTL PERSIST KEYS SCAN`
 //! (`MATCH COUNT TYPE`, bad cursors) `LPUSH RPUSH LPOP RPOP` (with counts, 0 and negative
-//! included) `LRANGE LLEN LINDEX LSET LTRIM DBSIZE FLUSHDB`, a few connection commands (`PING
+//! included) `LRANGE LLEN LINDEX LSET LTRIM`, `HSET HMSET HSETNX HGET HMGET HDEL HLEN HSTRLEN
+//! HEXISTS HINCRBY HINCRBYFLOAT HGETALL HKEYS HVALS HSCAN HRANDFIELD` (fields from a few
+//! names or any value; `HINCRBYFLOAT` with increments exact in binary, see `cmd::hashes`),
+//! `SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SRANDMEMBER SMOVE SINTER SINTERSTORE
+//! SINTERCARD SUNION SUNIONSTORE SDIFF SDIFFSTORE SSCAN`, `SPOP` (the forms whose outcome is
+//! not random), `ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZMSCORE ZCARD ZCOUNT ZLEXCOUNT ZRANK
+//! ZREVRANK ZREM ZRANGE (BYSCORE BYLEX REV LIMIT WITHSCORES) ZRANGESTORE ZPOPMIN ZPOPMAX
+//! ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREMRANGEBYLEX ZSCAN ZRANDMEMBER` (scores small, halves,
+//! infinite, hexadecimal or not numbers; lexicographic ranges on a key `lex` whose members all
+//! have score 0, where Redis's answer does not depend on its encoding), `DBSIZE FLUSHDB`, a few connection commands (`PING
 //! ECHO HELLO CLIENT GETNAME/SETNAME AUTH`), wrong arities, unknown commands and, with 8 keys,
 //! many wrong-type calls. Values are random bytes of 0, a few, ~512, ~4096, ~16384 and ~70 KiB
 //! bytes, or number-like strings. Each sequence starts with `FLUSHDB` (and `HELLO 3` for one
@@ -489,6 +502,9 @@ fn epilogue() -> Vec<Cmd> {
         cmds.push(cmd(&[b"TYPE", key]));
         cmds.push(cmd(&[b"GET", key]));
         cmds.push(cmd(&[b"LRANGE", key, b"0", b"-1"]));
+        cmds.push(cmd(&[b"HGETALL", key]));
+        cmds.push(cmd(&[b"SMEMBERS", key]));
+        cmds.push(cmd(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"]));
         cmds.push(cmd(&[b"PTTL", key]));
     }
     cmds
@@ -568,14 +584,18 @@ impl Conn {
         self.reader.reply()
     }
 
-    /// A full `SCAN` iteration with `cmd`'s options: the sorted union of the keys, or the
-    /// first error reply. Cursors are followed, not compared.
+    /// A full `SCAN` (or `HSCAN`, `SSCAN`) iteration with `cmd`'s options: the sorted union of
+    /// the keys (or members; fields and values as `field value` pairs), or the first error
+    /// reply. Cursors are followed, not compared.
     fn scan_all(&mut self, cmd: &Cmd) -> io::Result<Result<Vec<Vec<u8>>, Reply>> {
+        let name = cmd.args[0].to_ascii_lowercase();
+        let at = if name == b"scan" { 1 } else { 2 };
+        let pairs = name == b"hscan" || name == b"zscan";
         let mut keys = BTreeSet::new();
-        let mut cursor = b"0".to_vec();
+        let mut cursor = cmd.args[at].clone();
         for _ in 0..10_000 {
             let mut args = cmd.args.clone();
-            args[1] = cursor;
+            args[at] = cursor;
             self.send(&encode(&args))?;
             let reply = self.reply()?;
             let (next, batch) = match &reply {
@@ -585,11 +605,21 @@ impl Conn {
                 },
                 _ => return Ok(Err(reply)),
             };
-            for key in batch {
-                match key {
-                    Reply::Bulk(key) => keys.insert(key.clone()),
-                    _ => return Ok(Err(reply)),
-                };
+            if pairs && batch.len() % 2 == 1 {
+                return Ok(Err(reply));
+            }
+            for item in batch.chunks(if pairs { 2 } else { 1 }) {
+                let mut key = Vec::new();
+                for part in item {
+                    let Reply::Bulk(part) = part else {
+                        return Ok(Err(reply));
+                    };
+                    if !key.is_empty() {
+                        key.push(b' ');
+                    }
+                    key.extend_from_slice(part);
+                }
+                keys.insert(key);
             }
             if next == b"0" {
                 return Ok(Ok(keys.into_iter().collect()));
@@ -818,6 +848,12 @@ enum Check {
     Exact,
     /// An array whose order is unspecified (`KEYS`): equal once sorted.
     Sorted,
+    /// A map or a flat array of pairs whose order is unspecified (`HGETALL`): equal once the
+    /// pairs are sorted.
+    SortedPairs,
+    /// A random pick (`HRANDFIELD`): errors and nulls equal; arrays of the same length and
+    /// element shapes (the properties of the picks are tested in the crate).
+    Random,
     /// `TTL` (seconds) or `PTTL` (milliseconds): -2 and -1 exactly, positive values within a
     /// tolerance (the servers run the same commands a little apart in time).
     Ttl { ms: bool },
@@ -831,7 +867,10 @@ impl Check {
     /// How replies to the command named `name` are compared.
     fn for_command(name: &[u8]) -> Check {
         match name.to_ascii_lowercase().as_slice() {
-            b"keys" => Check::Sorted,
+            b"keys" | b"hkeys" | b"hvals" | b"smembers" | b"sinter" | b"sunion" | b"sdiff" | b"spop" => {
+                Check::Sorted
+            }
+            b"hgetall" => Check::SortedPairs,
             b"ttl" => Check::Ttl { ms: false },
             b"pttl" => Check::Ttl { ms: true },
             b"hello" => Check::Hello,
@@ -843,9 +882,11 @@ impl Check {
         match self {
             Check::Exact | Check::Scan => a == b,
             Check::Sorted => match (a, b) {
-                (Reply::Array(x), Reply::Array(y)) => sorted(x) == sorted(y),
+                (Reply::Array(x), Reply::Array(y)) | (Reply::Set(x), Reply::Set(y)) => sorted(x) == sorted(y),
                 _ => a == b,
             },
+            Check::SortedPairs => pairs(a) == pairs(b),
+            Check::Random => shape(a) == shape(b),
             Check::Ttl { ms } => match (a, b) {
                 (&Reply::Int(x), &Reply::Int(y)) if x > 0 && y > 0 => {
                     let tolerance = if ms { 5_000 } else { 5 };
@@ -862,6 +903,30 @@ fn sorted(items: &[Reply]) -> Vec<String> {
     let mut keys: Vec<String> = items.iter().map(|r| format!("{r:?}")).collect();
     keys.sort();
     keys
+}
+
+/// A map, or an array of pairs, as its sorted pairs.
+fn pairs(reply: &Reply) -> Vec<String> {
+    let mut pairs: Vec<String> = match reply {
+        Reply::Map(pairs) => pairs.iter().map(|(k, v)| format!("{k:?} {v:?}")).collect(),
+        Reply::Array(items) if items.len() % 2 == 0 => items
+            .chunks(2)
+            .map(|p| format!("{:?} {:?}", p[0], p[1]))
+            .collect(),
+        _ => return vec![format!("{reply:?}")],
+    };
+    pairs.sort();
+    pairs
+}
+
+/// A reply with every bulk string and double emptied: what random picks share.
+fn shape(reply: &Reply) -> Reply {
+    match reply {
+        Reply::Bulk(_) => Reply::Bulk(Vec::new()),
+        Reply::Double(_) => Reply::Double(Vec::new()),
+        Reply::Array(items) => Reply::Array(items.iter().map(shape).collect()),
+        other => other.clone(),
+    }
 }
 
 /// `HELLO`'s reply (a map in RESP3, a flat array of pairs in RESP2) without the `id` pair.
@@ -1033,6 +1098,58 @@ const ARITIES: &[(&str, i32)] = &[
     ("lindex", 3),
     ("lset", 4),
     ("ltrim", 4),
+    ("hset", -4),
+    ("hsetnx", 4),
+    ("hget", 3),
+    ("hmget", -3),
+    ("hdel", -3),
+    ("hlen", 2),
+    ("hstrlen", 3),
+    ("hexists", 3),
+    ("hincrby", 4),
+    ("hincrbyfloat", 4),
+    ("hgetall", 2),
+    ("hkeys", 2),
+    ("hvals", 2),
+    ("hscan", -3),
+    ("hrandfield", -2),
+    ("hmset", -4),
+    ("sadd", -3),
+    ("srem", -3),
+    ("smembers", 2),
+    ("sismember", 3),
+    ("smismember", -3),
+    ("scard", 2),
+    ("spop", -2),
+    ("srandmember", -2),
+    ("smove", 4),
+    ("sinter", -2),
+    ("sinterstore", -3),
+    ("sintercard", -3),
+    ("sunion", -2),
+    ("sunionstore", -3),
+    ("sdiff", -2),
+    ("sdiffstore", -3),
+    ("sscan", -3),
+    ("zadd", -4),
+    ("zincrby", 4),
+    ("zscore", 3),
+    ("zmscore", -3),
+    ("zcard", 2),
+    ("zcount", 4),
+    ("zlexcount", 4),
+    ("zrank", 3),
+    ("zrevrank", 3),
+    ("zrem", -3),
+    ("zrange", -4),
+    ("zrangestore", -5),
+    ("zpopmin", -2),
+    ("zpopmax", -2),
+    ("zremrangebyrank", 4),
+    ("zremrangebyscore", 4),
+    ("zremrangebylex", 4),
+    ("zscan", -3),
+    ("zrandmember", -2),
     ("dbsize", 1),
     ("echo", 2),
     ("getname", 0),
@@ -1075,6 +1192,54 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("lindex", 10, Gen::lindex),
     ("lset", 10, Gen::lset),
     ("ltrim", 10, Gen::ltrim),
+    ("hset", 25, Gen::hset),
+    ("hmset", 5, Gen::hmset),
+    ("hsetnx", 8, Gen::hsetnx),
+    ("hget", 15, Gen::hget),
+    ("hmget", 10, Gen::hmget),
+    ("hdel", 12, Gen::hdel),
+    ("hlen", 6, Gen::hlen),
+    ("hstrlen", 6, Gen::hstrlen),
+    ("hexists", 6, Gen::hexists),
+    ("hincrby", 10, Gen::hincrby),
+    ("hincrbyfloat", 8, Gen::hincrbyfloat),
+    ("hgetall", 10, Gen::hgetall),
+    ("hkeys", 5, Gen::hkeys),
+    ("hvals", 5, Gen::hvals),
+    ("hscan", 8, Gen::hscan),
+    ("hrandfield", 8, Gen::hrandfield),
+    ("sadd", 25, Gen::sadd),
+    ("srem", 10, Gen::srem),
+    ("smembers", 10, Gen::smembers),
+    ("sismember", 8, Gen::sismember),
+    ("smismember", 6, Gen::smismember),
+    ("scard", 6, Gen::scard),
+    ("spop", 5, Gen::spop),
+    ("srandmember", 8, Gen::srandmember),
+    ("smove", 8, Gen::smove),
+    ("sinter", 8, Gen::sinter),
+    ("sinterstore", 5, Gen::sinterstore),
+    ("sintercard", 6, Gen::sintercard),
+    ("sunion", 6, Gen::sunion),
+    ("sunionstore", 5, Gen::sunionstore),
+    ("sdiff", 6, Gen::sdiff),
+    ("sdiffstore", 5, Gen::sdiffstore),
+    ("sscan", 6, Gen::sscan),
+    ("zadd", 30, Gen::zadd),
+    ("zincrby", 8, Gen::zincrby),
+    ("zscore", 8, Gen::zscore),
+    ("zmscore", 5, Gen::zmscore),
+    ("zcard", 5, Gen::zcard),
+    ("zcount", 6, Gen::zcount),
+    ("zlexcount", 5, Gen::zlexcount),
+    ("zrank", 6, Gen::zrank),
+    ("zrem", 8, Gen::zrem),
+    ("zrange", 20, Gen::zrange),
+    ("zrangestore", 5, Gen::zrangestore),
+    ("zpop", 8, Gen::zpop),
+    ("zremrange", 6, Gen::zremrange),
+    ("zscan", 5, Gen::zscan),
+    ("zrandmember", 5, Gen::zrandmember),
     ("dbsize", 5, Gen::dbsize),
     ("flushdb", 2, Gen::flushdb),
     ("arity", 10, Gen::wrong_arity),
@@ -1564,7 +1729,7 @@ impl Gen {
             args.push(self.word("TYPE"));
             args.push(
                 self.rng
-                    .pick(&["string", "list", "STRING", "hash", "none"])
+                    .pick(&["string", "list", "STRING", "hash", "set", "zset", "none"])
                     .as_bytes()
                     .to_vec(),
             );
@@ -1657,6 +1822,607 @@ impl Gen {
         };
         let args = vec![self.list_key(), start, stop];
         self.cmd("LTRIM", args)
+    }
+
+    // --- hashes
+
+    /// A key for a hash command: mostly keys 2 to 5 (shared with strings and lists: type
+    /// clashes), any key one time in four.
+    fn hash_key(&mut self) -> Vec<u8> {
+        if self.rng.chance(1, 4) {
+            self.key()
+        } else {
+            KEYS[2 + self.rng.index(4)].to_vec()
+        }
+    }
+
+    /// A field name: mostly one of a few (so that fields are overwritten and deleted), else
+    /// any value (empty, binary, large).
+    fn field(&mut self) -> Vec<u8> {
+        if self.rng.chance(4, 5) {
+            format!("f{}", self.rng.below(6)).into_bytes()
+        } else {
+            self.value()
+        }
+    }
+
+    fn field_values(&mut self, args: &mut Vec<Vec<u8>>) {
+        for _ in 0..1 + self.rng.below(4) {
+            args.push(self.field());
+            args.push(self.value());
+        }
+        if self.rng.chance(1, 10) {
+            args.pop(); // a field without a value: a wrong-arity error
+        }
+    }
+
+    fn hset(&mut self) -> Cmd {
+        let mut args = vec![self.hash_key()];
+        self.field_values(&mut args);
+        self.cmd("HSET", args)
+    }
+
+    fn hmset(&mut self) -> Cmd {
+        let mut args = vec![self.hash_key()];
+        self.field_values(&mut args);
+        self.cmd("HMSET", args)
+    }
+
+    fn hsetnx(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field(), self.value()];
+        self.cmd("HSETNX", args)
+    }
+
+    fn hget(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field()];
+        self.cmd("HGET", args)
+    }
+
+    fn hmget(&mut self) -> Cmd {
+        let mut args = vec![self.hash_key()];
+        for _ in 0..1 + self.rng.below(5) {
+            args.push(self.field());
+        }
+        self.cmd("HMGET", args)
+    }
+
+    fn hdel(&mut self) -> Cmd {
+        let mut args = vec![self.hash_key()];
+        for _ in 0..1 + self.rng.below(3) {
+            args.push(self.field());
+        }
+        self.cmd("HDEL", args)
+    }
+
+    fn hlen(&mut self) -> Cmd {
+        let k = self.hash_key();
+        self.cmd("HLEN", vec![k])
+    }
+
+    fn hstrlen(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field()];
+        self.cmd("HSTRLEN", args)
+    }
+
+    fn hexists(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field()];
+        self.cmd("HEXISTS", args)
+    }
+
+    fn hincrby(&mut self) -> Cmd {
+        let args = vec![self.hash_key(), self.field(), self.amount_arg()];
+        self.cmd("HINCRBY", args)
+    }
+
+    /// On its own field `fl` (which no other command writes), with increments exact in
+    /// binary: Redis sums in x87 long double, Ferry in f64 (see `cmd::hashes`), and the two
+    /// agree on such sums. Sometimes on another field, with an increment that is not a
+    /// number (another field may hold an integer beyond f64's precision).
+    fn hincrbyfloat(&mut self) -> Cmd {
+        if self.rng.chance(1, 5) {
+            let incr = self
+                .rng
+                .pick(&["abc", "", " 1", "nan", "inf", "1.5x"])
+                .as_bytes()
+                .to_vec();
+            let args = vec![self.hash_key(), self.field(), incr];
+            return self.cmd("HINCRBYFLOAT", args);
+        }
+        let field = b"fl".to_vec();
+        let incr = self
+            .rng
+            .pick(&[
+                "1.5", "-0.25", "3", "0.5", "-2", "10.75", "1e3", "-1e2", "+4", "0", "abc", "", " 1", "inf",
+                "-inf", "nan", "1.5x", "--1", "0x10", "0x1p-2", "-0x1.8p1", "0x1p", "0x", "+-1",
+            ])
+            .as_bytes()
+            .to_vec();
+        let args = vec![self.hash_key(), field, incr];
+        self.cmd("HINCRBYFLOAT", args)
+    }
+
+    fn hgetall(&mut self) -> Cmd {
+        let k = self.hash_key();
+        let mut cmd = self.cmd("HGETALL", vec![k]);
+        cmd.check = Check::SortedPairs;
+        cmd
+    }
+
+    fn hkeys(&mut self) -> Cmd {
+        let k = self.hash_key();
+        let mut cmd = self.cmd("HKEYS", vec![k]);
+        cmd.check = Check::Sorted;
+        cmd
+    }
+
+    fn hvals(&mut self) -> Cmd {
+        let k = self.hash_key();
+        let mut cmd = self.cmd("HVALS", vec![k]);
+        cmd.check = Check::Sorted;
+        cmd
+    }
+
+    /// `HSCAN`/`SSCAN`: a valid one (run to completion, unless pipelined) or an invalid one
+    /// (an error, or nothing on a missing key, compared exactly).
+    fn collection_scan(&mut self, name: &str, key: Vec<u8>) -> Cmd {
+        if self.pipelined || self.rng.chance(1, 4) {
+            let bad: &[&[&str]] = &[
+                &["abc"],
+                &["0", "COUNT", "0"],
+                &["0", "COUNT", "x"],
+                &["0", "COUNT"],
+                &["0", "MATCH"],
+                &["0", "TYPE", "hash"],
+                &["18446744073709551616"],
+                &[" 1"],
+            ];
+            let words = *self.rng.pick(bad);
+            let mut rest = vec![key];
+            rest.extend(words.iter().map(|w| w.as_bytes().to_vec()));
+            return self.cmd(name, rest);
+        }
+        let mut args = vec![key, b"0".to_vec()];
+        if self.rng.chance(1, 2) {
+            args.push(self.word("MATCH"));
+            let p = self
+                .rng
+                .pick(&[&b"f*"[..], b"*1", b"?", b"f[0-2]", b"*", b"m*", b"m[^3]"])
+                .to_vec();
+            args.push(p);
+        }
+        if self.rng.chance(1, 2) {
+            args.push(self.word("COUNT"));
+            args.push(self.rng.pick(&["1", "2", "10", "1000"]).as_bytes().to_vec());
+        }
+        let mut cmd = self.cmd(name, args);
+        cmd.check = Check::Scan;
+        cmd
+    }
+
+    fn hscan(&mut self) -> Cmd {
+        let key = self.hash_key();
+        self.collection_scan("HSCAN", key)
+    }
+
+    /// `HRANDFIELD`, as [`Gen::random_pick`] makes them.
+    fn hrandfield(&mut self) -> Cmd {
+        let key = self.hash_key();
+        self.random_pick("HRANDFIELD", key, Some("WITHVALUES"))
+    }
+
+    /// A random pick of `name` on `key`: without a count, with counts (negative, zero, past
+    /// the size), with `with_word` (`WITHVALUES`, `WITHSCORES`), or with bad arguments.
+    fn random_pick(&mut self, name: &str, key: Vec<u8>, with_word: Option<&str>) -> Cmd {
+        let mut args = vec![key];
+        if self.rng.chance(4, 5) {
+            let counts = [
+                "1",
+                "2",
+                "3",
+                "-1",
+                "-5",
+                "0",
+                "20",
+                "-20",
+                "x",
+                "-9223372036854775808",
+                "4611686018427387904",
+            ];
+            args.push(self.rng.pick(&counts).as_bytes().to_vec());
+            match with_word {
+                Some(word) if self.rng.chance(1, 2) => args.push(self.word(word)),
+                _ if self.rng.chance(1, 10) => args.push(b"FOO".to_vec()),
+                _ => {}
+            }
+        }
+        let mut cmd = self.cmd(name, args);
+        cmd.check = Check::Random;
+        cmd
+    }
+
+    // --- sets
+
+    /// A key for a set command: mostly keys 6, 7, 0 and 1 (shared with lists and strings),
+    /// any key one time in four.
+    fn set_key(&mut self) -> Vec<u8> {
+        if self.rng.chance(1, 4) {
+            self.key()
+        } else {
+            KEYS[(6 + self.rng.index(4)) % 8].to_vec()
+        }
+    }
+
+    /// Set keys for the set operations: one to four, repeats included.
+    fn set_keys(&mut self) -> Vec<Vec<u8>> {
+        (0..1 + self.rng.below(4)).map(|_| self.set_key()).collect()
+    }
+
+    /// A member: mostly one of a few short names (so that sets overlap), else any value.
+    fn member(&mut self) -> Vec<u8> {
+        match self.rng.below(10) {
+            0..=6 => format!("m{}", self.rng.below(8)).into_bytes(),
+            7 => self.rng.range(-3, 3).to_string().into_bytes(),
+            _ => self.value(),
+        }
+    }
+
+    fn members(&mut self, max: u64) -> Vec<Vec<u8>> {
+        (0..1 + self.rng.below(max)).map(|_| self.member()).collect()
+    }
+
+    fn sadd(&mut self) -> Cmd {
+        let mut args = vec![self.set_key()];
+        args.extend(self.members(6));
+        self.cmd("SADD", args)
+    }
+
+    fn srem(&mut self) -> Cmd {
+        let mut args = vec![self.set_key()];
+        args.extend(self.members(3));
+        self.cmd("SREM", args)
+    }
+
+    fn smembers(&mut self) -> Cmd {
+        let k = self.set_key();
+        let mut cmd = self.cmd("SMEMBERS", vec![k]);
+        cmd.check = Check::Sorted;
+        cmd
+    }
+
+    fn sismember(&mut self) -> Cmd {
+        let args = vec![self.set_key(), self.member()];
+        self.cmd("SISMEMBER", args)
+    }
+
+    fn smismember(&mut self) -> Cmd {
+        let mut args = vec![self.set_key()];
+        args.extend(self.members(4));
+        self.cmd("SMISMEMBER", args)
+    }
+
+    fn scard(&mut self) -> Cmd {
+        let k = self.set_key();
+        self.cmd("SCARD", vec![k])
+    }
+
+    /// Only the `SPOP`s whose outcome is not random: counts that pop everything, zero, bad
+    /// counts and a count with an extra argument. The random pops' properties are unit tests
+    /// in `cmd::sets`.
+    fn spop(&mut self) -> Cmd {
+        let mut args = vec![self.set_key()];
+        let count = *self
+            .rng
+            .pick(&["1000", "0", "-1", "x", "9223372036854775807", ""]);
+        args.push(count.as_bytes().to_vec());
+        if self.rng.chance(1, 10) {
+            args.push(b"1".to_vec());
+        }
+        let mut cmd = self.cmd("SPOP", args);
+        cmd.check = Check::Sorted;
+        cmd
+    }
+
+    fn srandmember(&mut self) -> Cmd {
+        let key = self.set_key();
+        self.random_pick("SRANDMEMBER", key, None)
+    }
+
+    fn smove(&mut self) -> Cmd {
+        let args = vec![self.set_key(), self.set_key(), self.member()];
+        self.cmd("SMOVE", args)
+    }
+
+    fn set_op(&mut self, name: &str, store: bool) -> Cmd {
+        let mut args = Vec::new();
+        if store {
+            args.push(self.set_key());
+        }
+        args.extend(self.set_keys());
+        let mut cmd = self.cmd(name, args);
+        if !store {
+            cmd.check = Check::Sorted;
+        }
+        cmd
+    }
+
+    fn sinter(&mut self) -> Cmd {
+        self.set_op("SINTER", false)
+    }
+
+    fn sinterstore(&mut self) -> Cmd {
+        self.set_op("SINTERSTORE", true)
+    }
+
+    fn sunion(&mut self) -> Cmd {
+        self.set_op("SUNION", false)
+    }
+
+    fn sunionstore(&mut self) -> Cmd {
+        self.set_op("SUNIONSTORE", true)
+    }
+
+    fn sdiff(&mut self) -> Cmd {
+        self.set_op("SDIFF", false)
+    }
+
+    fn sdiffstore(&mut self) -> Cmd {
+        self.set_op("SDIFFSTORE", true)
+    }
+
+    /// `SINTERCARD numkeys key ... [LIMIT n]`, with a wrong key count or a bad limit now and
+    /// then.
+    fn sintercard(&mut self) -> Cmd {
+        let keys = self.set_keys();
+        let numkeys = match self.rng.below(10) {
+            0 => self.rng.pick(&["0", "-1", "x", "100"]).to_string(),
+            _ => keys.len().to_string(),
+        };
+        let mut args = vec![numkeys.into_bytes()];
+        args.extend(keys);
+        match self.rng.below(6) {
+            0 | 1 => {
+                args.push(self.word("LIMIT"));
+                args.push(self.rng.pick(&["0", "1", "2", "-1", "x"]).as_bytes().to_vec());
+            }
+            2 => args.push(self.word("LIMIT")),
+            3 => args.push(b"FOO".to_vec()),
+            _ => {}
+        }
+        self.cmd("SINTERCARD", args)
+    }
+
+    fn sscan(&mut self) -> Cmd {
+        let key = self.set_key();
+        self.collection_scan("SSCAN", key)
+    }
+
+    // --- sorted sets
+
+    /// A key for a sorted set command: mostly keys 1 to 4, any key one time in four, and the
+    /// key `lex` (members all of score 0, for the lexicographic ranges) one time in six.
+    fn zset_key(&mut self) -> Vec<u8> {
+        if self.rng.chance(1, 6) {
+            b"lex".to_vec()
+        } else if self.rng.chance(1, 4) {
+            self.key()
+        } else {
+            KEYS[1 + self.rng.index(4)].to_vec()
+        }
+    }
+
+    /// A score: small integers and halves, extremes, and things that are not numbers.
+    fn score(&mut self) -> Vec<u8> {
+        match self.rng.below(10) {
+            0..=5 => self.rng.range(-5, 5).to_string().into_bytes(),
+            6 => format!("{}.5", self.rng.range(-3, 3)).into_bytes(),
+            _ => self
+                .rng
+                .pick(&[
+                    "inf", "-inf", "+inf", "1e3", "0x10", "1.5e-3", "nan", "x", "", " 1", "1e400", "-0", "(1",
+                ])
+                .as_bytes()
+                .to_vec(),
+        }
+    }
+
+    /// A score range bound: a score, exclusive (`(`) or not, or an infinity.
+    fn score_bound(&mut self) -> Vec<u8> {
+        let mut b = if self.rng.chance(1, 5) {
+            self.rng
+                .pick(&["-inf", "+inf", "inf", "x", "", " 2", "nan"])
+                .as_bytes()
+                .to_vec()
+        } else {
+            self.rng.range(-5, 5).to_string().into_bytes()
+        };
+        if self.rng.chance(1, 3) {
+            b.insert(0, b'(');
+        }
+        b
+    }
+
+    /// A lexicographic bound.
+    fn lex_bound(&mut self) -> Vec<u8> {
+        match self.rng.below(8) {
+            0 => b"-".to_vec(),
+            1 => b"+".to_vec(),
+            2 => self.rng.pick(&["a", "", "-x", "+"]).as_bytes().to_vec(),
+            _ => {
+                let mut m = self.member();
+                m.insert(0, if self.rng.chance(1, 2) { b'[' } else { b'(' });
+                m
+            }
+        }
+    }
+
+    fn zadd(&mut self) -> Cmd {
+        let key = self.zset_key();
+        let lex = key == b"lex";
+        let mut args = vec![key];
+        if !lex && self.rng.chance(1, 3) {
+            for _ in 0..1 + self.rng.below(2) {
+                let option = *self.rng.pick(&["NX", "XX", "GT", "LT", "CH", "INCR"]);
+                args.push(self.word(option));
+            }
+        }
+        for _ in 0..1 + self.rng.below(4) {
+            args.push(if lex { b"0".to_vec() } else { self.score() });
+            args.push(self.member());
+        }
+        if self.rng.chance(1, 15) {
+            args.pop(); // a score without a member
+        }
+        self.cmd("ZADD", args)
+    }
+
+    /// A sorted set key other than `lex` (whose members must keep score 0).
+    fn scored_key(&mut self) -> Vec<u8> {
+        loop {
+            let k = self.zset_key();
+            if k != b"lex" {
+                return k;
+            }
+        }
+    }
+
+    fn zincrby(&mut self) -> Cmd {
+        let args = vec![self.scored_key(), self.score(), self.member()];
+        self.cmd("ZINCRBY", args)
+    }
+
+    fn zscore(&mut self) -> Cmd {
+        let args = vec![self.zset_key(), self.member()];
+        self.cmd("ZSCORE", args)
+    }
+
+    fn zmscore(&mut self) -> Cmd {
+        let mut args = vec![self.zset_key()];
+        args.extend(self.members(4));
+        self.cmd("ZMSCORE", args)
+    }
+
+    fn zcard(&mut self) -> Cmd {
+        let k = self.zset_key();
+        self.cmd("ZCARD", vec![k])
+    }
+
+    fn zcount(&mut self) -> Cmd {
+        let args = vec![self.zset_key(), self.score_bound(), self.score_bound()];
+        self.cmd("ZCOUNT", args)
+    }
+
+    fn zlexcount(&mut self) -> Cmd {
+        let args = vec![b"lex".to_vec(), self.lex_bound(), self.lex_bound()];
+        self.cmd("ZLEXCOUNT", args)
+    }
+
+    fn zrank(&mut self) -> Cmd {
+        let name = *self.rng.pick(&["ZRANK", "ZREVRANK"]);
+        let args = vec![self.zset_key(), self.member()];
+        self.cmd(name, args)
+    }
+
+    fn zrem(&mut self) -> Cmd {
+        let mut args = vec![self.zset_key()];
+        args.extend(self.members(3));
+        self.cmd("ZREM", args)
+    }
+
+    /// The key, bounds and options of a `ZRANGE` or `ZRANGESTORE`.
+    fn zrange_args(&mut self, store: bool) -> Vec<Vec<u8>> {
+        let mode = self.rng.below(3);
+        let key = if mode == 2 {
+            b"lex".to_vec()
+        } else {
+            self.zset_key()
+        };
+        let (min, max) = match mode {
+            0 => (self.index_arg(), self.index_arg()),
+            1 => (self.score_bound(), self.score_bound()),
+            _ => (self.lex_bound(), self.lex_bound()),
+        };
+        let mut args = vec![key, min, max];
+        match mode {
+            1 => args.push(self.word("BYSCORE")),
+            2 => args.push(self.word("BYLEX")),
+            _ => {}
+        }
+        if self.rng.chance(1, 3) {
+            args.push(self.word("REV"));
+        }
+        if self.rng.chance(1, 4) {
+            args.push(self.word("LIMIT"));
+            args.push(
+                self.rng
+                    .pick(&["0", "1", "2", "-1", "100", "x"])
+                    .as_bytes()
+                    .to_vec(),
+            );
+            args.push(self.rng.pick(&["1", "2", "-1", "0", "100"]).as_bytes().to_vec());
+        }
+        if !store && self.rng.chance(1, 3) {
+            args.push(self.word("WITHSCORES"));
+        }
+        if self.rng.chance(1, 20) {
+            let bad = *self.rng.pick(&["FOO", "REV", "BYSCORE", "WITHSCORES", "LIMIT"]);
+            args.push(bad.as_bytes().to_vec());
+        }
+        args
+    }
+
+    fn zrange(&mut self) -> Cmd {
+        let args = self.zrange_args(false);
+        self.cmd("ZRANGE", args)
+    }
+
+    fn zrangestore(&mut self) -> Cmd {
+        let mut args = vec![self.scored_key()];
+        args.extend(self.zrange_args(true));
+        self.cmd("ZRANGESTORE", args)
+    }
+
+    fn zpop(&mut self) -> Cmd {
+        let name = *self.rng.pick(&["ZPOPMIN", "ZPOPMAX"]);
+        let mut args = vec![self.zset_key()];
+        if self.rng.chance(1, 2) {
+            args.push(
+                self.rng
+                    .pick(&["0", "1", "2", "100", "-1", "x"])
+                    .as_bytes()
+                    .to_vec(),
+            );
+            if self.rng.chance(1, 20) {
+                args.push(b"1".to_vec());
+            }
+        }
+        self.cmd(name, args)
+    }
+
+    fn zremrange(&mut self) -> Cmd {
+        match self.rng.below(3) {
+            0 => {
+                let args = vec![self.zset_key(), self.index_arg(), self.index_arg()];
+                self.cmd("ZREMRANGEBYRANK", args)
+            }
+            1 => {
+                let args = vec![self.zset_key(), self.score_bound(), self.score_bound()];
+                self.cmd("ZREMRANGEBYSCORE", args)
+            }
+            _ => {
+                let args = vec![b"lex".to_vec(), self.lex_bound(), self.lex_bound()];
+                self.cmd("ZREMRANGEBYLEX", args)
+            }
+        }
+    }
+
+    fn zscan(&mut self) -> Cmd {
+        let key = self.zset_key();
+        self.collection_scan("ZSCAN", key)
+    }
+
+    fn zrandmember(&mut self) -> Cmd {
+        let key = self.zset_key();
+        self.random_pick("ZRANDMEMBER", key, Some("WITHSCORES"))
     }
 
     // --- server, connection, errors

@@ -681,6 +681,71 @@ def t_lists(p, r):
     eq(r.lpop("big", 3), [elems[0], elems[1], elems[6]], "LPOP large elements")
 
 
+def t_hashes(p, r):
+    eq(r.hset("h", mapping={"a": "1", "b": "2"}), 2, "HSET two fields")
+    eq(r.hset("h", "a", "3"), 0, "HSET an existing field")
+    eq(r.hget("h", "a"), b"3", "HGET")
+    eq(r.hmget("h", ["a", "zz", "b"]), [b"3", None, b"2"], "HMGET")
+    eq(r.hgetall("h"), {b"a": b"3", b"b": b"2"}, "HGETALL")
+    eq(sorted(r.hkeys("h")), [b"a", b"b"], "HKEYS")
+    eq(sorted(r.hvals("h")), [b"2", b"3"], "HVALS")
+    eq(r.hincrby("h", "a", 4), 7, "HINCRBY")
+    eq(r.hincrbyfloat("h", "f", 1.5), 1.5, "HINCRBYFLOAT")
+    eq(r.hlen("h"), 3, "HLEN")
+    eq(r.hstrlen("h", "a"), 1, "HSTRLEN")
+    eq(r.hexists("h", "b"), True, "HEXISTS")
+    eq(r.hsetnx("h", "b", "x"), False, "HSETNX on an existing field")
+    eq(dict(r.hscan_iter("h", match="[ab]")), {b"a": b"7", b"b": b"2"}, "HSCAN")
+    eq(r.hrandfield("h", -5).__len__(), 5, "HRANDFIELD -5")
+    fails("HINCRBY not an integer", lambda: r.hincrby("h", "f", 1), "hash value is not an integer")
+    eq(r.hdel("h", "a", "b", "f", "zz"), 3, "HDEL")
+    eq(r.exists("h"), 0, "an emptied hash is deleted")
+    big = bytes(random.Random(3).getrandbits(8) for _ in range(17000))
+    eq(r.hset("bigh", big, big), 1, "HSET a large field and value")
+    eq(r.hgetall("bigh"), {big: big}, "HGETALL a large field and value")
+
+
+def t_sets(p, r):
+    eq(r.sadd("s", "a", "b", "c", "a"), 3, "SADD")
+    eq(r.sadd("t", "b", "c", "d"), 3, "SADD another")
+    eq(r.smembers("s"), {b"a", b"b", b"c"}, "SMEMBERS")
+    eq(r.sismember("s", "a"), True, "SISMEMBER")
+    eq(r.smismember("s", ["a", "z"]), [1, 0], "SMISMEMBER")
+    eq(r.scard("s"), 3, "SCARD")
+    eq(r.sinter("s", "t"), {b"b", b"c"}, "SINTER")
+    eq(r.sunion("s", "t"), {b"a", b"b", b"c", b"d"}, "SUNION")
+    eq(r.sdiff("s", "t"), {b"a"}, "SDIFF")
+    eq(r.sintercard(2, ["s", "t"], limit=1), 1, "SINTERCARD LIMIT")
+    eq(r.sinterstore("u", "s", "t"), 2, "SINTERSTORE")
+    eq(r.smove("s", "t", "a"), True, "SMOVE")
+    eq(set(r.sscan_iter("t")), {b"a", b"b", b"c", b"d"}, "SSCAN")
+    eq(len(r.srandmember("t", 3)), 3, "SRANDMEMBER 3")
+    eq(len(r.spop("t", 2)), 2, "SPOP 2")
+    eq(r.scard("t"), 2, "SPOP removes")
+    eq(r.srem("u", "b", "c"), 2, "SREM")
+    eq(r.exists("u"), 0, "an emptied set is deleted")
+    r.set("str2", "v")
+    fails("SADD on a string", lambda: r.sadd("str2", "x"), "WRONGTYPE Operation against a key holding the wrong kind of value")
+
+
+def t_zsets(p, r):
+    eq(r.zadd("z", {"a": 1, "b": 2.5, "c": -1}), 3, "ZADD")
+    eq(r.zadd("z", {"a": 5}, xx=True, ch=True), 1, "ZADD XX CH")
+    eq(r.zscore("z", "b"), 2.5, "ZSCORE")
+    eq(r.zincrby("z", 0.5, "b"), 3.0, "ZINCRBY")
+    pairs = lambda v: [tuple(x) for x in v]  # RESP3 gives lists, RESP2 tuples
+    eq(pairs(r.zrange("z", 0, -1, withscores=True)), [(b"c", -1.0), (b"b", 3.0), (b"a", 5.0)], "ZRANGE WITHSCORES")
+    eq(r.zrange("z", "(0", "+inf", byscore=True), [b"b", b"a"], "ZRANGE BYSCORE")
+    eq(r.zrank("z", "a"), 2, "ZRANK")
+    eq(r.zcount("z", "-inf", 3), 2, "ZCOUNT")
+    eq(pairs(r.zpopmin("z", 1)), [(b"c", -1.0)], "ZPOPMIN 1")
+    eq(r.zrangestore("z2", "z", 0, 0), 1, "ZRANGESTORE")
+    eq(dict(r.zscan_iter("z")), {b"b": 3.0, b"a": 5.0}, "ZSCAN")
+    eq(r.zrem("z", "a", "b"), 2, "ZREM")
+    eq(r.exists("z"), 0, "an emptied sorted set is deleted")
+    fails("ZADD NX XX", lambda: r.zadd("z", {"a": 1}, nx=True, xx=True), "ZADD allows either 'nx' or 'xx', not both", redis.DataError)
+
+
 def t_wrongtype(p, r):
     r.set("str", "v")
     r.rpush("lst", "v")
@@ -721,9 +786,9 @@ def t_unknown_command(p, r):
     unknown = "unknown command 'NOSUCH', with args beginning with: "
     fails("unknown command, no args", lambda: raw(r, "NOSUCH"), unknown)
     fails(
-        "not in Ferry's table (HSET)",
-        lambda: raw(r, "HSET", "h", "f", "v") if p.args.server == "ferry" else raw(r, "XYZZY", "h", "f", "v"),
-        "unknown command 'HSET', with args beginning with: 'h' 'f' 'v' "
+        "not in Ferry's table (XADD)",
+        lambda: raw(r, "XADD", "h", "f", "v") if p.args.server == "ferry" else raw(r, "XYZZY", "h", "f", "v"),
+        "unknown command 'XADD', with args beginning with: 'h' 'f' 'v' "
         if p.args.server == "ferry"
         else "unknown command 'XYZZY', with args beginning with: 'h' 'f' 'v' ",
     )
@@ -940,6 +1005,9 @@ TESTS = [
     t_keys_patterns,
     t_scan,
     t_lists,
+    t_hashes,
+    t_sets,
+    t_zsets,
     t_wrongtype,
     t_unknown_command,
     t_binary,

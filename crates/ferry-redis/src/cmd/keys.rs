@@ -31,7 +31,7 @@ pub fn exists(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     out.integer(n as i64);
 }
 
-/// `TYPE key`: `string`, `list` or `none`.
+/// `TYPE key`: `string`, `list`, `hash`, `set` or `none`.
 pub fn type_(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let name = ctx
         .db
@@ -175,35 +175,16 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let Some(cursor) = parse_cursor(args.get(1)) else {
         return out.error(INVALID_CURSOR);
     };
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut type_name: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < args.len() {
-        let opt = args.get(i);
-        if i + 1 >= args.len() {
-            return out.error(SYNTAX);
-        }
-        let val = args.get(i + 1);
-        if opt.eq_ignore_ascii_case(b"count") {
-            match parse_i64(val) {
-                None => return out.error(NOT_INTEGER),
-                Some(n) if n < 1 => return out.error(SYNTAX),
-                Some(n) => count = usize::try_from(n).unwrap_or(usize::MAX),
-            }
-        } else if opt.eq_ignore_ascii_case(b"match") {
-            pattern = (val != b"*").then_some(val);
-        } else if opt.eq_ignore_ascii_case(b"type") {
-            type_name = Some(val);
-        } else {
-            return out.error(SYNTAX);
-        }
-        i += 2;
-    }
+    let opts = match ScanOptions::parse(args, 2, true) {
+        Ok(opts) => opts,
+        Err(e) => return out.error(e),
+    };
     let mut found: Vec<Box<[u8]>> = Vec::new();
-    let next = ctx.db.scan(cursor, count, ctx.now_ms, |k, v| {
-        let matches = pattern.is_none_or(|p| glob_match(p, k))
-            && type_name.is_none_or(|t| t.eq_ignore_ascii_case(v.type_name().as_bytes()));
+    let next = ctx.db.scan(cursor, opts.count, ctx.now_ms, |k, v| {
+        let matches = opts.matches(k)
+            && opts
+                .type_name
+                .is_none_or(|t| t.eq_ignore_ascii_case(v.type_name().as_bytes()));
         if matches {
             found.push(k.into());
         }
@@ -213,6 +194,59 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     out.array(found.len());
     for k in &found {
         out.bulk(k);
+    }
+}
+
+/// The options of `SCAN`, `HSCAN` and `SSCAN`: `MATCH pattern`, `COUNT n` (default 10) and,
+/// for `SCAN` only, `TYPE type`.
+#[derive(Debug)]
+pub struct ScanOptions<'a> {
+    /// Most keys to examine per call (a hint).
+    pub count: usize,
+    /// `MATCH`'s pattern (`None` for none, or `*`).
+    pub pattern: Option<&'a [u8]>,
+    /// `TYPE`'s name.
+    pub type_name: Option<&'a [u8]>,
+}
+
+impl<'a> ScanOptions<'a> {
+    /// Parses arguments `from..` as Redis's `scanGenericCommand` does: each option needs a
+    /// value, a count must be an integer at least 1, and `TYPE` is an option of `SCAN` only
+    /// (`with_type`); the error reply otherwise.
+    pub fn parse(args: &Args<'a>, from: usize, with_type: bool) -> Result<ScanOptions<'a>, &'static str> {
+        let mut opts = ScanOptions {
+            count: 10,
+            pattern: None,
+            type_name: None,
+        };
+        let mut i = from;
+        while i < args.len() {
+            let opt = args.get(i);
+            if i + 1 >= args.len() {
+                return Err(SYNTAX);
+            }
+            let val = args.get(i + 1);
+            if opt.eq_ignore_ascii_case(b"count") {
+                match parse_i64(val) {
+                    None => return Err(NOT_INTEGER),
+                    Some(n) if n < 1 => return Err(SYNTAX),
+                    Some(n) => opts.count = usize::try_from(n).unwrap_or(usize::MAX),
+                }
+            } else if opt.eq_ignore_ascii_case(b"match") {
+                opts.pattern = (val != b"*").then_some(val);
+            } else if with_type && opt.eq_ignore_ascii_case(b"type") {
+                opts.type_name = Some(val);
+            } else {
+                return Err(SYNTAX);
+            }
+            i += 2;
+        }
+        Ok(opts)
+    }
+
+    /// Whether `name` matches the pattern (always, without one).
+    pub fn matches(&self, name: &[u8]) -> bool {
+        self.pattern.is_none_or(|p| glob_match(p, name))
     }
 }
 

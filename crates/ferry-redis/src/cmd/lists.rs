@@ -121,7 +121,6 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     };
     match ctx.db.get(args.get(1), ctx.now_ms) {
         None => out.array(0),
-        Some(Value::Str(_)) => out.error(WRONGTYPE),
         Some(Value::List(items)) => {
             let range = resolve_range(start, end, items.len());
             out.array(range.len());
@@ -129,6 +128,7 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
                 out.bulk_buf(item);
             }
         }
+        Some(_) => out.error(WRONGTYPE),
     }
 }
 
@@ -136,8 +136,8 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 pub fn llen(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     match ctx.db.get(args.get(1), ctx.now_ms) {
         None => out.integer(0),
-        Some(Value::Str(_)) => out.error(WRONGTYPE),
         Some(Value::List(items)) => out.integer(items.len() as i64),
+        Some(_) => out.error(WRONGTYPE),
     }
 }
 
@@ -146,7 +146,6 @@ pub fn llen(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 pub fn lindex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     match ctx.db.get(args.get(1), ctx.now_ms) {
         None => out.null(),
-        Some(Value::Str(_)) => out.error(WRONGTYPE),
         Some(Value::List(items)) => match parse_i64(args.get(2)) {
             None => out.error(NOT_INTEGER),
             Some(index) => match resolve_index(index, items.len()) {
@@ -154,6 +153,7 @@ pub fn lindex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
                 None => out.null(),
             },
         },
+        Some(_) => out.error(WRONGTYPE),
     }
 }
 

@@ -4,7 +4,8 @@
 //! Handlers take the parsed arguments and the [`Ctx`] (keyspace, client, server), and write
 //! exactly one reply into the [`ReplyBuf`]. They never see sockets or clocks: `now_ms` is given.
 //!
-//! Groups: [`strings`], [`keys`], [`lists`], and [`server`] (connection and server commands).
+//! Groups: [`strings`], [`keys`], [`lists`], [`hashes`], [`sets`], [`zsets`] (with [`random`]:
+//! the random picks of the three collections), and [`server`] (connection and server commands).
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -19,11 +20,15 @@ use crate::resp::{Proto, ReplyBuf};
 
 #[cfg(test)]
 pub(crate) mod harness;
+pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod random;
 pub mod server;
+pub mod sets;
 pub mod strings;
 pub mod table;
+pub mod zsets;
 
 /// A handler: reads `args` (the command name is `args.get(0)`), writes one reply to `out`.
 pub type Handler = fn(&mut Ctx<'_>, &Args<'_>, &mut ReplyBuf);
@@ -39,7 +44,8 @@ pub struct CommandSpec {
     pub flags: &'static [&'static str],
     /// First key argument (0: none), last key (-1: the last argument), step.
     pub keys: (i32, i32, i32),
-    /// Redis's command group (`string`, `generic`, `list`, `server`, `connection`).
+    /// Redis's command group (`string`, `generic`, `list`, `hash`, `set`, `sorted-set`,
+    /// `server`, `connection`).
     pub group: &'static str,
     /// One-line summary (`COMMAND DOCS`).
     pub summary: &'static str,
@@ -262,6 +268,31 @@ pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const SYNTAX: &str = "ERR syntax error";
 /// The authentication-required error reply.
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
+
+/// The value at `key` for a read, as the type `as_type` picks (`Value::as_hash`, ...);
+/// `None` after replying: with `missing` if there is no such key, `WRONGTYPE` if it holds
+/// another type.
+pub fn read_typed<'d, T: ?Sized>(
+    ctx: &'d mut Ctx<'_>,
+    key: &[u8],
+    out: &mut ReplyBuf,
+    missing: impl FnOnce(&mut ReplyBuf),
+    as_type: fn(&crate::db::Value) -> Option<&T>,
+) -> Option<&'d T> {
+    match ctx.db.get(key, ctx.now_ms) {
+        Some(v) => {
+            let found = as_type(v);
+            if found.is_none() {
+                out.error(WRONGTYPE);
+            }
+            found
+        }
+        None => {
+            missing(out);
+            None
+        }
+    }
+}
 
 /// Runs one command: looks it up (case-insensitively), checks arity, authentication and
 /// memory, and calls its handler. Exactly one reply is written to `out`.

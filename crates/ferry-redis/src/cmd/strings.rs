@@ -68,7 +68,7 @@ pub fn format_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
 pub fn get(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     match ctx.db.get(args.get(1), ctx.now_ms) {
         Some(Value::Str(b)) => out.bulk_buf(b),
-        Some(Value::List(_)) => out.error(WRONGTYPE),
+        Some(_) => out.error(WRONGTYPE),
         None => out.null(),
     }
 }
@@ -178,7 +178,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     if opts.get {
         match ctx.db.get(key, now) {
             Some(Value::Str(old)) => out.bulk_buf(old),
-            Some(Value::List(_)) => return out.error(WRONGTYPE),
+            Some(_) => return out.error(WRONGTYPE),
             None => out.null(),
         }
     }
@@ -216,7 +216,7 @@ pub fn getset(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let (key, now) = (args.get(1), ctx.now_ms);
     match ctx.db.get(key, now) {
         Some(Value::Str(old)) => out.bulk_buf(old),
-        Some(Value::List(_)) => return out.error(WRONGTYPE),
+        Some(_) => return out.error(WRONGTYPE),
         None => out.null(),
     }
     ctx.db.set(key, Value::Str(value), Ttl::Clear, SetIf::Always, now);
@@ -232,7 +232,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             out.bulk_buf(old);
             e.remove();
         }
-        Value::List(_) => out.error(WRONGTYPE),
+        _ => out.error(WRONGTYPE),
     }
 }
 
@@ -308,7 +308,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 pub fn strlen(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     match ctx.db.get(args.get(1), ctx.now_ms) {
         Some(Value::Str(b)) => out.integer(b.len() as i64),
-        Some(Value::List(_)) => out.error(WRONGTYPE),
+        Some(_) => out.error(WRONGTYPE),
         None => out.integer(0),
     }
 }

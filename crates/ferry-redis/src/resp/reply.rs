@@ -190,6 +190,14 @@ impl ReplyBuf {
         }
     }
 
+    /// A double as a bulk string in either protocol (`%.17g`, as [`double`](Self::double)
+    /// writes it): `ZSCAN`'s scores.
+    pub fn double_bulk(&mut self, d: f64) {
+        let mut text = DoubleText::new();
+        let text = text.format(d);
+        self.bulk(text);
+    }
+
     /// A boolean: RESP3 `#t`/`#f`, RESP2 `:1`/`:0`.
     pub fn boolean(&mut self, b: bool) {
         self.bytes.extend_from_slice(match (self.proto, b) {
