@@ -138,7 +138,10 @@ pub fn main<B: Benchmark>(bench: &B, common: &Common) -> Result<B::Records, BoxE
     print_targets(&B::targets(&records));
     if let Some(plot) = &common.plot {
         B::plot(&records, plot)?;
-        println!("plot in {}", plot.display());
+        // A benchmark of several figures writes one file each beside `plot`, and says where.
+        if plot.exists() {
+            println!("plot in {}", plot.display());
+        }
     }
     if let Some(warning) = load.as_ref().and_then(MachineLoad::warning) {
         println!("\n{warning}");
