@@ -366,7 +366,7 @@ mod tests {
         // ping-pongs against the unary call.
         assert_eq!(
             verdicts,
-            ["MISSED", "MISSED", "MISSED", "MISSED", "met", "met", "met", "met"]
+            ["MISSED", "MISSED", "MISSED", "met", "met", "met", "met", "met"]
         );
     }
 
