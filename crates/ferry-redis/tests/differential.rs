@@ -2455,10 +2455,13 @@ impl Gen {
         }
     }
 
-    /// A `WEIGHTS` value: mostly small, with zero, infinities and things not numbers.
+    /// A `WEIGHTS` value: mostly small, with zero, infinities (`inf + -inf` is NaN, which
+    /// Redis makes 0, so the order of the additions shows) and things not numbers.
     fn weight(&mut self) -> Vec<u8> {
-        let w = if self.rng.chance(3, 4) {
+        let w = if self.rng.chance(2, 3) {
             *self.rng.pick(&["1", "2", "-1", "0", "0.5", "-0.5", "3"])
+        } else if self.rng.chance(1, 2) {
+            *self.rng.pick(&["inf", "-inf"])
         } else {
             *self
                 .rng
