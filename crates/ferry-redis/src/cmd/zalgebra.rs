@@ -442,6 +442,14 @@ mod tests {
         );
         assert_eq!(h.cmd("ZUNIONSTORE d 1 zero WEIGHTS -1"), int(1));
         assert_eq!(h.cmd("ZSCORE d m"), bulk("0"), "a small stored set reads -0 as 0");
+        let long = "x".repeat(65);
+        h.cmd(&format!("ZADD big 1 {long}"));
+        assert_eq!(h.cmd("ZUNIONSTORE d 2 zero big WEIGHTS -1 1"), int(2));
+        assert_eq!(
+            h.cmd("ZSCORE d m"),
+            bulk("-0"),
+            "a long member makes it a skiplist as a whole"
+        );
     }
 
     #[test]
