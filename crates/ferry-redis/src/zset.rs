@@ -125,6 +125,21 @@ impl ZSet {
         self.order.insert(Ranked { score, member });
     }
 
+    /// A sorted set of distinct members made at once, as Redis converts one it computed
+    /// (`ZUNIONSTORE`, ...): kept as a listpack only if it is small enough for one as a whole.
+    pub fn collect(members: Vec<(SharedBuf, f64)>) -> ZSet {
+        let skiplist =
+            members.len() > LISTPACK_ENTRIES || members.iter().any(|(m, _)| m.len() > LISTPACK_VALUE);
+        let mut z = ZSet {
+            skiplist,
+            ..ZSet::default()
+        };
+        for (m, s) in members {
+            z.insert(m, s);
+        }
+        z
+    }
+
     /// Removes `member`; its buffer and score if it was there.
     pub fn remove(&mut self, member: &[u8]) -> Option<(SharedBuf, f64)> {
         let (m, score) = self.scores.remove(member)?;

@@ -32,8 +32,11 @@
 //! `SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SRANDMEMBER SMOVE SINTER SINTERSTORE
 //! SINTERCARD SUNION SUNIONSTORE SDIFF SDIFFSTORE SSCAN`, `SPOP` (the forms whose outcome is
 //! not random), `ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZMSCORE ZCARD ZCOUNT ZLEXCOUNT ZRANK
-//! ZREVRANK ZREM ZRANGE (BYSCORE BYLEX REV LIMIT WITHSCORES) ZRANGESTORE ZPOPMIN ZPOPMAX
-//! ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREMRANGEBYLEX ZSCAN ZRANDMEMBER` (scores small, halves,
+//! ZREVRANK ZREM ZRANGE (BYSCORE BYLEX REV LIMIT WITHSCORES) ZRANGEBYSCORE ZREVRANGEBYSCORE
+//! ZRANGEBYLEX ZREVRANGEBYLEX ZREVRANGE ZRANGESTORE ZPOPMIN ZPOPMAX ZREMRANGEBYRANK
+//! ZREMRANGEBYSCORE ZREMRANGEBYLEX ZSCAN ZRANDMEMBER ZUNION ZINTER ZDIFF ZUNIONSTORE
+//! ZINTERSTORE ZDIFFSTORE ZINTERCARD` (the algebra's inputs sorted sets, plain sets or other
+//! types, with bad key counts, weights and aggregates) (scores small, halves,
 //! infinite, hexadecimal or not numbers; lexicographic ranges on a key `lex` whose members all
 //! have score 0, where Redis's answer does not depend on its encoding), `DBSIZE FLUSHDB`, a few connection commands (`PING
 //! ECHO HELLO CLIENT GETNAME/SETNAME AUTH`), wrong arities, unknown commands and, with 8 keys,
@@ -1143,6 +1146,18 @@ const ARITIES: &[(&str, i32)] = &[
     ("zrem", -3),
     ("zrange", -4),
     ("zrangestore", -5),
+    ("zrangebyscore", -4),
+    ("zrevrangebyscore", -4),
+    ("zrangebylex", -4),
+    ("zrevrangebylex", -4),
+    ("zrevrange", -4),
+    ("zunion", -3),
+    ("zinter", -3),
+    ("zdiff", -3),
+    ("zunionstore", -4),
+    ("zinterstore", -4),
+    ("zdiffstore", -4),
+    ("zintercard", -3),
     ("zpopmin", -2),
     ("zpopmax", -2),
     ("zremrangebyrank", 4),
@@ -1236,6 +1251,9 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("zrem", 8, Gen::zrem),
     ("zrange", 20, Gen::zrange),
     ("zrangestore", 5, Gen::zrangestore),
+    ("zrangelegacy", 10, Gen::zrange_legacy),
+    ("zsetop", 14, Gen::zset_op),
+    ("zintercard", 4, Gen::zintercard),
     ("zpop", 8, Gen::zpop),
     ("zremrange", 6, Gen::zremrange),
     ("zscan", 5, Gen::zscan),
@@ -2352,13 +2370,8 @@ impl Gen {
         }
         if self.rng.chance(1, 4) {
             args.push(self.word("LIMIT"));
-            args.push(
-                self.rng
-                    .pick(&["0", "1", "2", "-1", "100", "x"])
-                    .as_bytes()
-                    .to_vec(),
-            );
-            args.push(self.rng.pick(&["1", "2", "-1", "0", "100"]).as_bytes().to_vec());
+            args.push(self.limit_offset());
+            args.push(self.limit_count());
         }
         if !store && self.rng.chance(1, 3) {
             args.push(self.word("WITHSCORES"));
@@ -2368,6 +2381,160 @@ impl Gen {
             args.push(bad.as_bytes().to_vec());
         }
         args
+    }
+
+    /// `ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZREVRANGE`, with `LIMIT` and
+    /// `WITHSCORES` in either order, and now and then a word only `ZRANGE` takes.
+    fn zrange_legacy(&mut self) -> Cmd {
+        let name = *self.rng.pick(&[
+            "ZRANGEBYSCORE",
+            "ZREVRANGEBYSCORE",
+            "ZRANGEBYLEX",
+            "ZREVRANGEBYLEX",
+            "ZREVRANGE",
+        ]);
+        let mut args = if name.ends_with("LEX") {
+            vec![b"lex".to_vec(), self.lex_bound(), self.lex_bound()]
+        } else if name.ends_with("SCORE") {
+            vec![self.zset_key(), self.score_bound(), self.score_bound()]
+        } else {
+            vec![self.zset_key(), self.index_arg(), self.index_arg()]
+        };
+        let mut options = Vec::new();
+        if self.rng.chance(1, 3) {
+            options.push(vec![self.word("LIMIT"), self.limit_offset(), self.limit_count()]);
+        }
+        if self.rng.chance(1, 3) {
+            options.push(vec![self.word("WITHSCORES")]);
+        }
+        if self.rng.chance(1, 2) {
+            options.reverse();
+        }
+        args.extend(options.into_iter().flatten());
+        if self.rng.chance(1, 15) {
+            let bad = *self.rng.pick(&["REV", "BYSCORE", "BYLEX", "LIMIT", "FOO"]);
+            args.push(bad.as_bytes().to_vec());
+        }
+        self.cmd(name, args)
+    }
+
+    fn limit_offset(&mut self) -> Vec<u8> {
+        self.rng
+            .pick(&["0", "1", "2", "-1", "100", "x"])
+            .as_bytes()
+            .to_vec()
+    }
+
+    fn limit_count(&mut self) -> Vec<u8> {
+        self.rng.pick(&["1", "2", "-1", "0", "100"]).as_bytes().to_vec()
+    }
+
+    /// Inputs of the sorted-set algebra: one to four sorted sets (`lex` included), a plain
+    /// set or any key (wrong types) now and then, repeats included.
+    fn zset_op_keys(&mut self) -> Vec<Vec<u8>> {
+        (0..1 + self.rng.below(4))
+            .map(|_| {
+                if self.rng.chance(1, 4) {
+                    self.set_key()
+                } else {
+                    self.zset_key()
+                }
+            })
+            .collect()
+    }
+
+    /// A key count for `keys`: mostly right, else zero, negative, too many or not a number.
+    fn numkeys(&mut self, keys: &[Vec<u8>]) -> Vec<u8> {
+        match self.rng.below(10) {
+            0 => self
+                .rng
+                .pick(&["0", "-1", "x", "100", "9223372036854775808"])
+                .as_bytes()
+                .to_vec(),
+            _ => keys.len().to_string().into_bytes(),
+        }
+    }
+
+    /// A `WEIGHTS` value: mostly small, with zero, infinities (`inf + -inf` is NaN, which
+    /// Redis makes 0, so the order of the additions shows) and things not numbers.
+    fn weight(&mut self) -> Vec<u8> {
+        let w = if self.rng.chance(2, 3) {
+            *self.rng.pick(&["1", "2", "-1", "0", "0.5", "-0.5", "3"])
+        } else if self.rng.chance(1, 2) {
+            *self.rng.pick(&["inf", "-inf"])
+        } else {
+            *self
+                .rng
+                .pick(&["inf", "-inf", "x", "nan", "1e400", " 1", "0x2", "", "-0"])
+        };
+        w.as_bytes().to_vec()
+    }
+
+    /// `ZUNION ZINTER ZDIFF` and their `STORE` forms, with `WEIGHTS` (the right number of
+    /// them or not), `AGGREGATE`, `WITHSCORES`, and options a form does not take.
+    fn zset_op(&mut self) -> Cmd {
+        let name = *self.rng.pick(&[
+            "ZUNION",
+            "ZINTER",
+            "ZDIFF",
+            "ZUNIONSTORE",
+            "ZINTERSTORE",
+            "ZDIFFSTORE",
+        ]);
+        let (store, diff) = (name.ends_with("STORE"), name.starts_with("ZDIFF"));
+        let keys = self.zset_op_keys();
+        let mut args = Vec::new();
+        if store {
+            args.push(self.scored_key());
+        }
+        args.push(self.numkeys(&keys));
+        let n = keys.len();
+        args.extend(keys);
+        if !diff || self.rng.chance(1, 10) {
+            if self.rng.chance(1, 2) {
+                args.push(self.word("WEIGHTS"));
+                let count = match self.rng.below(10) {
+                    0 => n - 1,
+                    1 => n + 1,
+                    _ => n,
+                };
+                for _ in 0..count {
+                    let w = self.weight();
+                    args.push(w);
+                }
+            }
+            if self.rng.chance(1, 3) {
+                args.push(self.word("AGGREGATE"));
+                let how = *self.rng.pick(&["SUM", "MIN", "MAX", "max", "AVG"]);
+                args.push(how.as_bytes().to_vec());
+            }
+        }
+        if (!store && self.rng.chance(1, 2)) || self.rng.chance(1, 20) {
+            args.push(self.word("WITHSCORES"));
+        }
+        if self.rng.chance(1, 20) {
+            let bad = *self.rng.pick(&["AGGREGATE", "WEIGHTS", "LIMIT", "FOO"]);
+            args.push(bad.as_bytes().to_vec());
+        }
+        self.cmd(name, args)
+    }
+
+    /// `ZINTERCARD numkeys key ... [LIMIT n]`, with a wrong key count or a bad limit now and
+    /// then.
+    fn zintercard(&mut self) -> Cmd {
+        let keys = self.zset_op_keys();
+        let mut args = vec![self.numkeys(&keys)];
+        args.extend(keys);
+        match self.rng.below(6) {
+            0 | 1 => {
+                args.push(self.word("LIMIT"));
+                args.push(self.rng.pick(&["0", "1", "2", "-1", "x"]).as_bytes().to_vec());
+            }
+            2 => args.push(self.word("LIMIT")),
+            3 => args.push(self.word("WITHSCORES")),
+            _ => {}
+        }
+        self.cmd("ZINTERCARD", args)
     }
 
     fn zrange(&mut self) -> Cmd {

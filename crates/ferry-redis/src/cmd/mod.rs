@@ -4,8 +4,9 @@
 //! Handlers take the parsed arguments and the [`Ctx`] (keyspace, client, server), and write
 //! exactly one reply into the [`ReplyBuf`]. They never see sockets or clocks: `now_ms` is given.
 //!
-//! Groups: [`strings`], [`keys`], [`lists`], [`hashes`], [`sets`], [`zsets`] (with [`random`]:
-//! the random picks of the three collections), and [`server`] (connection and server commands).
+//! Groups: [`strings`], [`keys`], [`lists`], [`hashes`], [`sets`], [`zsets`] and
+//! [`zalgebra`] (with [`random`]: the random picks of the three collections), and [`server`]
+//! (connection and server commands).
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -28,6 +29,7 @@ pub mod server;
 pub mod sets;
 pub mod strings;
 pub mod table;
+pub mod zalgebra;
 pub mod zsets;
 
 /// A handler: reads `args` (the command name is `args.get(0)`), writes one reply to `out`.

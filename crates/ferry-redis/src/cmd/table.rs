@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use super::{CommandSpec, Handler, hashes, keys, lists, server, sets, strings, zsets};
+use super::{CommandSpec, Handler, hashes, keys, lists, server, sets, strings, zalgebra, zsets};
 
 const fn spec(
     name: &'static str,
@@ -39,6 +39,8 @@ const W_FAST: &[&str] = &["write", "fast"];
 const W: &[&str] = &["write"];
 const R_FAST: &[&str] = &["readonly", "fast"];
 const R: &[&str] = &["readonly"];
+const R_MOVABLE: &[&str] = &["readonly", "movablekeys"];
+const W_OOM_MOVABLE: &[&str] = &["write", "denyoom", "movablekeys"];
 
 /// Every command, sorted by name.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -612,7 +614,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec(
         "sintercard",
         -3,
-        &["readonly", "movablekeys"],
+        R_MOVABLE,
         NUMKEYS,
         "set",
         "Intersect multiple sets and return the cardinality of the result.",
@@ -781,6 +783,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         zsets::zcount,
     ),
     spec(
+        "zdiff",
+        -3,
+        R_MOVABLE,
+        NUMKEYS,
+        "sorted-set",
+        "Subtract multiple sorted sets.",
+        zalgebra::zdiff,
+    ),
+    spec(
+        "zdiffstore",
+        -4,
+        W_OOM_MOVABLE,
+        KEY1,
+        "sorted-set",
+        "Subtract multiple sorted sets and store the resulting sorted set in a new key.",
+        zalgebra::zdiffstore,
+    ),
+    spec(
         "zincrby",
         4,
         W_OOM_FAST,
@@ -788,6 +808,33 @@ pub static COMMANDS: &[CommandSpec] = &[
         "sorted-set",
         "Increment the score of a member in a sorted set.",
         zsets::zincrby,
+    ),
+    spec(
+        "zinter",
+        -3,
+        R_MOVABLE,
+        NUMKEYS,
+        "sorted-set",
+        "Intersect multiple sorted sets.",
+        zalgebra::zinter,
+    ),
+    spec(
+        "zintercard",
+        -3,
+        R_MOVABLE,
+        NUMKEYS,
+        "sorted-set",
+        "Intersect multiple sorted sets and return the cardinality of the result.",
+        zalgebra::zintercard,
+    ),
+    spec(
+        "zinterstore",
+        -4,
+        W_OOM_MOVABLE,
+        KEY1,
+        "sorted-set",
+        "Intersect multiple sorted sets and store the resulting sorted set in a new key.",
+        zalgebra::zinterstore,
     ),
     spec(
         "zlexcount",
@@ -844,6 +891,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         zsets::zrange,
     ),
     spec(
+        "zrangebylex",
+        -4,
+        R,
+        KEY1,
+        "sorted-set",
+        "Return a range of members in a sorted set, by lexicographical range.",
+        zsets::zrangebylex,
+    ),
+    spec(
+        "zrangebyscore",
+        -4,
+        R,
+        KEY1,
+        "sorted-set",
+        "Return a range of members in a sorted set, by score.",
+        zsets::zrangebyscore,
+    ),
+    spec(
         "zrangestore",
         -5,
         W_OOM,
@@ -898,6 +963,33 @@ pub static COMMANDS: &[CommandSpec] = &[
         zsets::zremrangebyscore,
     ),
     spec(
+        "zrevrange",
+        -4,
+        R,
+        KEY1,
+        "sorted-set",
+        "Return a range of members in a sorted set, by index, with scores ordered from high to low.",
+        zsets::zrevrange,
+    ),
+    spec(
+        "zrevrangebylex",
+        -4,
+        R,
+        KEY1,
+        "sorted-set",
+        "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.",
+        zsets::zrevrangebylex,
+    ),
+    spec(
+        "zrevrangebyscore",
+        -4,
+        R,
+        KEY1,
+        "sorted-set",
+        "Return a range of members in a sorted set, by score, with scores ordered from high to low.",
+        zsets::zrevrangebyscore,
+    ),
+    spec(
         "zrevrank",
         3,
         R_FAST,
@@ -923,6 +1015,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         "sorted-set",
         "Get the score associated with the given member in a sorted set.",
         zsets::zscore,
+    ),
+    spec(
+        "zunion",
+        -3,
+        R_MOVABLE,
+        NUMKEYS,
+        "sorted-set",
+        "Add multiple sorted sets.",
+        zalgebra::zunion,
+    ),
+    spec(
+        "zunionstore",
+        -4,
+        W_OOM_MOVABLE,
+        KEY1,
+        "sorted-set",
+        "Add multiple sorted sets and store the resulting sorted set in a new key.",
+        zalgebra::zunionstore,
     ),
 ];
 

@@ -1,6 +1,7 @@
 //! Sorted set commands: `ZADD` (`NX XX GT LT CH INCR`), `ZINCRBY`, `ZSCORE`, `ZMSCORE`,
 //! `ZCARD`, `ZCOUNT`, `ZLEXCOUNT`, `ZRANK`, `ZREVRANK`, `ZREM`, `ZRANGE` (`BYSCORE BYLEX REV
-//! LIMIT WITHSCORES`), `ZRANGESTORE`, `ZPOPMIN`, `ZPOPMAX`, `ZREMRANGEBYRANK`,
+//! LIMIT WITHSCORES`) and its legacy forms (`ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`,
+//! `ZRANGEBYLEX`, `ZREVRANGEBYLEX`, `ZREVRANGE`), `ZRANGESTORE`, `ZPOPMIN`, `ZPOPMAX`, `ZREMRANGEBYRANK`,
 //! `ZREMRANGEBYSCORE`, `ZREMRANGEBYLEX`, `ZSCAN`, `ZRANDMEMBER`, with Redis 7.0's semantics
 //! and error replies.
 //!
@@ -329,7 +330,7 @@ fn rank_range(start: i64, end: i64, len: usize) -> std::ops::Range<usize> {
 
 /// Members with scores as `ZRANGE ... WITHSCORES`, `ZPOP*` and `ZRANDMEMBER` reply: flat in
 /// RESP2, `[member, score]` pairs in RESP3 when `nested`.
-fn reply_with_scores<'a>(
+pub(super) fn reply_with_scores<'a>(
     out: &mut ReplyBuf,
     items: impl ExactSizeIterator<Item = (&'a SharedBuf, f64)>,
     with_scores: bool,
@@ -564,15 +565,28 @@ struct RangeQuery<'a> {
     limit: i64,
 }
 
-/// Redis's `zrangeGenericCommand` argument parsing, from the key at `key_at`.
-fn parse_range<'a>(args: &Args<'a>, key_at: usize, store: bool) -> Result<RangeQuery<'a>, &'static str> {
-    #[derive(PartialEq)]
-    enum Type {
-        Rank,
-        Score,
-        Lex,
-    }
-    let (mut kind, mut rev, mut with_scores, mut offset, mut limit) = (None, false, false, 0, -1);
+/// What a range selects by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Type {
+    Rank,
+    Score,
+    Lex,
+}
+
+/// Redis's `zrangeGenericCommand` argument parsing, from the key at `key_at`. `fixed` is
+/// the type and direction a legacy command (`ZRANGEBYSCORE`, ...) has by its name: then
+/// `BYSCORE`, `BYLEX` and `REV` are syntax errors.
+fn parse_range<'a>(
+    args: &Args<'a>,
+    key_at: usize,
+    store: bool,
+    fixed: Option<(Type, bool)>,
+) -> Result<RangeQuery<'a>, &'static str> {
+    let (mut kind, mut rev) = match fixed {
+        Some((kind, rev)) => (Some(kind), rev),
+        None => (None, false),
+    };
+    let (mut with_scores, mut offset, mut limit) = (false, 0, -1);
     let mut j = key_at + 3;
     while j < args.len() {
         let opt = args.get(j).to_ascii_lowercase();
@@ -585,7 +599,7 @@ fn parse_range<'a>(args: &Args<'a>, key_at: usize, store: bool) -> Result<RangeQ
                 _ => return Err(NOT_INTEGER),
             }
             j += 2;
-        } else if !rev && opt == b"rev" {
+        } else if fixed.is_none() && !rev && opt == b"rev" {
             rev = true;
         } else if kind.is_none() && opt == b"bylex" {
             kind = Some(Type::Lex);
@@ -655,7 +669,37 @@ impl RangeQuery<'_> {
 
 /// `ZRANGE key min max [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
 pub fn zrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    let q = match parse_range(args, 1, false) {
+    range(ctx, args, out, None);
+}
+
+/// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`: `ZRANGE ... BYSCORE`.
+pub fn zrangebyscore(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    range(ctx, args, out, Some((Type::Score, false)));
+}
+
+/// `ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]`.
+pub fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    range(ctx, args, out, Some((Type::Score, true)));
+}
+
+/// `ZRANGEBYLEX key min max [LIMIT offset count]`: `ZRANGE ... BYLEX`.
+pub fn zrangebylex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    range(ctx, args, out, Some((Type::Lex, false)));
+}
+
+/// `ZREVRANGEBYLEX key max min [LIMIT offset count]`.
+pub fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    range(ctx, args, out, Some((Type::Lex, true)));
+}
+
+/// `ZREVRANGE key start stop [WITHSCORES]`: `ZRANGE ... REV`.
+pub fn zrevrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    range(ctx, args, out, Some((Type::Rank, true)));
+}
+
+/// `ZRANGE` and its legacy forms (`fixed`: see [`parse_range`]).
+fn range(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, fixed: Option<(Type, bool)>) {
+    let q = match parse_range(args, 1, false, fixed) {
         Ok(q) => q,
         Err(e) => return out.error(e),
     };
@@ -667,7 +711,7 @@ pub fn zrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 /// `ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]`: the number
 /// stored; an empty result deletes `dst`.
 pub fn zrangestore(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    let q = match parse_range(args, 2, true) {
+    let q = match parse_range(args, 2, true, None) {
         Ok(q) => q,
         Err(e) => return out.error(e),
     };
@@ -884,6 +928,29 @@ mod tests {
         h.client.proto = Proto::Resp3;
         assert_eq!(h.cmd("ZSCORE z b"), ",2\r\n");
         assert_eq!(h.cmd("ZRANGE z 0 0 WITHSCORES"), "*1\r\n*2\r\n$1\r\nb\r\n,2\r\n");
+    }
+
+    #[test]
+    fn legacy_range_forms() {
+        let mut h = Harness::new();
+        h.cmd("ZADD z 1 a 2 b 3 c");
+        h.cmd("ZADD l 0 a 0 b 0 c");
+        assert_eq!(
+            h.cmd("ZRANGEBYSCORE z (1 +inf WITHSCORES"),
+            bulks(&["b", "2", "c", "3"])
+        );
+        assert_eq!(h.cmd("ZREVRANGEBYSCORE z +inf -inf LIMIT 1 1"), bulks(&["b"]));
+        assert_eq!(h.cmd("ZRANGEBYLEX l (a + LIMIT 0 1"), bulks(&["b"]));
+        assert_eq!(h.cmd("ZREVRANGEBYLEX l + [b"), bulks(&["c", "b"]));
+        assert_eq!(h.cmd("ZREVRANGE z 0 1 WITHSCORES"), bulks(&["c", "3", "b", "2"]));
+        assert_eq!(h.cmd("ZRANGEBYSCORE z 0 1 REV"), err(SYNTAX));
+        assert_eq!(h.cmd("ZRANGEBYSCORE z 0 1 BYLEX"), err(SYNTAX));
+        assert_eq!(h.cmd("ZREVRANGE z 0 1 REV"), err(SYNTAX));
+        assert_eq!(h.cmd("ZRANGEBYSCORE z 0 1 LIMIT 0"), err(SYNTAX));
+        assert_eq!(h.cmd("ZRANGEBYLEX l - + WITHSCORES"), err(LEX_WITHSCORES));
+        assert_eq!(h.cmd("ZREVRANGE z 0 1 LIMIT 0 1"), err(LIMIT_BY_RANK));
+        assert_eq!(h.cmd("ZRANGEBYSCORE z a 1"), err(BAD_SCORE_RANGE));
+        assert_eq!(h.cmd("ZREVRANGE z a 1"), err(NOT_INTEGER));
     }
 
     #[test]
