@@ -100,7 +100,39 @@ impl PartialEq for List<'_> {
     }
 }
 
-impl List<'_> {
+impl<'a> List<'a> {
+    /// An empty list for elements of `kind`.
+    pub fn empty(kind: Kind<'_>) -> Self {
+        match kind {
+            Kind::Bool => List::Bool(Vec::new()),
+            Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => List::I32(Vec::new()),
+            Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => List::I64(Vec::new()),
+            Kind::UInt32 | Kind::Fixed32 => List::U32(Vec::new()),
+            Kind::UInt64 | Kind::Fixed64 => List::U64(Vec::new()),
+            Kind::Float => List::F32(Vec::new()),
+            Kind::Double => List::F64(Vec::new()),
+            Kind::String | Kind::Bytes => List::Bytes(Vec::new()),
+            Kind::Message(_) => List::Messages(Vec::new()),
+        }
+    }
+
+    /// Appends `v`; false (and nothing appended) if it is of another kind.
+    pub fn push(&mut self, v: Value<'a>) -> bool {
+        match (self, v) {
+            (List::Bool(l), Value::Bool(x)) => l.push(x),
+            (List::I32(l), Value::I32(x)) => l.push(x),
+            (List::I64(l), Value::I64(x)) => l.push(x),
+            (List::U32(l), Value::U32(x)) => l.push(x),
+            (List::U64(l), Value::U64(x)) => l.push(x),
+            (List::F32(l), Value::F32(x)) => l.push(x),
+            (List::F64(l), Value::F64(x)) => l.push(x),
+            (List::Bytes(l), Value::Bytes(x)) => l.push(x),
+            (List::Messages(l), Value::Message(x)) => l.push(x),
+            _ => return false,
+        }
+        true
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         match self {
@@ -285,6 +317,33 @@ impl<'a> DynamicMessage<'a> {
         Ok(())
     }
 
+    /// Appends `value` to repeated field `number` (for a map field, whose entries stay in key
+    /// order, use [`insert_map_entry`](Self::insert_map_entry)).
+    pub fn push(&mut self, number: u32, value: Value<'a>) -> Result<(), TypeMismatch> {
+        let f = self.field_desc(number)?;
+        let map = matches!(f.kind, Kind::Message(d) if d.map_entry);
+        if f.label != Label::Repeated || map || !fits(f.kind, Label::Optional, &value) {
+            return Err(TypeMismatch {
+                message: self.desc.name.to_owned(),
+                field: f.name.to_string(),
+            });
+        }
+        let slot = self
+            .fields
+            .entry(number)
+            .or_insert(Value::List(List::empty(f.kind)));
+        // `set` only stores a list of the field's kind, so the push cannot fail.
+        if let Value::List(l) = slot
+            && l.push(value)
+        {
+            return Ok(());
+        }
+        Err(TypeMismatch {
+            message: self.desc.name.to_owned(),
+            field: f.name.to_string(),
+        })
+    }
+
     /// Field `number`, if set.
     pub fn get(&self, number: u32) -> Option<&Value<'a>> {
         self.fields.get(&number)
@@ -445,5 +504,26 @@ mod tests {
         assert_ne!(Value::F32(0.0), Value::F32(-0.0));
         assert_eq!(List::F32(vec![f32::NAN, 1.0]), List::F32(vec![f32::NAN, 1.0]));
         assert_ne!(Value::I32(1), Value::U32(1));
+    }
+
+    #[test]
+    fn push_appends_to_repeated_fields_only() {
+        let mut m = DynamicMessage::new(&crate::sample::RECORD);
+        for v in [&b"a"[..], b"bc"] {
+            m.push(2, Value::Bytes(HybridBytes::from_vec(v.to_vec())))
+                .unwrap();
+        }
+        let Some(Value::List(List::Bytes(l))) = m.get(2) else {
+            panic!("{m:?}")
+        };
+        assert_eq!(
+            l.iter().map(|b| b.as_slice()).collect::<Vec<_>>(),
+            [&b"a"[..], b"bc"]
+        );
+        // The singular key, a wrong kind and an unknown field are refused, changing nothing.
+        assert!(m.push(1, Value::Bytes(HybridBytes::EMPTY)).is_err());
+        assert!(m.push(2, Value::I32(1)).is_err());
+        assert!(m.push(9, Value::I32(1)).is_err());
+        assert_eq!(m.iter().count(), 1);
     }
 }
