@@ -48,8 +48,7 @@ typedef enum ferry_status {
    */
   FERRY_SCHEMA = 4,
   /**
-   * The message cannot be encoded (a required field unset, the format's size limit), or the
-   * output buffer is too small.
+   * The message cannot be encoded (a required field unset, the format's size limit).
    */
   FERRY_ENCODE = 5,
   /**
@@ -68,6 +67,14 @@ typedef enum ferry_status {
    * A bug in Ferry (a panic, caught at the boundary): please report the message.
    */
   FERRY_PANIC = 9,
+  /**
+   * The JSON text is not a message of the type (the message names the field path).
+   */
+  FERRY_JSON = 10,
+  /**
+   * The output buffer is too small: the length out-parameter says how much is needed.
+   */
+  FERRY_BUFFER_TOO_SMALL = 11,
 } ferry_status;
 
 /**
@@ -137,6 +144,24 @@ typedef struct ferry_iovec {
    */
   size_t len;
 } ferry_iovec;
+
+/**
+ * What a decoder accepts (`docs/wire-format.md` section 8.2).
+ */
+typedef struct ferry_limits {
+  /**
+   * Largest message, in bytes.
+   */
+  uint64_t max_message_len;
+  /**
+   * Deepest nesting (the root is depth 0; at most 256).
+   */
+  uint32_t max_depth;
+  /**
+   * Most fields and list elements over the whole message.
+   */
+  uint64_t max_elements;
+} ferry_limits;
 
 /**
  * `len` bytes, in place: a `bytes` or `string` value. `ptr` is null for an absent field.
@@ -210,6 +235,50 @@ uint64_t ferry_last_error_offset(void);
  * The gRPC status code of the last `FERRY_RPC` error on this thread (0 for other errors).
  */
 int32_t ferry_last_error_rpc_code(void);
+
+/**
+ * The kind of the last `FERRY_DECODE` error on this thread: the name of Rust's
+ * `DecodeErrorKind` variant (`RangeOutOfBounds`, `InvalidUtf8`, ...; "" for other errors).
+ * Valid as `ferry_last_error`'s text is.
+ */
+const char *ferry_last_error_kind(void);
+
+/**
+ * The field path of the last `FERRY_DECODE` error on this thread, outermost first, as
+ * `package.Message.field` entries joined by " > " ("" at the top level or for other errors).
+ * Valid as `ferry_last_error`'s text is.
+ */
+const char *ferry_last_error_path(void);
+
+/**
+ * A new message of type `ty` from protobuf-JSON text (`len` bytes at `text`, UTF-8, no NUL
+ * needed): fields by JSON or proto name, 64-bit integers as numbers or strings, `bytes` in
+ * base64; an unknown field or a key given twice is refused (`FERRY_JSON`, the message naming
+ * the path). Values are copied. On success `*out` is yours, as from `ferry_msg_new`.
+ *
+ * # Safety
+ * `ty` is live; `text` points to `len` bytes; `out` is valid for a write.
+ */
+enum ferry_status ferry_msg_from_json(const struct ferry_type *ty,
+                                      const char *text,
+                                      size_t len,
+                                      struct ferry_msg **out);
+
+/**
+ * Reads the whole message (every field; strings checked to be UTF-8: `FERRY_DECODE` if not)
+ * as canonical protobuf-JSON: one line, fields in number order, defaults of implicit-presence
+ * fields left out. `*len` is set to the text's length (without its NUL) in every case but a
+ * null argument; the text and a NUL are written to `out` if `cap` holds both, else the status
+ * is `FERRY_BUFFER_TOO_SMALL` (call with `cap` 0 to learn the length).
+ *
+ * # Safety
+ * `view` is live; `out` points to `cap` writable bytes (or is null with `cap` 0); `len` is
+ * valid for a write.
+ */
+enum ferry_status ferry_view_to_json(const struct ferry_view *view,
+                                     char *out,
+                                     size_t cap,
+                                     size_t *len);
 
 /**
  * A new, empty message of type `ty`. On success `*out` is yours: free it with
@@ -428,9 +497,9 @@ enum ferry_status ferry_msg_push_msg(struct ferry_msg *msg,
                                      struct ferry_msg *child);
 
 /**
- * Encodes `msg` contiguously into `out` (`cap` bytes). `*len` is set to the encoded length in
- * every case but a null argument; if it exceeds `cap`, nothing is written and the status is
- * `FERRY_ENCODE` (call with `cap` 0 to learn the length).
+ * Encodes `msg` contiguously into `out` (`cap` bytes), every value copied. `*len` is set to
+ * the encoded length in every case but a null argument; if it exceeds `cap`, nothing is
+ * written and the status is `FERRY_BUFFER_TOO_SMALL` (call with `cap` 0 to learn the length).
  *
  * # Safety
  * `msg` is a live message; `out` points to `cap` writable bytes (or is null with `cap` 0);
@@ -576,18 +645,24 @@ enum ferry_status ferry_schema_type(const struct ferry_schema *schema,
 void ferry_type_free(struct ferry_type *ty);
 
 /**
- * Validates `len` bytes at `data` as a message of type `ty` (default limits: 64 MiB, nesting
- * 64). On success `*out` is yours: free it with `ferry_view_free`. It reads `data` in place:
- * keep those bytes alive and unchanged until then. `FERRY_DECODE`: `ferry_last_error_offset`
- * gives the byte offset, and the message names the field path.
+ * The default limits: 64 MiB, depth 64, 4 Mi elements (change a field, pass the rest).
+ */
+struct ferry_limits ferry_limits_default(void);
+
+/**
+ * Validates `len` bytes at `data` as a message of type `ty`, within `limits` (null: the
+ * defaults). On success `*out` is yours: free it with `ferry_view_free`. It reads `data` in
+ * place: keep those bytes alive and unchanged until then. `FERRY_DECODE`: the
+ * `ferry_last_error*` functions give the kind, byte offset and field path.
  *
  * # Safety
  * `ty` is live; `data` points to `len` bytes (or is null with `len` 0) that stay alive and
- * unchanged until the view is freed; `out` is valid for a write.
+ * unchanged until the view is freed; `limits` is null or valid; `out` is valid for a write.
  */
 enum ferry_status ferry_view_decode(const struct ferry_type *ty,
                                     const uint8_t *data,
                                     size_t len,
+                                    const struct ferry_limits *limits,
                                     struct ferry_view **out);
 
 /**

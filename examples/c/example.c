@@ -90,7 +90,7 @@ static ferry_msg *build(const ferry_type *shape, ferry_pool *pool, const uint8_t
 
 static void read_back(const ferry_type *shape, const uint8_t *bytes, size_t len) {
     ferry_view *v;
-    CHECK(ferry_view_decode(shape, bytes, len, &v));
+    CHECK(ferry_view_decode(shape, bytes, len, NULL, &v));
     ferry_slice s;
     CHECK(ferry_view_str(v, 1, &s));
     EXPECT(slice_is(s, "triangle") && inside(s.ptr, bytes, len)); /* in place */
@@ -143,6 +143,31 @@ static void read_back(const ferry_type *shape, const uint8_t *bytes, size_t len)
     EXPECT(ferry_view_i32(v, 2, &x) == FERRY_TYPE_MISMATCH);
     EXPECT(ferry_view_i32_at(v, 10, 3, &level) == FERRY_NOT_FOUND);
     EXPECT(ferry_view_field(v, "levels") == 10);
+
+    /* The whole message as protobuf-JSON, and back. */
+    size_t json_len;
+    EXPECT(ferry_view_to_json(v, NULL, 0, &json_len) == FERRY_BUFFER_TOO_SMALL);
+    char *json = malloc(json_len + 1);
+    CHECK(ferry_view_to_json(v, json, json_len + 1, &json_len));
+    const char *start = "{\"name\":\"triangle\",\"id\":\"42\",\"area\":0.5,\"closed\":true,";
+    EXPECT(json_len == strlen(json) && strncmp(json, start, strlen(start)) == 0);
+    ferry_msg *again; /* every value copied this time: the blob is not at the end */
+    CHECK(ferry_msg_from_json(shape, json, json_len, &again));
+    size_t again_len;
+    EXPECT(ferry_msg_encode_into(again, NULL, 0, &again_len) == FERRY_BUFFER_TOO_SMALL);
+    uint8_t *again_bytes = malloc(again_len);
+    CHECK(ferry_msg_encode_into(again, again_bytes, again_len, &again_len));
+    ferry_msg_free(again);
+    ferry_view *again_view;
+    CHECK(ferry_view_decode(shape, again_bytes, again_len, NULL, &again_view));
+    char *again_json = malloc(json_len + 1);
+    CHECK(ferry_view_to_json(again_view, again_json, json_len + 1, &json_len));
+    EXPECT(strcmp(again_json, json) == 0);
+    ferry_view_free(again_view);
+    free(again_json);
+    free(again_bytes);
+    EXPECT(ferry_msg_from_json(shape, "{\"nope\":1}", 10, &again) == FERRY_JSON);
+    free(json);
     ferry_view_free(v);
 }
 
@@ -163,7 +188,7 @@ int main(int argc, char **argv) {
 
     /* Contiguous: ask the length, then encode into our memory. */
     size_t len;
-    EXPECT(ferry_msg_encode_into(m, NULL, 0, &len) == FERRY_ENCODE);
+    EXPECT(ferry_msg_encode_into(m, NULL, 0, &len) == FERRY_BUFFER_TOO_SMALL);
     uint8_t *bytes = malloc(len);
     CHECK(ferry_msg_encode_into(m, bytes, len, &len));
 
@@ -189,10 +214,14 @@ int main(int argc, char **argv) {
 
     /* Invalid input: a decode error with its byte offset. */
     ferry_view *v;
-    EXPECT(ferry_view_decode(shape, bytes, len - 1, &v) == FERRY_DECODE);
-    printf("truncated: %s (offset %llu)\n", ferry_last_error(),
-           (unsigned long long)ferry_last_error_offset());
-    EXPECT(ferry_view_decode(shape, bytes, 3, &v) == FERRY_DECODE);
+    EXPECT(ferry_view_decode(shape, bytes, len - 1, NULL, &v) == FERRY_DECODE);
+    printf("truncated: %s (%s at offset %llu, in %s)\n", ferry_last_error(), ferry_last_error_kind(),
+           (unsigned long long)ferry_last_error_offset(), ferry_last_error_path());
+    EXPECT(strcmp(ferry_last_error_kind(), "RangeOutOfBounds") == 0);
+    ferry_limits limits = ferry_limits_default();
+    limits.max_message_len = 100;
+    EXPECT(ferry_view_decode(shape, bytes, len, &limits, &v) == FERRY_DECODE);
+    EXPECT(strcmp(ferry_last_error_kind(), "MessageTooLarge") == 0);
 
     free(joined);
     free(bytes);

@@ -28,8 +28,7 @@ pub enum ferry_status {
     FERRY_TYPE_MISMATCH = 3,
     /// The `.proto` files do not load.
     FERRY_SCHEMA = 4,
-    /// The message cannot be encoded (a required field unset, the format's size limit), or the
-    /// output buffer is too small.
+    /// The message cannot be encoded (a required field unset, the format's size limit).
     FERRY_ENCODE = 5,
     /// The bytes are not a valid message of the type: `ferry_last_error_offset` says where.
     FERRY_DECODE = 6,
@@ -39,6 +38,10 @@ pub enum ferry_status {
     FERRY_RPC = 8,
     /// A bug in Ferry (a panic, caught at the boundary): please report the message.
     FERRY_PANIC = 9,
+    /// The JSON text is not a message of the type (the message names the field path).
+    FERRY_JSON = 10,
+    /// The output buffer is too small: the length out-parameter says how much is needed.
+    FERRY_BUFFER_TOO_SMALL = 11,
 }
 
 /// An error on its way to the caller: what is kept as the thread's last error.
@@ -48,6 +51,8 @@ pub(crate) struct Error {
     message: String,
     offset: u64,
     rpc_code: i32,
+    kind: String,
+    path: String,
 }
 
 impl Error {
@@ -57,20 +62,27 @@ impl Error {
             message: message.into(),
             offset: 0,
             rpc_code: 0,
+            kind: String::new(),
+            path: String::new(),
         }
     }
 
-    /// An error at byte `offset` of a message.
-    pub(crate) fn at(status: ferry_status, message: impl Into<String>, offset: u64) -> Error {
+    /// A decode error of `kind` at byte `offset`, in the field `path` (outermost first).
+    pub(crate) fn at(message: impl Into<String>, kind: &str, offset: u64, path: String) -> Error {
         Error {
             offset,
-            ..Error::new(status, message)
+            kind: kind.to_owned(),
+            path,
+            ..Error::new(ferry_status::FERRY_DECODE, message)
         }
     }
 
-    /// A decode error: its message names the field path, and its offset is kept.
+    /// A decode error: its kind's name, offset and field path are kept.
     pub(crate) fn decode(e: &ferry::wire::DecodeError) -> Error {
-        Error::at(ferry_status::FERRY_DECODE, e.to_string(), e.offset())
+        let debug = format!("{:?}", e.kind());
+        let kind: String = debug.chars().take_while(char::is_ascii_alphanumeric).collect();
+        let path = e.path().collect::<Vec<_>>().join(" > ");
+        Error::at(e.to_string(), &kind, e.offset(), path)
     }
 
     /// A failed call, with its gRPC code.
@@ -86,6 +98,17 @@ struct LastError {
     message: CString,
     offset: u64,
     rpc_code: i32,
+    kind: CString,
+    path: CString,
+}
+
+/// `text` as a C string (cut at a NUL, if it has one).
+fn c_string(text: String) -> CString {
+    let mut bytes = text.into_bytes();
+    if let Some(nul) = bytes.iter().position(|&b| b == 0) {
+        bytes.truncate(nul);
+    }
+    CString::new(bytes).unwrap_or_default()
 }
 
 thread_local! {
@@ -93,21 +116,19 @@ thread_local! {
         message: CString::default(),
         offset: 0,
         rpc_code: 0,
+        kind: CString::default(),
+        path: CString::default(),
     });
 }
 
 fn record(e: Error) -> ferry_status {
-    // A message with a NUL in it is cut there.
-    let mut bytes = e.message.into_bytes();
-    if let Some(nul) = bytes.iter().position(|&b| b == 0) {
-        bytes.truncate(nul);
-    }
-    let message = CString::new(bytes).unwrap_or_default();
     LAST.with(|l| {
         *l.borrow_mut() = LastError {
-            message,
+            message: c_string(e.message),
             offset: e.offset,
             rpc_code: e.rpc_code,
+            kind: c_string(e.kind),
+            path: c_string(e.path),
         }
     });
     e.status
@@ -161,4 +182,20 @@ pub extern "C" fn ferry_last_error_offset() -> u64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn ferry_last_error_rpc_code() -> i32 {
     LAST.with(|l| l.borrow().rpc_code)
+}
+
+/// The kind of the last `FERRY_DECODE` error on this thread: the name of Rust's
+/// `DecodeErrorKind` variant (`RangeOutOfBounds`, `InvalidUtf8`, ...; "" for other errors).
+/// Valid as `ferry_last_error`'s text is.
+#[unsafe(no_mangle)]
+pub extern "C" fn ferry_last_error_kind() -> *const c_char {
+    LAST.with(|l| l.borrow().kind.as_ptr())
+}
+
+/// The field path of the last `FERRY_DECODE` error on this thread, outermost first, as
+/// `package.Message.field` entries joined by " > " ("" at the top level or for other errors).
+/// Valid as `ferry_last_error`'s text is.
+#[unsafe(no_mangle)]
+pub extern "C" fn ferry_last_error_path() -> *const c_char {
+    LAST.with(|l| l.borrow().path.as_ptr())
 }

@@ -34,6 +34,7 @@
 mod channel;
 mod erase;
 mod error;
+mod json;
 mod msg;
 mod pool;
 mod ptr;
@@ -41,7 +42,11 @@ mod schema;
 mod view;
 
 pub use channel::*;
-pub use error::{ferry_last_error, ferry_last_error_offset, ferry_last_error_rpc_code, ferry_status};
+pub use error::{
+    ferry_last_error, ferry_last_error_kind, ferry_last_error_offset, ferry_last_error_path,
+    ferry_last_error_rpc_code, ferry_status,
+};
+pub use json::*;
 pub use msg::*;
 pub use pool::*;
 pub use schema::*;

@@ -20,7 +20,7 @@ use crate::{erase, ptr};
 pub struct ferry_msg {
     pub(crate) msg: DynamicMessage<'static>,
     /// Owns the descriptors `msg` refers to (declared after it: dropped after it).
-    schema: Arc<Schema>,
+    pub(crate) schema: Arc<Schema>,
 }
 
 /// One entry of a gather list: `len` bytes at `base`. The same layout as POSIX `struct iovec`
@@ -457,9 +457,9 @@ fn encode_error(e: ferry::wire::EncodeError) -> Error {
     Error::new(ferry_status::FERRY_ENCODE, e.to_string())
 }
 
-/// Encodes `msg` contiguously into `out` (`cap` bytes). `*len` is set to the encoded length in
-/// every case but a null argument; if it exceeds `cap`, nothing is written and the status is
-/// `FERRY_ENCODE` (call with `cap` 0 to learn the length).
+/// Encodes `msg` contiguously into `out` (`cap` bytes), every value copied. `*len` is set to
+/// the encoded length in every case but a null argument; if it exceeds `cap`, nothing is
+/// written and the status is `FERRY_BUFFER_TOO_SMALL` (call with `cap` 0 to learn the length).
 ///
 /// # Safety
 /// `msg` is a live message; `out` points to `cap` writable bytes (or is null with `cap` 0);
@@ -480,7 +480,7 @@ pub unsafe extern "C" fn ferry_msg_encode_into(
         unsafe { ptr::out(len, "len", total) }?;
         let Some(buf) = buf.get_mut(..total) else {
             return Err(Error::new(
-                ferry_status::FERRY_ENCODE,
+                ferry_status::FERRY_BUFFER_TOO_SMALL,
                 format!("the message needs {total} bytes; the buffer holds {cap}"),
             ));
         };

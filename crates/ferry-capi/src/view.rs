@@ -22,8 +22,8 @@ pub struct ferry_view {
     pub(crate) view: View<'static>,
     /// A response frame the view reads (declared after `view`: dropped after it).
     _frame: Option<Box<Response<()>>>,
-    /// The schema of a root view's type.
-    _schema: Option<Arc<Schema>>,
+    /// The schema of the view's type.
+    pub(crate) schema: Arc<Schema>,
 }
 
 impl ferry_view {
@@ -44,7 +44,7 @@ impl ferry_view {
             // not move, and `ty`'s schema, which it holds.
             view: unsafe { erase::view(view) },
             _frame: Some(frame),
-            _schema: Some(Arc::clone(&ty.schema)),
+            schema: Arc::clone(&ty.schema),
         })
     }
 }
@@ -73,31 +73,66 @@ impl ferry_slice {
     }
 }
 
-/// Validates `len` bytes at `data` as a message of type `ty` (default limits: 64 MiB, nesting
-/// 64). On success `*out` is yours: free it with `ferry_view_free`. It reads `data` in place:
-/// keep those bytes alive and unchanged until then. `FERRY_DECODE`: `ferry_last_error_offset`
-/// gives the byte offset, and the message names the field path.
+/// What a decoder accepts (`docs/wire-format.md` section 8.2).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ferry_limits {
+    /// Largest message, in bytes.
+    pub max_message_len: u64,
+    /// Deepest nesting (the root is depth 0; at most 256).
+    pub max_depth: u32,
+    /// Most fields and list elements over the whole message.
+    pub max_elements: u64,
+}
+
+/// The default limits: 64 MiB, depth 64, 4 Mi elements (change a field, pass the rest).
+#[unsafe(no_mangle)]
+pub extern "C" fn ferry_limits_default() -> ferry_limits {
+    let l = Limits::default();
+    ferry_limits {
+        max_message_len: l.max_message_len,
+        max_depth: l.max_depth,
+        max_elements: l.max_elements,
+    }
+}
+
+/// Validates `len` bytes at `data` as a message of type `ty`, within `limits` (null: the
+/// defaults). On success `*out` is yours: free it with `ferry_view_free`. It reads `data` in
+/// place: keep those bytes alive and unchanged until then. `FERRY_DECODE`: the
+/// `ferry_last_error*` functions give the kind, byte offset and field path.
 ///
 /// # Safety
 /// `ty` is live; `data` points to `len` bytes (or is null with `len` 0) that stay alive and
-/// unchanged until the view is freed; `out` is valid for a write.
+/// unchanged until the view is freed; `limits` is null or valid; `out` is valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ferry_view_decode(
     ty: *const ferry_type,
     data: *const u8,
     len: usize,
+    limits: *const ferry_limits,
     out: *mut *mut ferry_view,
 ) -> ferry_status {
     guard(|| {
-        // SAFETY: a live type and `len` bytes at `data` (header contract).
-        let (ty, data) = unsafe { (ptr::arg(ty, "type")?, ptr::slice(data, len, "data")?) };
+        // SAFETY: a live type, `len` bytes at `data`, null or valid limits (header contract).
+        let (ty, data, limits) = unsafe {
+            (
+                ptr::arg(ty, "type")?,
+                ptr::slice(data, len, "data")?,
+                limits.as_ref(),
+            )
+        };
+        let limits = limits.map_or_else(Limits::default, |l| Limits {
+            max_message_len: l.max_message_len,
+            max_depth: l.max_depth,
+            max_elements: l.max_elements,
+        });
         // SAFETY: the caller keeps `data` alive and unchanged until the view is freed.
         let data = unsafe { erase::bytes(data) };
-        let view = View::decode(data, ty.desc, &Limits::default()).map_err(|e| Error::decode(&e))?;
+        let view = View::decode(data, ty.desc, &limits).map_err(|e| Error::decode(&e))?;
         let handle = Box::new(ferry_view {
             view,
             _frame: None,
-            _schema: Some(Arc::clone(&ty.schema)),
+            schema: Arc::clone(&ty.schema),
         });
         // SAFETY: `out` is writable (header contract).
         unsafe { ptr::out(out, "out", Box::into_raw(handle)) }
@@ -481,8 +516,9 @@ unsafe fn bytes(
             && let Err(e) = std::str::from_utf8(b)
         {
             let at = b.as_ptr() as usize - v.root().as_ptr() as usize + e.valid_up_to();
-            let what = format!("field `{}.{}` is not UTF-8 at byte {at}", v.desc().name, f.name);
-            return Err(Error::at(ferry_status::FERRY_DECODE, what, at as u64));
+            let path = format!("{}.{}", v.desc().name, f.name);
+            let what = format!("field `{path}` is not UTF-8 at byte {at}");
+            return Err(Error::at(what, "InvalidUtf8", at as u64, path));
         }
         // SAFETY: `out` is writable (this function's contract).
         unsafe { ptr::out(out, "out", value.map_or(ferry_slice::ABSENT, ferry_slice::of)) }
@@ -563,7 +599,8 @@ unsafe fn message(
 ) -> ferry_status {
     guard(|| {
         // SAFETY: a live view (this function's contract).
-        let v = unsafe { ptr::arg(view, "view") }?.view;
+        let parent = unsafe { ptr::arg(view, "view") }?;
+        let v = parent.view;
         checked(&v, number, Class::Message, index.is_some(), accessor)?;
         let nested = match index {
             None => v.message(number),
@@ -580,7 +617,7 @@ unsafe fn message(
             Box::into_raw(Box::new(ferry_view {
                 view,
                 _frame: None,
-                _schema: None,
+                schema: Arc::clone(&parent.schema),
             }))
         });
         // SAFETY: `out` is writable (this function's contract).

@@ -71,7 +71,10 @@ fn run_clean(exe: &Path, args: &[&str]) -> String {
     let mut cmd = Command::new(exe);
     cmd.args(args)
         // Leaks are errors, and a report is a failed run even if the program's checks passed.
-        .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1:exitcode=23");
+        .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1:exitcode=23")
+        // cargo's search path would find `target/<profile>/libferry_capi.so`, which only
+        // `cargo build` refreshes, before the rpath's.
+        .env_remove("LD_LIBRARY_PATH");
     let out = run(&exe.display().to_string(), cmd, b"", LIMIT);
     let err = out.err();
     assert!(
