@@ -1,7 +1,8 @@
-//! The C programs of `examples/c`, built by the system compiler (`cc`) against the shared
-//! library and run under AddressSanitizer with LeakSanitizer on: any memory error or leak fails
-//! them. `example.c` exercises the API without a server; `kv_client.c` calls ferry-kv's service
-//! served by another process (this test binary in its server role) over TCP and shared memory.
+//! C programs built by the system compiler (`cc`) against the shared library and run under
+//! AddressSanitizer with LeakSanitizer on: any memory error or leak fails them.
+//! `examples/c/example.c` exercises the API without a server; `examples/c/kv_client.c` calls
+//! ferry-kv's service served by another process (this test binary in its server role) over TCP
+//! and shared memory; `tests/vectors.c` checks every shared test vector (`tests/vectors`).
 //! Without `cc` they skip, unless `FERRY_REQUIRE_TOOLS=1` (CI), which makes that a failure.
 
 use std::path::{Path, PathBuf};
@@ -11,10 +12,12 @@ use std::time::Duration;
 
 use ferry::buf::{Pool, PoolConfig};
 use ferry::rpc::{ConnConfig, LoopConfig, Server, Services};
+use ferry::wire::Limits;
 use ferry_kv::proto::ferry::kv::KvServer;
 use ferry_kv::{KvService, Store, StoreConfig};
 use ferry_testkit::tools::{require_tool, run};
 use ferry_testkit::{ChildProc, Scratch, self_command};
+use serde_json::Value as Json;
 
 /// A hang guard for the compiler and the programs (not a measurement).
 const LIMIT: Duration = Duration::from_secs(300);
@@ -36,11 +39,16 @@ fn lib_dir() -> PathBuf {
     dir
 }
 
-/// `examples/c/<name>.c` compiled with AddressSanitizer into `scratch`; `None` (skipped) without
-/// `cc`.
-fn build(name: &str, scratch: &Scratch) -> Option<PathBuf> {
+/// The C program `source` (from the repository's root) compiled with AddressSanitizer into
+/// `scratch`; `None` (skipped) without `cc`.
+fn build(source: &str, scratch: &Scratch) -> Option<PathBuf> {
     let cc = require_tool("cc")?;
     let lib = lib_dir();
+    let name = Path::new(source)
+        .file_stem()
+        .expect("a file")
+        .to_str()
+        .expect("UTF-8");
     let exe = scratch.0.join(name);
     let mut cmd = Command::new(cc);
     cmd.args([
@@ -54,7 +62,7 @@ fn build(name: &str, scratch: &Scratch) -> Option<PathBuf> {
     .arg("-fno-omit-frame-pointer")
     .arg("-I")
     .arg(repo().join("include"))
-    .arg(repo().join(format!("examples/c/{name}.c")))
+    .arg(repo().join(source))
     .arg("-L")
     .arg(&lib)
     .arg("-lferry_capi")
@@ -66,8 +74,9 @@ fn build(name: &str, scratch: &Scratch) -> Option<PathBuf> {
     Some(exe)
 }
 
-/// Runs `exe args` under the sanitizers and returns its stdout, failing on any report.
-fn run_clean(exe: &Path, args: &[&str]) -> String {
+/// Runs `exe args` (`stdin` its input) under the sanitizers and returns its stdout, failing on
+/// any report.
+fn run_clean(exe: &Path, args: &[&str], stdin: &[u8]) -> String {
     let mut cmd = Command::new(exe);
     cmd.args(args)
         // Leaks are errors, and a report is a failed run even if the program's checks passed.
@@ -75,7 +84,7 @@ fn run_clean(exe: &Path, args: &[&str]) -> String {
         // cargo's search path would find `target/<profile>/libferry_capi.so`, which only
         // `cargo build` refreshes, before the rpath's.
         .env_remove("LD_LIBRARY_PATH");
-    let out = run(&exe.display().to_string(), cmd, b"", LIMIT);
+    let out = run(&exe.display().to_string(), cmd, stdin, LIMIT);
     let err = out.err();
     assert!(
         out.status.success() && !err.contains("Sanitizer"),
@@ -89,11 +98,11 @@ fn run_clean(exe: &Path, args: &[&str]) -> String {
 #[test]
 fn example_runs_clean_under_asan() {
     let scratch = Scratch::new("capi-example");
-    let Some(exe) = build("example", &scratch) else {
+    let Some(exe) = build("examples/c/example.c", &scratch) else {
         return;
     };
     let dir = repo().join("examples/c");
-    let out = run_clean(&exe, &[dir.to_str().unwrap()]);
+    let out = run_clean(&exe, &[dir.to_str().unwrap()], b"");
     assert!(out.contains("example: ok"), "{out}");
     // The truncated message's error names the field and the offset the Rust decoder gives.
     assert!(out.contains("field `example.Shape.blob` at byte 64"), "{out}");
@@ -141,7 +150,7 @@ fn kv_client_calls_a_server_process_over_tcp_and_shm() {
         return serve_kv();
     }
     let scratch = Scratch::new("capi-kv-client");
-    let Some(exe) = build("kv_client", &scratch) else {
+    let Some(exe) = build("examples/c/kv_client.c", &scratch) else {
         return;
     };
     let cmd = self_command(
@@ -160,9 +169,91 @@ fn kv_client_calls_a_server_process_over_tcp_and_shm() {
     let proto = repo().join("crates/ferry-kv/proto");
     let mut args = vec![proto.to_str().unwrap()];
     args.extend(&addrs);
-    let out = run_clean(&exe, &args);
+    let out = run_clean(&exe, &args, b"");
     for addr in &addrs {
         assert!(out.contains(&format!("kv_client: ok {addr}")), "{out}");
     }
     server.wait_success();
+}
+
+/// The vectors as the lines `tests/vectors.c` reads (its top comment gives the format), and how
+/// many of each kind there are.
+fn vector_lines() -> (String, usize, usize) {
+    let dir = repo().join("tests/vectors");
+    let read = |file: &str| -> Vec<Json> {
+        let text = std::fs::read_to_string(dir.join(file)).expect(file);
+        serde_json::from_str(&text).expect(file)
+    };
+    let text = |v: &Json, key: &str| -> String {
+        let s = v[key].as_str().unwrap_or_else(|| panic!("{key} in {v}"));
+        assert!(
+            !s.contains(['\t', '\n']),
+            "{key} of {v}: a tab or newline would break the line"
+        );
+        s.to_owned()
+    };
+    let (valid, invalid) = (read("valid.json"), read("invalid.json"));
+    let mut lines = String::new();
+    for v in &valid {
+        let encodes = if v["encodes"].as_bool().expect("encodes") {
+            "1"
+        } else {
+            "0"
+        };
+        let fields = [
+            text(v, "name"),
+            text(v, "message"),
+            encodes.to_owned(),
+            text(v, "hex"),
+            text(v, "json"),
+        ];
+        lines += &format!("valid\t{}\n", fields.join("\t"));
+    }
+    let defaults = Limits::default();
+    for v in &invalid {
+        let limit = |key: &str, default: u64| v["limits"][key].as_u64().unwrap_or(default).to_string();
+        let e = &v["error"];
+        let path: Vec<&str> = e["path"]
+            .as_array()
+            .expect("path")
+            .iter()
+            .filter_map(Json::as_str)
+            .collect();
+        let fields = [
+            text(v, "name"),
+            text(v, "message"),
+            text(v, "stage"),
+            limit("max_message_len", defaults.max_message_len),
+            limit("max_depth", defaults.max_depth.into()),
+            limit("max_elements", defaults.max_elements),
+            text(v, "hex"),
+            text(e, "kind"),
+            e["offset"].as_u64().expect("offset").to_string(),
+            path.join(" > "),
+        ];
+        lines += &format!("invalid\t{}\n", fields.join("\t"));
+    }
+    (lines, valid.len(), invalid.len())
+}
+
+#[test]
+fn c_checks_every_shared_vector() {
+    let scratch = Scratch::new("capi-vectors");
+    let Some(exe) = build("crates/ferry-capi/tests/vectors.c", &scratch) else {
+        return;
+    };
+    let (lines, valid, invalid) = vector_lines();
+    assert!(valid > 0 && invalid > 0, "no vectors");
+    let schemas = repo().join("tests/vectors/schemas");
+    let mut files: Vec<String> = std::fs::read_dir(&schemas)
+        .expect("tests/vectors/schemas")
+        .map(|e| e.expect("entry").file_name().into_string().expect("UTF-8"))
+        .filter(|name| name.ends_with(".proto"))
+        .collect();
+    files.sort();
+    let mut args = vec![schemas.to_str().unwrap()];
+    args.extend(files.iter().map(String::as_str));
+    let out = run_clean(&exe, &args, lines.as_bytes());
+    let summary = format!("vectors: {valid} valid, {invalid} invalid, 0 failed");
+    assert!(out.contains(&summary), "expected {summary:?}:\n{out}");
 }
