@@ -849,20 +849,23 @@ enum ferry_status ferry_view_bytes(const struct ferry_view *view,
                                    struct ferry_slice *out);
 
 /**
- * Reads element `index` of repeated field `number` (`bytes` or `string`) in place, as
- * `ferry_view_bytes` does.
+ * Reads repeated field `number` (`bytes` or `string`) in place, in one call: its first `cap`
+ * elements into `out[0..cap]` (pointers into the received bytes, valid while the root view
+ * is), and its number of elements into `*count` (pass `cap` 0 to learn it).
  *
  * # Safety
- * `view` is live; `out` is valid for a write.
+ * `view` is live; `out` points to `cap` writable `ferry_slice`s (or is null with `cap` 0);
+ * `count` is valid for a write.
  */
-enum ferry_status ferry_view_bytes_at(const struct ferry_view *view,
-                                      uint32_t number,
-                                      size_t index,
-                                      struct ferry_slice *out);
+enum ferry_status ferry_view_bytes_list(const struct ferry_view *view,
+                                        uint32_t number,
+                                        struct ferry_slice *out,
+                                        size_t cap,
+                                        size_t *count);
 
 /**
- * Reads singular `string` field `number` in place, checked to be UTF-8 (`FERRY_DECODE`, with
- * the offset of the first bad byte, if not). Not NUL-terminated: use `out->len`.
+ * Reads singular `string` field `number` in place, checked to be UTF-8 (`FERRY_DECODE`, kind
+ * `InvalidUtf8`, at the first bad byte, if not). Not NUL-terminated: use `out->len`.
  *
  * # Safety
  * `view` is live; `out` is valid for a write.
@@ -872,15 +875,17 @@ enum ferry_status ferry_view_str(const struct ferry_view *view,
                                  struct ferry_slice *out);
 
 /**
- * Reads element `index` of repeated `string` field `number` in place, as `ferry_view_str`.
+ * Reads repeated `string` field `number` in place, as `ferry_view_bytes_list` does, each
+ * element read checked to be UTF-8 as `ferry_view_str` checks.
  *
  * # Safety
- * `view` is live; `out` is valid for a write.
+ * As for `ferry_view_bytes_list`.
  */
-enum ferry_status ferry_view_str_at(const struct ferry_view *view,
-                                    uint32_t number,
-                                    size_t index,
-                                    struct ferry_slice *out);
+enum ferry_status ferry_view_str_list(const struct ferry_view *view,
+                                      uint32_t number,
+                                      struct ferry_slice *out,
+                                      size_t cap,
+                                      size_t *count);
 
 /**
  * A view of singular message field `number` (`*out` null when absent). A non-null `*out` is

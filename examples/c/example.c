@@ -10,26 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ferry.h"
-
-#define CHECK(call)                                                                           \
-    do {                                                                                      \
-        ferry_status s_ = (call);                                                             \
-        if (s_ != FERRY_OK) {                                                                 \
-            fprintf(stderr, "%s:%d: %s: status %d: %s\n", __FILE__, __LINE__, #call, (int)s_, \
-                    ferry_last_error());                                                      \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
-
-#define EXPECT(cond)                                                                  \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: expected %s (last error: %s)\n", __FILE__, __LINE__, \
-                    #cond, ferry_last_error());                                       \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
+#include "check.h"
 
 static int slice_is(ferry_slice s, const char *text) {
     return s.len == strlen(text) && memcmp(s.ptr, text, s.len) == 0;
@@ -113,9 +94,11 @@ static void read_back(const ferry_type *shape, const uint8_t *bytes, size_t len)
     }
     CHECK(ferry_view_bytes(v, 6, &s));
     EXPECT(s.len == 4096 && s.ptr[0] == 0xab && s.ptr[4095] == 0xab && inside(s.ptr, bytes, len));
+    ferry_slice tags[4];
+    size_t ntags;
+    CHECK(ferry_view_str_list(v, 7, tags, 4, &ntags)); /* every element in one call */
+    EXPECT(ntags == 2 && slice_is(tags[0], "red") && slice_is(tags[1], "blue"));
     EXPECT(ferry_view_count(v, 7) == 2);
-    CHECK(ferry_view_str_at(v, 7, 1, &s));
-    EXPECT(slice_is(s, "blue"));
     EXPECT(ferry_view_count(v, 8) == 2);
     const char *keys[] = {"a", "x"};
     const int64_t values[] = {6, 7};

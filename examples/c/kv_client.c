@@ -9,26 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ferry.h"
-
-#define CHECK(call)                                                                           \
-    do {                                                                                      \
-        ferry_status s_ = (call);                                                             \
-        if (s_ != FERRY_OK) {                                                                 \
-            fprintf(stderr, "%s:%d: %s: status %d: %s\n", __FILE__, __LINE__, #call, (int)s_, \
-                    ferry_last_error());                                                      \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
-
-#define EXPECT(cond)                                                                  \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: expected %s (last error: %s)\n", __FILE__, __LINE__, \
-                    #cond, ferry_last_error());                                       \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
+#include "check.h"
 
 #define TIMEOUT_MS 10000
 
@@ -87,12 +68,12 @@ static void exercise(const char *addr, ferry_pool *pool) {
     ferry_msg *keys = key_msg(KEYS, "big");
     CHECK(ferry_msg_push_bytes(keys, 1, (const uint8_t *)"greeting", 8));
     v = call(ch, "/ferry.kv.Kv/GetM", keys, VALUES);
-    EXPECT(ferry_view_count(v, 1) == 2);
-    CHECK(ferry_view_bytes_at(v, 1, 0, &s));
-    EXPECT(s.len == 4096);
-    for (size_t i = 0; i < 4096; i++) EXPECT(s.ptr[i] == (uint8_t)(i * 7));
-    CHECK(ferry_view_bytes_at(v, 1, 1, &s));
-    EXPECT(s.len == 5 && memcmp(s.ptr, "hello", 5) == 0);
+    ferry_slice values[2];
+    size_t n;
+    CHECK(ferry_view_bytes_list(v, 1, values, 2, &n));
+    EXPECT(n == 2 && values[0].len == 4096);
+    for (size_t i = 0; i < 4096; i++) EXPECT(values[0].ptr[i] == (uint8_t)(i * 7));
+    EXPECT(values[1].len == 5 && memcmp(values[1].ptr, "hello", 5) == 0);
     ferry_view_free(v);
 
     EXPECT(count_of(call(ch, "/ferry.kv.Kv/Delete", key_msg(KEYS, "greeting"), COUNT)) == 1);

@@ -65,13 +65,8 @@ pub unsafe extern "C" fn ferry_view_to_json(
     len: *mut usize,
 ) -> ferry_status {
     guard(|| {
-        // SAFETY: a live view and `cap` writable bytes at `out` (header contract).
-        let (v, buf) = unsafe {
-            (
-                ptr::arg(view, "view")?,
-                ptr::slice_mut(out.cast::<u8>(), cap, "out")?,
-            )
-        };
+        // SAFETY: a live view (header contract).
+        let v = unsafe { ptr::arg(view, "view") }?;
         let m = DynamicMessage::from_view(&v.view, Context::copy_only()).map_err(|e| Error::decode(&e))?;
         let md = v.schema.descriptor(v.view.desc().name).ok_or_else(|| {
             Error::new(
@@ -83,7 +78,7 @@ pub unsafe extern "C" fn ferry_view_to_json(
         json::to_json(&md, &m, &mut text);
         // SAFETY: `len` is writable (header contract).
         unsafe { ptr::out(len, "len", text.len()) }?;
-        let Some(dest) = buf.get_mut(..text.len() + 1) else {
+        if text.len() >= cap {
             return Err(Error::new(
                 ferry_status::FERRY_BUFFER_TOO_SMALL,
                 format!(
@@ -91,7 +86,9 @@ pub unsafe extern "C" fn ferry_view_to_json(
                     text.len()
                 ),
             ));
-        };
+        }
+        // SAFETY: `cap > text.len()` writable bytes at `out` (header contract).
+        let dest = unsafe { ptr::slice_mut(out.cast::<u8>(), text.len() + 1, "out") }?;
         dest[..text.len()].copy_from_slice(text.as_bytes());
         dest[text.len()] = 0;
         Ok(())

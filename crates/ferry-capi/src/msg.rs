@@ -472,18 +472,20 @@ pub unsafe extern "C" fn ferry_msg_encode_into(
     len: *mut usize,
 ) -> ferry_status {
     guard(|| {
-        // SAFETY: a live message and `cap` writable bytes at `out` (header contract).
-        let (m, buf) = unsafe { (ptr::arg(msg, "msg")?, ptr::slice_mut(out, cap, "out")?) };
+        // SAFETY: a live message (header contract).
+        let m = unsafe { ptr::arg(msg, "msg") }?;
         let layout = m.msg.layout();
         let total = layout.total_len();
         // SAFETY: `len` is writable (header contract).
         unsafe { ptr::out(len, "len", total) }?;
-        let Some(buf) = buf.get_mut(..total) else {
+        if total > cap {
             return Err(Error::new(
                 ferry_status::FERRY_BUFFER_TOO_SMALL,
                 format!("the message needs {total} bytes; the buffer holds {cap}"),
             ));
-        };
+        }
+        // SAFETY: `cap >= total` writable bytes at `out` (header contract).
+        let buf = unsafe { ptr::slice_mut(out, total, "out") }?;
         let (head, mut rest) = buf.split_at_mut(layout.head_len);
         m.msg.write_head(&layout, head).map_err(encode_error)?;
         m.msg.for_each_zero_copy(&mut |value| {

@@ -76,19 +76,25 @@ pub(crate) unsafe fn slice<'a, T>(p: *const T, len: usize, what: &str) -> Result
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
-/// `len` writable bytes at `p` (null is accepted when `len` is 0).
+/// `len` writable elements at `p` (null is accepted when `len` is 0), zeroed first: C memory
+/// may be uninitialized, and a reference must not see that.
 ///
 /// # Safety
-/// `p` is null or points to `len` bytes nothing else reads or writes for `'a`.
-pub(crate) unsafe fn slice_mut<'a>(p: *mut u8, len: usize, what: &str) -> Result<&'a mut [u8], Error> {
+/// `p` is null or points to `len` `T`s nothing else reads or writes for `'a`; all-zero bytes are
+/// a valid `T` (bytes, `ferry_slice`).
+pub(crate) unsafe fn slice_mut<'a, T: Copy>(p: *mut T, len: usize, what: &str) -> Result<&'a mut [T], Error> {
     if len == 0 {
         return Ok(&mut []);
     }
     if p.is_null() {
         return Err(null(what));
     }
-    // SAFETY: not null, `len` bytes, exclusively ours by the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })
+    // SAFETY: not null, `len` elements, exclusively ours by the caller's contract; zeroed (a
+    // valid `T`, by the contract) before the slice is made.
+    Ok(unsafe {
+        p.write_bytes(0, len);
+        std::slice::from_raw_parts_mut(p, len)
+    })
 }
 
 /// Takes back an object the library handed out with [`Box::into_raw`] (`None` for null).

@@ -481,15 +481,41 @@ pub unsafe extern "C" fn ferry_view_f64_at(
     unsafe { scalar(view, number, Some(index), Class::F64, "ferry_view_f64_at", out) }
 }
 
-/// Reads a `bytes`/`string` value in place: singular (`index` `None`) or an element; `text`
-/// checks UTF-8 (a `string` field only).
+/// The `bytes`/`string` field `number` of `view`, if `accessor` (`text`: UTF-8 checked, a
+/// `string` field only; `list`: a repeated field) reads it.
+fn bytes_field<'d>(
+    v: &View<'d>,
+    number: u32,
+    list: bool,
+    text: bool,
+    accessor: &str,
+) -> Result<&'d FieldDesc<'d>, Error> {
+    let f = checked(v, number, Class::Bytes, list, accessor)?;
+    if text && !matches!(f.kind, Kind::String) {
+        return Err(wrong(v, f, accessor));
+    }
+    Ok(f)
+}
+
+/// `b`, a value of field `f` of `v`, checked to be UTF-8 (an `InvalidUtf8` decode error at its
+/// first bad byte if not).
+fn utf8(v: &View<'_>, f: &FieldDesc<'_>, b: &[u8]) -> Result<(), Error> {
+    let Err(e) = std::str::from_utf8(b) else {
+        return Ok(());
+    };
+    let at = b.as_ptr() as usize - v.root().as_ptr() as usize + e.valid_up_to();
+    let path = format!("{}.{}", v.desc().name, f.name);
+    let what = format!("field `{path}` is not UTF-8 at byte {at}");
+    Err(Error::at(what, "InvalidUtf8", at as u64, path))
+}
+
+/// Reads singular `bytes`/`string` field `number` in place (`text`: UTF-8 checked).
 ///
 /// # Safety
 /// `view` is live; `out` is valid for a write.
 unsafe fn bytes(
     view: *const ferry_view,
     number: u32,
-    index: Option<usize>,
     text: bool,
     accessor: &str,
     out: *mut ferry_slice,
@@ -497,31 +523,48 @@ unsafe fn bytes(
     guard(|| {
         // SAFETY: a live view (this function's contract).
         let v = unsafe { ptr::arg(view, "view") }?.view;
-        let f = checked(&v, number, Class::Bytes, index.is_some(), accessor)?;
-        if text && !matches!(f.kind, Kind::String) {
-            return Err(wrong(&v, f, accessor));
-        }
-        let value = match index {
-            None => v.bytes(number),
-            Some(i) => {
-                let list = v.bytes_list(number);
-                Some(
-                    list.get(i)
-                        .ok_or_else(|| out_of_range(&v, number, i, list.len()))?,
-                )
-            }
-        };
-        if text
-            && let Some(b) = value
-            && let Err(e) = std::str::from_utf8(b)
-        {
-            let at = b.as_ptr() as usize - v.root().as_ptr() as usize + e.valid_up_to();
-            let path = format!("{}.{}", v.desc().name, f.name);
-            let what = format!("field `{path}` is not UTF-8 at byte {at}");
-            return Err(Error::at(what, "InvalidUtf8", at as u64, path));
+        let f = bytes_field(&v, number, false, text, accessor)?;
+        let value = v.bytes(number);
+        if text && let Some(b) = value {
+            utf8(&v, f, b)?;
         }
         // SAFETY: `out` is writable (this function's contract).
         unsafe { ptr::out(out, "out", value.map_or(ferry_slice::ABSENT, ferry_slice::of)) }
+    })
+}
+
+/// Reads the elements of repeated `bytes`/`string` field `number` in place into `out[..cap]`
+/// (`text`: each UTF-8 checked); `*count` is the number of elements.
+///
+/// # Safety
+/// `view` is live; `out` points to `cap` writable slices (or is null with `cap` 0); `count` is
+/// valid for a write.
+unsafe fn bytes_list(
+    view: *const ferry_view,
+    number: u32,
+    text: bool,
+    accessor: &str,
+    out: *mut ferry_slice,
+    cap: usize,
+    count: *mut usize,
+) -> ferry_status {
+    guard(|| {
+        // SAFETY: a live view (this function's contract).
+        let v = unsafe { ptr::arg(view, "view") }?.view;
+        let f = bytes_field(&v, number, true, text, accessor)?;
+        let list = v.bytes_list(number);
+        // SAFETY: `count` is writable (this function's contract).
+        unsafe { ptr::out(count, "count", list.len()) }?;
+        let n = cap.min(list.len());
+        // SAFETY: `cap` writable slices at `out` (this function's contract); `n <= cap`.
+        let out = unsafe { ptr::slice_mut(out, n, "out") }?;
+        for (slot, b) in out.iter_mut().zip(list.iter()) {
+            if text {
+                utf8(&v, f, b)?;
+            }
+            *slot = ferry_slice::of(b);
+        }
+        Ok(())
     })
 }
 
@@ -537,27 +580,30 @@ pub unsafe extern "C" fn ferry_view_bytes(
     out: *mut ferry_slice,
 ) -> ferry_status {
     // SAFETY: as this function's contract.
-    unsafe { bytes(view, number, None, false, "ferry_view_bytes", out) }
+    unsafe { bytes(view, number, false, "ferry_view_bytes", out) }
 }
 
-/// Reads element `index` of repeated field `number` (`bytes` or `string`) in place, as
-/// `ferry_view_bytes` does.
+/// Reads repeated field `number` (`bytes` or `string`) in place, in one call: its first `cap`
+/// elements into `out[0..cap]` (pointers into the received bytes, valid while the root view
+/// is), and its number of elements into `*count` (pass `cap` 0 to learn it).
 ///
 /// # Safety
-/// `view` is live; `out` is valid for a write.
+/// `view` is live; `out` points to `cap` writable `ferry_slice`s (or is null with `cap` 0);
+/// `count` is valid for a write.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ferry_view_bytes_at(
+pub unsafe extern "C" fn ferry_view_bytes_list(
     view: *const ferry_view,
     number: u32,
-    index: usize,
     out: *mut ferry_slice,
+    cap: usize,
+    count: *mut usize,
 ) -> ferry_status {
     // SAFETY: as this function's contract.
-    unsafe { bytes(view, number, Some(index), false, "ferry_view_bytes_at", out) }
+    unsafe { bytes_list(view, number, false, "ferry_view_bytes_list", out, cap, count) }
 }
 
-/// Reads singular `string` field `number` in place, checked to be UTF-8 (`FERRY_DECODE`, with
-/// the offset of the first bad byte, if not). Not NUL-terminated: use `out->len`.
+/// Reads singular `string` field `number` in place, checked to be UTF-8 (`FERRY_DECODE`, kind
+/// `InvalidUtf8`, at the first bad byte, if not). Not NUL-terminated: use `out->len`.
 ///
 /// # Safety
 /// `view` is live; `out` is valid for a write.
@@ -568,22 +614,24 @@ pub unsafe extern "C" fn ferry_view_str(
     out: *mut ferry_slice,
 ) -> ferry_status {
     // SAFETY: as this function's contract.
-    unsafe { bytes(view, number, None, true, "ferry_view_str", out) }
+    unsafe { bytes(view, number, true, "ferry_view_str", out) }
 }
 
-/// Reads element `index` of repeated `string` field `number` in place, as `ferry_view_str`.
+/// Reads repeated `string` field `number` in place, as `ferry_view_bytes_list` does, each
+/// element read checked to be UTF-8 as `ferry_view_str` checks.
 ///
 /// # Safety
-/// `view` is live; `out` is valid for a write.
+/// As for `ferry_view_bytes_list`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ferry_view_str_at(
+pub unsafe extern "C" fn ferry_view_str_list(
     view: *const ferry_view,
     number: u32,
-    index: usize,
     out: *mut ferry_slice,
+    cap: usize,
+    count: *mut usize,
 ) -> ferry_status {
     // SAFETY: as this function's contract.
-    unsafe { bytes(view, number, Some(index), true, "ferry_view_str_at", out) }
+    unsafe { bytes_list(view, number, true, "ferry_view_str_list", out, cap, count) }
 }
 
 /// A nested view: singular (`index` `None`; null when absent) or an element.
