@@ -17,13 +17,15 @@
 //! | `ferry_channel` | `ferry_channel_open` | `ferry_channel_free` | one thread: the one that opened it |
 //!
 //! Errors: every call that can fail returns a `ferry_status` (`FERRY_OK` is 0); the details of
-//! the last failure on the calling thread (message, byte offset of a decode error, gRPC code of
-//! a failed call) are read with `ferry_last_error*`, errno-style, until the next failure on that
-//! thread. Every entry point catches panics (`FERRY_PANIC`): no unwinding crosses into C.
+//! the last failure on the calling thread (message; a decode error's kind, byte offset and
+//! field path; a failed call's gRPC code) are read with `ferry_last_error*`, errno-style, until
+//! the next failure on that thread. Every entry point that can fail catches panics
+//! (`FERRY_PANIC`); the rest (frees, plain getters) cannot fail, and a panic there would abort,
+//! as Rust's `extern "C"` functions do: no unwinding crosses into C.
 //!
 //! Unsafe code: the entry points are `unsafe extern "C"` functions (C passes raw pointers);
-//! their pointers become references only in [`ptr`] (null-checked), and lifetimes C owns are
-//! erased only in [`erase`].
+//! their pointers become references only in `ptr.rs` (null-checked), and lifetimes C owns are
+//! erased only in `erase.rs`.
 //!
 //! What it is not: a code generator for C structs (messages are built and read by field number
 //! at run time); a streaming RPC client or a server (unary calls only); thread-safe for messages,
