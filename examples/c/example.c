@@ -163,6 +163,10 @@ int main(int argc, char **argv) {
     CHECK(ferry_schema_type(schema, "example.Shape", &shape));
     EXPECT(ferry_schema_type(schema, "example.Nope", &shape) == FERRY_NOT_FOUND);
     ferry_schema_free(schema); /* the type keeps what it needs */
+    ferry_msg *none;
+    EXPECT(ferry_msg_new(NULL, &none) == FERRY_INVALID_ARGUMENT); /* null: refused, named */
+    EXPECT(strstr(ferry_last_error(), "type") != NULL);
+    ferry_msg_free(NULL); /* frees ignore null */
     ferry_pool *pool;
     CHECK(ferry_pool_new(0, &pool));
 
