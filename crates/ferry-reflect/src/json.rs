@@ -34,7 +34,7 @@ use ferry_wire::{DynamicMessage, HybridBytes, Kind, List, MessageDesc, Value};
 use prost_reflect::{FieldDescriptor, Kind as PKind, MessageDescriptor};
 use serde_json::Value as Json;
 
-use crate::values::{empty_list, implicit_presence, is_default, push};
+use crate::values::{implicit_presence, is_default};
 
 /// Why a JSON document does not fit the schema: what, and where (a path like `inner.tags[2]`).
 #[derive(Debug)]
@@ -299,14 +299,14 @@ fn set_field(m: &mut DynamicMessage<'_>, f: &FieldDescriptor, json: &Json) -> Re
             .field(n)
             .map(|f| f.kind)
             .ok_or_else(|| JsonError::new("field missing from the Ferry descriptor"))?;
-        let mut list = empty_list(ferry_kind);
+        let mut list = List::empty(ferry_kind);
         for (i, item) in items.iter().enumerate() {
             let at = |e: JsonError| e.at(format!("[{i}]"));
             if item.is_null() {
                 return Err(at(JsonError::new("a list element cannot be null")));
             }
             let v = singular(&kind, child, item).map_err(at)?;
-            if !push(&mut list, v) {
+            if !list.push(v) {
                 return Err(at(JsonError::new("element of the wrong kind")));
             }
         }

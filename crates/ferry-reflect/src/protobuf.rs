@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use ferry_wire::{Context, DynamicMessage, HybridBytes, Kind, List, MessageDesc, Value};
 use prost_reflect::{FieldDescriptor, Kind as PKind, MessageDescriptor};
 
-use crate::values::{empty_list, implicit_presence, is_default, push};
+use crate::values::{implicit_presence, is_default};
 
 /// Limits of [`decode`], against hostile input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,7 +284,7 @@ impl<'a> Decoder<'a, '_> {
                     Some(l) => l,
                     None => match m.get(number) {
                         Some(Value::List(l)) => l.clone(),
-                        _ => empty_list(f.kind),
+                        _ => List::empty(f.kind),
                     },
                 };
                 let list = self
@@ -411,7 +411,7 @@ impl<'a> Decoder<'a, '_> {
             k => {
                 expect(wt, wire_type(k), fd).map_err(Nested::Here)?;
                 let v = read_scalar(k, r, self.ctx).map_err(Nested::Here)?;
-                let pushed = push(&mut list, v);
+                let pushed = list.push(v);
                 debug_assert!(pushed, "read_scalar returns the list's kind");
             }
         }
@@ -466,7 +466,7 @@ fn read_packed<'a>(
             // Not a packable scalar list (the descriptor would be wrong): one value at a time.
             while r.pos < end {
                 let v = read_scalar(kind, r, ctx)?;
-                if !push(list, v) {
+                if !list.push(v) {
                     return Err(ProtobufErrorKind::WireType {
                         found: LEN,
                         kind: "packed list of another kind",

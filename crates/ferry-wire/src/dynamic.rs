@@ -100,7 +100,39 @@ impl PartialEq for List<'_> {
     }
 }
 
-impl List<'_> {
+impl<'a> List<'a> {
+    /// An empty list for elements of `kind`.
+    pub fn empty(kind: Kind<'_>) -> List<'a> {
+        match kind {
+            Kind::Bool => List::Bool(Vec::new()),
+            Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => List::I32(Vec::new()),
+            Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => List::I64(Vec::new()),
+            Kind::UInt32 | Kind::Fixed32 => List::U32(Vec::new()),
+            Kind::UInt64 | Kind::Fixed64 => List::U64(Vec::new()),
+            Kind::Float => List::F32(Vec::new()),
+            Kind::Double => List::F64(Vec::new()),
+            Kind::String | Kind::Bytes => List::Bytes(Vec::new()),
+            Kind::Message(_) => List::Messages(Vec::new()),
+        }
+    }
+
+    /// Appends `v`; false (and the list unchanged) if it is of another kind.
+    pub fn push(&mut self, v: Value<'a>) -> bool {
+        match (self, v) {
+            (List::Bool(l), Value::Bool(x)) => l.push(x),
+            (List::I32(l), Value::I32(x)) => l.push(x),
+            (List::I64(l), Value::I64(x)) => l.push(x),
+            (List::U32(l), Value::U32(x)) => l.push(x),
+            (List::U64(l), Value::U64(x)) => l.push(x),
+            (List::F32(l), Value::F32(x)) => l.push(x),
+            (List::F64(l), Value::F64(x)) => l.push(x),
+            (List::Bytes(l), Value::Bytes(x)) => l.push(x),
+            (List::Messages(l), Value::Message(x)) => l.push(x),
+            _ => return false,
+        }
+        true
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         match self {

@@ -1,0 +1,326 @@
+//! `ferry.View`: a validated message read in place. Fields are read when asked for, under
+//! their `.proto` names (protobuf's Python names), as attributes or `view["name"]`:
+//!
+//! | field                    | value                                                      |
+//! |--------------------------|------------------------------------------------------------|
+//! | integers, enums          | `int` (an enum's number)                                   |
+//! | `float`, `double`        | `float`                                                    |
+//! | `bool`                   | `bool`                                                     |
+//! | `string`                 | `str` (UTF-8 checked when read: `DecodeError` if not)      |
+//! | `bytes`                  | a read-only `memoryview` of the received `bytes` (no copy) |
+//! | a message                | a `View`, or `None` when absent                            |
+//! | `repeated`               | a `list` of the above                                      |
+//! | `map<K, V>`              | a `dict`                                                   |
+//!
+//! An absent scalar reads as its default (`0`, `""`, an empty memoryview, `[]`, `{}`).
+
+use std::sync::Arc;
+
+use ferry_wire::{Context, DynamicMessage, FieldDesc, Kind, Label, Limits, Outgoing};
+use pyo3::exceptions::{PyAttributeError, PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyMemoryView, PySlice};
+
+use crate::errors::{decode_error, decode_error_at, encode_error};
+use crate::held::{Backing, Held};
+
+/// A validated message, read lazily; it keeps the received `bytes` and the schema alive.
+#[pyclass(module = "ferry", frozen)]
+pub struct View {
+    held: Held,
+}
+
+impl View {
+    /// Validates `data` as a `message` of `schema`.
+    pub(crate) fn decode(
+        py: Python<'_>,
+        schema: &Arc<ferry_reflect::Schema>,
+        message: &str,
+        data: Bound<'_, PyBytes>,
+    ) -> PyResult<View> {
+        let backing = Arc::new(Backing {
+            schema: schema.clone(),
+            data: data.unbind(),
+        });
+        match Held::decode(py, backing, message, &Limits::default()) {
+            Some(Ok(held)) => Ok(View { held }),
+            Some(Err(e)) => Err(decode_error(py, &e)),
+            None => Err(crate::errors::SchemaError::new_err(format!(
+                "the schema has no message `{message}`"
+            ))),
+        }
+    }
+
+    /// The message re-encoded (canonical bytes: every value copied).
+    pub(crate) fn encode(&self, py: Python<'_>) -> PyResult<Vec<u8>> {
+        let m = self.dynamic(py)?;
+        m.to_vec().map_err(|e| encode_error(py, &[], e))
+    }
+
+    /// The message as a `DynamicMessage` (borrowing the view), its strings checked.
+    pub(crate) fn dynamic(&self, py: Python<'_>) -> PyResult<DynamicMessage<'_>> {
+        DynamicMessage::from_view(&self.held.view(), Context::copy_only()).map_err(|e| decode_error(py, &e))
+    }
+
+    /// The schema it was read with.
+    pub(crate) fn schema(&self) -> &Arc<ferry_reflect::Schema> {
+        &self.held.backing().schema
+    }
+
+    /// Its message's full name.
+    pub(crate) fn message_name(&self) -> &str {
+        self.held.view().desc().name
+    }
+
+    fn field(&self, name: &str) -> Option<&FieldDesc<'_>> {
+        self.held.view().desc().field_by_name(name)
+    }
+
+    /// Field `f`'s value (`as_dict`: nested messages as dicts).
+    fn read(&self, py: Python<'_>, f: &FieldDesc<'_>, as_dict: bool) -> PyResult<Py<PyAny>> {
+        let view = self.held.view();
+        let n = f.number;
+        let value = match (f.kind, f.label) {
+            (Kind::Message(d), Label::Repeated) if d.map_entry => {
+                let dict = PyDict::new(py);
+                for i in 0..view.messages(n).len() {
+                    let entry = self.child(|v| v.messages(n).get(i))?;
+                    let (Some(k), Some(v)) = (entry.field_by_number(1), entry.field_by_number(2)) else {
+                        continue;
+                    };
+                    dict.set_item(entry.read(py, k, as_dict)?, entry.read(py, v, as_dict)?)?;
+                }
+                dict.into_any()
+            }
+            (Kind::Message(_), Label::Repeated) => {
+                let list = PyList::empty(py);
+                for i in 0..view.messages(n).len() {
+                    let child = self.child(|v| v.messages(n).get(i))?;
+                    list.append(child.into_value(py, as_dict)?)?;
+                }
+                list.into_any()
+            }
+            (Kind::Message(_), _) => match view.message(n) {
+                Some(_) => self.child(|v| v.message(n))?.into_value(py, as_dict)?,
+                None => py.None().into_bound(py),
+            },
+            (Kind::Bytes, Label::Repeated) => {
+                let list = PyList::empty(py);
+                for b in view.bytes_list(n).iter() {
+                    list.append(self.memoryview(py, b)?)?;
+                }
+                list.into_any()
+            }
+            (Kind::String, Label::Repeated) => {
+                let list = PyList::empty(py);
+                let strings = view.bytes_list(n);
+                for (i, s) in strings.strs().enumerate() {
+                    match s {
+                        Ok(s) => list.append(s)?,
+                        Err(e) => return Err(self.bad_string(py, f, strings.get(i), e)),
+                    }
+                }
+                list.into_any()
+            }
+            (_, Label::Repeated) => scalars(py, &view, f)?,
+            (Kind::Bytes, _) => self.memoryview(py, view.bytes(n).unwrap_or_default())?,
+            (Kind::String, _) => match view.str(n) {
+                Ok(s) => s.unwrap_or_default().into_pyobject(py)?.into_any(),
+                Err(e) => return Err(decode_error(py, &e)),
+            },
+            _ => scalar(py, &view, f)?,
+        };
+        Ok(value.unbind())
+    }
+
+    fn field_by_number(&self, n: u32) -> Option<&FieldDesc<'_>> {
+        self.held.view().desc().field(n)
+    }
+
+    /// A nested message `project` picks from this view.
+    fn child(
+        &self,
+        project: impl for<'a> FnOnce(ferry_wire::View<'a>) -> Option<ferry_wire::View<'a>>,
+    ) -> PyResult<View> {
+        match self.held.project(project) {
+            Some(held) => Ok(View { held }),
+            // Unreachable: the index or field was just read from the same view.
+            None => Err(crate::errors::Error::new_err("a nested message vanished")),
+        }
+    }
+
+    fn into_value(self, py: Python<'_>, as_dict: bool) -> PyResult<Bound<'_, PyAny>> {
+        if as_dict {
+            Ok(self.dict(py)?.into_any())
+        } else {
+            Ok(Bound::new(py, self)?.into_any())
+        }
+    }
+
+    /// A read-only memoryview of `bytes`, a slice of the received buffer.
+    fn memoryview<'py>(&self, py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        let data = self.held.backing().data.bind(py);
+        let start = (bytes.as_ptr() as usize).wrapping_sub(data.as_bytes().as_ptr() as usize);
+        let whole = PyMemoryView::from(data.as_any())?;
+        let slice = PySlice::new(py, start as isize, (start + bytes.len()) as isize, 1);
+        whole.get_item(slice)
+    }
+
+    /// The error of a repeated string's element (`data`) that is not UTF-8.
+    fn bad_string(
+        &self,
+        py: Python<'_>,
+        f: &FieldDesc<'_>,
+        data: Option<&[u8]>,
+        e: core::str::Utf8Error,
+    ) -> PyErr {
+        let view = self.held.view();
+        let at = data.map_or(0, |d| {
+            (d.as_ptr() as usize).wrapping_sub(view.root().as_ptr() as usize)
+        });
+        let field = format!("{}.{}", view.desc().name, f.name);
+        let text = format!(
+            "decode error in field `{field}` at byte {at}: not UTF-8 after {} bytes",
+            e.valid_up_to()
+        );
+        decode_error_at(py, text, "InvalidUtf8", at as u64, vec![field])
+    }
+
+    /// The whole message as a dict of its present fields.
+    pub(crate) fn to_dict_bound<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.dict(py)
+    }
+
+    fn dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let view = self.held.view();
+        let dict = PyDict::new(py);
+        for f in view.desc().fields() {
+            if view.has(f.number) {
+                dict.set_item(f.name, self.read(py, f, true)?)?;
+            }
+        }
+        Ok(dict)
+    }
+
+    fn attr(&self, py: Python<'_>, name: &str) -> Option<PyResult<Py<PyAny>>> {
+        let f = self.field(name)?;
+        Some(self.read(py, f, false))
+    }
+}
+
+#[pymethods]
+impl View {
+    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        self.attr(py, name).unwrap_or_else(|| {
+            Err(PyAttributeError::new_err(format!(
+                "message `{}` has no field `{name}`",
+                self.message_name()
+            )))
+        })
+    }
+
+    fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        self.attr(py, name).unwrap_or_else(|| {
+            Err(PyKeyError::new_err(format!(
+                "message `{}` has no field `{name}`",
+                self.message_name()
+            )))
+        })
+    }
+
+    /// Whether field `name` is present on the wire (protobuf's `HasField`).
+    #[pyo3(name = "HasField")]
+    fn has_field(&self, name: &str) -> PyResult<bool> {
+        match self.field(name) {
+            Some(f) => Ok(self.held.view().has(f.number)),
+            None => Err(PyValueError::new_err(format!(
+                "message `{}` has no field `{name}`",
+                self.message_name()
+            ))),
+        }
+    }
+
+    /// The present fields, nested messages as dicts (bytes stay memoryviews).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.dict(py)
+    }
+
+    /// The message's full name.
+    #[getter]
+    fn message_type(&self) -> &str {
+        self.message_name()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        match self.dict(py).and_then(|d| d.repr().map(|r| r.to_string())) {
+            Ok(fields) => format!("<ferry.View {} {fields}>", self.message_name()),
+            Err(e) => format!("<ferry.View {} (unreadable: {e})>", self.message_name()),
+        }
+    }
+}
+
+/// A singular scalar field (its default when absent).
+fn scalar<'py>(
+    py: Python<'py>,
+    view: &ferry_wire::View<'_>,
+    f: &FieldDesc<'_>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let n = f.number;
+    Ok(match f.kind {
+        Kind::Bool => PyBool::new(py, view.scalar::<bool>(n).unwrap_or_default())
+            .to_owned()
+            .into_any(),
+        Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => view
+            .scalar::<i32>(n)
+            .unwrap_or_default()
+            .into_pyobject(py)?
+            .into_any(),
+        Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => view
+            .scalar::<i64>(n)
+            .unwrap_or_default()
+            .into_pyobject(py)?
+            .into_any(),
+        Kind::UInt32 | Kind::Fixed32 => view
+            .scalar::<u32>(n)
+            .unwrap_or_default()
+            .into_pyobject(py)?
+            .into_any(),
+        Kind::UInt64 | Kind::Fixed64 => view
+            .scalar::<u64>(n)
+            .unwrap_or_default()
+            .into_pyobject(py)?
+            .into_any(),
+        Kind::Float => f64::from(view.scalar::<f32>(n).unwrap_or_default())
+            .into_pyobject(py)?
+            .into_any(),
+        Kind::Double => view
+            .scalar::<f64>(n)
+            .unwrap_or_default()
+            .into_pyobject(py)?
+            .into_any(),
+        Kind::String | Kind::Bytes | Kind::Message(_) => py.None().into_bound(py),
+    })
+}
+
+/// A repeated scalar field as a list.
+fn scalars<'py>(
+    py: Python<'py>,
+    view: &ferry_wire::View<'_>,
+    f: &FieldDesc<'_>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let n = f.number;
+    Ok(match f.kind {
+        Kind::Bool => PyList::new(py, view.scalars::<bool>(n).iter())?.into_any(),
+        Kind::Int32 | Kind::SInt32 | Kind::SFixed32 | Kind::Enum => {
+            PyList::new(py, view.scalars::<i32>(n).iter())?.into_any()
+        }
+        Kind::Int64 | Kind::SInt64 | Kind::SFixed64 => {
+            PyList::new(py, view.scalars::<i64>(n).iter())?.into_any()
+        }
+        Kind::UInt32 | Kind::Fixed32 => PyList::new(py, view.scalars::<u32>(n).iter())?.into_any(),
+        Kind::UInt64 | Kind::Fixed64 => PyList::new(py, view.scalars::<u64>(n).iter())?.into_any(),
+        Kind::Float => PyList::new(py, view.scalars::<f32>(n).iter().map(f64::from))?.into_any(),
+        Kind::Double => PyList::new(py, view.scalars::<f64>(n).iter())?.into_any(),
+        Kind::String | Kind::Bytes | Kind::Message(_) => PyList::empty(py).into_any(),
+    })
+}
