@@ -37,6 +37,8 @@ pub(crate) fn message<'d>(
         },
     };
     let mut m = DynamicMessage::new(desc);
+    // The member set of each oneof so far (`DynamicMessage::set` would replace it).
+    let mut oneofs: Vec<(u16, String)> = Vec::new();
     for (key, value) in dict.iter() {
         let name: String = key.extract().map_err(|_| {
             encode_error(
@@ -55,33 +57,18 @@ pub(crate) fn message<'d>(
         if value.is_none() {
             continue;
         }
+        if let Some(o) = f.oneof {
+            if let Some((_, other)) = oneofs.iter().find(|(i, _)| *i == o) {
+                let what = format!("`{other}` and `{name}` are members of one oneof: set one");
+                return Err(encode_error(py, path, what));
+            }
+            oneofs.push((o, name.clone()));
+        }
         path.push(name);
         field(py, &mut m, f, &fd, &value, path)?;
         path.pop();
     }
-    if let Some(first) = first_oneof_conflict(md, &m) {
-        return Err(encode_error(py, path, first));
-    }
     Ok(m)
-}
-
-/// Two members of one oneof set: what to say.
-fn first_oneof_conflict(md: &MessageDescriptor, m: &DynamicMessage<'_>) -> Option<String> {
-    for o in md.oneofs().filter(|o| !o.is_synthetic()) {
-        let set: Vec<_> = o
-            .fields()
-            .filter(|f| m.get(f.number()).is_some())
-            .map(|f| f.name().to_owned())
-            .collect();
-        if set.len() > 1 {
-            return Some(format!(
-                "oneof `{}` has more than one field set: {}",
-                o.name(),
-                set.join(", ")
-            ));
-        }
-    }
-    None
 }
 
 fn field<'d>(

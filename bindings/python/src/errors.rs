@@ -47,23 +47,12 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub(crate) fn decode_error(py: Python<'_>, e: &ferry_wire::DecodeError) -> PyErr {
     let kind = format!("{:?}", e.kind());
     let kind = kind.split([' ', '{', '(']).next().unwrap_or_default();
-    decode_error_at(py, e.to_string(), kind, e.offset(), e.path().collect())
-}
-
-/// A `ferry.DecodeError` saying `text`, with its attributes.
-pub(crate) fn decode_error_at(
-    py: Python<'_>,
-    text: String,
-    kind: &str,
-    offset: u64,
-    path: Vec<String>,
-) -> PyErr {
-    let err = DecodeError::new_err(text);
+    let err = DecodeError::new_err(e.to_string());
     let value = err.value(py);
     // Setting attributes on a fresh exception object does not fail.
     let _ = value.setattr("kind", kind);
-    let _ = value.setattr("offset", offset);
-    let _ = value.setattr("path", path);
+    let _ = value.setattr("offset", e.offset());
+    let _ = value.setattr("path", e.path().collect::<Vec<_>>());
     err
 }
 

@@ -124,7 +124,13 @@ impl MessageType {
 
     /// Validates `data` as this message.
     pub(crate) fn decode_bytes(&self, py: Python<'_>, data: Bound<'_, PyBytes>) -> PyResult<View> {
-        View::decode(py, &self.schema, self.descriptor.full_name(), data)
+        View::decode(
+            py,
+            &self.schema,
+            self.descriptor.full_name(),
+            data,
+            &Limits::default(),
+        )
     }
 
     /// The canonical bytes of the message `read` validates with this type's descriptor.
@@ -153,9 +159,24 @@ impl MessageType {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// Validates `data` and returns a view that reads it in place.
-    fn decode(&self, py: Python<'_>, data: Bound<'_, PyBytes>) -> PyResult<View> {
-        self.decode_bytes(py, data)
+    /// Validates `data` and returns a view that reads it in place. The limits default to
+    /// the Rust decoder's (`ferry_wire::Limits::default()`).
+    #[pyo3(signature = (data, *, max_message_len = None, max_depth = None, max_elements = None))]
+    fn decode(
+        &self,
+        py: Python<'_>,
+        data: Bound<'_, PyBytes>,
+        max_message_len: Option<u64>,
+        max_depth: Option<u32>,
+        max_elements: Option<u64>,
+    ) -> PyResult<View> {
+        let d = Limits::default();
+        let limits = Limits {
+            max_message_len: max_message_len.unwrap_or(d.max_message_len),
+            max_depth: max_depth.unwrap_or(d.max_depth),
+            max_elements: max_elements.unwrap_or(d.max_elements),
+        };
+        View::decode(py, &self.schema, self.descriptor.full_name(), data, &limits)
     }
 
     /// Reads protobuf-JSON text (the proto3 mapping) into a view of its encoding.
@@ -164,12 +185,7 @@ impl MessageType {
         let doc = json::parse(text).map_err(bad)?;
         let m = json::from_json(&self.descriptor, self.desc(), &doc).map_err(bad)?;
         let bytes = m.to_vec().map_err(|e| encode_error(py, &[], e))?;
-        View::decode(
-            py,
-            &self.schema,
-            self.descriptor.full_name(),
-            PyBytes::new(py, &bytes),
-        )
+        self.decode_bytes(py, PyBytes::new(py, &bytes))
     }
 
     /// A view of this type as canonical protobuf-JSON, on one line.

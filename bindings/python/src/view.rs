@@ -19,9 +19,9 @@ use std::sync::Arc;
 use ferry_wire::{Context, DynamicMessage, FieldDesc, Kind, Label, Limits, Outgoing};
 use pyo3::exceptions::{PyAttributeError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyMemoryView, PySlice};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString};
 
-use crate::errors::{decode_error, decode_error_at, encode_error};
+use crate::errors::{decode_error, encode_error};
 use crate::held::{Backing, Held};
 
 /// A validated message, read lazily; it keeps the received `bytes` and the schema alive.
@@ -37,12 +37,13 @@ impl View {
         schema: &Arc<ferry_reflect::Schema>,
         message: &str,
         data: Bound<'_, PyBytes>,
+        limits: &Limits,
     ) -> PyResult<View> {
         let backing = Arc::new(Backing {
             schema: schema.clone(),
             data: data.unbind(),
         });
-        match Held::decode(py, backing, message, &Limits::default()) {
+        match Held::decode(py, backing, message, limits) {
             Some(Ok(held)) => Ok(View { held }),
             Some(Err(e)) => Err(decode_error(py, &e)),
             None => Err(crate::errors::SchemaError::new_err(format!(
@@ -77,9 +78,19 @@ impl View {
     }
 
     /// Field `f`'s value (`as_dict`: nested messages as dicts).
-    fn read(&self, py: Python<'_>, f: &FieldDesc<'_>, as_dict: bool) -> PyResult<Py<PyAny>> {
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        f: &FieldDesc<'_>,
+        as_dict: bool,
+    ) -> Result<Bound<'py, PyAny>, ReadError> {
         let view = self.held.view();
         let n = f.number;
+        // A string that is not UTF-8 below this field: named from this message down.
+        let within = |e: ReadError| match e {
+            ReadError::Decode(e) => ReadError::Decode(view.within_field(n, e)),
+            e => e,
+        };
         let value = match (f.kind, f.label) {
             (Kind::Message(d), Label::Repeated) if d.map_entry => {
                 let dict = PyDict::new(py);
@@ -88,7 +99,9 @@ impl View {
                     let (Some(k), Some(v)) = (entry.field_by_number(1), entry.field_by_number(2)) else {
                         continue;
                     };
-                    dict.set_item(entry.read(py, k, as_dict)?, entry.read(py, v, as_dict)?)?;
+                    let key = entry.read(py, k, as_dict).map_err(within)?;
+                    let value = entry.read(py, v, as_dict).map_err(within)?;
+                    dict.set_item(key, value)?;
                 }
                 dict.into_any()
             }
@@ -96,12 +109,15 @@ impl View {
                 let list = PyList::empty(py);
                 for i in 0..view.messages(n).len() {
                     let child = self.child(|v| v.messages(n).get(i))?;
-                    list.append(child.into_value(py, as_dict)?)?;
+                    list.append(child.into_value(py, as_dict).map_err(within)?)?;
                 }
                 list.into_any()
             }
             (Kind::Message(_), _) => match view.message(n) {
-                Some(_) => self.child(|v| v.message(n))?.into_value(py, as_dict)?,
+                Some(_) => self
+                    .child(|v| v.message(n))?
+                    .into_value(py, as_dict)
+                    .map_err(within)?,
                 None => py.None().into_bound(py),
             },
             (Kind::Bytes, Label::Repeated) => {
@@ -114,10 +130,11 @@ impl View {
             (Kind::String, Label::Repeated) => {
                 let list = PyList::empty(py);
                 let strings = view.bytes_list(n);
-                for (i, s) in strings.strs().enumerate() {
+                for s in strings.strs() {
                     match s {
                         Ok(s) => list.append(s)?,
-                        Err(e) => return Err(self.bad_string(py, f, strings.get(i), e)),
+                        // Rust's reader names the error (the first of the message's).
+                        Err(_) => return Err(self.first_error()),
                     }
                 }
                 list.into_any()
@@ -125,12 +142,22 @@ impl View {
             (_, Label::Repeated) => scalars(py, &view, f)?,
             (Kind::Bytes, _) => self.memoryview(py, view.bytes(n).unwrap_or_default())?,
             (Kind::String, _) => match view.str(n) {
-                Ok(s) => s.unwrap_or_default().into_pyobject(py)?.into_any(),
-                Err(e) => return Err(decode_error(py, &e)),
+                Ok(s) => PyString::new(py, s.unwrap_or_default()).into_any(),
+                Err(e) => return Err(ReadError::Decode(e)),
             },
             _ => scalar(py, &view, f)?,
         };
-        Ok(value.unbind())
+        Ok(value)
+    }
+
+    /// The error reading the whole message runs into.
+    #[cold]
+    fn first_error(&self) -> ReadError {
+        match DynamicMessage::from_view(&self.held.view(), Context::copy_only()) {
+            Err(e) => ReadError::Decode(e),
+            // Unreachable: called when a string of the message is not UTF-8.
+            Ok(_) => ReadError::Py(crate::errors::Error::new_err("a string is not UTF-8")),
+        }
     }
 
     fn field_by_number(&self, n: u32) -> Option<&FieldDesc<'_>> {
@@ -141,15 +168,17 @@ impl View {
     fn child(
         &self,
         project: impl for<'a> FnOnce(ferry_wire::View<'a>) -> Option<ferry_wire::View<'a>>,
-    ) -> PyResult<View> {
+    ) -> Result<View, ReadError> {
         match self.held.project(project) {
             Some(held) => Ok(View { held }),
             // Unreachable: the index or field was just read from the same view.
-            None => Err(crate::errors::Error::new_err("a nested message vanished")),
+            None => Err(ReadError::Py(crate::errors::Error::new_err(
+                "a nested message vanished",
+            ))),
         }
     }
 
-    fn into_value(self, py: Python<'_>, as_dict: bool) -> PyResult<Bound<'_, PyAny>> {
+    fn into_value(self, py: Python<'_>, as_dict: bool) -> Result<Bound<'_, PyAny>, ReadError> {
         if as_dict {
             Ok(self.dict(py)?.into_any())
         } else {
@@ -166,32 +195,12 @@ impl View {
         whole.get_item(slice)
     }
 
-    /// The error of a repeated string's element (`data`) that is not UTF-8.
-    fn bad_string(
-        &self,
-        py: Python<'_>,
-        f: &FieldDesc<'_>,
-        data: Option<&[u8]>,
-        e: core::str::Utf8Error,
-    ) -> PyErr {
-        let view = self.held.view();
-        let at = data.map_or(0, |d| {
-            (d.as_ptr() as usize).wrapping_sub(view.root().as_ptr() as usize)
-        });
-        let field = format!("{}.{}", view.desc().name, f.name);
-        let text = format!(
-            "decode error in field `{field}` at byte {at}: not UTF-8 after {} bytes",
-            e.valid_up_to()
-        );
-        decode_error_at(py, text, "InvalidUtf8", at as u64, vec![field])
-    }
-
     /// The whole message as a dict of its present fields.
     pub(crate) fn to_dict_bound<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.dict(py)
+        self.dict(py).map_err(|e| e.into_py(py))
     }
 
-    fn dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn dict<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyDict>, ReadError> {
         let view = self.held.view();
         let dict = PyDict::new(py);
         for f in view.desc().fields() {
@@ -204,7 +213,11 @@ impl View {
 
     fn attr(&self, py: Python<'_>, name: &str) -> Option<PyResult<Py<PyAny>>> {
         let f = self.field(name)?;
-        Some(self.read(py, f, false))
+        Some(
+            self.read(py, f, false)
+                .map(Bound::unbind)
+                .map_err(|e| e.into_py(py)),
+        )
     }
 }
 
@@ -242,7 +255,7 @@ impl View {
 
     /// The present fields, nested messages as dicts (bytes stay memoryviews).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.dict(py)
+        self.to_dict_bound(py)
     }
 
     /// The message's full name.
@@ -252,7 +265,10 @@ impl View {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        match self.dict(py).and_then(|d| d.repr().map(|r| r.to_string())) {
+        match self
+            .to_dict_bound(py)
+            .and_then(|d| d.repr().map(|r| r.to_string()))
+        {
             Ok(fields) => format!("<ferry.View {} {fields}>", self.message_name()),
             Err(e) => format!("<ferry.View {} (unreadable: {e})>", self.message_name()),
         }
@@ -323,4 +339,26 @@ fn scalars<'py>(
         Kind::Double => PyList::new(py, view.scalars::<f64>(n).iter())?.into_any(),
         Kind::String | Kind::Bytes | Kind::Message(_) => PyList::empty(py).into_any(),
     })
+}
+
+/// Why a field could not be read: a string that is not UTF-8 (its path is completed on the
+/// way up, as Rust's reader does), or a Python error.
+enum ReadError {
+    Decode(ferry_wire::DecodeError),
+    Py(PyErr),
+}
+
+impl From<PyErr> for ReadError {
+    fn from(e: PyErr) -> ReadError {
+        ReadError::Py(e)
+    }
+}
+
+impl ReadError {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            ReadError::Decode(e) => decode_error(py, &e),
+            ReadError::Py(e) => e,
+        }
+    }
 }
