@@ -14,8 +14,10 @@
 //! - `Echo`: the request's bytes back.
 //! - `Fail`: fails with the status the request names, as text: `CODE:message`.
 //! - `Metadata`: the value of the request's metadata entry `x-echo`.
-//! - `Hold`: answers (empty) once `Release` has been called, or fails when its deadline passes.
-//! - `Release`: releases the held calls.
+//! - `Hold`: answers `released` once `Release` is called after it started, or fails when its
+//!   deadline passes.
+//! - `Held`: how many `Hold` calls wait, as decimal text.
+//! - `Release`: releases the waiting `Hold` calls.
 
 use std::io::Read;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -30,13 +32,21 @@ const FAIL: &str = "/ferry.pytest.Test/Fail";
 const METADATA: &str = "/ferry.pytest.Test/Metadata";
 const HOLD: &str = "/ferry.pytest.Test/Hold";
 const RELEASE: &str = "/ferry.pytest.Test/Release";
+const HELD: &str = "/ferry.pytest.Test/Held";
 const ECHO_MESSAGE: &str = "/ferry.pytest.Test/EchoMessage";
 
 struct Test {
     schema: ferry_reflect::Schema,
     message: String,
-    released: Mutex<bool>,
+    holds: Mutex<Holds>,
     release: Condvar,
+}
+
+/// The `Hold` calls: how many wait, and how many times `Release` was called.
+#[derive(Default)]
+struct Holds {
+    waiting: u32,
+    releases: u64,
 }
 
 fn info(path: &'static str, mode: Mode) -> MethodInfo {
@@ -57,6 +67,7 @@ impl Service for Test {
             info(METADATA, Mode::Foreground),
             info(HOLD, Mode::Background),
             info(RELEASE, Mode::Foreground),
+            info(HELD, Mode::Foreground),
             info(ECHO_MESSAGE, Mode::Foreground),
         ]
     }
@@ -74,21 +85,27 @@ impl Service for Test {
         } else if method == method_id(METADATA) {
             reply.send_payload(Payload::Bytes(call.metadata().get("x-echo").unwrap_or_default()))
         } else if method == method_id(HOLD) {
-            let mut released = self.released.lock().unwrap_or_else(PoisonError::into_inner);
-            while !*released {
-                if call.is_cancelled() {
-                    return Err(Status::new(Code::Cancelled, "held call cancelled"));
-                }
+            let mut holds = self.holds.lock().unwrap_or_else(PoisonError::into_inner);
+            let start = holds.releases;
+            holds.waiting += 1;
+            while holds.releases == start && !call.is_cancelled() {
                 // Woken by `Release`; the timeout only lets a cancelled call notice.
-                released = self
+                holds = self
                     .release
-                    .wait_timeout(released, Duration::from_millis(50))
+                    .wait_timeout(holds, Duration::from_millis(50))
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             }
+            holds.waiting -= 1;
+            if holds.releases == start {
+                return Err(Status::new(Code::Cancelled, "held call cancelled"));
+            }
             reply.send_payload(Payload::Bytes(b"released"))
+        } else if method == method_id(HELD) {
+            let waiting = self.holds.lock().unwrap_or_else(PoisonError::into_inner).waiting;
+            reply.send_payload(Payload::Bytes(waiting.to_string().as_bytes()))
         } else if method == method_id(RELEASE) {
-            *self.released.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            self.holds.lock().unwrap_or_else(PoisonError::into_inner).releases += 1;
             self.release.notify_all();
             reply.send_payload(Payload::Bytes(&[]))
         } else if method == method_id(ECHO_MESSAGE) {
@@ -125,7 +142,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let test = Test {
         schema,
         message,
-        released: Mutex::new(false),
+        holds: Mutex::default(),
         release: Condvar::new(),
     };
     let services = Services::builder().service(test)?.workers(2).build()?;
