@@ -7,6 +7,8 @@ use prost_reflect::{FieldDescriptor, MessageDescriptor};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
+use ferry_reflect::values::{implicit_presence, is_default};
+
 use crate::errors::encode_error;
 use crate::view::View;
 
@@ -134,6 +136,11 @@ fn field<'d>(
         }
         _ => {
             let v = single(py, f, fd, value, path)?;
+            // As protobuf (and the JSON reader) do: a field without presence holding its
+            // default is not written.
+            if implicit_presence(fd) && is_default(&v) {
+                return Ok(());
+            }
             m.set(f.number, v).map_err(|e| encode_error(py, path, e))
         }
     }

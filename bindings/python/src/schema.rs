@@ -180,7 +180,8 @@ impl MessageType {
     }
 
     /// Reads protobuf-JSON text (the proto3 mapping) into a view of its encoding.
-    fn from_json(&self, py: Python<'_>, text: &str) -> PyResult<View> {
+    #[pyo3(name = "from_json")]
+    fn read_json(&self, py: Python<'_>, text: &str) -> PyResult<View> {
         let bad = |e: json::JsonError| encode_error(py, &[], e);
         let doc = json::parse(text).map_err(bad)?;
         let m = json::from_json(&self.descriptor, self.desc(), &doc).map_err(bad)?;
@@ -213,33 +214,49 @@ impl MessageType {
         self.descriptor.full_name()
     }
 
-    /// The fields, in number order: `(name, number, kind, repeated, message)`, where `kind` is
-    /// the `.proto` type (`"int32"`, `"string"`, `"message"`, `"map"`, `"enum"`...) and
-    /// `message` the full name of a message or map entry type (else None).
+    /// The fields, in number order, as `Field` tuples.
     #[getter]
-    fn fields(&self) -> Vec<(String, u32, &'static str, bool, Option<String>)> {
-        self.desc()
-            .fields()
-            .iter()
-            .map(|f| {
-                let (kind, message) = match f.kind {
-                    Kind::Message(d) if d.map_entry => ("map", Some(d.name.to_owned())),
-                    Kind::Message(d) => ("message", Some(d.name.to_owned())),
-                    k => (kind_name(k), None),
-                };
-                (
-                    f.name.to_owned(),
-                    f.number,
-                    kind,
-                    f.label == Label::Repeated,
-                    message,
-                )
-            })
-            .collect()
+    fn fields(&self) -> Vec<Field> {
+        self.desc().fields().iter().map(|f| self.field_info(f)).collect()
     }
 
     fn __repr__(&self) -> String {
         format!("<ferry.MessageType {}>", self.descriptor.full_name())
+    }
+}
+
+/// `(name, number, kind, label, message, oneof)`: `kind` is the `.proto` type (`"int32"`,
+/// `"string"`, `"enum"`, `"message"`, `"map"`...), `label` `"optional"`, `"required"` or
+/// `"repeated"`, `message` the full name of a message or map entry type, `oneof` the name of
+/// the oneof the field is a member of (proto3 `optional` fields are members of none).
+type Field = (
+    String,
+    u32,
+    &'static str,
+    &'static str,
+    Option<String>,
+    Option<String>,
+);
+
+impl MessageType {
+    fn field_info(&self, f: &ferry_wire::FieldDesc<'_>) -> Field {
+        let (kind, message) = match f.kind {
+            Kind::Message(d) if d.map_entry => ("map", Some(d.name.to_owned())),
+            Kind::Message(d) => ("message", Some(d.name.to_owned())),
+            k => (kind_name(k), None),
+        };
+        let label = match f.label {
+            Label::Optional => "optional",
+            Label::Required => "required",
+            Label::Repeated => "repeated",
+        };
+        let oneof = self
+            .descriptor
+            .get_field(f.number)
+            .and_then(|fd| fd.containing_oneof())
+            .filter(|o| !o.is_synthetic())
+            .map(|o| o.name().to_owned());
+        (f.name.to_owned(), f.number, kind, label, message, oneof)
     }
 }
 
