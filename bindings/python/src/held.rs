@@ -9,16 +9,18 @@
 //!   `Python::detach`, which runs its closure on the calling thread while the GIL is released.
 #![allow(unsafe_code)]
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ferry_wire::{DecodeError, Limits, MessageDesc, View};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyMemoryView};
 
 /// What a view borrows: the schema that owns its descriptor and the bytes object it reads.
 pub(crate) struct Backing {
     pub(crate) schema: Arc<ferry_reflect::Schema>,
     pub(crate) data: Py<PyBytes>,
+    /// A memoryview of all of `data`, made on first use: `bytes` fields are slices of it.
+    pub(crate) memoryview: OnceLock<Py<PyMemoryView>>,
 }
 
 /// A validated view that owns what it borrows.

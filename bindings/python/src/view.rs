@@ -14,10 +14,11 @@
 //!
 //! An absent scalar reads as its default (`0`, `""`, an empty memoryview, `[]`, `{}`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ferry_wire::{Context, DynamicMessage, FieldDesc, Kind, Label, Limits, Outgoing};
-use pyo3::exceptions::{PyAttributeError, PyKeyError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString};
 
@@ -42,6 +43,7 @@ impl View {
         let backing = Arc::new(Backing {
             schema: schema.clone(),
             data: data.unbind(),
+            memoryview: OnceLock::new(),
         });
         match Held::decode(py, backing, message, limits) {
             Some(Ok(held)) => Ok(View { held }),
@@ -188,11 +190,22 @@ impl View {
 
     /// A read-only memoryview of `bytes`, a slice of the received buffer.
     fn memoryview<'py>(&self, py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        let data = self.held.backing().data.bind(py);
+        let backing = self.held.backing();
+        let data = backing.data.bind(py);
         let start = (bytes.as_ptr() as usize).wrapping_sub(data.as_bytes().as_ptr() as usize);
-        let whole = PyMemoryView::from(data.as_any())?;
-        let slice = PySlice::new(py, start as isize, (start + bytes.len()) as isize, 1);
-        whole.get_item(slice)
+        let whole = match backing.memoryview.get() {
+            Some(whole) => whole.bind(py).clone(),
+            None => {
+                let whole = PyMemoryView::from(data.as_any())?;
+                Ok::<_, PyErr>(backing.memoryview.get_or_init(|| whole.unbind()).bind(py).clone())?
+            }
+        };
+        whole.get_item(PySlice::new(
+            py,
+            start as isize,
+            (start + bytes.len()) as isize,
+            1,
+        ))
     }
 
     /// The whole message as a dict of its present fields.
@@ -223,13 +236,16 @@ impl View {
 
 #[pymethods]
 impl View {
-    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        self.attr(py, name).unwrap_or_else(|| {
-            Err(PyAttributeError::new_err(format!(
-                "message `{}` has no field `{name}`",
-                self.message_name()
-            )))
-        })
+    /// Fields first (no failed lookup on the way: attribute reads are the hot path), then the
+    /// methods and attributes of the class.
+    fn __getattribute__(slf: &Bound<'_, Self>, name: &Bound<'_, PyString>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        if let Some(value) = slf.get().attr(py, &name.to_cow()?) {
+            return value;
+        }
+        py.get_type::<PyAny>()
+            .call_method1(intern!(py, "__getattribute__"), (slf, name))
+            .map(Bound::unbind)
     }
 
     fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
