@@ -123,11 +123,9 @@ impl View {
                 None => py.None().into_bound(py),
             },
             (Kind::Bytes, Label::Repeated) => {
-                let list = PyList::empty(py);
-                for b in view.bytes_list(n).iter() {
-                    list.append(self.memoryview(py, b)?)?;
-                }
-                list.into_any()
+                let (whole, base) = self.whole(py)?;
+                let items = view.bytes_list(n).iter().map(|b| slice(py, &whole, base, b));
+                PyList::new(py, items.collect::<PyResult<Vec<_>>>()?)?.into_any()
             }
             (Kind::String, Label::Repeated) => {
                 let list = PyList::empty(py);
@@ -190,22 +188,20 @@ impl View {
 
     /// A read-only memoryview of `bytes`, a slice of the received buffer.
     fn memoryview<'py>(&self, py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        let (whole, base) = self.whole(py)?;
+        slice(py, &whole, base, bytes)
+    }
+
+    /// A memoryview of the whole received buffer (made once per buffer), and its address.
+    fn whole<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyMemoryView>, usize)> {
         let backing = self.held.backing();
         let data = backing.data.bind(py);
-        let start = (bytes.as_ptr() as usize).wrapping_sub(data.as_bytes().as_ptr() as usize);
-        let whole = match backing.memoryview.get() {
-            Some(whole) => whole.bind(py).clone(),
-            None => {
-                let whole = PyMemoryView::from(data.as_any())?;
-                Ok::<_, PyErr>(backing.memoryview.get_or_init(|| whole.unbind()).bind(py).clone())?
-            }
-        };
-        whole.get_item(PySlice::new(
-            py,
-            start as isize,
-            (start + bytes.len()) as isize,
-            1,
-        ))
+        let base = data.as_bytes().as_ptr() as usize;
+        if let Some(whole) = backing.memoryview.get() {
+            return Ok((whole.bind(py).clone(), base));
+        }
+        let whole = PyMemoryView::from(data.as_any())?;
+        Ok((backing.memoryview.get_or_init(|| whole.unbind()).bind(py).clone(), base))
     }
 
     /// The whole message as a dict of its present fields.
@@ -289,6 +285,12 @@ impl View {
             Err(e) => format!("<ferry.View {} (unreadable: {e})>", self.message_name()),
         }
     }
+}
+
+/// The memoryview of `bytes`, which lies in the buffer `whole` views (at address `base`).
+fn slice<'py>(py: Python<'py>, whole: &Bound<'py, PyMemoryView>, base: usize, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let start = (bytes.as_ptr() as usize).wrapping_sub(base);
+    whole.get_item(PySlice::new(py, start as isize, (start + bytes.len()) as isize, 1))
 }
 
 /// A singular scalar field (its default when absent).
