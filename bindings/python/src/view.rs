@@ -201,7 +201,10 @@ impl View {
             return Ok((whole.bind(py).clone(), base));
         }
         let whole = PyMemoryView::from(data.as_any())?;
-        Ok((backing.memoryview.get_or_init(|| whole.unbind()).bind(py).clone(), base))
+        Ok((
+            backing.memoryview.get_or_init(|| whole.unbind()).bind(py).clone(),
+            base,
+        ))
     }
 
     /// The whole message as a dict of its present fields.
@@ -288,9 +291,19 @@ impl View {
 }
 
 /// The memoryview of `bytes`, which lies in the buffer `whole` views (at address `base`).
-fn slice<'py>(py: Python<'py>, whole: &Bound<'py, PyMemoryView>, base: usize, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+fn slice<'py>(
+    py: Python<'py>,
+    whole: &Bound<'py, PyMemoryView>,
+    base: usize,
+    bytes: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
     let start = (bytes.as_ptr() as usize).wrapping_sub(base);
-    whole.get_item(PySlice::new(py, start as isize, (start + bytes.len()) as isize, 1))
+    whole.get_item(PySlice::new(
+        py,
+        start as isize,
+        (start + bytes.len()) as isize,
+        1,
+    ))
 }
 
 /// A singular scalar field (its default when absent).
