@@ -20,6 +20,7 @@ use ferry_wire::{Context, DynamicMessage, FieldDesc, Kind, Label, Limits, Outgoi
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString};
 
 use crate::errors::{decode_error, encode_error};
@@ -242,9 +243,14 @@ impl View {
         if let Some(value) = slf.get().attr(py, &name.to_cow()?) {
             return value;
         }
-        py.get_type::<PyAny>()
-            .call_method1(intern!(py, "__getattribute__"), (slf, name))
-            .map(Bound::unbind)
+        // `object.__getattribute__`, looked up once.
+        static GENERIC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let generic = GENERIC.get_or_try_init(py, || {
+            py.get_type::<PyAny>()
+                .getattr(intern!(py, "__getattribute__"))
+                .map(Bound::unbind)
+        })?;
+        generic.bind(py).call1((slf, name)).map(Bound::unbind)
     }
 
     fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
