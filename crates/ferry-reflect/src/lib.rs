@@ -5,6 +5,7 @@
 //! - [`Schema`]: the pool's messages as Ferry descriptors ([`ferry_wire::MessageDesc`]) that
 //!   [`ferry_wire::DynamicMessage`] and [`ferry_wire::View`] work with.
 //! - [`json`]: the proto3 JSON mapping to and from a [`ferry_wire::DynamicMessage`].
+//! - [`values`]: which values an encoder leaves out (implicit presence, default value).
 //! - [`protobuf`]: the protobuf binary format to and from a [`ferry_wire::DynamicMessage`],
 //!   byte for byte as prost writes it.
 //!
@@ -21,7 +22,7 @@ pub mod json;
 mod load;
 pub mod protobuf;
 mod schema;
-mod values;
+pub mod values;
 
 pub use error::SchemaError;
 pub use load::load;

@@ -5,12 +5,12 @@ use ferry_wire::Value;
 use prost_reflect::FieldDescriptor;
 
 /// A field without explicit presence: omitted on output when it holds its default.
-pub(crate) fn implicit_presence(f: &FieldDescriptor) -> bool {
+pub fn implicit_presence(f: &FieldDescriptor) -> bool {
     !f.supports_presence() && !f.is_list() && !f.is_map()
 }
 
 /// Whether `v` is its kind's default: `0`, `false`, empty (bitwise for floats).
-pub(crate) fn is_default(v: &Value<'_>) -> bool {
+pub fn is_default(v: &Value<'_>) -> bool {
     match v {
         Value::Bool(x) => !x,
         Value::I32(x) => *x == 0,
