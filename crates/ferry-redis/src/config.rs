@@ -50,6 +50,9 @@ pub struct Config {
     pub pin: Vec<usize>,
     /// Active expiry cycles per second (Redis's `hz`, default 10).
     pub hz: u32,
+    /// `enable-debug-command`: whether `DEBUG` runs (default off, as in Redis 7.0; Redis's
+    /// test suite needs it on).
+    pub enable_debug_command: bool,
 }
 
 impl Default for Config {
@@ -71,6 +74,7 @@ impl Default for Config {
             threads: 1,
             pin: Vec::new(),
             hz: 10,
+            enable_debug_command: false,
         }
     }
 }

@@ -174,6 +174,9 @@ pub enum Access {
     Read,
     /// A lookup before a write (`SET NX`, `INCR`, `EXPIRE`, `LPOP`, ...): not counted.
     Write,
+    /// A look at the key itself (`OBJECT`, `DEBUG OBJECT`): counts a hit or a miss, but does
+    /// not count as an access for the idle time (Redis's `LOOKUP_NOTOUCH`).
+    Inspect,
 }
 
 /// What [`Db::set`] does with the key's deadline.
@@ -217,6 +220,9 @@ struct Slot {
     hash: u64,
     /// Position in `Db::ttl` when the key has a deadline.
     ttl_pos: usize,
+    /// When a command last looked the key up or wrote it (unix milliseconds; `OBJECT
+    /// IDLETIME`).
+    accessed_ms: u64,
 }
 
 /// The keyspace.
@@ -396,6 +402,7 @@ impl Db {
                 }
                 let add = value.memory();
                 let slot = self.slot_mut(i);
+                slot.accessed_ms = now_ms;
                 let old = std::mem::replace(&mut slot.value, value);
                 self.used_memory = self.used_memory - old.memory() + add;
                 let deadline = match ttl {
@@ -414,7 +421,7 @@ impl Db {
                 }
                 let i = self.free.pop().unwrap_or(self.slots.len());
                 e.insert(i);
-                self.fill(i, key, hash, value);
+                self.fill(i, key, hash, value, now_ms);
                 if let Ttl::At(d) = ttl {
                     self.set_deadline_at(i, d);
                 }
@@ -487,7 +494,7 @@ impl Db {
                 let slots = &self.slots;
                 self.table
                     .insert_unique(hash, i, |&j| slots[j].as_ref().map_or(0, |s| s.hash));
-                self.fill(i, key, hash, empty());
+                self.fill(i, key, hash, empty(), now_ms);
                 i
             }
         }
@@ -571,7 +578,12 @@ impl Db {
             }
             other => other,
         };
-        if access == Access::Read {
+        if let Some(i) = live {
+            if access != Access::Inspect {
+                self.slot_mut(i).accessed_ms = now_ms;
+            }
+        }
+        if access != Access::Write {
             match live {
                 Some(_) => self.stats.keyspace_hits += 1,
                 None => self.stats.keyspace_misses += 1,
@@ -594,7 +606,7 @@ impl Db {
 
     /// Writes a new record at slab index `i` (already in the table, taken from `free` or the
     /// end of the slab), without a deadline.
-    fn fill(&mut self, i: usize, key: &[u8], hash: u64, value: Value) {
+    fn fill(&mut self, i: usize, key: &[u8], hash: u64, value: Value, now_ms: u64) {
         self.used_memory += key.len() + KEY_OVERHEAD + value.memory();
         let slot = Some(Slot {
             key: key.into(),
@@ -602,6 +614,7 @@ impl Db {
             deadline: NO_DEADLINE,
             hash,
             ttl_pos: 0,
+            accessed_ms: now_ms,
         });
         if i == self.slots.len() {
             self.slots.push(slot);
@@ -708,6 +721,11 @@ impl<'a> EntryMut<'a> {
     /// The value.
     pub fn value(&self) -> &Value {
         &self.db.slot(self.i).value
+    }
+
+    /// Milliseconds from the key's last access to `now_ms` (`OBJECT IDLETIME`).
+    pub fn idle_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.db.slot(self.i).accessed_ms)
     }
 
     /// The value, for as long as the keyspace stays borrowed.

@@ -116,13 +116,7 @@ impl Server {
             listeners.push(listen(addr)?);
         }
         let db = Db::new(pool.clone(), config.keep_in_place_min);
-        let info = ServerInfo {
-            port: addr.port(),
-            started: Instant::now(),
-            run_id: run_id(),
-            stats: Stats::default(),
-            config,
-        };
+        let info = ServerInfo::new(config, addr.port(), run_id());
         Ok(Server {
             shared: Arc::new(Shared {
                 info,
@@ -372,7 +366,9 @@ impl EventLoop {
             }
             if self.index == 0 && Instant::now() >= self.next_expire {
                 self.next_expire = Instant::now() + tick;
-                self.lock_db().active_expire(now_ms());
+                if self.shared.info.active_expire.load(Ordering::Relaxed) {
+                    self.lock_db().active_expire(now_ms());
+                }
             }
         }
         for i in 0..self.conns.len() {

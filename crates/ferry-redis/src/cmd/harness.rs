@@ -2,9 +2,8 @@
 //! reply bytes out.
 
 use std::net::SocketAddr;
-use std::time::Instant;
 
-use crate::cmd::{Args, Client, Ctx, ServerInfo, Stats, execute};
+use crate::cmd::{Args, Client, Ctx, ServerInfo, execute};
 use crate::config::Config;
 use crate::db::Db;
 use crate::resp::{Proto, ReplyBuf};
@@ -38,13 +37,7 @@ impl Harness {
                 local_addr: addr,
                 created_ms: 0,
             },
-            server: ServerInfo {
-                config: Config::default(),
-                port: 6379,
-                started: Instant::now(),
-                run_id: "0".repeat(40),
-                stats: Stats::default(),
-            },
+            server: ServerInfo::new(Config::default(), 6379, "0".repeat(40)),
             now_ms: 1_700_000_000_000,
             zero_copy: ZERO_COPY,
         }

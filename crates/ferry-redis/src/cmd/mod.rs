@@ -10,7 +10,8 @@
 
 use std::net::SocketAddr;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use ferry_buf::{Pool, PoolError, SharedBuf};
@@ -22,6 +23,7 @@ use crate::resp::{Proto, ReplyBuf};
 #[cfg(test)]
 pub(crate) mod harness;
 pub mod hashes;
+pub mod introspect;
 pub mod keys;
 pub mod lists;
 pub mod random;
@@ -209,6 +211,31 @@ pub struct ServerInfo {
     pub run_id: String,
     /// Counters.
     pub stats: Stats,
+    /// Whether active expiry runs (`DEBUG SET-ACTIVE-EXPIRE`; lazy expiry always does).
+    pub active_expire: AtomicBool,
+    /// The values of the parameters `CONFIG SET` accepts without effect, in the order of
+    /// [`server::INERT_PARAMS`].
+    pub inert: Mutex<Vec<String>>,
+}
+
+impl ServerInfo {
+    /// A server's information at start: `config`, listening on `port`, with `run_id`.
+    pub fn new(config: Config, port: u16, run_id: String) -> ServerInfo {
+        ServerInfo {
+            config,
+            port,
+            started: Instant::now(),
+            run_id,
+            stats: Stats::default(),
+            active_expire: AtomicBool::new(true),
+            inert: Mutex::new(
+                server::INERT_PARAMS
+                    .iter()
+                    .map(|p| p.default.to_owned())
+                    .collect(),
+            ),
+        }
+    }
 }
 
 /// Everything a handler may touch.

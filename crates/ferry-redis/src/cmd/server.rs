@@ -47,6 +47,7 @@
 //!   at once; values still referenced by replies in flight are freed when sent).
 
 use std::fmt::Write as _;
+use std::sync::PoisonError;
 
 use super::strings::parse_i64;
 use super::{
@@ -297,7 +298,7 @@ const ACL_ADMIN: &[&str] = &["@admin", "@slow", "@dangerous"];
 const ACL_ADMIN_CONN: &[&str] = &["@admin", "@slow", "@dangerous", "@connection"];
 
 #[allow(clippy::too_many_arguments)]
-const fn sub(
+pub(crate) const fn sub(
     name: &'static str,
     arity: i32,
     flags: &'static [&'static str],
@@ -361,6 +362,8 @@ pub fn subcommands(name: &str) -> &'static [Sub] {
         "client" => CLIENT_SUBS,
         "command" => COMMAND_SUBS,
         "config" => CONFIG_SUBS,
+        "function" => super::introspect::FUNCTION_SUBS,
+        "object" => super::introspect::OBJECT_SUBS,
         _ => &[],
     }
 }
@@ -398,7 +401,7 @@ pub fn subcommand_error(spec: &CommandSpec, args: &Args<'_>) -> Option<Vec<u8>> 
 }
 
 /// Runs the subcommand `args.get(1)` of `container` (lower case).
-fn dispatch(container: &str, ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+pub(crate) fn dispatch(container: &str, ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     match resolve(container, args) {
         Some(Ok(sub)) => (sub.handler)(ctx, args, out),
         Some(Err(e)) => out.error(&e),
@@ -408,7 +411,7 @@ fn dispatch(container: &str, ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut Reply
 }
 
 /// A `HELP` reply: Redis's header line, the lines, and the `HELP` entry, as status replies.
-fn help(out: &mut ReplyBuf, container: &str, lines: &[&str]) {
+pub(crate) fn help(out: &mut ReplyBuf, container: &str, lines: &[&str]) {
     out.array(lines.len() + 3);
     out.simple(&format!(
         "{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
@@ -740,6 +743,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("command", "2.8.13", "O(N) where N is the total number of Redis commands"),
     ("config", "2.0.0", "Depends on subcommand."),
     ("dbsize", "1.0.0", "O(1)"),
+    ("debug", "1.0.0", "Depends on subcommand."),
     ("decr", "1.0.0", "O(1)"),
     ("decrby", "1.0.0", "O(1)"),
     ("del", "1.0.0", "O(N) where N is the number of keys that will be removed"),
@@ -748,6 +752,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("expire", "1.0.0", "O(1)"),
     ("flushall", "1.0.0", "O(N) where N is the total number of keys in all databases"),
     ("flushdb", "1.0.0", "O(N) where N is the number of keys in the selected database"),
+    ("function", "7.0.0", "Depends on subcommand."),
     ("get", "1.0.0", "O(1)"),
     ("getdel", "6.2.0", "O(1)"),
     ("getset", "1.0.0", "O(1)"),
@@ -781,6 +786,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("ltrim", "1.0.0", "O(N) where N is the number of elements to be removed by the operation"),
     ("mget", "1.0.0", "O(N) where N is the number of keys to retrieve."),
     ("mset", "1.0.1", "O(N) where N is the number of keys to set."),
+    ("object", "2.2.3", "Depends on subcommand."),
     ("persist", "2.2.0", "O(1)"),
     ("pexpire", "2.6.0", "O(1)"),
     ("ping", "1.0.0", "O(1)"),
@@ -1026,9 +1032,100 @@ pub const CONFIG_PARAMS: &[&str] = &[
     "timeout",
 ];
 
-/// The current value of the parameter `name` (one of [`CONFIG_PARAMS`]).
-fn config_value(ctx: &Ctx<'_>, name: &str) -> String {
+/// How `CONFIG SET` checks the value of an [`InertParam`].
+#[derive(Debug, Clone, Copy)]
+pub enum ParamKind {
+    /// An integer (`i64`).
+    Int,
+    /// `yes` or `no`.
+    Bool,
+    /// One of these words.
+    Enum(&'static [&'static str]),
+}
+
+/// A parameter `CONFIG SET` accepts and `CONFIG GET` reports, whose value has no effect on
+/// Ferry: Redis's encoding thresholds (Ferry has one representation per type), replication and
+/// scripting knobs. Redis's test suite sets them as setup.
+#[derive(Debug, Clone, Copy)]
+pub struct InertParam {
+    /// Redis 7.0's name.
+    pub name: &'static str,
+    /// Its older name, which Redis still accepts (`list-max-ziplist-size`).
+    pub alias: Option<&'static str>,
+    /// Redis 7.0's default.
+    pub default: &'static str,
+    /// What a value must look like.
+    pub kind: ParamKind,
+}
+
+const fn inert(
+    name: &'static str,
+    alias: Option<&'static str>,
+    default: &'static str,
+    kind: ParamKind,
+) -> InertParam {
+    InertParam {
+        name,
+        alias,
+        default,
+        kind,
+    }
+}
+
+/// The parameters accepted without effect.
+#[rustfmt::skip]
+pub static INERT_PARAMS: &[InertParam] = &[
+    inert("active-expire-effort", None, "1", ParamKind::Int),
+    inert("busy-reply-threshold", Some("lua-time-limit"), "5000", ParamKind::Int),
+    inert("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), "128", ParamKind::Int),
+    inert("hash-max-listpack-value", Some("hash-max-ziplist-value"), "64", ParamKind::Int),
+    inert("latency-monitor-threshold", None, "0", ParamKind::Int),
+    inert("latency-tracking", None, "yes", ParamKind::Bool),
+    inert("lazyfree-lazy-user-del", None, "no", ParamKind::Bool),
+    inert("lazyfree-lazy-user-flush", None, "no", ParamKind::Bool),
+    inert("list-compress-depth", None, "0", ParamKind::Int),
+    inert("list-max-listpack-size", Some("list-max-ziplist-size"), "-2", ParamKind::Int),
+    inert("min-replicas-to-write", Some("min-slaves-to-write"), "0", ParamKind::Int),
+    inert("replica-read-only", Some("slave-read-only"), "yes", ParamKind::Bool),
+    inert("replica-serve-stale-data", Some("slave-serve-stale-data"), "yes", ParamKind::Bool),
+    inert("sanitize-dump-payload", None, "no", ParamKind::Enum(&["no", "yes", "clients"])),
+    inert("set-max-intset-entries", None, "512", ParamKind::Int),
+    inert("slowlog-log-slower-than", None, "10000", ParamKind::Int),
+    inert("slowlog-max-len", None, "128", ParamKind::Int),
+    inert("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), "128", ParamKind::Int),
+    inert("zset-max-listpack-value", Some("zset-max-ziplist-value"), "64", ParamKind::Int),
+];
+
+/// A parameter `CONFIG` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Param {
+    /// One of [`CONFIG_PARAMS`]: fixed when the server starts.
+    Fixed(&'static str),
+    /// [`INERT_PARAMS`]`[i]`.
+    Inert(usize),
+}
+
+/// Every parameter name `CONFIG GET *` lists (aliases included, as Redis 7.0 lists them).
+fn param_names() -> impl Iterator<Item = (&'static str, Param)> {
+    let fixed = CONFIG_PARAMS.iter().map(|&p| (p, Param::Fixed(p)));
+    let inert = INERT_PARAMS.iter().enumerate().flat_map(|(i, p)| {
+        std::iter::once(p.name)
+            .chain(p.alias)
+            .map(move |n| (n, Param::Inert(i)))
+    });
+    fixed.chain(inert)
+}
+
+/// The current value of `param`.
+fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
     let config = &ctx.server.config;
+    let name = match param {
+        Param::Fixed(name) => name,
+        Param::Inert(i) => {
+            let values = ctx.server.inert.lock().unwrap_or_else(PoisonError::into_inner);
+            return values[i].clone();
+        }
+    };
     match name {
         "appendonly" => "no".into(),
         "bind" => config.bind.ip().to_string(),
@@ -1048,11 +1145,10 @@ fn config_value(ctx: &Ctx<'_>, name: &str) -> String {
 }
 
 /// The known parameter named `name` (any case).
-fn config_param(name: &[u8]) -> Option<&'static str> {
-    CONFIG_PARAMS
-        .iter()
-        .copied()
-        .find(|p| p.as_bytes().eq_ignore_ascii_case(name))
+fn config_param(name: &[u8]) -> Option<Param> {
+    param_names()
+        .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name))
+        .map(|(_, p)| p)
 }
 
 /// `CONFIG subcommand ...`: see [`CONFIG_SUBS`].
@@ -1065,17 +1161,19 @@ pub fn config(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 /// case. Each parameter appears once.
 fn config_get(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     // (parameter, the name to reply with).
-    let mut matches: Vec<(&'static str, &[u8])> = Vec::new();
+    let mut matches: Vec<(Param, &[u8])> = Vec::new();
     for pattern in args.iter_from(2) {
         if pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
             let pattern = pattern.to_ascii_lowercase();
-            for param in CONFIG_PARAMS {
-                if glob_match(&pattern, param.as_bytes()) && !matches.iter().any(|m| m.0 == *param) {
-                    matches.push((param, param.as_bytes()));
+            for (name, param) in param_names() {
+                if glob_match(&pattern, name.as_bytes())
+                    && !matches.iter().any(|m| m.1.eq_ignore_ascii_case(name.as_bytes()))
+                {
+                    matches.push((param, name.as_bytes()));
                 }
             }
         } else if let Some(param) = config_param(pattern) {
-            if !matches.iter().any(|m| m.0 == param) {
+            if !matches.iter().any(|m| m.1.eq_ignore_ascii_case(pattern)) {
                 matches.push((param, pattern));
             }
         }
@@ -1087,8 +1185,25 @@ fn config_get(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     }
 }
 
-/// `CONFIG SET parameter value [parameter value ...]`: succeeds only when every parameter is
-/// known and already has the given value (the configuration is fixed at start).
+/// Why `value` is not a valid value of `kind` (Redis's words), if it is not.
+fn check_value(kind: ParamKind, value: &[u8]) -> Option<String> {
+    match kind {
+        ParamKind::Int if parse_i64(value).is_none() => {
+            Some("argument couldn't be parsed into an integer".into())
+        }
+        ParamKind::Bool if !value.eq_ignore_ascii_case(b"yes") && !value.eq_ignore_ascii_case(b"no") => {
+            Some("argument must be 'yes' or 'no'".into())
+        }
+        ParamKind::Enum(words) if !words.iter().any(|w| w.as_bytes().eq_ignore_ascii_case(value)) => Some(
+            format!("argument(s) must be one of the following: {}", words.join(", ")),
+        ),
+        _ => None,
+    }
+}
+
+/// `CONFIG SET parameter value [parameter value ...]`: all or nothing. An inert parameter
+/// ([`INERT_PARAMS`]) takes any valid value; a parameter fixed at start only the value it
+/// already has.
 fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     if args.len() % 2 != 0 {
         return out.error(SYNTAX);
@@ -1096,7 +1211,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let mut pairs = Vec::with_capacity((args.len() - 2) / 2);
     for i in (2..args.len()).step_by(2) {
         match config_param(args.get(i)) {
-            Some(param) => pairs.push((param, args.get(i + 1))),
+            Some(param) => pairs.push((param, args.get(i), args.get(i + 1))),
             None => {
                 return out.error(quoted(
                     "ERR Unknown option or number of arguments for CONFIG SET - '",
@@ -1106,12 +1221,28 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             }
         }
     }
-    for (param, value) in pairs {
-        if !value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) {
-            return out.error(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{param}') - this server's \
-                 configuration is read-only: set it when starting the server"
-            ));
+    for &(param, name, value) in &pairs {
+        let why = match param {
+            Param::Inert(i) => check_value(INERT_PARAMS[i].kind, value),
+            Param::Fixed(_) if value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) => None,
+            Param::Fixed(_) => {
+                Some("this server's configuration is read-only: set it when starting the server".into())
+            }
+        };
+        if let Some(why) = why {
+            let mut msg = quoted(
+                "ERR CONFIG SET failed (possibly related to argument '",
+                name,
+                "') - ",
+            );
+            msg.extend_from_slice(why.as_bytes());
+            return out.error(msg);
+        }
+    }
+    let mut values = ctx.server.inert.lock().unwrap_or_else(PoisonError::into_inner);
+    for (param, _, value) in pairs {
+        if let Param::Inert(i) = param {
+            values[i] = String::from_utf8_lossy(value).to_ascii_lowercase();
         }
     }
     out.ok();
@@ -1348,10 +1479,10 @@ fn human_bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use std::net::SocketAddr;
-    use std::time::Instant;
 
     use super::*;
     use crate::cmd::harness::{Harness, OK, bulk, err};
+    use crate::cmd::introspect::{FUNCTION_SUBS, OBJECT_SUBS};
     use crate::cmd::{Client, ServerInfo};
     use crate::config::Config;
     use crate::db::Db;
@@ -1378,13 +1509,7 @@ mod tests {
                 local_addr: "127.0.0.1:6379".parse::<SocketAddr>().unwrap(),
                 created_ms: 1_700_000_000_000,
             },
-            server: ServerInfo {
-                config,
-                port: 6379,
-                started: Instant::now(),
-                run_id: "ab".repeat(20),
-                stats: Stats::default(),
-            },
+            server: ServerInfo::new(config, 6379, "ab".repeat(20)),
             now_ms: 1_700_000_005_000,
             zero_copy: usize::MAX,
         }
@@ -1697,7 +1822,7 @@ mod tests {
     /// container and the subcommand.
     #[test]
     fn tables_are_consistent() {
-        for subs in [CLIENT_SUBS, COMMAND_SUBS, CONFIG_SUBS] {
+        for subs in [CLIENT_SUBS, COMMAND_SUBS, CONFIG_SUBS, FUNCTION_SUBS, OBJECT_SUBS] {
             assert!(subs.windows(2).all(|w| w[0].name < w[1].name));
             for s in subs {
                 assert!(s.arity.unsigned_abs() >= 2, "{}", s.name);
@@ -1759,7 +1884,10 @@ mod tests {
         let all = h.cmd("COMMAND");
         assert!(all.starts_with(&format!("*{n}\r\n*10\r\n$6\r\nappend\r\n:3\r\n")));
         assert_eq!(h.cmd("COMMAND INFO"), all);
-        let subs = CLIENT_SUBS.len() + COMMAND_SUBS.len() + CONFIG_SUBS.len();
+        let subs = [CLIENT_SUBS, COMMAND_SUBS, CONFIG_SUBS, FUNCTION_SUBS, OBJECT_SUBS]
+            .iter()
+            .map(|s| s.len())
+            .sum::<usize>();
         let list = h.cmd("COMMAND LIST");
         assert!(list.starts_with(&format!("*{}\r\n$6\r\nappend\r\n", n + subs)));
         assert!(list.contains("$9\r\nclient|id\r\n"));
@@ -1873,7 +2001,12 @@ mod tests {
              $4\r\nbind\r\n$9\r\n127.0.0.1\r\n"
         );
         let all = h.cmd("CONFIG GET *");
-        assert!(all.starts_with(&format!("*{}\r\n", 2 * CONFIG_PARAMS.len())));
+        let names = CONFIG_PARAMS.len()
+            + INERT_PARAMS
+                .iter()
+                .map(|p| 1 + usize::from(p.alias.is_some()))
+                .sum::<usize>();
+        assert!(all.starts_with(&format!("*{}\r\n", 2 * names)));
         h.cmd("HELLO 3");
         assert_eq!(h.cmd("CONFIG GET timeout"), "%1\r\n$7\r\ntimeout\r\n$1\r\n0\r\n");
         assert_eq!(h.cmd("CONFIG GET"), err(&wrong_arity("config|get")));

@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use super::{CommandSpec, Handler, hashes, keys, lists, server, sets, strings, zalgebra, zsets};
+use super::{CommandSpec, Handler, hashes, introspect, keys, lists, server, sets, strings, zalgebra, zsets};
 
 const fn spec(
     name: &'static str,
@@ -99,6 +99,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         server::dbsize,
     ),
     spec(
+        "debug",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        NONE,
+        "server",
+        "A container for debugging commands.",
+        introspect::debug,
+    ),
+    spec(
         "decr",
         2,
         W_OOM_FAST,
@@ -169,6 +178,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "server",
         "Remove all keys from the current database.",
         server::flushdb,
+    ),
+    spec(
+        "function",
+        -2,
+        &[],
+        NONE,
+        "scripting",
+        "A container for function commands.",
+        introspect::function,
     ),
     spec(
         "get",
@@ -466,6 +484,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "string",
         "Atomically creates or modifies the string values of one or more keys.",
         strings::mset,
+    ),
+    spec(
+        "object",
+        -2,
+        &[],
+        NONE,
+        "generic",
+        "A container for object introspection commands.",
+        introspect::object,
     ),
     spec(
         "persist",
