@@ -367,9 +367,27 @@ impl Db {
         Some(EntryMut { db: self, i })
     }
 
-    /// Whether `key` exists (a read: counts a hit or a miss).
+    /// Whether `key` exists (`EXISTS`: counts a hit or a miss, but is not an access).
     pub fn contains(&mut self, key: &[u8], now_ms: u64) -> bool {
-        self.lookup(key, now_ms, Access::Read).is_some()
+        self.lookup(key, now_ms, Access::Inspect).is_some()
+    }
+
+    /// A random live key (`RANDOMKEY`); expired keys met on the way are deleted.
+    pub fn random_key(&mut self, now_ms: u64) -> Option<Box<[u8]>> {
+        while !self.table.is_empty() {
+            // Random slab positions first; a sparse slab falls back to the next live record.
+            let start = self.random_below(self.slots.len());
+            let i = (start..self.slots.len())
+                .chain(0..start)
+                .find(|&i| self.slots[i].is_some())?;
+            if now_ms > self.slot(i).deadline {
+                self.remove_at(i);
+                self.stats.expired_keys += 1;
+                continue;
+            }
+            return Some(self.slot(i).key.clone());
+        }
+        None
     }
 
     /// `SET`: stores `value` at `key` whatever was there (any type), with the deadline `ttl`
@@ -933,6 +951,32 @@ impl ListMut<'_> {
         let old = std::mem::replace(slot, item);
         self.db.used_memory = self.db.used_memory - old.len() + add;
         Ok(old)
+    }
+
+    /// Inserts `item` at position `index` (`LINSERT`; `index <= len()`).
+    ///
+    /// # Panics
+    /// If `index > len()`.
+    pub fn insert(&mut self, index: usize, item: SharedBuf) {
+        self.db.used_memory += item.len() + LIST_ITEM_OVERHEAD;
+        self.items_mut().insert(index, item);
+    }
+
+    /// Removes the elements at the ascending `positions` (`LREM`).
+    pub fn remove_sorted(&mut self, positions: &[usize]) {
+        debug_assert!(positions.windows(2).all(|w| w[0] < w[1]));
+        let mut freed = 0;
+        let mut next = positions.iter().peekable();
+        let mut i = 0;
+        self.items_mut().retain(|b| {
+            let drop = next.next_if_eq(&&i).is_some();
+            if drop {
+                freed += b.len() + LIST_ITEM_OVERHEAD;
+            }
+            i += 1;
+            !drop
+        });
+        self.db.used_memory -= freed;
     }
 
     /// Keeps only elements `keep` (`LTRIM`; an empty range empties the list).

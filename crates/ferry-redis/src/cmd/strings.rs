@@ -8,6 +8,7 @@
 
 use ferry_buf::{PoolError, SharedBuf};
 
+use super::hashes::{NOT_FLOAT, PRODUCES_NAN_OR_INFINITY, format_float_human, parse_float};
 use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE, wrong_arity};
 use crate::db::{Access, SetIf, Ttl, Value};
 use crate::resp::ReplyBuf;
@@ -138,17 +139,19 @@ fn parse_set_options<'a>(args: &Args<'a>) -> Result<SetOptions<'a>, &'static str
     Ok(o)
 }
 
-/// The absolute deadline for `SET`'s expire option (Redis's `getExpireMillisecondsOrReply`).
-fn set_deadline(kind: ExpireOpt, arg: &[u8], now_ms: u64) -> Result<u64, &'static str> {
+/// The absolute deadline for an expire option of command `name` (`SET`, `SETEX`, `GETEX`:
+/// Redis's `getExpireMillisecondsOrReply`).
+fn set_deadline(kind: ExpireOpt, arg: &[u8], now_ms: u64, name: &str) -> Result<u64, String> {
     let n = parse_i64(arg).ok_or(NOT_INTEGER)?;
+    let invalid = || format!("ERR invalid expire time in '{name}' command");
     let seconds = matches!(kind, ExpireOpt::Ex | ExpireOpt::ExAt);
     if n <= 0 || (seconds && n > i64::MAX / 1000) {
-        return Err(SET_EXPIRE);
+        return Err(invalid());
     }
     let mut ms = if seconds { n * 1000 } else { n };
     if matches!(kind, ExpireOpt::Ex | ExpireOpt::Px) {
         let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
-        ms = ms.checked_add(now).ok_or(SET_EXPIRE)?;
+        ms = ms.checked_add(now).ok_or_else(invalid)?;
     }
     Ok(ms as u64)
 }
@@ -165,7 +168,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         Err(e) => return out.error(e),
     };
     let now = ctx.now_ms;
-    let deadline = match opts.expire.map(|(kind, arg)| set_deadline(kind, arg, now)) {
+    let deadline = match opts.expire.map(|(kind, arg)| set_deadline(kind, arg, now, "set")) {
         None => None,
         Some(Ok(d)) => Some(d),
         Some(Err(e)) => return out.error(e),
@@ -190,6 +193,105 @@ pub fn set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let stored = ctx.db.set(key, Value::Str(value), ttl, opts.cond, now);
     if !opts.get {
         if stored { out.ok() } else { out.null() }
+    }
+}
+
+/// `SETEX key seconds value`.
+pub fn setex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    set_expiring(ctx, args, out, ExpireOpt::Ex, "setex");
+}
+
+/// `PSETEX key milliseconds value`.
+pub fn psetex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    set_expiring(ctx, args, out, ExpireOpt::Px, "psetex");
+}
+
+/// `SETEX` and `PSETEX`: `SET key value EX|PX time`, the time checked first.
+fn set_expiring(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, kind: ExpireOpt, name: &str) {
+    let deadline = match set_deadline(kind, args.get(2), ctx.now_ms, name) {
+        Ok(d) => d,
+        Err(e) => return out.error(e),
+    };
+    let Some(value) = value_arg(ctx, args, 3) else {
+        return out.error(OOM);
+    };
+    ctx.db.set(
+        args.get(1),
+        Value::Str(value),
+        Ttl::At(deadline),
+        SetIf::Always,
+        ctx.now_ms,
+    );
+    out.ok();
+}
+
+/// What `GETEX` does to the key's deadline.
+#[derive(Debug, Clone, Copy)]
+enum GetexTtl<'a> {
+    Keep,
+    Persist,
+    Expire(ExpireOpt, &'a [u8]),
+}
+
+/// `GETEX`'s options, checked for conflicts as Redis's `parseExtendedStringArgumentsOrReply`.
+fn parse_getex_options<'a>(args: &Args<'a>) -> Result<GetexTtl<'a>, &'static str> {
+    let mut ttl = GetexTtl::Keep;
+    let mut j = 2;
+    while j < args.len() {
+        let opt = args.get(j);
+        let kind = [
+            (&b"ex"[..], ExpireOpt::Ex),
+            (b"px", ExpireOpt::Px),
+            (b"exat", ExpireOpt::ExAt),
+            (b"pxat", ExpireOpt::PxAt),
+        ]
+        .into_iter()
+        .find(|(name, _)| opt.eq_ignore_ascii_case(name))
+        .map(|(_, k)| k);
+        ttl = match (kind, ttl) {
+            (None, GetexTtl::Keep | GetexTtl::Persist) if opt.eq_ignore_ascii_case(b"persist") => {
+                GetexTtl::Persist
+            }
+            (Some(k), GetexTtl::Keep) if j + 1 < args.len() => GetexTtl::Expire(k, args.get(j + 1)),
+            (Some(k), GetexTtl::Expire(had, _)) if had == k && j + 1 < args.len() => {
+                GetexTtl::Expire(k, args.get(j + 1))
+            }
+            _ => return Err(SYNTAX),
+        };
+        j += if kind.is_some() { 2 } else { 1 };
+    }
+    Ok(ttl)
+}
+
+/// `GETEX key [EX s | PX ms | EXAT s | PXAT ms | PERSIST]`: the string, and its deadline
+/// set or removed. An absolute deadline already past deletes the key.
+pub fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let ttl = match parse_getex_options(args) {
+        Ok(ttl) => ttl,
+        Err(e) => return out.error(e),
+    };
+    let now = ctx.now_ms;
+    let Some(mut e) = ctx.db.find(args.get(1), now, Access::Read) else {
+        return out.null();
+    };
+    let Value::Str(value) = e.value() else {
+        return out.error(WRONGTYPE);
+    };
+    let deadline = match ttl {
+        GetexTtl::Expire(kind, arg) => match set_deadline(kind, arg, now, "getex") {
+            Ok(d) => Some((kind, d)),
+            Err(msg) => return out.error(msg),
+        },
+        _ => None,
+    };
+    out.bulk_buf(value);
+    match (ttl, deadline) {
+        (_, Some((ExpireOpt::ExAt | ExpireOpt::PxAt, d))) if d <= now => {
+            e.remove();
+        }
+        (_, Some((_, d))) => e.set_deadline(Some(d)),
+        (GetexTtl::Persist, None) => e.set_deadline(None),
+        _ => {}
     }
 }
 
@@ -369,6 +471,128 @@ pub fn decrby(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         Some(n) => incr_by(ctx, args.get(1), -n, out),
         None => out.error(NOT_INTEGER),
     }
+}
+
+/// `SETRANGE`'s reply to a negative offset.
+pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
+
+/// `SETRANGE key offset value`: overwrites from `offset`, zero-padding a shorter string; the
+/// new length. The key keeps its TTL; an empty value changes nothing (and creates nothing).
+pub fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(offset) = parse_i64(args.get(2)) else {
+        return out.error(NOT_INTEGER);
+    };
+    let Ok(offset) = usize::try_from(offset) else {
+        return out.error(OFFSET_OUT_OF_RANGE);
+    };
+    let (key, patch, now) = (args.get(1), args.get(3), ctx.now_ms);
+    let limit = ctx.server.config.proto_max_bulk_len;
+    let entry = ctx.db.find(key, now, Access::Write);
+    let old: &[u8] = match &entry {
+        Some(e) => match e.value() {
+            Value::Str(b) => b,
+            _ => return out.error(WRONGTYPE),
+        },
+        None => &[],
+    };
+    if patch.is_empty() {
+        return out.integer(old.len() as i64);
+    }
+    let total = match offset.checked_add(patch.len()) {
+        Some(end) if end <= limit => end.max(old.len()),
+        _ => return out.error(TOO_LONG),
+    };
+    let mut buf = match ctx.db.pool().alloc(total) {
+        Ok(buf) => buf,
+        Err(PoolError::TooLarge { .. }) => return out.error(TOO_LONG),
+        Err(_) => return out.error(OOM),
+    };
+    // The old bytes are read again here: the entry borrow ended at the allocation.
+    let old: &[u8] = match ctx.db.peek(key, now) {
+        Some(Value::Str(b)) => b,
+        _ => &[],
+    };
+    buf.extend_from_slice(&old[..old.len().min(offset)]);
+    const ZEROS: [u8; 1024] = [0; 1024];
+    while buf.len() < offset {
+        let n = (offset - buf.len()).min(ZEROS.len());
+        buf.extend_from_slice(&ZEROS[..n]);
+    }
+    buf.extend_from_slice(patch);
+    if old.len() > buf.len() {
+        let at = buf.len();
+        buf.extend_from_slice(&old[at..]);
+    }
+    let value = Value::Str(buf.freeze());
+    match ctx.db.find(key, now, Access::Write) {
+        Some(mut e) => {
+            e.replace(value);
+        }
+        None => {
+            ctx.db.set(key, value, Ttl::Clear, SetIf::Always, now);
+        }
+    }
+    out.integer(total as i64);
+}
+
+/// `GETRANGE key start end` (and `SUBSTR`): the bytes `[start, end]`, negative from the end;
+/// an empty string when the key is missing or the range empty.
+pub fn getrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (Some(start), Some(end)) = (parse_i64(args.get(2)), parse_i64(args.get(3))) else {
+        return out.error(NOT_INTEGER);
+    };
+    let value = match ctx.db.get(args.get(1), ctx.now_ms) {
+        None => return out.bulk(b""),
+        Some(Value::Str(b)) => b,
+        Some(_) => return out.error(WRONGTYPE),
+    };
+    let len = value.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return out.bulk(b"");
+    }
+    let start = if start < 0 { (len + start).max(0) } else { start };
+    let end = if end < 0 {
+        (len + end).max(0)
+    } else {
+        end.min(len - 1)
+    };
+    if start > end || len == 0 {
+        return out.bulk(b"");
+    }
+    out.bulk_buf(&value.slice(start as usize..end as usize + 1));
+}
+
+/// `INCRBYFLOAT key increment`: adds a float (the result written as Redis writes a long
+/// double, `%.17Lg` without trailing zeros); the key keeps its TTL.
+pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (key, now) = (args.get(1), ctx.now_ms);
+    let old = match ctx.db.find(key, now, Access::Write) {
+        None => None,
+        Some(e) => match e.value() {
+            Value::Str(b) => Some(parse_float(b)),
+            _ => return out.error(WRONGTYPE),
+        },
+    };
+    let (Some(old), Some(incr)) = (old.unwrap_or(Some(0.0)), parse_float(args.get(2))) else {
+        return out.error(NOT_FLOAT);
+    };
+    let new = old + incr;
+    if !new.is_finite() {
+        return out.error(PRODUCES_NAN_OR_INFINITY);
+    }
+    let text = format_float_human(new);
+    let Ok(buf) = ctx.db.pool().copy_from(text.as_bytes()) else {
+        return out.error(OOM);
+    };
+    match ctx.db.find(key, now, Access::Write) {
+        Some(mut e) => {
+            e.replace(Value::Str(buf));
+        }
+        None => {
+            ctx.db.set(key, Value::Str(buf), Ttl::Clear, SetIf::Always, now);
+        }
+    }
+    out.bulk(text.as_bytes());
 }
 
 #[cfg(test)]
