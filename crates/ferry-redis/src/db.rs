@@ -305,6 +305,17 @@ impl Db {
         self.used_memory = 0;
     }
 
+    /// Exchanges the keys (values, deadlines, memory estimate) with `other` (`SWAPDB`). The
+    /// statistics stay: they count what happened to each database index.
+    pub fn swap_contents(&mut self, other: &mut Db) {
+        std::mem::swap(&mut self.table, &mut other.table);
+        std::mem::swap(&mut self.slots, &mut other.slots);
+        std::mem::swap(&mut self.free, &mut other.free);
+        std::mem::swap(&mut self.ttl, &mut other.ttl);
+        std::mem::swap(&mut self.used_memory, &mut other.used_memory);
+        std::mem::swap(&mut self.hasher, &mut other.hasher);
+    }
+
     /// Hit, miss and expiry counters.
     pub fn stats(&self) -> DbStats {
         self.stats

@@ -418,9 +418,13 @@ fn resp3(seed: u64) -> bool {
     seed % 4 == 3
 }
 
-/// The commands every sequence starts with: an empty database, and the protocol.
+/// The commands every sequence starts with: database 0, every database empty, and the
+/// protocol.
 fn prologue(seed: u64) -> Vec<Cmd> {
-    let mut cmds = vec![Cmd::exact(vec![b"FLUSHDB".to_vec()])];
+    let mut cmds = vec![
+        Cmd::exact(vec![b"SELECT".to_vec(), b"0".to_vec()]),
+        Cmd::exact(vec![b"FLUSHALL".to_vec()]),
+    ];
     if resp3(seed) {
         cmds.push(Cmd {
             args: vec![b"HELLO".to_vec(), b"3".to_vec()],
@@ -485,16 +489,32 @@ fn one_by_one(
     Ok(())
 }
 
+/// The databases the generator selects (`SELECT`, `MOVE`, `COPY`, `SWAPDB`).
+const DATABASES: u64 = 4;
+
 /// The commands every sequence ends with: a `PING` (a server that sent one reply too many
-/// answers it with something else), then the whole state: the key count, the keys, and each
-/// key's type, value and TTL.
+/// answers it with something else), then the whole state of each database the generator
+/// uses: the key count, the keys, and each key's type, value and TTL.
 fn epilogue() -> Vec<Cmd> {
     let cmd = |args: &[&[u8]]| Cmd {
         args: args.iter().map(|a| a.to_vec()).collect(),
         check: Check::for_command(args[0]),
     };
+    let mut cmds = vec![cmd(&[b"PING"])];
+    for db in 0..DATABASES {
+        cmds.push(cmd(&[b"SELECT", db.to_string().as_bytes()]));
+        cmds.extend(database_state());
+    }
+    cmds
+}
+
+/// The selected database's key count, keys, and each key's type, value and TTL.
+fn database_state() -> Vec<Cmd> {
+    let cmd = |args: &[&[u8]]| Cmd {
+        args: args.iter().map(|a| a.to_vec()).collect(),
+        check: Check::for_command(args[0]),
+    };
     let mut cmds = vec![
-        cmd(&[b"PING"]),
         cmd(&[b"DBSIZE"]),
         Cmd {
             args: vec![b"SCAN".to_vec(), b"0".to_vec()],
@@ -874,8 +894,8 @@ impl Check {
                 Check::Sorted
             }
             b"hgetall" => Check::SortedPairs,
-            b"ttl" => Check::Ttl { ms: false },
-            b"pttl" => Check::Ttl { ms: true },
+            b"ttl" | b"expiretime" => Check::Ttl { ms: false },
+            b"pttl" | b"pexpiretime" => Check::Ttl { ms: true },
             b"hello" => Check::Hello,
             _ => Check::Exact,
         }
@@ -1165,7 +1185,33 @@ const ARITIES: &[(&str, i32)] = &[
     ("zremrangebylex", 4),
     ("zscan", -3),
     ("zrandmember", -2),
+    ("setex", 4),
+    ("psetex", 4),
+    ("getex", -2),
+    ("setrange", 4),
+    ("getrange", 4),
+    ("substr", 4),
+    ("incrbyfloat", 3),
+    ("lpos", -3),
+    ("linsert", 5),
+    ("lrem", 4),
+    ("lmove", 5),
+    ("rpoplpush", 3),
+    ("lmpop", -4),
+    ("lpushx", -3),
+    ("rpushx", -3),
+    ("rename", 3),
+    ("renamenx", 3),
+    ("touch", -2),
+    ("expireat", -3),
+    ("pexpireat", -3),
+    ("expiretime", 2),
+    ("pexpiretime", 2),
     ("dbsize", 1),
+    ("select", 2),
+    ("move", 3),
+    ("copy", -3),
+    ("swapdb", 3),
     ("echo", 2),
     ("getname", 0),
 ];
@@ -1258,7 +1304,26 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("zremrange", 6, Gen::zremrange),
     ("zscan", 5, Gen::zscan),
     ("zrandmember", 5, Gen::zrandmember),
+    ("setex", 8, Gen::setex),
+    ("getex", 10, Gen::getex),
+    ("setrange", 10, Gen::setrange),
+    ("getrange", 10, Gen::getrange),
+    ("incrbyfloat", 8, Gen::incrbyfloat),
+    ("lpos", 10, Gen::lpos),
+    ("linsert", 8, Gen::linsert),
+    ("lrem", 8, Gen::lrem),
+    ("lmove", 10, Gen::lmove),
+    ("lmpop", 8, Gen::lmpop),
+    ("pushx", 6, Gen::pushx),
+    ("rename", 8, Gen::rename),
+    ("touch", 5, Gen::touch),
+    ("expireat", 8, Gen::expireat),
+    ("expiretime", 6, Gen::expiretime),
     ("dbsize", 5, Gen::dbsize),
+    ("select", 8, Gen::select),
+    ("move", 5, Gen::move_),
+    ("copy", 6, Gen::copy),
+    ("swapdb", 3, Gen::swapdb),
     ("flushdb", 2, Gen::flushdb),
     ("arity", 10, Gen::wrong_arity),
     ("unknown", 5, Gen::unknown),
@@ -1622,7 +1687,141 @@ impl Gen {
         self.cmd("DECRBY", args)
     }
 
+    fn setex(&mut self) -> Cmd {
+        let ms = self.rng.chance(1, 2);
+        let args = vec![self.string_key(), self.ttl_arg(ms), self.value()];
+        self.cmd(if ms { "PSETEX" } else { "SETEX" }, args)
+    }
+
+    /// `GETEX` with no option, one, or a conflicting or malformed pair.
+    fn getex(&mut self) -> Cmd {
+        let mut args = vec![self.string_key()];
+        for _ in 0..self.rng.below(3) {
+            match self.rng.below(8) {
+                0 | 1 => args.push(self.word("PERSIST")),
+                2 => {
+                    args.push(self.word("EX"));
+                    args.push(self.ttl_arg(false));
+                }
+                3 => {
+                    args.push(self.word("PX"));
+                    args.push(self.ttl_arg(true));
+                }
+                4 => {
+                    args.push(self.word("EXAT"));
+                    let at = if self.rng.chance(1, 4) {
+                        self.rng.range(1, 1_000_000) as u64
+                    } else {
+                        self.now_s + self.fresh_ttl_s()
+                    };
+                    args.push(at.to_string().into_bytes());
+                }
+                5 => {
+                    args.push(self.word("PXAT"));
+                    let at = (self.now_s + self.fresh_ttl_s()) * 1000;
+                    args.push(at.to_string().into_bytes());
+                }
+                6 => args.push(self.word("EX")),
+                _ => {
+                    let opt = *self.rng.pick(&["NX", "KEEPTTL", "GET", "FOO"]);
+                    args.push(self.word(opt));
+                }
+            }
+        }
+        self.cmd("GETEX", args)
+    }
+
+    /// An offset: mostly small, sometimes past the end, negative or not a number, or large
+    /// enough to exceed `proto-max-bulk-len` (both servers refuse it the same way).
+    fn offset_arg(&mut self) -> Vec<u8> {
+        match self.rng.below(10) {
+            0..=6 => self.rng.range(0, 40).to_string().into_bytes(),
+            7 => b"536870912".to_vec(),
+            _ => self.int_arg(),
+        }
+    }
+
+    fn setrange(&mut self) -> Cmd {
+        let value = if self.rng.chance(1, 6) {
+            Vec::new()
+        } else {
+            let n = 1 + self.rng.index(12);
+            self.random_bytes(n)
+        };
+        let args = vec![self.string_key(), self.offset_arg(), value];
+        self.cmd("SETRANGE", args)
+    }
+
+    fn getrange(&mut self) -> Cmd {
+        let args = vec![self.string_key(), self.int_arg(), self.int_arg()];
+        let name = if self.rng.chance(1, 4) {
+            "SUBSTR"
+        } else {
+            "GETRANGE"
+        };
+        self.cmd(name, args)
+    }
+
+    /// `INCRBYFLOAT` on a key of its own, by amounts exact in binary: Ferry adds in `f64`
+    /// where Redis uses `long double` (documented), so other amounts may differ in the last
+    /// digits.
+    fn incrbyfloat(&mut self) -> Cmd {
+        let incr = self
+            .rng
+            .pick(&[
+                "1.5", "-0.25", "3", "0.5", "-2", "10.75", "1e3", "-1e2", "+4", "0", "abc", "", " 1", "inf",
+                "-inf", "nan", "1.5x", "0x10", "--1",
+            ])
+            .as_bytes()
+            .to_vec();
+        self.cmd("INCRBYFLOAT", vec![b"fl".to_vec(), incr])
+    }
+
     // --- keys
+
+    fn rename(&mut self) -> Cmd {
+        let args = vec![self.key(), self.key()];
+        let name = if self.rng.chance(1, 2) {
+            "RENAMENX"
+        } else {
+            "RENAME"
+        };
+        self.cmd(name, args)
+    }
+
+    fn touch(&mut self) -> Cmd {
+        let keys = self.keys_arg(4);
+        self.cmd("TOUCH", keys)
+    }
+
+    /// `EXPIREAT` or `PEXPIREAT`: a future time, one in the past (the key is deleted), or a
+    /// malformed one, with `EXPIRE`'s options.
+    fn expireat(&mut self) -> Cmd {
+        let ms = self.rng.chance(1, 2);
+        let scale = if ms { 1000 } else { 1 };
+        let at = match self.rng.below(6) {
+            0..=3 => ((self.now_s + self.fresh_ttl_s()) * scale)
+                .to_string()
+                .into_bytes(),
+            4 => self.rng.range(1, 1_000_000).to_string().into_bytes(),
+            _ => self.ttl_arg(ms),
+        };
+        let mut args = vec![self.key(), at];
+        self.expire_options(&mut args);
+        self.cmd(if ms { "PEXPIREAT" } else { "EXPIREAT" }, args)
+    }
+
+    fn expiretime(&mut self) -> Cmd {
+        let k = self.key();
+        let name = if self.rng.chance(1, 2) {
+            "PEXPIRETIME"
+        } else {
+            "EXPIRETIME"
+        };
+        let mut cmd = self.cmd(name, vec![k]);
+        cmd.check = Check::for_command(name.as_bytes());
+        cmd
+    }
 
     /// Keys to delete: mostly one (deleting several at a time would leave lists no time to
     /// grow), sometimes up to four, repeats included.
@@ -1840,6 +2039,78 @@ impl Gen {
         };
         let args = vec![self.list_key(), start, stop];
         self.cmd("LTRIM", args)
+    }
+
+    fn side(&mut self) -> Vec<u8> {
+        let side = *self.rng.pick(&["LEFT", "RIGHT", "LEFT", "RIGHT", "MIDDLE"]);
+        self.word(side)
+    }
+
+    /// An element to look for: one that is often in the lists (short numbers).
+    fn element(&mut self) -> Vec<u8> {
+        if self.rng.chance(3, 4) {
+            self.rng.range(-20, 20).to_string().into_bytes()
+        } else {
+            self.value()
+        }
+    }
+
+    fn lpos(&mut self) -> Cmd {
+        let mut args = vec![self.list_key(), self.element()];
+        for _ in 0..self.rng.below(4) {
+            let opt = *self.rng.pick(&["RANK", "COUNT", "MAXLEN", "FOO"]);
+            args.push(self.word(opt));
+            if self.rng.chance(9, 10) {
+                args.push(self.index_arg());
+            }
+        }
+        self.cmd("LPOS", args)
+    }
+
+    fn linsert(&mut self) -> Cmd {
+        let side = *self.rng.pick(&["BEFORE", "AFTER", "BEFORE", "AFTER", "NEAR"]);
+        let args = vec![self.list_key(), self.word(side), self.element(), self.value()];
+        self.cmd("LINSERT", args)
+    }
+
+    fn lrem(&mut self) -> Cmd {
+        let args = vec![self.list_key(), self.index_arg(), self.element()];
+        self.cmd("LREM", args)
+    }
+
+    fn lmove(&mut self) -> Cmd {
+        if self.rng.chance(1, 3) {
+            let args = vec![self.list_key(), self.list_key()];
+            return self.cmd("RPOPLPUSH", args);
+        }
+        let args = vec![self.list_key(), self.list_key(), self.side(), self.side()];
+        self.cmd("LMOVE", args)
+    }
+
+    fn lmpop(&mut self) -> Cmd {
+        let n = 1 + self.rng.index(3);
+        let numkeys = if self.rng.chance(1, 10) {
+            self.int_arg()
+        } else {
+            n.to_string().into_bytes()
+        };
+        let mut args = vec![numkeys];
+        for _ in 0..n {
+            args.push(self.list_key());
+        }
+        args.push(self.side());
+        if self.rng.chance(1, 2) {
+            args.push(self.word("COUNT"));
+            if self.rng.chance(9, 10) {
+                args.push(self.index_arg());
+            }
+        }
+        self.cmd("LMPOP", args)
+    }
+
+    fn pushx(&mut self) -> Cmd {
+        let name = if self.rng.chance(1, 2) { "LPUSHX" } else { "RPUSHX" };
+        self.push(name)
     }
 
     // --- hashes
@@ -2596,6 +2867,53 @@ impl Gen {
 
     fn dbsize(&mut self) -> Cmd {
         self.cmd("DBSIZE", vec![])
+    }
+
+    /// A database index: mostly one of the first [`DATABASES`], sometimes out of range or
+    /// not a number.
+    fn db_arg(&mut self) -> Vec<u8> {
+        if self.rng.chance(9, 10) {
+            self.rng.below(DATABASES).to_string().into_bytes()
+        } else {
+            self.rng
+                .pick(&["16", "-1", "abc", "99999999999", "01", ""])
+                .as_bytes()
+                .to_vec()
+        }
+    }
+
+    /// `SELECT`, now and then `FLUSHALL` instead.
+    fn select(&mut self) -> Cmd {
+        if self.rng.chance(1, 10) {
+            return self.cmd("FLUSHALL", vec![]);
+        }
+        let db = self.db_arg();
+        self.cmd("SELECT", vec![db])
+    }
+
+    fn move_(&mut self) -> Cmd {
+        let args = vec![self.key(), self.db_arg()];
+        self.cmd("MOVE", args)
+    }
+
+    fn copy(&mut self) -> Cmd {
+        let mut args = vec![self.key(), self.key()];
+        for _ in 0..self.rng.below(3) {
+            match self.rng.below(5) {
+                0 | 1 => {
+                    args.push(self.word("DB"));
+                    args.push(self.db_arg());
+                }
+                2 | 3 => args.push(self.word("REPLACE")),
+                _ => args.push(self.word("DB")),
+            }
+        }
+        self.cmd("COPY", args)
+    }
+
+    fn swapdb(&mut self) -> Cmd {
+        let args = vec![self.db_arg(), self.db_arg()];
+        self.cmd("SWAPDB", args)
     }
 
     fn flushdb(&mut self) -> Cmd {

@@ -3,10 +3,10 @@
 
 use std::net::SocketAddr;
 
-use crate::cmd::{Args, Client, Ctx, ServerInfo, execute};
+use crate::cmd::{Args, Client, Ctx, OtherDbs, ServerInfo, execute};
 use crate::config::Config;
 use crate::db::Db;
-use crate::resp::{Proto, ReplyBuf};
+use crate::resp::ReplyBuf;
 
 /// Values at least this long are referenced by replies (small, so tests cover both paths).
 pub const ZERO_COPY: usize = 8;
@@ -14,7 +14,10 @@ pub const ZERO_COPY: usize = 8;
 pub const KEEP_IN_PLACE: usize = 16;
 
 pub struct Harness {
+    /// Database 0.
     pub db: Db,
+    /// Databases 1 to 15.
+    pub others: Vec<Db>,
     pub client: Client,
     pub server: ServerInfo,
     pub now_ms: u64,
@@ -27,16 +30,10 @@ impl Harness {
         let addr: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         Harness {
             db: Db::new(ferry_testkit::pool(), KEEP_IN_PLACE),
-            client: Client {
-                id: 1,
-                name: None,
-                proto: Proto::Resp2,
-                authenticated: true,
-                close_after_reply: false,
-                addr,
-                local_addr: addr,
-                created_ms: 0,
-            },
+            client: Client::new(1, addr, addr, 0, true),
+            others: (1..16)
+                .map(|_| Db::new(ferry_testkit::pool(), KEEP_IN_PLACE))
+                .collect(),
             server: ServerInfo::new(Config::default(), 6379, "0".repeat(40)),
             now_ms: 1_700_000_000_000,
             zero_copy: ZERO_COPY,
@@ -57,13 +54,22 @@ impl Harness {
         let args = Args::new(&shared, &ranges, Some(&shared));
         let mut out = ReplyBuf::new(self.zero_copy);
         out.set_proto(self.client.proto);
+        // The databases in one slice for the command, database 0 back in `db` after it.
+        let placeholder = Db::new(self.db.pool().clone(), KEEP_IN_PLACE);
+        let mut all: Vec<Db> = std::iter::once(std::mem::replace(&mut self.db, placeholder))
+            .chain(self.others.drain(..))
+            .collect();
+        let (db, others) = OtherDbs::split(&mut all, self.client.db);
         let mut ctx = Ctx {
-            db: &mut self.db,
+            db,
+            others,
             client: &mut self.client,
             server: &self.server,
             now_ms: self.now_ms,
         };
         execute(&mut ctx, &args, &mut out);
+        self.db = all.remove(0);
+        self.others = all;
         let (bytes, refs) = out.parts();
         let mut reply = Vec::new();
         let mut at = 0;

@@ -144,20 +144,26 @@ fn function_flush(_ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     }
 }
 
-/// `FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]`: no libraries.
+/// `FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]`: no libraries. Each option once.
 fn function_list(_ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (mut with_code, mut library_name) = (false, false);
     let mut j = 2;
     while j < args.len() {
         let opt = args.get(j);
-        if opt.eq_ignore_ascii_case(b"withcode") {
+        if !with_code && opt.eq_ignore_ascii_case(b"withcode") {
+            with_code = true;
+        } else if !library_name && opt.eq_ignore_ascii_case(b"libraryname") {
+            if j + 1 >= args.len() {
+                return out.error("ERR library name argument was not given");
+            }
+            library_name = true;
             j += 1;
-        } else if opt.eq_ignore_ascii_case(b"libraryname") && j + 1 < args.len() {
-            j += 2;
         } else {
             let mut msg = b"ERR Unknown argument ".to_vec();
             msg.extend_from_slice(super::c_str(opt));
             return out.error(msg);
         }
+        j += 1;
     }
     out.array(0);
 }

@@ -5,6 +5,7 @@
 //! `UNLINK` is `DEL`: values are freed when their last reference drops, and a large value's
 //! bytes go back to the pool without a walk, so there is nothing to defer to another thread.
 
+use super::server::{DB_OUT_OF_RANGE, SAME_OBJECT, parse_db_index};
 use super::{Args, Ctx, NOT_INTEGER, SYNTAX};
 use crate::cmd::strings::parse_i64;
 use crate::db::{Access, SetIf, Ttl, Value};
@@ -163,9 +164,9 @@ fn ttl_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, ms: bool,
     match e.deadline() {
         None => out.integer(-1),
         Some(d) => {
-            let left = if absolute { d } else { d.saturating_sub(now) };
-            let left = left.min(i64::MAX as u64 - 500) as i64;
-            out.integer(if ms { left } else { (left + 500) / 1000 });
+            // Deadlines are at most i64::MAX: neither form overflows.
+            let left = if absolute { d } else { d.saturating_sub(now) }.min(i64::MAX as u64);
+            out.integer(if ms { left } else { (left + 500) / 1000 } as i64);
         }
     }
 }
@@ -197,13 +198,12 @@ pub fn renamenx(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 /// whether it moved. Renaming a key to itself succeeds without a change (`RENAMENX`: 0).
 fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) -> Result<bool, &'static str> {
     let (src, dst, now) = (args.get(1), args.get(2), ctx.now_ms);
-    let Some(e) = ctx.db.find(src, now, Access::Write) else {
+    if ctx.db.find(src, now, Access::Write).is_none() {
         return Err(NO_SUCH_KEY);
-    };
+    }
     if src == dst {
         return Ok(!nx);
     }
-    drop(e);
     if nx && ctx.db.find(dst, now, Access::Write).is_some() {
         return Ok(false);
     }
@@ -214,6 +214,50 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) -> Result<bool, 
     let value = e.remove();
     ctx.db.set(dst, value, ttl, SetIf::Always, now);
     Ok(true)
+}
+
+/// `COPY source destination [DB index] [REPLACE]`: copies the value and deadline; 1 if
+/// copied, 0 if there is no source or the destination exists (without `REPLACE`).
+pub fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (mut target, mut replace) = (ctx.client.db, false);
+    let mut j = 3;
+    while j < args.len() {
+        let opt = args.get(j);
+        if opt.eq_ignore_ascii_case(b"replace") {
+            replace = true;
+        } else if opt.eq_ignore_ascii_case(b"db") && j + 1 < args.len() {
+            let i = match parse_db_index(args.get(j + 1), None) {
+                Ok(i) => i,
+                Err(e) => return out.error(e),
+            };
+            match usize::try_from(i).ok().filter(|&i| i < ctx.others.count()) {
+                Some(i) => target = i,
+                None => return out.error(DB_OUT_OF_RANGE),
+            }
+            j += 1;
+        } else {
+            return out.error(SYNTAX);
+        }
+        j += 1;
+    }
+    let (src, dst, now) = (args.get(1), args.get(2), ctx.now_ms);
+    if target == ctx.client.db && src == dst {
+        return out.error(SAME_OBJECT);
+    }
+    let Some(e) = ctx.db.find(src, now, Access::Read) else {
+        return out.integer(0);
+    };
+    let ttl = e.deadline().map_or(Ttl::Clear, Ttl::At);
+    let value = e.value().clone();
+    let db = ctx.db_at(target).expect("checked above");
+    if let Some(existing) = db.find(dst, now, Access::Write) {
+        if !replace {
+            return out.integer(0);
+        }
+        existing.remove();
+    }
+    db.set(dst, value, ttl, SetIf::Always, now);
+    out.integer(1);
 }
 
 /// `RENAME`'s reply when the source key does not exist.

@@ -224,13 +224,10 @@ fn parse_side(arg: &[u8]) -> Option<bool> {
     }
 }
 
-/// A count option that must be a non-negative integer, with `msg` for a negative one.
+/// A count option that must be a non-negative integer, with `msg` for anything else (Redis's
+/// `getPositiveLongFromObjectOrReply`).
 fn parse_non_negative(arg: &[u8], msg: &'static str) -> Result<i64, &'static str> {
-    match parse_i64(arg) {
-        None => Err(NOT_INTEGER),
-        Some(n) if n < 0 => Err(msg),
-        Some(n) => Ok(n),
-    }
+    parse_i64(arg).filter(|&n| n >= 0).ok_or(msg)
 }
 
 /// `LPOS key element [RANK rank] [COUNT num] [MAXLEN len]`: the position of the `rank`-th

@@ -161,6 +161,32 @@ pub struct Client {
     pub local_addr: SocketAddr,
     /// When it connected (unix milliseconds).
     pub created_ms: u64,
+    /// The selected database (`SELECT`).
+    pub db: usize,
+}
+
+impl Client {
+    /// A client that just connected from `addr` to `local_addr`, in RESP2, on database 0;
+    /// `authenticated` when no password is required.
+    pub fn new(
+        id: u64,
+        addr: SocketAddr,
+        local_addr: SocketAddr,
+        created_ms: u64,
+        authenticated: bool,
+    ) -> Client {
+        Client {
+            id,
+            name: None,
+            proto: Proto::Resp2,
+            authenticated,
+            close_after_reply: false,
+            addr,
+            local_addr,
+            created_ms,
+            db: 0,
+        }
+    }
 }
 
 /// Server-wide counters (`INFO stats`), shared by every loop.
@@ -238,17 +264,82 @@ impl ServerInfo {
     }
 }
 
+/// The databases other than the selected one, by index (`MOVE`, `SWAPDB`, `FLUSHALL`,
+/// `INFO keyspace`): the selected one is [`Ctx::db`].
+#[derive(Debug)]
+pub struct OtherDbs<'a> {
+    before: &'a mut [Db],
+    after: &'a mut [Db],
+}
+
+impl<'a> OtherDbs<'a> {
+    /// Splits `dbs` into database `selected` and the others.
+    ///
+    /// # Panics
+    /// If `selected` is not an index of `dbs` (`SELECT` checks it).
+    pub fn split(dbs: &'a mut [Db], selected: usize) -> (&'a mut Db, OtherDbs<'a>) {
+        let (before, rest) = dbs.split_at_mut(selected);
+        let (db, after) = rest.split_first_mut().expect("the selected database exists");
+        (db, OtherDbs { before, after })
+    }
+
+    /// The number of databases, the selected one included.
+    pub fn count(&self) -> usize {
+        self.before.len() + 1 + self.after.len()
+    }
+
+    /// Database `i`; `None` if it is the selected one or out of range.
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Db> {
+        let b = self.before.len();
+        if i < b {
+            Some(&mut self.before[i])
+        } else {
+            self.after.get_mut(i.checked_sub(b + 1)?)
+        }
+    }
+
+    /// The other databases with their indices.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &Db)> {
+        let b = self.before.len();
+        let after = self.after.iter().enumerate().map(move |(i, db)| (b + 1 + i, db));
+        self.before.iter().enumerate().chain(after)
+    }
+
+    /// The other databases, to change (`FLUSHALL`, active expiry).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Db> {
+        self.before.iter_mut().chain(self.after.iter_mut())
+    }
+}
+
 /// Everything a handler may touch.
 #[derive(Debug)]
 pub struct Ctx<'a> {
-    /// The keyspace (database 0; the only one).
+    /// The selected database.
     pub db: &'a mut Db,
+    /// The other databases.
+    pub others: OtherDbs<'a>,
     /// The client that sent the command.
     pub client: &'a mut Client,
     /// The server.
     pub server: &'a ServerInfo,
     /// Now, in unix milliseconds (expiry is computed against it).
     pub now_ms: u64,
+}
+
+impl Ctx<'_> {
+    /// The memory estimate of every database together (what `maxmemory` bounds).
+    pub fn used_memory(&self) -> usize {
+        self.db.used_memory() + self.others.iter().map(|(_, db)| db.used_memory()).sum::<usize>()
+    }
+
+    /// Database `i`: the selected one or another; `None` out of range.
+    pub fn db_at(&mut self, i: usize) -> Option<&mut Db> {
+        if i == self.client.db {
+            Some(self.db)
+        } else {
+            self.others.get_mut(i)
+        }
+    }
 }
 
 /// Redis's reply for a command that is not in the table:
@@ -341,7 +432,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     if !ctx.client.authenticated && !spec.has("no_auth") {
         return out.error(NOAUTH);
     }
-    if spec.has("denyoom") && ctx.db.used_memory() > ctx.server.config.maxmemory {
+    if spec.has("denyoom") && ctx.used_memory() > ctx.server.config.maxmemory {
         return out.error(OOM);
     }
     (spec.handler)(ctx, args, out)

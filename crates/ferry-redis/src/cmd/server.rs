@@ -53,6 +53,7 @@ use super::strings::parse_i64;
 use super::{
     Args, CommandSpec, Ctx, Handler, NOT_INTEGER, SYNTAX, Stats, keys::glob_match, table, wrong_arity,
 };
+use crate::db::{Access, Db, DbStats, SetIf, Ttl};
 use crate::resp::{Proto, ReplyBuf};
 
 /// The Redis version this server answers as (`HELLO`, `INFO server`).
@@ -201,17 +202,102 @@ fn credentials_ok(password: Option<&str>, user: Option<&[u8]>, pass: &[u8]) -> b
     diff == 0
 }
 
-/// `SELECT index`: only database 0 exists.
-pub fn select(_ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    match parse_i64(args.get(1)) {
-        None => out.error(NOT_INTEGER),
+/// A database index argument as Redis's `getIntFromObjectOrReply` reads it: an `i32`, or
+/// `msg` (Redis's own words when `None`).
+pub fn parse_db_index(arg: &[u8], msg: Option<&'static str>) -> Result<i64, &'static str> {
+    match parse_i64(arg) {
+        None => Err(msg.unwrap_or(NOT_INTEGER)),
         Some(i) if i32::try_from(i).is_err() => {
-            out.error("ERR value is out of range, value must between -2147483648 and 2147483647")
+            Err(msg.unwrap_or("ERR value is out of range, value must between -2147483648 and 2147483647"))
         }
-        Some(0) => out.ok(),
-        Some(_) => out.error(DB_OUT_OF_RANGE),
+        Some(i) => Ok(i),
     }
 }
+
+/// Index `i` if it names one of the `count` databases.
+fn db_in_range(i: i64, count: usize) -> Option<usize> {
+    usize::try_from(i).ok().filter(|&i| i < count)
+}
+
+/// `SELECT index`: the client's database from now on.
+pub fn select(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match parse_db_index(args.get(1), None) {
+        Err(e) => out.error(e),
+        Ok(i) => match db_in_range(i, ctx.others.count()) {
+            Some(i) => {
+                ctx.client.db = i;
+                out.ok();
+            }
+            None => out.error(DB_OUT_OF_RANGE),
+        },
+    }
+}
+
+/// `SWAPDB index1 index2`: exchanges the contents of two databases (clients keep their
+/// selected index, so they see the other data).
+pub fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let a = match parse_db_index(args.get(1), Some("ERR invalid first DB index")) {
+        Ok(i) => i,
+        Err(e) => return out.error(e),
+    };
+    let b = match parse_db_index(args.get(2), Some("ERR invalid second DB index")) {
+        Ok(i) => i,
+        Err(e) => return out.error(e),
+    };
+    let count = ctx.others.count();
+    let (Some(a), Some(b)) = (db_in_range(a, count), db_in_range(b, count)) else {
+        return out.error(DB_OUT_OF_RANGE);
+    };
+    let selected = ctx.client.db;
+    if a != b {
+        if a == selected || b == selected {
+            let other = if a == selected { b } else { a };
+            let other = ctx.others.get_mut(other).expect("in range, not the selected one");
+            other.swap_contents(ctx.db);
+        } else {
+            // Two databases of the same slice: through a third.
+            let mut middle = Db::new(ctx.db.pool().clone(), ctx.db.keep_in_place_min());
+            middle.swap_contents(ctx.others.get_mut(a).expect("in range"));
+            middle.swap_contents(ctx.others.get_mut(b).expect("in range"));
+            middle.swap_contents(ctx.others.get_mut(a).expect("in range"));
+        }
+    }
+    out.ok();
+}
+
+/// `MOVE key db`: moves the key (value and deadline) to database `db` unless it exists
+/// there; 1 if it moved.
+pub fn move_(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let i = match parse_db_index(args.get(2), None) {
+        Ok(i) => i,
+        Err(e) => return out.error(e),
+    };
+    let Some(i) = db_in_range(i, ctx.others.count()) else {
+        return out.error(DB_OUT_OF_RANGE);
+    };
+    if i == ctx.client.db {
+        return out.error(SAME_OBJECT);
+    }
+    let (key, now) = (args.get(1), ctx.now_ms);
+    if ctx.db.find(key, now, Access::Write).is_none() {
+        return out.integer(0);
+    }
+    let dst = ctx.others.get_mut(i).expect("in range, not the selected one");
+    if dst.find(key, now, Access::Write).is_some() {
+        return out.integer(0);
+    }
+    let Some(e) = ctx.db.find(key, now, Access::Write) else {
+        return out.integer(0);
+    };
+    let ttl = e.deadline().map_or(Ttl::Clear, Ttl::At);
+    let value = e.remove();
+    let dst = ctx.others.get_mut(i).expect("in range, not the selected one");
+    dst.set(key, value, ttl, SetIf::Always, now);
+    out.integer(1);
+}
+
+/// `MOVE`'s and `COPY`'s reply when source and destination are the same.
+pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 
 /// `QUIT`: `+OK`, then the connection closes once the reply is written. Arguments are
 /// ignored, as in Redis.
@@ -225,18 +311,18 @@ pub fn dbsize(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
     out.integer(i64::try_from(ctx.db.len()).unwrap_or(i64::MAX));
 }
 
-/// `FLUSHDB [ASYNC|SYNC]`: deletes every key.
+/// `FLUSHDB [ASYNC|SYNC]`: deletes every key of the selected database.
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    flush(ctx, args, out);
+    flush(ctx, args, out, false);
 }
 
-/// `FLUSHALL [ASYNC|SYNC]`: deletes every key (of the one database).
+/// `FLUSHALL [ASYNC|SYNC]`: deletes every key of every database.
 pub fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    flush(ctx, args, out);
+    flush(ctx, args, out, true);
 }
 
-/// `FLUSHDB` and `FLUSHALL`: one optional `ASYNC` or `SYNC` (both flush at once).
-fn flush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+/// `FLUSHDB` and `FLUSHALL` (`all`): one optional `ASYNC` or `SYNC` (both flush at once).
+fn flush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, all: bool) {
     let mode_ok = match args.len() {
         1 => true,
         2 => {
@@ -249,6 +335,9 @@ fn flush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         return out.error(SYNTAX);
     }
     ctx.db.flush();
+    if all {
+        ctx.others.iter_mut().for_each(Db::flush);
+    }
     out.ok();
 }
 
@@ -515,9 +604,10 @@ fn client_line(ctx: &Ctx<'_>, cmd: &str, s: &mut String) {
         Proto::Resp2 => 2,
         Proto::Resp3 => 3,
     };
+    let db = c.db;
     let _ = writeln!(
         s,
-        "id={} addr={} laddr={} name={name} age={age} idle=0 flags=N db=0 sub=0 psub=0 ssub=0 \
+        "id={} addr={} laddr={} name={name} age={age} idle=0 flags=N db={db} sub=0 psub=0 ssub=0 \
          multi=-1 cmd={cmd} user=default redir=-1 resp={resp}",
         c.id, c.addr, c.local_addr
     );
@@ -742,6 +832,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("client", "2.4.0", "Depends on subcommand."),
     ("command", "2.8.13", "O(N) where N is the total number of Redis commands"),
     ("config", "2.0.0", "Depends on subcommand."),
+    ("copy", "6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values."),
     ("dbsize", "1.0.0", "O(1)"),
     ("debug", "1.0.0", "Depends on subcommand."),
     ("decr", "1.0.0", "O(1)"),
@@ -796,6 +887,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("lset", "1.0.0", "O(N) where N is the length of the list"),
     ("ltrim", "1.0.0", "O(N) where N is the number of elements to be removed by the operation"),
     ("mget", "1.0.0", "O(N) where N is the number of keys to retrieve."),
+    ("move", "1.0.0", "O(1)"),
     ("mset", "1.0.1", "O(N) where N is the number of keys to set."),
     ("object", "2.2.3", "Depends on subcommand."),
     ("persist", "2.2.0", "O(1)"),
@@ -838,6 +930,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("substr", "1.0.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings."),
     ("sunion", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
     ("sunionstore", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
+    ("swapdb", "4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases."),
     ("touch", "3.2.1", "O(N) where N is the number of keys that will be touched."),
     ("ttl", "1.0.0", "O(1)"),
     ("type", "1.0.0", "O(1)"),
@@ -1153,7 +1246,7 @@ fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
         "appendonly" => "no".into(),
         "bind" => config.bind.ip().to_string(),
         "client-query-buffer-limit" => config.query_buffer_limit.to_string(),
-        "databases" => "1".into(),
+        "databases" => config.databases.to_string(),
         "hz" => config.hz.to_string(),
         "maxclients" => config.max_clients.to_string(),
         "maxmemory" => config.maxmemory.to_string(),
@@ -1398,7 +1491,7 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
         }
         "memory" => {
             s.push_str("# Memory\r\n");
-            let used = ctx.db.used_memory() as u64;
+            let used = ctx.used_memory() as u64;
             let maxmemory = config.maxmemory as u64;
             field!(s, "used_memory", used);
             field!(s, "used_memory_human", human_bytes(used));
@@ -1426,7 +1519,13 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
         "stats" => {
             s.push_str("# Stats\r\n");
             let st = &server.stats;
-            let db = ctx.db.stats();
+            let db = std::iter::once(ctx.db.stats())
+                .chain(ctx.others.iter().map(|(_, d)| d.stats()))
+                .fold(DbStats::default(), |a, b| DbStats {
+                    keyspace_hits: a.keyspace_hits + b.keyspace_hits,
+                    keyspace_misses: a.keyspace_misses + b.keyspace_misses,
+                    expired_keys: a.expired_keys + b.expired_keys,
+                });
             field!(
                 s,
                 "total_connections_received",
@@ -1458,10 +1557,12 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
         }
         "keyspace" => {
             s.push_str("# Keyspace\r\n");
-            let keys = ctx.db.len();
-            if keys > 0 {
-                let expires = ctx.db.expires();
-                let _ = write!(s, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
+            let mut dbs: Vec<(usize, &Db)> = ctx.others.iter().collect();
+            dbs.push((ctx.client.db, &*ctx.db));
+            dbs.sort_by_key(|&(i, _)| i);
+            for (i, db) in dbs.into_iter().filter(|(_, db)| !db.is_empty()) {
+                let (keys, expires) = (db.len(), db.expires());
+                let _ = write!(s, "db{i}:keys={keys},expires={expires},avg_ttl=0\r\n");
             }
         }
         _ => {}
@@ -1522,16 +1623,14 @@ mod tests {
         };
         Harness {
             db: Db::new(ferry_testkit::pool(), 4096),
-            client: Client {
-                id: 7,
-                name: None,
-                proto: Proto::Resp2,
-                authenticated: password.is_none(),
-                close_after_reply: false,
-                addr: "127.0.0.1:50000".parse::<SocketAddr>().unwrap(),
-                local_addr: "127.0.0.1:6379".parse::<SocketAddr>().unwrap(),
-                created_ms: 1_700_000_000_000,
-            },
+            client: Client::new(
+                7,
+                "127.0.0.1:50000".parse::<SocketAddr>().unwrap(),
+                "127.0.0.1:6379".parse::<SocketAddr>().unwrap(),
+                1_700_000_000_000,
+                password.is_none(),
+            ),
+            others: (1..16).map(|_| Db::new(ferry_testkit::pool(), 4096)).collect(),
             server: ServerInfo::new(config, 6379, "ab".repeat(20)),
             now_ms: 1_700_000_005_000,
             zero_copy: usize::MAX,
@@ -1703,12 +1802,17 @@ mod tests {
     }
 
     #[test]
-    fn select_only_database_zero() {
+    fn select_switches_between_sixteen_databases() {
         let mut h = harness();
         assert_eq!(h.cmd("SELECT 0"), OK);
-        assert_eq!(h.cmd("SELECT 1"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.cmd("SET k zero"), OK);
+        assert_eq!(h.cmd("SELECT 15"), OK);
+        assert_eq!(h.cmd("GET k"), "$-1\r\n");
+        assert_eq!(h.cmd("SET k fifteen"), OK);
+        assert_eq!(h.cmd("DBSIZE"), ":1\r\n");
         assert_eq!(h.cmd("SELECT 16"), err(DB_OUT_OF_RANGE));
         assert_eq!(h.cmd("SELECT -1"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.client.db, 15, "a refused SELECT keeps the database");
         for bad in ["x", "01", "+1", "-0", "1.0", ""] {
             assert_eq!(
                 h.cmd(&format!("SELECT {bad}")),
@@ -1720,6 +1824,54 @@ mod tests {
             h.cmd("SELECT 99999999999"),
             err("ERR value is out of range, value must between -2147483648 and 2147483647")
         );
+        let info = h.cmd("INFO keyspace");
+        assert!(
+            info.contains("db0:keys=1,expires=0,avg_ttl=0\r\ndb15:keys=1,"),
+            "{info}"
+        );
+        assert_eq!(h.cmd("FLUSHDB"), OK);
+        assert_eq!(h.cmd("SELECT 0"), OK);
+        assert_eq!(h.cmd("GET k"), bulk("zero"), "FLUSHDB flushes one database");
+        assert_eq!(h.cmd("SELECT 3"), OK);
+        assert_eq!(h.cmd("SET k three"), OK);
+        assert_eq!(h.cmd("FLUSHALL"), OK);
+        assert_eq!(h.cmd("DBSIZE"), ":0\r\n");
+        assert_eq!(h.cmd("SELECT 0"), OK);
+        assert_eq!(h.cmd("DBSIZE"), ":0\r\n", "FLUSHALL flushes them all");
+    }
+
+    #[test]
+    fn move_copy_and_swapdb() {
+        let mut h = harness();
+        h.cmd("SET a 1");
+        h.cmd("EXPIRE a 100");
+        assert_eq!(h.cmd("MOVE a 0"), err(SAME_OBJECT));
+        assert_eq!(h.cmd("MOVE a 16"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.cmd("MOVE a x"), err(NOT_INTEGER));
+        assert_eq!(h.cmd("MOVE nokey 1"), ":0\r\n");
+        assert_eq!(h.cmd("MOVE a 1"), ":1\r\n");
+        assert_eq!(h.cmd("EXISTS a"), ":0\r\n");
+        assert_eq!(h.cmd("SET a 2"), OK);
+        assert_eq!(h.cmd("MOVE a 1"), ":0\r\n", "it exists there");
+        assert_eq!(h.cmd("COPY a b DB 1"), ":1\r\n");
+        assert_eq!(h.cmd("COPY a b DB 1"), ":0\r\n");
+        assert_eq!(h.cmd("COPY a a"), err(SAME_OBJECT));
+        assert_eq!(h.cmd("COPY a a DB 2"), ":1\r\n");
+        assert_eq!(h.cmd("COPY a b DB 99"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.cmd("COPY a b FOO"), err(SYNTAX));
+        assert_eq!(h.cmd("SELECT 1"), OK);
+        assert_eq!(h.cmd("GET a"), bulk("1"));
+        assert_eq!(h.cmd("TTL a"), ":100\r\n", "MOVE keeps the deadline");
+        assert_eq!(h.cmd("GET b"), bulk("2"));
+        assert_eq!(h.cmd("SWAPDB 1 2"), OK);
+        assert_eq!(h.cmd("DBSIZE"), ":1\r\n", "database 1 now holds 2's keys");
+        assert_eq!(h.cmd("SWAPDB 2 3"), OK);
+        assert_eq!(h.cmd("SELECT 3"), OK);
+        assert_eq!(h.cmd("GET b"), bulk("2"), "swapped between two other databases");
+        assert_eq!(h.cmd("SWAPDB 0 16"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.cmd("SWAPDB x 1"), err("ERR invalid first DB index"));
+        assert_eq!(h.cmd("SWAPDB 1 99999999999"), err("ERR invalid second DB index"));
+        assert_eq!(h.cmd("SWAPDB 4 4"), OK);
     }
 
     #[test]
@@ -2020,7 +2172,7 @@ mod tests {
         assert_eq!(h.cmd("CONFIG GET nosuch"), "*0\r\n");
         assert_eq!(
             h.cmd("CONFIG GET databases requirepass bind"),
-            "*6\r\n$9\r\ndatabases\r\n$1\r\n1\r\n$11\r\nrequirepass\r\n$0\r\n\r\n\
+            "*6\r\n$9\r\ndatabases\r\n$2\r\n16\r\n$11\r\nrequirepass\r\n$0\r\n\r\n\
              $4\r\nbind\r\n$9\r\n127.0.0.1\r\n"
         );
         let all = h.cmd("CONFIG GET *");

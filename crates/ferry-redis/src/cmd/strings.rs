@@ -661,6 +661,7 @@ mod tests {
         let args = Args::new(b"GETk", &ranges, None);
         let mut ctx = Ctx {
             db: &mut h.db,
+            others: crate::cmd::OtherDbs::split(&mut h.others, 0).1,
             client: &mut h.client,
             server: &h.server,
             now_ms: h.now_ms,

@@ -90,6 +90,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "CONFIG GET.",
         server::config,
     ),
+    spec("copy", -3, W_OOM, (1, 2, 1), "generic", "Copy a key.", keys::copy),
     spec(
         "dbsize",
         1,
@@ -577,6 +578,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::mget,
     ),
     spec(
+        "move",
+        3,
+        W_FAST,
+        KEY1,
+        "generic",
+        "Move a key to another database.",
+        server::move_,
+    ),
+    spec(
         "mset",
         -3,
         W_OOM,
@@ -780,7 +790,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         &["loading", "stale", "fast"],
         NONE,
         "connection",
-        "Changes the selected database (0 only).",
+        "Change the selected database for the current connection.",
         server::select,
     ),
     spec(
@@ -953,6 +963,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "set",
         "Add multiple sets and store the resulting set in a key.",
         sets::sunionstore,
+    ),
+    spec(
+        "swapdb",
+        3,
+        W_FAST,
+        NONE,
+        "server",
+        "Swaps two Redis databases.",
+        server::swapdb,
     ),
     spec(
         "touch",
