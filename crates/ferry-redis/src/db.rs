@@ -23,6 +23,7 @@
 //! past its deadline first (lazy expiry; it counts in [`DbStats::expired_keys`]), and
 //! [`Db::active_expire`] samples keys with a deadline to reclaim the ones nobody reads.
 
+use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 
@@ -225,6 +226,24 @@ struct Slot {
     accessed_ms: u64,
 }
 
+/// A key some clients `WATCH`: how many, and how many times it changed since it was first
+/// watched.
+#[derive(Debug, Clone, Copy, Default)]
+struct Watch {
+    watchers: u32,
+    changes: u64,
+}
+
+/// What a key was when a client watched it ([`Db::watch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchMark {
+    changes: u64,
+    /// Stored and live.
+    live: bool,
+    /// Stored but past its deadline (Redis's "stale" watched key).
+    stale: bool,
+}
+
 /// The keyspace.
 #[derive(Debug)]
 pub struct Db {
@@ -242,6 +261,8 @@ pub struct Db {
     stats: DbStats,
     /// Active expiry's sampling, and the seed of [`Db::rng`].
     rng: Rng,
+    /// The keys clients `WATCH` in this database (it stays with the index on `SWAPDB`).
+    watched: HashMap<Box<[u8]>, Watch>,
 }
 
 impl Db {
@@ -261,6 +282,7 @@ impl Db {
             used_memory: 0,
             stats: DbStats::default(),
             rng,
+            watched: HashMap::new(),
         }
     }
 
@@ -298,6 +320,7 @@ impl Db {
     /// Deletes every key (`FLUSHDB`, `FLUSHALL`) and releases the keyspace's memory. The
     /// statistics stay, as in Redis.
     pub fn flush(&mut self) {
+        self.touch_stored(None);
         self.table = HashTable::new();
         self.slots = Vec::new();
         self.free = Vec::new();
@@ -306,8 +329,11 @@ impl Db {
     }
 
     /// Exchanges the keys (values, deadlines, memory estimate) with `other` (`SWAPDB`). The
-    /// statistics stay: they count what happened to each database index.
+    /// statistics and the watched keys stay: they belong to the database index. A watched key
+    /// stored in either database counts as changed.
     pub fn swap_contents(&mut self, other: &mut Db) {
+        self.touch_stored(Some(other));
+        other.touch_stored(Some(self));
         std::mem::swap(&mut self.table, &mut other.table);
         std::mem::swap(&mut self.slots, &mut other.slots);
         std::mem::swap(&mut self.free, &mut other.free);
@@ -363,13 +389,90 @@ impl Db {
     /// The value of `key` if it is live, without counting the read or expiring it: for a
     /// command that reads several keys at once after looking each up with [`get`](Self::get).
     pub fn peek(&self, key: &[u8], now_ms: u64) -> Option<&Value> {
-        let slots = &self.slots;
-        let i = *self.table.find(
-            self.hasher.hash_one(key),
-            |&i| matches!(&slots[i], Some(s) if *s.key == *key),
-        )?;
-        let slot = self.slot(i);
+        let slot = self.slot(self.find_index(key)?);
         (now_ms <= slot.deadline).then_some(&slot.value)
+    }
+
+    /// Registers a watcher of `key` (`WATCH`) and returns what the key is now, to compare
+    /// with [`watch_changed`](Self::watch_changed) at `EXEC`. Nothing is counted or expired.
+    pub fn watch(&mut self, key: &[u8], now_ms: u64) -> WatchMark {
+        let w = self.watched.entry(key.into()).or_default();
+        w.watchers += 1;
+        let changes = w.changes;
+        let deadline = self.find_index(key).map(|i| self.slot(i).deadline);
+        WatchMark {
+            changes,
+            live: deadline.is_some_and(|d| now_ms <= d),
+            stale: deadline.is_some_and(|d| now_ms > d),
+        }
+    }
+
+    /// Unregisters a watcher of `key` (`UNWATCH`, `EXEC`, `DISCARD`, a client leaving).
+    pub fn unwatch(&mut self, key: &[u8]) {
+        if let Some(w) = self.watched.get_mut(key) {
+            w.watchers -= 1;
+            if w.watchers == 0 {
+                self.watched.remove(key);
+            }
+        }
+    }
+
+    /// Whether `key` changed since `mark` was taken, as Redis's `EXEC` sees it: any write,
+    /// deletion, flush or swap of it, or its deadline passing; a key already past its deadline
+    /// when watched changed only if it is live again.
+    pub fn watch_changed(&self, key: &[u8], mark: WatchMark, now_ms: u64) -> bool {
+        let live = self
+            .find_index(key)
+            .is_some_and(|i| now_ms <= self.slot(i).deadline);
+        if mark.stale {
+            return live;
+        }
+        let changes = self.watched.get(key).map_or(0, |w| w.changes);
+        changes != mark.changes || (mark.live && !live)
+    }
+
+    /// Counts a change of `key` for its watchers.
+    fn touch(&mut self, key: &[u8]) {
+        if !self.watched.is_empty() {
+            if let Some(w) = self.watched.get_mut(key) {
+                w.changes += 1;
+            }
+        }
+    }
+
+    /// Counts a change of record `i`'s key for its watchers.
+    fn touch_at(&mut self, i: usize) {
+        if !self.watched.is_empty() {
+            let key = &self.slots[i].as_ref().expect("a live slot").key;
+            if let Some(w) = self.watched.get_mut(key) {
+                w.changes += 1;
+            }
+        }
+    }
+
+    /// Counts a change of every watched key stored here (`FLUSHDB`) or in `other` (`SWAPDB`).
+    fn touch_stored(&mut self, other: Option<&Db>) {
+        let stored = |db: &Db, key: &[u8]| db.find_index(key).is_some();
+        let touched: Vec<Box<[u8]>> = self
+            .watched
+            .keys()
+            .filter(|k| stored(self, k) || other.is_some_and(|o| stored(o, k)))
+            .cloned()
+            .collect();
+        for key in touched {
+            self.touch(&key);
+        }
+    }
+
+    /// The slab index of `key` if it is stored (live or not).
+    fn find_index(&self, key: &[u8]) -> Option<usize> {
+        let slots = &self.slots;
+        self.table
+            .find(
+                self.hasher.hash_one(key),
+                |&i| matches!(&slots[i], Some(s) if *s.key == *key),
+            )
+            .copied()
     }
 
     /// The live key `key`, as a handle to read or change it (value, deadline, removal).
@@ -433,6 +536,7 @@ impl Db {
                 let slot = self.slot_mut(i);
                 slot.accessed_ms = now_ms;
                 let old = std::mem::replace(&mut slot.value, value);
+                self.touch_at(i);
                 self.used_memory = self.used_memory - old.memory() + add;
                 let deadline = match ttl {
                     Ttl::Clear => NO_DEADLINE,
@@ -627,6 +731,13 @@ impl Db {
             .expect("the table and ttl index hold live slots only")
     }
 
+    /// Record `i`, to change its value: the change is counted for its watchers (a handle
+    /// that only reads does not call this).
+    fn changing(&mut self, i: usize) -> &mut Slot {
+        self.touch_at(i);
+        self.slot_mut(i)
+    }
+
     fn slot_mut(&mut self, i: usize) -> &mut Slot {
         self.slots[i]
             .as_mut()
@@ -651,6 +762,7 @@ impl Db {
             debug_assert!(self.slots[i].is_none());
             self.slots[i] = slot;
         }
+        self.touch(key);
     }
 
     /// Deletes the record at `i` from the table, the ttl index and the slab.
@@ -667,6 +779,7 @@ impl Db {
         }
         self.free.push(i);
         self.used_memory -= slot.key.len() + KEY_OVERHEAD + slot.value.memory();
+        self.touch(&slot.key);
         slot.value
     }
 
@@ -686,6 +799,7 @@ impl Db {
             _ => {}
         }
         self.slot_mut(i).deadline = deadline;
+        self.touch_at(i);
     }
 
     /// Removes position `pos` of the ttl index (swap-remove; the moved record learns its new
@@ -784,7 +898,7 @@ impl<'a> EntryMut<'a> {
     /// Replaces the value, keeping the key's deadline (`APPEND`, `INCR`). Returns the old one.
     pub fn replace(&mut self, value: Value) -> Value {
         let add = value.memory();
-        let old = std::mem::replace(&mut self.db.slot_mut(self.i).value, value);
+        let old = std::mem::replace(&mut self.db.changing(self.i).value, value);
         self.db.used_memory = self.db.used_memory - old.memory() + add;
         old
     }
@@ -809,12 +923,18 @@ impl<'a> EntryMut<'a> {
 /// A hash or set being changed, through [`hash`](Self::hash) or [`set`](Self::set). The
 /// memory estimate is brought up to date when the handle drops (the tables keep their own
 /// sums, so that is O(1)), and the key is deleted then if the collection is empty.
+///
+/// For `WATCH`, the key counts as changed when the handle drops if its size changed (a
+/// member or field added or removed, a value of another length) or the caller said so with
+/// [`changed`](Self::changed) (a value or score replaced in place).
 #[derive(Debug)]
 pub struct CollMut<'a> {
     db: &'a mut Db,
     i: usize,
     /// The value's memory when the handle was made.
     before: usize,
+    /// Whether [`changed`](Self::changed) was called.
+    changed: bool,
 }
 
 impl<'a> CollMut<'a> {
@@ -824,7 +944,12 @@ impl<'a> CollMut<'a> {
             return Err(WrongType);
         }
         let before = value.memory();
-        Ok(CollMut { db, i, before })
+        Ok(CollMut {
+            db,
+            i,
+            before,
+            changed: false,
+        })
     }
 
     /// The pool (to copy new names and values into).
@@ -835,6 +960,11 @@ impl<'a> CollMut<'a> {
     /// The length from which a name or value is kept in the read buffer it arrived in.
     pub fn keep_in_place_min(&self) -> usize {
         self.db.keep_in_place_min
+    }
+
+    /// Says that the collection changed (for `WATCH`) where its size may not show it.
+    pub fn changed(&mut self) {
+        self.changed = true;
     }
 
     /// The hash.
@@ -876,6 +1006,9 @@ impl Drop for CollMut<'_> {
         let value = &self.db.slot(self.i).value;
         let (after, empty) = (value.memory(), value.is_empty_collection());
         self.db.used_memory = self.db.used_memory - self.before + after;
+        if self.changed || after != self.before {
+            self.db.touch_at(self.i);
+        }
         if empty {
             self.db.remove_at(self.i);
         }
@@ -920,7 +1053,7 @@ impl ListMut<'_> {
     }
 
     fn items_mut(&mut self) -> &mut VecDeque<SharedBuf> {
-        match &mut self.db.slot_mut(self.i).value {
+        match &mut self.db.changing(self.i).value {
             Value::List(items) => items,
             _ => unreachable!("ListMut is made for lists only"),
         }
@@ -976,6 +1109,9 @@ impl ListMut<'_> {
     /// Removes the elements at the ascending `positions` (`LREM`).
     pub fn remove_sorted(&mut self, positions: &[usize]) {
         debug_assert!(positions.windows(2).all(|w| w[0] < w[1]));
+        if positions.is_empty() {
+            return;
+        }
         let mut freed = 0;
         let mut next = positions.iter().peekable();
         let mut i = 0;

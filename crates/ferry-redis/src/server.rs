@@ -30,7 +30,7 @@ use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{EventfdFlags, Timespec};
 use rustix::net::{AddressFamily, SocketType, sockopt};
 
-use crate::cmd::{self, Args, Client, Ctx, OtherDbs, ServerInfo, Stats};
+use crate::cmd::{self, Args, Client, ServerInfo, Session, Stats};
 use crate::config::Config;
 use crate::db::Db;
 use crate::input::{Input, InputError};
@@ -534,15 +534,13 @@ impl EventLoop {
                 return None; // the client is dropped below: run nothing more for it
             }
             out.set_proto(client.proto);
-            let (db, others) = OtherDbs::split(&mut dbs, client.db);
-            let mut ctx = Ctx {
-                db,
-                others,
+            let mut session = Session {
+                dbs: &mut dbs,
                 client,
                 server: &shared.info,
                 now_ms: now,
             };
-            cmd::execute(&mut ctx, args, out);
+            cmd::execute(&mut session, args, out);
             // After QUIT nothing more runs.
             (!client.close_after_reply).then_some(client.authenticated)
         });
@@ -657,6 +655,10 @@ impl EventLoop {
             );
         }
         let _ = epoll::delete(&self.epoll, &*conn.stream);
+        let mut client = conn.client;
+        if !client.watched.is_empty() {
+            cmd::multi::forget_watched(&mut self.lock_dbs(), &mut client);
+        }
         self.shared
             .info
             .stats

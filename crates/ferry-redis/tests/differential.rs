@@ -438,7 +438,8 @@ fn run_sequential(pair: &mut Pair, seed: u64, exclude: &HashSet<String>) -> Resu
     let mut generator = Gen::new(seed, exclude, false);
     let mut cmds = Vec::new();
     one_by_one(pair, seed, Mode::Sequential, &mut cmds, prologue(seed))?;
-    let body = (0..COMMANDS_PER_SEQUENCE).map(|_| generator.command()).collect();
+    let mut body: Vec<Cmd> = (0..COMMANDS_PER_SEQUENCE).map(|_| generator.command()).collect();
+    body.extend(generator.pending());
     one_by_one(pair, seed, Mode::Sequential, &mut cmds, body)?;
     one_by_one(pair, seed, Mode::Sequential, &mut cmds, epilogue())
 }
@@ -450,6 +451,8 @@ fn run_pipelined(pair: &mut Pair, seed: u64, exclude: &HashSet<String>) -> Resul
     for _ in 0..BATCHES {
         let first = cmds.len();
         cmds.extend((0..BATCH).map(|_| generator.command()));
+        // A transaction ends within its batch: the key-space check below is not queued.
+        cmds.extend(generator.pending());
         let writes = generator.writes();
         if let Err((i, detail)) = pair.batch(&cmds[first..], &writes) {
             let index = first + i;
@@ -1208,6 +1211,11 @@ const ARITIES: &[(&str, i32)] = &[
     ("expiretime", 2),
     ("pexpiretime", 2),
     ("dbsize", 1),
+    ("multi", 1),
+    ("exec", 1),
+    ("discard", 1),
+    ("watch", -2),
+    ("unwatch", 1),
     ("select", 2),
     ("move", 3),
     ("copy", -3),
@@ -1320,6 +1328,8 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("expireat", 8, Gen::expireat),
     ("expiretime", 6, Gen::expiretime),
     ("dbsize", 5, Gen::dbsize),
+    ("transaction", 12, Gen::transaction),
+    ("watch", 6, Gen::watch),
     ("select", 8, Gen::select),
     ("move", 5, Gen::move_),
     ("copy", 6, Gen::copy),
@@ -1341,7 +1351,8 @@ struct Gen {
     /// No full-iteration `SCAN`s (they are not one reply).
     pipelined: bool,
     /// A command that must come next (see [`Gen::set`]).
-    next: Option<Cmd>,
+    /// Commands that must come next, the first last (see [`Gen::set`], [`Gen::transaction`]).
+    next: Vec<Cmd>,
 }
 
 impl Gen {
@@ -1361,12 +1372,19 @@ impl Gen {
             ttls: HashSet::new(),
             now_s: SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs(),
             pipelined,
-            next: None,
+            next: Vec::new(),
         }
     }
 
+    /// The commands that must still come (the rest of a transaction), in order.
+    fn pending(&mut self) -> Vec<Cmd> {
+        let mut rest = std::mem::take(&mut self.next);
+        rest.reverse();
+        rest
+    }
+
     fn command(&mut self) -> Cmd {
-        if let Some(cmd) = self.next.take() {
+        if let Some(cmd) = self.next.pop() {
             return cmd;
         }
         let total = self.table.last().unwrap().0;
@@ -1578,7 +1596,8 @@ impl Gen {
                         // and it is counted by DBSIZE (and matched by SCAN TYPE none) until an
                         // access or the active expiry cycle removes it: when is timing. An
                         // EXISTS at once removes it, and checks that it reads as gone.
-                        self.next = Some(Cmd::exact(vec![b"EXISTS".to_vec(), args[0].clone()]));
+                        self.next
+                            .push(Cmd::exact(vec![b"EXISTS".to_vec(), args[0].clone()]));
                         self.rng.range(1, 1_000_000) as u64
                     } else {
                         self.now_s + self.fresh_ttl_s()
@@ -2867,6 +2886,69 @@ impl Gen {
 
     fn dbsize(&mut self) -> Cmd {
         self.cmd("DBSIZE", vec![])
+    }
+
+    /// `MULTI`, a few commands whose replies are deterministic (an `EXEC` array is compared
+    /// whole), then `EXEC` or sometimes `DISCARD`; now and then a command refused while
+    /// queueing (`EXECABORT`), a nested `MULTI` or a `WATCH` inside.
+    fn transaction(&mut self) -> Cmd {
+        const INNER: &[Generator] = &[
+            Gen::set,
+            Gen::get,
+            Gen::incr,
+            Gen::append,
+            Gen::mset,
+            Gen::getex,
+            Gen::setrange,
+            Gen::del,
+            Gen::exists,
+            Gen::expire,
+            Gen::lpush,
+            Gen::rpop,
+            Gen::lrange,
+            Gen::lmove,
+            Gen::lpos,
+            Gen::hset,
+            Gen::sadd,
+            Gen::zadd,
+            Gen::rename,
+            Gen::copy,
+            Gen::select,
+            Gen::move_,
+            Gen::dbsize,
+            Gen::wrong_arity,
+            Gen::unknown,
+        ];
+        let mut body = Vec::new();
+        for _ in 0..1 + self.rng.below(5) {
+            let inner = if self.rng.chance(1, 20) {
+                let name = *self.rng.pick(&["MULTI", "WATCH"]);
+                let mut args = vec![self.word(name)];
+                if name == "WATCH" {
+                    args.push(self.key());
+                }
+                Cmd::exact(args)
+            } else {
+                let generator = *self.rng.pick(INNER);
+                generator(self)
+            };
+            body.push(inner);
+        }
+        let end = if self.rng.chance(1, 6) { "DISCARD" } else { "EXEC" };
+        let end = Cmd::exact(vec![self.word(end)]);
+        // Popped from the end: the last command first.
+        self.next.push(end);
+        self.next.extend(body.into_iter().rev());
+        self.cmd("MULTI", vec![])
+    }
+
+    /// `WATCH` of one to three keys, or `UNWATCH`.
+    fn watch(&mut self) -> Cmd {
+        if self.rng.chance(1, 4) {
+            return self.cmd("UNWATCH", vec![]);
+        }
+        let keys = self.keys_arg(3);
+        self.cmd("WATCH", keys)
     }
 
     /// A database index: mostly one of the first [`DATABASES`], sometimes out of range or

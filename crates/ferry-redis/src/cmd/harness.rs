@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use crate::cmd::{Args, Client, Ctx, OtherDbs, ServerInfo, execute};
+use crate::cmd::{Args, Client, ServerInfo, Session, execute};
 use crate::config::Config;
 use crate::db::Db;
 use crate::resp::ReplyBuf;
@@ -53,23 +53,7 @@ impl Harness {
         let shared = self.db.pool().copy_from(&base).unwrap();
         let args = Args::new(&shared, &ranges, Some(&shared));
         let mut out = ReplyBuf::new(self.zero_copy);
-        out.set_proto(self.client.proto);
-        // The databases in one slice for the command, database 0 back in `db` after it.
-        let placeholder = Db::new(self.db.pool().clone(), KEEP_IN_PLACE);
-        let mut all: Vec<Db> = std::iter::once(std::mem::replace(&mut self.db, placeholder))
-            .chain(self.others.drain(..))
-            .collect();
-        let (db, others) = OtherDbs::split(&mut all, self.client.db);
-        let mut ctx = Ctx {
-            db,
-            others,
-            client: &mut self.client,
-            server: &self.server,
-            now_ms: self.now_ms,
-        };
-        execute(&mut ctx, &args, &mut out);
-        self.db = all.remove(0);
-        self.others = all;
+        self.run_into(&args, &mut out);
         let (bytes, refs) = out.parts();
         let mut reply = Vec::new();
         let mut at = 0;
@@ -80,6 +64,26 @@ impl Harness {
         }
         reply.extend_from_slice(&bytes[at..]);
         reply
+    }
+
+    /// Runs one command as the server loop does, its reply (in the client's protocol) left
+    /// in `out`.
+    pub fn run_into(&mut self, args: &Args<'_>, out: &mut ReplyBuf) {
+        out.set_proto(self.client.proto);
+        // The databases in one slice for the command, database 0 back in `db` after it.
+        let placeholder = Db::new(self.db.pool().clone(), KEEP_IN_PLACE);
+        let mut all: Vec<Db> = std::iter::once(std::mem::replace(&mut self.db, placeholder))
+            .chain(self.others.drain(..))
+            .collect();
+        let mut session = Session {
+            dbs: &mut all,
+            client: &mut self.client,
+            server: &self.server,
+            now_ms: self.now_ms,
+        };
+        execute(&mut session, args, out);
+        self.db = all.remove(0);
+        self.others = all;
     }
 
     /// Runs a command given as space-separated words; the reply as (lossy) text.

@@ -26,6 +26,7 @@ pub mod hashes;
 pub mod introspect;
 pub mod keys;
 pub mod lists;
+pub mod multi;
 pub mod random;
 pub mod server;
 pub mod sets;
@@ -163,6 +164,10 @@ pub struct Client {
     pub created_ms: u64,
     /// The selected database (`SELECT`).
     pub db: usize,
+    /// The open transaction (`MULTI`), if any.
+    pub multi: Option<multi::Multi>,
+    /// The keys `WATCH`ed for the next `EXEC`.
+    pub watched: Vec<multi::Watched>,
 }
 
 impl Client {
@@ -185,6 +190,8 @@ impl Client {
             local_addr,
             created_ms,
             db: 0,
+            multi: None,
+            watched: Vec::new(),
         }
     }
 }
@@ -414,26 +421,96 @@ pub fn read_typed<'d, T: ?Sized>(
     }
 }
 
+/// What a connection's commands run against: every database, the client, the server.
+#[derive(Debug)]
+pub struct Session<'a> {
+    /// The databases (the client's selected one is `dbs[client.db]`).
+    pub dbs: &'a mut [Db],
+    /// The client that sent the commands.
+    pub client: &'a mut Client,
+    /// The server.
+    pub server: &'a ServerInfo,
+    /// Now, in unix milliseconds.
+    pub now_ms: u64,
+}
+
 /// Runs one command: looks it up (case-insensitively), checks arity, authentication and
-/// memory, and calls its handler. Exactly one reply is written to `out`.
-pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    Stats::add(&ctx.server.stats.total_commands_processed, 1);
-    // Redis 7.0's order: an unknown command or a wrong argument count is reported before
-    // authentication is asked for.
+/// memory, and calls its handler; inside a transaction, queues it instead (see [`multi`]).
+/// Exactly one reply is written to `out`.
+pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    Stats::add(&s.server.stats.total_commands_processed, 1);
+    let spec = match check(s, args) {
+        Ok(spec) => spec,
+        Err(e) => {
+            if table::lookup(args.get(0)).is_some_and(|c| c.name == "exec") {
+                // A refused EXEC ends the transaction and the watch, in one or not (Redis's
+                // `execCommandAbort`).
+                s.client.multi = None;
+                multi::forget_watched(s.dbs, s.client);
+                let reason = e.strip_prefix(b"ERR ").unwrap_or(&e);
+                return out.error([b"EXECABORT Transaction discarded because of: ", reason].concat());
+            }
+            if let Some(m) = &mut s.client.multi {
+                m.abort();
+            }
+            return out.error(e);
+        }
+    };
+    match &mut s.client.multi {
+        Some(m) if !multi::runs_at_once(spec) => {
+            m.queue(spec, args);
+            out.simple("QUEUED");
+        }
+        Some(_) if spec.name == "exec" => {
+            let server = s.server;
+            multi::exec(s.dbs, s.client, s.now_ms, out, |dbs, client, spec, args, out| {
+                Stats::add(&server.stats.total_commands_processed, 1);
+                run(dbs, client, server, s.now_ms, spec, args, out)
+            });
+        }
+        _ => run(s.dbs, s.client, s.server, s.now_ms, spec, args, out),
+    }
+}
+
+/// The command `args` names, or the error Redis 7.0 gives before running it, in Redis's
+/// order: an unknown command or a wrong argument count before authentication is asked for.
+fn check(s: &Session<'_>, args: &Args<'_>) -> Result<&'static CommandSpec, Vec<u8>> {
     let Some(spec) = table::lookup(args.get(0)) else {
-        return out.error(unknown_command(args));
+        return Err(unknown_command(args));
     };
     if !spec.arity_ok(args.len()) {
-        return out.error(wrong_arity(spec.name));
+        return Err(wrong_arity(spec.name).into_bytes());
     }
     if let Some(e) = server::subcommand_error(spec, args) {
-        return out.error(e);
+        return Err(e);
     }
-    if !ctx.client.authenticated && !spec.has("no_auth") {
-        return out.error(NOAUTH);
+    if !s.client.authenticated && !spec.has("no_auth") {
+        return Err(NOAUTH.into());
     }
-    if spec.has("denyoom") && ctx.used_memory() > ctx.server.config.maxmemory {
-        return out.error(OOM);
+    let used: usize = s.dbs.iter().map(Db::used_memory).sum();
+    if spec.has("denyoom") && used > s.server.config.maxmemory {
+        return Err(OOM.into());
     }
-    (spec.handler)(ctx, args, out)
+    Ok(spec)
+}
+
+/// Calls `spec`'s handler on the client's selected database.
+fn run(
+    dbs: &mut [Db],
+    client: &mut Client,
+    server: &ServerInfo,
+    now_ms: u64,
+    spec: &CommandSpec,
+    args: &Args<'_>,
+    out: &mut ReplyBuf,
+) {
+    let (db, others) = OtherDbs::split(dbs, client.db);
+    let mut ctx = Ctx {
+        db,
+        others,
+        client,
+        server,
+        now_ms,
+    };
+    (spec.handler)(&mut ctx, args, out)
 }

@@ -605,10 +605,14 @@ fn client_line(ctx: &Ctx<'_>, cmd: &str, s: &mut String) {
         Proto::Resp3 => 3,
     };
     let db = c.db;
+    let (flags, multi) = match &c.multi {
+        Some(m) => ("x", m.len() as i64),
+        None => ("N", -1),
+    };
     let _ = writeln!(
         s,
-        "id={} addr={} laddr={} name={name} age={age} idle=0 flags=N db={db} sub=0 psub=0 ssub=0 \
-         multi=-1 cmd={cmd} user=default redir=-1 resp={resp}",
+        "id={} addr={} laddr={} name={name} age={age} idle=0 flags={flags} db={db} sub=0 psub=0 ssub=0 \
+         multi={multi} cmd={cmd} user=default redir=-1 resp={resp}",
         c.id, c.addr, c.local_addr
     );
 }
@@ -818,8 +822,10 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
     if spec.has("admin") || matches!(spec.name, "flushall" | "flushdb" | "keys" | "info") {
         cats.push("@dangerous");
     }
-    if spec.group == "connection" {
-        cats.push("@connection");
+    match spec.group {
+        "connection" => cats.push("@connection"),
+        "transactions" => cats.push("@transaction"),
+        _ => {}
     }
     cats
 }
@@ -838,7 +844,9 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("decr", "1.0.0", "O(1)"),
     ("decrby", "1.0.0", "O(1)"),
     ("del", "1.0.0", "O(N) where N is the number of keys that will be removed"),
+    ("discard", "2.0.0", "O(N), when N is the number of queued commands"),
     ("echo", "1.0.0", "O(1)"),
+    ("exec", "1.2.0", "Depends on commands in the transaction"),
     ("exists", "1.0.0", "O(N) where N is the number of keys to check."),
     ("expire", "1.0.0", "O(1)"),
     ("expireat", "2.2.0", "O(1)"),
@@ -889,6 +897,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("mget", "1.0.0", "O(N) where N is the number of keys to retrieve."),
     ("move", "1.0.0", "O(1)"),
     ("mset", "1.0.1", "O(N) where N is the number of keys to set."),
+    ("multi", "1.2.0", "O(1)"),
     ("object", "2.2.3", "Depends on subcommand."),
     ("persist", "2.2.0", "O(1)"),
     ("pexpire", "2.6.0", "O(1)"),
@@ -935,6 +944,8 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("ttl", "1.0.0", "O(1)"),
     ("type", "1.0.0", "O(1)"),
     ("unlink", "4.0.0", "O(1) for each key removed regardless of its size"),
+    ("unwatch", "2.2.0", "O(1)"),
+    ("watch", "2.2.0", "O(1) for every key."),
     ("zadd", "1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set."),
     ("zcard", "1.2.0", "O(1)"),
     ("zcount", "2.0.0", "O(log(N)) with N being the number of elements in the sorted set."),

@@ -659,14 +659,7 @@ mod tests {
         let mut out = ReplyBuf::new(ZERO_COPY);
         let ranges = [0..3, 3..4];
         let args = Args::new(b"GETk", &ranges, None);
-        let mut ctx = Ctx {
-            db: &mut h.db,
-            others: crate::cmd::OtherDbs::split(&mut h.others, 0).1,
-            client: &mut h.client,
-            server: &h.server,
-            now_ms: h.now_ms,
-        };
-        crate::cmd::execute(&mut ctx, &args, &mut out);
+        h.run_into(&args, &mut out);
         h.cmd("SET k other");
         h.cmd("DEL k");
         let (bytes, refs) = out.parts();

@@ -3,7 +3,9 @@
 
 use std::sync::LazyLock;
 
-use super::{CommandSpec, Handler, hashes, introspect, keys, lists, server, sets, strings, zalgebra, zsets};
+use super::{
+    CommandSpec, Handler, hashes, introspect, keys, lists, multi, server, sets, strings, zalgebra, zsets,
+};
 
 const fn spec(
     name: &'static str,
@@ -32,6 +34,8 @@ const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
 /// legacy triple, as Redis reports.
 const NUMKEYS: (i32, i32, i32) = (0, 0, 0);
 
+/// `MULTI`, `DISCARD`, `WATCH`, `UNWATCH`.
+const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 const CONN: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
 const W_OOM: &[&str] = &["write", "denyoom"];
 const W_OOM_FAST: &[&str] = &["write", "denyoom", "fast"];
@@ -137,6 +141,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::del,
     ),
     spec(
+        "discard",
+        1,
+        TX,
+        NONE,
+        "transactions",
+        "Discard all commands issued after MULTI",
+        multi::discard,
+    ),
+    spec(
         "echo",
         2,
         &["fast"],
@@ -144,6 +157,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "connection",
         "Returns the given string.",
         server::echo,
+    ),
+    spec(
+        "exec",
+        1,
+        &["noscript", "loading", "stale", "skip_slowlog"],
+        NONE,
+        "transactions",
+        "Execute all commands issued after MULTI",
+        multi::exec_without_multi,
     ),
     spec(
         "exists",
@@ -596,6 +618,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::mset,
     ),
     spec(
+        "multi",
+        1,
+        TX,
+        NONE,
+        "transactions",
+        "Mark the start of a transaction block",
+        multi::multi,
+    ),
+    spec(
         "object",
         -2,
         &[],
@@ -1008,6 +1039,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Asynchronously deletes one or more keys.",
         keys::unlink,
+    ),
+    spec(
+        "unwatch",
+        1,
+        TX,
+        NONE,
+        "transactions",
+        "Forget about all watched keys",
+        multi::unwatch,
+    ),
+    spec(
+        "watch",
+        -2,
+        TX,
+        ALL_KEYS,
+        "transactions",
+        "Watch the given keys to determine execution of the MULTI/EXEC block",
+        multi::watch,
     ),
     spec(
         "zadd",
