@@ -1188,6 +1188,7 @@ const ARITIES: &[(&str, i32)] = &[
     ("zremrangebylex", 4),
     ("zscan", -3),
     ("zrandmember", -2),
+    ("msetnx", -3),
     ("setex", 4),
     ("psetex", 4),
     ("getex", -2),
@@ -1658,7 +1659,8 @@ impl Gen {
         if self.rng.chance(1, 10) {
             args.pop(); // an odd count: a wrong-arity error
         }
-        self.cmd("MSET", args)
+        let name = if self.rng.chance(1, 4) { "MSETNX" } else { "MSET" };
+        self.cmd(name, args)
     }
 
     fn setnx(&mut self) -> Cmd {

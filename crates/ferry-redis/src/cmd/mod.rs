@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use ferry_buf::{Pool, PoolError, SharedBuf};
@@ -246,6 +246,8 @@ pub struct ServerInfo {
     pub stats: Stats,
     /// Whether active expiry runs (`DEBUG SET-ACTIVE-EXPIRE`; lazy expiry always does).
     pub active_expire: AtomicBool,
+    /// `maxmemory` now (`CONFIG SET` changes it; 0: no limit, as in Redis).
+    pub maxmemory: AtomicUsize,
     /// The values of the parameters `CONFIG SET` accepts without effect, in the order of
     /// [`server::INERT_PARAMS`].
     pub inert: Mutex<Vec<String>>,
@@ -255,6 +257,7 @@ impl ServerInfo {
     /// A server's information at start: `config`, listening on `port`, with `run_id`.
     pub fn new(config: Config, port: u16, run_id: String) -> ServerInfo {
         ServerInfo {
+            maxmemory: AtomicUsize::new(config.maxmemory),
             config,
             port,
             started: Instant::now(),
@@ -487,9 +490,12 @@ fn check(s: &Session<'_>, args: &Args<'_>) -> Result<&'static CommandSpec, Vec<u
     if !s.client.authenticated && !spec.has("no_auth") {
         return Err(NOAUTH.into());
     }
-    let used: usize = s.dbs.iter().map(Db::used_memory).sum();
-    if spec.has("denyoom") && used > s.server.config.maxmemory {
-        return Err(OOM.into());
+    if spec.has("denyoom") {
+        let limit = s.server.maxmemory.load(Ordering::Relaxed);
+        let used: usize = s.dbs.iter().map(Db::used_memory).sum();
+        if limit != 0 && used > limit {
+            return Err(OOM.into());
+        }
     }
     Ok(spec)
 }

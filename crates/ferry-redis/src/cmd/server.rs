@@ -299,6 +299,14 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 /// `MOVE`'s and `COPY`'s reply when source and destination are the same.
 pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 
+/// `TIME`: the server's clock, `[unix seconds, microseconds]` (to the millisecond: the
+/// handlers' clock).
+pub fn time(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    out.array(2);
+    out.bulk((ctx.now_ms / 1000).to_string().as_bytes());
+    out.bulk(((ctx.now_ms % 1000) * 1000).to_string().as_bytes());
+}
+
 /// `QUIT`: `+OK`, then the connection closes once the reply is written. Arguments are
 /// ignored, as in Redis.
 pub fn quit(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
@@ -897,6 +905,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("mget", "1.0.0", "O(N) where N is the number of keys to retrieve."),
     ("move", "1.0.0", "O(1)"),
     ("mset", "1.0.1", "O(N) where N is the number of keys to set."),
+    ("msetnx", "1.0.1", "O(N) where N is the number of keys to set."),
     ("multi", "1.2.0", "O(1)"),
     ("object", "2.2.3", "Depends on subcommand."),
     ("persist", "2.2.0", "O(1)"),
@@ -940,6 +949,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("sunion", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
     ("sunionstore", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
     ("swapdb", "4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases."),
+    ("time", "2.6.0", "O(1)"),
     ("touch", "3.2.1", "O(N) where N is the number of keys that will be touched."),
     ("ttl", "1.0.0", "O(1)"),
     ("type", "1.0.0", "O(1)"),
@@ -1213,6 +1223,7 @@ pub static INERT_PARAMS: &[InertParam] = &[
     inert("list-compress-depth", None, "0", ParamKind::Int),
     inert("list-max-listpack-size", Some("list-max-ziplist-size"), "-2", ParamKind::Int),
     inert("min-replicas-to-write", Some("min-slaves-to-write"), "0", ParamKind::Int),
+    inert("repl-ping-replica-period", Some("repl-ping-slave-period"), "10", ParamKind::Int),
     inert("replica-read-only", Some("slave-read-only"), "yes", ParamKind::Bool),
     inert("replica-serve-stale-data", Some("slave-serve-stale-data"), "yes", ParamKind::Bool),
     inert("sanitize-dump-payload", None, "no", ParamKind::Enum(&["no", "yes", "clients"])),
@@ -1260,7 +1271,11 @@ fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
         "databases" => config.databases.to_string(),
         "hz" => config.hz.to_string(),
         "maxclients" => config.max_clients.to_string(),
-        "maxmemory" => config.maxmemory.to_string(),
+        "maxmemory" => ctx
+            .server
+            .maxmemory
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .to_string(),
         "maxmemory-policy" => "noeviction".into(),
         "port" => ctx.server.port.to_string(),
         "proto-max-bulk-len" => config.proto_max_bulk_len.to_string(),
@@ -1329,8 +1344,8 @@ fn check_value(kind: ParamKind, value: &[u8]) -> Option<String> {
 }
 
 /// `CONFIG SET parameter value [parameter value ...]`: all or nothing. An inert parameter
-/// ([`INERT_PARAMS`]) takes any valid value; a parameter fixed at start only the value it
-/// already has.
+/// ([`INERT_PARAMS`]) takes any valid value, `maxmemory` any memory value (0: no limit);
+/// another parameter, fixed at start, only the value it already has.
 fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     if args.len() % 2 != 0 {
         return out.error(SYNTAX);
@@ -1351,6 +1366,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     for &(param, name, value) in &pairs {
         let why = match param {
             Param::Inert(i) => check_value(INERT_PARAMS[i].kind, value),
+            Param::Fixed("maxmemory") => parse_memory(value)
+                .is_none()
+                .then(|| "argument must be a memory value".to_string()),
             Param::Fixed(_) if value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) => None,
             Param::Fixed(_) => {
                 Some("this server's configuration is read-only: set it when starting the server".into())
@@ -1368,11 +1386,40 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     }
     let mut values = ctx.server.inert.lock().unwrap_or_else(PoisonError::into_inner);
     for (param, _, value) in pairs {
-        if let Param::Inert(i) = param {
-            values[i] = String::from_utf8_lossy(value).to_ascii_lowercase();
+        match param {
+            Param::Inert(i) => values[i] = String::from_utf8_lossy(value).to_ascii_lowercase(),
+            Param::Fixed("maxmemory") => {
+                let bytes = parse_memory(value).expect("checked above");
+                ctx.server
+                    .maxmemory
+                    .store(bytes, std::sync::atomic::Ordering::Relaxed);
+            }
+            Param::Fixed(_) => {}
         }
     }
     out.ok();
+}
+
+/// A memory size as redis.conf writes it (Redis's `memtoull`): digits and an optional unit,
+/// `b`, `k`, `kb`, `m`, `mb`, `g`, `gb` in any case (`k` is 1000, `kb` 1024).
+pub fn parse_memory(value: &[u8]) -> Option<usize> {
+    let split = value
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(value.len());
+    let (digits, unit) = value.split_at(split);
+    let n: usize = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    let mult: usize = match unit.to_ascii_lowercase().as_slice() {
+        b"" | b"b" => 1,
+        b"k" => 1000,
+        b"kb" => 1024,
+        b"m" => 1000 * 1000,
+        b"mb" => 1024 * 1024,
+        b"g" => 1000 * 1000 * 1000,
+        b"gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mult)
 }
 
 /// `CONFIG RESETSTAT`: zeroes the server-wide counters of `INFO stats`.
@@ -1503,7 +1550,7 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
         "memory" => {
             s.push_str("# Memory\r\n");
             let used = ctx.used_memory() as u64;
-            let maxmemory = config.maxmemory as u64;
+            let maxmemory = server.maxmemory.load(std::sync::atomic::Ordering::Relaxed) as u64;
             field!(s, "used_memory", used);
             field!(s, "used_memory_human", human_bytes(used));
             field!(s, "maxmemory", maxmemory);
@@ -2222,12 +2269,28 @@ mod tests {
         );
         assert_eq!(h.cmd("CONFIG SET port 6379"), OK);
         assert_eq!(
-            h.cmd("CONFIG SET maxmemory 10"),
+            h.cmd("CONFIG SET hz 11"),
             err(
-                "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - this \
+                "ERR CONFIG SET failed (possibly related to argument 'hz') - this \
                  server's configuration is read-only: set it when starting the server"
             )
         );
+        assert_eq!(h.cmd("SET a v"), OK);
+        assert_eq!(h.cmd("CONFIG SET maxmemory 1"), OK);
+        assert_eq!(h.cmd("SET k v"), err(crate::cmd::OOM), "over the new limit");
+        assert_eq!(h.cmd("CONFIG SET maxmemory 2kb"), OK);
+        assert_eq!(
+            h.cmd("CONFIG GET maxmemory"),
+            "*2\r\n$9\r\nmaxmemory\r\n$4\r\n2048\r\n"
+        );
+        assert_eq!(
+            h.cmd("CONFIG SET maxmemory 2x"),
+            err(
+                "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
+            )
+        );
+        assert_eq!(h.cmd("CONFIG SET maxmemory 0"), OK);
+        assert_eq!(h.cmd("SET k v"), OK, "0: no limit");
         assert_eq!(
             h.cmd("CONFIG SET save \"\" nosuch 2"),
             err("ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'")

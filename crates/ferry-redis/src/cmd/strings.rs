@@ -373,6 +373,23 @@ pub fn mset(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     out.ok();
 }
 
+/// `MSETNX key value [key value ...]`: sets every pair (dropping TTLs) if none of the keys
+/// exists; 1 if it set them.
+pub fn msetnx(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if args.len() % 2 == 0 {
+        return out.error(wrong_arity("msetnx"));
+    }
+    let now = ctx.now_ms;
+    let any = (1..args.len())
+        .step_by(2)
+        .any(|i| ctx.db.find(args.get(i), now, Access::Write).is_some());
+    if any {
+        return out.integer(0);
+    }
+    mset(ctx, args, &mut ReplyBuf::new(usize::MAX));
+    out.integer(1);
+}
+
 /// `APPEND key value`: the new length. The result is a new pool buffer (old bytes + new);
 /// the key keeps its TTL.
 pub fn append(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {

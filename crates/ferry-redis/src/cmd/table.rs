@@ -618,6 +618,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::mset,
     ),
     spec(
+        "msetnx",
+        -3,
+        W_OOM,
+        (1, -1, 2),
+        "string",
+        "Set multiple keys to multiple values, only if none of the keys exist.",
+        strings::msetnx,
+    ),
+    spec(
         "multi",
         1,
         TX,
@@ -1003,6 +1012,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "server",
         "Swaps two Redis databases.",
         server::swapdb,
+    ),
+    spec(
+        "time",
+        1,
+        &["loading", "stale", "fast"],
+        NONE,
+        "server",
+        "Return the current server time.",
+        server::time,
     ),
     spec(
         "touch",
