@@ -1189,6 +1189,8 @@ const ARITIES: &[(&str, i32)] = &[
     ("zscan", -3),
     ("zrandmember", -2),
     ("msetnx", -3),
+    ("sort", -2),
+    ("sort_ro", -2),
     ("setex", 4),
     ("psetex", 4),
     ("getex", -2),
@@ -1329,6 +1331,7 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("expireat", 8, Gen::expireat),
     ("expiretime", 6, Gen::expiretime),
     ("dbsize", 5, Gen::dbsize),
+    ("sort", 10, Gen::sort),
     ("transaction", 12, Gen::transaction),
     ("watch", 6, Gen::watch),
     ("select", 8, Gen::select),
@@ -2942,6 +2945,48 @@ impl Gen {
         self.next.push(end);
         self.next.extend(body.into_iter().rev());
         self.cmd("MULTI", vec![])
+    }
+
+    /// `SORT` or `SORT_RO` with random options, only in forms whose output order Redis
+    /// defines: no `BY` without `*` unless stored (a set's order is its table's).
+    fn sort(&mut self) -> Cmd {
+        let ro = self.rng.chance(1, 4);
+        let mut args = vec![self.key()];
+        let store = !ro && self.rng.chance(1, 3);
+        let by = match self.rng.below(4) {
+            0 => Some(*self.rng.pick(&["k*", "k*->f1", "*", "w_*"])),
+            1 if store => Some("nosort"),
+            _ => None,
+        };
+        if let Some(pattern) = by {
+            args.push(self.word("BY"));
+            args.push(pattern.as_bytes().to_vec());
+        }
+        for _ in 0..self.rng.below(3) {
+            args.push(self.word("GET"));
+            let pattern = *self.rng.pick(&["#", "k*", "k*->f0", "nostar"]);
+            args.push(pattern.as_bytes().to_vec());
+        }
+        if self.rng.chance(1, 3) {
+            args.push(self.word("LIMIT"));
+            args.push(self.index_arg());
+            args.push(self.index_arg());
+        }
+        if self.rng.chance(1, 3) {
+            let dir = *self.rng.pick(&["ASC", "DESC"]);
+            args.push(self.word(dir));
+        }
+        if self.rng.chance(1, 3) {
+            args.push(self.word("ALPHA"));
+        }
+        if store {
+            args.push(self.word("STORE"));
+            args.push(self.key());
+        }
+        if self.rng.chance(1, 20) {
+            args.push(self.word("FOO"));
+        }
+        self.cmd(if ro { "SORT_RO" } else { "SORT" }, args)
     }
 
     /// `WATCH` of one to three keys, or `UNWATCH`.

@@ -30,6 +30,7 @@ pub mod multi;
 pub mod random;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod zalgebra;

@@ -940,6 +940,8 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("smembers", "1.0.0", "O(N) where N is the set cardinality."),
     ("smismember", "6.2.0", "O(N) where N is the number of elements being checked for membership"),
     ("smove", "1.0.0", "O(1)"),
+    ("sort", "1.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."),
+    ("sort_ro", "7.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."),
     ("spop", "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count."),
     ("srandmember", "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count."),
     ("srem", "1.0.0", "O(N) where N is the number of members to be removed."),

@@ -4,7 +4,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    CommandSpec, Handler, hashes, introspect, keys, lists, multi, server, sets, strings, zalgebra, zsets,
+    CommandSpec, Handler, hashes, introspect, keys, lists, multi, server, sets, sort, strings, zalgebra,
+    zsets,
 };
 
 const fn spec(
@@ -931,6 +932,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         "set",
         "Move a member from one set to another.",
         sets::smove,
+    ),
+    spec(
+        "sort",
+        -2,
+        W_OOM_MOVABLE,
+        KEY1,
+        "generic",
+        "Sort the elements in a list, set or sorted set, optionally storing the result.",
+        sort::sort,
+    ),
+    spec(
+        "sort_ro",
+        -2,
+        R_MOVABLE,
+        KEY1,
+        "generic",
+        "Sort the elements in a list, set or sorted set. Read-only variant of SORT.",
+        sort::sort_ro,
     ),
     spec(
         "spop",
