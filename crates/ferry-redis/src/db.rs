@@ -1,4 +1,4 @@
-//! The keyspace: database 0, a map from keys to [`Value`]s (strings, lists, hashes, sets) whose
+//! One database: a map from keys to [`Value`]s (strings, lists, hashes, sets) whose
 //! bytes live in the pool, with per-key deadlines, lazy and active expiry, `SCAN` cursors and a
 //! memory estimate. Hashes and sets are changed through a [`CollMut`] handle, which keeps the
 //! estimate in step and deletes a collection left empty.
@@ -18,6 +18,11 @@
 //! What it is not: thread-safe by itself (one loop owns it, or the server wraps it in a lock),
 //! evicting (writes past `maxmemory` are refused by [`execute`](crate::cmd::execute)), or
 //! persistent.
+//!
+//! `WATCH`: a database counts the changes of the keys clients watch in it ([`Db::watch`]):
+//! every path that writes or deletes a record (set, replace, deadline, list and collection
+//! handles, expiry, flush, swap) counts one for its key, at the cost of one check of an empty
+//! map when nothing is watched.
 //!
 //! Expiry follows Redis: a key is expired when `now_ms > deadline`. Every lookup deletes a key
 //! past its deadline first (lazy expiry; it counts in [`DbStats::expired_keys`]), and

@@ -1,12 +1,17 @@
 //! The commands: a table of [`CommandSpec`]s (name, arity, flags, key positions, handler) and
-//! [`execute`], which checks arity, authentication and memory before calling a handler.
+//! [`execute`], which checks arity, authentication and memory before calling a handler, or
+//! queues the command when the client has a transaction open ([`multi`]).
 //!
-//! Handlers take the parsed arguments and the [`Ctx`] (keyspace, client, server), and write
-//! exactly one reply into the [`ReplyBuf`]. They never see sockets or clocks: `now_ms` is given.
+//! Handlers take the parsed arguments and the [`Ctx`] (the selected database, the others,
+//! client, server), and write exactly one reply into the [`ReplyBuf`]. They never see sockets
+//! or clocks: `now_ms` is given. [`execute`] takes a [`Session`] (every database) and gives
+//! each command the database its client selected at that moment, so a `SELECT` queued in a
+//! transaction applies to the commands after it.
 //!
-//! Groups: [`strings`], [`keys`], [`lists`], [`hashes`], [`sets`], [`zsets`] and
-//! [`zalgebra`] (with [`random`]: the random picks of the three collections), and [`server`]
-//! (connection and server commands).
+//! Groups: [`strings`], [`keys`] (with [`sort`]), [`lists`], [`hashes`], [`sets`], [`zsets`]
+//! and [`zalgebra`] (with [`random`]: the random picks of the three collections), [`multi`]
+//! (transactions), [`introspect`] (`OBJECT`, `DEBUG`, `FUNCTION`), and [`server`]
+//! (connection, database and server commands).
 
 use std::net::SocketAddr;
 use std::ops::Range;

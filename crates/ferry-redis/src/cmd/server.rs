@@ -1,5 +1,5 @@
-//! Connection and server commands: `PING`, `ECHO`, `HELLO`, `AUTH`, `SELECT`, `QUIT`, `CLIENT`,
-//! `COMMAND`, `CONFIG`, `INFO`, `DBSIZE`, `FLUSHDB`, `FLUSHALL`.
+//! Connection and server commands: `PING`, `ECHO`, `HELLO`, `AUTH`, `SELECT`, `QUIT`, `TIME`,
+//! `CLIENT`, `COMMAND`, `CONFIG`, `INFO`, `DBSIZE`, `FLUSHDB`, `FLUSHALL`, `SWAPDB`, `MOVE`.
 //!
 //! Replies and error messages are Redis 7.0.15's, checked against the real server in both
 //! protocols, so that `redis-cli` (which reads `COMMAND DOCS` at start), `redis-benchmark`
@@ -11,9 +11,8 @@
 //! flags and ACL categories (what `COMMAND INFO` and `COMMAND DOCS` report for them).
 //!
 //! Where this server differs from Redis, and why:
-//! - One database: `SELECT 0` is `OK`, any other index `ERR DB index is out of range` (as
-//!   Redis answers beyond `databases`); `CONFIG GET databases` is `1`. The keyspace is shared
-//!   by every event loop, and clients (benchmarks, redis-py) use database 0.
+//! - `databases` (16 by default) databases, shared by every event loop and locked together:
+//!   a command may touch several (`MOVE`, `SWAPDB`, `COPY ... DB`, `FLUSHALL`).
 //! - One user, `default`, whose password is `requirepass`
 //!   ([`Config::password`](crate::Config::password)): `AUTH user pass` and `HELLO .. AUTH`
 //!   accept no other name. With no password set, `AUTH pass` is refused as Redis refuses it,
@@ -30,10 +29,13 @@
 //!   gives summary, since, group, complexity and an empty `arguments` array (argument trees
 //!   are not modelled: `redis-cli` shows no hints, but its help and completion work).
 //!   `COMMAND GETKEYSANDFLAGS` is not implemented.
-//! - `CONFIG` is read-only: the configuration is fixed when the server starts.
-//!   `CONFIG GET` knows the parameters clients ask for ([`CONFIG_PARAMS`]). `CONFIG SET`
-//!   accepts a parameter set to the value it already has (`CONFIG SET save ""` and
-//!   `appendonly no`, which test harnesses send, succeed) and refuses a change with Redis's
+//! - `CONFIG` changes little: the configuration is fixed when the server starts, except
+//!   `maxmemory`. `CONFIG GET` knows the parameters clients ask for ([`CONFIG_PARAMS`]) and
+//!   the [`INERT_PARAMS`]: Redis's encoding thresholds and replication and scripting knobs,
+//!   which `CONFIG SET` accepts (with Redis's checks and errors) and reports back, but which
+//!   change nothing in Ferry (it has one representation per type). `CONFIG SET` of another
+//!   parameter accepts the value it already has (`CONFIG SET save ""` and `appendonly no`,
+//!   which test harnesses send, succeed) and refuses a change with Redis's
 //!   `ERR CONFIG SET failed (possibly related to argument '..') - ...` error. `CONFIG
 //!   RESETSTAT` zeroes the server-wide counters of `INFO stats` (not the keyspace's hit, miss
 //!   and expiry counters, which the keyspace owns). `CONFIG REWRITE` answers as Redis does
