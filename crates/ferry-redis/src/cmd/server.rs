@@ -821,6 +821,7 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
         "hash" => cats.push("@hash"),
         "set" => cats.push("@set"),
         "sorted-set" => cats.push("@sortedset"),
+        "bitmap" => cats.push("@bitmap"),
         "generic" => cats.push("@keyspace"),
         "server" if spec.has("write") || spec.has("readonly") => cats.push("@keyspace"),
         _ => {}
@@ -865,6 +866,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("flushdb", "1.0.0", "O(N) where N is the number of keys in the selected database"),
     ("function", "7.0.0", "Depends on subcommand."),
     ("get", "1.0.0", "O(1)"),
+    ("getbit", "2.2.0", "O(1)"),
     ("getdel", "6.2.0", "O(1)"),
     ("getex", "6.2.0", "O(1)"),
     ("getrange", "2.4.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings."),
@@ -932,6 +934,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("sdiffstore", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
     ("select", "1.0.0", "O(1)"),
     ("set", "1.0.0", "O(1)"),
+    ("setbit", "2.2.0", "O(1)"),
     ("setex", "2.0.0", "O(1)"),
     ("setnx", "1.0.0", "O(1)"),
     ("setrange", "2.2.0", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument."),

@@ -12,8 +12,10 @@
 //! As in Redis, a sorted set that is sorted is from then on held as Redis's skiplist would
 //! be (see [`ZSet::convert_to_skiplist`](crate::zset::ZSet::convert_to_skiplist)).
 //!
-//! What differs: unsorted output of a set (`BY nosort` without `STORE`) is in Ferry's table
-//! order, as Redis's is in its own; under another locale Redis's `ALPHA` order follows it.
+//! What differs: a set or sorted set is read in Ferry's table order, as Redis reads it in its
+//! own, so the unsorted output of a set (`BY nosort` without `STORE`) and the order of
+//! elements whose `ALPHA` weights are equal (a `BY` pattern) may differ; under another locale
+//! Redis's `ALPHA` order follows it.
 
 use std::cmp::Ordering;
 

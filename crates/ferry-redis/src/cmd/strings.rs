@@ -519,27 +519,40 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         Some(end) if end <= limit => end.max(old.len()),
         _ => return out.error(TOO_LONG),
     };
+    if let Err(e) = rewrite(ctx, key, total, |b| {
+        b[offset..offset + patch.len()].copy_from_slice(patch)
+    }) {
+        return out.error(e);
+    }
+    out.integer(total as i64);
+}
+
+/// Replaces the string at `key` (or creates it) with a new buffer of `total` bytes: the old
+/// bytes, zeros after them, then changed by `edit`. The key keeps its TTL. `Err` is the error
+/// reply when the pool cannot hold it.
+fn rewrite(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    total: usize,
+    edit: impl FnOnce(&mut [u8]),
+) -> Result<(), &'static str> {
+    let now = ctx.now_ms;
     let mut buf = match ctx.db.pool().alloc(total) {
         Ok(buf) => buf,
-        Err(PoolError::TooLarge { .. }) => return out.error(TOO_LONG),
-        Err(_) => return out.error(OOM),
+        Err(PoolError::TooLarge { .. }) => return Err(TOO_LONG),
+        Err(_) => return Err(OOM),
     };
-    // The old bytes are read again here: the entry borrow ended at the allocation.
     let old: &[u8] = match ctx.db.peek(key, now) {
         Some(Value::Str(b)) => b,
         _ => &[],
     };
-    buf.extend_from_slice(&old[..old.len().min(offset)]);
+    buf.extend_from_slice(&old[..old.len().min(total)]);
     const ZEROS: [u8; 1024] = [0; 1024];
-    while buf.len() < offset {
-        let n = (offset - buf.len()).min(ZEROS.len());
+    while buf.len() < total {
+        let n = (total - buf.len()).min(ZEROS.len());
         buf.extend_from_slice(&ZEROS[..n]);
     }
-    buf.extend_from_slice(patch);
-    if old.len() > buf.len() {
-        let at = buf.len();
-        buf.extend_from_slice(&old[at..]);
-    }
+    edit(&mut buf);
     let value = Value::Str(buf.freeze());
     match ctx.db.find(key, now, Access::Write) {
         Some(mut e) => {
@@ -549,7 +562,67 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             ctx.db.set(key, value, Ttl::Clear, SetIf::Always, now);
         }
     }
-    out.integer(total as i64);
+    Ok(())
+}
+
+/// `SETBIT`'s and `GETBIT`'s reply to a bad offset.
+pub const BAD_BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
+/// `SETBIT`'s reply to a value other than 0 or 1.
+pub const BAD_BIT: &str = "ERR bit is not an integer or out of range";
+
+/// A bit offset: a non-negative integer whose byte is below `proto-max-bulk-len`.
+fn bit_offset(arg: &[u8], limit: usize) -> Option<usize> {
+    let offset = usize::try_from(parse_i64(arg)?).ok()?;
+    (offset >> 3 < limit).then_some(offset)
+}
+
+/// `SETBIT key offset 0|1`: sets the bit (bit 0 is the most significant of byte 0), growing
+/// the string with zeros; the bit's old value.
+pub fn setbit(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(offset) = bit_offset(args.get(2), ctx.server.config.proto_max_bulk_len) else {
+        return out.error(BAD_BIT_OFFSET);
+    };
+    let on = match parse_i64(args.get(3)) {
+        Some(0) => false,
+        Some(1) => true,
+        _ => return out.error(BAD_BIT),
+    };
+    let (key, now) = (args.get(1), ctx.now_ms);
+    let (byte, mask) = (offset >> 3, 0x80u8 >> (offset & 7));
+    let (was, old_len) = match ctx.db.find(key, now, Access::Write) {
+        Some(e) => match e.value() {
+            Value::Str(b) => (b.get(byte).is_some_and(|x| x & mask != 0), b.len()),
+            _ => return out.error(WRONGTYPE),
+        },
+        None => (false, 0),
+    };
+    let total = old_len.max(byte + 1);
+    if was != on || total > old_len {
+        let edit = |b: &mut [u8]| {
+            if on { b[byte] |= mask } else { b[byte] &= !mask }
+        };
+        if let Err(e) = rewrite(ctx, key, total, edit) {
+            return out.error(e);
+        }
+    }
+    out.integer(i64::from(was));
+}
+
+/// `GETBIT key offset`: the bit, 0 past the end or for a missing key.
+pub fn getbit(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(offset) = bit_offset(args.get(2), ctx.server.config.proto_max_bulk_len) else {
+        return out.error(BAD_BIT_OFFSET);
+    };
+    match ctx.db.get(args.get(1), ctx.now_ms) {
+        None => out.integer(0),
+        Some(Value::Str(b)) => {
+            let bit = b
+                .get(offset >> 3)
+                .is_some_and(|&x| x & (0x80 >> (offset & 7)) != 0);
+            out.integer(i64::from(bit));
+        }
+        Some(_) => out.error(WRONGTYPE),
+    }
 }
 
 /// `GETRANGE key start end` (and `SUBSTR`): the bytes `[start, end]`, negative from the end;
@@ -616,6 +689,33 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 mod tests {
     use super::*;
     use crate::cmd::harness::*;
+
+    #[test]
+    fn setbit_getbit() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("SETBIT k 1 1"), int(0));
+        assert_eq!(h.cmd("GET k"), bulk("@"));
+        assert_eq!(h.cmd("SETBIT k 1 1"), int(1));
+        assert_eq!(h.cmd("SETBIT k 1 0"), int(1));
+        assert_eq!(h.run(&[b"GET", b"k"]), b"$1\r\n\0\r\n");
+        assert_eq!(h.cmd("SETBIT k 17 1"), int(0));
+        assert_eq!(h.cmd("STRLEN k"), int(3));
+        assert_eq!(h.cmd("GETBIT k 17"), int(1));
+        assert_eq!(h.cmd("GETBIT k 16"), int(0));
+        assert_eq!(h.cmd("GETBIT k 1000"), int(0));
+        assert_eq!(h.cmd("GETBIT nokey 0"), int(0));
+        assert_eq!(h.cmd("SETBIT k -1 1"), err(BAD_BIT_OFFSET));
+        assert_eq!(h.cmd("SETBIT k 4294967296 1"), err(BAD_BIT_OFFSET));
+        assert_eq!(h.cmd("SETBIT k 1 2"), err(BAD_BIT));
+        assert_eq!(h.cmd("SETBIT k 1 x"), err(BAD_BIT));
+        assert_eq!(h.cmd("GETBIT k x"), err(BAD_BIT_OFFSET));
+        h.cmd("EXPIRE k 100");
+        h.cmd("SETBIT k 40 1");
+        assert_eq!(h.cmd("TTL k"), int(100), "SETBIT keeps the TTL");
+        h.cmd("RPUSH l a");
+        assert_eq!(h.cmd("SETBIT l 0 1"), err(WRONGTYPE));
+        assert_eq!(h.cmd("GETBIT l 0"), err(WRONGTYPE));
+    }
     use crate::cmd::wrong_arity;
 
     #[test]

@@ -241,6 +241,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::get,
     ),
     spec(
+        "getbit",
+        3,
+        R_FAST,
+        KEY1,
+        "bitmap",
+        "Returns the bit value at offset in the string value stored at key",
+        strings::getbit,
+    ),
+    spec(
         "getdel",
         2,
         W_FAST,
@@ -842,6 +851,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "string",
         "Sets the string value of a key, ignoring its type.",
         strings::set,
+    ),
+    spec(
+        "setbit",
+        4,
+        W_OOM,
+        KEY1,
+        "bitmap",
+        "Sets or clears the bit at offset in the string value stored at key",
+        strings::setbit,
     ),
     spec(
         "setex",
