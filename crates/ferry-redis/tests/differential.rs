@@ -1800,7 +1800,11 @@ impl Gen {
         if self.rng.chance(1, 2) {
             return self.cmd("GETBIT", vec![key, offset]);
         }
-        let bit = self.rng.pick(&["0", "1", "1", "0", "2", "-1", "x"]).as_bytes().to_vec();
+        let bit = self
+            .rng
+            .pick(&["0", "1", "1", "0", "2", "-1", "x"])
+            .as_bytes()
+            .to_vec();
         self.cmd("SETBIT", vec![key, offset, bit])
     }
 
