@@ -1189,6 +1189,7 @@ const ARITIES: &[(&str, i32)] = &[
     ("zscan", -3),
     ("zrandmember", -2),
     ("msetnx", -3),
+    ("lcs", -3),
     ("setbit", 4),
     ("getbit", 3),
     ("sort", -2),
@@ -1323,6 +1324,7 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("getrange", 10, Gen::getrange),
     ("incrbyfloat", 8, Gen::incrbyfloat),
     ("bits", 8, Gen::bits),
+    ("lcs", 5, Gen::lcs),
     ("lpos", 10, Gen::lpos),
     ("linsert", 8, Gen::linsert),
     ("lrem", 8, Gen::lrem),
@@ -1787,6 +1789,30 @@ impl Gen {
             "GETRANGE"
         };
         self.cmd(name, args)
+    }
+
+    /// `MSET` of two short strings on keys of their own (the table of a long pair would pass
+    /// Ferry's smaller `proto-max-bulk-len` and not Redis's), then `LCS` of them with options.
+    fn lcs(&mut self) -> Cmd {
+        let mut strings = Vec::new();
+        for _ in 0..2 {
+            let n = self.rng.index(24);
+            let s: Vec<u8> = (0..n).map(|_| b"abcd"[self.rng.index(4)]).collect();
+            strings.push(s);
+        }
+        let mut args = vec![b"LCS".to_vec(), b"lcs1".to_vec(), b"lcs2".to_vec()];
+        for _ in 0..self.rng.below(3) {
+            let opt = *self
+                .rng
+                .pick(&["LEN", "IDX", "IDX", "WITHMATCHLEN", "MINMATCHLEN", "FOO"]);
+            args.push(self.word(opt));
+            if opt == "MINMATCHLEN" && self.rng.chance(9, 10) {
+                args.push(self.rng.range(-1, 4).to_string().into_bytes());
+            }
+        }
+        self.next.push(Cmd::exact(args));
+        let [a, b] = [strings.remove(0), strings.remove(0)];
+        self.cmd("MSET", vec![b"lcs1".to_vec(), a, b"lcs2".to_vec(), b])
     }
 
     /// `SETBIT` or `GETBIT` near the start of a string, sometimes past its end or out of range.

@@ -893,6 +893,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("incrbyfloat", "2.6.0", "O(1)"),
     ("info", "1.0.0", "O(1)"),
     ("keys", "1.0.0", "O(N) with N being the number of keys in the database"),
+    ("lcs", "7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively"),
     ("lindex", "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index"),
     ("linsert", "2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N)."),
     ("llen", "1.0.0", "O(1)"),

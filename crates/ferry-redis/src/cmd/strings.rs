@@ -290,7 +290,8 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             e.remove();
         }
         (_, Some((_, d))) => e.set_deadline(Some(d)),
-        (GetexTtl::Persist, None) => e.set_deadline(None),
+        // A key without a deadline is not changed (a watcher sees no write).
+        (GetexTtl::Persist, None) if e.deadline().is_some() => e.set_deadline(None),
         _ => {}
     }
 }
@@ -565,6 +566,131 @@ fn rewrite(
     Ok(())
 }
 
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`: the longest common
+/// subsequence of two strings (a missing key is empty), its length, or its matching ranges
+/// (from the ends of the strings backwards, as Redis walks its table). The table takes
+/// `4 * (len1 + 1) * (len2 + 1)` bytes, at most `proto-max-bulk-len`.
+pub fn lcs(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let now = ctx.now_ms;
+    let mut strings = [None, None];
+    for (slot, key) in strings.iter_mut().zip([args.get(1), args.get(2)]) {
+        match ctx.db.get(key, now) {
+            None => {}
+            Some(Value::Str(b)) => *slot = Some(b.clone()),
+            Some(_) => return out.error("ERR The specified keys must contain string values"),
+        }
+    }
+    let (mut getlen, mut getidx, mut withmatchlen, mut minmatchlen) = (false, false, false, 0usize);
+    let mut j = 3;
+    while j < args.len() {
+        let opt = args.get(j);
+        if opt.eq_ignore_ascii_case(b"idx") {
+            getidx = true;
+        } else if opt.eq_ignore_ascii_case(b"len") {
+            getlen = true;
+        } else if opt.eq_ignore_ascii_case(b"withmatchlen") {
+            withmatchlen = true;
+        } else if opt.eq_ignore_ascii_case(b"minmatchlen") && j + 1 < args.len() {
+            let Some(n) = parse_i64(args.get(j + 1)) else {
+                return out.error(NOT_INTEGER);
+            };
+            minmatchlen = usize::try_from(n).unwrap_or(0);
+            j += 1;
+        } else {
+            return out.error(SYNTAX);
+        }
+        j += 1;
+    }
+    if getlen && getidx {
+        return out.error("ERR If you want both the length and indexes, please just use IDX.");
+    }
+    let a: &[u8] = strings[0].as_deref().unwrap_or_default();
+    let b: &[u8] = strings[1].as_deref().unwrap_or_default();
+    let (alen, blen) = (a.len(), b.len());
+    let cells = (alen + 1).checked_mul(blen + 1);
+    match cells.and_then(|c| c.checked_mul(4)) {
+        Some(bytes) if bytes <= ctx.server.config.proto_max_bulk_len => {}
+        _ => {
+            return out.error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+        }
+    }
+    let w = blen + 1;
+    let mut table = vec![0u32; (alen + 1) * w];
+    for i in 1..=alen {
+        for j in 1..=blen {
+            table[i * w + j] = if a[i - 1] == b[j - 1] {
+                table[(i - 1) * w + j - 1] + 1
+            } else {
+                table[(i - 1) * w + j].max(table[i * w + j - 1])
+            };
+        }
+    }
+    let len = table[alen * w + blen] as usize;
+    if getlen {
+        return out.integer(len as i64);
+    }
+    // Backwards from the ends, as Redis's lcsCommand: the string, and the ranges of
+    // contiguous matches ((a start, a end), (b start, b end)).
+    let mut result = vec![0u8; len];
+    let mut ranges: Vec<[usize; 4]> = Vec::new();
+    let (mut i, mut j, mut idx) = (alen, blen, len);
+    let mut range: Option<[usize; 4]> = None;
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            result[idx - 1] = a[i - 1];
+            match &mut range {
+                None => range = Some([i - 1, i - 1, j - 1, j - 1]),
+                Some(r) if r[0] == i && r[2] == j => {
+                    r[0] -= 1;
+                    r[2] -= 1;
+                }
+                Some(_) => emit = true,
+            }
+            if range.is_some_and(|r| r[0] == 0 || r[2] == 0) {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if table[(i - 1) * w + j] > table[i * w + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            emit = range.is_some();
+        }
+        if emit {
+            if let Some(r) = range.take() {
+                if minmatchlen == 0 || r[1] - r[0] + 1 >= minmatchlen {
+                    ranges.push(r);
+                }
+            }
+        }
+    }
+    if !getidx {
+        return out.bulk(&result);
+    }
+    out.map(2);
+    out.bulk(b"matches");
+    out.array(ranges.len());
+    for r in &ranges {
+        out.array(2 + usize::from(withmatchlen));
+        out.array(2);
+        out.integer(r[0] as i64);
+        out.integer(r[1] as i64);
+        out.array(2);
+        out.integer(r[2] as i64);
+        out.integer(r[3] as i64);
+        if withmatchlen {
+            out.integer((r[1] - r[0] + 1) as i64);
+        }
+    }
+    out.bulk(b"len");
+    out.integer(len as i64);
+}
+
 /// `SETBIT`'s and `GETBIT`'s reply to a bad offset.
 pub const BAD_BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
 /// `SETBIT`'s reply to a value other than 0 or 1.
@@ -689,6 +815,33 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 mod tests {
     use super::*;
     use crate::cmd::harness::*;
+
+    #[test]
+    fn lcs_string_len_and_ranges() {
+        let mut h = Harness::new();
+        h.cmd("MSET a ohmytext b mynewtext");
+        assert_eq!(h.cmd("LCS a b"), bulk("mytext"));
+        assert_eq!(h.cmd("LCS a b LEN"), int(6));
+        assert_eq!(
+            h.cmd("LCS a b IDX"),
+            "*4\r\n$7\r\nmatches\r\n*2\r\n*2\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n\
+             *2\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n$3\r\nlen\r\n:6\r\n"
+        );
+        assert_eq!(
+            h.cmd("LCS a b IDX MINMATCHLEN 4 WITHMATCHLEN"),
+            "*4\r\n$7\r\nmatches\r\n*1\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n$3\r\nlen\r\n:6\r\n"
+        );
+        assert_eq!(h.cmd("LCS a nokey"), bulk(""));
+        assert_eq!(
+            h.cmd("LCS a b LEN IDX"),
+            err("ERR If you want both the length and indexes, please just use IDX.")
+        );
+        h.cmd("RPUSH l x");
+        assert_eq!(
+            h.cmd("LCS a l"),
+            err("ERR The specified keys must contain string values")
+        );
+    }
 
     #[test]
     fn setbit_getbit() {

@@ -484,6 +484,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::keys,
     ),
     spec(
+        "lcs",
+        -3,
+        R,
+        (1, 2, 1),
+        "string",
+        "Find longest common substring",
+        strings::lcs,
+    ),
+    spec(
         "lindex",
         3,
         R,
