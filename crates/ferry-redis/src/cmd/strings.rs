@@ -1,5 +1,7 @@
-//! String commands: `GET`, `SET`, `MGET`, `MSET`, `SETNX`, `GETSET`, `GETDEL`, `APPEND`,
-//! `STRLEN`, `INCR`, `INCRBY`, `DECR`, `DECRBY`, with Redis 7.0's semantics and error replies.
+//! String commands: `GET`, `SET`, `SETEX`, `PSETEX`, `GETEX`, `MGET`, `MSET`, `MSETNX`,
+//! `SETNX`, `GETSET`, `GETDEL`, `APPEND`, `SETRANGE`, `GETRANGE`/`SUBSTR`, `STRLEN`, `INCR`,
+//! `INCRBY`, `DECR`, `DECRBY`, `INCRBYFLOAT`, `LCS`, `SETBIT`, `GETBIT`, with Redis 7.0's
+//! semantics and error replies.
 //!
 //! Stored values go out with [`ReplyBuf::bulk_buf`] (by reference when large); new values come
 //! from [`Args::value`] (kept in the read buffer when large, else copied into the pool). A
