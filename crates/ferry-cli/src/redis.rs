@@ -44,6 +44,10 @@ pub struct Args {
     /// Size of the pool's regions: the largest value and request (suffixes as maxmemory).
     #[arg(long, default_value = "8mb", value_parser = parse_size)]
     region_size: usize,
+    /// Allow the DEBUG command (its SLEEP, SET-ACTIVE-EXPIRE, OBJECT subset), as Redis's
+    /// `enable-debug-command yes`: Redis's own test suite needs it.
+    #[arg(long)]
+    enable_debug_command: bool,
 }
 
 /// A size in bytes with redis.conf's suffixes (`1gb`, `64mb`, `4k`; `k`/`kb` = 1024).
@@ -82,6 +86,7 @@ pub fn run(args: &Args) -> Result<(), String> {
         threads: args.threads,
         pin: args.pin.clone(),
         region_size: args.region_size,
+        enable_debug_command: args.enable_debug_command,
         ..defaults
     };
     let threshold = config.zero_copy_threshold;

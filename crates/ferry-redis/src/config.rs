@@ -50,6 +50,11 @@ pub struct Config {
     pub pin: Vec<usize>,
     /// Active expiry cycles per second (Redis's `hz`, default 10).
     pub hz: u32,
+    /// `databases`: how many databases `SELECT` can choose from (default 16, as Redis).
+    pub databases: usize,
+    /// `enable-debug-command`: whether `DEBUG` runs (default off, as in Redis 7.0; Redis's
+    /// test suite needs it on).
+    pub enable_debug_command: bool,
 }
 
 impl Default for Config {
@@ -71,6 +76,8 @@ impl Default for Config {
             threads: 1,
             pin: Vec::new(),
             hz: 10,
+            databases: 16,
+            enable_debug_command: false,
         }
     }
 }

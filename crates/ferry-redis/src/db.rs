@@ -1,4 +1,4 @@
-//! The keyspace: database 0, a map from keys to [`Value`]s (strings, lists, hashes, sets) whose
+//! One database: a map from keys to [`Value`]s (strings, lists, hashes, sets) whose
 //! bytes live in the pool, with per-key deadlines, lazy and active expiry, `SCAN` cursors and a
 //! memory estimate. Hashes and sets are changed through a [`CollMut`] handle, which keeps the
 //! estimate in step and deletes a collection left empty.
@@ -19,10 +19,16 @@
 //! evicting (writes past `maxmemory` are refused by [`execute`](crate::cmd::execute)), or
 //! persistent.
 //!
+//! `WATCH`: a database counts the changes of the keys clients watch in it ([`Db::watch`]):
+//! every path that writes or deletes a record (set, replace, deadline, list and collection
+//! handles, expiry, flush, swap) counts one for its key, at the cost of one check of an empty
+//! map when nothing is watched.
+//!
 //! Expiry follows Redis: a key is expired when `now_ms > deadline`. Every lookup deletes a key
 //! past its deadline first (lazy expiry; it counts in [`DbStats::expired_keys`]), and
 //! [`Db::active_expire`] samples keys with a deadline to reclaim the ones nobody reads.
 
+use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 
@@ -174,6 +180,9 @@ pub enum Access {
     Read,
     /// A lookup before a write (`SET NX`, `INCR`, `EXPIRE`, `LPOP`, ...): not counted.
     Write,
+    /// A look at the key itself (`OBJECT`, `DEBUG OBJECT`): counts a hit or a miss, but does
+    /// not count as an access for the idle time (Redis's `LOOKUP_NOTOUCH`).
+    Inspect,
 }
 
 /// What [`Db::set`] does with the key's deadline.
@@ -217,6 +226,27 @@ struct Slot {
     hash: u64,
     /// Position in `Db::ttl` when the key has a deadline.
     ttl_pos: usize,
+    /// When a command last looked the key up or wrote it (unix milliseconds; `OBJECT
+    /// IDLETIME`).
+    accessed_ms: u64,
+}
+
+/// A key some clients `WATCH`: how many, and how many times it changed since it was first
+/// watched.
+#[derive(Debug, Clone, Copy, Default)]
+struct Watch {
+    watchers: u32,
+    changes: u64,
+}
+
+/// What a key was when a client watched it ([`Db::watch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchMark {
+    changes: u64,
+    /// Stored and live.
+    live: bool,
+    /// Stored but past its deadline (Redis's "stale" watched key).
+    stale: bool,
 }
 
 /// The keyspace.
@@ -236,6 +266,8 @@ pub struct Db {
     stats: DbStats,
     /// Active expiry's sampling, and the seed of [`Db::rng`].
     rng: Rng,
+    /// The keys clients `WATCH` in this database (it stays with the index on `SWAPDB`).
+    watched: HashMap<Box<[u8]>, Watch>,
 }
 
 impl Db {
@@ -255,6 +287,7 @@ impl Db {
             used_memory: 0,
             stats: DbStats::default(),
             rng,
+            watched: HashMap::new(),
         }
     }
 
@@ -292,11 +325,26 @@ impl Db {
     /// Deletes every key (`FLUSHDB`, `FLUSHALL`) and releases the keyspace's memory. The
     /// statistics stay, as in Redis.
     pub fn flush(&mut self) {
+        self.touch_stored(None);
         self.table = HashTable::new();
         self.slots = Vec::new();
         self.free = Vec::new();
         self.ttl = Vec::new();
         self.used_memory = 0;
+    }
+
+    /// Exchanges the keys (values, deadlines, memory estimate) with `other` (`SWAPDB`). The
+    /// statistics and the watched keys stay: they belong to the database index. A watched key
+    /// stored in either database counts as changed.
+    pub fn swap_contents(&mut self, other: &mut Db) {
+        self.touch_stored(Some(other));
+        other.touch_stored(Some(self));
+        std::mem::swap(&mut self.table, &mut other.table);
+        std::mem::swap(&mut self.slots, &mut other.slots);
+        std::mem::swap(&mut self.free, &mut other.free);
+        std::mem::swap(&mut self.ttl, &mut other.ttl);
+        std::mem::swap(&mut self.used_memory, &mut other.used_memory);
+        std::mem::swap(&mut self.hasher, &mut other.hasher);
     }
 
     /// Hit, miss and expiry counters.
@@ -346,13 +394,90 @@ impl Db {
     /// The value of `key` if it is live, without counting the read or expiring it: for a
     /// command that reads several keys at once after looking each up with [`get`](Self::get).
     pub fn peek(&self, key: &[u8], now_ms: u64) -> Option<&Value> {
-        let slots = &self.slots;
-        let i = *self.table.find(
-            self.hasher.hash_one(key),
-            |&i| matches!(&slots[i], Some(s) if *s.key == *key),
-        )?;
-        let slot = self.slot(i);
+        let slot = self.slot(self.find_index(key)?);
         (now_ms <= slot.deadline).then_some(&slot.value)
+    }
+
+    /// Registers a watcher of `key` (`WATCH`) and returns what the key is now, to compare
+    /// with [`watch_changed`](Self::watch_changed) at `EXEC`. Nothing is counted or expired.
+    pub fn watch(&mut self, key: &[u8], now_ms: u64) -> WatchMark {
+        let w = self.watched.entry(key.into()).or_default();
+        w.watchers += 1;
+        let changes = w.changes;
+        let deadline = self.find_index(key).map(|i| self.slot(i).deadline);
+        WatchMark {
+            changes,
+            live: deadline.is_some_and(|d| now_ms <= d),
+            stale: deadline.is_some_and(|d| now_ms > d),
+        }
+    }
+
+    /// Unregisters a watcher of `key` (`UNWATCH`, `EXEC`, `DISCARD`, a client leaving).
+    pub fn unwatch(&mut self, key: &[u8]) {
+        if let Some(w) = self.watched.get_mut(key) {
+            w.watchers -= 1;
+            if w.watchers == 0 {
+                self.watched.remove(key);
+            }
+        }
+    }
+
+    /// Whether `key` changed since `mark` was taken, as Redis's `EXEC` sees it: any write,
+    /// deletion, flush or swap of it, or its deadline passing; a key already past its deadline
+    /// when watched changed only if it is live again.
+    pub fn watch_changed(&self, key: &[u8], mark: WatchMark, now_ms: u64) -> bool {
+        let live = self
+            .find_index(key)
+            .is_some_and(|i| now_ms <= self.slot(i).deadline);
+        if mark.stale {
+            return live;
+        }
+        let changes = self.watched.get(key).map_or(0, |w| w.changes);
+        changes != mark.changes || (mark.live && !live)
+    }
+
+    /// Counts a change of `key` for its watchers.
+    fn touch(&mut self, key: &[u8]) {
+        if !self.watched.is_empty() {
+            if let Some(w) = self.watched.get_mut(key) {
+                w.changes += 1;
+            }
+        }
+    }
+
+    /// Counts a change of record `i`'s key for its watchers.
+    fn touch_at(&mut self, i: usize) {
+        if !self.watched.is_empty() {
+            let key = &self.slots[i].as_ref().expect("a live slot").key;
+            if let Some(w) = self.watched.get_mut(key) {
+                w.changes += 1;
+            }
+        }
+    }
+
+    /// Counts a change of every watched key stored here (`FLUSHDB`) or in `other` (`SWAPDB`).
+    fn touch_stored(&mut self, other: Option<&Db>) {
+        let stored = |db: &Db, key: &[u8]| db.find_index(key).is_some();
+        let touched: Vec<Box<[u8]>> = self
+            .watched
+            .keys()
+            .filter(|k| stored(self, k) || other.is_some_and(|o| stored(o, k)))
+            .cloned()
+            .collect();
+        for key in touched {
+            self.touch(&key);
+        }
+    }
+
+    /// The slab index of `key` if it is stored (live or not).
+    fn find_index(&self, key: &[u8]) -> Option<usize> {
+        let slots = &self.slots;
+        self.table
+            .find(
+                self.hasher.hash_one(key),
+                |&i| matches!(&slots[i], Some(s) if *s.key == *key),
+            )
+            .copied()
     }
 
     /// The live key `key`, as a handle to read or change it (value, deadline, removal).
@@ -361,9 +486,27 @@ impl Db {
         Some(EntryMut { db: self, i })
     }
 
-    /// Whether `key` exists (a read: counts a hit or a miss).
+    /// Whether `key` exists (`EXISTS`: counts a hit or a miss, but is not an access).
     pub fn contains(&mut self, key: &[u8], now_ms: u64) -> bool {
-        self.lookup(key, now_ms, Access::Read).is_some()
+        self.lookup(key, now_ms, Access::Inspect).is_some()
+    }
+
+    /// A random live key (`RANDOMKEY`); expired keys met on the way are deleted.
+    pub fn random_key(&mut self, now_ms: u64) -> Option<Box<[u8]>> {
+        while !self.table.is_empty() {
+            // Random slab positions first; a sparse slab falls back to the next live record.
+            let start = self.random_below(self.slots.len());
+            let i = (start..self.slots.len())
+                .chain(0..start)
+                .find(|&i| self.slots[i].is_some())?;
+            if now_ms > self.slot(i).deadline {
+                self.remove_at(i);
+                self.stats.expired_keys += 1;
+                continue;
+            }
+            return Some(self.slot(i).key.clone());
+        }
+        None
     }
 
     /// `SET`: stores `value` at `key` whatever was there (any type), with the deadline `ttl`
@@ -396,7 +539,9 @@ impl Db {
                 }
                 let add = value.memory();
                 let slot = self.slot_mut(i);
+                slot.accessed_ms = now_ms;
                 let old = std::mem::replace(&mut slot.value, value);
+                self.touch_at(i);
                 self.used_memory = self.used_memory - old.memory() + add;
                 let deadline = match ttl {
                     Ttl::Clear => NO_DEADLINE,
@@ -414,7 +559,7 @@ impl Db {
                 }
                 let i = self.free.pop().unwrap_or(self.slots.len());
                 e.insert(i);
-                self.fill(i, key, hash, value);
+                self.fill(i, key, hash, value, now_ms);
                 if let Ttl::At(d) = ttl {
                     self.set_deadline_at(i, d);
                 }
@@ -487,7 +632,7 @@ impl Db {
                 let slots = &self.slots;
                 self.table
                     .insert_unique(hash, i, |&j| slots[j].as_ref().map_or(0, |s| s.hash));
-                self.fill(i, key, hash, empty());
+                self.fill(i, key, hash, empty(), now_ms);
                 i
             }
         }
@@ -571,7 +716,12 @@ impl Db {
             }
             other => other,
         };
-        if access == Access::Read {
+        if let Some(i) = live {
+            if access != Access::Inspect {
+                self.slot_mut(i).accessed_ms = now_ms;
+            }
+        }
+        if access != Access::Write {
             match live {
                 Some(_) => self.stats.keyspace_hits += 1,
                 None => self.stats.keyspace_misses += 1,
@@ -586,6 +736,13 @@ impl Db {
             .expect("the table and ttl index hold live slots only")
     }
 
+    /// Record `i`, to change its value: the change is counted for its watchers (a handle
+    /// that only reads does not call this).
+    fn changing(&mut self, i: usize) -> &mut Slot {
+        self.touch_at(i);
+        self.slot_mut(i)
+    }
+
     fn slot_mut(&mut self, i: usize) -> &mut Slot {
         self.slots[i]
             .as_mut()
@@ -594,7 +751,7 @@ impl Db {
 
     /// Writes a new record at slab index `i` (already in the table, taken from `free` or the
     /// end of the slab), without a deadline.
-    fn fill(&mut self, i: usize, key: &[u8], hash: u64, value: Value) {
+    fn fill(&mut self, i: usize, key: &[u8], hash: u64, value: Value, now_ms: u64) {
         self.used_memory += key.len() + KEY_OVERHEAD + value.memory();
         let slot = Some(Slot {
             key: key.into(),
@@ -602,6 +759,7 @@ impl Db {
             deadline: NO_DEADLINE,
             hash,
             ttl_pos: 0,
+            accessed_ms: now_ms,
         });
         if i == self.slots.len() {
             self.slots.push(slot);
@@ -609,6 +767,7 @@ impl Db {
             debug_assert!(self.slots[i].is_none());
             self.slots[i] = slot;
         }
+        self.touch(key);
     }
 
     /// Deletes the record at `i` from the table, the ttl index and the slab.
@@ -625,6 +784,7 @@ impl Db {
         }
         self.free.push(i);
         self.used_memory -= slot.key.len() + KEY_OVERHEAD + slot.value.memory();
+        self.touch(&slot.key);
         slot.value
     }
 
@@ -644,6 +804,7 @@ impl Db {
             _ => {}
         }
         self.slot_mut(i).deadline = deadline;
+        self.touch_at(i);
     }
 
     /// Removes position `pos` of the ttl index (swap-remove; the moved record learns its new
@@ -710,6 +871,11 @@ impl<'a> EntryMut<'a> {
         &self.db.slot(self.i).value
     }
 
+    /// Milliseconds from the key's last access to `now_ms` (`OBJECT IDLETIME`).
+    pub fn idle_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.db.slot(self.i).accessed_ms)
+    }
+
     /// The value, for as long as the keyspace stays borrowed.
     pub fn into_value(self) -> &'a Value {
         &self.db.slot(self.i).value
@@ -737,7 +903,7 @@ impl<'a> EntryMut<'a> {
     /// Replaces the value, keeping the key's deadline (`APPEND`, `INCR`). Returns the old one.
     pub fn replace(&mut self, value: Value) -> Value {
         let add = value.memory();
-        let old = std::mem::replace(&mut self.db.slot_mut(self.i).value, value);
+        let old = std::mem::replace(&mut self.db.changing(self.i).value, value);
         self.db.used_memory = self.db.used_memory - old.memory() + add;
         old
     }
@@ -762,12 +928,18 @@ impl<'a> EntryMut<'a> {
 /// A hash or set being changed, through [`hash`](Self::hash) or [`set`](Self::set). The
 /// memory estimate is brought up to date when the handle drops (the tables keep their own
 /// sums, so that is O(1)), and the key is deleted then if the collection is empty.
+///
+/// For `WATCH`, the key counts as changed when the handle drops if its size changed (a
+/// member or field added or removed, a value of another length) or the caller said so with
+/// [`changed`](Self::changed) (a value or score replaced in place).
 #[derive(Debug)]
 pub struct CollMut<'a> {
     db: &'a mut Db,
     i: usize,
     /// The value's memory when the handle was made.
     before: usize,
+    /// Whether [`changed`](Self::changed) was called.
+    changed: bool,
 }
 
 impl<'a> CollMut<'a> {
@@ -777,7 +949,12 @@ impl<'a> CollMut<'a> {
             return Err(WrongType);
         }
         let before = value.memory();
-        Ok(CollMut { db, i, before })
+        Ok(CollMut {
+            db,
+            i,
+            before,
+            changed: false,
+        })
     }
 
     /// The pool (to copy new names and values into).
@@ -788,6 +965,11 @@ impl<'a> CollMut<'a> {
     /// The length from which a name or value is kept in the read buffer it arrived in.
     pub fn keep_in_place_min(&self) -> usize {
         self.db.keep_in_place_min
+    }
+
+    /// Says that the collection changed (for `WATCH`) where its size may not show it.
+    pub fn changed(&mut self) {
+        self.changed = true;
     }
 
     /// The hash.
@@ -829,6 +1011,9 @@ impl Drop for CollMut<'_> {
         let value = &self.db.slot(self.i).value;
         let (after, empty) = (value.memory(), value.is_empty_collection());
         self.db.used_memory = self.db.used_memory - self.before + after;
+        if self.changed || after != self.before {
+            self.db.touch_at(self.i);
+        }
         if empty {
             self.db.remove_at(self.i);
         }
@@ -873,7 +1058,7 @@ impl ListMut<'_> {
     }
 
     fn items_mut(&mut self) -> &mut VecDeque<SharedBuf> {
-        match &mut self.db.slot_mut(self.i).value {
+        match &mut self.db.changing(self.i).value {
             Value::List(items) => items,
             _ => unreachable!("ListMut is made for lists only"),
         }
@@ -915,6 +1100,35 @@ impl ListMut<'_> {
         let old = std::mem::replace(slot, item);
         self.db.used_memory = self.db.used_memory - old.len() + add;
         Ok(old)
+    }
+
+    /// Inserts `item` at position `index` (`LINSERT`; `index <= len()`).
+    ///
+    /// # Panics
+    /// If `index > len()`.
+    pub fn insert(&mut self, index: usize, item: SharedBuf) {
+        self.db.used_memory += item.len() + LIST_ITEM_OVERHEAD;
+        self.items_mut().insert(index, item);
+    }
+
+    /// Removes the elements at the ascending `positions` (`LREM`).
+    pub fn remove_sorted(&mut self, positions: &[usize]) {
+        debug_assert!(positions.windows(2).all(|w| w[0] < w[1]));
+        if positions.is_empty() {
+            return;
+        }
+        let mut freed = 0;
+        let mut next = positions.iter().peekable();
+        let mut i = 0;
+        self.items_mut().retain(|b| {
+            let drop = next.next_if_eq(&&i).is_some();
+            if drop {
+                freed += b.len() + LIST_ITEM_OVERHEAD;
+            }
+            i += 1;
+            !drop
+        });
+        self.db.used_memory -= freed;
     }
 
     /// Keeps only elements `keep` (`LTRIM`; an empty range empties the list).

@@ -23,11 +23,15 @@
 //! count, so an overwrite or `DEL` in the same pipeline leaves the bytes being sent intact.
 //!
 //! What it is not: persistent (no RDB or AOF: everything is lost when the process stops),
-//! replicated, clustered, or a full Redis (see [`cmd`] for the commands it has; database 0
-//! only; no eviction: writes beyond `maxmemory` get Redis's OOM error).
+//! replicated, clustered, or a full Redis (see [`cmd`] for the commands it has: 16 databases
+//! and transactions, no pub/sub, scripting or blocking commands; no eviction: writes beyond
+//! `maxmemory` get Redis's OOM error).
 //!
-//! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`db`] the
-//! keyspace ([`fields`]: the table inside a hash or a set; [`zset`]: a sorted set); [`cmd`] the commands; [`server`] the event loop that owns sockets and clocks.
+//! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`db`] a
+//! database, the keyspace ([`fields`]: the table inside a hash or a set; [`zset`]: a sorted
+//! set); [`cmd`] the commands, and a connection's protocol state (selected database, open
+//! transaction, watched keys) in [`cmd::Client`]; [`server`] the event loop that owns sockets
+//! and clocks.
 
 #![deny(unsafe_code)]
 

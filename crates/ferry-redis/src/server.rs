@@ -30,11 +30,11 @@ use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{EventfdFlags, Timespec};
 use rustix::net::{AddressFamily, SocketType, sockopt};
 
-use crate::cmd::{self, Args, Client, Ctx, ServerInfo, Stats};
+use crate::cmd::{self, Args, Client, ServerInfo, Session, Stats};
 use crate::config::Config;
 use crate::db::Db;
 use crate::input::{Input, InputError};
-use crate::resp::{ParseLimits, Proto, ReplyBuf};
+use crate::resp::{ParseLimits, ReplyBuf};
 
 const LISTENER: u64 = 0;
 const WAKER: u64 = 1;
@@ -44,7 +44,8 @@ const FIRST_CLIENT: u64 = 2;
 #[derive(Debug)]
 struct Shared {
     info: ServerInfo,
-    db: Mutex<Db>,
+    /// The databases (`SELECT`), under one lock: a command may touch several.
+    dbs: Mutex<Vec<Db>>,
     pool: Pool,
     next_client_id: AtomicU64,
     stop: AtomicBool,
@@ -115,18 +116,14 @@ impl Server {
         for _ in 1..config.threads {
             listeners.push(listen(addr)?);
         }
-        let db = Db::new(pool.clone(), config.keep_in_place_min);
-        let info = ServerInfo {
-            port: addr.port(),
-            started: Instant::now(),
-            run_id: run_id(),
-            stats: Stats::default(),
-            config,
-        };
+        let dbs = (0..config.databases.max(1))
+            .map(|_| Db::new(pool.clone(), config.keep_in_place_min))
+            .collect();
+        let info = ServerInfo::new(config, addr.port(), run_id());
         Ok(Server {
             shared: Arc::new(Shared {
                 info,
-                db: Mutex::new(db),
+                dbs: Mutex::new(dbs),
                 pool,
                 next_client_id: AtomicU64::new(1),
                 stop: AtomicBool::new(false),
@@ -372,7 +369,12 @@ impl EventLoop {
             }
             if self.index == 0 && Instant::now() >= self.next_expire {
                 self.next_expire = Instant::now() + tick;
-                self.lock_db().active_expire(now_ms());
+                if self.shared.info.active_expire.load(Ordering::Relaxed) {
+                    let now = now_ms();
+                    for db in self.lock_dbs().iter_mut() {
+                        db.active_expire(now);
+                    }
+                }
             }
         }
         for i in 0..self.conns.len() {
@@ -381,10 +383,10 @@ impl EventLoop {
         Ok(())
     }
 
-    fn lock_db(&self) -> std::sync::MutexGuard<'_, Db> {
+    fn lock_dbs(&self) -> std::sync::MutexGuard<'_, Vec<Db>> {
         // A handler that panicked left the keyspace as it was between two commands' steps;
         // serving on is better than taking every client down with it.
-        self.shared.db.lock().unwrap_or_else(PoisonError::into_inner)
+        self.shared.dbs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn accept(&mut self) {
@@ -427,16 +429,13 @@ impl EventLoop {
         };
         let mut sender = Sender::new(stream.clone(), &self.shared.pool, &net).map_err(io::Error::other)?;
         sender.set_nonblocking(true);
-        let client = Client {
-            id: self.shared.next_client_id.fetch_add(1, Ordering::Relaxed),
-            name: None,
-            proto: Proto::Resp2,
-            authenticated: info.config.password.is_none(),
-            close_after_reply: false,
+        let client = Client::new(
+            self.shared.next_client_id.fetch_add(1, Ordering::Relaxed),
             addr,
             local_addr,
-            created_ms: now_ms(),
-        };
+            now_ms(),
+            info.config.password.is_none(),
+        );
         let conn = Conn {
             input: Input::new(
                 &self.shared.pool,
@@ -525,7 +524,7 @@ impl EventLoop {
         };
         conn.input.filled(n);
         Stats::add(&shared.info.stats.total_net_input_bytes, n as u64);
-        let mut db = shared.db.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut dbs = shared.dbs.lock().unwrap_or_else(PoisonError::into_inner);
         let now = now_ms();
         let (out, client) = (&mut conn.out, &mut conn.client);
         let before = (out.copied_value_bytes(), out.referenced_value_bytes());
@@ -535,17 +534,17 @@ impl EventLoop {
                 return None; // the client is dropped below: run nothing more for it
             }
             out.set_proto(client.proto);
-            let mut ctx = Ctx {
-                db: &mut db,
+            let mut session = Session {
+                dbs: &mut dbs,
                 client,
                 server: &shared.info,
                 now_ms: now,
             };
-            cmd::execute(&mut ctx, args, out);
+            cmd::execute(&mut session, args, out);
             // After QUIT nothing more runs.
             (!client.close_after_reply).then_some(client.authenticated)
         });
-        drop(db);
+        drop(dbs);
         let stats = &shared.info.stats;
         Stats::add(&stats.reply_bytes_copied, out.copied_value_bytes() - before.0);
         Stats::add(
@@ -656,6 +655,10 @@ impl EventLoop {
             );
         }
         let _ = epoll::delete(&self.epoll, &*conn.stream);
+        let mut client = conn.client;
+        if !client.watched.is_empty() {
+            cmd::multi::forget_watched(&mut self.lock_dbs(), &mut client);
+        }
         self.shared
             .info
             .stats

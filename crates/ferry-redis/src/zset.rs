@@ -97,6 +97,12 @@ impl ZSet {
         self.scores.get(member).map(|(_, s)| *s)
     }
 
+    /// Records that Redis would now hold this set as a skiplist whatever its size (`SORT`
+    /// converts the sets it sorts).
+    pub fn convert_to_skiplist(&mut self) {
+        self.skiplist = true;
+    }
+
     /// Sets `member`'s score (`score` is not NaN); an existing member keeps its buffer.
     pub fn insert(&mut self, member: SharedBuf, score: f64) {
         debug_assert!(!score.is_nan());

@@ -1313,3 +1313,52 @@ fn nothing_after_quit_runs_or_is_answered() {
     let mut c = Resp::connect(server.addr());
     assert_eq!(c.cmd(&[b"EXISTS", b"k"]), Reply::Int(0));
 }
+
+/// `WATCH` sees writes from other connections, to its own database only, and one
+/// transaction's `EXEC` runs between two other clients' commands, whole.
+#[test]
+fn watch_and_exec_across_connections() {
+    let server = start(config());
+    let (mut a, mut b) = (Resp::connect(server.addr()), Resp::connect(server.addr()));
+    let queued = Reply::Simple(b"QUEUED".to_vec());
+    assert_eq!(a.cmd(&[b"SET", b"k", b"1"]), ok());
+    assert_eq!(a.cmd(&[b"WATCH", b"k"]), ok());
+    assert_eq!(b.cmd(&[b"SET", b"k", b"2"]), ok());
+    assert_eq!(a.cmd(&[b"MULTI"]), ok());
+    assert_eq!(a.cmd(&[b"INCR", b"k"]), queued);
+    assert_eq!(
+        a.cmd(&[b"EXEC"]),
+        Reply::NullArray,
+        "another client wrote the watched key"
+    );
+    assert_eq!(a.cmd(&[b"GET", b"k"]), bulk(b"2"));
+
+    // Unchanged (a read by the other client does not count), then changed in another
+    // database only.
+    assert_eq!(a.cmd(&[b"WATCH", b"k"]), ok());
+    assert_eq!(b.cmd(&[b"GET", b"k"]), bulk(b"2"));
+    assert_eq!(b.cmd(&[b"SELECT", b"1"]), ok());
+    assert_eq!(b.cmd(&[b"SET", b"k", b"other"]), ok());
+    assert_eq!(a.cmd(&[b"MULTI"]), ok());
+    assert_eq!(a.cmd(&[b"INCR", b"k"]), queued);
+    assert_eq!(a.cmd(&[b"EXEC"]), Reply::Array(vec![Reply::Int(3)]));
+
+    // A client that leaves while watching: the others are unaffected.
+    let mut c = Resp::connect(server.addr());
+    assert_eq!(c.cmd(&[b"WATCH", b"k"]), ok());
+    drop(c);
+    assert_eq!(a.cmd(&[b"WATCH", b"k"]), ok());
+    assert_eq!(a.cmd(&[b"MULTI"]), ok());
+    assert_eq!(a.cmd(&[b"INCR", b"k"]), queued);
+    assert_eq!(b.cmd(&[b"SELECT", b"0"]), ok());
+    assert_eq!(
+        b.cmd(&[b"INCR", b"k"]),
+        Reply::Int(4),
+        "runs while a's transaction is open"
+    );
+    assert_eq!(a.cmd(&[b"EXEC"]), Reply::NullArray);
+    assert!(
+        matches!(a.cmd(&[b"DEBUG", b"SLEEP", b"0"]), Reply::Error(e) if e.starts_with(b"ERR DEBUG command not allowed")),
+        "DEBUG is off by default"
+    );
+}

@@ -418,9 +418,13 @@ fn resp3(seed: u64) -> bool {
     seed % 4 == 3
 }
 
-/// The commands every sequence starts with: an empty database, and the protocol.
+/// The commands every sequence starts with: database 0, every database empty, and the
+/// protocol.
 fn prologue(seed: u64) -> Vec<Cmd> {
-    let mut cmds = vec![Cmd::exact(vec![b"FLUSHDB".to_vec()])];
+    let mut cmds = vec![
+        Cmd::exact(vec![b"SELECT".to_vec(), b"0".to_vec()]),
+        Cmd::exact(vec![b"FLUSHALL".to_vec()]),
+    ];
     if resp3(seed) {
         cmds.push(Cmd {
             args: vec![b"HELLO".to_vec(), b"3".to_vec()],
@@ -434,7 +438,8 @@ fn run_sequential(pair: &mut Pair, seed: u64, exclude: &HashSet<String>) -> Resu
     let mut generator = Gen::new(seed, exclude, false);
     let mut cmds = Vec::new();
     one_by_one(pair, seed, Mode::Sequential, &mut cmds, prologue(seed))?;
-    let body = (0..COMMANDS_PER_SEQUENCE).map(|_| generator.command()).collect();
+    let mut body: Vec<Cmd> = (0..COMMANDS_PER_SEQUENCE).map(|_| generator.command()).collect();
+    body.extend(generator.pending());
     one_by_one(pair, seed, Mode::Sequential, &mut cmds, body)?;
     one_by_one(pair, seed, Mode::Sequential, &mut cmds, epilogue())
 }
@@ -446,6 +451,8 @@ fn run_pipelined(pair: &mut Pair, seed: u64, exclude: &HashSet<String>) -> Resul
     for _ in 0..BATCHES {
         let first = cmds.len();
         cmds.extend((0..BATCH).map(|_| generator.command()));
+        // A transaction ends within its batch: the key-space check below is not queued.
+        cmds.extend(generator.pending());
         let writes = generator.writes();
         if let Err((i, detail)) = pair.batch(&cmds[first..], &writes) {
             let index = first + i;
@@ -485,16 +492,32 @@ fn one_by_one(
     Ok(())
 }
 
+/// The databases the generator selects (`SELECT`, `MOVE`, `COPY`, `SWAPDB`).
+const DATABASES: u64 = 4;
+
 /// The commands every sequence ends with: a `PING` (a server that sent one reply too many
-/// answers it with something else), then the whole state: the key count, the keys, and each
-/// key's type, value and TTL.
+/// answers it with something else), then the whole state of each database the generator
+/// uses: the key count, the keys, and each key's type, value and TTL.
 fn epilogue() -> Vec<Cmd> {
     let cmd = |args: &[&[u8]]| Cmd {
         args: args.iter().map(|a| a.to_vec()).collect(),
         check: Check::for_command(args[0]),
     };
+    let mut cmds = vec![cmd(&[b"PING"])];
+    for db in 0..DATABASES {
+        cmds.push(cmd(&[b"SELECT", db.to_string().as_bytes()]));
+        cmds.extend(database_state());
+    }
+    cmds
+}
+
+/// The selected database's key count, keys, and each key's type, value and TTL.
+fn database_state() -> Vec<Cmd> {
+    let cmd = |args: &[&[u8]]| Cmd {
+        args: args.iter().map(|a| a.to_vec()).collect(),
+        check: Check::for_command(args[0]),
+    };
     let mut cmds = vec![
-        cmd(&[b"PING"]),
         cmd(&[b"DBSIZE"]),
         Cmd {
             args: vec![b"SCAN".to_vec(), b"0".to_vec()],
@@ -874,8 +897,8 @@ impl Check {
                 Check::Sorted
             }
             b"hgetall" => Check::SortedPairs,
-            b"ttl" => Check::Ttl { ms: false },
-            b"pttl" => Check::Ttl { ms: true },
+            b"ttl" | b"expiretime" => Check::Ttl { ms: false },
+            b"pttl" | b"pexpiretime" => Check::Ttl { ms: true },
             b"hello" => Check::Hello,
             _ => Check::Exact,
         }
@@ -1165,7 +1188,44 @@ const ARITIES: &[(&str, i32)] = &[
     ("zremrangebylex", 4),
     ("zscan", -3),
     ("zrandmember", -2),
+    ("msetnx", -3),
+    ("lcs", -3),
+    ("setbit", 4),
+    ("getbit", 3),
+    ("sort", -2),
+    ("sort_ro", -2),
+    ("setex", 4),
+    ("psetex", 4),
+    ("getex", -2),
+    ("setrange", 4),
+    ("getrange", 4),
+    ("substr", 4),
+    ("incrbyfloat", 3),
+    ("lpos", -3),
+    ("linsert", 5),
+    ("lrem", 4),
+    ("lmove", 5),
+    ("rpoplpush", 3),
+    ("lmpop", -4),
+    ("lpushx", -3),
+    ("rpushx", -3),
+    ("rename", 3),
+    ("renamenx", 3),
+    ("touch", -2),
+    ("expireat", -3),
+    ("pexpireat", -3),
+    ("expiretime", 2),
+    ("pexpiretime", 2),
     ("dbsize", 1),
+    ("multi", 1),
+    ("exec", 1),
+    ("discard", 1),
+    ("watch", -2),
+    ("unwatch", 1),
+    ("select", 2),
+    ("move", 3),
+    ("copy", -3),
+    ("swapdb", 3),
     ("echo", 2),
     ("getname", 0),
 ];
@@ -1258,7 +1318,31 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("zremrange", 6, Gen::zremrange),
     ("zscan", 5, Gen::zscan),
     ("zrandmember", 5, Gen::zrandmember),
+    ("setex", 8, Gen::setex),
+    ("getex", 10, Gen::getex),
+    ("setrange", 10, Gen::setrange),
+    ("getrange", 10, Gen::getrange),
+    ("incrbyfloat", 8, Gen::incrbyfloat),
+    ("bits", 8, Gen::bits),
+    ("lcs", 5, Gen::lcs),
+    ("lpos", 10, Gen::lpos),
+    ("linsert", 8, Gen::linsert),
+    ("lrem", 8, Gen::lrem),
+    ("lmove", 10, Gen::lmove),
+    ("lmpop", 8, Gen::lmpop),
+    ("pushx", 6, Gen::pushx),
+    ("rename", 8, Gen::rename),
+    ("touch", 5, Gen::touch),
+    ("expireat", 8, Gen::expireat),
+    ("expiretime", 6, Gen::expiretime),
     ("dbsize", 5, Gen::dbsize),
+    ("sort", 10, Gen::sort),
+    ("transaction", 12, Gen::transaction),
+    ("watch", 6, Gen::watch),
+    ("select", 8, Gen::select),
+    ("move", 5, Gen::move_),
+    ("copy", 6, Gen::copy),
+    ("swapdb", 3, Gen::swapdb),
     ("flushdb", 2, Gen::flushdb),
     ("arity", 10, Gen::wrong_arity),
     ("unknown", 5, Gen::unknown),
@@ -1276,7 +1360,8 @@ struct Gen {
     /// No full-iteration `SCAN`s (they are not one reply).
     pipelined: bool,
     /// A command that must come next (see [`Gen::set`]).
-    next: Option<Cmd>,
+    /// Commands that must come next, the first last (see [`Gen::set`], [`Gen::transaction`]).
+    next: Vec<Cmd>,
 }
 
 impl Gen {
@@ -1296,12 +1381,19 @@ impl Gen {
             ttls: HashSet::new(),
             now_s: SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs(),
             pipelined,
-            next: None,
+            next: Vec::new(),
         }
     }
 
+    /// The commands that must still come (the rest of a transaction), in order.
+    fn pending(&mut self) -> Vec<Cmd> {
+        let mut rest = std::mem::take(&mut self.next);
+        rest.reverse();
+        rest
+    }
+
     fn command(&mut self) -> Cmd {
-        if let Some(cmd) = self.next.take() {
+        if let Some(cmd) = self.next.pop() {
             return cmd;
         }
         let total = self.table.last().unwrap().0;
@@ -1513,7 +1605,8 @@ impl Gen {
                         // and it is counted by DBSIZE (and matched by SCAN TYPE none) until an
                         // access or the active expiry cycle removes it: when is timing. An
                         // EXISTS at once removes it, and checks that it reads as gone.
-                        self.next = Some(Cmd::exact(vec![b"EXISTS".to_vec(), args[0].clone()]));
+                        self.next
+                            .push(Cmd::exact(vec![b"EXISTS".to_vec(), args[0].clone()]));
                         self.rng.range(1, 1_000_000) as u64
                     } else {
                         self.now_s + self.fresh_ttl_s()
@@ -1574,7 +1667,8 @@ impl Gen {
         if self.rng.chance(1, 10) {
             args.pop(); // an odd count: a wrong-arity error
         }
-        self.cmd("MSET", args)
+        let name = if self.rng.chance(1, 4) { "MSETNX" } else { "MSET" };
+        self.cmd(name, args)
     }
 
     fn setnx(&mut self) -> Cmd {
@@ -1622,7 +1716,184 @@ impl Gen {
         self.cmd("DECRBY", args)
     }
 
+    fn setex(&mut self) -> Cmd {
+        let ms = self.rng.chance(1, 2);
+        let args = vec![self.string_key(), self.ttl_arg(ms), self.value()];
+        self.cmd(if ms { "PSETEX" } else { "SETEX" }, args)
+    }
+
+    /// `GETEX` with no option, one, or a conflicting or malformed pair.
+    fn getex(&mut self) -> Cmd {
+        let mut args = vec![self.string_key()];
+        for _ in 0..self.rng.below(3) {
+            match self.rng.below(8) {
+                0 | 1 => args.push(self.word("PERSIST")),
+                2 => {
+                    args.push(self.word("EX"));
+                    args.push(self.ttl_arg(false));
+                }
+                3 => {
+                    args.push(self.word("PX"));
+                    args.push(self.ttl_arg(true));
+                }
+                4 => {
+                    args.push(self.word("EXAT"));
+                    let at = if self.rng.chance(1, 4) {
+                        self.rng.range(1, 1_000_000) as u64
+                    } else {
+                        self.now_s + self.fresh_ttl_s()
+                    };
+                    args.push(at.to_string().into_bytes());
+                }
+                5 => {
+                    args.push(self.word("PXAT"));
+                    let at = (self.now_s + self.fresh_ttl_s()) * 1000;
+                    args.push(at.to_string().into_bytes());
+                }
+                6 => args.push(self.word("EX")),
+                _ => {
+                    let opt = *self.rng.pick(&["NX", "KEEPTTL", "GET", "FOO"]);
+                    args.push(self.word(opt));
+                }
+            }
+        }
+        self.cmd("GETEX", args)
+    }
+
+    /// An offset: mostly small, sometimes past the end, negative or not a number, or large
+    /// enough to exceed `proto-max-bulk-len` (both servers refuse it the same way).
+    fn offset_arg(&mut self) -> Vec<u8> {
+        match self.rng.below(10) {
+            0..=6 => self.rng.range(0, 40).to_string().into_bytes(),
+            7 => b"536870912".to_vec(),
+            _ => self.int_arg(),
+        }
+    }
+
+    fn setrange(&mut self) -> Cmd {
+        let value = if self.rng.chance(1, 6) {
+            Vec::new()
+        } else {
+            let n = 1 + self.rng.index(12);
+            self.random_bytes(n)
+        };
+        let args = vec![self.string_key(), self.offset_arg(), value];
+        self.cmd("SETRANGE", args)
+    }
+
+    fn getrange(&mut self) -> Cmd {
+        let args = vec![self.string_key(), self.int_arg(), self.int_arg()];
+        let name = if self.rng.chance(1, 4) {
+            "SUBSTR"
+        } else {
+            "GETRANGE"
+        };
+        self.cmd(name, args)
+    }
+
+    /// `MSET` of two short strings on keys of their own (the table of a long pair would pass
+    /// Ferry's smaller `proto-max-bulk-len` and not Redis's), then `LCS` of them with options.
+    fn lcs(&mut self) -> Cmd {
+        let mut strings = Vec::new();
+        for _ in 0..2 {
+            let n = self.rng.index(24);
+            let s: Vec<u8> = (0..n).map(|_| b"abcd"[self.rng.index(4)]).collect();
+            strings.push(s);
+        }
+        let mut args = vec![b"LCS".to_vec(), b"lcs1".to_vec(), b"lcs2".to_vec()];
+        for _ in 0..self.rng.below(3) {
+            let opt = *self
+                .rng
+                .pick(&["LEN", "IDX", "IDX", "WITHMATCHLEN", "MINMATCHLEN", "FOO"]);
+            args.push(self.word(opt));
+            if opt == "MINMATCHLEN" && self.rng.chance(9, 10) {
+                args.push(self.rng.range(-1, 4).to_string().into_bytes());
+            }
+        }
+        self.next.push(Cmd::exact(args));
+        let [a, b] = [strings.remove(0), strings.remove(0)];
+        self.cmd("MSET", vec![b"lcs1".to_vec(), a, b"lcs2".to_vec(), b])
+    }
+
+    /// `SETBIT` or `GETBIT` near the start of a string, sometimes past its end or out of range.
+    fn bits(&mut self) -> Cmd {
+        let offset = if self.rng.chance(4, 5) {
+            self.rng.below(120).to_string().into_bytes()
+        } else {
+            self.int_arg()
+        };
+        let key = self.string_key();
+        if self.rng.chance(1, 2) {
+            return self.cmd("GETBIT", vec![key, offset]);
+        }
+        let bit = self
+            .rng
+            .pick(&["0", "1", "1", "0", "2", "-1", "x"])
+            .as_bytes()
+            .to_vec();
+        self.cmd("SETBIT", vec![key, offset, bit])
+    }
+
+    /// `INCRBYFLOAT` on a key of its own, by amounts exact in binary: Ferry adds in `f64`
+    /// where Redis uses `long double` (documented), so other amounts may differ in the last
+    /// digits.
+    fn incrbyfloat(&mut self) -> Cmd {
+        let incr = self
+            .rng
+            .pick(&[
+                "1.5", "-0.25", "3", "0.5", "-2", "10.75", "1e3", "-1e2", "+4", "0", "abc", "", " 1", "inf",
+                "-inf", "nan", "1.5x", "0x10", "--1",
+            ])
+            .as_bytes()
+            .to_vec();
+        self.cmd("INCRBYFLOAT", vec![b"fl".to_vec(), incr])
+    }
+
     // --- keys
+
+    fn rename(&mut self) -> Cmd {
+        let args = vec![self.key(), self.key()];
+        let name = if self.rng.chance(1, 2) {
+            "RENAMENX"
+        } else {
+            "RENAME"
+        };
+        self.cmd(name, args)
+    }
+
+    fn touch(&mut self) -> Cmd {
+        let keys = self.keys_arg(4);
+        self.cmd("TOUCH", keys)
+    }
+
+    /// `EXPIREAT` or `PEXPIREAT`: a future time, one in the past (the key is deleted), or a
+    /// malformed one, with `EXPIRE`'s options.
+    fn expireat(&mut self) -> Cmd {
+        let ms = self.rng.chance(1, 2);
+        let scale = if ms { 1000 } else { 1 };
+        let at = match self.rng.below(6) {
+            0..=3 => ((self.now_s + self.fresh_ttl_s()) * scale)
+                .to_string()
+                .into_bytes(),
+            4 => self.rng.range(1, 1_000_000).to_string().into_bytes(),
+            _ => self.ttl_arg(ms),
+        };
+        let mut args = vec![self.key(), at];
+        self.expire_options(&mut args);
+        self.cmd(if ms { "PEXPIREAT" } else { "EXPIREAT" }, args)
+    }
+
+    fn expiretime(&mut self) -> Cmd {
+        let k = self.key();
+        let name = if self.rng.chance(1, 2) {
+            "PEXPIRETIME"
+        } else {
+            "EXPIRETIME"
+        };
+        let mut cmd = self.cmd(name, vec![k]);
+        cmd.check = Check::for_command(name.as_bytes());
+        cmd
+    }
 
     /// Keys to delete: mostly one (deleting several at a time would leave lists no time to
     /// grow), sometimes up to four, repeats included.
@@ -1840,6 +2111,78 @@ impl Gen {
         };
         let args = vec![self.list_key(), start, stop];
         self.cmd("LTRIM", args)
+    }
+
+    fn side(&mut self) -> Vec<u8> {
+        let side = *self.rng.pick(&["LEFT", "RIGHT", "LEFT", "RIGHT", "MIDDLE"]);
+        self.word(side)
+    }
+
+    /// An element to look for: one that is often in the lists (short numbers).
+    fn element(&mut self) -> Vec<u8> {
+        if self.rng.chance(3, 4) {
+            self.rng.range(-20, 20).to_string().into_bytes()
+        } else {
+            self.value()
+        }
+    }
+
+    fn lpos(&mut self) -> Cmd {
+        let mut args = vec![self.list_key(), self.element()];
+        for _ in 0..self.rng.below(4) {
+            let opt = *self.rng.pick(&["RANK", "COUNT", "MAXLEN", "FOO"]);
+            args.push(self.word(opt));
+            if self.rng.chance(9, 10) {
+                args.push(self.index_arg());
+            }
+        }
+        self.cmd("LPOS", args)
+    }
+
+    fn linsert(&mut self) -> Cmd {
+        let side = *self.rng.pick(&["BEFORE", "AFTER", "BEFORE", "AFTER", "NEAR"]);
+        let args = vec![self.list_key(), self.word(side), self.element(), self.value()];
+        self.cmd("LINSERT", args)
+    }
+
+    fn lrem(&mut self) -> Cmd {
+        let args = vec![self.list_key(), self.index_arg(), self.element()];
+        self.cmd("LREM", args)
+    }
+
+    fn lmove(&mut self) -> Cmd {
+        if self.rng.chance(1, 3) {
+            let args = vec![self.list_key(), self.list_key()];
+            return self.cmd("RPOPLPUSH", args);
+        }
+        let args = vec![self.list_key(), self.list_key(), self.side(), self.side()];
+        self.cmd("LMOVE", args)
+    }
+
+    fn lmpop(&mut self) -> Cmd {
+        let n = 1 + self.rng.index(3);
+        let numkeys = if self.rng.chance(1, 10) {
+            self.int_arg()
+        } else {
+            n.to_string().into_bytes()
+        };
+        let mut args = vec![numkeys];
+        for _ in 0..n {
+            args.push(self.list_key());
+        }
+        args.push(self.side());
+        if self.rng.chance(1, 2) {
+            args.push(self.word("COUNT"));
+            if self.rng.chance(9, 10) {
+                args.push(self.index_arg());
+            }
+        }
+        self.cmd("LMPOP", args)
+    }
+
+    fn pushx(&mut self) -> Cmd {
+        let name = if self.rng.chance(1, 2) { "LPUSHX" } else { "RPUSHX" };
+        self.push(name)
     }
 
     // --- hashes
@@ -2596,6 +2939,159 @@ impl Gen {
 
     fn dbsize(&mut self) -> Cmd {
         self.cmd("DBSIZE", vec![])
+    }
+
+    /// `MULTI`, a few commands whose replies are deterministic (an `EXEC` array is compared
+    /// whole), then `EXEC` or sometimes `DISCARD`; now and then a command refused while
+    /// queueing (`EXECABORT`), a nested `MULTI` or a `WATCH` inside.
+    fn transaction(&mut self) -> Cmd {
+        const INNER: &[Generator] = &[
+            Gen::set,
+            Gen::get,
+            Gen::incr,
+            Gen::append,
+            Gen::mset,
+            Gen::getex,
+            Gen::setrange,
+            Gen::del,
+            Gen::exists,
+            Gen::expire,
+            Gen::lpush,
+            Gen::rpop,
+            Gen::lrange,
+            Gen::lmove,
+            Gen::lpos,
+            Gen::hset,
+            Gen::sadd,
+            Gen::zadd,
+            Gen::rename,
+            Gen::copy,
+            Gen::select,
+            Gen::move_,
+            Gen::dbsize,
+            Gen::wrong_arity,
+            Gen::unknown,
+        ];
+        let mut body = Vec::new();
+        for _ in 0..1 + self.rng.below(5) {
+            let inner = if self.rng.chance(1, 20) {
+                let name = *self.rng.pick(&["MULTI", "WATCH"]);
+                let mut args = vec![self.word(name)];
+                if name == "WATCH" {
+                    args.push(self.key());
+                }
+                Cmd::exact(args)
+            } else {
+                let generator = *self.rng.pick(INNER);
+                generator(self)
+            };
+            body.push(inner);
+        }
+        let end = if self.rng.chance(1, 6) { "DISCARD" } else { "EXEC" };
+        let end = Cmd::exact(vec![self.word(end)]);
+        // Popped from the end: the last command first.
+        self.next.push(end);
+        self.next.extend(body.into_iter().rev());
+        self.cmd("MULTI", vec![])
+    }
+
+    /// `SORT` or `SORT_RO` with random options, only in forms whose output order does not
+    /// depend on the order a set or sorted set is read in (its table's): no `BY` without `*`
+    /// unless stored, no `ALPHA` with a `BY` pattern (equal weights keep that order).
+    fn sort(&mut self) -> Cmd {
+        let ro = self.rng.chance(1, 4);
+        let mut args = vec![self.key()];
+        let store = !ro && self.rng.chance(1, 3);
+        let by = match self.rng.below(4) {
+            0 => Some(*self.rng.pick(&["k*", "k*->f1", "*", "w_*"])),
+            1 if store => Some("nosort"),
+            _ => None,
+        };
+        if let Some(pattern) = by {
+            args.push(self.word("BY"));
+            args.push(pattern.as_bytes().to_vec());
+        }
+        for _ in 0..self.rng.below(3) {
+            args.push(self.word("GET"));
+            let pattern = *self.rng.pick(&["#", "k*", "k*->f0", "nostar"]);
+            args.push(pattern.as_bytes().to_vec());
+        }
+        if self.rng.chance(1, 3) {
+            args.push(self.word("LIMIT"));
+            args.push(self.index_arg());
+            args.push(self.index_arg());
+        }
+        if self.rng.chance(1, 3) {
+            let dir = *self.rng.pick(&["ASC", "DESC"]);
+            args.push(self.word(dir));
+        }
+        if by.is_none() && self.rng.chance(1, 3) {
+            args.push(self.word("ALPHA"));
+        }
+        if store {
+            args.push(self.word("STORE"));
+            args.push(self.key());
+        }
+        if self.rng.chance(1, 20) {
+            args.push(self.word("FOO"));
+        }
+        self.cmd(if ro { "SORT_RO" } else { "SORT" }, args)
+    }
+
+    /// `WATCH` of one to three keys, or `UNWATCH`.
+    fn watch(&mut self) -> Cmd {
+        if self.rng.chance(1, 4) {
+            return self.cmd("UNWATCH", vec![]);
+        }
+        let keys = self.keys_arg(3);
+        self.cmd("WATCH", keys)
+    }
+
+    /// A database index: mostly one of the first [`DATABASES`], sometimes out of range or
+    /// not a number.
+    fn db_arg(&mut self) -> Vec<u8> {
+        if self.rng.chance(9, 10) {
+            self.rng.below(DATABASES).to_string().into_bytes()
+        } else {
+            self.rng
+                .pick(&["16", "-1", "abc", "99999999999", "01", ""])
+                .as_bytes()
+                .to_vec()
+        }
+    }
+
+    /// `SELECT`, now and then `FLUSHALL` instead.
+    fn select(&mut self) -> Cmd {
+        if self.rng.chance(1, 10) {
+            return self.cmd("FLUSHALL", vec![]);
+        }
+        let db = self.db_arg();
+        self.cmd("SELECT", vec![db])
+    }
+
+    fn move_(&mut self) -> Cmd {
+        let args = vec![self.key(), self.db_arg()];
+        self.cmd("MOVE", args)
+    }
+
+    fn copy(&mut self) -> Cmd {
+        let mut args = vec![self.key(), self.key()];
+        for _ in 0..self.rng.below(3) {
+            match self.rng.below(5) {
+                0 | 1 => {
+                    args.push(self.word("DB"));
+                    args.push(self.db_arg());
+                }
+                2 | 3 => args.push(self.word("REPLACE")),
+                _ => args.push(self.word("DB")),
+            }
+        }
+        self.cmd("COPY", args)
+    }
+
+    fn swapdb(&mut self) -> Cmd {
+        let args = vec![self.db_arg(), self.db_arg()];
+        self.cmd("SWAPDB", args)
     }
 
     fn flushdb(&mut self) -> Cmd {

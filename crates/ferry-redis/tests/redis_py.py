@@ -203,18 +203,29 @@ def t_select(p, r):
     fails("SELECT abc", lambda: r.execute_command("SELECT", "abc"), "value is not an integer or out of range")
     fails("SELECT 16", lambda: r.execute_command("SELECT", 16), "DB index is out of range")
     fails("SELECT -1", lambda: r.execute_command("SELECT", -1), "DB index is out of range")
-    if p.args.server == "ferry":
-        # FERRY DIFFERS: database 0 only, so SELECT 1 is out of range.
-        fails(
-            "SELECT 1 (Ferry: db 0 only)",
-            lambda: r.execute_command("SELECT", 1),
-            "DB index is out of range",
-        )
-    else:
-        eq(r.execute_command("SELECT", 1), True, "SELECT 1")
-        eq(r.get("sel"), None, "db 1 is empty")
-        eq(r.execute_command("SELECT", 0), True, "SELECT 0 again")
+    eq(r.execute_command("SELECT", 1), True, "SELECT 1")
+    eq(r.get("sel"), None, "db 1 is empty")
+    eq(r.execute_command("SELECT", 0), True, "SELECT 0 again")
     eq(r.get("sel"), b"0", "still in db 0")
+
+
+def t_transactions(p, r):
+    r.delete("tx", "tx2")
+    pipe = r.pipeline(transaction=True)
+    pipe.set("tx", "1").incr("tx").lpush("tx", "x").get("tx")
+    got = pipe.execute(raise_on_error=False)
+    eq(got[:2], [True, 2], "MULTI/EXEC replies")
+    eq(isinstance(got[2], redis.ResponseError), True, "a WRONGTYPE inside EXEC")
+    eq(got[3], b"2", "the commands after it ran")
+    other = p.client()
+    with r.pipeline(transaction=True) as w:
+        w.watch("tx")
+        other.set("tx", "changed")
+        w.multi()
+        w.set("tx2", "never")
+        fails("EXEC after a watched key changed", w.execute, "Watched variable changed.", redis.WatchError)
+    eq(r.exists("tx2"), 0, "nothing ran")
+    other.close()
 
 
 def t_quit(p, r):
@@ -1000,6 +1011,7 @@ TESTS = [
     t_hello,
     t_auth_without_password,
     t_select,
+    t_transactions,
     t_quit,
     t_client,
     t_command,

@@ -2,12 +2,11 @@
 //! reply bytes out.
 
 use std::net::SocketAddr;
-use std::time::Instant;
 
-use crate::cmd::{Args, Client, Ctx, ServerInfo, Stats, execute};
+use crate::cmd::{Args, Client, ServerInfo, Session, execute};
 use crate::config::Config;
 use crate::db::Db;
-use crate::resp::{Proto, ReplyBuf};
+use crate::resp::ReplyBuf;
 
 /// Values at least this long are referenced by replies (small, so tests cover both paths).
 pub const ZERO_COPY: usize = 8;
@@ -15,7 +14,10 @@ pub const ZERO_COPY: usize = 8;
 pub const KEEP_IN_PLACE: usize = 16;
 
 pub struct Harness {
+    /// Database 0.
     pub db: Db,
+    /// Databases 1 to 15.
+    pub others: Vec<Db>,
     pub client: Client,
     pub server: ServerInfo,
     pub now_ms: u64,
@@ -28,23 +30,11 @@ impl Harness {
         let addr: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         Harness {
             db: Db::new(ferry_testkit::pool(), KEEP_IN_PLACE),
-            client: Client {
-                id: 1,
-                name: None,
-                proto: Proto::Resp2,
-                authenticated: true,
-                close_after_reply: false,
-                addr,
-                local_addr: addr,
-                created_ms: 0,
-            },
-            server: ServerInfo {
-                config: Config::default(),
-                port: 6379,
-                started: Instant::now(),
-                run_id: "0".repeat(40),
-                stats: Stats::default(),
-            },
+            client: Client::new(1, addr, addr, 0, true),
+            others: (1..16)
+                .map(|_| Db::new(ferry_testkit::pool(), KEEP_IN_PLACE))
+                .collect(),
+            server: ServerInfo::new(Config::default(), 6379, "0".repeat(40)),
             now_ms: 1_700_000_000_000,
             zero_copy: ZERO_COPY,
         }
@@ -63,14 +53,7 @@ impl Harness {
         let shared = self.db.pool().copy_from(&base).unwrap();
         let args = Args::new(&shared, &ranges, Some(&shared));
         let mut out = ReplyBuf::new(self.zero_copy);
-        out.set_proto(self.client.proto);
-        let mut ctx = Ctx {
-            db: &mut self.db,
-            client: &mut self.client,
-            server: &self.server,
-            now_ms: self.now_ms,
-        };
-        execute(&mut ctx, &args, &mut out);
+        self.run_into(&args, &mut out);
         let (bytes, refs) = out.parts();
         let mut reply = Vec::new();
         let mut at = 0;
@@ -81,6 +64,26 @@ impl Harness {
         }
         reply.extend_from_slice(&bytes[at..]);
         reply
+    }
+
+    /// Runs one command as the server loop does, its reply (in the client's protocol) left
+    /// in `out`.
+    pub fn run_into(&mut self, args: &Args<'_>, out: &mut ReplyBuf) {
+        out.set_proto(self.client.proto);
+        // The databases in one slice for the command, database 0 back in `db` after it.
+        let placeholder = Db::new(self.db.pool().clone(), KEEP_IN_PLACE);
+        let mut all: Vec<Db> = std::iter::once(std::mem::replace(&mut self.db, placeholder))
+            .chain(self.others.drain(..))
+            .collect();
+        let mut session = Session {
+            dbs: &mut all,
+            client: &mut self.client,
+            server: &self.server,
+            now_ms: self.now_ms,
+        };
+        execute(&mut session, args, out);
+        self.db = all.remove(0);
+        self.others = all;
     }
 
     /// Runs a command given as space-separated words; the reply as (lossy) text.

@@ -84,6 +84,7 @@ fn set_pairs(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, name: &str)
     while let (Some(field), Some(value)) = (items.next(), items.next()) {
         created += usize::from(h.hash().insert(field, value));
     }
+    h.changed();
     Some(created)
 }
 
@@ -204,6 +205,7 @@ fn store(h: &mut CollMut<'_>, args: &Args<'_>, text: &[u8]) -> bool {
         return false;
     };
     h.hash().insert(field, value);
+    h.changed();
     true
 }
 

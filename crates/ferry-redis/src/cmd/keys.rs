@@ -1,12 +1,14 @@
-//! Generic key commands: `DEL`, `UNLINK`, `EXISTS`, `TYPE`, `EXPIRE`, `PEXPIRE`, `TTL`, `PTTL`,
-//! `PERSIST`, `KEYS`, `SCAN`, with Redis 7.0's semantics and error replies.
+//! Generic key commands: `DEL`, `UNLINK`, `EXISTS`, `TOUCH`, `TYPE`, `EXPIRE`, `PEXPIRE`,
+//! `EXPIREAT`, `PEXPIREAT`, `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME`, `PERSIST`, `RENAME`,
+//! `RENAMENX`, `RANDOMKEY`, `KEYS`, `SCAN`, with Redis 7.0's semantics and error replies.
 //!
 //! `UNLINK` is `DEL`: values are freed when their last reference drops, and a large value's
 //! bytes go back to the pool without a walk, so there is nothing to defer to another thread.
 
+use super::server::{DB_OUT_OF_RANGE, SAME_OBJECT, parse_db_index};
 use super::{Args, Ctx, NOT_INTEGER, SYNTAX};
 use crate::cmd::strings::parse_i64;
-use crate::db::{Access, Value};
+use crate::db::{Access, SetIf, Ttl, Value};
 use crate::resp::ReplyBuf;
 
 /// `SCAN`'s reply to a cursor that is not an unsigned 64-bit decimal.
@@ -42,17 +44,35 @@ pub fn type_(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `EXPIRE key seconds [NX | XX | GT | LT]`.
 pub fn expire(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    expire_generic(ctx, args, out, 1000, "expire");
+    expire_generic(ctx, args, out, 1000, true, "expire");
 }
 
 /// `PEXPIRE key milliseconds [NX | XX | GT | LT]`.
 pub fn pexpire(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    expire_generic(ctx, args, out, 1, "pexpire");
+    expire_generic(ctx, args, out, 1, true, "pexpire");
 }
 
-/// Redis's `expireGenericCommand` with the current time as the base: options, then the
-/// number, then the key. A deadline not after now deletes the key (and replies 1).
-fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, unit_ms: i64, name: &str) {
+/// `EXPIREAT key unix-seconds [NX | XX | GT | LT]`.
+pub fn expireat(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    expire_generic(ctx, args, out, 1000, false, "expireat");
+}
+
+/// `PEXPIREAT key unix-milliseconds [NX | XX | GT | LT]`.
+pub fn pexpireat(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    expire_generic(ctx, args, out, 1, false, "pexpireat");
+}
+
+/// Redis's `expireGenericCommand`, the time relative to now (`relative`) or absolute:
+/// options, then the number, then the key. A deadline not after now deletes the key (and
+/// replies 1).
+fn expire_generic(
+    ctx: &mut Ctx<'_>,
+    args: &Args<'_>,
+    out: &mut ReplyBuf,
+    unit_ms: i64,
+    relative: bool,
+    name: &str,
+) {
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in args.iter_from(3) {
         if opt.eq_ignore_ascii_case(b"nx") {
@@ -77,7 +97,8 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, unit_m
         return out.error(NOT_INTEGER);
     };
     let now = i64::try_from(ctx.now_ms).unwrap_or(i64::MAX);
-    let Some(when) = n.checked_mul(unit_ms).and_then(|ms| ms.checked_add(now)) else {
+    let base = if relative { now } else { 0 };
+    let Some(when) = n.checked_mul(unit_ms).and_then(|ms| ms.checked_add(base)) else {
         return out.error(format!("ERR invalid expire time in '{name}' command"));
     };
     let Some(mut e) = ctx.db.find(args.get(1), ctx.now_ms, Access::Write) else {
@@ -115,15 +136,27 @@ fn unsupported_option(opt: &[u8]) -> Vec<u8> {
 /// `TTL key`: seconds left (rounded as Redis: `(ms + 500) / 1000`), -1 without a TTL, -2 if
 /// there is no such key.
 pub fn ttl(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    ttl_generic(ctx, args, out, false);
+    ttl_generic(ctx, args, out, false, false);
 }
 
 /// `PTTL key`: milliseconds left, -1 without a TTL, -2 if there is no such key.
 pub fn pttl(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    ttl_generic(ctx, args, out, true);
+    ttl_generic(ctx, args, out, true, false);
 }
 
-fn ttl_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, ms: bool) {
+/// `EXPIRETIME key`: the deadline in unix seconds, -1 without one, -2 if there is no such key.
+pub fn expiretime(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    ttl_generic(ctx, args, out, false, true);
+}
+
+/// `PEXPIRETIME key`: the deadline in unix milliseconds, -1 without one, -2 if there is no
+/// such key.
+pub fn pexpiretime(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    ttl_generic(ctx, args, out, true, true);
+}
+
+/// The time left (or the deadline, `absolute`), in milliseconds or rounded seconds.
+fn ttl_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, ms: bool, absolute: bool) {
     let now = ctx.now_ms;
     let Some(e) = ctx.db.find(args.get(1), now, Access::Read) else {
         return out.integer(-2);
@@ -131,9 +164,110 @@ fn ttl_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, ms: bool)
     match e.deadline() {
         None => out.integer(-1),
         Some(d) => {
-            let left = d.saturating_sub(now).min(i64::MAX as u64) as i64;
-            out.integer(if ms { left } else { (left + 500) / 1000 });
+            // Deadlines are at most i64::MAX: neither form overflows.
+            let left = if absolute { d } else { d.saturating_sub(now) }.min(i64::MAX as u64);
+            out.integer(if ms { left } else { (left + 500) / 1000 } as i64);
         }
+    }
+}
+
+/// `TOUCH key [key ...]`: how many of the keys exist; each one found counts as accessed.
+pub fn touch(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let now = ctx.now_ms;
+    let n = args.iter_from(1).filter(|k| ctx.db.get(k, now).is_some()).count();
+    out.integer(n as i64);
+}
+
+/// `RENAME key newkey`.
+pub fn rename(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match rename_generic(ctx, args, false) {
+        Ok(_) => out.ok(),
+        Err(e) => out.error(e),
+    }
+}
+
+/// `RENAMENX key newkey`: 1 if renamed, 0 if `newkey` exists.
+pub fn renamenx(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match rename_generic(ctx, args, true) {
+        Ok(done) => out.integer(i64::from(done)),
+        Err(e) => out.error(e),
+    }
+}
+
+/// Moves the value and deadline of `args[1]` to `args[2]` (replacing it unless `nx`);
+/// whether it moved. Renaming a key to itself succeeds without a change (`RENAMENX`: 0).
+fn rename_generic(ctx: &mut Ctx<'_>, args: &Args<'_>, nx: bool) -> Result<bool, &'static str> {
+    let (src, dst, now) = (args.get(1), args.get(2), ctx.now_ms);
+    if ctx.db.find(src, now, Access::Write).is_none() {
+        return Err(NO_SUCH_KEY);
+    }
+    if src == dst {
+        return Ok(!nx);
+    }
+    if nx && ctx.db.find(dst, now, Access::Write).is_some() {
+        return Ok(false);
+    }
+    let Some(e) = ctx.db.find(src, now, Access::Write) else {
+        return Err(NO_SUCH_KEY);
+    };
+    let ttl = e.deadline().map_or(Ttl::Clear, Ttl::At);
+    let value = e.remove();
+    ctx.db.set(dst, value, ttl, SetIf::Always, now);
+    Ok(true)
+}
+
+/// `COPY source destination [DB index] [REPLACE]`: copies the value and deadline; 1 if
+/// copied, 0 if there is no source or the destination exists (without `REPLACE`).
+pub fn copy(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (mut target, mut replace) = (ctx.client.db, false);
+    let mut j = 3;
+    while j < args.len() {
+        let opt = args.get(j);
+        if opt.eq_ignore_ascii_case(b"replace") {
+            replace = true;
+        } else if opt.eq_ignore_ascii_case(b"db") && j + 1 < args.len() {
+            let i = match parse_db_index(args.get(j + 1), None) {
+                Ok(i) => i,
+                Err(e) => return out.error(e),
+            };
+            match usize::try_from(i).ok().filter(|&i| i < ctx.others.count()) {
+                Some(i) => target = i,
+                None => return out.error(DB_OUT_OF_RANGE),
+            }
+            j += 1;
+        } else {
+            return out.error(SYNTAX);
+        }
+        j += 1;
+    }
+    let (src, dst, now) = (args.get(1), args.get(2), ctx.now_ms);
+    if target == ctx.client.db && src == dst {
+        return out.error(SAME_OBJECT);
+    }
+    let Some(e) = ctx.db.find(src, now, Access::Read) else {
+        return out.integer(0);
+    };
+    let ttl = e.deadline().map_or(Ttl::Clear, Ttl::At);
+    let value = e.value().clone();
+    let db = ctx.db_at(target).expect("checked above");
+    if let Some(existing) = db.find(dst, now, Access::Write) {
+        if !replace {
+            return out.integer(0);
+        }
+        existing.remove();
+    }
+    db.set(dst, value, ttl, SetIf::Always, now);
+    out.integer(1);
+}
+
+/// `RENAME`'s reply when the source key does not exist.
+pub const NO_SUCH_KEY: &str = "ERR no such key";
+
+/// `RANDOMKEY`: a random live key, or null when there is none.
+pub fn randomkey(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    match ctx.db.random_key(ctx.now_ms) {
+        Some(key) => out.bulk(&key),
+        None => out.null(),
     }
 }
 

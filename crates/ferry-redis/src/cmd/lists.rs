@@ -1,10 +1,11 @@
 //! List commands: `LPUSH`, `RPUSH`, `LPOP`, `RPOP`, `LRANGE`, `LLEN`, `LINDEX`, `LSET`,
-//! `LTRIM`, with Redis 7.0's semantics and error replies. A list emptied by a command is
+//! `LTRIM`, `LPOS`, `LINSERT`, `LREM`, `LMOVE`, `RPOPLPUSH`, `LMPOP`, with Redis 7.0's semantics and error replies. A list emptied by a command is
 //! deleted (the keyspace's [`ListMut`](crate::db::ListMut) does it when dropped).
 
-use super::{Args, Ctx, NOT_INTEGER, OOM, WRONGTYPE, wrong_arity};
+use super::sets::NUMKEYS;
+use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE, wrong_arity};
 use crate::cmd::strings::parse_i64;
-use crate::db::Value;
+use crate::db::{Access, Value};
 use crate::resp::ReplyBuf;
 
 /// `LPOP`/`RPOP`'s reply to a count that is negative or not an integer.
@@ -16,19 +17,36 @@ pub const OUT_OF_RANGE: &str = "ERR index out of range";
 
 /// `LPUSH key element [element ...]`: the new length.
 pub fn lpush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    push(ctx, args, out, true);
+    push(ctx, args, out, true, false);
 }
 
 /// `RPUSH key element [element ...]`: the new length.
 pub fn rpush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    push(ctx, args, out, false);
+    push(ctx, args, out, false, false);
 }
 
-/// Pushes every element or none (a full pool refuses the whole command).
-fn push(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, front: bool) {
-    let mut list = match ctx.db.list_or_insert(args.get(1), ctx.now_ms) {
-        Ok(list) => list,
-        Err(_) => return out.error(WRONGTYPE),
+/// `LPUSHX key element [element ...]`: `LPUSH` to an existing list; 0 if there is none.
+pub fn lpushx(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    push(ctx, args, out, true, true);
+}
+
+/// `RPUSHX key element [element ...]`: `RPUSH` to an existing list; 0 if there is none.
+pub fn rpushx(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    push(ctx, args, out, false, true);
+}
+
+/// Pushes every element or none (a full pool refuses the whole command); only to an
+/// existing list if `existing`.
+fn push(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, front: bool, existing: bool) {
+    let list = if existing {
+        ctx.db.list(args.get(1), ctx.now_ms).transpose()
+    } else {
+        Some(ctx.db.list_or_insert(args.get(1), ctx.now_ms))
+    };
+    let mut list = match list {
+        None => return out.integer(0),
+        Some(Ok(list)) => list,
+        Some(Err(_)) => return out.error(WRONGTYPE),
     };
     let (pool, keep) = (list.pool(), list.keep_in_place_min());
     let items: Result<Vec<_>, _> = (2..args.len()).map(|i| args.value(i, pool, keep)).collect();
@@ -194,6 +212,260 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         }
     }
 }
+
+/// Parses `LEFT` or `RIGHT`: whether it is the head.
+fn parse_side(arg: &[u8]) -> Option<bool> {
+    if arg.eq_ignore_ascii_case(b"left") {
+        Some(true)
+    } else if arg.eq_ignore_ascii_case(b"right") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// A count option that must be a non-negative integer, with `msg` for anything else (Redis's
+/// `getPositiveLongFromObjectOrReply`).
+fn parse_non_negative(arg: &[u8], msg: &'static str) -> Result<i64, &'static str> {
+    parse_i64(arg).filter(|&n| n >= 0).ok_or(msg)
+}
+
+/// `LPOS key element [RANK rank] [COUNT num] [MAXLEN len]`: the position of the `rank`-th
+/// match (from the tail for a negative rank), or with `COUNT` an array of up to `num`
+/// positions (0: all), looking at no more than `len` elements (0: all).
+pub fn lpos(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (mut rank, mut count, mut maxlen) = (1i64, None, 0i64);
+    let mut j = 3;
+    while j < args.len() {
+        let (opt, more) = (args.get(j), j + 1 < args.len());
+        let parsed = if opt.eq_ignore_ascii_case(b"rank") && more {
+            parse_i64(args.get(j + 1)).ok_or(NOT_INTEGER).and_then(|r| {
+                rank = r;
+                if r == 0 { Err(RANK_ZERO) } else { Ok(()) }
+            })
+        } else if opt.eq_ignore_ascii_case(b"count") && more {
+            parse_non_negative(args.get(j + 1), COUNT_NEGATIVE).map(|n| count = Some(n))
+        } else if opt.eq_ignore_ascii_case(b"maxlen") && more {
+            parse_non_negative(args.get(j + 1), MAXLEN_NEGATIVE).map(|n| maxlen = n)
+        } else {
+            Err(SYNTAX)
+        };
+        if let Err(e) = parsed {
+            return out.error(e);
+        }
+        j += 2;
+    }
+    let from_tail = rank < 0;
+    // i64::MIN stays negative, as Redis's `rank = -rank` leaves it: any match then qualifies.
+    let rank = if from_tail { rank.wrapping_neg() } else { rank };
+    let items = match ctx.db.get(args.get(1), ctx.now_ms) {
+        None if count.is_some() => return out.array(0),
+        None => return out.null(),
+        Some(Value::List(items)) => items,
+        Some(_) => return out.error(WRONGTYPE),
+    };
+    let len = items.len();
+    let limit = if maxlen == 0 {
+        len
+    } else {
+        len.min(maxlen as usize)
+    };
+    let element = args.get(2);
+    let order = (0..limit).map(|k| if from_tail { len - 1 - k } else { k });
+    let mut matches = order
+        .filter(|&i| items[i][..] == *element)
+        .enumerate()
+        .filter(|&(m, _)| m as i64 + 1 >= rank)
+        .map(|(_, i)| i as i64);
+    match count {
+        None => match matches.next() {
+            Some(i) => out.integer(i),
+            None => out.null(),
+        },
+        Some(n) => {
+            let found: Vec<i64> = if n == 0 {
+                matches.collect()
+            } else {
+                matches.take(n as usize).collect()
+            };
+            out.array(found.len());
+            for i in found {
+                out.integer(i);
+            }
+        }
+    }
+}
+
+/// `LPOS`'s reply to `RANK 0`.
+pub const RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
+     second ... or use negative to start from the end of the list";
+/// `LPOS`'s reply to a negative `COUNT`.
+pub const COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
+/// `LPOS`'s reply to a negative `MAXLEN`.
+pub const MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
+
+/// `LINSERT key BEFORE|AFTER pivot element`: the new length, -1 if the pivot is not found,
+/// 0 if there is no such key.
+pub fn linsert(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let side = args.get(2);
+    let after = if side.eq_ignore_ascii_case(b"after") {
+        true
+    } else if side.eq_ignore_ascii_case(b"before") {
+        false
+    } else {
+        return out.error(SYNTAX);
+    };
+    let mut list = match ctx.db.list(args.get(1), ctx.now_ms) {
+        Err(_) => return out.error(WRONGTYPE),
+        Ok(None) => return out.integer(0),
+        Ok(Some(list)) => list,
+    };
+    let pivot = args.get(3);
+    let Some(at) = list.items().iter().position(|b| b[..] == *pivot) else {
+        return out.integer(-1);
+    };
+    let Ok(item) = args.value(4, list.pool(), list.keep_in_place_min()) else {
+        return out.error(OOM);
+    };
+    list.insert(at + usize::from(after), item);
+    out.integer(list.len() as i64);
+}
+
+/// `LREM key count element`: removes the first `count` matches (from the tail for a
+/// negative count, all of them for 0); the number removed.
+pub fn lrem(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(count) = parse_i64(args.get(2)) else {
+        return out.error(NOT_INTEGER);
+    };
+    let mut list = match ctx.db.list(args.get(1), ctx.now_ms) {
+        Err(_) => return out.error(WRONGTYPE),
+        Ok(None) => return out.integer(0),
+        Ok(Some(list)) => list,
+    };
+    let element = args.get(3);
+    let items = list.items();
+    let len = items.len();
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX)
+    };
+    let order = (0..len).map(|k| if count < 0 { len - 1 - k } else { k });
+    let mut positions: Vec<usize> = order.filter(|&i| items[i][..] == *element).take(limit).collect();
+    positions.sort_unstable();
+    list.remove_sorted(&positions);
+    out.integer(positions.len() as i64);
+}
+
+/// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT`: pops from one side of `source`, pushes
+/// to a side of `destination`, and returns the element (null if `source` is missing).
+pub fn lmove(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (Some(from), Some(to)) = (parse_side(args.get(3)), parse_side(args.get(4))) else {
+        return out.error(SYNTAX);
+    };
+    move_element(ctx, args.get(1), args.get(2), from, to, out);
+}
+
+/// `RPOPLPUSH source destination`: `LMOVE source destination RIGHT LEFT`.
+pub fn rpoplpush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    move_element(ctx, args.get(1), args.get(2), false, true, out);
+}
+
+/// `LMOVE`: the source is checked, then the destination's type, then the element moves (the
+/// same key rotates).
+fn move_element(
+    ctx: &mut Ctx<'_>,
+    src: &[u8],
+    dst: &[u8],
+    from_head: bool,
+    to_head: bool,
+    out: &mut ReplyBuf,
+) {
+    let now = ctx.now_ms;
+    match ctx.db.list(src, now) {
+        Err(_) => return out.error(WRONGTYPE),
+        Ok(None) => return out.null(),
+        Ok(Some(_)) => {}
+    }
+    if let Some(e) = ctx.db.find(dst, now, Access::Write) {
+        if !matches!(e.value(), Value::List(_)) {
+            return out.error(WRONGTYPE);
+        }
+    }
+    let item = match ctx.db.list(src, now) {
+        Ok(Some(mut list)) if from_head => list.pop_front(),
+        Ok(Some(mut list)) => list.pop_back(),
+        _ => None,
+    };
+    let Some(item) = item else {
+        return out.null();
+    };
+    out.bulk_buf(&item);
+    if let Ok(mut list) = ctx.db.list_or_insert(dst, now) {
+        if to_head {
+            list.push_front(item);
+        } else {
+            list.push_back(item);
+        }
+    }
+}
+
+/// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]`: pops up to `count` elements (1
+/// by default) from the first non-empty list: `[key, [element, ...]]`, or a null array.
+pub fn lmpop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let numkeys = match parse_i64(args.get(1)) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return out.error(NUMKEYS),
+    };
+    let where_at = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
+        Some(i) if i < args.len() => i,
+        _ => return out.error(SYNTAX),
+    };
+    let Some(from_head) = parse_side(args.get(where_at)) else {
+        return out.error(SYNTAX);
+    };
+    let mut count = None;
+    let mut j = where_at + 1;
+    while j < args.len() {
+        if count.is_none() && args.get(j).eq_ignore_ascii_case(b"count") && j + 1 < args.len() {
+            match parse_i64(args.get(j + 1)) {
+                Some(n) if n >= 1 => count = Some(n),
+                _ => return out.error(COUNT_NOT_POSITIVE),
+            }
+            j += 2;
+        } else {
+            return out.error(SYNTAX);
+        }
+    }
+    let count = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
+    for key in (2..where_at).map(|i| args.get(i)) {
+        let mut list = match ctx.db.list(key, ctx.now_ms) {
+            Err(_) => return out.error(WRONGTYPE),
+            Ok(None) => continue,
+            Ok(Some(list)) => list,
+        };
+        let n = count.min(list.len());
+        out.array(2);
+        out.bulk(key);
+        out.array(n);
+        for _ in 0..n {
+            let item = if from_head {
+                list.pop_front()
+            } else {
+                list.pop_back()
+            };
+            match item {
+                Some(item) => out.bulk_buf(&item),
+                None => out.null(),
+            }
+        }
+        return;
+    }
+    out.null_array();
+}
+
+/// `LMPOP`'s reply to a count that is not a positive integer.
+pub const COUNT_NOT_POSITIVE: &str = "ERR count should be greater than 0";
 
 #[cfg(test)]
 mod tests {

@@ -1,16 +1,22 @@
 //! The commands: a table of [`CommandSpec`]s (name, arity, flags, key positions, handler) and
-//! [`execute`], which checks arity, authentication and memory before calling a handler.
+//! [`execute`], which checks arity, authentication and memory before calling a handler, or
+//! queues the command when the client has a transaction open ([`multi`]).
 //!
-//! Handlers take the parsed arguments and the [`Ctx`] (keyspace, client, server), and write
-//! exactly one reply into the [`ReplyBuf`]. They never see sockets or clocks: `now_ms` is given.
+//! Handlers take the parsed arguments and the [`Ctx`] (the selected database, the others,
+//! client, server), and write exactly one reply into the [`ReplyBuf`]. They never see sockets
+//! or clocks: `now_ms` is given. [`execute`] takes a [`Session`] (every database) and gives
+//! each command the database its client selected at that moment, so a `SELECT` queued in a
+//! transaction applies to the commands after it.
 //!
-//! Groups: [`strings`], [`keys`], [`lists`], [`hashes`], [`sets`], [`zsets`] and
-//! [`zalgebra`] (with [`random`]: the random picks of the three collections), and [`server`]
-//! (connection and server commands).
+//! Groups: [`strings`], [`keys`] (with [`sort`]), [`lists`], [`hashes`], [`sets`], [`zsets`]
+//! and [`zalgebra`] (with [`random`]: the random picks of the three collections), [`multi`]
+//! (transactions), [`introspect`] (`OBJECT`, `DEBUG`, `FUNCTION`), and [`server`]
+//! (connection, database and server commands).
 
 use std::net::SocketAddr;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use ferry_buf::{Pool, PoolError, SharedBuf};
@@ -22,11 +28,14 @@ use crate::resp::{Proto, ReplyBuf};
 #[cfg(test)]
 pub(crate) mod harness;
 pub mod hashes;
+pub mod introspect;
 pub mod keys;
 pub mod lists;
+pub mod multi;
 pub mod random;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod zalgebra;
@@ -159,6 +168,38 @@ pub struct Client {
     pub local_addr: SocketAddr,
     /// When it connected (unix milliseconds).
     pub created_ms: u64,
+    /// The selected database (`SELECT`).
+    pub db: usize,
+    /// The open transaction (`MULTI`), if any.
+    pub multi: Option<multi::Multi>,
+    /// The keys `WATCH`ed for the next `EXEC`.
+    pub watched: Vec<multi::Watched>,
+}
+
+impl Client {
+    /// A client that just connected from `addr` to `local_addr`, in RESP2, on database 0;
+    /// `authenticated` when no password is required.
+    pub fn new(
+        id: u64,
+        addr: SocketAddr,
+        local_addr: SocketAddr,
+        created_ms: u64,
+        authenticated: bool,
+    ) -> Client {
+        Client {
+            id,
+            name: None,
+            proto: Proto::Resp2,
+            authenticated,
+            close_after_reply: false,
+            addr,
+            local_addr,
+            created_ms,
+            db: 0,
+            multi: None,
+            watched: Vec::new(),
+        }
+    }
 }
 
 /// Server-wide counters (`INFO stats`), shared by every loop.
@@ -209,19 +250,112 @@ pub struct ServerInfo {
     pub run_id: String,
     /// Counters.
     pub stats: Stats,
+    /// Whether active expiry runs (`DEBUG SET-ACTIVE-EXPIRE`; lazy expiry always does).
+    pub active_expire: AtomicBool,
+    /// `maxmemory` now (`CONFIG SET` changes it; 0: no limit, as in Redis).
+    pub maxmemory: AtomicUsize,
+    /// The values of the parameters `CONFIG SET` accepts without effect, in the order of
+    /// [`server::INERT_PARAMS`].
+    pub inert: Mutex<Vec<String>>,
+}
+
+impl ServerInfo {
+    /// A server's information at start: `config`, listening on `port`, with `run_id`.
+    pub fn new(config: Config, port: u16, run_id: String) -> ServerInfo {
+        ServerInfo {
+            maxmemory: AtomicUsize::new(config.maxmemory),
+            config,
+            port,
+            started: Instant::now(),
+            run_id,
+            stats: Stats::default(),
+            active_expire: AtomicBool::new(true),
+            inert: Mutex::new(
+                server::INERT_PARAMS
+                    .iter()
+                    .map(|p| p.default.to_owned())
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// The databases other than the selected one, by index (`MOVE`, `SWAPDB`, `FLUSHALL`,
+/// `INFO keyspace`): the selected one is [`Ctx::db`].
+#[derive(Debug)]
+pub struct OtherDbs<'a> {
+    before: &'a mut [Db],
+    after: &'a mut [Db],
+}
+
+impl<'a> OtherDbs<'a> {
+    /// Splits `dbs` into database `selected` and the others.
+    ///
+    /// # Panics
+    /// If `selected` is not an index of `dbs` (`SELECT` checks it).
+    pub fn split(dbs: &'a mut [Db], selected: usize) -> (&'a mut Db, OtherDbs<'a>) {
+        let (before, rest) = dbs.split_at_mut(selected);
+        let (db, after) = rest.split_first_mut().expect("the selected database exists");
+        (db, OtherDbs { before, after })
+    }
+
+    /// The number of databases, the selected one included.
+    pub fn count(&self) -> usize {
+        self.before.len() + 1 + self.after.len()
+    }
+
+    /// Database `i`; `None` if it is the selected one or out of range.
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Db> {
+        let b = self.before.len();
+        if i < b {
+            Some(&mut self.before[i])
+        } else {
+            self.after.get_mut(i.checked_sub(b + 1)?)
+        }
+    }
+
+    /// The other databases with their indices.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &Db)> {
+        let b = self.before.len();
+        let after = self.after.iter().enumerate().map(move |(i, db)| (b + 1 + i, db));
+        self.before.iter().enumerate().chain(after)
+    }
+
+    /// The other databases, to change (`FLUSHALL`, active expiry).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Db> {
+        self.before.iter_mut().chain(self.after.iter_mut())
+    }
 }
 
 /// Everything a handler may touch.
 #[derive(Debug)]
 pub struct Ctx<'a> {
-    /// The keyspace (database 0; the only one).
+    /// The selected database.
     pub db: &'a mut Db,
+    /// The other databases.
+    pub others: OtherDbs<'a>,
     /// The client that sent the command.
     pub client: &'a mut Client,
     /// The server.
     pub server: &'a ServerInfo,
     /// Now, in unix milliseconds (expiry is computed against it).
     pub now_ms: u64,
+}
+
+impl Ctx<'_> {
+    /// The memory estimate of every database together (what `maxmemory` bounds).
+    pub fn used_memory(&self) -> usize {
+        self.db.used_memory() + self.others.iter().map(|(_, db)| db.used_memory()).sum::<usize>()
+    }
+
+    /// Database `i`: the selected one or another; `None` out of range.
+    pub fn db_at(&mut self, i: usize) -> Option<&mut Db> {
+        if i == self.client.db {
+            Some(self.db)
+        } else {
+            self.others.get_mut(i)
+        }
+    }
 }
 
 /// Redis's reply for a command that is not in the table:
@@ -296,26 +430,99 @@ pub fn read_typed<'d, T: ?Sized>(
     }
 }
 
+/// What a connection's commands run against: every database, the client, the server.
+#[derive(Debug)]
+pub struct Session<'a> {
+    /// The databases (the client's selected one is `dbs[client.db]`).
+    pub dbs: &'a mut [Db],
+    /// The client that sent the commands.
+    pub client: &'a mut Client,
+    /// The server.
+    pub server: &'a ServerInfo,
+    /// Now, in unix milliseconds.
+    pub now_ms: u64,
+}
+
 /// Runs one command: looks it up (case-insensitively), checks arity, authentication and
-/// memory, and calls its handler. Exactly one reply is written to `out`.
-pub fn execute(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    Stats::add(&ctx.server.stats.total_commands_processed, 1);
-    // Redis 7.0's order: an unknown command or a wrong argument count is reported before
-    // authentication is asked for.
+/// memory, and calls its handler; inside a transaction, queues it instead (see [`multi`]).
+/// Exactly one reply is written to `out`.
+pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    Stats::add(&s.server.stats.total_commands_processed, 1);
+    let spec = match check(s, args) {
+        Ok(spec) => spec,
+        Err(e) => {
+            if table::lookup(args.get(0)).is_some_and(|c| c.name == "exec") {
+                // A refused EXEC ends the transaction and the watch, in one or not (Redis's
+                // `execCommandAbort`).
+                s.client.multi = None;
+                multi::forget_watched(s.dbs, s.client);
+                let reason = e.strip_prefix(b"ERR ").unwrap_or(&e);
+                return out.error([b"EXECABORT Transaction discarded because of: ", reason].concat());
+            }
+            if let Some(m) = &mut s.client.multi {
+                m.abort();
+            }
+            return out.error(e);
+        }
+    };
+    match &mut s.client.multi {
+        Some(m) if !multi::runs_at_once(spec) => {
+            m.queue(spec, args);
+            out.simple("QUEUED");
+        }
+        Some(_) if spec.name == "exec" => {
+            let server = s.server;
+            multi::exec(s.dbs, s.client, s.now_ms, out, |dbs, client, spec, args, out| {
+                Stats::add(&server.stats.total_commands_processed, 1);
+                run(dbs, client, server, s.now_ms, spec, args, out)
+            });
+        }
+        _ => run(s.dbs, s.client, s.server, s.now_ms, spec, args, out),
+    }
+}
+
+/// The command `args` names, or the error Redis 7.0 gives before running it, in Redis's
+/// order: an unknown command or a wrong argument count before authentication is asked for.
+fn check(s: &Session<'_>, args: &Args<'_>) -> Result<&'static CommandSpec, Vec<u8>> {
     let Some(spec) = table::lookup(args.get(0)) else {
-        return out.error(unknown_command(args));
+        return Err(unknown_command(args));
     };
     if !spec.arity_ok(args.len()) {
-        return out.error(wrong_arity(spec.name));
+        return Err(wrong_arity(spec.name).into_bytes());
     }
     if let Some(e) = server::subcommand_error(spec, args) {
-        return out.error(e);
+        return Err(e);
     }
-    if !ctx.client.authenticated && !spec.has("no_auth") {
-        return out.error(NOAUTH);
+    if !s.client.authenticated && !spec.has("no_auth") {
+        return Err(NOAUTH.into());
     }
-    if spec.has("denyoom") && ctx.db.used_memory() > ctx.server.config.maxmemory {
-        return out.error(OOM);
+    if spec.has("denyoom") {
+        let limit = s.server.maxmemory.load(Ordering::Relaxed);
+        let used: usize = s.dbs.iter().map(Db::used_memory).sum();
+        if limit != 0 && used > limit {
+            return Err(OOM.into());
+        }
     }
-    (spec.handler)(ctx, args, out)
+    Ok(spec)
+}
+
+/// Calls `spec`'s handler on the client's selected database.
+fn run(
+    dbs: &mut [Db],
+    client: &mut Client,
+    server: &ServerInfo,
+    now_ms: u64,
+    spec: &CommandSpec,
+    args: &Args<'_>,
+    out: &mut ReplyBuf,
+) {
+    let (db, others) = OtherDbs::split(dbs, client.db);
+    let mut ctx = Ctx {
+        db,
+        others,
+        client,
+        server,
+        now_ms,
+    };
+    (spec.handler)(&mut ctx, args, out)
 }

@@ -1,5 +1,5 @@
-//! Connection and server commands: `PING`, `ECHO`, `HELLO`, `AUTH`, `SELECT`, `QUIT`, `CLIENT`,
-//! `COMMAND`, `CONFIG`, `INFO`, `DBSIZE`, `FLUSHDB`, `FLUSHALL`.
+//! Connection and server commands: `PING`, `ECHO`, `HELLO`, `AUTH`, `SELECT`, `QUIT`, `TIME`,
+//! `CLIENT`, `COMMAND`, `CONFIG`, `INFO`, `DBSIZE`, `FLUSHDB`, `FLUSHALL`, `SWAPDB`, `MOVE`.
 //!
 //! Replies and error messages are Redis 7.0.15's, checked against the real server in both
 //! protocols, so that `redis-cli` (which reads `COMMAND DOCS` at start), `redis-benchmark`
@@ -11,9 +11,8 @@
 //! flags and ACL categories (what `COMMAND INFO` and `COMMAND DOCS` report for them).
 //!
 //! Where this server differs from Redis, and why:
-//! - One database: `SELECT 0` is `OK`, any other index `ERR DB index is out of range` (as
-//!   Redis answers beyond `databases`); `CONFIG GET databases` is `1`. The keyspace is shared
-//!   by every event loop, and clients (benchmarks, redis-py) use database 0.
+//! - `databases` (16 by default) databases, shared by every event loop and locked together:
+//!   a command may touch several (`MOVE`, `SWAPDB`, `COPY ... DB`, `FLUSHALL`).
 //! - One user, `default`, whose password is `requirepass`
 //!   ([`Config::password`](crate::Config::password)): `AUTH user pass` and `HELLO .. AUTH`
 //!   accept no other name. With no password set, `AUTH pass` is refused as Redis refuses it,
@@ -30,10 +29,13 @@
 //!   gives summary, since, group, complexity and an empty `arguments` array (argument trees
 //!   are not modelled: `redis-cli` shows no hints, but its help and completion work).
 //!   `COMMAND GETKEYSANDFLAGS` is not implemented.
-//! - `CONFIG` is read-only: the configuration is fixed when the server starts.
-//!   `CONFIG GET` knows the parameters clients ask for ([`CONFIG_PARAMS`]). `CONFIG SET`
-//!   accepts a parameter set to the value it already has (`CONFIG SET save ""` and
-//!   `appendonly no`, which test harnesses send, succeed) and refuses a change with Redis's
+//! - `CONFIG` changes little: the configuration is fixed when the server starts, except
+//!   `maxmemory`. `CONFIG GET` knows the parameters clients ask for ([`CONFIG_PARAMS`]) and
+//!   the [`INERT_PARAMS`]: Redis's encoding thresholds and replication and scripting knobs,
+//!   which `CONFIG SET` accepts (with Redis's checks and errors) and reports back, but which
+//!   change nothing in Ferry (it has one representation per type). `CONFIG SET` of another
+//!   parameter accepts the value it already has (`CONFIG SET save ""` and `appendonly no`,
+//!   which test harnesses send, succeed) and refuses a change with Redis's
 //!   `ERR CONFIG SET failed (possibly related to argument '..') - ...` error. `CONFIG
 //!   RESETSTAT` zeroes the server-wide counters of `INFO stats` (not the keyspace's hit, miss
 //!   and expiry counters, which the keyspace owns). `CONFIG REWRITE` answers as Redis does
@@ -47,11 +49,13 @@
 //!   at once; values still referenced by replies in flight are freed when sent).
 
 use std::fmt::Write as _;
+use std::sync::PoisonError;
 
 use super::strings::parse_i64;
 use super::{
     Args, CommandSpec, Ctx, Handler, NOT_INTEGER, SYNTAX, Stats, keys::glob_match, table, wrong_arity,
 };
+use crate::db::{Access, Db, DbStats, SetIf, Ttl};
 use crate::resp::{Proto, ReplyBuf};
 
 /// The Redis version this server answers as (`HELLO`, `INFO server`).
@@ -200,16 +204,109 @@ fn credentials_ok(password: Option<&str>, user: Option<&[u8]>, pass: &[u8]) -> b
     diff == 0
 }
 
-/// `SELECT index`: only database 0 exists.
-pub fn select(_ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    match parse_i64(args.get(1)) {
-        None => out.error(NOT_INTEGER),
+/// A database index argument as Redis's `getIntFromObjectOrReply` reads it: an `i32`, or
+/// `msg` (Redis's own words when `None`).
+pub fn parse_db_index(arg: &[u8], msg: Option<&'static str>) -> Result<i64, &'static str> {
+    match parse_i64(arg) {
+        None => Err(msg.unwrap_or(NOT_INTEGER)),
         Some(i) if i32::try_from(i).is_err() => {
-            out.error("ERR value is out of range, value must between -2147483648 and 2147483647")
+            Err(msg.unwrap_or("ERR value is out of range, value must between -2147483648 and 2147483647"))
         }
-        Some(0) => out.ok(),
-        Some(_) => out.error(DB_OUT_OF_RANGE),
+        Some(i) => Ok(i),
     }
+}
+
+/// Index `i` if it names one of the `count` databases.
+fn db_in_range(i: i64, count: usize) -> Option<usize> {
+    usize::try_from(i).ok().filter(|&i| i < count)
+}
+
+/// `SELECT index`: the client's database from now on.
+pub fn select(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match parse_db_index(args.get(1), None) {
+        Err(e) => out.error(e),
+        Ok(i) => match db_in_range(i, ctx.others.count()) {
+            Some(i) => {
+                ctx.client.db = i;
+                out.ok();
+            }
+            None => out.error(DB_OUT_OF_RANGE),
+        },
+    }
+}
+
+/// `SWAPDB index1 index2`: exchanges the contents of two databases (clients keep their
+/// selected index, so they see the other data).
+pub fn swapdb(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let a = match parse_db_index(args.get(1), Some("ERR invalid first DB index")) {
+        Ok(i) => i,
+        Err(e) => return out.error(e),
+    };
+    let b = match parse_db_index(args.get(2), Some("ERR invalid second DB index")) {
+        Ok(i) => i,
+        Err(e) => return out.error(e),
+    };
+    let count = ctx.others.count();
+    let (Some(a), Some(b)) = (db_in_range(a, count), db_in_range(b, count)) else {
+        return out.error(DB_OUT_OF_RANGE);
+    };
+    let selected = ctx.client.db;
+    if a != b {
+        if a == selected || b == selected {
+            let other = if a == selected { b } else { a };
+            let other = ctx.others.get_mut(other).expect("in range, not the selected one");
+            other.swap_contents(ctx.db);
+        } else {
+            // Two databases of the same slice: through a third.
+            let mut middle = Db::new(ctx.db.pool().clone(), ctx.db.keep_in_place_min());
+            middle.swap_contents(ctx.others.get_mut(a).expect("in range"));
+            middle.swap_contents(ctx.others.get_mut(b).expect("in range"));
+            middle.swap_contents(ctx.others.get_mut(a).expect("in range"));
+        }
+    }
+    out.ok();
+}
+
+/// `MOVE key db`: moves the key (value and deadline) to database `db` unless it exists
+/// there; 1 if it moved.
+pub fn move_(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let i = match parse_db_index(args.get(2), None) {
+        Ok(i) => i,
+        Err(e) => return out.error(e),
+    };
+    let Some(i) = db_in_range(i, ctx.others.count()) else {
+        return out.error(DB_OUT_OF_RANGE);
+    };
+    if i == ctx.client.db {
+        return out.error(SAME_OBJECT);
+    }
+    let (key, now) = (args.get(1), ctx.now_ms);
+    if ctx.db.find(key, now, Access::Write).is_none() {
+        return out.integer(0);
+    }
+    let dst = ctx.others.get_mut(i).expect("in range, not the selected one");
+    if dst.find(key, now, Access::Write).is_some() {
+        return out.integer(0);
+    }
+    let Some(e) = ctx.db.find(key, now, Access::Write) else {
+        return out.integer(0);
+    };
+    let ttl = e.deadline().map_or(Ttl::Clear, Ttl::At);
+    let value = e.remove();
+    let dst = ctx.others.get_mut(i).expect("in range, not the selected one");
+    dst.set(key, value, ttl, SetIf::Always, now);
+    out.integer(1);
+}
+
+/// `MOVE`'s and `COPY`'s reply when source and destination are the same.
+pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+
+/// `TIME`: the server's clock, `[unix seconds, microseconds]` (to the millisecond: the
+/// handlers' clock).
+pub fn time(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    out.array(2);
+    out.bulk((ctx.now_ms / 1000).to_string().as_bytes());
+    out.bulk(((ctx.now_ms % 1000) * 1000).to_string().as_bytes());
 }
 
 /// `QUIT`: `+OK`, then the connection closes once the reply is written. Arguments are
@@ -224,18 +321,18 @@ pub fn dbsize(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
     out.integer(i64::try_from(ctx.db.len()).unwrap_or(i64::MAX));
 }
 
-/// `FLUSHDB [ASYNC|SYNC]`: deletes every key.
+/// `FLUSHDB [ASYNC|SYNC]`: deletes every key of the selected database.
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    flush(ctx, args, out);
+    flush(ctx, args, out, false);
 }
 
-/// `FLUSHALL [ASYNC|SYNC]`: deletes every key (of the one database).
+/// `FLUSHALL [ASYNC|SYNC]`: deletes every key of every database.
 pub fn flushall(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    flush(ctx, args, out);
+    flush(ctx, args, out, true);
 }
 
-/// `FLUSHDB` and `FLUSHALL`: one optional `ASYNC` or `SYNC` (both flush at once).
-fn flush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+/// `FLUSHDB` and `FLUSHALL` (`all`): one optional `ASYNC` or `SYNC` (both flush at once).
+fn flush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, all: bool) {
     let mode_ok = match args.len() {
         1 => true,
         2 => {
@@ -248,6 +345,9 @@ fn flush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         return out.error(SYNTAX);
     }
     ctx.db.flush();
+    if all {
+        ctx.others.iter_mut().for_each(Db::flush);
+    }
     out.ok();
 }
 
@@ -297,7 +397,7 @@ const ACL_ADMIN: &[&str] = &["@admin", "@slow", "@dangerous"];
 const ACL_ADMIN_CONN: &[&str] = &["@admin", "@slow", "@dangerous", "@connection"];
 
 #[allow(clippy::too_many_arguments)]
-const fn sub(
+pub(crate) const fn sub(
     name: &'static str,
     arity: i32,
     flags: &'static [&'static str],
@@ -361,6 +461,8 @@ pub fn subcommands(name: &str) -> &'static [Sub] {
         "client" => CLIENT_SUBS,
         "command" => COMMAND_SUBS,
         "config" => CONFIG_SUBS,
+        "function" => super::introspect::FUNCTION_SUBS,
+        "object" => super::introspect::OBJECT_SUBS,
         _ => &[],
     }
 }
@@ -398,7 +500,7 @@ pub fn subcommand_error(spec: &CommandSpec, args: &Args<'_>) -> Option<Vec<u8>> 
 }
 
 /// Runs the subcommand `args.get(1)` of `container` (lower case).
-fn dispatch(container: &str, ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+pub(crate) fn dispatch(container: &str, ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     match resolve(container, args) {
         Some(Ok(sub)) => (sub.handler)(ctx, args, out),
         Some(Err(e)) => out.error(&e),
@@ -408,7 +510,7 @@ fn dispatch(container: &str, ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut Reply
 }
 
 /// A `HELP` reply: Redis's header line, the lines, and the `HELP` entry, as status replies.
-fn help(out: &mut ReplyBuf, container: &str, lines: &[&str]) {
+pub(crate) fn help(out: &mut ReplyBuf, container: &str, lines: &[&str]) {
     out.array(lines.len() + 3);
     out.simple(&format!(
         "{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
@@ -512,10 +614,15 @@ fn client_line(ctx: &Ctx<'_>, cmd: &str, s: &mut String) {
         Proto::Resp2 => 2,
         Proto::Resp3 => 3,
     };
+    let db = c.db;
+    let (flags, multi) = match &c.multi {
+        Some(m) => ("x", m.len() as i64),
+        None => ("N", -1),
+    };
     let _ = writeln!(
         s,
-        "id={} addr={} laddr={} name={name} age={age} idle=0 flags=N db=0 sub=0 psub=0 ssub=0 \
-         multi=-1 cmd={cmd} user=default redir=-1 resp={resp}",
+        "id={} addr={} laddr={} name={name} age={age} idle=0 flags={flags} db={db} sub=0 psub=0 ssub=0 \
+         multi={multi} cmd={cmd} user=default redir=-1 resp={resp}",
         c.id, c.addr, c.local_addr
     );
 }
@@ -714,6 +821,7 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
         "hash" => cats.push("@hash"),
         "set" => cats.push("@set"),
         "sorted-set" => cats.push("@sortedset"),
+        "bitmap" => cats.push("@bitmap"),
         "generic" => cats.push("@keyspace"),
         "server" if spec.has("write") || spec.has("readonly") => cats.push("@keyspace"),
         _ => {}
@@ -725,8 +833,10 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
     if spec.has("admin") || matches!(spec.name, "flushall" | "flushdb" | "keys" | "info") {
         cats.push("@dangerous");
     }
-    if spec.group == "connection" {
-        cats.push("@connection");
+    match spec.group {
+        "connection" => cats.push("@connection"),
+        "transactions" => cats.push("@transaction"),
+        _ => {}
     }
     cats
 }
@@ -739,17 +849,27 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("client", "2.4.0", "Depends on subcommand."),
     ("command", "2.8.13", "O(N) where N is the total number of Redis commands"),
     ("config", "2.0.0", "Depends on subcommand."),
+    ("copy", "6.2.0", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values."),
     ("dbsize", "1.0.0", "O(1)"),
+    ("debug", "1.0.0", "Depends on subcommand."),
     ("decr", "1.0.0", "O(1)"),
     ("decrby", "1.0.0", "O(1)"),
     ("del", "1.0.0", "O(N) where N is the number of keys that will be removed"),
+    ("discard", "2.0.0", "O(N), when N is the number of queued commands"),
     ("echo", "1.0.0", "O(1)"),
+    ("exec", "1.2.0", "Depends on commands in the transaction"),
     ("exists", "1.0.0", "O(N) where N is the number of keys to check."),
     ("expire", "1.0.0", "O(1)"),
+    ("expireat", "2.2.0", "O(1)"),
+    ("expiretime", "7.0.0", "O(1)"),
     ("flushall", "1.0.0", "O(N) where N is the total number of keys in all databases"),
     ("flushdb", "1.0.0", "O(N) where N is the number of keys in the selected database"),
+    ("function", "7.0.0", "Depends on subcommand."),
     ("get", "1.0.0", "O(1)"),
+    ("getbit", "2.2.0", "O(1)"),
     ("getdel", "6.2.0", "O(1)"),
+    ("getex", "6.2.0", "O(1)"),
+    ("getrange", "2.4.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings."),
     ("getset", "1.0.0", "O(1)"),
     ("hdel", "2.0.0", "O(N) where N is the number of fields to be removed."),
     ("hello", "6.0.0", "O(1)"),
@@ -770,24 +890,44 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("hvals", "2.0.0", "O(N) where N is the size of the hash."),
     ("incr", "1.0.0", "O(1)"),
     ("incrby", "1.0.0", "O(1)"),
+    ("incrbyfloat", "2.6.0", "O(1)"),
     ("info", "1.0.0", "O(1)"),
     ("keys", "1.0.0", "O(N) with N being the number of keys in the database"),
+    ("lcs", "7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively"),
     ("lindex", "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index"),
+    ("linsert", "2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N)."),
     ("llen", "1.0.0", "O(1)"),
+    ("lmove", "6.2.0", "O(1)"),
+    ("lmpop", "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned."),
     ("lpop", "1.0.0", "O(N) where N is the number of elements returned"),
+    ("lpos", "6.0.6", "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time."),
     ("lpush", "1.0.0", "O(1) for each element added"),
+    ("lpushx", "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
     ("lrange", "1.0.0", "O(S+N) where S is the distance of start offset from HEAD and N is the number of elements in the specified range"),
+    ("lrem", "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed."),
     ("lset", "1.0.0", "O(N) where N is the length of the list"),
     ("ltrim", "1.0.0", "O(N) where N is the number of elements to be removed by the operation"),
     ("mget", "1.0.0", "O(N) where N is the number of keys to retrieve."),
+    ("move", "1.0.0", "O(1)"),
     ("mset", "1.0.1", "O(N) where N is the number of keys to set."),
+    ("msetnx", "1.0.1", "O(N) where N is the number of keys to set."),
+    ("multi", "1.2.0", "O(1)"),
+    ("object", "2.2.3", "Depends on subcommand."),
     ("persist", "2.2.0", "O(1)"),
     ("pexpire", "2.6.0", "O(1)"),
+    ("pexpireat", "2.6.0", "O(1)"),
+    ("pexpiretime", "7.0.0", "O(1)"),
     ("ping", "1.0.0", "O(1)"),
+    ("psetex", "2.6.0", "O(1)"),
     ("pttl", "2.6.0", "O(1)"),
     ("quit", "1.0.0", "O(1)"),
+    ("randomkey", "1.0.0", "O(1)"),
+    ("rename", "1.0.0", "O(1)"),
+    ("renamenx", "1.0.0", "O(1)"),
     ("rpop", "1.0.0", "O(N) where N is the number of elements returned"),
+    ("rpoplpush", "1.2.0", "O(1)"),
     ("rpush", "1.0.0", "O(1) for each element added"),
+    ("rpushx", "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
     ("sadd", "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
     ("scan", "2.8.0", "O(1) for every call. O(N) for a complete iteration"),
     ("scard", "1.0.0", "O(1)"),
@@ -795,7 +935,10 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("sdiffstore", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
     ("select", "1.0.0", "O(1)"),
     ("set", "1.0.0", "O(1)"),
+    ("setbit", "2.2.0", "O(1)"),
+    ("setex", "2.0.0", "O(1)"),
     ("setnx", "1.0.0", "O(1)"),
+    ("setrange", "2.2.0", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument."),
     ("sinter", "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets."),
     ("sintercard", "7.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets."),
     ("sinterstore", "1.0.0", "O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets."),
@@ -803,16 +946,24 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("smembers", "1.0.0", "O(N) where N is the set cardinality."),
     ("smismember", "6.2.0", "O(N) where N is the number of elements being checked for membership"),
     ("smove", "1.0.0", "O(1)"),
+    ("sort", "1.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."),
+    ("sort_ro", "7.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."),
     ("spop", "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count."),
     ("srandmember", "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count."),
     ("srem", "1.0.0", "O(N) where N is the number of members to be removed."),
     ("sscan", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.."),
     ("strlen", "2.2.0", "O(1)"),
+    ("substr", "1.0.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings."),
     ("sunion", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
     ("sunionstore", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
+    ("swapdb", "4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases."),
+    ("time", "2.6.0", "O(1)"),
+    ("touch", "3.2.1", "O(N) where N is the number of keys that will be touched."),
     ("ttl", "1.0.0", "O(1)"),
     ("type", "1.0.0", "O(1)"),
     ("unlink", "4.0.0", "O(1) for each key removed regardless of its size"),
+    ("unwatch", "2.2.0", "O(1)"),
+    ("watch", "2.2.0", "O(1) for every key."),
     ("zadd", "1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set."),
     ("zcard", "1.2.0", "O(1)"),
     ("zcount", "2.0.0", "O(log(N)) with N being the number of elements in the sorted set."),
@@ -1026,17 +1177,113 @@ pub const CONFIG_PARAMS: &[&str] = &[
     "timeout",
 ];
 
-/// The current value of the parameter `name` (one of [`CONFIG_PARAMS`]).
-fn config_value(ctx: &Ctx<'_>, name: &str) -> String {
+/// How `CONFIG SET` checks the value of an [`InertParam`].
+#[derive(Debug, Clone, Copy)]
+pub enum ParamKind {
+    /// An integer (`i64`).
+    Int,
+    /// `yes` or `no`.
+    Bool,
+    /// One of these words.
+    Enum(&'static [&'static str]),
+}
+
+/// A parameter `CONFIG SET` accepts and `CONFIG GET` reports, whose value has no effect on
+/// Ferry: Redis's encoding thresholds (Ferry has one representation per type), replication and
+/// scripting knobs. Redis's test suite sets them as setup.
+#[derive(Debug, Clone, Copy)]
+pub struct InertParam {
+    /// Redis 7.0's name.
+    pub name: &'static str,
+    /// Its older name, which Redis still accepts (`list-max-ziplist-size`).
+    pub alias: Option<&'static str>,
+    /// Redis 7.0's default.
+    pub default: &'static str,
+    /// What a value must look like.
+    pub kind: ParamKind,
+}
+
+const fn inert(
+    name: &'static str,
+    alias: Option<&'static str>,
+    default: &'static str,
+    kind: ParamKind,
+) -> InertParam {
+    InertParam {
+        name,
+        alias,
+        default,
+        kind,
+    }
+}
+
+/// The parameters accepted without effect.
+#[rustfmt::skip]
+pub static INERT_PARAMS: &[InertParam] = &[
+    inert("active-expire-effort", None, "1", ParamKind::Int),
+    inert("busy-reply-threshold", Some("lua-time-limit"), "5000", ParamKind::Int),
+    inert("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), "128", ParamKind::Int),
+    inert("hash-max-listpack-value", Some("hash-max-ziplist-value"), "64", ParamKind::Int),
+    inert("latency-monitor-threshold", None, "0", ParamKind::Int),
+    inert("latency-tracking", None, "yes", ParamKind::Bool),
+    inert("lazyfree-lazy-user-del", None, "no", ParamKind::Bool),
+    inert("lazyfree-lazy-user-flush", None, "no", ParamKind::Bool),
+    inert("list-compress-depth", None, "0", ParamKind::Int),
+    inert("list-max-listpack-size", Some("list-max-ziplist-size"), "-2", ParamKind::Int),
+    inert("min-replicas-to-write", Some("min-slaves-to-write"), "0", ParamKind::Int),
+    inert("repl-ping-replica-period", Some("repl-ping-slave-period"), "10", ParamKind::Int),
+    inert("replica-read-only", Some("slave-read-only"), "yes", ParamKind::Bool),
+    inert("replica-serve-stale-data", Some("slave-serve-stale-data"), "yes", ParamKind::Bool),
+    inert("sanitize-dump-payload", None, "no", ParamKind::Enum(&["no", "yes", "clients"])),
+    inert("set-max-intset-entries", None, "512", ParamKind::Int),
+    inert("slowlog-log-slower-than", None, "10000", ParamKind::Int),
+    inert("slowlog-max-len", None, "128", ParamKind::Int),
+    inert("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), "128", ParamKind::Int),
+    inert("zset-max-listpack-value", Some("zset-max-ziplist-value"), "64", ParamKind::Int),
+];
+
+/// A parameter `CONFIG` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Param {
+    /// One of [`CONFIG_PARAMS`]: fixed when the server starts.
+    Fixed(&'static str),
+    /// [`INERT_PARAMS`]`[i]`.
+    Inert(usize),
+}
+
+/// Every parameter name `CONFIG GET *` lists (aliases included, as Redis 7.0 lists them).
+fn param_names() -> impl Iterator<Item = (&'static str, Param)> {
+    let fixed = CONFIG_PARAMS.iter().map(|&p| (p, Param::Fixed(p)));
+    let inert = INERT_PARAMS.iter().enumerate().flat_map(|(i, p)| {
+        std::iter::once(p.name)
+            .chain(p.alias)
+            .map(move |n| (n, Param::Inert(i)))
+    });
+    fixed.chain(inert)
+}
+
+/// The current value of `param`.
+fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
     let config = &ctx.server.config;
+    let name = match param {
+        Param::Fixed(name) => name,
+        Param::Inert(i) => {
+            let values = ctx.server.inert.lock().unwrap_or_else(PoisonError::into_inner);
+            return values[i].clone();
+        }
+    };
     match name {
         "appendonly" => "no".into(),
         "bind" => config.bind.ip().to_string(),
         "client-query-buffer-limit" => config.query_buffer_limit.to_string(),
-        "databases" => "1".into(),
+        "databases" => config.databases.to_string(),
         "hz" => config.hz.to_string(),
         "maxclients" => config.max_clients.to_string(),
-        "maxmemory" => config.maxmemory.to_string(),
+        "maxmemory" => ctx
+            .server
+            .maxmemory
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .to_string(),
         "maxmemory-policy" => "noeviction".into(),
         "port" => ctx.server.port.to_string(),
         "proto-max-bulk-len" => config.proto_max_bulk_len.to_string(),
@@ -1048,11 +1295,10 @@ fn config_value(ctx: &Ctx<'_>, name: &str) -> String {
 }
 
 /// The known parameter named `name` (any case).
-fn config_param(name: &[u8]) -> Option<&'static str> {
-    CONFIG_PARAMS
-        .iter()
-        .copied()
-        .find(|p| p.as_bytes().eq_ignore_ascii_case(name))
+fn config_param(name: &[u8]) -> Option<Param> {
+    param_names()
+        .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name))
+        .map(|(_, p)| p)
 }
 
 /// `CONFIG subcommand ...`: see [`CONFIG_SUBS`].
@@ -1065,17 +1311,19 @@ pub fn config(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 /// case. Each parameter appears once.
 fn config_get(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     // (parameter, the name to reply with).
-    let mut matches: Vec<(&'static str, &[u8])> = Vec::new();
+    let mut matches: Vec<(Param, &[u8])> = Vec::new();
     for pattern in args.iter_from(2) {
         if pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'[')) {
             let pattern = pattern.to_ascii_lowercase();
-            for param in CONFIG_PARAMS {
-                if glob_match(&pattern, param.as_bytes()) && !matches.iter().any(|m| m.0 == *param) {
-                    matches.push((param, param.as_bytes()));
+            for (name, param) in param_names() {
+                if glob_match(&pattern, name.as_bytes())
+                    && !matches.iter().any(|m| m.1.eq_ignore_ascii_case(name.as_bytes()))
+                {
+                    matches.push((param, name.as_bytes()));
                 }
             }
         } else if let Some(param) = config_param(pattern) {
-            if !matches.iter().any(|m| m.0 == param) {
+            if !matches.iter().any(|m| m.1.eq_ignore_ascii_case(pattern)) {
                 matches.push((param, pattern));
             }
         }
@@ -1087,8 +1335,25 @@ fn config_get(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     }
 }
 
-/// `CONFIG SET parameter value [parameter value ...]`: succeeds only when every parameter is
-/// known and already has the given value (the configuration is fixed at start).
+/// Why `value` is not a valid value of `kind` (Redis's words), if it is not.
+fn check_value(kind: ParamKind, value: &[u8]) -> Option<String> {
+    match kind {
+        ParamKind::Int if parse_i64(value).is_none() => {
+            Some("argument couldn't be parsed into an integer".into())
+        }
+        ParamKind::Bool if !value.eq_ignore_ascii_case(b"yes") && !value.eq_ignore_ascii_case(b"no") => {
+            Some("argument must be 'yes' or 'no'".into())
+        }
+        ParamKind::Enum(words) if !words.iter().any(|w| w.as_bytes().eq_ignore_ascii_case(value)) => Some(
+            format!("argument(s) must be one of the following: {}", words.join(", ")),
+        ),
+        _ => None,
+    }
+}
+
+/// `CONFIG SET parameter value [parameter value ...]`: all or nothing. An inert parameter
+/// ([`INERT_PARAMS`]) takes any valid value, `maxmemory` any memory value (0: no limit);
+/// another parameter, fixed at start, only the value it already has.
 fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     if args.len() % 2 != 0 {
         return out.error(SYNTAX);
@@ -1096,7 +1361,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let mut pairs = Vec::with_capacity((args.len() - 2) / 2);
     for i in (2..args.len()).step_by(2) {
         match config_param(args.get(i)) {
-            Some(param) => pairs.push((param, args.get(i + 1))),
+            Some(param) => pairs.push((param, args.get(i), args.get(i + 1))),
             None => {
                 return out.error(quoted(
                     "ERR Unknown option or number of arguments for CONFIG SET - '",
@@ -1106,15 +1371,63 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             }
         }
     }
-    for (param, value) in pairs {
-        if !value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) {
-            return out.error(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{param}') - this server's \
-                 configuration is read-only: set it when starting the server"
-            ));
+    for &(param, name, value) in &pairs {
+        let why = match param {
+            Param::Inert(i) => check_value(INERT_PARAMS[i].kind, value),
+            Param::Fixed("maxmemory") => parse_memory(value)
+                .is_none()
+                .then(|| "argument must be a memory value".to_string()),
+            Param::Fixed(_) if value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) => None,
+            Param::Fixed(_) => {
+                Some("this server's configuration is read-only: set it when starting the server".into())
+            }
+        };
+        if let Some(why) = why {
+            let mut msg = quoted(
+                "ERR CONFIG SET failed (possibly related to argument '",
+                name,
+                "') - ",
+            );
+            msg.extend_from_slice(why.as_bytes());
+            return out.error(msg);
+        }
+    }
+    let mut values = ctx.server.inert.lock().unwrap_or_else(PoisonError::into_inner);
+    for (param, _, value) in pairs {
+        match param {
+            Param::Inert(i) => values[i] = String::from_utf8_lossy(value).to_ascii_lowercase(),
+            Param::Fixed("maxmemory") => {
+                let bytes = parse_memory(value).expect("checked above");
+                ctx.server
+                    .maxmemory
+                    .store(bytes, std::sync::atomic::Ordering::Relaxed);
+            }
+            Param::Fixed(_) => {}
         }
     }
     out.ok();
+}
+
+/// A memory size as redis.conf writes it (Redis's `memtoull`): digits and an optional unit,
+/// `b`, `k`, `kb`, `m`, `mb`, `g`, `gb` in any case (`k` is 1000, `kb` 1024).
+pub fn parse_memory(value: &[u8]) -> Option<usize> {
+    let split = value
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(value.len());
+    let (digits, unit) = value.split_at(split);
+    let n: usize = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    let mult: usize = match unit.to_ascii_lowercase().as_slice() {
+        b"" | b"b" => 1,
+        b"k" => 1000,
+        b"kb" => 1024,
+        b"m" => 1000 * 1000,
+        b"mb" => 1024 * 1024,
+        b"g" => 1000 * 1000 * 1000,
+        b"gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mult)
 }
 
 /// `CONFIG RESETSTAT`: zeroes the server-wide counters of `INFO stats`.
@@ -1244,8 +1557,8 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
         }
         "memory" => {
             s.push_str("# Memory\r\n");
-            let used = ctx.db.used_memory() as u64;
-            let maxmemory = config.maxmemory as u64;
+            let used = ctx.used_memory() as u64;
+            let maxmemory = server.maxmemory.load(std::sync::atomic::Ordering::Relaxed) as u64;
             field!(s, "used_memory", used);
             field!(s, "used_memory_human", human_bytes(used));
             field!(s, "maxmemory", maxmemory);
@@ -1272,7 +1585,13 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
         "stats" => {
             s.push_str("# Stats\r\n");
             let st = &server.stats;
-            let db = ctx.db.stats();
+            let db = std::iter::once(ctx.db.stats())
+                .chain(ctx.others.iter().map(|(_, d)| d.stats()))
+                .fold(DbStats::default(), |a, b| DbStats {
+                    keyspace_hits: a.keyspace_hits + b.keyspace_hits,
+                    keyspace_misses: a.keyspace_misses + b.keyspace_misses,
+                    expired_keys: a.expired_keys + b.expired_keys,
+                });
             field!(
                 s,
                 "total_connections_received",
@@ -1304,10 +1623,12 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
         }
         "keyspace" => {
             s.push_str("# Keyspace\r\n");
-            let keys = ctx.db.len();
-            if keys > 0 {
-                let expires = ctx.db.expires();
-                let _ = write!(s, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
+            let mut dbs: Vec<(usize, &Db)> = ctx.others.iter().collect();
+            dbs.push((ctx.client.db, &*ctx.db));
+            dbs.sort_by_key(|&(i, _)| i);
+            for (i, db) in dbs.into_iter().filter(|(_, db)| !db.is_empty()) {
+                let (keys, expires) = (db.len(), db.expires());
+                let _ = write!(s, "db{i}:keys={keys},expires={expires},avg_ttl=0\r\n");
             }
         }
         _ => {}
@@ -1348,10 +1669,10 @@ fn human_bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use std::net::SocketAddr;
-    use std::time::Instant;
 
     use super::*;
     use crate::cmd::harness::{Harness, OK, bulk, err};
+    use crate::cmd::introspect::{FUNCTION_SUBS, OBJECT_SUBS};
     use crate::cmd::{Client, ServerInfo};
     use crate::config::Config;
     use crate::db::Db;
@@ -1368,23 +1689,15 @@ mod tests {
         };
         Harness {
             db: Db::new(ferry_testkit::pool(), 4096),
-            client: Client {
-                id: 7,
-                name: None,
-                proto: Proto::Resp2,
-                authenticated: password.is_none(),
-                close_after_reply: false,
-                addr: "127.0.0.1:50000".parse::<SocketAddr>().unwrap(),
-                local_addr: "127.0.0.1:6379".parse::<SocketAddr>().unwrap(),
-                created_ms: 1_700_000_000_000,
-            },
-            server: ServerInfo {
-                config,
-                port: 6379,
-                started: Instant::now(),
-                run_id: "ab".repeat(20),
-                stats: Stats::default(),
-            },
+            client: Client::new(
+                7,
+                "127.0.0.1:50000".parse::<SocketAddr>().unwrap(),
+                "127.0.0.1:6379".parse::<SocketAddr>().unwrap(),
+                1_700_000_000_000,
+                password.is_none(),
+            ),
+            others: (1..16).map(|_| Db::new(ferry_testkit::pool(), 4096)).collect(),
+            server: ServerInfo::new(config, 6379, "ab".repeat(20)),
             now_ms: 1_700_000_005_000,
             zero_copy: usize::MAX,
         }
@@ -1555,12 +1868,17 @@ mod tests {
     }
 
     #[test]
-    fn select_only_database_zero() {
+    fn select_switches_between_sixteen_databases() {
         let mut h = harness();
         assert_eq!(h.cmd("SELECT 0"), OK);
-        assert_eq!(h.cmd("SELECT 1"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.cmd("SET k zero"), OK);
+        assert_eq!(h.cmd("SELECT 15"), OK);
+        assert_eq!(h.cmd("GET k"), "$-1\r\n");
+        assert_eq!(h.cmd("SET k fifteen"), OK);
+        assert_eq!(h.cmd("DBSIZE"), ":1\r\n");
         assert_eq!(h.cmd("SELECT 16"), err(DB_OUT_OF_RANGE));
         assert_eq!(h.cmd("SELECT -1"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.client.db, 15, "a refused SELECT keeps the database");
         for bad in ["x", "01", "+1", "-0", "1.0", ""] {
             assert_eq!(
                 h.cmd(&format!("SELECT {bad}")),
@@ -1572,6 +1890,54 @@ mod tests {
             h.cmd("SELECT 99999999999"),
             err("ERR value is out of range, value must between -2147483648 and 2147483647")
         );
+        let info = h.cmd("INFO keyspace");
+        assert!(
+            info.contains("db0:keys=1,expires=0,avg_ttl=0\r\ndb15:keys=1,"),
+            "{info}"
+        );
+        assert_eq!(h.cmd("FLUSHDB"), OK);
+        assert_eq!(h.cmd("SELECT 0"), OK);
+        assert_eq!(h.cmd("GET k"), bulk("zero"), "FLUSHDB flushes one database");
+        assert_eq!(h.cmd("SELECT 3"), OK);
+        assert_eq!(h.cmd("SET k three"), OK);
+        assert_eq!(h.cmd("FLUSHALL"), OK);
+        assert_eq!(h.cmd("DBSIZE"), ":0\r\n");
+        assert_eq!(h.cmd("SELECT 0"), OK);
+        assert_eq!(h.cmd("DBSIZE"), ":0\r\n", "FLUSHALL flushes them all");
+    }
+
+    #[test]
+    fn move_copy_and_swapdb() {
+        let mut h = harness();
+        h.cmd("SET a 1");
+        h.cmd("EXPIRE a 100");
+        assert_eq!(h.cmd("MOVE a 0"), err(SAME_OBJECT));
+        assert_eq!(h.cmd("MOVE a 16"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.cmd("MOVE a x"), err(NOT_INTEGER));
+        assert_eq!(h.cmd("MOVE nokey 1"), ":0\r\n");
+        assert_eq!(h.cmd("MOVE a 1"), ":1\r\n");
+        assert_eq!(h.cmd("EXISTS a"), ":0\r\n");
+        assert_eq!(h.cmd("SET a 2"), OK);
+        assert_eq!(h.cmd("MOVE a 1"), ":0\r\n", "it exists there");
+        assert_eq!(h.cmd("COPY a b DB 1"), ":1\r\n");
+        assert_eq!(h.cmd("COPY a b DB 1"), ":0\r\n");
+        assert_eq!(h.cmd("COPY a a"), err(SAME_OBJECT));
+        assert_eq!(h.cmd("COPY a a DB 2"), ":1\r\n");
+        assert_eq!(h.cmd("COPY a b DB 99"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.cmd("COPY a b FOO"), err(SYNTAX));
+        assert_eq!(h.cmd("SELECT 1"), OK);
+        assert_eq!(h.cmd("GET a"), bulk("1"));
+        assert_eq!(h.cmd("TTL a"), ":100\r\n", "MOVE keeps the deadline");
+        assert_eq!(h.cmd("GET b"), bulk("2"));
+        assert_eq!(h.cmd("SWAPDB 1 2"), OK);
+        assert_eq!(h.cmd("DBSIZE"), ":1\r\n", "database 1 now holds 2's keys");
+        assert_eq!(h.cmd("SWAPDB 2 3"), OK);
+        assert_eq!(h.cmd("SELECT 3"), OK);
+        assert_eq!(h.cmd("GET b"), bulk("2"), "swapped between two other databases");
+        assert_eq!(h.cmd("SWAPDB 0 16"), err(DB_OUT_OF_RANGE));
+        assert_eq!(h.cmd("SWAPDB x 1"), err("ERR invalid first DB index"));
+        assert_eq!(h.cmd("SWAPDB 1 99999999999"), err("ERR invalid second DB index"));
+        assert_eq!(h.cmd("SWAPDB 4 4"), OK);
     }
 
     #[test]
@@ -1697,7 +2063,7 @@ mod tests {
     /// container and the subcommand.
     #[test]
     fn tables_are_consistent() {
-        for subs in [CLIENT_SUBS, COMMAND_SUBS, CONFIG_SUBS] {
+        for subs in [CLIENT_SUBS, COMMAND_SUBS, CONFIG_SUBS, FUNCTION_SUBS, OBJECT_SUBS] {
             assert!(subs.windows(2).all(|w| w[0].name < w[1].name));
             for s in subs {
                 assert!(s.arity.unsigned_abs() >= 2, "{}", s.name);
@@ -1759,7 +2125,10 @@ mod tests {
         let all = h.cmd("COMMAND");
         assert!(all.starts_with(&format!("*{n}\r\n*10\r\n$6\r\nappend\r\n:3\r\n")));
         assert_eq!(h.cmd("COMMAND INFO"), all);
-        let subs = CLIENT_SUBS.len() + COMMAND_SUBS.len() + CONFIG_SUBS.len();
+        let subs = [CLIENT_SUBS, COMMAND_SUBS, CONFIG_SUBS, FUNCTION_SUBS, OBJECT_SUBS]
+            .iter()
+            .map(|s| s.len())
+            .sum::<usize>();
         let list = h.cmd("COMMAND LIST");
         assert!(list.starts_with(&format!("*{}\r\n$6\r\nappend\r\n", n + subs)));
         assert!(list.contains("$9\r\nclient|id\r\n"));
@@ -1869,11 +2238,16 @@ mod tests {
         assert_eq!(h.cmd("CONFIG GET nosuch"), "*0\r\n");
         assert_eq!(
             h.cmd("CONFIG GET databases requirepass bind"),
-            "*6\r\n$9\r\ndatabases\r\n$1\r\n1\r\n$11\r\nrequirepass\r\n$0\r\n\r\n\
+            "*6\r\n$9\r\ndatabases\r\n$2\r\n16\r\n$11\r\nrequirepass\r\n$0\r\n\r\n\
              $4\r\nbind\r\n$9\r\n127.0.0.1\r\n"
         );
         let all = h.cmd("CONFIG GET *");
-        assert!(all.starts_with(&format!("*{}\r\n", 2 * CONFIG_PARAMS.len())));
+        let names = CONFIG_PARAMS.len()
+            + INERT_PARAMS
+                .iter()
+                .map(|p| 1 + usize::from(p.alias.is_some()))
+                .sum::<usize>();
+        assert!(all.starts_with(&format!("*{}\r\n", 2 * names)));
         h.cmd("HELLO 3");
         assert_eq!(h.cmd("CONFIG GET timeout"), "%1\r\n$7\r\ntimeout\r\n$1\r\n0\r\n");
         assert_eq!(h.cmd("CONFIG GET"), err(&wrong_arity("config|get")));
@@ -1903,12 +2277,28 @@ mod tests {
         );
         assert_eq!(h.cmd("CONFIG SET port 6379"), OK);
         assert_eq!(
-            h.cmd("CONFIG SET maxmemory 10"),
+            h.cmd("CONFIG SET hz 11"),
             err(
-                "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - this \
+                "ERR CONFIG SET failed (possibly related to argument 'hz') - this \
                  server's configuration is read-only: set it when starting the server"
             )
         );
+        assert_eq!(h.cmd("SET a v"), OK);
+        assert_eq!(h.cmd("CONFIG SET maxmemory 1"), OK);
+        assert_eq!(h.cmd("SET k v"), err(crate::cmd::OOM), "over the new limit");
+        assert_eq!(h.cmd("CONFIG SET maxmemory 2kb"), OK);
+        assert_eq!(
+            h.cmd("CONFIG GET maxmemory"),
+            "*2\r\n$9\r\nmaxmemory\r\n$4\r\n2048\r\n"
+        );
+        assert_eq!(
+            h.cmd("CONFIG SET maxmemory 2x"),
+            err(
+                "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
+            )
+        );
+        assert_eq!(h.cmd("CONFIG SET maxmemory 0"), OK);
+        assert_eq!(h.cmd("SET k v"), OK, "0: no limit");
         assert_eq!(
             h.cmd("CONFIG SET save \"\" nosuch 2"),
             err("ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'")

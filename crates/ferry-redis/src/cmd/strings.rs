@@ -1,5 +1,7 @@
-//! String commands: `GET`, `SET`, `MGET`, `MSET`, `SETNX`, `GETSET`, `GETDEL`, `APPEND`,
-//! `STRLEN`, `INCR`, `INCRBY`, `DECR`, `DECRBY`, with Redis 7.0's semantics and error replies.
+//! String commands: `GET`, `SET`, `SETEX`, `PSETEX`, `GETEX`, `MGET`, `MSET`, `MSETNX`,
+//! `SETNX`, `GETSET`, `GETDEL`, `APPEND`, `SETRANGE`, `GETRANGE`/`SUBSTR`, `STRLEN`, `INCR`,
+//! `INCRBY`, `DECR`, `DECRBY`, `INCRBYFLOAT`, `LCS`, `SETBIT`, `GETBIT`, with Redis 7.0's
+//! semantics and error replies.
 //!
 //! Stored values go out with [`ReplyBuf::bulk_buf`] (by reference when large); new values come
 //! from [`Args::value`] (kept in the read buffer when large, else copied into the pool). A
@@ -8,6 +10,7 @@
 
 use ferry_buf::{PoolError, SharedBuf};
 
+use super::hashes::{NOT_FLOAT, PRODUCES_NAN_OR_INFINITY, format_float_human, parse_float};
 use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE, wrong_arity};
 use crate::db::{Access, SetIf, Ttl, Value};
 use crate::resp::ReplyBuf;
@@ -138,17 +141,19 @@ fn parse_set_options<'a>(args: &Args<'a>) -> Result<SetOptions<'a>, &'static str
     Ok(o)
 }
 
-/// The absolute deadline for `SET`'s expire option (Redis's `getExpireMillisecondsOrReply`).
-fn set_deadline(kind: ExpireOpt, arg: &[u8], now_ms: u64) -> Result<u64, &'static str> {
+/// The absolute deadline for an expire option of command `name` (`SET`, `SETEX`, `GETEX`:
+/// Redis's `getExpireMillisecondsOrReply`).
+fn set_deadline(kind: ExpireOpt, arg: &[u8], now_ms: u64, name: &str) -> Result<u64, String> {
     let n = parse_i64(arg).ok_or(NOT_INTEGER)?;
+    let invalid = || format!("ERR invalid expire time in '{name}' command");
     let seconds = matches!(kind, ExpireOpt::Ex | ExpireOpt::ExAt);
     if n <= 0 || (seconds && n > i64::MAX / 1000) {
-        return Err(SET_EXPIRE);
+        return Err(invalid());
     }
     let mut ms = if seconds { n * 1000 } else { n };
     if matches!(kind, ExpireOpt::Ex | ExpireOpt::Px) {
         let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
-        ms = ms.checked_add(now).ok_or(SET_EXPIRE)?;
+        ms = ms.checked_add(now).ok_or_else(invalid)?;
     }
     Ok(ms as u64)
 }
@@ -165,7 +170,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         Err(e) => return out.error(e),
     };
     let now = ctx.now_ms;
-    let deadline = match opts.expire.map(|(kind, arg)| set_deadline(kind, arg, now)) {
+    let deadline = match opts.expire.map(|(kind, arg)| set_deadline(kind, arg, now, "set")) {
         None => None,
         Some(Ok(d)) => Some(d),
         Some(Err(e)) => return out.error(e),
@@ -190,6 +195,106 @@ pub fn set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let stored = ctx.db.set(key, Value::Str(value), ttl, opts.cond, now);
     if !opts.get {
         if stored { out.ok() } else { out.null() }
+    }
+}
+
+/// `SETEX key seconds value`.
+pub fn setex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    set_expiring(ctx, args, out, ExpireOpt::Ex, "setex");
+}
+
+/// `PSETEX key milliseconds value`.
+pub fn psetex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    set_expiring(ctx, args, out, ExpireOpt::Px, "psetex");
+}
+
+/// `SETEX` and `PSETEX`: `SET key value EX|PX time`, the time checked first.
+fn set_expiring(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, kind: ExpireOpt, name: &str) {
+    let deadline = match set_deadline(kind, args.get(2), ctx.now_ms, name) {
+        Ok(d) => d,
+        Err(e) => return out.error(e),
+    };
+    let Some(value) = value_arg(ctx, args, 3) else {
+        return out.error(OOM);
+    };
+    ctx.db.set(
+        args.get(1),
+        Value::Str(value),
+        Ttl::At(deadline),
+        SetIf::Always,
+        ctx.now_ms,
+    );
+    out.ok();
+}
+
+/// What `GETEX` does to the key's deadline.
+#[derive(Debug, Clone, Copy)]
+enum GetexTtl<'a> {
+    Keep,
+    Persist,
+    Expire(ExpireOpt, &'a [u8]),
+}
+
+/// `GETEX`'s options, checked for conflicts as Redis's `parseExtendedStringArgumentsOrReply`.
+fn parse_getex_options<'a>(args: &Args<'a>) -> Result<GetexTtl<'a>, &'static str> {
+    let mut ttl = GetexTtl::Keep;
+    let mut j = 2;
+    while j < args.len() {
+        let opt = args.get(j);
+        let kind = [
+            (&b"ex"[..], ExpireOpt::Ex),
+            (b"px", ExpireOpt::Px),
+            (b"exat", ExpireOpt::ExAt),
+            (b"pxat", ExpireOpt::PxAt),
+        ]
+        .into_iter()
+        .find(|(name, _)| opt.eq_ignore_ascii_case(name))
+        .map(|(_, k)| k);
+        ttl = match (kind, ttl) {
+            (None, GetexTtl::Keep | GetexTtl::Persist) if opt.eq_ignore_ascii_case(b"persist") => {
+                GetexTtl::Persist
+            }
+            (Some(k), GetexTtl::Keep) if j + 1 < args.len() => GetexTtl::Expire(k, args.get(j + 1)),
+            (Some(k), GetexTtl::Expire(had, _)) if had == k && j + 1 < args.len() => {
+                GetexTtl::Expire(k, args.get(j + 1))
+            }
+            _ => return Err(SYNTAX),
+        };
+        j += if kind.is_some() { 2 } else { 1 };
+    }
+    Ok(ttl)
+}
+
+/// `GETEX key [EX s | PX ms | EXAT s | PXAT ms | PERSIST]`: the string, and its deadline
+/// set or removed. An absolute deadline already past deletes the key.
+pub fn getex(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let ttl = match parse_getex_options(args) {
+        Ok(ttl) => ttl,
+        Err(e) => return out.error(e),
+    };
+    let now = ctx.now_ms;
+    let Some(mut e) = ctx.db.find(args.get(1), now, Access::Read) else {
+        return out.null();
+    };
+    let Value::Str(value) = e.value() else {
+        return out.error(WRONGTYPE);
+    };
+    let deadline = match ttl {
+        GetexTtl::Expire(kind, arg) => match set_deadline(kind, arg, now, "getex") {
+            Ok(d) => Some((kind, d)),
+            Err(msg) => return out.error(msg),
+        },
+        _ => None,
+    };
+    out.bulk_buf(value);
+    match (ttl, deadline) {
+        (_, Some((ExpireOpt::ExAt | ExpireOpt::PxAt, d))) if d <= now => {
+            e.remove();
+        }
+        (_, Some((_, d))) => e.set_deadline(Some(d)),
+        // A key without a deadline is not changed (a watcher sees no write).
+        (GetexTtl::Persist, None) if e.deadline().is_some() => e.set_deadline(None),
+        _ => {}
     }
 }
 
@@ -269,6 +374,23 @@ pub fn mset(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         );
     }
     out.ok();
+}
+
+/// `MSETNX key value [key value ...]`: sets every pair (dropping TTLs) if none of the keys
+/// exists; 1 if it set them.
+pub fn msetnx(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if args.len() % 2 == 0 {
+        return out.error(wrong_arity("msetnx"));
+    }
+    let now = ctx.now_ms;
+    let any = (1..args.len())
+        .step_by(2)
+        .any(|i| ctx.db.find(args.get(i), now, Access::Write).is_some());
+    if any {
+        return out.integer(0);
+    }
+    mset(ctx, args, &mut ReplyBuf::new(usize::MAX));
+    out.integer(1);
 }
 
 /// `APPEND key value`: the new length. The result is a new pool buffer (old bytes + new);
@@ -371,10 +493,384 @@ pub fn decrby(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     }
 }
 
+/// `SETRANGE`'s reply to a negative offset.
+pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
+
+/// `SETRANGE key offset value`: overwrites from `offset`, zero-padding a shorter string; the
+/// new length. The key keeps its TTL; an empty value changes nothing (and creates nothing).
+pub fn setrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(offset) = parse_i64(args.get(2)) else {
+        return out.error(NOT_INTEGER);
+    };
+    let Ok(offset) = usize::try_from(offset) else {
+        return out.error(OFFSET_OUT_OF_RANGE);
+    };
+    let (key, patch, now) = (args.get(1), args.get(3), ctx.now_ms);
+    let limit = ctx.server.config.proto_max_bulk_len;
+    let entry = ctx.db.find(key, now, Access::Write);
+    let old: &[u8] = match &entry {
+        Some(e) => match e.value() {
+            Value::Str(b) => b,
+            _ => return out.error(WRONGTYPE),
+        },
+        None => &[],
+    };
+    if patch.is_empty() {
+        return out.integer(old.len() as i64);
+    }
+    let total = match offset.checked_add(patch.len()) {
+        Some(end) if end <= limit => end.max(old.len()),
+        _ => return out.error(TOO_LONG),
+    };
+    if let Err(e) = rewrite(ctx, key, total, |b| {
+        b[offset..offset + patch.len()].copy_from_slice(patch)
+    }) {
+        return out.error(e);
+    }
+    out.integer(total as i64);
+}
+
+/// Replaces the string at `key` (or creates it) with a new buffer of `total` bytes: the old
+/// bytes, zeros after them, then changed by `edit`. The key keeps its TTL. `Err` is the error
+/// reply when the pool cannot hold it.
+fn rewrite(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    total: usize,
+    edit: impl FnOnce(&mut [u8]),
+) -> Result<(), &'static str> {
+    let now = ctx.now_ms;
+    let mut buf = match ctx.db.pool().alloc(total) {
+        Ok(buf) => buf,
+        Err(PoolError::TooLarge { .. }) => return Err(TOO_LONG),
+        Err(_) => return Err(OOM),
+    };
+    let old: &[u8] = match ctx.db.peek(key, now) {
+        Some(Value::Str(b)) => b,
+        _ => &[],
+    };
+    buf.extend_from_slice(&old[..old.len().min(total)]);
+    const ZEROS: [u8; 1024] = [0; 1024];
+    while buf.len() < total {
+        let n = (total - buf.len()).min(ZEROS.len());
+        buf.extend_from_slice(&ZEROS[..n]);
+    }
+    edit(&mut buf);
+    let value = Value::Str(buf.freeze());
+    match ctx.db.find(key, now, Access::Write) {
+        Some(mut e) => {
+            e.replace(value);
+        }
+        None => {
+            ctx.db.set(key, value, Ttl::Clear, SetIf::Always, now);
+        }
+    }
+    Ok(())
+}
+
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`: the longest common
+/// subsequence of two strings (a missing key is empty), its length, or its matching ranges
+/// (from the ends of the strings backwards, as Redis walks its table). The table takes
+/// `4 * (len1 + 1) * (len2 + 1)` bytes, at most `proto-max-bulk-len`.
+pub fn lcs(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let now = ctx.now_ms;
+    let mut strings = [None, None];
+    for (slot, key) in strings.iter_mut().zip([args.get(1), args.get(2)]) {
+        match ctx.db.get(key, now) {
+            None => {}
+            Some(Value::Str(b)) => *slot = Some(b.clone()),
+            Some(_) => return out.error("ERR The specified keys must contain string values"),
+        }
+    }
+    let (mut getlen, mut getidx, mut withmatchlen, mut minmatchlen) = (false, false, false, 0usize);
+    let mut j = 3;
+    while j < args.len() {
+        let opt = args.get(j);
+        if opt.eq_ignore_ascii_case(b"idx") {
+            getidx = true;
+        } else if opt.eq_ignore_ascii_case(b"len") {
+            getlen = true;
+        } else if opt.eq_ignore_ascii_case(b"withmatchlen") {
+            withmatchlen = true;
+        } else if opt.eq_ignore_ascii_case(b"minmatchlen") && j + 1 < args.len() {
+            let Some(n) = parse_i64(args.get(j + 1)) else {
+                return out.error(NOT_INTEGER);
+            };
+            minmatchlen = usize::try_from(n).unwrap_or(0);
+            j += 1;
+        } else {
+            return out.error(SYNTAX);
+        }
+        j += 1;
+    }
+    if getlen && getidx {
+        return out.error("ERR If you want both the length and indexes, please just use IDX.");
+    }
+    let a: &[u8] = strings[0].as_deref().unwrap_or_default();
+    let b: &[u8] = strings[1].as_deref().unwrap_or_default();
+    let (alen, blen) = (a.len(), b.len());
+    let cells = (alen + 1).checked_mul(blen + 1);
+    match cells.and_then(|c| c.checked_mul(4)) {
+        Some(bytes) if bytes <= ctx.server.config.proto_max_bulk_len => {}
+        _ => {
+            return out.error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+        }
+    }
+    let w = blen + 1;
+    let mut table = vec![0u32; (alen + 1) * w];
+    for i in 1..=alen {
+        for j in 1..=blen {
+            table[i * w + j] = if a[i - 1] == b[j - 1] {
+                table[(i - 1) * w + j - 1] + 1
+            } else {
+                table[(i - 1) * w + j].max(table[i * w + j - 1])
+            };
+        }
+    }
+    let len = table[alen * w + blen] as usize;
+    if getlen {
+        return out.integer(len as i64);
+    }
+    // Backwards from the ends, as Redis's lcsCommand: the string, and the ranges of
+    // contiguous matches ((a start, a end), (b start, b end)).
+    let mut result = vec![0u8; len];
+    let mut ranges: Vec<[usize; 4]> = Vec::new();
+    let (mut i, mut j, mut idx) = (alen, blen, len);
+    let mut range: Option<[usize; 4]> = None;
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            result[idx - 1] = a[i - 1];
+            match &mut range {
+                None => range = Some([i - 1, i - 1, j - 1, j - 1]),
+                Some(r) if r[0] == i && r[2] == j => {
+                    r[0] -= 1;
+                    r[2] -= 1;
+                }
+                Some(_) => emit = true,
+            }
+            if range.is_some_and(|r| r[0] == 0 || r[2] == 0) {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if table[(i - 1) * w + j] > table[i * w + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            emit = range.is_some();
+        }
+        if emit {
+            if let Some(r) = range.take() {
+                if minmatchlen == 0 || r[1] - r[0] + 1 >= minmatchlen {
+                    ranges.push(r);
+                }
+            }
+        }
+    }
+    if !getidx {
+        return out.bulk(&result);
+    }
+    out.map(2);
+    out.bulk(b"matches");
+    out.array(ranges.len());
+    for r in &ranges {
+        out.array(2 + usize::from(withmatchlen));
+        out.array(2);
+        out.integer(r[0] as i64);
+        out.integer(r[1] as i64);
+        out.array(2);
+        out.integer(r[2] as i64);
+        out.integer(r[3] as i64);
+        if withmatchlen {
+            out.integer((r[1] - r[0] + 1) as i64);
+        }
+    }
+    out.bulk(b"len");
+    out.integer(len as i64);
+}
+
+/// `SETBIT`'s and `GETBIT`'s reply to a bad offset.
+pub const BAD_BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
+/// `SETBIT`'s reply to a value other than 0 or 1.
+pub const BAD_BIT: &str = "ERR bit is not an integer or out of range";
+
+/// A bit offset: a non-negative integer whose byte is below `proto-max-bulk-len`.
+fn bit_offset(arg: &[u8], limit: usize) -> Option<usize> {
+    let offset = usize::try_from(parse_i64(arg)?).ok()?;
+    (offset >> 3 < limit).then_some(offset)
+}
+
+/// `SETBIT key offset 0|1`: sets the bit (bit 0 is the most significant of byte 0), growing
+/// the string with zeros; the bit's old value.
+pub fn setbit(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(offset) = bit_offset(args.get(2), ctx.server.config.proto_max_bulk_len) else {
+        return out.error(BAD_BIT_OFFSET);
+    };
+    let on = match parse_i64(args.get(3)) {
+        Some(0) => false,
+        Some(1) => true,
+        _ => return out.error(BAD_BIT),
+    };
+    let (key, now) = (args.get(1), ctx.now_ms);
+    let (byte, mask) = (offset >> 3, 0x80u8 >> (offset & 7));
+    let (was, old_len) = match ctx.db.find(key, now, Access::Write) {
+        Some(e) => match e.value() {
+            Value::Str(b) => (b.get(byte).is_some_and(|x| x & mask != 0), b.len()),
+            _ => return out.error(WRONGTYPE),
+        },
+        None => (false, 0),
+    };
+    let total = old_len.max(byte + 1);
+    if was != on || total > old_len {
+        let edit = |b: &mut [u8]| {
+            if on { b[byte] |= mask } else { b[byte] &= !mask }
+        };
+        if let Err(e) = rewrite(ctx, key, total, edit) {
+            return out.error(e);
+        }
+    }
+    out.integer(i64::from(was));
+}
+
+/// `GETBIT key offset`: the bit, 0 past the end or for a missing key.
+pub fn getbit(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(offset) = bit_offset(args.get(2), ctx.server.config.proto_max_bulk_len) else {
+        return out.error(BAD_BIT_OFFSET);
+    };
+    match ctx.db.get(args.get(1), ctx.now_ms) {
+        None => out.integer(0),
+        Some(Value::Str(b)) => {
+            let bit = b
+                .get(offset >> 3)
+                .is_some_and(|&x| x & (0x80 >> (offset & 7)) != 0);
+            out.integer(i64::from(bit));
+        }
+        Some(_) => out.error(WRONGTYPE),
+    }
+}
+
+/// `GETRANGE key start end` (and `SUBSTR`): the bytes `[start, end]`, negative from the end;
+/// an empty string when the key is missing or the range empty.
+pub fn getrange(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (Some(start), Some(end)) = (parse_i64(args.get(2)), parse_i64(args.get(3))) else {
+        return out.error(NOT_INTEGER);
+    };
+    let value = match ctx.db.get(args.get(1), ctx.now_ms) {
+        None => return out.bulk(b""),
+        Some(Value::Str(b)) => b,
+        Some(_) => return out.error(WRONGTYPE),
+    };
+    let len = value.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return out.bulk(b"");
+    }
+    let start = if start < 0 { (len + start).max(0) } else { start };
+    let end = if end < 0 {
+        (len + end).max(0)
+    } else {
+        end.min(len - 1)
+    };
+    if start > end || len == 0 {
+        return out.bulk(b"");
+    }
+    out.bulk_buf(&value.slice(start as usize..end as usize + 1));
+}
+
+/// `INCRBYFLOAT key increment`: adds a float (the result written as Redis writes a long
+/// double, `%.17Lg` without trailing zeros); the key keeps its TTL.
+pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (key, now) = (args.get(1), ctx.now_ms);
+    let old = match ctx.db.find(key, now, Access::Write) {
+        None => None,
+        Some(e) => match e.value() {
+            Value::Str(b) => Some(parse_float(b)),
+            _ => return out.error(WRONGTYPE),
+        },
+    };
+    let (Some(old), Some(incr)) = (old.unwrap_or(Some(0.0)), parse_float(args.get(2))) else {
+        return out.error(NOT_FLOAT);
+    };
+    let new = old + incr;
+    if !new.is_finite() {
+        return out.error(PRODUCES_NAN_OR_INFINITY);
+    }
+    let text = format_float_human(new);
+    let Ok(buf) = ctx.db.pool().copy_from(text.as_bytes()) else {
+        return out.error(OOM);
+    };
+    match ctx.db.find(key, now, Access::Write) {
+        Some(mut e) => {
+            e.replace(Value::Str(buf));
+        }
+        None => {
+            ctx.db.set(key, Value::Str(buf), Ttl::Clear, SetIf::Always, now);
+        }
+    }
+    out.bulk(text.as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cmd::harness::*;
+
+    #[test]
+    fn lcs_string_len_and_ranges() {
+        let mut h = Harness::new();
+        h.cmd("MSET a ohmytext b mynewtext");
+        assert_eq!(h.cmd("LCS a b"), bulk("mytext"));
+        assert_eq!(h.cmd("LCS a b LEN"), int(6));
+        assert_eq!(
+            h.cmd("LCS a b IDX"),
+            "*4\r\n$7\r\nmatches\r\n*2\r\n*2\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n\
+             *2\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n$3\r\nlen\r\n:6\r\n"
+        );
+        assert_eq!(
+            h.cmd("LCS a b IDX MINMATCHLEN 4 WITHMATCHLEN"),
+            "*4\r\n$7\r\nmatches\r\n*1\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n$3\r\nlen\r\n:6\r\n"
+        );
+        assert_eq!(h.cmd("LCS a nokey"), bulk(""));
+        assert_eq!(
+            h.cmd("LCS a b LEN IDX"),
+            err("ERR If you want both the length and indexes, please just use IDX.")
+        );
+        h.cmd("RPUSH l x");
+        assert_eq!(
+            h.cmd("LCS a l"),
+            err("ERR The specified keys must contain string values")
+        );
+    }
+
+    #[test]
+    fn setbit_getbit() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("SETBIT k 1 1"), int(0));
+        assert_eq!(h.cmd("GET k"), bulk("@"));
+        assert_eq!(h.cmd("SETBIT k 1 1"), int(1));
+        assert_eq!(h.cmd("SETBIT k 1 0"), int(1));
+        assert_eq!(h.run(&[b"GET", b"k"]), b"$1\r\n\0\r\n");
+        assert_eq!(h.cmd("SETBIT k 17 1"), int(0));
+        assert_eq!(h.cmd("STRLEN k"), int(3));
+        assert_eq!(h.cmd("GETBIT k 17"), int(1));
+        assert_eq!(h.cmd("GETBIT k 16"), int(0));
+        assert_eq!(h.cmd("GETBIT k 1000"), int(0));
+        assert_eq!(h.cmd("GETBIT nokey 0"), int(0));
+        assert_eq!(h.cmd("SETBIT k -1 1"), err(BAD_BIT_OFFSET));
+        assert_eq!(h.cmd("SETBIT k 4294967296 1"), err(BAD_BIT_OFFSET));
+        assert_eq!(h.cmd("SETBIT k 1 2"), err(BAD_BIT));
+        assert_eq!(h.cmd("SETBIT k 1 x"), err(BAD_BIT));
+        assert_eq!(h.cmd("GETBIT k x"), err(BAD_BIT_OFFSET));
+        h.cmd("EXPIRE k 100");
+        h.cmd("SETBIT k 40 1");
+        assert_eq!(h.cmd("TTL k"), int(100), "SETBIT keeps the TTL");
+        h.cmd("RPUSH l a");
+        assert_eq!(h.cmd("SETBIT l 0 1"), err(WRONGTYPE));
+        assert_eq!(h.cmd("GETBIT l 0"), err(WRONGTYPE));
+    }
     use crate::cmd::wrong_arity;
 
     #[test]
@@ -435,13 +931,7 @@ mod tests {
         let mut out = ReplyBuf::new(ZERO_COPY);
         let ranges = [0..3, 3..4];
         let args = Args::new(b"GETk", &ranges, None);
-        let mut ctx = Ctx {
-            db: &mut h.db,
-            client: &mut h.client,
-            server: &h.server,
-            now_ms: h.now_ms,
-        };
-        crate::cmd::execute(&mut ctx, &args, &mut out);
+        h.run_into(&args, &mut out);
         h.cmd("SET k other");
         h.cmd("DEL k");
         let (bytes, refs) = out.parts();

@@ -3,7 +3,10 @@
 
 use std::sync::LazyLock;
 
-use super::{CommandSpec, Handler, hashes, keys, lists, server, sets, strings, zalgebra, zsets};
+use super::{
+    CommandSpec, Handler, hashes, introspect, keys, lists, multi, server, sets, sort, strings, zalgebra,
+    zsets,
+};
 
 const fn spec(
     name: &'static str,
@@ -32,6 +35,8 @@ const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
 /// legacy triple, as Redis reports.
 const NUMKEYS: (i32, i32, i32) = (0, 0, 0);
 
+/// `MULTI`, `DISCARD`, `WATCH`, `UNWATCH`.
+const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 const CONN: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
 const W_OOM: &[&str] = &["write", "denyoom"];
 const W_OOM_FAST: &[&str] = &["write", "denyoom", "fast"];
@@ -41,6 +46,7 @@ const R_FAST: &[&str] = &["readonly", "fast"];
 const R: &[&str] = &["readonly"];
 const R_MOVABLE: &[&str] = &["readonly", "movablekeys"];
 const W_OOM_MOVABLE: &[&str] = &["write", "denyoom", "movablekeys"];
+const W_MOVABLE: &[&str] = &["write", "movablekeys"];
 
 /// Every command, sorted by name.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -89,6 +95,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "CONFIG GET.",
         server::config,
     ),
+    spec("copy", -3, W_OOM, (1, 2, 1), "generic", "Copy a key.", keys::copy),
     spec(
         "dbsize",
         1,
@@ -97,6 +104,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "server",
         "Returns the number of keys in the database.",
         server::dbsize,
+    ),
+    spec(
+        "debug",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        NONE,
+        "server",
+        "A container for debugging commands.",
+        introspect::debug,
     ),
     spec(
         "decr",
@@ -126,6 +142,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::del,
     ),
     spec(
+        "discard",
+        1,
+        TX,
+        NONE,
+        "transactions",
+        "Discard all commands issued after MULTI",
+        multi::discard,
+    ),
+    spec(
         "echo",
         2,
         &["fast"],
@@ -133,6 +158,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "connection",
         "Returns the given string.",
         server::echo,
+    ),
+    spec(
+        "exec",
+        1,
+        &["noscript", "loading", "stale", "skip_slowlog"],
+        NONE,
+        "transactions",
+        "Execute all commands issued after MULTI",
+        multi::exec_without_multi,
     ),
     spec(
         "exists",
@@ -153,6 +187,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::expire,
     ),
     spec(
+        "expireat",
+        -3,
+        W_FAST,
+        KEY1,
+        "generic",
+        "Set the expiration for a key as a UNIX timestamp.",
+        keys::expireat,
+    ),
+    spec(
+        "expiretime",
+        2,
+        R_FAST,
+        KEY1,
+        "generic",
+        "Get the expiration Unix timestamp for a key.",
+        keys::expiretime,
+    ),
+    spec(
         "flushall",
         -1,
         W,
@@ -171,6 +223,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         server::flushdb,
     ),
     spec(
+        "function",
+        -2,
+        &[],
+        NONE,
+        "scripting",
+        "A container for function commands.",
+        introspect::function,
+    ),
+    spec(
         "get",
         2,
         R_FAST,
@@ -180,6 +241,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::get,
     ),
     spec(
+        "getbit",
+        3,
+        R_FAST,
+        KEY1,
+        "bitmap",
+        "Returns the bit value at offset in the string value stored at key",
+        strings::getbit,
+    ),
+    spec(
         "getdel",
         2,
         W_FAST,
@@ -187,6 +257,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         "string",
         "Returns the string value of a key after deleting the key.",
         strings::getdel,
+    ),
+    spec(
+        "getex",
+        -2,
+        W_FAST,
+        KEY1,
+        "string",
+        "Get the value of a key and optionally set its expiration.",
+        strings::getex,
+    ),
+    spec(
+        "getrange",
+        4,
+        R,
+        KEY1,
+        "string",
+        "Get a substring of the string stored at a key.",
+        strings::getrange,
     ),
     spec(
         "getset",
@@ -369,6 +457,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::incrby,
     ),
     spec(
+        "incrbyfloat",
+        3,
+        W_OOM_FAST,
+        KEY1,
+        "string",
+        "Increment the float value of a key by the given amount.",
+        strings::incrbyfloat,
+    ),
+    spec(
         "info",
         -1,
         &["loading", "stale"],
@@ -387,6 +484,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::keys,
     ),
     spec(
+        "lcs",
+        -3,
+        R,
+        (1, 2, 1),
+        "string",
+        "Find longest common substring",
+        strings::lcs,
+    ),
+    spec(
         "lindex",
         3,
         R,
@@ -394,6 +500,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "list",
         "Returns an element from a list by its index.",
         lists::lindex,
+    ),
+    spec(
+        "linsert",
+        5,
+        W_OOM,
+        KEY1,
+        "list",
+        "Insert an element before or after another element in a list.",
+        lists::linsert,
     ),
     spec(
         "llen",
@@ -405,6 +520,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         lists::llen,
     ),
     spec(
+        "lmove",
+        5,
+        W_OOM,
+        (1, 2, 1),
+        "list",
+        "Pop an element from a list, push it to another list and return it.",
+        lists::lmove,
+    ),
+    spec(
+        "lmpop",
+        -4,
+        W_MOVABLE,
+        NUMKEYS,
+        "list",
+        "Pop elements from a list.",
+        lists::lmpop,
+    ),
+    spec(
         "lpop",
         -2,
         W_FAST,
@@ -412,6 +545,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "list",
         "Returns the first elements in a list after removing it.",
         lists::lpop,
+    ),
+    spec(
+        "lpos",
+        -3,
+        R,
+        KEY1,
+        "list",
+        "Return the index of matching elements on a list.",
+        lists::lpos,
     ),
     spec(
         "lpush",
@@ -423,6 +565,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         lists::lpush,
     ),
     spec(
+        "lpushx",
+        -3,
+        W_OOM_FAST,
+        KEY1,
+        "list",
+        "Prepend an element to a list, only if the list exists.",
+        lists::lpushx,
+    ),
+    spec(
         "lrange",
         4,
         R,
@@ -430,6 +581,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "list",
         "Returns a range of elements from a list.",
         lists::lrange,
+    ),
+    spec(
+        "lrem",
+        4,
+        W,
+        KEY1,
+        "list",
+        "Remove elements from a list.",
+        lists::lrem,
     ),
     spec(
         "lset",
@@ -459,6 +619,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::mget,
     ),
     spec(
+        "move",
+        3,
+        W_FAST,
+        KEY1,
+        "generic",
+        "Move a key to another database.",
+        server::move_,
+    ),
+    spec(
         "mset",
         -3,
         W_OOM,
@@ -466,6 +635,33 @@ pub static COMMANDS: &[CommandSpec] = &[
         "string",
         "Atomically creates or modifies the string values of one or more keys.",
         strings::mset,
+    ),
+    spec(
+        "msetnx",
+        -3,
+        W_OOM,
+        (1, -1, 2),
+        "string",
+        "Set multiple keys to multiple values, only if none of the keys exist.",
+        strings::msetnx,
+    ),
+    spec(
+        "multi",
+        1,
+        TX,
+        NONE,
+        "transactions",
+        "Mark the start of a transaction block",
+        multi::multi,
+    ),
+    spec(
+        "object",
+        -2,
+        &[],
+        NONE,
+        "generic",
+        "A container for object introspection commands.",
+        introspect::object,
     ),
     spec(
         "persist",
@@ -486,6 +682,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::pexpire,
     ),
     spec(
+        "pexpireat",
+        -3,
+        W_FAST,
+        KEY1,
+        "generic",
+        "Set the expiration for a key as a UNIX timestamp specified in milliseconds.",
+        keys::pexpireat,
+    ),
+    spec(
+        "pexpiretime",
+        2,
+        R_FAST,
+        KEY1,
+        "generic",
+        "Get the expiration Unix timestamp for a key in milliseconds.",
+        keys::pexpiretime,
+    ),
+    spec(
         "ping",
         -1,
         &["fast"],
@@ -493,6 +707,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "connection",
         "Returns the server's liveliness response.",
         server::ping,
+    ),
+    spec(
+        "psetex",
+        4,
+        W_OOM,
+        KEY1,
+        "string",
+        "Set the value and expiration in milliseconds of a key.",
+        strings::psetex,
     ),
     spec(
         "pttl",
@@ -513,6 +736,33 @@ pub static COMMANDS: &[CommandSpec] = &[
         server::quit,
     ),
     spec(
+        "randomkey",
+        1,
+        R,
+        NONE,
+        "generic",
+        "Return a random key from the keyspace.",
+        keys::randomkey,
+    ),
+    spec(
+        "rename",
+        3,
+        W,
+        (1, 2, 1),
+        "generic",
+        "Rename a key.",
+        keys::rename,
+    ),
+    spec(
+        "renamenx",
+        3,
+        W_FAST,
+        (1, 2, 1),
+        "generic",
+        "Rename a key, only if the new key does not exist.",
+        keys::renamenx,
+    ),
+    spec(
         "rpop",
         -2,
         W_FAST,
@@ -522,6 +772,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         lists::rpop,
     ),
     spec(
+        "rpoplpush",
+        3,
+        W_OOM,
+        (1, 2, 1),
+        "list",
+        "Remove the last element in a list, prepend it to another list and return it.",
+        lists::rpoplpush,
+    ),
+    spec(
         "rpush",
         -3,
         W_OOM_FAST,
@@ -529,6 +788,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "list",
         "Appends one or more elements to a list.",
         lists::rpush,
+    ),
+    spec(
+        "rpushx",
+        -3,
+        W_OOM_FAST,
+        KEY1,
+        "list",
+        "Append an element to a list, only if the list exists.",
+        lists::rpushx,
     ),
     spec(
         "sadd",
@@ -581,7 +849,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         &["loading", "stale", "fast"],
         NONE,
         "connection",
-        "Changes the selected database (0 only).",
+        "Change the selected database for the current connection.",
         server::select,
     ),
     spec(
@@ -594,6 +862,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::set,
     ),
     spec(
+        "setbit",
+        4,
+        W_OOM,
+        KEY1,
+        "bitmap",
+        "Sets or clears the bit at offset in the string value stored at key",
+        strings::setbit,
+    ),
+    spec(
+        "setex",
+        4,
+        W_OOM,
+        KEY1,
+        "string",
+        "Set the value and expiration of a key.",
+        strings::setex,
+    ),
+    spec(
         "setnx",
         3,
         W_OOM_FAST,
@@ -601,6 +887,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "string",
         "Set the string value of a key only when the key doesn't exist.",
         strings::setnx,
+    ),
+    spec(
+        "setrange",
+        4,
+        W_OOM,
+        KEY1,
+        "string",
+        "Overwrite part of a string at key starting at the specified offset.",
+        strings::setrange,
     ),
     spec(
         "sinter",
@@ -666,6 +961,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         sets::smove,
     ),
     spec(
+        "sort",
+        -2,
+        W_OOM_MOVABLE,
+        KEY1,
+        "generic",
+        "Sort the elements in a list, set or sorted set, optionally storing the result.",
+        sort::sort,
+    ),
+    spec(
+        "sort_ro",
+        -2,
+        R_MOVABLE,
+        KEY1,
+        "generic",
+        "Sort the elements in a list, set or sorted set. Read-only variant of SORT.",
+        sort::sort_ro,
+    ),
+    spec(
         "spop",
         -2,
         W_FAST,
@@ -711,6 +1024,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::strlen,
     ),
     spec(
+        "substr",
+        4,
+        R,
+        KEY1,
+        "string",
+        "Get a substring of the string stored at a key.",
+        strings::getrange,
+    ),
+    spec(
         "sunion",
         -2,
         R,
@@ -727,6 +1049,33 @@ pub static COMMANDS: &[CommandSpec] = &[
         "set",
         "Add multiple sets and store the resulting set in a key.",
         sets::sunionstore,
+    ),
+    spec(
+        "swapdb",
+        3,
+        W_FAST,
+        NONE,
+        "server",
+        "Swaps two Redis databases.",
+        server::swapdb,
+    ),
+    spec(
+        "time",
+        1,
+        &["loading", "stale", "fast"],
+        NONE,
+        "server",
+        "Return the current server time.",
+        server::time,
+    ),
+    spec(
+        "touch",
+        -2,
+        R_FAST,
+        ALL_KEYS,
+        "generic",
+        "Alters the last access time of a key(s). Returns the number of existing keys specified.",
+        keys::touch,
     ),
     spec(
         "ttl",
@@ -754,6 +1103,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Asynchronously deletes one or more keys.",
         keys::unlink,
+    ),
+    spec(
+        "unwatch",
+        1,
+        TX,
+        NONE,
+        "transactions",
+        "Forget about all watched keys",
+        multi::unwatch,
+    ),
+    spec(
+        "watch",
+        -2,
+        TX,
+        ALL_KEYS,
+        "transactions",
+        "Watch the given keys to determine execution of the MULTI/EXEC block",
+        multi::watch,
     ),
     spec(
         "zadd",

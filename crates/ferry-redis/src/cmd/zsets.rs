@@ -442,6 +442,7 @@ fn add(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, mut incr: bool) {
                     return out.error(OOM);
                 };
                 z.zset().insert(member, new);
+                z.changed();
             }
         }
     }
