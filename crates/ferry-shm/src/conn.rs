@@ -268,6 +268,18 @@ impl ShmListener {
         Ok(Some(ShmHandshake { half, deadline }))
     }
 
+    /// Accepts a waiting peer and closes its socket at once, with no pool and no setup (a
+    /// server over its connection limit): the peer's setup fails as the socket closes.
+    /// `false` if none waits. Leaves the listening socket non-blocking, as `try_accept` does.
+    pub fn try_refuse(&self) -> Result<bool, TransportError> {
+        self.set_nonblocking(true)?;
+        match self.listener.accept() {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(TransportError::io("accept", e)),
+        }
+    }
+
     /// The socket path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -286,6 +298,9 @@ pub struct ShmHandshake {
 }
 
 /// What [`ShmHandshake::step`] came to.
+// Made once per connection and matched at once: boxing the connection would cost an
+// allocation and a pointer chase for its whole life to save a move of a few hundred bytes.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum ShmStep {
     /// The peer's setup message was read and checked: the connection is up.
@@ -383,7 +398,11 @@ impl Half {
 
     /// Checks the peer's setup message and descriptors, maps its memory and makes the
     /// connection.
-    fn finish(self, theirs: &[u8; HELLO_LEN], mut fds: Vec<OwnedFd>) -> Result<ShmConnection, TransportError> {
+    fn finish(
+        self,
+        theirs: &[u8; HELLO_LEN],
+        mut fds: Vec<OwnedFd>,
+    ) -> Result<ShmConnection, TransportError> {
         let Half {
             sock,
             pool,
@@ -564,7 +583,8 @@ impl ShmConnection {
             .map_err(|e| TransportError::io("setsockopt(SO_RCVTIMEO)", e))?;
         let half = Half::start(sock, pool, config)?;
         let mut theirs = [0u8; HELLO_LEN];
-        let fds = sys::recv_fds(&half.sock, &mut theirs, 2).map_err(|e| setup_io("recvmsg(SCM_RIGHTS)", e))?;
+        let fds =
+            sys::recv_fds(&half.sock, &mut theirs, 2).map_err(|e| setup_io("recvmsg(SCM_RIGHTS)", e))?;
         half.finish(&theirs, fds)
     }
 
@@ -1128,7 +1148,9 @@ mod tests {
             // A good peer is served while the silent one waits.
             let good = peer(listener.path().to_path_buf());
             assert!(readable(&listener, DEADLINE.as_millis() as i32));
-            serve(complete(listener.try_accept(|| Ok(pool.clone()), &long).unwrap().unwrap()));
+            serve(complete(
+                listener.try_accept(|| Ok(pool.clone()), &long).unwrap().unwrap(),
+            ));
             good.join().unwrap();
             drop(waiting);
 
@@ -1138,7 +1160,10 @@ mod tests {
                 ..ShmConfig::default()
             };
             let _silent2 = UnixStream::connect(listener.path()).unwrap();
-            let h = listener.try_accept(|| Ok(pool.clone()), &expired).unwrap().unwrap();
+            let h = listener
+                .try_accept(|| Ok(pool.clone()), &expired)
+                .unwrap()
+                .unwrap();
             match h.step() {
                 Err(TransportError::Io { source, .. }) => {
                     assert_eq!(source.kind(), std::io::ErrorKind::TimedOut, "{source}")
@@ -1150,7 +1175,12 @@ mod tests {
             let mut partial = UnixStream::connect(listener.path()).unwrap();
             let h = listener.try_accept(|| Ok(pool.clone()), &long).unwrap().unwrap();
             partial.write_all(b"FERRY").unwrap();
-            sys::wait(sys::eventfd().unwrap().as_fd(), h.as_fd(), DEADLINE.as_millis() as i32).unwrap();
+            sys::wait(
+                sys::eventfd().unwrap().as_fd(),
+                h.as_fd(),
+                DEADLINE.as_millis() as i32,
+            )
+            .unwrap();
             assert!(h.step().is_err(), "a partial setup message is refused");
             let closing = UnixStream::connect(listener.path()).unwrap();
             let h = listener.try_accept(|| Ok(pool.clone()), &long).unwrap().unwrap();

@@ -71,5 +71,6 @@ mod sys;
 mod tests;
 
 pub use conn::{
-    DEFAULT_HANDSHAKE_TIMEOUT, ShmConfig, ShmConnection, ShmFrame, ShmHandshake, ShmListener, ShmStats, ShmStep,
+    DEFAULT_HANDSHAKE_TIMEOUT, ShmConfig, ShmConnection, ShmFrame, ShmHandshake, ShmListener, ShmStats,
+    ShmStep,
 };
