@@ -16,18 +16,18 @@ mod common;
 #[path = "tls_support/mod.rs"]
 mod tls_support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread::JoinHandle;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::{RAW, Scratch, TestService};
 use ferry_net::FrameHeader;
 use ferry_rpc::{Channel, ChannelConfig, Closed, ConnConfig, ConnLimits, LoopConfig, Server, Services};
-use ferry_testkit::load::{CaseReport, Latencies, REPORT_HEADER, open_fds, raise_fd_limit, rss_bytes};
+use ferry_testkit::load::{
+    Actor, CaseReport, Latencies, REPORT_HEADER, open_fds, raise_fd_limit, read_until_closed, rss_bytes,
+};
 use ferry_testkit::{DEADLINE, Rng, wait_until};
 use ferry_transport::{Meta, Payload, Received};
 
@@ -154,51 +154,6 @@ impl Good {
     }
 }
 
-/// A hostile actor: a thread that works until told to stop, then returns what it counted.
-struct Actor {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-    count: Arc<AtomicU64>,
-}
-
-impl Actor {
-    fn spawn(threads: usize, f: impl Fn(&AtomicBool, &AtomicU64) + Send + Sync + 'static) -> Actor {
-        let stop = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU64::new(0));
-        let f = Arc::new(f);
-        let threads = (0..threads)
-            .map(|_| {
-                let (stop, count, f) = (Arc::clone(&stop), Arc::clone(&count), Arc::clone(&f));
-                std::thread::spawn(move || f(&stop, &count))
-            })
-            .collect();
-        Actor { stop, threads, count }
-    }
-
-    /// Stops it; returns its count.
-    fn stop(self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads {
-            t.join().expect("hostile actor");
-        }
-        self.count.load(Ordering::Relaxed)
-    }
-}
-
-/// Reads until the server closes `s` (EOF or reset), panicking past the test's deadline.
-fn until_closed(mut s: impl Read) {
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => panic!("a hostile peer was not closed: {e}"),
-        }
-    }
-}
-
 fn tcp(addr: &str) -> TcpStream {
     let s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(DEADLINE)).expect("timeout");
@@ -268,8 +223,8 @@ fn warm_up(t: &Target) {
     shm.set_read_timeout(Some(DEADLINE)).expect("timeout");
     let mut tls = tcp(&t.tls);
     tls.write_all(&[0x16, 0x03, 0x01]).expect("write");
-    until_closed(shm);
-    until_closed(tls);
+    read_until_closed(shm);
+    read_until_closed(tls);
     // The server counts a connection out just after closing it.
     wait_until("the warm-up's peers counted out", DEADLINE, || {
         t.connections() == 0
@@ -303,8 +258,8 @@ fn stalled_handshakes(t: &Target) {
         },
         |t, (shm, tls)| {
             // Closed by the server at the timeout, each counted.
-            shm.into_iter().for_each(until_closed);
-            tls.into_iter().for_each(until_closed);
+            shm.into_iter().for_each(read_until_closed);
+            tls.into_iter().for_each(read_until_closed);
             wait_until("the handshake timeouts counted", DEADLINE, || {
                 t.closed(Closed::HandshakeTimeout) == before + 2 * STALLED as u64
             });
@@ -418,12 +373,12 @@ fn garbage(t: &Target) {
                         // The server may close before taking all of it.
                         let _ = s.write_all(&junk);
                         let _ = s.shutdown(std::net::Shutdown::Write);
-                        until_closed(s);
+                        read_until_closed(s);
                     }
                     let mut s = UnixStream::connect(&shm).expect("connect");
                     s.set_read_timeout(Some(DEADLINE)).expect("timeout");
                     let _ = s.write_all(&junk[..junk.len().min(32)]);
-                    until_closed(s);
+                    read_until_closed(s);
                     count.fetch_add(3, Ordering::Relaxed);
                 }
             })
@@ -457,7 +412,7 @@ fn oversized(t: &Target) {
                     let mut s = tcp(&addr);
                     let len = u32::MAX - (i % 1000) as u32;
                     let _ = s.write_all(&header(len, i));
-                    until_closed(s);
+                    read_until_closed(s);
                     count.fetch_add(1, Ordering::Relaxed);
                     i += 1;
                 }

@@ -6,13 +6,14 @@ mod common;
 #[path = "tls_support/mod.rs"]
 mod tls_support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use common::{RAW, Scratch, TestService};
 use ferry_rpc::{Channel, ChannelConfig, Closed, ConnConfig, ConnLimits, LoopConfig, Server, Services};
+use ferry_testkit::load::read_until_closed;
 use ferry_testkit::{DEADLINE, wait_until};
 use ferry_transport::{Payload, Received};
 
@@ -57,20 +58,6 @@ fn echo(ch: &Channel) {
     assert_eq!(r.frame().bytes(), Some(&b"limit"[..]));
 }
 
-/// Reads until the server closes `s` (it counts the close just after).
-fn closed_by_server(mut s: impl Read) {
-    let mut buf = [0u8; 256];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => panic!("not closed by the server: {e}"),
-        }
-    }
-}
-
 fn closed(server: &Server, why: Closed) -> u64 {
     server.services().metrics().closed_count(why)
 }
@@ -93,11 +80,11 @@ fn the_connection_past_max_connections_is_closed_and_counted() {
 
     let tcp = TcpStream::connect(addr(&s, 0).trim_start_matches("tcp://")).expect("connect");
     tcp.set_read_timeout(Some(DEADLINE)).expect("timeout");
-    closed_by_server(tcp);
+    read_until_closed(tcp);
     wait_until("refusal 1 counted", DEADLINE, || closed(&s, Closed::Limit) == 1);
     let shm = UnixStream::connect(addr(&s, 2).trim_start_matches("shm://")).expect("connect");
     shm.set_read_timeout(Some(DEADLINE)).expect("timeout");
-    closed_by_server(shm);
+    read_until_closed(shm);
     wait_until("refusal 2 counted", DEADLINE, || closed(&s, Closed::Limit) == 2);
     // A Ferry client over the limit fails to connect (shared memory: the setup is closed) or
     // its first call fails (TCP), UNAVAILABLE either way, never a hang.
@@ -133,7 +120,7 @@ fn a_session_idle_past_the_idle_timeout_is_closed_and_counted() {
     // The busy session calls until the idle one is closed: each call is sooner after the last
     // than the timeout is long, whatever the machine's speed, since the idle one is closed
     // only after a whole timeout of silence, which the loop below never leaves the busy one.
-    let watcher = std::thread::spawn(move || closed_by_server(&mut idle));
+    let watcher = std::thread::spawn(move || read_until_closed(&mut idle));
     while !watcher.is_finished() {
         echo(&busy);
     }
@@ -160,8 +147,8 @@ fn handshakes_past_their_timeout_are_closed_and_counted() {
     tls.set_read_timeout(Some(DEADLINE)).expect("timeout");
     let shm = UnixStream::connect(addr(&s, 2).trim_start_matches("shm://")).expect("connect");
     shm.set_read_timeout(Some(DEADLINE)).expect("timeout");
-    closed_by_server(tls);
-    closed_by_server(shm);
+    read_until_closed(tls);
+    read_until_closed(shm);
     wait_until("both timeouts counted", DEADLINE, || {
         closed(&s, Closed::HandshakeTimeout) == 2
     });
@@ -169,7 +156,7 @@ fn handshakes_past_their_timeout_are_closed_and_counted() {
     let mut bad = UnixStream::connect(addr(&s, 2).trim_start_matches("shm://")).expect("connect");
     bad.set_read_timeout(Some(DEADLINE)).expect("timeout");
     bad.write_all(&[0u8; 32]).expect("write");
-    closed_by_server(bad);
+    read_until_closed(bad);
     wait_until("the bad setup counted", DEADLINE, || {
         closed(&s, Closed::HandshakeFailed) == 1
     });

@@ -4,7 +4,10 @@
 //! `FERRY_HOSTILE_REPORT` names, for `docs/reliability.md`). Nothing here asserts on time:
 //! the ratios are recorded, not checked.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Latencies of a good client's calls.
@@ -92,6 +95,55 @@ pub fn raise_fd_limit(want: u64) -> u64 {
         },
     );
     if raised.is_ok() { target } else { current }
+}
+
+/// A hostile actor: threads that work until told to stop, counting what they did.
+#[derive(Debug)]
+pub struct Actor {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    count: Arc<AtomicU64>,
+}
+
+impl Actor {
+    /// Starts `threads` threads running `f(stop, count)`; `f` returns once `stop` is set.
+    pub fn spawn(threads: usize, f: impl Fn(&AtomicBool, &AtomicU64) + Send + Sync + 'static) -> Actor {
+        let stop = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicU64::new(0));
+        let f = Arc::new(f);
+        let threads = (0..threads)
+            .map(|_| {
+                let (stop, count, f) = (Arc::clone(&stop), Arc::clone(&count), Arc::clone(&f));
+                std::thread::spawn(move || f(&stop, &count))
+            })
+            .collect();
+        Actor { stop, threads, count }
+    }
+
+    /// Stops it and joins its threads (a panic in one is this call's); returns its count.
+    pub fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            t.join().expect("a hostile actor panicked");
+        }
+        self.count.load(Ordering::Relaxed)
+    }
+}
+
+/// Reads (and drops) what the server sends until it closes the connection (end of file or
+/// a reset). Panics on any other error, such as the read timeout the caller set: the server
+/// did not close it.
+pub fn read_until_closed(mut s: impl Read) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("the server did not close the connection: {e}"),
+        }
+    }
 }
 
 /// One hostile-load case's figures: the good client's quiet and loaded latencies and the
