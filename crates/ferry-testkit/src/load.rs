@@ -146,6 +146,57 @@ pub fn read_until_closed(mut s: impl Read) {
     }
 }
 
+/// A series sampled once a second, and whether it is flat: the least-squares slope per
+/// sample with its 95 % confidence interval (the t quantile of 2.0, for thirty samples or
+/// more), and the growth that slope makes over the series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trend {
+    /// Units per sample.
+    pub slope: f64,
+    /// Half the confidence interval's width.
+    pub half_width: f64,
+    /// `slope` times the samples' span.
+    pub growth: f64,
+}
+
+impl Trend {
+    /// The trend of `ys` (at least three samples, equally spaced).
+    pub fn of(ys: &[f64]) -> Trend {
+        let n = ys.len() as f64;
+        assert!(ys.len() >= 3, "a trend needs three samples");
+        let mean_x = (n - 1.0) / 2.0;
+        let mean_y = ys.iter().sum::<f64>() / n;
+        let (mut sxx, mut sxy) = (0.0, 0.0);
+        for (i, y) in ys.iter().enumerate() {
+            let dx = i as f64 - mean_x;
+            sxx += dx * dx;
+            sxy += dx * (y - mean_y);
+        }
+        let slope = sxy / sxx;
+        let sse: f64 = ys
+            .iter()
+            .enumerate()
+            .map(|(i, y)| {
+                let fit = mean_y + slope * (i as f64 - mean_x);
+                (y - fit) * (y - fit)
+            })
+            .sum();
+        let se = (sse / (n - 2.0) / sxx).sqrt();
+        Trend {
+            slope,
+            half_width: 2.0 * se,
+            growth: slope * (n - 1.0),
+        }
+    }
+
+    /// Flat within noise: the confidence interval holds zero (no trend the noise cannot
+    /// explain), or the growth over the series is under `bound` (a trend too small to matter
+    /// at this length, stated by the caller).
+    pub fn flat(&self, bound: f64) -> bool {
+        self.slope.abs() <= self.half_width || self.growth.abs() < bound
+    }
+}
+
 /// One hostile-load case's figures: the good client's quiet and loaded latencies and the
 /// process's peak resident set. [`report`](Self::report) prints them as a Markdown table row.
 #[derive(Debug, Clone)]
@@ -214,6 +265,22 @@ mod tests {
         assert_eq!(l.p99(), Duration::from_millis(99));
         assert_eq!(l.quantile(1.0), Duration::from_millis(100));
         assert_eq!(l.quantile(0.0), Duration::from_millis(1));
+    }
+
+    #[test]
+    fn trends_flat_and_growing() {
+        let noise = [3.0, 5.0, 4.0, 6.0, 3.0, 5.0, 4.0, 6.0, 3.0, 5.0];
+        let flat = Trend::of(&noise);
+        assert!(flat.flat(0.0), "{flat:?}");
+        let leak: Vec<f64> = noise
+            .iter()
+            .enumerate()
+            .map(|(i, y)| y + 10.0 * i as f64)
+            .collect();
+        let leak = Trend::of(&leak);
+        assert!((leak.slope - 10.0).abs() < 1.0, "{leak:?}");
+        assert!(!leak.flat(50.0), "{leak:?}");
+        assert!(leak.flat(200.0), "under a bound it is allowed");
     }
 
     #[test]
