@@ -15,6 +15,11 @@
 //!
 //! Every close of the server's own accord is counted by reason in
 //! [`Metrics::closed_count`](crate::Metrics::closed_count).
+//!
+//! The event-loop [`Server`](crate::Server) applies them all. The tokio driver
+//! ([`AsyncServer`](crate::tokio::AsyncServer)) applies the handshake timeouts (the TLS
+//! handshake and the shared-memory setup are each session task's first await) and the
+//! per-session bounds, not yet [`ConnLimits`]: it has no shared metrics to count in.
 
 use std::time::Duration;
 
