@@ -141,6 +141,7 @@ async fn the_gateway_holds_under_hostile_load() {
     let tls_addr = tls.local_addr();
     limits_at_their_edges(&host).await;
     warm_up(&plain, tls_addr).await;
+    settled(&tls);
     println!(
         "hostile [gateway] {}",
         REPORT_HEADER.replace('\n', "\nhostile [gateway] ")
@@ -356,7 +357,7 @@ async fn the_gateway_holds_under_hostile_load() {
 /// and counted, and an idle one is closed past `idle_timeout` while a busy one lives. (Run
 /// first by the hostile test: the two would disturb each other's descriptor counts.)
 async fn limits_at_their_edges(host: &Host) {
-    let engine = engine_with(&host, |c| {
+    let engine = engine_with(host, |c| {
         c.connections = GatewayLimits {
             max_connections: 2,
             idle_timeout: Some(Duration::from_millis(300)),
@@ -406,4 +407,12 @@ async fn warm_up(plain: &Engine, tls: SocketAddr) {
     tokio::task::spawn_blocking(move || read_until_closed(s))
         .await
         .expect("closed");
+}
+
+/// The TLS engine's counts settled after the warm-up's stalled peer.
+fn settled(tls: &Engine) {
+    wait_until("the warm-up counted", DEADLINE, || {
+        let c = tls.connections();
+        c.handshake_timeouts == 1 && c.open == 0
+    });
 }

@@ -84,7 +84,11 @@ pub(super) fn incoming(
             };
             let (acceptor, done, counters) = (acceptor.clone(), done.clone(), Arc::clone(&counters));
             tokio::task::spawn_local(async move {
-                match tokio::time::timeout(timeout, acceptor.accept(tcp)).await {
+                // Held here, not by the timeout: a failed handshake's socket closes after it
+                // is counted, so a peer that sees the close sees the count.
+                let accept = acceptor.accept(tcp);
+                tokio::pin!(accept);
+                match tokio::time::timeout(timeout, &mut accept).await {
                     Ok(Ok(stream)) => {
                         let _ = done.send(Ok(stream)).await;
                     }
