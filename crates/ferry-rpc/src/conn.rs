@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_net::{Connection, Handshake, PeerIdentity, TlsClient, TlsServer};
-use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmListener};
+use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmHandshake, ShmListener, ShmStep};
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
 use ferry_wire::{Context, DecodeError, Limits, MessageDesc, Outgoing, View};
 
@@ -426,29 +426,95 @@ impl Listener {
         }
     }
 
-    /// A waiting connection, set up (TCP frames use `pool`; a shared-memory connection gets
-    /// a shared pool of its own, or `config.shared_pool`), or `None` if none waits. The shared-memory handshake waits
-    /// for the peer's setup message (bounded by `ferry-shm`'s handshake timeout); a TLS
-    /// connection is returned handshaking, and its reads move the handshake on
-    /// ([`Conn::handshake_step`], bounded by [`Conn::handshake_deadline`]).
-    pub fn try_accept(&self, pool: &Pool, config: &ConnConfig) -> Result<Option<Conn>, TransportError> {
-        let accept = |l: &TcpListener| match l.accept() {
-            Ok((stream, _)) => Ok(Some(stream)),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
-            Err(e) => Err(TransportError::io("accept", e)),
-        };
-        match self {
+    /// A waiting connection, or `None` if none waits. Nothing here waits for the peer: TCP
+    /// frames use `pool`; a TLS connection is returned handshaking, and its reads move the
+    /// handshake on ([`Conn::handshake_step`], bounded by [`Conn::handshake_deadline`]); a
+    /// shared-memory peer is returned as its setup ([`Accepted::Shm`]: a shared pool of its
+    /// own, or `config.shared_pool`, and this side's setup message sent), which the caller
+    /// steps ([`Accepted::step`]) when it polls readable, until
+    /// [`ShmConfig::handshake_timeout`].
+    pub fn try_accept(&self, pool: &Pool, config: &ConnConfig) -> Result<Option<Accepted>, TransportError> {
+        let accepted = match self {
             Listener::Tcp(l) => match accept(l)? {
-                Some(stream) => Connection::new(stream, pool, &config.tcp).map(|c| Some(Conn::Tcp(c))),
-                None => Ok(None),
+                Some(stream) => Accepted::Conn(Conn::Tcp(Connection::new(stream, pool, &config.tcp)?)),
+                None => return Ok(None),
             },
             Listener::Tls(l, tls) => match accept(l)? {
                 Some(stream) => {
-                    Connection::tls_server(stream, pool, &config.tcp, tls).map(|c| Some(Conn::Tcp(c)))
+                    Accepted::Conn(Conn::Tcp(Connection::tls_server(stream, pool, &config.tcp, tls)?))
                 }
-                None => Ok(None),
+                None => return Ok(None),
             },
-            Listener::Shm(l) => Ok(l.try_accept(|| config.shm_pool(), &config.shm)?.map(Conn::Shm)),
+            Listener::Shm(l) => match l.try_accept(|| config.shm_pool(), &config.shm)? {
+                Some(setup) => Accepted::Shm(setup),
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(accepted))
+    }
+
+    /// Accepts a waiting connection and closes it at once, without setting anything up (over
+    /// the connection limit: the peer sees its connection closed); `false` if none waits.
+    pub fn try_refuse(&self) -> Result<bool, TransportError> {
+        match self {
+            Listener::Tcp(l) | Listener::Tls(l, _) => Ok(accept(l)?.is_some()),
+            Listener::Shm(l) => l.try_refuse(),
+        }
+    }
+}
+
+/// A waiting TCP connection, or `None`.
+fn accept(l: &TcpListener) -> Result<Option<std::net::TcpStream>, TransportError> {
+    match l.accept() {
+        Ok((stream, _)) => Ok(Some(stream)),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) => Err(TransportError::io("accept", e)),
+    }
+}
+
+/// A connection just accepted.
+// Made once per connection and moved into its session at once: a box would cost an
+// allocation per accept to save moves.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Accepted {
+    /// A connection to serve (TCP; TLS still handshaking as a state of the connection).
+    Conn(Conn),
+    /// A shared-memory peer whose setup message has not been read yet.
+    Shm(ShmHandshake),
+}
+
+impl Accepted {
+    /// Moves a shared-memory setup on without waiting: `Ok(Ok(conn))` once it is done (at once
+    /// for [`Accepted::Conn`]), `Ok(Err(self))` while the peer's setup message has not come
+    /// (step again once [`as_fd`](AsFd::as_fd) polls readable, or past
+    /// [`deadline`](Self::deadline), when the step fails naming the timeout).
+    pub fn step(self) -> Result<Result<Conn, Accepted>, TransportError> {
+        match self {
+            Accepted::Conn(conn) => Ok(Ok(conn)),
+            Accepted::Shm(setup) => Ok(match setup.step()? {
+                ShmStep::Done(conn) => Ok(Conn::Shm(conn)),
+                ShmStep::Waiting(setup) => Err(Accepted::Shm(setup)),
+            }),
+        }
+    }
+
+    /// When a shared-memory setup must be done by; `None` for a connection.
+    pub fn deadline(&self) -> Option<Instant> {
+        match self {
+            Accepted::Conn(_) => None,
+            Accepted::Shm(setup) => Some(setup.deadline()),
+        }
+    }
+}
+
+/// The connection's descriptor, or the setup's Unix socket (readable when the peer's setup
+/// message came).
+impl AsFd for Accepted {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Accepted::Conn(c) => c.as_fd(),
+            Accepted::Shm(s) => s.as_fd(),
         }
     }
 }

@@ -69,6 +69,7 @@ mod event_loop;
 #[doc(hidden)]
 pub mod http;
 mod id;
+mod limits;
 mod metadata;
 mod metrics;
 mod metrics_http;
@@ -86,15 +87,16 @@ mod workers;
 pub use addr::{Addr, AddrError};
 pub use blocking_stream::BlockingStream;
 pub use channel::{CallOptions, Channel, ChannelConfig, Raw, Response, ResponseType};
-pub use conn::{Conn, ConnConfig, Frame, Listener, TransportKind};
+pub use conn::{Accepted, Conn, ConnConfig, Frame, Listener, TransportKind};
 pub use event_loop::{
     Continuation, EventLoop, LoopConfig, LoopSession, LoopStats, SessionId, StreamHandler, StreamOut, Unsent,
     thread_busy_time,
 };
 pub use ferry_net::{ClientAuth, PeerIdentity, TlsClient, TlsError, TlsServer};
 pub use id::CallId;
+pub use limits::ConnLimits;
 pub use metadata::{MAX_METADATA_BYTES, MAX_METADATA_ENTRIES, Metadata, MetadataError};
-pub use metrics::{MethodMetrics, Metrics};
+pub use metrics::{Admitted, Closed, MethodMetrics, Metrics};
 pub use metrics_http::MetricsEndpoint;
 pub use server::{LoopReport, Server, ServerBuilder, ServerError};
 pub use service::{Call, Encoded, Incoming, MethodInfo, Mode, Reply, Request, Service, Shape};

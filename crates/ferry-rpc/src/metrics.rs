@@ -14,6 +14,7 @@ use ferry_buf::{Pool, PoolStats};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
@@ -47,6 +48,8 @@ const UNKNOWN_METHOD: &str = "unknown";
 /// | `ferry_rpc_request_duration_seconds` | histogram: bounds 1 µs · 2^i, i = 0..=20 (1 µs to 1.05 s), and `+Inf` | `method` |
 /// | `ferry_rpc_in_flight` | gauge | |
 /// | `ferry_rpc_sessions` | gauge | `transport` (`tcp`, `shm`) |
+/// | `ferry_rpc_connections` | gauge: open connections, shared-memory setups included (what [`ConnLimits::max_connections`](crate::ConnLimits::max_connections) counts) | |
+/// | `ferry_rpc_connections_closed_total` | counter: connections the server closed of its own accord | `reason` (`limit`, `handshake_timeout`, `handshake_failed`, `idle`) |
 /// | `ferry_pool_buffers_outstanding` | gauge | `pool` |
 /// | `ferry_pool_bytes_outstanding` | gauge | `pool` |
 /// | `ferry_pool_mapped_bytes` | gauge | `pool` |
@@ -91,6 +94,9 @@ pub struct Metrics {
     in_flight: Gauge,
     /// Indexed by `TransportKind as usize`.
     sessions: [Gauge; TransportKind::ALL.len()],
+    connections: Gauge,
+    /// Indexed by `Closed as usize`.
+    closed: [Counter; Closed::ALL.len()],
     pools: Arc<PoolCollector>,
     /// Built in [`Metrics::new`] and never changed after: a scrape needs no lock on it.
     registry: Registry,
@@ -135,6 +141,19 @@ impl Metrics {
             Sessions(sessions.clone()),
         );
 
+        let connections = Gauge::default();
+        registry.register(
+            "ferry_rpc_connections",
+            "Open connections, shared-memory setups included",
+            connections.clone(),
+        );
+        let closed = Closed::ALL.map(|_| Counter::default());
+        registry.register(
+            "ferry_rpc_connections_closed",
+            "Connections the server closed of its own accord, by reason",
+            ClosedFamily(closed.clone()),
+        );
+
         let pools = Arc::new(PoolCollector::default());
         registry.register_collector(Box::new(pools.clone()));
 
@@ -142,6 +161,8 @@ impl Metrics {
             table,
             in_flight,
             sessions,
+            connections,
+            closed,
             pools,
             registry,
         }
@@ -163,6 +184,36 @@ impl Metrics {
     /// session opens, `dec()` when it closes.
     pub fn sessions(&self, transport: TransportKind) -> &Gauge {
         &self.sessions[transport as usize]
+    }
+
+    /// Open connections, shared-memory setups included (gauge `ferry_rpc_connections`):
+    /// what [`admit`](Self::admit) counts.
+    pub fn connections(&self) -> i64 {
+        self.connections.get()
+    }
+
+    /// Takes a place for one more connection if fewer than `max` are open: the place is
+    /// the [`Admitted`] returned, given back when it is dropped (with its session); `None` at
+    /// the limit (the caller closes the peer and counts it, [`Closed::Limit`]). Shared by the
+    /// loops of a server: the count is one atomic add, so it never passes `max`.
+    pub fn admit(&self, max: usize) -> Option<Admitted> {
+        let before = self.connections.inc();
+        if usize::try_from(before).is_ok_and(|n| n < max) {
+            return Some(Admitted(self.connections.clone()));
+        }
+        self.connections.dec();
+        None
+    }
+
+    /// Counts a connection the server closed of its own accord
+    /// (`ferry_rpc_connections_closed_total{reason}`).
+    pub fn closed(&self, reason: Closed) {
+        self.closed[reason as usize].inc();
+    }
+
+    /// How many connections were closed for `reason` so far.
+    pub fn closed_count(&self, reason: Closed) -> u64 {
+        self.closed[reason as usize].get()
     }
 
     /// Adds a pool whose statistics are read at each scrape (gauges
@@ -190,6 +241,74 @@ impl fmt::Debug for Metrics {
             .field("methods", &self.table.methods.len())
             .field("in_flight", &self.in_flight.get())
             .finish_non_exhaustive()
+    }
+}
+
+/// A connection's place under [`ConnLimits::max_connections`](crate::ConnLimits::max_connections)
+/// ([`Metrics::admit`]): given back when dropped.
+#[derive(Debug)]
+pub struct Admitted(Gauge);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Why the server closed a connection of its own accord (the `reason` label of
+/// `ferry_rpc_connections_closed_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Closed {
+    /// Accepted over [`ConnLimits::max_connections`](crate::ConnLimits::max_connections) and
+    /// closed at once.
+    Limit,
+    /// Its TLS or shared-memory handshake did not complete in its time.
+    HandshakeTimeout,
+    /// Its handshake failed (a TLS alert, a bad or partial shared-memory setup message, the
+    /// peer closing).
+    HandshakeFailed,
+    /// Idle past [`ConnLimits::idle_timeout`](crate::ConnLimits::idle_timeout).
+    Idle,
+}
+
+impl Closed {
+    /// Every reason, each at the index `reason as usize`.
+    pub const ALL: [Closed; 4] = [
+        Closed::Limit,
+        Closed::HandshakeTimeout,
+        Closed::HandshakeFailed,
+        Closed::Idle,
+    ];
+
+    /// The `reason` label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Closed::Limit => "limit",
+            Closed::HandshakeTimeout => "handshake_timeout",
+            Closed::HandshakeFailed => "handshake_failed",
+            Closed::Idle => "idle",
+        }
+    }
+}
+
+/// `ferry_rpc_connections_closed_total`: one counter per reason, in the order of
+/// [`Closed::ALL`].
+#[derive(Debug)]
+struct ClosedFamily([Counter; Closed::ALL.len()]);
+
+impl EncodeMetric for ClosedFamily {
+    fn encode(&self, mut encoder: MetricEncoder) -> fmt::Result {
+        for (reason, counter) in Closed::ALL.iter().zip(&self.0) {
+            encoder
+                .encode_family(&[("reason", reason.label())])?
+                .encode_counter::<NoLabelSet, _, u64>(&counter.get(), None)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Counter
     }
 }
 
@@ -705,13 +824,23 @@ mod tests {
     }
 
     #[test]
-    fn gauges_in_flight_and_sessions() {
+    fn gauges_in_flight_sessions_and_connections() {
         let metrics = Metrics::new(&[SAY]);
         metrics.in_flight().inc();
         metrics.in_flight().inc();
         metrics.in_flight().dec();
         metrics.sessions(TransportKind::Shm).inc();
+        let admitted = metrics.admit(1).expect("room for one");
+        assert!(metrics.admit(1).is_none(), "the second is over the limit");
+        metrics.closed(Closed::Limit);
         let text = metrics.encode();
+        assert_eq!(sample(&text, "ferry_rpc_connections").as_deref(), Some("1"));
+        assert_eq!(
+            sample(&text, r#"ferry_rpc_connections_closed_total{reason="limit"}"#).as_deref(),
+            Some("1")
+        );
+        drop(admitted);
+        assert_eq!(metrics.connections(), 0, "a dropped place is given back");
         assert_eq!(sample(&text, "ferry_rpc_in_flight").as_deref(), Some("1"));
         assert_eq!(
             sample(&text, r#"ferry_rpc_sessions{transport="shm"}"#).as_deref(),

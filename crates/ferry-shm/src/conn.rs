@@ -44,6 +44,11 @@ pub struct ShmConfig {
     /// publishes without a sequentially consistent fence and never reads this side's
     /// `sleeping` word (the sleep handshake it no longer needs).
     pub never_sleep: bool,
+    /// How long the setup exchange may take (default 10 s): a blocking
+    /// [`connect`](ShmConnection::connect) or [`accept`](ShmListener::accept) fails with
+    /// `io::ErrorKind::TimedOut` past it, and a [`ShmHandshake`] that has not completed by its
+    /// deadline fails its next [`step`](ShmHandshake::step) the same way.
+    pub handshake_timeout: Duration,
 }
 
 impl Default for ShmConfig {
@@ -54,6 +59,7 @@ impl Default for ShmConfig {
             credits: 256,
             spin: Duration::from_micros(50),
             never_sleep: false,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
         }
     }
 }
@@ -84,8 +90,8 @@ pub struct ShmStats {
 }
 
 const MAGIC: [u8; 8] = *b"FERRYSHM";
-/// How long the setup exchange may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the setup exchange may take unless [`ShmConfig::handshake_timeout`] says otherwise.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// 2: ring entries carry a sequence tag (`layout.rs`).
 const VERSION: u32 = 2;
 const HELLO_LEN: usize = 32;
@@ -103,15 +109,20 @@ const POLLS_PER_HANG_UP_CHECK: u32 = 1024;
 /// [`ShmListener::try_accept`] that nobody was waiting.
 fn setup_io(op: &'static str, e: io::Error) -> TransportError {
     if e.kind() == io::ErrorKind::WouldBlock {
-        return TransportError::Io {
-            op,
-            source: io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the peer did not complete the setup in time",
-            ),
-        };
+        return setup_timed_out(op);
     }
     TransportError::io(op, e)
+}
+
+/// The error of a setup exchange that did not complete within its timeout.
+fn setup_timed_out(op: &'static str) -> TransportError {
+    TransportError::Io {
+        op,
+        source: io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the peer did not complete the shared-memory setup in time",
+        ),
+    }
 }
 
 /// A received message: read in place in the peer's memory, which stays mapped and
@@ -232,32 +243,229 @@ impl ShmListener {
     /// (a pool is a memory file and its mappings: too much to make and drop for nobody).
     /// The listening socket is left non-blocking (until [`accept`](Self::accept)).
     ///
-    /// Only the accept does not wait: the setup exchange with the peer that was waiting is
-    /// the same as `accept`'s, on a blocking socket, so a peer that connects and then says
-    /// nothing holds the call up to its timeout (10 s), which fails it with
-    /// `io::ErrorKind::TimedOut`, never with `WouldBlock`. The connection returned is as
-    /// `accept`'s.
+    /// Nothing here waits: this side's setup message is sent and the peer's is left to
+    /// [`ShmHandshake::step`], which the caller makes when the handshake's socket
+    /// ([`as_fd`](AsFd::as_fd)) polls readable. A peer that connects and says nothing costs
+    /// its handshake (a socket, a pool, an eventfd) until [`ShmConfig::handshake_timeout`],
+    /// never the caller's time.
     pub fn try_accept(
         &self,
         pool: impl FnOnce() -> Result<Pool, TransportError>,
         config: &ShmConfig,
-    ) -> Result<Option<ShmConnection>, TransportError> {
+    ) -> Result<Option<ShmHandshake>, TransportError> {
         self.set_nonblocking(true)?;
         let sock = match self.listener.accept() {
             Ok((sock, _)) => sock,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
             Err(e) => return Err(TransportError::io("accept", e)),
         };
-        // Linux does not pass the listener's O_NONBLOCK on to accepted sockets; say it anyway:
-        // the setup exchange relies on blocking reads with a timeout.
-        sock.set_nonblocking(false)
+        // Linux does not pass the listener's O_NONBLOCK on to accepted sockets: the setup
+        // exchange's reads must not wait.
+        sock.set_nonblocking(true)
             .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
-        ShmConnection::handshake(sock, &pool()?, config).map(Some)
+        let deadline = Instant::now() + config.handshake_timeout;
+        let half = Half::start(sock, &pool()?, config)?;
+        Ok(Some(ShmHandshake { half, deadline }))
+    }
+
+    /// Accepts a waiting peer and closes its socket at once, with no pool and no setup (a
+    /// server over its connection limit): the peer's setup fails as the socket closes.
+    /// `false` if none waits. Leaves the listening socket non-blocking, as `try_accept` does.
+    pub fn try_refuse(&self) -> Result<bool, TransportError> {
+        self.set_nonblocking(true)?;
+        match self.listener.accept() {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(TransportError::io("accept", e)),
+        }
     }
 
     /// The socket path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// A shared-memory connection being set up, on the accepting side: this side's setup message
+/// is sent, the peer's not yet read. [`step`](Self::step) reads it when it has come (poll
+/// [`as_fd`](AsFd::as_fd), the Unix socket, for readability first); past the deadline
+/// ([`ShmConfig::handshake_timeout`] from the accept) the step fails with
+/// `io::ErrorKind::TimedOut`. Dropping it closes the socket: the peer's setup fails.
+#[derive(Debug)]
+pub struct ShmHandshake {
+    half: Half,
+    deadline: Instant,
+}
+
+/// What [`ShmHandshake::step`] came to.
+// Made once per connection and matched at once: boxing the connection would cost an
+// allocation and a pointer chase for its whole life to save a move of a few hundred bytes.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum ShmStep {
+    /// The peer's setup message was read and checked: the connection is up.
+    Done(ShmConnection),
+    /// Nothing from the peer yet: step again once the socket polls readable, or once the
+    /// deadline has passed (to fail it).
+    Waiting(ShmHandshake),
+}
+
+impl ShmHandshake {
+    /// Reads the peer's setup message if it has come, without waiting. A message that arrives
+    /// in pieces is refused (a peer sends its 32 bytes and two descriptors with one
+    /// `sendmsg`, which a Unix stream socket delivers whole), as is one that breaks the setup
+    /// rules; a peer that closed fails the step too.
+    pub fn step(self) -> Result<ShmStep, TransportError> {
+        let mut theirs = [0u8; HELLO_LEN];
+        match sys::recv_fds(&self.half.sock, &mut theirs, 2) {
+            Ok(fds) => self.half.finish(&theirs, fds).map(ShmStep::Done),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if Instant::now() >= self.deadline {
+                    Err(setup_timed_out("recvmsg(SCM_RIGHTS)"))
+                } else {
+                    Ok(ShmStep::Waiting(self))
+                }
+            }
+            Err(e) => Err(TransportError::io("recvmsg(SCM_RIGHTS)", e)),
+        }
+    }
+
+    /// When the setup must be done by.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+/// The handshake's Unix socket: readable when the peer's setup message (or its close) came.
+impl AsFd for ShmHandshake {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.half.sock.as_fd()
+    }
+}
+
+/// One side's half of the setup: its control area, doorbell and setup message, sent.
+#[derive(Debug)]
+struct Half {
+    sock: UnixStream,
+    pool: Pool,
+    control: BufMut,
+    doorbell: OwnedFd,
+    credits: u32,
+    config: ShmConfig,
+}
+
+impl Half {
+    /// Checks the settings, makes this side's control area and doorbell and sends the setup
+    /// message (with the pool's memfd and the doorbell).
+    fn start(sock: UnixStream, pool: &Pool, config: &ShmConfig) -> Result<Half, TransportError> {
+        let Some(memfd) = pool.memfd() else {
+            return Err(TransportError::Config(
+                "the shared-memory transport needs a shared pool".into(),
+            ));
+        };
+        if config.block_size < BLOCK_ALIGN || config.block_size > pool.max_class() {
+            return Err(TransportError::Config(format!(
+                "block_size must be between {BLOCK_ALIGN} and the pool's largest buffer ({})",
+                pool.max_class()
+            )));
+        }
+        let mut control = pool.alloc(control_len(RING))?;
+        control.capacity_mut().fill(0);
+        control.set_len(control_len(RING));
+        let control_offset = pool.offset_of(&control).expect("pool memory");
+        let doorbell = sys::eventfd().map_err(|e| TransportError::io("eventfd", e))?;
+        let credits = config.credits.clamp(1, (RING / 2) as u32);
+
+        let mut hello = [0u8; HELLO_LEN];
+        hello[..8].copy_from_slice(&MAGIC);
+        hello[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        hello[12..16].copy_from_slice(&credits.to_le_bytes());
+        hello[16..24].copy_from_slice(&(control_offset as u64).to_le_bytes());
+        hello[24..28].copy_from_slice(&(RING as u32).to_le_bytes());
+        hello[28..32].copy_from_slice(&u32::from(config.never_sleep).to_le_bytes());
+        // 32 bytes into a new socket's empty buffer: a non-blocking send takes them whole.
+        sys::send_fds(&sock, &hello, &[memfd, doorbell.as_fd()])
+            .map_err(|e| setup_io("sendmsg(SCM_RIGHTS)", e))?;
+        Ok(Half {
+            sock,
+            pool: pool.clone(),
+            control,
+            doorbell,
+            credits,
+            config: config.clone(),
+        })
+    }
+
+    /// Checks the peer's setup message and descriptors, maps its memory and makes the
+    /// connection.
+    fn finish(
+        self,
+        theirs: &[u8; HELLO_LEN],
+        mut fds: Vec<OwnedFd>,
+    ) -> Result<ShmConnection, TransportError> {
+        let Half {
+            sock,
+            pool,
+            control,
+            doorbell,
+            credits,
+            config,
+        } = self;
+        let bad =
+            |what: &'static str| TransportError::Config(format!("bad setup message from the peer: {what}"));
+        if theirs[..8] != MAGIC {
+            return Err(bad("not a Ferry shared-memory peer"));
+        }
+        let word = |i: usize| u32::from_le_bytes(theirs[i..i + 4].try_into().expect("4 bytes"));
+        if word(8) != VERSION {
+            return Err(bad("unsupported version"));
+        }
+        if word(24) != RING as u32 {
+            return Err(bad("ring size differs"));
+        }
+        if fds.len() != 2 {
+            return Err(bad("expected a memfd and an eventfd"));
+        }
+        let peer_doorbell = fds.pop().expect("two");
+        sys::adopt_doorbell(&peer_doorbell).map_err(|e| TransportError::io("the peer's doorbell", e))?;
+        let peer_memfd = fds.pop().expect("two");
+        let peer = Mapping::map_readonly(peer_memfd.as_fd())
+            .map_err(|e| TransportError::io("mmap of the peer's memfd", e))?;
+        drop(peer_memfd);
+        let peer_control = u64::from_le_bytes(theirs[16..24].try_into().expect("8 bytes"));
+        let peer_control = usize::try_from(peer_control).map_err(|_| bad("control area offset"))?;
+        let mem = Memory {
+            control,
+            peer: Rc::new(peer),
+        };
+        let setup = Setup {
+            block_size: config.block_size,
+            block_messages: config.block_messages.max(1),
+            credits: credits.min(word(12).max(1)),
+            ring: RING,
+            peer_control,
+            // Any other bit is read as "may sleep": the safe side.
+            peer_never_sleeps: word(28) == NEVER_SLEEPS,
+        };
+        let core = Endpoint::new(&pool, setup, &mem)?;
+        sock.set_nonblocking(true)
+            .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
+        Ok(ShmConnection {
+            sock,
+            mem,
+            core,
+            doorbell,
+            peer_doorbell,
+            spin: if config.never_sleep {
+                Duration::MAX
+            } else {
+                config.spin
+            },
+            never_sleep: config.never_sleep,
+            spins: 0,
+            idle_polls: 0,
+            nonblocking: false,
+        })
     }
 }
 
@@ -366,95 +574,18 @@ impl ShmConnection {
         ShmConnection::handshake(sock, pool, config)
     }
 
+    /// The setup exchange on a blocking socket, waiting at most
+    /// [`ShmConfig::handshake_timeout`] for the peer (a peer that connects and says nothing
+    /// must not hold `accept` for ever).
     fn handshake(sock: UnixStream, pool: &Pool, config: &ShmConfig) -> Result<ShmConnection, TransportError> {
-        let Some(memfd) = pool.memfd() else {
-            return Err(TransportError::Config(
-                "the shared-memory transport needs a shared pool".into(),
-            ));
-        };
-        if config.block_size < BLOCK_ALIGN || config.block_size > pool.max_class() {
-            return Err(TransportError::Config(format!(
-                "block_size must be between {BLOCK_ALIGN} and the pool's largest buffer ({})",
-                pool.max_class()
-            )));
-        }
-        let mut control = pool.alloc(control_len(RING))?;
-        control.capacity_mut().fill(0);
-        control.set_len(control_len(RING));
-        let control_offset = pool.offset_of(&control).expect("pool memory");
-        let doorbell = sys::eventfd().map_err(|e| TransportError::io("eventfd", e))?;
-        let credits = config.credits.clamp(1, (RING / 2) as u32);
-
-        let mut hello = [0u8; HELLO_LEN];
-        hello[..8].copy_from_slice(&MAGIC);
-        hello[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        hello[12..16].copy_from_slice(&credits.to_le_bytes());
-        hello[16..24].copy_from_slice(&(control_offset as u64).to_le_bytes());
-        hello[24..28].copy_from_slice(&(RING as u32).to_le_bytes());
-        hello[28..32].copy_from_slice(&u32::from(config.never_sleep).to_le_bytes());
-        // A peer that connects and says nothing must not hold `accept` for ever.
-        sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-            .and_then(|()| sock.set_write_timeout(Some(HANDSHAKE_TIMEOUT)))
+        sock.set_read_timeout(Some(config.handshake_timeout))
+            .and_then(|()| sock.set_write_timeout(Some(config.handshake_timeout)))
             .map_err(|e| TransportError::io("setsockopt(SO_RCVTIMEO)", e))?;
-        sys::send_fds(&sock, &hello, &[memfd, doorbell.as_fd()])
-            .map_err(|e| setup_io("sendmsg(SCM_RIGHTS)", e))?;
+        let half = Half::start(sock, pool, config)?;
         let mut theirs = [0u8; HELLO_LEN];
-        let mut fds = sys::recv_fds(&sock, &mut theirs, 2).map_err(|e| setup_io("recvmsg(SCM_RIGHTS)", e))?;
-        let bad =
-            |what: &'static str| TransportError::Config(format!("bad setup message from the peer: {what}"));
-        if theirs[..8] != MAGIC {
-            return Err(bad("not a Ferry shared-memory peer"));
-        }
-        let word = |i: usize| u32::from_le_bytes(theirs[i..i + 4].try_into().expect("4 bytes"));
-        if word(8) != VERSION {
-            return Err(bad("unsupported version"));
-        }
-        if word(24) != RING as u32 {
-            return Err(bad("ring size differs"));
-        }
-        if fds.len() != 2 {
-            return Err(bad("expected a memfd and an eventfd"));
-        }
-        let peer_doorbell = fds.pop().expect("two");
-        sys::adopt_doorbell(&peer_doorbell).map_err(|e| TransportError::io("the peer's doorbell", e))?;
-        let peer_memfd = fds.pop().expect("two");
-        let peer = Mapping::map_readonly(peer_memfd.as_fd())
-            .map_err(|e| TransportError::io("mmap of the peer's memfd", e))?;
-        drop(peer_memfd);
-        let peer_control = u64::from_le_bytes(theirs[16..24].try_into().expect("8 bytes"));
-        let peer_control = usize::try_from(peer_control).map_err(|_| bad("control area offset"))?;
-        let mem = Memory {
-            control,
-            peer: Rc::new(peer),
-        };
-        let setup = Setup {
-            block_size: config.block_size,
-            block_messages: config.block_messages.max(1),
-            credits: credits.min(word(12).max(1)),
-            ring: RING,
-            peer_control,
-            // Any other bit is read as "may sleep": the safe side.
-            peer_never_sleeps: word(28) == NEVER_SLEEPS,
-        };
-        let core = Endpoint::new(pool, setup, &mem)?;
-        sock.set_nonblocking(true)
-            .map_err(|e| TransportError::io("fcntl(O_NONBLOCK)", e))?;
-        Ok(ShmConnection {
-            sock,
-            mem,
-            core,
-            doorbell,
-            peer_doorbell,
-            spin: if config.never_sleep {
-                Duration::MAX
-            } else {
-                config.spin
-            },
-            never_sleep: config.never_sleep,
-            spins: 0,
-            idle_polls: 0,
-            nonblocking: false,
-        })
+        let fds =
+            sys::recv_fds(&half.sock, &mut theirs, 2).map_err(|e| setup_io("recvmsg(SCM_RIGHTS)", e))?;
+        half.finish(&theirs, fds)
     }
 
     /// The pool this connection sends from: build values in it to send them with no copy.
@@ -940,7 +1071,7 @@ mod tests {
     use ferry_testkit::{DEADLINE, shared_pool, within};
     use ferry_transport::{Meta, Payload, TransportError};
 
-    use super::{ShmConfig, ShmConnection, ShmListener};
+    use super::{ShmConfig, ShmConnection, ShmHandshake, ShmListener, ShmStep};
     use crate::sys;
 
     /// Whether `listener` polls readable (a peer waits to be accepted) within `timeout_ms`:
@@ -948,6 +1079,18 @@ mod tests {
     fn readable(listener: &ShmListener, timeout_ms: i32) -> bool {
         let never = sys::eventfd().unwrap();
         sys::wait(never.as_fd(), listener.as_fd(), timeout_ms).unwrap()
+    }
+
+    /// Steps `handshake` each time its socket polls readable until the connection is up.
+    fn complete(mut handshake: ShmHandshake) -> ShmConnection {
+        let never = sys::eventfd().unwrap();
+        loop {
+            handshake = match handshake.step().unwrap() {
+                ShmStep::Done(conn) => return conn,
+                ShmStep::Waiting(h) => h,
+            };
+            sys::wait(never.as_fd(), handshake.as_fd(), DEADLINE.as_millis() as i32).unwrap();
+        }
     }
 
     /// A peer on its own thread: connects, sends `hello`, expects `world` back, acknowledges
@@ -977,6 +1120,77 @@ mod tests {
         conn.wait_idle().unwrap();
     }
 
+    /// Regression (issue 28): a peer that connects and says nothing, or says too little, or
+    /// closes, costs the accepting side a handshake, never a wait. `try_accept` and `step`
+    /// return while it is silent (a wait here would be the old 10 s one, past the test's
+    /// watchdog); the step past the deadline fails `TimedOut`; a partial setup message or a
+    /// close fails the step at once; the listener keeps accepting good peers meanwhile.
+    #[test]
+    fn a_silent_peer_costs_a_handshake_not_a_wait() {
+        use std::io::Write;
+        use std::os::unix::net::UnixStream;
+        within("silent peers", || {
+            let pool = shared_pool();
+            let listener = ShmListener::bind(
+                std::env::temp_dir().join(format!("ferry-shm-unit-{}-silent.sock", std::process::id())),
+            )
+            .unwrap();
+            let long = ShmConfig::default();
+            let silent = UnixStream::connect(listener.path()).unwrap();
+            let waiting = listener
+                .try_accept(|| Ok(pool.clone()), &long)
+                .unwrap()
+                .expect("the silent peer");
+            let waiting = match waiting.step().unwrap() {
+                ShmStep::Waiting(h) => h,
+                ShmStep::Done(_) => panic!("set up with a peer that said nothing"),
+            };
+            // A good peer is served while the silent one waits.
+            let good = peer(listener.path().to_path_buf());
+            assert!(readable(&listener, DEADLINE.as_millis() as i32));
+            serve(complete(
+                listener.try_accept(|| Ok(pool.clone()), &long).unwrap().unwrap(),
+            ));
+            good.join().unwrap();
+            drop(waiting);
+
+            // Past the deadline (zero here) the step names the timeout.
+            let expired = ShmConfig {
+                handshake_timeout: Duration::ZERO,
+                ..ShmConfig::default()
+            };
+            let _silent2 = UnixStream::connect(listener.path()).unwrap();
+            let h = listener
+                .try_accept(|| Ok(pool.clone()), &expired)
+                .unwrap()
+                .unwrap();
+            match h.step() {
+                Err(TransportError::Io { source, .. }) => {
+                    assert_eq!(source.kind(), std::io::ErrorKind::TimedOut, "{source}")
+                }
+                other => panic!("expected a timeout, got {other:?}"),
+            }
+
+            // Half a setup message, then a close: each fails its step, with no wait.
+            let mut partial = UnixStream::connect(listener.path()).unwrap();
+            let h = listener.try_accept(|| Ok(pool.clone()), &long).unwrap().unwrap();
+            partial.write_all(b"FERRY").unwrap();
+            sys::wait(
+                sys::eventfd().unwrap().as_fd(),
+                h.as_fd(),
+                DEADLINE.as_millis() as i32,
+            )
+            .unwrap();
+            assert!(h.step().is_err(), "a partial setup message is refused");
+            let closing = UnixStream::connect(listener.path()).unwrap();
+            let h = listener.try_accept(|| Ok(pool.clone()), &long).unwrap().unwrap();
+            drop(closing);
+            assert!(h.step().is_err(), "a peer that closed fails the setup");
+            drop(silent);
+            assert_eq!(pool.stats().buffers_outstanding(), 0, "every control area back");
+        });
+    }
+
     /// A poll loop's accept: with nobody waiting the listening socket does not poll readable
     /// and `try_accept` returns `None`; a peer that connects makes it readable and
     /// `try_accept` returns a working connection; then nobody again. A blocking `accept`
@@ -1003,11 +1217,11 @@ mod tests {
                 readable(&listener, DEADLINE.as_millis() as i32),
                 "a connecting peer makes the listener readable"
             );
-            let conn = listener
+            let handshake = listener
                 .try_accept(|| Ok(pool.clone()), &config)
                 .unwrap()
                 .expect("the peer that made it readable");
-            serve(conn);
+            serve(complete(handshake));
             first.join().unwrap();
             assert!(!readable(&listener, 0));
             assert!(listener.try_accept(no_pool, &config).unwrap().is_none());

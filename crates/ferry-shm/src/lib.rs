@@ -38,7 +38,9 @@
 //!   announces the wait, so the next publication rings it. A loop that busy-polls calls
 //!   [`ShmConnection::poll_recv`], which never announces it, so the peer never rings. The
 //!   same loop accepts connections: [`ShmListener`]'s socket polls readable when a peer
-//!   waits, and [`ShmListener::try_accept`] takes it.
+//!   waits, and [`ShmListener::try_accept`] takes it, returning a [`ShmHandshake`] that the
+//!   loop steps when its socket polls readable (the setup is a state, bounded by
+//!   [`ShmConfig::handshake_timeout`]: a peer that says nothing never holds the loop).
 //! - **Untrusted peer:** the peer's memfd must be sealed against shrinking (else a truncation
 //!   would make reads fault) and its doorbell must be an eventfd (made non-blocking); every ring
 //!   entry, preamble and header is copied out of shared memory once and then validated against
@@ -68,4 +70,7 @@ mod sys;
 #[cfg(test)]
 mod tests;
 
-pub use conn::{ShmConfig, ShmConnection, ShmFrame, ShmListener, ShmStats};
+pub use conn::{
+    DEFAULT_HANDSHAKE_TIMEOUT, ShmConfig, ShmConnection, ShmFrame, ShmHandshake, ShmListener, ShmStats,
+    ShmStep,
+};

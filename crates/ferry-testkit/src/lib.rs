@@ -5,7 +5,8 @@
 //! a printed reason when missing unless `FERRY_REQUIRE_TOOLS=1`, run under a hang guard), and
 //! [`assert_encoders_agree`] (a generated encoder against the generic visitor path), and a busy
 //! machine on demand ([`BusyLoops`]) with [`wait_until`], the wait a fixed sleep stands for, and
-//! the kernel's view of TCP sockets ([`tcp_sockets`]) for conditions only a socket shows.
+//! the kernel's view of TCP sockets ([`tcp_sockets`]) for conditions only a socket shows, and
+//! what hostile-load tests measure ([`load`]: latencies, resident memory, open descriptors).
 //!
 //! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
 //! that file.
@@ -15,6 +16,7 @@
 mod busy;
 mod child;
 mod encoders;
+pub mod load;
 mod scratch;
 mod sockets;
 pub mod tools;

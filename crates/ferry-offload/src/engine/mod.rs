@@ -24,14 +24,21 @@
 //!
 //! TLS ([`EngineConfig::tls`], `tls.rs`): each accepted connection's handshake is a local task
 //! bounded by the handshake timeout, and tonic serves the connections whose handshake finished.
+//!
+//! Limits ([`EngineConfig::connections`], `limits.rs`): every accepted connection is counted
+//! against [`GatewayLimits::max_connections`] (over it, closed at once) and closed once idle
+//! past [`GatewayLimits::idle_timeout`]; HTTP/2's streams, header block and windows are set
+//! explicitly. [`Engine::connections`] counts what was closed at each.
 
 mod grpc;
+mod limits;
 mod sessions;
 mod streams;
 mod tls;
 
 pub use ferry::net::tls::{DEFAULT_HANDSHAKE_TIMEOUT, TlsServer};
 pub use grpc::RawCodec;
+pub use limits::{ConnStats, GatewayLimits};
 pub use tls::server_from_files as tls_from_files;
 
 use std::net::SocketAddr;
@@ -80,6 +87,9 @@ pub struct EngineConfig {
     /// TLS for gRPC clients ([`tls_from_files`]; its `handshake_timeout` bounds each
     /// handshake, [`DEFAULT_HANDSHAKE_TIMEOUT`] unless set); `None`, the default: plaintext.
     pub tls: Option<TlsServer>,
+    /// Limits on the gRPC connections: how many, how long idle, HTTP/2's streams, headers and
+    /// windows (see [`GatewayLimits`] for every limit).
+    pub connections: GatewayLimits,
 }
 
 impl EngineConfig {
@@ -101,6 +111,7 @@ impl EngineConfig {
             heartbeat: Duration::from_secs(1),
             queue: 4096,
             tls: None,
+            connections: GatewayLimits::default(),
         }
     }
 }
@@ -154,6 +165,7 @@ pub enum EngineError {
 #[derive(Debug)]
 pub struct Engine {
     addr: SocketAddr,
+    counters: Arc<limits::Counters>,
     ready: std::sync::mpsc::Receiver<()>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<Result<(), EngineError>>>,
@@ -172,6 +184,8 @@ impl Engine {
         let (calls, calls_rx) = mpsc::channel(config.queue.max(1));
         let (ready_tx, ready) = std::sync::mpsc::channel();
         let (stop, stop_rx) = oneshot::channel();
+        let counters = Arc::new(limits::Counters::default());
+        let shared = Arc::clone(&counters);
         let thread = std::thread::Builder::new()
             .name("ferry-gateway".into())
             .spawn(move || {
@@ -184,11 +198,13 @@ impl Engine {
                     .build()
                     .map_err(EngineError::Thread)?;
                 let local = tokio::task::LocalSet::new();
-                local.block_on(&rt, run(config, listener, calls, calls_rx, ready_tx, stop_rx))
+                let channels = (calls, calls_rx, ready_tx, stop_rx);
+                local.block_on(&rt, run(config, listener, shared, channels))
             })
             .map_err(EngineError::Thread)?;
         Ok(Engine {
             addr,
+            counters,
             ready,
             stop: Some(stop),
             thread: Some(thread),
@@ -198,6 +214,11 @@ impl Engine {
     /// Where gRPC clients connect.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Its gRPC connections so far: open, and closed at a limit.
+    pub fn connections(&self) -> ConnStats {
+        self.counters.snapshot()
     }
 
     /// Waits until the engine has the host's table and serves gRPC (at most `timeout`).
@@ -253,10 +274,13 @@ impl Drop for Engine {
 async fn run(
     config: EngineConfig,
     listener: std::net::TcpListener,
-    calls: mpsc::Sender<sessions::Call>,
-    calls_rx: mpsc::Receiver<sessions::Call>,
-    ready: std::sync::mpsc::Sender<()>,
-    mut stop: oneshot::Receiver<()>,
+    counters: Arc<limits::Counters>,
+    (calls, calls_rx, ready, mut stop): (
+        mpsc::Sender<sessions::Call>,
+        mpsc::Receiver<sessions::Call>,
+        std::sync::mpsc::Sender<()>,
+        oneshot::Receiver<()>,
+    ),
 ) -> Result<(), EngineError> {
     let (first, table) = tokio::select! {
         pair = sessions::first_table(&config) => pair,
@@ -301,14 +325,27 @@ async fn run(
         let _ = stop.await;
     };
     let _ = ready.send(());
+    let limits = config.connections;
     match &config.tls {
-        Some(tls) => serve(routes, tls::incoming(listener, tls), stop).await,
+        Some(tls) => {
+            serve(
+                routes,
+                &limits,
+                tls::incoming(listener, tls, counters, limits),
+                stop,
+            )
+            .await
+        }
         None => {
             // Nagle's algorithm would hold small answers back (tonic sets TCP_NODELAY only on
-            // listeners it binds itself).
-            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener)
-                .map(|s| s.and_then(|s| s.set_nodelay(true).map(|()| s)));
-            serve(routes, incoming, stop).await
+            // listeners it binds itself). A connection over the limit is dropped here.
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener).filter_map(move |s| {
+                match s.and_then(|s| s.set_nodelay(true).map(|()| s)) {
+                    Ok(s) => counters.admit(s, &limits).map(Ok),
+                    Err(e) => Some(Err(e)),
+                }
+            });
+            serve(routes, &limits, incoming, stop).await
         }
     }
 }
@@ -316,6 +353,7 @@ async fn run(
 /// tonic's HTTP/2 server on `incoming` (plaintext or TLS streams) until `stop`.
 async fn serve<IO>(
     routes: tonic::service::Routes,
+    limits: &GatewayLimits,
     incoming: impl tokio_stream::Stream<Item = std::io::Result<IO>>,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), EngineError>
@@ -328,6 +366,10 @@ where
         + 'static,
 {
     tonic::transport::Server::builder()
+        .max_concurrent_streams(limits.max_concurrent_streams)
+        .http2_max_header_list_size(limits.max_header_list_size)
+        .initial_stream_window_size(limits.stream_window)
+        .initial_connection_window_size(limits.connection_window)
         .serve_with_incoming_shutdown(routes, incoming, stop)
         .await
         .map_err(|e| EngineError::Serve(e.to_string()))

@@ -17,7 +17,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::server::TlsStream;
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use super::EngineError;
+use super::limits::{Counters, GatewayLimits, Limited};
 
 /// The HTTP/2 ALPN id: grpc-go refuses a TLS server that does not agree on it.
 const ALPN_H2: &[u8] = b"h2";
@@ -51,7 +54,9 @@ pub fn server_from_files(
 pub(super) fn incoming(
     listener: TcpListener,
     tls: &TlsServer,
-) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<TlsStream<TcpStream>>> {
+    counters: Arc<Counters>,
+    limits: GatewayLimits,
+) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<TlsStream<Limited<TcpStream>>>> {
     let mut config = (*tls.config).clone();
     config.alpn_protocols = vec![ALPN_H2.to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
@@ -73,19 +78,33 @@ pub(super) fn incoming(
                     continue;
                 }
             };
-            let (acceptor, done) = (acceptor.clone(), done.clone());
+            // Over the limit: closed before any handshake.
+            let Some(tcp) = counters.admit(tcp, &limits) else {
+                continue;
+            };
+            let (acceptor, done, counters) = (acceptor.clone(), done.clone(), Arc::clone(&counters));
             tokio::task::spawn_local(async move {
-                match tokio::time::timeout(timeout, acceptor.accept(tcp)).await {
+                // Held here, not by the timeout: a failed handshake's socket closes after it
+                // is counted, so a peer that sees the close sees the count.
+                let accept = acceptor.accept(tcp);
+                tokio::pin!(accept);
+                match tokio::time::timeout(timeout, &mut accept).await {
                     Ok(Ok(stream)) => {
                         let _ = done.send(Ok(stream)).await;
                     }
-                    Ok(Err(e)) => eprintln!(
-                        "ferry gateway: a TLS connection failed its handshake: {}",
-                        cause(&e)
-                    ),
-                    Err(_) => eprintln!(
-                        "ferry gateway: a TLS connection did not finish its handshake within {timeout:?}"
-                    ),
+                    Ok(Err(e)) => {
+                        counters.handshake_failures.fetch_add(1, Relaxed);
+                        eprintln!(
+                            "ferry gateway: a TLS connection failed its handshake: {}",
+                            cause(&e)
+                        )
+                    }
+                    Err(_) => {
+                        counters.handshake_timeouts.fetch_add(1, Relaxed);
+                        eprintln!(
+                            "ferry gateway: a TLS connection did not finish its handshake within {timeout:?}"
+                        )
+                    }
                 }
             });
         }

@@ -6,11 +6,12 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ferry_transport::Meta;
+use ferry_transport::{Meta, TransportError};
 
 use super::session::Role;
 use super::streams::Served;
 use super::{Continuation, EventLoop};
+use crate::Closed;
 use crate::conn::TransportKind;
 use crate::service::Encoded;
 use crate::session::Outcome;
@@ -22,15 +23,30 @@ impl EventLoop {
         let mut due: Vec<(Continuation, Status)> = Vec::new();
         let mut out: Vec<(Meta, Encoded)> = Vec::new();
         let mut streams: Vec<Served> = Vec::new();
+        let idle = self.config.connections.idle_timeout;
         for slot in &mut self.slots {
             let Some(s) = &mut slot.session else { continue };
             // A TLS handshake past its deadline: the step names the timeout, and the session
-            // is removed with the dead ones. The peer cost its slot, never the loop's time.
+            // is removed with the dead ones (counted there). The peer cost its slot, never the
+            // loop's time.
             if s.conn.handshake_deadline().is_some_and(|d| d <= now) {
                 if let Err(e) = s.conn.handshake_step() {
                     s.fail(e);
                 }
                 continue;
+            }
+            if let (Some(idle), Role::Server(_)) = (idle, &s.role) {
+                if s.dead.is_none() && s.busy() == 0 && now.saturating_duration_since(s.last_frame) >= idle {
+                    self.services.metrics().closed(Closed::Idle);
+                    s.fail(TransportError::Io {
+                        op: "idle",
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("no frame for {idle:?} (ConnLimits::idle_timeout)"),
+                        ),
+                    });
+                    continue;
+                }
             }
             match &mut s.role {
                 Role::Server(server) => {
@@ -106,6 +122,9 @@ impl EventLoop {
                     // server logs a failed handshake.
                     if ferry_net::TlsError::of(&why).is_some() {
                         eprintln!("ferry-rpc: a TLS session failed: {why}");
+                    }
+                    if s.conn.handshake_deadline().is_some() {
+                        self.services.metrics().closed(crate::limits::handshake_end(&why));
                     }
                     self.services.metrics().sessions(s.conn.kind()).dec();
                     server.core.lost();

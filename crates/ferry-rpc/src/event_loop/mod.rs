@@ -36,14 +36,15 @@ use ferry_buf::{Pool, PoolConfig};
 use ferry_transport::TransportError;
 use ferry_wire::{Context, Limits};
 
-use crate::Addr;
-use crate::conn::{Conn, ConnConfig, Listener, TransportKind};
+use crate::conn::{Accepted, Conn, ConnConfig, Listener, TransportKind};
+use crate::metrics::Admitted;
 use crate::service::Incoming;
 use crate::services::Services;
 use crate::session::{ClientConfig, ServerConfig};
 use crate::status::Status;
 use crate::sys::Waker;
 use crate::workers::Done;
+use crate::{Addr, ConnLimits};
 
 pub use streams::{StreamHandler, StreamOut, Unsent};
 
@@ -74,6 +75,9 @@ pub struct LoopConfig {
     pub frames_per_turn: usize,
     /// A `tracing` span per request (off by default: it costs on the hot path).
     pub tracing: bool,
+    /// Limits on the connections served: how many, how long idle (see [`ConnLimits`] for
+    /// every limit and where the others are set).
+    pub connections: ConnLimits,
 }
 
 impl Default for LoopConfig {
@@ -87,6 +91,7 @@ impl Default for LoopConfig {
             spin: Duration::from_micros(100),
             frames_per_turn: 32,
             tracing: false,
+            connections: ConnLimits::default(),
         }
     }
 }
@@ -111,6 +116,13 @@ pub struct LoopSession {
 struct Slot {
     generation: u32,
     session: Option<Session>,
+}
+
+/// A shared-memory peer accepted whose setup message has not come: polled for readability
+/// and stepped, dropped past its deadline. It holds its place under the connection limit.
+struct Setup {
+    accepted: Accepted,
+    admitted: Admitted,
 }
 
 /// Counters of one loop.
@@ -172,6 +184,8 @@ pub struct EventLoop {
     draining: bool,
     /// Open TCP sessions (their readiness needs `poll(2)` on every turn).
     tcp_sessions: usize,
+    /// Shared-memory setups in progress (their sockets are polled on every turn too).
+    setups: Vec<Setup>,
     last_work: Instant,
     stats: LoopStats,
 }
@@ -213,6 +227,7 @@ impl EventLoop {
             outstanding: 0,
             draining: false,
             tcp_sessions: 0,
+            setups: Vec::new(),
             last_work: Instant::now(),
             stats: LoopStats::default(),
         })
@@ -308,13 +323,15 @@ impl EventLoop {
         // While busy-polling shared memory alone, the system call that looks at the listeners
         // and the waker is made only every 64th turn: shared-memory sessions are read from
         // memory, background answers from their queue.
-        let ready = if sleep || self.tcp_sessions > 0 || self.stats.turns % 64 == 0 {
+        let ready = if sleep || self.tcp_sessions > 0 || !self.setups.is_empty() || self.stats.turns % 64 == 0
+        {
             self.poll(timeout, sleep && !work)
         } else {
             Ready::default()
         };
         let now = Instant::now();
         work |= self.accept(&ready);
+        work |= self.step_setups(&ready, now);
         work |= self.read(&ready, now);
         work |= self.completions(now);
         work |= self.expire(now);
@@ -337,7 +354,13 @@ impl EventLoop {
         work
     }
 
-    fn insert(&mut self, mut conn: Conn, role: Role) -> SessionId {
+    fn insert(&mut self, conn: Conn, role: Role) -> SessionId {
+        self.insert_admitted(conn, role, None)
+    }
+
+    /// Inserts a session holding `admitted`, its place under the connection limit (a served
+    /// one's), until it is removed.
+    fn insert_admitted(&mut self, mut conn: Conn, role: Role, admitted: Option<Admitted>) -> SessionId {
         conn.set_nonblocking(true);
         let ctx = self.config.conn.context(&conn, &self.pool);
         if matches!(role, Role::Server(_)) {
@@ -355,6 +378,8 @@ impl EventLoop {
             dirty: false,
             dead: None,
             readable: false,
+            last_frame: Instant::now(),
+            _admitted: admitted,
         };
         let index = match self.free.pop() {
             Some(i) => i,

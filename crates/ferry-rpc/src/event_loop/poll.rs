@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use ferry_transport::{Received, Transport, TransportError};
 use rustix::event::{PollFd, PollFlags};
 
-use super::EventLoop;
 use super::session::{Role, ServerSide};
+use super::{EventLoop, Setup};
+use crate::conn::Accepted;
 use crate::conn::{Frame, TransportKind};
 use crate::session::{ClientEvent, Event};
 
@@ -28,6 +29,11 @@ impl EventLoop {
             if !s.backlog.is_empty() && s.conn.kind() == TransportKind::Shm {
                 // Credits come back as acknowledgements; look again soon.
                 t = t.min(Duration::from_millis(1));
+            }
+        }
+        for setup in &self.setups {
+            if let Some(at) = setup.accepted.deadline() {
+                t = t.min(at.saturating_duration_since(now));
             }
         }
         t
@@ -70,6 +76,10 @@ impl EventLoop {
             fds.push(PollFd::new(&**l, PollFlags::IN));
             who.push(Who::Listener(i));
         }
+        for (i, setup) in self.setups.iter().enumerate() {
+            fds.push(PollFd::new(&setup.accepted, PollFlags::IN));
+            who.push(Who::Setup(i));
+        }
         for (i, slot) in self.slots.iter_mut().enumerate() {
             let Some(s) = &mut slot.session else { continue };
             let shm = s.conn.kind() == TransportKind::Shm;
@@ -105,6 +115,7 @@ impl EventLoop {
                 match *w {
                     Who::Waker => {}
                     Who::Listener(i) => ready.listeners.push(i),
+                    Who::Setup(i) => ready.setups.push(i),
                     Who::Session(i) => ready.sessions.push(i),
                 }
             }
@@ -115,29 +126,45 @@ impl EventLoop {
         ready
     }
 
+    /// Accepts what waits on the ready listeners, each under the connection limit: over it, a
+    /// peer is accepted and closed at once (counted). A shared-memory peer becomes a setup,
+    /// stepped when its socket polls readable ([`step_setups`](Self::step_setups)).
     pub(super) fn accept(&mut self, ready: &Ready) -> bool {
         let mut work = false;
+        let max = self.config.connections.max_connections;
         for &i in &ready.listeners {
             let Some(listener) = self.listeners.get(i).cloned() else {
                 continue;
             };
             loop {
+                let Some(admitted) = self.services.metrics().admit(max) else {
+                    match listener.try_refuse() {
+                        Ok(true) => {
+                            work = true;
+                            self.services.metrics().closed(crate::Closed::Limit);
+                            continue;
+                        }
+                        Ok(false) | Err(_) => break,
+                    }
+                };
                 match listener.try_accept(&self.pool, &self.config.conn) {
-                    Ok(Some(conn)) => {
+                    Ok(Some(Accepted::Conn(conn))) => {
                         work = true;
                         self.stats.accepted += 1;
-                        self.insert(
+                        self.insert_admitted(
                             conn,
-                            Role::Server(ServerSide {
-                                core: crate::session::Server::new(self.config.server.clone()),
-                                background: Default::default(),
-                                streams: Default::default(),
-                            }),
+                            Role::Server(ServerSide::new(&self.config)),
+                            Some(admitted),
                         );
                     }
+                    Ok(Some(accepted)) => {
+                        work = true;
+                        self.stats.accepted += 1;
+                        self.setups.push(Setup { accepted, admitted });
+                    }
                     Ok(None) => break,
-                    // A peer that fails its handshake costs its own connection only; the
-                    // reason is logged, since the peer sees only a closed socket.
+                    // A peer whose connection cannot be set up costs its own connection only;
+                    // the reason is logged, since the peer sees only a closed socket.
                     Err(e) => {
                         let at = listener
                             .local_addr()
@@ -145,6 +172,37 @@ impl EventLoop {
                         eprintln!("ferry-rpc: a connection on {at} failed its setup: {e}");
                         break;
                     }
+                }
+            }
+        }
+        work
+    }
+
+    /// Steps the shared-memory setups whose sockets polled readable or whose deadline passed:
+    /// done, a session; failed or late, closed and counted. A peer that says nothing costs its
+    /// setup's place, never the loop's time.
+    pub(super) fn step_setups(&mut self, ready: &Ready, now: Instant) -> bool {
+        if self.setups.is_empty() {
+            return false;
+        }
+        let mut work = false;
+        let setups = std::mem::take(&mut self.setups);
+        for (i, setup) in setups.into_iter().enumerate() {
+            let due = setup.accepted.deadline().is_some_and(|d| d <= now);
+            if !due && ready.setups.binary_search(&i).is_err() {
+                self.setups.push(setup);
+                continue;
+            }
+            work = true;
+            let Setup { accepted, admitted } = setup;
+            match accepted.step() {
+                Ok(Ok(conn)) => {
+                    self.insert_admitted(conn, Role::Server(ServerSide::new(&self.config)), Some(admitted));
+                }
+                Ok(Err(accepted)) => self.setups.push(Setup { accepted, admitted }),
+                Err(e) => {
+                    self.stats.closed += 1;
+                    self.services.metrics().closed(crate::limits::handshake_end(&e));
                 }
             }
         }
@@ -217,6 +275,7 @@ impl EventLoop {
         let Some(s) = &mut self.slots[i].session else {
             return;
         };
+        s.last_frame = now;
         let meta = frame.meta();
         let raw = if crate::wire::carries_message(meta.flags) {
             None
@@ -250,6 +309,8 @@ impl EventLoop {
 #[derive(Default)]
 pub(super) struct Ready {
     pub(super) listeners: Vec<usize>,
+    /// Shared-memory setups, in increasing order.
+    pub(super) setups: Vec<usize>,
     pub(super) sessions: Vec<usize>,
 }
 
@@ -257,6 +318,7 @@ pub(super) struct Ready {
 enum Who {
     Waker,
     Listener(usize),
+    Setup(usize),
     Session(usize),
 }
 

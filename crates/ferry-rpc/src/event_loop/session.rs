@@ -28,6 +28,17 @@ pub(crate) struct ServerSide {
     pub(crate) streams: IdMap<CallId, Served>,
 }
 
+impl ServerSide {
+    /// A new session's server side, with the loop's settings.
+    pub(crate) fn new(config: &super::LoopConfig) -> ServerSide {
+        ServerSide {
+            core: Server::new(config.server.clone()),
+            background: Default::default(),
+            streams: Default::default(),
+        }
+    }
+}
+
 /// The client side of a session.
 pub(crate) struct ClientSide {
     pub(crate) core: Client,
@@ -57,6 +68,10 @@ pub(crate) struct Session {
     pub(crate) dirty: bool,
     /// The connection failed or the peer left: removed at the end of the turn.
     pub(crate) dead: Option<TransportError>,
+    /// When the last frame came (or the session began): what its idle time counts from.
+    pub(crate) last_frame: std::time::Instant,
+    /// A served session's place under the connection limit, given back with the session.
+    pub(crate) _admitted: Option<crate::metrics::Admitted>,
 }
 
 impl Session {

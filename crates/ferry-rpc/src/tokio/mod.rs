@@ -32,7 +32,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -45,7 +45,7 @@ use ferry_wire::{Context, Limits, Message, Outgoing};
 use crate::metadata::Metadata;
 use crate::service::{Encoded, MethodInfo, ResponseMetadata};
 use crate::status::{Status, invalid_request};
-use crate::{CallId, Conn, Frame, ServicesError};
+use crate::{Accepted, CallId, Conn, Frame, ServicesError};
 
 pub use client::{AsyncChannel, RequestSink, ResponseStream};
 pub use server::{AsyncServer, RequestStream, ResponseSink};
@@ -89,6 +89,33 @@ pub(crate) async fn handshake(
                 .map_err(|e| TransportError::io("epoll_wait", e))?
                 .clear_ready();
         }
+    }
+}
+
+/// Completes a shared-memory setup (at once for any other connection), waiting on its
+/// socket's readiness, never past its deadline (the step after it names the timeout).
+pub(crate) async fn setup(accepted: Accepted) -> Result<Conn, TransportError> {
+    let mut accepted = match accepted.step()? {
+        Ok(conn) => return Ok(conn),
+        Err(waiting) => waiting,
+    };
+    let fd = accepted
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(|fd| register_fd(fd, ::tokio::io::Interest::READABLE))
+        .map_err(|e| TransportError::io("registering a setup with the tokio reactor", e))?;
+    loop {
+        if let Some(deadline) = accepted.deadline() {
+            if let Ok(ready) = ::tokio::time::timeout_at(deadline.into(), fd.readable()).await {
+                ready
+                    .map_err(|e| TransportError::io("epoll_wait", e))?
+                    .clear_ready();
+            }
+        }
+        accepted = match accepted.step()? {
+            Ok(conn) => return Ok(conn),
+            Err(waiting) => waiting,
+        };
     }
 }
 

@@ -262,10 +262,18 @@ impl Accepting {
             };
             loop {
                 match self.listener.try_accept(&shared.pool, &shared.config.conn) {
-                    Ok(Some(conn)) => {
+                    Ok(Some(accepted)) => {
                         let id = shared.next_session.get();
                         shared.next_session.set(id + 1);
-                        sessions.spawn_local(serve(conn, Rc::clone(shared), id));
+                        let shared = Rc::clone(shared);
+                        // A shared-memory setup is the task's first await: a peer that says
+                        // nothing holds its own task only, until the setup's deadline.
+                        sessions.spawn_local(async move {
+                            match super::setup(accepted).await {
+                                Ok(conn) => serve(conn, shared, id).await,
+                                Err(e) => eprintln!("ferry-rpc: a shared-memory peer failed its setup: {e}"),
+                            }
+                        });
                     }
                     // Cleared once a `try_accept` found none: one arriving since sets it again.
                     Ok(None) => {

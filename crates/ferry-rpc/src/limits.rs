@@ -1,0 +1,67 @@
+//! The limits a server holds each connection to, in one place: how many connections, how long
+//! one may idle, and (set where the transport is configured) how long its handshake may take
+//! and how much memory it may hold.
+//!
+//! | limit | where | default | at the edge |
+//! |---|---|---|---|
+//! | connections open at once (over all the server's loops; handshakes included) | [`ConnLimits::max_connections`] | 4096 | the next is accepted and closed at once: `ferry_rpc_connections_closed_total{reason="limit"}` |
+//! | idle time of a served session (no frame, no call in progress) | [`ConnLimits::idle_timeout`] | none | closed: `reason="idle"` |
+//! | TLS handshake | [`TlsServer::handshake_timeout`](ferry_net::TlsServer) | 10 s | closed: `reason="handshake_timeout"` |
+//! | shared-memory setup | [`ShmConfig::handshake_timeout`](ferry_shm::ShmConfig::handshake_timeout) | 10 s | closed: `reason="handshake_timeout"` |
+//! | calls in progress per session | [`ServerConfig::max_in_flight`](crate::session::ServerConfig) | 64 | `RESOURCE_EXHAUSTED`; while answers wait for a client that does not read, no more requests are read (the queued output is bounded by the calls in progress) |
+//! | a frame received (TCP) | [`ferry_net::Config::max_frame_len`] | 8 MiB − 16 | the connection fails (a length prefix past it is refused before its bytes are buffered) |
+//! | receive buffer (TCP) | [`ferry_net::Config::read_buf`] (a larger frame in progress: a buffer of its length) | 256 KiB | at most [`LoopConfig::frames_per_turn`](crate::LoopConfig::frames_per_turn) frames are handled per turn; the rest wait in the kernel |
+//! | unacknowledged blocks (shared memory) | [`ShmConfig::credits`](ferry_shm::ShmConfig::credits) × block size | 256 × 16 KiB | sends wait for acknowledgements |
+//!
+//! Every close of the server's own accord is counted by reason in
+//! [`Metrics::closed_count`](crate::Metrics::closed_count).
+//!
+//! The event-loop [`Server`](crate::Server) applies them all. The tokio driver
+//! ([`AsyncServer`](crate::tokio::AsyncServer)) applies the handshake timeouts (the TLS
+//! handshake and the shared-memory setup are each session task's first await) and the
+//! per-session bounds, not yet [`ConnLimits`]: it has no shared metrics to count in.
+
+use std::time::Duration;
+
+/// Limits on a server's connections (see the module docs for the others).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnLimits {
+    /// Connections open at once over all of a server's loops, shared-memory setups and TLS
+    /// handshakes included (default 4096). One more is accepted and closed at once, before
+    /// any setup (the client sees its connection close: `UNAVAILABLE`), and counted.
+    pub max_connections: usize,
+    /// A served session with no call in progress that has received nothing for this long is
+    /// closed (default `None`: never). Looked at on every turn, and at least every 100 ms
+    /// while the loop sleeps.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for ConnLimits {
+    fn default() -> ConnLimits {
+        ConnLimits {
+            max_connections: 4096,
+            idle_timeout: None,
+        }
+    }
+}
+
+/// Why a handshake that ended in `e` ended: past its deadline (TLS's or shared memory's
+/// timeout), or failed.
+pub(crate) fn handshake_end(e: &ferry_transport::TransportError) -> crate::Closed {
+    let timed_out = match e {
+        _ if matches!(
+            ferry_net::TlsError::of(e),
+            Some(ferry_net::TlsError::HandshakeTimeout(_))
+        ) =>
+        {
+            true
+        }
+        ferry_transport::TransportError::Io { source, .. } => source.kind() == std::io::ErrorKind::TimedOut,
+        _ => false,
+    };
+    if timed_out {
+        crate::Closed::HandshakeTimeout
+    } else {
+        crate::Closed::HandshakeFailed
+    }
+}

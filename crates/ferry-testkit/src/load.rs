@@ -1,0 +1,296 @@
+//! What a test under hostile load measures and checks: a good client's latencies (p50, p99),
+//! this process's resident memory and open descriptors, the descriptor limit raised for
+//! thousands of connections, and a report line per case (printed, and appended to the file
+//! `FERRY_HOSTILE_REPORT` names, for `docs/reliability.md`). Nothing here asserts on time:
+//! the ratios are recorded, not checked.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Latencies of a good client's calls.
+#[derive(Debug, Clone, Default)]
+pub struct Latencies(Vec<Duration>);
+
+impl Latencies {
+    /// No calls yet.
+    pub fn new() -> Latencies {
+        Latencies::default()
+    }
+
+    /// Records one call's latency.
+    pub fn record(&mut self, d: Duration) {
+        self.0.push(d);
+    }
+
+    /// Calls recorded.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The `q` quantile (0.0 ..= 1.0) by the nearest-rank method; zero with no calls.
+    pub fn quantile(&self, q: f64) -> Duration {
+        if self.0.is_empty() {
+            return Duration::ZERO;
+        }
+        let mut sorted = self.0.clone();
+        sorted.sort_unstable();
+        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+        sorted[rank - 1]
+    }
+
+    /// The median.
+    pub fn p50(&self) -> Duration {
+        self.quantile(0.50)
+    }
+
+    /// The 99th percentile.
+    pub fn p99(&self) -> Duration {
+        self.quantile(0.99)
+    }
+}
+
+/// This process's resident set in bytes (`VmRSS` of `/proc/self/status`). Panics if it
+/// cannot be read (Linux only, as every Ferry test).
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("reading /proc/self/status");
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmRSS in /proc/self/status");
+    kib * 1024
+}
+
+/// This process's open descriptors (entries of `/proc/self/fd`, less the one listing them).
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .expect("reading /proc/self/fd")
+        .count()
+        .saturating_sub(1)
+}
+
+/// Raises this process's soft limit on open descriptors to at least `want` if the hard limit
+/// allows; returns the soft limit now in force (the caller skips, saying why, if it is short).
+pub fn raise_fd_limit(want: u64) -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let now = getrlimit(Resource::Nofile);
+    let current = now.current.unwrap_or(u64::MAX);
+    if current >= want {
+        return current;
+    }
+    let target = now.maximum.map_or(want, |max| want.min(max));
+    let raised = setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(target),
+            maximum: now.maximum,
+        },
+    );
+    if raised.is_ok() { target } else { current }
+}
+
+/// A hostile actor: threads that work until told to stop, counting what they did.
+#[derive(Debug)]
+pub struct Actor {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    count: Arc<AtomicU64>,
+}
+
+impl Actor {
+    /// Starts `threads` threads running `f(stop, count)`; `f` returns once `stop` is set.
+    pub fn spawn(threads: usize, f: impl Fn(&AtomicBool, &AtomicU64) + Send + Sync + 'static) -> Actor {
+        let stop = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicU64::new(0));
+        let f = Arc::new(f);
+        let threads = (0..threads)
+            .map(|_| {
+                let (stop, count, f) = (Arc::clone(&stop), Arc::clone(&count), Arc::clone(&f));
+                std::thread::spawn(move || f(&stop, &count))
+            })
+            .collect();
+        Actor { stop, threads, count }
+    }
+
+    /// Stops it and joins its threads (a panic in one is this call's); returns its count.
+    pub fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            t.join().expect("a hostile actor panicked");
+        }
+        self.count.load(Ordering::Relaxed)
+    }
+}
+
+/// Reads (and drops) what the server sends until it closes the connection (end of file or
+/// a reset). Panics on any other error, such as the read timeout the caller set: the server
+/// did not close it.
+pub fn read_until_closed(mut s: impl Read) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("the server did not close the connection: {e}"),
+        }
+    }
+}
+
+/// A series sampled once a second, and whether it is flat: the least-squares slope per
+/// sample with its 95 % confidence interval (the t quantile of 2.0, for thirty samples or
+/// more), and the growth that slope makes over the series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trend {
+    /// Units per sample.
+    pub slope: f64,
+    /// Half the confidence interval's width.
+    pub half_width: f64,
+    /// `slope` times the samples' span.
+    pub growth: f64,
+}
+
+impl Trend {
+    /// The trend of `ys` (at least three samples, equally spaced).
+    pub fn of(ys: &[f64]) -> Trend {
+        let n = ys.len() as f64;
+        assert!(ys.len() >= 3, "a trend needs three samples");
+        let mean_x = (n - 1.0) / 2.0;
+        let mean_y = ys.iter().sum::<f64>() / n;
+        let (mut sxx, mut sxy) = (0.0, 0.0);
+        for (i, y) in ys.iter().enumerate() {
+            let dx = i as f64 - mean_x;
+            sxx += dx * dx;
+            sxy += dx * (y - mean_y);
+        }
+        let slope = sxy / sxx;
+        let sse: f64 = ys
+            .iter()
+            .enumerate()
+            .map(|(i, y)| {
+                let fit = mean_y + slope * (i as f64 - mean_x);
+                (y - fit) * (y - fit)
+            })
+            .sum();
+        let se = (sse / (n - 2.0) / sxx).sqrt();
+        Trend {
+            slope,
+            half_width: 2.0 * se,
+            growth: slope * (n - 1.0),
+        }
+    }
+
+    /// Flat within noise: the confidence interval holds zero (no trend the noise cannot
+    /// explain), or the growth over the series is under `bound` (a trend too small to matter
+    /// at this length, stated by the caller).
+    pub fn flat(&self, bound: f64) -> bool {
+        self.slope.abs() <= self.half_width || self.growth.abs() < bound
+    }
+}
+
+/// One hostile-load case's figures: the good client's quiet and loaded latencies and the
+/// process's peak resident set. [`report`](Self::report) prints them as a Markdown table row.
+#[derive(Debug, Clone)]
+pub struct CaseReport<'a> {
+    /// The server (a section of `docs/reliability.md`).
+    pub server: &'a str,
+    /// The case.
+    pub case: &'a str,
+    /// The good client's calls with nothing else running.
+    pub quiet: &'a Latencies,
+    /// The same calls during the case.
+    pub loaded: &'a Latencies,
+    /// The resident set after the case, in bytes.
+    pub rss: u64,
+}
+
+impl CaseReport<'_> {
+    /// The row: case, calls, quiet p50/p99, loaded p50/p99, the p99 ratio, RSS in MiB.
+    pub fn row(&self) -> String {
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let ratio = us(self.loaded.p99()) / us(self.quiet.p99()).max(f64::MIN_POSITIVE);
+        format!(
+            "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {:.2} | {:.0} |",
+            self.case,
+            self.loaded.len(),
+            us(self.quiet.p50()),
+            us(self.quiet.p99()),
+            us(self.loaded.p50()),
+            us(self.loaded.p99()),
+            ratio,
+            self.rss as f64 / (1 << 20) as f64,
+        )
+    }
+
+    /// Prints the row (with the server's name) and, if `FERRY_HOSTILE_REPORT` names a file,
+    /// appends `server<TAB>row` to it (the documented command sorts them into sections).
+    pub fn report(&self) {
+        let row = self.row();
+        println!("hostile [{}] {row}", self.server);
+        if let Some(path) = std::env::var_os("FERRY_HOSTILE_REPORT") {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .expect("opening FERRY_HOSTILE_REPORT");
+            writeln!(file, "{}\t{row}", self.server).expect("writing FERRY_HOSTILE_REPORT");
+        }
+    }
+}
+
+/// The table header of [`CaseReport::row`].
+pub const REPORT_HEADER: &str = "| case | calls | quiet p50 / p99 (µs) | loaded p50 / p99 (µs) | p99 ratio | RSS (MiB) |\n|---|---|---|---|---|---|";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_by_nearest_rank() {
+        let mut l = Latencies::new();
+        assert_eq!(l.p99(), Duration::ZERO);
+        for ms in (1..=100).rev() {
+            l.record(Duration::from_millis(ms));
+        }
+        assert_eq!(l.p50(), Duration::from_millis(50));
+        assert_eq!(l.p99(), Duration::from_millis(99));
+        assert_eq!(l.quantile(1.0), Duration::from_millis(100));
+        assert_eq!(l.quantile(0.0), Duration::from_millis(1));
+    }
+
+    #[test]
+    fn trends_flat_and_growing() {
+        let noise = [3.0, 5.0, 4.0, 6.0, 3.0, 5.0, 4.0, 6.0, 3.0, 5.0];
+        let flat = Trend::of(&noise);
+        assert!(flat.flat(0.0), "{flat:?}");
+        let leak: Vec<f64> = noise
+            .iter()
+            .enumerate()
+            .map(|(i, y)| y + 10.0 * i as f64)
+            .collect();
+        let leak = Trend::of(&leak);
+        assert!((leak.slope - 10.0).abs() < 1.0, "{leak:?}");
+        assert!(!leak.flat(50.0), "{leak:?}");
+        assert!(leak.flat(200.0), "under a bound it is allowed");
+    }
+
+    #[test]
+    fn this_process_has_memory_and_descriptors() {
+        assert!(rss_bytes() > 0);
+        let before = open_fds();
+        let f = std::fs::File::open("/proc/self/status").unwrap();
+        assert_eq!(open_fds(), before + 1);
+        drop(f);
+        assert_eq!(open_fds(), before);
+        assert!(raise_fd_limit(64) >= 64);
+    }
+}
