@@ -65,8 +65,18 @@ fn client_check_with(check: &str, extra: &[&str], tune: impl FnOnce(&mut EngineC
     let reference = reference();
     let proto = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("proto");
     let seed = ferry_testkit::seed("FERRY_TEST_SEED", 15);
+    // A package named `ferry` ahead of site-packages, as Ferry's own Python bindings are once
+    // installed: the generated `ferry.offload` must still be the one imported.
+    let shadow = dir.path().join("shadow");
+    std::fs::create_dir_all(shadow.join("ferry")).expect("shadow package");
+    std::fs::write(
+        shadow.join("ferry/__init__.py"),
+        "raise ImportError('an installed package named ferry shadowed the generated ferry.offload')\n",
+    )
+    .expect("shadow package");
     let mut cmd = Command::new(python);
-    cmd.arg(scripts().join("python/client.py"))
+    cmd.env("PYTHONPATH", &shadow)
+        .arg(scripts().join("python/client.py"))
         .args(["--engine", &engine.local_addr().to_string()])
         .args(["--reference", &reference.to_string()])
         .arg("--proto-dir")

@@ -23,6 +23,7 @@ Exits 0 when everything agreed; prints each difference and exits 1 otherwise.
 
 import argparse
 import math
+import os
 import random
 import struct
 import sys
@@ -47,6 +48,11 @@ def compile_proto(proto_dir, out_dir):
             "ferry/offload/demo.proto"]
     if protoc.main(args) != 0:
         sys.exit("protoc could not compile demo.proto from " + proto_dir)
+    # Regular packages, not namespace ones: an installed package named `ferry` (Ferry's own
+    # Python bindings) would otherwise win over the generated `ferry.offload` wherever it sits
+    # on the path.
+    for package in ["ferry", "ferry/offload"]:
+        open(os.path.join(out_dir, package, "__init__.py"), "a").close()
     sys.path.insert(0, out_dir)
     from ferry.offload import demo_pb2, demo_pb2_grpc
     return demo_pb2, demo_pb2_grpc
