@@ -62,6 +62,11 @@ impl<A: Allocator> Backward<A> {
         &self.alloc
     }
 
+    /// The allocator, the blocks dropped (back to their pool).
+    pub(crate) fn into_allocator(self) -> A {
+        self.alloc
+    }
+
     /// Bytes written so far (the reverse offset of the lowest byte).
     #[inline]
     pub(crate) fn used(&self) -> usize {
@@ -148,19 +153,10 @@ impl<A: Allocator> Backward<A> {
         }
     }
 
-    /// [`make_space`](Self::make_space), the space returned as a slice.
-    #[inline]
-    pub(crate) fn space_mut(&mut self, n: usize) -> &mut [u8] {
-        let loc = self.make_space(n);
-        self.slice_mut(loc, n)
-    }
-
-    /// `n` zero bytes in front (padding that [`make_space_padded`](Self::make_space_padded) cannot
-    /// store in one go).
-    pub(crate) fn zeroed(&mut self, n: usize) -> Loc {
-        let loc = self.make_space(n);
-        self.slice_mut(loc, n).fill(0);
-        loc
+    /// `n` zero bytes in front (padding that [`make_space_padded`](Self::make_space_padded)
+    /// cannot store in one go), across blocks when `n` is above the largest block.
+    pub(crate) fn zeroed(&mut self, n: usize) {
+        self.fill_front(n, |dst, _| dst.fill(0));
     }
 
     /// `pad` bytes of zero padding in front, then `n` bytes in front of those (returned): an
@@ -192,21 +188,28 @@ impl<A: Allocator> Backward<A> {
     /// Copies `data` in front of everything written: contiguous when it fits in one block,
     /// else (only data larger than the largest block) filling blocks from its end.
     pub(crate) fn push_bytes(&mut self, data: &[u8]) {
-        if data.len() <= self.alloc.max_block() {
-            self.space_mut(data.len()).copy_from_slice(data);
+        self.fill_front(data.len(), |dst, at| {
+            dst.copy_from_slice(&data[at..at + dst.len()])
+        });
+    }
+
+    /// Reserves `n` bytes in front and has `fill(dst, at)` write each piece: `dst` is the
+    /// piece, `at` where it starts in the `n` bytes. One piece when `n` fits a block, else
+    /// (`n` above the largest block) the current block's room and new blocks, last piece
+    /// first, so that any block size, down to one byte, holds any item.
+    fn fill_front(&mut self, n: usize, mut fill: impl FnMut(&mut [u8], usize)) {
+        if n <= self.alloc.max_block() {
+            let at = self.make_space(n);
+            fill(self.slice_mut(at, n), 0);
             return;
         }
-        let mut rest = data;
-        while !rest.is_empty() {
+        let mut left = n;
+        while left > 0 {
             let room = self.room();
-            let take = if room == 0 {
-                rest.len().min(self.alloc.max_block())
-            } else {
-                rest.len().min(room)
-            };
-            let (front, tail) = rest.split_at(rest.len() - take);
-            self.space_mut(take).copy_from_slice(tail);
-            rest = front;
+            let take = left.min(if room == 0 { self.alloc.max_block() } else { room });
+            left -= take;
+            let at = self.make_space(take);
+            fill(self.slice_mut(at, take), left);
         }
     }
 
@@ -248,6 +251,24 @@ impl<A: Allocator> Backward<A> {
             });
             Some(&b.buf[at.pos..at.pos + take])
         })
+    }
+
+    /// The bytes written so far when they lie in one block (or none): no copy.
+    pub(crate) fn contiguous(&self) -> Option<&[u8]> {
+        match self.blocks.as_slice() {
+            [] => Some(&[]),
+            [b] => Some(&b.buf[b.head..b.cap]),
+            _ => None,
+        }
+    }
+
+    /// The bytes written so far, copied into one `Vec`.
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.used);
+        for b in self.blocks.iter().rev() {
+            out.extend_from_slice(&b.buf[b.head..b.cap]);
+        }
+        out
     }
 
     /// `N` bytes at reverse offset `rev`, wherever they lie.
