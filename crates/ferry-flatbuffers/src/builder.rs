@@ -244,33 +244,40 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     }
 
     /// [`push`](Self::push), also returning where the value's bytes are.
-    #[inline]
+    #[inline(always)]
     fn push_at<P: Push>(&mut self, x: P) -> (WIPOffset<P::Output>, Loc) {
         let pad = self.padding(P::size(), P::alignment());
         self.push_at_padded(pad, &x)
     }
 
     /// Writes `pad` bytes of zero padding, then `x`, in front.
-    #[inline]
+    #[inline(always)]
     fn push_at_padded<P: Push>(&mut self, pad: usize, x: &P) -> (WIPOffset<P::Output>, Loc) {
         let sz = P::size();
         if sz > self.buf.max_block() {
-            if pad > 0 {
-                self.buf.zeroed(pad);
-            }
-            let written_len = self.buf.used();
-            // A struct larger than any block (only with a tiny block cap): written aside, then
-            // spread over blocks like any long data.
-            let mut aside = vec![0; sz];
-            push_into(x, &mut aside, written_len);
-            self.buf.push_bytes(&aside);
-            let rev = self.buf.used();
-            return (WIPOffset::new(rev as UOffsetT), self.buf.locate(rev));
+            return self.push_larger_than_a_block(pad, x);
         }
         let written_len = self.buf.used() + pad;
         let at = self.buf.make_space_padded(pad, sz);
         push_into(x, self.buf.slice_mut(at, sz), written_len);
         (WIPOffset::new(self.buf.used() as UOffsetT), at)
+    }
+
+    /// [`push_at_padded`](Self::push_at_padded) of an item larger than any block (only with a
+    /// tiny block cap): written aside, then spread over blocks like any long data. Out of line,
+    /// so that the usual path stays small enough to inline.
+    #[cold]
+    #[inline(never)]
+    fn push_larger_than_a_block<P: Push>(&mut self, pad: usize, x: &P) -> (WIPOffset<P::Output>, Loc) {
+        if pad > 0 {
+            self.buf.zeroed(pad);
+        }
+        let written_len = self.buf.used();
+        let mut aside = vec![0; P::size()];
+        push_into(x, &mut aside, written_len);
+        self.buf.push_bytes(&aside);
+        let rev = self.buf.used();
+        (WIPOffset::new(rev as UOffsetT), self.buf.locate(rev))
     }
 
     /// Pushes a field of the table being built, unless it equals its default (and defaults
@@ -674,7 +681,8 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     fn align(&mut self, len: usize, alignment: PushAlignment) {
         let pad = self.padding(len, alignment);
         if pad > 0 {
-            self.buf.zeroed(pad);
+            // Padding before nothing: the one-store zeroing of the usual case.
+            self.buf.make_space_padded(pad, 0);
         }
     }
 
@@ -716,6 +724,7 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
 }
 
 /// The vtable's length for these fields: the header, and up to the highest slot used.
+#[inline]
 fn vtable_byte_len(field_locs: &[FieldLoc]) -> usize {
     match field_locs.iter().map(|fl| fl.id).max() {
         None => field_index_to_field_offset(0) as usize,

@@ -46,6 +46,9 @@ impl Copies {
 
     /// Drops every copy.
     pub(crate) fn clear(&mut self) {
-        self.made.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
+        let made = self.made.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !made.is_empty() {
+            made.clear();
+        }
     }
 }
