@@ -127,6 +127,11 @@ impl<A: Allocator> Backward<A> {
             n <= self.alloc.max_block(),
             "an item of {n} bytes is larger than any block"
         );
+        if self.blocks.last().is_some_and(|b| b.head == b.cap) {
+            // The block `clear` put back is empty and too small for this first item: it goes
+            // back to the pool, so that no block of the chain is empty.
+            self.blocks.pop();
+        }
         let buf = match self.spare.pop() {
             // The last message's block in the same place, when nothing else holds it.
             Some(buf) if buf.capacity() >= n => buf,
@@ -354,5 +359,16 @@ impl<A: Allocator> Backward<A> {
         self.used = 0;
         self.allocations = 0;
         self.allocated_bytes = 0;
+        // The first block taken back in place, empty: the next message's first item takes the
+        // usual path instead of splicing a block.
+        if let Some(buf) = self.spare.pop() {
+            let cap = buf.capacity();
+            self.blocks.push(Block {
+                buf,
+                cap,
+                lo: 0,
+                head: cap,
+            });
+        }
     }
 }
