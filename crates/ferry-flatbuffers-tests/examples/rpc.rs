@@ -49,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     request.u32_ = 41;
     for addr in server.addrs() {
         let channel = Channel::connect(&addr.to_string())?;
-        let mut fbb = FlatBufferBuilder::new(&pool);
+        let mut fbb = FlatBufferBuilder::with_pool(&pool);
         let root = request.pack(&mut fbb);
         fbb.finish(root, None);
         let response = rpc::call(&channel, method_id(GREET), &fbb.finished_message())?;

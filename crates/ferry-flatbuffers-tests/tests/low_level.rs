@@ -16,7 +16,8 @@
 //!   strings, shared strings, `force_defaults` toggled mid-message, every finish variant.
 //! - `shared_strings_interned_like_stock`: repeats, prefixes, and strings longer than a block.
 //!
-//! In all three block configurations; pool buffers back to baseline after each test.
+//! In all three block configurations (the random sequences also with blocks of 1 to 9 bytes);
+//! pool buffers back to baseline after each test.
 
 mod common;
 
@@ -551,7 +552,10 @@ fn random_call_sequences_match_stock() {
         ..Config::default()
     });
     let strategy = (
-        prop::sample::select(Blocks::ALL.to_vec()),
+        prop_oneof![
+            prop::sample::select(Blocks::ALL.to_vec()),
+            (1..=9usize).prop_map(Blocks::Max)
+        ],
         prop::collection::vec(op(), 0..40),
         prop::sample::select(Finish::ALL.to_vec()),
     );

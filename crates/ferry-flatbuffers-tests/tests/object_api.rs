@@ -6,7 +6,8 @@
 //! `force_defaults`. Each message must be the stock builder's bytes exactly, written with the
 //! same number of distinct vtables; the stock verifier must accept it and `unpack` must give
 //! back the `RootT` that was packed. Three block configurations (see `Blocks`), fresh
-//! builders and one reused builder; pool buffers back to the baseline at the end of each test.
+//! builders and one reused builder; then block sizes down to one byte (proptest); pool buffers
+//! back to the baseline at the end of each test.
 //!
 //! Seeds are fixed. A failure names its case's seed; `FERRY_FB_SEED=<that seed>` makes it the
 //! first case.
@@ -19,6 +20,8 @@ use common::random::{LARGE, ferry_objects, stock_objects};
 use ferry_flatbuffers_tests::{interop, stock_interop};
 use ferry_testkit::Rng;
 use flatbuffers::{FlatBufferBuilder, Message};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed, TestRunner};
 
 /// Messages per block configuration.
 const MESSAGES: u64 = 100;
@@ -32,12 +35,22 @@ struct Built {
 /// Case `seed`: a random `RootT`, finish variant and `force_defaults`, packed into both
 /// (reset or fresh) builders and checked (bytes, vtable count, verifier, read-back).
 fn check_case(fbb: &mut FlatBufferBuilder, stock: &mut stock::FlatBufferBuilder, seed: u64) -> Built {
+    check_sized_case(fbb, stock, seed, LARGE)
+}
+
+/// [`check_case`] with strings and vectors of up to about `large` bytes.
+fn check_sized_case(
+    fbb: &mut FlatBufferBuilder,
+    stock: &mut stock::FlatBufferBuilder,
+    seed: u64,
+    large: usize,
+) -> Built {
     let what = format!("case seed {seed}");
     let mut rng = Rng::new(seed);
     let finish = Finish::random(&mut rng);
     let force_defaults = rng.chance(1, 3);
-    let ours = ferry_objects::root(&mut rng.clone(), LARGE);
-    let theirs: stock_interop::RootT = stock_objects::root(&mut rng, LARGE);
+    let ours = ferry_objects::root(&mut rng.clone(), large);
+    let theirs: stock_interop::RootT = stock_objects::root(&mut rng, large);
 
     fbb.force_defaults(force_defaults);
     stock.force_defaults(force_defaults);
@@ -164,6 +177,39 @@ fn random_messages_split_blocks_match_stock() {
         larger_than_a_block >= 3,
         "only {larger_than_a_block} messages had an item larger than a 4 KiB block"
     );
+}
+
+/// Any block size works, down to one byte: random messages (proptest, fixed seed) with blocks
+/// capped at a tiny size, where alignment padding, scalars, offsets and vtables are split
+/// across blocks, give the stock builder's bytes, and `finished_data` (a copy, the message
+/// spanning many blocks) is those bytes too.
+#[test]
+fn random_messages_any_block_size_match_stock() {
+    const SIZES: [usize; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 24];
+    let pool = ferry_testkit::pool();
+    let baseline = pool.stats().buffers_outstanding();
+    let seed = ferry_testkit::seed("FERRY_FB_SEED", 0x5eed_0500_0000);
+    let mut runner = TestRunner::new(Config {
+        cases: 96,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = (prop::sample::select(SIZES.to_vec()), any::<u64>());
+    let result = runner.run(&strategy, |(size, case_seed)| {
+        let mut fbb = Blocks::Max(size).builder(&pool);
+        let mut stock = stock::FlatBufferBuilder::new();
+        let built = check_sized_case(&mut fbb, &mut stock, case_seed, 2048);
+        prop_assert_eq!(fbb.finished_data(), stock.finished_data(), "block size {}", size);
+        if built.message.len() > 64 {
+            prop_assert!(fbb.stats().contiguous_copies == 1, "{:?}", fbb.stats());
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    assert_pool_back(&pool, baseline);
 }
 
 /// One builder of each kind for all the messages, `reset` between them; each message must
@@ -323,7 +369,7 @@ fn write_fuzz_seeds() {
         let mut rng = Rng::new(seed);
         // Small messages: libFuzzer mutates short inputs best.
         let object = ferry_objects::root(&mut rng, 64);
-        let mut fbb = FlatBufferBuilder::new(&pool);
+        let mut fbb = FlatBufferBuilder::with_pool(&pool);
         let root = object.pack(&mut fbb);
         if seed % 2 == 0 {
             fbb.finish(root, None);

@@ -203,7 +203,7 @@ fn hostile_requests_get_invalid_argument_and_the_server_goes_on() {
             // What the generated builder would refuse to finish (`name` is required), built
             // slot by slot.
             let no_name = {
-                let mut fbb = FlatBufferBuilder::new(build_pool);
+                let mut fbb = FlatBufferBuilder::with_pool(build_pool);
                 let start = fbb.start_table();
                 fbb.push_slot::<u32>(Root::VT_U32_, 3, 0);
                 let table = fbb.end_table(start);
@@ -211,7 +211,7 @@ fn hostile_requests_get_invalid_argument_and_the_server_goes_on() {
                 fbb.finished_message().to_vec()
             };
             let bad_utf8 = {
-                let mut fbb = FlatBufferBuilder::new(build_pool);
+                let mut fbb = FlatBufferBuilder::with_pool(build_pool);
                 let name = fbb.create_byte_string(&[0xff, 0xfe, 0xfd]);
                 let start = fbb.start_table();
                 fbb.push_slot_always(Root::VT_NAME, name);
@@ -220,7 +220,7 @@ fn hostile_requests_get_invalid_argument_and_the_server_goes_on() {
                 fbb.finished_message().to_vec()
             };
             let a_string = {
-                let mut fbb = FlatBufferBuilder::new(build_pool);
+                let mut fbb = FlatBufferBuilder::with_pool(build_pool);
                 let s = fbb.create_string("just a string");
                 fbb.finish(s, None);
                 fbb.finished_message().to_vec()

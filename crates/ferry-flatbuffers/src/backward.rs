@@ -62,6 +62,11 @@ impl<A: Allocator> Backward<A> {
         &self.alloc
     }
 
+    /// The allocator, the blocks dropped (back to their pool).
+    pub(crate) fn into_allocator(self) -> A {
+        self.alloc
+    }
+
     /// Bytes written so far (the reverse offset of the lowest byte).
     #[inline]
     pub(crate) fn used(&self) -> usize {
@@ -122,6 +127,11 @@ impl<A: Allocator> Backward<A> {
             n <= self.alloc.max_block(),
             "an item of {n} bytes is larger than any block"
         );
+        if self.blocks.last().is_some_and(|b| b.head == b.cap) {
+            // The block `clear` put back is empty and too small for this first item: it goes
+            // back to the pool, so that no block of the chain is empty.
+            self.blocks.pop();
+        }
         let buf = match self.spare.pop() {
             // The last message's block in the same place, when nothing else holds it.
             Some(buf) if buf.capacity() >= n => buf,
@@ -148,19 +158,10 @@ impl<A: Allocator> Backward<A> {
         }
     }
 
-    /// [`make_space`](Self::make_space), the space returned as a slice.
-    #[inline]
-    pub(crate) fn space_mut(&mut self, n: usize) -> &mut [u8] {
-        let loc = self.make_space(n);
-        self.slice_mut(loc, n)
-    }
-
-    /// `n` zero bytes in front (padding that [`make_space_padded`](Self::make_space_padded) cannot
-    /// store in one go).
-    pub(crate) fn zeroed(&mut self, n: usize) -> Loc {
-        let loc = self.make_space(n);
-        self.slice_mut(loc, n).fill(0);
-        loc
+    /// `n` zero bytes in front (padding that [`make_space_padded`](Self::make_space_padded)
+    /// cannot store in one go), across blocks when `n` is above the largest block.
+    pub(crate) fn zeroed(&mut self, n: usize) {
+        self.fill_front(n, |dst, _| dst.fill(0));
     }
 
     /// `pad` bytes of zero padding in front, then `n` bytes in front of those (returned): an
@@ -183,30 +184,54 @@ impl<A: Allocator> Backward<A> {
             self.used += total;
             return Loc { block, pos: b.head };
         }
-        if pad > 0 {
+        self.make_space_padded_slow(pad, n)
+    }
+
+    /// [`make_space_padded`](Self::make_space_padded) at a block's start (or a new block's):
+    /// still one reservation when both fit a block, zeroed with one store when it can be.
+    #[inline(never)]
+    fn make_space_padded_slow(&mut self, pad: usize, n: usize) -> Loc {
+        let total = pad + n;
+        if total > self.alloc.max_block() {
             self.zeroed(pad);
+            return self.make_space(n);
         }
-        self.make_space(n)
+        let at = self.make_space(total);
+        let item_and_pad = self.slice_mut(at, total);
+        if pad <= 8 && total >= 8 {
+            // The 8 bytes ending the padding: the item's bytes below it are overwritten.
+            item_and_pad[total - 8..].copy_from_slice(&[0u8; 8]);
+        } else {
+            item_and_pad[n..].fill(0);
+        }
+        at
     }
 
     /// Copies `data` in front of everything written: contiguous when it fits in one block,
     /// else (only data larger than the largest block) filling blocks from its end.
     pub(crate) fn push_bytes(&mut self, data: &[u8]) {
-        if data.len() <= self.alloc.max_block() {
-            self.space_mut(data.len()).copy_from_slice(data);
+        self.fill_front(data.len(), |dst, at| {
+            dst.copy_from_slice(&data[at..at + dst.len()])
+        });
+    }
+
+    /// Reserves `n` bytes in front and has `fill(dst, at)` write each piece: `dst` is the
+    /// piece, `at` where it starts in the `n` bytes. One piece when `n` fits a block, else
+    /// (`n` above the largest block) the current block's room and new blocks, last piece
+    /// first, so that any block size, down to one byte, holds any item.
+    fn fill_front(&mut self, n: usize, mut fill: impl FnMut(&mut [u8], usize)) {
+        if n <= self.alloc.max_block() {
+            let at = self.make_space(n);
+            fill(self.slice_mut(at, n), 0);
             return;
         }
-        let mut rest = data;
-        while !rest.is_empty() {
+        let mut left = n;
+        while left > 0 {
             let room = self.room();
-            let take = if room == 0 {
-                rest.len().min(self.alloc.max_block())
-            } else {
-                rest.len().min(room)
-            };
-            let (front, tail) = rest.split_at(rest.len() - take);
-            self.space_mut(take).copy_from_slice(tail);
-            rest = front;
+            let take = left.min(if room == 0 { self.alloc.max_block() } else { room });
+            left -= take;
+            let at = self.make_space(take);
+            fill(self.slice_mut(at, take), left);
         }
     }
 
@@ -250,6 +275,24 @@ impl<A: Allocator> Backward<A> {
         })
     }
 
+    /// The bytes written so far when they lie in one block (or none): no copy.
+    pub(crate) fn contiguous(&self) -> Option<&[u8]> {
+        match self.blocks.as_slice() {
+            [] => Some(&[]),
+            [b] => Some(&b.buf[b.head..b.cap]),
+            _ => None,
+        }
+    }
+
+    /// The bytes written so far, copied into one `Vec`.
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.used);
+        for b in self.blocks.iter().rev() {
+            out.extend_from_slice(&b.buf[b.head..b.cap]);
+        }
+        out
+    }
+
     /// `N` bytes at reverse offset `rev`, wherever they lie.
     pub(crate) fn read<const N: usize>(&self, rev: usize) -> [u8; N] {
         let mut out = [0u8; N];
@@ -286,7 +329,8 @@ impl<A: Allocator> Backward<A> {
     /// Empties the chain (the slices hold their blocks).
     pub(crate) fn freeze(&mut self, out: &mut Vec<SharedBuf>) {
         out.clear();
-        for b in self.blocks.drain(..).rev() {
+        // Popped newest first (cheaper than a `Drain`, which the profile showed).
+        while let Some(b) = self.blocks.pop() {
             if b.head == b.cap {
                 continue;
             }
@@ -301,10 +345,12 @@ impl<A: Allocator> Backward<A> {
     /// to the pool when those let go.
     pub(crate) fn clear(&mut self, finished: &mut Vec<SharedBuf>) {
         self.spare.clear();
-        for b in self.blocks.drain(..).rev() {
+        while let Some(b) = self.blocks.pop() {
             self.spare.push(b.buf);
         }
-        for slice in finished.drain(..) {
+        // Newest first, as the blocks above (popping from the end of the reversed list).
+        finished.reverse();
+        while let Some(slice) = finished.pop() {
             if let Ok(mut buf) = slice.try_into_mut() {
                 buf.set_len(buf.capacity());
                 self.spare.push(buf);
@@ -313,5 +359,16 @@ impl<A: Allocator> Backward<A> {
         self.used = 0;
         self.allocations = 0;
         self.allocated_bytes = 0;
+        // The first block taken back in place, empty: the next message's first item takes the
+        // usual path instead of splicing a block.
+        if let Some(buf) = self.spare.pop() {
+            let cap = buf.capacity();
+            self.blocks.push(Block {
+                buf,
+                cap,
+                lo: 0,
+                head: cap,
+            });
+        }
     }
 }

@@ -14,14 +14,16 @@ use std::marker::PhantomData;
 
 use ferry_buf::{Pool, SharedBuf};
 use stock::{
-    FILE_IDENTIFIER_LENGTH, Push, PushAlignment, SIZE_SOFFSET, SIZE_UOFFSET, SIZE_VOFFSET,
-    TableFinishedWIPOffset, TableUnfinishedWIPOffset, UOffsetT, VOffsetT, Vector, WIPOffset,
+    FILE_IDENTIFIER_LENGTH, FLATBUFFERS_MAX_BUFFER_SIZE, Push, PushAlignment, SIZE_SOFFSET, SIZE_UOFFSET,
+    SIZE_VOFFSET, TableFinishedWIPOffset, TableUnfinishedWIPOffset, UOffsetT, VOffsetT, Vector, WIPOffset,
     field_index_to_field_offset,
 };
 
 use crate::backward::{Backward, Loc};
 use crate::blocks::{Allocator, PoolAllocator};
-use crate::message::Message;
+use crate::contiguous::Copies;
+use crate::default_pool::default_pool;
+use crate::message::{Message, concat};
 use crate::push::push_into;
 
 #[derive(Clone, Copy, Debug)]
@@ -57,14 +59,37 @@ pub struct BuildStats {
     pub allocated_bytes: usize,
     /// Bytes of the message.
     pub len: usize,
+    /// Contiguous copies made of a message spanning several blocks, for
+    /// [`finished_data`](FlatBufferBuilder::finished_data),
+    /// [`unfinished_data`](FlatBufferBuilder::unfinished_data) or
+    /// [`mut_finished_buffer`](FlatBufferBuilder::mut_finished_buffer).
+    pub contiguous_copies: usize,
+    /// Their total bytes.
+    pub copied_bytes: usize,
 }
 
 /// A FlatBuffers builder that never copies what it has written: the drop-in for the stock
 /// `flatbuffers::FlatBufferBuilder` that `flatc --rust` code builds with (see the crate docs).
 ///
-/// The differences a caller sees: it is made from a [`Pool`] (or an [`Allocator`]), and the
-/// result is a [`Message`] of slices ([`finished_message`](Self::finished_message),
-/// [`finished_slices`](Self::finished_slices)) rather than one `&[u8]`.
+/// Every public item of the stock builder (25.12.19) is here with its signature. The
+/// differences a caller sees:
+/// - [`new`](Self::new), [`with_capacity`](Self::with_capacity), [`from_vec`](Self::from_vec)
+///   and `Default` take blocks from the process-wide [default pool](crate::default_pool);
+///   [`with_pool`](Self::with_pool) and [`new_in`](Self::new_in) from the pool or
+///   [`Allocator`] given. The stock `Allocator` (a `Vec`-like buffer that grows downwards)
+///   cannot be plugged in: there is no one buffer here.
+/// - The copy-free results are a [`Message`] of slices
+///   ([`finished_message`](Self::finished_message), [`finished_slices`](Self::finished_slices)),
+///   what Ferry's transports send. [`finished_data`](Self::finished_data) and
+///   [`unfinished_data`](Self::unfinished_data) return one `&[u8]`: the block itself when the
+///   message lies in one block (the usual case below the first block's size), else a
+///   contiguous copy made once per message length and kept until the builder is next changed,
+///   counted in [`stats`](Self::stats) (`contiguous_copies`).
+/// - [`mut_finished_buffer`](Self::mut_finished_buffer) and [`collapse`](Self::collapse)
+///   return a copy (index 0), and [`collapse_in`](Self::collapse_in) the allocator alone: the
+///   stock builder's one buffer does not exist; writes through `mut_finished_buffer` show in
+///   `finished_data` but not in the message sent.
+/// - It is neither `Clone` nor `PartialEq`, as the stock builder is: blocks are not copied.
 ///
 /// # Panics
 /// As the stock builder: on misuse that its debug assertions catch (nesting), past the
@@ -82,13 +107,66 @@ pub struct FlatBufferBuilder<'fbb, A: Allocator = PoolAllocator> {
     finished: bool,
     min_align: usize,
     force_defaults: bool,
+    /// Contiguous copies for the stock API's one-slice views.
+    copies: Copies,
+    /// Whether `finished_data` is the copy `mut_finished_buffer` gave (even of one slice).
+    finished_copied: bool,
     _phantom: PhantomData<&'fbb ()>,
 }
 
 impl<'fbb> FlatBufferBuilder<'fbb, PoolAllocator> {
+    /// A builder taking its blocks from the [default pool](crate::default_pool), the first
+    /// [`PoolAllocator::FIRST_BLOCK`] bytes.
+    pub fn new() -> Self {
+        Self::with_pool(default_pool())
+    }
+
+    /// [`with_capacity`](Self::with_capacity), as the stock crate still has it.
+    #[deprecated(note = "replaced with `with_capacity`", since = "0.8.5")]
+    pub fn new_with_capacity(size: usize) -> Self {
+        Self::with_capacity(size)
+    }
+
+    /// A builder whose first block from the [default pool](crate::default_pool) holds `size`
+    /// bytes (at least [`PoolAllocator::FIRST_BLOCK`], at most the pool's largest block).
+    ///
+    /// # Panics
+    /// If `size` is above the format's 2 GiB (`FLATBUFFERS_MAX_BUFFER_SIZE`), as the stock
+    /// builder does.
+    pub fn with_capacity(size: usize) -> Self {
+        assert!(
+            size <= FLATBUFFERS_MAX_BUFFER_SIZE,
+            "cannot initialize buffer bigger than 2 gigabytes"
+        );
+        let first = size.max(PoolAllocator::FIRST_BLOCK);
+        Self::new_in(PoolAllocator::with_first_block(default_pool(), first))
+    }
+
+    /// The stock builder writes into `buffer`; this one cannot (its blocks are the pool's):
+    /// [`with_capacity`](Self::with_capacity) of `buffer.len()`, `buffer` dropped.
+    ///
+    /// # Panics
+    /// As [`with_capacity`](Self::with_capacity).
+    pub fn from_vec(buffer: Vec<u8>) -> Self {
+        Self::with_capacity(buffer.len())
+    }
+
     /// A builder taking its blocks from `pool` ([`PoolAllocator`]'s growth rule).
-    pub fn new(pool: &Pool) -> Self {
+    pub fn with_pool(pool: &Pool) -> Self {
         Self::new_in(PoolAllocator::new(pool))
+    }
+
+    /// Destroys the builder, returning the finished (or unfinished) message's bytes and the
+    /// index they start at: a copy, starting at 0 (the stock builder returns its own buffer,
+    /// with free room before the index).
+    pub fn collapse(self) -> (Vec<u8>, usize) {
+        (self.data_to_vec(), 0)
+    }
+}
+
+impl Default for FlatBufferBuilder<'_, PoolAllocator> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -107,6 +185,8 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
             finished: false,
             min_align: 0,
             force_defaults: false,
+            copies: Copies::default(),
+            finished_copied: false,
             _phantom: PhantomData,
         }
     }
@@ -114,6 +194,14 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     /// The allocator blocks come from.
     pub fn allocator(&self) -> &A {
         self.buf.allocator()
+    }
+
+    /// Destroys the builder, returning its allocator and 0. The stock builder's allocator
+    /// holds the message from that index; here the message's blocks go back to the pool (take
+    /// [`finished_message`](Self::finished_message) first to keep it).
+    pub fn collapse_in(self) -> (A, usize) {
+        let FlatBufferBuilder { buf, .. } = self;
+        (buf.into_allocator(), 0)
     }
 
     /// Starts a new message; nothing is zeroed. The last message's blocks that nothing holds
@@ -129,11 +217,16 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
         self.nested = false;
         self.finished = false;
         self.min_align = 0;
+        self.copies.clear();
+        self.finished_copied = false;
     }
 
     /// What building the current (or just finished) message took.
     pub fn stats(&self) -> BuildStats {
+        let (contiguous_copies, copied_bytes) = self.copies.made();
         BuildStats {
+            contiguous_copies,
+            copied_bytes,
             allocations: self.buf.allocations(),
             allocated_bytes: self.buf.allocated_bytes(),
             len: if self.finished {
@@ -151,33 +244,40 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     }
 
     /// [`push`](Self::push), also returning where the value's bytes are.
-    #[inline]
+    #[inline(always)]
     fn push_at<P: Push>(&mut self, x: P) -> (WIPOffset<P::Output>, Loc) {
         let pad = self.padding(P::size(), P::alignment());
         self.push_at_padded(pad, &x)
     }
 
     /// Writes `pad` bytes of zero padding, then `x`, in front.
-    #[inline]
+    #[inline(always)]
     fn push_at_padded<P: Push>(&mut self, pad: usize, x: &P) -> (WIPOffset<P::Output>, Loc) {
         let sz = P::size();
         if sz > self.buf.max_block() {
-            if pad > 0 {
-                self.buf.zeroed(pad);
-            }
-            let written_len = self.buf.used();
-            // A struct larger than any block (only with a tiny block cap): written aside, then
-            // spread over blocks like any long data.
-            let mut aside = vec![0; sz];
-            push_into(x, &mut aside, written_len);
-            self.buf.push_bytes(&aside);
-            let rev = self.buf.used();
-            return (WIPOffset::new(rev as UOffsetT), self.buf.locate(rev));
+            return self.push_larger_than_a_block(pad, x);
         }
         let written_len = self.buf.used() + pad;
         let at = self.buf.make_space_padded(pad, sz);
         push_into(x, self.buf.slice_mut(at, sz), written_len);
         (WIPOffset::new(self.buf.used() as UOffsetT), at)
+    }
+
+    /// [`push_at_padded`](Self::push_at_padded) of an item larger than any block (only with a
+    /// tiny block cap): written aside, then spread over blocks like any long data. Out of line,
+    /// so that the usual path stays small enough to inline.
+    #[cold]
+    #[inline(never)]
+    fn push_larger_than_a_block<P: Push>(&mut self, pad: usize, x: &P) -> (WIPOffset<P::Output>, Loc) {
+        if pad > 0 {
+            self.buf.zeroed(pad);
+        }
+        let written_len = self.buf.used();
+        let mut aside = vec![0; P::size()];
+        push_into(x, &mut aside, written_len);
+        self.buf.push_bytes(&aside);
+        let rev = self.buf.used();
+        (WIPOffset::new(rev as UOffsetT), self.buf.locate(rev))
     }
 
     /// Pushes a field of the table being built, unless it equals its default (and defaults
@@ -413,6 +513,56 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
         self.finish_with_opts(root, None, false);
     }
 
+    /// The bytes written so far, finished or not, in one slice: the block when they lie in
+    /// one, else a copy (see the type's docs).
+    pub fn unfinished_data(&self) -> &[u8] {
+        if self.finished {
+            return self.finished_data();
+        }
+        match self.buf.contiguous() {
+            Some(bytes) => bytes,
+            None => self.copies.get_or_make(self.buf.used(), || self.buf.to_vec()),
+        }
+    }
+
+    /// The finished message in one slice: the block when it lies in one, else a copy made
+    /// once and kept until [`reset`](Self::reset) (see the type's docs). A transport sends
+    /// [`finished_message`](Self::finished_message) without either.
+    ///
+    /// # Panics
+    /// If the message is not finished.
+    pub fn finished_data(&self) -> &[u8] {
+        self.assert_finished("finished_bytes cannot be called when the buffer is not yet finished");
+        match self.finished_slices.as_slice() {
+            [one] if !self.finished_copied => one,
+            _ => self.copies.get_or_make(self.finished_len, || self.data_to_vec()),
+        }
+    }
+
+    /// The finished message in one writable slice, and where it starts in it (0): always a
+    /// copy, made once per message (the blocks of a finished message may be held by a
+    /// [`Message`] already, so they are not written). Writes show in
+    /// [`finished_data`](Self::finished_data), not in [`finished_message`](Self::finished_message).
+    ///
+    /// # Panics
+    /// If the message is not finished.
+    pub fn mut_finished_buffer(&mut self) -> (&mut [u8], usize) {
+        self.assert_finished("mut_finished_buffer cannot be called when the buffer is not yet finished");
+        self.copies.get_or_make(self.finished_len, || self.data_to_vec());
+        self.finished_copied = true;
+        let copy = self.copies.last_mut().expect("made above");
+        (copy, 0)
+    }
+
+    /// The bytes written so far (the finished message once finished), copied into one `Vec`.
+    fn data_to_vec(&self) -> Vec<u8> {
+        if self.finished {
+            concat(&self.finished_slices)
+        } else {
+            self.buf.to_vec()
+        }
+    }
+
     /// The finished message's slices, first byte first: what a gather send posts.
     ///
     /// # Panics
@@ -531,7 +681,8 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     fn align(&mut self, len: usize, alignment: PushAlignment) {
         let pad = self.padding(len, alignment);
         if pad > 0 {
-            self.buf.zeroed(pad);
+            // Padding before nothing: the one-store zeroing of the usual case.
+            self.buf.make_space_padded(pad, 0);
         }
     }
 
@@ -562,12 +713,18 @@ impl<'fbb, A: Allocator> FlatBufferBuilder<'fbb, A> {
     }
 
     #[inline]
+    fn assert_finished(&self, msg: &'static str) {
+        assert!(self.finished, "{msg}");
+    }
+
+    #[inline]
     fn assert_not_finished(&self, msg: &'static str) {
         assert!(!self.finished, "{msg}");
     }
 }
 
 /// The vtable's length for these fields: the header, and up to the highest slot used.
+#[inline]
 fn vtable_byte_len(field_locs: &[FieldLoc]) -> usize {
     match field_locs.iter().map(|fl| fl.id).max() {
         None => field_index_to_field_offset(0) as usize,

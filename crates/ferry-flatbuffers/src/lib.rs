@@ -32,10 +32,14 @@
 //! keep their schemas, their `flatc` version and their generated code (readers, object API,
 //! verifiers) exactly as they are; the build needs no `flatc` beyond the one the user already
 //! runs; and there is one builder algorithm to keep identical to the stock one, not a second
-//! code generator. What changes for the user: a builder is made from a pool
-//! ([`FlatBufferBuilder::new`]), and the result is a [`Message`]
-//! ([`FlatBufferBuilder::finished_message`], or [`FlatBufferBuilder::finished_slices`] to
-//! post without taking a reference) instead of `finished_data()`'s one slice. The stock crate
+//! code generator. The builder has every public item of the stock one (25.12.19) with its
+//! signature, `new()` taking blocks from a process-wide [default pool](default_pool), and the
+//! `std` and `serialize` features. What changes for the user: the copy-free result is a
+//! [`Message`] ([`FlatBufferBuilder::finished_message`], or
+//! [`FlatBufferBuilder::finished_slices`] to post without taking a reference), which is what
+//! Ferry's transports send; `finished_data()`'s one slice is the block itself when the message
+//! fits in one, else a copy made once (see [`FlatBufferBuilder`] for each difference). A
+//! builder over a given pool is [`FlatBufferBuilder::with_pool`]. The stock crate
 //! stays reachable as [`stock`] (its builder, for comparisons).
 //!
 //! ```
@@ -43,7 +47,7 @@
 //! use ferry_flatbuffers::FlatBufferBuilder;
 //!
 //! let pool = Pool::new(PoolConfig::default())?;
-//! let mut fbb = FlatBufferBuilder::new(&pool);
+//! let mut fbb = FlatBufferBuilder::with_pool(&pool);
 //! let name = fbb.create_string("ferry");
 //! let start = fbb.start_table();
 //! fbb.push_slot_always(4, name);
@@ -76,6 +80,8 @@
 mod backward;
 mod blocks;
 mod builder;
+mod contiguous;
+pub mod default_pool;
 mod message;
 mod push;
 #[cfg(feature = "rpc")]

@@ -56,10 +56,15 @@ impl Message {
     /// The bytes, copied into one `Vec` (for tests and for readers that need them in one
     /// piece locally; a transport delivers them contiguous without this).
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.len());
-        for s in &self.slices {
-            out.extend_from_slice(s);
-        }
-        out
+        concat(&self.slices)
     }
+}
+
+/// `slices` copied one after the other into one `Vec`.
+pub(crate) fn concat(slices: &[SharedBuf]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(slices.iter().map(|s| s.len()).sum());
+    for s in slices {
+        out.extend_from_slice(s);
+    }
+    out
 }

@@ -216,7 +216,7 @@ impl Service for FlatService {
             path,
             verifier: &self.verifier,
         };
-        let mut fbb = FlatBufferBuilder::new(pool);
+        let mut fbb = FlatBufferBuilder::with_pool(pool);
         (method.handler)(call, request, &mut fbb)?;
         // Each slice a gather entry over TCP (referenced, not copied); copied into the block
         // over shared memory.

@@ -110,7 +110,7 @@ pub enum ReadError {
 /// let mut server = Connection::new(listener.accept()?.0, &pool, &Config::default())?;
 ///
 /// // A FlatBuffer whose root is a string, sent as its slices.
-/// let mut fbb = FlatBufferBuilder::new(&pool);
+/// let mut fbb = FlatBufferBuilder::with_pool(&pool);
 /// let root = fbb.create_string("ferry");
 /// fbb.finish(root, None);
 /// client.send_payload(Meta::new(7, 1), fbb.finished_message().payload())?;

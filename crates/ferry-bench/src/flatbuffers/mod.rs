@@ -363,7 +363,7 @@ impl<'a> Bench<'a> {
             "builders": {
                 "flatbuffers-fresh": "flatbuffers 25.12 FlatBufferBuilder::new() per message (DefaultAllocator: doubling from empty, copying)",
                 "flatbuffers-reused": "one flatbuffers 25.12 FlatBufferBuilder, reset() between messages (zeroes the bytes the last message used)",
-                "zflatbuffers-fresh": "ferry_flatbuffers::FlatBufferBuilder::new(&pool) per message",
+                "zflatbuffers-fresh": "ferry_flatbuffers::FlatBufferBuilder::with_pool(&pool) per message",
                 "zflatbuffers-reused": "one ferry_flatbuffers::FlatBufferBuilder, reset() between messages (it keeps the last message's blocks that nothing else holds)",
             },
             "serialize": "messages built back to back on the pinned client CPU, clock read per batch (batches grow to 20 us); the result passed to black_box; ours from a Pool::new(PoolConfig::default())",

@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn both_builders_write_the_same_bytes_and_the_verifier_reads_them() {
         let pool = Pool::new(PoolConfig::default()).unwrap();
-        let mut ours = ferry_flatbuffers::FlatBufferBuilder::new(&pool);
+        let mut ours = ferry_flatbuffers::FlatBufferBuilder::with_pool(&pool);
         let mut offsets = Offsets::new();
         for size in [128, 1024, 16 << 10, 64 << 10, 128 << 10, 1 << 20] {
             let source = Source::new(size);

@@ -67,7 +67,7 @@ impl Builders {
         Builders {
             pool: pool.clone(),
             stock: StockBuilder::new(),
-            ours: ZBuilder::new(pool),
+            ours: ZBuilder::with_pool(pool),
             offsets: Offsets::new(),
             prebuilt: None,
             ids: Vec::new(),
@@ -108,7 +108,7 @@ impl Builders {
             }
             Builder::ZflatbuffersFresh | Builder::ZflatbuffersReused => {
                 if builder == Builder::ZflatbuffersFresh {
-                    self.ours = ZBuilder::new(&self.pool);
+                    self.ours = ZBuilder::with_pool(&self.pool);
                 } else {
                     self.ours.reset();
                 }

@@ -137,6 +137,10 @@ pub enum Blocks {
     /// 256 bytes first, at most 4 KiB: strings and vectors up to ~100 KiB are larger than any
     /// block, so the builder writes them across blocks.
     Split,
+    /// Blocks of at most this many bytes asked for, the first one too (a block is still the
+    /// pool's 64-byte class at least, but no item longer than this is written in one piece):
+    /// down to 1, where padding and every scalar are split across blocks.
+    Max(usize),
 }
 
 impl Blocks {
@@ -149,6 +153,7 @@ impl Blocks {
             Blocks::Default => PoolAllocator::new(pool),
             Blocks::Tiny => PoolAllocator::with_first_block(pool, 64).max_block_size(64),
             Blocks::Split => PoolAllocator::with_first_block(pool, 256).max_block_size(4096),
+            Blocks::Max(n) => PoolAllocator::with_first_block(pool, n).max_block_size(n),
         }
     }
 
