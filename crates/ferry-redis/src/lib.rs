@@ -44,5 +44,5 @@ pub mod resp;
 pub mod server;
 pub mod zset;
 
-pub use config::Config;
+pub use config::{Config, Tls};
 pub use server::{Server, ServerHandle};
