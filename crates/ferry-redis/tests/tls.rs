@@ -545,6 +545,13 @@ fn tls_only_server_with_the_plain_port_off() {
     assert_eq!(server.addr(), tls_addr(&server));
     let mut c = TlsResp::connect(tls_addr(&server), &pki.client(None)).expect("TLS client");
     c.ping();
+    let port = tls_addr(&server).port().to_string();
+    let got = c.cmd(&[b"CONFIG", b"GET", b"*port"]).expect("CONFIG GET");
+    let want = [b"port" as &[u8], b"0", b"tls-port", port.as_bytes()];
+    assert_eq!(
+        got,
+        Reply::Array(want.iter().map(|b| Reply::Bulk(b.to_vec())).collect())
+    );
     let refused = ferry_redis::Server::bind(Config {
         plain: false,
         ..config()
