@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(long, default_value_t = 6379)]
     port: u16,
     /// Port to serve TLS on, beside the plain port (0: any free port, printed at start).
-    #[arg(long, requires_all = ["tls_cert_file", "tls_key_file"])]
+    #[arg(long)]
     tls_port: Option<u16>,
     /// The server's certificate chain (PEM, the leaf first).
     #[arg(long)]
@@ -153,7 +153,7 @@ pub fn run(args: &Args) -> Result<(), String> {
     let handle = server.spawn().map_err(|e| format!("redis: {e}"))?;
     let listening = match (plain, handle.tls_addr()) {
         (true, Some(tls)) => format!("{} and TLS on {tls}", handle.addr()),
-        (false, Some(tls)) => format!("{tls} (TLS only)"),
+        (false, Some(tls)) => format!("{tls}, TLS only,"),
         (_, None) => handle.addr().to_string(),
     };
     println!(
