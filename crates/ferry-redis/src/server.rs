@@ -9,7 +9,7 @@
 //! 2. every whole command runs against the keyspace; replies accumulate in the client's
 //!    [`ReplyBuf`] (framing copied, large values referenced);
 //! 3. the framing is copied into a pool buffer, and the batch goes to `ferry-net`'s
-//!    [`Sender`] as gather entries: one `sendmsg` for the replies to everything read.
+//!    [`Sender`](ferry_net::Sender) as gather entries: one `sendmsg` for the replies to everything read.
 //!
 //! A client whose socket is full keeps accumulating replies until `output_buffer_limit`, and
 //! is then disconnected (logged on stderr), as is one that breaks the protocol (after Redis's
