@@ -1,9 +1,11 @@
 //! `ferry redis`: a Redis-protocol server (`ferry-redis`) in the foreground, until killed.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
 
-use ferry_net::Mode;
-use ferry_redis::{Config, Server};
+use ferry_net::{ClientAuth, Mode, TlsServer};
+use ferry_redis::{Config, Server, Tls};
 
 /// Options of `ferry redis`, named like redis-server's.
 #[derive(clap::Args, Debug)]
@@ -11,9 +13,29 @@ pub struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     bind: IpAddr,
-    /// Port to listen on (0: any free port, printed at start).
+    /// Port to listen on (0: any free port, printed at start; with --tls-port, 0 turns the
+    /// plain port off, as redis-server's `port 0`).
     #[arg(long, default_value_t = 6379)]
     port: u16,
+    /// Port to serve TLS on, beside the plain port (0: any free port, printed at start).
+    #[arg(long)]
+    tls_port: Option<u16>,
+    /// The server's certificate chain (PEM, the leaf first).
+    #[arg(long)]
+    tls_cert_file: Option<PathBuf>,
+    /// The server certificate's private key (PEM).
+    #[arg(long)]
+    tls_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) that client certificates must chain to.
+    #[arg(long)]
+    tls_ca_cert_file: Option<PathBuf>,
+    /// Client certificates: yes (required), optional (checked when sent), no (not asked for).
+    #[arg(long, default_value = "yes", value_parser = ["yes", "no", "optional"])]
+    tls_auth_clients: String,
+    /// Milliseconds a TLS client may take over its handshake before it is closed (it holds a
+    /// client slot meanwhile, never the loop's time).
+    #[arg(long, default_value_t = 10_000)]
+    tls_handshake_timeout_ms: u64,
     /// Clients must AUTH with this password first.
     #[arg(long)]
     requirepass: Option<String>,
@@ -66,11 +88,47 @@ fn parse_size(s: &str) -> Result<usize, String> {
     n.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))
 }
 
+/// The TLS listener of `--tls-port`, if given.
+fn tls(args: &Args) -> Result<Option<Tls>, String> {
+    let Some(port) = args.tls_port else {
+        return Ok(None);
+    };
+    let file = |f: &Option<PathBuf>, flag: &str| {
+        f.as_deref()
+            .ok_or_else(|| format!("--tls-port needs {flag}"))
+            .and_then(|p| std::fs::read(p).map_err(|e| format!("{flag} {}: {e}", p.display())))
+    };
+    let ca = || {
+        file(
+            &args.tls_ca_cert_file,
+            "--tls-ca-cert-file (or --tls-auth-clients no)",
+        )
+    };
+    let auth = match args.tls_auth_clients.as_str() {
+        "no" => ClientAuth::None,
+        "optional" => ClientAuth::Optional(ca()?),
+        _ => ClientAuth::Required(ca()?),
+    };
+    let chain = file(&args.tls_cert_file, "--tls-cert-file")?;
+    let key = file(&args.tls_key_file, "--tls-key-file")?;
+    let server = TlsServer::from_pem(&chain, &key, auth).map_err(|e| e.to_string())?;
+    Ok(Some(Tls {
+        port,
+        server: TlsServer {
+            handshake_timeout: Duration::from_millis(args.tls_handshake_timeout_ms),
+            ..server
+        },
+    }))
+}
+
 /// Runs the server until the process is killed.
 pub fn run(args: &Args) -> Result<(), String> {
     let defaults = Config::default();
+    let tls = tls(args).map_err(|e| format!("redis: {e}"))?;
     let config = Config {
         bind: SocketAddr::new(args.bind, args.port),
+        plain: args.port != 0 || tls.is_none(),
+        tls,
         password: args.requirepass.clone(),
         maxmemory: args.maxmemory,
         proto_max_bulk_len: args.proto_max_bulk_len.unwrap_or(
@@ -90,11 +148,16 @@ pub fn run(args: &Args) -> Result<(), String> {
         ..defaults
     };
     let threshold = config.zero_copy_threshold;
+    let plain = config.plain;
     let server = Server::bind(config).map_err(|e| format!("redis: {e}"))?;
     let handle = server.spawn().map_err(|e| format!("redis: {e}"))?;
+    let listening = match (plain, handle.tls_addr()) {
+        (true, Some(tls)) => format!("{} and TLS on {tls}", handle.addr()),
+        (false, Some(tls)) => format!("{tls}, TLS only,"),
+        (_, None) => handle.addr().to_string(),
+    };
     println!(
-        "ferry redis listening on {} (replies: {} mode, values of {threshold} B and more sent by reference; no persistence)",
-        handle.addr(),
+        "ferry redis listening on {listening} (replies: {} mode, values of {threshold} B and more sent by reference; no persistence)",
         args.mode
     );
     handle.join().map_err(|e| format!("redis: {e}"))

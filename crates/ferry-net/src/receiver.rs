@@ -109,6 +109,37 @@ impl Receiver {
 }
 
 impl Receiver {
+    /// Reads bytes of a stream that is not framed (a protocol of its own, as RESP) into
+    /// `target`, decrypted over TLS, never waiting: `Ok(0)` when the peer has closed,
+    /// [`TransportError::WouldBlock`] when nothing has arrived. The mirror of
+    /// [`Sender::send_unframed`](crate::Sender::send_unframed); the frame reader is not used.
+    ///
+    /// Over TLS, rustls may hold decrypted bytes that the socket no longer shows (`epoll`
+    /// does not see them): after a read that filled `target`, read again before waiting.
+    pub fn read_unframed(&mut self, target: &mut [u8]) -> Result<usize, TransportError> {
+        let Some(tls) = &self.tls else {
+            return loop {
+                match (&*self.stream).read(target) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    r => break r.map_err(|e| TransportError::io("read", e)),
+                }
+            };
+        };
+        let mut tls = session::lock(tls);
+        loop {
+            match tls.read_plain(&mut [&mut *target])? {
+                Plain::Copied(n) => {
+                    self.tls_copied += 2 * n as u64;
+                    return Ok(n);
+                }
+                Plain::Closed => return Ok(0),
+                Plain::Empty => tls.read_in(&self.stream)?,
+            }
+        }
+    }
+}
+
+impl Receiver {
     /// [`read_nowait`](Self::read_nowait) over TLS: the decrypted bytes rustls holds are
     /// copied into the reader's targets (the one copy on this path), and the socket is read
     /// into rustls when it holds none.

@@ -2,13 +2,18 @@
 
 use std::net::SocketAddr;
 
-use ferry_net::Mode;
+use ferry_net::{Mode, TlsServer};
 
 /// How the server runs and what it accepts.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Address to listen on (default `127.0.0.1:6379`).
     pub bind: SocketAddr,
+    /// Whether `bind` is listened on: `false` serves TLS only (redis-server's `port 0`).
+    pub plain: bool,
+    /// A TLS listener beside the plain one (redis-server's `tls-port` and its certificate
+    /// options); `None`: no TLS.
+    pub tls: Option<Tls>,
     /// `requirepass`: clients must `AUTH` (or `HELLO ... AUTH`) first when set.
     pub password: Option<String>,
     /// `maxmemory`: bytes of keys and values (Redis's estimate: key + value + a fixed overhead
@@ -57,10 +62,24 @@ pub struct Config {
     pub enable_debug_command: bool,
 }
 
+/// The TLS listener: `bind`'s address on its own port, with ferry-net's TLS (rustls).
+#[derive(Debug, Clone)]
+pub struct Tls {
+    /// `tls-port` (0: the kernel's choice).
+    pub port: u16,
+    /// The certificate, key and client-certificate policy (`tls-auth-clients`: ferry-net's
+    /// [`ClientAuth`](ferry_net::ClientAuth)), and the handshake timeout: a client that has
+    /// not finished its handshake by then is closed, holding its slot until then and never
+    /// the loop's time.
+    pub server: TlsServer,
+}
+
 impl Default for Config {
     fn default() -> Config {
         Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 6379)),
+            plain: true,
+            tls: None,
             password: None,
             maxmemory: 1 << 30,
             proto_max_bulk_len: (8 << 20) - 1024,

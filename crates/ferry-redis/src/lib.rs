@@ -31,6 +31,7 @@
 //! database, the keyspace ([`fields`]: the table inside a hash or a set; [`zset`]: a sorted
 //! set); [`cmd`] the commands, and a connection's protocol state (selected database, open
 //! transaction, watched keys) in [`cmd::Client`]; [`server`] the event loop that owns sockets
+//! (plain, and TLS through ferry-net's rustls sessions: [`Config::tls`])
 //! and clocks.
 
 #![deny(unsafe_code)]
@@ -44,5 +45,5 @@ pub mod resp;
 pub mod server;
 pub mod zset;
 
-pub use config::Config;
+pub use config::{Config, Tls};
 pub use server::{Server, ServerHandle};

@@ -9,14 +9,24 @@
 //! 2. every whole command runs against the keyspace; replies accumulate in the client's
 //!    [`ReplyBuf`] (framing copied, large values referenced);
 //! 3. the framing is copied into a pool buffer, and the batch goes to `ferry-net`'s
-//!    [`Sender`] as gather entries: one `sendmsg` for the replies to everything read.
+//!    [`Sender`](ferry_net::Sender) as gather entries: one `sendmsg` for the replies to everything read.
 //!
 //! A client whose socket is full keeps accumulating replies until `output_buffer_limit`, and
 //! is then disconnected (logged on stderr), as is one that breaks the protocol (after Redis's
 //! error reply) or exceeds `client-query-buffer-limit`. Loop 0 also runs the active expiry
 //! cycle `hz` times a second.
+//!
+//! TLS ([`Config::tls`]): each loop also owns a listener on the TLS port, and a client accepted
+//! there is a ferry-net [`Connection`] with a rustls session. Its handshake is a state of the
+//! client: each readiness event moves it on without waiting, and its deadline (in accept order,
+//! so a queue) bounds the loop's `epoll_wait`; a client not done by then is closed, as is one
+//! whose handshake fails (the log names the cause, ferry-net's [`ferry_net::TlsError`]). After
+//! it, reads return decrypted bytes and the same gather list of replies is encrypted into
+//! records with one copy (`SendStats::tls_copied`). A plain client uses the same
+//! [`Connection`], without a session.
 
-use std::io::{self, Read, Write};
+use std::collections::VecDeque;
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,7 +35,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
-use ferry_net::{Mode, Sender, TransportError};
+use ferry_net::{Connection, Handshake, Mode, TransportError};
 use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{EventfdFlags, Timespec};
 use rustix::net::{AddressFamily, SocketType, sockopt};
@@ -37,8 +47,9 @@ use crate::input::{Input, InputError};
 use crate::resp::{ParseLimits, ReplyBuf};
 
 const LISTENER: u64 = 0;
-const WAKER: u64 = 1;
-const FIRST_CLIENT: u64 = 2;
+const TLS_LISTENER: u64 = 1;
+const WAKER: u64 = 2;
+const FIRST_CLIENT: u64 = 3;
 
 /// State every loop shares.
 #[derive(Debug)]
@@ -51,12 +62,20 @@ struct Shared {
     stop: AtomicBool,
 }
 
+/// One loop's listening sockets: plain, TLS, or both.
+#[derive(Debug)]
+struct Listeners {
+    plain: Option<TcpListener>,
+    tls: Option<TcpListener>,
+}
+
 /// A server bound to its address, not yet serving.
 #[derive(Debug)]
 pub struct Server {
     shared: Arc<Shared>,
-    listeners: Vec<TcpListener>,
+    listeners: Vec<Listeners>,
     addr: SocketAddr,
+    tls_addr: Option<SocketAddr>,
 }
 
 /// A running server: its loops run on their own threads until [`stop`](Self::stop) (or drop).
@@ -64,6 +83,7 @@ pub struct Server {
 pub struct ServerHandle {
     shared: Arc<Shared>,
     addr: SocketAddr,
+    tls_addr: Option<SocketAddr>,
     wakers: Vec<Arc<OwnedFd>>,
     threads: Vec<JoinHandle<io::Result<()>>>,
 }
@@ -111,15 +131,36 @@ impl Server {
                 config.max_clients = room;
             }
         }
-        let mut listeners = vec![listen(config.bind)?];
-        let addr = listeners[0].local_addr()?;
-        for _ in 1..config.threads {
-            listeners.push(listen(addr)?);
+        if !config.plain && config.tls.is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no listener: the plain port is off and there is no TLS port",
+            ));
         }
+        let plain = listen_each(config.plain.then_some(config.bind), config.threads)?;
+        let tls_bind = config
+            .tls
+            .as_ref()
+            .map(|t| SocketAddr::new(config.bind.ip(), t.port));
+        let tls = listen_each(tls_bind, config.threads)?;
+        let tls_addr = tls.first().map(TcpListener::local_addr).transpose()?;
+        if let (Some(t), Some(addr)) = (&mut config.tls, tls_addr) {
+            t.port = addr.port(); // the kernel's choice for port 0, for CONFIG GET
+        }
+        let plain_addr = plain.first().map(TcpListener::local_addr).transpose()?;
+        let addr = plain_addr.or(tls_addr).expect("one listener at least");
+        let mut plain = plain.into_iter();
+        let mut tls = tls.into_iter();
+        let listeners = (0..config.threads)
+            .map(|_| Listeners {
+                plain: plain.next(),
+                tls: tls.next(),
+            })
+            .collect();
         let dbs = (0..config.databases.max(1))
             .map(|_| Db::new(pool.clone(), config.keep_in_place_min))
             .collect();
-        let info = ServerInfo::new(config, addr.port(), run_id());
+        let info = ServerInfo::new(config, plain_addr.map_or(0, |a| a.port()), run_id());
         Ok(Server {
             shared: Arc::new(Shared {
                 info,
@@ -130,10 +171,12 @@ impl Server {
             }),
             listeners,
             addr,
+            tls_addr,
         })
     }
 
-    /// The address it listens on (the kernel's choice for port 0).
+    /// The address it listens on (the kernel's choice for port 0): the plain listener's, or
+    /// the TLS one's when there is no plain listener.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
@@ -142,7 +185,7 @@ impl Server {
     pub fn spawn(self) -> io::Result<ServerHandle> {
         let mut wakers = Vec::new();
         let mut threads = Vec::new();
-        for (i, listener) in self.listeners.into_iter().enumerate() {
+        for (i, listeners) in self.listeners.into_iter().enumerate() {
             let waker = Arc::new(rustix::event::eventfd(
                 0,
                 EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC,
@@ -157,13 +200,14 @@ impl Server {
                     if let Some(cpu) = cpu {
                         ferry_transport::pin_current_thread(cpu)?;
                     }
-                    EventLoop::new(i, shared, listener, waker)?.run()
+                    EventLoop::new(i, shared, listeners, waker)?.run()
                 })?;
             threads.push(thread);
         }
         Ok(ServerHandle {
             shared: self.shared,
             addr: self.addr,
+            tls_addr: self.tls_addr,
             wakers,
             threads,
         })
@@ -171,9 +215,15 @@ impl Server {
 }
 
 impl ServerHandle {
-    /// The address the server listens on.
+    /// The address the server listens on: the plain listener's, or the TLS one's when there
+    /// is no plain listener.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The TLS listener's address, if there is one.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
     }
 
     /// The pool every value, read buffer and reply lives in (its statistics show leaks).
@@ -227,6 +277,20 @@ impl Drop for ServerHandle {
     }
 }
 
+/// `threads` listeners on `addr` (the first one's, after a port 0), or none.
+fn listen_each(addr: Option<SocketAddr>, threads: usize) -> io::Result<Vec<TcpListener>> {
+    let Some(addr) = addr else {
+        return Ok(Vec::new());
+    };
+    let first = listen(addr)?;
+    let addr = first.local_addr()?;
+    let mut all = vec![first];
+    for _ in 1..threads {
+        all.push(listen(addr)?);
+    }
+    Ok(all)
+}
+
 /// A listening socket with `SO_REUSEPORT`, so that every loop can have its own.
 fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
     let family = if addr.is_ipv4() {
@@ -265,8 +329,12 @@ fn now_ms() -> u64 {
 /// One connected client.
 #[derive(Debug)]
 struct Conn {
-    stream: Arc<TcpStream>,
-    sender: Sender,
+    /// The socket, its sender, and its TLS session if it came in on the TLS port.
+    net: Connection,
+    /// The TLS handshake is not done: no request is read yet.
+    handshaking: bool,
+    /// Nothing read yet (a plain client's first byte tells a TLS handshake on the wrong port).
+    fresh: bool,
     input: Input,
     client: Client,
     /// Replies not yet handed to the sender (it is busy with an earlier batch).
@@ -290,8 +358,13 @@ enum Close {
 struct EventLoop {
     index: usize,
     shared: Arc<Shared>,
-    listener: TcpListener,
+    listeners: Listeners,
     waker: Arc<OwnedFd>,
+    /// Every client's ferry-net settings.
+    net: ferry_net::Config,
+    /// TLS clients still handshaking, by deadline (accept order: the timeout is one for all),
+    /// with their slot and client id (the slot may have been reused since).
+    handshakes: VecDeque<(Instant, usize, u64)>,
     epoll: OwnedFd,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
@@ -305,13 +378,27 @@ impl EventLoop {
     fn new(
         index: usize,
         shared: Arc<Shared>,
-        listener: TcpListener,
+        listeners: Listeners,
         waker: Arc<OwnedFd>,
     ) -> io::Result<EventLoop> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-        epoll::add(&epoll, &listener, EventData::new_u64(LISTENER), EventFlags::IN)?;
+        if let Some(l) = &listeners.plain {
+            epoll::add(&epoll, l, EventData::new_u64(LISTENER), EventFlags::IN)?;
+        }
+        if let Some(l) = &listeners.tls {
+            epoll::add(&epoll, l, EventData::new_u64(TLS_LISTENER), EventFlags::IN)?;
+        }
         epoll::add(&epoll, &*waker, EventData::new_u64(WAKER), EventFlags::IN)?;
         let c = &shared.info.config;
+        let net = ferry_net::Config {
+            mode: c.mode,
+            // A batch is whatever replies one read produced; never flush on a cap midway.
+            batch_frames: usize::MAX,
+            batch_bytes: usize::MAX,
+            // Unused (RESP is not framed), but checked against the pool.
+            max_frame_len: shared.pool.max_class() - ferry_net::frame::HEADER_LEN,
+            ..ferry_net::Config::default()
+        };
         let limits = ParseLimits {
             max_bulk_len: c.proto_max_bulk_len,
             max_args: c.max_args,
@@ -319,8 +406,10 @@ impl EventLoop {
         };
         Ok(EventLoop {
             index,
-            listener,
+            listeners,
             waker,
+            net,
+            handshakes: VecDeque::new(),
             epoll,
             conns: Vec::new(),
             free: Vec::new(),
@@ -337,15 +426,19 @@ impl EventLoop {
         let hz = self.shared.info.config.hz.max(1);
         let tick = Duration::from_millis(1000 / u64::from(hz));
         while !self.shared.stop.load(Ordering::SeqCst) {
-            let timeout = if self.index == 0 {
-                let left = self.next_expire.saturating_duration_since(Instant::now());
-                Some(Timespec {
+            let expire = (self.index == 0).then_some(self.next_expire);
+            let handshake = self.handshakes.front().map(|h| h.0);
+            let timeout = match (expire, handshake) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+            .map(|at| {
+                let left = at.saturating_duration_since(Instant::now());
+                Timespec {
                     tv_sec: left.as_secs() as i64,
                     tv_nsec: i64::from(left.subsec_nanos()),
-                })
-            } else {
-                None
-            };
+                }
+            });
             events.clear();
             match epoll::wait(
                 &self.epoll,
@@ -359,7 +452,8 @@ impl EventLoop {
             for ev in &events {
                 let (token, flags) = (ev.data.u64(), ev.flags);
                 match token {
-                    LISTENER => self.accept(),
+                    LISTENER => self.accept(false),
+                    TLS_LISTENER => self.accept(true),
                     WAKER => {
                         let mut b = [0u8; 8];
                         let _ = rustix::io::read(&*self.waker, &mut b);
@@ -367,6 +461,7 @@ impl EventLoop {
                     t => self.client_event((t - FIRST_CLIENT) as usize, flags),
                 }
             }
+            self.expire_handshakes();
             if self.index == 0 && Instant::now() >= self.next_expire {
                 self.next_expire = Instant::now() + tick;
                 if self.shared.info.active_expire.load(Ordering::Relaxed) {
@@ -389,9 +484,33 @@ impl EventLoop {
         self.shared.dbs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn accept(&mut self) {
+    /// Closes the clients whose handshake deadline has passed (the handshake step names the
+    /// timeout as the cause).
+    fn expire_handshakes(&mut self) {
+        let now = Instant::now();
+        while let Some(&(at, slot, id)) = self.handshakes.front() {
+            if at > now {
+                return;
+            }
+            self.handshakes.pop_front();
+            let pending = self.conns[slot]
+                .as_ref()
+                .is_some_and(|c| c.handshaking && c.client.id == id);
+            if pending {
+                self.client_event(slot, EventFlags::IN);
+            }
+        }
+    }
+
+    fn accept(&mut self, tls: bool) {
         loop {
-            let (stream, addr) = match self.listener.accept() {
+            let listener = if tls {
+                &self.listeners.tls
+            } else {
+                &self.listeners.plain
+            };
+            let accepted = listener.as_ref().expect("registered only when present").accept();
+            let (stream, addr) = match accepted {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
@@ -408,27 +527,22 @@ impl EventLoop {
                 let _ = (&stream).write_all(b"-ERR max number of clients reached\r\n");
                 continue;
             }
-            if let Err(e) = self.add_conn(stream, addr) {
+            if let Err(e) = self.add_conn(stream, addr, tls) {
                 eprintln!("ferry-redis: client {addr}: {e}");
             }
         }
     }
 
-    fn add_conn(&mut self, stream: TcpStream, addr: SocketAddr) -> io::Result<()> {
+    fn add_conn(&mut self, stream: TcpStream, addr: SocketAddr, tls: bool) -> io::Result<()> {
         let info = &self.shared.info;
-        stream.set_nonblocking(true)?;
-        stream.set_nodelay(true)?;
         let local_addr = stream.local_addr()?;
-        let stream = Arc::new(stream);
-        let net = ferry_net::Config {
-            mode: info.config.mode,
-            // A batch is whatever replies one read produced; never flush on a cap midway.
-            batch_frames: usize::MAX,
-            batch_bytes: usize::MAX,
-            ..ferry_net::Config::default()
-        };
-        let mut sender = Sender::new(stream.clone(), &self.shared.pool, &net).map_err(io::Error::other)?;
-        sender.set_nonblocking(true);
+        let pool = &self.shared.pool;
+        let mut net = match info.config.tls.as_ref().filter(|_| tls) {
+            Some(t) => Connection::tls_server(stream, pool, &self.net, &t.server),
+            None => Connection::new(stream, pool, &self.net),
+        }
+        .map_err(io::Error::other)?;
+        net.set_nonblocking(true);
         let client = Client::new(
             self.shared.next_client_id.fetch_add(1, Ordering::Relaxed),
             addr,
@@ -448,10 +562,11 @@ impl EventLoop {
                 ferry_net::Mode::Copy => usize::MAX,
                 _ => info.config.zero_copy_threshold,
             }),
-            stream,
-            sender,
+            handshaking: net.is_tls(),
+            fresh: true,
+            net,
             client,
-            max_in_flight: net.max_in_flight,
+            max_in_flight: self.net.max_in_flight,
             writing: false,
             reading: true,
             closing: false,
@@ -465,63 +580,108 @@ impl EventLoop {
         };
         if let Err(e) = epoll::add(
             &self.epoll,
-            &*conn.stream,
+            &conn.net,
             EventData::new_u64(FIRST_CLIENT + slot as u64),
             EventFlags::IN | EventFlags::RDHUP,
         ) {
             self.free.push(slot);
             return Err(e.into());
         }
+        if let Some(at) = conn.net.handshake_deadline() {
+            self.handshakes.push_back((at, slot, conn.client.id));
+        }
         self.conns[slot] = Some(conn);
         Stats::add(&info.stats.connected_clients, 1);
         Ok(())
     }
 
-    fn client_event(&mut self, i: usize, flags: EventFlags) {
+    fn client_event(&mut self, i: usize, mut flags: EventFlags) {
         if self.conns.get(i).is_none_or(Option::is_none) {
             return;
+        }
+        if self.conns[i].as_ref().is_some_and(|c| c.handshaking) {
+            match self.handshake(i) {
+                // Requests may have come with the handshake's last flight.
+                Ok(true) => flags |= EventFlags::IN,
+                Ok(false) => return,
+                Err(why) => return self.drop_conn(i, why),
+            }
         }
         if flags.contains(EventFlags::ERR) {
             // Zero-copy completions arrive on the error queue.
             let conn = self.conns[i].as_mut().expect("checked above");
-            if let Err(e) = conn.sender.poll_completions() {
+            if let Err(e) = conn.net.sender().poll_completions() {
                 return self.drop_conn(i, Close::Reason(format!("completions: {e}")));
             }
         }
-        if flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP) {
-            if let Err(why) = self.read(i) {
-                // Replies to what was read before the end still go out, best effort.
-                let _ = self.write(i);
+        let mut reading = flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP);
+        loop {
+            let again = match reading.then(|| self.read(i)) {
+                None => false,
+                Some(Ok(again)) => again,
+                Some(Err(why)) => {
+                    // Replies to what was read before the end still go out, best effort.
+                    let _ = self.write(i);
+                    return self.drop_conn(i, why);
+                }
+            };
+            if let Err(why) = self.write(i) {
                 return self.drop_conn(i, why);
             }
+            if !again {
+                break;
+            }
+            reading = true;
         }
-        if let Err(why) = self.write(i) {
-            return self.drop_conn(i, why);
-        }
-        let conn = self.conns[i].as_ref().expect("still open");
-        if conn.closing && !conn.sender.has_pending() {
+        let conn = self.conns[i].as_mut().expect("still open");
+        if conn.closing && !conn.net.sender().has_pending() {
             self.drop_conn(i, Close::Eof);
         }
     }
 
-    /// One read, then every whole command in it.
-    fn read(&mut self, i: usize) -> Result<(), Close> {
+    /// Moves a TLS handshake on: `Ok(true)` once it is done.
+    fn handshake(&mut self, i: usize) -> Result<bool, Close> {
+        let conn = self.conns[i].as_mut().expect("caller checked");
+        match conn.net.handshake_step() {
+            Ok(Handshake::Done) => {
+                conn.handshaking = false;
+                Ok(true)
+            }
+            Ok(Handshake::Waiting { read, write }) => {
+                arm(&self.epoll, conn, i, read || !write, write)?;
+                Ok(false)
+            }
+            Err(e) => Err(Close::Reason(format!("TLS handshake: {e}"))),
+        }
+    }
+
+    /// One read, then every whole command in it. `Ok(true)`: read again before waiting (TLS,
+    /// the read filled its target: rustls may hold more decrypted bytes, which `epoll` does
+    /// not see).
+    fn read(&mut self, i: usize) -> Result<bool, Close> {
         let shared = &*self.shared;
         let conn = self.conns[i].as_mut().expect("caller checked");
         if conn.closing {
-            return Ok(());
+            return Ok(false);
         }
         let target = conn
             .input
             .read_target()
             .map_err(|e| Close::Reason(e.to_string()))?;
-        let n = match (&*conn.stream).read(target) {
+        let n = match conn.net.receiver().read_unframed(target) {
             Ok(0) => return Err(Close::Eof),
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Err(Close::Eof),
+            Err(TransportError::WouldBlock) => return Ok(false),
+            Err(TransportError::Io { source, .. }) if source.kind() == io::ErrorKind::ConnectionReset => {
+                return Err(Close::Eof);
+            }
             Err(e) => return Err(Close::Reason(format!("read: {e}"))),
         };
+        // A TLS record starts with 22 (handshake); no RESP request does.
+        if std::mem::take(&mut conn.fresh) && !conn.net.is_tls() && target[0] == 0x16 {
+            return Err(Close::Reason("a TLS handshake on the plain port".into()));
+        }
+        let again = conn.net.is_tls() && n == target.len();
         conn.input.filled(n);
         Stats::add(&shared.info.stats.total_net_input_bytes, n as u64);
         let mut dbs = shared.dbs.lock().unwrap_or_else(PoisonError::into_inner);
@@ -563,7 +723,7 @@ impl EventLoop {
             )));
         }
         match result {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(again),
             Err(InputError::Protocol(e)) => {
                 out.set_proto(client.proto);
                 out.error(format!("ERR {e}"));
@@ -573,7 +733,7 @@ impl EventLoop {
                     "ferry-redis: client {} ({}): protocol error: {e} at byte {}",
                     client.id, client.addr, e.offset
                 );
-                Ok(())
+                Ok(false)
             }
             Err(e) => {
                 Stats::add(&stats.clients_dropped, 1);
@@ -587,18 +747,19 @@ impl EventLoop {
         let shared = &*self.shared;
         let conn = self.conns[i].as_mut().expect("caller checked");
         loop {
-            if !conn.out.is_empty() && !conn.sender.has_pending() {
+            if !conn.out.is_empty() && !conn.net.sender().has_pending() {
                 Stats::add(&shared.info.stats.total_net_output_bytes, conn.out.len() as u64);
                 let (bytes, refs) = conn.out.drain_parts();
                 gather(&shared.pool, bytes, refs, &mut self.framing, &mut self.parts)
                     .map_err(|e| Close::Reason(format!("reply buffer: {e}")))?;
-                conn.sender
+                conn.net
+                    .sender()
                     .send_unframed(&self.parts)
                     .map_err(|e| Close::Reason(format!("send: {e}")))?;
                 self.parts.clear();
                 conn.out.clear();
             }
-            match conn.sender.flush() {
+            match conn.net.flush() {
                 Ok(()) if !conn.out.is_empty() => continue,
                 Ok(()) => break,
                 Err(TransportError::WouldBlock) => break,
@@ -617,31 +778,13 @@ impl EventLoop {
         // completions, which arrive as EPOLLERR (always reported): armed, EPOLLOUT would fire on
         // every turn while the kernel still holds the bytes. (io_uring's completions come on
         // the ring, which the loop does not poll: there EPOLLOUT stays armed.)
-        let waiting = matches!(conn.sender.mode(), Mode::ZeroCopy | Mode::Auto)
-            && conn.sender.in_flight() > conn.max_in_flight;
-        let want = conn.sender.has_pending() && !waiting;
+        let waiting = matches!(conn.net.mode(), Mode::ZeroCopy | Mode::Auto)
+            && conn.net.in_flight() > conn.max_in_flight;
+        let want = conn.net.sender().has_pending() && !waiting;
         // A closing client is not read any more: left armed, level-triggered input it keeps
         // sending would wake the loop on every turn until its replies are written.
-        let interest = (want, !conn.closing);
-        if interest != (conn.writing, conn.reading) {
-            let mut flags = EventFlags::empty();
-            if interest.1 {
-                flags |= EventFlags::IN | EventFlags::RDHUP;
-            }
-            if want {
-                flags |= EventFlags::OUT;
-            }
-            epoll::modify(
-                &self.epoll,
-                &*conn.stream,
-                EventData::new_u64(FIRST_CLIENT + i as u64),
-                flags,
-            )
-            .map_err(|e| Close::Reason(format!("epoll_ctl: {e}")))?;
-            conn.reading = interest.1;
-            conn.writing = want;
-        }
-        Ok(())
+        let read = !conn.closing;
+        arm(&self.epoll, conn, i, read, want)
     }
 
     fn drop_conn(&mut self, i: usize, why: Close) {
@@ -654,7 +797,7 @@ impl EventLoop {
                 conn.client.id, conn.client.addr
             );
         }
-        let _ = epoll::delete(&self.epoll, &*conn.stream);
+        let _ = epoll::delete(&self.epoll, &conn.net);
         let mut client = conn.client;
         if !client.watched.is_empty() {
             cmd::multi::forget_watched(&mut self.lock_dbs(), &mut client);
@@ -666,6 +809,31 @@ impl EventLoop {
             .fetch_sub(1, Ordering::Relaxed);
         self.free.push(i);
     }
+}
+
+/// Sets what `epoll` reports for client `i` (slot `i`): readable, writable; no call when it is
+/// already so.
+fn arm(epoll: &OwnedFd, conn: &mut Conn, i: usize, read: bool, write: bool) -> Result<(), Close> {
+    if (read, write) == (conn.reading, conn.writing) {
+        return Ok(());
+    }
+    let mut flags = EventFlags::empty();
+    if read {
+        flags |= EventFlags::IN | EventFlags::RDHUP;
+    }
+    if write {
+        flags |= EventFlags::OUT;
+    }
+    epoll::modify(
+        epoll,
+        &conn.net,
+        EventData::new_u64(FIRST_CLIENT + i as u64),
+        flags,
+    )
+    .map_err(|e| Close::Reason(format!("epoll_ctl: {e}")))?;
+    conn.reading = read;
+    conn.writing = write;
+    Ok(())
 }
 
 /// The replies `bytes` + `refs` as gather parts: `bytes` copied into pool buffers (one, unless

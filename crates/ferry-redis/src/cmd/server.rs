@@ -1175,6 +1175,7 @@ pub const CONFIG_PARAMS: &[&str] = &[
     "requirepass",
     "save",
     "timeout",
+    "tls-port",
 ];
 
 /// How `CONFIG SET` checks the value of an [`InertParam`].
@@ -1290,6 +1291,7 @@ fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
         "requirepass" => config.password.clone().unwrap_or_default(),
         "save" => String::new(),
         "timeout" => "0".into(),
+        "tls-port" => config.tls.as_ref().map_or(0, |t| t.port).to_string(),
         _ => String::new(),
     }
 }
