@@ -15,6 +15,7 @@
 # default 120). A unit that ends in an exception (the harness stops the unit at an error
 # outside a test) or a timeout is marked `aborted`: its counts are the tests it finished.
 #
+# One run at a time: the harness listens on a fixed port for its test client.
 # Needs tclsh, redis-server and redis-cli; builds `ferry` (target/debug) with cargo, or uses
 # $FERRY_BIN.
 set -euo pipefail
@@ -124,6 +125,13 @@ run_unit() {
     stop
     # The harness colours its tags when writing to a terminal: strip escapes before counting.
     sed -i 's/\x1b\[[0-9;]*m//g' "$log"
+    # A harness that never started its test client ran nothing (its own listener's port,
+    # 21079, taken by another run of the suite, say): an error, not a unit with no tests.
+    if ! grep -q '^\[ready\]:' "$log"; then
+        echo "redis-suite: the harness did not start for $unit against $kind (one run at a time):" >&2
+        cat "$log" >&2
+        exit 1
+    fi
     local ok err skip aborted=""
     ok=$(grep -c '^\[ok\]:' "$log" || true)
     err=$(grep -c '^\[err\]:' "$log" || true)
@@ -152,9 +160,12 @@ echo "|---|---|---|---|"
 f_pass=0 f_run=0 r_pass=0 r_run=0
 for unit in $units; do
     t0=$SECONDS
-    read -r fp fr fs fa <<<"$(run_unit ferry "$unit")"
+    # Assigned first, so that a failed run stops the script (set -e).
+    res=$(run_unit ferry "$unit")
+    read -r fp fr fs fa <<<"$res"
     t1=$SECONDS
-    read -r rp rr rs ra <<<"$(run_unit redis "$unit")"
+    res=$(run_unit redis "$unit")
+    read -r rp rr rs ra <<<"$res"
     t2=$SECONDS
     echo "| $unit | $(cell "$fp" "$fr" "$fs" "${fa:-}") | $(cell "$rp" "$rr" "$rs" "${ra:-}") | $((t1 - t0)), $((t2 - t1)) |"
     f_pass=$((f_pass + fp)) f_run=$((f_run + fr)) r_pass=$((r_pass + rp)) r_run=$((r_run + rr))
