@@ -8,6 +8,29 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::resp::ReplyBuf;
 
+/// A harness as the connection and server commands' tests use it: client 7, a server with
+/// `password` (authenticated from the start when there is none), replies all copied.
+pub fn server_harness(password: Option<&str>) -> Harness {
+    let config = Config {
+        password: password.map(str::to_owned),
+        ..Config::default()
+    };
+    Harness {
+        db: Db::new(ferry_testkit::pool(), 4096),
+        client: Client::new(
+            7,
+            "127.0.0.1:50000".parse::<SocketAddr>().unwrap(),
+            "127.0.0.1:6379".parse::<SocketAddr>().unwrap(),
+            1_700_000_000_000,
+            password.is_none(),
+        ),
+        others: (1..16).map(|_| Db::new(ferry_testkit::pool(), 4096)).collect(),
+        server: ServerInfo::new(config, 6379, "ab".repeat(20)),
+        now_ms: 1_700_000_005_000,
+        zero_copy: usize::MAX,
+    }
+}
+
 /// Values at least this long are referenced by replies (small, so tests cover both paths).
 pub const ZERO_COPY: usize = 8;
 /// Values at least this long stay in the request buffer.

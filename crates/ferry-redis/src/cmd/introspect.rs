@@ -18,8 +18,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::server::{Sub, dispatch, help};
 use super::strings::parse_i64;
+use super::subcommand::{Sub, dispatch, help, sub};
 use super::{Args, Ctx, NOT_INTEGER};
 use crate::db::{Access, Value};
 use crate::resp::ReplyBuf;
@@ -41,24 +41,24 @@ const ACL_READ: &[&str] = &["@keyspace", "@read", "@slow"];
 /// `OBJECT`'s subcommands.
 #[rustfmt::skip]
 pub static OBJECT_SUBS: &[Sub] = &[
-    super::server::sub("object|encoding", 3, SUB_FLAGS, ACL_READ, &["nondeterministic_output"], "generic", "Inspect the internal encoding of a Redis object", "2.2.3", "O(1)", object_encoding),
-    super::server::sub("object|freq", 3, SUB_FLAGS, ACL_READ, &["nondeterministic_output"], "generic", "Get the logarithmic access frequency counter of a Redis object", "4.0.0", "O(1)", object_freq),
-    super::server::sub("object|help", 2, &["loading", "stale"], &["@keyspace", "@slow"], &[], "generic", "Show helpful text about the different subcommands", "6.2.0", "O(1)", object_help),
-    super::server::sub("object|idletime", 3, SUB_FLAGS, ACL_READ, &["nondeterministic_output"], "generic", "Get the time since a Redis object was last accessed", "2.2.3", "O(1)", object_idletime),
-    super::server::sub("object|refcount", 3, SUB_FLAGS, ACL_READ, &["nondeterministic_output"], "generic", "Get the number of references to the value of the key", "2.2.3", "O(1)", object_refcount),
+    sub("object|encoding", 3, SUB_FLAGS, ACL_READ, &["nondeterministic_output"], "generic", "Inspect the internal encoding of a Redis object", "2.2.3", "O(1)", object_encoding),
+    sub("object|freq", 3, SUB_FLAGS, ACL_READ, &["nondeterministic_output"], "generic", "Get the logarithmic access frequency counter of a Redis object", "4.0.0", "O(1)", object_freq),
+    sub("object|help", 2, &["loading", "stale"], &["@keyspace", "@slow"], &[], "generic", "Show helpful text about the different subcommands", "6.2.0", "O(1)", object_help),
+    sub("object|idletime", 3, SUB_FLAGS, ACL_READ, &["nondeterministic_output"], "generic", "Get the time since a Redis object was last accessed", "2.2.3", "O(1)", object_idletime),
+    sub("object|refcount", 3, SUB_FLAGS, ACL_READ, &["nondeterministic_output"], "generic", "Get the number of references to the value of the key", "2.2.3", "O(1)", object_refcount),
 ];
 
 /// `FUNCTION`'s subcommands (those a client of a server without functions needs).
 #[rustfmt::skip]
 pub static FUNCTION_SUBS: &[Sub] = &[
-    super::server::sub("function|flush", -2, &["write", "noscript"], &["@write", "@slow", "@scripting"], &[], "scripting", "Deleting all functions", "7.0.0", "O(N) where N is the number of functions deleted", function_flush),
-    super::server::sub("function|help", 2, &["loading", "stale"], &["@slow", "@scripting"], &[], "scripting", "Show helpful text about the different subcommands", "7.0.0", "O(1)", function_help),
-    super::server::sub("function|list", -2, &["noscript"], &["@slow", "@scripting"], &["nondeterministic_output_order"], "scripting", "List information about all the functions", "7.0.0", "O(N) where N is the number of functions", function_list),
+    sub("function|flush", -2, &["write", "noscript"], &["@write", "@slow", "@scripting"], &[], "scripting", "Deleting all functions", "7.0.0", "O(N) where N is the number of functions deleted", function_flush),
+    sub("function|help", 2, &["loading", "stale"], &["@slow", "@scripting"], &[], "scripting", "Show helpful text about the different subcommands", "7.0.0", "O(1)", function_help),
+    sub("function|list", -2, &["noscript"], &["@slow", "@scripting"], &["nondeterministic_output_order"], "scripting", "List information about all the functions", "7.0.0", "O(N) where N is the number of functions", function_list),
 ];
 
 /// `OBJECT subcommand key`.
 pub fn object(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    dispatch("object", ctx, args, out);
+    dispatch("object", OBJECT_SUBS, ctx, args, out);
 }
 
 /// Redis 7.0's name for how Ferry stores `value`.
@@ -127,7 +127,7 @@ fn object_help(_ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `FUNCTION subcommand ...`.
 pub fn function(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    dispatch("function", ctx, args, out);
+    dispatch("function", FUNCTION_SUBS, ctx, args, out);
 }
 
 /// `FUNCTION FLUSH [ASYNC|SYNC]`: there are no functions to delete.

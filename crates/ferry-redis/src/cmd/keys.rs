@@ -5,7 +5,7 @@
 //! `UNLINK` is `DEL`: values are freed when their last reference drops, and a large value's
 //! bytes go back to the pool without a walk, so there is nothing to defer to another thread.
 
-use super::server::{DB_OUT_OF_RANGE, SAME_OBJECT, parse_db_index};
+use super::databases::{DB_OUT_OF_RANGE, SAME_OBJECT, parse_db_index};
 use super::{Args, Ctx, NOT_INTEGER, SYNTAX};
 use crate::cmd::strings::parse_i64;
 use crate::db::{Access, SetIf, Ttl, Value};

@@ -10,8 +10,10 @@
 //!
 //! Groups: [`strings`], [`keys`] (with [`sort`]), [`lists`], [`hashes`], [`sets`], [`zsets`]
 //! and [`zalgebra`] (with [`random`]: the random picks of the three collections), [`multi`]
-//! (transactions), [`introspect`] (`OBJECT`, `DEBUG`, `FUNCTION`), and [`server`]
-//! (connection, database and server commands).
+//! (transactions), [`introspect`] (`OBJECT`, `DEBUG`, `FUNCTION`), [`connection`], [`databases`],
+//! [`client`], [`command`], [`config`] and [`info`]. Container commands share [`subcommand`].
+//! The [`table`] names every handler; handlers that describe the table (`COMMAND`) read it
+//! through [`Ctx::table`], so no handler module imports it.
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -25,18 +27,24 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::resp::{Proto, ReplyBuf};
 
+pub mod client;
+pub mod command;
+pub mod config;
+pub mod connection;
+pub mod databases;
 #[cfg(test)]
 pub(crate) mod harness;
 pub mod hashes;
+pub mod info;
 pub mod introspect;
 pub mod keys;
 pub mod lists;
 pub mod multi;
 pub mod random;
-pub mod server;
 pub mod sets;
 pub mod sort;
 pub mod strings;
+pub mod subcommand;
 pub mod table;
 pub mod zalgebra;
 pub mod zsets;
@@ -149,6 +157,19 @@ impl<'a> Args<'a> {
     }
 }
 
+/// The command table as handlers see it: every command, lookup by name, and the subcommands of
+/// the containers. [`table::TABLE`] is the one value; [`Ctx`] carries it, so that the handlers
+/// that describe the table (`COMMAND`) need not import [`table`], which imports them.
+#[derive(Debug)]
+pub struct Table {
+    /// Every command, sorted by name.
+    pub commands: &'static [CommandSpec],
+    /// The command named (in any case) by the argument.
+    pub lookup: fn(&[u8]) -> Option<&'static CommandSpec>,
+    /// The subcommands of a container command (lower-case name); empty for others.
+    pub subcommands: fn(&str) -> &'static [subcommand::Sub],
+}
+
 /// What the server knows about one client.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -255,7 +276,7 @@ pub struct ServerInfo {
     /// `maxmemory` now (`CONFIG SET` changes it; 0: no limit, as in Redis).
     pub maxmemory: AtomicUsize,
     /// The values of the parameters `CONFIG SET` accepts without effect, in the order of
-    /// [`server::INERT_PARAMS`].
+    /// [`config::INERT_PARAMS`].
     pub inert: Mutex<Vec<String>>,
 }
 
@@ -271,7 +292,7 @@ impl ServerInfo {
             stats: Stats::default(),
             active_expire: AtomicBool::new(true),
             inert: Mutex::new(
-                server::INERT_PARAMS
+                config::INERT_PARAMS
                     .iter()
                     .map(|p| p.default.to_owned())
                     .collect(),
@@ -340,6 +361,8 @@ pub struct Ctx<'a> {
     pub server: &'a ServerInfo,
     /// Now, in unix milliseconds (expiry is computed against it).
     pub now_ms: u64,
+    /// The command table (`COMMAND` describes it).
+    pub table: &'static Table,
 }
 
 impl Ctx<'_> {
@@ -377,6 +400,12 @@ pub fn unknown_command(args: &Args<'_>) -> Vec<u8> {
         msg.extend_from_slice(b"' ");
     }
     msg
+}
+
+/// An error message quoting a client's argument as is (Redis's `'%s'`: not necessarily UTF-8).
+pub fn quoted(before: &str, arg: &[u8], after: &str) -> Vec<u8> {
+    // Redis formats the argument with `%s`: it ends at its first NUL.
+    [before.as_bytes(), c_str(arg), after.as_bytes()].concat()
 }
 
 /// `bytes` up to its first NUL: what C's `%s` prints of it, as Redis's error messages do.
@@ -490,7 +519,7 @@ fn check(s: &Session<'_>, args: &Args<'_>) -> Result<&'static CommandSpec, Vec<u
     if !spec.arity_ok(args.len()) {
         return Err(wrong_arity(spec.name).into_bytes());
     }
-    if let Some(e) = server::subcommand_error(spec, args) {
+    if let Some(e) = subcommand::subcommand_error(spec, table::subcommands(spec.name), args) {
         return Err(e);
     }
     if !s.client.authenticated && !spec.has("no_auth") {
@@ -523,6 +552,7 @@ fn run(
         client,
         server,
         now_ms,
+        table: &table::TABLE,
     };
     (spec.handler)(&mut ctx, args, out)
 }

@@ -3,9 +3,10 @@
 
 use std::sync::LazyLock;
 
+use super::subcommand::Sub;
 use super::{
-    CommandSpec, Handler, hashes, introspect, keys, lists, multi, server, sets, sort, strings, zalgebra,
-    zsets,
+    CommandSpec, Handler, Table, client, command, config, connection, databases, hashes, info, introspect,
+    keys, lists, multi, sets, sort, strings, zalgebra, zsets,
 };
 
 const fn spec(
@@ -48,6 +49,25 @@ const R_MOVABLE: &[&str] = &["readonly", "movablekeys"];
 const W_OOM_MOVABLE: &[&str] = &["write", "denyoom", "movablekeys"];
 const W_MOVABLE: &[&str] = &["write", "movablekeys"];
 
+/// The table as [`Ctx::table`](super::Ctx::table) gives it to handlers.
+pub static TABLE: Table = Table {
+    commands: COMMANDS,
+    lookup,
+    subcommands,
+};
+
+/// The subcommands of the container command `name` (lower case); empty for other commands.
+pub fn subcommands(name: &str) -> &'static [Sub] {
+    match name {
+        "client" => client::CLIENT_SUBS,
+        "command" => command::COMMAND_SUBS,
+        "config" => config::CONFIG_SUBS,
+        "function" => introspect::FUNCTION_SUBS,
+        "object" => introspect::OBJECT_SUBS,
+        _ => &[],
+    }
+}
+
 /// Every command, sorted by name.
 pub static COMMANDS: &[CommandSpec] = &[
     spec(
@@ -66,7 +86,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "connection",
         "Authenticates the connection.",
-        server::auth,
+        connection::auth,
     ),
     spec(
         "client",
@@ -75,7 +95,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "connection",
         "CLIENT ID, GETNAME, SETNAME.",
-        server::client,
+        client::client,
     ),
     spec(
         "command",
@@ -84,7 +104,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "server",
         "Returns detailed information about all commands.",
-        server::command,
+        command::command,
     ),
     spec(
         "config",
@@ -93,7 +113,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "server",
         "CONFIG GET.",
-        server::config,
+        config::config,
     ),
     spec("copy", -3, W_OOM, (1, 2, 1), "generic", "Copy a key.", keys::copy),
     spec(
@@ -103,7 +123,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "server",
         "Returns the number of keys in the database.",
-        server::dbsize,
+        databases::dbsize,
     ),
     spec(
         "debug",
@@ -157,7 +177,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "connection",
         "Returns the given string.",
-        server::echo,
+        connection::echo,
     ),
     spec(
         "exec",
@@ -211,7 +231,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "server",
         "Removes all keys from all databases.",
-        server::flushall,
+        databases::flushall,
     ),
     spec(
         "flushdb",
@@ -220,7 +240,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "server",
         "Remove all keys from the current database.",
-        server::flushdb,
+        databases::flushdb,
     ),
     spec(
         "function",
@@ -301,7 +321,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "connection",
         "Handshakes with the Redis server.",
-        server::hello,
+        connection::hello,
     ),
     spec(
         "hexists",
@@ -472,7 +492,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "server",
         "Returns information and statistics about the server.",
-        server::info,
+        info::info,
     ),
     spec(
         "keys",
@@ -625,7 +645,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KEY1,
         "generic",
         "Move a key to another database.",
-        server::move_,
+        databases::move_,
     ),
     spec(
         "mset",
@@ -706,7 +726,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "connection",
         "Returns the server's liveliness response.",
-        server::ping,
+        connection::ping,
     ),
     spec(
         "psetex",
@@ -733,7 +753,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "connection",
         "Closes the connection.",
-        server::quit,
+        connection::quit,
     ),
     spec(
         "randomkey",
@@ -850,7 +870,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "connection",
         "Change the selected database for the current connection.",
-        server::select,
+        databases::select,
     ),
     spec(
         "set",
@@ -1057,7 +1077,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "server",
         "Swaps two Redis databases.",
-        server::swapdb,
+        databases::swapdb,
     ),
     spec(
         "time",
@@ -1066,7 +1086,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         NONE,
         "server",
         "Return the current server time.",
-        server::time,
+        info::time,
     ),
     spec(
         "touch",
