@@ -34,6 +34,7 @@ pub mod csv;
 mod preload;
 mod report;
 mod server;
+mod tls;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -55,6 +56,7 @@ pub use server::ServerCmd;
 
 use client::Invocation;
 use preload::Family;
+use tls::TlsFiles;
 
 /// Options of `ferry bench redis`.
 #[derive(clap::Args, Debug)]
@@ -83,6 +85,11 @@ pub struct Args {
     /// Tests, comma-separated (default: all, in the order listed).
     #[arg(long, value_delimiter = ',')]
     test: Vec<Test>,
+    /// Also run every test over TLS: both servers listen on a TLS port beside the plain one
+    /// (rustls in `ferry redis`, OpenSSL in redis-server; a CA and certificate made for the
+    /// run), and redis-benchmark connects with `--tls --cacert`.
+    #[arg(long)]
+    tls: bool,
     /// Developer option: run this command line instead of `ferry redis` as the "ferry"
     /// server, e.g. "redis-server --port {port} --save ''" ({port} and {cpu} are filled in;
     /// quotes group words).
@@ -203,6 +210,28 @@ pub enum Side {
     Ferry,
 }
 
+/// How redis-benchmark reaches the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Link {
+    /// Plain TCP (`--port`).
+    #[default]
+    #[serde(rename = "plain")]
+    Plain,
+    /// TLS 1.3 (`--tls-port`), the server authenticated by the run's CA.
+    #[serde(rename = "tls")]
+    Tls,
+}
+
+impl Link {
+    /// What follows a case's name in tables: nothing, or " TLS".
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Link::Plain => "",
+            Link::Tls => " TLS",
+        }
+    }
+}
+
 /// What the `key:` family holds on the running server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum KeyState {
@@ -218,6 +247,10 @@ enum KeyState {
 struct Plan {
     tests: Vec<Test>,
     pipelines: Vec<u32>,
+    /// Plain, then TLS with `--tls`.
+    links: Vec<Link>,
+    /// The certificates of `--tls`.
+    tls: Option<TlsFiles>,
     budget: Budget,
     repeat: usize,
     keys: u64,
@@ -242,6 +275,12 @@ impl Plan {
             None => ferry,
         };
         ferry.args.extend(args.ferry_arg.iter().cloned());
+        let mut redis = ServerCmd::redis_server(&redis);
+        let tls = args.tls.then(TlsFiles::new).transpose()?;
+        if let Some(tls) = &tls {
+            redis.args.extend(tls.server_args());
+            ferry.args.extend(tls.server_args());
+        }
         let cpus = harness::cpus();
         if args.server_cpu == args.client_cpu || args.server_cpu.max(args.client_cpu) >= cpus {
             return Err(format!(
@@ -257,6 +296,12 @@ impl Plan {
         Ok(Plan {
             tests: tests(&args.test),
             pipelines,
+            links: if tls.is_some() {
+                vec![Link::Plain, Link::Tls]
+            } else {
+                vec![Link::Plain]
+            },
+            tls,
             budget: args.common.budget(1_000, 5_000),
             repeat: args.repeat,
             keys: args.keys,
@@ -264,21 +309,34 @@ impl Plan {
             server_cpu: args.server_cpu,
             client_cpu: args.client_cpu,
             bench,
-            redis: ServerCmd::redis_server(&redis),
+            redis,
             ferry,
         })
     }
 
-    /// redis-benchmark's arguments for `test` at pipeline `p` with `n` requests.
-    fn invocation(&self, port: u16, test: Test, p: u32, n: u64, deadline: Duration) -> Invocation {
+    /// redis-benchmark's arguments for `test` at pipeline `p` with `n` requests, to `port`
+    /// over `link`.
+    fn invocation(
+        &self,
+        (port, link): (u16, Link),
+        test: Test,
+        p: u32,
+        n: u64,
+        deadline: Duration,
+    ) -> Invocation {
         let (c, r) = (self.clients, self.keys);
         let common = format!("-h 127.0.0.1 -p {port} -c {c} -n {n} -r {r} -P {p} --csv");
+        let tls = match (link, &self.tls) {
+            (Link::Tls, Some(tls)) => tls.client_args(),
+            _ => Vec::new(),
+        };
         Invocation {
             program: self.bench.clone(),
             args: common
                 .split(' ')
-                .chain(test.bench_args().iter().copied())
                 .map(str::to_owned)
+                .chain(tls)
+                .chain(test.bench_args().iter().map(|a| a.to_string()))
                 .collect(),
             deadline,
             cores: (self.server_cpu, self.client_cpu),
@@ -351,7 +409,8 @@ impl Benchmark for Redis<'_> {
 
     fn plan(&self) -> u64 {
         let a = self.args;
-        (a.repeat * 2 * tests(&a.test).len() * pipelines(&a.pipeline).len()) as u64
+        let links = if a.tls { 2 } else { 1 };
+        (a.repeat * 2 * tests(&a.test).len() * pipelines(&a.pipeline).len() * links) as u64
     }
 
     fn run(&self, progress: &Progress) -> Result<(Value, Runs), BoxError> {
@@ -372,10 +431,12 @@ impl Benchmark for Redis<'_> {
         // was): redis-benchmark inherits that CPU, and loading the keys stays off the server's.
         let (records, requests) =
             harness::on_cpu("redis-client", plan.client_cpu, || measure(&plan, progress))?;
-        let cases = plan
-            .tests
-            .iter()
-            .flat_map(|&t| plan.pipelines.iter().map(move |&p| (t, p)));
+        let cases = plan.tests.iter().flat_map(|&t| {
+            let links = &plan.links;
+            plan.pipelines
+                .iter()
+                .flat_map(move |&p| links.iter().map(move |&l| (t, p, l)))
+        });
         let settings = json!({
             "tests": plan.tests.iter().map(|t| json!({
                 "name": t.name(),
@@ -388,8 +449,10 @@ impl Benchmark for Redis<'_> {
             "repeat": plan.repeat,
             "budget": plan.budget.to_json("requests"),
             "requests": cases
-                .filter_map(|(t, p)| Some((format!("{}@P{p}", t.name()), json!(requests.get(&(t, p))?))))
+                .filter_map(|(t, p, l)| Some((format!("{}@P{p}@{}", t.name(), l.name()), json!(requests.get(&(t, p, l))?))))
                 .collect::<serde_json::Map<_, _>>(),
+            "links": plan.links,
+            "tls": plan.tls.as_ref().map(|_| "TLS 1.3 beside the plain port on both servers: rustls (ring) in ferry redis, OpenSSL in redis-server; a CA and a certificate for 127.0.0.1 made for the run; redis-benchmark --tls --cacert, no client certificate"),
             "requests_sized_by": "the warm-up run on the first server of the first round (redis-server), for the budget's duration",
             "server_cpu": plan.server_cpu,
             "client_cpu": plan.client_cpu,
@@ -427,8 +490,8 @@ fn pipelines(named: &[u32]) -> Vec<u32> {
     harness::sorted(named.iter().copied())
 }
 
-/// `-n` of each test at each pipeline depth.
-type Requests = HashMap<(Test, u32), u64>;
+/// `-n` of each test at each pipeline depth over each link.
+type Requests = HashMap<(Test, u32, Link), u64>;
 
 /// Every round, server and test; returns the runs and the `-n` each test ran with.
 fn measure(plan: &Plan, progress: &Progress) -> Result<(Vec<Run>, Requests), BoxError> {
@@ -446,10 +509,10 @@ fn measure(plan: &Plan, progress: &Progress) -> Result<(Vec<Run>, Requests), Box
                 Side::Ferry => &plan.ferry,
             };
             progress.start(format!("round {} {}: starting", round + 1, side.name()));
-            let mut server = server::start(&side.name(), cmd, plan.server_cpu)?;
+            let (mut server, tls_port) = server::start(&side.name(), cmd, plan.server_cpu)?;
             measure_server(
                 plan,
-                &mut server,
+                (&mut server, tls_port),
                 (round, side),
                 &mut requests,
                 progress,
@@ -463,7 +526,7 @@ fn measure(plan: &Plan, progress: &Progress) -> Result<(Vec<Run>, Requests), Box
 /// All tests against one running server.
 fn measure_server(
     plan: &Plan,
-    server: &mut Server,
+    (server, tls_port): (&mut Server, Option<u16>),
     (round, side): (usize, Side),
     requests: &mut Requests,
     progress: &Progress,
@@ -499,45 +562,58 @@ fn measure_server(
                 load_checked(&mut conn, Family::Key(len), plan.keys, loaded)?;
                 key_state = KeyState::Len(len);
             }
-            progress.start(what(&format!("{} P={p} warm-up", test.label())));
-            let warm = client::run(
-                &plan.invocation(
-                    server.addr().port(),
-                    test,
-                    p,
-                    plan.warmup_requests(p),
-                    Duration::from_secs(120),
-                ),
-                server.pid(),
-            )
-            .map_err(|e| format!("{}, warm-up: {e}", side.name()))?;
-            let n = *requests.entry((test, p)).or_insert_with(|| match plan.budget {
-                Budget::Count(n) => n,
-                Budget::Time(d) => size_requests(warm.row.rps, d.as_secs_f64(), plan.warmup_requests(p) / 10),
-            });
-            // Generous: three times as long as the warm-up's rate predicts, plus half a minute.
-            let deadline = Duration::from_secs_f64(3.0 * n as f64 / warm.row.rps.max(1.0) + 30.0);
-            progress.start(what(&format!("{} P={p} -n {n}", test.label())));
-            let inv = plan.invocation(server.addr().port(), test, p, n, deadline);
-            let measured = client::run(&inv, server.pid()).map_err(|e| format!("{}: {e}", side.name()))?;
-            if measured.row.test != test.csv_title() {
-                return Err(format!(
-                    "{}: the CSV names the test {:?}, expected {:?}",
-                    inv.display(),
-                    measured.row.test,
-                    test.csv_title()
+            for &link in &plan.links {
+                let port = match link {
+                    Link::Plain => server.addr().port(),
+                    Link::Tls => tls_port.ok_or("--tls: the server has no TLS port")?,
+                };
+                let case = format!("{} P={p}{}", test.label(), link.suffix());
+                progress.start(what(&format!("{case} warm-up")));
+                let warm = client::run(
+                    &plan.invocation(
+                        (port, link),
+                        test,
+                        p,
+                        plan.warmup_requests(p),
+                        Duration::from_secs(120),
+                    ),
+                    server.pid(),
                 )
-                .into());
+                .map_err(|e| format!("{}, warm-up: {e}", side.name()))?;
+                let n = *requests
+                    .entry((test, p, link))
+                    .or_insert_with(|| match plan.budget {
+                        Budget::Count(n) => n,
+                        Budget::Time(d) => {
+                            size_requests(warm.row.rps, d.as_secs_f64(), plan.warmup_requests(p) / 10)
+                        }
+                    });
+                // Generous: three times as long as the warm-up's rate predicts, plus half a minute.
+                let deadline = Duration::from_secs_f64(3.0 * n as f64 / warm.row.rps.max(1.0) + 30.0);
+                progress.start(what(&format!("{case} -n {n}")));
+                let inv = plan.invocation((port, link), test, p, n, deadline);
+                let measured =
+                    client::run(&inv, server.pid()).map_err(|e| format!("{}: {e}", side.name()))?;
+                if measured.row.test != test.csv_title() {
+                    return Err(format!(
+                        "{}: the CSV names the test {:?}, expected {:?}",
+                        inv.display(),
+                        measured.row.test,
+                        test.csv_title()
+                    )
+                    .into());
+                }
+                server.check_alive()?;
+                runs.push(Run::from_client(
+                    (round, side, test, p, link),
+                    n,
+                    &inv,
+                    server,
+                    measured,
+                    warm.row.rps,
+                ));
+                progress.done();
             }
-            server.check_alive()?;
-            runs.push(Run::from_client(
-                (round, side, test, p),
-                n,
-                &inv,
-                server,
-                measured,
-                warm.row.rps,
-            ));
             // A SET over values of another length leaves some keys of each. Over no values it
             // leaves some keys; `Empty` still reloads them all and counts them then.
             if let Some(len) = test.writes_len()
@@ -545,7 +621,6 @@ fn measure_server(
             {
                 key_state = KeyState::Mixed;
             }
-            progress.done();
         }
     }
     Ok(())
@@ -581,6 +656,8 @@ mod tests {
         let plan = Plan {
             tests: Test::ALL.to_vec(),
             pipelines: vec![1, 16],
+            links: vec![Link::Plain],
+            tls: None,
             budget: Budget::Count(10),
             repeat: 1,
             keys: 100_000,
@@ -591,12 +668,37 @@ mod tests {
             redis: ServerCmd::redis_server("redis-server"),
             ferry: ServerCmd::ferry("ferry"),
         };
-        let inv = plan.invocation(6400, Test::Mget2, 16, 500_000, Duration::from_secs(1));
+        let inv = plan.invocation(
+            (6400, Link::Plain),
+            Test::Mget2,
+            16,
+            500_000,
+            Duration::from_secs(1),
+        );
         assert_eq!(
             inv.display(),
             "redis-benchmark -h 127.0.0.1 -p 6400 -c 50 -n 500000 -r 100000 -P 16 --csv mget m:__rand_int__ m:__rand_int__"
         );
         assert_eq!(plan.warmup_requests(16), 160_000);
+        let tls = TlsFiles::new().unwrap();
+        let ca = tls.client_args()[2].clone();
+        let plan = Plan {
+            links: vec![Link::Plain, Link::Tls],
+            tls: Some(tls),
+            ..plan
+        };
+        let inv = plan.invocation((6401, Link::Tls), Test::Mget2, 1, 10, Duration::from_secs(1));
+        assert_eq!(
+            inv.display(),
+            format!(
+                "redis-benchmark -h 127.0.0.1 -p 6401 -c 50 -n 10 -r 100000 -P 1 --csv --tls --cacert {ca} mget m:__rand_int__ m:__rand_int__"
+            )
+        );
+        assert!(
+            std::fs::read_to_string(&ca)
+                .unwrap()
+                .starts_with("-----BEGIN CERTIFICATE-----")
+        );
         let titles = Test::ALL.map(|t| (t.name(), t.csv_title(), t.reads(), t.writes_len()));
         assert_eq!(
             titles[0],

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::client::{ClientRun, Invocation};
-use super::{Side, Test};
+use super::{Link, Side, Test};
 use crate::BoxError;
 use crate::harness::Named;
 use crate::harness::lifecycle::Target;
@@ -33,6 +33,9 @@ pub struct Run {
     pub test: Test,
     /// `-P`.
     pub pipeline: u32,
+    /// Plain TCP or TLS (records written before `--tls` existed are plain).
+    #[serde(default)]
+    pub link: Link,
     /// `-n`.
     pub requests: u64,
     /// Requests per second (redis-benchmark's).
@@ -78,7 +81,7 @@ pub struct Run {
 impl Run {
     /// A run from what the client measured (rounded as the results file keeps it).
     pub(super) fn from_client(
-        (round_, side, test, pipeline): (usize, Side, Test, u32),
+        (round_, side, test, pipeline, link): (usize, Side, Test, u32, Link),
         requests: u64,
         inv: &Invocation,
         server: &ferry_launch::Server,
@@ -91,6 +94,7 @@ impl Run {
             side,
             test,
             pipeline,
+            link,
             requests,
             rps: round(m.row.rps, 2),
             avg_us: us(m.row.avg_ms),
@@ -111,6 +115,15 @@ impl Run {
             server_command: server.command().to_owned(),
             server_cpus_allowed: crate::harness::cpu::cpus_allowed(server.pid()),
             client_cpus_allowed: m.client_cpus_allowed,
+        }
+    }
+
+    /// Its test, pipeline depth and link.
+    pub fn case(&self) -> Case {
+        Case {
+            test: self.test,
+            pipeline: self.pipeline,
+            link: self.link,
         }
     }
 
@@ -140,7 +153,25 @@ impl Run {
     }
 }
 
-/// The medians of one server's runs of one test at one pipeline depth.
+/// One test at one pipeline depth over one link: what medians, ratios and goals are per.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Case {
+    /// The test.
+    pub test: Test,
+    /// `-P`.
+    pub pipeline: u32,
+    /// Plain or TLS.
+    pub link: Link,
+}
+
+impl Case {
+    /// The test's name in tables, with " TLS" over TLS.
+    pub fn label(self) -> String {
+        format!("{}{}", self.test.label(), self.link.suffix())
+    }
+}
+
+/// The medians of one server's runs of one case.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Median {
     /// Requests per second.
@@ -177,7 +208,7 @@ impl Median {
     }
 }
 
-/// The goal of the issue for one test at one pipeline depth.
+/// The goal of the issues for one case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Goal {
     /// GET 4 KiB, MGET-2, LRANGE-2 at pipeline 16: at least 1.3x redis-server's requests/s,
@@ -186,14 +217,18 @@ pub enum Goal {
     /// The 64-byte tests: at least 0.95x the requests/s, or at most 1/0.95x the CPU per
     /// request when redis-benchmark is the bottleneck.
     Small,
+    /// GET 4 KiB at pipeline 16 over TLS (issue 28): at least 1.2x redis-server's requests/s
+    /// over TLS, or at most 1/1.2x its CPU per request when redis-benchmark is the bottleneck.
+    Tls,
 }
 
 impl Goal {
-    /// The goal of `test` at pipeline `p`, if it has one.
-    pub fn of(test: Test, p: u32) -> Option<Goal> {
-        match test {
-            Test::Get4k | Test::Mget2 | Test::Lrange2 if p == 16 => Some(Goal::Large),
-            Test::Get64 | Test::Set64 => Some(Goal::Small),
+    /// The goal of `case`, if it has one.
+    pub fn of(case: Case) -> Option<Goal> {
+        match (case.test, case.pipeline, case.link) {
+            (Test::Get4k | Test::Mget2 | Test::Lrange2, 16, Link::Plain) => Some(Goal::Large),
+            (Test::Get64 | Test::Set64, _, Link::Plain) => Some(Goal::Small),
+            (Test::Get4k, 16, Link::Tls) => Some(Goal::Tls),
             _ => None,
         }
     }
@@ -203,6 +238,7 @@ impl Goal {
         match self {
             Goal::Large => (1.3, 0.77),
             Goal::Small => (0.95, 1.0 / 0.95),
+            Goal::Tls => (1.2, 1.0 / 1.2),
         }
     }
 
@@ -220,13 +256,11 @@ impl Goal {
     }
 }
 
-/// Ferry against redis-server on one test at one pipeline depth.
+/// Ferry against redis-server on one case.
 #[derive(Debug, Clone, Copy)]
 pub struct Comparison {
-    /// The test.
-    pub test: Test,
-    /// `-P`.
-    pub pipeline: u32,
+    /// The case.
+    pub case: Case,
     /// redis-server's medians.
     pub redis: Median,
     /// Ferry's medians.
@@ -247,29 +281,28 @@ pub struct Runs {
 }
 
 impl Runs {
-    /// The (test, pipeline) pairs measured, in run order.
-    fn cases(&self) -> Vec<(Test, u32)> {
-        unique(self.records.iter().map(|r| (r.test, r.pipeline)))
+    /// The cases measured, in run order.
+    fn cases(&self) -> Vec<Case> {
+        unique(self.records.iter().map(Run::case))
     }
 
-    /// The medians of `side` on `test` at `p`.
-    pub fn median(&self, side: Side, test: Test, p: u32) -> Option<Median> {
+    /// The medians of `side` on `case`.
+    pub fn median(&self, side: Side, case: Case) -> Option<Median> {
         let runs: Vec<&Run> = self
             .records
             .iter()
-            .filter(|r| r.side == side && r.test == test && r.pipeline == p)
+            .filter(|r| r.side == side && r.case() == case)
             .collect();
         Median::of(&runs)
     }
 
-    /// Ferry against redis-server, per test and pipeline depth that both ran.
+    /// Ferry against redis-server, per case that both ran.
     pub fn comparisons(&self) -> Vec<Comparison> {
-        let compare = |(test, pipeline)| {
-            let redis = self.median(Side::Redis, test, pipeline)?;
-            let ferry = self.median(Side::Ferry, test, pipeline)?;
+        let compare = |case| {
+            let redis = self.median(Side::Redis, case)?;
+            let ferry = self.median(Side::Ferry, case)?;
             Some(Comparison {
-                test,
-                pipeline,
+                case,
                 redis,
                 ferry,
                 rps_ratio: ferry.rps / redis.rps,
@@ -300,20 +333,20 @@ impl Runs {
             "cli CPU",
             "-n",
         ]);
-        for (test, p) in self.cases() {
-            let n = self.records.iter().find(|r| (r.test, r.pipeline) == (test, p));
+        for case in self.cases() {
+            let n = self.records.iter().find(|r| r.case() == case);
             for side in [Side::Redis, Side::Ferry] {
-                let Some(m) = self.median(side, test, p) else {
+                let Some(m) = self.median(side, case) else {
                     continue;
                 };
                 let first = side == Side::Redis;
                 t.row([
+                    if first { case.label() } else { String::new() },
                     if first {
-                        test.label().to_owned()
+                        case.pipeline.to_string()
                     } else {
                         String::new()
                     },
-                    if first { p.to_string() } else { String::new() },
                     side.name().to_owned(),
                     thousands(m.rps),
                     format!("{:.0}-{:.0}", m.rps_min / 1e3, m.rps_max / 1e3),
@@ -331,14 +364,15 @@ impl Runs {
         let mut t = Table::new(["ferry/redis", "P", "req/s", "CPU/req", "client"]);
         for c in self.comparisons() {
             t.row([
-                c.test.label().to_owned(),
-                c.pipeline.to_string(),
+                c.case.label(),
+                c.case.pipeline.to_string(),
                 format!("{:.2}x", c.rps_ratio),
                 format!("{:.2}x", c.cpu_ratio),
                 if c.client_bound { "bound" } else { "-" }.to_owned(),
             ]);
         }
         t.print();
+        self.print_tls_cost();
         let other = |r: &&Run| r.server_core_other() > DISTURBED || r.client_core_other() > DISTURBED;
         let disturbed: Vec<&Run> = self.records.iter().filter(other).collect();
         if !disturbed.is_empty() {
@@ -353,7 +387,7 @@ impl Runs {
                     "  round {} {} {} P={}: {:.0}% of the server's core, {:.0}% of the client's",
                     r.round + 1,
                     r.side.name(),
-                    r.test.label(),
+                    r.case().label(),
                     r.pipeline,
                     r.server_core_other() * 100.0,
                     r.client_core_other() * 100.0
@@ -370,12 +404,49 @@ impl Runs {
         );
     }
 
-    /// The issue's goals, met or missed, for the tests and depths that have one.
+    /// What TLS costs each server: its requests/s and CPU per request over TLS against plain
+    /// TCP in the same run, per test and depth measured both ways.
+    pub fn tls_costs(&self) -> Vec<(Case, Side, f64, f64)> {
+        let mut costs = Vec::new();
+        for tls in self.cases().into_iter().filter(|c| c.link == Link::Tls) {
+            let plain = Case {
+                link: Link::Plain,
+                ..tls
+            };
+            for side in [Side::Redis, Side::Ferry] {
+                if let (Some(t), Some(p)) = (self.median(side, tls), self.median(side, plain)) {
+                    costs.push((plain, side, t.rps / p.rps, t.server_us / p.server_us));
+                }
+            }
+        }
+        costs
+    }
+
+    /// The TLS-over-plain table, when the run measured both.
+    fn print_tls_cost(&self) {
+        let costs = self.tls_costs();
+        if costs.is_empty() {
+            return;
+        }
+        let mut t = Table::new(["TLS/plain", "P", "server", "req/s", "CPU/req"]);
+        for (case, side, rps, cpu) in costs {
+            t.row([
+                case.test.label().to_owned(),
+                case.pipeline.to_string(),
+                side.name(),
+                format!("{rps:.2}x"),
+                format!("{cpu:.2}x"),
+            ]);
+        }
+        t.print();
+    }
+
+    /// The issues' goals, met or missed, for the cases that have one.
     pub fn targets(&self) -> Vec<Target> {
         let target = |c: Comparison| {
-            let goal = Goal::of(c.test, c.pipeline)?;
+            let goal = Goal::of(c.case)?;
             Some(Target {
-                what: format!("ferry/redis {} P={}", c.test.label(), c.pipeline),
+                what: format!("ferry/redis {} P={}", c.case.label(), c.case.pipeline),
                 goal: goal.describe(),
                 measured: format!(
                     "{:.2}x req/s, {:.2}x CPU/req{}",
@@ -393,9 +464,9 @@ impl Runs {
     /// per server, Ferry's ratio over its bar.
     pub fn plot(&self, path: &Path) -> Result<(), BoxError> {
         let comparisons = self.comparisons();
-        let pipelines = sorted(comparisons.iter().map(|c| c.pipeline));
+        let pipelines = sorted(comparisons.iter().map(|c| c.case.pipeline));
         let panel = |p: u32, cpu: bool| {
-            let cs: Vec<&Comparison> = comparisons.iter().filter(|c| c.pipeline == p).collect();
+            let cs: Vec<&Comparison> = comparisons.iter().filter(|c| c.case.pipeline == p).collect();
             let value = |m: &Median| if cpu { m.server_us } else { m.rps };
             let bars = |side: Side, m: fn(&Comparison) -> &Median| Bars {
                 name: side.name().to_owned(),
@@ -408,7 +479,7 @@ impl Runs {
                     format!("requests/s, pipeline {p}")
                 },
                 y_label: if cpu { "µs per request" } else { "requests/s" }.to_owned(),
-                groups: cs.iter().map(|c| c.test.label().to_owned()).collect(),
+                groups: cs.iter().map(|c| c.case.label()).collect(),
                 bars: vec![bars(Side::Redis, |c| &c.redis), bars(Side::Ferry, |c| &c.ferry)],
                 notes: cs
                     .iter()
@@ -455,6 +526,7 @@ mod tests {
             side,
             test,
             pipeline: p,
+            link: Link::Plain,
             requests: 1_000_000,
             rps,
             avg_us: 300.0,
@@ -480,10 +552,14 @@ mod tests {
 
     #[test]
     fn goals() {
-        assert_eq!(Goal::of(Test::Get4k, 16), Some(Goal::Large));
-        assert_eq!(Goal::of(Test::Get4k, 1), None);
-        assert_eq!(Goal::of(Test::Set4k, 16), None);
-        assert_eq!(Goal::of(Test::Set64, 1), Some(Goal::Small));
+        let case = |test, pipeline, link| Case { test, pipeline, link };
+        assert_eq!(Goal::of(case(Test::Get4k, 16, Link::Plain)), Some(Goal::Large));
+        assert_eq!(Goal::of(case(Test::Get4k, 1, Link::Plain)), None);
+        assert_eq!(Goal::of(case(Test::Set4k, 16, Link::Plain)), None);
+        assert_eq!(Goal::of(case(Test::Set64, 1, Link::Plain)), Some(Goal::Small));
+        assert_eq!(Goal::of(case(Test::Get4k, 16, Link::Tls)), Some(Goal::Tls));
+        assert_eq!(Goal::of(case(Test::Get64, 1, Link::Tls)), None);
+        assert!(Goal::Tls.met(1.2, 1.0, false) && !Goal::Tls.met(1.19, 0.5, false));
         assert!(Goal::Large.met(1.3, 1.0, false));
         assert!(!Goal::Large.met(1.29, 0.5, false));
         assert!(Goal::Large.met(1.0, 0.77, true));
@@ -524,7 +600,43 @@ mod tests {
         assert_eq!(json["records"][1]["test"], "mget-2");
         assert_eq!(serde_json::from_value::<Runs>(json).unwrap(), s);
         assert_eq!(s.records[0].server_core_other(), 0.0);
+        let mut old = serde_json::to_value(&s.records[0]).unwrap();
+        old.as_object_mut().unwrap().remove("link");
+        let old: Run = serde_json::from_value(old).unwrap();
+        assert_eq!(old.link, Link::Plain, "records from before --tls read as plain");
         assert!((s.records[0].client_core_other() - 0.5 / 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn tls_cases_compare_with_their_own_link_and_cost_against_plain() {
+        let tls = |mut r: Run| {
+            r.link = Link::Tls;
+            r
+        };
+        let s = Runs {
+            records: vec![
+                run(Side::Redis, Test::Get4k, 16, 400_000.0, 2.0, 3.0),
+                run(Side::Ferry, Test::Get4k, 16, 600_000.0, 1.0, 3.0),
+                tls(run(Side::Redis, Test::Get4k, 16, 200_000.0, 4.0, 3.0)),
+                tls(run(Side::Ferry, Test::Get4k, 16, 230_000.0, 2.0, 3.0)),
+            ],
+        };
+        let verdicts: Vec<_> = s.targets().iter().map(|t| (t.what.clone(), t.met)).collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("ferry/redis GET 4 KiB P=16".to_owned(), Some(true)),
+                ("ferry/redis GET 4 KiB TLS P=16".to_owned(), Some(false))
+            ]
+        );
+        let costs = s.tls_costs();
+        assert_eq!(costs.len(), 2);
+        let (case, side, rps, cpu) = costs[1];
+        assert_eq!((case.link, side), (Link::Plain, Side::Ferry));
+        assert!((rps - 230.0 / 600.0).abs() < 1e-9 && (cpu - 2.0).abs() < 1e-9);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["records"][2]["link"], "tls");
+        assert_eq!(serde_json::from_value::<Runs>(json).unwrap(), s);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use ferry_launch::{Server, shell_quote};
+use ferry_launch::{Server, free_port, shell_quote};
 use ferry_redis::resp::client::ping;
 
 use crate::BoxError;
@@ -17,7 +17,8 @@ use crate::harness;
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A server's command line. `{port}` and `{cpu}` in the arguments are replaced by the port
-/// it must listen on (127.0.0.1) and the CPU it is pinned to.
+/// it must listen on (127.0.0.1) and the CPU it is pinned to, and `{tls_port}` (`--tls`) by a
+/// second free port, for TLS.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerCmd {
     /// The executable (a path, or a name looked up on `PATH`).
@@ -99,14 +100,21 @@ impl ServerCmd {
     }
 
     /// The arguments with the placeholders filled in.
-    pub fn args_for(&self, port: u16, cpu: usize) -> Vec<String> {
+    pub fn args_for(&self, port: u16, tls_port: Option<u16>, cpu: usize) -> Vec<String> {
+        let tls_port = tls_port.map_or_else(String::new, |p| p.to_string());
         self.args
             .iter()
             .map(|a| {
                 a.replace("{port}", &port.to_string())
+                    .replace("{tls_port}", &tls_port)
                     .replace("{cpu}", &cpu.to_string())
             })
             .collect()
+    }
+
+    /// Whether its arguments ask for a TLS port.
+    fn wants_tls_port(&self) -> bool {
+        self.args.iter().any(|a| a.contains("{tls_port}"))
     }
 
     /// The command line with its placeholders, quoted for a shell where needed.
@@ -119,17 +127,20 @@ impl ServerCmd {
     }
 }
 
-/// Starts `cmd` pinned to `cpu` on a free port; returns once it answers `PING`.
-pub fn start(name: &str, cmd: &ServerCmd, cpu: usize) -> Result<Server, BoxError> {
+/// Starts `cmd` pinned to `cpu` on a free port (and a free TLS port, if it asks for one);
+/// returns once it answers `PING` on the plain port.
+pub fn start(name: &str, cmd: &ServerCmd, cpu: usize) -> Result<(Server, Option<u16>), BoxError> {
+    let tls_port = cmd.wants_tls_port().then(free_port).transpose()?;
     let command = |port| {
         let mut c = Command::new(&cmd.program);
-        c.args(cmd.args_for(port, cpu));
+        c.args(cmd.args_for(port, tls_port, cpu));
         c
     };
     let ready = |addr| ping(addr, Duration::from_secs(1));
-    harness::on_cpu("redis-spawn", cpu, || {
+    let server = harness::on_cpu("redis-spawn", cpu, || {
         Ok(Server::start(name, command, ready, READY_TIMEOUT)?)
-    })
+    })?;
+    Ok((server, tls_port))
 }
 
 #[cfg(test)]
@@ -142,14 +153,17 @@ mod tests {
         assert_eq!(c.program, PathBuf::from("redis-server"));
         assert_eq!(c.args, ["--port", "{port}", "--save", "", "--appendonly", "no"]);
         assert_eq!(c.args, ServerCmd::redis_server("redis-server").args[..6]);
-        assert_eq!(c.args_for(7000, 1)[1], "7000");
+        assert_eq!(c.args_for(7000, None, 1)[1], "7000");
+        let t = ServerCmd::parse("redis-server --port {port} --tls-port {tls_port}").unwrap();
+        assert!(t.wants_tls_port() && !c.wants_tls_port());
+        assert_eq!(t.args_for(7000, Some(7001), 1)[3], "7001");
         let q = ServerCmd::parse(r#"  /opt/x  "a b"c 'it''s' "#).unwrap();
         assert_eq!(q.args, ["a bc", "its"]);
         assert!(ServerCmd::parse("x 'open").is_err());
         assert!(ServerCmd::parse("   ").is_err());
         let f = ServerCmd::ferry("/t/ferry");
         assert_eq!(
-            f.args_for(6400, 1)[..5],
+            f.args_for(6400, None, 1)[..5],
             ["redis", "--port", "6400", "--pin", "1"]
         );
         assert_eq!(
