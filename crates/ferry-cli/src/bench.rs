@@ -75,9 +75,10 @@ enum BenchCommand {
     ///
     /// Each server runs alone, pinned to --server-cpu, redis-benchmark on --client-cpu; per
     /// test: requests/s, p50/p99 and the server's CPU time per request (/proc), Ferry's
-    /// ratios and the targets. 5 s per test and server, about 2.2 min per round
-    /// (`--repeat 5` for results: single rounds vary by up to 25-40 % on this VM, see
-    /// docs/benchmarks/redis.md); `--quick`: 1 s, about 40 s. `--plot`: requests/s and
+    /// ratios and the targets. `--tls`: every test over TLS too (both servers on a TLS
+    /// port beside the plain one), with a TLS-over-plain table. 5 s per test and server, about
+    /// 2.2 min per round (`--repeat 5` for results: single rounds vary by up to 25-40 % on this
+    /// VM, see docs/benchmarks/redis.md); `--quick`: 1 s, about 40 s. `--plot`: requests/s and
     /// server CPU per request per test, per pipeline depth.
     Redis(redis::Args),
     /// The zFlatBuffers paper (section VI-A..C): the stock `flatbuffers` builder, fresh and
