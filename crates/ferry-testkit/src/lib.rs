@@ -6,7 +6,9 @@
 //! [`assert_encoders_agree`] (a generated encoder against the generic visitor path), and a busy
 //! machine on demand ([`BusyLoops`]) with [`wait_until`], the wait a fixed sleep stands for, and
 //! the kernel's view of TCP sockets ([`tcp_sockets`]) for conditions only a socket shows, and
-//! what hostile-load tests measure ([`load`]: latencies, resident memory, open descriptors).
+//! what hostile-load tests measure ([`load`]: latencies, resident memory, open descriptors), and
+//! network namespaces ([`netns`]: one made for a test, or nodes on a segment a test can
+//! partition).
 //!
 //! What it is not: a fixture of any one crate. Helpers that only one test file needs stay in
 //! that file.
@@ -17,6 +19,7 @@ mod busy;
 mod child;
 mod encoders;
 pub mod load;
+pub mod netns;
 mod scratch;
 mod sockets;
 pub mod tools;

@@ -9,7 +9,7 @@ pub mod records;
 
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread;
 use std::time::Instant;
 
@@ -144,69 +144,9 @@ pub fn role() -> Option<String> {
     std::env::var(ROLE_VAR).ok()
 }
 
-/// Runs `ip` with `args`: its stdout, or why it failed.
-pub fn ip(args: &[&str]) -> Result<String, String> {
-    run("ip", args)
-}
-
-/// Runs `program` with `args`: its stdout, or why it failed.
-pub fn run(program: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                format!("`{program}` is not installed (Debian: apt-get install iproute2)")
-            } else {
-                format!("cannot run `{program}`: {e}")
-            }
-        })?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "`{program} {}` failed ({}): {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// A network namespace this test created; deleted (with its interfaces) when dropped.
-#[derive(Debug)]
-pub struct Netns {
-    /// Its name (unique to this process).
-    pub name: String,
-}
-
-impl Netns {
-    /// Creates `ferrynet-<pid>-<tag>`.
-    pub fn create(tag: &str) -> Result<Netns, String> {
-        let name = format!("ferrynet-{}-{tag}", std::process::id());
-        // A namespace of this name can only be left over from an earlier process with the same
-        // pid that was killed before its guard ran.
-        let _ = ip(&["netns", "del", &name]);
-        ip(&["netns", "add", &name])?;
-        Ok(Netns { name })
-    }
-
-    /// Runs `program args` inside the namespace.
-    pub fn exec(&self, program: &str, args: &[&str]) -> Result<String, String> {
-        let mut all = vec!["netns", "exec", &self.name, program];
-        all.extend_from_slice(args);
-        ip(&all)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        if let Err(e) = ip(&["netns", "del", &self.name]) {
-            eprintln!("warning: could not delete network namespace {}: {e}", self.name);
-        }
-    }
-}
+/// Namespaces for the tests that cross a veth pair (ferry-testkit's, shared with other crates).
+#[allow(unused_imports)] // each test binary uses its own subset
+pub use ferry_testkit::netns::{Netns, ip};
 
 /// A skip with its reason, or a failure under `FERRY_REQUIRE_KERNEL_FEATURES` (CI).
 #[allow(unused_imports)] // each test binary uses its own subset

@@ -1,0 +1,206 @@
+//! Network namespaces a test creates and removes ([`Netns`]), and [`Lan`]: nodes on one
+//! Ethernet segment, each in a namespace of its own, whose switch a test can split into
+//! partitions and join again, for tests of servers under network faults.
+//!
+//! Everything here runs `ip` (iproute2) as root; a test that cannot create a namespace skips
+//! with the reason ([`crate::tools::skip`]). Names carry the process id, so parallel tests and
+//! runs do not collide, and everything is deleted on drop (a namespace's interfaces go with it).
+
+use std::fs::File;
+use std::net::Ipv4Addr;
+use std::os::fd::AsFd;
+use std::process::{Command, Stdio};
+
+use rustix::thread::{LinkNameSpaceType, move_into_link_name_space};
+
+/// Runs `ip` with `args`: its stdout, or why it failed.
+pub fn ip(args: &[&str]) -> Result<String, String> {
+    run("ip", args)
+}
+
+/// Runs `program` with `args`: its stdout, or why it failed.
+pub fn run(program: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                format!("`{program}` is not installed (Debian: apt-get install iproute2)")
+            } else {
+                format!("cannot run `{program}`: {e}")
+            }
+        })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "`{program} {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A network namespace this test created; deleted (with its interfaces) when dropped.
+#[derive(Debug)]
+pub struct Netns {
+    /// Its name (unique to this process).
+    pub name: String,
+}
+
+impl Netns {
+    /// Creates `ferrynet-<pid>-<tag>`.
+    pub fn create(tag: &str) -> Result<Netns, String> {
+        let name = format!("ferrynet-{}-{tag}", std::process::id());
+        // A namespace of this name can only be left over from an earlier process with the same
+        // pid that was killed before its guard ran.
+        let _ = ip(&["netns", "del", &name]);
+        ip(&["netns", "add", &name])?;
+        Ok(Netns { name })
+    }
+
+    /// Runs `program args` inside the namespace.
+    pub fn exec(&self, program: &str, args: &[&str]) -> Result<String, String> {
+        let mut all = vec!["netns", "exec", &self.name, program];
+        all.extend_from_slice(args);
+        ip(&all)
+    }
+
+    /// The launcher that runs a command inside the namespace: `ip netns exec NAME`.
+    pub fn launcher(&self) -> Vec<String> {
+        ["ip", "netns", "exec", &self.name].map(str::to_owned).to_vec()
+    }
+
+    /// Moves the calling thread into the namespace: the sockets it opens from then on live
+    /// there (and keep doing so wherever they are used). Call it on a thread of its own.
+    pub fn enter(&self) -> Result<(), String> {
+        let path = format!("/run/netns/{}", self.name);
+        let file = File::open(&path).map_err(|e| format!("opening {path}: {e}"))?;
+        move_into_link_name_space(file.as_fd(), Some(LinkNameSpaceType::Network))
+            .map_err(|e| format!("entering network namespace {}: {e}", self.name))
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        if let Err(e) = ip(&["netns", "del", &self.name]) {
+            eprintln!("warning: could not delete network namespace {}: {e}", self.name);
+        }
+    }
+}
+
+/// Nodes on one segment: node `i` is namespace `ferrynet-<pid>-<tag>-i` with address
+/// `10.77.0.(i+1)/24` on its interface `veth0`, whose peer `port<i>` sits in a switch
+/// namespace. The switch holds one bridge per side of a partition: all ports start on `br0`;
+/// [`Lan::partition`] moves them so that nodes reach only their own group, as a cut network
+/// would (packets to the other side are dropped, connections stall rather than reset), and
+/// [`Lan::heal`] puts them back.
+#[derive(Debug)]
+pub struct Lan {
+    switch: Netns,
+    nodes: Vec<Netns>,
+}
+
+impl Lan {
+    /// `n` nodes (at most 250), all reaching each other.
+    pub fn new(tag: &str, n: usize) -> Result<Lan, String> {
+        if n == 0 || n > 250 {
+            return Err(format!("a Lan has 1 to 250 nodes, not {n}"));
+        }
+        let switch = Netns::create(&format!("{tag}-sw"))?;
+        let mut lan = Lan {
+            switch,
+            nodes: Vec::with_capacity(n),
+        };
+        lan.bridge(0)?;
+        for i in 0..n {
+            let node = Netns::create(&format!("{tag}-{i}"))?;
+            let port = format!("port{i}");
+            // Both ends are made straight in their namespaces, so the names cannot clash with
+            // another test's.
+            ip(&[
+                "link",
+                "add",
+                "veth0",
+                "netns",
+                &node.name,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &port,
+                "netns",
+                &lan.switch.name,
+            ])?;
+            node.exec(
+                "ip",
+                &["addr", "add", &format!("{}/24", Lan::addr(i)), "dev", "veth0"],
+            )?;
+            node.exec("ip", &["link", "set", "veth0", "up"])?;
+            node.exec("ip", &["link", "set", "lo", "up"])?;
+            lan.switch
+                .exec("ip", &["link", "set", &port, "master", "br0", "up"])?;
+            lan.nodes.push(node);
+        }
+        Ok(lan)
+    }
+
+    /// How many nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether it has no nodes (never: [`Lan::new`] refuses that).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Node `i`'s namespace.
+    pub fn node(&self, i: usize) -> &Netns {
+        &self.nodes[i]
+    }
+
+    /// Node `i`'s address.
+    pub fn addr(i: usize) -> Ipv4Addr {
+        Ipv4Addr::new(10, 77, 0, (i + 1) as u8)
+    }
+
+    /// Splits the segment: the nodes of each group reach each other and no one else; a node
+    /// in no group reaches no one. `partition(&[&[0, 1], &[2, 3, 4]])` is a minority of two.
+    pub fn partition(&self, groups: &[&[usize]]) -> Result<(), String> {
+        for i in 0..self.nodes.len() {
+            let port = format!("port{i}");
+            match groups.iter().position(|g| g.contains(&i)) {
+                Some(k) => {
+                    self.bridge(k)?;
+                    let bridge = format!("br{k}");
+                    self.switch
+                        .exec("ip", &["link", "set", &port, "master", &bridge])?;
+                }
+                None => {
+                    self.switch.exec("ip", &["link", "set", &port, "nomaster"])?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Joins every node again.
+    pub fn heal(&self) -> Result<(), String> {
+        let all: Vec<usize> = (0..self.nodes.len()).collect();
+        self.partition(&[&all])
+    }
+
+    /// Makes bridge `br<k>` in the switch, up, if it is not there yet.
+    fn bridge(&self, k: usize) -> Result<(), String> {
+        let name = format!("br{k}");
+        if self.switch.exec("ip", &["link", "show", &name]).is_err() {
+            self.switch
+                .exec("ip", &["link", "add", &name, "type", "bridge"])?;
+            self.switch.exec("ip", &["link", "set", &name, "up"])?;
+        }
+        Ok(())
+    }
+}
