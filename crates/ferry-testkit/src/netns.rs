@@ -2,7 +2,7 @@
 //! Ethernet segment, each in a namespace of its own, whose switch a test can split into
 //! partitions and join again, for tests of servers under network faults.
 //!
-//! Everything here runs `ip` (iproute2) as root; a test that cannot create a namespace skips
+//! Everything here runs `ip` (iproute2), and `nft` for packet loss, as root; a test that cannot create a namespace skips
 //! with the reason ([`crate::tools::skip`]). Names carry the process id, so parallel tests and
 //! runs do not collide, and everything is deleted on drop (a namespace's interfaces go with it).
 
@@ -191,6 +191,35 @@ impl Lan {
     pub fn heal(&self) -> Result<(), String> {
         let all: Vec<usize> = (0..self.nodes.len()).collect();
         self.partition(&[&all])
+    }
+
+    /// Drops `percent` of the packets node `i` receives, at random (nftables' `numgen random`,
+    /// in the node's namespace; `nft`, Debian's nftables, must be installed). 0 stops dropping.
+    /// This kernel has no netem qdisc, so loss is the one impairment short of a cut: delay and
+    /// reordering are not available.
+    pub fn set_loss(&self, i: usize, percent: u8) -> Result<(), String> {
+        if percent > 100 {
+            return Err(format!("a loss of {percent} %"));
+        }
+        let node = &self.nodes[i];
+        // Replaced whole each time: deleting a table that is not there fails, and is fine.
+        let _ = node.exec("nft", &["delete", "table", "inet", "ferry_loss"]);
+        if percent == 0 {
+            return Ok(());
+        }
+        // `numgen random mod 100` is 0 to 99: "< 100" is out of its range, so all is plain.
+        let which = if percent == 100 {
+            String::new()
+        } else {
+            format!("numgen random mod 100 < {percent} ")
+        };
+        let rules = format!(
+            "add table inet ferry_loss; \
+             add chain inet ferry_loss input {{ type filter hook input priority 0; policy accept; }}; \
+             add rule inet ferry_loss input iifname \"veth0\" {which}drop"
+        );
+        node.exec("nft", &[&rules])?;
+        Ok(())
     }
 
     /// Makes bridge `br<k>` in the switch, up, if it is not there yet.

@@ -1,5 +1,6 @@
 //! `Lan`: nodes in namespaces reach each other, a partition cuts exactly the links between its
-//! groups (and isolates a node in no group), and healing joins them again. Real namespaces,
+//! groups (and isolates a node in no group), packet loss (at 100 %, so the check is certain)
+//! stops what a node receives and only that, and healing joins them again. Real namespaces,
 //! bridges and TCP connects; skipped with the reason where namespaces cannot be made (fails
 //! instead under FERRY_REQUIRE_KERNEL_FEATURES, as in CI).
 
@@ -66,5 +67,15 @@ fn lan_partitions_and_heals() {
     lan.heal().expect("heal");
     for (from, to) in [(1, 0), (0, 2), (2, 1)] {
         assert!(connects(from, to, REACH), "{from} -> {to} after healing");
+    }
+
+    match lan.set_loss(0, 100) {
+        Ok(()) => {
+            assert!(!connects(1, 0, CUT), "node 0 drops every packet it receives");
+            assert!(connects(1, 2, REACH), "the others are not impaired");
+            lan.set_loss(0, 0).expect("stop dropping");
+            assert!(connects(2, 0, REACH), "node 0 receives again");
+        }
+        Err(reason) => skip(TEST, &format!("no packet loss: {reason}")),
     }
 }
