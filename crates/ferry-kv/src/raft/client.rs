@@ -1,0 +1,290 @@
+//! A blocking client of a replicated store that follows the leader: a call refused by a
+//! follower with the `ferry-leader` trailer is sent again to the node it names, and a call
+//! refused while no leader is known is retried until one is (within the client's patience).
+
+use std::time::{Duration, Instant};
+
+use ferry::rpc::{Channel, Code, Status};
+
+use super::LEADER_TRAILER;
+use crate::proto::ferry::kv::{Append, Count, Key, Keys, Put, kv_service};
+use crate::proto::ferry::raft::{ClusterStatus, Empty, Members, NodeRef, cluster_service};
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The node (or the leader it named) refused or failed the call.
+    #[error("{addr}: {status}")]
+    Status {
+        /// The node that answered.
+        addr: String,
+        /// Its answer.
+        status: Status,
+    },
+    /// Leaders kept naming other leaders.
+    #[error("no leader after {hops} redirects (last: {addr})")]
+    Redirects {
+        /// Redirects followed.
+        hops: usize,
+        /// The last node asked.
+        addr: String,
+    },
+}
+
+impl ClientError {
+    /// The status, if a node answered with one.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            ClientError::Status { status, .. } => Some(status),
+            ClientError::Redirects { .. } => None,
+        }
+    }
+}
+
+/// What a node knows of its cluster (`ferry kv status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    /// The node's id.
+    pub id: u64,
+    /// The leader's id, if one is known.
+    pub leader: Option<u64>,
+    /// The leader's address.
+    pub leader_addr: String,
+    /// The node's term.
+    pub term: u64,
+    /// The index of the last committed entry (0: none).
+    pub commit_index: u64,
+    /// The index of the last applied entry.
+    pub applied_index: u64,
+    /// Voters, `ID=ADDR,...`.
+    pub members: String,
+    /// Learners, `ID=ADDR,...`.
+    pub learners: String,
+    /// leader, follower, candidate, learner or shutdown.
+    pub state: String,
+    /// The cluster's id (0: none yet).
+    pub cluster: u64,
+    /// Normal entries applied.
+    pub commands: u64,
+    /// Bytes copied in user space for them (receipt, log record, apply).
+    pub bytes_copied: u64,
+}
+
+impl NodeStatus {
+    /// One JSON object (the `--json` of `ferry kv status`).
+    pub fn to_json(&self) -> String {
+        let s = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
+        format!(
+            "{{\"id\":{},\"leader\":{},\"leader_addr\":{},\"term\":{},\"commit_index\":{},\"applied_index\":{},\
+             \"members\":{},\"learners\":{},\"state\":{},\"cluster\":\"{:016x}\",\"commands\":{},\
+             \"bytes_copied\":{}}}",
+            self.id,
+            self.leader.map_or("null".to_string(), |l| l.to_string()),
+            s(&self.leader_addr),
+            self.term,
+            self.commit_index,
+            self.applied_index,
+            s(&self.members),
+            s(&self.learners),
+            s(&self.state),
+            self.cluster,
+            self.commands,
+            self.bytes_copied,
+        )
+    }
+}
+
+/// Redirects followed at most per call.
+const MAX_HOPS: usize = 8;
+
+/// A client of one node, which moves to the leader when told.
+#[derive(Debug)]
+pub struct Client {
+    addr: String,
+    channel: Channel,
+    /// How long a call keeps trying while no leader is known.
+    patience: Duration,
+}
+
+impl Client {
+    /// Connects to the node at `addr`.
+    pub fn connect(addr: &str) -> Result<Client, ClientError> {
+        let channel = Channel::connect(addr).map_err(|status| ClientError::Status {
+            addr: addr.to_string(),
+            status,
+        })?;
+        channel.set_timeout(Some(Duration::from_secs(10)));
+        Ok(Client {
+            addr: addr.to_string(),
+            channel,
+            patience: Duration::from_secs(10),
+        })
+    }
+
+    /// The node this client talks to now (the leader, after a redirect).
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// How long a call keeps trying while no leader is known (default 10 s).
+    pub fn set_patience(&mut self, patience: Duration) {
+        self.patience = patience;
+    }
+
+    /// Runs `call` on the current node, following redirects.
+    fn follow<T>(&mut self, call: impl Fn(&Channel) -> Result<T, Status>) -> Result<T, ClientError> {
+        let start = Instant::now();
+        let mut hops = 0;
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            let status = match call(&self.channel) {
+                Ok(v) => return Ok(v),
+                Err(status) => status,
+            };
+            let leader = status
+                .metadata
+                .get(LEADER_TRAILER)
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .and_then(|v| v.split_once('='))
+                .map(|(_, addr)| addr.to_string());
+            match (status.code, leader) {
+                (Code::FailedPrecondition, Some(addr)) => {
+                    hops += 1;
+                    if hops > MAX_HOPS {
+                        return Err(ClientError::Redirects { hops, addr });
+                    }
+                    self.channel = Channel::connect(&addr).map_err(|status| ClientError::Status {
+                        addr: addr.clone(),
+                        status,
+                    })?;
+                    self.channel.set_timeout(Some(Duration::from_secs(10)));
+                    self.addr = addr;
+                }
+                // No leader yet (an election): wait for one, backing off.
+                (Code::Unavailable, None) if !self.channel.is_closed() && start.elapsed() < self.patience => {
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                }
+                _ => {
+                    return Err(ClientError::Status {
+                        addr: self.addr.clone(),
+                        status,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Stores `value` under `key`.
+    pub fn put(&mut self, key: &str, value: &[u8]) -> Result<(), ClientError> {
+        self.follow(|ch| {
+            let mut req = Put::new(ch.context());
+            req.set_key(key);
+            req.append_values(value);
+            ch.call::<Count<'static>>(kv_service::PUT, &req).map(|_| ())
+        })
+    }
+
+    /// Appends `value` to `key`'s list; its new length.
+    pub fn append(&mut self, key: &str, value: &[u8]) -> Result<u64, ClientError> {
+        self.follow(|ch| {
+            let mut req = Append::new(ch.context());
+            req.set_key(key);
+            req.set_value(value);
+            let r = ch.call::<Count<'static>>(kv_service::APPEND, &req)?;
+            Ok(r.view()?.count())
+        })
+    }
+
+    /// Deletes `key`; whether it was there.
+    pub fn delete(&mut self, key: &str) -> Result<bool, ClientError> {
+        self.follow(|ch| {
+            let mut req = Keys::new(ch.context());
+            req.append_keys(key);
+            let r = ch.call::<Count<'static>>(kv_service::DELETE, &req)?;
+            Ok(r.view()?.count() == 1)
+        })
+    }
+
+    /// The value of `key` (every buffer of a list or vector, joined), `None` if absent; read
+    /// linearizably from the leader.
+    pub fn get(&mut self, key: &str) -> Result<Option<Vec<u8>>, ClientError> {
+        let r = self.follow(|ch| {
+            let mut req = Key::new(ch.context());
+            req.set_key(key);
+            let r = ch.call::<crate::proto::ferry::kv::Values<'static>>(kv_service::GET_LIST, &req)?;
+            let mut out = Vec::new();
+            r.view()?.values().iter().for_each(|v| out.extend_from_slice(v));
+            Ok(out)
+        });
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(ClientError::Status { status, .. }) if status.code == Code::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Forms a cluster of `members` (`ID=ADDR,...`; empty: the node's `--peers`).
+    pub fn init(&mut self, members: &str) -> Result<(), ClientError> {
+        self.follow(|ch| {
+            let mut req = Members::new(ch.context());
+            req.set_members(members);
+            ch.call::<Empty<'static>>(cluster_service::INIT, &req).map(|_| ())
+        })
+    }
+
+    /// Adds node `id` at `addr` (a learner until it caught up, then a voter).
+    pub fn add_node(&mut self, id: u64, addr: &str) -> Result<(), ClientError> {
+        self.follow(|ch| {
+            let mut req = NodeRef::new(ch.context());
+            req.set_id(id);
+            req.set_addr(addr);
+            ch.call::<Empty<'static>>(cluster_service::ADD_NODE, &req)
+                .map(|_| ())
+        })
+    }
+
+    /// Removes node `id`.
+    pub fn remove_node(&mut self, id: u64) -> Result<(), ClientError> {
+        self.follow(|ch| {
+            let mut req = NodeRef::new(ch.context());
+            req.set_id(id);
+            ch.call::<Empty<'static>>(cluster_service::REMOVE_NODE, &req)
+                .map(|_| ())
+        })
+    }
+
+    /// What this node (not the leader) knows of the cluster.
+    pub fn status(&mut self) -> Result<NodeStatus, ClientError> {
+        let r = self
+            .channel
+            .call::<ClusterStatus<'static>>(cluster_service::STATUS, &Empty::new(self.channel.context()))
+            .and_then(|r| {
+                let v = r.view()?;
+                let text = |r: Result<&str, ferry::wire::DecodeError>| {
+                    r.map(str::to_string).map_err(|e| {
+                        Status::new(Code::Internal, format!("a status that does not decode: {e}"))
+                    })
+                };
+                Ok(NodeStatus {
+                    id: v.id(),
+                    leader: Some(v.leader()).filter(|l| *l != 0),
+                    leader_addr: text(v.leader_addr())?,
+                    term: v.term(),
+                    commit_index: v.commit_index(),
+                    applied_index: v.applied_index(),
+                    members: text(v.members())?,
+                    learners: text(v.learners())?,
+                    state: text(v.state())?,
+                    cluster: v.cluster(),
+                    commands: v.commands(),
+                    bytes_copied: v.bytes_copied(),
+                })
+            });
+        r.map_err(|status| ClientError::Status {
+            addr: self.addr.clone(),
+            status,
+        })
+    }
+}

@@ -1,0 +1,420 @@
+//! The services a node serves: `Kv` replicated, `Raft` (peers) and `Cluster` (operators).
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use ferry::rpc::tokio::{AsyncCall, AsyncRequest};
+use ferry::rpc::{Code, Encoded, Metadata, Status};
+use ferry::transport::Received;
+use ferry::wire::Context;
+use openraft::error::{ClientWriteError, ForwardToLeader, InitializeError, RaftError};
+use openraft::{BasicNode, ChangeMembers, ServerState};
+
+use super::codec::{self, CodecError};
+use super::storage::Db;
+use super::{Applied, Command, Copies, LEADER_TRAILER, NodeId, Op, Raft, format_members, parse_members};
+use crate::Store;
+use crate::proto::ferry::kv::{Append, AsyncKv, Key, Keys, ListIndex, Put};
+use crate::proto::ferry::raft::{AsyncCluster, AsyncRaft, ClusterStatus, Empty, Members, NodeRef, RaftFrame};
+use crate::service as kv;
+
+/// What every service of a node shares.
+pub(crate) struct Shared {
+    pub(crate) id: NodeId,
+    pub(crate) raft: Raft,
+    pub(crate) store: Arc<Store>,
+    pub(crate) db: Rc<Db>,
+    pub(crate) cluster: Rc<Cell<u64>>,
+    pub(crate) copies: Arc<Copies>,
+    /// `--peers`: the members `init` forms the cluster of when it names none.
+    pub(crate) peers: Option<BTreeMap<NodeId, BasicNode>>,
+}
+
+/// The refusal of a call that needs the leader: `FAILED_PRECONDITION` naming it, with the
+/// `ferry-leader` trailer the client follows; `UNAVAILABLE` while no leader is known.
+fn forward(f: &ForwardToLeader<NodeId, BasicNode>) -> Status {
+    match (f.leader_id, &f.leader_node) {
+        (Some(id), Some(node)) => {
+            let mut md = Metadata::new();
+            md.insert(LEADER_TRAILER, format!("{id}={}", node.addr))
+                .expect("a valid key and a short value");
+            Status::new(
+                Code::FailedPrecondition,
+                format!("not the leader: node {id} at {} is", node.addr),
+            )
+            .with_metadata(md)
+        }
+        _ => Status::new(
+            Code::Unavailable,
+            "no leader known: an election is under way, try again",
+        ),
+    }
+}
+
+fn write_error(e: RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>) -> Status {
+    match e {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => forward(&f),
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
+            Status::new(Code::FailedPrecondition, e.to_string())
+        }
+        RaftError::Fatal(f) => stopped(f),
+    }
+}
+
+fn stopped(f: impl std::fmt::Display) -> Status {
+    Status::new(Code::Unavailable, format!("this node's Raft stopped: {f}"))
+}
+
+fn undecodable(e: CodecError) -> Status {
+    Status::new(
+        Code::InvalidArgument,
+        format!("a raft message that does not decode: {e}"),
+    )
+}
+
+impl Shared {
+    /// Proposes a command and waits for it to be applied.
+    async fn propose(&self, op: Op, frame: &ferry::rpc::Frame) -> Result<u64, Status> {
+        let msg = match frame.shared() {
+            // TCP: the request's own pool buffer, referenced.
+            Some(buf) => buf.clone(),
+            // Shared memory: the request lives in the client's memory; copied into ours.
+            None => {
+                let bytes = frame.bytes().ok_or_else(|| {
+                    Status::new(Code::InvalidArgument, "a write must be one contiguous message")
+                })?;
+                Copies::add(&self.copies.received, bytes.len());
+                self.store.pool().copy_from(bytes).map_err(|e| {
+                    Status::new(
+                        Code::ResourceExhausted,
+                        format!("no pool memory for the request: {e}"),
+                    )
+                })?
+            }
+        };
+        let resp = self
+            .raft
+            .client_write(Command { op, msg })
+            .await
+            .map_err(write_error)?;
+        let Applied(result) = resp.data;
+        result.map_err(|e| e.status())
+    }
+
+    /// Waits until this node may serve a linearizable read (read-index: the leader confirms
+    /// it still leads, and its state machine has applied what was committed when the read came).
+    async fn read_index(&self) -> Result<(), Status> {
+        self.raft
+            .ensure_linearizable()
+            .await
+            .map(|_| ())
+            .map_err(|e| match e {
+                RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f)) => forward(&f),
+                RaftError::APIError(e) => Status::new(Code::Unavailable, e.to_string()),
+                RaftError::Fatal(f) => stopped(f),
+            })
+    }
+
+    /// Refuses a peer of another cluster; a node of none joins the sender's.
+    fn check_cluster(&self, theirs: u64) -> Result<(), Status> {
+        let ours = self.cluster.get();
+        if theirs == 0 || theirs == ours {
+            return Ok(());
+        }
+        if ours == 0 {
+            self.db
+                .set_cluster(theirs)
+                .map_err(|e| Status::new(Code::Internal, format!("recording the cluster id: {e}")))?;
+            self.cluster.set(theirs);
+            return Ok(());
+        }
+        let msg = format!(
+            "node {} belongs to cluster {ours:016x}, the sender to cluster {theirs:016x}: refused (a data \
+             directory of another cluster?)",
+            self.id
+        );
+        tracing::error!("{msg}");
+        eprintln!("ferry kv: {msg}");
+        Err(Status::new(Code::FailedPrecondition, msg))
+    }
+
+    /// A fresh cluster id for a cluster this node forms, unless it already belongs to one.
+    pub(crate) fn join_new_cluster(&self) -> Result<(), Status> {
+        if self.cluster.get() != 0 {
+            return Ok(());
+        }
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        h.write_u64(self.id);
+        let id = h.finish().max(1);
+        self.db
+            .set_cluster(id)
+            .map_err(|e| Status::new(Code::Internal, format!("recording the cluster id: {e}")))?;
+        self.cluster.set(id);
+        Ok(())
+    }
+}
+
+fn reply(ctx: &Context, body: Vec<u8>) -> Result<Encoded, Status> {
+    let mut f = RaftFrame::new(ctx);
+    f.set_body(body);
+    Encoded::message(&f)
+}
+
+fn count(ctx: &Context, n: u64) -> Result<Encoded, Status> {
+    Encoded::message(&kv::count(ctx, n as usize))
+}
+
+/// The replicated `Kv` service.
+pub(crate) struct ReplicatedKv(pub(crate) Rc<Shared>);
+
+impl AsyncKv for ReplicatedKv {
+    async fn get(&self, call: AsyncCall, request: AsyncRequest<Key<'static>>) -> Result<Encoded, Status> {
+        self.0.read_index().await?;
+        Encoded::message(&kv::get(&self.0.store, call.ctx(), request.view()?)?)
+    }
+
+    async fn put(&self, call: AsyncCall, request: AsyncRequest<Put<'static>>) -> Result<Encoded, Status> {
+        let view = request.view()?;
+        view.key().map_err(kv::bad)?;
+        let n = self.0.propose(Op::Put, request.frame()).await?;
+        count(call.ctx(), n)
+    }
+
+    async fn get_m(&self, call: AsyncCall, request: AsyncRequest<Keys<'static>>) -> Result<Encoded, Status> {
+        self.0.read_index().await?;
+        Encoded::message(&kv::get_m(&self.0.store, call.ctx(), request.view()?)?)
+    }
+
+    async fn get_list(
+        &self,
+        call: AsyncCall,
+        request: AsyncRequest<Key<'static>>,
+    ) -> Result<Encoded, Status> {
+        self.0.read_index().await?;
+        Encoded::message(&kv::get_list(&self.0.store, call.ctx(), request.view()?)?)
+    }
+
+    async fn get_from_list(
+        &self,
+        call: AsyncCall,
+        request: AsyncRequest<ListIndex<'static>>,
+    ) -> Result<Encoded, Status> {
+        self.0.read_index().await?;
+        Encoded::message(&kv::get_from_list(&self.0.store, call.ctx(), request.view()?)?)
+    }
+
+    async fn append(
+        &self,
+        call: AsyncCall,
+        request: AsyncRequest<Append<'static>>,
+    ) -> Result<Encoded, Status> {
+        request.view()?.key().map_err(kv::bad)?;
+        let n = self.0.propose(Op::Append, request.frame()).await?;
+        count(call.ctx(), n)
+    }
+
+    async fn delete(&self, call: AsyncCall, request: AsyncRequest<Keys<'static>>) -> Result<Encoded, Status> {
+        kv::check_keys(&self.0.store, request.view()?)?;
+        let n = self.0.propose(Op::Delete, request.frame()).await?;
+        count(call.ctx(), n)
+    }
+}
+
+/// The `Raft` service peers call.
+pub(crate) struct RaftPeer(pub(crate) Rc<Shared>);
+
+impl AsyncRaft for RaftPeer {
+    async fn append_entries(
+        &self,
+        call: AsyncCall,
+        request: AsyncRequest<RaftFrame<'static>>,
+    ) -> Result<Encoded, Status> {
+        let rpc = {
+            let view = request.view()?;
+            self.0.check_cluster(view.cluster())?;
+            let copies = &self.0.copies;
+            let pool = self.0.store.pool();
+            let copy_in = |b: &[u8]| {
+                Copies::add(&copies.received, b.len());
+                pool.copy_from(b).map_err(|e| e.to_string())
+            };
+            codec::decode_append(view.body(), view.commands().iter(), &copy_in).map_err(undecodable)?
+        };
+        let resp = self.0.raft.append_entries(rpc).await.map_err(stopped)?;
+        reply(call.ctx(), codec::encode_append_response(&resp))
+    }
+
+    async fn vote(
+        &self,
+        call: AsyncCall,
+        request: AsyncRequest<RaftFrame<'static>>,
+    ) -> Result<Encoded, Status> {
+        let rpc = {
+            let view = request.view()?;
+            self.0.check_cluster(view.cluster())?;
+            codec::decode_vote_request(view.body()).map_err(undecodable)?
+        };
+        let resp = self.0.raft.vote(rpc).await.map_err(stopped)?;
+        reply(call.ctx(), codec::encode_vote_response(&resp))
+    }
+
+    async fn install_snapshot(
+        &self,
+        call: AsyncCall,
+        request: AsyncRequest<RaftFrame<'static>>,
+    ) -> Result<Encoded, Status> {
+        let rpc = {
+            let view = request.view()?;
+            self.0.check_cluster(view.cluster())?;
+            codec::decode_snapshot_chunk(view.body()).map_err(undecodable)?
+        };
+        let resp = match self.0.raft.install_snapshot(rpc).await {
+            Ok(r) => Ok(r),
+            Err(RaftError::APIError(openraft::error::InstallSnapshotError::SnapshotMismatch(m))) => Err(m),
+            Err(RaftError::Fatal(f)) => return Err(stopped(f)),
+        };
+        reply(call.ctx(), codec::encode_snapshot_response(&resp))
+    }
+}
+
+/// The `Cluster` service operators call.
+pub(crate) struct ClusterAdmin(pub(crate) Rc<Shared>);
+
+impl AsyncCluster for ClusterAdmin {
+    async fn init(
+        &self,
+        call: AsyncCall,
+        request: AsyncRequest<Members<'static>>,
+    ) -> Result<Encoded, Status> {
+        let text = request.view()?.members().map_err(kv::bad)?.to_string();
+        let members = match (text.is_empty(), &self.0.peers) {
+            (true, Some(peers)) => peers.clone(),
+            (true, None) => {
+                return Err(Status::new(
+                    Code::InvalidArgument,
+                    "no members named, and the node has no --peers",
+                ));
+            }
+            (false, _) => parse_members(&text).map_err(|e| Status::new(Code::InvalidArgument, e))?,
+        };
+        if !members.contains_key(&self.0.id) {
+            return Err(Status::new(
+                Code::InvalidArgument,
+                format!(
+                    "the members do not include node {} (the node asked to form the cluster)",
+                    self.0.id
+                ),
+            ));
+        }
+        if self.0.raft.is_initialized().await.map_err(stopped)? {
+            return Err(Status::new(
+                Code::AlreadyExists,
+                format!("node {} is already in a cluster", self.0.id),
+            ));
+        }
+        self.0.join_new_cluster()?;
+        self.0.raft.initialize(members).await.map_err(|e| match e {
+            RaftError::APIError(InitializeError::NotAllowed(e)) => {
+                Status::new(Code::AlreadyExists, e.to_string())
+            }
+            RaftError::APIError(e) => Status::new(Code::InvalidArgument, e.to_string()),
+            RaftError::Fatal(f) => stopped(f),
+        })?;
+        Encoded::message(&Empty::new(call.ctx()))
+    }
+
+    async fn add_node(
+        &self,
+        call: AsyncCall,
+        request: AsyncRequest<NodeRef<'static>>,
+    ) -> Result<Encoded, Status> {
+        let (id, addr) = {
+            let v = request.view()?;
+            (v.id(), v.addr().map_err(kv::bad)?.to_string())
+        };
+        if id == 0 || addr.is_empty() {
+            return Err(Status::new(
+                Code::InvalidArgument,
+                "add-node needs an id (from 1) and an address",
+            ));
+        }
+        // As a learner first: it catches up (from the log or a snapshot) before it votes.
+        self.0
+            .raft
+            .add_learner(id, BasicNode { addr }, true)
+            .await
+            .map_err(write_error)?;
+        let voters = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
+        self.0
+            .raft
+            .change_membership(voters, false)
+            .await
+            .map_err(write_error)?;
+        Encoded::message(&Empty::new(call.ctx()))
+    }
+
+    async fn remove_node(
+        &self,
+        call: AsyncCall,
+        request: AsyncRequest<NodeRef<'static>>,
+    ) -> Result<Encoded, Status> {
+        let id = request.view()?.id();
+        let voters = ChangeMembers::RemoveVoters(BTreeSet::from([id]));
+        self.0
+            .raft
+            .change_membership(voters, false)
+            .await
+            .map_err(write_error)?;
+        Encoded::message(&Empty::new(call.ctx()))
+    }
+
+    async fn status(&self, call: AsyncCall, _: AsyncRequest<Empty<'static>>) -> Result<Encoded, Status> {
+        let committed = self
+            .0
+            .raft
+            .with_raft_state(|st| st.committed.map(|c| c.index))
+            .await
+            .map_err(stopped)?;
+        let m = self.0.raft.metrics().borrow().clone();
+        let mut s = ClusterStatus::new(call.ctx());
+        s.set_id(self.0.id);
+        let membership = m.membership_config.membership();
+        if let Some(leader) = m.current_leader {
+            s.set_leader(leader);
+            if let Some(node) = membership.get_node(&leader) {
+                s.set_leader_addr(node.addr.clone());
+            }
+        }
+        s.set_term(m.current_term);
+        s.set_commit_index(committed.unwrap_or(0));
+        s.set_applied_index(m.last_applied.map_or(0, |l| l.index));
+        let voters: BTreeSet<_> = membership.voter_ids().collect();
+        let nodes: Vec<_> = membership.nodes().collect();
+        s.set_members(format_members(
+            nodes.iter().copied().filter(|(id, _)| voters.contains(id)),
+        ));
+        s.set_learners(format_members(
+            nodes.iter().copied().filter(|(id, _)| !voters.contains(id)),
+        ));
+        s.set_state(match m.state {
+            ServerState::Leader => "leader",
+            ServerState::Follower => "follower",
+            ServerState::Candidate => "candidate",
+            ServerState::Learner => "learner",
+            ServerState::Shutdown => "shutdown",
+        });
+        s.set_cluster(self.0.cluster.get());
+        s.set_commands(self.0.copies.commands.load(std::sync::atomic::Ordering::Relaxed));
+        s.set_bytes_copied(self.0.copies.total());
+        Encoded::message(&s)
+    }
+}
