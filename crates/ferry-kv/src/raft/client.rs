@@ -95,29 +95,37 @@ impl NodeStatus {
     }
 }
 
-/// Redirects followed at most per call.
+/// Redirects followed in a row at most (a loop of nodes naming each other).
 const MAX_HOPS: usize = 8;
 
 /// A client of one node, which moves to the leader when told.
 #[derive(Debug)]
 pub struct Client {
+    /// The node given to [`connect`](Self::connect): asked again when a leader is lost.
+    home: String,
     addr: String,
-    channel: Channel,
+    channel: Option<Channel>,
     /// How long a call keeps trying while no leader is known.
     patience: Duration,
+}
+
+fn open(addr: &str) -> Result<Channel, Status> {
+    let channel = Channel::connect(addr)?;
+    channel.set_timeout(Some(Duration::from_secs(10)));
+    Ok(channel)
 }
 
 impl Client {
     /// Connects to the node at `addr`.
     pub fn connect(addr: &str) -> Result<Client, ClientError> {
-        let channel = Channel::connect(addr).map_err(|status| ClientError::Status {
+        let channel = open(addr).map_err(|status| ClientError::Status {
             addr: addr.to_string(),
             status,
         })?;
-        channel.set_timeout(Some(Duration::from_secs(10)));
         Ok(Client {
+            home: addr.to_string(),
             addr: addr.to_string(),
-            channel,
+            channel: Some(channel),
             patience: Duration::from_secs(10),
         })
     }
@@ -127,44 +135,65 @@ impl Client {
         &self.addr
     }
 
-    /// How long a call keeps trying while no leader is known (default 10 s).
+    /// How long a call keeps trying while no leader is known or the one named does not answer
+    /// (default 10 s).
     pub fn set_patience(&mut self, patience: Duration) {
         self.patience = patience;
     }
 
-    /// Runs `call` on the current node, following redirects.
+    /// Runs `call` on the current node, following redirects; while no leader is known, or the
+    /// leader named cannot be reached (it may have just died), asks the first node again,
+    /// backing off, until a leader answers or the patience runs out.
     fn follow<T>(&mut self, call: impl Fn(&Channel) -> Result<T, Status>) -> Result<T, ClientError> {
         let start = Instant::now();
         let mut hops = 0;
         let mut backoff = Duration::from_millis(20);
         loop {
-            let status = match call(&self.channel) {
-                Ok(v) => return Ok(v),
-                Err(status) => status,
+            let (status, sent) = match &self.channel {
+                Some(ch) => match call(ch) {
+                    Ok(v) => return Ok(v),
+                    Err(status) => (status, true),
+                },
+                None => match open(&self.addr) {
+                    Ok(ch) => {
+                        let r = call(&ch);
+                        self.channel = Some(ch);
+                        match r {
+                            Ok(v) => return Ok(v),
+                            Err(status) => (status, true),
+                        }
+                    }
+                    Err(status) => (status, false),
+                },
             };
             let leader = status
                 .metadata
                 .get(LEADER_TRAILER)
-                .and_then(|v| std::str::from_utf8(v).ok())
-                .and_then(|v| v.split_once('='))
-                .map(|(_, addr)| addr.to_string());
-            match (status.code, leader) {
-                (Code::FailedPrecondition, Some(addr)) => {
+                .and_then(|v| std::str::from_utf8(v).ok());
+            // Refused before it was proposed (a trailer names the leader, or no leader, ""), or
+            // never sent (the connect failed): sending it again cannot apply it twice. A call
+            // that failed once sent (a connection broken mid-call) is not sent again: it may
+            // have been applied.
+            let unsent = leader.is_some() || !sent;
+            match (status.code, leader.and_then(|v| v.split_once('='))) {
+                (Code::FailedPrecondition, Some((_, addr))) => {
                     hops += 1;
                     if hops > MAX_HOPS {
-                        return Err(ClientError::Redirects { hops, addr });
+                        return Err(ClientError::Redirects {
+                            hops,
+                            addr: addr.to_string(),
+                        });
                     }
-                    self.channel = Channel::connect(&addr).map_err(|status| ClientError::Status {
-                        addr: addr.clone(),
-                        status,
-                    })?;
-                    self.channel.set_timeout(Some(Duration::from_secs(10)));
-                    self.addr = addr;
+                    self.channel = None;
+                    self.addr = addr.to_string();
                 }
-                // No leader yet (an election): wait for one, backing off.
-                (Code::Unavailable, None) if !self.channel.is_closed() && start.elapsed() < self.patience => {
+                // No leader known, or the node named is gone: a new leader is being elected.
+                (Code::Unavailable, None) if unsent && start.elapsed() < self.patience => {
                     std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                    backoff = (backoff * 2).min(Duration::from_millis(200));
+                    hops = 0;
+                    self.channel = None;
+                    self.addr = self.home.clone();
                 }
                 _ => {
                     return Err(ClientError::Status {
@@ -255,11 +284,12 @@ impl Client {
         })
     }
 
-    /// What this node (not the leader) knows of the cluster.
+    /// What the node this client talks to (not the leader) knows of the cluster.
     pub fn status(&mut self) -> Result<NodeStatus, ClientError> {
-        let r = self
-            .channel
-            .call::<ClusterStatus<'static>>(cluster_service::STATUS, &Empty::new(self.channel.context()))
+        let r = open(&self.addr)
+            .and_then(|ch| {
+                ch.call::<ClusterStatus<'static>>(cluster_service::STATUS, &Empty::new(ch.context()))
+            })
             .and_then(|r| {
                 let v = r.view()?;
                 let text = |r: Result<&str, ferry::wire::DecodeError>| {

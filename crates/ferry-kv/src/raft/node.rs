@@ -187,3 +187,24 @@ pub async fn serve(
     let _ = raft.shutdown().await;
     result
 }
+
+/// Runs a node on this thread (a current-thread runtime) until SIGINT or SIGTERM: what
+/// `ferry kv serve` does. `ready` is called as in [`serve`].
+pub fn run(config: NodeConfig, ready: impl FnOnce(&str)) -> Result<(), NodeError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| NodeError::Config(format!("starting the runtime: {e}")))?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| NodeError::Config(format!("handling SIGTERM: {e}")))?;
+        let stop = async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        };
+        serve(config, ready, stop).await
+    })
+}

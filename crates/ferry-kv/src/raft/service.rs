@@ -33,7 +33,8 @@ pub(crate) struct Shared {
 }
 
 /// The refusal of a call that needs the leader: `FAILED_PRECONDITION` naming it, with the
-/// `ferry-leader` trailer the client follows; `UNAVAILABLE` while no leader is known.
+/// `ferry-leader` trailer the client follows; `UNAVAILABLE` with the trailer empty while no
+/// leader is known.
 fn forward(f: &ForwardToLeader<NodeId, BasicNode>) -> Status {
     match (f.leader_id, &f.leader_node) {
         (Some(id), Some(node)) => {
@@ -46,10 +47,17 @@ fn forward(f: &ForwardToLeader<NodeId, BasicNode>) -> Status {
             )
             .with_metadata(md)
         }
-        _ => Status::new(
-            Code::Unavailable,
-            "no leader known: an election is under way, try again",
-        ),
+        // The trailer, empty, tells the client the call was refused before it was proposed,
+        // so that sending it again cannot apply it twice.
+        _ => {
+            let mut md = Metadata::new();
+            md.insert(LEADER_TRAILER, "").expect("a valid key");
+            Status::new(
+                Code::Unavailable,
+                "no leader known: an election is under way, try again",
+            )
+            .with_metadata(md)
+        }
     }
 }
 
