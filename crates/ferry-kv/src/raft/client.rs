@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use ferry::rpc::{Channel, Code, Status};
+use ferry::rpc::{CallOptions, Channel, Code, Status};
 
-use super::LEADER_TRAILER;
+use super::{CLUSTER_HEADER, LEADER_TRAILER};
 use crate::proto::ferry::kv::{Append, Count, Key, Keys, Put, kv_service};
 use crate::proto::ferry::raft::{ClusterStatus, Empty, Members, NodeRef, cluster_service};
 
@@ -107,6 +107,8 @@ pub struct Client {
     channel: Option<Channel>,
     /// How long a call keeps trying while no leader is known.
     patience: Duration,
+    /// What every call sends: the cluster id, once a redirect named it.
+    options: CallOptions,
 }
 
 fn open(addr: &str) -> Result<Channel, Status> {
@@ -127,6 +129,7 @@ impl Client {
             addr: addr.to_string(),
             channel: Some(channel),
             patience: Duration::from_secs(10),
+            options: CallOptions::default(),
         })
     }
 
@@ -144,19 +147,22 @@ impl Client {
     /// Runs `call` on the current node, following redirects; while no leader is known, or the
     /// leader named cannot be reached (it may have just died), asks the first node again,
     /// backing off, until a leader answers or the patience runs out.
-    fn follow<T>(&mut self, call: impl Fn(&Channel) -> Result<T, Status>) -> Result<T, ClientError> {
+    fn follow<T>(
+        &mut self,
+        call: impl Fn(&Channel, &CallOptions) -> Result<T, Status>,
+    ) -> Result<T, ClientError> {
         let start = Instant::now();
         let mut hops = 0;
         let mut backoff = Duration::from_millis(20);
         loop {
             let (status, sent) = match &self.channel {
-                Some(ch) => match call(ch) {
+                Some(ch) => match call(ch, &self.options) {
                     Ok(v) => return Ok(v),
                     Err(status) => (status, true),
                 },
                 None => match open(&self.addr) {
                     Ok(ch) => {
-                        let r = call(&ch);
+                        let r = call(&ch, &self.options);
                         self.channel = Some(ch);
                         match r {
                             Ok(v) => return Ok(v),
@@ -184,6 +190,13 @@ impl Client {
                             addr: addr.to_string(),
                         });
                     }
+                    if let Some(cluster) = status.metadata.get(CLUSTER_HEADER) {
+                        let _ = self.options.metadata.remove(CLUSTER_HEADER);
+                        self.options
+                            .metadata
+                            .insert(CLUSTER_HEADER, cluster.to_vec())
+                            .expect("a valid key");
+                    }
                     self.channel = None;
                     self.addr = addr.to_string();
                 }
@@ -207,31 +220,32 @@ impl Client {
 
     /// Stores `value` under `key`.
     pub fn put(&mut self, key: &str, value: &[u8]) -> Result<(), ClientError> {
-        self.follow(|ch| {
+        self.follow(|ch, opts| {
             let mut req = Put::new(ch.context());
             req.set_key(key);
             req.append_values(value);
-            ch.call::<Count<'static>>(kv_service::PUT, &req).map(|_| ())
+            ch.call_with::<Count<'static>>(kv_service::PUT, &req, opts)
+                .map(|_| ())
         })
     }
 
     /// Appends `value` to `key`'s list; its new length.
     pub fn append(&mut self, key: &str, value: &[u8]) -> Result<u64, ClientError> {
-        self.follow(|ch| {
+        self.follow(|ch, opts| {
             let mut req = Append::new(ch.context());
             req.set_key(key);
             req.set_value(value);
-            let r = ch.call::<Count<'static>>(kv_service::APPEND, &req)?;
+            let r = ch.call_with::<Count<'static>>(kv_service::APPEND, &req, opts)?;
             Ok(r.view()?.count())
         })
     }
 
     /// Deletes `key`; whether it was there.
     pub fn delete(&mut self, key: &str) -> Result<bool, ClientError> {
-        self.follow(|ch| {
+        self.follow(|ch, opts| {
             let mut req = Keys::new(ch.context());
             req.append_keys(key);
-            let r = ch.call::<Count<'static>>(kv_service::DELETE, &req)?;
+            let r = ch.call_with::<Count<'static>>(kv_service::DELETE, &req, opts)?;
             Ok(r.view()?.count() == 1)
         })
     }
@@ -239,10 +253,11 @@ impl Client {
     /// The value of `key` (every buffer of a list or vector, joined), `None` if absent; read
     /// linearizably from the leader.
     pub fn get(&mut self, key: &str) -> Result<Option<Vec<u8>>, ClientError> {
-        let r = self.follow(|ch| {
+        let r = self.follow(|ch, opts| {
             let mut req = Key::new(ch.context());
             req.set_key(key);
-            let r = ch.call::<crate::proto::ferry::kv::Values<'static>>(kv_service::GET_LIST, &req)?;
+            let r =
+                ch.call_with::<crate::proto::ferry::kv::Values<'static>>(kv_service::GET_LIST, &req, opts)?;
             let mut out = Vec::new();
             r.view()?.values().iter().for_each(|v| out.extend_from_slice(v));
             Ok(out)
@@ -256,30 +271,31 @@ impl Client {
 
     /// Forms a cluster of `members` (`ID=ADDR,...`; empty: the node's `--peers`).
     pub fn init(&mut self, members: &str) -> Result<(), ClientError> {
-        self.follow(|ch| {
+        self.follow(|ch, opts| {
             let mut req = Members::new(ch.context());
             req.set_members(members);
-            ch.call::<Empty<'static>>(cluster_service::INIT, &req).map(|_| ())
+            ch.call_with::<Empty<'static>>(cluster_service::INIT, &req, opts)
+                .map(|_| ())
         })
     }
 
     /// Adds node `id` at `addr` (a learner until it caught up, then a voter).
     pub fn add_node(&mut self, id: u64, addr: &str) -> Result<(), ClientError> {
-        self.follow(|ch| {
+        self.follow(|ch, opts| {
             let mut req = NodeRef::new(ch.context());
             req.set_id(id);
             req.set_addr(addr);
-            ch.call::<Empty<'static>>(cluster_service::ADD_NODE, &req)
+            ch.call_with::<Empty<'static>>(cluster_service::ADD_NODE, &req, opts)
                 .map(|_| ())
         })
     }
 
     /// Removes node `id`.
     pub fn remove_node(&mut self, id: u64) -> Result<(), ClientError> {
-        self.follow(|ch| {
+        self.follow(|ch, opts| {
             let mut req = NodeRef::new(ch.context());
             req.set_id(id);
-            ch.call::<Empty<'static>>(cluster_service::REMOVE_NODE, &req)
+            ch.call_with::<Empty<'static>>(cluster_service::REMOVE_NODE, &req, opts)
                 .map(|_| ())
         })
     }

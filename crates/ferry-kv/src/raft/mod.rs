@@ -55,6 +55,11 @@ pub type NodeId = u64;
 /// The trailer a follower's refusal names the leader in: `ID=ADDR`.
 pub const LEADER_TRAILER: &str = "ferry-leader";
 
+/// The cluster id (16 hex digits): a trailer of a follower's refusal, and the metadata a
+/// client sends once it knows it, so that a leader's address that now serves another cluster
+/// refuses the call instead of answering for the wrong data.
+pub const CLUSTER_HEADER: &str = "ferry-cluster";
+
 /// What a normal log entry asks of the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]

@@ -14,7 +14,9 @@ use openraft::{BasicNode, ChangeMembers, ServerState};
 
 use super::codec::{self, CodecError};
 use super::storage::Db;
-use super::{Applied, Command, Copies, LEADER_TRAILER, NodeId, Op, Raft, format_members, parse_members};
+use super::{
+    Applied, CLUSTER_HEADER, Command, Copies, LEADER_TRAILER, NodeId, Op, Raft, format_members, parse_members,
+};
 use crate::Store;
 use crate::proto::ferry::kv::{Append, AsyncKv, Key, Keys, ListIndex, Put};
 use crate::proto::ferry::raft::{AsyncCluster, AsyncRaft, ClusterStatus, Empty, Members, NodeRef, RaftFrame};
@@ -35,12 +37,14 @@ pub(crate) struct Shared {
 /// The refusal of a call that needs the leader: `FAILED_PRECONDITION` naming it, with the
 /// `ferry-leader` trailer the client follows; `UNAVAILABLE` with the trailer empty while no
 /// leader is known.
-fn forward(f: &ForwardToLeader<NodeId, BasicNode>) -> Status {
+fn forward(f: &ForwardToLeader<NodeId, BasicNode>, cluster: u64) -> Status {
     match (f.leader_id, &f.leader_node) {
         (Some(id), Some(node)) => {
             let mut md = Metadata::new();
             md.insert(LEADER_TRAILER, format!("{id}={}", node.addr))
                 .expect("a valid key and a short value");
+            md.insert(CLUSTER_HEADER, format!("{cluster:016x}"))
+                .expect("a valid key");
             Status::new(
                 Code::FailedPrecondition,
                 format!("not the leader: node {id} at {} is", node.addr),
@@ -61,9 +65,9 @@ fn forward(f: &ForwardToLeader<NodeId, BasicNode>) -> Status {
     }
 }
 
-fn write_error(e: RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>) -> Status {
+fn write_error(e: RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>, cluster: u64) -> Status {
     match e {
-        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => forward(&f),
+        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => forward(&f, cluster),
         RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
             Status::new(Code::FailedPrecondition, e.to_string())
         }
@@ -106,7 +110,7 @@ impl Shared {
             .raft
             .client_write(Command { op, msg })
             .await
-            .map_err(write_error)?;
+            .map_err(|e| write_error(e, self.cluster.get()))?;
         let Applied(result) = resp.data;
         result.map_err(|e| e.status())
     }
@@ -119,10 +123,36 @@ impl Shared {
             .await
             .map(|_| ())
             .map_err(|e| match e {
-                RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f)) => forward(&f),
+                RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f)) => {
+                    forward(&f, self.cluster.get())
+                }
                 RaftError::APIError(e) => Status::new(Code::Unavailable, e.to_string()),
                 RaftError::Fatal(f) => stopped(f),
             })
+    }
+
+    /// Refuses a client that expects another cluster (it followed a redirect to an address
+    /// that now serves another cluster's node): `UNAVAILABLE` with an empty leader trailer, so
+    /// the client asks its first node again.
+    fn check_caller(&self, call: &AsyncCall) -> Result<(), Status> {
+        let Some(theirs) = call.metadata().get(CLUSTER_HEADER) else {
+            return Ok(());
+        };
+        let ours = format!("{:016x}", self.cluster.get());
+        if theirs == ours.as_bytes() {
+            return Ok(());
+        }
+        let mut md = Metadata::new();
+        md.insert(LEADER_TRAILER, "").expect("a valid key");
+        let theirs = String::from_utf8_lossy(theirs);
+        Err(Status::new(
+            Code::Unavailable,
+            format!(
+                "node {} belongs to cluster {ours}, not to cluster {theirs}",
+                self.id
+            ),
+        )
+        .with_metadata(md))
     }
 
     /// Refuses a peer of another cluster; a node of none joins the sender's.
@@ -186,11 +216,13 @@ pub(crate) struct ReplicatedKv(pub(crate) Rc<Shared>);
 
 impl AsyncKv for ReplicatedKv {
     async fn get(&self, call: AsyncCall, request: AsyncRequest<Key<'static>>) -> Result<Encoded, Status> {
+        self.0.check_caller(&call)?;
         self.0.read_index().await?;
         Encoded::message(&kv::get(&self.0.store, call.ctx(), request.view()?)?)
     }
 
     async fn put(&self, call: AsyncCall, request: AsyncRequest<Put<'static>>) -> Result<Encoded, Status> {
+        self.0.check_caller(&call)?;
         let view = request.view()?;
         view.key().map_err(kv::bad)?;
         let n = self.0.propose(Op::Put, request.frame()).await?;
@@ -198,6 +230,7 @@ impl AsyncKv for ReplicatedKv {
     }
 
     async fn get_m(&self, call: AsyncCall, request: AsyncRequest<Keys<'static>>) -> Result<Encoded, Status> {
+        self.0.check_caller(&call)?;
         self.0.read_index().await?;
         Encoded::message(&kv::get_m(&self.0.store, call.ctx(), request.view()?)?)
     }
@@ -207,6 +240,7 @@ impl AsyncKv for ReplicatedKv {
         call: AsyncCall,
         request: AsyncRequest<Key<'static>>,
     ) -> Result<Encoded, Status> {
+        self.0.check_caller(&call)?;
         self.0.read_index().await?;
         Encoded::message(&kv::get_list(&self.0.store, call.ctx(), request.view()?)?)
     }
@@ -216,6 +250,7 @@ impl AsyncKv for ReplicatedKv {
         call: AsyncCall,
         request: AsyncRequest<ListIndex<'static>>,
     ) -> Result<Encoded, Status> {
+        self.0.check_caller(&call)?;
         self.0.read_index().await?;
         Encoded::message(&kv::get_from_list(&self.0.store, call.ctx(), request.view()?)?)
     }
@@ -225,12 +260,14 @@ impl AsyncKv for ReplicatedKv {
         call: AsyncCall,
         request: AsyncRequest<Append<'static>>,
     ) -> Result<Encoded, Status> {
+        self.0.check_caller(&call)?;
         request.view()?.key().map_err(kv::bad)?;
         let n = self.0.propose(Op::Append, request.frame()).await?;
         count(call.ctx(), n)
     }
 
     async fn delete(&self, call: AsyncCall, request: AsyncRequest<Keys<'static>>) -> Result<Encoded, Status> {
+        self.0.check_caller(&call)?;
         kv::check_keys(&self.0.store, request.view()?)?;
         let n = self.0.propose(Op::Delete, request.frame()).await?;
         count(call.ctx(), n)
@@ -345,6 +382,7 @@ impl AsyncCluster for ClusterAdmin {
         call: AsyncCall,
         request: AsyncRequest<NodeRef<'static>>,
     ) -> Result<Encoded, Status> {
+        self.0.check_caller(&call)?;
         let (id, addr) = {
             let v = request.view()?;
             (v.id(), v.addr().map_err(kv::bad)?.to_string())
@@ -360,13 +398,13 @@ impl AsyncCluster for ClusterAdmin {
             .raft
             .add_learner(id, BasicNode { addr }, true)
             .await
-            .map_err(write_error)?;
+            .map_err(|e| write_error(e, self.0.cluster.get()))?;
         let voters = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
         self.0
             .raft
             .change_membership(voters, false)
             .await
-            .map_err(write_error)?;
+            .map_err(|e| write_error(e, self.0.cluster.get()))?;
         Encoded::message(&Empty::new(call.ctx()))
     }
 
@@ -375,13 +413,14 @@ impl AsyncCluster for ClusterAdmin {
         call: AsyncCall,
         request: AsyncRequest<NodeRef<'static>>,
     ) -> Result<Encoded, Status> {
+        self.0.check_caller(&call)?;
         let id = request.view()?.id();
         let voters = ChangeMembers::RemoveVoters(BTreeSet::from([id]));
         self.0
             .raft
             .change_membership(voters, false)
             .await
-            .map_err(write_error)?;
+            .map_err(|e| write_error(e, self.0.cluster.get()))?;
         Encoded::message(&Empty::new(call.ctx()))
     }
 
