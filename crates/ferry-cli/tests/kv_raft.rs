@@ -203,6 +203,41 @@ fn a_single_node_serves_without_init_and_keeps_its_data_across_kill_9() {
 }
 
 #[test]
+fn sync_batch_acknowledges_after_the_fsync_and_sync_none_keeps_nothing() {
+    // batch: every acknowledged write was covered by the fsync of its window.
+    let mut node = Node::new("kv-batch", 1, None);
+    node.extra = vec!["--sync".into(), "batch:2000".into()];
+    node.start();
+    for i in 0..10 {
+        put(&node.addr, &format!("k{i}"), &value_of(i));
+    }
+    node.kill9();
+    node.start();
+    for i in 0..10 {
+        assert_eq!(
+            get(&node.addr, &format!("k{i}")),
+            value_of(i),
+            "k{i} with --sync batch"
+        );
+    }
+    node.kill9();
+
+    // none: in memory only; a restarted node starts empty (and writes no file).
+    let mut node = Node::new("kv-none", 1, None);
+    node.extra = vec!["--sync".into(), "none".into()];
+    node.start();
+    put(&node.addr, "k", b"v");
+    assert_eq!(get(&node.addr, "k"), b"v");
+    node.kill9();
+    node.start();
+    assert_eq!(
+        kv(&["get", "--addr", &node.addr, "k"], b"").status.code(),
+        Some(1)
+    );
+    assert!(!node.data.join("raft.redb").exists());
+}
+
+#[test]
 fn three_nodes_lose_no_acknowledged_write_to_kill_9_of_the_leader_or_of_all() {
     let mut nodes = cluster("kv-three", 3, &[]);
     let leader = wait_for_leader(&nodes) as usize;
@@ -287,6 +322,12 @@ fn a_node_added_catches_up_from_a_snapshot_and_the_others_can_be_removed() {
     );
     let members = nodes[0].status()["members"].as_str().unwrap().to_string();
     assert!(members.contains(&format!("4={}", fourth.addr)), "{members}");
+    // It was sent a snapshot: the entries of the first puts are no longer in anyone's log.
+    assert!(
+        fourth.status()["snapshot_index"].as_u64().unwrap() > 0,
+        "{}",
+        fourth.status()
+    );
 
     // Only node 4 is left: whatever it serves, it holds itself.
     for id in 1..=3 {

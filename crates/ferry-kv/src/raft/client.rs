@@ -69,6 +69,8 @@ pub struct NodeStatus {
     pub commands: u64,
     /// Bytes copied in user space for them (receipt, log record, apply).
     pub bytes_copied: u64,
+    /// The index of the last entry in the node's snapshot (0: none).
+    pub snapshot_index: u64,
 }
 
 impl NodeStatus {
@@ -78,7 +80,7 @@ impl NodeStatus {
         format!(
             "{{\"id\":{},\"leader\":{},\"leader_addr\":{},\"term\":{},\"commit_index\":{},\"applied_index\":{},\
              \"members\":{},\"learners\":{},\"state\":{},\"cluster\":\"{:016x}\",\"commands\":{},\
-             \"bytes_copied\":{}}}",
+             \"bytes_copied\":{},\"snapshot_index\":{}}}",
             self.id,
             self.leader.map_or("null".to_string(), |l| l.to_string()),
             s(&self.leader_addr),
@@ -91,6 +93,7 @@ impl NodeStatus {
             self.cluster,
             self.commands,
             self.bytes_copied,
+            self.snapshot_index,
         )
     }
 }
@@ -326,6 +329,7 @@ impl Client {
                     cluster: v.cluster(),
                     commands: v.commands(),
                     bytes_copied: v.bytes_copied(),
+                    snapshot_index: v.snapshot_index(),
                 })
             });
         r.map_err(|status| ClientError::Status {

@@ -462,6 +462,7 @@ impl AsyncCluster for ClusterAdmin {
         s.set_cluster(self.0.cluster.get());
         s.set_commands(self.0.copies.commands.load(std::sync::atomic::Ordering::Relaxed));
         s.set_bytes_copied(self.0.copies.total());
+        s.set_snapshot_index(m.snapshot.map_or(0, |l| l.index));
         Encoded::message(&s)
     }
 }
