@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use ferry::rpc::tokio::{AsyncCall, AsyncRequest};
 use ferry::rpc::{Code, Encoded, Metadata, Status};
-use ferry::transport::Received;
-use ferry::wire::Context;
+use ferry::wire::{Context, Message};
 use openraft::error::{ClientWriteError, ForwardToLeader, InitializeError, RaftError};
 use openraft::{BasicNode, ChangeMembers, ServerState};
 
@@ -88,24 +87,26 @@ fn undecodable(e: CodecError) -> Status {
 
 impl Shared {
     /// Proposes a command and waits for it to be applied.
-    async fn propose(&self, op: Op, frame: &ferry::rpc::Frame) -> Result<u64, Status> {
-        let msg = match frame.shared() {
-            // TCP: the request's own pool buffer, referenced.
-            Some(buf) => buf.clone(),
-            // Shared memory: the request lives in the client's memory; copied into ours.
-            None => {
-                let bytes = frame.bytes().ok_or_else(|| {
-                    Status::new(Code::InvalidArgument, "a write must be one contiguous message")
-                })?;
-                Copies::add(&self.copies.received, bytes.len());
-                self.store.pool().copy_from(bytes).map_err(|e| {
-                    Status::new(
-                        Code::ResourceExhausted,
-                        format!("no pool memory for the request: {e}"),
-                    )
-                })?
-            }
-        };
+    async fn propose<M: Message<'static>>(
+        &self,
+        op: Op,
+        call: &AsyncCall,
+        mut request: AsyncRequest<M>,
+    ) -> Result<u64, Status> {
+        if request.frame().shared().is_none() {
+            // Shared memory: the request lives in the client's memory; copied (re-encoded)
+            // into this session's pool, which is the store's.
+            request.detach(call.ctx());
+            let len = request.frame().shared().map_or(0, |b| b.len());
+            Copies::add(&self.copies.received, len);
+        }
+        // TCP (and now shared memory): the request's own pool buffer, referenced.
+        let msg = request.frame().shared().cloned().ok_or_else(|| {
+            Status::new(
+                Code::Internal,
+                "the request could not be copied out of shared memory",
+            )
+        })?;
         let resp = self
             .raft
             .client_write(Command { op, msg })
@@ -225,7 +226,7 @@ impl AsyncKv for ReplicatedKv {
         self.0.check_caller(&call)?;
         let view = request.view()?;
         view.key().map_err(kv::bad)?;
-        let n = self.0.propose(Op::Put, request.frame()).await?;
+        let n = self.0.propose(Op::Put, &call, request).await?;
         count(call.ctx(), n)
     }
 
@@ -262,14 +263,14 @@ impl AsyncKv for ReplicatedKv {
     ) -> Result<Encoded, Status> {
         self.0.check_caller(&call)?;
         request.view()?.key().map_err(kv::bad)?;
-        let n = self.0.propose(Op::Append, request.frame()).await?;
+        let n = self.0.propose(Op::Append, &call, request).await?;
         count(call.ctx(), n)
     }
 
     async fn delete(&self, call: AsyncCall, request: AsyncRequest<Keys<'static>>) -> Result<Encoded, Status> {
         self.0.check_caller(&call)?;
         kv::check_keys(&self.0.store, request.view()?)?;
-        let n = self.0.propose(Op::Delete, request.frame()).await?;
+        let n = self.0.propose(Op::Delete, &call, request).await?;
         count(call.ctx(), n)
     }
 }
