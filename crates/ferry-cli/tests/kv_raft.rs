@@ -113,10 +113,7 @@ fn cluster_of(mut nodes: Vec<Node>, extra: &[&str]) -> Vec<Node> {
         node.extra = extra.iter().map(|s| s.to_string()).collect();
         node.start();
     }
-    success(
-        &kv(&["init", "--addr", &nodes[n as usize - 1].addr], b""),
-        "kv init",
-    );
+    success(&kv(&["init", "--addr", &nodes[n - 1].addr], b""), "kv init");
     wait_for_leader(&nodes);
     nodes
 }
