@@ -4,7 +4,6 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::time::Duration;
 
 use ferry::rpc::tokio::AsyncChannel;
 use ferry::rpc::{Code, Status};
@@ -29,12 +28,6 @@ enum PeerError {
         addr: String,
         status: Status,
     },
-    #[error("node {target} at {addr}: no answer within {after:?}")]
-    Timeout {
-        target: NodeId,
-        addr: String,
-        after: Duration,
-    },
     #[error("node {target} at {addr}: its answer does not decode: {source}")]
     Codec {
         target: NodeId,
@@ -57,9 +50,19 @@ impl RaftNetworkFactory<TypeConfig> for Peers {
             target,
             addr: node.addr.clone(),
             cluster: self.cluster.clone(),
-            client: None,
+            conn: Conn::Closed,
         }
     }
+}
+
+/// A peer's connection.
+enum Conn {
+    Closed,
+    /// Being opened by a task of its own: openraft drops a call that outlives its timeout (a
+    /// heartbeat interval), and a first connect (which sets up the channel's pool) may take
+    /// longer, so the connect must outlive the call that started it.
+    Opening(tokio::task::JoinHandle<Result<AsyncChannel, Status>>),
+    Open(RaftClient<AsyncChannel>),
 }
 
 /// The connection to one peer.
@@ -67,76 +70,83 @@ pub(crate) struct Peer {
     target: NodeId,
     addr: String,
     cluster: Rc<Cell<u64>>,
-    client: Option<RaftClient<AsyncChannel>>,
+    conn: Conn,
 }
 
 type RpcResult<T, E = openraft::error::Infallible> =
     Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
 
 impl Peer {
-    /// One call: `method` picks the stub's method; the answer's body, or the error openraft
-    /// should act on (unreachable: back off; a bad answer: retry).
+    fn unreachable<E: std::error::Error>(
+        &self,
+        status: Status,
+    ) -> RPCError<NodeId, BasicNode, RaftError<NodeId, E>> {
+        RPCError::Unreachable(Unreachable::new(&PeerError::Status {
+            target: self.target,
+            addr: self.addr.clone(),
+            status,
+        }))
+    }
+
+    /// The open connection, opening it first if need be.
+    async fn client<E: std::error::Error>(
+        &mut self,
+    ) -> Result<&RaftClient<AsyncChannel>, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+        loop {
+            match &mut self.conn {
+                Conn::Open(_) => break,
+                Conn::Closed => {
+                    let addr = self.addr.clone();
+                    self.conn = Conn::Opening(tokio::task::spawn_local(async move {
+                        AsyncChannel::connect(&addr).await
+                    }));
+                }
+                Conn::Opening(task) => {
+                    let opened = task.await;
+                    self.conn = Conn::Closed;
+                    match opened {
+                        Ok(Ok(ch)) => self.conn = Conn::Open(RaftClient::new(ch)),
+                        Ok(Err(status)) => return Err(self.unreachable(status)),
+                        Err(e) => return Err(self.unreachable(Status::new(Code::Internal, e.to_string()))),
+                    }
+                }
+            }
+        }
+        match &self.conn {
+            Conn::Open(c) => Ok(c),
+            _ => unreachable!("opened above"),
+        }
+    }
+
+    /// One call of `method`: the answer's body, or the error openraft should act on
+    /// (unreachable: back off; a bad answer: retry). openraft bounds it by its own timeout.
     async fn call<E: std::error::Error>(
         &mut self,
-        option: &RPCOption,
         body: Vec<u8>,
         commands: Vec<ferry_buf::SharedBuf>,
         method: u16,
     ) -> Result<Vec<u8>, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
-        let after = option.hard_ttl();
-        let unreachable = |target, addr: &str, status| {
-            RPCError::Unreachable(Unreachable::new(&PeerError::Status {
-                target,
-                addr: addr.to_string(),
-                status,
-            }))
-        };
-        if self.client.is_none() {
-            let connect = tokio::time::timeout(after, AsyncChannel::connect(&self.addr)).await;
-            match connect {
-                Ok(Ok(ch)) => self.client = Some(RaftClient::new(ch)),
-                Ok(Err(status)) => return Err(unreachable(self.target, &self.addr, status)),
-                Err(_) => {
-                    return Err(RPCError::Unreachable(Unreachable::new(&PeerError::Timeout {
-                        target: self.target,
-                        addr: self.addr.clone(),
-                        after,
-                    })));
-                }
-            }
-        }
-        let client = self.client.as_ref().expect("connected above");
+        let cluster = self.cluster.get();
+        let client = self.client().await?;
         let ctx = client.inner().context().clone();
         let mut frame = RaftFrame::new(&ctx);
-        frame.set_cluster(self.cluster.get());
+        frame.set_cluster(cluster);
         frame.set_body(body);
         frame.init_commands(commands.len());
         for c in commands {
             frame.append_commands(c);
         }
-        let reply =
-            tokio::time::timeout(after, client.inner().call::<RaftFrame<'static>>(method, &frame)).await;
-        let reply = match reply {
-            Ok(Ok(r)) => r,
-            Ok(Err(status)) => {
+        let reply = match client.inner().call::<RaftFrame<'static>>(method, &frame).await {
+            Ok(r) => r,
+            Err(status) => {
                 // A broken connection is opened again next time.
                 if matches!(status.code, Code::Unavailable | Code::Internal | Code::Unknown) {
-                    self.client = None;
+                    self.conn = Conn::Closed;
                 }
-                return Err(unreachable(self.target, &self.addr, status));
-            }
-            Err(_) => {
-                self.client = None;
-                return Err(RPCError::Unreachable(Unreachable::new(&PeerError::Timeout {
-                    target: self.target,
-                    addr: self.addr.clone(),
-                    after,
-                })));
+                return Err(self.unreachable(status));
             }
         };
-        let view = reply
-            .view()
-            .map_err(|status| unreachable(self.target, &self.addr, status))?;
+        let view = reply.view().map_err(|status| self.unreachable(status))?;
         Ok(view.body().to_vec())
     }
 
@@ -156,22 +166,22 @@ impl RaftNetwork<TypeConfig> for Peer {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
-        option: RPCOption,
+        _option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<NodeId>> {
         let (body, commands) = codec::encode_append(&rpc);
         let method = crate::proto::ferry::raft::raft_service::APPEND_ENTRIES;
-        let reply = self.call(&option, body, commands, method).await?;
+        let reply = self.call(body, commands, method).await?;
         codec::decode_append_response(&reply).map_err(|e| self.bad_answer(e))
     }
 
     async fn install_snapshot(
         &mut self,
         rpc: InstallSnapshotRequest<TypeConfig>,
-        option: RPCOption,
+        _option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
         let body = codec::encode_snapshot_chunk(&rpc);
         let method = crate::proto::ferry::raft::raft_service::INSTALL_SNAPSHOT;
-        let reply = self.call(&option, body, Vec::new(), method).await?;
+        let reply = self.call(body, Vec::new(), method).await?;
         match codec::decode_snapshot_response(&reply) {
             Ok(Ok(resp)) => Ok(resp),
             Ok(Err(mismatch)) => Err(RPCError::RemoteError(
@@ -187,10 +197,14 @@ impl RaftNetwork<TypeConfig> for Peer {
         }
     }
 
-    async fn vote(&mut self, rpc: VoteRequest<NodeId>, option: RPCOption) -> RpcResult<VoteResponse<NodeId>> {
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        _option: RPCOption,
+    ) -> RpcResult<VoteResponse<NodeId>> {
         let body = codec::encode_vote_request(&rpc);
         let method = crate::proto::ferry::raft::raft_service::VOTE;
-        let reply = self.call(&option, body, Vec::new(), method).await?;
+        let reply = self.call(body, Vec::new(), method).await?;
         codec::decode_vote_response(&reply).map_err(|e| self.bad_answer(e))
     }
 }

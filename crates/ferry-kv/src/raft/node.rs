@@ -127,9 +127,11 @@ pub async fn serve(
     })?));
     let raft_config = openraft::Config {
         cluster_name: "ferry-kv".into(),
-        heartbeat_interval: 100,
-        election_timeout_min: 400,
-        election_timeout_max: 800,
+        // openraft times each AppendEntries out after a heartbeat interval: 150 ms leaves room
+        // for a follower's fsync on a busy machine.
+        heartbeat_interval: 150,
+        election_timeout_min: 600,
+        election_timeout_max: 1200,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(config.snapshot_every.max(1)),
         max_in_snapshot_log_to_keep: config.snapshot_every / 2,
         ..Default::default()
