@@ -628,3 +628,54 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use openraft::testing::{StoreBuilder, Suite};
+
+    use super::*;
+
+    /// A scratch data directory, removed when the suite drops it.
+    struct Scratch(PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Fresh stores over a fresh redb file each (`--sync always`).
+    struct Builder;
+
+    impl StoreBuilder<TypeConfig, LogStore, StateMachine, Scratch> for Builder {
+        async fn build(&self) -> Result<(Scratch, LogStore, StateMachine), StorageError<NodeId>> {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "ferry-kv-suite-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            let open = |e: OpenError| StorageError::from(StorageIOError::<NodeId>::read(&e));
+            let db = Rc::new(Db::open(&dir, 1, Sync::Always).map_err(open)?);
+            let store = Arc::new(Store::new(
+                super::super::test_pool(),
+                crate::StoreConfig::default(),
+            ));
+            let copies = Arc::new(Copies::default());
+            let log = LogStore::open(db.clone(), &store, copies.clone()).map_err(open)?;
+            let sm = StateMachine::open(db, store, copies).map_err(open)?;
+            Ok((Scratch(dir), log, sm))
+        }
+    }
+
+    /// openraft's own conformance suite for log stores and state machines: votes, appends,
+    /// truncation, purges, log state after each, snapshots and membership.
+    #[test]
+    fn passes_openraft_storage_suite() {
+        Suite::test_all(Builder).expect("the suite passes");
+    }
+}
