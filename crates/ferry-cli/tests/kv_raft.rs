@@ -264,6 +264,17 @@ fn three_nodes_lose_no_acknowledged_write_to_kill_9_of_the_leader_or_of_all() {
         l["bytes_copied"].as_u64() < f["bytes_copied"].as_u64(),
         "leader {l}\nfollower {f}"
     );
+    // A 64 KiB value is stored where its request arrived: the leader copies it once (into its
+    // log record), not twice.
+    let big: Vec<u8> = (0..64 << 10).map(|i| (i % 251) as u8).collect();
+    let before = l["bytes_copied"].as_u64().unwrap();
+    put(&lead.addr, "big", &big);
+    let copied = lead.status()["bytes_copied"].as_u64().unwrap() - before;
+    assert!(
+        copied < big.len() as u64 * 3 / 2,
+        "the leader copied {copied} bytes for a 64 KiB put"
+    );
+    assert_eq!(get(&follower.addr, "big"), big);
 
     // The leader dies: another is elected, and it has every acknowledged value.
     nodes[leader - 1].kill9();

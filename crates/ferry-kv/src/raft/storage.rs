@@ -394,6 +394,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 }
 
+/// Values at least this long are stored by reference into their log entry's command instead
+/// of copied when applied (a receive buffer in a leader, the command's own copy in a follower).
+pub(crate) const REFERENCE_MIN: usize = 16 << 10;
+
 /// What has been applied to the store.
 #[derive(Debug, Default)]
 struct AppliedState {
@@ -487,10 +491,28 @@ impl StateMachine {
                 let v = Put::decode_shared(&c.msg)?;
                 let key = v.key()?;
                 let parts: Vec<&[u8]> = v.values().iter().collect();
-                parts.iter().for_each(|p| copied(p.len()));
-                self.store
-                    .put(key.as_bytes(), &parts)
-                    .map(|()| parts.len() as u64)
+                let n = parts.len() as u64;
+                // Large values stay where the command holds them: counted references into its
+                // buffer, no copy. Small ones are copied, so that a small value does not keep a
+                // whole receive buffer (a leader's may hold many small frames) alive.
+                let referenced: Option<Vec<SharedBuf>> = match parts.iter().all(|p| p.len() >= REFERENCE_MIN)
+                {
+                    true => parts.iter().map(|p| c.msg.slice_ref(p)).collect(),
+                    false => None,
+                };
+                match referenced {
+                    Some(mut bufs) => {
+                        let value = match bufs.len() {
+                            1 => Value::Single(bufs.pop().expect("one buffer")),
+                            _ => Value::Vector(bufs.into_boxed_slice()),
+                        };
+                        self.store.put_value(key.as_bytes(), value).map(|()| n)
+                    }
+                    None => {
+                        parts.iter().for_each(|p| copied(p.len()));
+                        self.store.put(key.as_bytes(), &parts).map(|()| n)
+                    }
+                }
             }
             Op::Append => {
                 let v = Append::decode_shared(&c.msg)?;
