@@ -16,6 +16,13 @@ use serde_json::Value;
 /// How long a cluster may take to elect a leader or catch a node up, at most.
 const SETTLE: Duration = Duration::from_secs(20);
 
+/// The tests take turns: each runs three or four nodes whose heartbeats must keep their time on
+/// a machine that also runs the rest of the workspace's tests.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A port on 127.0.0.1 that was free a moment ago (the node binds it right after).
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -161,6 +168,7 @@ fn value_of(i: usize) -> Vec<u8> {
 
 #[test]
 fn a_single_node_serves_without_init_and_keeps_its_data_across_kill_9() {
+    let _turn = one_at_a_time();
     let mut node = Node::new("kv-single", 1, None);
     node.start();
     put(&node.addr, "bin", &value_of(7));
@@ -206,6 +214,7 @@ fn a_single_node_serves_without_init_and_keeps_its_data_across_kill_9() {
 
 #[test]
 fn sync_batch_acknowledges_after_the_fsync_and_sync_none_keeps_nothing() {
+    let _turn = one_at_a_time();
     // batch: every acknowledged write was covered by the fsync of its window.
     let mut node = Node::new("kv-batch", 1, None);
     node.extra = vec!["--sync".into(), "batch:2000".into()];
@@ -241,6 +250,7 @@ fn sync_batch_acknowledges_after_the_fsync_and_sync_none_keeps_nothing() {
 
 #[test]
 fn three_nodes_lose_no_acknowledged_write_to_kill_9_of_the_leader_or_of_all() {
+    let _turn = one_at_a_time();
     let mut nodes = cluster("kv-three", 3, &[]);
     let leader = wait_for_leader(&nodes) as usize;
     let follower = nodes
@@ -321,6 +331,7 @@ fn three_nodes_lose_no_acknowledged_write_to_kill_9_of_the_leader_or_of_all() {
 
 #[test]
 fn three_nodes_replicate_over_shared_memory() {
+    let _turn = one_at_a_time();
     let nodes: Vec<Node> = (1..=3)
         .map(|id| {
             let mut n = Node::new("kv-shm", id, None);
@@ -353,6 +364,7 @@ fn three_nodes_replicate_over_shared_memory() {
 
 #[test]
 fn a_node_added_catches_up_from_a_snapshot_and_the_others_can_be_removed() {
+    let _turn = one_at_a_time();
     // A snapshot every 5 entries: the log the new node needs is purged, so it gets a snapshot.
     let mut nodes = cluster("kv-members", 3, &["--snapshot-every", "5"]);
     let addr = nodes[0].addr.clone();
@@ -414,6 +426,7 @@ fn a_node_added_catches_up_from_a_snapshot_and_the_others_can_be_removed() {
 
 #[test]
 fn garbage_and_other_clusters_are_refused_and_the_cluster_keeps_serving() {
+    let _turn = one_at_a_time();
     use std::io::Write;
     let mut nodes = cluster("kv-bad", 3, &[]);
     let addr = nodes[0].addr.clone();

@@ -2,19 +2,23 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ferry::rpc::tokio::{AsyncCall, AsyncRequest};
 use ferry::rpc::{Code, Encoded, Metadata, Status};
 use ferry::wire::{Context, Message};
-use openraft::error::{ClientWriteError, ForwardToLeader, InitializeError, RaftError};
+use openraft::error::{ChangeMembershipError, ClientWriteError, ForwardToLeader, InitializeError, RaftError};
+use openraft::raft::ClientWriteResponse;
 use openraft::{BasicNode, ChangeMembers, ServerState};
 
 use super::codec::{self, CodecError};
 use super::storage::Db;
 use super::{
-    Applied, CLUSTER_HEADER, Command, Copies, LEADER_TRAILER, NodeId, Op, Raft, format_members, parse_members,
+    Applied, CLUSTER_HEADER, Command, Copies, LEADER_TRAILER, NodeId, Op, Raft, TypeConfig, format_members,
+    parse_members,
 };
 use crate::Store;
 use crate::proto::ferry::kv::{Append, AsyncKv, Key, Keys, ListIndex, Put};
@@ -64,7 +68,13 @@ fn forward(f: &ForwardToLeader<NodeId, BasicNode>, cluster: u64) -> Status {
     }
 }
 
-fn write_error(e: RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>, cluster: u64) -> Status {
+/// What a write or a membership change may fail with.
+type WriteError = RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>;
+
+/// Membership changes tried at most while others are in progress.
+const MEMBERSHIP_TRIES: usize = 8;
+
+fn write_error(e: WriteError, cluster: u64) -> Status {
     match e {
         RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => forward(&f, cluster),
         RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
@@ -114,6 +124,33 @@ impl Shared {
             .map_err(|e| write_error(e, self.cluster.get()))?;
         let Applied(result) = resp.data;
         result.map_err(|e| e.status())
+    }
+
+    /// A membership change; while another is still being committed (the joint configuration's
+    /// second step, or an operator's concurrent change), waits until that one is applied and
+    /// tries again.
+    async fn change<F: Future<Output = Result<ClientWriteResponse<TypeConfig>, WriteError>>>(
+        &self,
+        change: impl Fn() -> F,
+    ) -> Result<(), Status> {
+        for _ in 0..MEMBERSHIP_TRIES {
+            let in_progress = match change().await {
+                Ok(_) => return Ok(()),
+                Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(
+                    ChangeMembershipError::InProgress(p),
+                ))) => p.membership_log_id.map(|l| l.index),
+                Err(e) => return Err(write_error(e, self.cluster.get())),
+            };
+            self.raft
+                .wait(Some(Duration::from_secs(10)))
+                .applied_index_at_least(in_progress, "the membership change in progress")
+                .await
+                .map_err(|e| Status::new(Code::Unavailable, format!("another membership change: {e}")))?;
+        }
+        Err(Status::new(
+            Code::Unavailable,
+            format!("the membership kept changing over {MEMBERSHIP_TRIES} tries; try again"),
+        ))
     }
 
     /// Waits until this node may serve a linearizable read (read-index: the leader confirms
@@ -395,17 +432,14 @@ impl AsyncCluster for ClusterAdmin {
             ));
         }
         // As a learner first: it catches up (from the log or a snapshot) before it votes.
+        let node = BasicNode { addr };
         self.0
-            .raft
-            .add_learner(id, BasicNode { addr }, true)
-            .await
-            .map_err(|e| write_error(e, self.0.cluster.get()))?;
+            .change(|| self.0.raft.add_learner(id, node.clone(), true))
+            .await?;
         let voters = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
         self.0
-            .raft
-            .change_membership(voters, false)
-            .await
-            .map_err(|e| write_error(e, self.0.cluster.get()))?;
+            .change(|| self.0.raft.change_membership(voters.clone(), false))
+            .await?;
         Encoded::message(&Empty::new(call.ctx()))
     }
 
@@ -418,10 +452,8 @@ impl AsyncCluster for ClusterAdmin {
         let id = request.view()?.id();
         let voters = ChangeMembers::RemoveVoters(BTreeSet::from([id]));
         self.0
-            .raft
-            .change_membership(voters, false)
-            .await
-            .map_err(|e| write_error(e, self.0.cluster.get()))?;
+            .change(|| self.0.raft.change_membership(voters.clone(), false))
+            .await?;
         Encoded::message(&Empty::new(call.ctx()))
     }
 
