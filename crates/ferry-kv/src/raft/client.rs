@@ -152,6 +152,7 @@ impl Client {
     /// backing off, until a leader answers or the patience runs out.
     fn follow<T>(
         &mut self,
+        read: bool,
         call: impl Fn(&Channel, &CallOptions) -> Result<T, Status>,
     ) -> Result<T, ClientError> {
         let start = Instant::now();
@@ -180,10 +181,10 @@ impl Client {
                 .get(LEADER_TRAILER)
                 .and_then(|v| std::str::from_utf8(v).ok());
             // Refused before it was proposed (a trailer names the leader, or no leader, ""), or
-            // never sent (the connect failed): sending it again cannot apply it twice. A call
+            // never sent (the connect failed): sending it again cannot apply it twice. A write
             // that failed once sent (a connection broken mid-call) is not sent again: it may
-            // have been applied.
-            let unsent = leader.is_some() || !sent;
+            // have been applied. A read may always be sent again.
+            let unsent = leader.is_some() || !sent || read;
             match (status.code, leader.and_then(|v| v.split_once('='))) {
                 (Code::FailedPrecondition, Some((_, addr))) => {
                     hops += 1;
@@ -223,7 +224,7 @@ impl Client {
 
     /// Stores `value` under `key`.
     pub fn put(&mut self, key: &str, value: &[u8]) -> Result<(), ClientError> {
-        self.follow(|ch, opts| {
+        self.follow(false, |ch, opts| {
             let mut req = Put::new(ch.context());
             req.set_key(key);
             req.append_values(value);
@@ -234,7 +235,7 @@ impl Client {
 
     /// Appends `value` to `key`'s list; its new length.
     pub fn append(&mut self, key: &str, value: &[u8]) -> Result<u64, ClientError> {
-        self.follow(|ch, opts| {
+        self.follow(false, |ch, opts| {
             let mut req = Append::new(ch.context());
             req.set_key(key);
             req.set_value(value);
@@ -245,7 +246,7 @@ impl Client {
 
     /// Deletes `key`; whether it was there.
     pub fn delete(&mut self, key: &str) -> Result<bool, ClientError> {
-        self.follow(|ch, opts| {
+        self.follow(false, |ch, opts| {
             let mut req = Keys::new(ch.context());
             req.append_keys(key);
             let r = ch.call_with::<Count<'static>>(kv_service::DELETE, &req, opts)?;
@@ -256,7 +257,7 @@ impl Client {
     /// The value of `key` (every buffer of a list or vector, joined), `None` if absent; read
     /// linearizably from the leader.
     pub fn get(&mut self, key: &str) -> Result<Option<Vec<u8>>, ClientError> {
-        let r = self.follow(|ch, opts| {
+        let r = self.follow(true, |ch, opts| {
             let mut req = Key::new(ch.context());
             req.set_key(key);
             let r =
@@ -274,7 +275,7 @@ impl Client {
 
     /// Forms a cluster of `members` (`ID=ADDR,...`; empty: the node's `--peers`).
     pub fn init(&mut self, members: &str) -> Result<(), ClientError> {
-        self.follow(|ch, opts| {
+        self.follow(false, |ch, opts| {
             let mut req = Members::new(ch.context());
             req.set_members(members);
             ch.call_with::<Empty<'static>>(cluster_service::INIT, &req, opts)
@@ -284,7 +285,7 @@ impl Client {
 
     /// Adds node `id` at `addr` (a learner until it caught up, then a voter).
     pub fn add_node(&mut self, id: u64, addr: &str) -> Result<(), ClientError> {
-        self.follow(|ch, opts| {
+        self.follow(false, |ch, opts| {
             let mut req = NodeRef::new(ch.context());
             req.set_id(id);
             req.set_addr(addr);
@@ -295,7 +296,7 @@ impl Client {
 
     /// Removes node `id`.
     pub fn remove_node(&mut self, id: u64) -> Result<(), ClientError> {
-        self.follow(|ch, opts| {
+        self.follow(false, |ch, opts| {
             let mut req = NodeRef::new(ch.context());
             req.set_id(id);
             ch.call_with::<Empty<'static>>(cluster_service::REMOVE_NODE, &req, opts)

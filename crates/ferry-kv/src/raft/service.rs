@@ -54,17 +54,7 @@ fn forward(f: &ForwardToLeader<NodeId, BasicNode>, cluster: u64) -> Status {
             )
             .with_metadata(md)
         }
-        // The trailer, empty, tells the client the call was refused before it was proposed,
-        // so that sending it again cannot apply it twice.
-        _ => {
-            let mut md = Metadata::new();
-            md.insert(LEADER_TRAILER, "").expect("a valid key");
-            Status::new(
-                Code::Unavailable,
-                "no leader known: an election is under way, try again",
-            )
-            .with_metadata(md)
-        }
+        _ => retry("no leader known: an election is under way, try again".into()),
     }
 }
 
@@ -73,6 +63,14 @@ type WriteError = RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>;
 
 /// Membership changes tried at most while others are in progress.
 const MEMBERSHIP_TRIES: usize = 8;
+
+/// `UNAVAILABLE` with the leader trailer empty: the call was refused before it was proposed or
+/// read, so the client may send it again (to the node it started from).
+fn retry(message: String) -> Status {
+    let mut md = Metadata::new();
+    md.insert(LEADER_TRAILER, "").expect("a valid key");
+    Status::new(Code::Unavailable, message).with_metadata(md)
+}
 
 fn write_error(e: WriteError, cluster: u64) -> Status {
     match e {
@@ -164,7 +162,8 @@ impl Shared {
                 RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f)) => {
                     forward(&f, self.cluster.get())
                 }
-                RaftError::APIError(e) => Status::new(Code::Unavailable, e.to_string()),
+                // No quorum confirmed the leader in time: nothing was read.
+                RaftError::APIError(e) => retry(e.to_string()),
                 RaftError::Fatal(f) => stopped(f),
             })
     }
@@ -180,17 +179,11 @@ impl Shared {
         if theirs == ours.as_bytes() {
             return Ok(());
         }
-        let mut md = Metadata::new();
-        md.insert(LEADER_TRAILER, "").expect("a valid key");
         let theirs = String::from_utf8_lossy(theirs);
-        Err(Status::new(
-            Code::Unavailable,
-            format!(
-                "node {} belongs to cluster {ours}, not to cluster {theirs}",
-                self.id
-            ),
-        )
-        .with_metadata(md))
+        Err(retry(format!(
+            "node {} belongs to cluster {ours}, not to cluster {theirs}",
+            self.id
+        )))
     }
 
     /// Refuses a peer of another cluster; a node of none joins the sender's.
