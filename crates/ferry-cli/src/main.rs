@@ -26,6 +26,9 @@
 //! (`--no-default-features`), the command has the schema tools and the servers, and does not
 //! link `ferry-bench` or the peer libraries it measures against.
 //!
+//! - `ferry kv serve|init|put|get|delete|append|status|add-node|remove-node`: a replicated
+//!   key-value store (`ferry-kv`'s `raft`); `get` exits 1 when the key is not there.
+//!
 //! Exit status: 0 on success, 1 for usage and schema errors (bad options, a `.proto` that does
 //! not parse, an unknown message), 2 for invalid input on standard input (wire bytes that do not
 //! validate, JSON that does not parse or does not fit the message).
@@ -40,6 +43,7 @@ mod encode;
 mod gateway;
 mod generate;
 mod inspect;
+mod kv;
 mod redis;
 mod schema;
 
@@ -96,6 +100,9 @@ enum Command {
     /// their protobuf into Ferry messages the host reads in place, encode its answers (the
     /// offload engine; `cargo run -p ferry-offload --example host` is a host).
     Gateway(gateway::Args),
+    /// A replicated key-value store (Raft, openraft): `serve` a node, `init` a cluster,
+    /// `put`/`get`/`delete`/`append` through any node, `status`, `add-node`, `remove-node`.
+    Kv(kv::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -119,6 +126,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => bench::run(&args).map_err(|e| schema::CliError::Usage(e.to_string())),
         Command::Redis(args) => redis::run(&args).map_err(schema::CliError::Usage),
         Command::Gateway(args) => gateway::run(&args).map_err(schema::CliError::Usage),
+        Command::Kv(args) => kv::run(&args),
         #[cfg(feature = "bench")]
         Command::Calibrate(args) => {
             ferry_bench::kv::calibrate::run(&args).map_err(|e| schema::CliError::Usage(e.to_string()))

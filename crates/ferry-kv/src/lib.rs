@@ -24,7 +24,10 @@
 //! - [`fill`]: the verifiable bytes values are filled with, so a client can check every
 //!   response; [`load`]: preloading a key space (from a generator, or a `key,size` file).
 //!
-//! What it is not: persistent, replicated, or evicting; it has no expiry. The serializations
+//! - [`raft`]: the store replicated by a Raft group (openraft 0.9), its log in redb: what
+//!   `ferry kv serve` runs.
+//!
+//! What [`Store`] alone is not: persistent, replicated (that is [`raft`]), or evicting; it has no expiry. The serializations
 //! of other libraries over the same store live in `ferry-bench` (they are benchmark peers, not
 //! something to link).
 
@@ -32,6 +35,7 @@
 
 pub mod fill;
 pub mod load;
+pub mod raft;
 mod service;
 mod store;
 

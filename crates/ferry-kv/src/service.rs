@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use ferry::rpc::{Call, Code, Status};
-use ferry::wire::{BytesList, DecodeError};
+use ferry::wire::{BytesList, Context, DecodeError};
 
 use crate::Store;
 use crate::proto::ferry::kv::{
@@ -31,7 +31,7 @@ impl KvService {
     }
 }
 
-fn bad(e: DecodeError) -> Status {
+pub(crate) fn bad(e: DecodeError) -> Status {
     Status::new(Code::InvalidArgument, e.to_string())
 }
 
@@ -48,7 +48,7 @@ fn keys<'b>(
     }))
 }
 
-fn count(ctx: &ferry::wire::Context, n: usize) -> Count<'_> {
+pub(crate) fn count(ctx: &Context, n: usize) -> Count<'_> {
     let mut c = Count::new(ctx);
     c.set_count(n as u64);
     c
@@ -56,10 +56,7 @@ fn count(ctx: &ferry::wire::Context, n: usize) -> Count<'_> {
 
 impl Kv for KvService {
     fn get<'a>(&self, call: &Call<'a>, request: KeyView<'a>) -> Result<Value<'a>, Status> {
-        let buf = self.store.get(request.key().map_err(bad)?)?;
-        let mut v = Value::new(call.ctx());
-        v.set_value(buf);
-        Ok(v)
+        get(&self.store, call.ctx(), request)
     }
 
     fn put<'a>(&self, call: &Call<'a>, request: PutView<'a>) -> Result<Count<'a>, Status> {
@@ -71,37 +68,15 @@ impl Kv for KvService {
     }
 
     fn get_m<'a>(&self, call: &Call<'a>, request: KeysView<'a>) -> Result<Values<'a>, Status> {
-        let list = request.keys();
-        let mut out = Values::new(call.ctx());
-        out.init_values(list.len().min(self.store.config().max_keys));
-        let mut total = 0;
-        for key in keys(&self.store, list)? {
-            let value = self.store.get(key?)?;
-            total += value.len();
-            out.append_values(value);
-        }
-        self.store.check_response(total)?;
-        Ok(out)
+        get_m(&self.store, call.ctx(), request)
     }
 
     fn get_list<'a>(&self, call: &Call<'a>, request: KeyView<'a>) -> Result<Values<'a>, Status> {
-        let key = request.key().map_err(bad)?;
-        let mut out = Values::new(call.ctx());
-        let mut total = 0;
-        self.store.get_list(key, |b| {
-            total += b.len();
-            out.append_values(b.clone());
-        })?;
-        self.store.check_response(total)?;
-        Ok(out)
+        get_list(&self.store, call.ctx(), request)
     }
 
     fn get_from_list<'a>(&self, call: &Call<'a>, request: ListIndexView<'a>) -> Result<Value<'a>, Status> {
-        let key = request.key().map_err(bad)?;
-        let buf = self.store.get_from_list(key, request.index() as usize)?;
-        let mut v = Value::new(call.ctx());
-        v.set_value(buf);
-        Ok(v)
+        get_from_list(&self.store, call.ctx(), request)
     }
 
     fn append<'a>(&self, call: &Call<'a>, request: AppendView<'a>) -> Result<Count<'a>, Status> {
@@ -112,13 +87,79 @@ impl Kv for KvService {
 
     fn delete<'a>(&self, call: &Call<'a>, request: KeysView<'a>) -> Result<Count<'a>, Status> {
         // Every key is checked before any is deleted: a bad one deletes nothing.
-        for key in keys(&self.store, request.keys())? {
-            key?;
-        }
+        check_keys(&self.store, request)?;
         let mut n = 0;
         for key in keys(&self.store, request.keys())? {
             n += usize::from(self.store.delete(key?.as_bytes()));
         }
         Ok(count(call.ctx(), n))
     }
+}
+
+// The reads, shared with the replicated service (`raft/service.rs`), which runs them after its
+// read-index check.
+
+/// `Get`: the single buffer of a key, by reference.
+pub(crate) fn get<'a>(store: &Store, ctx: &'a Context, request: KeyView<'_>) -> Result<Value<'a>, Status> {
+    let buf = store.get(request.key().map_err(bad)?)?;
+    let mut v = Value::new(ctx);
+    v.set_value(buf);
+    Ok(v)
+}
+
+/// `GetM`: several single-buffer values.
+pub(crate) fn get_m<'a>(
+    store: &Store,
+    ctx: &'a Context,
+    request: KeysView<'_>,
+) -> Result<Values<'a>, Status> {
+    let list = request.keys();
+    let mut out = Values::new(ctx);
+    out.init_values(list.len().min(store.config().max_keys));
+    let mut total = 0;
+    for key in keys(store, list)? {
+        let value = store.get(key?)?;
+        total += value.len();
+        out.append_values(value);
+    }
+    store.check_response(total)?;
+    Ok(out)
+}
+
+/// `GetList`: every buffer of a value.
+pub(crate) fn get_list<'a>(
+    store: &Store,
+    ctx: &'a Context,
+    request: KeyView<'_>,
+) -> Result<Values<'a>, Status> {
+    let key = request.key().map_err(bad)?;
+    let mut out = Values::new(ctx);
+    let mut total = 0;
+    store.get_list(key, |b| {
+        total += b.len();
+        out.append_values(b.clone());
+    })?;
+    store.check_response(total)?;
+    Ok(out)
+}
+
+/// `GetFromList`: one buffer of a list or vector.
+pub(crate) fn get_from_list<'a>(
+    store: &Store,
+    ctx: &'a Context,
+    request: ListIndexView<'_>,
+) -> Result<Value<'a>, Status> {
+    let key = request.key().map_err(bad)?;
+    let buf = store.get_from_list(key, request.index() as usize)?;
+    let mut v = Value::new(ctx);
+    v.set_value(buf);
+    Ok(v)
+}
+
+/// Checks every key of a `Delete` (count, UTF-8) before any is deleted.
+pub(crate) fn check_keys(store: &Store, request: KeysView<'_>) -> Result<(), Status> {
+    for key in keys(store, request.keys())? {
+        key?;
+    }
+    Ok(())
 }

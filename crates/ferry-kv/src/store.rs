@@ -430,6 +430,23 @@ impl Store {
         }
     }
 
+    /// Calls `f` with every key and its value, shard by shard under each shard's read lock
+    /// (what a replica's snapshot is built from: writes of other shards go on meanwhile, so
+    /// call it where no write is applied concurrently).
+    pub fn for_each_entry(&self, mut f: impl FnMut(&[u8], &Value)) {
+        for shard in self.shards.iter() {
+            read(shard).iter().for_each(|(k, v)| f(k, v));
+        }
+    }
+
+    /// Deletes every key (a replica about to install a snapshot).
+    pub fn clear(&self) {
+        for shard in self.shards.iter() {
+            let old = std::mem::take(&mut *write(shard));
+            old.iter().for_each(|(_, v)| self.release(v.footprint()));
+        }
+    }
+
     /// Checks that values of `len` bytes in all fit one response.
     pub fn check_response(&self, len: usize) -> Result<(), StoreError> {
         if len > self.config.max_value_len {

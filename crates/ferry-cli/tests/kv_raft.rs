@@ -1,0 +1,488 @@
+//! `ferry kv` as a user runs it: every node a real `ferry kv serve` process on a loopback port,
+//! every client call a `ferry kv ...` process. Nodes are killed with SIGKILL (no shutdown path
+//! runs); every wait is on a condition (a line printed, a status reached), never a sleep.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{ferry, scratch, stderr, success};
+use ferry_testkit::{ChildProc, wait_until};
+use serde_json::Value;
+
+/// How long a cluster may take to elect a leader or catch a node up, at most.
+const SETTLE: Duration = Duration::from_secs(20);
+
+/// The tests take turns: each runs three or four nodes whose heartbeats must keep their time on
+/// a machine that also runs the rest of the workspace's tests.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A port on 127.0.0.1 that was free a moment ago (the node binds it right after).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One `ferry kv serve` process, restartable on the same address and data directory.
+struct Node {
+    id: u64,
+    addr: String,
+    data: PathBuf,
+    peers: Option<String>,
+    extra: Vec<String>,
+    proc: Option<ChildProc>,
+}
+
+impl Node {
+    fn new(test: &str, id: u64, peers: Option<String>) -> Node {
+        let data = scratch(test, &format!("node{id}"));
+        let _ = std::fs::remove_dir_all(&data);
+        Node {
+            id,
+            addr: format!("tcp://127.0.0.1:{}", free_port()),
+            data,
+            peers,
+            extra: Vec::new(),
+            proc: None,
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry"));
+        cmd.args([
+            "kv",
+            "serve",
+            "--id",
+            &self.id.to_string(),
+            "--listen",
+            &self.addr,
+        ])
+        .arg("--data")
+        .arg(&self.data)
+        .args(&self.extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        if let Some(p) = &self.peers {
+            cmd.args(["--peers", p]);
+        }
+        cmd
+    }
+
+    /// Starts the node and waits until it serves.
+    fn start(&mut self) {
+        let mut p = ChildProc::spawn(&format!("node {}", self.id), self.command());
+        p.expect_line("serving on", "the node serves");
+        self.proc = Some(p);
+    }
+
+    /// SIGKILL; what it wrote to stderr.
+    fn kill9(&mut self) -> String {
+        let mut p = self.proc.take().expect("running");
+        p.kill();
+        p.stderr_text()
+    }
+
+    fn status(&self) -> Value {
+        let out = ferry(&["kv", "status", "--addr", &self.addr, "--json"], b"");
+        serde_json::from_str(&success(&out, "kv status")).expect("status is JSON")
+    }
+}
+
+fn peers_of(nodes: &[&Node]) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("{}={}", n.id, n.addr))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A cluster of `n` nodes, started and formed (`ferry kv init` sent to the last one).
+fn cluster(test: &str, n: u64, extra: &[&str]) -> Vec<Node> {
+    cluster_of((1..=n).map(|id| Node::new(test, id, None)).collect(), extra)
+}
+
+/// `nodes` started and formed into a cluster.
+fn cluster_of(mut nodes: Vec<Node>, extra: &[&str]) -> Vec<Node> {
+    let n = nodes.len();
+    let peers = peers_of(&nodes.iter().collect::<Vec<_>>());
+    for node in &mut nodes {
+        node.peers = Some(peers.clone());
+        node.extra = extra.iter().map(|s| s.to_string()).collect();
+        node.start();
+    }
+    success(&kv(&["init", "--addr", &nodes[n - 1].addr], b""), "kv init");
+    wait_for_leader(&nodes);
+    nodes
+}
+
+/// The id of the leader every running node agrees on, once they do.
+fn wait_for_leader(nodes: &[Node]) -> u64 {
+    let mut leader = 0;
+    wait_until("the running nodes agree on a leader", SETTLE, || {
+        let ids: Vec<u64> = nodes
+            .iter()
+            .filter(|n| n.proc.is_some())
+            .map(|n| n.status()["leader"].as_u64().unwrap_or(0))
+            .collect();
+        leader = ids[0];
+        leader != 0 && ids.iter().all(|&l| l == leader)
+    });
+    leader
+}
+
+fn kv(args: &[&str], stdin: &[u8]) -> Output {
+    let mut all = vec!["kv"];
+    all.extend_from_slice(args);
+    ferry(&all, stdin)
+}
+
+fn put(addr: &str, key: &str, value: &[u8]) {
+    success(
+        &kv(&["put", "--addr", addr, key, "-"], value),
+        &format!("kv put {key}"),
+    );
+}
+
+fn get(addr: &str, key: &str) -> Vec<u8> {
+    let out = kv(&["get", "--addr", addr, key], b"");
+    success(&out, &format!("kv get {key}"));
+    out.stdout
+}
+
+/// A value with every byte value, a newline and a NUL: `get` must print it byte-exact.
+fn value_of(i: usize) -> Vec<u8> {
+    let mut v: Vec<u8> = (0..=255u8).collect();
+    v.extend_from_slice(format!("\n{i}\0").as_bytes());
+    v
+}
+
+#[test]
+fn a_single_node_serves_without_init_and_keeps_its_data_across_kill_9() {
+    let _turn = one_at_a_time();
+    let mut node = Node::new("kv-single", 1, None);
+    node.start();
+    put(&node.addr, "bin", &value_of(7));
+    success(
+        &kv(&["put", "--addr", &node.addr, "word", "hello"], b""),
+        "put from the argument",
+    );
+    assert_eq!(
+        success(&kv(&["append", "--addr", &node.addr, "list", "a"], b""), "append").trim(),
+        "1"
+    );
+    assert_eq!(
+        success(
+            &kv(&["append", "--addr", &node.addr, "list", "-"], b"bc"),
+            "append"
+        )
+        .trim(),
+        "2"
+    );
+    let missing = kv(&["get", "--addr", &node.addr, "nope"], b"");
+    assert_eq!(
+        missing.status.code(),
+        Some(1),
+        "a missing key exits 1: {}",
+        stderr(&missing)
+    );
+    assert!(missing.stdout.is_empty());
+
+    node.kill9();
+    node.start();
+    assert_eq!(get(&node.addr, "bin"), value_of(7));
+    assert_eq!(get(&node.addr, "word"), b"hello");
+    assert_eq!(get(&node.addr, "list"), b"abc");
+    success(&kv(&["delete", "--addr", &node.addr, "word"], b""), "delete");
+    assert_eq!(
+        kv(&["get", "--addr", &node.addr, "word"], b"").status.code(),
+        Some(1)
+    );
+    let st = node.status();
+    assert_eq!(st["state"], "leader");
+    assert_eq!(st["members"], format!("1={}", node.addr));
+}
+
+#[test]
+fn sync_batch_acknowledges_after_the_fsync_and_sync_none_keeps_nothing() {
+    let _turn = one_at_a_time();
+    // batch: every acknowledged write was covered by the fsync of its window.
+    let mut node = Node::new("kv-batch", 1, None);
+    node.extra = vec!["--sync".into(), "batch:2000".into()];
+    node.start();
+    for i in 0..10 {
+        put(&node.addr, &format!("k{i}"), &value_of(i));
+    }
+    node.kill9();
+    node.start();
+    for i in 0..10 {
+        assert_eq!(
+            get(&node.addr, &format!("k{i}")),
+            value_of(i),
+            "k{i} with --sync batch"
+        );
+    }
+    node.kill9();
+
+    // none: in memory only; a restarted node starts empty (and writes no file).
+    let mut node = Node::new("kv-none", 1, None);
+    node.extra = vec!["--sync".into(), "none".into()];
+    node.start();
+    put(&node.addr, "k", b"v");
+    assert_eq!(get(&node.addr, "k"), b"v");
+    node.kill9();
+    node.start();
+    assert_eq!(
+        kv(&["get", "--addr", &node.addr, "k"], b"").status.code(),
+        Some(1)
+    );
+    assert!(!node.data.join("raft.redb").exists());
+}
+
+#[test]
+fn three_nodes_lose_no_acknowledged_write_to_kill_9_of_the_leader_or_of_all() {
+    let _turn = one_at_a_time();
+    let mut nodes = cluster("kv-three", 3, &[]);
+    let leader = wait_for_leader(&nodes) as usize;
+    let follower = nodes
+        .iter()
+        .find(|n| n.id as usize != leader)
+        .expect("a follower");
+    // Writes sent to a follower: the client follows its redirect to the leader.
+    for i in 0..20 {
+        put(&follower.addr, &format!("k{i}"), &value_of(i));
+    }
+    assert_eq!(get(&follower.addr, "k3"), value_of(3));
+    // The leader logs the request from the buffer it arrived in; a follower copies it out of
+    // its receive buffer first: it copies more per write.
+    let lead = &nodes[leader - 1];
+    wait_until("the follower applies every write", SETTLE, || {
+        follower.status()["commands"] == lead.status()["commands"]
+    });
+    let (l, f) = (lead.status(), follower.status());
+    assert_eq!(l["commands"], 20);
+    assert!(
+        l["bytes_copied"].as_u64() < f["bytes_copied"].as_u64(),
+        "leader {l}\nfollower {f}"
+    );
+    // A 64 KiB value is stored where its request arrived: the leader copies it once (into its
+    // log record), not twice.
+    let big: Vec<u8> = (0..64 << 10).map(|i| (i % 251) as u8).collect();
+    let before = l["bytes_copied"].as_u64().unwrap();
+    put(&lead.addr, "big", &big);
+    let copied = lead.status()["bytes_copied"].as_u64().unwrap() - before;
+    assert!(
+        copied < big.len() as u64 * 3 / 2,
+        "the leader copied {copied} bytes for a 64 KiB put"
+    );
+    assert_eq!(get(&follower.addr, "big"), big);
+
+    // The leader dies: another is elected, and it has every acknowledged value.
+    nodes[leader - 1].kill9();
+    let alive = nodes
+        .iter()
+        .find(|n| n.proc.is_some())
+        .expect("a live node")
+        .addr
+        .clone();
+    for i in 0..20 {
+        assert_eq!(
+            get(&alive, &format!("k{i}")),
+            value_of(i),
+            "k{i} after the leader died"
+        );
+    }
+    for i in 20..30 {
+        put(&alive, &format!("k{i}"), &value_of(i));
+    }
+    let new_leader = wait_for_leader(&nodes);
+    assert_ne!(new_leader as usize, leader);
+
+    // Every node killed at once, all restarted (--sync always): nothing acknowledged is lost.
+    for n in nodes.iter_mut().filter(|n| n.proc.is_some()) {
+        n.kill9();
+    }
+    for n in &mut nodes {
+        n.start();
+    }
+    wait_for_leader(&nodes);
+    for i in 0..30 {
+        assert_eq!(
+            get(&nodes[0].addr, &format!("k{i}")),
+            value_of(i),
+            "k{i} after every node died"
+        );
+    }
+    // The node that was down during writes 20..30 caught up from the log.
+    let commit = nodes[leader % 3].status()["commit_index"].as_u64().unwrap();
+    wait_until("the old leader catches up", SETTLE, || {
+        nodes[leader - 1].status()["applied_index"].as_u64().unwrap() >= commit
+    });
+}
+
+#[test]
+fn three_nodes_replicate_over_shared_memory() {
+    let _turn = one_at_a_time();
+    let nodes: Vec<Node> = (1..=3)
+        .map(|id| {
+            let mut n = Node::new("kv-shm", id, None);
+            let sock = scratch("kv-shm", &format!("node{id}.sock"));
+            let _ = std::fs::remove_file(&sock);
+            n.addr = format!("shm://{}", sock.display());
+            n
+        })
+        .collect();
+    let mut nodes = cluster_of(nodes, &[]);
+    let leader = wait_for_leader(&nodes) as usize;
+    let follower = nodes
+        .iter()
+        .find(|n| n.id as usize != leader)
+        .unwrap()
+        .addr
+        .clone();
+    for i in 0..10 {
+        put(&follower, &format!("k{i}"), &value_of(i));
+    }
+    nodes[leader - 1].kill9();
+    for i in 0..10 {
+        assert_eq!(
+            get(&follower, &format!("k{i}")),
+            value_of(i),
+            "k{i} over shared memory"
+        );
+    }
+}
+
+#[test]
+fn a_node_added_catches_up_from_a_snapshot_and_the_others_can_be_removed() {
+    let _turn = one_at_a_time();
+    // A snapshot every 5 entries: the log the new node needs is purged, so it gets a snapshot.
+    let mut nodes = cluster("kv-members", 3, &["--snapshot-every", "5"]);
+    let addr = nodes[0].addr.clone();
+    for i in 0..30 {
+        put(&addr, &format!("k{i}"), &value_of(i));
+    }
+    let mut fourth = Node::new("kv-members", 4, None);
+    fourth.peers = Some(peers_of(&[&fourth]));
+    fourth.start();
+    success(
+        &kv(
+            &[
+                "add-node",
+                "--addr",
+                &addr,
+                "--id",
+                "4",
+                "--node-addr",
+                &fourth.addr,
+            ],
+            b"",
+        ),
+        "add-node",
+    );
+    let members = nodes[0].status()["members"].as_str().unwrap().to_string();
+    assert!(members.contains(&format!("4={}", fourth.addr)), "{members}");
+    // It was sent a snapshot: the entries of the first puts are no longer in anyone's log.
+    assert!(
+        fourth.status()["snapshot_index"].as_u64().unwrap() > 0,
+        "{}",
+        fourth.status()
+    );
+
+    // Only node 4 is left: whatever it serves, it holds itself.
+    for id in 1..=3 {
+        success(
+            &kv(
+                &["remove-node", "--addr", &fourth.addr, "--id", &id.to_string()],
+                b"",
+            ),
+            "remove-node",
+        );
+    }
+    for n in &mut nodes {
+        n.kill9();
+    }
+    wait_until("node 4 leads alone", SETTLE, || {
+        fourth.status()["state"] == "leader"
+    });
+    assert_eq!(fourth.status()["members"], format!("4={}", fourth.addr));
+    for i in 0..30 {
+        assert_eq!(
+            get(&fourth.addr, &format!("k{i}")),
+            value_of(i),
+            "k{i} on the added node"
+        );
+    }
+}
+
+#[test]
+fn garbage_and_other_clusters_are_refused_and_the_cluster_keeps_serving() {
+    let _turn = one_at_a_time();
+    use std::io::Write;
+    let mut nodes = cluster("kv-bad", 3, &[]);
+    let addr = nodes[0].addr.clone();
+    put(&addr, "before", b"1");
+
+    // Bytes that are no frame at all, to every node's port.
+    for n in &nodes {
+        let port = n.addr.rsplit(':').next().unwrap();
+        let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+        let _ = s.write_all(&[0xa5; 4096]);
+    }
+    // A well-formed call with a body that is no raft message, and one from another cluster.
+    {
+        use ferry_kv::proto::ferry::raft::{RaftClient, RaftFrame};
+        let client = RaftClient::new(ferry::rpc::Channel::connect(&addr).unwrap());
+        let ctx = client.inner().context().clone();
+        let mut f = RaftFrame::new(&ctx);
+        f.set_body(vec![7u8; 100]);
+        let err = client.append_entries(&f).unwrap_err();
+        assert_eq!(err.code, ferry::rpc::Code::InvalidArgument, "{err}");
+        assert!(err.message.contains("does not decode"), "{err}");
+        let mut f = RaftFrame::new(&ctx);
+        f.set_cluster(0x1234);
+        f.set_body(vec![0u8; 17]);
+        let err = client.vote(&f).unwrap_err();
+        assert_eq!(err.code, ferry::rpc::Code::FailedPrecondition, "{err}");
+        assert!(err.message.contains("cluster"), "{err}");
+    }
+
+    // A data directory of another node: refused at start, naming both ids.
+    let mut wrong = Node::new("kv-bad", 2, None);
+    wrong.data = nodes[0].data.clone();
+    nodes[0].kill9();
+    let out = wrong.command().stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("belongs to node 1, not node 2"),
+        "{}",
+        stderr(&out)
+    );
+    nodes[0].start();
+
+    // Node 3 restarted on the data directory of a cluster of its own: the cluster's messages
+    // are refused with a clear error, and the other two go on serving.
+    let mut other = Node::new("kv-bad-other", 3, None);
+    other.addr = nodes[2].addr.clone();
+    nodes[2].kill9();
+    other.start();
+    success(
+        &kv(&["put", "--addr", &nodes[0].addr, "after", "2"], b""),
+        "put with node 3 foreign",
+    );
+    assert_eq!(get(&nodes[1].addr, "before"), b"1");
+    let text = other.kill9();
+    assert!(
+        text.contains("belongs to cluster"),
+        "node 3 names the clash: {text}"
+    );
+}

@@ -1,0 +1,210 @@
+//! openraft's `RaftNetwork` over `ferry-rpc`: the `Raft` service of `proto/ferry/raft.proto`,
+//! one tokio channel per peer (TCP or shared memory, by the peer's address), opened on first
+//! use and again after a failure.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use ferry::rpc::tokio::AsyncChannel;
+use ferry::rpc::{Code, Status};
+use openraft::BasicNode;
+use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+
+use super::codec::{self, CodecError};
+use super::{NodeId, TypeConfig};
+use crate::proto::ferry::raft::{RaftClient, RaftFrame};
+
+/// Why a call to a peer failed.
+#[derive(Debug, thiserror::Error)]
+enum PeerError {
+    #[error("node {target} at {addr}: {status}")]
+    Status {
+        target: NodeId,
+        addr: String,
+        status: Status,
+    },
+    #[error("node {target} at {addr}: its answer does not decode: {source}")]
+    Codec {
+        target: NodeId,
+        addr: String,
+        source: CodecError,
+    },
+}
+
+/// Makes a [`Peer`] per target.
+pub(crate) struct Peers {
+    /// The cluster this node belongs to (0: none yet), sent with every message.
+    pub(crate) cluster: Rc<Cell<u64>>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Peers {
+    type Network = Peer;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Peer {
+        Peer {
+            target,
+            addr: node.addr.clone(),
+            cluster: self.cluster.clone(),
+            conn: Conn::Closed,
+        }
+    }
+}
+
+/// A peer's connection.
+enum Conn {
+    Closed,
+    /// Being opened by a task of its own: openraft drops a call that outlives its timeout (a
+    /// heartbeat interval), and a first connect (which sets up the channel's pool) may take
+    /// longer, so the connect must outlive the call that started it.
+    Opening(tokio::task::JoinHandle<Result<AsyncChannel, Status>>),
+    Open(RaftClient<AsyncChannel>),
+}
+
+/// The connection to one peer.
+pub(crate) struct Peer {
+    target: NodeId,
+    addr: String,
+    cluster: Rc<Cell<u64>>,
+    conn: Conn,
+}
+
+type RpcResult<T, E = openraft::error::Infallible> =
+    Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
+
+impl Peer {
+    fn unreachable<E: std::error::Error>(
+        &self,
+        status: Status,
+    ) -> RPCError<NodeId, BasicNode, RaftError<NodeId, E>> {
+        RPCError::Unreachable(Unreachable::new(&PeerError::Status {
+            target: self.target,
+            addr: self.addr.clone(),
+            status,
+        }))
+    }
+
+    /// The open connection, opening it first if need be.
+    async fn client<E: std::error::Error>(
+        &mut self,
+    ) -> Result<&RaftClient<AsyncChannel>, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+        loop {
+            match &mut self.conn {
+                Conn::Open(_) => break,
+                Conn::Closed => {
+                    let addr = self.addr.clone();
+                    self.conn = Conn::Opening(tokio::task::spawn_local(async move {
+                        AsyncChannel::connect(&addr).await
+                    }));
+                }
+                Conn::Opening(task) => {
+                    let opened = task.await;
+                    self.conn = Conn::Closed;
+                    match opened {
+                        Ok(Ok(ch)) => self.conn = Conn::Open(RaftClient::new(ch)),
+                        Ok(Err(status)) => return Err(self.unreachable(status)),
+                        Err(e) => return Err(self.unreachable(Status::new(Code::Internal, e.to_string()))),
+                    }
+                }
+            }
+        }
+        match &self.conn {
+            Conn::Open(c) => Ok(c),
+            _ => unreachable!("opened above"),
+        }
+    }
+
+    /// One call of `method`: the answer's body, or the error openraft should act on
+    /// (unreachable: back off; a bad answer: retry). openraft bounds it by its own timeout.
+    async fn call<E: std::error::Error>(
+        &mut self,
+        body: Vec<u8>,
+        commands: Vec<ferry_buf::SharedBuf>,
+        method: u16,
+    ) -> Result<Vec<u8>, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+        let cluster = self.cluster.get();
+        let client = self.client().await?;
+        let ctx = client.inner().context().clone();
+        let mut frame = RaftFrame::new(&ctx);
+        frame.set_cluster(cluster);
+        frame.set_body(body);
+        frame.init_commands(commands.len());
+        for c in commands {
+            frame.append_commands(c);
+        }
+        let reply = match client.inner().call::<RaftFrame<'static>>(method, &frame).await {
+            Ok(r) => r,
+            Err(status) => {
+                // A broken connection is opened again next time.
+                if matches!(status.code, Code::Unavailable | Code::Internal | Code::Unknown) {
+                    self.conn = Conn::Closed;
+                }
+                return Err(self.unreachable(status));
+            }
+        };
+        let view = reply.view().map_err(|status| self.unreachable(status))?;
+        Ok(view.body().to_vec())
+    }
+
+    fn bad_answer<E: std::error::Error>(
+        &self,
+        source: CodecError,
+    ) -> RPCError<NodeId, BasicNode, RaftError<NodeId, E>> {
+        RPCError::Network(NetworkError::new(&PeerError::Codec {
+            target: self.target,
+            addr: self.addr.clone(),
+            source,
+        }))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for Peer {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<NodeId>> {
+        let (body, commands) = codec::encode_append(&rpc);
+        let method = crate::proto::ferry::raft::raft_service::APPEND_ENTRIES;
+        let reply = self.call(body, commands, method).await?;
+        codec::decode_append_response(&reply).map_err(|e| self.bad_answer(e))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+        let body = codec::encode_snapshot_chunk(&rpc);
+        let method = crate::proto::ferry::raft::raft_service::INSTALL_SNAPSHOT;
+        let reply = self.call(body, Vec::new(), method).await?;
+        match codec::decode_snapshot_response(&reply) {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(mismatch)) => Err(RPCError::RemoteError(
+                openraft::error::RemoteError::new_with_node(
+                    self.target,
+                    BasicNode {
+                        addr: self.addr.clone(),
+                    },
+                    RaftError::APIError(InstallSnapshotError::SnapshotMismatch(mismatch)),
+                ),
+            )),
+            Err(e) => Err(self.bad_answer(e)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        _option: RPCOption,
+    ) -> RpcResult<VoteResponse<NodeId>> {
+        let body = codec::encode_vote_request(&rpc);
+        let method = crate::proto::ferry::raft::raft_service::VOTE;
+        let reply = self.call(body, Vec::new(), method).await?;
+        codec::decode_vote_response(&reply).map_err(|e| self.bad_answer(e))
+    }
+}
