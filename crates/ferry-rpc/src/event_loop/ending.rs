@@ -24,8 +24,17 @@ impl EventLoop {
         let mut out: Vec<(Meta, Encoded)> = Vec::new();
         let mut streams: Vec<Served> = Vec::new();
         let idle = self.config.connections.idle_timeout;
-        for slot in &mut self.slots {
-            let Some(s) = &mut slot.session else { continue };
+        if idle.is_some() && now >= self.idle_scan {
+            // Idle sessions are quiet, off the hot list: every session is looked at here.
+            self.idle_scan = now + crate::conn::SHM_CHECK;
+            for i in 0..self.slots.len() {
+                self.heat(i);
+            }
+        }
+        for k in 0..self.hot.len() {
+            let Some(s) = &mut self.slots[self.hot[k] as usize].session else {
+                continue;
+            };
             // A TLS handshake past its deadline: the step names the timeout, and the session
             // is removed with the dead ones (counted there). The peer cost its slot, never the
             // loop's time.
@@ -103,7 +112,9 @@ impl EventLoop {
         let mut lost: Vec<(Continuation, Status)> = Vec::new();
         let mut streams: Vec<(Served, Status)> = Vec::new();
         let mut work = false;
-        for (index, slot) in self.slots.iter_mut().enumerate() {
+        for k in 0..self.hot.len() {
+            let index = self.hot[k] as usize;
+            let slot = &mut self.slots[index];
             if slot.session.as_ref().is_none_or(|s| s.dead.is_none()) {
                 continue;
             }
@@ -113,6 +124,9 @@ impl EventLoop {
             self.stats.closed += 1;
             work = true;
             let why = s.dead.take().expect("checked");
+            // Out of the set before its descriptor closes (a descriptor the transport shares
+            // would otherwise stay registered).
+            let _ = self.readiness.remove(&s.conn);
             if s.conn.kind() == TransportKind::Tcp {
                 self.tcp_sessions -= 1;
             }
