@@ -10,6 +10,7 @@
 //! | shared-memory setup | [`ShmConfig::handshake_timeout`](ferry_shm::ShmConfig::handshake_timeout) | 10 s | closed: `reason="handshake_timeout"` |
 //! | calls in progress per session | [`ServerConfig::max_in_flight`](crate::session::ServerConfig) | 64 | `RESOURCE_EXHAUSTED`; while answers wait for a client that does not read, no more requests are read (the queued output is bounded by the calls in progress) |
 //! | a frame received (TCP) | [`ferry_net::Config::max_frame_len`] | 8 MiB − 16 | the connection fails (a length prefix past it is refused before its bytes are buffered) |
+//! | frames in progress over the server's TCP connections (a length prefix gets its buffer before the bytes come) | [`ferry_net::Config::frame_budget`] (one [`FrameBudget`](ferry_net::FrameBudget) for all the server's loops) | 256 MiB | the frame that would pass it fails its connection: [`FrameError::OverBudget`](ferry_net::FrameError) |
 //! | receive buffer (TCP) | [`ferry_net::Config::read_buf`] (a larger frame in progress: a buffer of its length) | 256 KiB | at most [`LoopConfig::frames_per_turn`](crate::LoopConfig::frames_per_turn) frames are handled per turn; the rest wait in the kernel |
 //! | unacknowledged blocks (shared memory) | [`ShmConfig::credits`](ferry_shm::ShmConfig::credits) × block size | 256 × 16 KiB | sends wait for acknowledgements |
 //!

@@ -16,7 +16,7 @@ mod common;
 #[path = "tls_support/mod.rs"]
 mod tls_support;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
@@ -43,6 +43,9 @@ const STALLED: usize = 100;
 const IDLE: usize = 2000;
 /// The good client's request payload.
 const PAYLOAD: usize = 512;
+/// The server's receive budget for frames in progress: four frames of the default
+/// `max_frame_len` (8 MiB − 16), not five.
+const BUDGET: usize = 32 << 20;
 
 fn env(var: &str, default: u64) -> u64 {
     std::env::var(var)
@@ -54,6 +57,8 @@ fn env(var: &str, default: u64) -> u64 {
 /// The server under test and the addresses it listens on.
 struct Target {
     server: Server,
+    /// What frames in progress hold over the server's TCP connections.
+    budget: ferry_net::FrameBudget,
     tcp: String,
     tls: String,
     shm: String,
@@ -64,6 +69,8 @@ impl Target {
         let mut conn = tls_support::with_tls(ConnConfig::default());
         conn.tls_server.as_mut().expect("set").handshake_timeout = HANDSHAKE;
         conn.shm.handshake_timeout = HANDSHAKE;
+        let budget = ferry_net::FrameBudget::new(BUDGET);
+        conn.tcp.frame_budget = budget.clone();
         let services = Services::builder()
             .service(TestService::default())
             .expect("add")
@@ -92,6 +99,7 @@ impl Target {
             tls: strip(a[1].to_string(), "tls://"),
             shm: strip(a[2].to_string(), "shm://"),
             server,
+            budget,
         }
     }
 
@@ -415,23 +423,48 @@ fn garbage(t: &Target) {
     );
 }
 
-/// Length prefixes past the frame limit (refused at the header) and at it with nothing after
-/// (the server must not hold a frame's worth of memory per connection it cannot bound).
+/// Length prefixes past the frame limit (refused at the header) and at it with nothing after:
+/// the server holds a frame's buffer for as many as its receive budget covers (four) and
+/// closes the others (`FrameError::OverBudget`), so 20 such peers hold the budget, not 20
+/// frames' worth (the regression: 160 MiB, RSS 64 → 224 MiB).
 fn oversized(t: &Target) {
     case(
         t,
         "oversized length prefixes",
         |t| {
             let addr = t.tcp.clone();
-            let at_limit: Vec<TcpStream> = (0..20)
+            let max = ferry_net::Config::default().max_frame_len;
+            let (conns, pool) = (t.connections(), t.pool_bytes());
+            let mut at_limit: Vec<TcpStream> = (0..20)
                 .map(|i| {
                     let mut s = tcp(&addr);
-                    let max = ferry_net::Config::default().max_frame_len as u32;
-                    s.write_all(&header(max, i)).expect("write");
+                    s.write_all(&header(max as u32, i)).expect("write");
                     s.write_all(&[1; 100]).expect("write");
                     s
                 })
                 .collect();
+            let held = BUDGET / max;
+            // The server closed the peers past the budget: those read as closed, the others
+            // would block.
+            let open = |s: &TcpStream| {
+                s.set_nonblocking(true).expect("nonblocking");
+                let r = (&*s).read(&mut [0u8; 1]);
+                s.set_nonblocking(false).expect("blocking");
+                matches!(r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            };
+            wait_until("the peers past the budget closed", DEADLINE, || {
+                at_limit.iter().filter(|s| !open(s)).count() == at_limit.len() - held
+            });
+            at_limit.retain(open);
+            wait_until("the closed peers counted out", DEADLINE, || {
+                t.connections() == conns + held as i64
+            });
+            assert_eq!(t.budget.in_use(), held * max, "the budget holds {held} frames");
+            let grown = t.pool_bytes().saturating_sub(pool);
+            assert!(
+                grown <= (BUDGET + (1 << 20)) as u64,
+                "20 peers at the frame limit took {grown} pool bytes (budget {BUDGET})"
+            );
             let actor = Actor::spawn(1, move |stop, count| {
                 let mut i = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -445,9 +478,12 @@ fn oversized(t: &Target) {
             });
             (at_limit, actor)
         },
-        |_, (at_limit, actor)| {
+        |t, (at_limit, actor)| {
             assert!(actor.stop() > 0, "oversized prefixes sent");
             drop(at_limit);
+            wait_until("the frames in progress given back", DEADLINE, || {
+                t.budget.in_use() == 0
+            });
         },
     );
 }
