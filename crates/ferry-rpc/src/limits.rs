@@ -17,12 +17,19 @@
 //! Every close of the server's own accord is counted by reason in
 //! [`Metrics::closed_count`](crate::Metrics::closed_count).
 //!
-//! The event-loop [`Server`](crate::Server) applies them all. The tokio driver
-//! ([`AsyncServer`](crate::tokio::AsyncServer)) applies the handshake timeouts (the TLS
-//! handshake and the shared-memory setup are each session task's first await) and the
-//! per-session bounds, not yet [`ConnLimits`]: it has no shared metrics to count in.
+//! Both drivers apply them all, with one policy (this module's [`accept`] and
+//! [`ConnLimits::idle_deadline`]): the event-loop [`Server`](crate::Server) counts in its
+//! services' metrics, the tokio driver ([`AsyncServer`](crate::tokio::AsyncServer)) in
+//! [`AsyncServer::metrics`](crate::tokio::AsyncServer::metrics) (there the TLS handshake and
+//! the shared-memory setup are each session task's first await).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use ferry_buf::Pool;
+use ferry_transport::TransportError;
+
+use crate::conn::{Accepted, ConnConfig, Listener};
+use crate::metrics::{Admitted, Metrics};
 
 /// Limits on a server's connections (see the module docs for the others).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +42,59 @@ pub struct ConnLimits {
     /// closed (default `None`: never). Looked at on every turn, and at least every 100 ms
     /// while the loop sleeps.
     pub idle_timeout: Option<Duration>,
+}
+
+impl ConnLimits {
+    /// When a served session with nothing in progress whose last frame came at `last_frame`
+    /// is closed for idling (`None`: never).
+    pub(crate) fn idle_deadline(&self, last_frame: Instant) -> Option<Instant> {
+        self.idle_timeout.map(|idle| last_frame + idle)
+    }
+
+    /// What a session closed for idling fails with.
+    pub(crate) fn idle_error(&self) -> TransportError {
+        TransportError::Io {
+            op: "idle",
+            source: std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "no frame for {:?} (ConnLimits::idle_timeout)",
+                    self.idle_timeout.unwrap_or_default()
+                ),
+            ),
+        }
+    }
+}
+
+/// What one accept under the limits gave.
+// Moved once per accept, as `Listener::try_accept`'s result is: boxing would allocate per peer.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Admission {
+    /// A connection (or shared-memory setup) to serve, holding its place under the limit.
+    Admitted(Accepted, Admitted),
+    /// A peer past [`ConnLimits::max_connections`]: accepted, closed at once and counted.
+    Refused,
+}
+
+/// Accepts the next peer waiting on `listener` under `limits`, counted in `metrics`
+/// (`Ok(None)`: none waits). Both drivers accept through here.
+pub(crate) fn accept(
+    listener: &Listener,
+    pool: &Pool,
+    config: &ConnConfig,
+    limits: &ConnLimits,
+    metrics: &Metrics,
+) -> Result<Option<Admission>, TransportError> {
+    let Some(admitted) = metrics.admit(limits.max_connections) else {
+        if !listener.try_refuse()? {
+            return Ok(None);
+        }
+        metrics.closed(crate::Closed::Limit);
+        return Ok(Some(Admission::Refused));
+    };
+    Ok(listener
+        .try_accept(pool, config)?
+        .map(|accepted| Admission::Admitted(accepted, admitted)))
 }
 
 impl Default for ConnLimits {

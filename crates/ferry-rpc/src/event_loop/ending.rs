@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ferry_transport::{Meta, TransportError};
+use ferry_transport::Meta;
 
 use super::session::Role;
 use super::streams::Served;
@@ -23,8 +23,8 @@ impl EventLoop {
         let mut due: Vec<(Continuation, Status)> = Vec::new();
         let mut out: Vec<(Meta, Encoded)> = Vec::new();
         let mut streams: Vec<Served> = Vec::new();
-        let idle = self.config.connections.idle_timeout;
-        if idle.is_some() && now >= self.idle_scan {
+        let limits = self.config.connections;
+        if limits.idle_timeout.is_some() && now >= self.idle_scan {
             // Idle sessions are quiet, off the hot list: every session is looked at here.
             self.idle_scan = now + crate::conn::SHM_CHECK;
             for i in 0..self.slots.len() {
@@ -44,16 +44,10 @@ impl EventLoop {
                 }
                 continue;
             }
-            if let (Some(idle), Role::Server(_)) = (idle, &s.role) {
-                if s.dead.is_none() && s.busy() == 0 && now.saturating_duration_since(s.last_frame) >= idle {
+            if let (Some(at), Role::Server(_)) = (limits.idle_deadline(s.last_frame), &s.role) {
+                if s.dead.is_none() && s.busy() == 0 && at <= now {
                     self.services.metrics().closed(Closed::Idle);
-                    s.fail(TransportError::Io {
-                        op: "idle",
-                        source: std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            format!("no frame for {idle:?} (ConnLimits::idle_timeout)"),
-                        ),
-                    });
+                    s.fail(limits.idle_error());
                     continue;
                 }
             }

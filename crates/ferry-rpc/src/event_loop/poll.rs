@@ -12,6 +12,7 @@ use super::session::{Role, ServerSide};
 use super::{EventLoop, Setup};
 use crate::conn::Accepted;
 use crate::conn::{Frame, TransportKind};
+use crate::limits::Admission;
 use crate::session::{ClientEvent, Event};
 
 impl EventLoop {
@@ -132,24 +133,21 @@ impl EventLoop {
     /// stepped when its socket polls readable ([`step_setups`](Self::step_setups)).
     pub(super) fn accept(&mut self, ready: &Ready) -> bool {
         let mut work = false;
-        let max = self.config.connections.max_connections;
         for &i in &ready.listeners {
             let Some(listener) = self.listeners.get(i).cloned() else {
                 continue;
             };
             loop {
-                let Some(admitted) = self.services.metrics().admit(max) else {
-                    match listener.try_refuse() {
-                        Ok(true) => {
-                            work = true;
-                            self.services.metrics().closed(crate::Closed::Limit);
-                            continue;
-                        }
-                        Ok(false) | Err(_) => break,
-                    }
-                };
-                match listener.try_accept(&self.pool, &self.config.conn) {
-                    Ok(Some(Accepted::Conn(conn))) => {
+                let c = &self.config;
+                match crate::limits::accept(
+                    &listener,
+                    &self.pool,
+                    &c.conn,
+                    &c.connections,
+                    self.services.metrics(),
+                ) {
+                    Ok(Some(Admission::Refused)) => work = true,
+                    Ok(Some(Admission::Admitted(Accepted::Conn(conn), admitted))) => {
                         work = true;
                         self.stats.accepted += 1;
                         self.insert_admitted(
@@ -158,7 +156,7 @@ impl EventLoop {
                             Some(admitted),
                         );
                     }
-                    Ok(Some(accepted)) => {
+                    Ok(Some(Admission::Admitted(accepted, admitted))) => {
                         work = true;
                         self.stats.accepted += 1;
                         self.add_setup(Setup { accepted, admitted });
