@@ -40,6 +40,15 @@ impl FrameBudget {
         self.0.in_use.load(Ordering::Relaxed)
     }
 
+    /// Takes `n` bytes for as long as the [`Reservation`] lives, if they fit (`None`: nothing
+    /// taken). For a receiver other than this crate's reader (a RESP request in progress).
+    pub fn try_reserve(&self, n: usize) -> Option<Reservation> {
+        self.take(n).then(|| Reservation {
+            budget: self.clone(),
+            n,
+        })
+    }
+
     /// Takes `n` bytes if they fit; `false` (nothing taken) if not.
     pub(crate) fn take(&self, n: usize) -> bool {
         self.0
@@ -53,6 +62,19 @@ impl FrameBudget {
     /// Gives back `n` bytes taken earlier.
     pub(crate) fn give(&self, n: usize) {
         self.0.in_use.fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
+/// Bytes of a [`FrameBudget`], given back when dropped.
+#[derive(Debug)]
+pub struct Reservation {
+    budget: FrameBudget,
+    n: usize,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.give(self.n);
     }
 }
 
@@ -78,5 +100,9 @@ mod tests {
         assert!(b.take(40));
         a.give(60);
         assert_eq!((a.in_use(), b.limit()), (40, 100));
+        let r = a.try_reserve(60).expect("fits");
+        assert!(a.try_reserve(1).is_none());
+        drop(r);
+        assert_eq!(a.in_use(), 40, "a reservation gives back when dropped");
     }
 }

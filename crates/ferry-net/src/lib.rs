@@ -94,7 +94,7 @@ pub mod tls;
 mod tokio;
 mod transport;
 
-pub use budget::FrameBudget;
+pub use budget::{FrameBudget, Reservation};
 pub use completions::CompletionCounters;
 pub use config::{Config, Mode};
 pub use conn::{Connection, Stats};

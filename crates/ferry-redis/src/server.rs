@@ -556,7 +556,8 @@ impl EventLoop {
                 self.limits,
                 info.config.read_buf,
                 info.config.query_buffer_limit,
-            ),
+            )
+            .with_budget(self.net.frame_budget.clone()),
             // Copy mode is the copy-only baseline: every value into the framing buffer.
             out: ReplyBuf::new(match info.config.mode {
                 ferry_net::Mode::Copy => usize::MAX,
