@@ -77,13 +77,15 @@ pub(crate) enum Admission {
 }
 
 /// Accepts the next peer waiting on `listener` under `limits`, counted in `metrics`
-/// (`Ok(None)`: none waits). Both drivers accept through here.
+/// (`Ok(None)`: none waits); a shared-memory peer's pool comes from `shm_pool`. Both drivers
+/// accept through here.
 pub(crate) fn accept(
     listener: &Listener,
     pool: &Pool,
     config: &ConnConfig,
     limits: &ConnLimits,
     metrics: &Metrics,
+    shm_pool: impl FnOnce() -> Result<Pool, TransportError>,
 ) -> Result<Option<Admission>, TransportError> {
     let Some(admitted) = metrics.admit(limits.max_connections) else {
         if !listener.try_refuse()? {
@@ -93,7 +95,7 @@ pub(crate) fn accept(
         return Ok(Some(Admission::Refused));
     };
     Ok(listener
-        .try_accept(pool, config)?
+        .try_accept_with(pool, config, shm_pool)?
         .map(|accepted| Admission::Admitted(accepted, admitted)))
 }
 

@@ -12,7 +12,7 @@ use super::session::Role;
 use super::streams::Served;
 use super::{Continuation, EventLoop};
 use crate::Closed;
-use crate::conn::TransportKind;
+use crate::conn::{Conn, TransportKind};
 use crate::service::Encoded;
 use crate::session::Outcome;
 use crate::status::{Code, Status};
@@ -118,6 +118,12 @@ impl EventLoop {
             self.stats.closed += 1;
             work = true;
             let why = s.dead.take().expect("checked");
+            // A served shared-memory session's pool is unmapped on the reaper's thread: the
+            // loop keeps a handle until the session is dropped below, then gives it away.
+            let pool = match (&s.conn, &self.shm_pools, &s.role) {
+                (Conn::Shm(c), Some(_), Role::Server(_)) => Some(c.pool().clone()),
+                _ => None,
+            };
             // Out of the set before its descriptor closes (a descriptor the transport shares
             // would otherwise stay registered).
             let _ = self.readiness.remove(&s.conn);
@@ -155,6 +161,10 @@ impl EventLoop {
                         }
                     }
                 }
+            }
+            drop(s);
+            if let (Some(pool), Some(pools)) = (pool, &self.shm_pools) {
+                pools.bury(pool);
             }
         }
         for (served, status) in streams {

@@ -28,11 +28,13 @@
 //! Here: the loop's public types, its sessions' slots and [`turn`](EventLoop::turn). Beside
 //! it: `poll.rs` (readiness, accepting, reading frames), `server_side.rs` (served calls),
 //! `client_side.rs` (calls with continuations), `ending.rs` (deadlines and dead sessions),
-//! `session.rs` (one session and its backlog).
+//! `session.rs` (one session and its backlog), `pools.rs` (shared-memory session pools made
+//! and dropped off the loop's thread).
 
 mod client_side;
 mod ending;
 mod poll;
+mod pools;
 mod server_side;
 mod session;
 mod streams;
@@ -199,6 +201,9 @@ pub struct EventLoop {
     /// What the loop waits on: the waker, listeners, setups and sessions, each registered
     /// with its [`Token`](poll::Token).
     readiness: Readiness,
+    /// Shared-memory session pools made and dropped on threads of their own (started with the
+    /// first shared-memory listener, unless every session shares `ConnConfig::shared_pool`).
+    shm_pools: Option<pools::ShmPools>,
     /// The slots of the sessions each turn looks at (see the module docs), each once.
     hot: Vec<u32>,
     /// When every session is next looked at for its idle time.
@@ -250,6 +255,7 @@ impl EventLoop {
             tcp_sessions: 0,
             setups: Vec::new(),
             readiness,
+            shm_pools: None,
             hot: Vec::new(),
             idle_scan: Instant::now(),
             last_work: Instant::now(),
@@ -268,6 +274,10 @@ impl EventLoop {
     /// Accepts on a listener several loops share: whichever loop polls it first when a
     /// connection waits takes it (an idle loop sooner than a busy one).
     pub fn add_listener(&mut self, listener: Arc<Listener>) -> Result<(), TransportError> {
+        let c = &self.config.conn;
+        if matches!(*listener, Listener::Shm(_)) && c.shared_pool.is_none() && self.shm_pools.is_none() {
+            self.shm_pools = Some(pools::ShmPools::start(c.shm_pool.clone(), c.shm.block_size)?);
+        }
         let token = Token::Listener(self.listeners.len()).into();
         self.readiness
             .add(&*listener, token, Interest::READ)

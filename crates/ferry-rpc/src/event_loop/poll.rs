@@ -139,12 +139,18 @@ impl EventLoop {
             };
             loop {
                 let c = &self.config;
+                // A made pool when the maker has one ready (see `pools.rs`).
+                let shm_pool = || match &self.shm_pools {
+                    Some(pools) => pools.take(|| c.conn.shm_pool()),
+                    None => c.conn.shm_pool(),
+                };
                 match crate::limits::accept(
                     &listener,
                     &self.pool,
                     &c.conn,
                     &c.connections,
                     self.services.metrics(),
+                    shm_pool,
                 ) {
                     Ok(Some(Admission::Refused)) => work = true,
                     Ok(Some(Admission::Admitted(Accepted::Conn(conn), admitted))) => {

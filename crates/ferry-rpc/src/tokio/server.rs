@@ -286,6 +286,7 @@ impl Accepting {
                     &c.conn,
                     &c.connections,
                     &shared.metrics,
+                    || c.conn.shm_pool(),
                 ) {
                     Ok(Some(Admission::Refused)) => {}
                     Ok(Some(Admission::Admitted(accepted, admitted))) => {
