@@ -15,7 +15,6 @@ use std::sync::atomic::Ordering;
 use std::task::Poll;
 use std::time::Duration;
 
-use std::io::Read;
 use std::net::TcpStream;
 use std::sync::Arc;
 
@@ -321,18 +320,10 @@ fn limited(limits: ConnLimits) -> ServerThread {
 }
 
 /// Reads `s` until the server closes it (fails the test past 10 s).
-fn read_until_closed(mut s: TcpStream) {
+fn read_until_closed(s: TcpStream) {
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    let mut buf = [0u8; 64];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
-            Err(e) => panic!("not closed by the server: {e}"),
-        }
-    }
+    ferry_testkit::load::read_until_closed(s);
 }
 
 /// `ConnLimits::max_connections` on the tokio driver, the event loop's policy: two sessions
