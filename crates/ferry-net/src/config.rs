@@ -83,6 +83,11 @@ pub struct Config {
     pub exact_read_min: usize,
     /// Zero-copy bytes the kernel may hold before `send` waits for completions (default 16 MiB).
     pub max_in_flight: usize,
+    /// Bytes that received frames in progress (their header read, their payload not all
+    /// arrived) may hold, over every connection made with clones of this configuration: a
+    /// server's (default 256 MiB, see [`FrameBudget`](crate::FrameBudget)). A frame that would
+    /// pass it fails its connection with [`FrameError::OverBudget`](crate::FrameError).
+    pub frame_budget: crate::FrameBudget,
 }
 
 impl Default for Config {
@@ -95,6 +100,7 @@ impl Default for Config {
             read_buf: 256 << 10,
             exact_read_min: 16 << 10,
             max_in_flight: 16 << 20,
+            frame_budget: crate::FrameBudget::default(),
         }
     }
 }

@@ -77,6 +77,7 @@
 #![deny(unsafe_code)]
 
 pub mod auto;
+mod budget;
 mod completions;
 mod config;
 mod conn;
@@ -93,6 +94,7 @@ pub mod tls;
 mod tokio;
 mod transport;
 
+pub use budget::{FrameBudget, Reservation};
 pub use completions::CompletionCounters;
 pub use config::{Config, Mode};
 pub use conn::{Connection, Stats};

@@ -38,6 +38,11 @@
 //!   array in exact reads.
 //! - Headers are checked (version, length against [`Config::max_frame_len`]) before anything
 //!   is allocated for the frame, so a peer's header never allocates beyond that limit.
+//! - The buffers of frames in progress (the pending payload and the predicted buffers) are
+//!   charged to [`Config::frame_budget`], which a server's connections share: a frame that
+//!   would pass it fails with [`FrameError::OverBudget`], predicted buffers without room are
+//!   not made. So peers that announce long frames and send nothing hold at most the budget
+//!   between them, whatever their number.
 //!
 //! Which frames can still be copied: those whose header arrived in a batched read and which
 //! that read ended inside (small frames, and at most one large frame each time reads turn
@@ -257,6 +262,9 @@ pub struct FrameReader {
     /// Stream offset of the next frame's header: bytes of the frames handed out.
     offset: u64,
     counters: RecvCounters,
+    /// What the buffers of frames in progress are charged to, and how much they hold of it.
+    budget: crate::FrameBudget,
+    charged: usize,
 }
 
 impl FrameReader {
@@ -285,7 +293,37 @@ impl FrameReader {
             target_count: 0,
             offset: 0,
             counters: RecvCounters::default(),
+            budget: config.frame_budget.clone(),
+            charged: 0,
         }
+    }
+
+    /// Bytes the buffers of frames in progress hold: the pending payload's and the predicted
+    /// buffers' lengths.
+    fn held(&self) -> usize {
+        let pending = self.pending.as_ref().map_or(0, |(h, _)| h.len as usize);
+        pending + self.chain.iter().map(|g| g.len).sum::<usize>()
+    }
+
+    /// Brings the charge to the budget to what is held: gives back what was handed out or
+    /// dropped, takes what was allocated. Past the budget, fails naming the frame in progress
+    /// (its connection closes, and the charge is given back when the reader is cleared).
+    fn settle(&mut self) -> Result<(), TransportError> {
+        let held = self.held();
+        if held < self.charged {
+            self.budget.give(self.charged - held);
+        } else if held > self.charged && !self.budget.take(held - self.charged) {
+            return Err(TransportError::Frame {
+                offset: self.offset,
+                error: FrameError::OverBudget {
+                    len: self.pending.as_ref().map_or(held, |(h, _)| h.len as usize),
+                    in_use: self.budget.in_use(),
+                    limit: self.budget.limit(),
+                },
+            });
+        }
+        self.charged = held;
+        Ok(())
     }
 
     /// What was received and copied so far.
@@ -379,6 +417,13 @@ impl FrameReader {
     /// [`next_frame`](Self::next_frame), every case.
     #[inline(never)]
     fn next_frame_slow(&mut self) -> Result<Option<Frame>, TransportError> {
+        let frame = self.next_frame_any();
+        self.settle()?;
+        frame
+    }
+
+    /// [`next_frame_slow`](Self::next_frame_slow) before the budget is settled.
+    fn next_frame_any(&mut self) -> Result<Option<Frame>, TransportError> {
         loop {
             if let Some((header, payload)) = self.ready.take() {
                 return Ok(Some(self.hand_out(header, payload)));
@@ -552,7 +597,10 @@ impl FrameReader {
         }
         self.chain.truncate(count);
         while self.chain.len() < count {
-            // A prediction is an optimisation: without pool room, fewer of them.
+            // A prediction is an optimisation: without pool or budget room, fewer of them.
+            if self.budget.in_use() + len > self.budget.limit() {
+                break;
+            }
             let Ok(buf) = self.pool.alloc(len) else { break };
             self.chain.push_back(Guess {
                 len,
@@ -628,6 +676,11 @@ impl FrameReader {
                 && first_total.is_none_or(|total| total == HEADER_LEN + len)
         });
         self.plan_guesses(guess);
+        if self.settle().is_err() {
+            // Another connection took the room meanwhile: no predictions this time.
+            self.chain.clear();
+            self.settle()?;
+        }
         let FrameReader {
             pending,
             next,
@@ -773,6 +826,13 @@ impl FrameReader {
         self.chain.clear();
         self.ready = None;
         self.target_count = 0;
+        let _ = self.settle();
+    }
+}
+
+impl Drop for FrameReader {
+    fn drop(&mut self) {
+        self.budget.give(self.charged);
     }
 }
 
@@ -980,6 +1040,64 @@ mod tests {
         drop(frames);
         drop(r);
         assert_eq!(pool.stats().buffers_outstanding(), 0);
+    }
+
+    /// Writes `bytes` into the reader's next targets (at most what they take); how many.
+    fn put(r: &mut FrameReader, bytes: &[u8]) -> usize {
+        let mut targets = r.read_targets().unwrap();
+        let mut n = 0;
+        for t in targets.slices() {
+            let take = t.len().min(bytes.len() - n);
+            t[..take].copy_from_slice(&bytes[n..n + take]);
+            n += take;
+        }
+        r.filled(n);
+        n
+    }
+
+    #[test]
+    fn frames_in_progress_share_the_budget() {
+        let pool = pool();
+        let budget = crate::FrameBudget::new(150_000);
+        let config = Config {
+            read_buf: 4096,
+            frame_budget: budget.clone(),
+            ..Config::default()
+        };
+        // Two peers announce 100,000 bytes and send 10: the first frame's buffer is charged,
+        // the second would pass the budget and fails, naming it.
+        let announced = &frame(1, 100_000)[..HEADER_LEN + 10];
+        let mut first = FrameReader::new(&pool, &config);
+        put(&mut first, announced);
+        assert!(first.next_frame().unwrap().is_none());
+        assert_eq!(budget.in_use(), 100_000);
+        let mut second = FrameReader::new(&pool, &config);
+        put(&mut second, announced);
+        match second.next_frame() {
+            Err(TransportError::Frame {
+                error: FrameError::OverBudget { len, in_use, limit },
+                ..
+            }) => assert_eq!((len, in_use, limit), (100_000, 100_000, 150_000)),
+            other => panic!("expected OverBudget, got {other:?}"),
+        }
+        second.clear();
+        assert_eq!(budget.in_use(), 100_000, "a refused frame holds nothing");
+        // The first frame completes: handed out, its charge is given back.
+        let rest = &frame(1, 100_000)[HEADER_LEN + 10..];
+        let mut at = 0;
+        while at < rest.len() {
+            at += put(&mut first, &rest[at..]);
+        }
+        let f = first.next_frame().unwrap().expect("whole");
+        assert_eq!(f.payload.len(), 100_000);
+        assert_eq!(budget.in_use(), 0);
+        // A reader dropped mid-frame gives its charge back too.
+        let mut third = FrameReader::new(&pool, &config);
+        put(&mut third, announced);
+        assert!(third.next_frame().unwrap().is_none());
+        assert_eq!(budget.in_use(), 100_000);
+        drop(third);
+        assert_eq!(budget.in_use(), 0);
     }
 
     #[test]

@@ -9,11 +9,16 @@
 //! [`SharedBuf`], so that a handler may keep a large value as a slice of it (a `SET` value that
 //! arrived whole is stored where it was read). A command that cannot complete in the current
 //! buffer gets a buffer sized for it (from the parser's lower bound of its length), so a large
-//! value is copied at most once, whatever the read boundaries.
+//! value is copied at most once, whatever the read boundaries. Such a buffer (any larger than
+//! a read buffer) is reserved from the loop's budget for requests in progress
+//! ([`Input::with_budget`], `ferry-net`'s [`FrameBudget`]) until its command is whole: a
+//! request that would pass it disconnects its client, so peers that announce long bulks and
+//! send little hold the budget between them, not a bulk's length each.
 
 use std::ops::Range;
 
 use ferry_buf::{BufMut, Pool, PoolError};
+use ferry_net::{FrameBudget, Reservation};
 
 use crate::cmd::Args;
 use crate::resp::{ParseLimits, Parsed, ProtocolError, parse_command, parse_command_unauthenticated};
@@ -36,6 +41,19 @@ pub enum InputError {
     /// The pool has no buffer for the request.
     #[error("no read buffer: {0}")]
     Pool(#[from] PoolError),
+    /// A buffer for the command in progress would pass the budget that requests in progress
+    /// share ([`Input::with_budget`]).
+    #[error(
+        "a request buffer of {need} bytes would pass the budget for requests in progress ({in_use} of {limit} bytes held)"
+    )]
+    Budget {
+        /// Bytes the buffer needs.
+        need: usize,
+        /// Bytes the requests in progress held.
+        in_use: usize,
+        /// The budget.
+        limit: usize,
+    },
 }
 
 /// Counters of one client's input.
@@ -61,6 +79,10 @@ pub struct Input {
     buf: Option<BufMut>,
     /// A lower bound on the length of the incomplete command at the front of `buf`.
     need: usize,
+    /// What buffers larger than a read buffer are reserved from, and the current one's
+    /// reservation (until its command is whole).
+    budget: Option<FrameBudget>,
+    reserved: Option<Reservation>,
     args: Vec<Range<usize>>,
     scratch: Vec<u8>,
     counters: InputCounters,
@@ -78,10 +100,34 @@ impl Input {
             query_limit: query_limit.min(pool.max_class()),
             buf: None,
             need: 0,
+            budget: None,
+            reserved: None,
             args: Vec::new(),
             scratch: Vec::new(),
             counters: InputCounters::default(),
         }
+    }
+
+    /// Reserves every buffer larger than a read buffer from `budget` while its command is in
+    /// progress (a server's loop shares one among its clients).
+    pub fn with_budget(mut self, budget: FrameBudget) -> Input {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// A buffer of `size` bytes for the command in progress, reserved from the budget when it
+    /// is larger than a read buffer (the reservation replaces the last one, whose buffer this
+    /// one replaces).
+    fn alloc(&mut self, size: usize) -> Result<BufMut, InputError> {
+        self.reserved = None;
+        if let Some(budget) = self.budget.as_ref().filter(|_| size > self.read_buf) {
+            self.reserved = Some(budget.try_reserve(size).ok_or_else(|| InputError::Budget {
+                need: size,
+                in_use: budget.in_use(),
+                limit: budget.limit(),
+            })?);
+        }
+        Ok(self.pool.alloc(size)?)
     }
 
     /// What was read and parsed so far.
@@ -113,7 +159,7 @@ impl Input {
                     limit: self.query_limit,
                 });
             }
-            let mut next = self.pool.alloc(want)?;
+            let mut next = self.alloc(want)?;
             if let Some(old) = self.buf.take() {
                 next.extend_from_slice(&old);
                 self.counters.copied += old.len() as u64;
@@ -168,6 +214,8 @@ impl Input {
             return Ok(());
         }
         let buf = self.buf.take().expect("checked above");
+        // It holds a whole command now: no longer a request in progress.
+        self.reserved = None;
         let held = buf.capacity();
         let shared = buf.freeze();
         let mut pos = 0;
@@ -224,7 +272,7 @@ impl Input {
                     limit: self.query_limit,
                 });
             }
-            let mut next = self.pool.alloc(size)?;
+            let mut next = self.alloc(size)?;
             next.extend_from_slice(rest);
             self.counters.copied += rest.len() as u64;
             self.buf = Some(next);
@@ -235,6 +283,7 @@ impl Input {
     /// Drops every buffer (the client is gone).
     pub fn clear(&mut self) {
         self.buf = None;
+        self.reserved = None;
         self.args = Vec::new();
         self.scratch = Vec::new();
     }
@@ -353,6 +402,35 @@ mod tests {
         let cmd = set("k", &[9u8; 4096]);
         let seen = feed(&mut input, &[&cmd]);
         assert!(!seen[0].1, "a 4 KiB value would pin a 16 KiB buffer");
+    }
+
+    /// Regression (the hostile suite): a bulk length announced with a few bytes after it got
+    /// a buffer of the announced length at the next read, so 50 peers announcing
+    /// `proto-max-bulk-len` held 400 MiB of the pool. Those buffers are reserved from the
+    /// budget now: the one that would pass it fails, and a whole command gives its back.
+    #[test]
+    fn buffers_sized_by_an_announcement_are_reserved_from_the_budget() {
+        let pool = pool();
+        let budget = FrameBudget::new(150_000);
+        let announce = |input: &mut Input| {
+            let cmd = set("k", &[1u8; 100_000]);
+            for part in [&cmd[..600], &cmd[600..700]] {
+                let target = input.read_target()?;
+                target[..part.len()].copy_from_slice(part);
+                input.filled(part.len());
+                input.commands(true, |_| panic!("incomplete")).unwrap();
+            }
+            Ok::<_, InputError>(cmd)
+        };
+        let mut first = Input::new(&pool, LIMITS, 1024, 1 << 20).with_budget(budget.clone());
+        let cmd = announce(&mut first).expect("within the budget");
+        assert!(budget.in_use() >= 100_000, "the command's buffer is reserved");
+        let mut second = Input::new(&pool, LIMITS, 1024, 1 << 20).with_budget(budget.clone());
+        assert!(matches!(announce(&mut second), Err(InputError::Budget { .. })));
+        // The first command completes: its reservation goes back.
+        let seen = feed(&mut first, &[&cmd[700..]]);
+        assert_eq!(seen[0].0[2], vec![1u8; 100_000]);
+        assert_eq!(budget.in_use(), 0);
     }
 
     #[test]

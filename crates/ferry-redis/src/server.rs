@@ -36,8 +36,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_net::{Connection, Handshake, Mode, TransportError};
-use rustix::event::epoll::{self, EventData, EventFlags};
-use rustix::event::{EventfdFlags, Timespec};
+use ferry_transport::{Interest, Readiness, Ready};
+use rustix::event::EventfdFlags;
 use rustix::net::{AddressFamily, SocketType, sockopt};
 
 use crate::cmd::{self, Args, Client, ServerInfo, Session, Stats};
@@ -365,7 +365,7 @@ struct EventLoop {
     /// TLS clients still handshaking, by deadline (accept order: the timeout is one for all),
     /// with their slot and client id (the slot may have been reused since).
     handshakes: VecDeque<(Instant, usize, u64)>,
-    epoll: OwnedFd,
+    epoll: Readiness,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     parts: Vec<SharedBuf>,
@@ -381,14 +381,14 @@ impl EventLoop {
         listeners: Listeners,
         waker: Arc<OwnedFd>,
     ) -> io::Result<EventLoop> {
-        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        let epoll = Readiness::new(256)?;
         if let Some(l) = &listeners.plain {
-            epoll::add(&epoll, l, EventData::new_u64(LISTENER), EventFlags::IN)?;
+            epoll.add(l, LISTENER, Interest::READ)?;
         }
         if let Some(l) = &listeners.tls {
-            epoll::add(&epoll, l, EventData::new_u64(TLS_LISTENER), EventFlags::IN)?;
+            epoll.add(l, TLS_LISTENER, Interest::READ)?;
         }
-        epoll::add(&epoll, &*waker, EventData::new_u64(WAKER), EventFlags::IN)?;
+        epoll.add(&*waker, WAKER, Interest::READ)?;
         let c = &shared.info.config;
         let net = ferry_net::Config {
             mode: c.mode,
@@ -422,7 +422,7 @@ impl EventLoop {
     }
 
     fn run(mut self) -> io::Result<()> {
-        let mut events = Vec::with_capacity(256);
+        let mut events: Vec<Ready> = Vec::with_capacity(256);
         let hz = self.shared.info.config.hz.max(1);
         let tick = Duration::from_millis(1000 / u64::from(hz));
         while !self.shared.stop.load(Ordering::SeqCst) {
@@ -432,33 +432,18 @@ impl EventLoop {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             }
-            .map(|at| {
-                let left = at.saturating_duration_since(Instant::now());
-                Timespec {
-                    tv_sec: left.as_secs() as i64,
-                    tv_nsec: i64::from(left.subsec_nanos()),
-                }
-            });
+            .map(|at| at.saturating_duration_since(Instant::now()));
             events.clear();
-            match epoll::wait(
-                &self.epoll,
-                rustix::buffer::spare_capacity(&mut events),
-                timeout.as_ref(),
-            ) {
-                Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-            for ev in &events {
-                let (token, flags) = (ev.data.u64(), ev.flags);
-                match token {
+            events.extend(self.epoll.wait(timeout)?);
+            for &ev in &events {
+                match ev.token {
                     LISTENER => self.accept(false),
                     TLS_LISTENER => self.accept(true),
                     WAKER => {
                         let mut b = [0u8; 8];
                         let _ = rustix::io::read(&*self.waker, &mut b);
                     }
-                    t => self.client_event((t - FIRST_CLIENT) as usize, flags),
+                    t => self.client_event((t - FIRST_CLIENT) as usize, ev),
                 }
             }
             self.expire_handshakes();
@@ -497,7 +482,16 @@ impl EventLoop {
                 .as_ref()
                 .is_some_and(|c| c.handshaking && c.client.id == id);
             if pending {
-                self.client_event(slot, EventFlags::IN);
+                let token = FIRST_CLIENT + slot as u64;
+                self.client_event(
+                    slot,
+                    Ready {
+                        token,
+                        readable: true,
+                        writable: false,
+                        error: false,
+                    },
+                );
             }
         }
     }
@@ -556,7 +550,8 @@ impl EventLoop {
                 self.limits,
                 info.config.read_buf,
                 info.config.query_buffer_limit,
-            ),
+            )
+            .with_budget(self.net.frame_budget.clone()),
             // Copy mode is the copy-only baseline: every value into the framing buffer.
             out: ReplyBuf::new(match info.config.mode {
                 ferry_net::Mode::Copy => usize::MAX,
@@ -578,14 +573,12 @@ impl EventLoop {
                 self.conns.len() - 1
             }
         };
-        if let Err(e) = epoll::add(
-            &self.epoll,
-            &conn.net,
-            EventData::new_u64(FIRST_CLIENT + slot as u64),
-            EventFlags::IN | EventFlags::RDHUP,
-        ) {
+        if let Err(e) = self
+            .epoll
+            .add(&conn.net, FIRST_CLIENT + slot as u64, Interest::READ)
+        {
             self.free.push(slot);
-            return Err(e.into());
+            return Err(e);
         }
         if let Some(at) = conn.net.handshake_deadline() {
             self.handshakes.push_back((at, slot, conn.client.id));
@@ -595,26 +588,26 @@ impl EventLoop {
         Ok(())
     }
 
-    fn client_event(&mut self, i: usize, mut flags: EventFlags) {
+    fn client_event(&mut self, i: usize, mut ev: Ready) {
         if self.conns.get(i).is_none_or(Option::is_none) {
             return;
         }
         if self.conns[i].as_ref().is_some_and(|c| c.handshaking) {
             match self.handshake(i) {
                 // Requests may have come with the handshake's last flight.
-                Ok(true) => flags |= EventFlags::IN,
+                Ok(true) => ev.readable = true,
                 Ok(false) => return,
                 Err(why) => return self.drop_conn(i, why),
             }
         }
-        if flags.contains(EventFlags::ERR) {
+        if ev.error {
             // Zero-copy completions arrive on the error queue.
             let conn = self.conns[i].as_mut().expect("checked above");
             if let Err(e) = conn.net.sender().poll_completions() {
                 return self.drop_conn(i, Close::Reason(format!("completions: {e}")));
             }
         }
-        let mut reading = flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP);
+        let mut reading = ev.readable;
         loop {
             let again = match reading.then(|| self.read(i)) {
                 None => false,
@@ -797,7 +790,7 @@ impl EventLoop {
                 conn.client.id, conn.client.addr
             );
         }
-        let _ = epoll::delete(&self.epoll, &conn.net);
+        let _ = self.epoll.remove(&conn.net);
         let mut client = conn.client;
         if !client.watched.is_empty() {
             cmd::multi::forget_watched(&mut self.lock_dbs(), &mut client);
@@ -813,24 +806,13 @@ impl EventLoop {
 
 /// Sets what `epoll` reports for client `i` (slot `i`): readable, writable; no call when it is
 /// already so.
-fn arm(epoll: &OwnedFd, conn: &mut Conn, i: usize, read: bool, write: bool) -> Result<(), Close> {
+fn arm(epoll: &Readiness, conn: &mut Conn, i: usize, read: bool, write: bool) -> Result<(), Close> {
     if (read, write) == (conn.reading, conn.writing) {
         return Ok(());
     }
-    let mut flags = EventFlags::empty();
-    if read {
-        flags |= EventFlags::IN | EventFlags::RDHUP;
-    }
-    if write {
-        flags |= EventFlags::OUT;
-    }
-    epoll::modify(
-        epoll,
-        &conn.net,
-        EventData::new_u64(FIRST_CLIENT + i as u64),
-        flags,
-    )
-    .map_err(|e| Close::Reason(format!("epoll_ctl: {e}")))?;
+    epoll
+        .modify(&conn.net, FIRST_CLIENT + i as u64, Interest { read, write })
+        .map_err(|e| Close::Reason(format!("epoll_ctl: {e}")))?;
     conn.reading = read;
     conn.writing = write;
     Ok(())

@@ -107,7 +107,7 @@ impl ConnConfig {
     }
 
     /// The pool of a new shared-memory connection.
-    fn shm_pool(&self) -> Result<Pool, TransportError> {
+    pub(crate) fn shm_pool(&self) -> Result<Pool, TransportError> {
         self.loop_pool(&self.shm_pool)
     }
 
@@ -434,6 +434,16 @@ impl Listener {
     /// steps ([`Accepted::step`]) when it polls readable, until
     /// [`ShmConfig::handshake_timeout`].
     pub fn try_accept(&self, pool: &Pool, config: &ConnConfig) -> Result<Option<Accepted>, TransportError> {
+        self.try_accept_with(pool, config, || config.shm_pool())
+    }
+
+    /// [`try_accept`](Self::try_accept), a shared-memory peer's pool from `shm_pool`.
+    pub(crate) fn try_accept_with(
+        &self,
+        pool: &Pool,
+        config: &ConnConfig,
+        shm_pool: impl FnOnce() -> Result<Pool, TransportError>,
+    ) -> Result<Option<Accepted>, TransportError> {
         let accepted = match self {
             Listener::Tcp(l) => match accept(l)? {
                 Some(stream) => Accepted::Conn(Conn::Tcp(Connection::new(stream, pool, &config.tcp)?)),
@@ -445,7 +455,7 @@ impl Listener {
                 }
                 None => return Ok(None),
             },
-            Listener::Shm(l) => match l.try_accept(|| config.shm_pool(), &config.shm)? {
+            Listener::Shm(l) => match l.try_accept(shm_pool, &config.shm)? {
                 Some(setup) => Accepted::Shm(setup),
                 None => return Ok(None),
             },

@@ -228,8 +228,9 @@ impl ServerBuilder {
                             return LoopReport::default();
                         }
                     };
-                    for l in listeners {
-                        lp.add_listener(l);
+                    if let Err(e) = listeners.into_iter().try_for_each(|l| lp.add_listener(l)) {
+                        let _ = tx.send(Err(e.into()));
+                        return LoopReport::default();
                     }
                     let _ = tx.send(Ok(Arc::clone(lp.waker())));
                     run_loop(&mut lp, &stop, &drain_nanos)

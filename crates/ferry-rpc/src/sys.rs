@@ -1,5 +1,7 @@
 //! The few system calls the drivers make themselves, through `rustix`'s safe wrappers: `poll`
-//! and an eventfd that wakes a sleeping loop (pinning is [`ferry_transport::pin_current_thread`]).
+//! of one descriptor (a blocking client's wait) and an eventfd that wakes a sleeping loop
+//! (the loop's own wait is [`ferry_transport::Readiness`]; pinning is
+//! [`ferry_transport::pin_current_thread`]).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -33,7 +35,7 @@ pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io
     poll(&mut fds, timeout).map(drop)
 }
 
-/// Wakes a loop that sleeps in `poll`: an eventfd written only when the loop has said it is
+/// Wakes a loop that sleeps in its wait: an eventfd written only when the loop has said it is
 /// about to sleep, so a busy-polling loop costs its wakers no system call.
 #[derive(Debug)]
 pub(crate) struct Waker {

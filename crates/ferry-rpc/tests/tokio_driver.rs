@@ -15,13 +15,16 @@ use std::sync::atomic::Ordering;
 use std::task::Poll;
 use std::time::Duration;
 
-use ferry_rpc::tokio::AsyncChannel;
-use ferry_rpc::{ChannelConfig, Code};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+use ferry_rpc::tokio::{AsyncChannel, AsyncServices};
+use ferry_rpc::{ChannelConfig, Closed, Code, ConnLimits, LoopConfig};
 use ferry_transport::{Payload, Received};
 
 use tokio_support::{
-    DELAY, ECHO, PANIC, SLOW, ServerThread, Transport, eventually, local_runtime, thread_sleeps, wait_until,
-    within,
+    DELAY, ECHO, Echo, PANIC, SLOW, ServerThread, Transport, eventually, local_runtime, thread_sleeps,
+    wait_until, within,
 };
 
 /// A channel with room for `window` calls in flight.
@@ -300,6 +303,86 @@ fn handoff_when_a_call_ends_in_the_poll_that_registered(t: Transport) {
                 .expect("S was left parked with no one registered")
                 .expect("task");
             assert_eq!(answer, b"1000");
+        });
+        server.stop();
+    });
+}
+
+/// A server whose sessions are held to `limits`, over TCP.
+fn limited(limits: ConnLimits) -> ServerThread {
+    let config = LoopConfig {
+        connections: limits,
+        ..LoopConfig::default()
+    };
+    ServerThread::serve("tcp://127.0.0.1:0", Duration::ZERO, None, config, |flags| {
+        AsyncServices::new().service(Echo { flags }).expect("services")
+    })
+}
+
+/// Reads `s` until the server closes it (fails the test past 10 s).
+fn read_until_closed(s: TcpStream) {
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    ferry_testkit::load::read_until_closed(s);
+}
+
+/// `ConnLimits::max_connections` on the tokio driver, the event loop's policy: two sessions
+/// are served, the third peer is closed at once and counted, and once one leaves a new one is
+/// served.
+#[test]
+fn the_connection_past_max_connections_is_closed_and_counted_tokio() {
+    within("max_connections", 30, || {
+        let server = limited(ConnLimits {
+            max_connections: 2,
+            idle_timeout: None,
+        });
+        let (addr, metrics) = (server.addr.clone(), Arc::clone(&server.metrics));
+        local_runtime(async move {
+            let held = [channel(&addr, 1).await, channel(&addr, 1).await];
+            for chan in &held {
+                assert_eq!(echo(chan, b"held").await, b"held");
+            }
+            assert_eq!(metrics.connections(), 2);
+            let over = TcpStream::connect(addr.trim_start_matches("tcp://")).expect("connect");
+            tokio::task::spawn_blocking(move || read_until_closed(over))
+                .await
+                .expect("closed");
+            eventually("the refusal counted", || metrics.closed_count(Closed::Limit) == 1).await;
+            assert_eq!(echo(&held[0], b"still").await, b"still");
+            drop(held);
+            eventually("the held sessions counted out", || metrics.connections() == 0).await;
+            let again = channel(&addr, 1).await;
+            assert_eq!(echo(&again, b"again").await, b"again");
+            assert_eq!(metrics.closed_count(Closed::Limit), 1, "within the limit again");
+        });
+        server.stop();
+    });
+}
+
+/// `ConnLimits::idle_timeout` on the tokio driver: a session that says nothing past it is
+/// closed and counted; one that calls more often than that stays open.
+#[test]
+fn a_session_idle_past_the_idle_timeout_is_closed_and_counted_tokio() {
+    within("idle_timeout", 30, || {
+        let server = limited(ConnLimits {
+            idle_timeout: Some(Duration::from_millis(300)),
+            ..ConnLimits::default()
+        });
+        let (addr, metrics) = (server.addr.clone(), Arc::clone(&server.metrics));
+        local_runtime(async move {
+            let idle = TcpStream::connect(addr.trim_start_matches("tcp://")).expect("connect");
+            let busy = channel(&addr, 1).await;
+            // The busy session calls until the idle one is closed: each call is sooner after
+            // the last than the timeout is long, however slow the machine, since the idle one
+            // is closed only after a whole timeout of silence.
+            let watcher = tokio::task::spawn_blocking(move || read_until_closed(idle));
+            while !watcher.is_finished() {
+                assert_eq!(echo(&busy, b"busy").await, b"busy");
+            }
+            watcher.await.expect("closed");
+            assert_eq!(metrics.closed_count(Closed::Idle), 1);
+            assert_eq!(echo(&busy, b"after").await, b"after");
+            eventually("the idle session counted out", || metrics.connections() == 1).await;
         });
         server.stop();
     });

@@ -29,6 +29,19 @@ pub enum FrameError {
         /// The configured limit (`max_frame_len`).
         max: usize,
     },
+    /// The payload would pass the receive budget that frames in progress share over a
+    /// server's connections (TCP: `ferry_net::FrameBudget`).
+    #[error(
+        "frame of {len} bytes would pass the receive budget ({in_use} of {limit} bytes held by frames in progress)"
+    )]
+    OverBudget {
+        /// The length the header announced.
+        len: usize,
+        /// Bytes the frames in progress held.
+        in_use: usize,
+        /// The budget.
+        limit: usize,
+    },
 }
 
 /// What a connection operation can fail with. Errors of the socket and from the peer close

@@ -8,13 +8,15 @@
 //! - [`TransportError`] and [`FrameError`]: one error type for both transports.
 //! - [`Transport`] and [`Received`]: sending, blocking and non-blocking receive, readiness,
 //!   and reading a received frame in place.
+//! - [`Readiness`]: a level-triggered `epoll` set, what every event loop waits on (one
+//!   implementation for `ferry-rpc`'s loop and `ferry redis`'s).
 //! - [`pin_current_thread`]: thread pinning for the drivers that busy-poll (one implementation
 //!   for every crate that pins).
 //!
 //! # Readiness: one thread, many connections
 //!
 //! Every transport is [`AsFd`](std::os::fd::AsFd). An event loop registers each
-//! connection's descriptor with `poll`/`epoll` (or tokio's `AsyncFd`) for reading, and when it
+//! connection's descriptor with [`Readiness`] (or tokio's `AsyncFd`) for reading, and when it
 //! is readable calls [`Transport::try_recv`] until it returns `Ok(None)`. `Ok(None)` also arms
 //! the notification: a transport that buffers frames in user space, or whose peer signals
 //! only a receiver that says it is waiting (shared memory), becomes readable again when the
@@ -40,6 +42,7 @@ mod error;
 mod meta;
 mod method;
 mod payload;
+mod readiness;
 mod transport;
 
 pub use affinity::pin_current_thread;
@@ -47,4 +50,5 @@ pub use error::{FrameError, TransportError};
 pub use meta::Meta;
 pub use method::method_id;
 pub use payload::Payload;
+pub use readiness::{Interest, Readiness, Ready};
 pub use transport::{Received, Transport};

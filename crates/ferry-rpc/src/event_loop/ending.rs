@@ -6,13 +6,13 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ferry_transport::{Meta, TransportError};
+use ferry_transport::Meta;
 
 use super::session::Role;
 use super::streams::Served;
 use super::{Continuation, EventLoop};
 use crate::Closed;
-use crate::conn::TransportKind;
+use crate::conn::{Conn, TransportKind};
 use crate::service::Encoded;
 use crate::session::Outcome;
 use crate::status::{Code, Status};
@@ -23,9 +23,18 @@ impl EventLoop {
         let mut due: Vec<(Continuation, Status)> = Vec::new();
         let mut out: Vec<(Meta, Encoded)> = Vec::new();
         let mut streams: Vec<Served> = Vec::new();
-        let idle = self.config.connections.idle_timeout;
-        for slot in &mut self.slots {
-            let Some(s) = &mut slot.session else { continue };
+        let limits = self.config.connections;
+        if limits.idle_timeout.is_some() && now >= self.idle_scan {
+            // Idle sessions are quiet, off the hot list: every session is looked at here.
+            self.idle_scan = now + crate::conn::SHM_CHECK;
+            for i in 0..self.slots.len() {
+                self.heat(i);
+            }
+        }
+        for k in 0..self.hot.len() {
+            let Some(s) = &mut self.slots[self.hot[k] as usize].session else {
+                continue;
+            };
             // A TLS handshake past its deadline: the step names the timeout, and the session
             // is removed with the dead ones (counted there). The peer cost its slot, never the
             // loop's time.
@@ -35,16 +44,10 @@ impl EventLoop {
                 }
                 continue;
             }
-            if let (Some(idle), Role::Server(_)) = (idle, &s.role) {
-                if s.dead.is_none() && s.busy() == 0 && now.saturating_duration_since(s.last_frame) >= idle {
+            if let (Some(at), Role::Server(_)) = (limits.idle_deadline(s.last_frame), &s.role) {
+                if s.dead.is_none() && s.busy() == 0 && at <= now {
                     self.services.metrics().closed(Closed::Idle);
-                    s.fail(TransportError::Io {
-                        op: "idle",
-                        source: std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            format!("no frame for {idle:?} (ConnLimits::idle_timeout)"),
-                        ),
-                    });
+                    s.fail(limits.idle_error());
                     continue;
                 }
             }
@@ -103,7 +106,9 @@ impl EventLoop {
         let mut lost: Vec<(Continuation, Status)> = Vec::new();
         let mut streams: Vec<(Served, Status)> = Vec::new();
         let mut work = false;
-        for (index, slot) in self.slots.iter_mut().enumerate() {
+        for k in 0..self.hot.len() {
+            let index = self.hot[k] as usize;
+            let slot = &mut self.slots[index];
             if slot.session.as_ref().is_none_or(|s| s.dead.is_none()) {
                 continue;
             }
@@ -113,6 +118,15 @@ impl EventLoop {
             self.stats.closed += 1;
             work = true;
             let why = s.dead.take().expect("checked");
+            // A served shared-memory session's pool is unmapped on the reaper's thread: the
+            // loop keeps a handle until the session is dropped below, then gives it away.
+            let pool = match (&s.conn, &self.shm_pools, &s.role) {
+                (Conn::Shm(c), Some(_), Role::Server(_)) => Some(c.pool().clone()),
+                _ => None,
+            };
+            // Out of the set before its descriptor closes (a descriptor the transport shares
+            // would otherwise stay registered).
+            let _ = self.readiness.remove(&s.conn);
             if s.conn.kind() == TransportKind::Tcp {
                 self.tcp_sessions -= 1;
             }
@@ -147,6 +161,10 @@ impl EventLoop {
                         }
                     }
                 }
+            }
+            drop(s);
+            if let (Some(pool), Some(pools)) = (pool, &self.shm_pools) {
+                pools.bury(pool);
             }
         }
         for (served, status) in streams {

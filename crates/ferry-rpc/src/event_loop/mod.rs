@@ -5,25 +5,36 @@
 //!
 //! # One turn
 //!
-//! 1. `poll(2)` over the listeners, the TCP sessions and the waker: timeout zero while
-//!    busy-polling; while sleeping, every shared-memory session is armed first (a
-//!    `try_recv` that finds nothing makes the peer ring its doorbell) and the doorbells join
-//!    the poll, which waits until the next deadline.
+//! 1. A wait on the loop's `epoll` set ([`ferry_transport::Readiness`]: the listeners, the
+//!    sessions' descriptors, shared-memory setups and the waker, each registered once, so a
+//!    wait costs the descriptors ready and idle sessions cost nothing): timeout zero while
+//!    busy-polling; while sleeping, every shared-memory session is armed first (a `try_recv`
+//!    that finds nothing makes the peer ring its doorbell), and the wait lasts until the next
+//!    deadline.
 //! 2. Accept what waits; drain each readable session (and every shared-memory session, by
 //!    memory reads alone, while busy), at most `frames_per_turn` frames each.
 //! 3. Answers from background workers; deadlines due; backlogs retried; sessions flushed.
 //! 4. Dead sessions removed: their client calls fail with `UNAVAILABLE`.
+//!
+//! Steps 2 to 4 look at the *hot* sessions only: those the wait reported, those something was
+//! done to this turn (a call started, a background answer, an accept), and those not yet
+//! [quiet](session::Session::quiet) (shared memory, which is read by memory reads, always
+//! is). A quiet TCP session leaves the list at the end of the turn and comes back when its
+//! descriptor is ready: 2,000 idle connections cost a turn nothing. Idle timeouts are looked
+//! for over every session, at most every 100 ms.
 //!
 //! The loop busy-polls for [`LoopConfig::spin`] after the last piece of work, then sleeps.
 //!
 //! Here: the loop's public types, its sessions' slots and [`turn`](EventLoop::turn). Beside
 //! it: `poll.rs` (readiness, accepting, reading frames), `server_side.rs` (served calls),
 //! `client_side.rs` (calls with continuations), `ending.rs` (deadlines and dead sessions),
-//! `session.rs` (one session and its backlog).
+//! `session.rs` (one session and its backlog), `pools.rs` (shared-memory session pools made
+//! and dropped off the loop's thread).
 
 mod client_side;
 mod ending;
 mod poll;
+mod pools;
 mod server_side;
 mod session;
 mod streams;
@@ -45,10 +56,11 @@ use crate::status::Status;
 use crate::sys::Waker;
 use crate::workers::Done;
 use crate::{Addr, ConnLimits};
+use ferry_transport::{Interest, Readiness};
 
 pub use streams::{StreamHandler, StreamOut, Unsent};
 
-use poll::Ready;
+use poll::{Ready, Token};
 use session::{Role, Session};
 
 /// What a client call's continuation gets: the response (read in place) or the status.
@@ -68,7 +80,7 @@ pub struct LoopConfig {
     pub client: ClientConfig,
     /// Limits every request and response is validated with.
     pub limits: Limits,
-    /// How long to busy-poll after the last piece of work before sleeping in `poll(2)`
+    /// How long to busy-poll after the last piece of work before sleeping in `epoll_wait`
     /// (default 100 µs; `Duration::ZERO` sleeps at once, `Duration::MAX` never sleeps).
     pub spin: Duration,
     /// Frames read from one session per turn at most (fairness between sessions).
@@ -130,7 +142,7 @@ struct Setup {
 pub struct LoopStats {
     /// Turns taken.
     pub turns: u64,
-    /// Turns that slept in `poll(2)` with a timeout.
+    /// Turns that slept in `epoll_wait` with a timeout.
     pub sleeps: u64,
     /// Sessions accepted.
     pub accepted: u64,
@@ -182,10 +194,20 @@ pub struct EventLoop {
     /// Background calls handed out and not yet back.
     outstanding: usize,
     draining: bool,
-    /// Open TCP sessions (their readiness needs `poll(2)` on every turn).
+    /// Open TCP sessions (their readiness needs a look at the set on every turn).
     tcp_sessions: usize,
-    /// Shared-memory setups in progress (their sockets are polled on every turn too).
+    /// Shared-memory setups in progress (their sockets are looked at on every turn too).
     setups: Vec<Setup>,
+    /// What the loop waits on: the waker, listeners, setups and sessions, each registered
+    /// with its [`Token`](poll::Token).
+    readiness: Readiness,
+    /// Shared-memory session pools made and dropped on threads of their own (started with the
+    /// first shared-memory listener, unless every session shares `ConnConfig::shared_pool`).
+    shm_pools: Option<pools::ShmPools>,
+    /// The slots of the sessions each turn looks at (see the module docs), each once.
+    hot: Vec<u32>,
+    /// When every session is next looked at for its idle time.
+    idle_scan: Instant,
     last_work: Instant,
     stats: LoopStats,
 }
@@ -213,6 +235,10 @@ impl EventLoop {
         services.metrics().add_pool(&name, pool.clone());
         let (done_tx, done_rx) = mpsc::channel();
         let waker = Waker::new().map_err(|e| TransportError::io("eventfd", e))?;
+        let readiness = Readiness::new(1024).map_err(|e| TransportError::io("epoll_create", e))?;
+        readiness
+            .add(&waker, Token::Waker.into(), Interest::READ)
+            .map_err(|e| TransportError::io("epoll_ctl", e))?;
         Ok(EventLoop {
             config,
             pool,
@@ -228,6 +254,10 @@ impl EventLoop {
             draining: false,
             tcp_sessions: 0,
             setups: Vec::new(),
+            readiness,
+            shm_pools: None,
+            hot: Vec::new(),
+            idle_scan: Instant::now(),
             last_work: Instant::now(),
             stats: LoopStats::default(),
         })
@@ -237,14 +267,23 @@ impl EventLoop {
     pub fn listen(&mut self, addr: &Addr) -> Result<Addr, TransportError> {
         let listener = Listener::bind(addr, &self.config.conn)?;
         let local = listener.local_addr()?;
-        self.add_listener(Arc::new(listener));
+        self.add_listener(Arc::new(listener))?;
         Ok(local)
     }
 
     /// Accepts on a listener several loops share: whichever loop polls it first when a
     /// connection waits takes it (an idle loop sooner than a busy one).
-    pub fn add_listener(&mut self, listener: Arc<Listener>) {
+    pub fn add_listener(&mut self, listener: Arc<Listener>) -> Result<(), TransportError> {
+        let c = &self.config.conn;
+        if matches!(*listener, Listener::Shm(_)) && c.shared_pool.is_none() && self.shm_pools.is_none() {
+            self.shm_pools = Some(pools::ShmPools::start(c.shm_pool.clone(), c.shm.block_size)?);
+        }
+        let token = Token::Listener(self.listeners.len()).into();
+        self.readiness
+            .add(&*listener, token, Interest::READ)
+            .map_err(|e| TransportError::io("epoll_ctl", e))?;
         self.listeners.push(listener);
+        Ok(())
     }
 
     /// The loop's pool (TCP buffers; values built here are sent by reference over TCP).
@@ -294,7 +333,9 @@ impl EventLoop {
     /// Drain with [`turn`](Self::turn) until [`in_progress`](Self::in_progress) is zero.
     pub fn drain(&mut self) {
         self.draining = true;
-        self.listeners.clear();
+        for l in self.listeners.drain(..) {
+            let _ = self.readiness.remove(&*l);
+        }
     }
 
     /// Runs turns until `done` says so.
@@ -335,8 +376,8 @@ impl EventLoop {
         work |= self.read(&ready, now);
         work |= self.completions(now);
         work |= self.expire(now);
-        for slot in &mut self.slots {
-            if let Some(s) = &mut slot.session {
+        for &i in &self.hot {
+            if let Some(s) = &mut self.slots[i as usize].session {
                 if !s.backlog.is_empty() {
                     s.drain_backlog();
                 }
@@ -344,6 +385,7 @@ impl EventLoop {
             }
         }
         work |= self.reap();
+        self.cool();
         if work {
             let end = Instant::now();
             let busy = end.saturating_duration_since(now);
@@ -369,18 +411,6 @@ impl EventLoop {
         if conn.kind() == TransportKind::Tcp {
             self.tcp_sessions += 1;
         }
-        let session = Session {
-            conn,
-            ctx,
-            role,
-            backlog: Default::default(),
-            more: false,
-            dirty: false,
-            dead: None,
-            readable: false,
-            last_frame: Instant::now(),
-            _admitted: admitted,
-        };
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -391,12 +421,62 @@ impl EventLoop {
                 (self.slots.len() - 1) as u32
             }
         };
+        let token = Token::Session(index as usize).into();
+        let dead = self
+            .readiness
+            .add(&conn, token, Interest::READ)
+            .err()
+            .map(|e| TransportError::io("epoll_ctl", e));
+        let session = Session {
+            conn,
+            ctx,
+            role,
+            backlog: Default::default(),
+            more: false,
+            dirty: false,
+            watch_write: false,
+            hot: false,
+            dead,
+            readable: false,
+            last_frame: Instant::now(),
+            _admitted: admitted,
+        };
         let slot = &mut self.slots[index as usize];
         slot.session = Some(session);
-        SessionId {
-            index,
-            generation: slot.generation,
+        let generation = slot.generation;
+        self.heat(index as usize);
+        SessionId { index, generation }
+    }
+
+    /// Puts session `i` (if any) on the hot list: something is to be done with it this turn.
+    fn heat(&mut self, i: usize) {
+        if let Some(s) = self.slots.get_mut(i).and_then(|slot| slot.session.as_mut()) {
+            if !s.hot {
+                s.hot = true;
+                self.hot.push(i as u32);
+            }
         }
+    }
+
+    /// At the end of a turn: the hot list keeps the sessions that are not quiet (once each;
+    /// a slot reused this turn may be on it twice).
+    fn cool(&mut self) {
+        let hot = std::mem::take(&mut self.hot);
+        for &i in &hot {
+            if let Some(s) = &mut self.slots[i as usize].session {
+                s.hot = false;
+            }
+        }
+        let mut keep = hot;
+        keep.retain(|&i| {
+            let Some(s) = &mut self.slots[i as usize].session else {
+                return false;
+            };
+            let keep = !s.hot && !s.quiet();
+            s.hot |= keep;
+            keep
+        });
+        self.hot = keep;
     }
 
     fn get(&self, id: SessionId) -> Option<&Session> {
@@ -404,12 +484,13 @@ impl EventLoop {
         (slot.generation == id.generation).then_some(slot.session.as_ref()?)
     }
 
+    /// The session `id` names, put on the hot list (whoever asks is about to act on it).
     fn get_mut(&mut self, id: SessionId) -> Option<&mut Session> {
-        let slot = self.slots.get_mut(id.index as usize)?;
-        if slot.generation != id.generation {
+        if self.slots.get(id.index as usize)?.generation != id.generation {
             return None;
         }
-        slot.session.as_mut()
+        self.heat(id.index as usize);
+        self.slots[id.index as usize].session.as_mut()
     }
 }
 

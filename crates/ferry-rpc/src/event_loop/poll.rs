@@ -1,16 +1,18 @@
 //! Readiness for an event loop: how long a turn may sleep, arming the shared-memory sessions
-//! before it does, `poll(2)` over the waker, the listeners and the sessions, accepting, and
-//! draining readable sessions frame by frame into the client or server side.
+//! before it does, the wait on the loop's `epoll` set (the waker, the listeners, the setups
+//! and the sessions, each registered once: a wait costs what is ready, not what is open),
+//! accepting, and draining readable sessions frame by frame into the client or server side.
 
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use ferry_transport::{Received, Transport, TransportError};
-use rustix::event::{PollFd, PollFlags};
+use ferry_transport::{Interest, Received, Transport, TransportError};
 
 use super::session::{Role, ServerSide};
 use super::{EventLoop, Setup};
 use crate::conn::Accepted;
 use crate::conn::{Frame, TransportKind};
+use crate::limits::Admission;
 use crate::session::{ClientEvent, Event};
 
 impl EventLoop {
@@ -18,7 +20,12 @@ impl EventLoop {
     /// shared-memory peer is noticed by a later call, not by its doorbell).
     pub(super) fn sleep_time(&self, now: Instant) -> Duration {
         let mut t = crate::conn::SHM_CHECK;
-        for s in self.slots.iter().filter_map(|s| s.session.as_ref()) {
+        // Every session with a deadline is hot.
+        let hot = self
+            .hot
+            .iter()
+            .filter_map(|&i| self.slots[i as usize].session.as_ref());
+        for s in hot {
             let next = match &s.role {
                 Role::Server(srv) => srv.core.next_deadline(),
                 Role::Client(c) => c.core.next_deadline(),
@@ -43,7 +50,9 @@ impl EventLoop {
     pub(super) fn arm(&mut self) -> bool {
         let now = Instant::now();
         let mut work = false;
-        for i in 0..self.slots.len() {
+        // Every shared-memory session is hot.
+        for k in 0..self.hot.len() {
+            let i = self.hot[k] as usize;
             let Some(s) = &mut self.slots[i].session else {
                 continue;
             };
@@ -66,32 +75,25 @@ impl EventLoop {
         work
     }
 
-    /// Polls the descriptors; returns which are ready: listeners first, then sessions by slot.
+    /// Waits on the loop's readiness set (at most `timeout`); returns what is ready:
+    /// listeners, setups and sessions. Before waiting, each TCP session's interest in
+    /// writability is brought up to date (wanted while it has something to write).
     pub(super) fn poll(&mut self, timeout: Option<Duration>, sleeping: bool) -> Ready {
-        let mut fds = Vec::with_capacity(1 + self.listeners.len() + self.slots.len());
-        let mut who = Vec::with_capacity(fds.capacity());
-        fds.push(PollFd::new(&*self.waker, PollFlags::IN));
-        who.push(Who::Waker);
-        for (i, l) in self.listeners.iter().enumerate() {
-            fds.push(PollFd::new(&**l, PollFlags::IN));
-            who.push(Who::Listener(i));
-        }
-        for (i, setup) in self.setups.iter().enumerate() {
-            fds.push(PollFd::new(&setup.accepted, PollFlags::IN));
-            who.push(Who::Setup(i));
-        }
-        for (i, slot) in self.slots.iter_mut().enumerate() {
-            let Some(s) = &mut slot.session else { continue };
-            let shm = s.conn.kind() == TransportKind::Shm;
-            if shm && !sleeping {
-                continue; // polled by memory reads
+        for &i in &self.hot {
+            let i = i as usize;
+            let Some(s) = &mut self.slots[i].session else {
+                continue;
+            };
+            if s.conn.kind() == TransportKind::Tcp && s.dead.is_none() {
+                let write = s.dirty || !s.backlog.is_empty() || s.conn.has_unsent();
+                if write != s.watch_write {
+                    let interest = if write { Interest::BOTH } else { Interest::READ };
+                    match self.readiness.modify(&s.conn, Token::Session(i).into(), interest) {
+                        Ok(()) => s.watch_write = write,
+                        Err(e) => s.fail(TransportError::io("epoll_ctl", e)),
+                    }
+                }
             }
-            let mut flags = PollFlags::IN;
-            if !shm && (s.dirty || !s.backlog.is_empty() || s.conn.has_unsent()) {
-                flags |= PollFlags::OUT;
-            }
-            fds.push(PollFd::new(&s.conn, flags));
-            who.push(Who::Session(i));
         }
         if sleeping {
             self.waker.sleep();
@@ -106,20 +108,20 @@ impl EventLoop {
             }
         }
         let mut ready = Ready::default();
-        if crate::sys::poll(&mut fds, timeout).is_ok() {
-            for (fd, w) in fds.iter().zip(&who) {
-                let r = fd.revents();
-                if r.is_empty() {
-                    continue;
-                }
-                match *w {
-                    Who::Waker => {}
-                    Who::Listener(i) => ready.listeners.push(i),
-                    Who::Setup(i) => ready.setups.push(i),
-                    Who::Session(i) => ready.sessions.push(i),
+        if let Ok(events) = self.readiness.wait(timeout) {
+            for event in events {
+                match Token::from(event.token) {
+                    Token::Waker => {}
+                    Token::Listener(i) => ready.listeners.push(i),
+                    Token::Setup(fd) => ready.setups.push(fd),
+                    Token::Session(i) => ready.sessions.push(i),
                 }
             }
         }
+        for k in 0..ready.sessions.len() {
+            self.heat(ready.sessions[k]);
+        }
+        ready.setups.sort_unstable();
         if sleeping {
             self.waker.awake();
         }
@@ -131,24 +133,27 @@ impl EventLoop {
     /// stepped when its socket polls readable ([`step_setups`](Self::step_setups)).
     pub(super) fn accept(&mut self, ready: &Ready) -> bool {
         let mut work = false;
-        let max = self.config.connections.max_connections;
         for &i in &ready.listeners {
             let Some(listener) = self.listeners.get(i).cloned() else {
                 continue;
             };
             loop {
-                let Some(admitted) = self.services.metrics().admit(max) else {
-                    match listener.try_refuse() {
-                        Ok(true) => {
-                            work = true;
-                            self.services.metrics().closed(crate::Closed::Limit);
-                            continue;
-                        }
-                        Ok(false) | Err(_) => break,
-                    }
+                let c = &self.config;
+                // A made pool when the maker has one ready (see `pools.rs`).
+                let shm_pool = || match &self.shm_pools {
+                    Some(pools) => pools.take(|| c.conn.shm_pool()),
+                    None => c.conn.shm_pool(),
                 };
-                match listener.try_accept(&self.pool, &self.config.conn) {
-                    Ok(Some(Accepted::Conn(conn))) => {
+                match crate::limits::accept(
+                    &listener,
+                    &self.pool,
+                    &c.conn,
+                    &c.connections,
+                    self.services.metrics(),
+                    shm_pool,
+                ) {
+                    Ok(Some(Admission::Refused)) => work = true,
+                    Ok(Some(Admission::Admitted(Accepted::Conn(conn), admitted))) => {
                         work = true;
                         self.stats.accepted += 1;
                         self.insert_admitted(
@@ -157,10 +162,10 @@ impl EventLoop {
                             Some(admitted),
                         );
                     }
-                    Ok(Some(accepted)) => {
+                    Ok(Some(Admission::Admitted(accepted, admitted))) => {
                         work = true;
                         self.stats.accepted += 1;
-                        self.setups.push(Setup { accepted, admitted });
+                        self.add_setup(Setup { accepted, admitted });
                     }
                     Ok(None) => break,
                     // A peer whose connection cannot be set up costs its own connection only;
@@ -187,19 +192,22 @@ impl EventLoop {
         }
         let mut work = false;
         let setups = std::mem::take(&mut self.setups);
-        for (i, setup) in setups.into_iter().enumerate() {
+        for setup in setups {
             let due = setup.accepted.deadline().is_some_and(|d| d <= now);
-            if !due && ready.setups.binary_search(&i).is_err() {
+            let fd = setup.accepted.as_fd().as_raw_fd();
+            if !due && ready.setups.binary_search(&fd).is_err() {
                 self.setups.push(setup);
                 continue;
             }
             work = true;
+            // Out of the set while it steps: done, its connection is registered as a session.
+            let _ = self.readiness.remove(&setup.accepted);
             let Setup { accepted, admitted } = setup;
             match accepted.step() {
                 Ok(Ok(conn)) => {
                     self.insert_admitted(conn, Role::Server(ServerSide::new(&self.config)), Some(admitted));
                 }
-                Ok(Err(accepted)) => self.setups.push(Setup { accepted, admitted }),
+                Ok(Err(accepted)) => self.add_setup(Setup { accepted, admitted }),
                 Err(e) => {
                     self.stats.closed += 1;
                     self.services.metrics().closed(crate::limits::handshake_end(&e));
@@ -207,6 +215,23 @@ impl EventLoop {
             }
         }
         work
+    }
+
+    /// Registers a shared-memory setup's socket and keeps it (a setup that cannot be
+    /// registered is dropped: its peer sees the socket close; counted as failed).
+    fn add_setup(&mut self, setup: Setup) {
+        let fd = setup.accepted.as_fd().as_raw_fd();
+        match self
+            .readiness
+            .add(&setup.accepted, Token::Setup(fd).into(), Interest::READ)
+        {
+            Ok(()) => self.setups.push(setup),
+            Err(e) => {
+                eprintln!("ferry-rpc: a shared-memory setup could not be watched (epoll_ctl): {e}");
+                self.stats.closed += 1;
+                self.services.metrics().closed(crate::Closed::HandshakeFailed);
+            }
+        }
     }
 
     /// Drains readable sessions (every shared-memory one while busy-polling).
@@ -217,7 +242,10 @@ impl EventLoop {
                 s.readable = true;
             }
         }
-        for i in 0..self.slots.len() {
+        // The hot sessions (the ready ones among them); the list grows if a continuation acts
+        // on another session.
+        for k in 0..self.hot.len() {
+            let i = self.hot[k] as usize;
             let Some(s) = &mut self.slots[i].session else {
                 continue;
             };
@@ -305,21 +333,47 @@ impl EventLoop {
     }
 }
 
-/// Descriptors ready after a poll.
+/// Descriptors ready after a wait.
 #[derive(Default)]
 pub(super) struct Ready {
     pub(super) listeners: Vec<usize>,
-    /// Shared-memory setups, in increasing order.
-    pub(super) setups: Vec<usize>,
+    /// Shared-memory setups by descriptor, in increasing order.
+    pub(super) setups: Vec<RawFd>,
     pub(super) sessions: Vec<usize>,
 }
 
-/// What a descriptor polled is.
-enum Who {
+/// What a descriptor in the loop's readiness set is: its token's top 32 bits say which kind,
+/// the low 32 which one (a listener's index, a setup's descriptor, a session's slot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Token {
     Waker,
     Listener(usize),
-    Setup(usize),
+    Setup(RawFd),
     Session(usize),
+}
+
+impl From<Token> for u64 {
+    fn from(t: Token) -> u64 {
+        let (kind, n) = match t {
+            Token::Waker => (0, 0),
+            Token::Listener(i) => (1, i as u64),
+            Token::Setup(fd) => (2, u64::from(fd as u32)),
+            Token::Session(i) => (3, i as u64),
+        };
+        kind << 32 | (n & 0xffff_ffff)
+    }
+}
+
+impl From<u64> for Token {
+    fn from(t: u64) -> Token {
+        let n = t & 0xffff_ffff;
+        match t >> 32 {
+            1 => Token::Listener(n as usize),
+            2 => Token::Setup(n as u32 as RawFd),
+            3 => Token::Session(n as usize),
+            _ => Token::Waker,
+        }
+    }
 }
 
 /// What a frame meant to the session's side of the protocol.

@@ -209,13 +209,17 @@ impl EventLoop {
             };
             metrics.method(done.method).record(code, done.started.elapsed());
             let (index, generation) = done.session;
-            let Some(slot) = self.slots.get_mut(index as usize) else {
-                continue;
-            };
-            if slot.generation != generation {
+            if self
+                .slots
+                .get(index as usize)
+                .is_none_or(|slot| slot.generation != generation)
+            {
                 continue;
             }
-            let Some(s) = &mut slot.session else { continue };
+            self.heat(index as usize);
+            let Some(s) = &mut self.slots[index as usize].session else {
+                continue;
+            };
             let Role::Server(server) = &mut s.role else {
                 continue;
             };

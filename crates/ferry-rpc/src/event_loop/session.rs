@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use ferry_transport::{Meta, Payload, Transport, TransportError};
 use ferry_wire::Context;
 
+use crate::conn::TransportKind;
 use crate::conn::frame_alone;
 use crate::dispatch::{end_call, end_stream};
 use crate::id::IdMap;
@@ -66,6 +67,10 @@ pub(crate) struct Session {
     pub(crate) more: bool,
     /// Something was queued since the last flush.
     pub(crate) dirty: bool,
+    /// The descriptor is watched for writability too (TCP, while something waits to go).
+    pub(crate) watch_write: bool,
+    /// On the loop's hot list: looked at on every turn (see [`quiet`](Self::quiet)).
+    pub(crate) hot: bool,
     /// The connection failed or the peer left: removed at the end of the turn.
     pub(crate) dead: Option<TransportError>,
     /// When the last frame came (or the session began): what its idle time counts from.
@@ -141,6 +146,29 @@ impl Session {
         for (meta, encoded) in end_stream(&mut server.core, id, result, set) {
             self.transmit(meta, encoded);
         }
+    }
+
+    /// Nothing for the loop to do until the descriptor reports readiness: a TCP session with
+    /// nothing to read, write or time (no call, stream or handshake in progress). A quiet
+    /// session leaves the loop's hot list, so that idle sessions cost a turn nothing.
+    pub(crate) fn quiet(&mut self) -> bool {
+        self.conn.kind() == TransportKind::Tcp
+            && self.dead.is_none()
+            && !(self.dirty || self.more || self.readable || self.watch_write)
+            && self.backlog.is_empty()
+            && self.conn.handshake_deadline().is_none()
+            && !self.conn.has_unsent()
+            && match &self.role {
+                Role::Server(s) => {
+                    s.core.in_flight() == 0
+                        && s.core.next_deadline().is_none()
+                        && s.background.is_empty()
+                        && s.streams.is_empty()
+                }
+                Role::Client(c) => {
+                    c.pending.is_empty() && c.core.in_flight() == 0 && c.core.next_deadline().is_none()
+                }
+            }
     }
 
     pub(crate) fn fail(&mut self, e: TransportError) {

@@ -67,7 +67,9 @@ use super::{AsyncCall, AsyncRequest, AsyncServices, CallMetadata, Out};
 use crate::conn::{Conn, Frame, Listener, SHM_CHECK, TransportKind, frame_alone};
 use crate::dispatch::{end_call, end_stream, panicked, refusal, shape_refusal};
 use crate::event_loop::LoopConfig;
+use crate::limits::Admission;
 use crate::metadata::Metadata;
+use crate::metrics::Metrics;
 use crate::service::{Encoded, MethodInfo, ResponseMetadata};
 use crate::session::{Event, Server};
 use crate::status::{Code, Status, unsent_response};
@@ -91,15 +93,17 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// and `config.tracing` puts a `tracing` span around each handler; `config.spin` and
 /// `config.client` do not apply (the reactor waits, and this server calls no one).
 ///
-/// Accepting a shared-memory connection runs `ferry-shm`'s setup exchange, which blocks the
-/// thread until the client's setup message arrives (a client that connects and says nothing
-/// holds it up to 10 s), as it does in the event loop.
+/// `config.connections` ([`ConnLimits`](crate::ConnLimits)) applies as in the event loop:
+/// past `max_connections` a peer is accepted and closed at once, a session with nothing in
+/// progress that receives nothing for `idle_timeout` is closed; both, and the handshakes
+/// that time out or fail, are counted in [`metrics`](Self::metrics).
 pub struct AsyncServer {
     addrs: Vec<Addr>,
     listeners: Vec<Listener>,
     services: AsyncServices,
     config: LoopConfig,
     pool: Pool,
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for AsyncServer {
@@ -126,13 +130,23 @@ impl AsyncServer {
             listeners.push(listener);
         }
         let pool = config.conn.loop_pool(&config.pool)?;
+        let methods: Vec<(&str, u16)> = services.methods.values().map(|(_, i)| (i.path, i.id)).collect();
+        let metrics = Arc::new(Metrics::new(&methods));
+        metrics.add_pool("tokio", pool.clone());
         Ok(AsyncServer {
             addrs: bound,
             listeners,
             services,
             config,
             pool,
+            metrics,
         })
+    }
+
+    /// The server's metrics: open connections, and the connections closed of its own accord
+    /// by reason ([`Metrics::closed_count`]), the pool's bytes.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// The addresses it listens on.
@@ -153,6 +167,7 @@ impl AsyncServer {
             services,
             config,
             pool,
+            metrics,
         } = self;
         let mut accepting = Vec::with_capacity(listeners.len());
         for listener in listeners {
@@ -176,6 +191,7 @@ impl AsyncServer {
             drained: RefCell::new(None),
             sessions: RefCell::new(HashMap::new()),
             next_session: Cell::new(0),
+            metrics,
         });
         let mut sessions: JoinSet<()> = JoinSet::new();
 
@@ -240,6 +256,8 @@ struct Shared {
     /// Each session's task, to wake it when closing.
     sessions: RefCell<HashMap<u64, Waker>>,
     next_session: Cell<u64>,
+    /// Where the connection limits count (see [`AsyncServer::metrics`]).
+    metrics: Arc<Metrics>,
 }
 
 /// A listener and the registration of a duplicate of its descriptor (dropped first).
@@ -261,17 +279,31 @@ impl Accepting {
                 Poll::Ready(Err(_)) | Poll::Pending => return,
             };
             loop {
-                match self.listener.try_accept(&shared.pool, &shared.config.conn) {
-                    Ok(Some(accepted)) => {
+                let c = &shared.config;
+                match crate::limits::accept(
+                    &self.listener,
+                    &shared.pool,
+                    &c.conn,
+                    &c.connections,
+                    &shared.metrics,
+                    || c.conn.shm_pool(),
+                ) {
+                    Ok(Some(Admission::Refused)) => {}
+                    Ok(Some(Admission::Admitted(accepted, admitted))) => {
                         let id = shared.next_session.get();
                         shared.next_session.set(id + 1);
                         let shared = Rc::clone(shared);
                         // A shared-memory setup is the task's first await: a peer that says
-                        // nothing holds its own task only, until the setup's deadline.
+                        // nothing holds its own task only, until the setup's deadline. The
+                        // task holds the connection's place under the limit.
                         sessions.spawn_local(async move {
+                            let _admitted = admitted;
                             match super::setup(accepted).await {
                                 Ok(conn) => serve(conn, shared, id).await,
-                                Err(e) => eprintln!("ferry-rpc: a shared-memory peer failed its setup: {e}"),
+                                Err(e) => {
+                                    shared.metrics.closed(crate::limits::handshake_end(&e));
+                                    eprintln!("ferry-rpc: a shared-memory peer failed its setup: {e}");
+                                }
                             }
                         });
                     }
@@ -300,6 +332,7 @@ async fn serve(mut conn: Conn, shared: Rc<Shared>, key: u64) {
     // A TLS handshake is this task's first await: a peer that stalls holds its own task only,
     // and at most until the handshake's deadline.
     if let Err(e) = super::handshake(&mut conn, &fd).await {
+        shared.metrics.closed(crate::limits::handshake_end(&e));
         eprintln!("ferry-rpc: a TLS connection failed its handshake: {e}");
         return;
     }
@@ -317,6 +350,8 @@ async fn serve(mut conn: Conn, shared: Rc<Shared>, key: u64) {
         aborts: HashMap::new(),
         deadline: None,
         check: None,
+        last_frame: Instant::now(),
+        idle: None,
         dirty: false,
         busy: 0,
         shared,
@@ -359,6 +394,11 @@ struct Session {
     /// Shared memory: the periodic look (a dead peer rings no doorbell), or the retry of a
     /// backlog waiting for credits.
     check: Option<Pin<Box<Sleep>>>,
+    /// When the last frame came (or the session began): what its idle time counts from.
+    last_frame: Instant,
+    /// The idle timeout's timer while nothing is in progress
+    /// ([`ConnLimits::idle_timeout`](crate::ConnLimits::idle_timeout)).
+    idle: Option<Pin<Box<Sleep>>>,
     /// Something was queued since the last flush.
     dirty: bool,
     /// This session's part of `Shared::busy`.
@@ -528,6 +568,23 @@ impl Session {
                 }
             }
         }
+        let limits = &self.shared.config.connections;
+        let quiet = self.core.in_flight() == 0 && self.backlog.is_empty() && self.streams.is_empty();
+        match limits.idle_deadline(self.last_frame).filter(|_| quiet) {
+            None => self.idle = None,
+            Some(at) => {
+                let timer = self
+                    .idle
+                    .get_or_insert_with(|| Box::pin(::tokio::time::sleep_until(at.into())));
+                if timer.deadline() != at.into() {
+                    timer.as_mut().reset(at.into());
+                }
+                if timer.as_mut().poll(cx).is_ready() {
+                    self.shared.metrics.closed(crate::Closed::Idle);
+                    return Err(Closed);
+                }
+            }
+        }
         match self.core.next_deadline() {
             None => self.deadline = None,
             Some(at) => {
@@ -564,6 +621,7 @@ impl Session {
 
     /// One frame from the client.
     fn on_frame(&mut self, frame: Frame, now: Instant) -> Result<(), Closed> {
+        self.last_frame = now;
         let meta = frame.meta();
         let raw = if crate::wire::carries_message(meta.flags) {
             None

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ferry_rpc::tokio::{AsyncCall, AsyncRequest, AsyncServer, AsyncService, AsyncServices, LocalBoxFuture};
-use ferry_rpc::{Code, Encoded, LoopConfig, MethodInfo, Mode, Shape, Status};
+use ferry_rpc::{Code, Encoded, LoopConfig, MethodInfo, Metrics, Mode, Shape, Status};
 use ferry_transport::method_id;
 
 /// Answers with the request's bytes.
@@ -188,6 +188,8 @@ impl Drop for Scratch {
 pub struct ServerThread {
     pub addr: String,
     pub flags: Arc<Flags>,
+    /// The server's metrics (`AsyncServer::metrics`).
+    pub metrics: Arc<Metrics>,
     /// The server thread's id (for [`thread_sleeps`]).
     pub tid: u32,
     stop: Arc<AtomicBool>,
@@ -237,8 +239,12 @@ impl ServerThread {
                             ..config
                         };
                         let server = AsyncServer::bind(services(flags), &[&addr], config).expect("bind");
-                        tx.send((server.addrs()[0].to_string(), this_thread()))
-                            .expect("report the address");
+                        tx.send((
+                            server.addrs()[0].to_string(),
+                            this_thread(),
+                            Arc::clone(server.metrics()),
+                        ))
+                        .expect("report the address");
                         tokio::select! {
                             r = server.run(flag(stop), drain) => r.expect("run"),
                             // Dropping `run` closes every session at once.
@@ -250,12 +256,13 @@ impl ServerThread {
                 })
                 .expect("spawn the server thread")
         };
-        let (addr, tid) = rx
+        let (addr, tid, metrics) = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the server's address");
         ServerThread {
             addr,
             flags,
+            metrics,
             tid,
             stop,
             kill,
