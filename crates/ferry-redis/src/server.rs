@@ -84,7 +84,7 @@ pub struct ServerHandle {
     shared: Arc<Shared>,
     addr: SocketAddr,
     tls_addr: Option<SocketAddr>,
-    wakers: Vec<Arc<OwnedFd>>,
+    wakers: Arc<Vec<OwnedFd>>,
     threads: Vec<JoinHandle<io::Result<()>>>,
 }
 
@@ -183,14 +183,15 @@ impl Server {
 
     /// Starts the loops on their own threads.
     pub fn spawn(self) -> io::Result<ServerHandle> {
-        let mut wakers = Vec::new();
+        // Every loop's eventfd, known to all: a loop wakes another to deliver pub/sub messages.
+        let wakers = Arc::new(
+            (0..self.listeners.len())
+                .map(|_| rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
         let mut threads = Vec::new();
         for (i, listeners) in self.listeners.into_iter().enumerate() {
-            let waker = Arc::new(rustix::event::eventfd(
-                0,
-                EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC,
-            )?);
-            wakers.push(waker.clone());
+            let waker = wakers.clone();
             let shared = self.shared.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("ferry-redis-{i}"))
@@ -262,8 +263,8 @@ impl ServerHandle {
 
     fn signal_stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        for w in &self.wakers {
-            let _ = rustix::io::write(&**w, &1u64.to_ne_bytes());
+        for w in self.wakers.iter() {
+            let _ = rustix::io::write(w, &1u64.to_ne_bytes());
         }
     }
 }
@@ -347,6 +348,8 @@ struct Conn {
     reading: bool,
     /// Close once the replies are written (`QUIT`, or a protocol error).
     closing: bool,
+    /// Since when (unix ms) its unsent replies are above the pub/sub soft limit.
+    over_soft_limit: Option<u64>,
 }
 
 /// Why a client is dropped (logged, except for an orderly close).
@@ -359,7 +362,10 @@ struct EventLoop {
     index: usize,
     shared: Arc<Shared>,
     listeners: Listeners,
-    waker: Arc<OwnedFd>,
+    /// Every loop's eventfd (this loop's is `wakers[index]`).
+    wakers: Arc<Vec<OwnedFd>>,
+    /// Pub/sub deliveries taken from this loop's mailbox (kept for its allocation).
+    mail: Vec<cmd::pubsub::Delivery>,
     /// Every client's ferry-net settings.
     net: ferry_net::Config,
     /// TLS clients still handshaking, by deadline (accept order: the timeout is one for all),
@@ -379,7 +385,7 @@ impl EventLoop {
         index: usize,
         shared: Arc<Shared>,
         listeners: Listeners,
-        waker: Arc<OwnedFd>,
+        wakers: Arc<Vec<OwnedFd>>,
     ) -> io::Result<EventLoop> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         if let Some(l) = &listeners.plain {
@@ -388,7 +394,7 @@ impl EventLoop {
         if let Some(l) = &listeners.tls {
             epoll::add(&epoll, l, EventData::new_u64(TLS_LISTENER), EventFlags::IN)?;
         }
-        epoll::add(&epoll, &*waker, EventData::new_u64(WAKER), EventFlags::IN)?;
+        epoll::add(&epoll, &wakers[index], EventData::new_u64(WAKER), EventFlags::IN)?;
         let c = &shared.info.config;
         let net = ferry_net::Config {
             mode: c.mode,
@@ -407,7 +413,8 @@ impl EventLoop {
         Ok(EventLoop {
             index,
             listeners,
-            waker,
+            wakers,
+            mail: Vec::new(),
             net,
             handshakes: VecDeque::new(),
             epoll,
@@ -456,7 +463,8 @@ impl EventLoop {
                     TLS_LISTENER => self.accept(true),
                     WAKER => {
                         let mut b = [0u8; 8];
-                        let _ = rustix::io::read(&*self.waker, &mut b);
+                        let _ = rustix::io::read(&self.wakers[self.index], &mut b);
+                        self.deliver();
                     }
                     t => self.client_event((t - FIRST_CLIENT) as usize, flags),
                 }
@@ -550,7 +558,7 @@ impl EventLoop {
             now_ms(),
             info.config.password.is_none(),
         );
-        let conn = Conn {
+        let mut conn = Conn {
             input: Input::new(
                 &self.shared.pool,
                 self.limits,
@@ -570,6 +578,7 @@ impl EventLoop {
             writing: false,
             reading: true,
             closing: false,
+            over_soft_limit: None,
         };
         let slot = match self.free.pop() {
             Some(i) => i,
@@ -577,6 +586,10 @@ impl EventLoop {
                 self.conns.push(None);
                 self.conns.len() - 1
             }
+        };
+        conn.client.home = cmd::pubsub::Home {
+            loop_index: self.index,
+            slot,
         };
         if let Err(e) = epoll::add(
             &self.epoll,
@@ -634,8 +647,78 @@ impl EventLoop {
             reading = true;
         }
         let conn = self.conns[i].as_mut().expect("still open");
+        let wake = std::mem::take(&mut conn.client.wake);
         if conn.closing && !conn.net.sender().has_pending() {
             self.drop_conn(i, Close::Eof);
+        }
+        self.wake(&wake);
+    }
+
+    /// Wakes the loops whose mailboxes a client's commands filled; this loop delivers its
+    /// own mail at once.
+    fn wake(&mut self, loops: &[usize]) {
+        for &l in loops {
+            if l == self.index {
+                self.deliver();
+            } else if let Some(w) = self.wakers.get(l) {
+                let _ = rustix::io::write(w, &1u64.to_ne_bytes());
+            }
+        }
+    }
+
+    /// Writes the pub/sub messages in this loop's mailbox into their subscribers' replies
+    /// and sends them. A subscriber over the `pubsub` output limit is disconnected, as Redis
+    /// does; one that left is skipped.
+    fn deliver(&mut self) {
+        let limit = {
+            let mut reg = self
+                .shared
+                .info
+                .pubsub
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            reg.take_mail(self.index, &mut self.mail);
+            reg.limit
+        };
+        let now = now_ms();
+        let mut touched: Vec<usize> = Vec::new();
+        let mut over: Vec<(usize, usize)> = Vec::new();
+        for d in self.mail.drain(..) {
+            let slot = d.to.home.slot;
+            let Some(conn) = self.conns.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if conn.client.id != d.to.id || conn.closing {
+                continue;
+            }
+            conn.out.set_proto(conn.client.proto);
+            d.write(&mut conn.out);
+            if !touched.contains(&slot) {
+                touched.push(slot);
+            }
+            // As the general limit: the replies not yet handed to the sender.
+            let pending = conn.out.len();
+            if limit.exceeded(pending, now, &mut conn.over_soft_limit) && !over.iter().any(|o| o.0 == slot) {
+                over.push((slot, pending));
+            }
+        }
+        for (slot, pending) in over {
+            touched.retain(|&t| t != slot);
+            if let Some(conn) = self.conns[slot].as_mut() {
+                conn.out.clear(); // nothing more is sent to it, as Redis does
+            }
+            Stats::add(&self.shared.info.stats.clients_dropped, 1);
+            self.drop_conn(
+                slot,
+                Close::Reason(format!(
+                    "{pending} reply bytes unsent, over the pubsub output buffer limit ({limit:?})"
+                )),
+            );
+        }
+        for slot in touched {
+            if let Err(why) = self.write(slot) {
+                self.drop_conn(slot, why);
+            }
         }
     }
 
@@ -801,6 +884,15 @@ impl EventLoop {
         let mut client = conn.client;
         if !client.watched.is_empty() {
             cmd::multi::forget_watched(&mut self.lock_dbs(), &mut client);
+        }
+        if client.subs.is_subscribed() {
+            let mut reg = self
+                .shared
+                .info
+                .pubsub
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            reg.forget(&mut client);
         }
         self.shared
             .info

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use super::strings::parse_i64;
 use super::subcommand::{ACL_ADMIN_CONN, ACL_CONN, ADMIN_SUB, CONN_SUB, HELP_SUB, Sub, dispatch, help, sub};
-use super::{Args, Ctx, SYNTAX, quoted};
+use super::{Args, Ctx, ReplyMode, SYNTAX, quoted};
 use crate::resp::{Proto, ReplyBuf};
 
 /// `CLIENT`'s subcommands.
@@ -22,6 +22,7 @@ pub static CLIENT_SUBS: &[Sub] = &[
     sub("client|id", 2, CONN_SUB, ACL_CONN, &[], "connection", "Returns the client ID for the current connection", "5.0.0", "O(1)", client_id_cmd),
     sub("client|info", 2, CONN_SUB, ACL_CONN, &["nondeterministic_output"], "connection", "Returns information about the current client connection.", "6.2.0", "O(1)", client_info),
     sub("client|list", -2, ADMIN_SUB, ACL_ADMIN_CONN, &["nondeterministic_output"], "connection", "Get the list of client connections", "2.4.0", "O(N) where N is the number of client connections", client_list),
+    sub("client|reply", 3, CONN_SUB, ACL_CONN, &[], "connection", "Instruct the server whether to reply to commands", "3.2.0", "O(1)", client_reply),
     sub("client|setname", 3, CONN_SUB, ACL_CONN, &[], "connection", "Set the current connection name", "2.6.9", "O(1)", client_setname),
 ];
 
@@ -49,6 +50,25 @@ pub(crate) fn set_client_name(ctx: &mut Ctx<'_>, name: &[u8]) -> Result<(), &'st
 /// `CLIENT subcommand ...`: see [`CLIENT_SUBS`].
 pub fn client(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     dispatch("client", CLIENT_SUBS, ctx, args, out);
+}
+
+/// `CLIENT REPLY ON|OFF|SKIP`: `ON` answers `OK`; `OFF` and `SKIP` (the next command's
+/// reply) are not answered. [`execute`](super::execute) drops the replies; pub/sub messages and
+/// notifications still go out, as in Redis.
+fn client_reply(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let mode = args.get(2);
+    if mode.eq_ignore_ascii_case(b"on") {
+        ctx.client.reply = ReplyMode::On;
+        out.ok();
+    } else if mode.eq_ignore_ascii_case(b"off") {
+        ctx.client.reply = ReplyMode::Off;
+    } else if mode.eq_ignore_ascii_case(b"skip") {
+        if ctx.client.reply != ReplyMode::Off {
+            ctx.client.reply = ReplyMode::SkipNext;
+        }
+    } else {
+        out.error(SYNTAX);
+    }
 }
 
 /// `CLIENT ID`.

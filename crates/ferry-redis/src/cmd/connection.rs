@@ -33,8 +33,14 @@ pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
 /// A client name with a byte outside `!`..=`~`.
 pub const BAD_CLIENT_NAME: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
 
-/// `PING [message]`: `+PONG`, or the message as a bulk string.
-pub fn ping(_ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+/// `PING [message]`: `+PONG`, or the message as a bulk string; from a RESP2 client in
+/// pub/sub mode, the array `pong message` (an empty message without one), as Redis answers.
+pub fn ping(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if out.proto() == Proto::Resp2 && ctx.client.subs.is_subscribed() && args.len() <= 2 {
+        out.array(2);
+        out.bulk(b"pong");
+        return out.bulk(if args.len() == 2 { args.get(1) } else { b"" });
+    }
     match args.len() {
         1 => out.simple("PONG"),
         2 => out.bulk(args.get(1)),

@@ -40,6 +40,7 @@ pub mod introspect;
 pub mod keys;
 pub mod lists;
 pub mod multi;
+pub mod pubsub;
 pub mod random;
 pub mod sets;
 pub mod sort;
@@ -195,6 +196,15 @@ pub struct Client {
     pub multi: Option<multi::Multi>,
     /// The keys `WATCH`ed for the next `EXEC`.
     pub watched: Vec<multi::Watched>,
+    /// Where the server holds it (set by the event loop that accepted it).
+    pub home: pubsub::Home,
+    /// Its channels and patterns ([`pubsub`]).
+    pub subs: pubsub::Subscriptions,
+    /// `CLIENT REPLY`.
+    pub reply: ReplyMode,
+    /// Event loops its commands left work for (deliveries in their mailboxes): the server
+    /// wakes each and clears the list.
+    pub wake: Vec<usize>,
 }
 
 impl Client {
@@ -219,8 +229,25 @@ impl Client {
             db: 0,
             multi: None,
             watched: Vec::new(),
+            reply: ReplyMode::On,
+            home: pubsub::Home::default(),
+            subs: pubsub::Subscriptions::default(),
+            wake: Vec::new(),
         }
     }
+}
+
+/// Whether a client's commands are answered (`CLIENT REPLY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// They are.
+    On,
+    /// They are not (pub/sub messages and notifications still go out).
+    Off,
+    /// `CLIENT REPLY SKIP` ran: the command after it is not answered.
+    SkipNext,
+    /// This command is not answered.
+    Skip,
 }
 
 /// Server-wide counters (`INFO stats`), shared by every loop.
@@ -278,6 +305,8 @@ pub struct ServerInfo {
     /// The values of the parameters `CONFIG SET` accepts without effect, in the order of
     /// [`config::INERT_PARAMS`].
     pub inert: Mutex<Vec<String>>,
+    /// Every subscription, and the deliveries waiting for each loop.
+    pub pubsub: Mutex<pubsub::Registry>,
 }
 
 impl ServerInfo {
@@ -285,6 +314,7 @@ impl ServerInfo {
     pub fn new(config: Config, port: u16, run_id: String) -> ServerInfo {
         ServerInfo {
             maxmemory: AtomicUsize::new(config.maxmemory),
+            pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
             config,
             port,
             started: Instant::now(),
@@ -476,6 +506,24 @@ pub struct Session<'a> {
 /// memory, and calls its handler; inside a transaction, queues it instead (see [`multi`]).
 /// Exactly one reply is written to `out`.
 pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let mark = out.mark();
+    let name = execute_answered(s, args, out);
+    let client = &mut *s.client;
+    // Redis's `call`: the skipped reply is this one; a `SKIP` just run skips the next.
+    if matches!(client.reply, ReplyMode::Off | ReplyMode::Skip) && !name.is_some_and(pubsub::is_notifying) {
+        out.truncate(mark);
+    }
+    if client.reply == ReplyMode::Skip {
+        client.reply = ReplyMode::On;
+    }
+    if client.reply == ReplyMode::SkipNext {
+        client.reply = ReplyMode::Skip;
+    }
+}
+
+/// [`execute`] before `CLIENT REPLY` drops the reply; returns the command's name when it
+/// ran.
+fn execute_answered(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) -> Option<&'static str> {
     Stats::add(&s.server.stats.total_commands_processed, 1);
     let spec = match check(s, args) {
         Ok(spec) => spec,
@@ -486,12 +534,14 @@ pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
                 s.client.multi = None;
                 multi::forget_watched(s.dbs, s.client);
                 let reason = e.strip_prefix(b"ERR ").unwrap_or(&e);
-                return out.error([b"EXECABORT Transaction discarded because of: ", reason].concat());
+                out.error([b"EXECABORT Transaction discarded because of: ", reason].concat());
+                return None;
             }
             if let Some(m) = &mut s.client.multi {
                 m.abort();
             }
-            return out.error(e);
+            out.error(e);
+            return None;
         }
     };
     match &mut s.client.multi {
@@ -508,6 +558,7 @@ pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         }
         _ => run(s.dbs, s.client, s.server, s.now_ms, spec, args, out),
     }
+    Some(spec.name)
 }
 
 /// The command `args` names, or the error Redis 7.0 gives before running it, in Redis's
@@ -531,6 +582,12 @@ fn check(s: &Session<'_>, args: &Args<'_>) -> Result<&'static CommandSpec, Vec<u
         if limit != 0 && used > limit {
             return Err(OOM.into());
         }
+    }
+    if s.client.proto == Proto::Resp2
+        && s.client.subs.is_subscribed()
+        && !pubsub::allowed_when_subscribed(spec.name)
+    {
+        return Err(pubsub::not_allowed_when_subscribed(spec.name).into_bytes());
     }
     Ok(spec)
 }

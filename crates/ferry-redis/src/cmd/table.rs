@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use super::subcommand::Sub;
 use super::{
     CommandSpec, Handler, Table, client, command, config, connection, databases, hashes, info, introspect,
-    keys, lists, multi, sets, sort, strings, zalgebra, zsets,
+    keys, lists, multi, pubsub, sets, sort, strings, zalgebra, zsets,
 };
 
 const fn spec(
@@ -48,6 +48,8 @@ const R: &[&str] = &["readonly"];
 const R_MOVABLE: &[&str] = &["readonly", "movablekeys"];
 const W_OOM_MOVABLE: &[&str] = &["write", "denyoom", "movablekeys"];
 const W_MOVABLE: &[&str] = &["write", "movablekeys"];
+const PUBSUB_NOSCRIPT: &[&str] = &["pubsub", "noscript", "loading", "stale"];
+const PUBSUB_FAST: &[&str] = &["pubsub", "loading", "stale", "fast", "may_replicate"];
 
 /// The table as [`Ctx::table`](super::Ctx::table) gives it to handlers.
 pub static TABLE: Table = Table {
@@ -64,6 +66,7 @@ pub fn subcommands(name: &str) -> &'static [Sub] {
         "config" => config::CONFIG_SUBS,
         "function" => introspect::FUNCTION_SUBS,
         "object" => introspect::OBJECT_SUBS,
+        "pubsub" => pubsub::PUBSUB_SUBS,
         _ => &[],
     }
 }
@@ -738,6 +741,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::psetex,
     ),
     spec(
+        "psubscribe",
+        -2,
+        PUBSUB_NOSCRIPT,
+        NONE,
+        "pubsub",
+        "Listen for messages published to channels matching the given patterns.",
+        pubsub::psubscribe,
+    ),
+    spec(
         "pttl",
         2,
         R_FAST,
@@ -745,6 +757,33 @@ pub static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Returns the expiration time in milliseconds of a key.",
         keys::pttl,
+    ),
+    spec(
+        "publish",
+        3,
+        PUBSUB_FAST,
+        NONE,
+        "pubsub",
+        "Post a message to a channel.",
+        pubsub::publish,
+    ),
+    spec(
+        "pubsub",
+        -2,
+        &[],
+        NONE,
+        "pubsub",
+        "A container for Pub/Sub commands.",
+        pubsub::pubsub,
+    ),
+    spec(
+        "punsubscribe",
+        -1,
+        PUBSUB_NOSCRIPT,
+        NONE,
+        "pubsub",
+        "Stop listening for messages posted to channels matching the given patterns.",
+        pubsub::punsubscribe,
     ),
     spec(
         "quit",
@@ -1008,6 +1047,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         sets::spop,
     ),
     spec(
+        "spublish",
+        3,
+        PUBSUB_FAST,
+        KEY1,
+        "pubsub",
+        "Post a message to a shard channel.",
+        pubsub::spublish,
+    ),
+    spec(
         "srandmember",
         -2,
         R,
@@ -1035,6 +1083,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         sets::sscan,
     ),
     spec(
+        "ssubscribe",
+        -2,
+        PUBSUB_NOSCRIPT,
+        ALL_KEYS,
+        "pubsub",
+        "Listen for messages published to the given shard channels.",
+        pubsub::ssubscribe,
+    ),
+    spec(
         "strlen",
         2,
         R_FAST,
@@ -1042,6 +1099,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "string",
         "Returns the length of a string value.",
         strings::strlen,
+    ),
+    spec(
+        "subscribe",
+        -2,
+        PUBSUB_NOSCRIPT,
+        NONE,
+        "pubsub",
+        "Listen for messages published to the given channels.",
+        pubsub::subscribe,
     ),
     spec(
         "substr",
@@ -1069,6 +1135,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "set",
         "Add multiple sets and store the resulting set in a key.",
         sets::sunionstore,
+    ),
+    spec(
+        "sunsubscribe",
+        -1,
+        PUBSUB_NOSCRIPT,
+        ALL_KEYS,
+        "pubsub",
+        "Stop listening for messages posted to the given shard channels.",
+        pubsub::sunsubscribe,
     ),
     spec(
         "swapdb",
@@ -1123,6 +1198,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Asynchronously deletes one or more keys.",
         keys::unlink,
+    ),
+    spec(
+        "unsubscribe",
+        -1,
+        PUBSUB_NOSCRIPT,
+        NONE,
+        "pubsub",
+        "Stop listening for messages posted to the given channels.",
+        pubsub::unsubscribe,
     ),
     spec(
         "unwatch",

@@ -29,6 +29,13 @@ pub enum Proto {
     Resp3,
 }
 
+/// A position in a [`ReplyBuf`] ([`ReplyBuf::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyMark {
+    bytes: usize,
+    refs: usize,
+}
+
 /// Replies being built for one batch: framing and small values as bytes, large values as
 /// `(offset, buffer)` references to be posted as gather entries at that offset of the bytes.
 ///
@@ -155,6 +162,17 @@ impl ReplyBuf {
         self.header(b'*', digits.unsigned(n as u64));
     }
 
+    /// The header of an out-of-band message of `n` replies (pub/sub): RESP3 `><n>`, RESP2
+    /// `*<n>`.
+    pub fn push(&mut self, n: usize) {
+        let prefix = match self.proto {
+            Proto::Resp2 => b'*',
+            Proto::Resp3 => b'>',
+        };
+        let mut digits = Digits::new();
+        self.header(prefix, digits.unsigned(n as u64));
+    }
+
     /// The header of a map of `n` pairs: RESP3 `%<n>`, RESP2 an array of `2n` replies.
     pub fn map(&mut self, n: usize) {
         let mut digits = Digits::new();
@@ -249,6 +267,23 @@ impl ReplyBuf {
     pub fn drain_parts(&mut self) -> (&[u8], std::vec::Drain<'_, (usize, SharedBuf)>) {
         self.ref_len = 0;
         (&self.bytes, self.refs.drain(..))
+    }
+
+    /// Where the replies end now, to go back to with [`truncate`](Self::truncate).
+    pub fn mark(&self) -> ReplyMark {
+        ReplyMark {
+            bytes: self.bytes.len(),
+            refs: self.refs.len(),
+        }
+    }
+
+    /// Forgets the replies written since `mark` (`CLIENT REPLY OFF`): the value counters keep
+    /// them.
+    pub fn truncate(&mut self, mark: ReplyMark) {
+        self.bytes.truncate(mark.bytes);
+        for (_, b) in self.refs.drain(mark.refs.min(self.refs.len())..) {
+            self.ref_len -= b.len();
+        }
     }
 
     /// Forgets the replies (dropping the references); keeps the protocol, the threshold, the
