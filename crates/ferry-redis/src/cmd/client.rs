@@ -105,9 +105,11 @@ fn client_list(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         true
     } else if args.len() == 4 && args.get(2).eq_ignore_ascii_case(b"TYPE") {
         let kind = args.get(3).to_ascii_lowercase();
+        let subscribed = ctx.client.subs.is_subscribed();
         match kind.as_slice() {
-            b"normal" => true,
-            b"master" | b"replica" | b"slave" | b"pubsub" => false,
+            b"normal" => !subscribed,
+            b"pubsub" => subscribed,
+            b"master" | b"replica" | b"slave" => false,
             _ => {
                 return out.error(quoted("ERR Unknown client type '", args.get(3), "'"));
             }
@@ -141,14 +143,23 @@ fn client_line(ctx: &Ctx<'_>, cmd: &str, s: &mut String) {
         Proto::Resp3 => 3,
     };
     let db = c.db;
-    let (flags, multi) = match &c.multi {
-        Some(m) => ("x", m.len() as i64),
-        None => ("N", -1),
-    };
+    let multi = c.multi.as_ref().map_or(-1, |m| m.len() as i64);
+    let (sub, psub, ssub) = c.subs.counts();
+    // Redis's letters: `x` in a transaction, `P` subscribed, `N` neither.
+    let mut flags = String::new();
+    if c.multi.is_some() {
+        flags.push('x');
+    }
+    if c.subs.is_subscribed() {
+        flags.push('P');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
     let _ = writeln!(
         s,
-        "id={} addr={} laddr={} name={name} age={age} idle=0 flags={flags} db={db} sub=0 psub=0 ssub=0 \
-         multi={multi} cmd={cmd} user=default redir=-1 resp={resp}",
+        "id={} addr={} laddr={} name={name} age={age} idle=0 flags={flags} db={db} sub={sub} psub={psub} \
+         ssub={ssub} multi={multi} cmd={cmd} user=default redir=-1 resp={resp}",
         c.id, c.addr, c.local_addr
     );
 }

@@ -8,9 +8,10 @@
 //!   are empty, as any unknown section is. `avg_ttl` is always 0 (not tracked).
 
 use std::fmt::Write as _;
+use std::sync::PoisonError;
 
 use super::connection::REDIS_VERSION;
-use super::{Args, Ctx, Stats};
+use super::{Args, Ctx, Stats, pubsub};
 use crate::db::{Db, DbStats};
 use crate::resp::ReplyBuf;
 
@@ -156,6 +157,11 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
             field!(s, "evicted_keys", 0);
             field!(s, "keyspace_hits", db.keyspace_hits);
             field!(s, "keyspace_misses", db.keyspace_misses);
+            let (channels, patterns, shard) =
+                pubsub::info_counts(&server.pubsub.lock().unwrap_or_else(PoisonError::into_inner));
+            field!(s, "pubsub_channels", channels);
+            field!(s, "pubsub_patterns", patterns);
+            field!(s, "pubsubshard_channels", shard);
             field!(s, "reply_bytes_copied", stat(&st.reply_bytes_copied));
             field!(s, "reply_bytes_referenced", stat(&st.reply_bytes_referenced));
             field!(s, "clients_dropped", stat(&st.clients_dropped));

@@ -577,3 +577,244 @@ fn pubsub_help(_ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
         ],
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::harness::{Harness, NULL, OK, bulk, bulks, err, int};
+    use crate::cmd::{Client, ReplyMode};
+    use crate::resp::Proto;
+
+    /// `*3 verb name count`, as RESP2 writes a notification.
+    fn note(verb: &str, name: &str, count: i64) -> String {
+        format!("*3\r\n{}{}{}", bulk(verb), bulk(name), int(count))
+    }
+
+    /// The deliveries waiting for loop 0, as the bytes a RESP2 subscriber would get.
+    fn mail(h: &Harness) -> Vec<(u64, String)> {
+        let mut taken = Vec::new();
+        h.server.pubsub.lock().unwrap().take_mail(0, &mut taken);
+        taken
+            .iter()
+            .map(|d| {
+                let mut out = ReplyBuf::new(usize::MAX);
+                d.write(&mut out);
+                (d.to.id, String::from_utf8_lossy(out.parts().0).into_owned())
+            })
+            .collect()
+    }
+
+    /// Swaps in client `id` (its own subscriptions, home slot `id`).
+    fn as_client(h: &mut Harness, id: u64) -> Client {
+        let mut c = Client::new(id, h.client.addr, h.client.local_addr, 0, true);
+        c.home.slot = id as usize;
+        std::mem::replace(&mut h.client, c)
+    }
+
+    #[test]
+    fn subscribe_publish_unsubscribe() {
+        let mut h = Harness::new();
+        let publisher = as_client(&mut h, 2);
+        assert_eq!(
+            h.cmd("SUBSCRIBE a b a"),
+            [
+                note("subscribe", "a", 1),
+                note("subscribe", "b", 2),
+                note("subscribe", "a", 2)
+            ]
+            .concat()
+        );
+        assert_eq!(h.cmd("PSUBSCRIBE a*"), note("psubscribe", "a*", 3));
+        let subscriber = std::mem::replace(&mut h.client, publisher);
+        assert_eq!(h.cmd("PUBLISH a hello"), int(2));
+        assert_eq!(h.cmd("PUBLISH b x"), int(1));
+        assert_eq!(h.cmd("PUBLISH c x"), int(0));
+        assert_eq!(h.client.wake, vec![0], "the subscriber's loop, once");
+        assert_eq!(
+            mail(&h),
+            vec![
+                (
+                    2,
+                    format!("*3\r\n{}{}{}", bulk("message"), bulk("a"), bulk("hello"))
+                ),
+                (
+                    2,
+                    format!(
+                        "*4\r\n{}{}{}{}",
+                        bulk("pmessage"),
+                        bulk("a*"),
+                        bulk("a"),
+                        bulk("hello")
+                    )
+                ),
+                (2, format!("*3\r\n{}{}{}", bulk("message"), bulk("b"), bulk("x"))),
+            ]
+        );
+        assert_eq!(
+            h.cmd("PUBSUB NUMSUB a b c"),
+            format!(
+                "*6\r\n{}{}{}{}{}{}",
+                bulk("a"),
+                int(1),
+                bulk("b"),
+                int(1),
+                bulk("c"),
+                int(0)
+            )
+        );
+        assert_eq!(h.cmd("PUBSUB NUMPAT"), int(1));
+        assert_eq!(h.cmd("PUBSUB CHANNELS b*"), bulks(&["b"]));
+        let publisher = std::mem::replace(&mut h.client, subscriber);
+        // Every channel, in byte order, then nothing left: a null name.
+        assert_eq!(
+            h.cmd("UNSUBSCRIBE"),
+            [note("unsubscribe", "a", 2), note("unsubscribe", "b", 1)].concat()
+        );
+        assert_eq!(
+            h.cmd("UNSUBSCRIBE"),
+            format!("*3\r\n{}{NULL}{}", bulk("unsubscribe"), int(1))
+        );
+        assert_eq!(
+            h.cmd("PUNSUBSCRIBE x a*"),
+            [note("punsubscribe", "x", 1), note("punsubscribe", "a*", 0)].concat()
+        );
+        h.client = publisher;
+        assert_eq!(h.cmd("PUBLISH a hello"), int(0));
+        assert_eq!(h.cmd("PUBSUB NUMPAT"), int(0));
+        assert_eq!(h.cmd("PUBSUB CHANNELS"), "*0\r\n");
+    }
+
+    #[test]
+    fn a_disconnected_subscriber_is_forgotten() {
+        let mut h = Harness::new();
+        h.cmd("SUBSCRIBE a");
+        h.cmd("SSUBSCRIBE s");
+        h.cmd("PSUBSCRIBE *");
+        let mut gone = as_client(&mut h, 2);
+        h.server.pubsub.lock().unwrap().forget(&mut gone);
+        assert!(!gone.subs.is_subscribed());
+        assert_eq!(h.cmd("PUBLISH a x"), int(0));
+        assert_eq!(h.cmd("SPUBLISH s x"), int(0));
+        assert_eq!(h.cmd("PUBSUB NUMPAT"), int(0));
+        assert_eq!(h.cmd("PUBSUB SHARDCHANNELS"), "*0\r\n");
+    }
+
+    #[test]
+    fn resp2_subscribed_mode_allows_only_pubsub_commands() {
+        let mut h = Harness::new();
+        h.cmd("SUBSCRIBE a");
+        assert_eq!(
+            h.cmd("GET k"),
+            err(
+                "ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+            )
+        );
+        assert_eq!(h.cmd("PING"), format!("*2\r\n{}{}", bulk("pong"), bulk("")));
+        assert_eq!(h.cmd("PING hi"), format!("*2\r\n{}{}", bulk("pong"), bulk("hi")));
+        h.cmd("UNSUBSCRIBE a");
+        assert_eq!(h.cmd("PING"), "+PONG\r\n");
+        assert_eq!(h.cmd("GET k"), NULL);
+    }
+
+    #[test]
+    fn resp3_pushes_and_runs_anything() {
+        let mut h = Harness::new();
+        h.client.proto = Proto::Resp3;
+        assert_eq!(
+            h.cmd("SUBSCRIBE a"),
+            format!(">3\r\n{}{}{}", bulk("subscribe"), bulk("a"), int(1))
+        );
+        assert_eq!(h.cmd("GET k"), "_\r\n");
+        assert_eq!(h.cmd("PING"), "+PONG\r\n");
+        assert_eq!(
+            h.cmd("UNSUBSCRIBE b"),
+            format!(">3\r\n{}{}{}", bulk("unsubscribe"), bulk("b"), int(1))
+        );
+    }
+
+    #[test]
+    fn client_reply_off_silences_replies_but_not_notifications() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("CLIENT REPLY OFF"), "");
+        assert_eq!(h.client.reply, ReplyMode::Off);
+        assert_eq!(h.cmd("SET k v"), "");
+        assert_eq!(h.cmd("SUBSCRIBE a"), note("subscribe", "a", 1));
+        h.cmd("UNSUBSCRIBE");
+        assert_eq!(h.cmd("CLIENT REPLY ON"), OK);
+        assert_eq!(h.cmd("CLIENT REPLY SKIP"), "");
+        assert_eq!(h.cmd("GET k"), "");
+        assert_eq!(h.cmd("GET k"), bulk("v"));
+        assert_eq!(h.cmd("CLIENT REPLY MAYBE"), err("ERR syntax error"));
+    }
+
+    #[test]
+    fn large_payloads_are_shared_not_copied() {
+        let mut h = Harness::new();
+        h.cmd("SUBSCRIBE a");
+        as_client(&mut h, 2);
+        h.cmd("SUBSCRIBE a");
+        as_client(&mut h, 3);
+        let payload = vec![b'x'; 4096];
+        assert_eq!(h.run(&[b"PUBLISH", b"a", &payload]), int(2).into_bytes());
+        let mut taken = Vec::new();
+        h.server.pubsub.lock().unwrap().take_mail(0, &mut taken);
+        assert_eq!(taken.len(), 2);
+        assert!(std::ptr::eq(
+            &taken[0].message.payload[..],
+            &taken[1].message.payload[..]
+        ));
+        let mut out = ReplyBuf::new(512);
+        taken[0].write(&mut out);
+        assert_eq!(out.referenced_value_bytes(), 4096);
+    }
+
+    #[test]
+    fn output_limit_hard_and_soft() {
+        let limit = OutputLimit {
+            hard: 100,
+            soft: 10,
+            soft_seconds: 2,
+        };
+        let mut since = None;
+        assert!(!limit.exceeded(5, 0, &mut since));
+        assert!(!limit.exceeded(20, 1_000, &mut since));
+        assert_eq!(since, Some(1_000));
+        assert!(!limit.exceeded(20, 2_999, &mut since));
+        assert!(limit.exceeded(20, 3_000, &mut since));
+        assert!(!limit.exceeded(5, 3_000, &mut since), "below soft again");
+        assert_eq!(since, None);
+        assert!(limit.exceeded(100, 0, &mut since));
+        let none = OutputLimit {
+            hard: 0,
+            soft: 0,
+            soft_seconds: 0,
+        };
+        assert!(!none.exceeded(usize::MAX, 0, &mut None));
+    }
+
+    #[test]
+    fn config_sets_the_pubsub_output_limit() {
+        let mut h = Harness::new();
+        let set = |h: &mut Harness, v: &str| {
+            let args: [&[u8]; 4] = [b"CONFIG", b"SET", b"client-output-buffer-limit", v.as_bytes()];
+            String::from_utf8(h.run(&args)).unwrap()
+        };
+        assert_eq!(set(&mut h, "pubsub 1mb 0 0"), OK);
+        let limit = h.server.pubsub.lock().unwrap().limit;
+        assert_eq!(
+            limit,
+            OutputLimit {
+                hard: 1 << 20,
+                soft: 0,
+                soft_seconds: 0
+            }
+        );
+        assert!(
+            h.cmd("CONFIG GET client-output-buffer-limit")
+                .ends_with("pubsub 1048576 0 0\r\n")
+        );
+        for bad in ["pubsub 1mb 0", "normal 1 0 0", "other 1 0 0", "pubsub x 0 0"] {
+            assert!(set(&mut h, bad).starts_with("-ERR CONFIG SET failed"), "{bad}");
+        }
+    }
+}
