@@ -456,16 +456,19 @@ impl EventLoop {
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => return Err(e.into()),
             }
+            // Mail first: a message published before a subscriber's next request was read
+            // reaches it before that request's reply.
+            if events.iter().any(|ev| ev.data.u64() == WAKER) {
+                let mut b = [0u8; 8];
+                let _ = rustix::io::read(&self.wakers[self.index], &mut b);
+                self.deliver();
+            }
             for ev in &events {
                 let (token, flags) = (ev.data.u64(), ev.flags);
                 match token {
                     LISTENER => self.accept(false),
                     TLS_LISTENER => self.accept(true),
-                    WAKER => {
-                        let mut b = [0u8; 8];
-                        let _ = rustix::io::read(&self.wakers[self.index], &mut b);
-                        self.deliver();
-                    }
+                    WAKER => {}
                     t => self.client_event((t - FIRST_CLIENT) as usize, flags),
                 }
             }
@@ -629,7 +632,15 @@ impl EventLoop {
         }
         let mut reading = flags.intersects(EventFlags::IN | EventFlags::RDHUP | EventFlags::HUP);
         loop {
-            let again = match reading.then(|| self.read(i)) {
+            let read = reading.then(|| self.read(i));
+            // Messages published by what was read reach their subscribers' buffers (or their
+            // loops are woken) before the publisher's replies leave: a client that saw the
+            // reply and then asks a subscriber finds the message there first.
+            self.wake_for(i);
+            if self.conns[i].is_none() {
+                return; // delivering to itself put it over its pub/sub limit
+            }
+            let again = match read {
                 None => false,
                 Some(Ok(again)) => again,
                 Some(Err(why)) => {
@@ -647,17 +658,22 @@ impl EventLoop {
             reading = true;
         }
         let conn = self.conns[i].as_mut().expect("still open");
-        let wake = std::mem::take(&mut conn.client.wake);
         if conn.closing && !conn.net.sender().has_pending() {
             self.drop_conn(i, Close::Eof);
         }
-        self.wake(&wake);
     }
 
-    /// Wakes the loops whose mailboxes a client's commands filled; this loop delivers its
+    /// Wakes the loops whose mailboxes client `i`'s commands filled; this loop delivers its
     /// own mail at once.
-    fn wake(&mut self, loops: &[usize]) {
-        for &l in loops {
+    fn wake_for(&mut self, i: usize) {
+        let Some(conn) = self.conns[i].as_mut() else {
+            return;
+        };
+        if conn.client.wake.is_empty() {
+            return;
+        }
+        let wake = std::mem::take(&mut conn.client.wake);
+        for &l in &wake {
             if l == self.index {
                 self.deliver();
             } else if let Some(w) = self.wakers.get(l) {
