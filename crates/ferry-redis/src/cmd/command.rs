@@ -360,6 +360,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("zintercard", "7.0.0", "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets."),
     ("zinterstore", "2.0.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set."),
     ("zlexcount", "2.8.9", "O(log(N)) with N being the number of elements in the sorted set."),
+    ("zmpop", "7.0.0", "O(K) + O(N*log(M)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped."),
     ("zmscore", "6.2.0", "O(N) where N is the number of members being requested."),
     ("zpopmax", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped."),
     ("zpopmin", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped."),

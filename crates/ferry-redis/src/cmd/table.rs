@@ -1317,6 +1317,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         zsets::zlexcount,
     ),
     spec(
+        "zmpop",
+        -4,
+        W_MOVABLE,
+        NUMKEYS,
+        "sorted-set",
+        "Remove and return members with scores in a sorted set.",
+        zsets::zmpop,
+    ),
+    spec(
         "zmscore",
         -3,
         R_FAST,
