@@ -25,7 +25,8 @@
 //! records with one copy (`SendStats::tls_copied`). A plain client uses the same
 //! [`Connection`], without a session.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
@@ -40,10 +41,11 @@ use rustix::event::epoll::{self, EventData, EventFlags};
 use rustix::event::{EventfdFlags, Timespec};
 use rustix::net::{AddressFamily, SocketType, sockopt};
 
+use crate::cmd::pubsub::Mail;
 use crate::cmd::{self, Args, Client, ServerInfo, Session, Stats};
 use crate::config::Config;
 use crate::db::Db;
-use crate::input::{Input, InputError};
+use crate::input::{Input, InputError, Next};
 use crate::resp::{ParseLimits, ReplyBuf};
 
 const LISTENER: u64 = 0;
@@ -364,8 +366,11 @@ struct EventLoop {
     listeners: Listeners,
     /// Every loop's eventfd (this loop's is `wakers[index]`).
     wakers: Arc<Vec<OwnedFd>>,
-    /// Pub/sub deliveries taken from this loop's mailbox (kept for its allocation).
-    mail: Vec<cmd::pubsub::Delivery>,
+    /// Mail taken from this loop's mailbox (kept for its allocation).
+    mail: Vec<Mail>,
+    /// Clients waiting in a blocking command with a timeout: (deadline in unix ms, slot,
+    /// client id), earliest first (the slot may have been reused since).
+    timeouts: BinaryHeap<Reverse<(u64, usize, u64)>>,
     /// Every client's ferry-net settings.
     net: ferry_net::Config,
     /// TLS clients still handshaking, by deadline (accept order: the timeout is one for all),
@@ -415,6 +420,7 @@ impl EventLoop {
             listeners,
             wakers,
             mail: Vec::new(),
+            timeouts: BinaryHeap::new(),
             net,
             handshakes: VecDeque::new(),
             epoll,
@@ -435,17 +441,21 @@ impl EventLoop {
         while !self.shared.stop.load(Ordering::SeqCst) {
             let expire = (self.index == 0).then_some(self.next_expire);
             let handshake = self.handshakes.front().map(|h| h.0);
-            let timeout = match (expire, handshake) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
-            .map(|at| {
-                let left = at.saturating_duration_since(Instant::now());
-                Timespec {
-                    tv_sec: left.as_secs() as i64,
-                    tv_nsec: i64::from(left.subsec_nanos()),
-                }
-            });
+            let blocked = self
+                .timeouts
+                .peek()
+                .map(|Reverse((at, ..))| Instant::now() + Duration::from_millis(at.saturating_sub(now_ms())));
+            let timeout = [expire, handshake, blocked]
+                .into_iter()
+                .flatten()
+                .min()
+                .map(|at| {
+                    let left = at.saturating_duration_since(Instant::now());
+                    Timespec {
+                        tv_sec: left.as_secs() as i64,
+                        tv_nsec: i64::from(left.subsec_nanos()),
+                    }
+                });
             events.clear();
             match epoll::wait(
                 &self.epoll,
@@ -473,6 +483,7 @@ impl EventLoop {
                 }
             }
             self.expire_handshakes();
+            self.expire_blocked();
             if self.index == 0 && Instant::now() >= self.next_expire {
                 self.next_expire = Instant::now() + tick;
                 if self.shared.info.active_expire.load(Ordering::Relaxed) {
@@ -698,23 +709,37 @@ impl EventLoop {
         };
         let now = now_ms();
         let mut touched: Vec<usize> = Vec::new();
+        let mut resumed: Vec<usize> = Vec::new();
         let mut over: Vec<(usize, usize)> = Vec::new();
-        for d in self.mail.drain(..) {
-            let slot = d.to.home.slot;
+        for mail in self.mail.drain(..) {
+            let to = mail.to();
+            let slot = to.home.slot;
             let Some(conn) = self.conns.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
-            if conn.client.id != d.to.id || conn.closing {
+            if conn.client.id != to.id || conn.closing {
                 continue;
             }
-            conn.out.set_proto(conn.client.proto);
-            d.write(&mut conn.out);
+            match mail {
+                Mail::Message(d) => {
+                    conn.out.set_proto(conn.client.proto);
+                    d.write(&mut conn.out);
+                }
+                Mail::Unblocked { mut reply, .. } => {
+                    conn.client.block = None;
+                    conn.out.append(&mut reply);
+                    resumed.push(slot);
+                }
+            }
             if !touched.contains(&slot) {
                 touched.push(slot);
             }
             // As the general limit: the replies not yet handed to the sender.
             let pending = conn.out.len();
-            if limit.exceeded(pending, now, &mut conn.over_soft_limit) && !over.iter().any(|o| o.0 == slot) {
+            if conn.client.subs.is_subscribed()
+                && limit.exceeded(pending, now, &mut conn.over_soft_limit)
+                && !over.iter().any(|o| o.0 == slot)
+            {
                 over.push((slot, pending));
             }
         }
@@ -731,9 +756,62 @@ impl EventLoop {
                 )),
             );
         }
+        for slot in resumed {
+            self.resume(slot);
+        }
         for slot in touched {
-            if let Err(why) = self.write(slot) {
-                self.drop_conn(slot, why);
+            if self.conns[slot].is_some() {
+                if let Err(why) = self.write(slot) {
+                    self.drop_conn(slot, why);
+                }
+            }
+        }
+    }
+
+    /// Runs the requests a client buffered while it waited in a blocking command.
+    fn resume(&mut self, i: usize) {
+        if self.conns[i].as_ref().is_none_or(|c| c.client.block.is_some()) {
+            return;
+        }
+        if let Err(why) = self.run_commands(i) {
+            let _ = self.write(i);
+            return self.drop_conn(i, why);
+        }
+        self.wake_for(i);
+    }
+
+    /// Answers the clients whose blocking command timed out (unless a serve took them out of
+    /// the registry first: its reply is in the mail).
+    fn expire_blocked(&mut self) {
+        let now = now_ms();
+        while let Some(&Reverse((at, slot, id))) = self.timeouts.peek() {
+            if at > now {
+                return;
+            }
+            self.timeouts.pop();
+            let Some(conn) = self.conns[slot].as_mut().filter(|c| c.client.id == id) else {
+                continue;
+            };
+            if conn.client.block.is_none_or(|b| b.deadline_ms != Some(at)) {
+                continue; // served, or waiting again with another deadline
+            }
+            let op = self
+                .shared
+                .info
+                .blocked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(id);
+            if let Some(op) = op {
+                conn.client.block = None;
+                conn.out.set_proto(conn.client.proto);
+                op.write_timeout(&mut conn.out);
+                self.resume(slot);
+                if self.conns[slot].is_some() {
+                    if let Err(why) = self.write(slot) {
+                        self.drop_conn(slot, why);
+                    }
+                }
             }
         }
     }
@@ -783,6 +861,18 @@ impl EventLoop {
         let again = conn.net.is_tls() && n == target.len();
         conn.input.filled(n);
         Stats::add(&shared.info.stats.total_net_input_bytes, n as u64);
+        self.run_commands(i)?;
+        Ok(again)
+    }
+
+    /// Runs every whole command client `i` has buffered (none while it waits in a blocking
+    /// command: they run when it is served).
+    fn run_commands(&mut self, i: usize) -> Result<(), Close> {
+        let shared = &*self.shared;
+        let conn = self.conns[i].as_mut().expect("caller checked");
+        if conn.client.block.is_some() {
+            return Ok(());
+        }
         let mut dbs = shared.dbs.lock().unwrap_or_else(PoisonError::into_inner);
         let now = now_ms();
         let (out, client) = (&mut conn.out, &mut conn.client);
@@ -790,7 +880,7 @@ impl EventLoop {
         let limit = shared.info.config.output_buffer_limit;
         let result = conn.input.commands(client.authenticated, |args: &Args<'_>| {
             if out.len() > limit {
-                return None; // the client is dropped below: run nothing more for it
+                return Next::Stop; // the client is dropped below: run nothing more for it
             }
             out.set_proto(client.proto);
             let mut session = Session {
@@ -800,10 +890,18 @@ impl EventLoop {
                 now_ms: now,
             };
             cmd::execute(&mut session, args, out);
-            // After QUIT nothing more runs.
-            (!client.close_after_reply).then_some(client.authenticated)
+            if client.close_after_reply {
+                Next::Stop // after QUIT nothing more runs
+            } else if client.block.is_some() {
+                Next::Pause
+            } else {
+                Next::Go(client.authenticated)
+            }
         });
         drop(dbs);
+        if let Some(at) = client.block.and_then(|b| b.deadline_ms) {
+            self.timeouts.push(Reverse((at, i, client.id)));
+        }
         let stats = &shared.info.stats;
         Stats::add(&stats.reply_bytes_copied, out.copied_value_bytes() - before.0);
         Stats::add(
@@ -822,7 +920,7 @@ impl EventLoop {
             )));
         }
         match result {
-            Ok(()) => Ok(again),
+            Ok(()) => Ok(()),
             Err(InputError::Protocol(e)) => {
                 out.set_proto(client.proto);
                 out.error(format!("ERR {e}"));
@@ -832,7 +930,7 @@ impl EventLoop {
                     "ferry-redis: client {} ({}): protocol error: {e} at byte {}",
                     client.id, client.addr, e.offset
                 );
-                Ok(false)
+                Ok(())
             }
             Err(e) => {
                 Stats::add(&stats.clients_dropped, 1);
@@ -909,6 +1007,15 @@ impl EventLoop {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             reg.forget(&mut client);
+        }
+        if client.block.is_some() {
+            let mut reg = self
+                .shared
+                .info
+                .blocked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            reg.remove(client.id);
         }
         self.shared
             .info

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use super::strings::parse_i64;
 use super::subcommand::{ACL_ADMIN_CONN, ACL_CONN, ADMIN_SUB, CONN_SUB, HELP_SUB, Sub, dispatch, help, sub};
-use super::{Args, Ctx, ReplyMode, SYNTAX, quoted};
+use super::{Args, Ctx, NOT_INTEGER, ReplyMode, SYNTAX, blocking, quoted};
 use crate::resp::{Proto, ReplyBuf};
 
 /// `CLIENT`'s subcommands.
@@ -24,6 +24,7 @@ pub static CLIENT_SUBS: &[Sub] = &[
     sub("client|list", -2, ADMIN_SUB, ACL_ADMIN_CONN, &["nondeterministic_output"], "connection", "Get the list of client connections", "2.4.0", "O(N) where N is the number of client connections", client_list),
     sub("client|reply", 3, CONN_SUB, ACL_CONN, &[], "connection", "Instruct the server whether to reply to commands", "3.2.0", "O(1)", client_reply),
     sub("client|setname", 3, CONN_SUB, ACL_CONN, &[], "connection", "Set the current connection name", "2.6.9", "O(1)", client_setname),
+    sub("client|unblock", -3, ADMIN_SUB, ACL_ADMIN_CONN, &[], "connection", "Unblock a client blocked in a blocking command from a different connection", "5.0.0", "O(log N) where N is the number of client connections", client_unblock),
 ];
 
 /// A client name with a byte outside `!`..=`~`.
@@ -69,6 +70,24 @@ fn client_reply(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     } else {
         out.error(SYNTAX);
     }
+}
+
+/// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: 1 if client `id` waited in a blocking command (it
+/// gets the timeout reply, or an `UNBLOCKED` error), 0 otherwise ([`blocking::unblock`]).
+fn client_unblock(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(id) = parse_i64(args.get(2)) else {
+        return out.error(NOT_INTEGER);
+    };
+    let error = match args.len() {
+        3 => false,
+        4 if args.get(3).eq_ignore_ascii_case(b"timeout") => false,
+        4 if args.get(3).eq_ignore_ascii_case(b"error") => true,
+        4 => return out.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        _ => return out.error(SYNTAX),
+    };
+    let done =
+        u64::try_from(id).is_ok_and(|id| blocking::unblock(ctx.server, id, error, &mut ctx.client.wake));
+    out.integer(i64::from(done));
 }
 
 /// `CLIENT ID`.

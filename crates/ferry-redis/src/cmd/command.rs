@@ -210,6 +210,9 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
     if spec.has("admin") || matches!(spec.name, "flushall" | "flushdb" | "keys" | "info") {
         cats.push("@dangerous");
     }
+    if spec.has("blocking") {
+        cats.push("@blocking");
+    }
     match spec.group {
         "connection" => cats.push("@connection"),
         "transactions" => cats.push("@transaction"),
@@ -223,6 +226,14 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
 static DOCS: &[(&str, &str, &str)] = &[
     ("append", "2.0.0", "O(1)"),
     ("auth", "1.0.0", "O(1)"),
+    ("blmove", "6.2.0", "O(1)"),
+    ("blmpop", "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned."),
+    ("blpop", "2.0.0", "O(N) where N is the number of provided keys."),
+    ("brpop", "2.0.0", "O(N) where N is the number of provided keys."),
+    ("brpoplpush", "2.2.0", "O(1)"),
+    ("bzmpop", "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped."),
+    ("bzpopmax", "5.0.0", "O(log(N)) with N being the number of elements in the sorted set."),
+    ("bzpopmin", "5.0.0", "O(log(N)) with N being the number of elements in the sorted set."),
     ("client", "2.4.0", "Depends on subcommand."),
     ("command", "2.8.13", "O(N) where N is the total number of Redis commands"),
     ("config", "2.0.0", "Depends on subcommand."),

@@ -104,7 +104,12 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
             field!(s, "connected_clients", stat(&server.stats.connected_clients));
             field!(s, "cluster_connections", 0);
             field!(s, "maxclients", config.max_clients);
-            field!(s, "blocked_clients", 0);
+            let blocked = server
+                .blocked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len();
+            field!(s, "blocked_clients", blocked);
             field!(s, "tracking_clients", 0);
         }
         "memory" => {

@@ -214,7 +214,7 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 }
 
 /// Parses `LEFT` or `RIGHT`: whether it is the head.
-fn parse_side(arg: &[u8]) -> Option<bool> {
+pub(super) fn parse_side(arg: &[u8]) -> Option<bool> {
     if arg.eq_ignore_ascii_case(b"left") {
         Some(true)
     } else if arg.eq_ignore_ascii_case(b"right") {
@@ -373,7 +373,7 @@ pub fn rpoplpush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `LMOVE`: the source is checked, then the destination's type, then the element moves (the
 /// same key rotates).
-fn move_element(
+pub(super) fn move_element(
     ctx: &mut Ctx<'_>,
     src: &[u8],
     dst: &[u8],

@@ -27,6 +27,7 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::resp::{Proto, ReplyBuf};
 
+pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod config;
@@ -158,6 +159,35 @@ impl<'a> Args<'a> {
     }
 }
 
+/// A copy of a command's arguments, kept past the read buffer they came in (a command queued
+/// by `MULTI`, a blocked client's command).
+#[derive(Debug, Clone, Default)]
+pub struct OwnedArgs {
+    bytes: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+}
+
+impl OwnedArgs {
+    /// Copies `args`.
+    pub fn from(args: &Args<'_>) -> OwnedArgs {
+        let mut bytes = Vec::new();
+        let ranges = args
+            .iter_from(0)
+            .map(|a| {
+                let start = bytes.len();
+                bytes.extend_from_slice(a);
+                start..bytes.len()
+            })
+            .collect();
+        OwnedArgs { bytes, ranges }
+    }
+
+    /// The arguments, to run.
+    pub fn args(&self) -> Args<'_> {
+        Args::new(&self.bytes, &self.ranges, None)
+    }
+}
+
 /// The command table as handlers see it: every command, lookup by name, and the subcommands of
 /// the containers. [`table::TABLE`] is the one value; [`Ctx`] carries it, so that the handlers
 /// that describe the table (`COMMAND`) need not import [`table`], which imports them.
@@ -202,6 +232,11 @@ pub struct Client {
     pub subs: pubsub::Subscriptions,
     /// `CLIENT REPLY`.
     pub reply: ReplyMode,
+    /// The blocking command it waits in ([`blocking`]): its loop runs none of its later
+    /// requests until it is served or times out.
+    pub block: Option<blocking::Block>,
+    /// Its commands run inside `EXEC`: a blocking command answers at once.
+    pub deny_blocking: bool,
     /// Event loops its commands left work for (deliveries in their mailboxes): the server
     /// wakes each and clears the list.
     pub wake: Vec<usize>,
@@ -230,6 +265,8 @@ impl Client {
             multi: None,
             watched: Vec::new(),
             reply: ReplyMode::On,
+            block: None,
+            deny_blocking: false,
             home: pubsub::Home::default(),
             subs: pubsub::Subscriptions::default(),
             wake: Vec::new(),
@@ -307,6 +344,8 @@ pub struct ServerInfo {
     pub inert: Mutex<Vec<String>>,
     /// Every subscription, and the deliveries waiting for each loop.
     pub pubsub: Mutex<pubsub::Registry>,
+    /// The clients waiting in blocking commands.
+    pub blocked: Mutex<blocking::Registry>,
 }
 
 impl ServerInfo {
@@ -315,6 +354,7 @@ impl ServerInfo {
         ServerInfo {
             maxmemory: AtomicUsize::new(config.maxmemory),
             pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
+            blocked: Mutex::new(blocking::Registry::default()),
             config,
             port,
             started: Instant::now(),
@@ -507,7 +547,12 @@ pub struct Session<'a> {
 /// Exactly one reply is written to `out`.
 pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let mark = out.mark();
-    let name = execute_answered(s, args, out);
+    let spec = execute_answered(s, args, out);
+    let name = spec.map(|spec| spec.name);
+    // Waiters are served after each write (an uncontended lock: writers hold the keyspace's).
+    if spec.is_some_and(|spec| spec.has("write") || spec.name == "exec") {
+        blocking::serve(s.dbs, s.server, s.now_ms, &mut s.client.wake);
+    }
     let client = &mut *s.client;
     // Redis's `call`: the skipped reply is this one; a `SKIP` just run skips the next.
     if matches!(client.reply, ReplyMode::Off | ReplyMode::Skip) && !name.is_some_and(pubsub::is_notifying) {
@@ -523,7 +568,11 @@ pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// [`execute`] before `CLIENT REPLY` drops the reply; returns the command's name when it
 /// ran.
-fn execute_answered(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) -> Option<&'static str> {
+fn execute_answered(
+    s: &mut Session<'_>,
+    args: &Args<'_>,
+    out: &mut ReplyBuf,
+) -> Option<&'static CommandSpec> {
     Stats::add(&s.server.stats.total_commands_processed, 1);
     let spec = match check(s, args) {
         Ok(spec) => spec,
@@ -551,14 +600,16 @@ fn execute_answered(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) ->
         }
         Some(_) if spec.name == "exec" => {
             let server = s.server;
+            s.client.deny_blocking = true;
             multi::exec(s.dbs, s.client, s.now_ms, out, |dbs, client, spec, args, out| {
                 Stats::add(&server.stats.total_commands_processed, 1);
                 run(dbs, client, server, s.now_ms, spec, args, out)
             });
+            s.client.deny_blocking = false;
         }
         _ => run(s.dbs, s.client, s.server, s.now_ms, spec, args, out),
     }
-    Some(spec.name)
+    Some(spec)
 }
 
 /// The command `args` names, or the error Redis 7.0 gives before running it, in Redis's

@@ -90,6 +90,30 @@ impl Delivery {
     }
 }
 
+/// What one loop hands another for a client it serves.
+#[derive(Debug)]
+pub enum Mail {
+    /// A published message.
+    Message(Delivery),
+    /// A blocked client's reply (it was served, or `CLIENT UNBLOCK`ed): it waits no more.
+    Unblocked {
+        /// The client.
+        to: Subscriber,
+        /// Its reply.
+        reply: ReplyBuf,
+    },
+}
+
+impl Mail {
+    /// Who it is for.
+    pub fn to(&self) -> Subscriber {
+        match self {
+            Mail::Message(d) => d.to,
+            Mail::Unblocked { to, .. } => *to,
+        }
+    }
+}
+
 /// One class of `client-output-buffer-limit`: a client is disconnected when its unsent
 /// replies pass `hard` bytes, or stay above `soft` bytes for `soft_seconds` (0: no limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,7 +189,7 @@ pub struct Registry {
     shard: HashMap<Vec<u8>, Vec<Subscriber>>,
     /// Patterns in the order they were first subscribed, each with its subscribers.
     patterns: Vec<(Arc<[u8]>, Vec<Subscriber>)>,
-    mailboxes: Vec<Vec<Delivery>>,
+    mailboxes: Vec<Vec<Mail>>,
     /// The `pubsub` class of `client-output-buffer-limit`.
     pub limit: OutputLimit,
 }
@@ -184,7 +208,7 @@ impl Registry {
 
     /// The deliveries waiting for loop `loop_index`, in publish order, moved into `into`
     /// (cleared first).
-    pub fn take_mail(&mut self, loop_index: usize, into: &mut Vec<Delivery>) {
+    pub fn take_mail(&mut self, loop_index: usize, into: &mut Vec<Mail>) {
         into.clear();
         if let Some(m) = self.mailboxes.get_mut(loop_index) {
             std::mem::swap(m, into);
@@ -223,13 +247,18 @@ impl Registry {
         }
         let n = sent.len();
         for d in sent {
-            let l = d.to.home.loop_index.min(self.mailboxes.len() - 1);
-            if !wake.contains(&l) {
-                wake.push(l);
-            }
-            self.mailboxes[l].push(d);
+            self.post(Mail::Message(d), wake);
         }
         n
+    }
+
+    /// Puts `mail` in its client's loop's mailbox; adds that loop to `wake` (once).
+    pub fn post(&mut self, mail: Mail, wake: &mut Vec<usize>) {
+        let l = mail.to().home.loop_index.min(self.mailboxes.len() - 1);
+        if !wake.contains(&l) {
+            wake.push(l);
+        }
+        self.mailboxes[l].push(mail);
     }
 
     /// Removes every subscription of `client` (it disconnected).
@@ -596,7 +625,8 @@ mod tests {
         h.server.pubsub.lock().unwrap().take_mail(0, &mut taken);
         taken
             .iter()
-            .map(|d| {
+            .map(|m| {
+                let Mail::Message(d) = m else { panic!("{m:?}") };
                 let mut out = ReplyBuf::new(usize::MAX);
                 d.write(&mut out);
                 (d.to.id, String::from_utf8_lossy(out.parts().0).into_owned())
@@ -758,13 +788,12 @@ mod tests {
         assert_eq!(h.run(&[b"PUBLISH", b"a", &payload]), int(2).into_bytes());
         let mut taken = Vec::new();
         h.server.pubsub.lock().unwrap().take_mail(0, &mut taken);
-        assert_eq!(taken.len(), 2);
-        assert!(std::ptr::eq(
-            &taken[0].message.payload[..],
-            &taken[1].message.payload[..]
-        ));
+        let [Mail::Message(a), Mail::Message(b)] = &taken[..] else {
+            panic!("{taken:?}")
+        };
+        assert!(std::ptr::eq(&a.message.payload[..], &b.message.payload[..]));
         let mut out = ReplyBuf::new(512);
-        taken[0].write(&mut out);
+        a.write(&mut out);
         assert_eq!(out.referenced_value_bytes(), 4096);
     }
 

@@ -5,8 +5,8 @@ use std::sync::LazyLock;
 
 use super::subcommand::Sub;
 use super::{
-    CommandSpec, Handler, Table, client, command, config, connection, databases, hashes, info, introspect,
-    keys, lists, multi, pubsub, sets, sort, strings, zalgebra, zsets,
+    CommandSpec, Handler, Table, blocking, client, command, config, connection, databases, hashes, info,
+    introspect, keys, lists, multi, pubsub, sets, sort, strings, zalgebra, zsets,
 };
 
 const fn spec(
@@ -48,6 +48,10 @@ const R: &[&str] = &["readonly"];
 const R_MOVABLE: &[&str] = &["readonly", "movablekeys"];
 const W_OOM_MOVABLE: &[&str] = &["write", "denyoom", "movablekeys"];
 const W_MOVABLE: &[&str] = &["write", "movablekeys"];
+const W_BLOCKING: &[&str] = &["write", "noscript", "blocking"];
+const W_BLOCKING_FAST: &[&str] = &["write", "noscript", "fast", "blocking"];
+const W_OOM_BLOCKING: &[&str] = &["write", "denyoom", "noscript", "blocking"];
+const W_BLOCKING_MOVABLE: &[&str] = &["write", "blocking", "movablekeys"];
 const PUBSUB_NOSCRIPT: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 const PUBSUB_FAST: &[&str] = &["pubsub", "loading", "stale", "fast", "may_replicate"];
 
@@ -90,6 +94,78 @@ pub static COMMANDS: &[CommandSpec] = &[
         "connection",
         "Authenticates the connection.",
         connection::auth,
+    ),
+    spec(
+        "blmove",
+        6,
+        W_OOM_BLOCKING,
+        (1, 2, 1),
+        "list",
+        "Pop an element from a list, push it to another list and return it; or block until one is available.",
+        blocking::blmove,
+    ),
+    spec(
+        "blmpop",
+        -5,
+        W_BLOCKING_MOVABLE,
+        NUMKEYS,
+        "list",
+        "Pop elements from a list, or block until one is available.",
+        blocking::blmpop,
+    ),
+    spec(
+        "blpop",
+        -3,
+        W_BLOCKING,
+        (1, -2, 1),
+        "list",
+        "Remove and get the first element in a list, or block until one is available.",
+        blocking::blpop,
+    ),
+    spec(
+        "brpop",
+        -3,
+        W_BLOCKING,
+        (1, -2, 1),
+        "list",
+        "Remove and get the last element in a list, or block until one is available.",
+        blocking::brpop,
+    ),
+    spec(
+        "brpoplpush",
+        4,
+        W_OOM_BLOCKING,
+        (1, 2, 1),
+        "list",
+        "Pop an element from a list, push it to another list and return it; or block until one is available.",
+        blocking::brpoplpush,
+    ),
+    spec(
+        "bzmpop",
+        -5,
+        W_BLOCKING_MOVABLE,
+        NUMKEYS,
+        "sorted-set",
+        "Remove and return members with scores in a sorted set or block until one is available.",
+        blocking::bzmpop,
+    ),
+    spec(
+        "bzpopmax",
+        -3,
+        W_BLOCKING_FAST,
+        (1, -2, 1),
+        "sorted-set",
+        "Remove and return the member with the highest score from one or more sorted sets, or block until one is available.",
+        blocking::bzpopmax,
+    ),
+    spec(
+        "bzpopmin",
+        -3,
+        W_BLOCKING_FAST,
+        (1, -2, 1),
+        "sorted-set",
+        "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.",
+        blocking::bzpopmin,
     ),
     spec(
         "client",

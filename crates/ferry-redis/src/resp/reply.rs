@@ -269,6 +269,17 @@ impl ReplyBuf {
         (&self.bytes, self.refs.drain(..))
     }
 
+    /// Moves `other`'s replies after these (a reply built in another loop).
+    pub fn append(&mut self, other: &mut ReplyBuf) {
+        let base = self.bytes.len();
+        self.bytes.extend_from_slice(&other.bytes);
+        for (at, b) in other.refs.drain(..) {
+            self.ref_len += b.len();
+            self.refs.push((base + at, b));
+        }
+        other.clear();
+    }
+
     /// Where the replies end now, to go back to with [`truncate`](Self::truncate).
     pub fn mark(&self) -> ReplyMark {
         ReplyMark {
