@@ -6,37 +6,12 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use common::{config, encode, start};
+use common::{Conn, cmd, config, connect, read, send, start};
 use ferry_redis::Config;
-use ferry_redis::resp::client::{Reply, ReplyReader};
-use ferry_testkit::DEADLINE;
+use ferry_redis::resp::client::Reply;
 use ferry_testkit::wait_until;
-
-type Conn = ReplyReader<TcpStream>;
-
-fn connect(addr: SocketAddr) -> Conn {
-    let s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    s.set_read_timeout(Some(DEADLINE)).expect("read timeout");
-    s.set_nodelay(true).expect("nodelay");
-    ReplyReader::new(s)
-}
-
-fn send(c: &mut Conn, args: &[&[u8]]) {
-    use std::io::Write;
-    c.get_mut().write_all(&encode(args)).expect("write a request");
-}
-
-fn read(c: &mut Conn) -> Reply {
-    c.reply().unwrap_or_else(|e| panic!("reading a reply: {e}"))
-}
-
-fn cmd(c: &mut Conn, args: &[&[u8]]) -> Reply {
-    send(c, args);
-    read(c)
-}
 
 fn bulk(b: &[u8]) -> Reply {
     Reply::Bulk(b.to_vec())
