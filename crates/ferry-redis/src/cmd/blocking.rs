@@ -211,17 +211,19 @@ fn run_op(ctx: &mut Ctx<'_>, op: Op, args: &Args<'_>, out: &mut ReplyBuf) {
 /// The blocking commands' handler: answers at once when a key holds data (or inside `EXEC`),
 /// else leaves the client waiting.
 fn block_or_run(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, op: Op) {
-    // Redis reads the timeout first (BLMPOP's and BZMPOP's is their first argument).
-    let at = match op {
-        Op::Mpop | Op::ZMpop => 1,
-        _ => args.len() - 1,
+    // Redis's order: the other arguments, then the timeout, then the keys.
+    if op == Op::Move
+        && !args.get(0).eq_ignore_ascii_case(b"brpoplpush")
+        && (lists::parse_side(args.get(3)).is_none() || lists::parse_side(args.get(4)).is_none())
+    {
+        return out.error(super::SYNTAX);
+    }
+    let (keys, at) = match layout(op, args) {
+        Ok(l) => l,
+        Err(e) => return out.error(e),
     };
     let timeout = match parse_timeout(args.get(at)) {
         Ok(t) => t,
-        Err(e) => return out.error(e),
-    };
-    let keys = match layout(op, args) {
-        Ok((keys, _)) => keys,
         Err(e) => return out.error(e),
     };
     match ready(ctx.db, &keys, op, ctx.now_ms) {
@@ -231,14 +233,6 @@ fn block_or_run(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, op: Op) 
     }
     if ctx.client.deny_blocking {
         return op.write_timeout(out);
-    }
-    // Argument errors the non-blocking form would give come before waiting.
-    if let Op::Move = op {
-        if !args.get(0).eq_ignore_ascii_case(b"brpoplpush")
-            && (lists::parse_side(args.get(3)).is_none() || lists::parse_side(args.get(4)).is_none())
-        {
-            return out.error(super::SYNTAX);
-        }
     }
     let mut client = ctx.client.clone();
     client.block = None;
@@ -389,4 +383,91 @@ fn take_waiter(reg: &mut Registry, id: u64) -> Option<Waiter> {
         }
     }
     reg.waiters.remove(&id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::harness::{Harness, NULL, NULL_ARRAY, bulk, err, int};
+    use crate::cmd::pubsub::Mail;
+
+    /// The replies waiting for loop 0, as RESP bytes.
+    fn replies(h: &Harness) -> Vec<(u64, String)> {
+        let mut taken = Vec::new();
+        h.server.pubsub.lock().unwrap().take_mail(0, &mut taken);
+        taken
+            .into_iter()
+            .map(|m| match m {
+                Mail::Unblocked { to, reply } => {
+                    (to.id, String::from_utf8_lossy(reply.parts().0).into_owned())
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn errors_come_before_waiting() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("BLPOP k x"), err(BAD_TIMEOUT));
+        assert_eq!(h.cmd("BLPOP k -1"), err(NEGATIVE_TIMEOUT));
+        assert_eq!(
+            h.cmd("BLMPOP 0 0 k LEFT"),
+            err("ERR numkeys should be greater than 0")
+        );
+        assert_eq!(h.cmd("BZMPOP 0 1 k LEFT"), err("ERR syntax error"));
+        assert_eq!(h.cmd("BLMOVE a b UP LEFT x"), err("ERR syntax error"));
+        assert_eq!(
+            h.cmd("BLMPOP x 0 k LEFT"),
+            err("ERR numkeys should be greater than 0")
+        );
+        h.cmd("SET s v");
+        assert_eq!(h.cmd("BLPOP none s 0"), err(WRONGTYPE));
+        assert_eq!(h.cmd("BZPOPMIN s 0"), err(WRONGTYPE));
+        assert!(h.client.block.is_none());
+        assert_eq!(h.server.blocked.lock().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn data_there_answers_at_once_as_redis() {
+        let mut h = Harness::new();
+        h.cmd("RPUSH l a b c");
+        assert_eq!(
+            h.cmd("BLPOP none l 0"),
+            format!("*2\r\n{}{}", bulk("l"), bulk("a"))
+        );
+        assert_eq!(h.cmd("BRPOP l 0"), format!("*2\r\n{}{}", bulk("l"), bulk("c")));
+        assert_eq!(
+            h.cmd("BLMPOP 0 1 l LEFT COUNT 5"),
+            format!("*2\r\n{}*1\r\n{}", bulk("l"), bulk("b"))
+        );
+        h.cmd("ZADD z 1 a 2 b");
+        assert_eq!(
+            h.cmd("BZPOPMAX z 0"),
+            format!("*3\r\n{}{}{}", bulk("z"), bulk("b"), bulk("2"))
+        );
+        h.cmd("MULTI");
+        h.cmd("BRPOPLPUSH none d 0");
+        h.cmd("BZMPOP 0 1 none MIN");
+        assert_eq!(h.cmd("EXEC"), format!("*2\r\n{NULL}{NULL_ARRAY}"));
+    }
+
+    #[test]
+    fn a_waiter_is_served_by_a_later_push_and_unblocked_once() {
+        let mut h = Harness::new();
+        assert_eq!(h.cmd("BRPOP a b 0"), "");
+        assert!(h.client.block.is_some_and(|b| b.deadline_ms.is_none()));
+        assert_eq!(h.server.blocked.lock().unwrap().len(), 1);
+        let addr = h.client.addr;
+        let waiter = std::mem::replace(&mut h.client, crate::cmd::Client::new(2, addr, addr, 0, true));
+        assert_eq!(h.cmd("LPUSH b x y"), int(2));
+        assert_eq!(h.client.wake, vec![0]);
+        assert_eq!(
+            replies(&h),
+            vec![(waiter.id, format!("*2\r\n{}{}", bulk("b"), bulk("x")))]
+        );
+        assert_eq!(h.cmd("LRANGE b 0 -1"), format!("*1\r\n{}", bulk("y")));
+        assert_eq!(h.server.blocked.lock().unwrap().len(), 0);
+        assert_eq!(h.cmd(&format!("CLIENT UNBLOCK {}", waiter.id)), int(0));
+    }
 }
