@@ -295,6 +295,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("lrem", "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed."),
     ("lset", "1.0.0", "O(N) where N is the length of the list"),
     ("ltrim", "1.0.0", "O(N) where N is the number of elements to be removed by the operation"),
+    ("memory", "4.0.0", "Depends on subcommand."),
     ("mget", "1.0.0", "O(N) where N is the number of keys to retrieve."),
     ("move", "1.0.0", "O(1)"),
     ("mset", "1.0.1", "O(N) where N is the number of keys to set."),
@@ -567,7 +568,7 @@ mod tests {
     use crate::cmd::client::CLIENT_SUBS;
     use crate::cmd::config::CONFIG_SUBS;
     use crate::cmd::harness::{bulk, err, server_harness};
-    use crate::cmd::introspect::{FUNCTION_SUBS, OBJECT_SUBS};
+    use crate::cmd::introspect::{FUNCTION_SUBS, MEMORY_SUBS, OBJECT_SUBS};
     use crate::cmd::pubsub::PUBSUB_SUBS;
     use crate::cmd::{table, wrong_arity};
 
@@ -580,6 +581,7 @@ mod tests {
             COMMAND_SUBS,
             CONFIG_SUBS,
             FUNCTION_SUBS,
+            MEMORY_SUBS,
             OBJECT_SUBS,
             PUBSUB_SUBS,
         ] {
@@ -649,6 +651,7 @@ mod tests {
             COMMAND_SUBS,
             CONFIG_SUBS,
             FUNCTION_SUBS,
+            MEMORY_SUBS,
             OBJECT_SUBS,
             PUBSUB_SUBS,
         ]

@@ -69,6 +69,7 @@ pub fn subcommands(name: &str) -> &'static [Sub] {
         "command" => command::COMMAND_SUBS,
         "config" => config::CONFIG_SUBS,
         "function" => introspect::FUNCTION_SUBS,
+        "memory" => introspect::MEMORY_SUBS,
         "object" => introspect::OBJECT_SUBS,
         "pubsub" => pubsub::PUBSUB_SUBS,
         _ => &[],
@@ -707,6 +708,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "list",
         "Removes elements from both ends a list.",
         lists::ltrim,
+    ),
+    spec(
+        "memory",
+        -2,
+        &[],
+        NONE,
+        "server",
+        "A container for memory diagnostics commands.",
+        introspect::memory,
     ),
     spec(
         "mget",

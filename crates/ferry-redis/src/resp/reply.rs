@@ -226,6 +226,23 @@ impl ReplyBuf {
         });
     }
 
+    /// A number too large for an integer reply: RESP3 `(<digits>`, RESP2 a bulk string.
+    pub fn big_number(&mut self, digits: &str) {
+        match self.proto {
+            Proto::Resp2 => self.bulk(digits.as_bytes()),
+            Proto::Resp3 => self.line(b'(', digits.as_bytes()),
+        }
+    }
+
+    /// The header of `n` attribute pairs before a reply (RESP3 `|<n>`); nothing in RESP2,
+    /// which has no attributes (the pairs must not be written either).
+    pub fn attribute(&mut self, n: usize) {
+        if self.proto == Proto::Resp3 {
+            let mut digits = Digits::new();
+            self.header(b'|', digits.unsigned(n as u64));
+        }
+    }
+
     /// A verbatim string: RESP3 `=<len+4>\r\n<fmt>:<text>`, where `<fmt>` is the first three
     /// bytes of `format` padded with spaces (`txt`, `mkd`); RESP2 a bulk string of `text`.
     pub fn verbatim(&mut self, format: &str, text: &[u8]) {
