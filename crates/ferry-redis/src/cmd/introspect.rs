@@ -252,6 +252,7 @@ fn debug_protocol(name: &[u8], out: &mut ReplyBuf) {
     match name.to_ascii_lowercase().as_slice() {
         b"string" => out.bulk(b"Hello World"),
         b"integer" => out.integer(12345),
+        #[allow(clippy::approx_constant)] // Redis's sample value, not pi
         b"double" => out.double(3.141),
         b"bignum" => out.big_number("1234567999999999999999999999999999999"),
         b"null" => out.null(),
