@@ -322,6 +322,28 @@ impl Stats {
     }
 }
 
+/// One command's counters (`INFO commandstats`).
+#[derive(Debug, Default)]
+pub struct CommandStats {
+    /// Times it ran (inside `EXEC` too).
+    pub calls: AtomicU64,
+    /// Microseconds it ran for, in total.
+    pub usec: AtomicU64,
+    /// Times it was refused before running (arity, authentication, memory, pub/sub mode).
+    pub rejected_calls: AtomicU64,
+    /// Times it ran and answered an error.
+    pub failed_calls: AtomicU64,
+}
+
+impl ServerInfo {
+    /// The counters of `spec` (an entry of [`table::COMMANDS`]).
+    pub fn command_stats(&self, spec: &CommandSpec) -> &CommandStats {
+        // The entry's index from its address: `spec` is in the table's array.
+        let offset = (spec as *const CommandSpec as usize).wrapping_sub(table::COMMANDS.as_ptr() as usize);
+        &self.command_stats[(offset / std::mem::size_of::<CommandSpec>()).min(self.command_stats.len() - 1)]
+    }
+}
+
 /// What every handler may read about the server.
 #[derive(Debug)]
 pub struct ServerInfo {
@@ -344,6 +366,8 @@ pub struct ServerInfo {
     pub inert: Mutex<Vec<String>>,
     /// Every subscription, and the deliveries waiting for each loop.
     pub pubsub: Mutex<pubsub::Registry>,
+    /// `INFO commandstats`: one per [`table::COMMANDS`] entry, in its order.
+    pub command_stats: Vec<CommandStats>,
     /// The clients waiting in blocking commands.
     pub blocked: Mutex<blocking::Registry>,
 }
@@ -354,6 +378,7 @@ impl ServerInfo {
         ServerInfo {
             maxmemory: AtomicUsize::new(config.maxmemory),
             pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
+            command_stats: table::COMMANDS.iter().map(|_| CommandStats::default()).collect(),
             blocked: Mutex::new(blocking::Registry::default()),
             config,
             port,
@@ -586,6 +611,9 @@ fn execute_answered(
                 out.error([b"EXECABORT Transaction discarded because of: ", reason].concat());
                 return None;
             }
+            if let Some(spec) = table::lookup(args.get(0)) {
+                Stats::add(&s.server.command_stats(spec).rejected_calls, 1);
+            }
             if let Some(m) = &mut s.client.multi {
                 m.abort();
             }
@@ -662,5 +690,12 @@ fn run(
         now_ms,
         table: &table::TABLE,
     };
-    (spec.handler)(&mut ctx, args, out)
+    let (mark, started) = (out.mark(), Instant::now());
+    (spec.handler)(&mut ctx, args, out);
+    let stats = server.command_stats(spec);
+    Stats::add(&stats.calls, 1);
+    Stats::add(&stats.usec, started.elapsed().as_micros() as u64);
+    if out.is_error_since(mark) {
+        Stats::add(&stats.failed_calls, 1);
+    }
 }

@@ -305,6 +305,11 @@ impl ReplyBuf {
         }
     }
 
+    /// Whether the reply written at `mark` is an error.
+    pub fn is_error_since(&self, mark: ReplyMark) -> bool {
+        self.bytes.get(mark.bytes) == Some(&b'-')
+    }
+
     /// Forgets the replies written since `mark` (`CLIENT REPLY OFF`): the value counters keep
     /// them.
     pub fn truncate(&mut self, mark: ReplyMark) {
