@@ -365,6 +365,7 @@ mod tests {
         assert!(
             stats.contains(",rejected_calls=0,failed_calls=1\r\n") && stats.contains("cmdstat_incr:calls=1,")
         );
+        h.cmd("DEL n");
         let text = info_text(&all);
         let headers: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
         assert_eq!(
