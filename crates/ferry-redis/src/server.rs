@@ -11,6 +11,16 @@
 //! 3. the framing is copied into a pool buffer, and the batch goes to `ferry-net`'s
 //!    [`Sender`](ferry_net::Sender) as gather entries: one `sendmsg` for the replies to everything read.
 //!
+//! Pub/sub and blocking commands reach clients on other loops by mail ([`cmd::pubsub::Mail`]):
+//! a command puts a message or a served waiter's reply in the mailbox of the client's loop
+//! and the client's [`Client::wake`] names that loop; once the batch ran, this loop delivers
+//! its own mail and writes the others' eventfds, before the publisher's replies leave (so a
+//! message is ahead of any reply a client asks for after `PUBLISH` returned); a woken loop
+//! reads its mail before its clients' requests. A client waiting in a blocking command runs
+//! none of its later requests (they stay in its [`Input`]) until its reply arrives or its
+//! deadline, kept in a heap that bounds `epoll_wait`, passes. A subscriber's replies are
+//! bounded by the `pubsub` class of `client-output-buffer-limit` as messages arrive.
+//!
 //! A client whose socket is full keeps accumulating replies until `output_buffer_limit`, and
 //! is then disconnected (logged on stderr), as is one that breaks the protocol (after Redis's
 //! error reply) or exceeds `client-query-buffer-limit`. Loop 0 also runs the active expiry

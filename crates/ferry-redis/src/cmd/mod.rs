@@ -10,8 +10,13 @@
 //!
 //! Groups: [`strings`], [`keys`] (with [`sort`]), [`lists`], [`hashes`], [`sets`], [`zsets`]
 //! and [`zalgebra`] (with [`random`]: the random picks of the three collections), [`multi`]
-//! (transactions), [`introspect`] (`OBJECT`, `DEBUG`, `FUNCTION`), [`connection`], [`databases`],
-//! [`client`], [`command`], [`config`] and [`info`]. Container commands share [`subcommand`].
+//! (transactions), [`pubsub`], [`blocking`] (`BLPOP` and the others), [`introspect`]
+//! (`OBJECT`, `DEBUG`, `FUNCTION`, `MEMORY`), [`connection`], [`databases`], [`client`],
+//! [`command`], [`config`] and [`info`].
+//!
+//! What a command leaves for other loops (a published message, a served waiter's reply) is
+//! [`pubsub::Mail`] in the server-wide mailboxes, and the loops to wake are in
+//! [`Client::wake`]: handlers never do I/O, the server delivers. Container commands share [`subcommand`].
 //! The [`table`] names every handler; handlers that describe the table (`COMMAND`) read it
 //! through [`Ctx::table`], so no handler module imports it.
 
