@@ -763,6 +763,19 @@ mod tests {
     }
 
     #[test]
+    fn client_list_and_info_count_subscriptions() {
+        let mut h = Harness::new();
+        h.client.proto = Proto::Resp3;
+        h.cmd("SUBSCRIBE a b");
+        h.cmd("PSUBSCRIBE p*");
+        let line = h.cmd("CLIENT LIST TYPE pubsub");
+        assert!(line.contains(" flags=P db=0 sub=2 psub=1 ssub=0 "), "{line}");
+        assert!(!h.cmd("CLIENT LIST TYPE normal").contains("id="));
+        let stats = h.cmd("INFO stats");
+        assert!(stats.contains("\r\npubsub_channels:2\r\npubsub_patterns:1\r\npubsubshard_channels:0\r\n"));
+    }
+
+    #[test]
     fn client_reply_off_silences_replies_but_not_notifications() {
         let mut h = Harness::new();
         assert_eq!(h.cmd("CLIENT REPLY OFF"), "");
