@@ -317,6 +317,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("randomkey", "1.0.0", "O(1)"),
     ("rename", "1.0.0", "O(1)"),
     ("renamenx", "1.0.0", "O(1)"),
+    ("reset", "6.2.0", "O(1)"),
     ("rpop", "1.0.0", "O(N) where N is the number of elements returned"),
     ("rpoplpush", "1.2.0", "O(1)"),
     ("rpush", "1.0.0", "O(1) for each element added"),

@@ -83,7 +83,7 @@ pub fn forget_watched(dbs: &mut [Db], client: &mut Client) {
 }
 
 /// [`forget_watched`] from a handler.
-fn unwatch_all(ctx: &mut Ctx<'_>) {
+pub(super) fn unwatch_all(ctx: &mut Ctx<'_>) {
     for w in std::mem::take(&mut ctx.client.watched) {
         if let Some(db) = ctx.db_at(w.db) {
             db.unwatch(&w.key);
@@ -93,7 +93,10 @@ fn unwatch_all(ctx: &mut Ctx<'_>) {
 
 /// Whether `spec` runs at once inside a transaction rather than being queued.
 pub fn runs_at_once(spec: &CommandSpec) -> bool {
-    matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit")
+    matches!(
+        spec.name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
 }
 
 /// `EXEC` inside a transaction: runs the queued commands (an array of their replies), or

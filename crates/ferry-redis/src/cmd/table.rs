@@ -908,6 +908,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::renamenx,
     ),
     spec(
+        "reset",
+        1,
+        &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
+        NONE,
+        "connection",
+        "Reset the connection.",
+        connection::reset,
+    ),
+    spec(
         "rpop",
         -2,
         W_FAST,
