@@ -203,7 +203,7 @@ impl Server {
         );
         let mut threads = Vec::new();
         for (i, listeners) in self.listeners.into_iter().enumerate() {
-            let waker = wakers.clone();
+            let all_wakers = wakers.clone();
             let shared = self.shared.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("ferry-redis-{i}"))
@@ -213,7 +213,7 @@ impl Server {
                     if let Some(cpu) = cpu {
                         ferry_transport::pin_current_thread(cpu)?;
                     }
-                    EventLoop::new(i, shared, listeners, waker)?.run()
+                    EventLoop::new(i, shared, listeners, all_wakers)?.run()
                 })?;
             threads.push(thread);
         }
