@@ -88,6 +88,19 @@ pub struct Input {
     counters: InputCounters,
 }
 
+/// What [`Input::commands`] does after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Runs the next one; whether the client is authenticated now.
+    Go(bool),
+    /// Runs nothing more until called again: the rest stays buffered (the client waits in a
+    /// blocking command).
+    Pause,
+    /// Runs nothing more, and drops the rest (the client is closing: `QUIT`, or too many
+    /// replies unread).
+    Stop,
+}
+
 impl Input {
     /// Input reading into buffers of `read_buf` bytes from `pool` (larger for larger commands,
     /// up to `query_limit` and the pool's largest buffer: one command must fit one buffer).
@@ -186,12 +199,11 @@ impl Input {
     ///
     /// `authenticated` says whether the client may send large requests yet (Redis's tighter
     /// limits before `AUTH`, [`parse_command_unauthenticated`]); `run` returns it again after
-    /// each command, which may have been an `AUTH`, or `None` to stop: the rest of the input
-    /// is dropped (the client is closing: `QUIT`, or too many replies unread).
+    /// each command, which may have been an `AUTH`, in [`Next`].
     pub fn commands(
         &mut self,
         mut authenticated: bool,
-        mut run: impl FnMut(&Args<'_>) -> Option<bool>,
+        mut run: impl FnMut(&Args<'_>) -> Next,
     ) -> Result<(), InputError> {
         // The command at the front is known to need more bytes than are here: parsing it again
         // would only walk the same arguments (quadratic for a client that trickles them).
@@ -254,8 +266,9 @@ impl Input {
                     pos += consumed;
                     self.need = 0;
                     match next {
-                        Some(a) => authenticated = a,
-                        None => return Ok(()),
+                        Next::Go(a) => authenticated = a,
+                        Next::Pause => break Ok(()),
+                        Next::Stop => return Ok(()),
                     }
                 }
             }
@@ -322,7 +335,7 @@ mod tests {
                         let kept = args.value(last, &pool, 1).unwrap();
                         let in_place = std::ptr::eq(kept.as_ptr(), args.get(last).as_ptr());
                         seen.push((all, in_place));
-                        Some(true)
+                        Next::Go(true)
                     })
                     .unwrap();
             }
@@ -461,7 +474,7 @@ mod tests {
         let err = input
             .commands(true, |_| {
                 ran += 1;
-                Some(true)
+                Next::Go(true)
             })
             .unwrap_err();
         assert_eq!(ran, 2);
@@ -489,7 +502,7 @@ mod tests {
         input
             .commands(true, |_| {
                 ran += 1;
-                None
+                Next::Stop
             })
             .unwrap();
         assert_eq!(ran, 1);

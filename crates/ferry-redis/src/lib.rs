@@ -23,14 +23,16 @@
 //! count, so an overwrite or `DEL` in the same pipeline leaves the bytes being sent intact.
 //!
 //! What it is not: persistent (no RDB or AOF: everything is lost when the process stops),
-//! replicated, clustered, or a full Redis (see [`cmd`] for the commands it has: 16 databases
-//! and transactions, no pub/sub, scripting or blocking commands; no eviction: writes beyond
-//! `maxmemory` get Redis's OOM error).
+//! replicated, clustered, or a full Redis (see [`cmd`] for the commands it has: 16 databases,
+//! transactions, pub/sub and the blocking list and sorted-set commands; no keyspace
+//! notifications, scripting or streams; no eviction: writes beyond `maxmemory` get Redis's OOM
+//! error).
 //!
 //! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`db`] a
 //! database, the keyspace ([`fields`]: the table inside a hash or a set; [`zset`]: a sorted
 //! set); [`cmd`] the commands, and a connection's protocol state (selected database, open
-//! transaction, watched keys) in [`cmd::Client`]; [`server`] the event loop that owns sockets
+//! transaction, watched keys, subscriptions, the blocking command it waits in) in
+//! [`cmd::Client`]; [`server`] the event loop that owns sockets
 //! (plain, and TLS through ferry-net's rustls sessions: [`Config::tls`])
 //! and clocks.
 

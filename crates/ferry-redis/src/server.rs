@@ -11,6 +11,16 @@
 //! 3. the framing is copied into a pool buffer, and the batch goes to `ferry-net`'s
 //!    [`Sender`](ferry_net::Sender) as gather entries: one `sendmsg` for the replies to everything read.
 //!
+//! Pub/sub and blocking commands reach clients on other loops by mail ([`cmd::pubsub::Mail`]):
+//! a command puts a message or a served waiter's reply in the mailbox of the client's loop
+//! and the client's [`Client::wake`] names that loop; once the batch ran, this loop delivers
+//! its own mail and writes the others' eventfds, before the publisher's replies leave (so a
+//! message is ahead of any reply a client asks for after `PUBLISH` returned); a woken loop
+//! reads its mail before its clients' requests. A client waiting in a blocking command runs
+//! none of its later requests (they stay in its [`Input`]) until its reply arrives or its
+//! deadline, kept in a heap that bounds `epoll_wait`, passes. A subscriber's replies are
+//! bounded by the `pubsub` class of `client-output-buffer-limit` as messages arrive.
+//!
 //! A client whose socket is full keeps accumulating replies until `output_buffer_limit`, and
 //! is then disconnected (logged on stderr), as is one that breaks the protocol (after Redis's
 //! error reply) or exceeds `client-query-buffer-limit`. Loop 0 also runs the active expiry
@@ -25,7 +35,8 @@
 //! records with one copy (`SendStats::tls_copied`). A plain client uses the same
 //! [`Connection`], without a session.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
@@ -40,10 +51,11 @@ use ferry_transport::{Interest, Readiness, Ready};
 use rustix::event::EventfdFlags;
 use rustix::net::{AddressFamily, SocketType, sockopt};
 
+use crate::cmd::pubsub::Mail;
 use crate::cmd::{self, Args, Client, ServerInfo, Session, Stats};
 use crate::config::Config;
 use crate::db::Db;
-use crate::input::{Input, InputError};
+use crate::input::{Input, InputError, Next};
 use crate::resp::{ParseLimits, ReplyBuf};
 
 const LISTENER: u64 = 0;
@@ -84,7 +96,7 @@ pub struct ServerHandle {
     shared: Arc<Shared>,
     addr: SocketAddr,
     tls_addr: Option<SocketAddr>,
-    wakers: Vec<Arc<OwnedFd>>,
+    wakers: Arc<Vec<OwnedFd>>,
     threads: Vec<JoinHandle<io::Result<()>>>,
 }
 
@@ -183,14 +195,15 @@ impl Server {
 
     /// Starts the loops on their own threads.
     pub fn spawn(self) -> io::Result<ServerHandle> {
-        let mut wakers = Vec::new();
+        // Every loop's eventfd, known to all: a loop wakes another to deliver pub/sub messages.
+        let wakers = Arc::new(
+            (0..self.listeners.len())
+                .map(|_| rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC))
+                .collect::<Result<Vec<_>, _>>()?,
+        );
         let mut threads = Vec::new();
         for (i, listeners) in self.listeners.into_iter().enumerate() {
-            let waker = Arc::new(rustix::event::eventfd(
-                0,
-                EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC,
-            )?);
-            wakers.push(waker.clone());
+            let all_wakers = wakers.clone();
             let shared = self.shared.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("ferry-redis-{i}"))
@@ -200,7 +213,7 @@ impl Server {
                     if let Some(cpu) = cpu {
                         ferry_transport::pin_current_thread(cpu)?;
                     }
-                    EventLoop::new(i, shared, listeners, waker)?.run()
+                    EventLoop::new(i, shared, listeners, all_wakers)?.run()
                 })?;
             threads.push(thread);
         }
@@ -262,8 +275,8 @@ impl ServerHandle {
 
     fn signal_stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        for w in &self.wakers {
-            let _ = rustix::io::write(&**w, &1u64.to_ne_bytes());
+        for w in self.wakers.iter() {
+            let _ = rustix::io::write(w, &1u64.to_ne_bytes());
         }
     }
 }
@@ -347,6 +360,8 @@ struct Conn {
     reading: bool,
     /// Close once the replies are written (`QUIT`, or a protocol error).
     closing: bool,
+    /// Since when (unix ms) its unsent replies are above the pub/sub soft limit.
+    over_soft_limit: Option<u64>,
 }
 
 /// Why a client is dropped (logged, except for an orderly close).
@@ -359,7 +374,13 @@ struct EventLoop {
     index: usize,
     shared: Arc<Shared>,
     listeners: Listeners,
-    waker: Arc<OwnedFd>,
+    /// Every loop's eventfd (this loop's is `wakers[index]`).
+    wakers: Arc<Vec<OwnedFd>>,
+    /// Mail taken from this loop's mailbox (kept for its allocation).
+    mail: Vec<Mail>,
+    /// Clients waiting in a blocking command with a timeout: (deadline in unix ms, slot,
+    /// client id), earliest first (the slot may have been reused since).
+    timeouts: BinaryHeap<Reverse<(u64, usize, u64)>>,
     /// Every client's ferry-net settings.
     net: ferry_net::Config,
     /// TLS clients still handshaking, by deadline (accept order: the timeout is one for all),
@@ -379,7 +400,7 @@ impl EventLoop {
         index: usize,
         shared: Arc<Shared>,
         listeners: Listeners,
-        waker: Arc<OwnedFd>,
+        wakers: Arc<Vec<OwnedFd>>,
     ) -> io::Result<EventLoop> {
         let epoll = Readiness::new(256)?;
         if let Some(l) = &listeners.plain {
@@ -388,7 +409,7 @@ impl EventLoop {
         if let Some(l) = &listeners.tls {
             epoll.add(l, TLS_LISTENER, Interest::READ)?;
         }
-        epoll.add(&*waker, WAKER, Interest::READ)?;
+        epoll.add(&wakers[index], WAKER, Interest::READ)?;
         let c = &shared.info.config;
         let net = ferry_net::Config {
             mode: c.mode,
@@ -407,7 +428,9 @@ impl EventLoop {
         Ok(EventLoop {
             index,
             listeners,
-            waker,
+            wakers,
+            mail: Vec::new(),
+            timeouts: BinaryHeap::new(),
             net,
             handshakes: VecDeque::new(),
             epoll,
@@ -428,25 +451,34 @@ impl EventLoop {
         while !self.shared.stop.load(Ordering::SeqCst) {
             let expire = (self.index == 0).then_some(self.next_expire);
             let handshake = self.handshakes.front().map(|h| h.0);
-            let timeout = match (expire, handshake) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
-            .map(|at| at.saturating_duration_since(Instant::now()));
+            let blocked = self
+                .timeouts
+                .peek()
+                .map(|Reverse((at, ..))| Instant::now() + Duration::from_millis(at.saturating_sub(now_ms())));
+            let timeout = [expire, handshake, blocked]
+                .into_iter()
+                .flatten()
+                .min()
+                .map(|at| at.saturating_duration_since(Instant::now()));
             events.clear();
             events.extend(self.epoll.wait(timeout)?);
+            // Mail first: a message published before a subscriber's next request was read
+            // reaches it before that request's reply.
+            if events.iter().any(|ev| ev.token == WAKER) {
+                let mut b = [0u8; 8];
+                let _ = rustix::io::read(&self.wakers[self.index], &mut b);
+                self.deliver();
+            }
             for &ev in &events {
                 match ev.token {
                     LISTENER => self.accept(false),
                     TLS_LISTENER => self.accept(true),
-                    WAKER => {
-                        let mut b = [0u8; 8];
-                        let _ = rustix::io::read(&*self.waker, &mut b);
-                    }
+                    WAKER => {}
                     t => self.client_event((t - FIRST_CLIENT) as usize, ev),
                 }
             }
             self.expire_handshakes();
+            self.expire_blocked();
             if self.index == 0 && Instant::now() >= self.next_expire {
                 self.next_expire = Instant::now() + tick;
                 if self.shared.info.active_expire.load(Ordering::Relaxed) {
@@ -544,7 +576,7 @@ impl EventLoop {
             now_ms(),
             info.config.password.is_none(),
         );
-        let conn = Conn {
+        let mut conn = Conn {
             input: Input::new(
                 &self.shared.pool,
                 self.limits,
@@ -565,6 +597,7 @@ impl EventLoop {
             writing: false,
             reading: true,
             closing: false,
+            over_soft_limit: None,
         };
         let slot = match self.free.pop() {
             Some(i) => i,
@@ -572,6 +605,10 @@ impl EventLoop {
                 self.conns.push(None);
                 self.conns.len() - 1
             }
+        };
+        conn.client.home = cmd::pubsub::Home {
+            loop_index: self.index,
+            slot,
         };
         if let Err(e) = self
             .epoll
@@ -609,7 +646,15 @@ impl EventLoop {
         }
         let mut reading = ev.readable;
         loop {
-            let again = match reading.then(|| self.read(i)) {
+            let read = reading.then(|| self.read(i));
+            // Messages published by what was read reach their subscribers' buffers (or their
+            // loops are woken) before the publisher's replies leave: a client that saw the
+            // reply and then asks a subscriber finds the message there first.
+            self.wake_for(i);
+            if self.conns[i].is_none() {
+                return; // delivering to itself put it over its pub/sub limit
+            }
+            let again = match read {
                 None => false,
                 Some(Ok(again)) => again,
                 Some(Err(why)) => {
@@ -629,6 +674,148 @@ impl EventLoop {
         let conn = self.conns[i].as_mut().expect("still open");
         if conn.closing && !conn.net.sender().has_pending() {
             self.drop_conn(i, Close::Eof);
+        }
+    }
+
+    /// Wakes the loops whose mailboxes client `i`'s commands filled; this loop delivers its
+    /// own mail at once.
+    fn wake_for(&mut self, i: usize) {
+        let Some(conn) = self.conns[i].as_mut() else {
+            return;
+        };
+        if conn.client.wake.is_empty() {
+            return;
+        }
+        let wake = std::mem::take(&mut conn.client.wake);
+        for &l in &wake {
+            if l == self.index {
+                self.deliver();
+            } else if let Some(w) = self.wakers.get(l) {
+                let _ = rustix::io::write(w, &1u64.to_ne_bytes());
+            }
+        }
+    }
+
+    /// Writes the pub/sub messages in this loop's mailbox into their subscribers' replies
+    /// and sends them. A subscriber over the `pubsub` output limit is disconnected, as Redis
+    /// does; one that left is skipped.
+    fn deliver(&mut self) {
+        let limit = {
+            let mut reg = self
+                .shared
+                .info
+                .pubsub
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            reg.take_mail(self.index, &mut self.mail);
+            reg.limit
+        };
+        let now = now_ms();
+        let mut touched: Vec<usize> = Vec::new();
+        let mut resumed: Vec<usize> = Vec::new();
+        let mut over: Vec<(usize, usize)> = Vec::new();
+        for mail in self.mail.drain(..) {
+            let to = mail.to();
+            let slot = to.home.slot;
+            let Some(conn) = self.conns.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if conn.client.id != to.id || conn.closing {
+                continue;
+            }
+            match mail {
+                Mail::Message(d) => {
+                    conn.out.set_proto(conn.client.proto);
+                    d.write(&mut conn.out);
+                }
+                Mail::Unblocked { mut reply, .. } => {
+                    conn.client.block = None;
+                    conn.out.append(&mut reply);
+                    resumed.push(slot);
+                }
+            }
+            if !touched.contains(&slot) {
+                touched.push(slot);
+            }
+            // As the general limit: the replies not yet handed to the sender.
+            let pending = conn.out.len();
+            if conn.client.subs.is_subscribed()
+                && limit.exceeded(pending, now, &mut conn.over_soft_limit)
+                && !over.iter().any(|o| o.0 == slot)
+            {
+                over.push((slot, pending));
+            }
+        }
+        for (slot, pending) in over {
+            touched.retain(|&t| t != slot);
+            if let Some(conn) = self.conns[slot].as_mut() {
+                conn.out.clear(); // nothing more is sent to it, as Redis does
+            }
+            Stats::add(&self.shared.info.stats.clients_dropped, 1);
+            self.drop_conn(
+                slot,
+                Close::Reason(format!(
+                    "{pending} reply bytes unsent, over the pubsub output buffer limit ({limit:?})"
+                )),
+            );
+        }
+        for slot in resumed {
+            self.resume(slot);
+        }
+        for slot in touched {
+            if self.conns[slot].is_some() {
+                if let Err(why) = self.write(slot) {
+                    self.drop_conn(slot, why);
+                }
+            }
+        }
+    }
+
+    /// Runs the requests a client buffered while it waited in a blocking command.
+    fn resume(&mut self, i: usize) {
+        if self.conns[i].as_ref().is_none_or(|c| c.client.block.is_some()) {
+            return;
+        }
+        if let Err(why) = self.run_commands(i) {
+            let _ = self.write(i);
+            return self.drop_conn(i, why);
+        }
+        self.wake_for(i);
+    }
+
+    /// Answers the clients whose blocking command timed out (unless a serve took them out of
+    /// the registry first: its reply is in the mail).
+    fn expire_blocked(&mut self) {
+        let now = now_ms();
+        while let Some(&Reverse((at, slot, id))) = self.timeouts.peek() {
+            if at > now {
+                return;
+            }
+            self.timeouts.pop();
+            let Some(conn) = self.conns[slot].as_mut().filter(|c| c.client.id == id) else {
+                continue;
+            };
+            if conn.client.block.is_none_or(|b| b.deadline_ms != Some(at)) {
+                continue; // served, or waiting again with another deadline
+            }
+            let op = self
+                .shared
+                .info
+                .blocked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(id);
+            if let Some(op) = op {
+                conn.client.block = None;
+                conn.out.set_proto(conn.client.proto);
+                op.write_timeout(&mut conn.out);
+                self.resume(slot);
+                if self.conns[slot].is_some() {
+                    if let Err(why) = self.write(slot) {
+                        self.drop_conn(slot, why);
+                    }
+                }
+            }
         }
     }
 
@@ -677,6 +864,18 @@ impl EventLoop {
         let again = conn.net.is_tls() && n == target.len();
         conn.input.filled(n);
         Stats::add(&shared.info.stats.total_net_input_bytes, n as u64);
+        self.run_commands(i)?;
+        Ok(again)
+    }
+
+    /// Runs every whole command client `i` has buffered (none while it waits in a blocking
+    /// command: they run when it is served).
+    fn run_commands(&mut self, i: usize) -> Result<(), Close> {
+        let shared = &*self.shared;
+        let conn = self.conns[i].as_mut().expect("caller checked");
+        if conn.client.block.is_some() {
+            return Ok(());
+        }
         let mut dbs = shared.dbs.lock().unwrap_or_else(PoisonError::into_inner);
         let now = now_ms();
         let (out, client) = (&mut conn.out, &mut conn.client);
@@ -684,7 +883,7 @@ impl EventLoop {
         let limit = shared.info.config.output_buffer_limit;
         let result = conn.input.commands(client.authenticated, |args: &Args<'_>| {
             if out.len() > limit {
-                return None; // the client is dropped below: run nothing more for it
+                return Next::Stop; // the client is dropped below: run nothing more for it
             }
             out.set_proto(client.proto);
             let mut session = Session {
@@ -694,10 +893,18 @@ impl EventLoop {
                 now_ms: now,
             };
             cmd::execute(&mut session, args, out);
-            // After QUIT nothing more runs.
-            (!client.close_after_reply).then_some(client.authenticated)
+            if client.close_after_reply {
+                Next::Stop // after QUIT nothing more runs
+            } else if client.block.is_some() {
+                Next::Pause
+            } else {
+                Next::Go(client.authenticated)
+            }
         });
         drop(dbs);
+        if let Some(at) = client.block.and_then(|b| b.deadline_ms) {
+            self.timeouts.push(Reverse((at, i, client.id)));
+        }
         let stats = &shared.info.stats;
         Stats::add(&stats.reply_bytes_copied, out.copied_value_bytes() - before.0);
         Stats::add(
@@ -716,7 +923,7 @@ impl EventLoop {
             )));
         }
         match result {
-            Ok(()) => Ok(again),
+            Ok(()) => Ok(()),
             Err(InputError::Protocol(e)) => {
                 out.set_proto(client.proto);
                 out.error(format!("ERR {e}"));
@@ -726,7 +933,7 @@ impl EventLoop {
                     "ferry-redis: client {} ({}): protocol error: {e} at byte {}",
                     client.id, client.addr, e.offset
                 );
-                Ok(false)
+                Ok(())
             }
             Err(e) => {
                 Stats::add(&stats.clients_dropped, 1);
@@ -794,6 +1001,24 @@ impl EventLoop {
         let mut client = conn.client;
         if !client.watched.is_empty() {
             cmd::multi::forget_watched(&mut self.lock_dbs(), &mut client);
+        }
+        if client.subs.is_subscribed() {
+            let mut reg = self
+                .shared
+                .info
+                .pubsub
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            reg.forget(&mut client);
+        }
+        if client.block.is_some() {
+            let mut reg = self
+                .shared
+                .info
+                .blocked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            reg.remove(client.id);
         }
         self.shared
             .info

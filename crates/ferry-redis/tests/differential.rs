@@ -3221,3 +3221,135 @@ impl Gen {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pub/sub and blocking commands: several connections, one script
+
+/// One step of a script over several connections to one server.
+enum Step {
+    /// Send a request on connection `.0` and read its reply.
+    Cmd(usize, &'static str),
+    /// Send a request and read nothing (a blocking command, or one with several replies).
+    Send(usize, &'static str),
+    /// Read one reply (a message, a notification, a served waiter's reply).
+    Read(usize),
+    /// Read one reply and leave it out of the comparison (`HELLO`'s map holds the client id).
+    Skip(usize),
+    /// Wait until `INFO clients` reports this many blocked clients (on connection 0).
+    Blocked(usize),
+}
+
+/// The replies a script got from the server at `addr`, by step.
+fn transcript(addr: SocketAddr, conns: usize, script: &[Step]) -> Vec<(usize, Reply)> {
+    let mut c: Vec<common::Conn> = (0..conns).map(|_| common::connect(addr)).collect();
+    let words = |line: &'static str| line.split(' ').map(str::as_bytes).collect::<Vec<_>>();
+    let mut got = Vec::new();
+    for (i, step) in script.iter().enumerate() {
+        match *step {
+            Step::Cmd(n, line) => got.push((i, common::cmd(&mut c[n], &words(line)))),
+            Step::Send(n, line) => common::send(&mut c[n], &words(line)),
+            Step::Read(n) => got.push((i, common::read(&mut c[n]))),
+            Step::Skip(n) => drop(common::read(&mut c[n])),
+            Step::Blocked(want) => {
+                ferry_testkit::wait_until(&format!("{want} blocked clients"), REPLY_TIMEOUT, || {
+                    let Reply::Bulk(info) = common::cmd(&mut c[0], &[b"INFO", b"clients"]) else {
+                        return false;
+                    };
+                    String::from_utf8_lossy(&info).contains(&format!("blocked_clients:{want}\r\n"))
+                })
+            }
+        }
+    }
+    got
+}
+
+/// Pub/sub in RESP2 and RESP3 (subscribed mode, notifications, messages, introspection) and
+/// blocking commands (first come first served, a transaction serving waiters, a timeout,
+/// `EXEC` answering at once): ferry's replies, in order, are redis-server's.
+#[test]
+fn pubsub_and_blocking_agree_with_redis() {
+    use Step::*;
+    let Some(redis) = reference_or_skip("pubsub_and_blocking_agree_with_redis") else {
+        return;
+    };
+    let ferry = start_ferry();
+    // 0: admin and publisher; 1: RESP2 subscriber; 2: RESP3 subscriber; 3, 4: waiters.
+    let script = [
+        Send(2, "HELLO 3"),
+        Skip(2),
+        Send(1, "SUBSCRIBE a b"),
+        Read(1),
+        Read(1),
+        Cmd(1, "PSUBSCRIBE a*"),
+        Cmd(2, "SUBSCRIBE a"),
+        Cmd(1, "GET x"),
+        Cmd(1, "PING"),
+        Cmd(1, "PING hi"),
+        Cmd(0, "PUBLISH a hello"),
+        Read(1),
+        Read(1),
+        Read(2),
+        Cmd(0, "PUBLISH nobody x"),
+        Cmd(0, "PUBSUB NUMSUB a b c"),
+        Cmd(0, "PUBSUB NUMPAT"),
+        Cmd(0, "PUBSUB CHANNELS b"),
+        Cmd(0, "PUBSUB CHANNELS zz*"),
+        Cmd(2, "GET x"),
+        Cmd(2, "PING"),
+        Cmd(1, "UNSUBSCRIBE b"),
+        Cmd(1, "UNSUBSCRIBE"),
+        Cmd(1, "PUNSUBSCRIBE"),
+        Cmd(1, "UNSUBSCRIBE"),
+        Cmd(1, "PUNSUBSCRIBE"),
+        Cmd(1, "PING"),
+        Cmd(0, "PUBLISH a again"),
+        Read(2),
+        Cmd(2, "UNSUBSCRIBE a"),
+        Cmd(1, "SUBSCRIBE z"),
+        Cmd(1, "RESET"),
+        Cmd(0, "PUBSUB NUMSUB z"),
+        Cmd(2, "RESET"),
+        Cmd(2, "GET x"),
+        Send(3, "BLPOP l 0"),
+        Blocked(1),
+        Send(4, "BRPOP other l 0"),
+        Blocked(2),
+        Cmd(0, "RPUSH l x y z"),
+        Read(3),
+        Read(4),
+        Cmd(0, "LRANGE l 0 -1"),
+        Send(3, "BLMOVE s d LEFT RIGHT 0"),
+        Blocked(1),
+        Send(4, "BZPOPMIN z 0"),
+        Blocked(2),
+        Cmd(0, "MULTI"),
+        Cmd(0, "RPUSH s v"),
+        Cmd(0, "ZADD z 2 b 1 a"),
+        Cmd(0, "EXEC"),
+        Read(3),
+        Read(4),
+        Cmd(0, "LRANGE d 0 -1"),
+        Cmd(0, "ZMPOP 1 z MAX COUNT 5"),
+        Cmd(3, "BLPOP none 0.01"),
+        Cmd(3, "BZMPOP 0.01 1 none MIN"),
+        Cmd(0, "MULTI"),
+        Cmd(0, "BLPOP none 0"),
+        Cmd(0, "BLMOVE none d LEFT LEFT 0"),
+        Cmd(0, "EXEC"),
+        Cmd(0, "BLPOP l x"),
+        Cmd(0, "BLMPOP 0 0 l LEFT"),
+        Cmd(0, "SET str v"),
+        Cmd(0, "BLPOP str 0"),
+    ];
+    let want = transcript(redis.addr, 5, &script);
+    let got = transcript(ferry.addr(), 5, &script);
+    for ((i, w), (_, g)) in want.iter().zip(&got) {
+        let line = match &script[*i] {
+            Cmd(n, l) => format!("connection {n}: {l}"),
+            Read(n) => format!("connection {n}: read"),
+            _ => String::new(),
+        };
+        assert_eq!(g, w, "step {i} ({line}): ferry (left) and redis-server differ");
+    }
+    assert_eq!(got.len(), want.len());
+}

@@ -25,6 +25,7 @@ imported.
 import argparse
 import random
 import sys
+import threading
 import time
 import traceback
 
@@ -919,6 +920,57 @@ def t_pipelines(p, r):
 # Authentication (a second server, started with a password)
 
 
+def wait_for(what, cond, limit=SOCKET_TIMEOUT):
+    """Polls `cond` until it holds; fails naming `what` after `limit` seconds."""
+    deadline = time.monotonic() + limit
+    while not cond():
+        check(time.monotonic() < deadline, f"waited {limit} s for {what}")
+        time.sleep(0.001)
+
+
+def t_pubsub(p, r):
+    sub = p.client()
+    ps = sub.pubsub()
+    ps.subscribe("news")
+    ps.psubscribe("n*s")
+    for kind, name in (("subscribe", b"news"), ("psubscribe", b"n*s")):
+        m = ps.get_message(timeout=SOCKET_TIMEOUT)
+        eq((m["type"], m["channel"]), (kind, name), "redis-py subscription notice")
+    eq(r.publish("news", b"\x00hi"), 2, "PUBLISH receivers")
+    m = ps.get_message(timeout=SOCKET_TIMEOUT)
+    eq((m["type"], m["channel"], m["data"]), ("message", b"news", b"\x00hi"), "redis-py message")
+    m = ps.get_message(timeout=SOCKET_TIMEOUT)
+    eq((m["type"], m["pattern"], m["data"]), ("pmessage", b"n*s", b"\x00hi"), "redis-py pmessage")
+    eq(r.pubsub_numsub("news"), [(b"news", 1)], "PUBSUB NUMSUB")
+    eq(r.pubsub_numpat(), 1, "PUBSUB NUMPAT")
+    big = bytes(range(256)) * 4096
+    eq(r.publish("news", big), 2, "PUBLISH of 1 MiB")
+    for _ in range(2):
+        eq(ps.get_message(timeout=SOCKET_TIMEOUT)["data"], big, "1 MiB message")
+    ps.unsubscribe()
+    ps.punsubscribe()
+    wait_for("the subscriptions to go", lambda: r.pubsub_numsub("news") == [(b"news", 0)])
+    ps.close()
+    sub.close()
+
+
+def t_blocking(p, r):
+    waiter = p.client()
+    got = {}
+    t = threading.Thread(target=lambda: got.update(v=waiter.blpop(["q1", "q2"], timeout=30)))
+    t.start()
+    wait_for("BLPOP to block", lambda: r.info("clients")["blocked_clients"] == 1)
+    eq(r.rpush("q2", "a", "b"), 2, "RPUSH to a waited-on list")
+    t.join(SOCKET_TIMEOUT)
+    check(not t.is_alive(), "BLPOP was not served")
+    eq(list(got["v"]), [b"q2", b"a"], "BLPOP served")
+    eq(waiter.brpop("nothing", timeout=0.01), None, "BRPOP timeout")
+    r.zadd("z", {"m": 1.5})
+    eq(list(waiter.bzpopmin("z", timeout=1)), [b"z", b"m", 1.5], "BZPOPMIN with data")
+    eq(waiter.blmove("q2", "d", 1, "LEFT", "RIGHT"), b"b", "BLMOVE with data")
+    waiter.close()
+
+
 def t_auth(p, r):
     if not p.args.auth_port:
         raise Mismatch("--auth-port is required")
@@ -1033,6 +1085,8 @@ TESTS = [
     t_binary,
     t_large,
     t_pipelines,
+    t_pubsub,
+    t_blocking,
     t_auth,
 ]
 

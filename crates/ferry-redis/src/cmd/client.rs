@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use super::strings::parse_i64;
 use super::subcommand::{ACL_ADMIN_CONN, ACL_CONN, ADMIN_SUB, CONN_SUB, HELP_SUB, Sub, dispatch, help, sub};
-use super::{Args, Ctx, SYNTAX, quoted};
+use super::{Args, Ctx, NOT_INTEGER, ReplyMode, SYNTAX, blocking, quoted};
 use crate::resp::{Proto, ReplyBuf};
 
 /// `CLIENT`'s subcommands.
@@ -22,7 +22,9 @@ pub static CLIENT_SUBS: &[Sub] = &[
     sub("client|id", 2, CONN_SUB, ACL_CONN, &[], "connection", "Returns the client ID for the current connection", "5.0.0", "O(1)", client_id_cmd),
     sub("client|info", 2, CONN_SUB, ACL_CONN, &["nondeterministic_output"], "connection", "Returns information about the current client connection.", "6.2.0", "O(1)", client_info),
     sub("client|list", -2, ADMIN_SUB, ACL_ADMIN_CONN, &["nondeterministic_output"], "connection", "Get the list of client connections", "2.4.0", "O(N) where N is the number of client connections", client_list),
+    sub("client|reply", 3, CONN_SUB, ACL_CONN, &[], "connection", "Instruct the server whether to reply to commands", "3.2.0", "O(1)", client_reply),
     sub("client|setname", 3, CONN_SUB, ACL_CONN, &[], "connection", "Set the current connection name", "2.6.9", "O(1)", client_setname),
+    sub("client|unblock", -3, ADMIN_SUB, ACL_ADMIN_CONN, &[], "connection", "Unblock a client blocked in a blocking command from a different connection", "5.0.0", "O(log N) where N is the number of client connections", client_unblock),
 ];
 
 /// A client name with a byte outside `!`..=`~`.
@@ -49,6 +51,43 @@ pub(crate) fn set_client_name(ctx: &mut Ctx<'_>, name: &[u8]) -> Result<(), &'st
 /// `CLIENT subcommand ...`: see [`CLIENT_SUBS`].
 pub fn client(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     dispatch("client", CLIENT_SUBS, ctx, args, out);
+}
+
+/// `CLIENT REPLY ON|OFF|SKIP`: `ON` answers `OK`; `OFF` and `SKIP` (the next command's
+/// reply) are not answered. [`execute`](super::execute) drops the replies; pub/sub messages and
+/// notifications still go out, as in Redis.
+fn client_reply(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let mode = args.get(2);
+    if mode.eq_ignore_ascii_case(b"on") {
+        ctx.client.reply = ReplyMode::On;
+        out.ok();
+    } else if mode.eq_ignore_ascii_case(b"off") {
+        ctx.client.reply = ReplyMode::Off;
+    } else if mode.eq_ignore_ascii_case(b"skip") {
+        if ctx.client.reply != ReplyMode::Off {
+            ctx.client.reply = ReplyMode::SkipNext;
+        }
+    } else {
+        out.error(SYNTAX);
+    }
+}
+
+/// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: 1 if client `id` waited in a blocking command (it
+/// gets the timeout reply, or an `UNBLOCKED` error), 0 otherwise ([`blocking::unblock`]).
+fn client_unblock(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let Some(id) = parse_i64(args.get(2)) else {
+        return out.error(NOT_INTEGER);
+    };
+    let error = match args.len() {
+        3 => false,
+        4 if args.get(3).eq_ignore_ascii_case(b"timeout") => false,
+        4 if args.get(3).eq_ignore_ascii_case(b"error") => true,
+        4 => return out.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        _ => return out.error(SYNTAX),
+    };
+    let done =
+        u64::try_from(id).is_ok_and(|id| blocking::unblock(ctx.server, id, error, &mut ctx.client.wake));
+    out.integer(i64::from(done));
 }
 
 /// `CLIENT ID`.
@@ -85,9 +124,11 @@ fn client_list(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         true
     } else if args.len() == 4 && args.get(2).eq_ignore_ascii_case(b"TYPE") {
         let kind = args.get(3).to_ascii_lowercase();
+        let subscribed = ctx.client.subs.is_subscribed();
         match kind.as_slice() {
-            b"normal" => true,
-            b"master" | b"replica" | b"slave" | b"pubsub" => false,
+            b"normal" => !subscribed,
+            b"pubsub" => subscribed,
+            b"master" | b"replica" | b"slave" => false,
             _ => {
                 return out.error(quoted("ERR Unknown client type '", args.get(3), "'"));
             }
@@ -121,14 +162,23 @@ fn client_line(ctx: &Ctx<'_>, cmd: &str, s: &mut String) {
         Proto::Resp3 => 3,
     };
     let db = c.db;
-    let (flags, multi) = match &c.multi {
-        Some(m) => ("x", m.len() as i64),
-        None => ("N", -1),
-    };
+    let multi = c.multi.as_ref().map_or(-1, |m| m.len() as i64);
+    let (sub, psub, ssub) = c.subs.counts();
+    // Redis's letters: `x` in a transaction, `P` subscribed, `N` neither.
+    let mut flags = String::new();
+    if c.multi.is_some() {
+        flags.push('x');
+    }
+    if c.subs.is_subscribed() {
+        flags.push('P');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
     let _ = writeln!(
         s,
-        "id={} addr={} laddr={} name={name} age={age} idle=0 flags={flags} db={db} sub=0 psub=0 ssub=0 \
-         multi={multi} cmd={cmd} user=default redir=-1 resp={resp}",
+        "id={} addr={} laddr={} name={name} age={age} idle=0 flags={flags} db={db} sub={sub} psub={psub} \
+         ssub={ssub} multi={multi} cmd={cmd} user=default redir=-1 resp={resp}",
         c.id, c.addr, c.local_addr
     );
 }

@@ -199,6 +199,7 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
         "sorted-set" => cats.push("@sortedset"),
         "bitmap" => cats.push("@bitmap"),
         "generic" => cats.push("@keyspace"),
+        "pubsub" => cats.push("@pubsub"),
         "server" if spec.has("write") || spec.has("readonly") => cats.push("@keyspace"),
         _ => {}
     }
@@ -208,6 +209,9 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
     cats.push(if spec.has("fast") { "@fast" } else { "@slow" });
     if spec.has("admin") || matches!(spec.name, "flushall" | "flushdb" | "keys" | "info") {
         cats.push("@dangerous");
+    }
+    if spec.has("blocking") {
+        cats.push("@blocking");
     }
     match spec.group {
         "connection" => cats.push("@connection"),
@@ -222,6 +226,14 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
 static DOCS: &[(&str, &str, &str)] = &[
     ("append", "2.0.0", "O(1)"),
     ("auth", "1.0.0", "O(1)"),
+    ("blmove", "6.2.0", "O(1)"),
+    ("blmpop", "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned."),
+    ("blpop", "2.0.0", "O(N) where N is the number of provided keys."),
+    ("brpop", "2.0.0", "O(N) where N is the number of provided keys."),
+    ("brpoplpush", "2.2.0", "O(1)"),
+    ("bzmpop", "7.0.0", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped."),
+    ("bzpopmax", "5.0.0", "O(log(N)) with N being the number of elements in the sorted set."),
+    ("bzpopmin", "5.0.0", "O(log(N)) with N being the number of elements in the sorted set."),
     ("client", "2.4.0", "Depends on subcommand."),
     ("command", "2.8.13", "O(N) where N is the total number of Redis commands"),
     ("config", "2.0.0", "Depends on subcommand."),
@@ -283,6 +295,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("lrem", "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed."),
     ("lset", "1.0.0", "O(N) where N is the length of the list"),
     ("ltrim", "1.0.0", "O(N) where N is the number of elements to be removed by the operation"),
+    ("memory", "4.0.0", "Depends on subcommand."),
     ("mget", "1.0.0", "O(N) where N is the number of keys to retrieve."),
     ("move", "1.0.0", "O(1)"),
     ("mset", "1.0.1", "O(N) where N is the number of keys to set."),
@@ -295,11 +308,16 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("pexpiretime", "7.0.0", "O(1)"),
     ("ping", "1.0.0", "O(1)"),
     ("psetex", "2.6.0", "O(1)"),
+    ("psubscribe", "2.0.0", "O(N) where N is the number of patterns the client is already subscribed to."),
     ("pttl", "2.6.0", "O(1)"),
+    ("publish", "2.0.0", "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client)."),
+    ("pubsub", "2.8.0", "Depends on subcommand."),
+    ("punsubscribe", "2.0.0", "O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client)."),
     ("quit", "1.0.0", "O(1)"),
     ("randomkey", "1.0.0", "O(1)"),
     ("rename", "1.0.0", "O(1)"),
     ("renamenx", "1.0.0", "O(1)"),
+    ("reset", "6.2.0", "O(1)"),
     ("rpop", "1.0.0", "O(N) where N is the number of elements returned"),
     ("rpoplpush", "1.2.0", "O(1)"),
     ("rpush", "1.0.0", "O(1) for each element added"),
@@ -325,19 +343,24 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("sort", "1.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."),
     ("sort_ro", "7.0.0", "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."),
     ("spop", "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the value of the passed count."),
+    ("spublish", "7.0.0", "O(N) where N is the number of clients subscribed to the receiving shard channel."),
     ("srandmember", "1.0.0", "Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count."),
     ("srem", "1.0.0", "O(N) where N is the number of members to be removed."),
     ("sscan", "2.8.0", "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.."),
+    ("ssubscribe", "7.0.0", "O(N) where N is the number of shard channels to subscribe to."),
     ("strlen", "2.2.0", "O(1)"),
+    ("subscribe", "2.0.0", "O(N) where N is the number of channels to subscribe to."),
     ("substr", "1.0.0", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings."),
     ("sunion", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
     ("sunionstore", "1.0.0", "O(N) where N is the total number of elements in all given sets."),
+    ("sunsubscribe", "7.0.0", "O(N) where N is the number of clients already subscribed to a shard channel."),
     ("swapdb", "4.0.0", "O(N) where N is the count of clients watching or blocking on keys from both databases."),
     ("time", "2.6.0", "O(1)"),
     ("touch", "3.2.1", "O(N) where N is the number of keys that will be touched."),
     ("ttl", "1.0.0", "O(1)"),
     ("type", "1.0.0", "O(1)"),
     ("unlink", "4.0.0", "O(1) for each key removed regardless of its size"),
+    ("unsubscribe", "2.0.0", "O(N) where N is the number of clients already subscribed to a channel."),
     ("unwatch", "2.2.0", "O(1)"),
     ("watch", "2.2.0", "O(1) for every key."),
     ("zadd", "1.2.0", "O(log(N)) for each item added, where N is the number of elements in the sorted set."),
@@ -350,6 +373,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("zintercard", "7.0.0", "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets."),
     ("zinterstore", "2.0.0", "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set."),
     ("zlexcount", "2.8.9", "O(log(N)) with N being the number of elements in the sorted set."),
+    ("zmpop", "7.0.0", "O(K) + O(N*log(M)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped."),
     ("zmscore", "6.2.0", "O(N) where N is the number of members being requested."),
     ("zpopmax", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped."),
     ("zpopmin", "5.0.0", "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped."),
@@ -545,14 +569,23 @@ mod tests {
     use crate::cmd::client::CLIENT_SUBS;
     use crate::cmd::config::CONFIG_SUBS;
     use crate::cmd::harness::{bulk, err, server_harness};
-    use crate::cmd::introspect::{FUNCTION_SUBS, OBJECT_SUBS};
+    use crate::cmd::introspect::{FUNCTION_SUBS, MEMORY_SUBS, OBJECT_SUBS};
+    use crate::cmd::pubsub::PUBSUB_SUBS;
     use crate::cmd::{table, wrong_arity};
 
     /// The subcommand tables are sorted, complete for COMMAND DOCS, and their arities count the
     /// container and the subcommand.
     #[test]
     fn tables_are_consistent() {
-        for subs in [CLIENT_SUBS, COMMAND_SUBS, CONFIG_SUBS, FUNCTION_SUBS, OBJECT_SUBS] {
+        for subs in [
+            CLIENT_SUBS,
+            COMMAND_SUBS,
+            CONFIG_SUBS,
+            FUNCTION_SUBS,
+            MEMORY_SUBS,
+            OBJECT_SUBS,
+            PUBSUB_SUBS,
+        ] {
             assert!(subs.windows(2).all(|w| w[0].name < w[1].name));
             for s in subs {
                 assert!(s.arity.unsigned_abs() >= 2, "{}", s.name);
@@ -614,10 +647,18 @@ mod tests {
         let all = h.cmd("COMMAND");
         assert!(all.starts_with(&format!("*{n}\r\n*10\r\n$6\r\nappend\r\n:3\r\n")));
         assert_eq!(h.cmd("COMMAND INFO"), all);
-        let subs = [CLIENT_SUBS, COMMAND_SUBS, CONFIG_SUBS, FUNCTION_SUBS, OBJECT_SUBS]
-            .iter()
-            .map(|s| s.len())
-            .sum::<usize>();
+        let subs = [
+            CLIENT_SUBS,
+            COMMAND_SUBS,
+            CONFIG_SUBS,
+            FUNCTION_SUBS,
+            MEMORY_SUBS,
+            OBJECT_SUBS,
+            PUBSUB_SUBS,
+        ]
+        .iter()
+        .map(|s| s.len())
+        .sum::<usize>();
         let list = h.cmd("COMMAND LIST");
         assert!(list.starts_with(&format!("*{}\r\n$6\r\nappend\r\n", n + subs)));
         assert!(list.contains("$9\r\nclient|id\r\n"));

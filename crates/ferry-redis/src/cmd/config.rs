@@ -2,8 +2,8 @@
 //!
 //! Where this differs from Redis, and why:
 //! - `CONFIG` changes little: the configuration is fixed when the server starts, except
-//!   `maxmemory`. `CONFIG GET` knows the parameters clients ask for ([`CONFIG_PARAMS`]) and
-//!   the [`INERT_PARAMS`]: Redis's encoding thresholds and replication and scripting knobs,
+//!   `maxmemory` and the `pubsub` class of `client-output-buffer-limit`. `CONFIG GET` knows
+//!   the parameters clients ask for ([`CONFIG_PARAMS`]) and the [`INERT_PARAMS`]: Redis's encoding thresholds and replication and scripting knobs,
 //!   which `CONFIG SET` accepts (with Redis's checks and errors) and reports back, but which
 //!   change nothing in Ferry (it has one representation per type). `CONFIG SET` of another
 //!   parameter accepts the value it already has (`CONFIG SET save ""` and `appendonly no`,
@@ -16,6 +16,7 @@
 use std::sync::PoisonError;
 
 use super::keys::glob_match;
+use super::pubsub::OutputLimit;
 use super::strings::parse_i64;
 use super::subcommand::{ACL_ADMIN, ADMIN_SUB, HELP_SUB, Sub, dispatch, help, sub};
 use super::{Args, Ctx, SYNTAX, quoted};
@@ -35,6 +36,7 @@ pub static CONFIG_SUBS: &[Sub] = &[
 pub const CONFIG_PARAMS: &[&str] = &[
     "appendonly",
     "bind",
+    "client-output-buffer-limit",
     "client-query-buffer-limit",
     "databases",
     "hz",
@@ -147,6 +149,21 @@ fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
     match name {
         "appendonly" => "no".into(),
         "bind" => config.bind.ip().to_string(),
+        "client-output-buffer-limit" => {
+            let p = ctx
+                .server
+                .pubsub
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .limit;
+            format!(
+                "{} {} {} {}",
+                fixed_output_limits(config),
+                p.hard,
+                p.soft,
+                p.soft_seconds
+            )
+        }
         "client-query-buffer-limit" => config.query_buffer_limit.to_string(),
         "databases" => config.databases.to_string(),
         "hz" => config.hz.to_string(),
@@ -250,6 +267,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             Param::Fixed("maxmemory") => parse_memory(value)
                 .is_none()
                 .then(|| "argument must be a memory value".to_string()),
+            Param::Fixed("client-output-buffer-limit") => parse_output_limits(&ctx.server.config, value)
+                .err()
+                .map(str::to_string),
             Param::Fixed(_) if value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) => None,
             Param::Fixed(_) => {
                 Some("this server's configuration is read-only: set it when starting the server".into())
@@ -269,6 +289,15 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     for (param, _, value) in pairs {
         match param {
             Param::Inert(i) => values[i] = String::from_utf8_lossy(value).to_ascii_lowercase(),
+            Param::Fixed("client-output-buffer-limit") => {
+                if let Some(limit) = parse_output_limits(&ctx.server.config, value).expect("checked above") {
+                    ctx.server
+                        .pubsub
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .limit = limit;
+                }
+            }
             Param::Fixed("maxmemory") => {
                 let bytes = parse_memory(value).expect("checked above");
                 ctx.server
@@ -279,6 +308,61 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         }
     }
     out.ok();
+}
+
+/// The `normal` and `slave` classes of `client-output-buffer-limit`, as `CONFIG GET` lists
+/// them before `pubsub`: fixed at start (a normal client's hard limit is the server's output
+/// buffer limit; there are no replicas), so `CONFIG SET` takes them only unchanged.
+fn fixed_output_limits(config: &crate::config::Config) -> String {
+    format!(
+        "normal {} 0 0 slave 268435456 67108864 60 pubsub",
+        config.output_buffer_limit
+    )
+}
+
+/// A `client-output-buffer-limit` value: `class hard soft seconds` groups (memory values for
+/// the sizes), Redis's checks and messages. `Ok(Some(limit))`: the new `pubsub` class;
+/// `Ok(None)`: no `pubsub` group.
+fn parse_output_limits(
+    config: &crate::config::Config,
+    value: &[u8],
+) -> Result<Option<OutputLimit>, &'static str> {
+    let words: Vec<&[u8]> = value.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
+    if words.len() % 4 != 0 {
+        return Err("Wrong number of arguments in buffer limit configuration.");
+    }
+    let fixed = fixed_output_limits(config);
+    let fixed: Vec<&str> = fixed.split(' ').collect();
+    let mut pubsub = None;
+    for group in words.chunks(4) {
+        let class = group[0].to_ascii_lowercase();
+        let (hard, soft, secs) = match (
+            parse_memory(group[1]),
+            parse_memory(group[2]),
+            parse_i64(group[3]),
+        ) {
+            (Some(h), Some(s), Some(t)) if t >= 0 => (h, s, t as u64),
+            _ => return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration."),
+        };
+        let at = match class.as_slice() {
+            b"normal" => 0,
+            b"slave" | b"replica" => 4,
+            b"pubsub" => {
+                pubsub = Some(OutputLimit {
+                    hard,
+                    soft,
+                    soft_seconds: secs,
+                });
+                continue;
+            }
+            _ => return Err("Invalid client class specified in buffer limit configuration."),
+        };
+        let now = [hard.to_string(), soft.to_string(), secs.to_string()];
+        if now.iter().zip(&fixed[at + 1..at + 4]).any(|(a, b)| a != b) {
+            return Err("only the pubsub class can change: the others are fixed when the server starts");
+        }
+    }
+    Ok(pubsub)
 }
 
 /// A memory size as redis.conf writes it (Redis's `memtoull`): digits and an optional unit,

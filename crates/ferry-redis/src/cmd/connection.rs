@@ -33,8 +33,14 @@ pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
 /// A client name with a byte outside `!`..=`~`.
 pub const BAD_CLIENT_NAME: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
 
-/// `PING [message]`: `+PONG`, or the message as a bulk string.
-pub fn ping(_ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+/// `PING [message]`: `+PONG`, or the message as a bulk string; from a RESP2 client in
+/// pub/sub mode, the array `pong message` (an empty message without one), as Redis answers.
+pub fn ping(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    if out.proto() == Proto::Resp2 && ctx.client.subs.is_subscribed() && args.len() <= 2 {
+        out.array(2);
+        out.bulk(b"pong");
+        return out.bulk(if args.len() == 2 { args.get(1) } else { b"" });
+    }
     match args.len() {
         1 => out.simple("PONG"),
         2 => out.bulk(args.get(1)),
@@ -159,6 +165,27 @@ fn credentials_ok(password: Option<&str>, user: Option<&[u8]>, pass: &[u8]) -> b
 pub fn quit(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
     ctx.client.close_after_reply = true;
     out.ok();
+}
+
+/// `RESET`: the connection as it was when it connected (Redis's `resetCommand`): no
+/// transaction or watched keys, database 0, RESP2, no name, every subscription gone (without
+/// notifications), replies on, authenticated only when no password is set. `+RESET`.
+pub fn reset(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    ctx.client.multi = None;
+    super::multi::unwatch_all(ctx);
+    ctx.server
+        .pubsub
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .forget(ctx.client);
+    let c = &mut *ctx.client;
+    c.db = 0;
+    c.proto = Proto::Resp2;
+    c.name = None;
+    c.reply = super::ReplyMode::On;
+    c.authenticated = ctx.server.config.password.is_none();
+    out.set_proto(Proto::Resp2);
+    out.simple("RESET");
 }
 
 #[cfg(test)]
@@ -328,6 +355,25 @@ mod tests {
         let mut h = server_harness(Some("secret"));
         assert_eq!(h.cmd("AUTH default secret"), OK);
         assert!(h.client.authenticated);
+    }
+
+    #[test]
+    fn reset_returns_the_connection_to_its_start() {
+        let mut h = server_harness(Some("pw"));
+        h.cmd("AUTH pw");
+        h.cmd("HELLO 3");
+        h.cmd("CLIENT SETNAME n");
+        h.cmd("SELECT 2");
+        h.cmd("SUBSCRIBE a");
+        h.cmd("MULTI");
+        assert_eq!(h.cmd("RESET"), "+RESET\r\n");
+        assert!(h.client.multi.is_none() && !h.client.subs.is_subscribed());
+        assert_eq!(
+            (h.client.db, h.client.proto, &h.client.name),
+            (0, Proto::Resp2, &None)
+        );
+        assert_eq!(h.cmd("GET k"), err(crate::cmd::NOAUTH));
+        assert_eq!(h.cmd("PUBSUB NUMSUB a"), err(crate::cmd::NOAUTH));
     }
 
     #[test]

@@ -2,17 +2,36 @@
 //!
 //! Where this differs from Redis, and why:
 //! - `INFO` has the sections `server`, `clients`, `memory`, `persistence`, `stats`,
-//!   `replication`, `cluster` and `keyspace` (`default`, `all` and `everything` are all of
-//!   them), with the fields Ferry can fill truthfully, plus Ferry's own (`ferry_*`, and the
-//!   reply byte counters). `cpu`, `modules`, `errorstats`, `commandstats` and `latencystats`
-//!   are empty, as any unknown section is. `avg_ttl` is always 0 (not tracked).
+//!   `replication`, `cpu`, `commandstats`, `cluster` and `keyspace` (`default` is all but
+//!   `commandstats`, `all` and `everything` all of them), with the fields Ferry can fill truthfully, plus Ferry's own (`ferry_*`, and the
+//!   reply byte counters), `cpu` (the process's user and system time, and its children's; not
+//!   the main thread's: Ferry has one loop per thread) and `commandstats` (`all`, `everything`
+//!   or by name; `EXEC` itself is not counted, the commands it runs are). `modules`,
+//!   `errorstats` and `latencystats` are empty, as any unknown section is. `avg_ttl` is always 0 (not tracked).
 
 use std::fmt::Write as _;
+use std::sync::PoisonError;
 
 use super::connection::REDIS_VERSION;
-use super::{Args, Ctx, Stats};
+use super::{Args, Ctx, Stats, pubsub};
 use crate::db::{Db, DbStats};
 use crate::resp::ReplyBuf;
+
+/// CPU seconds of the process (user, system) and of its waited-for children, from
+/// `/proc/self/stat` (zeros where it cannot be read).
+fn cpu_seconds() -> (f64, f64, f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    let hz = rustix::param::clock_ticks_per_second().max(1) as f64;
+    // utime, stime, cutime, cstime are fields 14 to 17, 12 to 15 after the name.
+    let at = |i: usize| f.get(i).copied().unwrap_or(0.0) / hz;
+    (at(11), at(12), at(13), at(14))
+}
 
 /// `TIME`: the server's clock, `[unix seconds, microseconds]` (to the millisecond: the
 /// handlers' clock).
@@ -23,25 +42,37 @@ pub fn time(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
 }
 
 /// `INFO` sections, in the order Redis writes them.
-const SECTIONS: &[&str] = &[
+const SECTIONS: [&str; 10] = [
     "server",
     "clients",
     "memory",
     "persistence",
     "stats",
     "replication",
+    "cpu",
+    "commandstats",
     "cluster",
     "keyspace",
 ];
 
-/// `INFO [section ...]`: the chosen sections (all of them for none, `default`, `all` or
-/// `everything`; nothing for an unknown one) as text, `\r\n` line ends, a blank line between
+/// The sections `INFO` and `INFO default` leave out (`all` and `everything` have them).
+const NOT_DEFAULT: &[&str] = &["commandstats"];
+
+/// `INFO [section ...]`: the chosen sections (the default ones for none or `default`, all
+/// for `all` or `everything`; nothing for an unknown one) as text, `\r\n` line ends, a blank line between
 /// sections; a verbatim `txt` string in RESP3.
 pub fn info(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    let mut wanted = [args.len() == 1; SECTIONS.len()];
+    let default = SECTIONS.map(|s| !NOT_DEFAULT.contains(&s));
+    let mut wanted = if args.len() == 1 {
+        default
+    } else {
+        [false; SECTIONS.len()]
+    };
     for arg in args.iter_from(1) {
         let arg = arg.to_ascii_lowercase();
-        if matches!(arg.as_slice(), b"default" | b"all" | b"everything") {
+        if arg == b"default" {
+            wanted.iter_mut().zip(default).for_each(|(w, d)| *w |= d);
+        } else if matches!(arg.as_slice(), b"all" | b"everything") {
             wanted = [true; SECTIONS.len()];
         } else if let Some(i) = SECTIONS.iter().position(|s| s.as_bytes() == arg.as_slice()) {
             wanted[i] = true;
@@ -103,7 +134,12 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
             field!(s, "connected_clients", stat(&server.stats.connected_clients));
             field!(s, "cluster_connections", 0);
             field!(s, "maxclients", config.max_clients);
-            field!(s, "blocked_clients", 0);
+            let blocked = server
+                .blocked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len();
+            field!(s, "blocked_clients", blocked);
             field!(s, "tracking_clients", 0);
         }
         "memory" => {
@@ -156,9 +192,43 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
             field!(s, "evicted_keys", 0);
             field!(s, "keyspace_hits", db.keyspace_hits);
             field!(s, "keyspace_misses", db.keyspace_misses);
+            let (channels, patterns, shard) =
+                pubsub::info_counts(&server.pubsub.lock().unwrap_or_else(PoisonError::into_inner));
+            field!(s, "pubsub_channels", channels);
+            field!(s, "pubsub_patterns", patterns);
+            field!(s, "pubsubshard_channels", shard);
             field!(s, "reply_bytes_copied", stat(&st.reply_bytes_copied));
             field!(s, "reply_bytes_referenced", stat(&st.reply_bytes_referenced));
             field!(s, "clients_dropped", stat(&st.clients_dropped));
+        }
+        "cpu" => {
+            s.push_str("# CPU\r\n");
+            let (user, sys, child_user, child_sys) = cpu_seconds();
+            field!(s, "used_cpu_sys", format!("{sys:.6}"));
+            field!(s, "used_cpu_user", format!("{user:.6}"));
+            field!(s, "used_cpu_sys_children", format!("{child_sys:.6}"));
+            field!(s, "used_cpu_user_children", format!("{child_user:.6}"));
+        }
+        "commandstats" => {
+            s.push_str("# Commandstats\r\n");
+            for (spec, st) in ctx.table.commands.iter().zip(&server.command_stats) {
+                let (calls, usec) = (stat(&st.calls), stat(&st.usec));
+                let (rejected, failed) = (stat(&st.rejected_calls), stat(&st.failed_calls));
+                if calls + rejected + failed == 0 {
+                    continue;
+                }
+                let per_call = if calls == 0 {
+                    0.0
+                } else {
+                    usec as f64 / calls as f64
+                };
+                let _ = write!(
+                    s,
+                    "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},\
+                     rejected_calls={rejected},failed_calls={failed}\r\n",
+                    spec.name
+                );
+            }
         }
         "replication" => {
             s.push_str("# Replication\r\n");
@@ -262,19 +332,40 @@ mod tests {
         let fields = |reply: &str| -> Vec<String> {
             let text = info_text(reply);
             text.lines()
-                .filter(|l| !l.starts_with("total_commands_processed:") && !l.starts_with("uptime_in"))
+                .filter(|l| {
+                    !l.starts_with("total_commands_processed:")
+                        && !l.starts_with("uptime_in")
+                        && !l.starts_with("used_cpu_")
+                })
                 .map(str::to_owned)
                 .collect()
         };
         let all = h.cmd("INFO");
-        for line in [
-            "INFO default",
-            "INFO all",
-            "INFO EVERYTHING",
-            "INFO server default",
-        ] {
+        for line in ["INFO default", "INFO server default"] {
             assert_eq!(fields(&h.cmd(line)), fields(&all), "{line}");
         }
+        // `all` adds commandstats: the commands run so far, none rejected or failed.
+        let everything = h.cmd("INFO EVERYTHING");
+        assert!(!all.contains("cmdstat_"));
+        assert!(
+            everything.contains("\r\n# Commandstats\r\ncmdstat_info:calls="),
+            "{everything}"
+        );
+        assert!(everything.contains(",rejected_calls=0,failed_calls=0\r\n"));
+        assert!(info_text(&h.cmd("INFO cpu")).starts_with("# CPU\r\nused_cpu_sys:"));
+        h.cmd("GET");
+        h.cmd("SET n x");
+        h.cmd("INCR n");
+        let stats = h.cmd("INFO commandstats");
+        assert!(
+            stats.contains(
+                "cmdstat_get:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0\r\n"
+            )
+        );
+        assert!(
+            stats.contains(",rejected_calls=0,failed_calls=1\r\n") && stats.contains("cmdstat_incr:calls=1,")
+        );
+        h.cmd("DEL n");
         let text = info_text(&all);
         let headers: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
         assert_eq!(
@@ -286,6 +377,7 @@ mod tests {
                 "# Persistence",
                 "# Stats",
                 "# Replication",
+                "# CPU",
                 "# Cluster",
                 "# Keyspace"
             ]

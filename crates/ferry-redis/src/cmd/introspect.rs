@@ -22,7 +22,7 @@ use super::strings::parse_i64;
 use super::subcommand::{Sub, dispatch, help, sub};
 use super::{Args, Ctx, NOT_INTEGER};
 use crate::db::{Access, Value};
-use crate::resp::ReplyBuf;
+use crate::resp::{Proto, ReplyBuf};
 
 /// `DEBUG` when `enable-debug-command` is off (Redis 7.0's words).
 pub const DEBUG_DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set \
@@ -222,6 +222,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         (b"quicklist-packed-threshold", 3) => out.ok(),
         (b"jmap", 2) => out.ok(),
         (b"reload" | b"loadaof", _) => out.error(NO_PERSISTENCE),
+        (b"protocol", 3) => debug_protocol(args.get(2), out),
         (b"object", 3) => {
             let now = ctx.now_ms;
             let Some(e) = ctx.db.find(args.get(2), now, Access::Inspect) else {
@@ -245,9 +246,166 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     }
 }
 
+/// `DEBUG PROTOCOL type`: one reply of each RESP type, Redis's sample values (for clients'
+/// tests of their parsers).
+fn debug_protocol(name: &[u8], out: &mut ReplyBuf) {
+    match name.to_ascii_lowercase().as_slice() {
+        b"string" => out.bulk(b"Hello World"),
+        b"integer" => out.integer(12345),
+        #[allow(clippy::approx_constant)] // Redis's sample value, not pi
+        b"double" => out.double(3.141),
+        b"bignum" => out.big_number("1234567999999999999999999999999999999"),
+        b"null" => out.null(),
+        b"array" | b"set" => {
+            if name.eq_ignore_ascii_case(b"set") {
+                out.set(3);
+            } else {
+                out.array(3);
+            }
+            (0..3).for_each(|j| out.integer(j));
+        }
+        b"map" => {
+            out.map(3);
+            for j in 0..3 {
+                out.integer(j);
+                out.boolean(j == 1);
+            }
+        }
+        b"attrib" => {
+            if out.proto() == Proto::Resp3 {
+                out.attribute(1);
+                out.bulk(b"key-popularity");
+                out.array(2);
+                out.bulk(b"key:123");
+                out.integer(90);
+            }
+            out.bulk(b"Some real reply following the attribute");
+        }
+        b"push" if out.proto() == Proto::Resp2 => out.error("ERR RESP2 is not supported by this command"),
+        b"push" => {
+            out.push(2);
+            out.bulk(b"server-cpu-usage");
+            out.integer(42);
+            out.bulk(b"Some real reply following the push reply");
+        }
+        b"true" => out.boolean(true),
+        b"false" => out.boolean(false),
+        b"verbatim" => out.verbatim("txt", b"This is a verbatim\nstring"),
+        _ => out.error(
+            "ERR Wrong protocol type name. Please use one of the following: \
+             string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        ),
+    }
+}
+
+/// `MEMORY`'s subcommands.
+#[rustfmt::skip]
+pub static MEMORY_SUBS: &[Sub] = &[
+    sub("memory|help", 2, &["loading", "stale"], &["@slow"], &[], "server", "Show helpful text about the different subcommands", "4.0.0", "O(1)", memory_help),
+    sub("memory|usage", -3, SUB_FLAGS, &["@read", "@slow"], &[], "server", "Estimate the memory usage of a key", "4.0.0", "O(N) where N is the number of samples.", memory_usage),
+];
+
+/// `MEMORY subcommand ...`: see [`MEMORY_SUBS`].
+pub fn memory(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    dispatch("memory", MEMORY_SUBS, ctx, args, out);
+}
+
+/// `MEMORY USAGE key [SAMPLES count]`: the key's share of `used_memory`, the estimate
+/// `maxmemory` bounds (key bytes, value bytes, and Ferry's fixed overheads per key and per
+/// element: [`crate::db::KEY_OVERHEAD`]); every element is counted, so `SAMPLES` changes
+/// nothing. Null for a missing key.
+fn memory_usage(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let mut j = 3;
+    while j < args.len() {
+        if args.get(j).eq_ignore_ascii_case(b"samples") && j + 1 < args.len() {
+            match parse_i64(args.get(j + 1)) {
+                None => return out.error(NOT_INTEGER),
+                Some(n) if n < 0 => return out.error(super::SYNTAX),
+                Some(_) => j += 2,
+            }
+        } else {
+            return out.error(super::SYNTAX);
+        }
+    }
+    let key = args.get(2);
+    match ctx.db.find(key, ctx.now_ms, Access::Inspect) {
+        Some(e) => out.integer((key.len() + e.value().memory() + crate::db::KEY_OVERHEAD) as i64),
+        None => out.null(),
+    }
+}
+
+fn memory_help(_ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    help(
+        out,
+        "MEMORY",
+        &[
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+        ],
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use crate::cmd::harness::*;
+
+    #[test]
+    fn memory_usage_is_the_maxmemory_estimate() {
+        let mut h = Harness::new();
+        h.cmd("RPUSH list ab cde");
+        let want = 4 + (2 + 16) + (3 + 16) + crate::db::KEY_OVERHEAD;
+        assert_eq!(h.cmd("MEMORY USAGE list"), int(want as i64));
+        assert_eq!(h.cmd("MEMORY USAGE list SAMPLES 0"), int(want as i64));
+        assert_eq!(h.cmd("MEMORY USAGE nokey"), NULL);
+        assert_eq!(h.cmd("MEMORY USAGE list SAMPLES x"), err(crate::cmd::NOT_INTEGER));
+        assert_eq!(h.cmd("MEMORY USAGE list FOO"), err(crate::cmd::SYNTAX));
+    }
+
+    /// Byte for byte as redis-server 7.0.15 answers, in RESP2 and RESP3.
+    #[test]
+    fn debug_protocol_as_redis() {
+        let mut h = Harness::new();
+        h.server = crate::cmd::ServerInfo::new(
+            crate::Config {
+                enable_debug_command: true,
+                ..crate::Config::default()
+            },
+            6379,
+            "0".repeat(40),
+        );
+        let resp2 = [
+            ("bignum", "$37\r\n1234567999999999999999999999999999999\r\n"),
+            ("map", "*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n"),
+            ("attrib", "$39\r\nSome real reply following the attribute\r\n"),
+            ("push", "-ERR RESP2 is not supported by this command\r\n"),
+            ("double", "$5\r\n3.141\r\n"),
+        ];
+        for (t, want) in resp2 {
+            assert_eq!(h.cmd(&format!("DEBUG PROTOCOL {t}")), want, "{t}");
+        }
+        h.cmd("HELLO 3");
+        let resp3 = [
+            ("bignum", "(1234567999999999999999999999999999999\r\n"),
+            ("set", "~3\r\n:0\r\n:1\r\n:2\r\n"),
+            ("map", "%3\r\n:0\r\n#f\r\n:1\r\n#t\r\n:2\r\n#f\r\n"),
+            (
+                "attrib",
+                "|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n\
+                 $39\r\nSome real reply following the attribute\r\n",
+            ),
+            (
+                "push",
+                ">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n$40\r\nSome real reply following the push reply\r\n",
+            ),
+            ("verbatim", "=29\r\ntxt:This is a verbatim\nstring\r\n"),
+            ("null", "_\r\n"),
+            ("true", "#t\r\n"),
+        ];
+        for (t, want) in resp3 {
+            assert_eq!(h.cmd(&format!("DEBUG PROTOCOL {t}")), want, "{t}");
+        }
+    }
 
     #[test]
     fn object_reports_what_ferry_stores() {

@@ -214,7 +214,7 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 }
 
 /// Parses `LEFT` or `RIGHT`: whether it is the head.
-fn parse_side(arg: &[u8]) -> Option<bool> {
+pub(super) fn parse_side(arg: &[u8]) -> Option<bool> {
     if arg.eq_ignore_ascii_case(b"left") {
         Some(true)
     } else if arg.eq_ignore_ascii_case(b"right") {
@@ -373,7 +373,7 @@ pub fn rpoplpush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 
 /// `LMOVE`: the source is checked, then the destination's type, then the element moves (the
 /// same key rotates).
-fn move_element(
+pub(super) fn move_element(
     ctx: &mut Ctx<'_>,
     src: &[u8],
     dst: &[u8],
@@ -410,41 +410,76 @@ fn move_element(
     }
 }
 
+/// The arguments of `LMPOP`, `ZMPOP` and their blocking forms from `numkeys` at `at` on:
+/// `numkeys key [key ...] WHERE [COUNT count]`, in Redis's order of checks.
+#[derive(Debug, Clone)]
+pub struct MpopArgs<W> {
+    /// Where the keys are among the arguments.
+    pub keys: std::ops::Range<usize>,
+    /// The argument after the keys (`LEFT|RIGHT`, `MIN|MAX`), as `side` read it.
+    pub side: W,
+    /// `COUNT`, 1 without it.
+    pub count: usize,
+}
+
+impl<W> MpopArgs<W> {
+    /// Parses from `at` (the `numkeys` argument), the argument after the keys with `side`;
+    /// `Err` is the error reply.
+    pub fn parse(
+        args: &Args<'_>,
+        at: usize,
+        side: fn(&[u8]) -> Option<W>,
+    ) -> Result<MpopArgs<W>, &'static str> {
+        let numkeys = match parse_i64(args.get(at)) {
+            Some(n) if n >= 1 => n as u64,
+            _ => return Err(NUMKEYS),
+        };
+        let where_at = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(at + 1)) {
+            Some(i) if i < args.len() => i,
+            _ => return Err(SYNTAX),
+        };
+        let side = side(args.get(where_at)).ok_or(SYNTAX)?;
+        let mut count = None;
+        let mut j = where_at + 1;
+        while j < args.len() {
+            if count.is_none() && args.get(j).eq_ignore_ascii_case(b"count") && j + 1 < args.len() {
+                match parse_i64(args.get(j + 1)) {
+                    Some(n) if n >= 1 => count = Some(n),
+                    _ => return Err(COUNT_NOT_POSITIVE),
+                }
+                j += 2;
+            } else {
+                return Err(SYNTAX);
+            }
+        }
+        Ok(MpopArgs {
+            keys: at + 1..where_at,
+            side,
+            count: usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX),
+        })
+    }
+}
+
 /// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]`: pops up to `count` elements (1
 /// by default) from the first non-empty list: `[key, [element, ...]]`, or a null array.
 pub fn lmpop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    let numkeys = match parse_i64(args.get(1)) {
-        Some(n) if n >= 1 => n as u64,
-        _ => return out.error(NUMKEYS),
+    mpop_from(ctx, args, 1, out)
+}
+
+/// `LMPOP`'s work, its `numkeys` at argument `at` (`BLMPOP` has its timeout first).
+pub(super) fn mpop_from(ctx: &mut Ctx<'_>, args: &Args<'_>, at: usize, out: &mut ReplyBuf) {
+    let m = match MpopArgs::parse(args, at, parse_side) {
+        Ok(m) => m,
+        Err(e) => return out.error(e),
     };
-    let where_at = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
-        Some(i) if i < args.len() => i,
-        _ => return out.error(SYNTAX),
-    };
-    let Some(from_head) = parse_side(args.get(where_at)) else {
-        return out.error(SYNTAX);
-    };
-    let mut count = None;
-    let mut j = where_at + 1;
-    while j < args.len() {
-        if count.is_none() && args.get(j).eq_ignore_ascii_case(b"count") && j + 1 < args.len() {
-            match parse_i64(args.get(j + 1)) {
-                Some(n) if n >= 1 => count = Some(n),
-                _ => return out.error(COUNT_NOT_POSITIVE),
-            }
-            j += 2;
-        } else {
-            return out.error(SYNTAX);
-        }
-    }
-    let count = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
-    for key in (2..where_at).map(|i| args.get(i)) {
+    let from_head = m.side;
+    for key in m.keys.map(|i| args.get(i)) {
         let mut list = match ctx.db.list(key, ctx.now_ms) {
             Err(_) => return out.error(WRONGTYPE),
             Ok(None) => continue,
             Ok(Some(list)) => list,
         };
-        let n = count.min(list.len());
+        let n = m.count.min(list.len());
         out.array(2);
         out.bulk(key);
         out.array(n);

@@ -10,8 +10,13 @@
 //!
 //! Groups: [`strings`], [`keys`] (with [`sort`]), [`lists`], [`hashes`], [`sets`], [`zsets`]
 //! and [`zalgebra`] (with [`random`]: the random picks of the three collections), [`multi`]
-//! (transactions), [`introspect`] (`OBJECT`, `DEBUG`, `FUNCTION`), [`connection`], [`databases`],
-//! [`client`], [`command`], [`config`] and [`info`]. Container commands share [`subcommand`].
+//! (transactions), [`pubsub`], [`blocking`] (`BLPOP` and the others), [`introspect`]
+//! (`OBJECT`, `DEBUG`, `FUNCTION`, `MEMORY`), [`connection`], [`databases`], [`client`],
+//! [`command`], [`config`] and [`info`].
+//!
+//! What a command leaves for other loops (a published message, a served waiter's reply) is
+//! [`pubsub::Mail`] in the server-wide mailboxes, and the loops to wake are in
+//! [`Client::wake`]: handlers never do I/O, the server delivers. Container commands share [`subcommand`].
 //! The [`table`] names every handler; handlers that describe the table (`COMMAND`) read it
 //! through [`Ctx::table`], so no handler module imports it.
 
@@ -27,6 +32,7 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::resp::{Proto, ReplyBuf};
 
+pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod config;
@@ -40,6 +46,7 @@ pub mod introspect;
 pub mod keys;
 pub mod lists;
 pub mod multi;
+pub mod pubsub;
 pub mod random;
 pub mod sets;
 pub mod sort;
@@ -157,6 +164,35 @@ impl<'a> Args<'a> {
     }
 }
 
+/// A copy of a command's arguments, kept past the read buffer they came in (a command queued
+/// by `MULTI`, a blocked client's command).
+#[derive(Debug, Clone, Default)]
+pub struct OwnedArgs {
+    bytes: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+}
+
+impl OwnedArgs {
+    /// Copies `args`.
+    pub fn from(args: &Args<'_>) -> OwnedArgs {
+        let mut bytes = Vec::new();
+        let ranges = args
+            .iter_from(0)
+            .map(|a| {
+                let start = bytes.len();
+                bytes.extend_from_slice(a);
+                start..bytes.len()
+            })
+            .collect();
+        OwnedArgs { bytes, ranges }
+    }
+
+    /// The arguments, to run.
+    pub fn args(&self) -> Args<'_> {
+        Args::new(&self.bytes, &self.ranges, None)
+    }
+}
+
 /// The command table as handlers see it: every command, lookup by name, and the subcommands of
 /// the containers. [`table::TABLE`] is the one value; [`Ctx`] carries it, so that the handlers
 /// that describe the table (`COMMAND`) need not import [`table`], which imports them.
@@ -195,6 +231,20 @@ pub struct Client {
     pub multi: Option<multi::Multi>,
     /// The keys `WATCH`ed for the next `EXEC`.
     pub watched: Vec<multi::Watched>,
+    /// Where the server holds it (set by the event loop that accepted it).
+    pub home: pubsub::Home,
+    /// Its channels and patterns ([`pubsub`]).
+    pub subs: pubsub::Subscriptions,
+    /// `CLIENT REPLY`.
+    pub reply: ReplyMode,
+    /// The blocking command it waits in ([`blocking`]): its loop runs none of its later
+    /// requests until it is served or times out.
+    pub block: Option<blocking::Block>,
+    /// Its commands run inside `EXEC`: a blocking command answers at once.
+    pub deny_blocking: bool,
+    /// Event loops its commands left work for (deliveries in their mailboxes): the server
+    /// wakes each and clears the list.
+    pub wake: Vec<usize>,
 }
 
 impl Client {
@@ -219,8 +269,27 @@ impl Client {
             db: 0,
             multi: None,
             watched: Vec::new(),
+            reply: ReplyMode::On,
+            block: None,
+            deny_blocking: false,
+            home: pubsub::Home::default(),
+            subs: pubsub::Subscriptions::default(),
+            wake: Vec::new(),
         }
     }
+}
+
+/// Whether a client's commands are answered (`CLIENT REPLY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// They are.
+    On,
+    /// They are not (pub/sub messages and notifications still go out).
+    Off,
+    /// `CLIENT REPLY SKIP` ran: the command after it is not answered.
+    SkipNext,
+    /// This command is not answered.
+    Skip,
 }
 
 /// Server-wide counters (`INFO stats`), shared by every loop.
@@ -258,6 +327,28 @@ impl Stats {
     }
 }
 
+/// One command's counters (`INFO commandstats`).
+#[derive(Debug, Default)]
+pub struct CommandStats {
+    /// Times it ran (inside `EXEC` too).
+    pub calls: AtomicU64,
+    /// Microseconds it ran for, in total.
+    pub usec: AtomicU64,
+    /// Times it was refused before running (arity, authentication, memory, pub/sub mode).
+    pub rejected_calls: AtomicU64,
+    /// Times it ran and answered an error.
+    pub failed_calls: AtomicU64,
+}
+
+impl ServerInfo {
+    /// The counters of `spec` (an entry of [`table::COMMANDS`]).
+    pub fn command_stats(&self, spec: &CommandSpec) -> &CommandStats {
+        // The entry's index from its address: `spec` is in the table's array.
+        let offset = (spec as *const CommandSpec as usize).wrapping_sub(table::COMMANDS.as_ptr() as usize);
+        &self.command_stats[(offset / std::mem::size_of::<CommandSpec>()).min(self.command_stats.len() - 1)]
+    }
+}
+
 /// What every handler may read about the server.
 #[derive(Debug)]
 pub struct ServerInfo {
@@ -278,6 +369,12 @@ pub struct ServerInfo {
     /// The values of the parameters `CONFIG SET` accepts without effect, in the order of
     /// [`config::INERT_PARAMS`].
     pub inert: Mutex<Vec<String>>,
+    /// Every subscription, and the deliveries waiting for each loop.
+    pub pubsub: Mutex<pubsub::Registry>,
+    /// `INFO commandstats`: one per [`table::COMMANDS`] entry, in its order.
+    pub command_stats: Vec<CommandStats>,
+    /// The clients waiting in blocking commands.
+    pub blocked: Mutex<blocking::Registry>,
 }
 
 impl ServerInfo {
@@ -285,6 +382,9 @@ impl ServerInfo {
     pub fn new(config: Config, port: u16, run_id: String) -> ServerInfo {
         ServerInfo {
             maxmemory: AtomicUsize::new(config.maxmemory),
+            pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
+            command_stats: table::COMMANDS.iter().map(|_| CommandStats::default()).collect(),
+            blocked: Mutex::new(blocking::Registry::default()),
             config,
             port,
             started: Instant::now(),
@@ -476,6 +576,33 @@ pub struct Session<'a> {
 /// memory, and calls its handler; inside a transaction, queues it instead (see [`multi`]).
 /// Exactly one reply is written to `out`.
 pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let mark = out.mark();
+    let spec = execute_answered(s, args, out);
+    let name = spec.map(|spec| spec.name);
+    // Waiters are served after each write (an uncontended lock: writers hold the keyspace's).
+    if spec.is_some_and(|spec| spec.has("write") || spec.name == "exec") {
+        blocking::serve(s.dbs, s.server, s.now_ms, &mut s.client.wake);
+    }
+    let client = &mut *s.client;
+    // Redis's `call`: the skipped reply is this one; a `SKIP` just run skips the next.
+    if matches!(client.reply, ReplyMode::Off | ReplyMode::Skip) && !name.is_some_and(pubsub::is_notifying) {
+        out.truncate(mark);
+    }
+    if client.reply == ReplyMode::Skip {
+        client.reply = ReplyMode::On;
+    }
+    if client.reply == ReplyMode::SkipNext {
+        client.reply = ReplyMode::Skip;
+    }
+}
+
+/// [`execute`] before `CLIENT REPLY` drops the reply; returns the command's name when it
+/// ran.
+fn execute_answered(
+    s: &mut Session<'_>,
+    args: &Args<'_>,
+    out: &mut ReplyBuf,
+) -> Option<&'static CommandSpec> {
     Stats::add(&s.server.stats.total_commands_processed, 1);
     let spec = match check(s, args) {
         Ok(spec) => spec,
@@ -486,12 +613,17 @@ pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
                 s.client.multi = None;
                 multi::forget_watched(s.dbs, s.client);
                 let reason = e.strip_prefix(b"ERR ").unwrap_or(&e);
-                return out.error([b"EXECABORT Transaction discarded because of: ", reason].concat());
+                out.error([b"EXECABORT Transaction discarded because of: ", reason].concat());
+                return None;
+            }
+            if let Some(spec) = table::lookup(args.get(0)) {
+                Stats::add(&s.server.command_stats(spec).rejected_calls, 1);
             }
             if let Some(m) = &mut s.client.multi {
                 m.abort();
             }
-            return out.error(e);
+            out.error(e);
+            return None;
         }
     };
     match &mut s.client.multi {
@@ -501,13 +633,16 @@ pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         }
         Some(_) if spec.name == "exec" => {
             let server = s.server;
+            s.client.deny_blocking = true;
             multi::exec(s.dbs, s.client, s.now_ms, out, |dbs, client, spec, args, out| {
                 Stats::add(&server.stats.total_commands_processed, 1);
                 run(dbs, client, server, s.now_ms, spec, args, out)
             });
+            s.client.deny_blocking = false;
         }
         _ => run(s.dbs, s.client, s.server, s.now_ms, spec, args, out),
     }
+    Some(spec)
 }
 
 /// The command `args` names, or the error Redis 7.0 gives before running it, in Redis's
@@ -532,6 +667,12 @@ fn check(s: &Session<'_>, args: &Args<'_>) -> Result<&'static CommandSpec, Vec<u
             return Err(OOM.into());
         }
     }
+    if s.client.proto == Proto::Resp2
+        && s.client.subs.is_subscribed()
+        && !pubsub::allowed_when_subscribed(spec.name)
+    {
+        return Err(pubsub::not_allowed_when_subscribed(spec.name).into_bytes());
+    }
     Ok(spec)
 }
 
@@ -554,5 +695,12 @@ fn run(
         now_ms,
         table: &table::TABLE,
     };
-    (spec.handler)(&mut ctx, args, out)
+    let (mark, started) = (out.mark(), Instant::now());
+    (spec.handler)(&mut ctx, args, out);
+    let stats = server.command_stats(spec);
+    Stats::add(&stats.calls, 1);
+    Stats::add(&stats.usec, started.elapsed().as_micros() as u64);
+    if out.is_error_since(mark) {
+        Stats::add(&stats.failed_calls, 1);
+    }
 }

@@ -16,9 +16,7 @@
 //! (`SET k v NX` on an existing key) is not a change; unlike Redis, a hash, set or sorted set
 //! counts as changed when a command opened it to write even if nothing was removed or added.
 
-use std::ops::Range;
-
-use super::{Args, Client, CommandSpec, Ctx};
+use super::{Args, Client, CommandSpec, Ctx, OwnedArgs};
 use crate::db::{Db, WatchMark};
 use crate::resp::ReplyBuf;
 
@@ -52,16 +50,10 @@ impl Multi {
 
     /// Queues a copy of `args` (the read buffer is reused before `EXEC`).
     pub fn queue(&mut self, spec: &'static CommandSpec, args: &Args<'_>) {
-        let mut bytes = Vec::new();
-        let ranges = args
-            .iter_from(0)
-            .map(|a| {
-                let start = bytes.len();
-                bytes.extend_from_slice(a);
-                start..bytes.len()
-            })
-            .collect();
-        self.queued.push(Queued { spec, bytes, ranges });
+        self.queued.push(Queued {
+            spec,
+            args: OwnedArgs::from(args),
+        });
     }
 }
 
@@ -69,8 +61,7 @@ impl Multi {
 #[derive(Debug, Clone)]
 struct Queued {
     spec: &'static CommandSpec,
-    bytes: Vec<u8>,
-    ranges: Vec<Range<usize>>,
+    args: OwnedArgs,
 }
 
 /// A watched key and what it was when `WATCH` ran.
@@ -92,7 +83,7 @@ pub fn forget_watched(dbs: &mut [Db], client: &mut Client) {
 }
 
 /// [`forget_watched`] from a handler.
-fn unwatch_all(ctx: &mut Ctx<'_>) {
+pub(super) fn unwatch_all(ctx: &mut Ctx<'_>) {
     for w in std::mem::take(&mut ctx.client.watched) {
         if let Some(db) = ctx.db_at(w.db) {
             db.unwatch(&w.key);
@@ -102,7 +93,10 @@ fn unwatch_all(ctx: &mut Ctx<'_>) {
 
 /// Whether `spec` runs at once inside a transaction rather than being queued.
 pub fn runs_at_once(spec: &CommandSpec) -> bool {
-    matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit")
+    matches!(
+        spec.name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
 }
 
 /// `EXEC` inside a transaction: runs the queued commands (an array of their replies), or
@@ -130,8 +124,7 @@ pub fn exec(
     }
     out.array(multi.queued.len());
     for q in &multi.queued {
-        let args = Args::new(&q.bytes, &q.ranges, None);
-        run(dbs, client, q.spec, &args, out);
+        run(dbs, client, q.spec, &q.args.args(), out);
     }
 }
 

@@ -5,8 +5,8 @@ use std::sync::LazyLock;
 
 use super::subcommand::Sub;
 use super::{
-    CommandSpec, Handler, Table, client, command, config, connection, databases, hashes, info, introspect,
-    keys, lists, multi, sets, sort, strings, zalgebra, zsets,
+    CommandSpec, Handler, Table, blocking, client, command, config, connection, databases, hashes, info,
+    introspect, keys, lists, multi, pubsub, sets, sort, strings, zalgebra, zsets,
 };
 
 const fn spec(
@@ -48,6 +48,12 @@ const R: &[&str] = &["readonly"];
 const R_MOVABLE: &[&str] = &["readonly", "movablekeys"];
 const W_OOM_MOVABLE: &[&str] = &["write", "denyoom", "movablekeys"];
 const W_MOVABLE: &[&str] = &["write", "movablekeys"];
+const W_BLOCKING: &[&str] = &["write", "noscript", "blocking"];
+const W_BLOCKING_FAST: &[&str] = &["write", "noscript", "fast", "blocking"];
+const W_OOM_BLOCKING: &[&str] = &["write", "denyoom", "noscript", "blocking"];
+const W_BLOCKING_MOVABLE: &[&str] = &["write", "blocking", "movablekeys"];
+const PUBSUB_NOSCRIPT: &[&str] = &["pubsub", "noscript", "loading", "stale"];
+const PUBSUB_FAST: &[&str] = &["pubsub", "loading", "stale", "fast", "may_replicate"];
 
 /// The table as [`Ctx::table`](super::Ctx::table) gives it to handlers.
 pub static TABLE: Table = Table {
@@ -63,7 +69,9 @@ pub fn subcommands(name: &str) -> &'static [Sub] {
         "command" => command::COMMAND_SUBS,
         "config" => config::CONFIG_SUBS,
         "function" => introspect::FUNCTION_SUBS,
+        "memory" => introspect::MEMORY_SUBS,
         "object" => introspect::OBJECT_SUBS,
+        "pubsub" => pubsub::PUBSUB_SUBS,
         _ => &[],
     }
 }
@@ -87,6 +95,78 @@ pub static COMMANDS: &[CommandSpec] = &[
         "connection",
         "Authenticates the connection.",
         connection::auth,
+    ),
+    spec(
+        "blmove",
+        6,
+        W_OOM_BLOCKING,
+        (1, 2, 1),
+        "list",
+        "Pop an element from a list, push it to another list and return it; or block until one is available.",
+        blocking::blmove,
+    ),
+    spec(
+        "blmpop",
+        -5,
+        W_BLOCKING_MOVABLE,
+        NUMKEYS,
+        "list",
+        "Pop elements from a list, or block until one is available.",
+        blocking::blmpop,
+    ),
+    spec(
+        "blpop",
+        -3,
+        W_BLOCKING,
+        (1, -2, 1),
+        "list",
+        "Remove and get the first element in a list, or block until one is available.",
+        blocking::blpop,
+    ),
+    spec(
+        "brpop",
+        -3,
+        W_BLOCKING,
+        (1, -2, 1),
+        "list",
+        "Remove and get the last element in a list, or block until one is available.",
+        blocking::brpop,
+    ),
+    spec(
+        "brpoplpush",
+        4,
+        W_OOM_BLOCKING,
+        (1, 2, 1),
+        "list",
+        "Pop an element from a list, push it to another list and return it; or block until one is available.",
+        blocking::brpoplpush,
+    ),
+    spec(
+        "bzmpop",
+        -5,
+        W_BLOCKING_MOVABLE,
+        NUMKEYS,
+        "sorted-set",
+        "Remove and return members with scores in a sorted set or block until one is available.",
+        blocking::bzmpop,
+    ),
+    spec(
+        "bzpopmax",
+        -3,
+        W_BLOCKING_FAST,
+        (1, -2, 1),
+        "sorted-set",
+        "Remove and return the member with the highest score from one or more sorted sets, or block until one is available.",
+        blocking::bzpopmax,
+    ),
+    spec(
+        "bzpopmin",
+        -3,
+        W_BLOCKING_FAST,
+        (1, -2, 1),
+        "sorted-set",
+        "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available.",
+        blocking::bzpopmin,
     ),
     spec(
         "client",
@@ -630,6 +710,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         lists::ltrim,
     ),
     spec(
+        "memory",
+        -2,
+        &[],
+        NONE,
+        "server",
+        "A container for memory diagnostics commands.",
+        introspect::memory,
+    ),
+    spec(
         "mget",
         -2,
         R_FAST,
@@ -738,6 +827,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::psetex,
     ),
     spec(
+        "psubscribe",
+        -2,
+        PUBSUB_NOSCRIPT,
+        NONE,
+        "pubsub",
+        "Listen for messages published to channels matching the given patterns.",
+        pubsub::psubscribe,
+    ),
+    spec(
         "pttl",
         2,
         R_FAST,
@@ -745,6 +843,33 @@ pub static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Returns the expiration time in milliseconds of a key.",
         keys::pttl,
+    ),
+    spec(
+        "publish",
+        3,
+        PUBSUB_FAST,
+        NONE,
+        "pubsub",
+        "Post a message to a channel.",
+        pubsub::publish,
+    ),
+    spec(
+        "pubsub",
+        -2,
+        &[],
+        NONE,
+        "pubsub",
+        "A container for Pub/Sub commands.",
+        pubsub::pubsub,
+    ),
+    spec(
+        "punsubscribe",
+        -1,
+        PUBSUB_NOSCRIPT,
+        NONE,
+        "pubsub",
+        "Stop listening for messages posted to channels matching the given patterns.",
+        pubsub::punsubscribe,
     ),
     spec(
         "quit",
@@ -781,6 +906,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Rename a key, only if the new key does not exist.",
         keys::renamenx,
+    ),
+    spec(
+        "reset",
+        1,
+        &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
+        NONE,
+        "connection",
+        "Reset the connection.",
+        connection::reset,
     ),
     spec(
         "rpop",
@@ -1008,6 +1142,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         sets::spop,
     ),
     spec(
+        "spublish",
+        3,
+        PUBSUB_FAST,
+        KEY1,
+        "pubsub",
+        "Post a message to a shard channel.",
+        pubsub::spublish,
+    ),
+    spec(
         "srandmember",
         -2,
         R,
@@ -1035,6 +1178,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         sets::sscan,
     ),
     spec(
+        "ssubscribe",
+        -2,
+        PUBSUB_NOSCRIPT,
+        ALL_KEYS,
+        "pubsub",
+        "Listen for messages published to the given shard channels.",
+        pubsub::ssubscribe,
+    ),
+    spec(
         "strlen",
         2,
         R_FAST,
@@ -1042,6 +1194,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "string",
         "Returns the length of a string value.",
         strings::strlen,
+    ),
+    spec(
+        "subscribe",
+        -2,
+        PUBSUB_NOSCRIPT,
+        NONE,
+        "pubsub",
+        "Listen for messages published to the given channels.",
+        pubsub::subscribe,
     ),
     spec(
         "substr",
@@ -1069,6 +1230,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "set",
         "Add multiple sets and store the resulting set in a key.",
         sets::sunionstore,
+    ),
+    spec(
+        "sunsubscribe",
+        -1,
+        PUBSUB_NOSCRIPT,
+        ALL_KEYS,
+        "pubsub",
+        "Stop listening for messages posted to the given shard channels.",
+        pubsub::sunsubscribe,
     ),
     spec(
         "swapdb",
@@ -1123,6 +1293,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Asynchronously deletes one or more keys.",
         keys::unlink,
+    ),
+    spec(
+        "unsubscribe",
+        -1,
+        PUBSUB_NOSCRIPT,
+        NONE,
+        "pubsub",
+        "Stop listening for messages posted to the given channels.",
+        pubsub::unsubscribe,
     ),
     spec(
         "unwatch",
@@ -1231,6 +1410,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "sorted-set",
         "Count the number of members in a sorted set between a given lexicographical range.",
         zsets::zlexcount,
+    ),
+    spec(
+        "zmpop",
+        -4,
+        W_MOVABLE,
+        NUMKEYS,
+        "sorted-set",
+        "Remove and return members with scores in a sorted set.",
+        zsets::zmpop,
     ),
     spec(
         "zmscore",

@@ -15,7 +15,7 @@
 use ferry_buf::SharedBuf;
 
 use super::hashes::{parse_hex_float, scan_collection};
-use super::lists::NOT_POSITIVE;
+use super::lists::{MpopArgs, NOT_POSITIVE};
 use super::random::RandomPick;
 use super::strings::parse_i64;
 use super::{Args, Ctx, NOT_INTEGER, OOM, SYNTAX, WRONGTYPE, read_typed};
@@ -761,10 +761,53 @@ fn pop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, max: bool) {
         },
         _ => None,
     };
-    let mut z = match ctx.db.collection(args.get(1), ctx.now_ms, Kind::ZSet) {
-        Err(_) => return out.error(WRONGTYPE),
-        Ok(None) => return out.array(0),
-        Ok(Some(z)) => z,
+    let shape = PopShape {
+        with_key: false,
+        nested: out.proto() == Proto::Resp3 && count.is_some(),
+        nil_when_empty: false,
+    };
+    pop_first(ctx, std::iter::once(args.get(1)), max, count, shape, out);
+}
+
+/// How a pop's reply looks (Redis's `genericZpopCommand` flags).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PopShape {
+    /// The key first (`BZPOPMIN`, `ZMPOP`).
+    pub with_key: bool,
+    /// `[member, score]` pairs (and, with the key, `[key, [pairs]]`).
+    pub nested: bool,
+    /// A null array, not an empty one, when no key exists.
+    pub nil_when_empty: bool,
+}
+
+/// Pops up to `count` (1 without one) of the lowest (or `max`: highest) members of the first
+/// of `keys` that exists; `WRONGTYPE` if that one is not a sorted set.
+pub(super) fn pop_first<'k>(
+    ctx: &mut Ctx<'_>,
+    keys: impl Iterator<Item = &'k [u8]>,
+    max: bool,
+    count: Option<usize>,
+    shape: PopShape,
+    out: &mut ReplyBuf,
+) {
+    let mut found = None;
+    for key in keys {
+        match ctx.db.collection(key, ctx.now_ms, Kind::ZSet) {
+            Err(_) => return out.error(WRONGTYPE),
+            Ok(None) => continue,
+            Ok(Some(_)) => {
+                found = Some(key);
+                break;
+            }
+        }
+    }
+    let Some((key, Ok(Some(mut z)))) = found.map(|k| (k, ctx.db.collection(k, ctx.now_ms, Kind::ZSet)))
+    else {
+        return if shape.nil_when_empty {
+            out.null_array()
+        } else {
+            out.array(0)
+        };
     };
     if count == Some(0) {
         return out.array(0);
@@ -783,7 +826,60 @@ fn pop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, max: bool) {
     for (m, _) in &picked {
         z.zset().remove(m);
     }
-    reply_with_scores(out, picked.iter().map(|(m, s)| (m, *s)), true, count.is_some());
+    match (shape.with_key, shape.nested) {
+        (false, nested) => {
+            reply_with_scores(out, picked.iter().map(|(m, s)| (m, *s)), true, nested);
+            return;
+        }
+        (true, false) => {
+            out.array(picked.len() * 2 + 1);
+            out.bulk(key);
+        }
+        (true, true) => {
+            out.array(2);
+            out.bulk(key);
+            out.array(picked.len());
+        }
+    }
+    for (m, s) in &picked {
+        if shape.nested {
+            out.array(2);
+        }
+        out.bulk_buf(m);
+        out.double(*s);
+    }
+}
+
+/// `MIN` or `MAX` (`true`).
+pub(super) fn parse_min_max(arg: &[u8]) -> Option<bool> {
+    if arg.eq_ignore_ascii_case(b"min") {
+        Some(false)
+    } else if arg.eq_ignore_ascii_case(b"max") {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]`: `[key, [[member, score], ...]]` from
+/// the first sorted set that exists, or a null array.
+pub fn zmpop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    zmpop_from(ctx, args, 1, out)
+}
+
+/// `ZMPOP`'s work, its `numkeys` at argument `at` (`BZMPOP` has its timeout first).
+pub(super) fn zmpop_from(ctx: &mut Ctx<'_>, args: &Args<'_>, at: usize, out: &mut ReplyBuf) {
+    let m = match MpopArgs::parse(args, at, parse_min_max) {
+        Ok(m) => m,
+        Err(e) => return out.error(e),
+    };
+    let shape = PopShape {
+        with_key: true,
+        nested: true,
+        nil_when_empty: true,
+    };
+    let keys = m.keys.map(|i| args.get(i));
+    pop_first(ctx, keys, m.side, Some(m.count), shape, out);
 }
 
 /// `ZREMRANGEBYRANK key start stop`.
@@ -952,6 +1048,34 @@ mod tests {
         assert_eq!(h.cmd("ZREVRANGE z 0 1 LIMIT 0 1"), err(LIMIT_BY_RANK));
         assert_eq!(h.cmd("ZRANGEBYSCORE z a 1"), err(BAD_SCORE_RANGE));
         assert_eq!(h.cmd("ZREVRANGE z a 1"), err(NOT_INTEGER));
+    }
+
+    /// Replies as redis-server 7.0.15 gives them.
+    #[test]
+    fn zmpop_pops_from_the_first_existing_set() {
+        let mut h = Harness::new();
+        h.cmd("ZADD b 1 x 2 y 3 z");
+        let pair = |m: &str, s: &str| format!("*2\r\n{}{}", bulk(m), bulk(s));
+        assert_eq!(
+            h.cmd("ZMPOP 2 a b MAX COUNT 2"),
+            format!("*2\r\n{}*2\r\n{}{}", bulk("b"), pair("z", "3"), pair("y", "2"))
+        );
+        assert_eq!(
+            h.cmd("ZMPOP 1 b MIN"),
+            format!("*2\r\n{}*1\r\n{}", bulk("b"), pair("x", "1"))
+        );
+        assert_eq!(h.cmd("ZMPOP 1 b MIN"), NULL_ARRAY);
+        assert_eq!(
+            h.cmd("ZMPOP 0 b MIN"),
+            err("ERR numkeys should be greater than 0")
+        );
+        assert_eq!(h.cmd("ZMPOP 1 b LEFT COUNT 0"), err(SYNTAX));
+        assert_eq!(
+            h.cmd("ZMPOP 1 b MIN COUNT 0"),
+            err("ERR count should be greater than 0")
+        );
+        h.cmd("SET s v");
+        assert_eq!(h.cmd("ZMPOP 2 s b MIN"), err(WRONGTYPE));
     }
 
     #[test]

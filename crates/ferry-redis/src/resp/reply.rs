@@ -29,6 +29,13 @@ pub enum Proto {
     Resp3,
 }
 
+/// A position in a [`ReplyBuf`] ([`ReplyBuf::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyMark {
+    bytes: usize,
+    refs: usize,
+}
+
 /// Replies being built for one batch: framing and small values as bytes, large values as
 /// `(offset, buffer)` references to be posted as gather entries at that offset of the bytes.
 ///
@@ -155,6 +162,17 @@ impl ReplyBuf {
         self.header(b'*', digits.unsigned(n as u64));
     }
 
+    /// The header of an out-of-band message of `n` replies (pub/sub): RESP3 `><n>`, RESP2
+    /// `*<n>`.
+    pub fn push(&mut self, n: usize) {
+        let prefix = match self.proto {
+            Proto::Resp2 => b'*',
+            Proto::Resp3 => b'>',
+        };
+        let mut digits = Digits::new();
+        self.header(prefix, digits.unsigned(n as u64));
+    }
+
     /// The header of a map of `n` pairs: RESP3 `%<n>`, RESP2 an array of `2n` replies.
     pub fn map(&mut self, n: usize) {
         let mut digits = Digits::new();
@@ -208,6 +226,23 @@ impl ReplyBuf {
         });
     }
 
+    /// A number too large for an integer reply: RESP3 `(<digits>`, RESP2 a bulk string.
+    pub fn big_number(&mut self, digits: &str) {
+        match self.proto {
+            Proto::Resp2 => self.bulk(digits.as_bytes()),
+            Proto::Resp3 => self.line(b'(', digits.as_bytes()),
+        }
+    }
+
+    /// The header of `n` attribute pairs before a reply (RESP3 `|<n>`); nothing in RESP2,
+    /// which has no attributes (the pairs must not be written either).
+    pub fn attribute(&mut self, n: usize) {
+        if self.proto == Proto::Resp3 {
+            let mut digits = Digits::new();
+            self.header(b'|', digits.unsigned(n as u64));
+        }
+    }
+
     /// A verbatim string: RESP3 `=<len+4>\r\n<fmt>:<text>`, where `<fmt>` is the first three
     /// bytes of `format` padded with spaces (`txt`, `mkd`); RESP2 a bulk string of `text`.
     pub fn verbatim(&mut self, format: &str, text: &[u8]) {
@@ -249,6 +284,39 @@ impl ReplyBuf {
     pub fn drain_parts(&mut self) -> (&[u8], std::vec::Drain<'_, (usize, SharedBuf)>) {
         self.ref_len = 0;
         (&self.bytes, self.refs.drain(..))
+    }
+
+    /// Moves `other`'s replies after these (a reply built in another loop).
+    pub fn append(&mut self, other: &mut ReplyBuf) {
+        let base = self.bytes.len();
+        self.bytes.extend_from_slice(&other.bytes);
+        for (at, b) in other.refs.drain(..) {
+            self.ref_len += b.len();
+            self.refs.push((base + at, b));
+        }
+        other.clear();
+    }
+
+    /// Where the replies end now, to go back to with [`truncate`](Self::truncate).
+    pub fn mark(&self) -> ReplyMark {
+        ReplyMark {
+            bytes: self.bytes.len(),
+            refs: self.refs.len(),
+        }
+    }
+
+    /// Whether the reply written at `mark` is an error.
+    pub fn is_error_since(&self, mark: ReplyMark) -> bool {
+        self.bytes.get(mark.bytes) == Some(&b'-')
+    }
+
+    /// Forgets the replies written since `mark` (`CLIENT REPLY OFF`): the value counters keep
+    /// them.
+    pub fn truncate(&mut self, mark: ReplyMark) {
+        self.bytes.truncate(mark.bytes);
+        for (_, b) in self.refs.drain(mark.refs.min(self.refs.len())..) {
+            self.ref_len -= b.len();
+        }
     }
 
     /// Forgets the replies (dropping the references); keeps the protocol, the threshold, the

@@ -8,11 +8,15 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use ferry_redis::resp::client::{Reply, ReplyReader};
 use ferry_redis::{Config, Server, ServerHandle};
+use ferry_testkit::DEADLINE;
 #[allow(unused_imports)] // each test binary uses its own subset
 pub use ferry_testkit::tools::{Output, find_tool, missing, require_tool, run};
 
@@ -25,6 +29,34 @@ pub fn encode(args: &[&[u8]]) -> Vec<u8> {
         out.extend_from_slice(b"\r\n");
     }
     out
+}
+
+/// A blocking RESP connection whose reads and writes have the hang guard [`DEADLINE`].
+pub type Conn = ReplyReader<TcpStream>;
+
+/// Connects to `addr` (no Nagle delay).
+pub fn connect(addr: SocketAddr) -> Conn {
+    let s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(DEADLINE)).expect("read timeout");
+    s.set_write_timeout(Some(DEADLINE)).expect("write timeout");
+    s.set_nodelay(true).expect("nodelay");
+    ReplyReader::new(s)
+}
+
+/// Sends one request.
+pub fn send(c: &mut Conn, args: &[&[u8]]) {
+    c.get_mut().write_all(&encode(args)).expect("write a request");
+}
+
+/// Reads one reply (a failure past the hang guard).
+pub fn read(c: &mut Conn) -> Reply {
+    c.reply().unwrap_or_else(|e| panic!("reading a reply: {e}"))
+}
+
+/// Sends one request and reads one reply.
+pub fn cmd(c: &mut Conn, args: &[&[u8]]) -> Reply {
+    send(c, args);
+    read(c)
 }
 
 /// The default configuration, listening on an ephemeral loopback port.
