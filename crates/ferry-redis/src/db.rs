@@ -648,6 +648,22 @@ impl Db {
             .map(|s| (&*s.key, &s.value))
     }
 
+    /// Every live key with its value and deadline (unix milliseconds), in slab order: what a
+    /// snapshot ([`crate::rdb::Snapshot::take`]) or a rewrite copies.
+    pub fn entries(&self, now_ms: u64) -> impl Iterator<Item = (&[u8], &Value, Option<u64>)> + '_ {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(move |s| now_ms <= s.deadline)
+            .map(|s| {
+                (
+                    &*s.key,
+                    &s.value,
+                    (s.deadline != NO_DEADLINE).then_some(s.deadline),
+                )
+            })
+    }
+
     /// One `SCAN` step from `cursor`: calls `visit` with each live key it examines, up to
     /// `count` keys (and at most `10 * count` slab positions), deletes the expired keys it
     /// meets, and returns the next cursor (0 when the scan is complete).

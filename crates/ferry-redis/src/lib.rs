@@ -41,6 +41,7 @@ pub mod config;
 pub mod db;
 pub mod fields;
 pub mod input;
+pub mod rdb;
 pub mod resp;
 pub mod server;
 pub mod zset;
