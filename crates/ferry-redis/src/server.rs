@@ -157,10 +157,19 @@ impl Server {
                 tls: tls.next(),
             })
             .collect();
-        let dbs = (0..config.databases.max(1))
+        let mut dbs: Vec<Db> = (0..config.databases.max(1))
             .map(|_| Db::new(pool.clone(), config.keep_in_place_min))
             .collect();
+        let loaded = cmd::persist::load_at_start(&config, &pool, &mut dbs, now_ms())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if loaded > 0 {
+            eprintln!(
+                "ferry-redis: {loaded} keys loaded from {}",
+                config.dir.join(&config.dbfilename).display()
+            );
+        }
         let info = ServerInfo::new(config, plain_addr.map_or(0, |a| a.port()), run_id());
+        info.persist.loaded(cmd::persist::changes(&dbs));
         Ok(Server {
             shared: Arc::new(Shared {
                 info,
@@ -464,12 +473,15 @@ impl EventLoop {
             self.expire_handshakes();
             if self.index == 0 && Instant::now() >= self.next_expire {
                 self.next_expire = Instant::now() + tick;
+                let now = now_ms();
+                let mut dbs = self.lock_dbs();
                 if self.shared.info.active_expire.load(Ordering::Relaxed) {
-                    let now = now_ms();
-                    for db in self.lock_dbs().iter_mut() {
+                    for db in dbs.iter_mut() {
                         db.active_expire(now);
                     }
                 }
+                cmd::persist::tick(&self.shared.info.persist, &dbs, now);
+                drop(dbs);
             }
         }
         for i in 0..self.conns.len() {

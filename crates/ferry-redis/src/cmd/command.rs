@@ -222,6 +222,7 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
 static DOCS: &[(&str, &str, &str)] = &[
     ("append", "2.0.0", "O(1)"),
     ("auth", "1.0.0", "O(1)"),
+    ("bgsave", "1.0.0", "O(1)"),
     ("client", "2.4.0", "Depends on subcommand."),
     ("command", "2.8.13", "O(N) where N is the total number of Redis commands"),
     ("config", "2.0.0", "Depends on subcommand."),
@@ -269,6 +270,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("incrbyfloat", "2.6.0", "O(1)"),
     ("info", "1.0.0", "O(1)"),
     ("keys", "1.0.0", "O(N) with N being the number of keys in the database"),
+    ("lastsave", "1.0.0", "O(1)"),
     ("lcs", "7.0.0", "O(N*M) where N and M are the lengths of s1 and s2, respectively"),
     ("lindex", "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index"),
     ("linsert", "2.2.0", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N)."),
@@ -305,6 +307,7 @@ static DOCS: &[(&str, &str, &str)] = &[
     ("rpush", "1.0.0", "O(1) for each element added"),
     ("rpushx", "2.2.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
     ("sadd", "1.0.0", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+    ("save", "1.0.0", "O(N) where N is the total number of keys in all databases"),
     ("scan", "2.8.0", "O(1) for every call. O(N) for a complete iteration"),
     ("scard", "1.0.0", "O(1)"),
     ("sdiff", "1.0.0", "O(N) where N is the total number of elements in all given sets."),

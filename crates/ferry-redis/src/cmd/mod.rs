@@ -40,6 +40,7 @@ pub mod introspect;
 pub mod keys;
 pub mod lists;
 pub mod multi;
+pub mod persist;
 pub mod random;
 pub mod sets;
 pub mod sort;
@@ -278,12 +279,18 @@ pub struct ServerInfo {
     /// The values of the parameters `CONFIG SET` accepts without effect, in the order of
     /// [`config::INERT_PARAMS`].
     pub inert: Mutex<Vec<String>>,
+    /// RDB persistence: where to save, when, and how the last save went.
+    pub persist: persist::Persistence,
 }
 
 impl ServerInfo {
     /// A server's information at start: `config`, listening on `port`, with `run_id`.
     pub fn new(config: Config, port: u16, run_id: String) -> ServerInfo {
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         ServerInfo {
+            persist: persist::Persistence::new(&config, now_s),
             maxmemory: AtomicUsize::new(config.maxmemory),
             config,
             port,

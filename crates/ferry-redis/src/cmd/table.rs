@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use super::subcommand::Sub;
 use super::{
     CommandSpec, Handler, Table, client, command, config, connection, databases, hashes, info, introspect,
-    keys, lists, multi, sets, sort, strings, zalgebra, zsets,
+    keys, lists, multi, persist, sets, sort, strings, zalgebra, zsets,
 };
 
 const fn spec(
@@ -87,6 +87,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "connection",
         "Authenticates the connection.",
         connection::auth,
+    ),
+    spec(
+        "bgsave",
+        -1,
+        &["admin", "noscript", "no_async_loading"],
+        NONE,
+        "server",
+        "Asynchronously save the dataset to disk",
+        persist::bgsave,
     ),
     spec(
         "client",
@@ -504,6 +513,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::keys,
     ),
     spec(
+        "lastsave",
+        1,
+        &["loading", "stale", "fast"],
+        NONE,
+        "server",
+        "Get the UNIX time stamp of the last successful save to disk",
+        persist::lastsave,
+    ),
+    spec(
         "lcs",
         -3,
         R,
@@ -826,6 +844,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "set",
         "Add one or more members to a set.",
         sets::sadd,
+    ),
+    spec(
+        "save",
+        1,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        NONE,
+        "server",
+        "Synchronously save the dataset to disk",
+        persist::save,
     ),
     spec(
         "scan",

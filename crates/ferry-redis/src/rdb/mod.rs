@@ -91,9 +91,9 @@ pub struct Snapshot {
 impl Snapshot {
     /// The live keys of `dbs` at `now_ms`. Keys past their deadline are left out: Redis
     /// writes them and drops them when it loads, which comes to the same dataset.
-    pub fn take(dbs: &[Db], now_ms: u64) -> Snapshot {
+    pub fn take<'d>(dbs: impl IntoIterator<Item = &'d Db>, now_ms: u64) -> Snapshot {
         let dbs = dbs
-            .iter()
+            .into_iter()
             .map(|db| {
                 db.entries(now_ms)
                     .map(|(key, value, deadline)| Record {
@@ -117,12 +117,12 @@ impl Snapshot {
         self.dbs.iter().all(Vec::is_empty)
     }
 
-    /// Stores every key into `dbs` (which the caller flushed, or which are new), leaving out
-    /// keys whose deadline passed by `now_ms` (as a Redis master does when it loads).
-    /// Databases beyond `dbs.len()` cannot be in a snapshot [`decode`] made with
-    /// `Limits::databases == dbs.len()`.
-    pub fn restore(self, dbs: &mut [Db], now_ms: u64) {
-        for (records, db) in self.dbs.into_iter().zip(dbs.iter_mut()) {
+    /// Stores every key into `dbs`, in index order (which the caller flushed, or which are
+    /// new), leaving out keys whose deadline passed by `now_ms` (as a Redis master does when
+    /// it loads). A snapshot [`decode`] made with `Limits::databases` equal to the number of
+    /// databases has none beyond them.
+    pub fn restore<'d>(self, dbs: impl IntoIterator<Item = &'d mut Db>, now_ms: u64) {
+        for (records, db) in self.dbs.into_iter().zip(dbs) {
             for r in records {
                 if r.deadline.is_some_and(|d| now_ms > d) {
                     continue;
