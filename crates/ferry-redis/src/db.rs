@@ -427,6 +427,13 @@ impl Db {
         (now_ms <= slot.deadline).then_some(&slot.value)
     }
 
+    /// The deadline of `key` if it is live: `Some(None)` without one, `None` if there is no
+    /// such key (nothing is counted or expired).
+    pub fn deadline_of(&self, key: &[u8], now_ms: u64) -> Option<Option<u64>> {
+        let slot = self.slot(self.find_index(key)?);
+        (now_ms <= slot.deadline).then_some((slot.deadline != NO_DEADLINE).then_some(slot.deadline))
+    }
+
     /// Registers a watcher of `key` (`WATCH`) and returns what the key is now, to compare
     /// with [`watch_changed`](Self::watch_changed) at `EXEC`. Nothing is counted or expired.
     pub fn watch(&mut self, key: &[u8], now_ms: u64) -> WatchMark {

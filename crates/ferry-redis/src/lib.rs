@@ -39,6 +39,7 @@
 pub mod cmd;
 pub mod config;
 pub mod db;
+pub mod feed;
 pub mod fields;
 pub mod input;
 pub mod rdb;

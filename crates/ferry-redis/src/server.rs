@@ -213,6 +213,14 @@ impl Server {
                 })?;
             threads.push(thread);
         }
+        // A write for the replication stream wakes every loop; each hands the stream to the
+        // replicas it owns (`EventLoop::feed_replicas`).
+        let notify = wakers.clone();
+        self.shared.info.feed.set_notify(move || {
+            for w in &notify {
+                let _ = rustix::io::write(&**w, &1u64.to_ne_bytes());
+            }
+        });
         Ok(ServerHandle {
             shared: self.shared,
             addr: self.addr,
@@ -381,6 +389,8 @@ struct EventLoop {
     framing: Vec<SharedBuf>,
     limits: ParseLimits,
     next_expire: Instant,
+    /// The slots of this loop's clients that became replicas (`SYNC`).
+    replicas: Vec<usize>,
 }
 
 impl EventLoop {
@@ -426,6 +436,7 @@ impl EventLoop {
             framing: Vec::new(),
             limits,
             next_expire: Instant::now(),
+            replicas: Vec::new(),
             shared,
         })
     }
@@ -466,6 +477,7 @@ impl EventLoop {
                     WAKER => {
                         let mut b = [0u8; 8];
                         let _ = rustix::io::read(&*self.waker, &mut b);
+                        self.feed_replicas();
                     }
                     t => self.client_event((t - FIRST_CLIENT) as usize, flags),
                 }
@@ -479,6 +491,9 @@ impl EventLoop {
                     for db in dbs.iter_mut() {
                         db.active_expire(now);
                     }
+                }
+                if self.shared.info.feed.is_active() {
+                    cmd::replication::expired(&self.shared.info, &mut dbs);
                 }
                 cmd::persist::tick(&self.shared.info.persist, &dbs, now);
                 drop(dbs);
@@ -646,8 +661,32 @@ impl EventLoop {
             reading = true;
         }
         let conn = self.conns[i].as_mut().expect("still open");
+        if conn.client.replica && !self.replicas.contains(&i) {
+            self.replicas.push(i);
+        }
         if conn.closing && !conn.net.sender().has_pending() {
             self.drop_conn(i, Close::Eof);
+        }
+    }
+
+    /// Moves what the feed holds for this loop's replicas into their connections and writes;
+    /// a replica that fell too far behind is dropped.
+    fn feed_replicas(&mut self) {
+        for k in (0..self.replicas.len()).rev() {
+            let i = self.replicas[k];
+            let Some(conn) = self.conns[i].as_mut() else {
+                continue;
+            };
+            match self.shared.info.feed.take(conn.client.id) {
+                Ok(bytes) if bytes.is_empty() => {}
+                Ok(bytes) => {
+                    conn.out.raw(&bytes);
+                    if let Err(why) = self.write(i) {
+                        self.drop_conn(i, why);
+                    }
+                }
+                Err(e) => self.drop_conn(i, Close::Reason(e.to_string())),
+            }
         }
     }
 
@@ -813,6 +852,16 @@ impl EventLoop {
         let mut client = conn.client;
         if !client.watched.is_empty() {
             cmd::multi::forget_watched(&mut self.lock_dbs(), &mut client);
+        }
+        if client.replica {
+            self.replicas.retain(|&r| r != i);
+            // Under the keyspace lock, as `SYNC` attaches: a replica attaching meanwhile
+            // keeps the expired keys logged.
+            let mut dbs = self.lock_dbs();
+            if !self.shared.info.feed.detach(client.id) {
+                // The last replica left: nobody needs the expired keys any more.
+                dbs.iter_mut().for_each(|db| db.log_expired(false));
+            }
         }
         self.shared
             .info

@@ -42,6 +42,7 @@ pub mod lists;
 pub mod multi;
 pub mod persist;
 pub mod random;
+pub mod replication;
 pub mod sets;
 pub mod sort;
 pub mod strings;
@@ -196,6 +197,8 @@ pub struct Client {
     pub multi: Option<multi::Multi>,
     /// The keys `WATCH`ed for the next `EXEC`.
     pub watched: Vec<multi::Watched>,
+    /// A replica (`SYNC`): the connection carries the replication stream from now on.
+    pub replica: bool,
 }
 
 impl Client {
@@ -220,6 +223,7 @@ impl Client {
             db: 0,
             multi: None,
             watched: Vec::new(),
+            replica: false,
         }
     }
 }
@@ -281,6 +285,8 @@ pub struct ServerInfo {
     pub inert: Mutex<Vec<String>>,
     /// RDB persistence: where to save, when, and how the last save went.
     pub persist: persist::Persistence,
+    /// What writes propagate, to replicas ([`replication`]).
+    pub feed: crate::feed::Feed,
 }
 
 impl ServerInfo {
@@ -291,6 +297,7 @@ impl ServerInfo {
             .map_or(0, |d| d.as_secs());
         ServerInfo {
             persist: persist::Persistence::new(&config, now_s),
+            feed: crate::feed::Feed::default(),
             maxmemory: AtomicUsize::new(config.maxmemory),
             config,
             port,
@@ -508,10 +515,12 @@ pub fn execute(s: &mut Session<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         }
         Some(_) if spec.name == "exec" => {
             let server = s.server;
+            server.feed.begin_transaction();
             multi::exec(s.dbs, s.client, s.now_ms, out, |dbs, client, spec, args, out| {
                 Stats::add(&server.stats.total_commands_processed, 1);
                 run(dbs, client, server, s.now_ms, spec, args, out)
             });
+            server.feed.end_transaction();
         }
         _ => run(s.dbs, s.client, s.server, s.now_ms, spec, args, out),
     }
@@ -552,7 +561,10 @@ fn run(
     args: &Args<'_>,
     out: &mut ReplyBuf,
 ) {
-    let (db, others) = OtherDbs::split(dbs, client.db);
+    let feeding = server.feed.is_active();
+    let selected = client.db;
+    let before = if feeding { persist::changes(dbs.iter()) } else { 0 };
+    let (db, others) = OtherDbs::split(dbs, selected);
     let mut ctx = Ctx {
         db,
         others,
@@ -561,5 +573,8 @@ fn run(
         now_ms,
         table: &table::TABLE,
     };
-    (spec.handler)(&mut ctx, args, out)
+    (spec.handler)(&mut ctx, args, out);
+    if feeding {
+        replication::after_command(server, dbs, selected, spec, args, before, now_ms);
+    }
 }

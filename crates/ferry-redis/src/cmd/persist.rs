@@ -351,14 +351,14 @@ pub fn load_at_start(config: &Config, pool: &Pool, dbs: &mut [Db], now_ms: u64) 
 }
 
 /// Every database, in index order.
-fn all_dbs<'c>(ctx: &'c Ctx<'_>) -> Vec<&'c Db> {
+pub(super) fn all_dbs<'c>(ctx: &'c Ctx<'_>) -> Vec<&'c Db> {
     let mut dbs: Vec<&Db> = ctx.others.iter().map(|(_, db)| db).collect();
     dbs.insert(ctx.client.db, &*ctx.db);
     dbs
 }
 
 /// Every database, in index order, to change.
-fn all_dbs_mut<'c>(ctx: &'c mut Ctx<'_>) -> Vec<&'c mut Db> {
+pub(super) fn all_dbs_mut<'c>(ctx: &'c mut Ctx<'_>) -> Vec<&'c mut Db> {
     let mut dbs: Vec<&mut Db> = ctx.others.iter_mut().collect();
     dbs.insert(ctx.client.db, &mut *ctx.db);
     dbs

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use super::subcommand::Sub;
 use super::{
     CommandSpec, Handler, Table, client, command, config, connection, databases, hashes, info, introspect,
-    keys, lists, multi, persist, sets, sort, strings, zalgebra, zsets,
+    keys, lists, multi, persist, replication, sets, sort, strings, zalgebra, zsets,
 };
 
 const fn spec(
@@ -756,6 +756,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         strings::psetex,
     ),
     spec(
+        "psync",
+        -3,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        NONE,
+        "server",
+        "An internal command used in replication",
+        replication::psync,
+    ),
+    spec(
         "pttl",
         2,
         R_FAST,
@@ -1105,6 +1114,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "server",
         "Swaps two Redis databases.",
         databases::swapdb,
+    ),
+    spec(
+        "sync",
+        1,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        NONE,
+        "server",
+        "An internal command used in replication",
+        replication::sync,
     ),
     spec(
         "time",

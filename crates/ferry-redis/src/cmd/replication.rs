@@ -1,0 +1,130 @@
+//! Replication, as far as a replica's stream: `SYNC` and `PSYNC` answer with an RDB of the
+//! dataset and turn the connection into a sink of the [`Feed`](crate::feed::Feed), and
+//! [`after_command`] decides what each command propagates, in the forms Redis 7.0 rewrites
+//! them to so that a replica (or an AOF) replays them to the same dataset whenever it runs:
+//!
+//! - relative or absolute expiries become absolute milliseconds: `SET ... EX/PX/EXAT/PXAT`
+//!   → `SET ... PXAT <ms>`, `SETEX`/`PSETEX` → `SET key value PXAT <ms>`, `EXPIRE`,
+//!   `PEXPIRE`, `EXPIREAT` → `PEXPIREAT key <ms>`, `GETEX` → `PEXPIREAT` or `PERSIST`;
+//!   one that deletes the key (a time in the past) → `DEL key`;
+//! - `GETDEL` → `DEL`; `INCRBYFLOAT` → `SET key <result> KEEPTTL` (no float drift);
+//! - a key deleted because its deadline passed (on access, by `SCAN`, by active expiry) →
+//!   `DEL key` in its database, before the command that met it;
+//! - a command that changed nothing (Redis's `dirty` did not move: [`Db::changes`]) is not
+//!   propagated, nor is any command without the `write` flag.
+//!
+//! What it is not: a master a replica can follow for long. There is no backlog, so `PSYNC`
+//! always answers `FULLRESYNC`; `REPLCONF` is not handled; and `SPOP`, `SRANDMEMBER`-like
+//! random writes (`SPOP`, `ZRANDMEMBER` has no writes) and `LMPOP`/`ZMPOP` go out as sent,
+//! not as the `SREM`/`LPOP`/`ZPOPMIN` Redis rewrites them to (`SPOP` is then replayed with
+//! another random pick). The RDB is encoded under the keyspace lock, on the loop.
+
+use super::persist::{all_dbs, all_dbs_mut, changes, snapshot};
+use super::{Args, CommandSpec, Ctx, ServerInfo};
+use crate::db::Db;
+use crate::rdb;
+use crate::resp::ReplyBuf;
+
+/// `SYNC`: the RDB of every database as `$<len>\r\n<bytes>` (no CRLF after it, as Redis
+/// sends it), then every write as it happens.
+pub fn sync(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    start_stream(ctx, out);
+}
+
+/// `PSYNC replicationid offset`: always a full resynchronization (`+FULLRESYNC <run id> 0`,
+/// then as `SYNC`).
+pub fn psync(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    if ctx.client.replica {
+        return out.error("ERR Replica already attached");
+    }
+    out.simple(&format!("FULLRESYNC {} 0", ctx.server.run_id));
+    start_stream(ctx, out);
+}
+
+fn start_stream(ctx: &mut Ctx<'_>, out: &mut ReplyBuf) {
+    if ctx.client.replica {
+        return out.error("ERR Replica already attached");
+    }
+    let now = ctx.now_ms;
+    let (snap, _) = snapshot(&all_dbs(ctx), now);
+    let mut bytes = Vec::new();
+    rdb::encode(&snap, now, &mut bytes);
+    drop(snap);
+    out.raw(format!("${}\r\n", bytes.len()).as_bytes());
+    out.raw(&bytes);
+    for db in all_dbs_mut(ctx) {
+        db.log_expired(true);
+        db.take_expired();
+    }
+    let limit = ctx.server.config.output_buffer_limit;
+    ctx.server.feed.attach(ctx.client.id, limit);
+    ctx.client.replica = true;
+}
+
+/// Propagates what the command `spec` `args`, run in database `db`, did: the keys expiry
+/// deleted meanwhile, then the command (rewritten) if it is a write that changed something
+/// (`changes_before`: the [`Db::changes`] sum before it ran). Called only while the feed has a
+/// sink.
+pub fn after_command(
+    server: &ServerInfo,
+    dbs: &mut [Db],
+    db: usize,
+    spec: &CommandSpec,
+    args: &Args<'_>,
+    changes_before: u64,
+    now_ms: u64,
+) {
+    expired(server, dbs);
+    if !spec.has("write") || changes(dbs.iter()) == changes_before {
+        return;
+    }
+    match dbs.get(db).and_then(|d| rewrite(spec.name, args, d, now_ms)) {
+        Some(rewritten) => server.feed.command(db, &rewritten),
+        None => server.feed.command(db, &args.iter_from(0).collect::<Vec<_>>()),
+    }
+}
+
+/// Propagates the keys expiry deleted, as `DEL`s in their databases.
+pub fn expired(server: &ServerInfo, dbs: &mut [Db]) {
+    for (i, db) in dbs.iter_mut().enumerate() {
+        for key in db.take_expired() {
+            server.feed.command(i, &[b"DEL".as_slice(), &key]);
+        }
+    }
+}
+
+/// The deterministic form of a command whose effect depends on when it runs, read from the
+/// state it left (`db` after it ran); `None`: propagate it as sent.
+fn rewrite(name: &str, args: &Args<'_>, db: &Db, now_ms: u64) -> Option<Vec<Vec<u8>>> {
+    let key = args.get(1);
+    let cmd = |words: &[&[u8]]| Some(words.iter().map(|w| w.to_vec()).collect());
+    let deadline = db.deadline_of(key, now_ms);
+    let ms = |d: u64| d.to_string().into_bytes();
+    match (name, deadline) {
+        ("getdel", _)
+        | ("set" | "setex" | "psetex" | "getex" | "expire" | "pexpire" | "expireat" | "pexpireat", None) => {
+            cmd(&[b"DEL", key])
+        }
+        ("set", Some(Some(d))) => {
+            let mut words: Vec<Vec<u8>> = args.iter_from(0).map(<[u8]>::to_vec).collect();
+            let at = (3..words.len()).find(|&i| {
+                [b"EX".as_slice(), b"PX", b"EXAT", b"PXAT"]
+                    .iter()
+                    .any(|o| words[i].eq_ignore_ascii_case(o))
+            })?;
+            words[at] = b"PXAT".to_vec();
+            *words.get_mut(at + 1)? = ms(d);
+            Some(words)
+        }
+        ("setex" | "psetex", Some(Some(d))) => cmd(&[b"SET", key, args.get(3), b"PXAT", &ms(d)]),
+        ("getex" | "expire" | "pexpire" | "expireat" | "pexpireat", Some(Some(d))) => {
+            cmd(&[b"PEXPIREAT", key, &ms(d)])
+        }
+        ("getex", Some(None)) => cmd(&[b"PERSIST", key]),
+        ("incrbyfloat", Some(_)) => match db.peek(key, now_ms) {
+            Some(crate::db::Value::Str(v)) => cmd(&[b"SET", key, v, b"KEEPTTL"]),
+            _ => None,
+        },
+        _ => None,
+    }
+}
