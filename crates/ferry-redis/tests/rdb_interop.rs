@@ -356,3 +356,52 @@ fn ferry_loads_what_redis_server_saves() {
     let found = dump(&mut Conn::new(ferry.addr()));
     assert_same(&expected, &found, "Ferry on redis-server's dump.rdb");
 }
+
+/// Moves every key of `from` to `to` with `DUMP` and `RESTORE ... ABSTTL` (the deadline from
+/// `PEXPIRETIME`).
+fn dump_restore(from: &mut Conn, to: &mut Conn) -> usize {
+    let mut moved = 0;
+    for db in 0..16usize {
+        let n = db.to_string();
+        from.ok(&[b"SELECT", n.as_bytes()]);
+        to.ok(&[b"SELECT", n.as_bytes()]);
+        for key in flat(from.ok(&[b"KEYS", b"*"])) {
+            let Reply::Bulk(payload) = from.ok(&[b"DUMP", &key]) else {
+                panic!("DUMP")
+            };
+            let Reply::Int(deadline) = from.ok(&[b"PEXPIRETIME", &key]) else {
+                panic!("PEXPIRETIME")
+            };
+            let ttl = deadline.max(0).to_string();
+            to.ok(&[b"RESTORE", &key, ttl.as_bytes(), &payload, b"ABSTTL"]);
+            moved += 1;
+        }
+    }
+    moved
+}
+
+#[test]
+fn dump_payloads_restore_across_servers() {
+    let Some(redis) = redis_server("dump_payloads_restore_across_servers") else {
+        return;
+    };
+    let dir = Scratch::new("rdb-dump-restore");
+    let server = start_redis(&redis, &dir.0);
+    let ferry = start_ferry(&dir.0);
+    let (mut r, mut f) = (Conn::new(server.addr()), Conn::new(ferry.addr()));
+    fill(&mut r);
+    let expected = dump(&mut r);
+    assert_eq!(dump_restore(&mut r, &mut f), expected.len());
+    assert_same(
+        &expected,
+        &dump(&mut f),
+        "Ferry after RESTORE of redis-server's DUMPs",
+    );
+    r.ok(&[b"FLUSHALL"]);
+    assert_eq!(dump_restore(&mut f, &mut r), expected.len());
+    assert_same(
+        &expected,
+        &dump(&mut r),
+        "redis-server after RESTORE of Ferry's DUMPs",
+    );
+}

@@ -20,9 +20,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use ferry_buf::Pool;
 
-use super::{Args, Ctx, SYNTAX};
+use super::strings::parse_i64;
+use super::{Args, Ctx, NOT_INTEGER, SYNTAX};
 use crate::config::Config;
-use crate::db::Db;
+use crate::db::{Db, SetIf, Ttl};
 use crate::rdb::{self, RdbError, Snapshot};
 use crate::resp::ReplyBuf;
 
@@ -421,6 +422,90 @@ pub fn lastsave(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
     out.integer(ctx.server.persist.lastsave() as i64);
 }
 
+/// `DUMP key`: the value serialized as Redis does (its RDB encoding, the RDB version and a
+/// CRC-64), or a null reply.
+pub fn dump(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    match ctx.db.get(args.get(1), ctx.now_ms) {
+        Some(value) => {
+            let mut payload = Vec::new();
+            rdb::dump(value, &mut payload);
+            out.bulk(&payload);
+        }
+        None => out.null(),
+    }
+}
+
+/// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]`: stores the value a
+/// `DUMP` made; `ttl` in milliseconds from now (0: none), or a unix time in milliseconds with
+/// `ABSTTL`. `IDLETIME` and `FREQ` are checked and ignored (Ferry keeps no LRU or LFU data
+/// beyond the access time). A deadline already past deletes the key instead, as in Redis.
+pub fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (mut replace, mut absttl) = (false, false);
+    let mut i = 4;
+    while i < args.len() {
+        let opt = args.get(i);
+        if opt.eq_ignore_ascii_case(b"REPLACE") {
+            replace = true;
+        } else if opt.eq_ignore_ascii_case(b"ABSTTL") {
+            absttl = true;
+        } else if (opt.eq_ignore_ascii_case(b"IDLETIME") || opt.eq_ignore_ascii_case(b"FREQ"))
+            && i + 1 < args.len()
+        {
+            i += 1;
+            let Some(n) = parse_i64(args.get(i)) else {
+                return out.error(NOT_INTEGER);
+            };
+            if n < 0 || (opt.eq_ignore_ascii_case(b"FREQ") && n > 255) {
+                let what = if opt.eq_ignore_ascii_case(b"FREQ") {
+                    "FREQ"
+                } else {
+                    "IDLETIME"
+                };
+                return out.error(format!(
+                    "ERR Invalid {what} value, must be >= 0{}",
+                    if what == "FREQ" { " and <= 255" } else { "" }
+                ));
+            }
+        } else {
+            return out.error(SYNTAX);
+        }
+        i += 1;
+    }
+    let Some(ttl) = parse_i64(args.get(2)) else {
+        return out.error(NOT_INTEGER);
+    };
+    if ttl < 0 {
+        return out.error("ERR Invalid TTL value, must be >= 0");
+    }
+    let key = args.get(1);
+    let now = ctx.now_ms;
+    if !replace && ctx.db.contains(key, now) {
+        return out.error("BUSYKEY Target key name already exists.");
+    }
+    let pool = ctx.db.pool().clone();
+    let value = match rdb::restore(args.get(3), &pool, &limits(1, &pool)) {
+        Ok(v) => v,
+        Err(RdbError::Checksum { .. } | RdbError::Version(_)) => {
+            return out.error("ERR DUMP payload version or checksum are wrong");
+        }
+        Err(_) => return out.error("ERR Bad data format"),
+    };
+    let ttl = ttl as u64;
+    let deadline = match (ttl, absttl) {
+        (0, _) => None,
+        (at, true) => Some(at),
+        (rel, false) => Some(now.saturating_add(rel)),
+    };
+    if deadline.is_some_and(|d| d < now) {
+        // Already expired: the key is deleted (REPLACE) or never made.
+        ctx.db.remove(key, now);
+        return out.ok();
+    }
+    let ttl = deadline.map_or(Ttl::Clear, Ttl::At);
+    ctx.db.set(key, value, ttl, SetIf::Always, now);
+    out.ok();
+}
+
 /// `DEBUG RELOAD`: saves, empties every database and loads the file back, as Redis does.
 pub fn debug_reload(ctx: &mut Ctx<'_>, out: &mut ReplyBuf) {
     let persist = ctx.server.persist.clone();
@@ -626,6 +711,44 @@ mod tests {
         assert_eq!(h.cmd("FLUSHALL"), OK);
         let file = std::fs::read(dir.0.join("dump.rdb")).unwrap();
         assert!(crate::rdb::decode(&file, &pool, &limits).unwrap().is_empty());
+    }
+
+    #[test]
+    fn dump_and_restore() {
+        let mut h = Harness::new();
+        h.cmd("RPUSH l a b");
+        let payload = h.run(&[b"DUMP", b"l"]);
+        // `$<len>\r\n<payload>\r\n`: the payload alone.
+        let start = payload.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let payload = payload[start..payload.len() - 2].to_vec();
+        assert_eq!(
+            h.run(&[b"RESTORE", b"l", b"0", &payload]),
+            err("BUSYKEY Target key name already exists.").as_bytes()
+        );
+        assert_eq!(h.run(&[b"RESTORE", b"m", b"5000", &payload]), OK.as_bytes());
+        assert_eq!(h.cmd("LRANGE m 0 -1"), bulks(&["a", "b"]));
+        assert_eq!(h.cmd("PTTL m"), int(5000));
+        assert_eq!(
+            h.run(&[b"RESTORE", b"l", b"0", &payload, b"REPLACE", b"IDLETIME", b"10"]),
+            OK.as_bytes()
+        );
+        let mut bad = payload.clone();
+        bad[1] ^= 1;
+        assert_eq!(
+            h.run(&[b"RESTORE", b"n", b"0", &bad]),
+            err("ERR DUMP payload version or checksum are wrong").as_bytes()
+        );
+        assert_eq!(
+            h.run(&[b"RESTORE", b"n", b"-1", &payload]),
+            err("ERR Invalid TTL value, must be >= 0").as_bytes()
+        );
+        assert_eq!(h.cmd("DUMP nokey"), "$-1\r\n");
+        // An absolute deadline already past: OK, and no key.
+        assert_eq!(
+            h.run(&[b"RESTORE", b"n", b"1", &payload, b"ABSTTL"]),
+            OK.as_bytes()
+        );
+        assert_eq!(h.cmd("EXISTS n"), int(0));
     }
 
     #[test]

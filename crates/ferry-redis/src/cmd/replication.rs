@@ -102,9 +102,11 @@ fn rewrite(name: &str, args: &Args<'_>, db: &Db, now_ms: u64) -> Option<Vec<Vec<
     let ms = |d: u64| d.to_string().into_bytes();
     match (name, deadline) {
         ("getdel", _)
-        | ("set" | "setex" | "psetex" | "getex" | "expire" | "pexpire" | "expireat" | "pexpireat", None) => {
-            cmd(&[b"DEL", key])
-        }
+        | (
+            "set" | "setex" | "psetex" | "getex" | "expire" | "pexpire" | "expireat" | "pexpireat"
+            | "restore",
+            None,
+        ) => cmd(&[b"DEL", key]),
         ("set", Some(Some(d))) => {
             let mut words: Vec<Vec<u8>> = args.iter_from(0).map(<[u8]>::to_vec).collect();
             let at = (3..words.len()).find(|&i| {
@@ -121,6 +123,13 @@ fn rewrite(name: &str, args: &Args<'_>, db: &Db, now_ms: u64) -> Option<Vec<Vec<
             cmd(&[b"PEXPIREAT", key, &ms(d)])
         }
         ("getex", Some(None)) => cmd(&[b"PERSIST", key]),
+        // A relative TTL made absolute, as Redis's `restoreCommand` propagates it.
+        ("restore", Some(Some(d))) if !args.iter_from(4).any(|a| a.eq_ignore_ascii_case(b"ABSTTL")) => {
+            let mut words: Vec<Vec<u8>> = args.iter_from(0).map(<[u8]>::to_vec).collect();
+            words[2] = ms(d);
+            words.push(b"ABSTTL".to_vec());
+            Some(words)
+        }
         ("incrbyfloat", Some(_)) => match db.peek(key, now_ms) {
             Some(crate::db::Value::Str(v)) => cmd(&[b"SET", key, v, b"KEEPTTL"]),
             _ => None,

@@ -180,6 +180,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         multi::discard,
     ),
     spec(
+        "dump",
+        2,
+        R,
+        KEY1,
+        "generic",
+        "Return a serialized version of the value stored at the specified key.",
+        persist::dump,
+    ),
+    spec(
         "echo",
         2,
         &["fast"],
@@ -808,6 +817,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "generic",
         "Rename a key, only if the new key does not exist.",
         keys::renamenx,
+    ),
+    spec(
+        "restore",
+        -4,
+        W_OOM,
+        KEY1,
+        "generic",
+        "Create a key using the provided serialized value, previously obtained using DUMP.",
+        persist::restore,
     ),
     spec(
         "rpop",

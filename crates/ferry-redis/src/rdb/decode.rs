@@ -105,6 +105,41 @@ pub fn decode(bytes: &[u8], pool: &Pool, limits: &Limits) -> Result<Snapshot, Rd
     Ok(snapshot)
 }
 
+/// A `DUMP` payload (`RESTORE`'s argument) as a value: the footer's version (at most
+/// [`VERSION`]) and CRC-64 are checked first ([`RdbError::Checksum`], [`RdbError::Version`]),
+/// then the value, which must take every byte before the footer; an empty collection is
+/// [`RdbError::Corrupt`].
+pub fn restore(payload: &[u8], pool: &Pool, limits: &Limits) -> Result<Value, RdbError> {
+    let Some(body_len) = payload.len().checked_sub(10) else {
+        return Err(RdbError::Truncated {
+            offset: payload.len(),
+            what: "a DUMP payload's footer",
+        });
+    };
+    let version = u16::from_le_bytes([payload[body_len], payload[body_len + 1]]);
+    if u32::from(version) > VERSION {
+        return Err(RdbError::Version(version.into()));
+    }
+    let stored = u64::from_le_bytes(payload[body_len + 2..].try_into().expect("8 bytes"));
+    let computed = crc64(0, &payload[..body_len + 2]);
+    if stored != computed {
+        return Err(RdbError::Checksum { stored, computed });
+    }
+    let mut r = Reader {
+        bytes: &payload[..body_len],
+        pos: 0,
+        pool,
+        limits,
+        key: KeyNote::default(),
+    };
+    let kind = r.byte("a value type")?;
+    let value = r.value(kind, 0)?;
+    if r.pos != body_len {
+        return Err(r.corrupt(r.pos, "bytes after the value".into()));
+    }
+    value.ok_or_else(|| r.corrupt(0, "an empty collection".into()))
+}
+
 /// A length, or one of the special string encodings (the low 6 bits of a `11xxxxxx` byte).
 enum Len {
     Plain(u64),

@@ -39,17 +39,36 @@ pub fn encode(snapshot: &Snapshot, now_ms: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
-/// One key: its type byte, the key, the value.
-fn value(out: &mut Vec<u8>, key: &[u8], value: &Value) {
-    let kind = match value {
+/// `DUMP`'s payload for `value`: its type byte and encoding, then the RDB version (2 bytes)
+/// and the CRC-64 of all that (8 bytes), little-endian, as Redis's `createDumpPayload`.
+pub fn dump(value: &Value, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.push(kind(value));
+    body(out, value);
+    out.extend_from_slice(&(VERSION as u16).to_le_bytes());
+    let crc = crc64(0, &out[start..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+fn kind(value: &Value) -> u8 {
+    match value {
         Value::Str(_) => op::STRING,
         Value::List(_) => op::LIST,
         Value::Set(_) => op::SET,
         Value::Hash(_) => op::HASH,
         Value::ZSet(_) => op::ZSET_2,
-    };
-    out.push(kind);
+    }
+}
+
+/// One key: its type byte, the key, the value.
+fn value(out: &mut Vec<u8>, key: &[u8], value: &Value) {
+    out.push(kind(value));
     string(out, key);
+    body(out, value);
+}
+
+/// A value's encoding, after its type byte.
+fn body(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Str(s) => string(out, s),
         Value::List(items) => {

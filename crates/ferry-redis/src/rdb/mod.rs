@@ -33,8 +33,8 @@ mod encode;
 pub mod lzf;
 pub mod packed;
 
-pub use decode::decode;
-pub use encode::encode;
+pub use decode::{decode, restore};
+pub use encode::{dump, encode};
 
 /// The RDB version Ferry writes (Redis 7.0's).
 pub const VERSION: u32 = 10;
