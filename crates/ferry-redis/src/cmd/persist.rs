@@ -23,7 +23,7 @@ use ferry_buf::Pool;
 use super::strings::parse_i64;
 use super::{Args, Ctx, NOT_INTEGER, SYNTAX};
 use crate::config::Config;
-use crate::db::{Db, SetIf, Ttl};
+use crate::db::{Access, Db, SetIf, Ttl};
 use crate::rdb::{self, RdbError, Snapshot};
 use crate::resp::ReplyBuf;
 
@@ -441,35 +441,44 @@ pub fn dump(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 /// beyond the access time). A deadline already past deletes the key instead, as in Redis.
 pub fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     let (mut replace, mut absttl) = (false, false);
+    // IDLETIME and FREQ exclude each other (Redis: a syntax error).
+    let (mut idletime, mut freq) = (false, false);
     let mut i = 4;
     while i < args.len() {
         let opt = args.get(i);
+        let has_value = i + 1 < args.len();
         if opt.eq_ignore_ascii_case(b"REPLACE") {
             replace = true;
         } else if opt.eq_ignore_ascii_case(b"ABSTTL") {
             absttl = true;
-        } else if (opt.eq_ignore_ascii_case(b"IDLETIME") || opt.eq_ignore_ascii_case(b"FREQ"))
-            && i + 1 < args.len()
-        {
+        } else if opt.eq_ignore_ascii_case(b"IDLETIME") && has_value && !freq {
+            idletime = true;
             i += 1;
-            let Some(n) = parse_i64(args.get(i)) else {
-                return out.error(NOT_INTEGER);
-            };
-            if n < 0 || (opt.eq_ignore_ascii_case(b"FREQ") && n > 255) {
-                let what = if opt.eq_ignore_ascii_case(b"FREQ") {
-                    "FREQ"
-                } else {
-                    "IDLETIME"
-                };
-                return out.error(format!(
-                    "ERR Invalid {what} value, must be >= 0{}",
-                    if what == "FREQ" { " and <= 255" } else { "" }
-                ));
+            match parse_i64(args.get(i)) {
+                None => return out.error(NOT_INTEGER),
+                Some(n) if n < 0 => return out.error("ERR Invalid IDLETIME value, must be >= 0"),
+                Some(_) => {}
+            }
+        } else if opt.eq_ignore_ascii_case(b"FREQ") && has_value && !idletime {
+            freq = true;
+            i += 1;
+            match parse_i64(args.get(i)) {
+                None => return out.error(NOT_INTEGER),
+                Some(n) if !(0..=255).contains(&n) => {
+                    return out.error("ERR Invalid FREQ value, must be >= 0 and <= 255");
+                }
+                Some(_) => {}
             }
         } else {
             return out.error(SYNTAX);
         }
         i += 1;
+    }
+    // Redis's order: the key, then the TTL, then the payload.
+    let key = args.get(1);
+    let now = ctx.now_ms;
+    if !replace && ctx.db.find(key, now, Access::Write).is_some() {
+        return out.error("BUSYKEY Target key name already exists.");
     }
     let Some(ttl) = parse_i64(args.get(2)) else {
         return out.error(NOT_INTEGER);
@@ -477,34 +486,37 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
     if ttl < 0 {
         return out.error("ERR Invalid TTL value, must be >= 0");
     }
-    let key = args.get(1);
-    let now = ctx.now_ms;
-    if !replace && ctx.db.contains(key, now) {
-        return out.error("BUSYKEY Target key name already exists.");
-    }
     let pool = ctx.db.pool().clone();
-    let value = match rdb::restore(args.get(3), &pool, &limits(1, &pool)) {
+    let payload = args.get(3);
+    let value = match rdb::restore(payload, &pool, &limits(1, &pool)) {
         Ok(v) => v,
-        Err(RdbError::Checksum { .. } | RdbError::Version(_)) => {
-            return out.error("ERR DUMP payload version or checksum are wrong");
-        }
+        Err(RdbError::Checksum { .. } | RdbError::Version(_)) => return out.error(BAD_PAYLOAD),
+        // Shorter than the footer: Redis's `verifyDumpPayload` refuses it with these words too.
+        Err(_) if payload.len() < 10 => return out.error(BAD_PAYLOAD),
         Err(_) => return out.error("ERR Bad data format"),
     };
-    let ttl = ttl as u64;
-    let deadline = match (ttl, absttl) {
+    let deadline = match (ttl as u64, absttl) {
         (0, _) => None,
         (at, true) => Some(at),
         (rel, false) => Some(now.saturating_add(rel)),
     };
-    if deadline.is_some_and(|d| d < now) {
+    if deadline.is_some_and(|d| d <= now) {
         // Already expired: the key is deleted (REPLACE) or never made.
         ctx.db.remove(key, now);
         return out.ok();
     }
-    let ttl = deadline.map_or(Ttl::Clear, Ttl::At);
-    ctx.db.set(key, value, ttl, SetIf::Always, now);
+    ctx.db.set(
+        key,
+        value,
+        deadline.map_or(Ttl::Clear, Ttl::At),
+        SetIf::Always,
+        now,
+    );
     out.ok();
 }
+
+/// `RESTORE`'s reply to a payload whose footer is wrong or missing.
+const BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 
 /// `DEBUG RELOAD`: saves, empties every database and loads the file back, as Redis does.
 pub fn debug_reload(ctx: &mut Ctx<'_>, out: &mut ReplyBuf) {
