@@ -17,7 +17,9 @@
 //!
 //! What it is not: thread-safe by itself (one loop owns it, or the server wraps it in a lock),
 //! evicting (writes past `maxmemory` are refused by [`execute`](crate::cmd::execute)), or
-//! persistent.
+//! persistent by itself ([`crate::rdb`] snapshots it; [`Db::entries`] is what a snapshot reads,
+//! [`Db::changes`] counts writes as Redis's `dirty`, and [`Db::log_expired`] keeps the keys
+//! expiry deletes for the replication stream).
 //!
 //! `WATCH`: a database counts the changes of the keys clients watch in it ([`Db::watch`]):
 //! every path that writes or deletes a record (set, replace, deadline, list and collection

@@ -3,7 +3,7 @@
 //! in `MULTI`/`EXEC`), and handed to each attached sink. A replica's connection
 //! (`SYNC`/`PSYNC`) is a sink today; an AOF writer is the same stream into a file.
 //!
-//! What goes in is decided by [`cmd::propagate`](crate::cmd::propagate) (which command, in
+//! What goes in is decided by [`cmd::replication`](crate::cmd::replication) (which command, in
 //! which rewritten form); this module only frames and fans out bytes, and never does I/O: a
 //! sink's bytes wait in [`Feed::take`] for the loop that owns it, which the feed wakes through
 //! the notifier the server installs ([`Feed::set_notify`]).

@@ -6,7 +6,7 @@
 //! count per stored buffer and is taken under the keyspace lock; `BGSAVE` encodes and writes
 //! it on its own thread, so the loops keep serving. Every save writes `temp-<pid>-<n>.rdb` in
 //! `dir`, syncs it, and renames it over `dbfilename`: a crash never leaves half a file. A
-//! background save renames only if no save finished after it started ([`State::file`]'s
+//! background save renames only if no save finished after it started (the file lock's
 //! generation): a `FLUSHALL` that saves the empty dataset is not undone by an older snapshot
 //! landing later, as Redis kills its child there.
 //!
@@ -253,7 +253,7 @@ impl Persistence {
 
     /// Whether a background save should start now: one was scheduled, or a save point is
     /// reached (`changes` writes since the last save and its seconds passed), and none runs; after
-    /// a failed one, not before [`RETRY_DELAY_S`].
+    /// a failed one, not before 5 s (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
     pub fn due(&self, changes_now: u64, now_ms: u64) -> bool {
         let st = &self.state;
         if st.bgsave_running.load(Ordering::SeqCst) {
