@@ -137,3 +137,89 @@ fn rewrite(name: &str, args: &Args<'_>, db: &Db, now_ms: u64) -> Option<Vec<Vec<
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cmd::harness::{Harness, NULL, OK};
+
+    /// A harness whose client is a replica (`SYNC`), and the stream it has received since, as
+    /// text: one command per line, arguments separated by spaces.
+    fn replica() -> Harness {
+        let mut h = Harness::new();
+        let reply = h.cmd("SYNC");
+        assert!(reply.starts_with('$') && reply.contains("REDIS0010"), "{reply}");
+        h
+    }
+
+    fn stream(h: &Harness) -> Vec<String> {
+        let bytes = h.server.feed.take(h.client.id).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        let mut lines = Vec::new();
+        let mut parts = text.split("\r\n");
+        while let Some(head) = parts.next() {
+            let Some(n) = head.strip_prefix('*') else { continue };
+            let words: Vec<&str> = (0..n.parse().unwrap()).map(|_| parts.nth(1).unwrap()).collect();
+            lines.push(words.join(" "));
+        }
+        lines
+    }
+
+    #[test]
+    fn expiries_become_absolute_and_deletions_del() {
+        let mut h = replica();
+        let now = h.now_ms;
+        h.cmd("SET a v EX 100");
+        h.cmd("SETEX b 100 v");
+        h.cmd("EXPIRE b 200");
+        h.cmd("GETEX b PERSIST");
+        h.cmd("EXPIRE a -1");
+        h.cmd("GETDEL b");
+        h.cmd("SET f 1.5");
+        h.cmd("INCRBYFLOAT f 2");
+        assert_eq!(
+            stream(&h),
+            [
+                "SELECT 0".to_string(),
+                format!("SET a v PXAT {}", now + 100_000),
+                format!("SET b v PXAT {}", now + 100_000),
+                format!("PEXPIREAT b {}", now + 200_000),
+                "PERSIST b".into(),
+                "DEL a".into(),
+                "DEL b".into(),
+                "SET f 1.5".into(),
+                "SET f 3.5 KEEPTTL".into(),
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_and_no_ops_propagate_nothing_but_expired_keys() {
+        let mut h = replica();
+        h.cmd("SET k v PX 10");
+        assert_eq!(stream(&h).len(), 2);
+        assert_eq!(h.cmd("SET k w NX"), NULL);
+        h.cmd("GET other");
+        h.cmd("EXPIRE missing 10");
+        assert!(stream(&h).is_empty());
+        h.now_ms += 11;
+        h.cmd("GET k");
+        assert_eq!(stream(&h), ["DEL k"]);
+    }
+
+    #[test]
+    fn transactions_wrap_two_writes_or_more() {
+        let mut h = replica();
+        for line in [
+            "MULTI", "INCR x", "GET x", "INCR x", "EXEC", "MULTI", "INCR y", "EXEC",
+        ] {
+            h.cmd(line);
+        }
+        assert_eq!(
+            stream(&h),
+            ["SELECT 0", "MULTI", "INCR x", "INCR x", "EXEC", "INCR y"]
+        );
+        assert_eq!(h.cmd("SELECT 2"), OK);
+        h.cmd("SET z 1");
+        assert_eq!(stream(&h), ["SELECT 2", "SET z 1"]);
+    }
+}
