@@ -377,6 +377,10 @@ pub struct Ctx<'a> {
     pub now_ms: u64,
     /// The command table (`COMMAND` describes it).
     pub table: &'static Table,
+    /// What the command propagates instead of itself, when its effect is random (`SPOP` →
+    /// `SREM` of the members it picked): set by the handler while
+    /// [`ServerInfo::feed`] has a sink (see [`replication`]).
+    pub propagate_as: Option<Vec<Vec<u8>>>,
 }
 
 impl Ctx<'_> {
@@ -572,9 +576,11 @@ fn run(
         server,
         now_ms,
         table: &table::TABLE,
+        propagate_as: None,
     };
     (spec.handler)(&mut ctx, args, out);
+    let propagate_as = ctx.propagate_as.take();
     if feeding {
-        replication::after_command(server, dbs, selected, spec, args, before, now_ms);
+        replication::after_command(server, dbs, selected, spec, args, propagate_as, before, now_ms);
     }
 }

@@ -13,11 +13,13 @@
 //! - a command that changed nothing (Redis's `dirty` did not move: [`Db::changes`]) is not
 //!   propagated, nor is any command without the `write` flag.
 //!
+//! - `SPOP` → `SREM key <the members it picked>`, or `DEL key` when it popped the whole set
+//!   (the handler says so through [`Ctx::propagate_as`]: the picks are random).
+//!
 //! What it is not: a master a replica can follow for long. There is no backlog, so `PSYNC`
-//! always answers `FULLRESYNC`; `REPLCONF` is not handled; and `SPOP`, `SRANDMEMBER`-like
-//! random writes (`SPOP`, `ZRANDMEMBER` has no writes) and `LMPOP`/`ZMPOP` go out as sent,
-//! not as the `SREM`/`LPOP`/`ZPOPMIN` Redis rewrites them to (`SPOP` is then replayed with
-//! another random pick). The RDB is encoded under the keyspace lock, on the loop.
+//! always answers `FULLRESYNC`; `REPLCONF` is not handled; `LMPOP`/`ZMPOP` go out as sent
+//! (which replays to the same result), not as the `LPOP`/`ZPOPMIN` Redis rewrites them to.
+//! The RDB is encoded under the keyspace lock, on the loop.
 
 use super::persist::{all_dbs, all_dbs_mut, changes, snapshot};
 use super::{Args, CommandSpec, Ctx, ServerInfo};
@@ -62,15 +64,18 @@ fn start_stream(ctx: &mut Ctx<'_>, out: &mut ReplyBuf) {
 }
 
 /// Propagates what the command `spec` `args`, run in database `db`, did: the keys expiry
-/// deleted meanwhile, then the command (rewritten) if it is a write that changed something
-/// (`changes_before`: the [`Db::changes`] sum before it ran). Called only while the feed has a
-/// sink.
+/// deleted meanwhile, then the command if it is a write that changed something
+/// (`changes_before`: the [`Db::changes`] sum before it ran): as the handler said
+/// (`propagate_as`, for a random effect), rewritten ([`rewrite`]), or as sent. Called only
+/// while the feed has a sink.
+#[allow(clippy::too_many_arguments)] // the command's whole context, passed through once
 pub fn after_command(
     server: &ServerInfo,
     dbs: &mut [Db],
     db: usize,
     spec: &CommandSpec,
     args: &Args<'_>,
+    propagate_as: Option<Vec<Vec<u8>>>,
     changes_before: u64,
     now_ms: u64,
 ) {
@@ -78,7 +83,8 @@ pub fn after_command(
     if !spec.has("write") || changes(dbs.iter()) == changes_before {
         return;
     }
-    match dbs.get(db).and_then(|d| rewrite(spec.name, args, d, now_ms)) {
+    let rewritten = propagate_as.or_else(|| dbs.get(db).and_then(|d| rewrite(spec.name, args, d, now_ms)));
+    match rewritten {
         Some(rewritten) => server.feed.command(db, &rewritten),
         None => server.feed.command(db, &args.iter_from(0).collect::<Vec<_>>()),
     }
@@ -204,6 +210,26 @@ mod tests {
         h.now_ms += 11;
         h.cmd("GET k");
         assert_eq!(stream(&h), ["DEL k"]);
+    }
+
+    #[test]
+    fn spop_propagates_the_members_it_picked() {
+        let mut h = replica();
+        h.cmd("SADD s a b c");
+        let reply = h.cmd("SPOP s");
+        let picked = reply.split("\r\n").nth(1).unwrap().to_string();
+        assert_eq!(
+            stream(&h),
+            [
+                "SELECT 0".to_string(),
+                "SADD s a b c".into(),
+                format!("SREM s {picked}")
+            ]
+        );
+        h.cmd("SPOP s 10");
+        assert_eq!(stream(&h), ["DEL s"]);
+        h.cmd("SPOP s");
+        assert!(stream(&h).is_empty(), "nothing popped, nothing propagated");
     }
 
     #[test]
