@@ -19,7 +19,9 @@
 //! What it is not: a master a replica can follow for long. There is no backlog, so `PSYNC`
 //! always answers `FULLRESYNC`; `REPLCONF` is not handled; `LMPOP`/`ZMPOP` go out as sent
 //! (which replays to the same result), not as the `LPOP`/`ZPOPMIN` Redis rewrites them to.
-//! The RDB is encoded under the keyspace lock, on the loop.
+//! The RDB is encoded under the keyspace lock, on the loop, and goes out as the `SYNC` reply:
+//! a dataset whose RDB is larger than `output_buffer_limit` cannot be streamed (the replica
+//! is disconnected, as any client over the limit).
 
 use super::persist::{all_dbs, all_dbs_mut, changes, snapshot};
 use super::{Args, CommandSpec, Ctx, ServerInfo};
