@@ -19,6 +19,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use crate::resp::client::encode_command;
+
 /// A sink held more than its limit of unread bytes; it receives nothing more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the replication stream holds over {limit} unread bytes")]
@@ -60,17 +62,6 @@ struct Sink {
     pending: Vec<u8>,
     limit: usize,
     overflowed: bool,
-}
-
-/// `args` as a RESP array of bulk strings, appended to `out`.
-pub fn encode_command<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        let a = a.as_ref();
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
 }
 
 impl Feed {
@@ -154,7 +145,7 @@ impl Feed {
     /// Propagates one command run in database `db`.
     pub fn command<A: AsRef<[u8]>>(&self, db: usize, args: &[A]) {
         let mut bytes = Vec::new();
-        encode_command(args, &mut bytes);
+        encode_command(&mut bytes, args);
         let mut inner = self.lock();
         if let Some(tx) = &mut inner.tx {
             tx.push((db, bytes));
@@ -177,7 +168,7 @@ impl Inner {
     fn emit(&mut self, db: usize, bytes: &[u8]) {
         let mut select = Vec::new();
         if self.last_db != Some(db) {
-            encode_command(&[b"SELECT".as_slice(), db.to_string().as_bytes()], &mut select);
+            encode_command(&mut select, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
             self.last_db = Some(db);
         }
         for s in self.sinks.iter_mut().filter(|s| !s.overflowed) {
