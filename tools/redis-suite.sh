@@ -87,11 +87,15 @@ free_port() {
 # until it answers PING (at most 10 s).
 start() {
     local kind=$1 port=$2
+    # A fresh, empty directory per server: a dump.rdb a unit left (DEBUG RELOAD, SAVE) must
+    # not be loaded by the next unit's server.
+    rm -rf "$WORK/$kind-dir"
+    mkdir -p "$WORK/$kind-dir"
     if [[ $kind == ferry ]]; then
-        "$FERRY_BIN" redis --port "$port" --enable-debug-command >"$WORK/server.log" 2>&1 &
+        "$FERRY_BIN" redis --port "$port" --enable-debug-command --dir "$WORK/$kind-dir" \
+            >"$WORK/server.log" 2>&1 &
     else
-        mkdir -p "$WORK/redis-dir"
-        redis-server --port "$port" --bind 127.0.0.1 --dir "$WORK/redis-dir" --save '' \
+        redis-server --port "$port" --bind 127.0.0.1 --dir "$WORK/$kind-dir" --save '' \
             --appendonly no --enable-debug-command yes >"$WORK/server.log" 2>&1 &
     fi
     SERVER_PID=$!

@@ -70,6 +70,17 @@ pub struct Args {
     /// `enable-debug-command yes`: Redis's own test suite needs it.
     #[arg(long)]
     enable_debug_command: bool,
+    /// Where the RDB file is written and read.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+    /// The RDB file's name in --dir: loaded at start when it exists, written by SAVE, BGSAVE,
+    /// DEBUG RELOAD and the save points.
+    #[arg(long, default_value = "dump.rdb")]
+    dbfilename: String,
+    /// Save points, "seconds changes [seconds changes ...]" as redis.conf's `save` (a
+    /// background save when both are reached); "" (the default) saves only when asked.
+    #[arg(long, default_value = "")]
+    save: String,
 }
 
 /// A size in bytes with redis.conf's suffixes (`1gb`, `64mb`, `4k`; `k`/`kb` = 1024).
@@ -145,6 +156,10 @@ pub fn run(args: &Args) -> Result<(), String> {
         pin: args.pin.clone(),
         region_size: args.region_size,
         enable_debug_command: args.enable_debug_command,
+        dir: args.dir.clone(),
+        dbfilename: args.dbfilename.clone(),
+        save: ferry_redis::cmd::persist::parse_save(args.save.as_bytes())
+            .ok_or_else(|| format!("redis: --save {:?}: not \"seconds changes\" pairs", args.save))?,
         ..defaults
     };
     let threshold = config.zero_copy_threshold;
@@ -157,8 +172,9 @@ pub fn run(args: &Args) -> Result<(), String> {
         (_, None) => handle.addr().to_string(),
     };
     println!(
-        "ferry redis listening on {listening} (replies: {} mode, values of {threshold} B and more sent by reference; no persistence)",
-        args.mode
+        "ferry redis listening on {listening} (replies: {} mode, values of {threshold} B and more sent by reference; RDB file {})",
+        args.mode,
+        args.dir.join(&args.dbfilename).display()
     );
     handle.join().map_err(|e| format!("redis: {e}"))
 }

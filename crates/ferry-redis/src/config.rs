@@ -1,6 +1,7 @@
 //! Server settings. Every limit is explicit; defaults follow Redis where Redis has one.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use ferry_net::{Mode, TlsServer};
 
@@ -60,6 +61,15 @@ pub struct Config {
     /// `enable-debug-command`: whether `DEBUG` runs (default off, as in Redis 7.0; Redis's
     /// test suite needs it on).
     pub enable_debug_command: bool,
+    /// `dir`: where the RDB file is written and read (default: the working directory).
+    pub dir: PathBuf,
+    /// `dbfilename`: the RDB file's name in `dir` (default `dump.rdb`). It is loaded at start
+    /// when it exists; `SAVE`, `BGSAVE`, `DEBUG RELOAD` and the save points write it.
+    pub dbfilename: String,
+    /// `save`: save points, `(seconds, changes)`: a background save starts when at least
+    /// `changes` writes happened and `seconds` passed since the last save. Empty by default
+    /// (redis-server's default is `3600 1 300 100 60 10000`): nothing is saved unless asked.
+    pub save: Vec<(u64, u64)>,
 }
 
 /// The TLS listener: `bind`'s address on its own port, with ferry-net's TLS (rustls).
@@ -97,6 +107,9 @@ impl Default for Config {
             hz: 10,
             databases: 16,
             enable_debug_command: false,
+            dir: PathBuf::from("."),
+            dbfilename: "dump.rdb".into(),
+            save: Vec::new(),
         }
     }
 }

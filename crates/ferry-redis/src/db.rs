@@ -17,7 +17,9 @@
 //!
 //! What it is not: thread-safe by itself (one loop owns it, or the server wraps it in a lock),
 //! evicting (writes past `maxmemory` are refused by [`execute`](crate::cmd::execute)), or
-//! persistent.
+//! persistent by itself ([`crate::rdb`] snapshots it; [`Db::entries`] is what a snapshot reads,
+//! [`Db::changes`] counts writes as Redis's `dirty`, and [`Db::log_expired`] keeps the keys
+//! expiry deletes for the replication stream).
 //!
 //! `WATCH`: a database counts the changes of the keys clients watch in it ([`Db::watch`]):
 //! every path that writes or deletes a record (set, replace, deadline, list and collection
@@ -268,6 +270,10 @@ pub struct Db {
     rng: Rng,
     /// The keys clients `WATCH` in this database (it stays with the index on `SWAPDB`).
     watched: HashMap<Box<[u8]>, Watch>,
+    /// Writes so far (Redis's `dirty`): every change of a key by a command, not expiry.
+    changes: u64,
+    /// Keys deleted because their deadline passed, while someone listens ([`Db::log_expired`]).
+    expired_log: Option<Vec<Box<[u8]>>>,
 }
 
 impl Db {
@@ -288,6 +294,8 @@ impl Db {
             stats: DbStats::default(),
             rng,
             watched: HashMap::new(),
+            changes: 0,
+            expired_log: None,
         }
     }
 
@@ -325,6 +333,7 @@ impl Db {
     /// Deletes every key (`FLUSHDB`, `FLUSHALL`) and releases the keyspace's memory. The
     /// statistics stay, as in Redis.
     pub fn flush(&mut self) {
+        self.changes += self.table.len() as u64;
         self.touch_stored(None);
         self.table = HashTable::new();
         self.slots = Vec::new();
@@ -337,6 +346,8 @@ impl Db {
     /// statistics and the watched keys stay: they belong to the database index. A watched key
     /// stored in either database counts as changed.
     pub fn swap_contents(&mut self, other: &mut Db) {
+        self.changes += 1;
+        other.changes += 1;
         self.touch_stored(Some(other));
         other.touch_stored(Some(self));
         std::mem::swap(&mut self.table, &mut other.table);
@@ -350,6 +361,27 @@ impl Db {
     /// Hit, miss and expiry counters.
     pub fn stats(&self) -> DbStats {
         self.stats
+    }
+
+    /// Writes so far (Redis's `dirty`): grows with every change a command makes to a key
+    /// (a flush counts its keys), not with expiry. A command changed the database if this
+    /// moved while it ran.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Starts (`true`) or stops keeping the keys expiry deletes, for
+    /// [`take_expired`](Self::take_expired): a replication stream propagates each as a `DEL`.
+    pub fn log_expired(&mut self, on: bool) {
+        if on != self.expired_log.is_some() {
+            self.expired_log = on.then(Vec::new);
+        }
+    }
+
+    /// The keys expiry deleted since the last call (none unless
+    /// [`log_expired`](Self::log_expired) is on).
+    pub fn take_expired(&mut self) -> Vec<Box<[u8]>> {
+        self.expired_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// One active expiry cycle (Redis's `activeExpireCycle`, simplified): samples
@@ -369,8 +401,7 @@ impl Db {
                 let pos = self.random_below(self.ttl.len());
                 let i = self.ttl[pos];
                 if now_ms > self.slot(i).deadline {
-                    self.remove_at(i);
-                    self.stats.expired_keys += 1;
+                    self.expire_at(i);
                     expired += 1;
                 }
             }
@@ -396,6 +427,13 @@ impl Db {
     pub fn peek(&self, key: &[u8], now_ms: u64) -> Option<&Value> {
         let slot = self.slot(self.find_index(key)?);
         (now_ms <= slot.deadline).then_some(&slot.value)
+    }
+
+    /// The deadline of `key` if it is live: `Some(None)` without one, `None` if there is no
+    /// such key (nothing is counted or expired).
+    pub fn deadline_of(&self, key: &[u8], now_ms: u64) -> Option<Option<u64>> {
+        let slot = self.slot(self.find_index(key)?);
+        (now_ms <= slot.deadline).then_some((slot.deadline != NO_DEADLINE).then_some(slot.deadline))
     }
 
     /// Registers a watcher of `key` (`WATCH`) and returns what the key is now, to compare
@@ -436,8 +474,9 @@ impl Db {
         changes != mark.changes || (mark.live && !live)
     }
 
-    /// Counts a change of `key` for its watchers.
+    /// Counts a change of `key` for its watchers, and in [`changes`](Self::changes).
     fn touch(&mut self, key: &[u8]) {
+        self.changes += 1;
         if !self.watched.is_empty() {
             if let Some(w) = self.watched.get_mut(key) {
                 w.changes += 1;
@@ -445,8 +484,9 @@ impl Db {
         }
     }
 
-    /// Counts a change of record `i`'s key for its watchers.
+    /// Counts a change of record `i`'s key for its watchers, and in [`changes`](Self::changes).
     fn touch_at(&mut self, i: usize) {
+        self.changes += 1;
         if !self.watched.is_empty() {
             let key = &self.slots[i].as_ref().expect("a live slot").key;
             if let Some(w) = self.watched.get_mut(key) {
@@ -500,8 +540,7 @@ impl Db {
                 .chain(0..start)
                 .find(|&i| self.slots[i].is_some())?;
             if now_ms > self.slot(i).deadline {
-                self.remove_at(i);
-                self.stats.expired_keys += 1;
+                self.expire_at(i);
                 continue;
             }
             return Some(self.slot(i).key.clone());
@@ -529,13 +568,16 @@ impl Db {
                 let present = !expired;
                 if (cond == SetIf::Absent && present) || (cond == SetIf::Present && !present) {
                     if expired {
-                        self.remove_at(i);
-                        self.stats.expired_keys += 1;
+                        self.expire_at(i);
                     }
                     return false;
                 }
                 if expired {
                     self.stats.expired_keys += 1;
+                    let key = self.slot(i).key.clone();
+                    if let Some(log) = &mut self.expired_log {
+                        log.push(key);
+                    }
                 }
                 let add = value.memory();
                 let slot = self.slot_mut(i);
@@ -648,6 +690,22 @@ impl Db {
             .map(|s| (&*s.key, &s.value))
     }
 
+    /// Every live key with its value and deadline (unix milliseconds), in slab order: what a
+    /// snapshot ([`crate::rdb::Snapshot::take`]) or a rewrite copies.
+    pub fn entries(&self, now_ms: u64) -> impl Iterator<Item = (&[u8], &Value, Option<u64>)> + '_ {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(move |s| now_ms <= s.deadline)
+            .map(|s| {
+                (
+                    &*s.key,
+                    &s.value,
+                    (s.deadline != NO_DEADLINE).then_some(s.deadline),
+                )
+            })
+    }
+
     /// One `SCAN` step from `cursor`: calls `visit` with each live key it examines, up to
     /// `count` keys (and at most `10 * count` slab positions), deletes the expired keys it
     /// meets, and returns the next cursor (0 when the scan is complete).
@@ -684,8 +742,7 @@ impl Db {
                 }
             };
             if expired {
-                self.remove_at(i);
-                self.stats.expired_keys += 1;
+                self.expire_at(i);
             }
             i += 1;
         }
@@ -710,8 +767,7 @@ impl Db {
             .copied();
         let live = match found {
             Some(i) if now_ms > self.slot(i).deadline => {
-                self.remove_at(i);
-                self.stats.expired_keys += 1;
+                self.expire_at(i);
                 None
             }
             other => other,
@@ -768,6 +824,20 @@ impl Db {
             self.slots[i] = slot;
         }
         self.touch(key);
+    }
+
+    /// Deletes record `i` because its deadline passed: counted in the statistics and logged
+    /// for a replication stream, but not as a write in [`changes`](Self::changes) (as Redis
+    /// does not count expiry in `dirty`).
+    fn expire_at(&mut self, i: usize) {
+        let changes = self.changes;
+        let key = self.expired_log.is_some().then(|| self.slot(i).key.clone());
+        self.remove_at(i);
+        self.changes = changes;
+        self.stats.expired_keys += 1;
+        if let (Some(log), Some(key)) = (&mut self.expired_log, key) {
+            log.push(key);
+        }
     }
 
     /// Deletes the record at `i` from the table, the ttl index and the slab.

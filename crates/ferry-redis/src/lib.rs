@@ -22,13 +22,18 @@
 //! the last of them. A stored value is the keyspace's; a reply that references it holds its own
 //! count, so an overwrite or `DEL` in the same pipeline leaves the bytes being sent intact.
 //!
-//! What it is not: persistent (no RDB or AOF: everything is lost when the process stops),
-//! replicated, clustered, or a full Redis (see [`cmd`] for the commands it has: 16 databases,
-//! transactions, pub/sub and the blocking list and sorted-set commands; no keyspace
-//! notifications, scripting or streams; no eviction: writes beyond `maxmemory` get Redis's OOM
-//! error).
+//! Persistence is Redis's RDB file ([`rdb`]: the format, without I/O; [`cmd::persist`]:
+//! `SAVE`, `BGSAVE`, save points, loading at start), and `SYNC` streams the dataset and then
+//! every write ([`feed`], [`cmd::replication`]).
 //!
-//! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`db`] a
+//! What it is not: durable between snapshots (no AOF yet), a master a replica can follow
+//! (no backlog, `PSYNC` is always a full resynchronization), clustered, or a full Redis (see
+//! [`cmd`] for the commands it has: 16 databases, transactions, pub/sub and the blocking list
+//! and sorted-set commands; no keyspace notifications, scripting or streams; no eviction:
+//! writes beyond `maxmemory` get Redis's OOM error).
+//!
+//! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`rdb`] the
+//! snapshot format without I/O; [`feed`] the propagation stream's framing and fan-out; [`db`] a
 //! database, the keyspace ([`fields`]: the table inside a hash or a set; [`zset`]: a sorted
 //! set); [`cmd`] the commands, and a connection's protocol state (selected database, open
 //! transaction, watched keys, subscriptions, the blocking command it waits in) in
@@ -41,8 +46,10 @@
 pub mod cmd;
 pub mod config;
 pub mod db;
+pub mod feed;
 pub mod fields;
 pub mod input;
+pub mod rdb;
 pub mod resp;
 pub mod server;
 pub mod zset;

@@ -169,10 +169,19 @@ impl Server {
                 tls: tls.next(),
             })
             .collect();
-        let dbs = (0..config.databases.max(1))
+        let mut dbs: Vec<Db> = (0..config.databases.max(1))
             .map(|_| Db::new(pool.clone(), config.keep_in_place_min))
             .collect();
+        let loaded = cmd::persist::load_at_start(&config, &pool, &mut dbs, now_ms())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if loaded > 0 {
+            eprintln!(
+                "ferry-redis: {loaded} keys loaded from {}",
+                config.dir.join(&config.dbfilename).display()
+            );
+        }
         let info = ServerInfo::new(config, plain_addr.map_or(0, |a| a.port()), run_id());
+        info.persist.loaded(cmd::persist::changes(&dbs));
         Ok(Server {
             shared: Arc::new(Shared {
                 info,
@@ -201,6 +210,14 @@ impl Server {
                 .map(|_| rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC))
                 .collect::<Result<Vec<_>, _>>()?,
         );
+        // A write for the replication stream wakes every loop; each hands the stream to the
+        // replicas it owns (`EventLoop::feed_replicas`). Set before any loop accepts a replica.
+        let notify = wakers.clone();
+        self.shared.info.feed.set_notify(move || {
+            for w in notify.iter() {
+                let _ = rustix::io::write(w, &1u64.to_ne_bytes());
+            }
+        });
         let mut threads = Vec::new();
         for (i, listeners) in self.listeners.into_iter().enumerate() {
             let all_wakers = wakers.clone();
@@ -393,6 +410,8 @@ struct EventLoop {
     framing: Vec<SharedBuf>,
     limits: ParseLimits,
     next_expire: Instant,
+    /// The slots of this loop's clients that became replicas (`SYNC`).
+    replicas: Vec<usize>,
 }
 
 impl EventLoop {
@@ -440,6 +459,7 @@ impl EventLoop {
             framing: Vec::new(),
             limits,
             next_expire: Instant::now(),
+            replicas: Vec::new(),
             shared,
         })
     }
@@ -468,6 +488,7 @@ impl EventLoop {
                 let mut b = [0u8; 8];
                 let _ = rustix::io::read(&self.wakers[self.index], &mut b);
                 self.deliver();
+                self.feed_replicas();
             }
             for &ev in &events {
                 match ev.token {
@@ -481,12 +502,18 @@ impl EventLoop {
             self.expire_blocked();
             if self.index == 0 && Instant::now() >= self.next_expire {
                 self.next_expire = Instant::now() + tick;
+                let now = now_ms();
+                let mut dbs = self.lock_dbs();
                 if self.shared.info.active_expire.load(Ordering::Relaxed) {
-                    let now = now_ms();
-                    for db in self.lock_dbs().iter_mut() {
+                    for db in dbs.iter_mut() {
                         db.active_expire(now);
                     }
                 }
+                if self.shared.info.feed.is_active() {
+                    cmd::replication::expired(&self.shared.info, &mut dbs);
+                }
+                cmd::persist::tick(&self.shared.info.persist, &dbs, now);
+                drop(dbs);
             }
         }
         for i in 0..self.conns.len() {
@@ -672,6 +699,9 @@ impl EventLoop {
             reading = true;
         }
         let conn = self.conns[i].as_mut().expect("still open");
+        if conn.client.replica && !self.replicas.contains(&i) {
+            self.replicas.push(i);
+        }
         if conn.closing && !conn.net.sender().has_pending() {
             self.drop_conn(i, Close::Eof);
         }
@@ -815,6 +845,27 @@ impl EventLoop {
                         self.drop_conn(slot, why);
                     }
                 }
+            }
+        }
+    }
+
+    /// Moves what the feed holds for this loop's replicas into their connections and writes;
+    /// a replica that fell too far behind is dropped.
+    fn feed_replicas(&mut self) {
+        for k in (0..self.replicas.len()).rev() {
+            let i = self.replicas[k];
+            let Some(conn) = self.conns[i].as_mut() else {
+                continue;
+            };
+            match self.shared.info.feed.take(conn.client.id) {
+                Ok(bytes) if bytes.is_empty() => {}
+                Ok(bytes) => {
+                    conn.out.raw(&bytes);
+                    if let Err(why) = self.write(i) {
+                        self.drop_conn(i, why);
+                    }
+                }
+                Err(e) => self.drop_conn(i, Close::Reason(e.to_string())),
             }
         }
     }
@@ -1019,6 +1070,16 @@ impl EventLoop {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             reg.remove(client.id);
+        }
+        if client.replica {
+            self.replicas.retain(|&r| r != i);
+            // Under the keyspace lock, as `SYNC` attaches: a replica attaching meanwhile
+            // keeps the expired keys logged.
+            let mut dbs = self.lock_dbs();
+            if !self.shared.info.feed.detach(client.id) {
+                // The last replica left: nobody needs the expired keys any more.
+                dbs.iter_mut().for_each(|db| db.log_expired(false));
+            }
         }
         self.shared
             .info

@@ -22,6 +22,7 @@
 //!
 //! The generator ([`Gen`]) sends every data command: `GET SET` (with random `EX PX EXAT PXAT
 //! KEEPTTL NX XX GET`, invalid combinations and values included) `MGET MSET SETNX GETSET GETDEL
+//! RESTORE` (payloads of every type from Ferry's `DUMP` encoding, some corrupt) `
 //! APPEND STRLEN INCR INCRBY DECR DECRBY` (values numeric, near the ends of i64, or not
 //! numbers) `DEL UNLINK EXISTS TYPE EXPIRE PEXPIRE` (large TTLs, zero and negative ones that
 //! delete, out-of-range ones, `NX XX GT LT` and unknown options) `TTL PTTL PERSIST KEYS SCAN`
@@ -1098,6 +1099,7 @@ const ARITIES: &[(&str, i32)] = &[
     ("setnx", 3),
     ("getset", 3),
     ("getdel", 2),
+    ("restore", -4),
     ("append", 3),
     ("strlen", 2),
     ("incr", 2),
@@ -1241,6 +1243,7 @@ const GENERATORS: &[(&str, u32, Generator)] = &[
     ("setnx", 10, Gen::setnx),
     ("getset", 10, Gen::getset),
     ("getdel", 10, Gen::getdel),
+    ("restore", 8, Gen::restore),
     ("append", 15, Gen::append),
     ("strlen", 10, Gen::strlen),
     ("incr", 15, Gen::incr),
@@ -1684,6 +1687,80 @@ impl Gen {
     fn getdel(&mut self) -> Cmd {
         let k = self.string_key();
         self.cmd("GETDEL", vec![k])
+    }
+
+    /// `RESTORE key ttl payload [REPLACE] [ABSTTL]` of a value of any type that Ferry's
+    /// `DUMP` encoding made (both servers load it), sometimes corrupted or cut short (both
+    /// refuse it with the same error), with no TTL, a fresh one, an absolute one, one already
+    /// past, or a bad one.
+    fn restore(&mut self) -> Cmd {
+        use ferry_redis::db::Value;
+        static POOL: std::sync::OnceLock<ferry_buf::Pool> = std::sync::OnceLock::new();
+        let pool = POOL.get_or_init(ferry_testkit::pool);
+        let buf = |b: Vec<u8>| pool.copy_from(&b).expect("pool");
+        let n = 1 + self.rng.index(5);
+        let value = match self.rng.below(5) {
+            0 => Value::Str(buf(self.value())),
+            1 => Value::List((0..n).map(|_| buf(self.value())).collect()),
+            2 => {
+                let mut set = ferry_redis::fields::FieldTable::default();
+                for _ in 0..n {
+                    set.insert(buf(self.value()), ());
+                }
+                Value::Set(set)
+            }
+            3 => {
+                let mut hash = ferry_redis::fields::FieldTable::default();
+                for _ in 0..n {
+                    let (f, v) = (self.value(), self.value());
+                    hash.insert(buf(f), buf(v));
+                }
+                Value::Hash(hash)
+            }
+            _ => {
+                let members = (0..n)
+                    .map(|i| {
+                        (
+                            buf(format!("m{i}").into_bytes()),
+                            self.rng.range(-5, 5) as f64 / 2.0,
+                        )
+                    })
+                    .collect();
+                Value::ZSet(ferry_redis::zset::ZSet::collect(members))
+            }
+        };
+        let mut payload = Vec::new();
+        ferry_redis::rdb::dump(&value, &mut payload);
+        match self.rng.below(16) {
+            0 => {
+                let i = self.rng.index(payload.len());
+                payload[i] ^= 1 << self.rng.below(8);
+            }
+            1 => payload.truncate(self.rng.index(payload.len())),
+            _ => {}
+        }
+        let mut absttl = false;
+        let ttl = match self.rng.below(10) {
+            0..=3 => b"0".to_vec(),
+            4..=6 => self.fresh_ttl_s().to_string().into_bytes(),
+            7 => {
+                absttl = true;
+                (self.now_s * 1000 + self.fresh_ttl_s()).to_string().into_bytes()
+            }
+            8 => {
+                absttl = true;
+                b"1000".to_vec() // long past: the key is deleted
+            }
+            _ => self.rng.pick(&["-1", "abc", ""]).as_bytes().to_vec(),
+        };
+        let mut args = vec![self.key(), ttl, payload];
+        if self.rng.chance(1, 2) {
+            args.push(self.word("REPLACE"));
+        }
+        if absttl {
+            args.push(self.word("ABSTTL"));
+        }
+        self.cmd("RESTORE", args)
     }
 
     fn append(&mut self) -> Cmd {

@@ -330,6 +330,9 @@ pub fn serve(dbs: &mut [Db], server: &ServerInfo, now_ms: u64, wake: &mut Vec<us
                     server,
                     now_ms,
                     table: &table::TABLE,
+                    // Not propagated yet: the README lists it (a served pop should go to the
+                    // replication stream as its non-blocking form).
+                    propagate_as: None,
                 };
                 run_op(&mut ctx, op, &w.args.args(), &mut out);
                 server

@@ -2,7 +2,8 @@
 //!
 //! Where this differs from Redis, and why:
 //! - `CONFIG` changes little: the configuration is fixed when the server starts, except
-//!   `maxmemory` and the `pubsub` class of `client-output-buffer-limit`. `CONFIG GET` knows
+//!   `maxmemory`, the `pubsub` class of `client-output-buffer-limit`, and the persistence
+//!   settings `dir`, `dbfilename` and `save` ([`persist`](super::persist)). `CONFIG GET` knows
 //!   the parameters clients ask for ([`CONFIG_PARAMS`]) and the [`INERT_PARAMS`]: Redis's encoding thresholds and replication and scripting knobs,
 //!   which `CONFIG SET` accepts (with Redis's checks and errors) and reports back, but which
 //!   change nothing in Ferry (it has one representation per type). `CONFIG SET` of another
@@ -39,6 +40,8 @@ pub const CONFIG_PARAMS: &[&str] = &[
     "client-output-buffer-limit",
     "client-query-buffer-limit",
     "databases",
+    "dbfilename",
+    "dir",
     "hz",
     "maxclients",
     "maxmemory",
@@ -177,7 +180,9 @@ fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
         "port" => ctx.server.port.to_string(),
         "proto-max-bulk-len" => config.proto_max_bulk_len.to_string(),
         "requirepass" => config.password.clone().unwrap_or_default(),
-        "save" => String::new(),
+        "save" => super::persist::show_save(&ctx.server.persist.settings().save),
+        "dir" => ctx.server.persist.settings().dir.display().to_string(),
+        "dbfilename" => ctx.server.persist.settings().dbfilename,
         "timeout" => "0".into(),
         "tls-port" => config.tls.as_ref().map_or(0, |t| t.port).to_string(),
         _ => String::new(),
@@ -270,6 +275,11 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             Param::Fixed("client-output-buffer-limit") => parse_output_limits(&ctx.server.config, value)
                 .err()
                 .map(str::to_string),
+            Param::Fixed("save") => super::persist::parse_save(value)
+                .is_none()
+                .then(|| "Invalid save parameters".to_string()),
+            Param::Fixed("dir") => super::persist::check_dir(value).err(),
+            Param::Fixed("dbfilename") => super::persist::check_dbfilename(value).err(),
             Param::Fixed(_) if value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) => None,
             Param::Fixed(_) => {
                 Some("this server's configuration is read-only: set it when starting the server".into())
@@ -304,6 +314,10 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
                     .maxmemory
                     .store(bytes, std::sync::atomic::Ordering::Relaxed);
             }
+            // Checked above: these cannot fail now.
+            Param::Fixed("save") => drop(ctx.server.persist.set_save(value)),
+            Param::Fixed("dir") => drop(ctx.server.persist.set_dir(value)),
+            Param::Fixed("dbfilename") => drop(ctx.server.persist.set_dbfilename(value)),
             Param::Fixed(_) => {}
         }
     }

@@ -142,6 +142,7 @@ fn flush(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf, all: bool) {
     ctx.db.flush();
     if all {
         ctx.others.iter_mut().for_each(Db::flush);
+        super::persist::after_flushall(ctx);
     }
     out.ok();
 }

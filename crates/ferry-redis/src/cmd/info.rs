@@ -162,8 +162,21 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
             s.push_str("# Persistence\r\n");
             field!(s, "loading", 0);
             field!(s, "async_loading", 0);
-            field!(s, "rdb_bgsave_in_progress", 0);
-            field!(s, "rdb_last_bgsave_status", "ok");
+            let persist = &server.persist;
+            let changes = std::iter::once(&*ctx.db).chain(ctx.others.iter().map(|(_, d)| d));
+            field!(
+                s,
+                "rdb_changes_since_last_save",
+                persist.changes_since_save(super::persist::changes(changes))
+            );
+            field!(
+                s,
+                "rdb_bgsave_in_progress",
+                u8::from(persist.bgsave_in_progress())
+            );
+            field!(s, "rdb_last_save_time", persist.lastsave());
+            let status = if persist.last_bgsave_ok() { "ok" } else { "err" };
+            field!(s, "rdb_last_bgsave_status", status);
             field!(s, "aof_enabled", 0);
             field!(s, "aof_rewrite_in_progress", 0);
             field!(s, "aof_last_bgrewrite_status", "ok");

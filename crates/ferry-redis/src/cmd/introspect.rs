@@ -12,8 +12,9 @@
 //!
 //! `DEBUG` runs only when [`Config::enable_debug_command`](crate::Config) is set, as Redis
 //! requires `enable-debug-command`. It has `SLEEP`, `SET-ACTIVE-EXPIRE`, `OBJECT`, `JMAP`
-//! and `QUICKLIST-PACKED-THRESHOLD` (accepted, no effect), and answers `RELOAD` and
-//! `LOADAOF` with an error: there is no persistence to reload from.
+//! and `QUICKLIST-PACKED-THRESHOLD` (accepted, no effect), `RELOAD` (save, flush, load:
+//! [`persist::debug_reload`](super::persist::debug_reload)), and answers `LOADAOF` with an
+//! error: there is no AOF to reload from.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -28,8 +29,8 @@ use crate::resp::{Proto, ReplyBuf};
 pub const DEBUG_DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set \
      to \"local\", you can run it from a local connection, otherwise you need to set this option in \
      the configuration file, and then restart the server.";
-/// `DEBUG RELOAD` and `DEBUG LOADAOF`: nothing is persisted.
-pub const NO_PERSISTENCE: &str = "ERR ferry redis has no persistence: nothing to reload";
+/// `DEBUG LOADAOF`: there is no AOF.
+pub const NO_AOF: &str = "ERR ferry redis has no AOF: nothing to reload";
 /// `OBJECT FREQ` under `noeviction` (Ferry's only policy).
 pub const FREQ_NOT_TRACKED: &str = "ERR An LFU maxmemory policy is not selected, access frequency not \
      tracked. Please note that when switching between policies at runtime LRU and LFU data will take \
@@ -221,7 +222,8 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         },
         (b"quicklist-packed-threshold", 3) => out.ok(),
         (b"jmap", 2) => out.ok(),
-        (b"reload" | b"loadaof", _) => out.error(NO_PERSISTENCE),
+        (b"reload", 2) => super::persist::debug_reload(ctx, out),
+        (b"loadaof", _) => out.error(NO_AOF),
         (b"protocol", 3) => debug_protocol(args.get(2), out),
         (b"object", 3) => {
             let now = ctx.now_ms;
@@ -483,7 +485,7 @@ mod tests {
         assert!(!h.server.active_expire.load(std::sync::atomic::Ordering::Relaxed));
         assert_eq!(h.cmd("DEBUG set-active-expire 1"), OK);
         assert!(h.server.active_expire.load(std::sync::atomic::Ordering::Relaxed));
-        assert_eq!(h.cmd("DEBUG RELOAD"), err(super::NO_PERSISTENCE));
+        assert_eq!(h.cmd("DEBUG LOADAOF"), err(super::NO_AOF));
         assert_eq!(h.cmd("DEBUG OBJECT nokey"), err("ERR no such key"));
         h.cmd("SET k hello");
         assert_eq!(

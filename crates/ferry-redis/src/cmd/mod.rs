@@ -46,8 +46,10 @@ pub mod introspect;
 pub mod keys;
 pub mod lists;
 pub mod multi;
+pub mod persist;
 pub mod pubsub;
 pub mod random;
+pub mod replication;
 pub mod sets;
 pub mod sort;
 pub mod strings;
@@ -245,6 +247,8 @@ pub struct Client {
     /// Event loops its commands left work for (deliveries in their mailboxes): the server
     /// wakes each and clears the list.
     pub wake: Vec<usize>,
+    /// A replica (`SYNC`): the connection carries the replication stream from now on.
+    pub replica: bool,
 }
 
 impl Client {
@@ -275,6 +279,7 @@ impl Client {
             home: pubsub::Home::default(),
             subs: pubsub::Subscriptions::default(),
             wake: Vec::new(),
+            replica: false,
         }
     }
 }
@@ -375,12 +380,21 @@ pub struct ServerInfo {
     pub command_stats: Vec<CommandStats>,
     /// The clients waiting in blocking commands.
     pub blocked: Mutex<blocking::Registry>,
+    /// RDB persistence: where to save, when, and how the last save went.
+    pub persist: persist::Persistence,
+    /// What writes propagate, to replicas ([`replication`]).
+    pub feed: crate::feed::Feed,
 }
 
 impl ServerInfo {
     /// A server's information at start: `config`, listening on `port`, with `run_id`.
     pub fn new(config: Config, port: u16, run_id: String) -> ServerInfo {
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         ServerInfo {
+            persist: persist::Persistence::new(&config, now_s),
+            feed: crate::feed::Feed::default(),
             maxmemory: AtomicUsize::new(config.maxmemory),
             pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
             command_stats: table::COMMANDS.iter().map(|_| CommandStats::default()).collect(),
@@ -463,6 +477,10 @@ pub struct Ctx<'a> {
     pub now_ms: u64,
     /// The command table (`COMMAND` describes it).
     pub table: &'static Table,
+    /// What the command propagates instead of itself, when its effect is random (`SPOP` →
+    /// `SREM` of the members it picked): set by the handler while
+    /// [`ServerInfo::feed`] has a sink (see [`replication`]).
+    pub propagate_as: Option<Vec<Vec<u8>>>,
 }
 
 impl Ctx<'_> {
@@ -634,11 +652,13 @@ fn execute_answered(
         Some(_) if spec.name == "exec" => {
             let server = s.server;
             s.client.deny_blocking = true;
+            server.feed.begin_transaction();
             multi::exec(s.dbs, s.client, s.now_ms, out, |dbs, client, spec, args, out| {
                 Stats::add(&server.stats.total_commands_processed, 1);
                 run(dbs, client, server, s.now_ms, spec, args, out)
             });
             s.client.deny_blocking = false;
+            server.feed.end_transaction();
         }
         _ => run(s.dbs, s.client, s.server, s.now_ms, spec, args, out),
     }
@@ -686,7 +706,10 @@ fn run(
     args: &Args<'_>,
     out: &mut ReplyBuf,
 ) {
-    let (db, others) = OtherDbs::split(dbs, client.db);
+    let feeding = server.feed.is_active();
+    let selected = client.db;
+    let before = if feeding { persist::changes(dbs.iter()) } else { 0 };
+    let (db, others) = OtherDbs::split(dbs, selected);
     let mut ctx = Ctx {
         db,
         others,
@@ -694,13 +717,18 @@ fn run(
         server,
         now_ms,
         table: &table::TABLE,
+        propagate_as: None,
     };
     let (mark, started) = (out.mark(), Instant::now());
     (spec.handler)(&mut ctx, args, out);
+    let propagate_as = ctx.propagate_as.take();
     let stats = server.command_stats(spec);
     Stats::add(&stats.calls, 1);
     Stats::add(&stats.usec, started.elapsed().as_micros() as u64);
     if out.is_error_since(mark) {
         Stats::add(&stats.failed_calls, 1);
+    }
+    if feeding {
+        replication::after_command(server, dbs, selected, spec, args, propagate_as, before, now_ms);
     }
 }

@@ -154,8 +154,24 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         picked.push(m.clone());
         true
     });
+    let emptied = set.set().len() <= picked.len();
     for m in &picked {
         set.set().remove(m);
+    }
+    drop(set);
+    if ctx.server.feed.is_active() {
+        // A replica must remove the same members: Redis propagates the whole set popped as
+        // `DEL`, else `SREM` of the picks.
+        let key = args.get(1).to_vec();
+        ctx.propagate_as = Some(if emptied && count.is_some() {
+            vec![b"DEL".to_vec(), key]
+        } else {
+            [
+                vec![b"SREM".to_vec(), key],
+                picked.iter().map(|m| m.to_vec()).collect(),
+            ]
+            .concat()
+        });
     }
     match count {
         None => out.bulk_buf(&picked[0]),

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use super::subcommand::Sub;
 use super::{
     CommandSpec, Handler, Table, blocking, client, command, config, connection, databases, hashes, info,
-    introspect, keys, lists, multi, pubsub, sets, sort, strings, zalgebra, zsets,
+    introspect, keys, lists, multi, persist, pubsub, replication, sets, sort, strings, zalgebra, zsets,
 };
 
 const fn spec(
@@ -95,6 +95,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "connection",
         "Authenticates the connection.",
         connection::auth,
+    ),
+    spec(
+        "bgsave",
+        -1,
+        &["admin", "noscript", "no_async_loading"],
+        NONE,
+        "server",
+        "Asynchronously save the dataset to disk",
+        persist::bgsave,
     ),
     spec(
         "blmove",
@@ -249,6 +258,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "transactions",
         "Discard all commands issued after MULTI",
         multi::discard,
+    ),
+    spec(
+        "dump",
+        2,
+        R,
+        KEY1,
+        "generic",
+        "Return a serialized version of the value stored at the specified key.",
+        persist::dump,
     ),
     spec(
         "echo",
@@ -584,6 +602,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::keys,
     ),
     spec(
+        "lastsave",
+        1,
+        &["loading", "stale", "fast"],
+        NONE,
+        "server",
+        "Get the UNIX time stamp of the last successful save to disk",
+        persist::lastsave,
+    ),
+    spec(
         "lcs",
         -3,
         R,
@@ -836,6 +863,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         pubsub::psubscribe,
     ),
     spec(
+        "psync",
+        -3,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        NONE,
+        "server",
+        "An internal command used in replication",
+        replication::psync,
+    ),
+    spec(
         "pttl",
         2,
         R_FAST,
@@ -917,6 +953,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         connection::reset,
     ),
     spec(
+        "restore",
+        -4,
+        W_OOM,
+        KEY1,
+        "generic",
+        "Create a key using the provided serialized value, previously obtained using DUMP.",
+        persist::restore,
+    ),
+    spec(
         "rpop",
         -2,
         W_FAST,
@@ -960,6 +1005,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "set",
         "Add one or more members to a set.",
         sets::sadd,
+    ),
+    spec(
+        "save",
+        1,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        NONE,
+        "server",
+        "Synchronously save the dataset to disk",
+        persist::save,
     ),
     spec(
         "scan",
@@ -1248,6 +1302,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "server",
         "Swaps two Redis databases.",
         databases::swapdb,
+    ),
+    spec(
+        "sync",
+        1,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        NONE,
+        "server",
+        "An internal command used in replication",
+        replication::sync,
     ),
     spec(
         "time",

@@ -127,10 +127,12 @@ pub enum ReplyError {
     },
 }
 
-/// Appends one command, as an array of bulk strings, to `out`.
-pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
+/// Appends one command, as an array of bulk strings, to `out` (a client's request, or a
+/// command of the replication stream: [`crate::feed`]).
+pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, args: &[A]) {
     out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
     for a in args {
+        let a = a.as_ref();
         out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
@@ -476,7 +478,7 @@ mod tests {
     #[test]
     fn encodes_commands() {
         let mut out = Vec::new();
-        encode_command(&mut out, &[b"SET", b"key:000000000001", b""]);
+        encode_command(&mut out, &[b"SET".as_slice(), b"key:000000000001", b""]);
         assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000001\r\n$0\r\n\r\n");
     }
 

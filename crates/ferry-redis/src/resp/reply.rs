@@ -117,6 +117,12 @@ impl ReplyBuf {
         self.header(b':', digits.signed(n));
     }
 
+    /// Bytes as they are, outside any reply: a replication stream's RDB payload and the
+    /// commands after it (see [`crate::feed`]).
+    pub fn raw(&mut self, b: &[u8]) {
+        self.bytes.extend_from_slice(b);
+    }
+
     /// A bulk string, copied: `$<len>\r\n<b>\r\n`. Not counted in the value counters.
     pub fn bulk(&mut self, b: &[u8]) {
         self.bulk_header(b.len());

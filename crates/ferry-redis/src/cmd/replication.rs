@@ -1,0 +1,253 @@
+//! Replication, as far as a replica's stream: `SYNC` and `PSYNC` answer with an RDB of the
+//! dataset and turn the connection into a sink of the [`Feed`](crate::feed::Feed), and
+//! [`after_command`] decides what each command propagates, in the forms Redis 7.0 rewrites
+//! them to so that a replica (or an AOF) replays them to the same dataset whenever it runs:
+//!
+//! - relative or absolute expiries become absolute milliseconds: `SET ... EX/PX/EXAT/PXAT`
+//!   → `SET ... PXAT <ms>`, `SETEX`/`PSETEX` → `SET key value PXAT <ms>`, `EXPIRE`,
+//!   `PEXPIRE`, `EXPIREAT` → `PEXPIREAT key <ms>`, `GETEX` → `PEXPIREAT` or `PERSIST`;
+//!   one that deletes the key (a time in the past) → `DEL key`;
+//! - `GETDEL` → `DEL`; `INCRBYFLOAT` → `SET key <result> KEEPTTL` (no float drift);
+//! - a key deleted because its deadline passed (on access, by `SCAN`, by active expiry) →
+//!   `DEL key` in its database, before the command that met it;
+//! - a command that changed nothing (Redis's `dirty` did not move: [`Db::changes`]) is not
+//!   propagated, nor is any command without the `write` flag.
+//!
+//! - `SPOP` → `SREM key <the members it picked>`, or `DEL key` when it popped the whole set
+//!   (the handler says so through [`Ctx::propagate_as`]: the picks are random).
+//!
+//! What it is not: a master a replica can follow for long. There is no backlog, so `PSYNC`
+//! always answers `FULLRESYNC`; `REPLCONF` is not handled; `LMPOP`/`ZMPOP` go out as sent
+//! (which replays to the same result), not as the `LPOP`/`ZPOPMIN` Redis rewrites them to.
+//! The RDB is encoded under the keyspace lock, on the loop, and goes out as the `SYNC` reply:
+//! a dataset whose RDB is larger than `output_buffer_limit` cannot be streamed (the replica
+//! is disconnected, as any client over the limit).
+
+use super::persist::{all_dbs, all_dbs_mut, changes, snapshot};
+use super::{Args, CommandSpec, Ctx, ServerInfo};
+use crate::db::Db;
+use crate::rdb;
+use crate::resp::ReplyBuf;
+
+/// `SYNC`: the RDB of every database as `$<len>\r\n<bytes>` (no CRLF after it, as Redis
+/// sends it), then every write as it happens.
+pub fn sync(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    start_stream(ctx, out);
+}
+
+/// `PSYNC replicationid offset`: always a full resynchronization (`+FULLRESYNC <run id> 0`,
+/// then as `SYNC`).
+pub fn psync(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    if ctx.client.replica {
+        return out.error("ERR Replica already attached");
+    }
+    out.simple(&format!("FULLRESYNC {} 0", ctx.server.run_id));
+    start_stream(ctx, out);
+}
+
+fn start_stream(ctx: &mut Ctx<'_>, out: &mut ReplyBuf) {
+    if ctx.client.replica {
+        return out.error("ERR Replica already attached");
+    }
+    let now = ctx.now_ms;
+    let (snap, _) = snapshot(&all_dbs(ctx), now);
+    let mut bytes = Vec::new();
+    rdb::encode(&snap, now, &mut bytes);
+    drop(snap);
+    out.raw(format!("${}\r\n", bytes.len()).as_bytes());
+    out.raw(&bytes);
+    for db in all_dbs_mut(ctx) {
+        db.log_expired(true);
+        db.take_expired();
+    }
+    let limit = ctx.server.config.output_buffer_limit;
+    ctx.server.feed.attach(ctx.client.id, limit);
+    ctx.client.replica = true;
+}
+
+/// Propagates what the command `spec` `args`, run in database `db`, did: the keys expiry
+/// deleted meanwhile, then the command if it is a write that changed something
+/// (`changes_before`: the [`Db::changes`] sum before it ran): as the handler said
+/// (`propagate_as`, for a random effect), rewritten ([`rewrite`]), or as sent. Called only
+/// while the feed has a sink.
+#[allow(clippy::too_many_arguments)] // the command's whole context, passed through once
+pub fn after_command(
+    server: &ServerInfo,
+    dbs: &mut [Db],
+    db: usize,
+    spec: &CommandSpec,
+    args: &Args<'_>,
+    propagate_as: Option<Vec<Vec<u8>>>,
+    changes_before: u64,
+    now_ms: u64,
+) {
+    expired(server, dbs);
+    if !spec.has("write") || changes(dbs.iter()) == changes_before {
+        return;
+    }
+    let rewritten = propagate_as.or_else(|| dbs.get(db).and_then(|d| rewrite(spec.name, args, d, now_ms)));
+    match rewritten {
+        Some(rewritten) => server.feed.command(db, &rewritten),
+        None => server.feed.command(db, &args.iter_from(0).collect::<Vec<_>>()),
+    }
+}
+
+/// Propagates the keys expiry deleted, as `DEL`s in their databases.
+pub fn expired(server: &ServerInfo, dbs: &mut [Db]) {
+    for (i, db) in dbs.iter_mut().enumerate() {
+        for key in db.take_expired() {
+            server.feed.command(i, &[b"DEL".as_slice(), &key]);
+        }
+    }
+}
+
+/// The deterministic form of a command whose effect depends on when it runs, read from the
+/// state it left (`db` after it ran); `None`: propagate it as sent.
+fn rewrite(name: &str, args: &Args<'_>, db: &Db, now_ms: u64) -> Option<Vec<Vec<u8>>> {
+    let key = args.get(1);
+    let cmd = |words: &[&[u8]]| Some(words.iter().map(|w| w.to_vec()).collect());
+    let deadline = db.deadline_of(key, now_ms);
+    let ms = |d: u64| d.to_string().into_bytes();
+    match (name, deadline) {
+        ("getdel", _)
+        | (
+            "set" | "setex" | "psetex" | "getex" | "expire" | "pexpire" | "expireat" | "pexpireat"
+            | "restore",
+            None,
+        ) => cmd(&[b"DEL", key]),
+        ("set", Some(Some(d))) => {
+            let mut words: Vec<Vec<u8>> = args.iter_from(0).map(<[u8]>::to_vec).collect();
+            let at = (3..words.len()).find(|&i| {
+                [b"EX".as_slice(), b"PX", b"EXAT", b"PXAT"]
+                    .iter()
+                    .any(|o| words[i].eq_ignore_ascii_case(o))
+            })?;
+            words[at] = b"PXAT".to_vec();
+            *words.get_mut(at + 1)? = ms(d);
+            Some(words)
+        }
+        ("setex" | "psetex", Some(Some(d))) => cmd(&[b"SET", key, args.get(3), b"PXAT", &ms(d)]),
+        ("getex" | "expire" | "pexpire" | "expireat" | "pexpireat", Some(Some(d))) => {
+            cmd(&[b"PEXPIREAT", key, &ms(d)])
+        }
+        ("getex", Some(None)) => cmd(&[b"PERSIST", key]),
+        // A relative TTL made absolute, as Redis's `restoreCommand` propagates it.
+        ("restore", Some(Some(d))) if !args.iter_from(4).any(|a| a.eq_ignore_ascii_case(b"ABSTTL")) => {
+            let mut words: Vec<Vec<u8>> = args.iter_from(0).map(<[u8]>::to_vec).collect();
+            words[2] = ms(d);
+            words.push(b"ABSTTL".to_vec());
+            Some(words)
+        }
+        ("incrbyfloat", Some(_)) => match db.peek(key, now_ms) {
+            Some(crate::db::Value::Str(v)) => cmd(&[b"SET", key, v, b"KEEPTTL"]),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cmd::harness::{Harness, NULL, OK};
+
+    /// A harness whose client is a replica (`SYNC`), and the stream it has received since, as
+    /// text: one command per line, arguments separated by spaces.
+    fn replica() -> Harness {
+        let mut h = Harness::new();
+        let reply = h.cmd("SYNC");
+        assert!(reply.starts_with('$') && reply.contains("REDIS0010"), "{reply}");
+        h
+    }
+
+    fn stream(h: &Harness) -> Vec<String> {
+        let bytes = h.server.feed.take(h.client.id).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        let mut lines = Vec::new();
+        let mut parts = text.split("\r\n");
+        while let Some(head) = parts.next() {
+            let Some(n) = head.strip_prefix('*') else { continue };
+            let words: Vec<&str> = (0..n.parse().unwrap()).map(|_| parts.nth(1).unwrap()).collect();
+            lines.push(words.join(" "));
+        }
+        lines
+    }
+
+    #[test]
+    fn expiries_become_absolute_and_deletions_del() {
+        let mut h = replica();
+        let now = h.now_ms;
+        h.cmd("SET a v EX 100");
+        h.cmd("SETEX b 100 v");
+        h.cmd("EXPIRE b 200");
+        h.cmd("GETEX b PERSIST");
+        h.cmd("EXPIRE a -1");
+        h.cmd("GETDEL b");
+        h.cmd("SET f 1.5");
+        h.cmd("INCRBYFLOAT f 2");
+        assert_eq!(
+            stream(&h),
+            [
+                "SELECT 0".to_string(),
+                format!("SET a v PXAT {}", now + 100_000),
+                format!("SET b v PXAT {}", now + 100_000),
+                format!("PEXPIREAT b {}", now + 200_000),
+                "PERSIST b".into(),
+                "DEL a".into(),
+                "DEL b".into(),
+                "SET f 1.5".into(),
+                "SET f 3.5 KEEPTTL".into(),
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_and_no_ops_propagate_nothing_but_expired_keys() {
+        let mut h = replica();
+        h.cmd("SET k v PX 10");
+        assert_eq!(stream(&h).len(), 2);
+        assert_eq!(h.cmd("SET k w NX"), NULL);
+        h.cmd("GET other");
+        h.cmd("EXPIRE missing 10");
+        assert!(stream(&h).is_empty());
+        h.now_ms += 11;
+        h.cmd("GET k");
+        assert_eq!(stream(&h), ["DEL k"]);
+    }
+
+    #[test]
+    fn spop_propagates_the_members_it_picked() {
+        let mut h = replica();
+        h.cmd("SADD s a b c");
+        let reply = h.cmd("SPOP s");
+        let picked = reply.split("\r\n").nth(1).unwrap().to_string();
+        assert_eq!(
+            stream(&h),
+            [
+                "SELECT 0".to_string(),
+                "SADD s a b c".into(),
+                format!("SREM s {picked}")
+            ]
+        );
+        h.cmd("SPOP s 10");
+        assert_eq!(stream(&h), ["DEL s"]);
+        h.cmd("SPOP s");
+        assert!(stream(&h).is_empty(), "nothing popped, nothing propagated");
+    }
+
+    #[test]
+    fn transactions_wrap_two_writes_or_more() {
+        let mut h = replica();
+        for line in [
+            "MULTI", "INCR x", "GET x", "INCR x", "EXEC", "MULTI", "INCR y", "EXEC",
+        ] {
+            h.cmd(line);
+        }
+        assert_eq!(
+            stream(&h),
+            ["SELECT 0", "MULTI", "INCR x", "INCR x", "EXEC", "INCR y"]
+        );
+        assert_eq!(h.cmd("SELECT 2"), OK);
+        h.cmd("SET z 1");
+        assert_eq!(stream(&h), ["SELECT 2", "SET z 1"]);
+    }
+}
