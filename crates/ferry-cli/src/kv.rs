@@ -179,6 +179,11 @@ struct ServeArgs {
     /// A snapshot after this many log entries since the last one; the log before it is purged.
     #[arg(long, default_value_t = 5000)]
     snapshot_every: u64,
+    /// Serve `/metrics` over HTTP on HOST:PORT (OpenMetrics text): the node's term, leader,
+    /// commit and applied index, writes applied and bytes copied for them, and the server's
+    /// connections.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<String>,
     #[command(flatten)]
     tls: Tls,
     /// How long a peer's or client's TLS handshake may take, in milliseconds, before its
@@ -221,6 +226,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 snapshot_every: a.snapshot_every,
                 tls_server: a.tls.server(Duration::from_millis(a.tls_handshake_timeout_ms))?,
                 tls_client: a.tls.client()?,
+                metrics: a.metrics.clone(),
                 ..NodeConfig::new(a.id, a.listen.clone(), a.data.clone())
             };
             raft::run(config, |addr| {

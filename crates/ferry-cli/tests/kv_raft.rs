@@ -622,3 +622,77 @@ fn three_nodes_over_mutual_tls_refuse_clients_and_peers_of_another_ca() {
     refused(&kv(&all, b""), 2, "unknown CA", "dialling a peer of another CA");
     assert_eq!(wait_for_leader(&nodes), leader, "the cluster kept its leader");
 }
+
+/// `GET /metrics` from `addr` over plain TCP: the series and their samples.
+fn scrape(addr: &str) -> std::collections::BTreeMap<String, f64> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).expect("connect to /metrics");
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.ends_with("# EOF\n"), "{answer}");
+    answer
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter_map(|(series, v)| Some((series.to_string(), v.parse().ok()?)))
+        .collect()
+}
+
+#[test]
+fn metrics_count_the_writes_each_node_applied_and_the_bytes_it_copied() {
+    let _turn = one_at_a_time();
+    let dir = "kv-metrics";
+    let mut nodes: Vec<Node> = (1..=3).map(|id| Node::new(dir, id, None)).collect();
+    let metrics: Vec<String> = nodes
+        .iter()
+        .map(|_| format!("127.0.0.1:{}", free_port()))
+        .collect();
+    for (node, at) in nodes.iter_mut().zip(&metrics) {
+        node.extra = vec!["--metrics".into(), at.clone()];
+    }
+    let nodes = cluster_of(nodes, &[]);
+    let leader = wait_for_leader(&nodes);
+    let before: Vec<_> = metrics.iter().map(|m| scrape(m)).collect();
+    let lead = &before[leader as usize - 1];
+    assert_eq!(lead["ferry_kv_leader"], leader as f64);
+    assert!(lead["ferry_kv_term"] >= 1.0);
+
+    let writes = 5;
+    let value = value_of(0);
+    for i in 0..writes {
+        put(&nodes[leader as usize - 1].addr, &format!("k{i}"), &value);
+    }
+    let mut after = Vec::new();
+    wait_until("every node applied the writes", SETTLE, || {
+        after = metrics.iter().map(|m| scrape(m)).collect();
+        after.iter().zip(&before).all(|(a, b)| {
+            a["ferry_kv_commands_applied_total"] - b["ferry_kv_commands_applied_total"] == writes as f64
+        })
+    });
+    let stage = |m: &std::collections::BTreeMap<String, f64>, s: &str| {
+        m[&format!("ferry_kv_copied_bytes_total{{stage=\"{s}\"}}")]
+    };
+    let bytes = (writes * value.len()) as f64;
+    for (id, (a, b)) in (1..).zip(after.iter().zip(&before)) {
+        let grew = |s: &str| stage(a, s) - stage(b, s);
+        assert!(a["ferry_kv_applied_index"] >= b["ferry_kv_applied_index"] + writes as f64);
+        assert!(
+            a["ferry_kv_commit_index"] >= a["ferry_kv_applied_index"],
+            "node {id}: {a:?}"
+        );
+        assert_eq!(a["ferry_kv_leader"], leader as f64, "node {id}");
+        // Every node copies each value into its store on apply, and each command into its log.
+        assert!(grew("applied") >= bytes, "node {id}: {a:?}");
+        assert!(grew("logged") >= bytes, "node {id}: {a:?}");
+        if id == leader {
+            // The leader references the request's frame (TCP): no copy on receipt.
+            assert_eq!(grew("received"), 0.0, "the leader: {a:?}");
+        } else {
+            assert!(grew("received") >= bytes, "node {id}: {a:?}");
+        }
+        assert!(a.contains_key("ferry_rpc_connections"), "node {id}: {a:?}");
+    }
+}

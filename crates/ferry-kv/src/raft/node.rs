@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry::rpc::tokio::{AsyncServer, AsyncServices};
-use ferry::rpc::{ChannelConfig, LoopConfig, ServerError, ServicesError, TlsClient, TlsServer};
+use ferry::rpc::{
+    ChannelConfig, LoopConfig, MetricsEndpoint, ServerError, ServicesError, TlsClient, TlsServer,
+};
 use ferry_buf::{Pool, PoolConfig, PoolError};
 use openraft::{BasicNode, SnapshotPolicy};
 
@@ -47,6 +49,9 @@ pub struct NodeConfig {
     /// What the node dials `tls://` peers with: `--tls-ca` as roots, its own certificate as
     /// the client's.
     pub tls_client: Option<TlsClient>,
+    /// `--metrics`: `HOST:PORT` of an HTTP `/metrics` endpoint (OpenMetrics text): the
+    /// server's series and the node's (see the `metrics` module).
+    pub metrics: Option<String>,
 }
 
 impl NodeConfig {
@@ -62,6 +67,7 @@ impl NodeConfig {
             store: StoreConfig::default(),
             tls_server: None,
             tls_client: None,
+            metrics: None,
         }
     }
 }
@@ -90,6 +96,14 @@ pub enum NodeError {
     /// Registering the services.
     #[error("registering the services: {0}")]
     Services(#[from] ServicesError),
+    /// The `/metrics` endpoint cannot be served.
+    #[error("the metrics endpoint at {addr}: {source}")]
+    Metrics {
+        /// `--metrics`.
+        addr: String,
+        /// What failed.
+        source: std::io::Error,
+    },
     /// openraft refused to start or to form the cluster of one.
     #[error("raft: {0}")]
     Raft(String),
@@ -187,6 +201,20 @@ pub async fn serve(
     };
     let server = AsyncServer::bind(services, &[&config.listen], loop_config).map_err(serve_err)?;
     let addr = server.addrs()[0].to_string();
+    let _endpoint = match &config.metrics {
+        Some(at) => {
+            let failed = |source| NodeError::Metrics {
+                addr: at.clone(),
+                source,
+            };
+            let listener = std::net::TcpListener::bind(at).map_err(failed)?;
+            server
+                .metrics()
+                .extend(super::metrics::registry(&raft, shared.copies.clone()));
+            Some(MetricsEndpoint::start(listener, server.metrics().clone()).map_err(failed)?)
+        }
+        None => None,
+    };
     // A node without --peers is a cluster of itself, formed the first time it starts.
     let initialized = raft
         .is_initialized()
