@@ -537,11 +537,8 @@ fn three_nodes_over_mutual_tls_refuse_clients_and_peers_of_another_ca() {
     let ca = TestCa::new("ferry kv test CA");
     let other = TestCa::new("another CA");
     let trust = ca_args(dir, "ca", &ca);
-    let client: Vec<String> = [
-        trust.clone(),
-        cert_args(dir, "client", &ca.leaf("client", &["client"])),
-    ]
-    .concat();
+    let client_cert = cert_args(dir, "client", &ca.leaf("client", &["client"]));
+    let client: Vec<String> = [trust.clone(), client_cert.clone()].concat();
     let nodes: Vec<Node> = (1..=3)
         .map(|id| {
             let mut node = Node::new(dir, id, None);
@@ -576,12 +573,8 @@ fn three_nodes_over_mutual_tls_refuse_clients_and_peers_of_another_ca() {
     };
     let run = |all: Vec<String>| kv(&all.iter().map(String::as_str).collect::<Vec<_>>(), b"");
     refused(&run(args(&[])), 1, "needs --tls-ca", "a client without a CA");
-    let other_roots = ca_args(dir, "other", &other);
     refused(
-        &run(args(&[
-            other_roots.clone(),
-            cert_args(dir, "client", &ca.leaf("client", &["client"])),
-        ])),
+        &run(args(&[ca_args(dir, "other", &other), client_cert])),
         2,
         "unknown CA",
         "a client that trusts another CA",
