@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `ferry_kv_term` | gauge | |
 //! | `ferry_kv_leader` | gauge: the leader's id (0: none known) | |
-//! | `ferry_kv_commit_index` | gauge: the last committed entry (as of the last change of the node's Raft state) | |
+//! | `ferry_kv_commit_index` | gauge: the last committed entry (as of the last change of the node's Raft state; never below the applied index) | |
 //! | `ferry_kv_applied_index` | gauge | |
 //! | `ferry_kv_commands_applied_total` | counter: normal entries applied | |
 //! | `ferry_kv_copied_bytes_total` | counter: bytes copied in user space for them | `stage` (`received`, `logged`, `applied`) |
@@ -51,7 +51,8 @@ impl Collector for NodeCollector {
             (
                 "ferry_kv_commit_index",
                 "The index of the last committed entry",
-                self.committed.load(Relaxed),
+                // What is applied was committed, whether or not the watcher has read it yet.
+                self.committed.load(Relaxed).max(applied),
             ),
             (
                 "ferry_kv_applied_index",
