@@ -5,9 +5,11 @@
 //! 2 when the node or the cluster failed the call (the message says which node and why).
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use ferry_kv::raft::{self, Client, ClientError, NodeConfig, Sync};
+use ferry_rpc::{ChannelConfig, ClientAuth, TlsClient, TlsServer};
 
 use crate::schema::CliError;
 
@@ -89,9 +91,69 @@ enum KvCommand {
 /// The node a client command talks to (any member: a follower redirects to the leader).
 #[derive(clap::Args, Debug)]
 struct NodeAddr {
-    /// `tcp://HOST:PORT` or `shm://PATH`.
+    /// `tcp://HOST:PORT`, `tls://HOST:PORT` or `shm://PATH`.
     #[arg(long)]
     addr: String,
+    #[command(flatten)]
+    tls: Tls,
+}
+
+/// Certificates, for `tls://` addresses (PEM files).
+#[derive(clap::Args, Debug)]
+struct Tls {
+    /// The CA that nodes' certificates must chain to (the roots trusted). For `serve`, also
+    /// the CA that peers' and clients' certificates must chain to: mTLS.
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
+    /// This side's certificate chain (the leaf first): `serve`'s server certificate, also shown
+    /// to peers; a client's certificate for nodes that require one. Needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+}
+
+impl Tls {
+    /// What `tls://` nodes are dialled with: `--tls-ca` as roots, `--tls-cert` as the client's
+    /// certificate; `None` without `--tls-ca`.
+    fn client(&self) -> Result<Option<TlsClient>, CliError> {
+        let Some(ca) = &self.tls_ca else {
+            return Ok(None);
+        };
+        let cert = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
+        TlsClient::from_pem_files(ca, cert)
+            .map(Some)
+            .map_err(|e| CliError::Usage(e.to_string()))
+    }
+
+    /// What a `tls://` listener serves with: `--tls-cert` and `--tls-key`, and client
+    /// certificates from `--tls-ca` required if it is given.
+    fn server(&self, handshake_timeout: Duration) -> Result<Option<TlsServer>, CliError> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let auth = match &self.tls_ca {
+            Some(ca) => ClientAuth::Required(read(ca)?),
+            None => ClientAuth::None,
+        };
+        let mut tls =
+            TlsServer::from_pem_files(cert, key, auth).map_err(|e| CliError::Usage(e.to_string()))?;
+        tls.handshake_timeout = handshake_timeout;
+        Ok(Some(tls))
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| CliError::Usage(format!("reading {}: {e}", path.display())))
+}
+
+/// `addr` is `tls://` but there is nothing to check its certificate with.
+fn needs(addr: &str, what: &str, given: bool) -> Result<(), CliError> {
+    match addr.starts_with("tls://") && !given {
+        true => Err(CliError::Usage(format!("{addr}: a tls:// address needs {what}"))),
+        false => Ok(()),
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -99,7 +161,8 @@ struct ServeArgs {
     /// This node's id (from 1, unique in the cluster).
     #[arg(long)]
     id: u64,
-    /// Where peers and clients reach it: `tcp://HOST:PORT` (port 0: any, printed) or `shm://PATH`.
+    /// Where peers and clients reach it: `tcp://HOST:PORT` (port 0: any, printed),
+    /// `tls://HOST:PORT` (needs --tls-cert and --tls-key) or `shm://PATH`.
     #[arg(long)]
     listen: String,
     /// The log, the vote and snapshots (one redb file). Unused with --sync none.
@@ -116,6 +179,17 @@ struct ServeArgs {
     /// A snapshot after this many log entries since the last one; the log before it is purged.
     #[arg(long, default_value_t = 5000)]
     snapshot_every: u64,
+    /// Serve `/metrics` over HTTP on HOST:PORT (OpenMetrics text): the node's term, leader,
+    /// commit and applied index, writes applied and bytes copied for them, and the server's
+    /// connections.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<String>,
+    #[command(flatten)]
+    tls: Tls,
+    /// How long a peer's or client's TLS handshake may take, in milliseconds, before its
+    /// connection is closed.
+    #[arg(long, default_value_t = ferry_net::tls::DEFAULT_HANDSHAKE_TIMEOUT.as_millis() as u64)]
+    tls_handshake_timeout_ms: u64,
 }
 
 fn failed(e: ClientError) -> CliError {
@@ -135,17 +209,24 @@ fn value(arg: &str) -> Result<Vec<u8>, CliError> {
 }
 
 fn client(node: &NodeAddr) -> Result<Client, CliError> {
-    Client::connect(&node.addr).map_err(failed)
+    needs(&node.addr, "--tls-ca", node.tls.tls_ca.is_some())?;
+    let mut config = ChannelConfig::default();
+    config.conn.tls_client = node.tls.client()?;
+    Client::connect_with(&node.addr, config).map_err(failed)
 }
 
 /// Runs `ferry kv`.
 pub fn run(args: &Args) -> Result<(), CliError> {
     match &args.command {
         KvCommand::Serve(a) => {
+            needs(&a.listen, "--tls-cert and --tls-key", a.tls.tls_cert.is_some())?;
             let config = NodeConfig {
                 peers: a.peers.clone(),
                 sync: a.sync,
                 snapshot_every: a.snapshot_every,
+                tls_server: a.tls.server(Duration::from_millis(a.tls_handshake_timeout_ms))?,
+                tls_client: a.tls.client()?,
+                metrics: a.metrics.clone(),
                 ..NodeConfig::new(a.id, a.listen.clone(), a.data.clone())
             };
             raft::run(config, |addr| {

@@ -100,6 +100,8 @@ pub struct Metrics {
     pools: Arc<PoolCollector>,
     /// Built in [`Metrics::new`] and never changed after: a scrape needs no lock on it.
     registry: Registry,
+    /// The application's own families ([`Metrics::extend`]), encoded after the server's.
+    extra: Mutex<Vec<Registry>>,
 }
 
 impl Metrics {
@@ -165,6 +167,7 @@ impl Metrics {
             closed,
             pools,
             registry,
+            extra: Mutex::new(Vec::new()),
         }
     }
 
@@ -225,11 +228,25 @@ impl Metrics {
         self.pools.add(name, pool);
     }
 
+    /// Adds an application's own families (a service's state, say), encoded after the
+    /// server's at each scrape, on the same endpoint. Their names must not be the server's.
+    pub fn extend(&self, registry: Registry) {
+        self.extra
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(registry);
+    }
+
     /// The exposition: every series in the OpenMetrics text format, ending with `# EOF`.
     pub fn encode(&self) -> String {
+        use prometheus_client::encoding::text::{encode_eof, encode_registry};
         let mut text = String::new();
+        let extra = self.extra.lock().unwrap_or_else(PoisonError::into_inner);
         // Writing to a String cannot fail, and no metric here fails of its own.
-        let encoded = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        let encoded = std::iter::once(&self.registry)
+            .chain(extra.iter())
+            .try_for_each(|r| encode_registry(&mut text, r))
+            .and_then(|()| encode_eof(&mut text));
         debug_assert!(encoded.is_ok(), "encoding the metrics failed");
         text
     }
@@ -613,6 +630,21 @@ mod tests {
 
     const SAY: (&str, u16) = ("/ferry.test.Echo/Say", 7);
     const SHOUT: (&str, u16) = ("/ferry.test.Echo/Shout", 3);
+
+    #[test]
+    fn extended_families_follow_the_servers_before_one_eof() {
+        let metrics = Metrics::new(&[SAY]);
+        let mut app = Registry::default();
+        let applied = Counter::<u64>::default();
+        app.register("app_applied", "Applied", applied.clone());
+        metrics.extend(app);
+        applied.inc_by(5);
+        let text = metrics.encode();
+        assert_eq!(sample(&text, "app_applied_total").as_deref(), Some("5"));
+        assert!(text.find("ferry_rpc_in_flight").unwrap() < text.find("app_applied").unwrap());
+        assert_eq!(text.matches("# EOF").count(), 1);
+        assert!(text.ends_with("# EOF\n"));
+    }
 
     /// The sample of `series` (name and labels as written), if the text has it.
     fn sample(text: &str, series: &str) -> Option<String> {

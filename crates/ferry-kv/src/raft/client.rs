@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use ferry::rpc::{CallOptions, Channel, Code, Status};
+use ferry::rpc::{CallOptions, Channel, ChannelConfig, Code, Status};
 
 use super::{CLUSTER_HEADER, LEADER_TRAILER};
 use crate::proto::ferry::kv::{Append, Count, Key, Keys, Put, kv_service};
@@ -108,22 +108,30 @@ pub struct Client {
     home: String,
     addr: String,
     channel: Option<Channel>,
+    /// What every connection is opened with (TLS roots and client certificate for `tls://`).
+    config: ChannelConfig,
     /// How long a call keeps trying while no leader is known.
     patience: Duration,
     /// What every call sends: the cluster id, once a redirect named it.
     options: CallOptions,
 }
 
-fn open(addr: &str) -> Result<Channel, Status> {
-    let channel = Channel::connect(addr)?;
+fn open(addr: &str, config: &ChannelConfig) -> Result<Channel, Status> {
+    let channel = Channel::connect_with(addr, config.clone())?;
     channel.set_timeout(Some(Duration::from_secs(10)));
     Ok(channel)
 }
 
 impl Client {
-    /// Connects to the node at `addr`.
+    /// Connects to the node at `addr` with the default settings (no TLS).
     pub fn connect(addr: &str) -> Result<Client, ClientError> {
-        let channel = open(addr).map_err(|status| ClientError::Status {
+        Client::connect_with(addr, ChannelConfig::default())
+    }
+
+    /// Connects to the node at `addr`, and to the leaders it names, with `config` (its
+    /// `conn.tls_client` for `tls://` nodes).
+    pub fn connect_with(addr: &str, config: ChannelConfig) -> Result<Client, ClientError> {
+        let channel = open(addr, &config).map_err(|status| ClientError::Status {
             addr: addr.to_string(),
             status,
         })?;
@@ -131,6 +139,7 @@ impl Client {
             home: addr.to_string(),
             addr: addr.to_string(),
             channel: Some(channel),
+            config,
             patience: Duration::from_secs(10),
             options: CallOptions::default(),
         })
@@ -164,7 +173,7 @@ impl Client {
                     Ok(v) => return Ok(v),
                     Err(status) => (status, true),
                 },
-                None => match open(&self.addr) {
+                None => match open(&self.addr, &self.config) {
                     Ok(ch) => {
                         let r = call(&ch, &self.options);
                         self.channel = Some(ch);
@@ -306,7 +315,7 @@ impl Client {
 
     /// What the node this client talks to (not the leader) knows of the cluster.
     pub fn status(&mut self) -> Result<NodeStatus, ClientError> {
-        let r = open(&self.addr)
+        let r = open(&self.addr, &self.config)
             .and_then(|ch| {
                 ch.call::<ClusterStatus<'static>>(cluster_service::STATUS, &Empty::new(ch.context()))
             })

@@ -13,6 +13,8 @@
 //!   read-index check), the `Raft` service peers call and the `Cluster` service operators call.
 //! - [`node`]: [`serve`] starts a node from a [`NodeConfig`]; [`client`]: a blocking client
 //!   that follows a follower's `ferry-leader` trailer to the leader.
+//! - `metrics`: the node's series on its server's `/metrics` (`--metrics`): term, leader,
+//!   commit and applied index, writes applied and the bytes copied for them.
 //!
 //! The path of a PUT (who owns the value's bytes at each step):
 //!
@@ -34,6 +36,7 @@
 
 pub mod client;
 pub mod codec;
+mod metrics;
 mod network;
 pub mod node;
 mod service;

@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use ferry::rpc::tokio::AsyncChannel;
-use ferry::rpc::{Code, Status};
+use ferry::rpc::{ChannelConfig, Code, Status};
 use openraft::BasicNode;
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
@@ -40,6 +40,8 @@ enum PeerError {
 pub(crate) struct Peers {
     /// The cluster this node belongs to (0: none yet), sent with every message.
     pub(crate) cluster: Rc<Cell<u64>>,
+    /// What peers are dialled with (the TLS roots and client certificate for `tls://` peers).
+    pub(crate) channel: ChannelConfig,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Peers {
@@ -50,6 +52,7 @@ impl RaftNetworkFactory<TypeConfig> for Peers {
             target,
             addr: node.addr.clone(),
             cluster: self.cluster.clone(),
+            channel: self.channel.clone(),
             conn: Conn::Closed,
         }
     }
@@ -70,6 +73,7 @@ pub(crate) struct Peer {
     target: NodeId,
     addr: String,
     cluster: Rc<Cell<u64>>,
+    channel: ChannelConfig,
     conn: Conn,
 }
 
@@ -97,8 +101,9 @@ impl Peer {
                 Conn::Open(_) => break,
                 Conn::Closed => {
                     let addr = self.addr.clone();
+                    let channel = self.channel.clone();
                     self.conn = Conn::Opening(tokio::task::spawn_local(async move {
-                        AsyncChannel::connect(&addr).await
+                        AsyncChannel::connect_with(&addr, channel).await
                     }));
                 }
                 Conn::Opening(task) => {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry::rpc::tokio::{AsyncServer, AsyncServices};
-use ferry::rpc::{LoopConfig, ServerError, ServicesError};
+use ferry::rpc::{
+    ChannelConfig, LoopConfig, MetricsEndpoint, ServerError, ServicesError, TlsClient, TlsServer,
+};
 use ferry_buf::{Pool, PoolConfig, PoolError};
 use openraft::{BasicNode, SnapshotPolicy};
 
@@ -26,7 +28,8 @@ use crate::{Store, StoreConfig};
 pub struct NodeConfig {
     /// `--id`: from 1, unique in the cluster.
     pub id: NodeId,
-    /// `--listen`: `tcp://HOST:PORT` or `shm://PATH`; peers and clients reach the node here.
+    /// `--listen`: `tcp://HOST:PORT`, `tls://HOST:PORT` or `shm://PATH`; peers and clients
+    /// reach the node here.
     pub listen: String,
     /// `--data`: the log, the vote and snapshots (unused with [`Sync::None`]).
     pub data: PathBuf,
@@ -40,6 +43,15 @@ pub struct NodeConfig {
     pub snapshot_every: u64,
     /// The store's limits.
     pub store: StoreConfig,
+    /// What a `tls://` `--listen` serves with (`--tls-cert`, `--tls-key`; with `--tls-ca`,
+    /// peers and clients must show a certificate from that CA).
+    pub tls_server: Option<TlsServer>,
+    /// What the node dials `tls://` peers with: `--tls-ca` as roots, its own certificate as
+    /// the client's.
+    pub tls_client: Option<TlsClient>,
+    /// `--metrics`: `HOST:PORT` of an HTTP `/metrics` endpoint (OpenMetrics text): the
+    /// server's series and the node's (see the `metrics` module).
+    pub metrics: Option<String>,
 }
 
 impl NodeConfig {
@@ -53,6 +65,9 @@ impl NodeConfig {
             sync: Sync::Always,
             snapshot_every: 5000,
             store: StoreConfig::default(),
+            tls_server: None,
+            tls_client: None,
+            metrics: None,
         }
     }
 }
@@ -81,6 +96,14 @@ pub enum NodeError {
     /// Registering the services.
     #[error("registering the services: {0}")]
     Services(#[from] ServicesError),
+    /// The `/metrics` endpoint cannot be served.
+    #[error("the metrics endpoint at {addr}: {source}")]
+    Metrics {
+        /// `--metrics`.
+        addr: String,
+        /// What failed.
+        source: std::io::Error,
+    },
     /// openraft refused to start or to form the cluster of one.
     #[error("raft: {0}")]
     Raft(String),
@@ -111,6 +134,12 @@ pub async fn serve(
             config.id
         )));
     }
+    let tls_peer = |p: &BTreeMap<NodeId, BasicNode>| p.values().any(|n| n.addr.starts_with("tls://"));
+    if config.tls_client.is_none() && peers.as_ref().is_some_and(tls_peer) {
+        return Err(NodeError::Config(
+            "--peers at tls:// addresses need --tls-ca (the CA the peers' certificates chain to)".into(),
+        ));
+    }
     let db = Rc::new(Db::open(&config.data, config.id, config.sync)?);
     let shm = config.listen.starts_with("shm://");
     let pool = Pool::new(PoolConfig {
@@ -138,8 +167,11 @@ pub async fn serve(
     }
     .validate()
     .map_err(|e| NodeError::Config(e.to_string()))?;
+    let mut channel = ChannelConfig::default();
+    channel.conn.tls_client = config.tls_client.clone();
     let network = Peers {
         cluster: cluster.clone(),
+        channel,
     };
     let raft = Raft::new(config.id, Arc::new(raft_config), network, log, sm)
         .await
@@ -161,12 +193,28 @@ pub async fn serve(
         listen: config.listen.clone(),
         source,
     };
+    let mut conn = store.serving_config(LoopConfig::default().conn);
+    conn.tls_server = config.tls_server.clone();
     let loop_config = LoopConfig {
-        conn: store.serving_config(LoopConfig::default().conn),
+        conn,
         ..LoopConfig::default()
     };
     let server = AsyncServer::bind(services, &[&config.listen], loop_config).map_err(serve_err)?;
     let addr = server.addrs()[0].to_string();
+    let _endpoint = match &config.metrics {
+        Some(at) => {
+            let failed = |source| NodeError::Metrics {
+                addr: at.clone(),
+                source,
+            };
+            let listener = std::net::TcpListener::bind(at).map_err(failed)?;
+            server
+                .metrics()
+                .extend(super::metrics::registry(&raft, shared.copies.clone()));
+            Some(MetricsEndpoint::start(listener, server.metrics().clone()).map_err(failed)?)
+        }
+        None => None,
+    };
     // A node without --peers is a cluster of itself, formed the first time it starts.
     let initialized = raft
         .is_initialized()
