@@ -809,29 +809,7 @@ struct RedisServer {
 /// The reference server, or `None` (after printing why, see `common::missing`) when there is
 /// no `redis-server`.
 fn reference_or_skip(test: &str) -> Option<RedisServer> {
-    let path = std::env::var_os("FERRY_REDIS_SERVER")
-        .map(PathBuf::from)
-        .or_else(|| common::find_tool("redis-server"))
-        .filter(|p| p.is_file());
-    let Some(path) = path else {
-        return common::missing(&format!(
-            "{test}: redis-server is not on PATH (nor named by $FERRY_REDIS_SERVER)"
-        ));
-    };
-    // Ferry follows Redis 7.0; another version differs in ways that are not Ferry's bugs.
-    let version = Command::new(&path)
-        .arg("--version")
-        .output()
-        .unwrap_or_else(|e| panic!("{} --version: {e}", path.display()));
-    let version = String::from_utf8_lossy(&version.stdout).into_owned();
-    if !version.contains(" v=7.0.") {
-        return common::missing(&format!(
-            "{test}: the reference must be Redis 7.0.x; {} is {}",
-            path.display(),
-            version.trim()
-        ));
-    }
-    Some(RedisServer::start(&path))
+    common::redis_server_7_0(test).map(|path| RedisServer::start(&path))
 }
 
 impl RedisServer {

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -252,31 +252,6 @@ fn assert_same(expected: &Dataset, found: &Dataset, what: &str) {
     assert_eq!(found.len(), expected.len(), "{what}: extra keys");
 }
 
-/// `redis-server` 7.0 from `PATH` or `$FERRY_REDIS_SERVER`, or `None` (the test skips).
-fn redis_server(test: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("FERRY_REDIS_SERVER")
-        .map(PathBuf::from)
-        .or_else(|| common::find_tool("redis-server"))
-        .filter(|p| p.is_file());
-    let Some(path) = path else {
-        return common::missing(&format!(
-            "{test}: redis-server is not on PATH (nor named by $FERRY_REDIS_SERVER)"
-        ));
-    };
-    let version = Command::new(&path)
-        .arg("--version")
-        .output()
-        .expect("redis-server --version");
-    let version = String::from_utf8_lossy(&version.stdout).into_owned();
-    if !version.contains(" v=7.0.") {
-        return common::missing(&format!(
-            "{test}: the reference must be Redis 7.0.x; it is {}",
-            version.trim()
-        ));
-    }
-    Some(path)
-}
-
 /// redis-server on a free port, with `dir` as its directory (it loads `dump.rdb` from there).
 fn start_redis(path: &Path, dir: &Path) -> ferry_launch::Server {
     let command = |port: u16| {
@@ -302,7 +277,7 @@ fn start_ferry(dir: &Path) -> ferry_redis::ServerHandle {
 
 #[test]
 fn redis_server_loads_what_ferry_saves() {
-    let Some(redis) = redis_server("redis_server_loads_what_ferry_saves") else {
+    let Some(redis) = common::redis_server_7_0("redis_server_loads_what_ferry_saves") else {
         return;
     };
     let dir = Scratch::new("rdb-ferry-to-redis");
@@ -322,7 +297,7 @@ fn redis_server_loads_what_ferry_saves() {
 
 #[test]
 fn ferry_loads_what_redis_server_saves() {
-    let Some(redis) = redis_server("ferry_loads_what_redis_server_saves") else {
+    let Some(redis) = common::redis_server_7_0("ferry_loads_what_redis_server_saves") else {
         return;
     };
     let dir = Scratch::new("rdb-redis-to-ferry");
@@ -382,7 +357,7 @@ fn dump_restore(from: &mut Conn, to: &mut Conn) -> usize {
 
 #[test]
 fn dump_payloads_restore_across_servers() {
-    let Some(redis) = redis_server("dump_payloads_restore_across_servers") else {
+    let Some(redis) = common::redis_server_7_0("dump_payloads_restore_across_servers") else {
         return;
     };
     let dir = Scratch::new("rdb-dump-restore");

@@ -101,3 +101,32 @@ pub fn require_python_redis() -> Option<PathBuf> {
     );
     Some(python)
 }
+
+/// `redis-server` 7.0 from `$FERRY_REDIS_SERVER` or `PATH`, the reference the tests compare
+/// Ferry with; `None` (after printing why, see [`missing`]) when there is none, or it is another
+/// version: Ferry follows Redis 7.0, and another version differs in ways that are not Ferry's
+/// bugs.
+pub fn redis_server_7_0(test: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("FERRY_REDIS_SERVER")
+        .map(PathBuf::from)
+        .or_else(|| find_tool("redis-server"))
+        .filter(|p| p.is_file());
+    let Some(path) = path else {
+        return missing(&format!(
+            "{test}: redis-server is not on PATH (nor named by $FERRY_REDIS_SERVER)"
+        ));
+    };
+    let version = Command::new(&path)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("{} --version: {e}", path.display()));
+    let version = String::from_utf8_lossy(&version.stdout).into_owned();
+    if !version.contains(" v=7.0.") {
+        return missing(&format!(
+            "{test}: the reference must be Redis 7.0.x; {} is {}",
+            path.display(),
+            version.trim()
+        ));
+    }
+    Some(path)
+}
