@@ -319,8 +319,8 @@ fn jepsen(test: &str, tag: &str, seconds: u64) {
     // A connect to a cut node gives up after ~7 s (2 SYN retries), not the default ~2 min.
     for i in 0..=NODES {
         lan.node(i)
-            .exec("sysctl", &["-qw", "net.ipv4.tcp_syn_retries=2"])
-            .expect("sysctl");
+            .exec("sh", &["-c", "echo 2 > /proc/sys/net/ipv4/tcp_syn_retries"])
+            .expect("set tcp_syn_retries");
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("kv-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
