@@ -44,6 +44,10 @@ const CLIENT_NODE: usize = NODES;
 const CLIENTS: usize = 4;
 /// Few keys, so that operations collide.
 const KEYS: [&str; 3] = ["x", "y", "z"];
+/// Every this many seconds the clients move to fresh keys (`x0`, `x1`, ...), as Jepsen's
+/// independent keys: each key's history, which the checker searches on its own, stays short, and
+/// an operation of unknown outcome (open to the end of the history) weighs on one key's only.
+const KEY_SECONDS: u64 = 10;
 const PORT: u16 = 7400;
 /// How long a cluster may take to elect a leader after a fault is undone, at most.
 const SETTLE: Duration = Duration::from_secs(40);
@@ -52,7 +56,7 @@ const SETTLE: Duration = Duration::from_secs(40);
 struct Record {
     client: usize,
     op: &'static str,
-    key: &'static str,
+    key: String,
     value: Option<String>,
     call: u64,
     /// `None`: the outcome is unknown.
@@ -182,18 +186,19 @@ fn invoke(
     client: usize,
     clock: Instant,
     op: &'static str,
-    key: &'static str,
+    key: String,
     value: Option<String>,
 ) -> Record {
     let c = conn.as_mut().expect("connected");
+    let k = key.as_str();
     let call = nanos(clock);
     let v = value.clone().unwrap_or_default();
     let result = match op {
-        "put" => c.put(key, v.as_bytes()).map(|()| None),
-        "append" => c.append(key, v.as_bytes()).map(|_| None),
-        "delete" => c.delete(key).map(|existed| Some((existed, None))),
+        "put" => c.put(k, v.as_bytes()).map(|()| None),
+        "append" => c.append(k, v.as_bytes()).map(|_| None),
+        "delete" => c.delete(k).map(|existed| Some((existed, None))),
         _ => c
-            .get(key)
+            .get(k)
             .map(|got| Some((got.is_some(), got.map(|b| String::from_utf8(b).expect("utf-8"))))),
     };
     let ret = nanos(clock);
@@ -240,7 +245,7 @@ fn client(ns: &Netns, id: usize, seed: u64, clock: Instant, until: Instant) -> V
             conn = Client::connect(&addr).ok();
             continue;
         }
-        let key = rng.pick(&KEYS);
+        let key = format!("{}{}", rng.pick(&KEYS), clock.elapsed().as_secs() / KEY_SECONDS);
         n += 1;
         // Unique, and a separator so that appended values stay readable in the checker's report.
         let value = Some(format!("{id}.{n};"));
@@ -389,27 +394,18 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
     }
     wait_for_leader(&nodes);
     let mut reader = Some(Client::connect(&nodes[0].addr).expect("connect for the final reads"));
-    for key in KEYS {
-        let rec = invoke(&mut reader, CLIENTS, clock, "get", key, None);
+    let keys = (0..=seconds / KEY_SECONDS).flat_map(|g| KEYS.map(|k| format!("{k}{g}")));
+    for key in keys {
+        let rec = invoke(&mut reader, CLIENTS, clock, "get", key.clone(), None);
         assert!(rec.ok, "the final read of {key} failed");
         history.push(rec);
     }
 
     let path = dir.join("history.jsonl");
-    let mut text = String::new();
-    for r in &history {
-        writeln!(text, "{}", r.json()).unwrap();
-    }
-    std::fs::write(&path, text).unwrap();
-    let count = |o: &str| history.iter().filter(|r| r.outcome() == o).count();
     let html = dir.join("history.html");
     let started = Instant::now();
-    let out = Command::new(checker)
-        .args(["--timeout", "120s", "--html"])
-        .arg(&html)
-        .arg(&path)
-        .output()
-        .expect("run ferry-linearizability");
+    let out = check(checker, &history, &path, &html);
+    let count = |o: &str| history.iter().filter(|r| r.outcome() == o).count();
     let report = format!(
         "{} operations ({} ok, {} fail, {} unknown), {} faults:\n  {}\nchecker ({:.1?}, {}): {}{}",
         history.len(),
@@ -443,10 +439,40 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
         ),
         _ => panic!("the checker could not read {}\n{report}", path.display()),
     }
+    // The check has teeth: the same history with one acknowledged write lost (a final read
+    // that found its key told absent instead) is refused.
+    let last = history
+        .iter()
+        .rposition(|r| r.client == CLIENTS && r.found == Some(true))
+        .expect("a final read that found its key");
+    history[last].found = Some(false);
+    history[last].value = None;
+    let lost = check(checker, &history, &dir.join("lost.jsonl"), &dir.join("lost.html"));
+    assert_eq!(
+        lost.status.code(),
+        Some(1),
+        "a history with a lost write passed the checker: {}",
+        String::from_utf8_lossy(&lost.stdout)
+    );
     // Data of a passing run is not kept; the history is.
     for n in &nodes {
         let _ = std::fs::remove_dir_all(&n.data);
     }
+}
+
+/// Writes `history` to `path` and runs the checker on it (its visualization to `html`).
+fn check(checker: &Path, history: &[Record], path: &Path, html: &Path) -> std::process::Output {
+    let mut text = String::new();
+    for r in history {
+        writeln!(text, "{}", r.json()).unwrap();
+    }
+    std::fs::write(path, text).unwrap();
+    Command::new(checker)
+        .args(["--timeout", "120s", "--html"])
+        .arg(html)
+        .arg(path)
+        .output()
+        .expect("run ferry-linearizability")
 }
 
 #[test]
