@@ -458,6 +458,8 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
     for n in &nodes {
         let _ = std::fs::remove_dir_all(&n.data);
     }
+    let _ = std::fs::remove_file(dir.join("lost.jsonl"));
+    let _ = std::fs::remove_file(dir.join("lost.html"));
 }
 
 /// Writes `history` to `path` and runs the checker on it (its visualization to `html`).
