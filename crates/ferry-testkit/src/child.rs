@@ -97,6 +97,11 @@ impl ChildProc {
         }
     }
 
+    /// The child's process id (to signal it, e.g. `SIGSTOP`).
+    pub fn id(&self) -> u32 {
+        self.child().id()
+    }
+
     /// A handle that kills the child when dropped (or on [`Killer::kill`]).
     pub fn killer(&self) -> Killer {
         Killer(Arc::clone(&self.child))

@@ -1,0 +1,496 @@
+//! `ferry kv` under faults, Jepsen-style: three `ferry kv serve` processes, each in a network
+//! namespace of its own on a bridged segment ([`Lan`]), and client threads doing random
+//! put/get/append/delete over a few keys with unique values while a nemesis injects faults,
+//! each bounded in time and undone: kill -9 of the leader (then restarted), kill -9 of a
+//! follower (restarted), SIGSTOP/SIGCONT of a node, a partition that leaves the leader alone
+//! (then healed) and 20 % packet loss into one node (nftables). This kernel has no netem qdisc,
+//! so there is no delay or reordering fault (see docs/kv-jepsen.md).
+//!
+//! Every invocation and completion is recorded with one monotonic clock into a JSONL history:
+//! `ok` (acknowledged), `fail` (refused before it was proposed: the answer names a leader, or
+//! none) or `unknown` (a timeout or a connection lost once sent: it may have taken effect). At
+//! the end every fault is undone, all nodes are killed -9 at once and restarted (`--sync
+//! always`), every key is read into the history, and `ferry-linearizability` (porcupine) checks
+//! it. The history, and the checker's HTML visualization when it fails, stay in the directory
+//! the test prints.
+//!
+//! The clients live in a fourth namespace on the segment, not in the nodes' own: killing a
+//! node then leaves them running, and a partition puts them on the majority's side, as clients
+//! of a real cluster would be, so their calls to the isolated leader stall and time out.
+//!
+//! `FERRY_JEPSEN_SECONDS` sets how long the workload runs (default 60);
+//! `cargo test -p ferry-cli --test kv_jepsen -- --ignored` runs it for ten minutes.
+//! `FERRY_JEPSEN_SEED` reproduces a run's choices. Without network namespaces (root) the test
+//! skips with the reason (fails under FERRY_REQUIRE_KERNEL_FEATURES); without
+//! `ferry-linearizability` on PATH it skips (fails under FERRY_REQUIRE_TOOLS).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ferry_kv::raft::client::NodeStatus;
+use ferry_kv::raft::{Client, ClientError, LEADER_TRAILER};
+use ferry_testkit::netns::{Lan, Netns, run};
+use ferry_testkit::tools::{require_tool, skip};
+use ferry_testkit::{ChildProc, Rng, wait_until};
+use serde_json::json;
+
+const TEST: &str = "ferry_kv_stays_linearizable_under_faults";
+/// Servers are Lan nodes 0, 1 and 2; the clients and the test's own calls run in node 3.
+const NODES: usize = 3;
+const CLIENT_NODE: usize = NODES;
+const CLIENTS: usize = 4;
+/// Few keys, so that operations collide.
+const KEYS: [&str; 3] = ["x", "y", "z"];
+/// Every this many seconds the clients move to fresh keys (`x0`, `x1`, ...), as Jepsen's
+/// independent keys: each key's history, which the checker searches on its own, stays short, and
+/// an operation of unknown outcome (open to the end of the history) weighs on one key's only.
+const KEY_SECONDS: u64 = 10;
+const PORT: u16 = 7400;
+/// How long a cluster may take to elect a leader after a fault is undone, at most.
+const SETTLE: Duration = Duration::from_secs(40);
+
+/// One operation of the history (see tools/linearizability/main.go for the format).
+struct Record {
+    client: usize,
+    op: &'static str,
+    key: String,
+    value: Option<String>,
+    call: u64,
+    /// `None`: the outcome is unknown.
+    ret: Option<u64>,
+    /// ok or fail (when `ret` is set).
+    ok: bool,
+    found: Option<bool>,
+}
+
+impl Record {
+    fn outcome(&self) -> &'static str {
+        match (self.ret, self.ok) {
+            (None, _) => "unknown",
+            (Some(_), true) => "ok",
+            (Some(_), false) => "fail",
+        }
+    }
+
+    fn json(&self) -> String {
+        let mut v = json!({
+            "client": self.client, "op": self.op, "key": self.key,
+            "call": self.call, "outcome": self.outcome(),
+        });
+        if let Some(value) = &self.value {
+            v["value"] = json!(value);
+        }
+        if let Some(ret) = self.ret {
+            v["return"] = json!(ret);
+        }
+        if let Some(found) = self.found {
+            v["found"] = json!(found);
+        }
+        v.to_string()
+    }
+}
+
+/// One `ferry kv serve` process in its namespace, restartable on the same address and data.
+struct Node {
+    id: u64,
+    ns: String,
+    addr: String,
+    data: PathBuf,
+    peers: String,
+    proc: Option<ChildProc>,
+    paused: bool,
+}
+
+impl Node {
+    /// Starts the node and waits until it serves.
+    fn start(&mut self) {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.ns, env!("CARGO_BIN_EXE_ferry")])
+            .args([
+                "kv",
+                "serve",
+                "--id",
+                &self.id.to_string(),
+                "--listen",
+                &self.addr,
+            ])
+            .args(["--peers", &self.peers, "--sync", "always"])
+            .arg("--data")
+            .arg(&self.data)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut p = ChildProc::spawn(&format!("node {}", self.id), cmd);
+        p.expect_line("serving on", "the node serves");
+        self.proc = Some(p);
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut p) = self.proc.take() {
+            p.kill();
+        }
+        self.paused = false;
+    }
+
+    fn signal(&mut self, sig: &str) {
+        let pid = self.proc.as_ref().expect("running").id().to_string();
+        run("kill", &[sig, &pid]).expect("signal the node");
+        self.paused = sig == "-STOP";
+    }
+
+    /// Running and not paused: it answers.
+    fn up(&self) -> bool {
+        self.proc.is_some() && !self.paused
+    }
+
+    fn status(&self) -> Option<NodeStatus> {
+        Client::connect(&self.addr).and_then(|mut c| c.status()).ok()
+    }
+}
+
+/// The leader every node that answers agrees on, once they do (the test fails after SETTLE).
+fn wait_for_leader(nodes: &[Node]) -> usize {
+    let mut leader = 0;
+    wait_until("the running nodes agree on a leader", SETTLE, || {
+        let ids: Vec<u64> = nodes
+            .iter()
+            .filter(|n| n.up())
+            .map(|n| n.status().and_then(|s| s.leader).unwrap_or(0))
+            .collect();
+        leader = ids[0] as usize;
+        leader != 0 && ids.iter().all(|&l| l as usize == leader) && nodes[leader - 1].up()
+    });
+    leader - 1
+}
+
+/// Refused before it was proposed or read: the answer names the leader (or none, empty), or
+/// redirects never reached one. Anything else (a timeout, a lost connection) may have applied.
+fn refused(e: &ClientError) -> bool {
+    match e {
+        ClientError::Redirects { .. } => true,
+        ClientError::Status { status, .. } => status.metadata.get(LEADER_TRAILER).is_some(),
+        _ => false,
+    }
+}
+
+fn nanos(clock: Instant) -> u64 {
+    clock.elapsed().as_nanos() as u64
+}
+
+/// Calls `op` on `key`, recording it; drops the client after an error (it reconnects).
+fn invoke(
+    conn: &mut Option<Client>,
+    client: usize,
+    clock: Instant,
+    op: &'static str,
+    key: String,
+    value: Option<String>,
+) -> Record {
+    let c = conn.as_mut().expect("connected");
+    let k = key.as_str();
+    let call = nanos(clock);
+    let v = value.clone().unwrap_or_default();
+    let result = match op {
+        "put" => c.put(k, v.as_bytes()).map(|()| None),
+        "append" => c.append(k, v.as_bytes()).map(|_| None),
+        "delete" => c.delete(k).map(|existed| Some((existed, None))),
+        _ => c
+            .get(k)
+            .map(|got| Some((got.is_some(), got.map(|b| String::from_utf8(b).expect("utf-8"))))),
+    };
+    let ret = nanos(clock);
+    let mut rec = Record {
+        client,
+        op,
+        key,
+        value,
+        call,
+        ret: Some(ret),
+        ok: true,
+        found: None,
+    };
+    match result {
+        Ok(Some((found, got))) => {
+            rec.found = Some(found);
+            if op == "get" {
+                rec.value = got;
+            }
+        }
+        Ok(None) => {}
+        Err(e) => {
+            rec.ok = false;
+            if !refused(&e) {
+                rec.ret = None;
+            }
+            *conn = None;
+        }
+    }
+    rec
+}
+
+/// A client's loop until `until`: random operations on random keys through a random node.
+fn client(ns: &Netns, id: usize, seed: u64, clock: Instant, until: Instant) -> Vec<Record> {
+    ns.enter().expect("enter the clients' namespace");
+    let mut rng = Rng::new(seed ^ (id as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut conn: Option<Client> = None;
+    let mut history = Vec::new();
+    let mut n = 0;
+    while Instant::now() < until {
+        if conn.is_none() {
+            let addr = node_addr(rng.below(NODES as u64) as usize);
+            // A node that is down refuses the connect (nothing was invoked); try another.
+            conn = Client::connect(&addr).ok();
+            continue;
+        }
+        let key = format!("{}{}", rng.pick(&KEYS), clock.elapsed().as_secs() / KEY_SECONDS);
+        n += 1;
+        // Unique, and a separator so that appended values stay readable in the checker's report.
+        let value = Some(format!("{id}.{n};"));
+        let rec = match rng.below(8) {
+            0..=1 => invoke(&mut conn, id, clock, "put", key, value),
+            2..=3 => invoke(&mut conn, id, clock, "append", key, value),
+            4 => invoke(&mut conn, id, clock, "delete", key, None),
+            _ => invoke(&mut conn, id, clock, "get", key, None),
+        };
+        history.push(rec);
+    }
+    history
+}
+
+fn node_addr(i: usize) -> String {
+    format!("tcp://{}:{PORT}", Lan::addr(i))
+}
+
+/// Injects one fault after another until `until`, each held `hold` and undone, then waits for
+/// a leader before the next; what it did goes into `faults`.
+fn nemesis(lan: &Lan, nodes: &mut [Node], rng: &mut Rng, until: Instant, faults: &mut Vec<String>) {
+    let mut k = rng.below(5);
+    while Instant::now() < until {
+        // Faults last 2 to 6 s (a schedule, not an ordering: nothing waits on them).
+        let hold = Duration::from_millis(2000 + rng.below(4000));
+        let leader = wait_for_leader(nodes);
+        let follower = (leader + 1 + rng.below(NODES as u64 - 1) as usize) % NODES;
+        let what = match k % 5 {
+            0 => {
+                nodes[leader].kill9();
+                thread::sleep(hold);
+                nodes[leader].start();
+                format!("kill -9 leader {}", leader + 1)
+            }
+            1 => {
+                nodes[follower].kill9();
+                thread::sleep(hold);
+                nodes[follower].start();
+                format!("kill -9 follower {}", follower + 1)
+            }
+            2 => {
+                let i = rng.below(NODES as u64) as usize;
+                nodes[i].signal("-STOP");
+                thread::sleep(hold);
+                nodes[i].signal("-CONT");
+                format!("SIGSTOP/SIGCONT node {}", i + 1)
+            }
+            3 => {
+                let others: Vec<usize> = (0..=NODES).filter(|&i| i != leader).collect();
+                lan.partition(&[&[leader], &others]).expect("partition");
+                thread::sleep(hold);
+                lan.heal().expect("heal");
+                format!("partition leader {} alone", leader + 1)
+            }
+            _ => {
+                lan.set_loss(follower, 20).expect("set loss");
+                thread::sleep(hold);
+                lan.set_loss(follower, 0).expect("clear loss");
+                format!("20 % loss into node {}", follower + 1)
+            }
+        };
+        faults.push(format!("{what} for {hold:?}"));
+        k += 1;
+    }
+}
+
+/// Runs the workload for `seconds` and checks the history.
+fn jepsen(test: &str, tag: &str, seconds: u64) {
+    let Some(checker) = require_tool("ferry-linearizability") else {
+        return;
+    };
+    let lan = match Lan::new(tag, NODES + 1) {
+        Ok(lan) => lan,
+        Err(reason) => return skip(test, &format!("no network namespaces: {reason}")),
+    };
+    // A connect to a cut node gives up after ~7 s (2 SYN retries), not the default ~2 min.
+    for i in 0..=NODES {
+        lan.node(i)
+            .exec("sh", &["-c", "echo 2 > /proc/sys/net/ipv4/tcp_syn_retries"])
+            .expect("set tcp_syn_retries");
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("kv-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    eprintln!("{test}: history and node data in {}", dir.display());
+    let seed = ferry_testkit::seed("FERRY_JEPSEN_SEED", 27);
+    thread::scope(|s| {
+        s.spawn(|| {
+            lan.node(CLIENT_NODE)
+                .enter()
+                .expect("enter the clients' namespace");
+            workload(&lan, &dir, seed, seconds, &checker);
+        })
+        .join()
+        .expect("the workload failed");
+    });
+}
+
+fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
+    let peers = (0..NODES)
+        .map(|i| format!("{}={}", i + 1, node_addr(i)))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut nodes: Vec<Node> = (0..NODES)
+        .map(|i| Node {
+            id: i as u64 + 1,
+            ns: lan.node(i).name.clone(),
+            addr: node_addr(i),
+            data: dir.join(format!("node{}", i + 1)),
+            peers: peers.clone(),
+            proc: None,
+            paused: false,
+        })
+        .collect();
+    for n in &mut nodes {
+        n.start();
+    }
+    Client::connect(&nodes[0].addr)
+        .and_then(|mut c| c.init(""))
+        .expect("ferry kv init");
+    wait_for_leader(&nodes);
+
+    let clock = Instant::now();
+    let until = clock + Duration::from_secs(seconds);
+    let mut faults = Vec::new();
+    let mut history: Vec<Record> = thread::scope(|s| {
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|c| s.spawn(move || client(lan.node(CLIENT_NODE), c, seed, clock, until)))
+            .collect();
+        nemesis(lan, &mut nodes, &mut Rng::new(seed), until, &mut faults);
+        clients
+            .into_iter()
+            .flat_map(|h| h.join().expect("a client panicked"))
+            .collect()
+    });
+
+    // Every fault undone; then every node killed at once and restarted: what was acknowledged
+    // must still be read.
+    lan.heal().expect("heal");
+    for (i, n) in nodes.iter_mut().enumerate() {
+        lan.set_loss(i, 0).expect("clear loss");
+        n.kill9();
+    }
+    for n in &mut nodes {
+        n.start();
+    }
+    wait_for_leader(&nodes);
+    let mut reader = Some(Client::connect(&nodes[0].addr).expect("connect for the final reads"));
+    let keys = (0..=seconds / KEY_SECONDS).flat_map(|g| KEYS.map(|k| format!("{k}{g}")));
+    for key in keys {
+        let rec = invoke(&mut reader, CLIENTS, clock, "get", key.clone(), None);
+        assert!(rec.ok, "the final read of {key} failed");
+        history.push(rec);
+    }
+
+    let path = dir.join("history.jsonl");
+    let html = dir.join("history.html");
+    let started = Instant::now();
+    let out = check(checker, &history, &path, &html);
+    let count = |o: &str| history.iter().filter(|r| r.outcome() == o).count();
+    let report = format!(
+        "{} operations ({} ok, {} fail, {} unknown), {} faults:\n  {}\nchecker ({:.1?}, {}): {}{}",
+        history.len(),
+        count("ok"),
+        count("fail"),
+        count("unknown"),
+        faults.len(),
+        faults.join("\n  "),
+        started.elapsed(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout).trim(),
+        String::from_utf8_lossy(&out.stderr).trim(),
+    );
+    eprintln!("{report}");
+    // The nemesis goes round the five kinds: five faults are one of each.
+    assert!(
+        faults.len() >= 5,
+        "only {} faults in {seconds} s: not every kind was injected (raise FERRY_JEPSEN_SECONDS)\n{report}",
+        faults.len()
+    );
+    match out.status.code() {
+        Some(0) => {}
+        Some(1) => panic!(
+            "not linearizable; see {} and {}\n{report}",
+            path.display(),
+            html.display()
+        ),
+        Some(3) => panic!(
+            "the checker reached no verdict in time on {}\n{report}",
+            path.display()
+        ),
+        _ => panic!("the checker could not read {}\n{report}", path.display()),
+    }
+    // The check has teeth: the same history with one acknowledged write lost (a final read
+    // that found its key told absent instead) is refused.
+    let last = history
+        .iter()
+        .rposition(|r| r.client == CLIENTS && r.found == Some(true))
+        .expect("a final read that found its key");
+    history[last].found = Some(false);
+    history[last].value = None;
+    let lost = check(checker, &history, &dir.join("lost.jsonl"), &dir.join("lost.html"));
+    assert_eq!(
+        lost.status.code(),
+        Some(1),
+        "a history with a lost write passed the checker: {}",
+        String::from_utf8_lossy(&lost.stdout)
+    );
+    // Data of a passing run is not kept; the history is.
+    for n in &nodes {
+        let _ = std::fs::remove_dir_all(&n.data);
+    }
+    let _ = std::fs::remove_file(dir.join("lost.jsonl"));
+    let _ = std::fs::remove_file(dir.join("lost.html"));
+}
+
+/// Writes `history` to `path` and runs the checker on it (its visualization to `html`).
+fn check(checker: &Path, history: &[Record], path: &Path, html: &Path) -> std::process::Output {
+    let mut text = String::new();
+    for r in history {
+        writeln!(text, "{}", r.json()).unwrap();
+    }
+    std::fs::write(path, text).unwrap();
+    Command::new(checker)
+        .args(["--timeout", "120s", "--html"])
+        .arg(html)
+        .arg(path)
+        .output()
+        .expect("run ferry-linearizability")
+}
+
+#[test]
+fn ferry_kv_stays_linearizable_under_faults() {
+    let seconds = std::env::var("FERRY_JEPSEN_SECONDS")
+        .map(|s| s.parse().expect("FERRY_JEPSEN_SECONDS is a number of seconds"))
+        .unwrap_or(60);
+    jepsen(TEST, "jepsen", seconds);
+}
+
+#[test]
+#[ignore = "ten minutes: cargo test -p ferry-cli --test kv_jepsen -- --ignored"]
+fn ferry_kv_stays_linearizable_under_faults_for_ten_minutes() {
+    jepsen(
+        "ferry_kv_stays_linearizable_under_faults_for_ten_minutes",
+        "jepsen10",
+        600,
+    );
+}
