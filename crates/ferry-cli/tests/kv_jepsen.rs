@@ -465,27 +465,32 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
         ),
         _ => panic!("the checker could not read {}\n{report}", path.display()),
     }
-    // The check has teeth: the same history with one acknowledged write lost (a final read
-    // that found its key told absent instead) is refused.
+    // The check has teeth: the same history with one final read changed to a value no client
+    // ever wrote is refused. (Changing it to "absent" is not always wrong: a delete that ran
+    // concurrently with the last write can explain it, and a run found such a history.)
     let last = history
         .iter()
         .rposition(|r| r.client == CLIENTS && r.found == Some(true))
         .expect("a final read that found its key");
-    history[last].found = Some(false);
-    history[last].value = None;
-    let lost = check(checker, &history, &dir.join("lost.jsonl"), &dir.join("lost.html"));
+    history[last].value = Some("never-written;".to_string());
+    let forged = check(
+        checker,
+        &history,
+        &dir.join("forged.jsonl"),
+        &dir.join("forged.html"),
+    );
     assert_eq!(
-        lost.status.code(),
+        forged.status.code(),
         Some(1),
-        "a history with a lost write passed the checker: {}",
-        String::from_utf8_lossy(&lost.stdout)
+        "a history with a read of a value never written passed the checker: {}",
+        String::from_utf8_lossy(&forged.stdout)
     );
     // Data of a passing run is not kept; the history is.
     for n in &nodes {
         let _ = std::fs::remove_dir_all(&n.data);
     }
-    let _ = std::fs::remove_file(dir.join("lost.jsonl"));
-    let _ = std::fs::remove_file(dir.join("lost.html"));
+    let _ = std::fs::remove_file(dir.join("forged.jsonl"));
+    let _ = std::fs::remove_file(dir.join("forged.html"));
 }
 
 /// Writes `history` to `path` and runs the checker on it (its visualization to `html`).
@@ -504,9 +509,10 @@ fn check(checker: &Path, history: &[Record], path: &Path, html: &Path) -> std::p
 }
 
 #[test]
-#[ignore = "out of CI until a stall is found: after the merges of 2026-11-28 (epoll loop, kv TLS), 2 of 7 runs \
-            found no agreed leader 40 s after a fault (0 of 6 before); run: cargo test -p ferry-cli --test \
-            kv_jepsen -- --include-ignored ferry_kv_stays_linearizable_under_faults --exact"]
+#[ignore = "fails, a real bug not yet fixed (docs/kv-jepsen.md): after every node is killed -9 at once \
+            and restarted, a final read missed the last acknowledged writes of a key; also seen: no \
+            leader agreed 40 s after a fault. Run: cargo test -p ferry-cli --test kv_jepsen -- \
+            --include-ignored --exact ferry_kv_stays_linearizable_under_faults"]
 fn ferry_kv_stays_linearizable_under_faults() {
     let seconds = std::env::var("FERRY_JEPSEN_SECONDS")
         .map(|s| s.parse().expect("FERRY_JEPSEN_SECONDS is a number of seconds"))
