@@ -96,7 +96,7 @@ pub use ferry_net::{ClientAuth, PeerIdentity, TlsClient, TlsError, TlsServer};
 pub use id::CallId;
 pub use limits::ConnLimits;
 pub use metadata::{MAX_METADATA_BYTES, MAX_METADATA_ENTRIES, Metadata, MetadataError};
-pub use metrics::{Admitted, Closed, MethodMetrics, Metrics};
+pub use metrics::{Admitted, Closed, LoopCounters, MethodMetrics, Metrics};
 pub use metrics_http::MetricsEndpoint;
 pub use server::{LoopReport, Server, ServerBuilder, ServerError};
 pub use service::{Call, Encoded, Incoming, MethodInfo, Mode, Reply, Request, Service, Shape};

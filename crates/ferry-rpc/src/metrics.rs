@@ -1,5 +1,5 @@
 //! The RPC server's metrics ([`Metrics`]): calls by method and status code, their latency,
-//! calls in progress, open sessions and the buffer pools' occupancy, encoded in the text format
+//! calls in progress, open sessions, the buffer pools' occupancy and the event loops' turns, encoded in the text format
 //! Prometheus scrapes. No I/O here: [`MetricsEndpoint`](crate::MetricsEndpoint) serves the text.
 
 use std::collections::BTreeMap;
@@ -98,6 +98,7 @@ pub struct Metrics {
     /// Indexed by `Closed as usize`.
     closed: [Counter; Closed::ALL.len()],
     pools: Arc<PoolCollector>,
+    loops: Arc<LoopCollector>,
     /// Built in [`Metrics::new`] and never changed after: a scrape needs no lock on it.
     registry: Registry,
     /// The application's own families ([`Metrics::extend`]), encoded after the server's.
@@ -158,6 +159,8 @@ impl Metrics {
 
         let pools = Arc::new(PoolCollector::default());
         registry.register_collector(Box::new(pools.clone()));
+        let loops = Arc::new(LoopCollector::default());
+        registry.register_collector(Box::new(loops.clone()));
 
         Metrics {
             table,
@@ -166,6 +169,7 @@ impl Metrics {
             connections,
             closed,
             pools,
+            loops,
             registry,
             extra: Mutex::new(Vec::new()),
         }
@@ -226,6 +230,20 @@ impl Metrics {
     /// replaces the earlier one.
     pub fn add_pool(&self, name: &str, pool: Pool) {
         self.pools.add(name, pool);
+    }
+
+    /// Adds an event loop's counters, summed over the loops at each scrape: counters
+    /// `ferry_rpc_loop_work_turns_total` (turns that did work) and
+    /// `ferry_rpc_loop_sessions_visited_total` (sessions those turns looked at). Their ratio is
+    /// the sessions a turn costs; idle sessions must not raise it.
+    pub fn add_loop(&self) -> Arc<LoopCounters> {
+        let counters = Arc::new(LoopCounters::default());
+        self.loops
+            .loops
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(counters.clone());
+        counters
     }
 
     /// Adds an application's own families (a service's state, say), encoded after the
@@ -556,6 +574,59 @@ struct PoolGauge {
     help: &'static str,
     unit: Option<Unit>,
     value: fn(&PoolStats) -> usize,
+}
+
+/// One event loop's counters ([`Metrics::add_loop`]): written by that loop alone, so each add
+/// is uncontended.
+#[derive(Debug, Default)]
+pub struct LoopCounters {
+    work_turns: AtomicU64,
+    visited: AtomicU64,
+}
+
+impl LoopCounters {
+    /// Counts a turn that did work and the sessions it looked at.
+    pub fn add(&self, visited: usize) {
+        self.work_turns.fetch_add(1, Relaxed);
+        self.visited.fetch_add(visited as u64, Relaxed);
+    }
+}
+
+#[derive(Debug, Default)]
+struct LoopCollector {
+    loops: Mutex<Vec<Arc<LoopCounters>>>,
+}
+
+impl Collector for LoopCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let (turns, visited) = {
+            let loops = self.loops.lock().unwrap_or_else(PoisonError::into_inner);
+            if loops.is_empty() {
+                return Ok(());
+            }
+            loops.iter().fold((0, 0), |(t, v), c| {
+                (t + c.work_turns.load(Relaxed), v + c.visited.load(Relaxed))
+            })
+        };
+        for (name, help, value) in [
+            (
+                "ferry_rpc_loop_work_turns",
+                "Event-loop turns that did work",
+                turns,
+            ),
+            (
+                "ferry_rpc_loop_sessions_visited",
+                "Sessions the event loops' working turns looked at",
+                visited,
+            ),
+        ] {
+            let counter: Counter = Counter::default();
+            counter.inc_by(value);
+            let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            counter.encode(metric)?;
+        }
+        Ok(())
+    }
 }
 
 /// The pools, read when a scrape encodes them.
