@@ -1,6 +1,7 @@
 //! The RPC server's metrics ([`Metrics`]): calls by method and status code, their latency,
 //! calls in progress, open sessions, the buffer pools' occupancy and the event loops' turns,
-//! encoded in the text format Prometheus scrapes. No I/O here: [`MetricsEndpoint`](crate::MetricsEndpoint) serves the text.
+//! encoded in the text format Prometheus scrapes. No I/O here:
+//! [`MetricsEndpoint`](crate::MetricsEndpoint) serves the text.
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
