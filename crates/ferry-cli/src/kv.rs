@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ferry_kv::raft::{self, Client, ClientError, NodeConfig, Sync};
-use ferry_rpc::{ChannelConfig, ClientAuth, TlsClient, TlsServer};
+use ferry_rpc::{ChannelConfig, ClientAuth, ConnLimits, TlsClient, TlsServer};
 
 use crate::schema::CliError;
 
@@ -190,6 +190,15 @@ struct ServeArgs {
     /// connection is closed.
     #[arg(long, default_value_t = ferry_net::tls::DEFAULT_HANDSHAKE_TIMEOUT.as_millis() as u64)]
     tls_handshake_timeout_ms: u64,
+    /// Connections open at once, peers' and clients' together; one more is accepted and
+    /// closed at once.
+    #[arg(long, default_value_t = ConnLimits::default().max_connections)]
+    max_connections: usize,
+    /// Close a connection with no call in progress that has sent nothing for this many
+    /// milliseconds (0: never). A peer whose connection closed dials again when it next
+    /// needs it.
+    #[arg(long, default_value_t = 0)]
+    idle_timeout_ms: u64,
 }
 
 fn failed(e: ClientError) -> CliError {
@@ -227,6 +236,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 tls_server: a.tls.server(Duration::from_millis(a.tls_handshake_timeout_ms))?,
                 tls_client: a.tls.client()?,
                 metrics: a.metrics.clone(),
+                connections: ConnLimits {
+                    max_connections: a.max_connections,
+                    idle_timeout: (a.idle_timeout_ms > 0).then(|| Duration::from_millis(a.idle_timeout_ms)),
+                },
                 ..NodeConfig::new(a.id, a.listen.clone(), a.data.clone())
             };
             raft::run(config, |addr| {

@@ -817,6 +817,16 @@ impl FrameReader {
         }
     }
 
+    /// The socket had nothing to read: gives back the read buffer if no byte landed in it, so
+    /// that a connection that waits holds no read buffer (2,000 idle connections would hold
+    /// 2,000 of them). The next read takes one again from the pool.
+    pub fn idle(&mut self) {
+        self.target_count = 0;
+        if self.next.as_ref().is_some_and(|n| n.is_empty()) {
+            self.next = None;
+        }
+    }
+
     /// Drops every buffer (the connection failed or closed).
     pub fn clear(&mut self) {
         self.cur = None;

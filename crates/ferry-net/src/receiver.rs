@@ -101,7 +101,10 @@ impl Receiver {
                 Ok(0) => return Err(self.reader.eof()),
                 Ok(n) => self.reader.filled(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.reader.idle();
+                    return Ok(None);
+                }
                 Err(e) => return Err(TransportError::io("readv", e)),
             }
         }
@@ -159,7 +162,11 @@ impl Receiver {
                 Plain::Closed => return Err(self.reader.eof()),
                 Plain::Empty => match tls.read_in(&self.stream) {
                     Ok(()) => {}
-                    Err(TransportError::WouldBlock) => return Ok(None),
+                    Err(TransportError::WouldBlock) => {
+                        drop(tls);
+                        self.reader.idle();
+                        return Ok(None);
+                    }
                     Err(e) => return Err(e),
                 },
             }

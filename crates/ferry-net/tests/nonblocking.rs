@@ -213,3 +213,42 @@ fn nonblocking_send_stops_at_the_batch_caps() {
         assert_eq!(outstanding(&server_pool), 0);
     });
 }
+
+/// A connection with nothing to read holds no read buffer: each `try_recv` that finds the
+/// socket empty gives back the buffer it took (the regression: every connection kept a
+/// 256 KiB read buffer from its first read, 512 MiB for 2,000 idle connections).
+#[test]
+fn an_idle_connection_holds_no_read_buffer() {
+    within("idle connection", || {
+        let (client_pool, server_pool) = (pool(), pool());
+        let (mut client, mut server) =
+            pair(&client_pool, &Config::default(), &server_pool, &Config::default());
+        server.set_nonblocking(true);
+        for _ in 0..3 {
+            assert!(matches!(server.try_recv(), Ok(None)), "nothing was sent");
+            assert_eq!(outstanding(&server_pool), 0, "an empty read kept its buffer");
+        }
+        let ctx = Context::new(client_pool.clone());
+        let mut rec = Record::new(&ctx);
+        rec.set_key(&b"k"[..]);
+        client.send(ferry_net::Meta::new(1, 1), &rec).unwrap();
+        client.flush().unwrap();
+        let frame = loop {
+            match server.try_recv() {
+                Ok(Some(f)) => break f,
+                Ok(None) => {
+                    poll(&mut [pollfd(&server, libc::POLLIN)]);
+                }
+                Err(e) => panic!("recv: {e}"),
+            }
+        };
+        assert_eq!(frame.meta(), ferry_net::Meta::new(1, 1));
+        drop(frame);
+        assert!(matches!(server.try_recv(), Ok(None)), "one frame was sent");
+        assert_eq!(
+            outstanding(&server_pool),
+            0,
+            "idle again, the connection holds no buffer"
+        );
+    });
+}

@@ -122,3 +122,37 @@ pub fn assert_chart(path: &Path, axis: &str) {
     let svg = std::fs::read_to_string(path).unwrap();
     assert!(svg.contains("<svg") && svg.contains(axis), "plot is an SVG chart");
 }
+
+/// `GET /metrics` from `addr` over plain TCP: the series and their samples.
+pub fn scrape(addr: &str) -> std::collections::BTreeMap<String, f64> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).expect("connect to /metrics");
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.ends_with("# EOF\n"), "{answer}");
+    answer
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter_map(|(series, v)| Some((series.to_string(), v.parse().ok()?)))
+        .collect()
+}
+
+/// Writes a certificate and its key as PEM files in `dir`; the options that name them.
+pub fn cert_args(dir: &str, name: &str, cert: &ferry_net::tls::test_certs::TestCert) -> Vec<String> {
+    let (pem, key) = (
+        scratch(dir, &format!("{name}.pem")),
+        scratch(dir, &format!("{name}.key")),
+    );
+    std::fs::write(&pem, &cert.cert).unwrap();
+    std::fs::write(&key, &cert.key).unwrap();
+    vec![
+        "--tls-cert".into(),
+        pem.display().to_string(),
+        "--tls-key".into(),
+        key.display().to_string(),
+    ]
+}

@@ -160,7 +160,7 @@ pub struct Copies {
     /// Normal entries applied.
     pub commands: AtomicU64,
     /// A command copied into the pool on receipt (a follower's AppendEntries; a leader's
-    /// request over shared memory).
+    /// request over shared memory, or under 16 KiB over TCP).
     pub received: AtomicU64,
     /// A command copied into its log record.
     pub logged: AtomicU64,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ferry::rpc::tokio::{AsyncServer, AsyncServices};
 use ferry::rpc::{
-    ChannelConfig, LoopConfig, MetricsEndpoint, ServerError, ServicesError, TlsClient, TlsServer,
+    ChannelConfig, ConnLimits, LoopConfig, MetricsEndpoint, ServerError, ServicesError, TlsClient, TlsServer,
 };
 use ferry_buf::{Pool, PoolConfig, PoolError};
 use openraft::{BasicNode, SnapshotPolicy};
@@ -52,6 +52,9 @@ pub struct NodeConfig {
     /// `--metrics`: `HOST:PORT` of an HTTP `/metrics` endpoint (OpenMetrics text): the
     /// server's series and the node's (see the `metrics` module).
     pub metrics: Option<String>,
+    /// `--max-connections` and `--idle-timeout-ms`: the server's connection limits (peers'
+    /// and clients' connections alike).
+    pub connections: ConnLimits,
 }
 
 impl NodeConfig {
@@ -68,6 +71,7 @@ impl NodeConfig {
             tls_server: None,
             tls_client: None,
             metrics: None,
+            connections: ConnLimits::default(),
         }
     }
 }
@@ -197,6 +201,7 @@ pub async fn serve(
     conn.tls_server = config.tls_server.clone();
     let loop_config = LoopConfig {
         conn,
+        connections: config.connections,
         ..LoopConfig::default()
     };
     let server = AsyncServer::bind(services, &[&config.listen], loop_config).map_err(serve_err)?;

@@ -15,7 +15,7 @@ use openraft::raft::ClientWriteResponse;
 use openraft::{BasicNode, ChangeMembers, ServerState};
 
 use super::codec::{self, CodecError};
-use super::storage::Db;
+use super::storage::{Db, REFERENCE_MIN};
 use super::{
     Applied, CLUSTER_HEADER, Command, Copies, LEADER_TRAILER, NodeId, Op, Raft, TypeConfig, format_members,
     parse_members,
@@ -101,20 +101,33 @@ impl Shared {
         call: &AsyncCall,
         mut request: AsyncRequest<M>,
     ) -> Result<u64, Status> {
-        if request.frame().shared().is_none() {
+        let detached = request.frame().shared().is_none();
+        if detached {
             // Shared memory: the request lives in the client's memory; copied (re-encoded)
             // into this session's pool, which is the store's.
             request.detach(call.ctx());
             let len = request.frame().shared().map_or(0, |b| b.len());
             Copies::add(&self.copies.received, len);
         }
-        // TCP (and now shared memory): the request's own pool buffer, referenced.
-        let msg = request.frame().shared().cloned().ok_or_else(|| {
+        let mut msg = request.frame().shared().cloned().ok_or_else(|| {
             Status::new(
                 Code::Internal,
                 "the request could not be copied out of shared memory",
             )
         })?;
+        // TCP: a large command is its receive buffer, referenced. A small one is copied into a
+        // buffer of its own size: its log entry lives until the log is purged (up to 1.5 ×
+        // --snapshot-every entries), and referenced it would keep alive the whole receive
+        // buffer it came in (256 KiB).
+        if !detached && msg.len() < REFERENCE_MIN {
+            msg = self.store.pool().copy_from(&msg).map_err(|e| {
+                Status::new(
+                    Code::ResourceExhausted,
+                    format!("copying a command into the pool: {e}"),
+                )
+            })?;
+            Copies::add(&self.copies.received, msg.len());
+        }
         let resp = self
             .raft
             .client_write(Command { op, msg })
