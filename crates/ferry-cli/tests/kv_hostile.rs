@@ -7,6 +7,7 @@
 //! (`/proc/PID/fd`) back to where they were, its pools' bytes in use back to their baseline,
 //! and its resident set under [`RSS_BOUND`]. The good client's p50/p99, quiet and loaded, are
 //! printed and recorded (`FERRY_HOSTILE_REPORT`, see `docs/reliability.md`), not asserted.
+//! The node's soak (`ferry_testkit::soak`) is here too.
 
 mod common;
 
@@ -22,6 +23,7 @@ use ferry_kv::raft::Client;
 use ferry_net::tls::test_certs::TestCa;
 use ferry_net::{FrameHeader, Meta};
 use ferry_testkit::load::{Actor, CaseReport, Latencies, raise_fd_limit, read_until_closed};
+use ferry_testkit::soak::{self, Bounds, Client as SoakClient, MakeClient};
 use ferry_testkit::{ChildProc, DEADLINE, Rng, wait_until};
 
 /// The node's resident set after any case stays under this: its pools, 2,000 idle
@@ -419,6 +421,42 @@ fn ferry_kv_serve_counts_tls_clients_that_abort_mid_handshake() {
     wait_until("every aborted handshake counted", DEADLINE, || {
         node.closed("handshake_failed") == before + n
     });
+}
+
+/// Two clients putting and getting random values under 64 keys each at 80 % of what each
+/// measured first, `--sync always`; the node's resident set, pool bytes in use and
+/// descriptors flat within noise. The store's size is bounded by the keys and the log's by
+/// its snapshots, so any growth is a leak.
+#[test]
+fn ferry_kv_serve_soaks_at_80_percent_of_capacity() {
+    let node = Node::start("kv-soak", "tcp", &[]);
+    let client = |name: &'static str| -> MakeClient {
+        let addr = node.addr.clone();
+        (
+            name,
+            Box::new(move || -> SoakClient {
+                let mut c = Client::connect(&addr).expect("connect");
+                let mut i = 0u64;
+                Box::new(move |rng| {
+                    let key = format!("{name}-{}", i % 64);
+                    let value = rng.bytes_in(16, 2048);
+                    c.put(&key, &value).expect("put");
+                    assert_eq!(c.get(&key).expect("get").as_deref(), Some(&value[..]), "{key}");
+                    i += 1;
+                })
+            }),
+        )
+    };
+    soak::run(
+        "kv",
+        vec![client("a"), client("b")],
+        || [node.rss() as f64, node.pool_bytes() as f64, node.fds() as f64],
+        Bounds {
+            rss: 16.0 * 1024.0 * 1024.0,
+            pool: 256.0 * 1024.0,
+            fds: 1.0,
+        },
+    );
 }
 
 /// `--max-connections`: the connection past it is closed at once and counted; one under it

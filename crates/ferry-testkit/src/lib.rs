@@ -21,6 +21,7 @@ mod encoders;
 pub mod load;
 pub mod netns;
 mod scratch;
+pub mod soak;
 mod sockets;
 pub mod tools;
 
