@@ -148,6 +148,52 @@ fn rpc_quick_writes_one_sane_record_per_configuration() {
     assert!(stdout.contains("ferry-hybrid shm / tonic GB/s"), "{stdout}");
 }
 
+/// `--tls`: raw and ferry-hybrid over TLS beside their plaintext runs, with the TLS table,
+/// in the records (`link`) and back from them with `--from`.
+#[test]
+fn rpc_tls_runs_each_configuration_beside_its_plaintext_one() {
+    let run = sweep(
+        "bench-rpc-tls-test",
+        "rpc",
+        &[
+            "--quick",
+            "--tls",
+            "--sections",
+            "echo",
+            "--systems",
+            "raw,ferry-hybrid",
+            "--transports",
+            "tcp",
+            "--in-flight",
+            "1,16",
+        ],
+    );
+    assert!(run.stdout.contains("TLS against plaintext"), "{}", run.stdout);
+    let records = run.doc["records"].as_array().unwrap();
+    let mut expect = BTreeSet::new();
+    for s in ["raw", "ferry-hybrid"] {
+        for n in [1u64, 16] {
+            expect.insert((s.to_owned(), 2048, n, "plain".to_owned()));
+            expect.insert((s.to_owned(), 2048, n, "tls".to_owned()));
+            expect.insert((s.to_owned(), 1024, n, "plain".to_owned()));
+        }
+    }
+    assert_one_record_each(records, &expect, |r| {
+        (
+            r["system"].as_str().unwrap().to_owned(),
+            r["field_len"].as_u64().unwrap(),
+            r["in_flight"].as_u64().unwrap(),
+            r["link"].as_str().unwrap().to_owned(),
+        )
+    });
+    for r in records {
+        assert!(number(r, "calls_per_sec") > 0.0, "{r}");
+    }
+    let out = ferry(&["bench", "rpc", "--from", run.json.to_str().unwrap()], &[]);
+    let stdout = success(&out, "ferry bench rpc --from");
+    assert!(stdout.contains("TLS against plaintext"), "{stdout}");
+}
+
 #[test]
 fn rpc_rejects_an_unknown_system() {
     let json = common::scratch("bench-rpc-test", "never.json");

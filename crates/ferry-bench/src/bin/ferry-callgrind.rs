@@ -3,7 +3,7 @@
 //! ```text
 //! ferry-callgrind list
 //! ferry-callgrind <serialize|decode> <system> <shape> <iterations>
-//! ferry-callgrind rpc <system> <tcp|shm> <fields>x<bytes> <in-flight> <calls>
+//! ferry-callgrind rpc <system> <tcp|shm|tls> <fields>x<bytes> <in-flight> <calls>
 //! ```
 //!
 //! `rpc` runs `calls` echo calls of one `ferry bench rpc` configuration (plus a tenth of them
@@ -22,12 +22,13 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
+use ferry_bench::harness::Link;
 use ferry_bench::systems::{self, DECODERS, SERIALIZERS};
 use ferry_bench::{BenchError, BoxError, Shape, Sink, rpc};
 
 const USAGE: &str = "usage: ferry-callgrind list\n       \
                      ferry-callgrind <serialize|decode> <system> <shape> <iterations>\n       \
-                     ferry-callgrind rpc <system> <tcp|shm> <fields>x<bytes> <in-flight> <calls>";
+                     ferry-callgrind rpc <system> <tcp|shm|tls> <fields>x<bytes> <in-flight> <calls>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -127,7 +128,11 @@ fn run(op: &str, system: &str, shape: &str, iterations: u64) -> Result<(), Bench
 fn rpc(system: &str, transport: &str, shape: &str, in_flight: &str, calls: &str) -> Result<u64, BoxError> {
     use clap::ValueEnum;
     let system = rpc::System::from_str(system, true)?;
-    let transport = rpc::Transport::from_str(transport, true)?;
+    // `tls`: TCP with TLS (the cost of TLS over plaintext, for `ferry bench rpc --tls`).
+    let (transport, link) = match transport {
+        "tls" => (rpc::Transport::Tcp, Link::Tls),
+        t => (rpc::Transport::from_str(t, true)?, Link::Plain),
+    };
     let (count, len) = shape
         .split_once('x')
         .and_then(|(n, len)| Some((n.parse().ok()?, len.parse().ok()?)))
@@ -137,6 +142,7 @@ fn rpc(system: &str, transport: &str, shape: &str, in_flight: &str, calls: &str)
         transport,
         fields: rpc::Fields { count, len },
         in_flight: in_flight.parse()?,
+        link,
     };
     rpc::profile(&point, calls.parse()?)
 }

@@ -5,6 +5,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::BoxError;
@@ -49,6 +50,29 @@ pub enum Transport {
 impl Transport {
     /// Both, TCP first.
     pub const ALL: [Transport; 2] = [Transport::Tcp, Transport::Shm];
+}
+
+/// How a client reaches a server over TCP: plaintext, or TLS (`ferry bench redis --tls`,
+/// `ferry bench rpc --tls`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Link {
+    /// Plain TCP.
+    #[default]
+    #[serde(rename = "plain")]
+    Plain,
+    /// TLS 1.3, the server authenticated by a CA made for the run.
+    #[serde(rename = "tls")]
+    Tls,
+}
+
+impl Link {
+    /// What follows a case's name in tables: nothing, or " TLS".
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Link::Plain => "",
+            Link::Tls => " TLS",
+        }
+    }
 }
 
 /// How long a run goes on.

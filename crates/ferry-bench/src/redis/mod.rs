@@ -45,11 +45,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::BoxError;
-use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
 use crate::harness::{self, Budget};
+use crate::harness::{Link, Named};
 
 pub use report::{Comparison, Goal, Median, Run, Runs};
 pub use server::ServerCmd;
@@ -208,28 +208,6 @@ pub enum Side {
     /// Ferry's server (`ferry redis`, or the `--ferry-cmd` stand-in).
     #[serde(rename = "ferry")]
     Ferry,
-}
-
-/// How redis-benchmark reaches the server.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Link {
-    /// Plain TCP (`--port`).
-    #[default]
-    #[serde(rename = "plain")]
-    Plain,
-    /// TLS 1.3 (`--tls-port`), the server authenticated by the run's CA.
-    #[serde(rename = "tls")]
-    Tls,
-}
-
-impl Link {
-    /// What follows a case's name in tables: nothing, or " TLS".
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Link::Plain => "",
-            Link::Tls => " TLS",
-        }
-    }
 }
 
 /// What the `key:` family holds on the running server.

@@ -6,8 +6,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::client::{ClientRun, Invocation};
-use super::{Link, Side, Test};
+use super::{Side, Test};
 use crate::BoxError;
+use crate::harness::Link;
 use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;

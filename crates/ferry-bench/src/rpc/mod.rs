@@ -39,15 +39,16 @@ mod tonic;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use ferry_net::tls::test_certs::TestCa;
 use ferry_rpc::session::{ClientConfig, ServerConfig};
-use ferry_rpc::{ConnConfig, EventLoop, LoopConfig};
+use ferry_rpc::{ClientAuth, ConnConfig, EventLoop, LoopConfig, TlsClient, TlsServer};
 use ferry_shm::ShmConfig;
 use serde_json::{Value, json};
 
 use crate::harness::lifecycle::{self, Benchmark, Target};
 use crate::harness::progress::Progress;
 use crate::harness::window::Span;
-use crate::harness::{self, Budget, Histogram};
+use crate::harness::{self, Budget, Histogram, Link};
 use crate::{BoxError, shm};
 
 pub use plan::{Args, Fields, Point, Section, System, Transport};
@@ -128,6 +129,21 @@ fn loop_config() -> LoopConfig {
     }
 }
 
+/// [`loop_config`] with TLS for `--tls`: a CA and a certificate for 127.0.0.1 made for the
+/// run; the server listens on `tls://` too, and the client trusts the CA.
+fn tls_config() -> Result<LoopConfig, BoxError> {
+    let ca = TestCa::new("ferry bench rpc CA");
+    let leaf = ca.leaf("ferry bench rpc", &["127.0.0.1"]);
+    let mut config = loop_config();
+    config.conn.tls_server = Some(TlsServer::from_pem(
+        leaf.cert.as_bytes(),
+        leaf.key.as_bytes(),
+        ClientAuth::None,
+    )?);
+    config.conn.tls_client = Some(TlsClient::from_pem(ca.pem().as_bytes(), None)?);
+    Ok(config)
+}
+
 /// Runs the event-loop configurations `points` against a fresh server; returns their
 /// measurements in order.
 fn run_loop_points(
@@ -136,13 +152,17 @@ fn run_loop_points(
     cpus: Cpus,
     progress: &Progress,
 ) -> Result<Vec<Measured>, BoxError> {
-    let server = service::start(&Transport::ALL, Some(cpus.1), loop_config())?;
+    let config = match points.iter().any(|p| p.link == Link::Tls) {
+        true => tls_config()?,
+        false => loop_config(),
+    };
+    let server = service::start(&Transport::ALL, Some(cpus.1), config.clone())?;
     harness::on_cpu("rpc-client", cpus.0, || {
-        let mut lp = EventLoop::new(loop_config())?;
+        let mut lp = EventLoop::new(config)?;
         let mut out = Vec::with_capacity(points.len());
         for point in points {
             progress.start(point.label());
-            let addr = server.addr(point.transport)?;
+            let addr = server.addr(point.transport, point.link)?;
             let m = client::run(&mut lp, addr, point, budget, &server.readings)
                 .map_err(|e| format!("{}: {e}", point.label()))?;
             progress.done();
@@ -305,6 +325,7 @@ fn settings(budget: Budget, reps: usize, clock_ns: f64, cpus: Cpus, took: Durati
         },
         "tcp": "ferry-net defaults (gather mode, 64 frames / 256 KiB batches, TCP_NODELAY); congestion control is the machine's default (see machine)",
         "shm": "ferry-shm defaults (16 KiB blocks, 256 credits), spin Duration::MAX; every session gets its own shared pool (2 MiB regions)",
+        "tls": "--tls only (records with link \"tls\"): the same server loop listens on tls://127.0.0.1 too, rustls 0.23 (ring) on both sides, TLS 1.3, a CA and a certificate for 127.0.0.1 made for the run, no client certificate; each configuration runs right after its plaintext one. Loopback has no kTLS here: encryption is in user space, the gather list encrypted straight into records",
         "streams": {
             "run": "a fresh server and connection per run: a warm-up stream of a tenth of the messages, then the measured stream; client and server each a current-thread tokio runtime on its pinned CPU (client_cpu, server_cpu); every message checked (length, first and last byte)",
             "shapes": "download: one request, then `count` messages of `size` bytes from the server; upload: `count` messages from the client, then one answer; ping-pong: `count` round trips of one `size`-byte message each way on one bidirectional stream",
@@ -351,6 +372,7 @@ pub fn demo(budget: Budget) -> Result<(), BoxError> {
                 transport,
                 fields: ECHO,
                 in_flight: 16,
+                link: Link::Plain,
             })
         })
         .collect();
@@ -375,7 +397,10 @@ pub fn demo(budget: Budget) -> Result<(), BoxError> {
 pub fn profile(point: &Point, calls: u64) -> Result<u64, BoxError> {
     let idle = LoopConfig {
         spin: Duration::ZERO,
-        ..loop_config()
+        ..match point.link {
+            Link::Tls => tls_config()?,
+            Link::Plain => loop_config(),
+        }
     };
     let server = service::start(&[point.transport], None, idle.clone())?;
     let mut lp = EventLoop::new(idle)?;
@@ -386,7 +411,7 @@ pub fn profile(point: &Point, calls: u64) -> Result<u64, BoxError> {
     let budget = Budget::Count(calls.max(1));
     let measured = client::run(
         &mut lp,
-        server.addr(point.transport)?,
+        server.addr(point.transport, point.link)?,
         &point,
         budget,
         &server.readings,

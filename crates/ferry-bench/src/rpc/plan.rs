@@ -7,9 +7,9 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use super::stream::{self, StreamConfig};
-use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::or_all;
+use crate::harness::{Link, Named};
 use crate::plot;
 
 /// Defaults of the in-flight counts.
@@ -17,6 +17,9 @@ const IN_FLIGHT: [usize; 3] = [1, 16, 128];
 
 /// tonic runs at the in-flight counts up to this (the 1 and 16).
 const TONIC_MAX_IN_FLIGHT: usize = 16;
+
+/// `--tls` runs at the in-flight counts up to this (the 1 and 16).
+pub(super) const TLS_MAX_IN_FLIGHT: usize = 16;
 
 /// Calls in flight at most (client window and server bound): the largest count of the sweep
 /// must fit, with room for the control calls.
@@ -49,6 +52,11 @@ pub struct Args {
     /// them (default 7, or 1 with --quick).
     #[arg(long)]
     pub(super) reps: Option<usize>,
+    /// Also run ferry-hybrid and raw over TLS (a CA and a certificate for 127.0.0.1 made for
+    /// the run; rustls on both sides), 2 x 2 KiB at 1 and 16 in flight, each beside its
+    /// plaintext run: TLS's cost in calls/s and server CPU per call.
+    #[arg(long)]
+    pub(super) tls: bool,
     /// CPU of the client thread.
     #[arg(long, default_value_t = 0)]
     pub(super) client_cpu: usize,
@@ -150,14 +158,18 @@ pub struct Point {
     pub fields: Fields,
     /// Calls outstanding.
     pub in_flight: usize,
+    /// Plaintext or TLS (TCP only; `plain` in results written before `--tls` existed).
+    #[serde(default)]
+    pub link: Link,
 }
 
 impl Point {
     pub(super) fn label(&self) -> String {
         format!(
-            "{} {} {}, {} in flight",
+            "{} {}{} {}, {} in flight",
             self.system.name(),
             self.transport.name(),
+            self.link.suffix(),
             self.fields.label(),
             self.in_flight
         )
@@ -165,7 +177,7 @@ impl Point {
 
     /// Where it goes in the table: the echo variants by payload, transport, system and
     /// in-flight count, then the 64 B call, tonic and the ping-pong.
-    pub(super) fn display_key(&self) -> (u8, Reverse<usize>, Transport, System, usize) {
+    pub(super) fn display_key(&self) -> (u8, Reverse<usize>, Transport, Link, System, usize) {
         let group = match self.system {
             System::Tonic => 2,
             System::PingPong => 3,
@@ -176,6 +188,7 @@ impl Point {
             group,
             Reverse(self.fields.bytes()),
             self.transport,
+            self.link,
             self.system,
             self.in_flight,
         )
@@ -203,6 +216,7 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
         transport,
         fields,
         in_flight,
+        link: Link::Plain,
     };
     let mut points = Vec::new();
     if has(System::Tonic) {
@@ -217,6 +231,14 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
         for &t in &transports {
             for &n in &in_flight {
                 points.extend(System::on_loops().filter(|&s| has(s)).map(|s| p(s, t, fields, n)));
+                // TLS right after the same configurations in plaintext.
+                if args.tls && (t, fields) == (Transport::Tcp, ECHO) && n <= TLS_MAX_IN_FLIGHT {
+                    let tls = [System::Raw, System::FerryHybrid].into_iter().filter(|&s| has(s));
+                    points.extend(tls.map(|s| Point {
+                        link: Link::Tls,
+                        ..p(s, t, fields, n)
+                    }));
+                }
             }
         }
     }
@@ -356,6 +378,7 @@ mod tests {
             transport,
             fields,
             in_flight,
+            link: Link::Plain,
         };
         let mut points = vec![
             p(System::PingPong, Transport::Shm, SEQ, 1),

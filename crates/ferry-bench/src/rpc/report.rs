@@ -11,9 +11,9 @@ use super::plan::{ECHO, Fields, ONE_KIB, Point, SMALL, System, Transport};
 use super::{Measured, stream};
 #[cfg(test)]
 use crate::harness::Histogram;
-use crate::harness::Named;
 use crate::harness::lifecycle::Target;
 use crate::harness::table::Table;
+use crate::harness::{Link, Named};
 use crate::harness::{median, paired, round, sorted};
 use crate::{BoxError, plot};
 
@@ -92,6 +92,7 @@ fn find(all: &[Record], system: System, transport: Transport, fields: Fields, n:
         transport,
         fields,
         in_flight: n,
+        link: Link::Plain,
     };
     all.iter().find(|r| r.point == want)
 }
@@ -169,6 +170,7 @@ pub(super) fn table(all: &[Record]) {
             );
         }
     }
+    tls_table(all);
     let small = find(all, System::FerryHybrid, Transport::Shm, SMALL, 1);
     let ping = all.iter().find(|r| r.point.system == System::PingPong);
     if let (Some(s), Some(p)) = (small, ping) {
@@ -181,6 +183,56 @@ pub(super) fn table(all: &[Record]) {
         );
     }
     println!();
+}
+
+/// `--tls`: each configuration run over TLS beside its plaintext run (calls/s and server CPU
+/// per call, and their ratios, medians of per-repetition ratios).
+fn tls_table(all: &[Record]) {
+    let pairs: Vec<(&Record, &Record)> = all
+        .iter()
+        .filter(|r| r.point.link == Link::Tls)
+        .filter_map(|tls| {
+            let plain = Point {
+                link: Link::Plain,
+                ..tls.point
+            };
+            Some((all.iter().find(|r| r.point == plain)?, tls))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    println!(
+        "TLS against plaintext (tcp, same server loop; TLS's cost: calls/s TLS / plain, server CPU per call TLS / plain):"
+    );
+    let mut t = Table::new([
+        "system",
+        "payload",
+        "inflight",
+        "plain calls/s",
+        "TLS calls/s",
+        "TLS / plain",
+        "srv ns/call plain",
+        "srv ns/call TLS",
+        "TLS / plain",
+    ]);
+    for (plain, tls) in pairs {
+        t.row([
+            tls.point.system.name(),
+            tls.point.fields.label(),
+            tls.point.in_flight.to_string(),
+            ns(plain.calls_per_sec),
+            ns(tls.calls_per_sec),
+            format!("{:.2}", rate_ratio(tls, plain)),
+            ns(plain.server_cpu_ns_per_call),
+            ns(tls.server_cpu_ns_per_call),
+            format!(
+                "{:.2}",
+                tls.server_cpu_ns_per_call / plain.server_cpu_ns_per_call.max(f64::MIN_POSITIVE)
+            ),
+        ]);
+    }
+    t.print();
 }
 
 /// The table alone: one row per configuration.
@@ -200,7 +252,7 @@ pub(super) fn print_table(all: &[Record]) {
     for r in all {
         t.row([
             r.point.system.name(),
-            r.point.transport.name(),
+            format!("{}{}", r.point.transport.name(), r.point.link.suffix()),
             r.point.fields.label(),
             r.point.in_flight.to_string(),
             ns(r.p50_ns),
@@ -280,7 +332,7 @@ pub(super) fn plot(path: &Path, records: &Records) -> Result<(), BoxError> {
                   xy: &dyn Fn(&Record) -> (f64, f64)| {
         plot::series(all.iter().filter(|r| keep(r)), |r| line(r), |r| xy(r))
     };
-    let system = |r: &Record| r.point.system.name();
+    let system = |r: &Record| format!("{}{}", r.point.system.name(), r.point.link.suffix());
     let fig2 = |transport: Transport, fields: Fields| plot::Panel {
         title: format!("{}, {}: p99 against calls/s", transport.name(), fields.label()),
         x_label: "calls/s (points: 1, 16, 128 in flight)".to_owned(),
@@ -318,7 +370,10 @@ pub(super) fn plot(path: &Path, records: &Records) -> Result<(), BoxError> {
             y_label: "p50 round trip, ns".to_owned(),
             series: series(
                 &|r| r.point.in_flight == 1,
-                &|r| format!("{} {}", r.point.system.name(), r.point.transport.name()),
+                &|r| {
+                    let p = &r.point;
+                    format!("{} {}{}", p.system.name(), p.transport.name(), p.link.suffix())
+                },
                 &|r| (r.payload as f64, r.p50_ns),
             ),
         },
@@ -421,6 +476,7 @@ mod tests {
             transport: Transport::Shm,
             fields: ECHO,
             in_flight: 1,
+            link: Link::Plain,
         };
         let r = summarize(
             point,

@@ -28,8 +28,8 @@ use ferry_transport::{Payload, method_id};
 
 use super::plan::{System, Transport};
 use crate::BoxError;
-use crate::harness::Named;
 use crate::harness::window::{Control, Counted, Readings};
+use crate::harness::{Link, Named};
 use crate::systems::{CODECS, Codec, Input};
 
 /// An echo method: the system it serves, its path and id.
@@ -184,12 +184,16 @@ pub(super) fn start(
     let n = SERVERS.fetch_add(1, Ordering::Relaxed);
     let socket = std::env::temp_dir().join(format!("ferry-bench-rpc-{}-{n}.sock", std::process::id()));
     let _ = std::fs::remove_file(&socket);
+    let tls = config.conn.tls_server.is_some() && transports.contains(&Transport::Tcp);
     let mut builder = Server::builder(services).loops(1).config(config);
     for t in transports {
         builder = builder.listen(&match t {
             Transport::Tcp => "tcp://127.0.0.1:0".to_owned(),
             Transport::Shm => format!("shm://{}", socket.display()),
         });
+    }
+    if tls {
+        builder = builder.listen("tls://127.0.0.1:0");
     }
     if let Some(cpu) = cpu {
         builder = builder.pin(vec![cpu]);
@@ -202,17 +206,18 @@ pub(super) fn start(
 }
 
 impl Running {
-    /// Its address on `transport`.
-    pub(super) fn addr(&self, transport: Transport) -> Result<&Addr, BoxError> {
+    /// Its address on `transport` over `link` (TLS: TCP only, with a TLS config).
+    pub(super) fn addr(&self, transport: Transport, link: Link) -> Result<&Addr, BoxError> {
         let addrs = self.server.as_ref().map_or(&[][..], Server::addrs);
-        let on = |a: &&Addr| match transport {
-            Transport::Tcp => matches!(a, Addr::Tcp(_)),
-            Transport::Shm => matches!(a, Addr::Shm(_)),
+        let on = |a: &&Addr| match (transport, link) {
+            (Transport::Tcp, Link::Plain) => matches!(a, Addr::Tcp(_)),
+            (Transport::Tcp, Link::Tls) => matches!(a, Addr::Tls(_)),
+            (Transport::Shm, _) => matches!(a, Addr::Shm(_)),
         };
         Ok(addrs
             .iter()
             .find(on)
-            .ok_or_else(|| format!("the server has no {} address", transport.name()))?)
+            .ok_or_else(|| format!("the server has no {}{} address", transport.name(), link.suffix()))?)
     }
 }
 

@@ -286,6 +286,7 @@ mod tests {
             transport: Transport::Tcp,
             fields: Fields { count: 2, len: 100 },
             in_flight,
+            link: crate::harness::Link::Plain,
         }
     }
 
