@@ -51,6 +51,10 @@ const KEY_SECONDS: u64 = 10;
 const PORT: u16 = 7400;
 /// How long a cluster may take to elect a leader after a fault is undone, at most.
 const SETTLE: Duration = Duration::from_secs(40);
+/// What each node logs into its `nodeN.log` (`RUST_LOG` of `ferry kv serve`).
+const NODE_LOG: &str = "openraft=info,ferry_kv=debug";
+/// Lines of each node's log printed when the test fails (the files are kept).
+const LOG_TAIL: usize = 60;
 
 /// One operation of the history (see tools/linearizability/main.go for the format).
 struct Record {
@@ -99,6 +103,8 @@ struct Node {
     ns: String,
     addr: String,
     data: PathBuf,
+    /// Its stderr (openraft's log and its own), across restarts, with the test's notes.
+    log: PathBuf,
     peers: String,
     proc: Option<ChildProc>,
     paused: bool,
@@ -107,22 +113,34 @@ struct Node {
 impl Node {
     /// Starts the node and waits until it serves.
     fn start(&mut self) {
+        self.note("started");
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.ns, env!("CARGO_BIN_EXE_ferry")])
-            .args([
-                "kv",
-                "serve",
-                "--id",
-                &self.id.to_string(),
-                "--listen",
-                &self.addr,
-            ])
-            .args(["--peers", &self.peers, "--sync", "always"])
-            .arg("--data")
-            .arg(&self.data)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        // The shell execs the node (same pid, for the signals) with its stderr into the log.
+        cmd.args([
+            "netns",
+            "exec",
+            &self.ns,
+            "sh",
+            "-c",
+            "exec \"$0\" \"$@\" 2>>\"$FERRY_NODE_LOG\"",
+        ])
+        .arg(env!("CARGO_BIN_EXE_ferry"))
+        .env("FERRY_NODE_LOG", &self.log)
+        .env("RUST_LOG", NODE_LOG)
+        .args([
+            "kv",
+            "serve",
+            "--id",
+            &self.id.to_string(),
+            "--listen",
+            &self.addr,
+        ])
+        .args(["--peers", &self.peers, "--sync", "always"])
+        .arg("--data")
+        .arg(&self.data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         let mut p = ChildProc::spawn(&format!("node {}", self.id), cmd);
         p.expect_line("serving on", "the node serves");
         self.proc = Some(p);
@@ -131,6 +149,7 @@ impl Node {
     fn kill9(&mut self) {
         if let Some(mut p) = self.proc.take() {
             p.kill();
+            self.note("killed -9");
         }
         self.paused = false;
     }
@@ -138,7 +157,25 @@ impl Node {
     fn signal(&mut self, sig: &str) {
         let pid = self.proc.as_ref().expect("running").id().to_string();
         run("kill", &[sig, &pid]).expect("signal the node");
+        self.note(&format!("kill {sig}"));
         self.paused = sig == "-STOP";
+    }
+
+    /// A line of the test's own in the node's log, to read it against the faults.
+    fn note(&self, what: &str) {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("open the node's log");
+        writeln!(
+            f,
+            "---- test: node {} {what} (unix time {:?})",
+            self.id,
+            unix_now()
+        )
+        .expect("write the log");
     }
 
     /// Running and not paused: it answers.
@@ -148,6 +185,34 @@ impl Node {
 
     fn status(&self) -> Option<NodeStatus> {
         Client::connect(&self.addr).and_then(|mut c| c.status()).ok()
+    }
+}
+
+fn unix_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// Prints the end of each node's log when the test fails (dropped while panicking).
+struct LogsOnFailure(Vec<PathBuf>);
+
+impl Drop for LogsOnFailure {
+    fn drop(&mut self) {
+        if !thread::panicking() {
+            return;
+        }
+        for log in &self.0 {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_TAIL)..];
+            eprintln!(
+                "==== {} (last {} lines):\n{}",
+                log.display(),
+                tail.len(),
+                tail.join("\n")
+            );
+        }
     }
 }
 
@@ -378,11 +443,13 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
             ns: lan.node(i).name.clone(),
             addr: node_addr(i),
             data: dir.join(format!("node{}", i + 1)),
+            log: dir.join(format!("node{}.log", i + 1)),
             peers: peers.clone(),
             proc: None,
             paused: false,
         })
         .collect();
+    let _logs = LogsOnFailure(nodes.iter().map(|n| n.log.clone()).collect());
     for n in &mut nodes {
         n.start();
     }
@@ -485,9 +552,10 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
         "a history with a read of a value never written passed the checker: {}",
         String::from_utf8_lossy(&forged.stdout)
     );
-    // Data of a passing run is not kept; the history is.
+    // Data and logs of a passing run are not kept; the history is.
     for n in &nodes {
         let _ = std::fs::remove_dir_all(&n.data);
+        let _ = std::fs::remove_file(&n.log);
     }
     let _ = std::fs::remove_file(dir.join("forged.jsonl"));
     let _ = std::fs::remove_file(dir.join("forged.html"));
