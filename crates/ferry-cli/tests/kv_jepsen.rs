@@ -183,8 +183,9 @@ impl Node {
         self.proc.is_some() && !self.paused
     }
 
-    fn status(&self) -> Option<NodeStatus> {
-        Client::connect(&self.addr).and_then(|mut c| c.status()).ok()
+    /// What the node says of the cluster, or why it said nothing.
+    fn status(&self) -> Result<NodeStatus, ClientError> {
+        Client::connect(&self.addr).and_then(|mut c| c.status())
     }
 }
 
@@ -221,15 +222,15 @@ impl Drop for LogsOnFailure {
 fn wait_for_leader(nodes: &[Node], done: &[String]) -> usize {
     let deadline = Instant::now() + SETTLE;
     loop {
-        let statuses: Vec<(u64, Option<NodeStatus>)> = nodes
+        let statuses: Vec<(u64, Result<NodeStatus, ClientError>)> = nodes
             .iter()
             .filter(|n| n.up())
             .map(|n| (n.id, n.status()))
             .collect();
-        let leader = statuses[0].1.as_ref().and_then(|s| s.leader).unwrap_or(0) as usize;
+        let leader = statuses[0].1.as_ref().ok().and_then(|s| s.leader).unwrap_or(0) as usize;
         let agreed = statuses
             .iter()
-            .all(|(_, s)| s.as_ref().and_then(|s| s.leader) == Some(leader as u64));
+            .all(|(_, s)| s.as_ref().ok().and_then(|s| s.leader) == Some(leader as u64));
         if leader != 0 && agreed && nodes[leader - 1].up() {
             return leader - 1;
         }
@@ -237,11 +238,11 @@ fn wait_for_leader(nodes: &[Node], done: &[String]) -> usize {
             let said: Vec<String> = statuses
                 .iter()
                 .map(|(id, s)| match s {
-                    Some(s) => format!(
+                    Ok(s) => format!(
                         "node {id}: {} term {} leader {:?} commit {} applied {}",
                         s.state, s.term, s.leader, s.commit_index, s.applied_index
                     ),
-                    None => format!("node {id}: no answer"),
+                    Err(e) => format!("node {id}: no answer: {e}"),
                 })
                 .collect();
             panic!(

@@ -736,7 +736,10 @@ mod tests {
         let dir = Scratch(std::env::temp_dir().join(format!("ferry-kv-crash-{}", std::process::id())));
         let _ = std::fs::remove_dir_all(&dir.0);
         let child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-            .args(["--exact", "raft::storage::tests::the_commit_index_survives_a_crash"])
+            .args([
+                "--exact",
+                "raft::storage::tests::the_commit_index_survives_a_crash",
+            ])
             .env(CRASH_CHILD, &dir.0)
             .output()
             .expect("run the child");
