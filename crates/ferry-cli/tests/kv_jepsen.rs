@@ -12,7 +12,8 @@
 //! the end every fault is undone, all nodes are killed -9 at once and restarted (`--sync
 //! always`), every key is read into the history, and `ferry-linearizability` (porcupine) checks
 //! it. The history, and the checker's HTML visualization when it fails, stay in the directory
-//! the test prints.
+//! the test prints; on a failure so do the nodes' data and their logs (`nodeN.log`: openraft's
+//! log and the test's own notes of each start, kill and signal), whose last lines are printed.
 //!
 //! The clients live in a fourth namespace on the segment, not in the nodes' own: killing a
 //! node then leaves them running, and a partition puts them on the majority's side, as clients
