@@ -15,7 +15,7 @@ use openraft::raft::ClientWriteResponse;
 use openraft::{BasicNode, ChangeMembers, ServerState};
 
 use super::codec::{self, CodecError};
-use super::storage::Db;
+use super::storage::{Db, REFERENCE_MIN};
 use super::{
     Applied, CLUSTER_HEADER, Command, Copies, LEADER_TRAILER, NodeId, Op, Raft, TypeConfig, format_members,
     parse_members,
@@ -101,20 +101,34 @@ impl Shared {
         call: &AsyncCall,
         mut request: AsyncRequest<M>,
     ) -> Result<u64, Status> {
-        if request.frame().shared().is_none() {
+        let copied = request.frame().shared().is_none();
+        if copied {
             // Shared memory: the request lives in the client's memory; copied (re-encoded)
             // into this session's pool, which is the store's.
             request.detach(call.ctx());
             let len = request.frame().shared().map_or(0, |b| b.len());
             Copies::add(&self.copies.received, len);
         }
-        // TCP (and now shared memory): the request's own pool buffer, referenced.
-        let msg = request.frame().shared().cloned().ok_or_else(|| {
+        // TCP: the request's own pool buffer, referenced.
+        let mut msg = request.frame().shared().cloned().ok_or_else(|| {
             Status::new(
                 Code::Internal,
                 "the request could not be copied out of shared memory",
             )
         })?;
+        if !copied && msg.len() < REFERENCE_MIN {
+            // A small request shares its receive buffer (256 KiB) with the frames read with it,
+            // and the log holds its command until the next purge: thousands of small writes
+            // held the whole pool, and the leader refused every new connection (issue 27). It
+            // gets a buffer of its own size, as a small value does when applied; a large one
+            // was read into a buffer of its own and stays referenced.
+            Copies::add(&self.copies.received, msg.len());
+            msg = self
+                .store
+                .pool()
+                .copy_from(&msg)
+                .map_err(|e| Status::new(Code::ResourceExhausted, format!("copying the request: {e}")))?;
+        }
         let resp = self
             .raft
             .client_write(Command { op, msg })

@@ -404,7 +404,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 }
 
 /// Values at least this long are stored by reference into their log entry's command instead
-/// of copied when applied (a receive buffer in a leader, the command's own copy in a follower).
+/// of copied when applied (a receive buffer in a leader, the command's own copy in a follower);
+/// a leader copies a request shorter than this out of its receive buffer before proposing it.
 pub(crate) const REFERENCE_MIN: usize = 16 << 10;
 
 /// What has been applied to the store.
