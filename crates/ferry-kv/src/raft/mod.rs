@@ -20,7 +20,8 @@
 //!
 //! ```text
 //! client ── Put (Ferry message) ──► leader: frame read into a pool buffer (TCP; shm: copied in)
-//!   Command { op: Put, msg: SharedBuf of that frame }  (refcount, no copy)
+//!   Command { op: Put, msg: SharedBuf of that frame }  (refcount, no copy; under 16 KiB
+//!     copied into a buffer of its own size: the log must not hold a 256 KiB read buffer)
 //!   ├─► log: encoded into redb (the one copy to disk), fsync per --sync
 //!   ├─► followers: RaftFrame { body, commands: [msg] } the command by reference (gather)
 //!   │      follower: command copied from its receive buffer into its pool, logged

@@ -101,32 +101,33 @@ impl Shared {
         call: &AsyncCall,
         mut request: AsyncRequest<M>,
     ) -> Result<u64, Status> {
-        let detached = request.frame().shared().is_none();
-        if detached {
+        let copied = request.frame().shared().is_none();
+        if copied {
             // Shared memory: the request lives in the client's memory; copied (re-encoded)
             // into this session's pool, which is the store's.
             request.detach(call.ctx());
             let len = request.frame().shared().map_or(0, |b| b.len());
             Copies::add(&self.copies.received, len);
         }
+        // TCP: the request's own pool buffer, referenced.
         let mut msg = request.frame().shared().cloned().ok_or_else(|| {
             Status::new(
                 Code::Internal,
                 "the request could not be copied out of shared memory",
             )
         })?;
-        // TCP: a large command is its receive buffer, referenced. A small one is copied into a
-        // buffer of its own size: its log entry lives until the log is purged (up to 1.5 ×
-        // --snapshot-every entries), and referenced it would keep alive the whole receive
-        // buffer it came in (256 KiB).
-        if !detached && msg.len() < REFERENCE_MIN {
-            msg = self.store.pool().copy_from(&msg).map_err(|e| {
-                Status::new(
-                    Code::ResourceExhausted,
-                    format!("copying a command into the pool: {e}"),
-                )
-            })?;
+        if !copied && msg.len() < REFERENCE_MIN {
+            // A small request shares its receive buffer (256 KiB) with the frames read with it,
+            // and the log holds its command until the next purge: thousands of small writes
+            // held the whole pool, and the leader refused every new connection (issue 27). It
+            // gets a buffer of its own size, as a small value does when applied; a large one
+            // was read into a buffer of its own and stays referenced.
             Copies::add(&self.copies.received, msg.len());
+            msg = self
+                .store
+                .pool()
+                .copy_from(&msg)
+                .map_err(|e| Status::new(Code::ResourceExhausted, format!("copying the request: {e}")))?;
         }
         let resp = self
             .raft

@@ -321,9 +321,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId<NodeId>>) -> StorageResult<()> {
-        // Not made durable on its own: after a crash openraft learns the commit index again.
+        // Durable with `--sync always`, before the entries are applied and acknowledged: the
+        // state machine lives in memory, and a node restarted from a stale commit index would
+        // answer reads from a state before writes it acknowledged. openraft restores a node
+        // whose stored vote made it leader as leader at once, without an election or a new
+        // entry, and its read index is then this commit index (issue 27: every node killed
+        // -9 together, the first read after the restart missed the last two acknowledged
+        // writes).
         self.db
-            .set_meta(false, &[("committed", &codec::encode_log_id(&committed))])
+            .set_meta(
+                self.db.sync == Sync::Always,
+                &[("committed", &codec::encode_log_id(&committed))],
+            )
             .map_err(redb_write)
     }
 
@@ -395,7 +404,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 }
 
 /// Values at least this long are stored by reference into their log entry's command instead
-/// of copied when applied (a receive buffer in a leader, the command's own copy in a follower).
+/// of copied when applied (a receive buffer in a leader, the command's own copy in a follower);
+/// a leader copies a request shorter than this out of its receive buffer before proposing it.
 pub(crate) const REFERENCE_MIN: usize = 16 << 10;
 
 /// What has been applied to the store.
@@ -692,6 +702,51 @@ mod tests {
             let sm = StateMachine::open(db, store, copies).map_err(open)?;
             Ok((Scratch(dir), log, sm))
         }
+    }
+
+    /// Set by [`the_commit_index_survives_a_crash`] for the child process it starts: the data
+    /// directory the child saves a commit index in before it exits as a kill -9 would leave it.
+    const CRASH_CHILD: &str = "FERRY_KV_CRASH_CHILD_DIR";
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    }
+
+    fn log_store(dir: &Path) -> LogStore {
+        let db = Rc::new(Db::open(dir, 1, Sync::Always).expect("open the data directory"));
+        let store = Store::new(super::super::test_pool(), crate::StoreConfig::default());
+        LogStore::open(db, &store, Arc::new(Copies::default())).expect("open the log")
+    }
+
+    /// With `--sync always` the commit index saved before entries are applied (and their
+    /// writes acknowledged) is on disk when the process dies without a clean shutdown: a child
+    /// process saves it and exits at once (no destructor runs, as with kill -9), and the
+    /// parent reads it back.
+    #[test]
+    fn the_commit_index_survives_a_crash() {
+        let committed = Some(LogId::new(openraft::CommittedLeaderId::new(3, 1), 42));
+        if let Some(dir) = std::env::var_os(CRASH_CHILD) {
+            let mut log = log_store(Path::new(&dir));
+            block_on(log.save_committed(committed)).expect("save");
+            // Still open: exit runs no destructor, so redb does not shut down cleanly.
+            std::process::exit(0);
+        }
+        let dir = Scratch(std::env::temp_dir().join(format!("ferry-kv-crash-{}", std::process::id())));
+        let _ = std::fs::remove_dir_all(&dir.0);
+        let child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args([
+                "--exact",
+                "raft::storage::tests::the_commit_index_survives_a_crash",
+            ])
+            .env(CRASH_CHILD, &dir.0)
+            .output()
+            .expect("run the child");
+        assert!(child.status.success(), "the child failed: {child:?}");
+        let read = block_on(log_store(&dir.0).read_committed()).expect("read");
+        assert_eq!(read, committed, "the commit index saved before the crash");
     }
 
     /// openraft's own conformance suite for log stores and state machines: votes, appends,
