@@ -43,6 +43,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod aof;
 pub mod cmd;
 pub mod config;
 pub mod db;

@@ -172,15 +172,8 @@ impl Server {
         let mut dbs: Vec<Db> = (0..config.databases.max(1))
             .map(|_| Db::new(pool.clone(), config.keep_in_place_min))
             .collect();
-        let loaded = cmd::persist::load_at_start(&config, &pool, &mut dbs, now_ms())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if loaded > 0 {
-            eprintln!(
-                "ferry-redis: {loaded} keys loaded from {}",
-                config.dir.join(&config.dbfilename).display()
-            );
-        }
         let info = ServerInfo::new(config, plain_addr.map_or(0, |a| a.port()), run_id());
+        load(&info, &pool, &mut dbs)?;
         info.persist.loaded(cmd::persist::changes(&dbs));
         Ok(Server {
             shared: Arc::new(Shared {
@@ -292,6 +285,8 @@ impl ServerHandle {
 
     fn signal_stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        // What the AOF holds is written and synced, as Redis does on shutdown.
+        self.shared.info.aof.flush();
         for w in self.wakers.iter() {
             let _ = rustix::io::write(w, &1u64.to_ne_bytes());
         }
@@ -305,6 +300,34 @@ impl Drop for ServerHandle {
             let _ = t.join();
         }
     }
+}
+
+/// Loads the dataset at start: the AOF when `appendonly` is on (then opened for appending),
+/// else the RDB file, as Redis does.
+fn load(info: &ServerInfo, pool: &Pool, dbs: &mut [Db]) -> io::Result<()> {
+    let config = &info.config;
+    let now = now_ms();
+    let invalid = |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+    if config.appendonly {
+        let dir = info.persist.settings().dir;
+        info.aof
+            .load_at_start(&dir, dbs, info, now)
+            .map_err(|e| invalid(&e))?;
+        let keys: usize = dbs.iter().map(Db::len).sum();
+        if keys > 0 {
+            eprintln!("ferry-redis: {keys} keys loaded from the append only file");
+        }
+        let snap = crate::rdb::Snapshot::take(dbs.iter(), now);
+        return info.aof.open_at_start(&dir, &snap, now).map_err(|e| invalid(&e));
+    }
+    let loaded = cmd::persist::load_at_start(config, pool, dbs, now).map_err(|e| invalid(&e))?;
+    if loaded > 0 {
+        eprintln!(
+            "ferry-redis: {loaded} keys loaded from {}",
+            config.dir.join(&config.dbfilename).display()
+        );
+    }
+    Ok(())
 }
 
 /// `threads` listeners on `addr` (the first one's, after a port 0), or none.
@@ -512,7 +535,7 @@ impl EventLoop {
                 if self.shared.info.feed.is_active() {
                     cmd::replication::expired(&self.shared.info, &mut dbs);
                 }
-                cmd::persist::tick(&self.shared.info.persist, &dbs, now);
+                cmd::persist::tick(&self.shared.info, &dbs, now);
                 drop(dbs);
             }
         }
@@ -997,6 +1020,10 @@ impl EventLoop {
     fn write(&mut self, i: usize) -> Result<(), Close> {
         let shared = &*self.shared;
         let conn = self.conns[i].as_mut().expect("caller checked");
+        if !conn.out.is_empty() {
+            // `appendfsync always`: no reply leaves before the writes it reports are on disk.
+            shared.info.aof.wait_durable();
+        }
         loop {
             if !conn.out.is_empty() && !conn.net.sender().has_pending() {
                 Stats::add(&shared.info.stats.total_net_output_bytes, conn.out.len() as u64);
