@@ -857,3 +857,105 @@ fn files_size(st: &State) -> u64 {
         .map(|m| m.len())
         .sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ferry_testkit::Scratch;
+
+    use crate::cmd::harness::{Harness, OK, bulk, bulks, int};
+
+    fn harness(dir: &Scratch) -> Harness {
+        let mut h = Harness::new();
+        h.server.config.enable_debug_command = true;
+        assert_eq!(h.cmd(&format!("CONFIG SET dir {}", dir.0.display())), OK);
+        h
+    }
+
+    fn wait_rewrite(h: &Harness) {
+        let aof = h.server.aof.clone();
+        ferry_testkit::wait_until("the AOF rewrite", Duration::from_secs(60), || !aof.rewriting());
+        assert!(h.server.aof.last_rewrite_ok());
+    }
+
+    fn manifest(dir: &Scratch) -> String {
+        std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).unwrap()
+    }
+
+    fn check(h: &mut Harness) {
+        assert_eq!(h.cmd("GET a"), bulk("1"));
+        assert_eq!(h.cmd("PTTL b"), int(100_000));
+        assert_eq!(h.cmd("LRANGE l 0 -1"), bulks(&["x", "y"]));
+        assert_eq!(h.cmd("ZRANGE z 0 -1 WITHSCORES"), bulks(&["m", "0.5"]));
+        assert_eq!(h.cmd("SELECT 3"), OK);
+        assert_eq!(h.cmd("GET c"), bulk("3"));
+        assert_eq!(h.cmd("SELECT 0"), OK);
+        assert_eq!(h.cmd("DBSIZE"), int(4));
+    }
+
+    #[test]
+    fn turned_on_rewritten_and_loaded_back() {
+        let dir = Scratch::new("aof-harness");
+        let mut h = harness(&dir);
+        h.cmd("SET a 1");
+        assert_eq!(h.cmd("CONFIG SET appendonly yes"), OK);
+        assert_eq!(h.cmd("CONFIG GET appendonly"), bulks(&["appendonly", "yes"]));
+        wait_rewrite(&h);
+        assert_eq!(
+            manifest(&dir),
+            "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+        );
+        h.cmd("SET b 2 PX 100000");
+        h.cmd("RPUSH l x y");
+        h.cmd("ZADD z 0.5 m");
+        h.cmd("SELECT 3");
+        h.cmd("SET c 3");
+        h.cmd("SELECT 0");
+        assert_eq!(h.cmd("DEBUG LOADAOF"), OK);
+        check(&mut h);
+
+        assert_eq!(h.cmd("CONFIG SET aof-use-rdb-preamble no"), OK);
+        assert_eq!(
+            h.cmd("BGREWRITEAOF"),
+            "+Background append only file rewriting started\r\n"
+        );
+        wait_rewrite(&h);
+        assert_eq!(
+            manifest(&dir),
+            "file appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+        );
+        let files = std::fs::read_dir(dir.0.join("appendonlydir")).unwrap().count();
+        assert_eq!(files, 3, "the replaced base and incremental file are deleted");
+        let base = std::fs::read(dir.0.join("appendonlydir/appendonly.aof.2.base.aof")).unwrap();
+        assert!(base.starts_with(b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n"));
+        assert_eq!(h.cmd("DEBUG LOADAOF"), OK);
+        check(&mut h);
+
+        assert_eq!(h.cmd("CONFIG SET appendonly no"), OK);
+        assert!(h.cmd("INFO persistence").contains("aof_enabled:0\r\n"));
+        h.cmd("SET after off");
+        assert_eq!(h.cmd("DEBUG LOADAOF"), OK);
+        check(&mut h);
+    }
+
+    #[test]
+    fn the_base_as_commands() {
+        let pool = ferry_testkit::pool();
+        let mut db = crate::db::Db::new(pool.clone(), 4096);
+        let v = |s: &str| crate::db::Value::Str(pool.copy_from(s.as_bytes()).unwrap());
+        db.set(
+            b"k",
+            v("v"),
+            crate::db::Ttl::At(5000),
+            crate::db::SetIf::Always,
+            0,
+        );
+        let snap = crate::rdb::Snapshot::take([&db], 0);
+        let text = String::from_utf8(super::encode_base(&snap, false, 0)).unwrap();
+        assert_eq!(
+            text.replace("\r\n", " "),
+            "*2 $6 SELECT $1 0 *3 $3 SET $1 k $1 v *3 $9 PEXPIREAT $1 k $4 5000 "
+        );
+    }
+}
