@@ -26,6 +26,12 @@ impl Conn {
         Conn { stream, reader }
     }
 
+    /// A request whose connection may fail (a server being killed).
+    pub fn try_call(&mut self, args: &[&[u8]]) -> std::io::Result<Reply> {
+        self.stream.write_all(&super::encode(args))?;
+        self.reader.reply()
+    }
+
     pub fn call(&mut self, args: &[&[u8]]) -> Reply {
         self.stream.write_all(&super::encode(args)).expect("send");
         self.reader.reply().expect("reply")
