@@ -435,6 +435,9 @@ struct EventLoop {
     next_expire: Instant,
     /// The slots of this loop's clients that became replicas (`SYNC`).
     replicas: Vec<usize>,
+    /// Under `appendfsync always`: the clients whose replies wait for the end of the turn,
+    /// when one sync makes every write of the turn durable ([`EventLoop::write_deferred`]).
+    deferred: Vec<usize>,
 }
 
 impl EventLoop {
@@ -483,6 +486,7 @@ impl EventLoop {
             limits,
             next_expire: Instant::now(),
             replicas: Vec::new(),
+            deferred: Vec::new(),
             shared,
         })
     }
@@ -521,6 +525,7 @@ impl EventLoop {
                     t => self.client_event((t - FIRST_CLIENT) as usize, ev),
                 }
             }
+            self.write_deferred();
             self.expire_handshakes();
             self.expire_blocked();
             if self.index == 0 && Instant::now() >= self.next_expire {
@@ -713,7 +718,11 @@ impl EventLoop {
                     return self.drop_conn(i, why);
                 }
             };
-            if let Err(why) = self.write(i) {
+            if self.shared.info.aof.syncs_always() {
+                if !self.deferred.contains(&i) {
+                    self.deferred.push(i);
+                }
+            } else if let Err(why) = self.write(i) {
                 return self.drop_conn(i, why);
             }
             if !again {
@@ -725,8 +734,30 @@ impl EventLoop {
         if conn.client.replica && !self.replicas.contains(&i) {
             self.replicas.push(i);
         }
-        if conn.closing && !conn.net.sender().has_pending() {
+        if conn.closing && !conn.net.sender().has_pending() && !self.deferred.contains(&i) {
             self.drop_conn(i, Close::Eof);
+        }
+    }
+
+    /// Sends the replies deferred this turn, after one sync of the AOF for all of them (as
+    /// Redis syncs before it writes replies).
+    fn write_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        self.shared.info.aof.wait_durable();
+        for i in std::mem::take(&mut self.deferred) {
+            if self.conns.get(i).is_none_or(Option::is_none) {
+                continue;
+            }
+            if let Err(why) = self.write(i) {
+                self.drop_conn(i, why);
+                continue;
+            }
+            let conn = self.conns[i].as_mut().expect("still open");
+            if conn.closing && !conn.net.sender().has_pending() {
+                self.drop_conn(i, Close::Eof);
+            }
         }
     }
 

@@ -609,6 +609,11 @@ impl Aof {
             && (st.current_size - base.min(st.current_size)) * 100 / base >= s.auto_rewrite_percentage
     }
 
+    /// Whether replies wait for a sync (on, with `appendfsync always`).
+    pub fn syncs_always(&self) -> bool {
+        self.inner.always.load(Ordering::SeqCst)
+    }
+
     /// Blocks until every write the feed has propagated is written and synced, when the AOF
     /// is on with `appendfsync always` (else returns at once): a loop calls it before sending
     /// replies.
