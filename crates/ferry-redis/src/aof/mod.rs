@@ -24,6 +24,10 @@
 //! writes the new base on its own thread; the manifest then names the new base and the files
 //! opened since, and is swapped in by a rename. The files it replaced are deleted.
 //!
+//! Writes made while the first rewrite after `CONFIG SET appendonly yes` runs go to a
+//! temporary file the manifest lists only when that rewrite ends, as in Redis: a crash
+//! meanwhile loses them.
+//!
 //! Where this differs from Redis: there is no fork (the snapshot holds the values it shares
 //! with the keyspace until it is written); the single-file AOF of Redis before 7.0 is not
 //! read; a write error under `always` ends the process, as in Redis, and under the other
@@ -467,7 +471,7 @@ impl Aof {
                 first_incr = Some(seq);
             }
         } else {
-            let aof_dir = self.dir_in(dir);
+            let aof_dir = dir.join(&st.settings.dirname);
             std::fs::create_dir_all(&aof_dir).map_err(|e| format!("{}: {e}", aof_dir.display()))?;
             let manifest_path = aof_dir.join(manifest_name(&st.settings.filename));
             st.manifest = match std::fs::read(&manifest_path) {
@@ -939,9 +943,19 @@ mod tests {
 
         assert_eq!(h.cmd("CONFIG SET appendonly no"), OK);
         assert!(h.cmd("INFO persistence").contains("aof_enabled:0\r\n"));
-        h.cmd("SET after off");
         assert_eq!(h.cmd("DEBUG LOADAOF"), OK);
         check(&mut h);
+        // Off, a rewrite makes a base alone (a regression: it deadlocked on its own lock).
+        h.cmd("SET after off");
+        assert_eq!(
+            h.cmd("BGREWRITEAOF"),
+            "+Background append only file rewriting started\r\n"
+        );
+        wait_rewrite(&h);
+        assert_eq!(manifest(&dir), "file appendonly.aof.3.base.aof seq 3 type b\n");
+        h.cmd("DEL after");
+        assert_eq!(h.cmd("DEBUG LOADAOF"), OK);
+        assert_eq!(h.cmd("GET after"), bulk("off"));
     }
 
     #[test]
