@@ -154,12 +154,13 @@ impl Feed {
         self.set_active(&inner);
     }
 
-    /// Detaches sink `id` (its connection closed); whether any sink is left.
+    /// Detaches sink `id` (its connection closed); whether any sink (a replica or the AOF) is
+    /// left.
     pub fn detach(&self, id: u64) -> bool {
         let mut inner = self.lock();
         inner.sinks.retain(|s| s.id != id);
         self.set_active(&inner);
-        !inner.sinks.is_empty()
+        !inner.sinks.is_empty() || inner.aof.is_some()
     }
 
     /// The bytes waiting for sink `id` (empty if none, or if there is no such sink).

@@ -318,7 +318,12 @@ fn load(info: &ServerInfo, pool: &Pool, dbs: &mut [Db]) -> io::Result<()> {
             eprintln!("ferry-redis: {keys} keys loaded from the append only file");
         }
         let snap = crate::rdb::Snapshot::take(dbs.iter(), now);
-        return info.aof.open_at_start(&dir, &snap, now).map_err(|e| invalid(&e));
+        info.aof
+            .open_at_start(&dir, &snap, now)
+            .map_err(|e| invalid(&e))?;
+        // Keys expiry deletes go to the AOF as `DEL`s.
+        dbs.iter_mut().for_each(|db| db.log_expired(true));
+        return Ok(());
     }
     let loaded = cmd::persist::load_at_start(config, pool, dbs, now).map_err(|e| invalid(&e))?;
     if loaded > 0 {
@@ -1135,7 +1140,7 @@ impl EventLoop {
             // keeps the expired keys logged.
             let mut dbs = self.lock_dbs();
             if !self.shared.info.feed.detach(client.id) {
-                // The last replica left: nobody needs the expired keys any more.
+                // The last replica left, and there is no AOF: nobody needs the expired keys.
                 dbs.iter_mut().for_each(|db| db.log_expired(false));
             }
         }

@@ -499,12 +499,15 @@ impl Aof {
         let this = self.clone();
         let (name, dir) = (st.settings.filename.clone(), st.dir.clone());
         let preamble = st.settings.rdb_preamble;
+        static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let spawned = std::thread::Builder::new()
             .name("ferry-redis-aofrw".into())
             .spawn(move || {
                 let bytes = encode_base(&snapshot, preamble, now_ms);
                 drop(snapshot);
-                let temp = dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+                // Named apart: a rewrite dropped by turning the AOF off may still be writing.
+                let temp = dir.join(format!("temp-rewriteaof-bg-{}-{n}.aof", std::process::id()));
                 let result = write_synced(&temp, &bytes).and_then(|()| this.install(job, &temp, preamble));
                 if let Err(e) = &result {
                     eprintln!("ferry-redis: background AOF rewrite of {name} failed: {e}");
@@ -531,9 +534,9 @@ impl Aof {
             self.inner.rewriting.store(false, Ordering::SeqCst);
         };
         if job.generation != st.generation {
-            // The AOF was turned off meanwhile: Redis kills the rewrite.
+            // The AOF was turned off meanwhile (Redis kills the rewrite), which ended this
+            // rewrite's state: another may run now.
             let _ = std::fs::remove_file(temp);
-            finish(&mut st, true);
             return Ok(());
         }
         let base_seq = st.manifest.base.as_ref().map_or(0, |b| b.seq) + 1;
@@ -956,6 +959,59 @@ mod tests {
         h.cmd("DEL after");
         assert_eq!(h.cmd("DEBUG LOADAOF"), OK);
         assert_eq!(h.cmd("GET after"), bulk("off"));
+    }
+
+    #[test]
+    fn an_automatic_rewrite_is_due_when_the_files_doubled() {
+        let dir = Scratch::new("aof-auto");
+        let mut h = harness(&dir);
+        assert_eq!(h.cmd("CONFIG SET appendonly yes"), OK);
+        wait_rewrite(&h);
+        assert_eq!(h.cmd("CONFIG SET auto-aof-rewrite-min-size 1"), OK);
+        let aof = h.server.aof.clone();
+        assert!(!aof.rewrite_due(), "no growth yet");
+        let base: u64 = info_field(&mut h, "aof_base_size");
+        let mut n = 0;
+        while info_field(&mut h, "aof_current_size") < 2 * base {
+            n += 1;
+            h.cmd(&format!("SET key:{n} {}", "v".repeat(64)));
+            aof.flush();
+        }
+        assert!(aof.rewrite_due());
+        assert_eq!(h.cmd("CONFIG SET auto-aof-rewrite-percentage 0"), OK);
+        assert!(!aof.rewrite_due(), "off");
+    }
+
+    #[test]
+    fn writes_reach_the_incremental_file_as_propagated() {
+        let dir = Scratch::new("aof-incr");
+        let mut h = harness(&dir);
+        assert_eq!(h.cmd("CONFIG SET appendonly yes"), OK);
+        wait_rewrite(&h);
+        let now = h.now_ms;
+        h.cmd("SET k v PX 10");
+        h.cmd("GET nothing");
+        h.now_ms += 11;
+        h.cmd("GET k");
+        h.server.aof.flush();
+        let incr = std::fs::read(dir.0.join("appendonlydir/appendonly.aof.1.incr.aof")).unwrap();
+        assert_eq!(
+            String::from_utf8(incr).unwrap().replace("\r\n", " "),
+            format!(
+                "*2 $6 SELECT $1 0 *5 $3 SET $1 k $1 v $4 PXAT $13 {} *2 $3 DEL $1 k ",
+                now + 10
+            ),
+            "the expiry absolute, the expired key deleted, the read left out"
+        );
+    }
+
+    fn info_field(h: &mut Harness, name: &str) -> u64 {
+        let info = h.cmd("INFO persistence");
+        let line = info
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap();
+        line.parse().unwrap()
     }
 
     #[test]

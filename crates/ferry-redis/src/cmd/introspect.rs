@@ -526,9 +526,9 @@ mod tests {
             bulks(&["busy-reply-threshold", "10"])
         );
         assert_eq!(
-            h.cmd("CONFIG SET set-max-intset-entries 1 appendonly yes"),
+            h.cmd("CONFIG SET set-max-intset-entries 1 databases 4"),
             err(
-                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - this server's configuration is read-only: set it when starting the server"
+                "ERR CONFIG SET failed (possibly related to argument 'databases') - this server's configuration is read-only: set it when starting the server"
             )
         );
         assert_eq!(

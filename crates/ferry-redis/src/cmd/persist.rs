@@ -555,17 +555,25 @@ pub fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
 /// `CONFIG SET appendonly yes|no`: on, a rewrite of the keyspace as it is now starts the
 /// files; off, the file is synced and closed.
 pub fn set_appendonly(ctx: &mut Ctx<'_>, on: bool) -> Result<(), String> {
-    let aof = &ctx.server.aof;
+    let server = ctx.server;
+    let aof = &server.aof;
     if !on {
         aof.turn_off();
+        if !server.feed.is_active() {
+            // Nobody needs the keys expiry deletes any more (a replica may still).
+            all_dbs_mut(ctx).into_iter().for_each(|db| db.log_expired(false));
+        }
         return Ok(());
     }
     if aof.enabled() {
         return Ok(());
     }
     let (snap, _) = snapshot(&all_dbs(ctx), ctx.now_ms);
-    let dir = ctx.server.persist.settings().dir;
-    aof.turn_on(&dir, snap, ctx.now_ms)
+    let dir = server.persist.settings().dir;
+    aof.turn_on(&dir, snap, ctx.now_ms)?;
+    // Keys expiry deletes go to the AOF as `DEL`s, as to a replica.
+    all_dbs_mut(ctx).into_iter().for_each(|db| db.log_expired(true));
+    Ok(())
 }
 
 /// `DEBUG LOADAOF`: syncs the AOF, empties every database and loads the AOF directory back,
