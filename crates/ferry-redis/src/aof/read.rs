@@ -284,3 +284,44 @@ impl From<ReadError> for AofError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The commands of `bytes` as text, and how they ended.
+    fn read(bytes: &[u8]) -> Result<(Vec<String>, Ending), ReadError> {
+        let mut seen = Vec::new();
+        let ending = read_commands::<ReadError>(bytes, 1024, |args, at| {
+            let words: Vec<String> = args
+                .iter_from(0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            seen.push(format!("{}@{}", words.join(" "), at.start));
+            Ok(())
+        })?;
+        Ok((seen, ending))
+    }
+
+    #[test]
+    fn commands_annotations_and_a_torn_end() {
+        let file = b"*1\r\n$5\r\nMULTI\r\n#TS:1700000000\r\n*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n*2\r\n$3\r\nDEL";
+        let (seen, ending) = read(file).unwrap();
+        assert_eq!(seen, ["MULTI@0", "DEL k@31"]);
+        assert_eq!(ending, Ending::Torn { valid_up_to: 51 });
+        assert_eq!(read(&file[..51]).unwrap().1, Ending::Whole);
+        assert_eq!(read(b"#no newline").unwrap().1, Ending::Torn { valid_up_to: 0 });
+    }
+
+    #[test]
+    fn what_is_not_a_command_is_named_with_its_byte() {
+        let e = read(b"*1\r\n$4\r\nPING\r\nSET k v\r\n").unwrap_err();
+        assert_eq!(e.offset, 14);
+        assert_eq!(e.what, "a command starts with '*', not byte 0x53");
+        let e = read(b"*1\r\n$9999\r\n").unwrap_err();
+        assert_eq!(
+            (e.offset, e.what.as_str()),
+            (5, "Protocol error: invalid bulk length")
+        );
+    }
+}
