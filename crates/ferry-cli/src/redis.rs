@@ -81,6 +81,25 @@ pub struct Args {
     /// background save when both are reached); "" (the default) saves only when asked.
     #[arg(long, default_value = "")]
     save: String,
+    /// The append-only file (Redis 7.0's multi-part AOF in --dir/--appenddirname): every write
+    /// logged; when on, it is what loads at start (not the RDB file).
+    #[arg(long, default_value = "no", value_parser = ["yes", "no"])]
+    appendonly: String,
+    /// When the AOF is synced: always (before each reply), everysec, or no (the kernel decides).
+    #[arg(long, default_value = "everysec", value_parser = ["always", "everysec", "no"])]
+    appendfsync: String,
+    /// The AOF's directory, in --dir.
+    #[arg(long, default_value = "appendonlydir")]
+    appenddirname: String,
+    /// The AOF files' base name.
+    #[arg(long, default_value = "appendonly.aof")]
+    appendfilename: String,
+    /// Whether a rewritten AOF's base is an RDB file (else commands).
+    #[arg(long, default_value = "yes", value_parser = ["yes", "no"])]
+    aof_use_rdb_preamble: String,
+    /// Whether an AOF whose last command is torn loads, cut before it (else start fails).
+    #[arg(long, default_value = "yes", value_parser = ["yes", "no"])]
+    aof_load_truncated: String,
 }
 
 /// A size in bytes with redis.conf's suffixes (`1gb`, `64mb`, `4k`; `k`/`kb` = 1024).
@@ -160,6 +179,13 @@ pub fn run(args: &Args) -> Result<(), String> {
         dbfilename: args.dbfilename.clone(),
         save: ferry_redis::cmd::persist::parse_save(args.save.as_bytes())
             .ok_or_else(|| format!("redis: --save {:?}: not \"seconds changes\" pairs", args.save))?,
+        appendonly: args.appendonly == "yes",
+        appendfsync: ferry_redis::aof::Fsync::parse(args.appendfsync.as_bytes())
+            .unwrap_or(defaults.appendfsync),
+        appenddirname: args.appenddirname.clone(),
+        appendfilename: args.appendfilename.clone(),
+        aof_use_rdb_preamble: args.aof_use_rdb_preamble == "yes",
+        aof_load_truncated: args.aof_load_truncated == "yes",
         ..defaults
     };
     let threshold = config.zero_copy_threshold;

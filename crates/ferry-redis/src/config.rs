@@ -70,6 +70,19 @@ pub struct Config {
     /// `changes` writes happened and `seconds` passed since the last save. Empty by default
     /// (redis-server's default is `3600 1 300 100 60 10000`): nothing is saved unless asked.
     pub save: Vec<(u64, u64)>,
+    /// `appendonly`: the AOF is on ([`crate::aof`]); at start it is loaded instead of the RDB
+    /// file, as Redis does.
+    pub appendonly: bool,
+    /// `appendfsync` (default `everysec`, as Redis).
+    pub appendfsync: crate::aof::Fsync,
+    /// `appenddirname`: the AOF's directory in `dir` (default `appendonlydir`).
+    pub appenddirname: String,
+    /// `appendfilename`: the AOF files' base name (default `appendonly.aof`).
+    pub appendfilename: String,
+    /// `aof-use-rdb-preamble`: a rewrite's base is an RDB file (default), else commands.
+    pub aof_use_rdb_preamble: bool,
+    /// `aof-load-truncated`: load an AOF whose last command is torn, cut before it (default).
+    pub aof_load_truncated: bool,
 }
 
 /// The TLS listener: `bind`'s address on its own port, with ferry-net's TLS (rustls).
@@ -110,6 +123,12 @@ impl Default for Config {
             dir: PathBuf::from("."),
             dbfilename: "dump.rdb".into(),
             save: Vec::new(),
+            appendonly: false,
+            appendfsync: crate::aof::Fsync::Everysec,
+            appenddirname: "appendonlydir".into(),
+            appendfilename: "appendonly.aof".into(),
+            aof_use_rdb_preamble: true,
+            aof_load_truncated: true,
         }
     }
 }

@@ -14,9 +14,11 @@
 //! ```
 //!
 //! A sink that holds more than its limit unread is cut off ([`Overflow`]), as Redis bounds a
-//! replica's output buffer.
+//! replica's output buffer. The AOF's sink ([`attach_aof`](Feed::attach_aof)) has no limit:
+//! its writer takes the bytes as they come, and counts them ([`Feed::aof_end`]) so that a
+//! loop can wait until what it propagated is on disk.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::resp::client::encode_command;
@@ -37,8 +39,13 @@ type Notify = Box<dyn Fn() + Send + Sync>;
 pub struct Feed {
     /// Whether any sink is attached: the one check the command path makes when none is.
     active: AtomicBool,
+    /// While the AOF is being loaded (`DEBUG LOADAOF`): nothing propagates.
+    loading: AtomicBool,
     inner: Mutex<Inner>,
     notify: OnceLock<Notify>,
+    aof_notify: OnceLock<Notify>,
+    /// [`Inner::aof_end`], readable without the lock.
+    aof_end: AtomicU64,
 }
 
 impl std::fmt::Debug for Feed {
@@ -54,6 +61,10 @@ struct Inner {
     sinks: Vec<Sink>,
     /// Commands of a transaction being executed, with their databases.
     tx: Option<Vec<(usize, Vec<u8>)>>,
+    /// The AOF's unwritten bytes, while it is attached.
+    aof: Option<Vec<u8>>,
+    /// Bytes ever given to the AOF sink.
+    aof_end: u64,
 }
 
 #[derive(Debug)]
@@ -74,9 +85,59 @@ impl Feed {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether any sink is attached.
+    /// Installs the function that wakes the AOF's writer (once; later calls are ignored).
+    pub fn set_aof_notify(&self, notify: impl Fn() + Send + Sync + 'static) {
+        let _ = self.aof_notify.set(Box::new(notify));
+    }
+
+    /// Whether any sink is attached (and the AOF is not being loaded).
     pub fn is_active(&self) -> bool {
-        self.active.load(Ordering::SeqCst)
+        self.active.load(Ordering::SeqCst) && !self.loading.load(Ordering::SeqCst)
+    }
+
+    /// Stops (`true`) or resumes propagation while the AOF is loaded into the keyspace.
+    pub fn set_loading(&self, loading: bool) {
+        self.loading.store(loading, Ordering::SeqCst);
+    }
+
+    fn set_active(&self, inner: &Inner) {
+        let any = !inner.sinks.is_empty() || inner.aof.is_some();
+        self.active.store(any, Ordering::SeqCst);
+    }
+
+    /// Attaches the AOF's sink; the next command starts with a `SELECT`. Returns
+    /// [`aof_end`](Self::aof_end) now.
+    pub fn attach_aof(&self) -> u64 {
+        let mut inner = self.lock();
+        inner.last_db = None;
+        inner.aof = Some(Vec::new());
+        self.set_active(&inner);
+        inner.aof_end
+    }
+
+    /// Detaches the AOF's sink: the bytes it had not taken.
+    pub fn detach_aof(&self) -> Vec<u8> {
+        let mut inner = self.lock();
+        let rest = inner.aof.take().unwrap_or_default();
+        self.set_active(&inner);
+        rest
+    }
+
+    /// The bytes waiting for the AOF, and [`aof_end`](Self::aof_end) after them.
+    pub fn take_aof(&self) -> (Vec<u8>, u64) {
+        let mut inner = self.lock();
+        let end = inner.aof_end;
+        (inner.aof.as_mut().map(std::mem::take).unwrap_or_default(), end)
+    }
+
+    /// How many bytes the AOF's sink has been given, ever.
+    pub fn aof_end(&self) -> u64 {
+        self.aof_end.load(Ordering::SeqCst)
+    }
+
+    /// The next command starts with a `SELECT` (a new AOF file starts).
+    pub fn reselect(&self) {
+        self.lock().last_db = None;
     }
 
     /// Attaches sink `id` (a client id), which may hold `limit` unread bytes; the next command
@@ -90,16 +151,16 @@ impl Feed {
             limit,
             overflowed: false,
         });
-        self.active.store(true, Ordering::SeqCst);
+        self.set_active(&inner);
     }
 
-    /// Detaches sink `id` (its connection closed); whether any sink is left.
+    /// Detaches sink `id` (its connection closed); whether any sink (a replica or the AOF) is
+    /// left.
     pub fn detach(&self, id: u64) -> bool {
         let mut inner = self.lock();
         inner.sinks.retain(|s| s.id != id);
-        let any = !inner.sinks.is_empty();
-        self.active.store(any, Ordering::SeqCst);
-        any
+        self.set_active(&inner);
+        !inner.sinks.is_empty() || inner.aof.is_some()
     }
 
     /// The bytes waiting for sink `id` (empty if none, or if there is no such sink).
@@ -136,9 +197,8 @@ impl Feed {
             let db = tx.last().map_or(0, |c| c.0);
             inner.emit(db, b"*1\r\n$4\r\nEXEC\r\n");
         }
-        drop(inner);
         if !tx.is_empty() {
-            self.wake();
+            self.wake(inner);
         }
     }
 
@@ -152,12 +212,18 @@ impl Feed {
             return;
         }
         inner.emit(db, &bytes);
-        drop(inner);
-        self.wake();
+        self.wake(inner);
     }
 
-    fn wake(&self) {
-        if let Some(notify) = self.notify.get() {
+    /// Publishes the AOF's end and wakes the sinks' owners, after the lock.
+    fn wake(&self, inner: std::sync::MutexGuard<'_, Inner>) {
+        let (replicas, aof) = (!inner.sinks.is_empty(), inner.aof.is_some());
+        self.aof_end.store(inner.aof_end, Ordering::SeqCst);
+        drop(inner);
+        if replicas && let Some(notify) = self.notify.get() {
+            notify();
+        }
+        if aof && let Some(notify) = self.aof_notify.get() {
             notify();
         }
     }
@@ -170,6 +236,11 @@ impl Inner {
         if self.last_db != Some(db) {
             encode_command(&mut select, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
             self.last_db = Some(db);
+        }
+        if let Some(aof) = &mut self.aof {
+            aof.extend_from_slice(&select);
+            aof.extend_from_slice(bytes);
+            self.aof_end += (select.len() + bytes.len()) as u64;
         }
         for s in self.sinks.iter_mut().filter(|s| !s.overflowed) {
             s.pending.extend_from_slice(&select);

@@ -23,17 +23,20 @@
 //! count, so an overwrite or `DEL` in the same pipeline leaves the bytes being sent intact.
 //!
 //! Persistence is Redis's RDB file ([`rdb`]: the format, without I/O; [`cmd::persist`]:
-//! `SAVE`, `BGSAVE`, save points, loading at start), and `SYNC` streams the dataset and then
-//! every write ([`feed`], [`cmd::replication`]).
+//! `SAVE`, `BGSAVE`, save points, loading at start) and Redis 7.0's multi-part AOF ([`aof`]:
+//! every write as the feed propagates it, `appendfsync always|everysec|no`, rewrites on a
+//! thread), and `SYNC` streams the dataset and then every write ([`feed`],
+//! [`cmd::replication`]).
 //!
-//! What it is not: durable between snapshots (no AOF yet), a master a replica can follow
+//! What it is not: a reader of Redis's pre-7.0 single-file AOF, a master a replica can follow
 //! (no backlog, `PSYNC` is always a full resynchronization), clustered, or a full Redis (see
 //! [`cmd`] for the commands it has: 16 databases, transactions, pub/sub and the blocking list
 //! and sorted-set commands; no keyspace notifications, scripting or streams; no eviction:
 //! writes beyond `maxmemory` get Redis's OOM error).
 //!
 //! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`rdb`] the
-//! snapshot format without I/O; [`feed`] the propagation stream's framing and fan-out; [`db`] a
+//! snapshot format without I/O; [`aof`] the append-only file (its manifest and command reader
+//! are decoders of untrusted bytes, its writer a thread); [`feed`] the propagation stream's framing and fan-out; [`db`] a
 //! database, the keyspace ([`fields`]: the table inside a hash or a set; [`zset`]: a sorted
 //! set); [`cmd`] the commands, and a connection's protocol state (selected database, open
 //! transaction, watched keys, subscriptions, the blocking command it waits in) in
@@ -43,6 +46,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod aof;
 pub mod cmd;
 pub mod config;
 pub mod db;

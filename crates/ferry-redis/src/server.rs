@@ -172,15 +172,8 @@ impl Server {
         let mut dbs: Vec<Db> = (0..config.databases.max(1))
             .map(|_| Db::new(pool.clone(), config.keep_in_place_min))
             .collect();
-        let loaded = cmd::persist::load_at_start(&config, &pool, &mut dbs, now_ms())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if loaded > 0 {
-            eprintln!(
-                "ferry-redis: {loaded} keys loaded from {}",
-                config.dir.join(&config.dbfilename).display()
-            );
-        }
         let info = ServerInfo::new(config, plain_addr.map_or(0, |a| a.port()), run_id());
+        load(&info, &pool, &mut dbs)?;
         info.persist.loaded(cmd::persist::changes(&dbs));
         Ok(Server {
             shared: Arc::new(Shared {
@@ -292,6 +285,8 @@ impl ServerHandle {
 
     fn signal_stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        // What the AOF holds is written and synced, as Redis does on shutdown.
+        self.shared.info.aof.flush();
         for w in self.wakers.iter() {
             let _ = rustix::io::write(w, &1u64.to_ne_bytes());
         }
@@ -305,6 +300,39 @@ impl Drop for ServerHandle {
             let _ = t.join();
         }
     }
+}
+
+/// Loads the dataset at start: the AOF when `appendonly` is on (then opened for appending),
+/// else the RDB file, as Redis does.
+fn load(info: &ServerInfo, pool: &Pool, dbs: &mut [Db]) -> io::Result<()> {
+    let config = &info.config;
+    let now = now_ms();
+    let invalid = |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+    if config.appendonly {
+        let dir = info.persist.settings().dir;
+        info.aof
+            .load_at_start(&dir, dbs, info, now)
+            .map_err(|e| invalid(&e))?;
+        let keys: usize = dbs.iter().map(Db::len).sum();
+        if keys > 0 {
+            eprintln!("ferry-redis: {keys} keys loaded from the append only file");
+        }
+        let snap = crate::rdb::Snapshot::take(dbs.iter(), now);
+        info.aof
+            .open_at_start(&dir, &snap, now)
+            .map_err(|e| invalid(&e))?;
+        // Keys expiry deletes go to the AOF as `DEL`s.
+        dbs.iter_mut().for_each(|db| db.log_expired(true));
+        return Ok(());
+    }
+    let loaded = cmd::persist::load_at_start(config, pool, dbs, now).map_err(|e| invalid(&e))?;
+    if loaded > 0 {
+        eprintln!(
+            "ferry-redis: {loaded} keys loaded from {}",
+            config.dir.join(&config.dbfilename).display()
+        );
+    }
+    Ok(())
 }
 
 /// `threads` listeners on `addr` (the first one's, after a port 0), or none.
@@ -412,6 +440,9 @@ struct EventLoop {
     next_expire: Instant,
     /// The slots of this loop's clients that became replicas (`SYNC`).
     replicas: Vec<usize>,
+    /// Under `appendfsync always`: the clients whose replies wait for the end of the turn,
+    /// when one sync makes every write of the turn durable ([`EventLoop::write_deferred`]).
+    deferred: Vec<usize>,
 }
 
 impl EventLoop {
@@ -460,6 +491,7 @@ impl EventLoop {
             limits,
             next_expire: Instant::now(),
             replicas: Vec::new(),
+            deferred: Vec::new(),
             shared,
         })
     }
@@ -498,6 +530,7 @@ impl EventLoop {
                     t => self.client_event((t - FIRST_CLIENT) as usize, ev),
                 }
             }
+            self.write_deferred();
             self.expire_handshakes();
             self.expire_blocked();
             if self.index == 0 && Instant::now() >= self.next_expire {
@@ -512,7 +545,7 @@ impl EventLoop {
                 if self.shared.info.feed.is_active() {
                     cmd::replication::expired(&self.shared.info, &mut dbs);
                 }
-                cmd::persist::tick(&self.shared.info.persist, &dbs, now);
+                cmd::persist::tick(&self.shared.info, &dbs, now);
                 drop(dbs);
             }
         }
@@ -690,7 +723,11 @@ impl EventLoop {
                     return self.drop_conn(i, why);
                 }
             };
-            if let Err(why) = self.write(i) {
+            if self.shared.info.aof.syncs_always() {
+                if !self.deferred.contains(&i) {
+                    self.deferred.push(i);
+                }
+            } else if let Err(why) = self.write(i) {
                 return self.drop_conn(i, why);
             }
             if !again {
@@ -702,8 +739,30 @@ impl EventLoop {
         if conn.client.replica && !self.replicas.contains(&i) {
             self.replicas.push(i);
         }
-        if conn.closing && !conn.net.sender().has_pending() {
+        if conn.closing && !conn.net.sender().has_pending() && !self.deferred.contains(&i) {
             self.drop_conn(i, Close::Eof);
+        }
+    }
+
+    /// Sends the replies deferred this turn, after one sync of the AOF for all of them (as
+    /// Redis syncs before it writes replies).
+    fn write_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        self.shared.info.aof.wait_durable();
+        for i in std::mem::take(&mut self.deferred) {
+            if self.conns.get(i).is_none_or(Option::is_none) {
+                continue;
+            }
+            if let Err(why) = self.write(i) {
+                self.drop_conn(i, why);
+                continue;
+            }
+            let conn = self.conns[i].as_mut().expect("still open");
+            if conn.closing && !conn.net.sender().has_pending() {
+                self.drop_conn(i, Close::Eof);
+            }
         }
     }
 
@@ -997,6 +1056,10 @@ impl EventLoop {
     fn write(&mut self, i: usize) -> Result<(), Close> {
         let shared = &*self.shared;
         let conn = self.conns[i].as_mut().expect("caller checked");
+        if !conn.out.is_empty() {
+            // `appendfsync always`: no reply leaves before the writes it reports are on disk.
+            shared.info.aof.wait_durable();
+        }
         loop {
             if !conn.out.is_empty() && !conn.net.sender().has_pending() {
                 Stats::add(&shared.info.stats.total_net_output_bytes, conn.out.len() as u64);
@@ -1077,7 +1140,7 @@ impl EventLoop {
             // keeps the expired keys logged.
             let mut dbs = self.lock_dbs();
             if !self.shared.info.feed.detach(client.id) {
-                // The last replica left: nobody needs the expired keys any more.
+                // The last replica left, and there is no AOF: nobody needs the expired keys.
                 dbs.iter_mut().for_each(|db| db.log_expired(false));
             }
         }

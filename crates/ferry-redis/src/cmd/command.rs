@@ -226,6 +226,7 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
 static DOCS: &[(&str, &str, &str)] = &[
     ("append", "2.0.0", "O(1)"),
     ("auth", "1.0.0", "O(1)"),
+    ("bgrewriteaof", "1.0.0", "O(1)"),
     ("bgsave", "1.0.0", "O(1)"),
     ("blmove", "6.2.0", "O(1)"),
     ("blmpop", "7.0.0", "O(N+M) where N is the number of provided keys and M is the number of elements returned."),

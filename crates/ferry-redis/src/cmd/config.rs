@@ -3,12 +3,14 @@
 //! Where this differs from Redis, and why:
 //! - `CONFIG` changes little: the configuration is fixed when the server starts, except
 //!   `maxmemory`, the `pubsub` class of `client-output-buffer-limit`, and the persistence
-//!   settings `dir`, `dbfilename` and `save` ([`persist`](super::persist)). `CONFIG GET` knows
+//!   settings `dir`, `dbfilename` and `save` ([`persist`](super::persist)), and the AOF's
+//!   `appendonly`, `appendfsync`, `aof-use-rdb-preamble`, `aof-load-truncated` and
+//!   `auto-aof-rewrite-*` ([`crate::aof`]; `appenddirname` and `appendfilename` are fixed at
+//!   start, as in Redis). `CONFIG GET` knows
 //!   the parameters clients ask for ([`CONFIG_PARAMS`]) and the [`INERT_PARAMS`]: Redis's encoding thresholds and replication and scripting knobs,
 //!   which `CONFIG SET` accepts (with Redis's checks and errors) and reports back, but which
 //!   change nothing in Ferry (it has one representation per type). `CONFIG SET` of another
-//!   parameter accepts the value it already has (`CONFIG SET save ""` and `appendonly no`,
-//!   which test harnesses send, succeed) and refuses a change with Redis's
+//!   parameter accepts the value it already has and refuses a change with Redis's
 //!   `ERR CONFIG SET failed (possibly related to argument '..') - ...` error. `CONFIG
 //!   RESETSTAT` zeroes the server-wide counters of `INFO stats` (not the keyspace's hit, miss
 //!   and expiry counters, which the keyspace owns). `CONFIG REWRITE` answers as Redis does
@@ -35,7 +37,14 @@ pub static CONFIG_SUBS: &[Sub] = &[
 
 /// The parameters `CONFIG GET` knows, in the order `CONFIG GET *` lists them.
 pub const CONFIG_PARAMS: &[&str] = &[
+    "aof-load-truncated",
+    "aof-use-rdb-preamble",
+    "appenddirname",
+    "appendfilename",
+    "appendfsync",
     "appendonly",
+    "auto-aof-rewrite-min-size",
+    "auto-aof-rewrite-percentage",
     "bind",
     "client-output-buffer-limit",
     "client-query-buffer-limit",
@@ -150,7 +159,14 @@ fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
         }
     };
     match name {
-        "appendonly" => "no".into(),
+        "appendonly" => yes_no(ctx.server.aof.enabled()),
+        "appendfsync" => ctx.server.aof.settings().fsync.name().into(),
+        "appenddirname" => ctx.server.aof.settings().dirname,
+        "appendfilename" => ctx.server.aof.settings().filename,
+        "aof-use-rdb-preamble" => yes_no(ctx.server.aof.settings().rdb_preamble),
+        "aof-load-truncated" => yes_no(ctx.server.aof.settings().load_truncated),
+        "auto-aof-rewrite-percentage" => ctx.server.aof.settings().auto_rewrite_percentage.to_string(),
+        "auto-aof-rewrite-min-size" => ctx.server.aof.settings().auto_rewrite_min_size.to_string(),
         "bind" => config.bind.ip().to_string(),
         "client-output-buffer-limit" => {
             let p = ctx
@@ -186,6 +202,21 @@ fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
         "timeout" => "0".into(),
         "tls-port" => config.tls.as_ref().map_or(0, |t| t.port).to_string(),
         _ => String::new(),
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
+}
+
+/// `yes` or `no` (any case).
+fn parse_yes_no(value: &[u8]) -> Option<bool> {
+    if value.eq_ignore_ascii_case(b"yes") {
+        Some(true)
+    } else if value.eq_ignore_ascii_case(b"no") {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -280,6 +311,18 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
                 .then(|| "Invalid save parameters".to_string()),
             Param::Fixed("dir") => super::persist::check_dir(value).err(),
             Param::Fixed("dbfilename") => super::persist::check_dbfilename(value).err(),
+            Param::Fixed("appendonly" | "aof-use-rdb-preamble" | "aof-load-truncated") => parse_yes_no(value)
+                .is_none()
+                .then(|| "argument must be 'yes' or 'no'".to_string()),
+            Param::Fixed("appendfsync") => crate::aof::Fsync::parse(value)
+                .is_none()
+                .then(|| "argument(s) must be one of the following: always, everysec, no".to_string()),
+            Param::Fixed("auto-aof-rewrite-percentage") => parse_i64(value)
+                .is_none_or(|n| n < 0)
+                .then(|| "argument must be a non-negative integer".to_string()),
+            Param::Fixed("auto-aof-rewrite-min-size") => parse_memory(value)
+                .is_none()
+                .then(|| "argument must be a memory value".to_string()),
             Param::Fixed(_) if value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) => None,
             Param::Fixed(_) => {
                 Some("this server's configuration is read-only: set it when starting the server".into())
@@ -295,7 +338,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             return out.error(msg);
         }
     }
-    let mut values = ctx.server.inert.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = ctx.server;
+    let mut appendonly = None;
+    let mut values = server.inert.lock().unwrap_or_else(PoisonError::into_inner);
     for (param, _, value) in pairs {
         match param {
             Param::Inert(i) => values[i] = String::from_utf8_lossy(value).to_ascii_lowercase(),
@@ -318,8 +363,37 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             Param::Fixed("save") => drop(ctx.server.persist.set_save(value)),
             Param::Fixed("dir") => drop(ctx.server.persist.set_dir(value)),
             Param::Fixed("dbfilename") => drop(ctx.server.persist.set_dbfilename(value)),
+            Param::Fixed("appendonly") => appendonly = parse_yes_no(value),
+            Param::Fixed("appendfsync") => {
+                let fsync = crate::aof::Fsync::parse(value).expect("checked above");
+                server.aof.update(|s| s.fsync = fsync);
+            }
+            Param::Fixed("aof-use-rdb-preamble") => {
+                let on = parse_yes_no(value).expect("checked above");
+                server.aof.update(|s| s.rdb_preamble = on);
+            }
+            Param::Fixed("aof-load-truncated") => {
+                let on = parse_yes_no(value).expect("checked above");
+                server.aof.update(|s| s.load_truncated = on);
+            }
+            Param::Fixed("auto-aof-rewrite-percentage") => {
+                let n = parse_i64(value).expect("checked above") as u64;
+                server.aof.update(|s| s.auto_rewrite_percentage = n);
+            }
+            Param::Fixed("auto-aof-rewrite-min-size") => {
+                let n = parse_memory(value).expect("checked above") as u64;
+                server.aof.update(|s| s.auto_rewrite_min_size = n);
+            }
             Param::Fixed(_) => {}
         }
+    }
+    drop(values);
+    if let Some(on) = appendonly
+        && let Err(e) = super::persist::set_appendonly(ctx, on)
+    {
+        return out.error(format!(
+            "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}"
+        ));
     }
     out.ok();
 }

@@ -177,10 +177,9 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
             field!(s, "rdb_last_save_time", persist.lastsave());
             let status = if persist.last_bgsave_ok() { "ok" } else { "err" };
             field!(s, "rdb_last_bgsave_status", status);
-            field!(s, "aof_enabled", 0);
-            field!(s, "aof_rewrite_in_progress", 0);
-            field!(s, "aof_last_bgrewrite_status", "ok");
-            field!(s, "aof_last_write_status", "ok");
+            for (key, value) in server.aof.info_fields() {
+                field!(s, key, value);
+            }
         }
         "stats" => {
             s.push_str("# Stats\r\n");

@@ -13,8 +13,8 @@
 //! `DEBUG` runs only when [`Config::enable_debug_command`](crate::Config) is set, as Redis
 //! requires `enable-debug-command`. It has `SLEEP`, `SET-ACTIVE-EXPIRE`, `OBJECT`, `JMAP`
 //! and `QUICKLIST-PACKED-THRESHOLD` (accepted, no effect), `RELOAD` (save, flush, load:
-//! [`persist::debug_reload`](super::persist::debug_reload)), and answers `LOADAOF` with an
-//! error: there is no AOF to reload from.
+//! [`persist::debug_reload`](super::persist::debug_reload)) and `LOADAOF` (sync, flush, load
+//! the AOF: [`persist::debug_loadaof`](super::persist::debug_loadaof)).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -29,8 +29,6 @@ use crate::resp::{Proto, ReplyBuf};
 pub const DEBUG_DISABLED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set \
      to \"local\", you can run it from a local connection, otherwise you need to set this option in \
      the configuration file, and then restart the server.";
-/// `DEBUG LOADAOF`: there is no AOF.
-pub const NO_AOF: &str = "ERR ferry redis has no AOF: nothing to reload";
 /// `OBJECT FREQ` under `noeviction` (Ferry's only policy).
 pub const FREQ_NOT_TRACKED: &str = "ERR An LFU maxmemory policy is not selected, access frequency not \
      tracked. Please note that when switching between policies at runtime LRU and LFU data will take \
@@ -223,7 +221,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
         (b"quicklist-packed-threshold", 3) => out.ok(),
         (b"jmap", 2) => out.ok(),
         (b"reload", 2) => super::persist::debug_reload(ctx, out),
-        (b"loadaof", _) => out.error(NO_AOF),
+        (b"loadaof", 2) => super::persist::debug_loadaof(ctx, out),
         (b"protocol", 3) => debug_protocol(args.get(2), out),
         (b"object", 3) => {
             let now = ctx.now_ms;
@@ -485,7 +483,7 @@ mod tests {
         assert!(!h.server.active_expire.load(std::sync::atomic::Ordering::Relaxed));
         assert_eq!(h.cmd("DEBUG set-active-expire 1"), OK);
         assert!(h.server.active_expire.load(std::sync::atomic::Ordering::Relaxed));
-        assert_eq!(h.cmd("DEBUG LOADAOF"), err(super::NO_AOF));
+        assert!(h.cmd("DEBUG LOADAOF").starts_with("-ERR no AOF to load: "));
         assert_eq!(h.cmd("DEBUG OBJECT nokey"), err("ERR no such key"));
         h.cmd("SET k hello");
         assert_eq!(
@@ -528,9 +526,9 @@ mod tests {
             bulks(&["busy-reply-threshold", "10"])
         );
         assert_eq!(
-            h.cmd("CONFIG SET set-max-intset-entries 1 appendonly yes"),
+            h.cmd("CONFIG SET set-max-intset-entries 1 databases 4"),
             err(
-                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - this server's configuration is read-only: set it when starting the server"
+                "ERR CONFIG SET failed (possibly related to argument 'databases') - this server's configuration is read-only: set it when starting the server"
             )
         );
         assert_eq!(

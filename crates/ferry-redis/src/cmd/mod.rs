@@ -382,8 +382,10 @@ pub struct ServerInfo {
     pub blocked: Mutex<blocking::Registry>,
     /// RDB persistence: where to save, when, and how the last save went.
     pub persist: persist::Persistence,
-    /// What writes propagate, to replicas ([`replication`]).
-    pub feed: crate::feed::Feed,
+    /// What writes propagate, to replicas ([`replication`]) and the AOF.
+    pub feed: std::sync::Arc<crate::feed::Feed>,
+    /// The append-only file.
+    pub aof: crate::aof::Aof,
 }
 
 impl ServerInfo {
@@ -392,9 +394,11 @@ impl ServerInfo {
         let now_s = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        let feed = std::sync::Arc::new(crate::feed::Feed::default());
         ServerInfo {
             persist: persist::Persistence::new(&config, now_s),
-            feed: crate::feed::Feed::default(),
+            feed: feed.clone(),
+            aof: crate::aof::Aof::new(&config, feed),
             maxmemory: AtomicUsize::new(config.maxmemory),
             pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
             command_stats: table::COMMANDS.iter().map(|_| CommandStats::default()).collect(),

@@ -541,6 +541,69 @@ pub fn debug_reload(ctx: &mut Ctx<'_>, out: &mut ReplyBuf) {
     out.ok();
 }
 
+/// `BGREWRITEAOF`: rewrites the AOF from a snapshot of the keyspace, on a thread
+/// ([`Aof::rewrite`](crate::aof::Aof::rewrite)).
+pub fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
+    let (snap, _) = snapshot(&all_dbs(ctx), ctx.now_ms);
+    let dir = ctx.server.persist.settings().dir;
+    match ctx.server.aof.rewrite(&dir, snap, ctx.now_ms) {
+        Ok(()) => out.simple("Background append only file rewriting started"),
+        Err(e) => out.error(format!("ERR {e}")),
+    }
+}
+
+/// `CONFIG SET appendonly yes|no`: on, a rewrite of the keyspace as it is now starts the
+/// files; off, the file is synced and closed.
+pub fn set_appendonly(ctx: &mut Ctx<'_>, on: bool) -> Result<(), String> {
+    let server = ctx.server;
+    let aof = &server.aof;
+    if !on {
+        aof.turn_off();
+        if !server.feed.is_active() {
+            // Nobody needs the keys expiry deletes any more (a replica may still).
+            all_dbs_mut(ctx).into_iter().for_each(|db| db.log_expired(false));
+        }
+        return Ok(());
+    }
+    if aof.enabled() {
+        return Ok(());
+    }
+    let (snap, _) = snapshot(&all_dbs(ctx), ctx.now_ms);
+    let dir = server.persist.settings().dir;
+    aof.turn_on(&dir, snap, ctx.now_ms)?;
+    // Keys expiry deletes go to the AOF as `DEL`s, as to a replica.
+    all_dbs_mut(ctx).into_iter().for_each(|db| db.log_expired(true));
+    Ok(())
+}
+
+/// `DEBUG LOADAOF`: syncs the AOF, empties every database and loads the AOF directory back,
+/// as Redis does (nothing propagates meanwhile).
+pub fn debug_loadaof(ctx: &mut Ctx<'_>, out: &mut ReplyBuf) {
+    let server = ctx.server;
+    server.aof.flush();
+    let (dir, filename, truncated_ok) = server.aof.location(&server.persist.settings().dir);
+    let pool = ctx.db.pool().clone();
+    let mut fresh: Vec<Db> = (0..ctx.others.count())
+        .map(|_| Db::new(pool.clone(), server.config.keep_in_place_min))
+        .collect();
+    let now = ctx.now_ms;
+    server.feed.set_loading(true);
+    let loaded = crate::aof::load_dir(&dir, &filename, &mut fresh, server, truncated_ok, now);
+    server.feed.set_loading(false);
+    match loaded {
+        Err(e) => return out.error(format!("ERR Error loading the AOF: {e}")),
+        // Redis exits here; the dataset is kept instead.
+        Ok((None, _)) => return out.error(format!("ERR no AOF to load: {} has no manifest", dir.display())),
+        Ok((Some(_), _)) => {}
+    }
+    let all: Vec<&Db> = fresh.iter().collect();
+    let (snap, _) = snapshot(&all, now);
+    let mut dbs = all_dbs_mut(ctx);
+    dbs.iter_mut().for_each(|db| db.flush());
+    snap.restore(dbs, now);
+    out.ok();
+}
+
 /// After `FLUSHALL`: with save points set, the empty dataset is saved at once (Redis's
 /// `flushAllDataAndResetRDB`), replacing any background save still running.
 pub fn after_flushall(ctx: &mut Ctx<'_>) {
@@ -554,13 +617,21 @@ pub fn after_flushall(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// Starts a background save of `dbs` if one is due ([`Persistence::due`]); the server's
-/// clock calls it.
-pub fn tick(persist: &Persistence, dbs: &[Db], now_ms: u64) {
+/// Starts a background save of `dbs` if one is due ([`Persistence::due`]), and an AOF
+/// rewrite if the files grew enough ([`Aof::rewrite_due`](crate::aof::Aof::rewrite_due));
+/// the server's clock calls it.
+pub fn tick(server: &super::ServerInfo, dbs: &[Db], now_ms: u64) {
+    let persist = &server.persist;
+    let all: Vec<&Db> = dbs.iter().collect();
     if persist.due(changes(dbs), now_ms) {
-        let all: Vec<&Db> = dbs.iter().collect();
         let (snap, changes) = snapshot(&all, now_ms);
         persist.bgsave(snap, changes, now_ms);
+    }
+    if server.aof.rewrite_due() {
+        let (snap, _) = snapshot(&all, now_ms);
+        if let Err(e) = server.aof.rewrite(&persist.settings().dir, snap, now_ms) {
+            eprintln!("ferry-redis: automatic AOF rewrite: {e}");
+        }
     }
 }
 

@@ -97,6 +97,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         connection::auth,
     ),
     spec(
+        "bgrewriteaof",
+        1,
+        &["admin", "noscript", "no_async_loading"],
+        NONE,
+        "server",
+        "Asynchronously rewrite the append-only file to disk",
+        persist::bgrewriteaof,
+    ),
+    spec(
         "bgsave",
         -1,
         &["admin", "noscript", "no_async_loading"],

@@ -420,6 +420,11 @@ impl Digits {
     }
 }
 
+/// `d` as C's `%.17g` writes it (as [`ReplyBuf::double`] sends it): the AOF's scores.
+pub fn double_text(d: f64) -> Vec<u8> {
+    DoubleText::new().format(d).to_vec()
+}
+
 /// C's `%.17g` of a double, built from Rust's exact `{:.16e}` (the same 17 significant
 /// digits, correctly rounded) in a stack buffer.
 struct DoubleText {

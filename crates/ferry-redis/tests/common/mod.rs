@@ -8,6 +8,8 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod dataset;
+
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
