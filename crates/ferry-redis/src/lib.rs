@@ -29,7 +29,8 @@
 //! What it is not: durable between snapshots (no AOF yet), a master a replica can follow
 //! (no backlog, `PSYNC` is always a full resynchronization), clustered, or a full Redis (see
 //! [`cmd`] for the commands it has: 16 databases, transactions, pub/sub and the blocking list
-//! and sorted-set commands; no keyspace notifications, scripting or streams; no eviction:
+//! and sorted-set commands, keyspace notifications ([`cmd::notify`]); no scripting or streams;
+//! no eviction:
 //! writes beyond `maxmemory` get Redis's OOM error).
 //!
 //! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`rdb`] the

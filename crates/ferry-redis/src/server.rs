@@ -509,11 +509,13 @@ impl EventLoop {
                         db.active_expire(now);
                     }
                 }
-                if self.shared.info.feed.is_active() {
-                    cmd::replication::expired(&self.shared.info, &mut dbs);
+                let mut wake = Vec::new();
+                if self.shared.info.feed.is_active() || self.shared.info.notify.is_on() {
+                    cmd::replication::expired(&self.shared.info, &mut dbs, &mut wake);
                 }
                 cmd::persist::tick(&self.shared.info.persist, &dbs, now);
                 drop(dbs);
+                self.wake_loops(wake);
             }
         }
         for i in 0..self.conns.len() {
@@ -717,6 +719,11 @@ impl EventLoop {
             return;
         }
         let wake = std::mem::take(&mut conn.client.wake);
+        self.wake_loops(wake);
+    }
+
+    /// Wakes loops `wake` (their mailboxes have mail); this loop delivers its own at once.
+    fn wake_loops(&mut self, wake: Vec<usize>) {
         for &l in &wake {
             if l == self.index {
                 self.deliver();
@@ -1077,8 +1084,9 @@ impl EventLoop {
             // keeps the expired keys logged.
             let mut dbs = self.lock_dbs();
             if !self.shared.info.feed.detach(client.id) {
-                // The last replica left: nobody needs the expired keys any more.
-                dbs.iter_mut().for_each(|db| db.log_expired(false));
+                // The last replica left: only keyspace notifications may need the expired keys.
+                let keep = self.shared.info.notify.wants_expired();
+                dbs.iter_mut().for_each(|db| db.log_expired(keep));
             }
         }
         self.shared

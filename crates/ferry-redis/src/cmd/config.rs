@@ -2,7 +2,8 @@
 //!
 //! Where this differs from Redis, and why:
 //! - `CONFIG` changes little: the configuration is fixed when the server starts, except
-//!   `maxmemory`, the `pubsub` class of `client-output-buffer-limit`, and the persistence
+//!   `maxmemory`, `notify-keyspace-events` ([`notify`]), the `pubsub` class of
+//!   `client-output-buffer-limit`, and the persistence
 //!   settings `dir`, `dbfilename` and `save` ([`persist`](super::persist)). `CONFIG GET` knows
 //!   the parameters clients ask for ([`CONFIG_PARAMS`]) and the [`INERT_PARAMS`]: Redis's encoding thresholds and replication and scripting knobs,
 //!   which `CONFIG SET` accepts (with Redis's checks and errors) and reports back, but which
@@ -17,6 +18,7 @@
 use std::sync::PoisonError;
 
 use super::keys::glob_match;
+use super::notify;
 use super::pubsub::OutputLimit;
 use super::strings::parse_i64;
 use super::subcommand::{ACL_ADMIN, ADMIN_SUB, HELP_SUB, Sub, dispatch, help, sub};
@@ -46,6 +48,7 @@ pub const CONFIG_PARAMS: &[&str] = &[
     "maxclients",
     "maxmemory",
     "maxmemory-policy",
+    "notify-keyspace-events",
     "port",
     "proto-max-bulk-len",
     "requirepass",
@@ -177,6 +180,7 @@ fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
             .load(std::sync::atomic::Ordering::Relaxed)
             .to_string(),
         "maxmemory-policy" => "noeviction".into(),
+        "notify-keyspace-events" => notify::format_flags(ctx.server.notify.flags()),
         "port" => ctx.server.port.to_string(),
         "proto-max-bulk-len" => config.proto_max_bulk_len.to_string(),
         "requirepass" => config.password.clone().unwrap_or_default(),
@@ -280,6 +284,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
                 .then(|| "Invalid save parameters".to_string()),
             Param::Fixed("dir") => super::persist::check_dir(value).err(),
             Param::Fixed("dbfilename") => super::persist::check_dbfilename(value).err(),
+            Param::Fixed("notify-keyspace-events") => notify::parse_flags(value)
+                .is_none()
+                .then(|| notify::BAD_FLAGS.to_string()),
             Param::Fixed(_) if value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) => None,
             Param::Fixed(_) => {
                 Some("this server's configuration is read-only: set it when starting the server".into())
@@ -318,6 +325,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             Param::Fixed("save") => drop(ctx.server.persist.set_save(value)),
             Param::Fixed("dir") => drop(ctx.server.persist.set_dir(value)),
             Param::Fixed("dbfilename") => drop(ctx.server.persist.set_dbfilename(value)),
+            Param::Fixed("notify-keyspace-events") => {
+                let notify = &ctx.server.notify;
+                notify.set(notify::parse_flags(value).expect("checked above"));
+                let feeding = ctx.server.feed.is_active();
+                notify.logs(ctx.db, feeding);
+                ctx.others.iter_mut().for_each(|db| notify.logs(db, feeding));
+            }
             Param::Fixed(_) => {}
         }
     }

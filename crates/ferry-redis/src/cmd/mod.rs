@@ -46,6 +46,7 @@ pub mod introspect;
 pub mod keys;
 pub mod lists;
 pub mod multi;
+pub mod notify;
 pub mod persist;
 pub mod pubsub;
 pub mod random;
@@ -384,6 +385,8 @@ pub struct ServerInfo {
     pub persist: persist::Persistence,
     /// What writes propagate, to replicas ([`replication`]).
     pub feed: crate::feed::Feed,
+    /// `notify-keyspace-events` ([`notify`]).
+    pub notify: notify::Notify,
 }
 
 impl ServerInfo {
@@ -395,6 +398,7 @@ impl ServerInfo {
         ServerInfo {
             persist: persist::Persistence::new(&config, now_s),
             feed: crate::feed::Feed::default(),
+            notify: notify::Notify::default(),
             maxmemory: AtomicUsize::new(config.maxmemory),
             pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
             command_stats: table::COMMANDS.iter().map(|_| CommandStats::default()).collect(),
@@ -728,7 +732,14 @@ fn run(
     if out.is_error_since(mark) {
         Stats::add(&stats.failed_calls, 1);
     }
+    let notifying = server.notify.is_on();
+    if feeding || notifying {
+        replication::expired(server, dbs, &mut client.wake);
+    }
     if feeding {
         replication::after_command(server, dbs, selected, spec, args, propagate_as, before, now_ms);
+    }
+    if notifying {
+        notify::after_command(server, dbs, selected, spec, args, now_ms, &mut client.wake);
     }
 }

@@ -81,7 +81,6 @@ pub fn after_command(
     changes_before: u64,
     now_ms: u64,
 ) {
-    expired(server, dbs);
     if !spec.has("write") || changes(dbs.iter()) == changes_before {
         return;
     }
@@ -92,11 +91,17 @@ pub fn after_command(
     }
 }
 
-/// Propagates the keys expiry deleted, as `DEL`s in their databases.
-pub fn expired(server: &ServerInfo, dbs: &mut [Db]) {
+/// Propagates the keys expiry deleted, as `DEL`s in their databases (while the feed has a
+/// sink), and sends their `expired` keyspace notifications ([`notify`](super::notify); loops
+/// with subscribers are added to `wake`).
+pub fn expired(server: &ServerInfo, dbs: &mut [Db], wake: &mut Vec<usize>) {
+    let feeding = server.feed.is_active();
     for (i, db) in dbs.iter_mut().enumerate() {
         for key in db.take_expired() {
-            server.feed.command(i, &[b"DEL".as_slice(), &key]);
+            if feeding {
+                server.feed.command(i, &[b"DEL".as_slice(), &key]);
+            }
+            super::notify::send(server, db, i, super::notify::EXPIRED, "expired", &key, wake);
         }
     }
 }
