@@ -29,9 +29,8 @@
 //! What it is not: durable between snapshots (no AOF yet), a master a replica can follow
 //! (no backlog, `PSYNC` is always a full resynchronization), clustered, or a full Redis (see
 //! [`cmd`] for the commands it has: 16 databases, transactions, pub/sub and the blocking list
-//! and sorted-set commands, keyspace notifications ([`cmd::notify`]); no scripting or streams;
-//! no eviction:
-//! writes beyond `maxmemory` get Redis's OOM error).
+//! and sorted-set commands, geo commands ([`cmd::geo`]), keyspace notifications ([`cmd::notify`]);
+//! no scripting or streams; no eviction: writes beyond `maxmemory` get Redis's OOM error).
 //!
 //! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`rdb`] the
 //! snapshot format without I/O; [`feed`] the propagation stream's framing and fan-out; [`db`] a
@@ -49,6 +48,7 @@ pub mod config;
 pub mod db;
 pub mod feed;
 pub mod fields;
+pub mod geohash;
 pub mod input;
 pub mod rdb;
 pub mod resp;

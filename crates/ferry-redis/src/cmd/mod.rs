@@ -9,7 +9,8 @@
 //! transaction applies to the commands after it.
 //!
 //! Groups: [`strings`], [`keys`] (with [`sort`]), [`lists`], [`hashes`], [`sets`], [`zsets`]
-//! and [`zalgebra`] (with [`random`]: the random picks of the three collections), [`multi`]
+//! and [`zalgebra`] (with [`random`]: the random picks of the three collections), [`geo`]
+//! (sorted sets of geohashes), [`notify`] (keyspace notifications), [`multi`]
 //! (transactions), [`pubsub`], [`blocking`] (`BLPOP` and the others), [`introspect`]
 //! (`OBJECT`, `DEBUG`, `FUNCTION`, `MEMORY`), [`connection`], [`databases`], [`client`],
 //! [`command`], [`config`] and [`info`].
@@ -38,6 +39,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod databases;
+pub mod geo;
 #[cfg(test)]
 pub(crate) mod harness;
 pub mod hashes;

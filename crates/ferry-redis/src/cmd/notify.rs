@@ -275,6 +275,8 @@ pub fn event(spec: &CommandSpec, args: &Args<'_>, arg: usize, selected: bool) ->
         "blmpop" => pop(after_keys(2), "lpop", "rpop"),
         "smove" => pop(None, "", if arg == 1 { "srem" } else { "sadd" }),
         "zincrby" => "zincr",
+        "geoadd" => "zadd",
+        "georadius" | "georadiusbymember" => "georadiusstore",
         "bzpopmin" => "zpopmin",
         "bzpopmax" => "zpopmax",
         "zmpop" => pop(after_keys(1), "zpopmin", "zpopmax"),

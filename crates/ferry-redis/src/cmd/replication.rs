@@ -65,11 +65,11 @@ fn start_stream(ctx: &mut Ctx<'_>, out: &mut ReplyBuf) {
     ctx.client.replica = true;
 }
 
-/// Propagates what the command `spec` `args`, run in database `db`, did: the keys expiry
-/// deleted meanwhile, then the command if it is a write that changed something
-/// (`changes_before`: the [`Db::changes`] sum before it ran): as the handler said
-/// (`propagate_as`, for a random effect), rewritten ([`rewrite`]), or as sent. Called only
-/// while the feed has a sink.
+/// Propagates what the command `spec` `args`, run in database `db`, did, after the keys
+/// expiry deleted meanwhile ([`expired`], which the caller runs first): the command if it is a
+/// write that changed something (`changes_before`: the [`Db::changes`] sum before it ran): as
+/// the handler said (`propagate_as`, for a random effect), rewritten ([`rewrite`]), or as sent.
+/// Called only while the feed has a sink.
 #[allow(clippy::too_many_arguments)] // the command's whole context, passed through once
 pub fn after_command(
     server: &ServerInfo,
