@@ -153,6 +153,11 @@ impl Input {
         self.buf.as_ref().map_or(0, BufMut::len)
     }
 
+    /// The read buffer's size (0 between reads, when it was returned to the pool).
+    pub fn capacity(&self) -> usize {
+        self.buf.as_ref().map_or(0, BufMut::capacity)
+    }
+
     /// Where the next read goes: never empty. Grows the buffer (moving its bytes once) when
     /// the command at its front needs more room than is left.
     pub fn read_target(&mut self) -> Result<&mut [u8], InputError> {

@@ -39,7 +39,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -651,7 +651,22 @@ impl EventLoop {
         }
         self.conns[slot] = Some(conn);
         Stats::add(&info.stats.connected_clients, 1);
+        self.list_client(slot);
         Ok(())
+    }
+
+    /// Refreshes client `i`'s entry in the server's client list (`CLIENT LIST`, `CLIENT KILL`).
+    fn list_client(&self, i: usize) {
+        if let Some(conn) = self.conns.get(i).and_then(Option::as_ref) {
+            let qbuf = conn.input.pending();
+            let buffers = cmd::client::Buffers {
+                fd: conn.net.as_fd().as_raw_fd(),
+                qbuf,
+                qbuf_free: conn.input.capacity().saturating_sub(qbuf),
+                omem: conn.out.len(),
+            };
+            cmd::client::list(&self.shared.info, &conn.client, buffers, now_ms());
+        }
     }
 
     fn client_event(&mut self, i: usize, mut ev: Ready) {
@@ -700,6 +715,7 @@ impl EventLoop {
             }
             reading = true;
         }
+        self.list_client(i);
         let conn = self.conns[i].as_mut().expect("still open");
         if conn.client.replica && !self.replicas.contains(&i) {
             self.replicas.push(i);
@@ -751,6 +767,7 @@ impl EventLoop {
         let mut touched: Vec<usize> = Vec::new();
         let mut resumed: Vec<usize> = Vec::new();
         let mut over: Vec<(usize, usize)> = Vec::new();
+        let mut killed: Vec<usize> = Vec::new();
         for mail in self.mail.drain(..) {
             let to = mail.to();
             let slot = to.home.slot;
@@ -770,6 +787,10 @@ impl EventLoop {
                     conn.out.append(&mut reply);
                     resumed.push(slot);
                 }
+                Mail::Kill(_) => {
+                    killed.push(slot);
+                    continue;
+                }
             }
             if !touched.contains(&slot) {
                 touched.push(slot);
@@ -782,6 +803,12 @@ impl EventLoop {
             {
                 over.push((slot, pending));
             }
+        }
+        for &slot in &killed {
+            touched.retain(|&t| t != slot);
+            resumed.retain(|&t| t != slot);
+            over.retain(|o| o.0 != slot);
+            self.drop_conn(slot, Close::Eof);
         }
         for (slot, pending) in over {
             touched.retain(|&t| t != slot);
@@ -1056,6 +1083,7 @@ impl EventLoop {
             );
         }
         let _ = self.epoll.remove(&conn.net);
+        cmd::client::unlist(&self.shared.info, conn.client.id);
         let mut client = conn.client;
         if !client.watched.is_empty() {
             cmd::multi::forget_watched(&mut self.lock_dbs(), &mut client);

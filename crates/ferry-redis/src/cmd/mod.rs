@@ -252,6 +252,8 @@ pub struct Client {
     pub wake: Vec<usize>,
     /// A replica (`SYNC`): the connection carries the replication stream from now on.
     pub replica: bool,
+    /// The last command it ran (`client|list` for a subcommand), for `CLIENT LIST`.
+    pub last_cmd: &'static str,
 }
 
 impl Client {
@@ -283,6 +285,7 @@ impl Client {
             subs: pubsub::Subscriptions::default(),
             wake: Vec::new(),
             replica: false,
+            last_cmd: "NULL",
         }
     }
 }
@@ -383,6 +386,8 @@ pub struct ServerInfo {
     pub command_stats: Vec<CommandStats>,
     /// The clients waiting in blocking commands.
     pub blocked: Mutex<blocking::Registry>,
+    /// Every connected client as its loop last saw it (`CLIENT LIST`, `CLIENT KILL`).
+    pub clients: Mutex<client::Directory>,
     /// RDB persistence: where to save, when, and how the last save went.
     pub persist: persist::Persistence,
     /// What writes propagate, to replicas ([`replication`]).
@@ -405,6 +410,7 @@ impl ServerInfo {
             pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
             command_stats: table::COMMANDS.iter().map(|_| CommandStats::default()).collect(),
             blocked: Mutex::new(blocking::Registry::default()),
+            clients: Mutex::new(client::Directory::default()),
             config,
             port,
             started: Instant::now(),
@@ -650,6 +656,7 @@ fn execute_answered(
             return None;
         }
     };
+    s.client.last_cmd = subcommand::full_name(spec, table::subcommands(spec.name), args);
     match &mut s.client.multi {
         Some(m) if !multi::runs_at_once(spec) => {
             m.queue(spec, args);
