@@ -11,8 +11,8 @@
 //!   parameter accepts the value it already has (`CONFIG SET save ""` and `appendonly no`,
 //!   which test harnesses send, succeed) and refuses a change with Redis's
 //!   `ERR CONFIG SET failed (possibly related to argument '..') - ...` error. `CONFIG
-//!   RESETSTAT` zeroes the server-wide counters of `INFO stats` (not the keyspace's hit, miss
-//!   and expiry counters, which the keyspace owns). `CONFIG REWRITE` answers as Redis does
+//!   RESETSTAT` zeroes the server-wide counters of `INFO stats` and `INFO commandstats` (not
+//!   the keyspace's hit, miss and expiry counters, which the keyspace owns). `CONFIG REWRITE` answers as Redis does
 //!   when started without a config file.
 
 use std::sync::PoisonError;
@@ -415,7 +415,7 @@ pub fn parse_memory(value: &[u8]) -> Option<usize> {
     n.checked_mul(mult)
 }
 
-/// `CONFIG RESETSTAT`: zeroes the server-wide counters of `INFO stats`.
+/// `CONFIG RESETSTAT`: zeroes the server-wide counters of `INFO stats` and `INFO commandstats`.
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
     let s = &ctx.server.stats;
     for counter in [
@@ -429,6 +429,11 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
         &s.clients_dropped,
     ] {
         counter.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+    for c in &ctx.server.command_stats {
+        for counter in [&c.calls, &c.usec, &c.rejected_calls, &c.failed_calls] {
+            counter.store(0, std::sync::atomic::Ordering::Relaxed);
+        }
     }
     out.ok();
 }
@@ -558,8 +563,17 @@ mod tests {
         );
         assert!(h.cmd("CONFIG HELP").starts_with("*11\r\n+CONFIG <subcommand>"));
         Stats::add(&h.server.stats.total_net_input_bytes, 100);
+        h.cmd("MULTI");
+        h.cmd("PING");
+        h.cmd("EXEC");
+        let calls = |h: &mut crate::cmd::harness::Harness| {
+            let info = h.cmd("INFO commandstats");
+            ["multi", "ping", "exec"].map(|c| info.contains(&format!("cmdstat_{c}:calls=1,")))
+        };
+        assert_eq!(calls(&mut h), [true; 3]);
         assert_eq!(h.cmd("CONFIG RESETSTAT"), OK);
         assert_eq!(Stats::get(&h.server.stats.total_net_input_bytes), 0);
+        assert_eq!(calls(&mut h), [false; 3]);
         assert_eq!(h.cmd("CONFIG RESETSTAT x"), err(&wrong_arity("config|resetstat")));
     }
 }

@@ -664,6 +664,8 @@ fn execute_answered(
         }
         Some(_) if spec.name == "exec" => {
             let server = s.server;
+            // Counted here: EXEC runs its queue, not a handler through `run`.
+            Stats::add(&server.command_stats(spec).calls, 1);
             s.client.deny_blocking = true;
             server.feed.begin_transaction();
             multi::exec(s.dbs, s.client, s.now_ms, out, |dbs, client, spec, args, out| {
