@@ -24,7 +24,8 @@
 //!
 //! Persistence is Redis's RDB file ([`rdb`]: the format, without I/O; [`cmd::persist`]:
 //! `SAVE`, `BGSAVE`, save points, loading at start), and `SYNC` streams the dataset and then
-//! every write ([`feed`], [`cmd::replication`]).
+//! every write ([`feed`], [`cmd::replication`]); `REPLICAOF` makes it a replica of another
+//! server ([`replica`]: a thread that loads the master's RDB and applies its stream).
 //!
 //! What it is not: durable between snapshots (no AOF yet), a master a replica can follow
 //! (no backlog, `PSYNC` is always a full resynchronization), clustered, or a full Redis (see
@@ -51,6 +52,7 @@ pub mod fields;
 pub mod geohash;
 pub mod input;
 pub mod rdb;
+pub mod replica;
 pub mod resp;
 pub mod server;
 pub mod zset;

@@ -219,6 +219,23 @@ impl Server {
             }
         });
         let mut threads = Vec::new();
+        // The replica's follower (`REPLICAOF`): idle until a master is set.
+        let (shared, all_wakers) = (self.shared.clone(), wakers.clone());
+        threads.push(
+            std::thread::Builder::new()
+                .name("ferry-redis-replica".into())
+                .spawn(move || {
+                    crate::replica::Replica {
+                        info: &shared.info,
+                        dbs: &shared.dbs,
+                        pool: &shared.pool,
+                        stop: &shared.stop,
+                        wakers: &all_wakers,
+                    }
+                    .run();
+                    Ok(())
+                })?,
+        );
         for (i, listeners) in self.listeners.into_iter().enumerate() {
             let all_wakers = wakers.clone();
             let shared = self.shared.clone();
@@ -292,6 +309,7 @@ impl ServerHandle {
 
     fn signal_stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.info.follow.wake();
         for w in self.wakers.iter() {
             let _ = rustix::io::write(w, &1u64.to_ne_bytes());
         }

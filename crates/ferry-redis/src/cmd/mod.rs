@@ -254,6 +254,8 @@ pub struct Client {
     pub replica: bool,
     /// The last command it ran (`client|list` for a subcommand), for `CLIENT LIST`.
     pub last_cmd: &'static str,
+    /// The master this server replicates (`REPLICAOF`): its writes pass `READONLY`.
+    pub master: bool,
 }
 
 impl Client {
@@ -286,6 +288,7 @@ impl Client {
             wake: Vec::new(),
             replica: false,
             last_cmd: "NULL",
+            master: false,
         }
     }
 }
@@ -392,6 +395,8 @@ pub struct ServerInfo {
     pub persist: persist::Persistence,
     /// What writes propagate, to replicas ([`replication`]).
     pub feed: crate::feed::Feed,
+    /// The master this server follows, if any (`REPLICAOF`, [`crate::replica`]).
+    pub follow: replication::Follow,
     /// `notify-keyspace-events` ([`notify`]).
     pub notify: notify::Notify,
 }
@@ -405,6 +410,7 @@ impl ServerInfo {
         ServerInfo {
             persist: persist::Persistence::new(&config, now_s),
             feed: crate::feed::Feed::default(),
+            follow: replication::Follow::default(),
             notify: notify::Notify::default(),
             maxmemory: AtomicUsize::new(config.maxmemory),
             pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
@@ -701,6 +707,9 @@ fn check(s: &Session<'_>, args: &Args<'_>) -> Result<&'static CommandSpec, Vec<u
         if limit != 0 && used > limit {
             return Err(OOM.into());
         }
+    }
+    if spec.has("write") && !s.client.master && s.server.follow.is_replica() {
+        return Err(replication::READONLY.into());
     }
     if s.client.proto == Proto::Resp2
         && s.client.subs.is_subscribed()

@@ -1034,6 +1034,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::renamenx,
     ),
     spec(
+        "replicaof",
+        3,
+        &["admin", "noscript", "stale", "no_async_loading"],
+        NONE,
+        "server",
+        "Make the server a replica of another instance, or promote it as master.",
+        replication::replicaof,
+    ),
+    spec(
         "reset",
         1,
         &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
@@ -1230,6 +1239,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "set",
         "Determine if a given value is a member of a set.",
         sets::sismember,
+    ),
+    spec(
+        "slaveof",
+        3,
+        &["admin", "noscript", "stale", "no_async_loading"],
+        NONE,
+        "server",
+        "Make the server a replica of another instance, or promote it as master.",
+        replication::replicaof,
     ),
     spec(
         "smembers",
