@@ -115,7 +115,10 @@ fn follows_redis_server() {
     let Some(path) = common::redis_server_7_0("follows_redis_server") else {
         return;
     };
-    let redis = common::start_redis_server(&path, &std::env::temp_dir(), &[], DEADLINE);
+    // Its own directory: a SYNC makes redis-server save dump.rdb there, which another
+    // redis-server started in the same directory would load.
+    let dir = ferry_testkit::Scratch::new("replicaof-redis-master");
+    let redis = common::start_redis_server(&path, &dir.0, &[], DEADLINE);
     follow_and_leave(redis.addr(), connect(redis.addr()));
 }
 
