@@ -716,6 +716,8 @@ impl EventLoop {
             if self.conns[i].is_none() {
                 return; // delivering to itself put it over its pub/sub limit
             }
+            // Listed as its replies leave: a client that saw them finds it so in CLIENT LIST.
+            self.list_client(i);
             let again = match read {
                 None => false,
                 Some(Ok(again)) => again,
@@ -733,7 +735,6 @@ impl EventLoop {
             }
             reading = true;
         }
-        self.list_client(i);
         let conn = self.conns[i].as_mut().expect("still open");
         if conn.client.replica && !self.replicas.contains(&i) {
             self.replicas.push(i);
