@@ -681,7 +681,6 @@ impl EventLoop {
                 fd: conn.net.as_fd().as_raw_fd(),
                 qbuf,
                 qbuf_free: conn.input.capacity().saturating_sub(qbuf),
-                omem: conn.out.len(),
             };
             cmd::client::list(&self.shared.info, &conn.client, buffers, now_ms());
         }
@@ -985,26 +984,29 @@ impl EventLoop {
         let (out, client) = (&mut conn.out, &mut conn.client);
         let before = (out.copied_value_bytes(), out.referenced_value_bytes());
         let limit = shared.info.config.output_buffer_limit;
-        let result = conn.input.commands(client.authenticated, |args: &Args<'_>| {
-            if out.len() > limit {
-                return Next::Stop; // the client is dropped below: run nothing more for it
-            }
-            out.set_proto(client.proto);
-            let mut session = Session {
-                dbs: &mut dbs,
-                client,
-                server: &shared.info,
-                now_ms: now,
-            };
-            cmd::execute(&mut session, args, out);
-            if client.close_after_reply {
-                Next::Stop // after QUIT nothing more runs
-            } else if client.block.is_some() {
-                Next::Pause
-            } else {
-                Next::Go(client.authenticated)
-            }
-        });
+        let result = conn
+            .input
+            .commands(client.authenticated, |args: &Args<'_>, queued| {
+                if out.len() > limit {
+                    return Next::Stop; // the client is dropped below: run nothing more for it
+                }
+                client.query_bytes = queued;
+                out.set_proto(client.proto);
+                let mut session = Session {
+                    dbs: &mut dbs,
+                    client,
+                    server: &shared.info,
+                    now_ms: now,
+                };
+                cmd::execute(&mut session, args, out);
+                if client.close_after_reply {
+                    Next::Stop // after QUIT nothing more runs
+                } else if client.block.is_some() {
+                    Next::Pause
+                } else {
+                    Next::Go(client.authenticated)
+                }
+            });
         drop(dbs);
         if let Some(at) = client.block.and_then(|b| b.deadline_ms) {
             self.timeouts.push(Reverse((at, i, client.id)));

@@ -63,7 +63,8 @@ fn kill_reaches_clients_on_every_loop() {
     assert_eq!(all.len(), 9);
     let line = text(cmd(&mut admin, &[b"CLIENT", b"INFO"]));
     assert!(
-        line.contains(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=")
+        // qbuf: the running command's 26 bytes, as Redis counts them.
+        line.contains(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=26 ")
             && line.contains(" events=r cmd=client|info user=default redir=-1 resp=2"),
         "{line}"
     );

@@ -11,11 +11,13 @@
 //!   `HELP`; the rest (`PAUSE`, `TRACKING`, `NO-EVICT`, ...) are unknown subcommands.
 //! - `CLIENT LIST` prints every field Redis 7.0 prints. These are approximations: another
 //!   client's line is as of the end of its last batch of requests (so `idle` counts from
-//!   then); `qbuf` is the bytes read and not yet parsed (Redis's counts the running command's
-//!   own bytes too); `qbuf-free` and `rbs`/`rbp` are the read buffer's room and size;
-//!   `argv-mem`, `multi-mem`, `obl` and `oll` are 0 (arguments stay in the read buffer, replies
-//!   are one gather list); `omem` is the replies not yet handed to the socket; `tot-mem` the
-//!   read buffer plus `omem`; `events` is always `r`.
+//!   then); `qbuf` is the bytes read and not yet parsed (the caller's: from the running
+//!   command's start, as Redis counts); `qbuf-free` and `rbs`/`rbp` are the read buffer's room
+//!   and size (0 between reads: Ferry returns an idle client's buffer to the pool);
+//!   `argv-mem`, `multi-mem`, `obl`, `oll` and `omem` are 0 (arguments stay in the read
+//!   buffer; a batch's replies go to the socket as one gather list, and what the socket has not
+//!   taken yet waits in ferry-net's sender, which does not count it); `tot-mem` is the read
+//!   buffer; `events` is always `r`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -51,8 +53,6 @@ pub struct Buffers {
     pub qbuf: usize,
     /// Room left in the read buffer.
     pub qbuf_free: usize,
-    /// Reply bytes not yet handed to the socket.
-    pub omem: usize,
 }
 
 /// A client as `CLIENT LIST` prints it and `CLIENT KILL` filters it.
@@ -153,8 +153,8 @@ impl Listed {
         let _ = writeln!(
             s,
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
-             multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={rbs} rbp={rbs} obl=0 oll=0 omem={} \
-             tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+             multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={rbs} rbp={rbs} obl=0 oll=0 omem=0 \
+             tot-mem={rbs} events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -170,8 +170,6 @@ impl Listed {
             self.multi,
             b.qbuf,
             b.qbuf_free,
-            b.omem,
-            rbs + b.omem,
             self.cmd,
             self.resp
         );
@@ -199,13 +197,17 @@ pub fn unlist(server: &ServerInfo, id: u64) {
     directory(server).clients.remove(&id);
 }
 
-/// The caller as it is now, with the buffers its loop last listed.
+/// The caller as it is now: its query buffer holds the running command (as Redis's does),
+/// the rest as its loop last listed it.
 fn me(ctx: &Ctx<'_>) -> Listed {
-    let buffers = directory(ctx.server)
+    let mut buffers = directory(ctx.server)
         .clients
         .get(&ctx.client.id)
         .map(|l| l.buffers)
         .unwrap_or_default();
+    let room = buffers.qbuf + buffers.qbuf_free;
+    buffers.qbuf = ctx.client.query_bytes;
+    buffers.qbuf_free = room.saturating_sub(buffers.qbuf);
     Listed::of(ctx.client, buffers, ctx.now_ms)
 }
 

@@ -256,6 +256,8 @@ pub struct Client {
     pub last_cmd: &'static str,
     /// The master this server replicates (`REPLICAOF`): its writes pass `READONLY`.
     pub master: bool,
+    /// While a command runs: the bytes read from its start on (`CLIENT LIST`'s `qbuf`).
+    pub query_bytes: usize,
 }
 
 impl Client {
@@ -289,6 +291,7 @@ impl Client {
             replica: false,
             last_cmd: "NULL",
             master: false,
+            query_bytes: 0,
         }
     }
 }
