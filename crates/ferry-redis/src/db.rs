@@ -18,8 +18,9 @@
 //! What it is not: thread-safe by itself (one loop owns it, or the server wraps it in a lock),
 //! evicting (writes past `maxmemory` are refused by [`execute`](crate::cmd::execute)), or
 //! persistent by itself ([`crate::rdb`] snapshots it; [`Db::entries`] is what a snapshot reads,
-//! [`Db::changes`] counts writes as Redis's `dirty`, and [`Db::log_expired`] keeps the keys
-//! expiry deletes for the replication stream).
+//! [`Db::changes`] counts writes as Redis's `dirty`, [`Db::log_expired`] keeps the keys
+//! expiry deletes for the replication stream, and [`Db::log_touched`] the keys commands change
+//! for keyspace notifications).
 //!
 //! `WATCH`: a database counts the changes of the keys clients watch in it ([`Db::watch`]):
 //! every path that writes or deletes a record (set, replace, deadline, list and collection
@@ -274,6 +275,8 @@ pub struct Db {
     changes: u64,
     /// Keys deleted because their deadline passed, while someone listens ([`Db::log_expired`]).
     expired_log: Option<Vec<Box<[u8]>>>,
+    /// Keys commands changed, while keyspace notifications listen ([`Db::log_touched`]).
+    touched_log: Option<Vec<Box<[u8]>>>,
 }
 
 impl Db {
@@ -296,6 +299,7 @@ impl Db {
             watched: HashMap::new(),
             changes: 0,
             expired_log: None,
+            touched_log: None,
         }
     }
 
@@ -382,6 +386,20 @@ impl Db {
     /// [`log_expired`](Self::log_expired) is on).
     pub fn take_expired(&mut self) -> Vec<Box<[u8]>> {
         self.expired_log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Starts (`true`) or stops keeping the keys commands change, for
+    /// [`take_touched`](Self::take_touched): keyspace notifications name each.
+    pub fn log_touched(&mut self, on: bool) {
+        if on != self.touched_log.is_some() {
+            self.touched_log = on.then(Vec::new);
+        }
+    }
+
+    /// The keys commands changed since the last call, in order, a key once per change (none
+    /// unless [`log_touched`](Self::log_touched) is on).
+    pub fn take_touched(&mut self) -> Vec<Box<[u8]>> {
+        self.touched_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// One active expiry cycle (Redis's `activeExpireCycle`, simplified): samples
@@ -477,6 +495,9 @@ impl Db {
     /// Counts a change of `key` for its watchers, and in [`changes`](Self::changes).
     fn touch(&mut self, key: &[u8]) {
         self.changes += 1;
+        if let Some(log) = &mut self.touched_log {
+            log.push(key.into());
+        }
         if !self.watched.is_empty() {
             if let Some(w) = self.watched.get_mut(key) {
                 w.changes += 1;
@@ -487,6 +508,9 @@ impl Db {
     /// Counts a change of record `i`'s key for its watchers, and in [`changes`](Self::changes).
     fn touch_at(&mut self, i: usize) {
         self.changes += 1;
+        if let Some(log) = &mut self.touched_log {
+            log.push(self.slots[i].as_ref().expect("a live slot").key.clone());
+        }
         if !self.watched.is_empty() {
             let key = &self.slots[i].as_ref().expect("a live slot").key;
             if let Some(w) = self.watched.get_mut(key) {
@@ -831,9 +855,14 @@ impl Db {
     /// does not count expiry in `dirty`).
     fn expire_at(&mut self, i: usize) {
         let changes = self.changes;
+        let touched = self.touched_log.as_ref().map(Vec::len);
         let key = self.expired_log.is_some().then(|| self.slot(i).key.clone());
         self.remove_at(i);
         self.changes = changes;
+        // Expiry is not a command's change.
+        if let (Some(log), Some(n)) = (&mut self.touched_log, touched) {
+            log.truncate(n);
+        }
         self.stats.expired_keys += 1;
         if let (Some(log), Some(key)) = (&mut self.expired_log, key) {
             log.push(key);

@@ -153,6 +153,11 @@ impl Input {
         self.buf.as_ref().map_or(0, BufMut::len)
     }
 
+    /// The read buffer's size (0 between reads, when it was returned to the pool).
+    pub fn capacity(&self) -> usize {
+        self.buf.as_ref().map_or(0, BufMut::capacity)
+    }
+
     /// Where the next read goes: never empty. Grows the buffer (moving its bytes once) when
     /// the command at its front needs more room than is left.
     pub fn read_target(&mut self) -> Result<&mut [u8], InputError> {
@@ -194,7 +199,8 @@ impl Input {
         self.counters.bytes += n as u64;
     }
 
-    /// Hands every whole command buffered to `run`, in order. Stops at the first malformed
+    /// Hands every whole command buffered to `run`, in order, with the bytes buffered from
+    /// its start on (itself and what follows it: Redis's query buffer while it runs). Stops at the first malformed
     /// request, after running the commands before it (as Redis does).
     ///
     /// `authenticated` says whether the client may send large requests yet (Redis's tighter
@@ -203,7 +209,7 @@ impl Input {
     pub fn commands(
         &mut self,
         mut authenticated: bool,
-        mut run: impl FnMut(&Args<'_>) -> Next,
+        mut run: impl FnMut(&Args<'_>, usize) -> Next,
     ) -> Result<(), InputError> {
         // The command at the front is known to need more bytes than are here: parsing it again
         // would only walk the same arguments (quadratic for a client that trickles them).
@@ -255,13 +261,17 @@ impl Input {
                     inline_scratch,
                 }) => {
                     self.counters.commands += 1;
+                    let queued = shared.len() - pos;
                     let next = if inline_scratch {
-                        run(&Args::new(&self.scratch, &self.args, None))
+                        run(&Args::new(&self.scratch, &self.args, None), queued)
                     } else {
                         for r in &mut self.args {
                             *r = r.start + pos..r.end + pos;
                         }
-                        run(&Args::new(&shared, &self.args, Some(&shared)).holding(held))
+                        run(
+                            &Args::new(&shared, &self.args, Some(&shared)).holding(held),
+                            queued,
+                        )
                     };
                     pos += consumed;
                     self.need = 0;
@@ -329,7 +339,7 @@ mod tests {
                 rest = &rest[n..];
                 let pool = input.pool.clone();
                 input
-                    .commands(true, |args| {
+                    .commands(true, |args, _| {
                         let all = args.iter_from(0).map(<[u8]>::to_vec).collect();
                         let last = args.len() - 1;
                         let kept = args.value(last, &pool, 1).unwrap();
@@ -431,7 +441,7 @@ mod tests {
                 let target = input.read_target()?;
                 target[..part.len()].copy_from_slice(part);
                 input.filled(part.len());
-                input.commands(true, |_| panic!("incomplete")).unwrap();
+                input.commands(true, |_, _| panic!("incomplete")).unwrap();
             }
             Ok::<_, InputError>(cmd)
         };
@@ -455,7 +465,7 @@ mod tests {
         let n = target.len();
         target.copy_from_slice(&cmd[..n]);
         input.filled(n);
-        input.commands(true, |_| panic!("incomplete")).unwrap();
+        input.commands(true, |_, _| panic!("incomplete")).unwrap();
         assert!(matches!(
             input.read_target(),
             Err(InputError::QueryBufferLimit { .. })
@@ -472,7 +482,7 @@ mod tests {
         input.filled(bytes.len());
         let mut ran = 0;
         let err = input
-            .commands(true, |_| {
+            .commands(true, |_, _| {
                 ran += 1;
                 Next::Go(true)
             })
@@ -500,7 +510,7 @@ mod tests {
         input.filled(bytes.len());
         let mut ran = 0;
         input
-            .commands(true, |_| {
+            .commands(true, |_, _| {
                 ran += 1;
                 Next::Stop
             })

@@ -26,13 +26,14 @@
 //! `SAVE`, `BGSAVE`, save points, loading at start) and Redis 7.0's multi-part AOF ([`aof`]:
 //! every write as the feed propagates it, `appendfsync always|everysec|no`, rewrites on a
 //! thread), and `SYNC` streams the dataset and then every write ([`feed`],
-//! [`cmd::replication`]).
+//! [`cmd::replication`]); `REPLICAOF` makes it a replica of another server ([`replica`]: a
+//! thread that loads the master's RDB and applies its stream).
 //!
 //! What it is not: a reader of Redis's pre-7.0 single-file AOF, a master a replica can follow
 //! (no backlog, `PSYNC` is always a full resynchronization), clustered, or a full Redis (see
 //! [`cmd`] for the commands it has: 16 databases, transactions, pub/sub and the blocking list
-//! and sorted-set commands; no keyspace notifications, scripting or streams; no eviction:
-//! writes beyond `maxmemory` get Redis's OOM error).
+//! and sorted-set commands, geo commands ([`cmd::geo`]), keyspace notifications ([`cmd::notify`]);
+//! no scripting or streams; no eviction: writes beyond `maxmemory` get Redis's OOM error).
 //!
 //! Layout: [`resp`] is the protocol without I/O (request parser, reply encoder); [`rdb`] the
 //! snapshot format without I/O; [`aof`] the append-only file (its manifest and command reader
@@ -52,8 +53,10 @@ pub mod config;
 pub mod db;
 pub mod feed;
 pub mod fields;
+pub mod geohash;
 pub mod input;
 pub mod rdb;
+pub mod replica;
 pub mod resp;
 pub mod server;
 pub mod zset;

@@ -39,7 +39,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -212,6 +212,23 @@ impl Server {
             }
         });
         let mut threads = Vec::new();
+        // The replica's follower (`REPLICAOF`): idle until a master is set.
+        let (shared, all_wakers) = (self.shared.clone(), wakers.clone());
+        threads.push(
+            std::thread::Builder::new()
+                .name("ferry-redis-replica".into())
+                .spawn(move || {
+                    crate::replica::Replica {
+                        info: &shared.info,
+                        dbs: &shared.dbs,
+                        pool: &shared.pool,
+                        stop: &shared.stop,
+                        wakers: &all_wakers,
+                    }
+                    .run();
+                    Ok(())
+                })?,
+        );
         for (i, listeners) in self.listeners.into_iter().enumerate() {
             let all_wakers = wakers.clone();
             let shared = self.shared.clone();
@@ -287,6 +304,7 @@ impl ServerHandle {
         self.shared.stop.store(true, Ordering::SeqCst);
         // What the AOF holds is written and synced, as Redis does on shutdown.
         self.shared.info.aof.flush();
+        self.shared.info.follow.wake();
         for w in self.wakers.iter() {
             let _ = rustix::io::write(w, &1u64.to_ne_bytes());
         }
@@ -542,11 +560,13 @@ impl EventLoop {
                         db.active_expire(now);
                     }
                 }
-                if self.shared.info.feed.is_active() {
-                    cmd::replication::expired(&self.shared.info, &mut dbs);
+                let mut wake = Vec::new();
+                if self.shared.info.feed.is_active() || self.shared.info.notify.is_on() {
+                    cmd::replication::expired(&self.shared.info, &mut dbs, &mut wake);
                 }
                 cmd::persist::tick(&self.shared.info, &dbs, now);
                 drop(dbs);
+                self.wake_loops(wake);
             }
         }
         for i in 0..self.conns.len() {
@@ -682,7 +702,21 @@ impl EventLoop {
         }
         self.conns[slot] = Some(conn);
         Stats::add(&info.stats.connected_clients, 1);
+        self.list_client(slot);
         Ok(())
+    }
+
+    /// Refreshes client `i`'s entry in the server's client list (`CLIENT LIST`, `CLIENT KILL`).
+    fn list_client(&self, i: usize) {
+        if let Some(conn) = self.conns.get(i).and_then(Option::as_ref) {
+            let qbuf = conn.input.pending();
+            let buffers = cmd::client::Buffers {
+                fd: conn.net.as_fd().as_raw_fd(),
+                qbuf,
+                qbuf_free: conn.input.capacity().saturating_sub(qbuf),
+            };
+            cmd::client::list(&self.shared.info, &conn.client, buffers, now_ms());
+        }
     }
 
     fn client_event(&mut self, i: usize, mut ev: Ready) {
@@ -714,6 +748,8 @@ impl EventLoop {
             if self.conns[i].is_none() {
                 return; // delivering to itself put it over its pub/sub limit
             }
+            // Listed as its replies leave: a client that saw them finds it so in CLIENT LIST.
+            self.list_client(i);
             let again = match read {
                 None => false,
                 Some(Ok(again)) => again,
@@ -776,6 +812,11 @@ impl EventLoop {
             return;
         }
         let wake = std::mem::take(&mut conn.client.wake);
+        self.wake_loops(wake);
+    }
+
+    /// Wakes loops `wake` (their mailboxes have mail); this loop delivers its own at once.
+    fn wake_loops(&mut self, wake: Vec<usize>) {
         for &l in &wake {
             if l == self.index {
                 self.deliver();
@@ -803,6 +844,7 @@ impl EventLoop {
         let mut touched: Vec<usize> = Vec::new();
         let mut resumed: Vec<usize> = Vec::new();
         let mut over: Vec<(usize, usize)> = Vec::new();
+        let mut killed: Vec<usize> = Vec::new();
         for mail in self.mail.drain(..) {
             let to = mail.to();
             let slot = to.home.slot;
@@ -822,6 +864,10 @@ impl EventLoop {
                     conn.out.append(&mut reply);
                     resumed.push(slot);
                 }
+                Mail::Kill(_) => {
+                    killed.push(slot);
+                    continue;
+                }
             }
             if !touched.contains(&slot) {
                 touched.push(slot);
@@ -834,6 +880,12 @@ impl EventLoop {
             {
                 over.push((slot, pending));
             }
+        }
+        for &slot in &killed {
+            touched.retain(|&t| t != slot);
+            resumed.retain(|&t| t != slot);
+            over.retain(|o| o.0 != slot);
+            self.drop_conn(slot, Close::Eof);
         }
         for (slot, pending) in over {
             touched.retain(|&t| t != slot);
@@ -991,26 +1043,29 @@ impl EventLoop {
         let (out, client) = (&mut conn.out, &mut conn.client);
         let before = (out.copied_value_bytes(), out.referenced_value_bytes());
         let limit = shared.info.config.output_buffer_limit;
-        let result = conn.input.commands(client.authenticated, |args: &Args<'_>| {
-            if out.len() > limit {
-                return Next::Stop; // the client is dropped below: run nothing more for it
-            }
-            out.set_proto(client.proto);
-            let mut session = Session {
-                dbs: &mut dbs,
-                client,
-                server: &shared.info,
-                now_ms: now,
-            };
-            cmd::execute(&mut session, args, out);
-            if client.close_after_reply {
-                Next::Stop // after QUIT nothing more runs
-            } else if client.block.is_some() {
-                Next::Pause
-            } else {
-                Next::Go(client.authenticated)
-            }
-        });
+        let result = conn
+            .input
+            .commands(client.authenticated, |args: &Args<'_>, queued| {
+                if out.len() > limit {
+                    return Next::Stop; // the client is dropped below: run nothing more for it
+                }
+                client.query_bytes = queued;
+                out.set_proto(client.proto);
+                let mut session = Session {
+                    dbs: &mut dbs,
+                    client,
+                    server: &shared.info,
+                    now_ms: now,
+                };
+                cmd::execute(&mut session, args, out);
+                if client.close_after_reply {
+                    Next::Stop // after QUIT nothing more runs
+                } else if client.block.is_some() {
+                    Next::Pause
+                } else {
+                    Next::Go(client.authenticated)
+                }
+            });
         drop(dbs);
         if let Some(at) = client.block.and_then(|b| b.deadline_ms) {
             self.timeouts.push(Reverse((at, i, client.id)));
@@ -1112,6 +1167,7 @@ impl EventLoop {
             );
         }
         let _ = self.epoll.remove(&conn.net);
+        cmd::client::unlist(&self.shared.info, conn.client.id);
         let mut client = conn.client;
         if !client.watched.is_empty() {
             cmd::multi::forget_watched(&mut self.lock_dbs(), &mut client);
@@ -1140,8 +1196,10 @@ impl EventLoop {
             // keeps the expired keys logged.
             let mut dbs = self.lock_dbs();
             if !self.shared.info.feed.detach(client.id) {
-                // The last replica left, and there is no AOF: nobody needs the expired keys.
-                dbs.iter_mut().for_each(|db| db.log_expired(false));
+                // The last replica left, and there is no AOF: only keyspace notifications
+                // may need the expired keys.
+                let keep = self.shared.info.notify.wants_expired();
+                dbs.iter_mut().for_each(|db| db.log_expired(keep));
             }
         }
         self.shared

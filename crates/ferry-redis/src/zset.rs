@@ -161,6 +161,21 @@ impl ZSet {
         self.order.iter().map(|r| (&r.member, r.score))
     }
 
+    /// Members with a score in `min..max`, lowest first, for scores that are integers around
+    /// `min` (a geo set's cells): O(log n) to the first, then one step each.
+    pub fn score_range(&self, min: f64, max: f64) -> impl Iterator<Item = (&SharedBuf, f64)> + '_ {
+        // A bound needs a member: any will do below `min - 1`, and no integer lies between.
+        let from = self.order.first().map(|r| Ranked {
+            score: min - 1.0,
+            member: r.member.clone(),
+        });
+        from.into_iter()
+            .flat_map(move |from| self.order.range(from..))
+            .skip_while(move |r| r.score < min)
+            .take_while(move |r| r.score < max)
+            .map(|r| (&r.member, r.score))
+    }
+
     /// `member`'s position from the lowest (0-based).
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let (m, score) = self.scores.get(member)?;

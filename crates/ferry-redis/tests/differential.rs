@@ -65,13 +65,12 @@ use std::fmt::{self, Write as _};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod common;
 
 use ferry_launch::Server;
-use ferry_redis::resp::client::{Reply, ReplyReader, ping, show_bytes};
+use ferry_redis::resp::client::{Reply, ReplyReader, show_bytes};
 
 /// Seeds that once found a mismatch against Ferry, with the mode they found it in; each runs
 /// before the others of its mode. A seed names a sequence of this generator: a change to the
@@ -815,18 +814,7 @@ fn reference_or_skip(test: &str) -> Option<RedisServer> {
 impl RedisServer {
     /// Starts `path` on a free port and waits (at most 10 s) until it answers `PING`.
     fn start(path: &Path) -> RedisServer {
-        let dir = std::env::temp_dir();
-        let command = |port: u16| {
-            let mut c = Command::new(path);
-            c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-                .arg("--dir")
-                .arg(&dir);
-            c
-        };
-        let ready = |addr| ping(addr, Duration::from_secs(2));
-        let server = Server::start("redis-server", command, ready, Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("{} did not start: {e}", path.display()));
+        let server = common::start_redis_server(path, &std::env::temp_dir(), &[], Duration::from_secs(10));
         RedisServer {
             addr: server.addr(),
             _server: server,

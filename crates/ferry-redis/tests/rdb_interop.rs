@@ -14,7 +14,6 @@
 //! it the tests print why and return, unless `FERRY_REQUIRE_TOOLS=1` (then they fail).
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 mod common;
@@ -25,18 +24,7 @@ use ferry_testkit::Scratch;
 
 /// redis-server on a free port, with `dir` as its directory (it loads `dump.rdb` from there).
 fn start_redis(path: &Path, dir: &Path) -> ferry_launch::Server {
-    let command = |port: u16| {
-        let mut c = Command::new(path);
-        c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .args(["--dbfilename", "dump.rdb", "--dir"])
-            .arg(dir);
-        c
-    };
-    // Ready once it answers PING, which it does only after loading the file.
-    let ready = |addr| ping(addr, Duration::from_secs(2));
-    ferry_launch::Server::start("redis-server-rdb", command, ready, Duration::from_secs(30))
-        .unwrap_or_else(|e| panic!("redis-server did not start: {e}"))
+    common::start_redis_server(path, dir, &["--dbfilename", "dump.rdb"], Duration::from_secs(30))
 }
 
 fn start_ferry(dir: &Path) -> ferry_redis::ServerHandle {

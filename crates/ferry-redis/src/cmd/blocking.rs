@@ -335,6 +335,12 @@ pub fn serve(dbs: &mut [Db], server: &ServerInfo, now_ms: u64, wake: &mut Vec<us
                     propagate_as: None,
                 };
                 run_op(&mut ctx, op, &w.args.args(), &mut out);
+                if server.notify.is_on() {
+                    let args = w.args.args();
+                    if let Some(spec) = table::lookup(args.get(0)) {
+                        super::notify::after_command(server, dbs, w.db, spec, &args, now_ms, wake);
+                    }
+                }
                 server
                     .pubsub
                     .lock()

@@ -1,17 +1,33 @@
-//! `CLIENT` and its subcommands ([`CLIENT_SUBS`]).
+//! `CLIENT` and its subcommands ([`CLIENT_SUBS`]), and the server's [`Directory`] of
+//! clients that `CLIENT LIST` and `CLIENT KILL` read.
+//!
+//! A handler sees only its own client, so each event loop lists its clients in the
+//! [`Directory`] ([`list`]) as it last saw them: when one connects, and after each batch of its
+//! requests. `CLIENT KILL` picks clients there and sends each loop a [`Mail::Kill`] for
+//! its own (woken as for pub/sub); the caller, when it picks itself, is closed after the reply.
 //!
 //! Where this differs from Redis, and why:
-//! - `CLIENT` has `ID`, `GETNAME`, `SETNAME`, `INFO`, `LIST`, `HELP`; the rest (`KILL`,
-//!   `PAUSE`, `TRACKING`, `NO-EVICT`, ...) are unknown subcommands. A handler sees only its
-//!   own client, so `CLIENT LIST` lists the caller alone. Its line has the fields Ferry knows
-//!   (`id addr laddr name age idle flags db sub psub ssub multi cmd user redir resp`), not the
-//!   buffer and memory fields (`fd qbuf omem tot-mem ...`) it would have to invent.
+//! - `CLIENT` has `ID`, `GETNAME`, `SETNAME`, `INFO`, `LIST`, `KILL`, `REPLY`, `UNBLOCK`,
+//!   `HELP`; the rest (`PAUSE`, `TRACKING`, `NO-EVICT`, ...) are unknown subcommands.
+//! - `CLIENT LIST` prints every field Redis 7.0 prints. These are approximations: another
+//!   client's line is as of the end of its last batch of requests (so `idle` counts from
+//!   then); `qbuf` is the bytes read and not yet parsed (the caller's: from the running
+//!   command's start, as Redis counts); `qbuf-free` and `rbs`/`rbp` are the read buffer's room
+//!   and size (0 between reads: Ferry returns an idle client's buffer to the pool);
+//!   `argv-mem`, `multi-mem`, `obl`, `oll` and `omem` are 0 (arguments stay in the read
+//!   buffer; a batch's replies go to the socket as one gather list, and what the socket has not
+//!   taken yet waits in ferry-net's sender, which does not count it); `tot-mem` is the read
+//!   buffer; `events` is always `r`.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::PoisonError;
 
+use super::pubsub::{Home, Mail, Subscriber};
 use super::strings::parse_i64;
 use super::subcommand::{ACL_ADMIN_CONN, ACL_CONN, ADMIN_SUB, CONN_SUB, HELP_SUB, Sub, dispatch, help, sub};
-use super::{Args, Ctx, NOT_INTEGER, ReplyMode, SYNTAX, blocking, quoted};
+use super::{Args, Client, Ctx, NOT_INTEGER, ReplyMode, SYNTAX, ServerInfo, blocking, quoted};
 use crate::resp::{Proto, ReplyBuf};
 
 /// `CLIENT`'s subcommands.
@@ -21,11 +37,193 @@ pub static CLIENT_SUBS: &[Sub] = &[
     sub("client|help", 2, HELP_SUB, ACL_CONN, &[], "connection", "Show helpful text about the different subcommands", "5.0.0", "O(1)", client_help),
     sub("client|id", 2, CONN_SUB, ACL_CONN, &[], "connection", "Returns the client ID for the current connection", "5.0.0", "O(1)", client_id_cmd),
     sub("client|info", 2, CONN_SUB, ACL_CONN, &["nondeterministic_output"], "connection", "Returns information about the current client connection.", "6.2.0", "O(1)", client_info),
+    sub("client|kill", -3, ADMIN_SUB, ACL_ADMIN_CONN, &[], "connection", "Kill the connection of a client", "2.4.0", "O(N) where N is the number of client connections", client_kill),
     sub("client|list", -2, ADMIN_SUB, ACL_ADMIN_CONN, &["nondeterministic_output"], "connection", "Get the list of client connections", "2.4.0", "O(N) where N is the number of client connections", client_list),
     sub("client|reply", 3, CONN_SUB, ACL_CONN, &[], "connection", "Instruct the server whether to reply to commands", "3.2.0", "O(1)", client_reply),
     sub("client|setname", 3, CONN_SUB, ACL_CONN, &[], "connection", "Set the current connection name", "2.6.9", "O(1)", client_setname),
     sub("client|unblock", -3, ADMIN_SUB, ACL_ADMIN_CONN, &[], "connection", "Unblock a client blocked in a blocking command from a different connection", "5.0.0", "O(log N) where N is the number of client connections", client_unblock),
 ];
+
+/// What a loop knows of a client's buffers, for its [`Directory`] entry.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Buffers {
+    /// The socket's descriptor.
+    pub fd: i32,
+    /// Bytes read and not yet parsed.
+    pub qbuf: usize,
+    /// Room left in the read buffer.
+    pub qbuf_free: usize,
+}
+
+/// A client as `CLIENT LIST` prints it and `CLIENT KILL` filters it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// `CLIENT ID`.
+    pub id: u64,
+    /// Its loop and slot (where a kill is sent).
+    pub home: Home,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Ours.
+    pub laddr: SocketAddr,
+    /// `CLIENT SETNAME`.
+    pub name: String,
+    /// When it connected, and when its loop last served it (unix ms).
+    pub created_ms: u64,
+    /// See `created_ms`.
+    pub last_ms: u64,
+    /// Redis's flag letters.
+    pub flags: String,
+    /// Its kind for `TYPE`: `normal`, `pubsub` or `slave`.
+    pub kind: &'static str,
+    /// Selected database.
+    pub db: usize,
+    /// Channels, patterns, shard channels.
+    pub subs: (usize, usize, usize),
+    /// Queued commands in its transaction, or -1.
+    pub multi: i64,
+    /// Its buffers.
+    pub buffers: Buffers,
+    /// The last command it ran.
+    pub cmd: &'static str,
+    /// 2 or 3.
+    pub resp: u8,
+}
+
+impl Listed {
+    /// `c` as its loop sees it at `now_ms`, with its buffers.
+    pub fn of(c: &Client, buffers: Buffers, now_ms: u64) -> Listed {
+        let (sub, psub, ssub) = c.subs.counts();
+        let mut flags = String::new();
+        if c.replica {
+            flags.push('S');
+        }
+        if c.subs.is_subscribed() {
+            flags.push('P');
+        }
+        if c.multi.is_some() {
+            flags.push('x');
+        }
+        if c.block.is_some() {
+            flags.push('b');
+        }
+        if c.close_after_reply {
+            flags.push('c');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        Listed {
+            id: c.id,
+            home: c.home,
+            addr: c.addr,
+            laddr: c.local_addr,
+            name: c
+                .name
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default()
+                .into_owned(),
+            created_ms: c.created_ms,
+            last_ms: now_ms,
+            flags,
+            kind: if c.replica {
+                "slave"
+            } else if c.subs.is_subscribed() {
+                "pubsub"
+            } else {
+                "normal"
+            },
+            db: c.db,
+            subs: (sub, psub, ssub),
+            multi: c.multi.as_ref().map_or(-1, |m| m.len() as i64),
+            buffers,
+            cmd: c.last_cmd,
+            resp: match c.proto {
+                Proto::Resp2 => 2,
+                Proto::Resp3 => 3,
+            },
+        }
+    }
+
+    /// Its `CLIENT LIST` line at `now_ms`, ending in `\n`.
+    fn line(&self, now_ms: u64, s: &mut String) {
+        let b = &self.buffers;
+        let rbs = b.qbuf + b.qbuf_free;
+        let _ = writeln!(
+            s,
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
+             multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={rbs} rbp={rbs} obl=0 oll=0 omem=0 \
+             tot-mem={rbs} events=r cmd={} user=default redir=-1 resp={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            b.fd,
+            self.name,
+            now_ms.saturating_sub(self.created_ms) / 1000,
+            now_ms.saturating_sub(self.last_ms) / 1000,
+            self.flags,
+            self.db,
+            self.subs.0,
+            self.subs.1,
+            self.subs.2,
+            self.multi,
+            b.qbuf,
+            b.qbuf_free,
+            self.cmd,
+            self.resp
+        );
+    }
+}
+
+/// Every connected client, by id.
+#[derive(Debug, Default)]
+pub struct Directory {
+    clients: BTreeMap<u64, Listed>,
+}
+
+fn directory(server: &ServerInfo) -> std::sync::MutexGuard<'_, Directory> {
+    server.clients.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Lists (or refreshes) client `c` in the server's [`Directory`].
+pub fn list(server: &ServerInfo, c: &Client, buffers: Buffers, now_ms: u64) {
+    let listed = Listed::of(c, buffers, now_ms);
+    directory(server).clients.insert(c.id, listed);
+}
+
+/// Takes client `id` off the list (it disconnected).
+pub fn unlist(server: &ServerInfo, id: u64) {
+    directory(server).clients.remove(&id);
+}
+
+/// The caller as it is now: its query buffer holds the running command (as Redis's does),
+/// the rest as its loop last listed it.
+fn me(ctx: &Ctx<'_>) -> Listed {
+    let mut buffers = directory(ctx.server)
+        .clients
+        .get(&ctx.client.id)
+        .map(|l| l.buffers)
+        .unwrap_or_default();
+    let room = buffers.qbuf + buffers.qbuf_free;
+    buffers.qbuf = ctx.client.query_bytes;
+    buffers.qbuf_free = room.saturating_sub(buffers.qbuf);
+    Listed::of(ctx.client, buffers, ctx.now_ms)
+}
+
+/// Every client, the caller as it is now, by id.
+fn everyone(ctx: &Ctx<'_>) -> Vec<Listed> {
+    let me = me(ctx);
+    let mut all: Vec<Listed> = directory(ctx.server)
+        .clients
+        .values()
+        .filter(|l| l.id != me.id)
+        .cloned()
+        .collect();
+    let at = all.partition_point(|l| l.id < me.id);
+    all.insert(at, me);
+    all
+}
 
 /// A client name with a byte outside `!`..=`~`.
 pub const BAD_CLIENT_NAME: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
@@ -114,73 +312,150 @@ fn client_setname(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
 /// `CLIENT INFO`: the caller's `CLIENT LIST` line.
 fn client_info(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
     let mut line = String::new();
-    client_line(ctx, "client|info", &mut line);
+    me(ctx).line(ctx.now_ms, &mut line);
     out.verbatim("txt", line.as_bytes());
 }
 
-/// `CLIENT LIST [TYPE type | ID id ...]`: the caller's line, when it passes the filter.
+/// A `TYPE` argument as the kind [`Listed::kind`] names (`replica` and `slave` are one;
+/// `master` matches none: Ferry follows no master).
+fn client_kind(word: &[u8]) -> Result<&'static str, Vec<u8>> {
+    match word.to_ascii_lowercase().as_slice() {
+        b"normal" => Ok("normal"),
+        b"pubsub" => Ok("pubsub"),
+        b"replica" | b"slave" => Ok("slave"),
+        b"master" => Ok("master"),
+        _ => Err(quoted("ERR Unknown client type '", word, "'")),
+    }
+}
+
+/// `CLIENT LIST [TYPE type | ID id ...]`: a line per client, in id order.
 fn client_list(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
-    let listed = if args.len() == 2 {
-        true
+    let keep: Box<dyn Fn(&Listed) -> bool> = if args.len() == 2 {
+        Box::new(|_| true)
     } else if args.len() == 4 && args.get(2).eq_ignore_ascii_case(b"TYPE") {
-        let kind = args.get(3).to_ascii_lowercase();
-        let subscribed = ctx.client.subs.is_subscribed();
-        match kind.as_slice() {
-            b"normal" => !subscribed,
-            b"pubsub" => subscribed,
-            b"master" | b"replica" | b"slave" => false,
-            _ => {
-                return out.error(quoted("ERR Unknown client type '", args.get(3), "'"));
-            }
+        match client_kind(args.get(3)) {
+            Ok(kind) => Box::new(move |l| l.kind == kind),
+            Err(e) => return out.error(e),
         }
     } else if args.len() > 3 && args.get(2).eq_ignore_ascii_case(b"ID") {
-        let mut found = false;
+        let mut ids = Vec::new();
         for id in args.iter_from(3) {
-            match parse_i64(id) {
+            match parse_i64(id).and_then(|id| u64::try_from(id).ok()) {
                 None => return out.error("ERR Invalid client ID"),
-                Some(id) => found |= id == client_id(ctx),
+                Some(id) => ids.push(id),
             }
         }
-        found
+        Box::new(move |l| ids.contains(&l.id))
     } else {
         return out.error(SYNTAX);
     };
     let mut text = String::new();
-    if listed {
-        client_line(ctx, "client|list", &mut text);
+    for l in everyone(ctx).iter().filter(|l| keep(l)) {
+        l.line(ctx.now_ms, &mut text);
     }
     out.verbatim("txt", text.as_bytes());
 }
 
-/// One `CLIENT LIST` line for the caller (ending in `\n`), `cmd` being the command running.
-fn client_line(ctx: &Ctx<'_>, cmd: &str, s: &mut String) {
-    let c = &*ctx.client;
-    let name = c.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
-    let age = ctx.now_ms.saturating_sub(c.created_ms) / 1000;
-    let resp = match c.proto {
-        Proto::Resp2 => 2,
-        Proto::Resp3 => 3,
+/// What `CLIENT KILL`'s filters pick.
+#[derive(Debug, Default)]
+struct KillFilter {
+    id: Option<u64>,
+    kind: Option<&'static str>,
+    addr: Option<String>,
+    laddr: Option<String>,
+    max_age_s: Option<u64>,
+    skip_me: bool,
+}
+
+impl KillFilter {
+    fn picks(&self, l: &Listed, me: u64, now_ms: u64) -> bool {
+        self.id.is_none_or(|id| l.id == id)
+            && self.kind.is_none_or(|k| l.kind == k)
+            && self.addr.as_ref().is_none_or(|a| l.addr.to_string() == *a)
+            && self.laddr.as_ref().is_none_or(|a| l.laddr.to_string() == *a)
+            && self
+                .max_age_s
+                .is_none_or(|age| now_ms.saturating_sub(l.created_ms) / 1000 >= age)
+            && !(self.skip_me && l.id == me)
+    }
+}
+
+/// Parses `CLIENT KILL`'s filter form (`ID`, `TYPE`, `USER`, `ADDR`, `LADDR`, `SKIPME`,
+/// `MAXAGE` and a value each), Redis's errors.
+fn kill_filter(args: &Args<'_>) -> Result<KillFilter, Vec<u8>> {
+    let mut f = KillFilter {
+        skip_me: true,
+        ..KillFilter::default()
     };
-    let db = c.db;
-    let multi = c.multi.as_ref().map_or(-1, |m| m.len() as i64);
-    let (sub, psub, ssub) = c.subs.counts();
-    // Redis's letters: `x` in a transaction, `P` subscribed, `N` neither.
-    let mut flags = String::new();
-    if c.multi.is_some() {
-        flags.push('x');
+    if args.len() % 2 != 0 {
+        return Err(SYNTAX.into());
     }
-    if c.subs.is_subscribed() {
-        flags.push('P');
+    for i in (2..args.len()).step_by(2) {
+        let value = args.get(i + 1);
+        let text = || String::from_utf8_lossy(value).into_owned();
+        match args.get(i).to_ascii_lowercase().as_slice() {
+            b"id" => match parse_i64(value).filter(|&id| id > 0) {
+                Some(id) => f.id = Some(id as u64),
+                None => return Err(b"ERR client-id should be greater than 0".to_vec()),
+            },
+            b"type" => f.kind = Some(client_kind(value)?),
+            b"user" if value == b"default" => {}
+            b"user" => return Err(quoted("ERR No such user '", value, "'")),
+            b"addr" => f.addr = Some(text()),
+            b"laddr" => f.laddr = Some(text()),
+            b"skipme" if value.eq_ignore_ascii_case(b"yes") => f.skip_me = true,
+            b"skipme" if value.eq_ignore_ascii_case(b"no") => f.skip_me = false,
+            b"maxage" => match parse_i64(value) {
+                Some(age) => f.max_age_s = Some(u64::try_from(age).unwrap_or(0)),
+                None => return Err(NOT_INTEGER.into()),
+            },
+            _ => return Err(SYNTAX.into()),
+        }
     }
-    if flags.is_empty() {
-        flags.push('N');
+    Ok(f)
+}
+
+/// `CLIENT KILL addr:port` (`OK`, or an error if no client has that address) or `CLIENT KILL
+/// filter value ...` (how many clients it closed). Other loops' clients get a
+/// [`Mail::Kill`]; the caller, if picked, is closed after this reply.
+fn client_kill(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let old_form = args.len() == 3;
+    let filter = if old_form {
+        KillFilter {
+            addr: Some(String::from_utf8_lossy(args.get(2)).into_owned()),
+            ..KillFilter::default()
+        }
+    } else {
+        match kill_filter(args) {
+            Ok(f) => f,
+            Err(e) => return out.error(e),
+        }
+    };
+    let (me, now) = (ctx.client.id, ctx.now_ms);
+    let picked: Vec<Listed> = everyone(ctx)
+        .into_iter()
+        .filter(|l| filter.picks(l, me, now))
+        .collect();
+    let mut registry = ctx.server.pubsub.lock().unwrap_or_else(PoisonError::into_inner);
+    for l in &picked {
+        if l.id == me {
+            ctx.client.close_after_reply = true;
+        } else {
+            registry.post(
+                Mail::Kill(Subscriber {
+                    home: l.home,
+                    id: l.id,
+                }),
+                &mut ctx.client.wake,
+            );
+        }
     }
-    let _ = writeln!(
-        s,
-        "id={} addr={} laddr={} name={name} age={age} idle=0 flags={flags} db={db} sub={sub} psub={psub} \
-         ssub={ssub} multi={multi} cmd={cmd} user=default redir=-1 resp={resp}",
-        c.id, c.addr, c.local_addr
-    );
+    drop(registry);
+    match (old_form, picked.len()) {
+        (true, 0) => out.error("ERR No such client"),
+        (true, _) => out.ok(),
+        (false, n) => out.integer(n as i64),
+    }
 }
 
 /// `CLIENT HELP`.
@@ -195,6 +470,24 @@ fn client_help(_ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
             "    Return the ID of the current connection.",
             "INFO",
             "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "    * ID <client-id>",
+            "      Kill connections by client id.",
+            "    * MAXAGE <maxage>",
+            "      Kill connections older than the specified age.",
             "LIST [options ...]",
             "    Return information about client connections. Options:",
             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
@@ -261,8 +554,9 @@ mod tests {
         h.cmd("CLIENT SETNAME app");
         let line = |cmd: &str, resp: u8| {
             format!(
-                "id=7 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 name=app age=5 idle=0 flags=N \
-                 db=0 sub=0 psub=0 ssub=0 multi=-1 cmd={cmd} user=default redir=-1 resp={resp}\n"
+                "id=7 addr=127.0.0.1:50000 laddr=127.0.0.1:6379 fd=0 name=app age=5 idle=0 flags=N \
+                 db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
+                 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user=default redir=-1 resp={resp}\n"
             )
         };
         assert_eq!(h.cmd("CLIENT INFO"), bulk(&line("client|info", 2)));
@@ -288,9 +582,9 @@ mod tests {
         let mut h = server_harness(None);
         let reply = h.cmd("CLIENT HELP");
         assert!(
-            reply.starts_with("*17\r\n+CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n")
+            reply.starts_with("*35\r\n+CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n")
         );
         assert!(reply.ends_with("+HELP\r\n+    Prints this help.\r\n"));
-        assert_eq!(reply.matches("\r\n+").count(), 17);
+        assert_eq!(reply.matches("\r\n+").count(), 35);
     }
 }

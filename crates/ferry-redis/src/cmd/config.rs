@@ -2,23 +2,24 @@
 //!
 //! Where this differs from Redis, and why:
 //! - `CONFIG` changes little: the configuration is fixed when the server starts, except
-//!   `maxmemory`, the `pubsub` class of `client-output-buffer-limit`, and the persistence
-//!   settings `dir`, `dbfilename` and `save` ([`persist`](super::persist)), and the AOF's
-//!   `appendonly`, `appendfsync`, `aof-use-rdb-preamble`, `aof-load-truncated` and
-//!   `auto-aof-rewrite-*` ([`crate::aof`]; `appenddirname` and `appendfilename` are fixed at
-//!   start, as in Redis). `CONFIG GET` knows
+//!   `maxmemory`, `notify-keyspace-events` ([`notify`]), the `pubsub` class of
+//!   `client-output-buffer-limit`, the persistence settings `dir`, `dbfilename` and `save`
+//!   ([`persist`](super::persist)), and the AOF's `appendonly`, `appendfsync`,
+//!   `aof-use-rdb-preamble`, `aof-load-truncated` and `auto-aof-rewrite-*` ([`crate::aof`];
+//!   `appenddirname` and `appendfilename` are fixed at start, as in Redis). `CONFIG GET` knows
 //!   the parameters clients ask for ([`CONFIG_PARAMS`]) and the [`INERT_PARAMS`]: Redis's encoding thresholds and replication and scripting knobs,
 //!   which `CONFIG SET` accepts (with Redis's checks and errors) and reports back, but which
 //!   change nothing in Ferry (it has one representation per type). `CONFIG SET` of another
 //!   parameter accepts the value it already has and refuses a change with Redis's
 //!   `ERR CONFIG SET failed (possibly related to argument '..') - ...` error. `CONFIG
-//!   RESETSTAT` zeroes the server-wide counters of `INFO stats` (not the keyspace's hit, miss
-//!   and expiry counters, which the keyspace owns). `CONFIG REWRITE` answers as Redis does
+//!   RESETSTAT` zeroes the server-wide counters of `INFO stats` and `INFO commandstats` (not
+//!   the keyspace's hit, miss and expiry counters, which the keyspace owns). `CONFIG REWRITE` answers as Redis does
 //!   when started without a config file.
 
 use std::sync::PoisonError;
 
 use super::keys::glob_match;
+use super::notify;
 use super::pubsub::OutputLimit;
 use super::strings::parse_i64;
 use super::subcommand::{ACL_ADMIN, ADMIN_SUB, HELP_SUB, Sub, dispatch, help, sub};
@@ -55,6 +56,7 @@ pub const CONFIG_PARAMS: &[&str] = &[
     "maxclients",
     "maxmemory",
     "maxmemory-policy",
+    "notify-keyspace-events",
     "port",
     "proto-max-bulk-len",
     "requirepass",
@@ -193,6 +195,7 @@ fn config_value(ctx: &Ctx<'_>, param: Param) -> String {
             .load(std::sync::atomic::Ordering::Relaxed)
             .to_string(),
         "maxmemory-policy" => "noeviction".into(),
+        "notify-keyspace-events" => notify::format_flags(ctx.server.notify.flags()),
         "port" => ctx.server.port.to_string(),
         "proto-max-bulk-len" => config.proto_max_bulk_len.to_string(),
         "requirepass" => config.password.clone().unwrap_or_default(),
@@ -323,6 +326,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             Param::Fixed("auto-aof-rewrite-min-size") => parse_memory(value)
                 .is_none()
                 .then(|| "argument must be a memory value".to_string()),
+            Param::Fixed("notify-keyspace-events") => notify::parse_flags(value)
+                .is_none()
+                .then(|| notify::BAD_FLAGS.to_string()),
             Param::Fixed(_) if value.eq_ignore_ascii_case(config_value(ctx, param).as_bytes()) => None,
             Param::Fixed(_) => {
                 Some("this server's configuration is read-only: set it when starting the server".into())
@@ -383,6 +389,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
             Param::Fixed("auto-aof-rewrite-min-size") => {
                 let n = parse_memory(value).expect("checked above") as u64;
                 server.aof.update(|s| s.auto_rewrite_min_size = n);
+            }
+            Param::Fixed("notify-keyspace-events") => {
+                let notify = &ctx.server.notify;
+                notify.set(notify::parse_flags(value).expect("checked above"));
+                let feeding = ctx.server.feed.is_active();
+                notify.logs(ctx.db, feeding);
+                ctx.others.iter_mut().for_each(|db| notify.logs(db, feeding));
             }
             Param::Fixed(_) => {}
         }
@@ -475,7 +488,7 @@ pub fn parse_memory(value: &[u8]) -> Option<usize> {
     n.checked_mul(mult)
 }
 
-/// `CONFIG RESETSTAT`: zeroes the server-wide counters of `INFO stats`.
+/// `CONFIG RESETSTAT`: zeroes the server-wide counters of `INFO stats` and `INFO commandstats`.
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
     let s = &ctx.server.stats;
     for counter in [
@@ -489,6 +502,11 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args<'_>, out: &mut ReplyBuf) {
         &s.clients_dropped,
     ] {
         counter.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+    for c in &ctx.server.command_stats {
+        for counter in [&c.calls, &c.usec, &c.rejected_calls, &c.failed_calls] {
+            counter.store(0, std::sync::atomic::Ordering::Relaxed);
+        }
     }
     out.ok();
 }
@@ -618,8 +636,17 @@ mod tests {
         );
         assert!(h.cmd("CONFIG HELP").starts_with("*11\r\n+CONFIG <subcommand>"));
         Stats::add(&h.server.stats.total_net_input_bytes, 100);
+        h.cmd("MULTI");
+        h.cmd("PING");
+        h.cmd("EXEC");
+        let calls = |h: &mut crate::cmd::harness::Harness| {
+            let info = h.cmd("INFO commandstats");
+            ["multi", "ping", "exec"].map(|c| info.contains(&format!("cmdstat_{c}:calls=1,")))
+        };
+        assert_eq!(calls(&mut h), [true; 3]);
         assert_eq!(h.cmd("CONFIG RESETSTAT"), OK);
         assert_eq!(Stats::get(&h.server.stats.total_net_input_bytes), 0);
+        assert_eq!(calls(&mut h), [false; 3]);
         assert_eq!(h.cmd("CONFIG RESETSTAT x"), err(&wrong_arity("config|resetstat")));
     }
 }

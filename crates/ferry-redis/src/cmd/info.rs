@@ -244,7 +244,16 @@ fn info_section(ctx: &Ctx<'_>, section: &str, s: &mut String) {
         }
         "replication" => {
             s.push_str("# Replication\r\n");
-            field!(s, "role", "master");
+            match ctx.server.follow.master() {
+                None => field!(s, "role", "master"),
+                Some((master, up)) => {
+                    let (host, port) = master.rsplit_once(':').unwrap_or((&master, "0"));
+                    field!(s, "role", "slave");
+                    field!(s, "master_host", host);
+                    field!(s, "master_port", port);
+                    field!(s, "master_link_status", if up { "up" } else { "down" });
+                }
+            }
             field!(s, "connected_slaves", 0);
             field!(s, "master_failover_state", "no-failover");
             field!(s, "master_repl_offset", 0);

@@ -9,7 +9,8 @@
 //! transaction applies to the commands after it.
 //!
 //! Groups: [`strings`], [`keys`] (with [`sort`]), [`lists`], [`hashes`], [`sets`], [`zsets`]
-//! and [`zalgebra`] (with [`random`]: the random picks of the three collections), [`multi`]
+//! and [`zalgebra`] (with [`random`]: the random picks of the three collections), [`geo`]
+//! (sorted sets of geohashes), [`notify`] (keyspace notifications), [`multi`]
 //! (transactions), [`pubsub`], [`blocking`] (`BLPOP` and the others), [`introspect`]
 //! (`OBJECT`, `DEBUG`, `FUNCTION`, `MEMORY`), [`connection`], [`databases`], [`client`],
 //! [`command`], [`config`] and [`info`].
@@ -38,6 +39,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod databases;
+pub mod geo;
 #[cfg(test)]
 pub(crate) mod harness;
 pub mod hashes;
@@ -46,6 +48,7 @@ pub mod introspect;
 pub mod keys;
 pub mod lists;
 pub mod multi;
+pub mod notify;
 pub mod persist;
 pub mod pubsub;
 pub mod random;
@@ -249,6 +252,12 @@ pub struct Client {
     pub wake: Vec<usize>,
     /// A replica (`SYNC`): the connection carries the replication stream from now on.
     pub replica: bool,
+    /// The last command it ran (`client|list` for a subcommand), for `CLIENT LIST`.
+    pub last_cmd: &'static str,
+    /// The master this server replicates (`REPLICAOF`): its writes pass `READONLY`.
+    pub master: bool,
+    /// While a command runs: the bytes read from its start on (`CLIENT LIST`'s `qbuf`).
+    pub query_bytes: usize,
 }
 
 impl Client {
@@ -280,6 +289,9 @@ impl Client {
             subs: pubsub::Subscriptions::default(),
             wake: Vec::new(),
             replica: false,
+            last_cmd: "NULL",
+            master: false,
+            query_bytes: 0,
         }
     }
 }
@@ -380,12 +392,18 @@ pub struct ServerInfo {
     pub command_stats: Vec<CommandStats>,
     /// The clients waiting in blocking commands.
     pub blocked: Mutex<blocking::Registry>,
+    /// Every connected client as its loop last saw it (`CLIENT LIST`, `CLIENT KILL`).
+    pub clients: Mutex<client::Directory>,
     /// RDB persistence: where to save, when, and how the last save went.
     pub persist: persist::Persistence,
     /// What writes propagate, to replicas ([`replication`]) and the AOF.
     pub feed: std::sync::Arc<crate::feed::Feed>,
     /// The append-only file.
     pub aof: crate::aof::Aof,
+    /// The master this server follows, if any (`REPLICAOF`, [`crate::replica`]).
+    pub follow: replication::Follow,
+    /// `notify-keyspace-events` ([`notify`]).
+    pub notify: notify::Notify,
 }
 
 impl ServerInfo {
@@ -399,10 +417,13 @@ impl ServerInfo {
             persist: persist::Persistence::new(&config, now_s),
             feed: feed.clone(),
             aof: crate::aof::Aof::new(&config, feed),
+            follow: replication::Follow::default(),
+            notify: notify::Notify::default(),
             maxmemory: AtomicUsize::new(config.maxmemory),
             pubsub: Mutex::new(pubsub::Registry::new(config.threads)),
             command_stats: table::COMMANDS.iter().map(|_| CommandStats::default()).collect(),
             blocked: Mutex::new(blocking::Registry::default()),
+            clients: Mutex::new(client::Directory::default()),
             config,
             port,
             started: Instant::now(),
@@ -648,6 +669,7 @@ fn execute_answered(
             return None;
         }
     };
+    s.client.last_cmd = subcommand::full_name(spec, table::subcommands(spec.name), args);
     match &mut s.client.multi {
         Some(m) if !multi::runs_at_once(spec) => {
             m.queue(spec, args);
@@ -655,6 +677,8 @@ fn execute_answered(
         }
         Some(_) if spec.name == "exec" => {
             let server = s.server;
+            // Counted here: EXEC runs its queue, not a handler through `run`.
+            Stats::add(&server.command_stats(spec).calls, 1);
             s.client.deny_blocking = true;
             server.feed.begin_transaction();
             multi::exec(s.dbs, s.client, s.now_ms, out, |dbs, client, spec, args, out| {
@@ -690,6 +714,9 @@ fn check(s: &Session<'_>, args: &Args<'_>) -> Result<&'static CommandSpec, Vec<u
         if limit != 0 && used > limit {
             return Err(OOM.into());
         }
+    }
+    if spec.has("write") && !s.client.master && s.server.follow.is_replica() {
+        return Err(replication::READONLY.into());
     }
     if s.client.proto == Proto::Resp2
         && s.client.subs.is_subscribed()
@@ -732,7 +759,14 @@ fn run(
     if out.is_error_since(mark) {
         Stats::add(&stats.failed_calls, 1);
     }
+    let notifying = server.notify.is_on();
+    if feeding || notifying {
+        replication::expired(server, dbs, &mut client.wake);
+    }
     if feeding {
         replication::after_command(server, dbs, selected, spec, args, propagate_as, before, now_ms);
+    }
+    if notifying {
+        notify::after_command(server, dbs, selected, spec, args, now_ms, &mut client.wake);
     }
 }

@@ -312,7 +312,7 @@ impl State {
 }
 
 /// The limits a load applies: the server's databases, the pool's largest buffer.
-fn limits(databases: usize, pool: &Pool) -> rdb::Limits {
+pub(crate) fn limits(databases: usize, pool: &Pool) -> rdb::Limits {
     rdb::Limits {
         databases: databases.max(1),
         max_string_len: pool.max_class(),

@@ -102,6 +102,8 @@ pub enum Mail {
         /// Its reply.
         reply: ReplyBuf,
     },
+    /// `CLIENT KILL`: close the client's connection.
+    Kill(Subscriber),
 }
 
 impl Mail {
@@ -109,7 +111,7 @@ impl Mail {
     pub fn to(&self) -> Subscriber {
         match self {
             Mail::Message(d) => d.to,
-            Mail::Unblocked { to, .. } => *to,
+            Mail::Unblocked { to, .. } | Mail::Kill(to) => *to,
         }
     }
 }

@@ -1,4 +1,6 @@
-//! Replication, as far as a replica's stream: `SYNC` and `PSYNC` answer with an RDB of the
+//! Replication. As a replica: `REPLICAOF` sets the master [`Follow`] names for the follower
+//! thread ([`crate::replica`]), and writes from clients get [`READONLY`] meanwhile. As a
+//! master, as far as a replica's stream: `SYNC` and `PSYNC` answer with an RDB of the
 //! dataset and turn the connection into a sink of the [`Feed`](crate::feed::Feed), and
 //! [`after_command`] decides what each command propagates, in the forms Redis 7.0 rewrites
 //! them to so that a replica (or an AOF) replays them to the same dataset whenever it runs:
@@ -23,11 +25,160 @@
 //! a dataset whose RDB is larger than `output_buffer_limit` cannot be streamed (the replica
 //! is disconnected, as any client over the limit).
 
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
 use super::persist::{all_dbs, all_dbs_mut, changes, snapshot};
-use super::{Args, CommandSpec, Ctx, ServerInfo};
+use super::strings::parse_i64;
+use super::{Args, CommandSpec, Ctx, NOT_INTEGER, ServerInfo};
 use crate::db::Db;
 use crate::rdb;
 use crate::resp::ReplyBuf;
+
+/// A client's write while this server is a replica.
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+
+/// The master this server follows (`REPLICAOF`), for the follower thread
+/// ([`crate::replica`]): each `REPLICAOF` starts a new generation, which ends the link of the
+/// one before (its socket is shut down) and wakes the thread.
+#[derive(Debug, Default)]
+pub struct Follow {
+    /// Whether a master is set: the one check a write makes.
+    replica: AtomicBool,
+    state: Mutex<FollowState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct FollowState {
+    /// `host:port`.
+    master: Option<String>,
+    generation: u64,
+    link_up: bool,
+    /// The current link's socket.
+    socket: Option<TcpStream>,
+}
+
+impl Follow {
+    fn lock(&self) -> MutexGuard<'_, FollowState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether this server is a replica now.
+    pub fn is_replica(&self) -> bool {
+        self.replica.load(Ordering::SeqCst)
+    }
+
+    /// The master (`host:port`) and whether the link to it is up.
+    pub fn master(&self) -> Option<(String, bool)> {
+        let s = self.lock();
+        s.master.clone().map(|m| (m, s.link_up))
+    }
+
+    /// Follows `master` (`None`: none, `REPLICAOF NO ONE`); `false` if it follows that one
+    /// already.
+    pub fn set(&self, master: Option<String>) -> bool {
+        let mut s = self.lock();
+        if s.master == master && master.is_some() {
+            return false;
+        }
+        self.replica.store(master.is_some(), Ordering::SeqCst);
+        s.master = master;
+        s.generation += 1;
+        s.link_up = false;
+        if let Some(socket) = s.socket.take() {
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+        self.changed.notify_all();
+        true
+    }
+
+    /// Ends the current link and wakes the follower (the server stops).
+    pub fn wake(&self) {
+        let mut s = self.lock();
+        if let Some(socket) = s.socket.take() {
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+        self.changed.notify_all();
+    }
+
+    /// Waits for a master of a generation after `seen`: `None` once `stop` is set.
+    pub fn next_master(&self, seen: u64, stop: &AtomicBool) -> Option<(String, u64)> {
+        let mut s = self.lock();
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return None;
+            }
+            if s.generation != seen {
+                if let Some(m) = &s.master {
+                    return Some((m.clone(), s.generation));
+                }
+            }
+            s = self.changed.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Whether `generation` is still the current one.
+    pub fn is_current(&self, generation: u64) -> bool {
+        self.lock().generation == generation
+    }
+
+    /// Waits up to `timeout` for a new generation (or `stop`); whether one came (or stop).
+    pub fn wait_change(&self, generation: u64, timeout: Duration, stop: &AtomicBool) -> bool {
+        let s = self.lock();
+        let (s, _) = self
+            .changed
+            .wait_timeout_while(s, timeout, |s| {
+                s.generation == generation && !stop.load(Ordering::SeqCst)
+            })
+            .unwrap_or_else(PoisonError::into_inner);
+        s.generation != generation || stop.load(Ordering::SeqCst)
+    }
+
+    /// Keeps `socket` as the link of `generation` (to shut it down when that ends); `false`
+    /// if that generation ended already.
+    pub fn attach(&self, generation: u64, socket: &TcpStream) -> bool {
+        let mut s = self.lock();
+        if s.generation != generation {
+            return false;
+        }
+        s.socket = socket.try_clone().ok();
+        true
+    }
+
+    /// Records whether the link of `generation` is up (ignored for an older one).
+    pub fn set_link_up(&self, generation: u64, up: bool) {
+        let mut s = self.lock();
+        if s.generation == generation {
+            s.link_up = up;
+            if !up {
+                s.socket = None;
+            }
+        }
+    }
+}
+
+/// `REPLICAOF host port` (follow that master: the follower thread connects, loads its
+/// dataset and applies its writes; clients get `READONLY` for theirs) or `REPLICAOF NO ONE`
+/// (follow none; the dataset stays). `SLAVEOF` is the same command.
+pub fn replicaof(ctx: &mut Ctx<'_>, args: &Args<'_>, out: &mut ReplyBuf) {
+    let (host, port) = (args.get(1), args.get(2));
+    if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
+        ctx.server.follow.set(None);
+        return out.ok();
+    }
+    let Some(port) = parse_i64(port).and_then(|p| u16::try_from(p).ok()) else {
+        return out.error(NOT_INTEGER);
+    };
+    let master = format!("{}:{port}", String::from_utf8_lossy(host));
+    if ctx.server.follow.set(Some(master)) {
+        out.ok();
+    } else {
+        out.simple("OK Already connected to specified master");
+    }
+}
 
 /// `SYNC`: the RDB of every database as `$<len>\r\n<bytes>` (no CRLF after it, as Redis
 /// sends it), then every write as it happens.
@@ -65,11 +216,11 @@ fn start_stream(ctx: &mut Ctx<'_>, out: &mut ReplyBuf) {
     ctx.client.replica = true;
 }
 
-/// Propagates what the command `spec` `args`, run in database `db`, did: the keys expiry
-/// deleted meanwhile, then the command if it is a write that changed something
-/// (`changes_before`: the [`Db::changes`] sum before it ran): as the handler said
-/// (`propagate_as`, for a random effect), rewritten ([`rewrite`]), or as sent. Called only
-/// while the feed has a sink.
+/// Propagates what the command `spec` `args`, run in database `db`, did, after the keys
+/// expiry deleted meanwhile ([`expired`], which the caller runs first): the command if it is a
+/// write that changed something (`changes_before`: the [`Db::changes`] sum before it ran): as
+/// the handler said (`propagate_as`, for a random effect), rewritten ([`rewrite`]), or as sent.
+/// Called only while the feed has a sink.
 #[allow(clippy::too_many_arguments)] // the command's whole context, passed through once
 pub fn after_command(
     server: &ServerInfo,
@@ -81,7 +232,6 @@ pub fn after_command(
     changes_before: u64,
     now_ms: u64,
 ) {
-    expired(server, dbs);
     if !spec.has("write") || changes(dbs.iter()) == changes_before {
         return;
     }
@@ -92,11 +242,17 @@ pub fn after_command(
     }
 }
 
-/// Propagates the keys expiry deleted, as `DEL`s in their databases.
-pub fn expired(server: &ServerInfo, dbs: &mut [Db]) {
+/// Propagates the keys expiry deleted, as `DEL`s in their databases (while the feed has a
+/// sink), and sends their `expired` keyspace notifications ([`notify`](super::notify); loops
+/// with subscribers are added to `wake`).
+pub fn expired(server: &ServerInfo, dbs: &mut [Db], wake: &mut Vec<usize>) {
+    let feeding = server.feed.is_active();
     for (i, db) in dbs.iter_mut().enumerate() {
         for key in db.take_expired() {
-            server.feed.command(i, &[b"DEL".as_slice(), &key]);
+            if feeding {
+                server.feed.command(i, &[b"DEL".as_slice(), &key]);
+            }
+            super::notify::send(server, db, i, super::notify::EXPIRED, "expired", &key, wake);
         }
     }
 }

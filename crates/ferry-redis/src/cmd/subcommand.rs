@@ -110,6 +110,15 @@ pub fn subcommand_error(spec: &CommandSpec, subs: &'static [Sub], args: &Args<'_
     resolve(spec.name, subs, args)?.err()
 }
 
+/// The name Redis reports for the command `args` runs (`CLIENT LIST`'s `cmd=`): the
+/// subcommand's full name (`client|list`) for a container, else the command's.
+pub fn full_name(spec: &'static CommandSpec, subs: &'static [Sub], args: &Args<'_>) -> &'static str {
+    match resolve(spec.name, subs, args) {
+        Some(Ok(sub)) => sub.name,
+        _ => spec.name,
+    }
+}
+
 /// Runs the subcommand `args.get(1)` of `container` (lower case).
 pub(crate) fn dispatch(
     container: &str,

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use super::subcommand::Sub;
 use super::{
-    CommandSpec, Handler, Table, blocking, client, command, config, connection, databases, hashes, info,
+    CommandSpec, Handler, Table, blocking, client, command, config, connection, databases, geo, hashes, info,
     introspect, keys, lists, multi, persist, pubsub, replication, sets, sort, strings, zalgebra, zsets,
 };
 
@@ -357,6 +357,96 @@ pub static COMMANDS: &[CommandSpec] = &[
         "scripting",
         "A container for function commands.",
         introspect::function,
+    ),
+    spec(
+        "geoadd",
+        -5,
+        W_OOM,
+        KEY1,
+        "geo",
+        "Add one or more geospatial items in the geospatial index represented using a sorted set",
+        geo::geoadd,
+    ),
+    spec(
+        "geodist",
+        -4,
+        R,
+        KEY1,
+        "geo",
+        "Returns the distance between two members of a geospatial index",
+        geo::geodist,
+    ),
+    spec(
+        "geohash",
+        -2,
+        R,
+        KEY1,
+        "geo",
+        "Returns members of a geospatial index as standard geohash strings",
+        geo::geohash_cmd,
+    ),
+    spec(
+        "geopos",
+        -2,
+        R,
+        KEY1,
+        "geo",
+        "Returns longitude and latitude of members of a geospatial index",
+        geo::geopos,
+    ),
+    spec(
+        "georadius",
+        -6,
+        &["write", "denyoom", "movablekeys"],
+        KEY1,
+        "geo",
+        "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point",
+        geo::georadius,
+    ),
+    spec(
+        "georadius_ro",
+        -6,
+        R,
+        KEY1,
+        "geo",
+        "A read-only variant for GEORADIUS",
+        geo::georadius_ro,
+    ),
+    spec(
+        "georadiusbymember",
+        -5,
+        &["write", "denyoom", "movablekeys"],
+        KEY1,
+        "geo",
+        "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member",
+        geo::georadiusbymember,
+    ),
+    spec(
+        "georadiusbymember_ro",
+        -5,
+        R,
+        KEY1,
+        "geo",
+        "A read-only variant for GEORADIUSBYMEMBER",
+        geo::georadiusbymember_ro,
+    ),
+    spec(
+        "geosearch",
+        -7,
+        R,
+        KEY1,
+        "geo",
+        "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.",
+        geo::geosearch,
+    ),
+    spec(
+        "geosearchstore",
+        -8,
+        W_OOM,
+        (1, 2, 1),
+        "geo",
+        "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.",
+        geo::geosearchstore,
     ),
     spec(
         "get",
@@ -953,6 +1043,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys::renamenx,
     ),
     spec(
+        "replicaof",
+        3,
+        &["admin", "noscript", "stale", "no_async_loading"],
+        NONE,
+        "server",
+        "Make the server a replica of another instance, or promote it as master.",
+        replication::replicaof,
+    ),
+    spec(
         "reset",
         1,
         &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
@@ -1149,6 +1248,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         "set",
         "Determine if a given value is a member of a set.",
         sets::sismember,
+    ),
+    spec(
+        "slaveof",
+        3,
+        &["admin", "noscript", "stale", "no_async_loading"],
+        NONE,
+        "server",
+        "Make the server a replica of another instance, or promote it as master.",
+        replication::replicaof,
     ),
     spec(
         "smembers",
@@ -1695,11 +1803,13 @@ fn pack(name: &[u8]) -> Option<u128> {
     Some(u128::from_be_bytes(bytes))
 }
 
-/// [`COMMANDS`]' names, packed, in the same (sorted) order.
-static PACKED: LazyLock<Vec<u128>> = LazyLock::new(|| {
+/// [`COMMANDS`]' names of at most 16 bytes, packed, with their indices, in the same (sorted)
+/// order.
+static PACKED: LazyLock<Vec<(u128, usize)>> = LazyLock::new(|| {
     COMMANDS
         .iter()
-        .map(|c| pack(c.name.as_bytes()).expect("names fit 16 bytes"))
+        .enumerate()
+        .filter_map(|(i, c)| Some((pack(c.name.as_bytes())?, i)))
         .collect()
 });
 
@@ -1709,8 +1819,16 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     if name.contains(&0) {
         return None;
     }
-    let key = pack(name)?;
-    PACKED.binary_search(&key).ok().map(|i| &COMMANDS[i])
+    match pack(name) {
+        Some(key) => PACKED
+            .binary_search_by_key(&key, |&(k, _)| k)
+            .ok()
+            .map(|i| &COMMANDS[PACKED[i].1]),
+        // The few longer names (`GEORADIUSBYMEMBER_RO`) are compared one by one.
+        None => COMMANDS
+            .iter()
+            .find(|c| c.name.len() > 16 && c.name.as_bytes().eq_ignore_ascii_case(name)),
+    }
 }
 
 #[cfg(test)]

@@ -12,11 +12,11 @@ pub mod dataset;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use ferry_redis::resp::client::{Reply, ReplyReader};
+use ferry_redis::resp::client::{Reply, ReplyReader, ping};
 use ferry_redis::{Config, Server, ServerHandle};
 use ferry_testkit::DEADLINE;
 #[allow(unused_imports)] // each test binary uses its own subset
@@ -131,4 +131,22 @@ pub fn redis_server_7_0(test: &str) -> Option<PathBuf> {
         ));
     }
     Some(path)
+}
+
+/// `redis-server` at `path` as a child process on a free loopback port, killed on drop:
+/// without persistence (`--save ""`, no AOF), in `dir`, with `extra` arguments; ready once it
+/// answers `PING`, which a server loading a file does only after it (at most `wait`).
+pub fn start_redis_server(path: &Path, dir: &Path, extra: &[&str], wait: Duration) -> ferry_launch::Server {
+    let command = |port: u16| {
+        let mut c = Command::new(path);
+        c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(extra)
+            .arg("--dir")
+            .arg(dir);
+        c
+    };
+    let ready = |addr| ping(addr, Duration::from_secs(2));
+    ferry_launch::Server::start("redis-server", command, ready, wait)
+        .unwrap_or_else(|e| panic!("{} did not start: {e}", path.display()))
 }
