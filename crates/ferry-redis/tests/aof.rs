@@ -67,19 +67,11 @@ fn more_writes(c: &mut Conn) {
     c.ok(&[b"SADD", b"0:intset", b"77"]);
 }
 
-/// redis-server on a free port with the AOF on in `dir`.
+/// redis-server on a free port with the AOF on in `dir` (its later options override the
+/// launcher's `--appendonly no`).
 fn start_redis(path: &Path, dir: &Path) -> ferry_launch::Server {
-    let command = |port: u16| {
-        let mut c = Command::new(path);
-        c.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "yes", "--appendfsync", "always"])
-            .args(["--daemonize", "no", "--dir"])
-            .arg(dir);
-        c
-    };
-    let ready = |addr| ping(addr, Duration::from_secs(2));
-    ferry_launch::Server::start("redis-server-aof", command, ready, Duration::from_secs(30))
-        .unwrap_or_else(|e| panic!("redis-server did not start: {e}"))
+    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
+    common::start_redis_server(path, dir, &aof, Duration::from_secs(30))
 }
 
 /// `redis-check-aof` (beside redis-server) accepts the manifest in `dir`.

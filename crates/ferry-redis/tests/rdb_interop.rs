@@ -19,7 +19,7 @@ use std::time::Duration;
 mod common;
 
 use common::dataset::{Conn, assert_same, dump, fill, flat};
-use ferry_redis::resp::client::{Reply, ping};
+use ferry_redis::resp::client::Reply;
 use ferry_testkit::Scratch;
 
 /// redis-server on a free port, with `dir` as its directory (it loads `dump.rdb` from there).

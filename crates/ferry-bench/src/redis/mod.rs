@@ -126,6 +126,18 @@ pub enum Test {
     #[value(name = "set-4k")]
     #[serde(rename = "set-4k")]
     Set4k,
+    /// `hgetall h:__rand_int__`: a hash of eight 1024-byte fields.
+    #[value(name = "hgetall-8")]
+    #[serde(rename = "hgetall-8")]
+    Hgetall8,
+    /// `smembers s:__rand_int__`: a set of sixteen 512-byte members.
+    #[value(name = "smembers-16")]
+    #[serde(rename = "smembers-16")]
+    Smembers16,
+    /// `zrange z:__rand_int__ 0 9 withscores`: ten 1024-byte members and their scores.
+    #[value(name = "zrange-10")]
+    #[serde(rename = "zrange-10")]
+    Zrange10,
     /// `-t get -d 64`: GET of 64-byte values.
     #[value(name = "get-64")]
     #[serde(rename = "get-64")]
@@ -138,10 +150,13 @@ pub enum Test {
 
 impl Test {
     /// Every test, in the order they run.
-    pub const ALL: [Test; 6] = [
+    pub const ALL: [Test; 9] = [
         Test::Get4k,
         Test::Mget2,
         Test::Lrange2,
+        Test::Hgetall8,
+        Test::Smembers16,
+        Test::Zrange10,
         Test::Set4k,
         Test::Get64,
         Test::Set64,
@@ -153,6 +168,9 @@ impl Test {
             Test::Get4k => "GET 4 KiB",
             Test::Mget2 => "MGET 2x2 KiB",
             Test::Lrange2 => "LRANGE 2x2 KiB",
+            Test::Hgetall8 => "HGETALL 8x1 KiB",
+            Test::Smembers16 => "SMEMBERS 16x512 B",
+            Test::Zrange10 => "ZRANGE 10x1 KiB",
             Test::Set4k => "SET 4 KiB",
             Test::Get64 => "GET 64 B",
             Test::Set64 => "SET 64 B",
@@ -166,6 +184,9 @@ impl Test {
             Test::Get4k => &["-t", "get", "-d", "4096"],
             Test::Mget2 => &["mget", "m:__rand_int__", "m:__rand_int__"],
             Test::Lrange2 => &["lrange", "l:__rand_int__", "0", "1"],
+            Test::Hgetall8 => &["hgetall", "h:__rand_int__"],
+            Test::Smembers16 => &["smembers", "s:__rand_int__"],
+            Test::Zrange10 => &["zrange", "z:__rand_int__", "0", "9", "withscores"],
             Test::Set4k => &["-t", "set", "-d", "4096"],
             Test::Get64 => &["-t", "get", "-d", "64"],
             Test::Set64 => &["-t", "set", "-d", "64"],
@@ -186,6 +207,9 @@ impl Test {
             ["-t", "get", "-d", len] => len.parse().ok().map(Family::Key),
             ["mget", ..] => Some(Family::Mget),
             ["lrange", ..] => Some(Family::List),
+            ["hgetall", ..] => Some(Family::Hash),
+            ["smembers", ..] => Some(Family::Set),
+            ["zrange", ..] => Some(Family::Zset),
             _ => None,
         }
     }
@@ -519,7 +543,13 @@ fn measure_server(
     }
     // The families that never change, then `key:` as each test needs it.
     let mut loaded = 0u64;
-    for family in [Family::Mget, Family::List] {
+    for family in [
+        Family::Mget,
+        Family::List,
+        Family::Hash,
+        Family::Set,
+        Family::Zset,
+    ] {
         if plan.tests.iter().any(|t| t.reads() == Some(family)) {
             progress.start(what(&format!("loading {}..", family.key(0))));
             loaded += plan.keys;

@@ -10,6 +10,9 @@
 //! | [`Family::Key`] | `key:000000000000`.. | one string of 4096 (or 64) bytes | `-t get` |
 //! | [`Family::Mget`] | `m:000000000000`.. | one string of 2048 bytes | `mget m:__rand_int__ m:__rand_int__` |
 //! | [`Family::List`] | `l:000000000000`.. | a list of two 2048-byte strings | `lrange l:__rand_int__ 0 1` |
+//! | [`Family::Hash`] | `h:000000000000`.. | a hash of 8 fields `f0`..`f7` of 1024 bytes | `hgetall h:__rand_int__` |
+//! | [`Family::Set`] | `s:000000000000`.. | a set of 16 members of 512 bytes | `smembers s:__rand_int__` |
+//! | [`Family::Zset`] | `z:000000000000`.. | a sorted set of 10 members of 1024 bytes, scores 0..9 | `zrange z:__rand_int__ 0 9 withscores` |
 //!
 //! Values are letters in a pattern that depends on the key's number, so that a spot check
 //! after the load catches a server that answers with the wrong key's value.
@@ -40,7 +43,19 @@ pub enum Family {
     Mget,
     /// `l:N`, lists of two 2048-byte strings (LRANGE 0 1).
     List,
+    /// `h:N`, hashes of [`HASH_FIELDS`] 1024-byte fields (HGETALL).
+    Hash,
+    /// `s:N`, sets of [`SET_MEMBERS`] 512-byte members (SMEMBERS).
+    Set,
+    /// `z:N`, sorted sets of [`ZSET_MEMBERS`] 1024-byte members (ZRANGE 0 9 WITHSCORES).
+    Zset,
 }
+
+/// Fields of each `h:` hash, members of each `s:` set and of each `z:` sorted set (issue 29:
+/// HGETALL of 8 x 1 KiB, SMEMBERS of 16 x 512 B, ZRANGE 0 9 WITHSCORES over 1 KiB members).
+pub const HASH_FIELDS: u64 = 8;
+pub const SET_MEMBERS: u64 = 16;
+pub const ZSET_MEMBERS: u64 = 10;
 
 /// Length of each MGET value and list element (Cornflakes Table 3: 2 x 2048 B).
 pub const HALF: usize = 2048;
@@ -78,6 +93,9 @@ impl Family {
             Family::Key(_) => "key:",
             Family::Mget => "m:",
             Family::List => "l:",
+            Family::Hash => "h:",
+            Family::Set => "s:",
+            Family::Zset => "z:",
         }
     }
 
@@ -90,6 +108,8 @@ impl Family {
         Pattern::new(match self {
             Family::Key(len) => len,
             Family::Mget | Family::List => HALF,
+            Family::Hash | Family::Zset => 1024,
+            Family::Set => 512,
         })
     }
 
@@ -98,7 +118,25 @@ impl Family {
             Family::Key(_) => 0,
             Family::Mget => 11,
             Family::List => 23,
+            Family::Hash => 5,
+            Family::Set => 3,
+            Family::Zset => 7,
         }
+    }
+
+    /// The `(field or score, value)` pairs of key `i`'s collection (hash fields `f0`..,
+    /// set members with no name, sorted-set scores `0`..); distinct values: each is a window
+    /// of the alphabet at its own offset.
+    fn elements(self, pattern: &Pattern, i: u64) -> Vec<(Vec<u8>, &[u8])> {
+        let (n, name): (u64, fn(u64) -> Vec<u8>) = match self {
+            Family::Hash => (HASH_FIELDS, |j| format!("f{j}").into_bytes()),
+            Family::Set => (SET_MEMBERS, |_| Vec::new()),
+            Family::Zset => (ZSET_MEMBERS, |j| j.to_string().into_bytes()),
+            Family::Key(_) | Family::Mget | Family::List => (0, |_| Vec::new()),
+        };
+        (0..n)
+            .map(|j| (name(j), pattern.value(i, self.salt() + j)))
+            .collect()
     }
 
     /// Appends the command that writes key `i` to `out`.
@@ -118,6 +156,28 @@ impl Family {
                     pattern.value(i, salt + 1),
                 ],
             ),
+            Family::Hash | Family::Set | Family::Zset => {
+                let elements = self.elements(pattern, i);
+                let mut args: Vec<&[u8]> = vec![self.write_command(), key.as_bytes()];
+                for (name, value) in &elements {
+                    // HSET field value, ZADD score member, SADD member.
+                    match self {
+                        Family::Set => args.push(value),
+                        _ => args.extend([name.as_slice(), value]),
+                    }
+                }
+                encode_command(out, &args);
+            }
+        }
+    }
+
+    fn write_command(self) -> &'static [u8] {
+        match self {
+            Family::Hash => b"HSET",
+            Family::Set => b"SADD",
+            Family::Zset => b"ZADD",
+            Family::Key(_) | Family::Mget => b"SET",
+            Family::List => b"RPUSH",
         }
     }
 
@@ -126,6 +186,9 @@ impl Family {
         match self {
             Family::Key(_) | Family::Mget => *reply == Reply::simple("OK"),
             Family::List => *reply == Reply::Int(2),
+            Family::Hash => *reply == Reply::Int(HASH_FIELDS as i64),
+            Family::Set => *reply == Reply::Int(SET_MEMBERS as i64),
+            Family::Zset => *reply == Reply::Int(ZSET_MEMBERS as i64),
         }
     }
 }
@@ -186,12 +249,69 @@ pub fn check(conn: &mut Conn, family: Family, keys: u64) -> Result<(), BoxError>
                     bulk(pattern.value(i, salt + 1)),
                 ]),
             ),
+            // A hash's and a set's order is the server's own: compared as sets.
+            Family::Hash => (
+                format!("HGETALL {key}"),
+                sorted_pairs(call(conn, &[b"HGETALL", key.as_bytes()])?),
+                sorted_pairs(Reply::Array(
+                    family
+                        .elements(&pattern, i)
+                        .into_iter()
+                        .flat_map(|(f, v)| [Reply::Bulk(f), bulk(v)])
+                        .collect(),
+                )),
+            ),
+            Family::Set => (
+                format!("SMEMBERS {key}"),
+                sorted(call(conn, &[b"SMEMBERS", key.as_bytes()])?),
+                sorted(Reply::Array(
+                    family
+                        .elements(&pattern, i)
+                        .into_iter()
+                        .map(|(_, v)| bulk(v))
+                        .collect(),
+                )),
+            ),
+            Family::Zset => (
+                format!("ZRANGE {key} 0 9 WITHSCORES"),
+                call(conn, &[b"ZRANGE", key.as_bytes(), b"0", b"9", b"WITHSCORES"])?,
+                Reply::Array(
+                    family
+                        .elements(&pattern, i)
+                        .into_iter()
+                        .flat_map(|(score, v)| [bulk(v), Reply::Bulk(score)])
+                        .collect(),
+                ),
+            ),
         };
         if reply != expected {
             return Err(format!("{command}: the server answered {reply}, expected {expected}").into());
         }
     }
     Ok(())
+}
+
+/// An array reply's elements in sorted order (other replies as they are).
+fn sorted(reply: Reply) -> Reply {
+    match reply {
+        Reply::Array(mut v) => {
+            v.sort_by_key(|r| r.to_string());
+            Reply::Array(v)
+        }
+        other => other,
+    }
+}
+
+/// An array reply of (field, value) pairs in sorted order of the pairs.
+fn sorted_pairs(reply: Reply) -> Reply {
+    match reply {
+        Reply::Array(v) => {
+            let mut pairs: Vec<Vec<Reply>> = v.chunks(2).map(<[Reply]>::to_vec).collect();
+            pairs.sort_by_key(|p| p.iter().map(ToString::to_string).collect::<Vec<_>>());
+            Reply::Array(pairs.concat())
+        }
+        other => other,
+    }
 }
 
 /// Sends one command and reads its reply.

@@ -212,7 +212,8 @@ impl Median {
 /// The goal of the issues for one case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Goal {
-    /// GET 4 KiB, MGET-2, LRANGE-2 at pipeline 16: at least 1.3x redis-server's requests/s,
+    /// The large-value reads (GET 4 KiB, MGET-2, LRANGE-2, HGETALL-8, SMEMBERS-16, ZRANGE-10)
+    /// at pipeline 16: at least 1.3x redis-server's requests/s,
     /// or at most 0.77x its CPU per request when redis-benchmark is the bottleneck.
     Large,
     /// The 64-byte tests: at least 0.95x the requests/s, or at most 1/0.95x the CPU per
@@ -227,7 +228,16 @@ impl Goal {
     /// The goal of `case`, if it has one.
     pub fn of(case: Case) -> Option<Goal> {
         match (case.test, case.pipeline, case.link) {
-            (Test::Get4k | Test::Mget2 | Test::Lrange2, 16, Link::Plain) => Some(Goal::Large),
+            (
+                Test::Get4k
+                | Test::Mget2
+                | Test::Lrange2
+                | Test::Hgetall8
+                | Test::Smembers16
+                | Test::Zrange10,
+                16,
+                Link::Plain,
+            ) => Some(Goal::Large),
             (Test::Get64 | Test::Set64, _, Link::Plain) => Some(Goal::Small),
             (Test::Get4k, 16, Link::Tls) => Some(Goal::Tls),
             _ => None,
