@@ -714,6 +714,15 @@ mod tests {
         );
         assert_eq!(titles[1].1, "mget m:__rand_int__ m:__rand_int__");
         assert_eq!(titles[2].2, Some(Family::List));
-        assert_eq!(titles[5], ("set-64".into(), "SET".into(), None, Some(64)));
+        assert_eq!(
+            titles[5],
+            (
+                "zrange-10".into(),
+                "zrange z:__rand_int__ 0 9 withscores".into(),
+                Some(Family::Zset),
+                None
+            )
+        );
+        assert_eq!(titles[8], ("set-64".into(), "SET".into(), None, Some(64)));
     }
 }
