@@ -49,8 +49,9 @@ impl ServerCmd {
     }
 
     /// Ferry's server as the `ferry` binary at `exe` runs it: `redis --port {port} --pin {cpu}
-    /// --maxmemory 4gb`. The memory limit is raised from `ferry redis`'s default (1 GB) because
-    /// the tests' data is about 1 GB of values at 100,000 keys; redis-server runs with no
+    /// --maxmemory 8gb`. The memory limit is raised from `ferry redis`'s default (1 GB) because
+    /// the tests' data is about 3.6 GB of values at 100,000 keys (1 GB of strings and lists, 2.6 GB
+    /// of hashes, sets and sorted sets); redis-server runs with no
     /// limit (its default).
     pub fn ferry(exe: impl Into<PathBuf>) -> ServerCmd {
         ServerCmd {
@@ -62,7 +63,7 @@ impl ServerCmd {
                 "--pin",
                 "{cpu}",
                 "--maxmemory",
-                "4gb",
+                "8gb",
             ]
             .map(str::to_owned)
             .to_vec(),
@@ -168,7 +169,7 @@ mod tests {
         );
         assert_eq!(
             f.template(),
-            "/t/ferry redis --port {port} --pin {cpu} --maxmemory 4gb"
+            "/t/ferry redis --port {port} --pin {cpu} --maxmemory 8gb"
         );
     }
 }
