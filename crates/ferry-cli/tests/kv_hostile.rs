@@ -22,7 +22,7 @@ use common::{cert_args, scrape, scratch};
 use ferry_kv::raft::Client;
 use ferry_net::tls::test_certs::TestCa;
 use ferry_net::{FrameHeader, Meta};
-use ferry_testkit::load::{Actor, CaseReport, Latencies, raise_fd_limit, read_until_closed};
+use ferry_testkit::load::{Actor, CaseReport, Latencies, raise_fd_limit, read_until_closed, rss_bytes_of};
 use ferry_testkit::soak::{self, Bounds, Client as SoakClient, MakeClient};
 use ferry_testkit::{ChildProc, DEADLINE, Rng, wait_until};
 
@@ -151,13 +151,7 @@ impl Node {
     }
 
     fn rss(&self) -> u64 {
-        let status = std::fs::read_to_string(self.proc_path("status")).expect("the node's status");
-        let kib = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .expect("VmRSS");
-        kib * 1024
+        rss_bytes_of(&self.proc.id().to_string())
     }
 }
 

@@ -233,6 +233,16 @@ impl Metrics {
         self.pools.add(name, pool);
     }
 
+    /// Bytes outstanding in the pools added with [`add_pool`](Self::add_pool), summed (what
+    /// the `ferry_pool_bytes_outstanding` gauges hold).
+    pub fn pool_bytes(&self) -> u64 {
+        let pools = self.pools.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        pools
+            .iter()
+            .map(|(_, p)| p.stats().bytes_outstanding() as u64)
+            .sum()
+    }
+
     /// Adds an event loop's counters, summed over the loops at each scrape: counters
     /// `ferry_rpc_loop_work_turns_total` (turns that did work) and
     /// `ferry_rpc_loop_sessions_visited_total` (sessions those turns looked at). Their ratio is

@@ -127,14 +127,7 @@ impl Target {
 
     /// Bytes outstanding in the server's pools (the loop's), from its metrics.
     fn pool_bytes(&self) -> u64 {
-        self.server
-            .services()
-            .metrics()
-            .encode()
-            .lines()
-            .filter(|l| l.starts_with("ferry_pool_bytes_outstanding{"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum()
+        self.server.services().metrics().pool_bytes()
     }
 }
 

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{RAW, Scratch, TestService};
-use ferry_rpc::{Channel, Server};
+use ferry_rpc::Channel;
 use ferry_testkit::load::{open_fds, rss_bytes};
 use ferry_testkit::soak::{self, Bounds, Client, MakeClient};
 use ferry_transport::{Payload, Received};
@@ -18,17 +18,6 @@ const BOUNDS: Bounds = Bounds {
     pool: 256.0 * 1024.0,
     fds: 1.0,
 };
-
-fn pool_bytes(server: &Server) -> f64 {
-    server
-        .services()
-        .metrics()
-        .encode()
-        .lines()
-        .filter(|l| l.starts_with("ferry_pool_bytes_outstanding{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
 
 /// A channel to `addr` whose every call is an echo of a random payload, its reply checked.
 fn client(name: &'static str, addr: String) -> MakeClient {
@@ -59,7 +48,13 @@ fn the_rpc_server_soaks_at_80_percent_of_capacity() {
     soak::run(
         "rpc",
         clients,
-        || [rss_bytes() as f64, pool_bytes(&server), open_fds() as f64],
+        || {
+            [
+                rss_bytes() as f64,
+                server.services().metrics().pool_bytes() as f64,
+                open_fds() as f64,
+            ]
+        },
         BOUNDS,
     );
     server.shutdown(std::time::Duration::from_secs(1));

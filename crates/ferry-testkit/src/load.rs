@@ -60,12 +60,19 @@ impl Latencies {
 /// This process's resident set in bytes (`VmRSS` of `/proc/self/status`). Panics if it
 /// cannot be read (Linux only, as every Ferry test).
 pub fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("reading /proc/self/status");
+    rss_bytes_of("self")
+}
+
+/// The resident set in bytes of process `pid` (a number, or `self`), from `/proc/PID/status`.
+/// Panics if it cannot be read.
+pub fn rss_bytes_of(pid: &str) -> u64 {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     let kib = status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .expect("VmRSS in /proc/self/status");
+        .unwrap_or_else(|| panic!("no VmRSS in {path}"));
     kib * 1024
 }
 

@@ -67,17 +67,10 @@ impl Host {
             .unwrap_or_else(|| panic!("no ferry_rpc_in_flight in {text}"))
     }
 
-    /// Bytes outstanding in the host's pools (its `ferry_pool_bytes_outstanding` gauges).
+    /// Bytes outstanding in the host's pools.
     pub fn pool_bytes(&self) -> u64 {
         let server = self.server.as_ref().expect("the host runs");
-        server
-            .services()
-            .metrics()
-            .encode()
-            .lines()
-            .filter(|l| l.starts_with("ferry_pool_bytes_outstanding{"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum()
+        server.services().metrics().pool_bytes()
     }
 
     /// Stops the server (its sessions close).
