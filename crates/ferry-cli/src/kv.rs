@@ -229,6 +229,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     match &args.command {
         KvCommand::Serve(a) => {
             needs(&a.listen, "--tls-cert and --tls-key", a.tls.tls_cert.is_some())?;
+            // With RUST_LOG set (e.g. `openraft=info,ferry_kv=debug`), the node's log to stderr.
+            if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+                let _ = tracing_subscriber::fmt()
+                    .with_env_filter(filter)
+                    .with_writer(std::io::stderr)
+                    .try_init();
+            }
             let config = NodeConfig {
                 peers: a.peers.clone(),
                 sync: a.sync,

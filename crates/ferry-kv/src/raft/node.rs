@@ -244,16 +244,9 @@ pub async fn serve(
 }
 
 /// Runs a node on this thread (a current-thread runtime) until SIGINT or SIGTERM: what
-/// `ferry kv serve` does. `ready` is called as in [`serve`]. With `RUST_LOG` set (e.g.
-/// `openraft=info,ferry_kv=debug`), what openraft and the node log goes to stderr.
+/// `ferry kv serve` does. `ready` is called as in [`serve`]. openraft and the node log through
+/// `tracing`: the program installs the subscriber (`ferry kv serve` does with `RUST_LOG`).
 pub fn run(config: NodeConfig, ready: impl FnOnce(&str)) -> Result<(), NodeError> {
-    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
-        // Another subscriber already installed (an embedding program's) is kept.
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .try_init();
-    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
