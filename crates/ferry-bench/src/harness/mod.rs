@@ -66,6 +66,11 @@ pub enum Link {
 }
 
 impl Link {
+    /// Whether it is [`Link::Plain`].
+    pub fn is_plain(&self) -> bool {
+        *self == Link::Plain
+    }
+
     /// What follows a case's name in tables: nothing, or " TLS".
     pub fn suffix(self) -> &'static str {
         match self {

@@ -158,8 +158,9 @@ pub struct Point {
     pub fields: Fields,
     /// Calls outstanding.
     pub in_flight: usize,
-    /// Plaintext or TLS (TCP only; `plain` in results written before `--tls` existed).
-    #[serde(default)]
+    /// Plaintext or TLS (TCP only). Written only for TLS (`"link": "tls"`): a plaintext
+    /// record has the fields it had before `--tls` existed.
+    #[serde(default, skip_serializing_if = "Link::is_plain")]
     pub link: Link,
 }
 
