@@ -22,7 +22,9 @@ use common::{cert_args, scrape, scratch};
 use ferry_kv::raft::Client;
 use ferry_net::tls::test_certs::TestCa;
 use ferry_net::{FrameHeader, Meta};
-use ferry_testkit::load::{Actor, CaseReport, Latencies, raise_fd_limit, read_until_closed, rss_bytes_of};
+use ferry_testkit::load::{
+    Actor, CaseReport, Latencies, raise_fd_limit, read_until_closed, rss_bytes_of, trickle,
+};
 use ferry_testkit::soak::{self, Bounds, Client as SoakClient, MakeClient};
 use ferry_testkit::{ChildProc, DEADLINE, Rng, wait_until};
 
@@ -254,23 +256,9 @@ fn slowloris(node: &Node) {
         node,
         "slowloris (50 connections, a byte each per interval)",
         |node| {
-            let addr = node.host_port().to_owned();
-            Actor::spawn(1, move |stop, count| {
-                let mut frame = header(4096, 0).to_vec();
-                frame.extend(std::iter::repeat_n(7u8, 4096));
-                let mut conns: Vec<TcpStream> = (0..50).map(|_| tcp(&addr)).collect();
-                let mut at = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    for c in &mut conns {
-                        c.write_all(&frame[at % frame.len()..][..1]).expect("trickle");
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
-                    at += 1;
-                    // The pacing of the load (a byte per connection per interval), not a wait
-                    // for an event.
-                    std::thread::sleep(every);
-                }
-            })
+            let mut frame = header(4096, 0).to_vec();
+            frame.extend(std::iter::repeat_n(7u8, 4096));
+            trickle(node.host_port().to_owned(), frame, 50, every)
         },
         |_, actor| assert!(actor.stop() > 0, "bytes trickled"),
     );

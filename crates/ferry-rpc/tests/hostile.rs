@@ -27,6 +27,7 @@ use ferry_net::FrameHeader;
 use ferry_rpc::{Channel, ChannelConfig, Closed, ConnConfig, ConnLimits, LoopConfig, Server, Services};
 use ferry_testkit::load::{
     Actor, CaseReport, Latencies, REPORT_HEADER, open_fds, raise_fd_limit, read_until_closed, rss_bytes,
+    trickle,
 };
 use ferry_testkit::{DEADLINE, Rng, wait_until};
 use ferry_transport::{Meta, Payload, Received};
@@ -335,23 +336,9 @@ fn slowloris(t: &Target) {
         t,
         "slowloris (50 connections, a byte each per interval)",
         |t| {
-            let addr = t.tcp.clone();
-            Actor::spawn(1, move |stop, count| {
-                let mut frame = header(4096, 0).to_vec();
-                frame.extend(std::iter::repeat_n(7u8, 4096));
-                let mut conns: Vec<TcpStream> = (0..50).map(|_| tcp(&addr)).collect();
-                let mut at = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    for c in &mut conns {
-                        c.write_all(&frame[at % frame.len()..][..1]).expect("trickle");
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
-                    at += 1;
-                    // The pacing of the load (a byte per connection per interval), not a wait
-                    // for an event.
-                    std::thread::sleep(every);
-                }
-            })
+            let mut frame = header(4096, 0).to_vec();
+            frame.extend(std::iter::repeat_n(7u8, 4096));
+            trickle(t.tcp.clone(), frame, 50, every)
         },
         |_, actor| {
             assert!(actor.stop() > 0, "bytes trickled");

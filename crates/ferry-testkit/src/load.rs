@@ -137,6 +137,27 @@ impl Actor {
     }
 }
 
+/// Slowloris: `conns` connections to `addr` (`HOST:PORT`), each sent `request` one byte per
+/// `every` (from its start again once whole) until the actor is stopped; it counts the bytes.
+pub fn trickle(addr: String, request: Vec<u8>, conns: usize, every: Duration) -> Actor {
+    Actor::spawn(1, move |stop, count| {
+        let mut streams: Vec<std::net::TcpStream> = (0..conns)
+            .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+            .collect();
+        let mut at = 0;
+        while !stop.load(Ordering::Relaxed) {
+            for s in &mut streams {
+                s.write_all(&request[at % request.len()..][..1]).expect("trickle");
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+            at += 1;
+            // The pacing of the load (a byte per connection per interval), not a wait for an
+            // event.
+            std::thread::sleep(every);
+        }
+    })
+}
+
 /// Reads (and drops) what the server sends until it closes the connection (end of file or
 /// a reset). Panics on any other error, such as the read timeout the caller set: the server
 /// did not close it.
