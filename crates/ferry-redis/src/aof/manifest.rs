@@ -271,6 +271,13 @@ mod tests {
             );
         };
         bad("", 0, "Found an empty AOF manifest");
+        // Comments only: not empty to Redis (it counts the lines), and no file (found by the
+        // `aof` fuzz target, whose round trip assumed a file).
+        let comments = Manifest::parse(b"# a\n#\0 \0file x.aof seq 1 type b\r\n").expect("parses");
+        assert_eq!(
+            (comments.base, comments.history.len(), comments.incr.len()),
+            (None, 0, 0)
+        );
         bad(
             "file a seq 1 type b",
             1,
