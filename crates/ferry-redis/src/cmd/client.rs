@@ -73,7 +73,7 @@ pub struct Listed {
     /// See `created_ms`.
     pub last_ms: u64,
     /// Redis's flag letters.
-    pub flags: String,
+    pub flags: Flags,
     /// Its kind for `TYPE`: `normal`, `pubsub` or `slave`.
     pub kind: &'static str,
     /// Selected database.
@@ -93,57 +93,51 @@ pub struct Listed {
 impl Listed {
     /// `c` as its loop sees it at `now_ms`, with its buffers.
     pub fn of(c: &Client, buffers: Buffers, now_ms: u64) -> Listed {
-        let (sub, psub, ssub) = c.subs.counts();
-        let mut flags = String::new();
-        if c.replica {
-            flags.push('S');
-        }
-        if c.subs.is_subscribed() {
-            flags.push('P');
-        }
-        if c.multi.is_some() {
-            flags.push('x');
-        }
-        if c.block.is_some() {
-            flags.push('b');
-        }
-        if c.close_after_reply {
-            flags.push('c');
-        }
-        if flags.is_empty() {
-            flags.push('N');
-        }
-        Listed {
+        let mut listed = Listed {
             id: c.id,
             home: c.home,
             addr: c.addr,
             laddr: c.local_addr,
-            name: c
-                .name
-                .as_deref()
-                .map(String::from_utf8_lossy)
-                .unwrap_or_default()
-                .into_owned(),
+            name: name_of(c),
             created_ms: c.created_ms,
             last_ms: now_ms,
-            flags,
-            kind: if c.replica {
-                "slave"
-            } else if c.subs.is_subscribed() {
-                "pubsub"
-            } else {
-                "normal"
-            },
-            db: c.db,
-            subs: (sub, psub, ssub),
-            multi: c.multi.as_ref().map_or(-1, |m| m.len() as i64),
+            flags: Flags::default(),
+            kind: "normal",
+            db: 0,
+            subs: (0, 0, 0),
+            multi: -1,
             buffers,
             cmd: c.last_cmd,
-            resp: match c.proto {
-                Proto::Resp2 => 2,
-                Proto::Resp3 => 3,
-            },
+            resp: 2,
+        };
+        listed.refresh(c, buffers, now_ms);
+        listed
+    }
+
+    /// Brings the entry up to `c` as its loop sees it at `now_ms`: what changes from one batch
+    /// to the next, without allocating (the name is copied only when it changed).
+    fn refresh(&mut self, c: &Client, buffers: Buffers, now_ms: u64) {
+        if self.name.as_bytes() != c.name.as_deref().unwrap_or_default() {
+            self.name = name_of(c);
         }
+        self.last_ms = now_ms;
+        self.flags = Flags::of(c);
+        self.kind = if c.replica {
+            "slave"
+        } else if c.subs.is_subscribed() {
+            "pubsub"
+        } else {
+            "normal"
+        };
+        self.db = c.db;
+        self.subs = c.subs.counts();
+        self.multi = c.multi.as_ref().map_or(-1, |m| m.len() as i64);
+        self.buffers = buffers;
+        self.cmd = c.last_cmd;
+        self.resp = match c.proto {
+            Proto::Resp2 => 2,
+            Proto::Resp3 => 3,
+        };
     }
 
     /// Its `CLIENT LIST` line at `now_ms`, ending in `\n`.
@@ -176,6 +170,53 @@ impl Listed {
     }
 }
 
+/// `CLIENT SETNAME`'s name (names are `!`..=`~` bytes).
+fn name_of(c: &Client) -> String {
+    c.name
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default()
+        .into_owned()
+}
+
+/// Redis's flag letters of a client (`S` replica, `P` subscribed, `x` in `MULTI`, `b` blocked,
+/// `c` closing after its reply; `N` none), kept without allocating.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flags {
+    letters: [u8; 5],
+    len: u8,
+}
+
+impl Flags {
+    fn of(c: &Client) -> Flags {
+        let mut f = Flags::default();
+        for (on, letter) in [
+            (c.replica, b'S'),
+            (c.subs.is_subscribed(), b'P'),
+            (c.multi.is_some(), b'x'),
+            (c.block.is_some(), b'b'),
+            (c.close_after_reply, b'c'),
+        ] {
+            if on {
+                f.letters[f.len as usize] = letter;
+                f.len += 1;
+            }
+        }
+        if f.len == 0 {
+            f.letters[0] = b'N';
+            f.len = 1;
+        }
+        f
+    }
+}
+
+impl std::fmt::Display for Flags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // ASCII letters only.
+        f.write_str(std::str::from_utf8(&self.letters[..self.len as usize]).unwrap_or("N"))
+    }
+}
+
 /// Every connected client, by id.
 #[derive(Debug, Default)]
 pub struct Directory {
@@ -188,8 +229,13 @@ fn directory(server: &ServerInfo) -> std::sync::MutexGuard<'_, Directory> {
 
 /// Lists (or refreshes) client `c` in the server's [`Directory`].
 pub fn list(server: &ServerInfo, c: &Client, buffers: Buffers, now_ms: u64) {
-    let listed = Listed::of(c, buffers, now_ms);
-    directory(server).clients.insert(c.id, listed);
+    let mut dir = directory(server);
+    match dir.clients.get_mut(&c.id) {
+        Some(listed) => listed.refresh(c, buffers, now_ms),
+        None => {
+            dir.clients.insert(c.id, Listed::of(c, buffers, now_ms));
+        }
+    }
 }
 
 /// Takes client `id` off the list (it disconnected).
