@@ -39,7 +39,6 @@ use crate::BoxError;
 use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark};
-use crate::harness::load::LoadMeter;
 use crate::harness::loadgen::Rule;
 use crate::harness::progress::Progress;
 use crate::harness::{self, round};
@@ -463,36 +462,6 @@ fn sweep_one(
     Ok(())
 }
 
-/// The runs of [`measure`]'s plan (the progress bar's length).
-fn runs(systems: &[System], transports: &[Transport], settings: &Sweep) -> u64 {
-    (systems.len() * transports.len() * (1 + settings.max_points + settings.refine)) as u64
-}
-
-/// Sweeps, one step of `progress` a point, and gathers the points into a [`Summary`].
-fn measure(
-    store: &Arc<Store>,
-    make: &(dyn Fn() -> Result<Workload, BoxError> + Sync),
-    systems: &[System],
-    transports: &[Transport],
-    settings: &Sweep,
-    progress: &Progress,
-) -> Result<Summary, BoxError> {
-    let points = sweep(store, make, systems, transports, settings, |m| {
-        progress.start(format!(
-            "{} {} {:.0}/s",
-            m.transport.name(),
-            m.system.name(),
-            m.offered
-        ));
-        progress.done();
-    })?;
-    Ok(Summary {
-        workload: make()?.name(),
-        copies: report::copies(make()?, systems),
-        points,
-    })
-}
-
 /// A `--system` value: a system, or `all` (`None`).
 fn system_or_all(s: &str) -> Result<Option<System>, String> {
     match s {
@@ -509,7 +478,7 @@ fn systems_of(args: &[Option<System>]) -> Vec<System> {
     harness::unique(args.iter().flatten().copied())
 }
 
-/// `ferry bench kv`, as the lifecycle runs it.
+/// `ferry bench kv` (and the demo), as the lifecycle runs it.
 struct Kv {
     systems: Vec<System>,
     transports: Vec<Transport>,
@@ -523,22 +492,30 @@ impl Benchmark for Kv {
     type Records = Summary;
 
     fn plan(&self) -> u64 {
-        runs(&self.systems, &self.transports, &self.sweep)
+        let per_sweep = 1 + self.sweep.max_points + self.sweep.refine;
+        (self.systems.len() * self.transports.len() * per_sweep) as u64
     }
 
+    /// Sweeps, one step of `progress` a point, and gathers the points into a [`Summary`].
     fn run(&self, progress: &Progress) -> Result<(Value, Summary), BoxError> {
         let make = || workload::build(&self.spec, self.seed).map_err(BoxError::from);
         let first = make()?;
         eprintln!("loading {} keys of {}", first.objects().len(), first.name());
         let store = load_store(&first)?;
-        let summary = measure(
-            &store,
-            &make,
-            &self.systems,
-            &self.transports,
-            &self.sweep,
-            progress,
-        )?;
+        let points = sweep(&store, &make, &self.systems, &self.transports, &self.sweep, |m| {
+            progress.start(format!(
+                "{} {} {:.0}/s",
+                m.transport.name(),
+                m.system.name(),
+                m.offered
+            ));
+            progress.done();
+        })?;
+        let summary = Summary {
+            workload: first.name(),
+            copies: report::copies(make()?, &self.systems),
+            points,
+        };
         Ok((summary.settings_json(&self.sweep, store.len()), summary))
     }
 
@@ -605,8 +582,7 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
         keys: Some(if quick { DEMO_KEYS / 10 } else { DEMO_KEYS }),
         ..WorkloadSpec::new(workload::Kind::Twitter)
     };
-    let make = move || workload::build(&spec, 7).map_err(BoxError::from);
-    let settings = Sweep {
+    let sweep = Sweep {
         start_rate: if quick { 1_000.0 } else { 50_000.0 },
         step: 1.5,
         max_points: if quick { 2 } else { 8 },
@@ -617,9 +593,9 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
         server_spin: LoopConfig::default().spin,
         client_cpu: 0,
         server_cpu: 1.min(harness::cpus().saturating_sub(1)),
-        seed: 7,
+        seed: SEED,
     };
-    let first = make()?;
+    let first = workload::build(&spec, SEED)?;
     println!(
         "Ferry demo: a key-value store of {} keys ({}), served by one ferry-rpc loop on CPU 1;\n\
          an open-loop client on CPU 0 offers Poisson load, checks every response, and raises the\n\
@@ -628,25 +604,30 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
          memory.\n",
         first.objects().len(),
         first.name(),
-        settings.start_rate,
-        BASELINE_RATE.min(settings.start_rate),
+        sweep.start_rate,
+        BASELINE_RATE.min(sweep.start_rate),
     );
-    let meter = LoadMeter::start();
-    let store = load_store(&first)?;
-    let systems = [System::Ferry, System::Prost];
-    let transports = Transport::ALL;
-    let progress = Progress::new(runs(&systems, &transports, &settings), "demo");
-    let summary = measure(&store, &make, &systems, &transports, &settings, &progress)?;
-    progress.finish();
-    let load = meter.finish();
-    summary.print();
-    summary.plot(plot)?;
-    println!("\nplot: {}", plot.display());
-    if let Some(warning) = load.warning() {
-        println!("\n{warning}");
-    }
+    let demo = Kv {
+        systems: vec![System::Ferry, System::Prost],
+        transports: Transport::ALL.to_vec(),
+        spec,
+        seed: SEED,
+        sweep,
+    };
+    let common = Common {
+        quick,
+        json: None,
+        from: None,
+        plot: Some(plot.to_owned()),
+        duration_ms: None,
+        count: None,
+    };
+    lifecycle::main(&demo, &common)?;
     Ok(())
 }
+
+/// The demo's seed.
+const SEED: u64 = 7;
 
 /// Keys of the demo's store.
 const DEMO_KEYS: u32 = 50_000;
