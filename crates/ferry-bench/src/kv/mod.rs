@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_kv::{Store, StoreConfig};
-use ferry_rpc::{Addr, LoopConfig};
+use ferry_rpc::LoopConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -152,15 +152,6 @@ impl System {
 
 pub use crate::harness::Transport;
 
-impl Transport {
-    fn addr(self, server: &KvBenchServer) -> &Addr {
-        &server.addrs[match self {
-            Transport::Tcp => 0,
-            Transport::Shm => 1,
-        }]
-    }
-}
-
 /// How to sweep and where to run, shared by `ferry bench kv`, `ferry calibrate` and the demo.
 #[derive(Debug, Clone)]
 pub struct Sweep {
@@ -276,6 +267,7 @@ impl Measured {
         let q = |q: f64| round(o.latency.quantile(q).unwrap_or(0) as f64 / 1000.0, 2);
         let figures = o.figures(rule);
         let verdict = rule.judge(&figures);
+        let per_request = |d: Duration| round(d.as_nanos() as f64 / p.server_requests.max(1) as f64, 1);
         Measured {
             system,
             transport,
@@ -285,12 +277,9 @@ impl Measured {
             p50_us: q(0.5),
             p99_us: q(0.99),
             p999_us: q(0.999),
-            server_ns: round(p.server_busy_per_request(), 1),
-            server_cpu_ns: round(p.server_cpu_per_request(), 1),
-            client_ns: round(
-                p.client_cpu.as_nanos() as f64 / p.server_requests.max(1) as f64,
-                1,
-            ),
+            server_ns: per_request(p.server_busy),
+            server_cpu_ns: per_request(p.server_cpu),
+            client_ns: per_request(p.client_cpu),
             unanswered: o.unanswered,
             p50_limit_us: round(rule.max_p50.as_secs_f64() * 1e6, 2),
             counts: verdict.is_ok(),
@@ -378,7 +367,14 @@ fn sweep_one(
             window: sweep.window,
             seed: sweep.seed.wrapping_add(i as u64),
         };
-        loadgen::run(make()?, system, transport.addr(server), &server.readings, &spec).map_err(|e| {
+        loadgen::run(
+            make()?,
+            system,
+            &server.addrs[transport as usize],
+            &server.readings,
+            &spec,
+        )
+        .map_err(|e| {
             format!(
                 "{} over {} at {rate:.0} req/s: {e}",
                 system.name(),
