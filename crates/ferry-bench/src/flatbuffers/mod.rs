@@ -471,7 +471,7 @@ fn run_rpc(
     let mut source = Source::new(points.first().map_or(128, |p| p.size));
     for point in points {
         progress.start(point.label());
-        if source.size() != point.size {
+        if source.size != point.size {
             source = Source::new(point.size);
         }
         let spec = client::Spec {

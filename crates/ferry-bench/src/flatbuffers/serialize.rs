@@ -138,9 +138,9 @@ impl Builders {
     #[inline(never)]
     fn copy(&mut self, source: &Source) {
         self.ids.clear();
-        self.ids.extend_from_slice(source.ids());
+        self.ids.extend_from_slice(&source.ids);
         self.bytes.clear();
-        for s in source.strings() {
+        for s in &source.strings {
             self.bytes.extend_from_slice(s.as_bytes());
         }
         black_box((&self.ids, &self.bytes));

@@ -135,11 +135,6 @@ impl System {
         }
     }
 
-    /// Whether it is one of the peers.
-    pub fn is_peer(self) -> bool {
-        self.codec_name().is_some()
-    }
-
     /// The zero-copy threshold its server runs with (`None`: the measured ones).
     fn threshold(self) -> Option<usize> {
         match self {
