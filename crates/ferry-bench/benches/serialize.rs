@@ -2,16 +2,16 @@
 //!
 //! Ids are `serialize/<shape>/<system>`: one Criterion group per shape, one function per
 //! system, so `report.py` can divide every row by the `memcpy` floor of its group.
-//! Headline shapes run every system; the size and count sweeps run the systems whose
-//! registry entry has `sweeps: true`; the copy floors (`google16-copied`) run memcpy only.
+//! Headline shapes run every system; the size and count sweeps run the first
+//! `SWEEPERS` systems of the registry; the copy floors (`google16-copied`) run memcpy only.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ferry_bench::Shape;
-use ferry_bench::systems::{SERIALIZERS, SerializerEntry};
+use ferry_bench::systems::{Entry, SERIALIZERS, SWEEPERS, Serializer};
 
-fn bench_shape(c: &mut Criterion, shape: &Shape, systems: &[&SerializerEntry]) {
+fn bench_shape(c: &mut Criterion, shape: &Shape, systems: &[Entry<dyn Serializer>]) {
     let mut group = c.benchmark_group(format!("serialize/{}", shape.name()));
     group.throughput(Throughput::Bytes(shape.payload_len() as u64));
     for entry in systems {
@@ -31,24 +31,21 @@ fn bench_shape(c: &mut Criterion, shape: &Shape, systems: &[&SerializerEntry]) {
 }
 
 fn headline(c: &mut Criterion) {
-    let systems: Vec<_> = SERIALIZERS.iter().collect();
     for shape in Shape::headline() {
-        bench_shape(c, &shape, &systems);
+        bench_shape(c, &shape, SERIALIZERS);
     }
 }
 
 fn sweeps(c: &mut Criterion) {
-    let systems: Vec<_> = SERIALIZERS.iter().filter(|e| e.sweeps).collect();
     for shape in Shape::size_sweep().iter().chain(&Shape::count_sweep()) {
-        bench_shape(c, shape, &systems);
+        bench_shape(c, shape, &SERIALIZERS[..SWEEPERS]);
     }
 }
 
 /// The memcpy of the bytes a hybrid message copies (`google16-copied`): its own floor.
 fn copy_floors(c: &mut Criterion) {
-    let memcpy: Vec<_> = SERIALIZERS.iter().filter(|e| e.name == "memcpy").collect();
     for shape in Shape::copy_floors() {
-        bench_shape(c, &shape, &memcpy);
+        bench_shape(c, &shape, &SERIALIZERS[..1]);
     }
 }
 

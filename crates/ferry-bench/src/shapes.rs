@@ -120,33 +120,28 @@ impl Shape {
     /// The headline shapes, in [`HEADLINE`] order.
     pub fn headline() -> Vec<Self> {
         HEADLINE
-            .iter()
-            .map(|name| Self::by_name(name).expect("headline shape names are valid"))
-            .collect()
+            .map(|n| Self::by_name(n).expect("headline shape names are valid"))
+            .to_vec()
     }
 
     /// The copy floors, in [`COPY_FLOORS`] order.
     pub fn copy_floors() -> Vec<Self> {
         COPY_FLOORS
-            .iter()
-            .map(|name| Self::by_name(name).expect("floor shape names are valid"))
-            .collect()
+            .map(|n| Self::by_name(n).expect("floor shape names are valid"))
+            .to_vec()
     }
 
     /// The one-field size sweep, in [`SWEEP_FIELD_SIZES`] order.
     pub fn size_sweep() -> Vec<Self> {
         SWEEP_FIELD_SIZES
-            .iter()
-            .map(|n| Self::new(format!("size-{n}"), 0, &[*n]))
-            .collect()
+            .map(|n| Self::new(format!("size-{n}"), 0, &[n]))
+            .to_vec()
     }
 
     /// The field-count sweep, in [`SWEEP_FIELD_COUNTS`] order.
     pub fn count_sweep() -> Vec<Self> {
-        SWEEP_FIELD_COUNTS
-            .iter()
-            .map(|n| Self::new(format!("count-{n}"), 0, &vec![SWEEP_COUNT_FIELD_LEN; *n]))
-            .collect()
+        let shape = |n| Self::new(format!("count-{n}"), 0, &vec![SWEEP_COUNT_FIELD_LEN; n]);
+        SWEEP_FIELD_COUNTS.map(shape).to_vec()
     }
 
     /// The shape's name, as used in benchmark ids and on the command line.

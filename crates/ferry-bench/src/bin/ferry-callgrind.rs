@@ -23,7 +23,7 @@ use std::hint::black_box;
 use std::process::ExitCode;
 
 use ferry_bench::harness::Link;
-use ferry_bench::systems::{self, DECODERS, SERIALIZERS};
+use ferry_bench::systems::{DECODERS, SERIALIZERS, SWEEPERS, find};
 use ferry_bench::{BenchError, BoxError, Shape, Sink, rpc};
 
 const USAGE: &str = "usage: ferry-callgrind list\n       \
@@ -82,7 +82,7 @@ fn list() {
         println!("serialize memcpy {}", shape.name());
     }
     for shape in Shape::size_sweep().iter().chain(&Shape::count_sweep()) {
-        for entry in SERIALIZERS.iter().filter(|e| e.sweeps) {
+        for entry in &SERIALIZERS[..SWEEPERS] {
             println!("serialize {} {}", entry.name, shape.name());
         }
     }
@@ -97,14 +97,14 @@ fn run(op: &str, system: &str, shape: &str, iterations: u64) -> Result<(), Bench
     let shape = Shape::by_name(shape)?;
     match op {
         "serialize" => {
-            let mut serializer = (systems::serializer(system)?.new)();
+            let mut serializer = (find("serializer", SERIALIZERS, system)?.new)();
             serializer.serialize(&shape)?;
             for _ in 0..iterations {
                 black_box(serializer.serialize(black_box(&shape))?);
             }
         }
         "decode" => {
-            let mut decoder = (systems::decoder(system)?.new)();
+            let mut decoder = (find("decoder", DECODERS, system)?.new)();
             decoder.prepare(&shape)?;
             let mut sink = Sink::counting();
             decoder.decode_and_read(&mut sink)?;

@@ -19,27 +19,18 @@ use std::convert::Infallible;
 use std::ops::{Deref, DerefMut};
 use std::rc::Rc;
 
-/// What building took from the allocator.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Buffers allocated.
-    pub allocations: usize,
-    /// Their total size in bytes.
-    pub allocated_bytes: usize,
-    /// Bytes moved from an old buffer into a new one.
-    pub copied_bytes: usize,
-}
+use super::serialize::Counted;
 
 /// A `flatbuffers::Allocator` that grows as `DefaultAllocator` does and counts.
 #[derive(Debug, Default)]
-pub struct CountingAllocator {
+pub(super) struct CountingAllocator {
     buf: Vec<u8>,
-    counts: Rc<Cell<Counts>>,
+    counts: Rc<Cell<Counted>>,
 }
 
 impl CountingAllocator {
-    /// An empty allocator and the cell its counts go to.
-    pub fn new() -> (CountingAllocator, Rc<Cell<Counts>>) {
+    /// An empty allocator and the cell its counts go to (`len` stays 0).
+    pub(super) fn new() -> (CountingAllocator, Rc<Cell<Counted>>) {
         let alloc = CountingAllocator::default();
         let counts = Rc::clone(&alloc.counts);
         (alloc, counts)
@@ -91,7 +82,7 @@ mod tests {
     use super::super::record::{Offsets, Source, build_stock};
     use super::*;
 
-    fn counts(size: usize) -> (Counts, Vec<u8>) {
+    fn counts(size: usize) -> (Counted, Vec<u8>) {
         let (alloc, counts) = CountingAllocator::new();
         let mut fbb = ::flatbuffers::FlatBufferBuilder::new_in(alloc);
         build_stock(&mut fbb, &Source::new(size), &mut Offsets::new());

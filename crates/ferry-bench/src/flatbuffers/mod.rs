@@ -28,7 +28,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ferry_buf::{Pool, PoolConfig};
-use ferry_rpc::{Addr, ConnConfig, LoopConfig, Server, Services};
+use ferry_rpc::{ConnConfig, LoopConfig, Server, Services};
 use ferry_shm::ShmConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -464,33 +464,18 @@ fn run_rpc(
         .pin(vec![cpus.1])
         .config(loop_config(Duration::MAX))
         .start()?;
-    let addr = |t: Transport| {
-        server
-            .addrs()
-            .iter()
-            .find(|a| {
-                matches!(
-                    (t, a),
-                    (Transport::Tcp, Addr::Tcp(_)) | (Transport::Shm, Addr::Shm(_))
-                )
-            })
-            .cloned()
-            .ok_or_else(|| BoxError::from(format!("the server has no {} address", t.name())))
-    };
-    let addrs = (addr(Transport::Tcp)?, addr(Transport::Shm)?);
+    // TCP, then shared memory: indexed by `Transport`.
+    let addrs = server.addrs().to_vec();
     let mut out = Vec::with_capacity(points.len());
     let mut failed = None;
     let mut source = Source::new(points.first().map_or(128, |p| p.size));
     for point in points {
         progress.start(point.label());
-        if source.size() != point.size {
+        if source.size != point.size {
             source = Source::new(point.size);
         }
         let spec = client::Spec {
-            addr: match point.transport {
-                Transport::Tcp => &addrs.0,
-                Transport::Shm => &addrs.1,
-            },
+            addr: &addrs[point.transport as usize],
             builder: point.builder,
             source: &source,
             budget,

@@ -17,9 +17,12 @@ use ::flatbuffers::WIPOffset;
 /// What the Record is built from: the application's data, allocated apart from any builder.
 #[derive(Debug, Clone)]
 pub struct Source {
-    size: usize,
-    ids: Vec<i64>,
-    strings: Vec<String>,
+    /// The source size in bytes.
+    pub size: usize,
+    /// The ids.
+    pub ids: Vec<i64>,
+    /// The strings.
+    pub strings: Vec<String>,
 }
 
 /// Bytes of one string of the Record.
@@ -38,21 +41,6 @@ impl Source {
             .collect();
         let strings = (0..size / 128).map(|i| format!("{i:0>STRING_LEN$}")).collect();
         Source { size, ids, strings }
-    }
-
-    /// The source size in bytes.
-    pub fn size(&self) -> usize {
-        self.size
-    }
-
-    /// The ids.
-    pub fn ids(&self) -> &[i64] {
-        &self.ids
-    }
-
-    /// The strings.
-    pub fn strings(&self) -> &[String] {
-        &self.strings
     }
 
     /// Bytes of the serialized Record (built once with the stock builder).
@@ -89,10 +77,10 @@ macro_rules! build_record {
         let source: &$crate::flatbuffers::record::Source = $source;
         let offsets: &mut $crate::flatbuffers::record::Offsets = $offsets;
         offsets.clear();
-        for s in source.strings() {
+        for s in &source.strings {
             offsets.push(fbb.create_string(s));
         }
-        let ids = fbb.create_vector(source.ids());
+        let ids = fbb.create_vector(&source.ids);
         let strings = fbb.create_vector(offsets.as_slice());
         let start = fbb.start_table();
         fbb.push_slot_always(Record::VT_STRINGS, strings);
@@ -150,9 +138,9 @@ mod tests {
         // Table II: 1,024 B -> 1,152 B; 16,384 B -> 17,952 B; 65,536 B -> 71,712 B.
         for (size, len) in [(1024, 1152), (16 << 10, 17_952), (64 << 10, 71_712)] {
             let source = Source::new(size);
-            assert_eq!(source.ids().len() * 8, size / 2);
-            assert_eq!(source.strings().len() * STRING_LEN, size / 2);
-            assert!(source.strings().iter().all(|s| s.len() == STRING_LEN));
+            assert_eq!(source.ids.len() * 8, size / 2);
+            assert_eq!(source.strings.len() * STRING_LEN, size / 2);
+            assert!(source.strings.iter().all(|s| s.len() == STRING_LEN));
             assert_eq!(stock_bytes(&source).len(), len, "{size}-byte source");
         }
     }
@@ -161,8 +149,8 @@ mod tests {
     fn the_macro_builds_what_flatc_code_builds() {
         let source = Source::new(16 << 10);
         let mut fbb = ::flatbuffers::FlatBufferBuilder::new();
-        let strings: Vec<_> = source.strings().iter().map(|s| fbb.create_string(s)).collect();
-        let ids = fbb.create_vector(source.ids());
+        let strings: Vec<_> = source.strings.iter().map(|s| fbb.create_string(s)).collect();
+        let ids = fbb.create_vector(&source.ids);
         let strings = fbb.create_vector(&strings);
         let root = Record::create(
             &mut fbb,
@@ -189,9 +177,9 @@ mod tests {
             assert_eq!(verify(&bytes).unwrap(), source.ack());
             let record = ::flatbuffers::root::<Record<'_>>(&bytes).unwrap();
             let ids: Vec<i64> = record.ids().unwrap().iter().collect();
-            assert_eq!(ids, source.ids());
+            assert_eq!(ids, source.ids);
             let last = record.strings().unwrap().iter().next_back().unwrap();
-            assert_eq!(last, source.strings().last().unwrap());
+            assert_eq!(last, source.strings.last().unwrap());
         }
     }
 

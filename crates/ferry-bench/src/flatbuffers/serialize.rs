@@ -138,9 +138,9 @@ impl Builders {
     #[inline(never)]
     fn copy(&mut self, source: &Source) {
         self.ids.clear();
-        self.ids.extend_from_slice(source.ids());
+        self.ids.extend_from_slice(&source.ids);
         self.bytes.clear();
-        for s in source.strings() {
+        for s in &source.strings {
             self.bytes.extend_from_slice(s.as_bytes());
         }
         black_box((&self.ids, &self.bytes));
@@ -193,18 +193,14 @@ pub(super) fn count(builder: Builder, source: &Source, pool: &Pool) -> Result<(C
             let (alloc, counts) = CountingAllocator::new();
             let mut fbb = ::flatbuffers::FlatBufferBuilder::new_in(alloc);
             build_stock(&mut fbb, source, &mut offsets);
-            let mut before = Default::default();
             if builder == Builder::FlatbuffersReused {
-                before = counts.get();
                 fbb.reset();
+                counts.take();
                 build_stock(&mut fbb, source, &mut offsets);
             }
-            let c = counts.get();
             let counted = Counted {
                 len: fbb.finished_data().len(),
-                allocations: c.allocations - before.allocations,
-                allocated_bytes: c.allocated_bytes - before.allocated_bytes,
-                copied_bytes: c.copied_bytes - before.copied_bytes,
+                ..counts.get()
             };
             (counted, fbb.finished_data().to_vec())
         }

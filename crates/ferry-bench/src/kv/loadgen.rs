@@ -90,18 +90,6 @@ pub(super) struct Point {
     pub(super) client_cpu: Duration,
 }
 
-impl Point {
-    /// Server CPU per request, in ns.
-    pub(super) fn server_cpu_per_request(&self) -> f64 {
-        self.server_cpu.as_nanos() as f64 / self.server_requests.max(1) as f64
-    }
-
-    /// Server work per request (its loop's busy time), in ns.
-    pub(super) fn server_busy_per_request(&self) -> f64 {
-        self.server_busy.as_nanos() as f64 / self.server_requests.max(1) as f64
-    }
-}
-
 /// The shared state of a run, touched by the driver and by the continuations.
 struct State {
     workload: Workload,
@@ -113,12 +101,6 @@ struct State {
     outstanding: u64,
     /// The first wrong response or failed call: the run fails with it.
     error: Option<String>,
-}
-
-impl State {
-    fn fail(&mut self, e: String) {
-        self.error.get_or_insert(e);
-    }
 }
 
 /// Runs the workload at `spec.rate` against `system` at `addr`; `readings` are the server's.
@@ -148,7 +130,7 @@ pub(super) fn run(
         workload,
         codec: system
             .codec_name()
-            .map(|n| peers::codec(n).map(|e| ((e.new)(), e.method)))
+            .map(|n| peers::codec(n).map(|e| ((e.new)(), e.method())))
             .transpose()?,
         open,
         outstanding: 0,
@@ -409,7 +391,7 @@ fn continuation(state: Rc<RefCell<State>>, at: Instant, expect: Expected, answer
         };
         match checked {
             Ok(()) => s.open.answered(at, now),
-            Err(e) => s.fail(e),
+            Err(e) => drop(s.error.get_or_insert(e)),
         }
     })
 }

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_kv::{Store, StoreConfig};
-use ferry_rpc::{Addr, LoopConfig};
+use ferry_rpc::LoopConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -39,7 +39,6 @@ use crate::BoxError;
 use crate::harness::Named;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark};
-use crate::harness::load::LoadMeter;
 use crate::harness::loadgen::Rule;
 use crate::harness::progress::Progress;
 use crate::harness::{self, round};
@@ -136,11 +135,6 @@ impl System {
         }
     }
 
-    /// Whether it is one of the peers.
-    pub fn is_peer(self) -> bool {
-        self.codec_name().is_some()
-    }
-
     /// The zero-copy threshold its server runs with (`None`: the measured ones).
     fn threshold(self) -> Option<usize> {
         match self {
@@ -152,15 +146,6 @@ impl System {
 }
 
 pub use crate::harness::Transport;
-
-impl Transport {
-    fn addr(self, server: &KvBenchServer) -> &Addr {
-        &server.addrs[match self {
-            Transport::Tcp => 0,
-            Transport::Shm => 1,
-        }]
-    }
-}
 
 /// How to sweep and where to run, shared by `ferry bench kv`, `ferry calibrate` and the demo.
 #[derive(Debug, Clone)]
@@ -277,6 +262,7 @@ impl Measured {
         let q = |q: f64| round(o.latency.quantile(q).unwrap_or(0) as f64 / 1000.0, 2);
         let figures = o.figures(rule);
         let verdict = rule.judge(&figures);
+        let per_request = |d: Duration| round(d.as_nanos() as f64 / p.server_requests.max(1) as f64, 1);
         Measured {
             system,
             transport,
@@ -286,12 +272,9 @@ impl Measured {
             p50_us: q(0.5),
             p99_us: q(0.99),
             p999_us: q(0.999),
-            server_ns: round(p.server_busy_per_request(), 1),
-            server_cpu_ns: round(p.server_cpu_per_request(), 1),
-            client_ns: round(
-                p.client_cpu.as_nanos() as f64 / p.server_requests.max(1) as f64,
-                1,
-            ),
+            server_ns: per_request(p.server_busy),
+            server_cpu_ns: per_request(p.server_cpu),
+            client_ns: per_request(p.client_cpu),
             unanswered: o.unanswered,
             p50_limit_us: round(rule.max_p50.as_secs_f64() * 1e6, 2),
             counts: verdict.is_ok(),
@@ -379,7 +362,14 @@ fn sweep_one(
             window: sweep.window,
             seed: sweep.seed.wrapping_add(i as u64),
         };
-        loadgen::run(make()?, system, transport.addr(server), &server.readings, &spec).map_err(|e| {
+        loadgen::run(
+            make()?,
+            system,
+            &server.addrs[transport as usize],
+            &server.readings,
+            &spec,
+        )
+        .map_err(|e| {
             format!(
                 "{} over {} at {rate:.0} req/s: {e}",
                 system.name(),
@@ -463,36 +453,6 @@ fn sweep_one(
     Ok(())
 }
 
-/// The runs of [`measure`]'s plan (the progress bar's length).
-fn runs(systems: &[System], transports: &[Transport], settings: &Sweep) -> u64 {
-    (systems.len() * transports.len() * (1 + settings.max_points + settings.refine)) as u64
-}
-
-/// Sweeps, one step of `progress` a point, and gathers the points into a [`Summary`].
-fn measure(
-    store: &Arc<Store>,
-    make: &(dyn Fn() -> Result<Workload, BoxError> + Sync),
-    systems: &[System],
-    transports: &[Transport],
-    settings: &Sweep,
-    progress: &Progress,
-) -> Result<Summary, BoxError> {
-    let points = sweep(store, make, systems, transports, settings, |m| {
-        progress.start(format!(
-            "{} {} {:.0}/s",
-            m.transport.name(),
-            m.system.name(),
-            m.offered
-        ));
-        progress.done();
-    })?;
-    Ok(Summary {
-        workload: make()?.name(),
-        copies: report::copies(make()?, systems),
-        points,
-    })
-}
-
 /// A `--system` value: a system, or `all` (`None`).
 fn system_or_all(s: &str) -> Result<Option<System>, String> {
     match s {
@@ -509,7 +469,7 @@ fn systems_of(args: &[Option<System>]) -> Vec<System> {
     harness::unique(args.iter().flatten().copied())
 }
 
-/// `ferry bench kv`, as the lifecycle runs it.
+/// `ferry bench kv` (and the demo), as the lifecycle runs it.
 struct Kv {
     systems: Vec<System>,
     transports: Vec<Transport>,
@@ -523,22 +483,30 @@ impl Benchmark for Kv {
     type Records = Summary;
 
     fn plan(&self) -> u64 {
-        runs(&self.systems, &self.transports, &self.sweep)
+        let per_sweep = 1 + self.sweep.max_points + self.sweep.refine;
+        (self.systems.len() * self.transports.len() * per_sweep) as u64
     }
 
+    /// Sweeps, one step of `progress` a point, and gathers the points into a [`Summary`].
     fn run(&self, progress: &Progress) -> Result<(Value, Summary), BoxError> {
         let make = || workload::build(&self.spec, self.seed).map_err(BoxError::from);
         let first = make()?;
         eprintln!("loading {} keys of {}", first.objects().len(), first.name());
         let store = load_store(&first)?;
-        let summary = measure(
-            &store,
-            &make,
-            &self.systems,
-            &self.transports,
-            &self.sweep,
-            progress,
-        )?;
+        let points = sweep(&store, &make, &self.systems, &self.transports, &self.sweep, |m| {
+            progress.start(format!(
+                "{} {} {:.0}/s",
+                m.transport.name(),
+                m.system.name(),
+                m.offered
+            ));
+            progress.done();
+        })?;
+        let summary = Summary {
+            workload: first.name(),
+            copies: report::copies(make()?, &self.systems),
+            points,
+        };
         Ok((summary.settings_json(&self.sweep, store.len()), summary))
     }
 
@@ -605,8 +573,7 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
         keys: Some(if quick { DEMO_KEYS / 10 } else { DEMO_KEYS }),
         ..WorkloadSpec::new(workload::Kind::Twitter)
     };
-    let make = move || workload::build(&spec, 7).map_err(BoxError::from);
-    let settings = Sweep {
+    let sweep = Sweep {
         start_rate: if quick { 1_000.0 } else { 50_000.0 },
         step: 1.5,
         max_points: if quick { 2 } else { 8 },
@@ -617,9 +584,9 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
         server_spin: LoopConfig::default().spin,
         client_cpu: 0,
         server_cpu: 1.min(harness::cpus().saturating_sub(1)),
-        seed: 7,
+        seed: SEED,
     };
-    let first = make()?;
+    let first = workload::build(&spec, SEED)?;
     println!(
         "Ferry demo: a key-value store of {} keys ({}), served by one ferry-rpc loop on CPU 1;\n\
          an open-loop client on CPU 0 offers Poisson load, checks every response, and raises the\n\
@@ -628,25 +595,30 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
          memory.\n",
         first.objects().len(),
         first.name(),
-        settings.start_rate,
-        BASELINE_RATE.min(settings.start_rate),
+        sweep.start_rate,
+        BASELINE_RATE.min(sweep.start_rate),
     );
-    let meter = LoadMeter::start();
-    let store = load_store(&first)?;
-    let systems = [System::Ferry, System::Prost];
-    let transports = Transport::ALL;
-    let progress = Progress::new(runs(&systems, &transports, &settings), "demo");
-    let summary = measure(&store, &make, &systems, &transports, &settings, &progress)?;
-    progress.finish();
-    let load = meter.finish();
-    summary.print();
-    summary.plot(plot)?;
-    println!("\nplot: {}", plot.display());
-    if let Some(warning) = load.warning() {
-        println!("\n{warning}");
-    }
+    let demo = Kv {
+        systems: vec![System::Ferry, System::Prost],
+        transports: Transport::ALL.to_vec(),
+        spec,
+        seed: SEED,
+        sweep,
+    };
+    let common = Common {
+        quick,
+        json: None,
+        from: None,
+        plot: Some(plot.to_owned()),
+        duration_ms: None,
+        count: None,
+    };
+    lifecycle::main(&demo, &common)?;
     Ok(())
 }
+
+/// The demo's seed.
+const SEED: u64 = 7;
 
 /// Keys of the demo's store.
 const DEMO_KEYS: u32 = 50_000;

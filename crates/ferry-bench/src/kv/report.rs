@@ -284,7 +284,7 @@ impl Summary {
         let ferry = self.best(System::Ferry, transport)?;
         let peer = systems
             .iter()
-            .filter(|s| s.is_peer())
+            .filter(|s| s.codec_name().is_some())
             .filter_map(|&s| self.best(s, transport).map(|m| (s, m.achieved)))
             .max_by(|a, b| a.1.total_cmp(&b.1))?
             .0;

@@ -29,7 +29,7 @@ pub(super) const CONTROL: u16 = method_id(CONTROL_PATH);
 /// A running server and where it listens.
 pub(super) struct KvBenchServer {
     server: Server,
-    /// TCP, then shared memory.
+    /// TCP, then shared memory (indexed by [`super::Transport`]).
     pub(super) addrs: Vec<Addr>,
     pub(super) readings: Arc<Readings>,
 }

@@ -19,8 +19,8 @@
 //! 1. Add `src/systems/<name>.rs` with a serializer and a decoder type implementing the two
 //!    traits; `prepare` should encode with the module's own serializer so that the decode
 //!    bench reads exactly what the serialize bench writes.
-//! 2. Add `pub mod <name>;` below and one entry to [`SERIALIZERS`] (with `sweeps: true` to
-//!    join the size and count sweeps) and to [`DECODERS`].
+//! 2. Add `pub mod <name>;` below and one entry to [`SERIALIZERS`] (among the first
+//!    [`SWEEPERS`] to join the size and count sweeps) and to [`DECODERS`].
 //! 3. Add the dependency to `crates/ferry-bench/Cargo.toml`.
 //!
 //! `cargo test -p ferry-bench` then checks that the new system round-trips every shape, and
@@ -100,181 +100,114 @@ impl<'a> Input<'a> {
     }
 }
 
-/// A codec in the registry.
-#[derive(Debug, Clone, Copy)]
-pub struct CodecEntry {
-    /// The system's name (as in [`SERIALIZERS`]).
+/// A system in a registry: its name (the Criterion function id, and the callgrind command
+/// line's) and a maker of fresh instances with empty reusable buffers.
+#[derive(Debug)]
+pub struct Entry<T: ?Sized> {
+    /// The system's name.
     pub name: &'static str,
-    /// Makes a fresh instance with empty reusable buffers.
-    pub new: fn() -> Box<dyn Codec>,
+    /// Makes a fresh instance.
+    pub new: fn() -> Box<T>,
 }
 
 /// Every peer library's codec, in the order `ferry bench rpc` reports them.
-pub static CODECS: &[CodecEntry] = &[
-    CodecEntry {
+pub static CODECS: &[Entry<dyn Codec>] = &[
+    Entry {
         name: "prost",
-        new: new_codec::<prost::ProstCodec>,
+        new: || Box::new(prost::ProstCodec::default()),
     },
-    CodecEntry {
+    Entry {
         name: "flatbuf",
-        new: new_codec::<flatbuf::FlatbufCodec>,
+        new: || Box::new(flatbuf::FlatbufCodec::default()),
     },
-    CodecEntry {
+    Entry {
         name: "capnp",
-        new: new_codec::<capnp::CapnpCodec>,
+        new: || Box::new(capnp::CapnpCodec::default()),
     },
 ];
 
-/// Looks a codec up by name.
-pub fn codec(name: &str) -> Result<&'static CodecEntry, BenchError> {
-    CODECS
-        .iter()
-        .find(|e| e.name == name)
-        .ok_or_else(|| BenchError::Unknown {
-            what: "codec",
-            name: name.to_owned(),
-            expected: names(CODECS.iter().map(|e| e.name)),
-        })
-}
-
-/// A serializer in the registry.
-#[derive(Debug, Clone, Copy)]
-pub struct SerializerEntry {
-    /// Name used as the Criterion function id and on the callgrind command line.
-    pub name: &'static str,
-    /// Makes a fresh instance with empty reusable buffers.
-    pub new: fn() -> Box<dyn Serializer>,
-    /// Whether the system also runs the field-size and field-count sweeps.
-    pub sweeps: bool,
-}
-
-/// A decoder in the registry.
-#[derive(Debug, Clone, Copy)]
-pub struct DecoderEntry {
-    /// Name used as the Criterion function id and on the callgrind command line.
-    pub name: &'static str,
-    /// Makes a fresh, unprepared instance.
-    pub new: fn() -> Box<dyn Decoder>,
-}
-
-/// Every serializer, floor first: reports divide each row by `memcpy` of the same group.
-pub static SERIALIZERS: &[SerializerEntry] = &[
-    SerializerEntry {
+/// Every serializer, floor first: reports divide each row by `memcpy` of the same group. The
+/// first [`SWEEPERS`] also run the field-size and field-count sweeps.
+pub static SERIALIZERS: &[Entry<dyn Serializer>] = &[
+    Entry {
         name: "memcpy",
-        new: new_serializer::<memcpy::MemcpySerializer>,
-        sweeps: true,
+        new: || Box::new(memcpy::MemcpySerializer::default()),
     },
-    SerializerEntry {
+    Entry {
         name: "prost",
-        new: new_serializer::<prost::ProstSerializer>,
-        sweeps: true,
+        new: || Box::new(prost::ProstSerializer::default()),
     },
-    SerializerEntry {
+    Entry {
         name: "ferry_copy",
         new: ferry::FerrySerializer::<{ usize::MAX }>::boxed,
-        sweeps: true,
     },
-    SerializerEntry {
+    Entry {
         name: "ferry",
-        new: ferry::FerrySerializer::<{ ferry_wire_threshold() }>::boxed,
-        sweeps: true,
+        new: ferry::FerrySerializer::<{ ::ferry::wire::DEFAULT_THRESHOLD }>::boxed,
     },
-    SerializerEntry {
+    Entry {
         name: "ferry_zc",
         new: ferry::FerrySerializer::<0>::boxed,
-        sweeps: true,
     },
-    SerializerEntry {
+    Entry {
         name: "flatbuf",
-        new: new_serializer::<flatbuf::FlatbufSerializer>,
-        sweeps: false,
+        new: || Box::new(flatbuf::FlatbufSerializer::default()),
     },
-    SerializerEntry {
+    Entry {
         name: "capnp",
-        new: new_serializer::<capnp::CapnpSerializer>,
-        sweeps: false,
+        new: || Box::new(capnp::CapnpSerializer::default()),
     },
-    SerializerEntry {
+    Entry {
         name: "rkyv",
-        new: new_serializer::<rkyv::RkyvSerializer>,
-        sweeps: false,
+        new: || Box::new(rkyv::RkyvSerializer::default()),
     },
 ];
 
-/// A fresh `T` (reusable buffers empty), boxed: what a registry entry makes.
-fn new_serializer<T: Serializer + Default + 'static>() -> Box<dyn Serializer> {
-    Box::<T>::default()
-}
-
-/// A fresh, unprepared `T`, boxed.
-fn new_decoder<T: Decoder + Default + 'static>() -> Box<dyn Decoder> {
-    Box::<T>::default()
-}
-
-/// A fresh `T` (reusable buffers empty), boxed.
-fn new_codec<T: Codec + Default + 'static>() -> Box<dyn Codec> {
-    Box::<T>::default()
-}
-
-/// Ferry's default zero-copy threshold (the `ferry` row is the hybrid default).
-const fn ferry_wire_threshold() -> usize {
-    ::ferry::wire::DEFAULT_THRESHOLD
-}
+/// How many of [`SERIALIZERS`], from the first, run the sweeps.
+pub const SWEEPERS: usize = 5;
 
 /// Every decoder. FlatBuffers appears twice: with its verifier and without.
-pub static DECODERS: &[DecoderEntry] = &[
-    DecoderEntry {
+pub static DECODERS: &[Entry<dyn Decoder>] = &[
+    Entry {
         name: "ferry",
-        new: new_decoder::<ferry::FerryDecoder>,
+        new: || Box::new(ferry::FerryDecoder::default()),
     },
-    DecoderEntry {
+    Entry {
         name: "prost",
-        new: new_decoder::<prost::ProstDecoder>,
+        new: || Box::new(prost::ProstDecoder::default()),
     },
-    DecoderEntry {
+    Entry {
         name: "flatbuf",
-        new: new_decoder::<flatbuf::FlatbufDecoder<true>>,
+        new: || Box::new(flatbuf::FlatbufDecoder::<true>::default()),
     },
-    DecoderEntry {
+    Entry {
         name: "flatbuf_unchecked",
-        new: new_decoder::<flatbuf::FlatbufDecoder<false>>,
+        new: || Box::new(flatbuf::FlatbufDecoder::<false>::default()),
     },
-    DecoderEntry {
+    Entry {
         name: "capnp",
-        new: new_decoder::<capnp::CapnpDecoder>,
+        new: || Box::new(capnp::CapnpDecoder::default()),
     },
-    DecoderEntry {
+    Entry {
         name: "rkyv",
-        new: new_decoder::<rkyv::RkyvDecoder>,
+        new: || Box::new(rkyv::RkyvDecoder::default()),
     },
 ];
 
-/// Looks a serializer up by name.
-pub fn serializer(name: &str) -> Result<&'static SerializerEntry, BenchError> {
-    SERIALIZERS
+/// The entry of `registry` named `name` (`what` names the registry in the error).
+pub fn find<T: ?Sized>(
+    what: &'static str,
+    registry: &'static [Entry<T>],
+    name: &str,
+) -> Result<&'static Entry<T>, BenchError> {
+    registry
         .iter()
         .find(|e| e.name == name)
         .ok_or_else(|| BenchError::Unknown {
-            what: "serializer",
+            what,
             name: name.to_owned(),
-            expected: names(SERIALIZERS.iter().map(|e| e.name)),
+            expected: registry.iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
         })
-}
-
-/// Looks a decoder up by name.
-pub fn decoder(name: &str) -> Result<&'static DecoderEntry, BenchError> {
-    DECODERS
-        .iter()
-        .find(|e| e.name == name)
-        .ok_or_else(|| BenchError::Unknown {
-            what: "decoder",
-            name: name.to_owned(),
-            expected: names(DECODERS.iter().map(|e| e.name)),
-        })
-}
-
-fn names(names: impl Iterator<Item = &'static str>) -> String {
-    names.collect::<Vec<_>>().join(", ")
 }
 
 /// Where a decoder puts what it read.
@@ -419,9 +352,9 @@ mod tests {
                     assert!(got == expected(&shape), "{} / {}", entry.name, shape.name());
                 }
             }
-            assert_eq!(codec(entry.name).unwrap().name, entry.name);
+            assert_eq!(find("codec", CODECS, entry.name).unwrap().name, entry.name);
         }
-        assert!(codec("memcpy").is_err());
+        assert!(find("codec", CODECS, "memcpy").is_err());
     }
 
     #[test]
@@ -468,12 +401,15 @@ mod tests {
     #[test]
     fn registry_names_are_unique_and_resolve() {
         for entry in SERIALIZERS {
-            assert_eq!(serializer(entry.name).unwrap().name, entry.name);
+            assert_eq!(
+                find("serializer", SERIALIZERS, entry.name).unwrap().name,
+                entry.name
+            );
         }
         for entry in DECODERS {
-            assert_eq!(decoder(entry.name).unwrap().name, entry.name);
+            assert_eq!(find("decoder", DECODERS, entry.name).unwrap().name, entry.name);
         }
-        assert!(serializer("nope").is_err());
-        assert!(decoder("memcpy").is_err());
+        assert!(find("serializer", SERIALIZERS, "nope").is_err());
+        assert!(find("decoder", DECODERS, "memcpy").is_err());
     }
 }

@@ -142,8 +142,6 @@ pub struct KvCodecEntry {
     pub name: &'static str,
     /// Its method on [`PeerKvService`]: `/ferry_bench.kv.Peers/<Library>`.
     pub path: &'static str,
-    /// The method's id ([`ferry_transport::method_id`] of `path`), for `call_payload`.
-    pub method: u16,
     /// Makes a fresh instance with empty reusable buffers.
     pub new: fn() -> Box<dyn KvCodec>,
 }
@@ -152,23 +150,27 @@ pub struct KvCodecEntry {
 pub static CODECS: &[KvCodecEntry] = &[
     KvCodecEntry {
         name: "prost",
-        path: service::PROST.0,
-        method: service::PROST.1,
+        path: "/ferry_bench.kv.Peers/Prost",
         new: new_peer::<prost::ProstKv>,
     },
     KvCodecEntry {
         name: "flatbuf",
-        path: service::FLATBUF.0,
-        method: service::FLATBUF.1,
+        path: "/ferry_bench.kv.Peers/Flatbuf",
         new: new_peer::<flatbuf::FlatbufKv>,
     },
     KvCodecEntry {
         name: "capnp",
-        path: service::CAPNP.0,
-        method: service::CAPNP.1,
+        path: "/ferry_bench.kv.Peers/Capnp",
         new: new_peer::<capnp::CapnpKv>,
     },
 ];
+
+impl KvCodecEntry {
+    /// The method's id ([`ferry_transport::method_id`] of `path`), for `call_payload`.
+    pub fn method(&self) -> u16 {
+        ferry_transport::method_id(self.path)
+    }
+}
 
 /// A fresh `T` (reusable buffers empty), boxed: what a registry entry makes.
 fn new_peer<T: KvCodec + Default + 'static>() -> Box<dyn KvCodec> {
@@ -430,7 +432,7 @@ pub(crate) mod tests {
                 let got = round_trip(client, server, &store, &KvRequest::GetList(b"new"), counted).unwrap();
                 assert_eq!(got, [&b"a"[..], b"", b"ccc"], "{name}");
             }
-            assert_eq!(codec(entry.name).unwrap().method, entry.method);
+            assert_eq!(codec(entry.name).unwrap().method(), entry.method());
         }
         assert!(codec("memcpy").is_err());
     }

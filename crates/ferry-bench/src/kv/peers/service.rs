@@ -19,27 +19,10 @@ use std::sync::Arc;
 
 use ferry_kv::Store;
 use ferry_rpc::{Call, Code, MethodInfo, Mode, Reply, Request, Service, Shape, Status};
-use ferry_transport::{Payload, method_id};
+use ferry_transport::Payload;
 
 use super::{CODECS, KvCodec};
 use crate::systems::Input;
-
-/// `/ferry_bench.kv.Peers/<name>` and its id.
-macro_rules! method {
-    ($name:literal) => {
-        (
-            concat!("/ferry_bench.kv.Peers/", $name),
-            method_id(concat!("/ferry_bench.kv.Peers/", $name)),
-        )
-    };
-}
-
-/// prost's method: path and id.
-pub const PROST: (&str, u16) = method!("Prost");
-/// FlatBuffers' method: path and id.
-pub const FLATBUF: (&str, u16) = method!("Flatbuf");
-/// Cap'n Proto's method: path and id.
-pub const CAPNP: (&str, u16) = method!("Capnp");
 
 thread_local! {
     /// The codecs of this (a server loop's) thread, in [`CODECS`] order.
@@ -65,7 +48,7 @@ impl Service for PeerKvService {
             .iter()
             .map(|e| MethodInfo {
                 path: e.path,
-                id: e.method,
+                id: e.method(),
                 request: None,
                 mode: Mode::Foreground,
                 shape: Shape::Unary,
@@ -75,7 +58,7 @@ impl Service for PeerKvService {
 
     fn call<'a>(&self, call: &Call<'a>, request: Request<'a>, reply: &mut Reply<'_>) -> Result<(), Status> {
         let method = call.method();
-        let Some(peer) = CODECS.iter().position(|e| e.method == method) else {
+        let Some(peer) = CODECS.iter().position(|e| e.method() == method) else {
             return Err(Status::new(Code::Unimplemented, format!("method {method}")));
         };
         let incoming = request.incoming();
@@ -100,7 +83,7 @@ mod tests {
     use std::time::Duration;
 
     use ferry_rpc::{Channel, LoopConfig, Server, Services};
-    use ferry_transport::Received;
+    use ferry_transport::{Received, method_id};
 
     use super::super::tests::{store, value};
     use super::super::{KvRequest, codec};
@@ -176,7 +159,7 @@ mod tests {
                 let name = format!("{} over {addr}", entry.name);
                 let mut client = (entry.new)();
                 let client = client.as_mut();
-                let method = codec(entry.name).unwrap().method;
+                let method = codec(entry.name).unwrap().method();
                 let got = call(&ch, client, method, &KvRequest::Get(b"one")).unwrap();
                 assert_eq!(got, [value("one", 0, 2048)], "{name}");
                 let got = call(&ch, client, method, &KvRequest::GetList(b"big")).unwrap();

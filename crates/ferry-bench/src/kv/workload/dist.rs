@@ -185,11 +185,6 @@ impl SizeBuckets {
         &self.shares
     }
 
-    /// The index of the bucket holding `size`, if any.
-    pub fn bucket_of(&self, size: u32) -> Option<usize> {
-        self.bounds.iter().position(|&(lo, hi)| lo <= size && size < hi)
-    }
-
     /// The distribution's mean, from the table (exact for [`Within::Uniform`]; for
     /// [`Within::LogUniform`] the continuous mean `(hi - lo) / ln(hi / lo)`, which the sampler's
     /// rounding down lowers by less than one byte).
@@ -316,11 +311,6 @@ impl ClampedLogNormal {
     /// The mean after clamping (before rounding, which moves it by well under a byte).
     pub fn mean(&self) -> f64 {
         clamped_lognormal_mean(self.mu, self.sigma, self.min, self.max)
-    }
-
-    /// The probability of a size `>= threshold` (before rounding).
-    pub fn share_at_least(&self, threshold: f64) -> f64 {
-        1.0 - normal_cdf((threshold.ln() - self.mu) / self.sigma)
     }
 
     /// A size.
@@ -465,7 +455,7 @@ mod tests {
     fn fitted_lognormal_hits_both_figures() {
         let d = ClampedLogNormal::fit_mean_and_tail(2439.0, 512.0, 0.32, 1, 1 << 20).unwrap();
         assert!((d.mean() - 2439.0).abs() < 0.5, "analytic mean {}", d.mean());
-        assert!((d.share_at_least(512.0) - 0.32).abs() < 1e-6);
+        assert!((1.0 - normal_cdf((512f64.ln() - d.mu) / d.sigma) - 0.32).abs() < 1e-6);
         let mut rng = rng(11, Stream::Objects);
         let n = 300_000u32;
         let (mut sum, mut tail) = (0u64, 0u32);
@@ -492,7 +482,8 @@ mod tests {
         let mut rng = rng(2, Stream::Objects);
         for _ in 0..10_000 {
             let (s, b) = t.sample_with_bucket(&mut rng);
-            assert_eq!(t.bucket_of(s), Some(b));
+            let (lo, hi) = t.bounds()[b];
+            assert!((lo..hi).contains(&s));
             assert_ne!(b, 2, "zero-weight bucket drawn");
         }
         assert!(SizeBuckets::new(&[(0, 5, 1.0)], Within::Uniform).is_err());

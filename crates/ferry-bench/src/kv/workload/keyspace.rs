@@ -42,29 +42,6 @@ pub(crate) fn make_key<R: Rng + ?Sized>(prefix: &str, index: u32, len: usize, rn
     key
 }
 
-/// The bytes a preloaded key space may take (keys plus values), and what it took so far.
-#[derive(Debug, Clone)]
-pub(crate) struct Budget {
-    limit: u64,
-    used: u64,
-}
-
-impl Budget {
-    pub(crate) fn new(limit: u64) -> Self {
-        Self { limit, used: 0 }
-    }
-
-    /// Counts `object` in if it still fits; false (and nothing counted) if it does not.
-    pub(crate) fn admit(&mut self, object: &Object) -> bool {
-        let bytes = object.key.len() as u64 + object.value_len();
-        if self.used + bytes > self.limit {
-            return false;
-        }
-        self.used += bytes;
-        true
-    }
-}
-
 /// Generates objects `0..keys` with `make(index)`, stopping early at the first object that
 /// would overflow `budget` bytes. Returns the objects and, when it stopped early, a note saying
 /// so. Errors if not even one object fits.
@@ -77,15 +54,14 @@ pub(crate) fn fill<F: FnMut(u32) -> Object>(
     if keys == 0 {
         return Err(format!("{what}: the key space needs at least 1 key"));
     }
-    let mut budget_left = Budget::new(budget);
-    let mut objects = Vec::new();
+    let (mut objects, mut used) = (Vec::new(), 0u64);
     for index in 0..keys {
         let object = make(index);
-        if !budget_left.admit(&object) {
+        let bytes = object.key.len() as u64 + object.value_len();
+        if used + bytes > budget {
             if objects.is_empty() {
                 return Err(format!(
-                    "{what}: the first object ({} bytes) does not fit the memory budget of {budget} bytes",
-                    object.key.len() as u64 + object.value_len()
+                    "{what}: the first object ({bytes} bytes) does not fit the memory budget of {budget} bytes"
                 ));
             }
             let note = format!(
@@ -95,6 +71,7 @@ pub(crate) fn fill<F: FnMut(u32) -> Object>(
             );
             return Ok((objects, Some(note)));
         }
+        used += bytes;
         objects.push(object);
     }
     Ok((objects, None))
