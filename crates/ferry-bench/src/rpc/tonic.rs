@@ -34,19 +34,18 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::runtime::Runtime;
 use tokio::sync::watch;
 use tokio::task::{JoinSet, LocalSet};
-use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Channel, Endpoint, Server};
+use tonic::transport::{Channel, Server};
 use tonic::{Request, Response, Status};
 
 use crate::BoxError;
 use crate::generated::record_prost::Record;
 use crate::generated::record_prost::echo::echo_client::EchoClient;
 use crate::generated::record_prost::echo::echo_server::{Echo, EchoServer};
+use crate::harness::grpc::{connect, incoming, pinned_runtime};
 use crate::harness::window::{self, END, MARK, Reading, Readings, Span};
-use crate::harness::{self, Budget, thread_cpu_time};
+use crate::harness::{Budget, thread_cpu_time};
 
 use super::client::{Phase, STALL, check_field, fill};
 use super::plan::{Fields, Point};
@@ -101,14 +100,6 @@ fn joined<T>(handle: thread::ScopedJoinHandle<'_, Result<T, BoxError>>) -> Resul
     handle.join().unwrap_or_else(|_| Err("thread panicked".into()))
 }
 
-/// A current-thread runtime (timers and I/O) for the calling thread, pinned to `cpu` first.
-pub(super) fn pinned_runtime(cpu: usize) -> Result<Runtime, BoxError> {
-    harness::pin_current_thread(cpu)?;
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?)
-}
-
 /// The echo service: counts every echo ([`window::count_request`]) and records a
 /// [`Reading`] at the control calls.
 #[derive(Default)]
@@ -156,22 +147,6 @@ fn serve(cpu: usize, listener: TcpListener, stopped: watch::Receiver<bool>) -> R
         .readings
         .take()
         .ok_or("the client ended without a mark and an end")?)
-}
-
-/// The connections `listener` accepts, as a tonic server takes them (TCP_NODELAY).
-pub(super) fn incoming(listener: TcpListener) -> Result<TcpIncoming, BoxError> {
-    listener.set_nonblocking(true)?;
-    Ok(TcpIncoming::from(tokio::net::TcpListener::from_std(listener)?).with_nodelay(Some(true)))
-}
-
-/// A tonic channel to the server at `addr` (TCP_NODELAY), connected within [`STALL`].
-pub(super) async fn connect(addr: SocketAddr) -> Result<Channel, BoxError> {
-    let uri = format!("http://{addr}");
-    Ok(Endpoint::from_shared(uri)?
-        .tcp_nodelay(true)
-        .connect_timeout(STALL)
-        .connect()
-        .await?)
 }
 
 /// Connects to `addr`, warms up, and measures the window: the client's side of a run, and
@@ -293,7 +268,7 @@ mod tests {
     const RUN: Budget = Budget::Time(Duration::from_millis(50));
 
     fn cpus() -> Cpus {
-        (0, 1 % harness::cpus())
+        (0, 1 % crate::harness::cpus())
     }
 
     #[test]
