@@ -256,6 +256,16 @@ pub fn figure8(opts: &Figure8Options, progress: &Progress) -> Result<Figure8, Bo
     Ok(out)
 }
 
+/// A bar per setup over `groups`, each bar's value `value(setup, group)` (0 where unknown).
+pub(super) fn setup_bars<G>(setups: &[Setup], groups: &[G], value: impl Fn(Setup, &G) -> f64) -> Vec<Bars> {
+    let known = |v: f64| if v.is_finite() { v } else { 0.0 };
+    let bars = |&s: &Setup| Bars {
+        name: s.name(),
+        values: groups.iter().map(|g| known(value(s, g))).collect(),
+    };
+    setups.iter().map(bars).collect()
+}
+
 impl Figure8 {
     fn messages(&self) -> Vec<PaperMessage> {
         unique(self.runs.iter().map(|r| r.message))
@@ -390,26 +400,10 @@ impl Figure8 {
         let (at, top) = (self.cpu_rate, self.runs.iter().map(|r| r.rate).max().unwrap_or(0));
         let messages = self.messages();
         let groups: Vec<String> = messages.iter().map(|m| m.name()).collect();
-        let bars = |rate: u64, f: &dyn Fn(&Run) -> f64| -> Vec<Bars> {
-            Setup::ALL
-                .iter()
-                .map(|&s| Bars {
-                    name: s.name(),
-                    values: messages
-                        .iter()
-                        .map(|&m| {
-                            Some(self.median(s, m, rate, f))
-                                .filter(|v| v.is_finite())
-                                .unwrap_or(0.0)
-                        })
-                        .collect(),
-                })
-                .collect()
-        };
         let panel = |title: String, rate, f: &dyn Fn(&Run) -> f64| BarPanel {
             title,
             groups: groups.clone(),
-            bars: bars(rate, f),
+            bars: setup_bars(&Setup::ALL, &messages, |s, &m| self.median(s, m, rate, f)),
             ..Default::default()
         };
         bars_svg(

@@ -32,14 +32,14 @@ use serde_json::json;
 
 use super::client::cpu_now;
 use super::hosts::{FERRY_HOST, Servers, TONIC_HOST, TonicInterop};
-use super::serve::Setup;
+use super::serve::{Setup, setup_bars};
 use crate::BoxError;
 use crate::generated::interop_prost::test_service_server::TestServiceServer;
 use crate::harness::lifecycle::Target;
 use crate::harness::progress::Progress;
 use crate::harness::table::Table;
 use crate::harness::{Named, median, pin_current_thread, round, unique};
-use crate::plot::{BarPanel, Bars, bars_svg};
+use crate::plot::{BarPanel, bars_svg};
 
 /// Who serves the streams: the engine in front of the Ferry interop host, or a tonic host.
 const SETUPS: [Setup; 2] = [Setup::Engine, Setup::Tonic];
@@ -393,18 +393,7 @@ impl Streams {
             groups: (points.iter())
                 .map(|(shape, size)| format!("{} {size} B", shape.name()))
                 .collect(),
-            bars: (SETUPS.iter())
-                .map(|&s| Bars {
-                    name: s.name(),
-                    values: (points.iter())
-                        .map(|&point| {
-                            Some(self.median(s, point, f))
-                                .filter(|v| v.is_finite())
-                                .unwrap_or(0.0)
-                        })
-                        .collect(),
-                })
-                .collect(),
+            bars: setup_bars(&SETUPS, &points, |s, &point| self.median(s, point, f)),
             ..Default::default()
         };
         bars_svg(
