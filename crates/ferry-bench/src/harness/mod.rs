@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::BoxError;
 
 pub mod cli;
+pub mod closed;
 pub mod cpu;
 pub mod grpc;
 pub mod lifecycle;

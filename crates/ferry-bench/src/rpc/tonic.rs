@@ -47,9 +47,10 @@ use crate::harness::grpc::{connect, incoming, pinned_runtime};
 use crate::harness::window::{self, END, MARK, Reading, Readings, Span};
 use crate::harness::{Budget, thread_cpu_time};
 
-use super::client::{Phase, STALL, check_field, fill};
+use super::client::{STALL, check_field, fill};
 use super::plan::{Fields, Point};
 use super::{Cpus, Measured};
+use crate::harness::closed::Phase;
 
 /// The server gives up on closing its connection this long after the client's thread ended.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
