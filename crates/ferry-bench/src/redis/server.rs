@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use ferry_launch::{Server, free_port, shell_quote};
+use ferry_launch::{Server, free_port};
 use ferry_redis::resp::client::ping;
 
 use crate::BoxError;
@@ -130,11 +130,7 @@ impl ServerCmd {
 
     /// The command line with its placeholders, quoted for a shell where needed.
     pub fn template(&self) -> String {
-        std::iter::once(self.program.display().to_string())
-            .chain(self.args.iter().cloned())
-            .map(|w| shell_quote(&w))
-            .collect::<Vec<_>>()
-            .join(" ")
+        ferry_launch::display(Command::new(&self.program).args(&self.args))
     }
 }
 
