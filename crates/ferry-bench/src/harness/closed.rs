@@ -49,7 +49,7 @@ impl Phase {
 
     /// May another call start? `None` once the budget is spent; else `Some` of when it starts
     /// if it is timed.
-    pub fn next(&mut self) -> Option<Option<Instant>> {
+    pub fn next_call(&mut self) -> Option<Option<Instant>> {
         let timed = self.one || self.issued % TIMED_EVERY == 0;
         self.stopping = self.stopping
             || match self.budget {
@@ -64,13 +64,13 @@ impl Phase {
         }
     }
 
-    /// The call [`Phase::next`] allowed has started.
+    /// The call [`Phase::next_call`] allowed has started.
     pub fn started(&mut self) {
         self.issued += 1;
         self.outstanding += 1;
     }
 
-    /// A call has completed; `at` is what [`Phase::next`] said of it.
+    /// A call has completed; `at` is what [`Phase::next_call`] said of it.
     pub fn completed(&mut self, at: Option<Instant>) {
         self.outstanding -= 1;
         self.completed += 1;
@@ -94,7 +94,7 @@ mod tests {
     /// timed.
     fn drain(phase: &mut Phase) -> u64 {
         let mut timed = 0;
-        while let Some(at) = phase.next() {
+        while let Some(at) = phase.next_call() {
             phase.started();
             timed += u64::from(at.is_some());
             phase.completed(at);
@@ -112,10 +112,10 @@ mod tests {
         assert_eq!(drain(&mut one), 5);
         assert_eq!(one.latency.count(), 5);
         let mut outstanding = Phase::new(Budget::Count(1), 1);
-        let at = outstanding.next().unwrap();
+        let at = outstanding.next_call().unwrap();
         outstanding.started();
         assert!(
-            outstanding.next().is_none() && !outstanding.done(),
+            outstanding.next_call().is_none() && !outstanding.done(),
             "spent, one still out"
         );
         outstanding.completed(at);

@@ -192,7 +192,7 @@ fn issue(lp: &mut EventLoop, d: &Shared) -> bool {
     if drv.failed.is_some() || drv.phase.outstanding >= drv.in_flight {
         return false;
     }
-    let Some(at) = drv.phase.next() else {
+    let Some(at) = drv.phase.next_call() else {
         return false;
     };
     let next = Rc::clone(d);

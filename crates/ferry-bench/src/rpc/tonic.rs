@@ -209,7 +209,7 @@ async fn phase(
     let mut seen = 0;
     loop {
         while p.outstanding < in_flight {
-            let Some(at) = p.next() else { break };
+            let Some(at) = p.next_call() else { break };
             let (mut client, request) = (client.clone(), request.clone());
             calls.spawn_local(async move { (at, client.echo(request).await) });
             p.started();

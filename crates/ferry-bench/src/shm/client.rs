@@ -40,7 +40,7 @@ fn pipeline<T: Endpoint>(
     let mut acc = 0u64;
     loop {
         while phase.outstanding < in_flight {
-            let Some(at) = phase.next() else { break };
+            let Some(at) = phase.next_call() else { break };
             send_record(conn, ctx, *next_id, value)?;
             outstanding.push_back((*next_id, at));
             *next_id += 1;
