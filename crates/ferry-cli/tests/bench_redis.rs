@@ -72,3 +72,52 @@ fn a_small_run_measures_both_servers() {
     );
     assert!(again.contains("GET 64 B"), "{again}");
 }
+
+/// SET 4 KiB with the AOF on (issue 29): both servers started with `--appendonly yes
+/// --appendfsync everysec` in a fresh directory that is gone after the run, and the target row
+/// at pipeline 16.
+#[test]
+fn an_aof_run_appends_on_both_servers_in_a_directory_removed_after() {
+    for tool in ["redis-server", "redis-benchmark"] {
+        if ferry_testkit::tools::require_tool(tool).is_none() {
+            return;
+        }
+    }
+    let args = [
+        "--test",
+        "set-4k-aof",
+        "--pipeline",
+        "16",
+        "--keys",
+        "1000",
+        "--count",
+        "4000",
+    ];
+    let run = sweep("bench-redis-aof", "redis", &args);
+    let records = run.doc["records"].as_array().unwrap();
+    assert_eq!(records.len(), 2, "{records:?}");
+    for r in records {
+        assert_eq!(r["test"], "set-4k-aof");
+        assert!(number(r, "rps") > 0.0, "{r}");
+        let command = r["server_command"].as_str().unwrap();
+        assert!(
+            command.contains("--appendonly yes --appendfsync everysec --dir "),
+            "{command}"
+        );
+        let dir = command
+            .rsplit("--dir ")
+            .next()
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        assert!(dir.contains("ferry-bench-redis-aof"), "{command}");
+        assert!(!std::path::Path::new(dir).exists(), "{dir} left behind");
+    }
+    let target = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("ferry/redis SET 4 KiB, AOF everysec P=16"))
+        .unwrap_or_else(|| panic!("no target row:\n{}", run.stdout));
+    assert!(target.ends_with("met") || target.ends_with("MISSED"), "{target}");
+}

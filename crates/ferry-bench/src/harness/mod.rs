@@ -1,6 +1,7 @@
 //! Measurement helpers shared by the benchmarks: thread pinning, per-thread CPU time, run
 //! budgets, medians, a latency histogram ([`hdrhistogram`]), JSON records ([`report`]),
-//! progress bars ([`progress`]) and the command-line options every benchmark takes ([`cli`]).
+//! progress bars ([`progress`]), the command-line options every benchmark takes ([`cli`]) and
+//! the gRPC peers' runtime and connections ([`grpc`]).
 
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -11,7 +12,9 @@ use serde_json::{Value, json};
 use crate::BoxError;
 
 pub mod cli;
+pub mod closed;
 pub mod cpu;
+pub mod grpc;
 pub mod lifecycle;
 pub mod load;
 pub mod loadgen;

@@ -82,11 +82,6 @@ impl Span {
     pub fn cpu_per_request_ns(&self) -> f64 {
         self.cpu.as_nanos() as f64 / self.served.max(1) as f64
     }
-
-    /// Busy time per request served, in nanoseconds.
-    pub fn busy_per_request_ns(&self) -> f64 {
-        self.busy.as_nanos() as f64 / self.served.max(1) as f64
-    }
 }
 
 /// The readings a server took at the control words, for the benchmark's thread.

@@ -16,8 +16,9 @@ use super::serve::{Figure8Options, Latency, PaperMessage, Run, Setup, Unary};
 use crate::BoxError;
 use crate::generated::demo_prost as pb;
 use crate::harness::cpu::threads_cpu_time;
+use crate::harness::grpc::{connect, pinned_runtime};
 use crate::harness::loadgen::Arrivals;
-use crate::harness::{Histogram, pin_current_thread, round};
+use crate::harness::{Histogram, round};
 
 /// The client thread's name.
 const LOAD: &str = "offload-load";
@@ -32,16 +33,11 @@ fn on_client_thread<R: Send + 'static>(
     std::thread::Builder::new()
         .name(LOAD.into())
         .spawn(move || {
-            pin_current_thread(cpu)?;
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
+            let rt = pinned_runtime(cpu)?;
             tokio::task::LocalSet::new().block_on(&rt, async move {
                 let mut channels = Vec::with_capacity(connections);
                 for _ in 0..connections.max(1) {
-                    let endpoint =
-                        tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?.tcp_nodelay(true);
-                    channels.push(endpoint.connect().await?);
+                    channels.push(connect(addr).await?);
                 }
                 f(channels).await
             })

@@ -83,7 +83,7 @@ use serde_json::{Value, json};
 use crate::generated::demo_prost::{Chars, Ints};
 use crate::harness::progress::Progress;
 use crate::harness::table::Table;
-use crate::harness::{self, median, round};
+use crate::harness::{self, Named, median, round};
 use crate::plot::{self, Panel, XAxis};
 use crate::{BenchError, BoxError};
 
@@ -108,14 +108,6 @@ pub enum Figure7Message {
 impl Figure7Message {
     /// Both, in the figure's order.
     pub const ALL: [Figure7Message; 2] = [Figure7Message::Ints, Figure7Message::Chars];
-
-    /// Its name in the records: `ints`, `chars`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Figure7Message::Ints => "ints",
-            Figure7Message::Chars => "chars",
-        }
-    }
 
     /// Its full protobuf name.
     pub fn full_name(self) -> &'static str {
@@ -165,16 +157,6 @@ impl Figure7Series {
         Figure7Series::Engine,
         Figure7Series::HostValidate,
     ];
-
-    /// Its name in the records, the table and the legend.
-    pub fn name(self) -> &'static str {
-        match self {
-            Figure7Series::Prost => "prost",
-            Figure7Series::ProstRead => "prost+read",
-            Figure7Series::Engine => "engine",
-            Figure7Series::HostValidate => "host-validate",
-        }
-    }
 }
 
 /// What [`figure7`] measures and how.
@@ -287,8 +269,13 @@ impl Figure7 {
         counts.dedup();
         for message in Figure7Message::ALL {
             println!("{}", message.title());
-            let series = Figure7Series::ALL.map(Figure7Series::name);
-            let mut t = Table::new(["elements", "pb B", "ferry B"].into_iter().chain(series));
+            let series = Figure7Series::ALL.map(|s| s.name());
+            let mut t = Table::new(
+                ["elements", "pb B", "ferry B"]
+                    .map(String::from)
+                    .into_iter()
+                    .chain(series),
+            );
             for &n in &counts {
                 let Some(first) = self.point(message, n, Figure7Series::Prost) else {
                     continue;
@@ -329,7 +316,7 @@ impl Figure7 {
             series: Figure7Series::ALL
                 .into_iter()
                 .map(|series| plot::Series {
-                    name: series.name().to_owned(),
+                    name: series.name(),
                     points: self
                         .points
                         .iter()

@@ -19,6 +19,7 @@ use super::serve::{Figure8Options, PaperMessage, Setup};
 use crate::BoxError;
 use crate::generated::demo_prost as pb;
 use crate::generated::interop_prost as it;
+use crate::harness::grpc::incoming;
 use crate::harness::pin_current_thread;
 
 /// The requests of one message: several distinct ones (seeded), encoded once, each with the
@@ -172,12 +173,9 @@ impl Servers {
     ) -> Result<(Servers, SocketAddr), BoxError> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        listener.set_nonblocking(true)?;
         let thread = serving_thread(TONIC_HOST, cpu, move |stopped| async move {
-            let listener = tokio::net::TcpListener::from_std(listener)?;
-            let incoming = nodelay(tokio_stream::wrappers::TcpListenerStream::new(listener));
             tonic::transport::Server::builder()
-                .serve_with_incoming_shutdown(routes(), incoming, stopped)
+                .serve_with_incoming_shutdown(routes(), incoming(listener)?, stopped)
                 .await?;
             Ok(())
         })?;
@@ -277,14 +275,6 @@ where
         }
     })?;
     Ok((thread, stop))
-}
-
-/// TCP_NODELAY on every accepted connection (tonic sets it only on listeners it binds).
-fn nodelay(
-    incoming: tokio_stream::wrappers::TcpListenerStream,
-) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    use tokio_stream::StreamExt as _;
-    incoming.map(|s| s.and_then(|s| s.set_nodelay(true).map(|()| s)))
 }
 
 /// The tonic host: prost decodes every request before the handler runs.

@@ -44,6 +44,7 @@ use serde_json::{Map, Value};
 use crate::BoxError;
 use crate::harness::cli::Common;
 use crate::harness::lifecycle::{self, Benchmark, Target};
+use crate::harness::or_all;
 use crate::harness::progress::Progress;
 use decode::{Figure7, Figure7Options};
 use serve::{Figure8, Figure8Options, PaperMessage};
@@ -121,7 +122,7 @@ pub struct Args {
 }
 
 /// Everything a run measured: a field per figure it ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Records {
     /// Figure 7: decoding one message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,33 +148,21 @@ impl Offload {
             (args.figures.is_empty() && f != Figure::Streams) || args.figures.contains(&f)
         });
         let figure7 = wants(Figure::Decode).then(|| Figure7Options {
-            counts: if args.counts.is_empty() {
-                (0..=13).map(|i| 1 << i).collect()
-            } else {
-                args.counts.clone()
-            },
+            counts: or_all(&args.counts, &(0..=13).map(|i| 1 << i).collect::<Vec<_>>()),
             reps: args.reps.unwrap_or(if quick { 11 } else { 51 }).max(1),
             batch: Duration::from_micros(if quick { 50 } else { 100 }),
             cpu: Some(args.client_cpu),
             seed: 5489,
         });
         let figure8 = wants(Figure::Serve).then(|| {
-            let mut rates = if args.rates.is_empty() {
-                vec![10_000, 40_000]
-            } else {
-                args.rates.clone()
-            };
+            let mut rates = or_all(&args.rates, &[10_000, 40_000]);
             let cpu_rate = args.cpu_rate.or(rates.iter().copied().min()).unwrap_or(10_000);
             if !rates.contains(&cpu_rate) {
                 rates.push(cpu_rate);
             }
             let default_ms = if quick { 800 } else { 4000 };
             Figure8Options {
-                messages: if args.messages.is_empty() {
-                    PaperMessage::ALL.to_vec()
-                } else {
-                    args.messages.clone()
-                },
+                messages: or_all(&args.messages, &PaperMessage::ALL),
                 rates,
                 cpu_rate,
                 duration: Duration::from_millis(args.common.duration_ms.unwrap_or(default_ms).max(100)),
@@ -188,11 +177,7 @@ impl Offload {
             }
         });
         let streams = wants(Figure::Streams).then(|| StreamsOptions {
-            sizes: if args.stream_sizes.is_empty() {
-                vec![64, 4096]
-            } else {
-                args.stream_sizes.clone()
-            },
+            sizes: or_all(&args.stream_sizes, &[64, 4096]),
             messages: args.stream_messages.max(1),
             calls: args.stream_calls.unwrap_or(if quick { 40 } else { 1000 }).max(1),
             in_flight: 8,
@@ -232,11 +217,7 @@ impl Benchmark for Offload {
 
     fn run(&self, progress: &Progress) -> Result<(Value, Records), BoxError> {
         let mut settings = Map::new();
-        let mut records = Records {
-            figure7: None,
-            figure8: None,
-            streams: None,
-        };
+        let mut records = Records::default();
         if let Some(o) = &self.figure7 {
             settings.insert("figure7".into(), o.settings());
             records.figure7 = Some(decode::figure7(o, progress)?);

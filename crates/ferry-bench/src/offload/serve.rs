@@ -36,35 +36,29 @@ use crate::BoxError;
 use crate::harness::lifecycle::Target;
 use crate::harness::progress::Progress;
 use crate::harness::table::Table;
-use crate::harness::{Histogram, median, round};
+use crate::harness::{Histogram, Named, median, round, unique};
 use crate::plot::{BarPanel, Bars, bars_svg};
 
 /// The DPU paper's three messages (Figure 8).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 pub enum PaperMessage {
     /// About 15 bytes of mixed fields.
     #[serde(rename = "small")]
+    #[value(name = "small")]
     Small,
     /// 512 uint32 values, small ones likelier.
     #[serde(rename = "x512-ints")]
+    #[value(name = "x512-ints")]
     Ints,
     /// An 8,000-character string.
     #[serde(rename = "x8000-chars")]
+    #[value(name = "x8000-chars")]
     Chars,
 }
 
 impl PaperMessage {
     /// All three, in the paper's order.
     pub const ALL: [PaperMessage; 3] = [PaperMessage::Small, PaperMessage::Ints, PaperMessage::Chars];
-
-    /// The name in the records and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            PaperMessage::Small => "small",
-            PaperMessage::Ints => "x512-ints",
-            PaperMessage::Chars => "x8000-chars",
-        }
-    }
 
     /// The gRPC method that takes it.
     pub(super) fn path(self) -> &'static str {
@@ -73,16 +67,6 @@ impl PaperMessage {
             PaperMessage::Ints => "/ferry.offload.demo.Demo/SendInts",
             PaperMessage::Chars => "/ferry.offload.demo.Demo/SendChars",
         }
-    }
-}
-
-impl clap::ValueEnum for PaperMessage {
-    fn value_variants<'a>() -> &'a [Self] {
-        &PaperMessage::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()))
     }
 }
 
@@ -101,15 +85,6 @@ pub enum Setup {
 impl Setup {
     /// All three.
     pub const ALL: [Setup; 3] = [Setup::Tonic, Setup::Engine, Setup::Null];
-
-    /// The name in the records.
-    pub fn name(self) -> &'static str {
-        match self {
-            Setup::Tonic => "tonic",
-            Setup::Engine => "engine",
-            Setup::Null => "null",
-        }
-    }
 }
 
 /// How to run Figure 8.
@@ -281,20 +256,19 @@ pub fn figure8(opts: &Figure8Options, progress: &Progress) -> Result<Figure8, Bo
     Ok(out)
 }
 
-/// The distinct values of `all`, in their first order.
-pub(super) fn distinct<T: PartialEq + Copy>(all: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out = Vec::new();
-    for t in all {
-        if !out.contains(&t) {
-            out.push(t);
-        }
-    }
-    out
+/// A bar per setup over `groups`, each bar's value `value(setup, group)` (0 where unknown).
+pub(super) fn setup_bars<G>(setups: &[Setup], groups: &[G], value: impl Fn(Setup, &G) -> f64) -> Vec<Bars> {
+    let known = |v: f64| if v.is_finite() { v } else { 0.0 };
+    let bars = |&s: &Setup| Bars {
+        name: s.name(),
+        values: groups.iter().map(|g| known(value(s, g))).collect(),
+    };
+    setups.iter().map(bars).collect()
 }
 
 impl Figure8 {
     fn messages(&self) -> Vec<PaperMessage> {
-        distinct(self.runs.iter().map(|r| r.message))
+        unique(self.runs.iter().map(|r| r.message))
     }
 
     /// The median of `f` over the repetitions of (setup, message, rate).
@@ -339,15 +313,15 @@ impl Figure8 {
             "errors",
         ]);
         for message in self.messages() {
-            for rate in distinct(self.runs.iter().map(|r| r.rate)) {
+            for rate in unique(self.runs.iter().map(|r| r.rate)) {
                 for setup in Setup::ALL {
                     let m = |f: &dyn Fn(&Run) -> f64, digits| {
                         format!("{:.*}", digits, self.median(setup, message, rate, f))
                     };
                     t.row([
-                        message.name().to_owned(),
+                        message.name(),
                         rate.to_string(),
-                        setup.name().to_owned(),
+                        setup.name(),
                         m(&|r| r.achieved, 0),
                         m(&|r| r.host_cpu_us, 2),
                         m(&|r| r.engine_cpu_us, 2),
@@ -367,8 +341,8 @@ impl Figure8 {
             for setup in Setup::ALL {
                 let p = |f: fn(&Latency) -> f64| format!("{:.1}", self.unary(setup, message, f));
                 t.row([
-                    message.name().to_owned(),
-                    setup.name().to_owned(),
+                    message.name(),
+                    setup.name(),
                     p(|l| l.p50),
                     p(|l| l.p99),
                     p(|l| l.p999),
@@ -425,27 +399,11 @@ impl Figure8 {
     pub fn plot(&self, path: &Path) -> Result<(), BoxError> {
         let (at, top) = (self.cpu_rate, self.runs.iter().map(|r| r.rate).max().unwrap_or(0));
         let messages = self.messages();
-        let groups: Vec<String> = messages.iter().map(|m| m.name().to_owned()).collect();
-        let bars = |rate: u64, f: &dyn Fn(&Run) -> f64| -> Vec<Bars> {
-            Setup::ALL
-                .iter()
-                .map(|&s| Bars {
-                    name: s.name().to_owned(),
-                    values: messages
-                        .iter()
-                        .map(|&m| {
-                            Some(self.median(s, m, rate, f))
-                                .filter(|v| v.is_finite())
-                                .unwrap_or(0.0)
-                        })
-                        .collect(),
-                })
-                .collect()
-        };
+        let groups: Vec<String> = messages.iter().map(|m| m.name()).collect();
         let panel = |title: String, rate, f: &dyn Fn(&Run) -> f64| BarPanel {
             title,
             groups: groups.clone(),
-            bars: bars(rate, f),
+            bars: setup_bars(&Setup::ALL, &messages, |s, &m| self.median(s, m, rate, f)),
             ..Default::default()
         };
         bars_svg(

@@ -32,14 +32,14 @@ use serde_json::json;
 
 use super::client::cpu_now;
 use super::hosts::{FERRY_HOST, Servers, TONIC_HOST, TonicInterop};
-use super::serve::{Setup, distinct};
+use super::serve::{Setup, setup_bars};
 use crate::BoxError;
 use crate::generated::interop_prost::test_service_server::TestServiceServer;
 use crate::harness::lifecycle::Target;
 use crate::harness::progress::Progress;
 use crate::harness::table::Table;
-use crate::harness::{median, pin_current_thread, round};
-use crate::plot::{BarPanel, Bars, bars_svg};
+use crate::harness::{Named, median, pin_current_thread, round, unique};
+use crate::plot::{BarPanel, bars_svg};
 
 /// Who serves the streams: the engine in front of the Ferry interop host, or a tonic host.
 const SETUPS: [Setup; 2] = [Setup::Engine, Setup::Tonic];
@@ -56,13 +56,6 @@ pub enum Shape {
 
 impl Shape {
     const ALL: [Shape; 2] = [Shape::ServerStreaming, Shape::Bidi];
-
-    fn name(self) -> &'static str {
-        match self {
-            Shape::ServerStreaming => "server-streaming",
-            Shape::Bidi => "bidi",
-        }
-    }
 }
 
 /// `size` zero bytes in base64 (protobuf JSON's `bytes`).
@@ -333,7 +326,7 @@ impl Streams {
 
     /// (shape, size), in their first order.
     fn points(&self) -> Vec<(Shape, u32)> {
-        distinct(self.runs.iter().map(|r| (r.shape, r.size)))
+        unique(self.runs.iter().map(|r| (r.shape, r.size)))
     }
 
     /// The table: per shape, size and setup, the medians; the runs that do not count, and why.
@@ -355,9 +348,9 @@ impl Streams {
                     format!("{:.*}", digits, self.median(setup, point, f) / scale)
                 };
                 t.row([
-                    point.0.name().to_owned(),
+                    point.0.name(),
                     format!("{} B", point.1),
-                    setup.name().to_owned(),
+                    setup.name(),
                     m(&|r| Some(r.messages_per_s), 0, 1.0),
                     m(&|r| r.host_cpu_us_per_message, 3, 1.0),
                     m(&|r| r.engine_cpu_us_per_message, 3, 1.0),
@@ -400,18 +393,7 @@ impl Streams {
             groups: (points.iter())
                 .map(|(shape, size)| format!("{} {size} B", shape.name()))
                 .collect(),
-            bars: (SETUPS.iter())
-                .map(|&s| Bars {
-                    name: s.name().to_owned(),
-                    values: (points.iter())
-                        .map(|&point| {
-                            Some(self.median(s, point, f))
-                                .filter(|v| v.is_finite())
-                                .unwrap_or(0.0)
-                        })
-                        .collect(),
-                })
-                .collect(),
+            bars: setup_bars(&SETUPS, &points, |s, &point| self.median(s, point, f)),
             ..Default::default()
         };
         bars_svg(

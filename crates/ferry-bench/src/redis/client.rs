@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use super::csv::{self, Row};
 use crate::BoxError;
 use crate::harness::cpu::{self, Source};
-use ferry_launch::shell_quote;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -34,11 +33,7 @@ pub struct Invocation {
 impl Invocation {
     /// The command line, quoted for a shell.
     pub fn display(&self) -> String {
-        std::iter::once(self.program.as_str())
-            .chain(self.args.iter().map(String::as_str))
-            .map(shell_quote)
-            .collect::<Vec<_>>()
-            .join(" ")
+        ferry_launch::display(Command::new(&self.program).args(&self.args))
     }
 }
 

@@ -11,7 +11,9 @@
 //!
 //! The tests ([`Test`]) are Cornflakes Table 3's: `GET` of 4096-byte values, `MGET` of two
 //! 2048-byte values and `LRANGE 0 1` over lists of two 2048-byte elements, at pipeline 1 and
-//! 16 over 100,000 keys; `SET` of 4096 bytes for context; and `GET`/`SET` of 64-byte values.
+//! 16 over 100,000 keys; `SET` of 4096 bytes for context; `GET`/`SET` of 64-byte values; and
+//! `SET` of 4096 bytes against both servers restarted with `--appendonly yes --appendfsync
+//! everysec` in a fresh temporary directory (`set-4k-aof`).
 //! Each server runs alone on the server CPU with a fresh database, loaded by the harness
 //! (`preload.rs`) with the keys redis-benchmark's `-r` names; for each test, a warm-up run
 //! (whose rate, on the first server, sizes `-n` for the requested duration: the same `-n`
@@ -146,11 +148,16 @@ pub enum Test {
     #[value(name = "set-64")]
     #[serde(rename = "set-64")]
     Set64,
+    /// `-t set -d 4096` against servers started with `--appendonly yes --appendfsync everysec`
+    /// in a fresh directory: SET of 4096-byte values, every write appended to the AOF.
+    #[value(name = "set-4k-aof")]
+    #[serde(rename = "set-4k-aof")]
+    Set4kAof,
 }
 
 impl Test {
     /// Every test, in the order they run.
-    pub const ALL: [Test; 9] = [
+    pub const ALL: [Test; 10] = [
         Test::Get4k,
         Test::Mget2,
         Test::Lrange2,
@@ -160,6 +167,7 @@ impl Test {
         Test::Set4k,
         Test::Get64,
         Test::Set64,
+        Test::Set4kAof,
     ];
 
     /// Its name in tables and plots.
@@ -174,6 +182,7 @@ impl Test {
             Test::Set4k => "SET 4 KiB",
             Test::Get64 => "GET 64 B",
             Test::Set64 => "SET 64 B",
+            Test::Set4kAof => "SET 4 KiB, AOF everysec",
         }
     }
 
@@ -187,7 +196,7 @@ impl Test {
             Test::Hgetall8 => &["hgetall", "h:__rand_int__"],
             Test::Smembers16 => &["smembers", "s:__rand_int__"],
             Test::Zrange10 => &["zrange", "z:__rand_int__", "0", "9", "withscores"],
-            Test::Set4k => &["-t", "set", "-d", "4096"],
+            Test::Set4k | Test::Set4kAof => &["-t", "set", "-d", "4096"],
             Test::Get64 => &["-t", "get", "-d", "64"],
             Test::Set64 => &["-t", "set", "-d", "64"],
         }
@@ -212,6 +221,11 @@ impl Test {
             ["zrange", ..] => Some(Family::Zset),
             _ => None,
         }
+    }
+
+    /// Whether it runs against servers that append every write to an AOF.
+    fn aof(self) -> bool {
+        self == Test::Set4kAof
     }
 
     /// The length of the `key:` values it writes.
@@ -510,24 +524,38 @@ fn measure(plan: &Plan, progress: &Progress) -> Result<(Vec<Run>, Requests), Box
                 Side::Redis => &plan.redis,
                 Side::Ferry => &plan.ferry,
             };
-            progress.start(format!("round {} {}: starting", round + 1, side.name()));
-            let (mut server, tls_port) = server::start(&side.name(), cmd, plan.server_cpu)?;
-            measure_server(
-                plan,
-                (&mut server, tls_port),
-                (round, side),
-                &mut requests,
-                progress,
-                &mut runs,
-            )?;
+            // The AOF tests on a server of their own, appending to a fresh directory.
+            for aof in [false, true] {
+                let tests: Vec<Test> = plan.tests.iter().copied().filter(|t| t.aof() == aof).collect();
+                if tests.is_empty() {
+                    continue;
+                }
+                let dir = aof.then(|| tempfile::Builder::new().prefix("ferry-bench-redis-aof").tempdir());
+                let dir = dir.transpose()?;
+                let cmd = dir
+                    .as_ref()
+                    .map_or_else(|| cmd.clone(), |d| cmd.with_aof(d.path()));
+                progress.start(format!("round {} {}: starting", round + 1, side.name()));
+                let (mut server, tls_port) = server::start(&side.name(), &cmd, plan.server_cpu)?;
+                measure_server(
+                    plan,
+                    &tests,
+                    (&mut server, tls_port),
+                    (round, side),
+                    &mut requests,
+                    progress,
+                    &mut runs,
+                )?;
+            }
         }
     }
     Ok((runs, requests))
 }
 
-/// All tests against one running server.
+/// `tests` against one running server.
 fn measure_server(
     plan: &Plan,
+    tests: &[Test],
     (server, tls_port): (&mut Server, Option<u16>),
     (round, side): (usize, Side),
     requests: &mut Requests,
@@ -550,14 +578,14 @@ fn measure_server(
         Family::Set,
         Family::Zset,
     ] {
-        if plan.tests.iter().any(|t| t.reads() == Some(family)) {
+        if tests.iter().any(|t| t.reads() == Some(family)) {
             progress.start(what(&format!("loading {}..", family.key(0))));
             loaded += plan.keys;
             load_checked(&mut conn, family, plan.keys, loaded)?;
         }
     }
     let mut key_state = KeyState::Empty;
-    for &test in &plan.tests {
+    for &test in tests {
         for &p in &plan.pipelines {
             if let Some(Family::Key(len)) = test.reads()
                 && key_state != KeyState::Len(len)
@@ -724,5 +752,7 @@ mod tests {
             )
         );
         assert_eq!(titles[8], ("set-64".into(), "SET".into(), None, Some(64)));
+        assert_eq!(titles[9], ("set-4k-aof".into(), "SET".into(), None, Some(4096)));
+        assert!(Test::ALL.iter().all(|&t| t.aof() == (t == Test::Set4kAof)));
     }
 }

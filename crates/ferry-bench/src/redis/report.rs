@@ -222,6 +222,10 @@ pub enum Goal {
     /// GET 4 KiB at pipeline 16 over TLS (issue 28): at least 1.2x redis-server's requests/s
     /// over TLS, or at most 1/1.2x its CPU per request when redis-benchmark is the bottleneck.
     Tls,
+    /// SET 4 KiB with `appendfsync everysec` at pipeline 16 (issue 29): at least 1.0x
+    /// redis-server's requests/s with the same setting, or at most 1.0x its CPU per request
+    /// when redis-benchmark is the bottleneck.
+    Aof,
 }
 
 impl Goal {
@@ -240,6 +244,7 @@ impl Goal {
             ) => Some(Goal::Large),
             (Test::Get64 | Test::Set64, _, Link::Plain) => Some(Goal::Small),
             (Test::Get4k, 16, Link::Tls) => Some(Goal::Tls),
+            (Test::Set4kAof, 16, Link::Plain) => Some(Goal::Aof),
             _ => None,
         }
     }
@@ -250,6 +255,7 @@ impl Goal {
             Goal::Large => (1.3, 0.77),
             Goal::Small => (0.95, 1.0 / 0.95),
             Goal::Tls => (1.2, 1.0 / 1.2),
+            Goal::Aof => (1.0, 1.0),
         }
     }
 
@@ -570,6 +576,9 @@ mod tests {
         assert_eq!(Goal::of(case(Test::Set64, 1, Link::Plain)), Some(Goal::Small));
         assert_eq!(Goal::of(case(Test::Get4k, 16, Link::Tls)), Some(Goal::Tls));
         assert_eq!(Goal::of(case(Test::Get64, 1, Link::Tls)), None);
+        assert_eq!(Goal::of(case(Test::Set4kAof, 16, Link::Plain)), Some(Goal::Aof));
+        assert_eq!(Goal::of(case(Test::Set4kAof, 1, Link::Plain)), None);
+        assert!(Goal::Aof.met(1.0, 2.0, false) && !Goal::Aof.met(0.99, 1.01, true));
         assert!(Goal::Tls.met(1.2, 1.0, false) && !Goal::Tls.met(1.19, 0.5, false));
         assert!(Goal::Large.met(1.3, 1.0, false));
         assert!(!Goal::Large.met(1.29, 0.5, false));

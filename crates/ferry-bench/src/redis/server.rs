@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use ferry_launch::{Server, free_port, shell_quote};
+use ferry_launch::{Server, free_port};
 use ferry_redis::resp::client::ping;
 
 use crate::BoxError;
@@ -113,6 +113,16 @@ impl ServerCmd {
             .collect()
     }
 
+    /// The command with the AOF on, synced every second, in `dir` (after the command's own
+    /// options, so that these win: `--appendonly yes` overrides redis-server's `no`).
+    pub fn with_aof(&self, dir: &std::path::Path) -> ServerCmd {
+        let mut cmd = self.clone();
+        let aof = ["--appendonly", "yes", "--appendfsync", "everysec", "--dir"];
+        cmd.args.extend(aof.map(str::to_owned));
+        cmd.args.push(dir.display().to_string());
+        cmd
+    }
+
     /// Whether its arguments ask for a TLS port.
     fn wants_tls_port(&self) -> bool {
         self.args.iter().any(|a| a.contains("{tls_port}"))
@@ -120,11 +130,7 @@ impl ServerCmd {
 
     /// The command line with its placeholders, quoted for a shell where needed.
     pub fn template(&self) -> String {
-        std::iter::once(self.program.display().to_string())
-            .chain(self.args.iter().cloned())
-            .map(|w| shell_quote(&w))
-            .collect::<Vec<_>>()
-            .join(" ")
+        ferry_launch::display(Command::new(&self.program).args(&self.args))
     }
 }
 
@@ -162,6 +168,11 @@ mod tests {
         assert_eq!(q.args, ["a bc", "its"]);
         assert!(ServerCmd::parse("x 'open").is_err());
         assert!(ServerCmd::parse("   ").is_err());
+        let aof = ServerCmd::redis_server("redis-server").with_aof(std::path::Path::new("/tmp/a"));
+        assert_eq!(
+            aof.template(),
+            "redis-server --port {port} --save '' --appendonly no --protected-mode no --appendonly yes --appendfsync everysec --dir /tmp/a"
+        );
         let f = ServerCmd::ferry("/t/ferry");
         assert_eq!(
             f.args_for(6400, None, 1)[..5],

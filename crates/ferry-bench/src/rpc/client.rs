@@ -21,13 +21,11 @@ use ferry_transport::{Payload, method_id};
 use super::Measured;
 use super::plan::{Fields, Point, System};
 use super::service::{self, CONTROL};
+use crate::harness::closed::Phase;
 use crate::harness::window::{self, END, MARK, Readings};
-use crate::harness::{Budget, Histogram, thread_cpu_time};
+use crate::harness::{Budget, thread_cpu_time};
 use crate::systems::{CODECS, Codec, Input};
 use crate::{BoxError, Shape};
-
-/// Calls timed when more than one is in flight: one in this many.
-const TIMED_EVERY: u64 = 16;
 
 /// A phase in which no call completes for this long fails (both clients).
 pub(super) const STALL: Duration = Duration::from_secs(10);
@@ -49,79 +47,6 @@ pub(super) fn check_field(i: usize, b: &[u8], fields: Fields) -> Result<(), Stri
         ));
     }
     Ok(())
-}
-
-/// The accounting of one closed-loop phase, for both clients (this one and tonic's): when
-/// the budget is spent, which calls are timed and when they started, what completed.
-/// With one call in flight every call is timed, one clock reading each (the end of one is
-/// the start of the next); with more, every [`TIMED_EVERY`]th.
-pub(super) struct Phase {
-    budget: Budget,
-    one: bool,
-    start: Instant,
-    /// The clock reading that ended the last timed call.
-    last: Instant,
-    issued: u64,
-    pub(super) completed: u64,
-    pub(super) outstanding: usize,
-    /// The budget is spent: no more calls are started.
-    stopping: bool,
-    pub(super) latency: Histogram,
-}
-
-impl Phase {
-    pub(super) fn new(budget: Budget, in_flight: usize) -> Phase {
-        let now = Instant::now();
-        Phase {
-            budget,
-            one: in_flight <= 1,
-            start: now,
-            last: now,
-            issued: 0,
-            completed: 0,
-            outstanding: 0,
-            stopping: false,
-            latency: Histogram::default(),
-        }
-    }
-
-    /// May another call start? `None` once the budget is spent; else `Some` of when it starts
-    /// if it is timed.
-    pub(super) fn next(&mut self) -> Option<Option<Instant>> {
-        let timed = self.one || self.issued % TIMED_EVERY == 0;
-        self.stopping = self.stopping
-            || match self.budget {
-                Budget::Count(n) => self.issued >= n,
-                Budget::Time(t) if self.one => self.last - self.start >= t,
-                Budget::Time(t) => timed && self.start.elapsed() >= t,
-            };
-        match (self.stopping, self.one) {
-            (true, _) => None,
-            (false, true) => Some(Some(self.last)),
-            (false, false) => Some(timed.then(Instant::now)),
-        }
-    }
-
-    /// The call [`Phase::next`] allowed has started.
-    pub(super) fn started(&mut self) {
-        self.issued += 1;
-        self.outstanding += 1;
-    }
-
-    /// A call has completed; `at` is what [`Phase::next`] said of it.
-    pub(super) fn completed(&mut self, at: Option<Instant>) {
-        self.outstanding -= 1;
-        self.completed += 1;
-        if let Some(at) = at {
-            self.last = Instant::now();
-            self.latency.record_duration(self.last - at);
-        }
-    }
-
-    /// Whether the budget is spent and every call completed.
-    pub(super) fn done(&self) -> bool {
-        self.stopping && self.outstanding == 0
-    }
 }
 
 /// What a call sends, built anew for every call as an application would.
@@ -267,7 +192,7 @@ fn issue(lp: &mut EventLoop, d: &Shared) -> bool {
     if drv.failed.is_some() || drv.phase.outstanding >= drv.in_flight {
         return false;
     }
-    let Some(at) = drv.phase.next() else {
+    let Some(at) = drv.phase.next_call() else {
         return false;
     };
     let next = Rc::clone(d);
@@ -379,41 +304,4 @@ fn measure(
         .take()
         .ok_or("the server did not read its counters at the control calls")?;
     Measured::new(measured, t1 - t0, cpu1.saturating_sub(cpu0), server)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Runs `phase` to its end, each call completing as soon as it starts; returns the calls
-    /// timed.
-    fn drain(phase: &mut Phase) -> u64 {
-        let mut timed = 0;
-        while let Some(at) = phase.next() {
-            phase.started();
-            timed += u64::from(at.is_some());
-            phase.completed(at);
-        }
-        timed
-    }
-
-    #[test]
-    fn a_phase_stops_at_its_budget_and_times_every_call_or_every_16th() {
-        let mut many = Phase::new(Budget::Count(40), 4);
-        assert_eq!(drain(&mut many), 3, "calls 0, 16 and 32");
-        assert_eq!((many.completed, many.latency.count()), (40, 3));
-        assert!(many.done());
-        let mut one = Phase::new(Budget::Count(5), 1);
-        assert_eq!(drain(&mut one), 5);
-        assert_eq!(one.latency.count(), 5);
-        let mut outstanding = Phase::new(Budget::Count(1), 1);
-        let at = outstanding.next().unwrap();
-        outstanding.started();
-        assert!(
-            outstanding.next().is_none() && !outstanding.done(),
-            "spent, one still out"
-        );
-        outstanding.completed(at);
-        assert!(outstanding.done());
-    }
 }

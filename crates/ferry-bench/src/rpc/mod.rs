@@ -15,7 +15,7 @@
 //!
 //! The server is one [`ferry_rpc::Server`] loop pinned to the server CPU; the client an
 //! [`ferry_rpc::EventLoop`] pinned to the other, both busy-polling; the ping-pong is
-//! [`crate::shm::ping_pong`]. Every run measures the window of [`crate::harness::window`].
+//! [`crate::shm::run_raw`]. Every run measures the window of [`crate::harness::window`].
 //! Latency is from just before a call is built to just after its response is checked, in an
 //! HDR histogram: every call with one in flight (one clock reading each), every 16th with
 //! more. calls/s: calls completed in the window over its length. CPU per call: each side's
@@ -86,7 +86,7 @@ impl Measured {
     /// `client_cpu` and the server's `span`: an error unless the server served exactly the
     /// calls the client completed.
     fn new(
-        phase: client::Phase,
+        phase: harness::closed::Phase,
         elapsed: Duration,
         client_cpu: Duration,
         span: Span,
@@ -174,11 +174,11 @@ fn run_loop_points(
 
 /// One ping-pong run.
 fn run_ping_pong(budget: Budget, cpus: Cpus) -> Result<Measured, BoxError> {
-    let r = shm::ping_pong(budget, cpus.0, cpus.1)?;
+    let r = shm::run_raw(budget, cpus, 0)?;
     Ok(Measured {
-        calls: r.round_trips,
+        calls: r.requests,
         elapsed: r.elapsed,
-        latency: r.latency,
+        latency: r.hist,
         client_cpu: r.client_cpu,
         server_cpu: r.server_cpu,
     })

@@ -34,23 +34,23 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::runtime::Runtime;
 use tokio::sync::watch;
 use tokio::task::{JoinSet, LocalSet};
-use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Channel, Endpoint, Server};
+use tonic::transport::{Channel, Server};
 use tonic::{Request, Response, Status};
 
 use crate::BoxError;
 use crate::generated::record_prost::Record;
 use crate::generated::record_prost::echo::echo_client::EchoClient;
 use crate::generated::record_prost::echo::echo_server::{Echo, EchoServer};
+use crate::harness::grpc::{connect, incoming, pinned_runtime};
 use crate::harness::window::{self, END, MARK, Reading, Readings, Span};
-use crate::harness::{self, Budget, thread_cpu_time};
+use crate::harness::{Budget, thread_cpu_time};
 
-use super::client::{Phase, STALL, check_field, fill};
+use super::client::{STALL, check_field, fill};
 use super::plan::{Fields, Point};
 use super::{Cpus, Measured};
+use crate::harness::closed::Phase;
 
 /// The server gives up on closing its connection this long after the client's thread ended.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -101,14 +101,6 @@ fn joined<T>(handle: thread::ScopedJoinHandle<'_, Result<T, BoxError>>) -> Resul
     handle.join().unwrap_or_else(|_| Err("thread panicked".into()))
 }
 
-/// A current-thread runtime (timers and I/O) for the calling thread, pinned to `cpu` first.
-pub(super) fn pinned_runtime(cpu: usize) -> Result<Runtime, BoxError> {
-    harness::pin_current_thread(cpu)?;
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?)
-}
-
 /// The echo service: counts every echo ([`window::count_request`]) and records a
 /// [`Reading`] at the control calls.
 #[derive(Default)]
@@ -156,22 +148,6 @@ fn serve(cpu: usize, listener: TcpListener, stopped: watch::Receiver<bool>) -> R
         .readings
         .take()
         .ok_or("the client ended without a mark and an end")?)
-}
-
-/// The connections `listener` accepts, as a tonic server takes them (TCP_NODELAY).
-pub(super) fn incoming(listener: TcpListener) -> Result<TcpIncoming, BoxError> {
-    listener.set_nonblocking(true)?;
-    Ok(TcpIncoming::from(tokio::net::TcpListener::from_std(listener)?).with_nodelay(Some(true)))
-}
-
-/// A tonic channel to the server at `addr` (TCP_NODELAY), connected within [`STALL`].
-pub(super) async fn connect(addr: SocketAddr) -> Result<Channel, BoxError> {
-    let uri = format!("http://{addr}");
-    Ok(Endpoint::from_shared(uri)?
-        .tcp_nodelay(true)
-        .connect_timeout(STALL)
-        .connect()
-        .await?)
 }
 
 /// Connects to `addr`, warms up, and measures the window: the client's side of a run, and
@@ -233,7 +209,7 @@ async fn phase(
     let mut seen = 0;
     loop {
         while p.outstanding < in_flight {
-            let Some(at) = p.next() else { break };
+            let Some(at) = p.next_call() else { break };
             let (mut client, request) = (client.clone(), request.clone());
             calls.spawn_local(async move { (at, client.echo(request).await) });
             p.started();
@@ -293,7 +269,7 @@ mod tests {
     const RUN: Budget = Budget::Time(Duration::from_millis(50));
 
     fn cpus() -> Cpus {
-        (0, 1 % harness::cpus())
+        (0, 1 % crate::harness::cpus())
     }
 
     #[test]

@@ -47,7 +47,8 @@ mod report;
 mod server;
 mod wire;
 
-pub use raw::{PingPong, ping_pong};
+pub use raw::run_raw;
+pub use record::RunResult;
 
 /// Defaults of the full run and of `--quick`.
 const PAYLOADS: [usize; 2] = [64, 4096];

@@ -122,10 +122,12 @@ fn ping(
     Ok((n, t0.elapsed(), thread_cpu_time().saturating_sub(cpu0), hist))
 }
 
-/// The raw ping-pong between `cpus` (client, server); with `depth` > 0 each direction also carries that many chained lines
-/// (a diagnostic: the cost of a dependent cross-core cache miss). The server's CPU is over
-/// its whole life (warm-up included), scaled to the measured requests: it spins all the time
-/// either way.
+/// The raw ping-pong between `cpus` (client, server), a warm-up of a tenth of `budget` first:
+/// the floor of any round trip through memory, which other benchmarks measure in their own
+/// runs too (`ferry bench rpc`). With `depth` > 0 each direction also carries that many
+/// chained lines (a diagnostic: the cost of a dependent cross-core cache miss). The server's
+/// CPU is over its whole life (warm-up included), scaled to the measured requests: it spins
+/// all the time either way.
 pub fn run_raw(budget: Budget, cpus: (usize, usize), depth: usize) -> Result<RunResult, BoxError> {
     let (ping_lane, pong_lane) = (Lane::new(depth), Lane::new(depth));
     let (client, server) = thread::scope(|s| {
@@ -155,36 +157,5 @@ pub fn run_raw(budget: Budget, cpus: (usize, usize), depth: usize) -> Result<Run
         window: Counters::default(),
         total: Counters::default(),
         head_bytes: 0,
-    })
-}
-
-/// What [`ping_pong`] measured.
-#[derive(Debug, Clone)]
-pub struct PingPong {
-    /// Round trips in the measured window.
-    pub round_trips: u64,
-    /// Length of the window.
-    pub elapsed: Duration,
-    /// Every round trip of the window, in nanoseconds (one clock reading each).
-    pub latency: Histogram,
-    /// The client thread's CPU time over the window.
-    pub client_cpu: Duration,
-    /// The server thread's CPU time over its whole life, scaled to the measured round trips
-    /// (it spins all the time either way).
-    pub server_cpu: Duration,
-}
-
-/// The raw shared-memory ping-pong of this benchmark (see the module docs) on its own: the
-/// floor of any round trip through memory between `client_cpu` and `server_cpu`, for other
-/// benchmarks to measure in their own runs (`ferry bench rpc`). A warm-up of a tenth of
-/// `budget` comes first.
-pub fn ping_pong(budget: Budget, client_cpu: usize, server_cpu: usize) -> Result<PingPong, BoxError> {
-    let r = run_raw(budget, (client_cpu, server_cpu), 0)?;
-    Ok(PingPong {
-        round_trips: r.requests,
-        elapsed: r.elapsed,
-        latency: r.hist,
-        client_cpu: r.client_cpu,
-        server_cpu: r.server_cpu,
     })
 }

@@ -12,11 +12,17 @@ use crate::harness::{Histogram, median, round};
 /// What one run measured.
 #[derive(Debug, Clone)]
 pub struct RunResult {
+    /// Round trips in the measured window.
     pub requests: u64,
+    /// Length of the window.
     pub elapsed: Duration,
+    /// The timed round trips, ns.
     pub hist: Histogram,
+    /// The client thread's CPU time over the window.
     pub client_cpu: Duration,
+    /// The server thread's CPU time over the window.
     pub server_cpu: Duration,
+    /// Requests the server answered in the window.
     pub server_requests: u64,
     /// Both sides over the measured window.
     pub window: Counters,

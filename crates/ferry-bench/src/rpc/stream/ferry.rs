@@ -37,11 +37,11 @@ use tokio::sync::watch;
 
 use super::{Shape, StreamMeasured, StreamPoint, check, in_time, payload};
 use crate::BoxError;
+use crate::harness::grpc::pinned_runtime;
 use crate::harness::{Histogram, thread_cpu_time};
 use crate::rpc::Cpus;
 use crate::rpc::client::STALL;
 use crate::rpc::plan::Transport;
-use crate::rpc::tonic::pinned_runtime;
 
 const DOWNLOAD: &str = "/ferry_bench.stream.Streams/Download";
 const UPLOAD: &str = "/ferry_bench.stream.Streams/Upload";

@@ -112,16 +112,13 @@ impl StreamConfig {
             bytes_label(self.point.size as f64)
         )
     }
-}
 
-impl StreamConfig {
     /// Where it goes in the table: by experiment, then system and transport.
     pub(super) fn display_key(&self) -> (Shape, usize, System, Transport) {
         (self.point.shape, self.point.size, self.system, self.transport)
     }
 }
 
-/// `shape`'s name in the records and the table.
 /// The streaming configurations of one repetition, in the order they run: each experiment
 /// with tonic, then Ferry over each of `transports`, so that what a target compares runs
 /// close together in time. `systems` keeps those of `ferry-hybrid` and `tonic` it names;

@@ -19,9 +19,9 @@ use crate::BoxError;
 use crate::generated::record_prost::stream::streams_client::StreamsClient;
 use crate::generated::record_prost::stream::streams_server::{Streams, StreamsServer};
 use crate::generated::record_prost::stream::{Chunk, Cpu, Down, Nothing, Total};
+use crate::harness::grpc::{connect, incoming, pinned_runtime};
 use crate::harness::thread_cpu_time;
 use crate::rpc::Cpus;
-use crate::rpc::tonic::{connect, incoming, pinned_runtime};
 
 /// Runs `point` once: the client on `cpus.0`, the server on `cpus.1`.
 pub(crate) fn run(point: &StreamPoint, cpus: Cpus) -> Result<StreamMeasured, BoxError> {
