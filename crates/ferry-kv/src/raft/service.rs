@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry::rpc::tokio::{AsyncCall, AsyncRequest};
+use ferry::rpc::tokio::{AsyncService, LocalBoxFuture};
 use ferry::rpc::{Code, Encoded, Metadata, Status};
 use ferry::rpc::{MethodInfo, Mode, Shape};
-use ferry::rpc::tokio::{AsyncService, LocalBoxFuture};
 use ferry::wire::{Context, Message};
 use ferry_buf::SharedBuf;
 use openraft::error::{ChangeMembershipError, ClientWriteError, ForwardToLeader, InitializeError, RaftError};
@@ -348,9 +348,10 @@ impl AsyncService for EncodedPuts {
         let (shared, decoder) = (self.0.clone(), self.1.clone());
         Box::pin(async move {
             shared.check_caller(&call)?;
-            let msg = request.frame().shared().cloned().ok_or_else(|| {
-                Status::new(Code::Unimplemented, "encoded puts are taken over TCP only")
-            })?;
+            let msg =
+                request.frame().shared().cloned().ok_or_else(|| {
+                    Status::new(Code::Unimplemented, "encoded puts are taken over TCP only")
+                })?;
             decoder
                 .decode(&msg, &mut |_, _| {})
                 .map_err(|e| Status::new(Code::InvalidArgument, format!("an encoded put: {e}")))?;

@@ -512,7 +512,9 @@ impl StateMachine {
                     .as_deref()
                     .ok_or("a put in a benchmark's encoding, and this node serves none (--encoding)")?;
                 let mut applied = Ok(0);
-                decoder.decode(&c.msg, &mut |key, value| applied = self.put(&c.msg, key, &[value]))?;
+                decoder.decode(&c.msg, &mut |key, value| {
+                    applied = self.put(&c.msg, key, &[value])
+                })?;
                 applied
             }
             Op::Append => {
