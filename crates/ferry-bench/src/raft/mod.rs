@@ -343,7 +343,7 @@ impl Cluster {
             .collect::<Vec<_>>()
             .join(",");
         let mut nodes = Vec::new();
-        for i in 0..3 {
+        for (i, &port) in ports.iter().enumerate() {
             let mut cmd = Command::new(&bench.exe);
             cmd.args(["kv", "serve", "--id", &(i + 1).to_string(), "--listen", &addr(i)])
                 .args([
@@ -359,7 +359,6 @@ impl Cluster {
             if let Some(encoding) = system.encoding() {
                 cmd.args(["--encoding", encoding]);
             }
-            let port = ports[i];
             // The node binds the port picked above (its peers were told it): `Server`'s own
             // port is unused, and readiness is a connect to ours.
             let start = move || {

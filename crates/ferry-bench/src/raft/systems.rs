@@ -106,16 +106,18 @@ impl PutDecoder for Decoder {
                 };
                 let key_end = RAW_HEAD + k as usize;
                 match (msg.get(RAW_HEAD..key_end), msg.get(key_end..)) {
-                    (Some(key), Some(value)) if value.len() == v as usize => Ok(put(key, value)),
-                    _ => Err(format!("lengths {k} and {v} do not fit {} bytes", msg.len())),
+                    (Some(key), Some(value)) if value.len() == v as usize => put(key, value),
+                    _ => return Err(format!("lengths {k} and {v} do not fit {} bytes", msg.len())),
                 }
+                Ok(())
             }
             System::Prost => {
                 let r = Request::decode(msg.clone().into_bytes()).map_err(|e| e.to_string())?;
                 match (r.op(), &r.keys[..], &r.values[..]) {
-                    (Op::Put, [key], [value]) => Ok(put(key.as_bytes(), value)),
-                    (op, k, v) => Err(format!("{op:?} of {} keys and {} values", k.len(), v.len())),
+                    (Op::Put, [key], [value]) => put(key.as_bytes(), value),
+                    (op, k, v) => return Err(format!("{op:?} of {} keys and {} values", k.len(), v.len())),
                 }
+                Ok(())
             }
             System::Flatbuffers | System::Zflatbuffers => {
                 let r = flatbuffers::root::<FbRequest<'_>>(msg).map_err(|e| e.to_string())?;
@@ -129,7 +131,8 @@ impl PutDecoder for Decoder {
                     ));
                 }
                 let value = values.get(0).data().map_or(&[][..], |d| d.bytes());
-                Ok(put(keys.get(0).as_bytes(), value))
+                put(keys.get(0).as_bytes(), value);
+                Ok(())
             }
             System::Ferry => Err("Ferry's puts take the `Kv` service's path".into()),
         }
@@ -259,7 +262,9 @@ mod tests {
                     .unwrap();
                 tokio::task::LocalSet::new().block_on(&rt, async move {
                     let ready = |a: &str| addr_tx.send(a.to_owned()).unwrap();
-                    serve(config, ready, async move { drop(stop_rx.await) }).await
+                    serve(config, ready, async move { drop(stop_rx.await) })
+                        .await
+                        .map_err(|e| e.to_string())
                 })
             });
             let addr = addr_rx
