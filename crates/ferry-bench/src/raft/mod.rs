@@ -68,9 +68,10 @@ pub struct Args {
     /// Value sizes in bytes, comma-separated (default: 1024,65536).
     #[arg(long, value_delimiter = ',')]
     sizes: Vec<usize>,
-    /// Puts in flight in the throughput run.
-    #[arg(long, default_value_t = 16)]
-    inflight: usize,
+    /// Puts in flight in the throughput run (at most 8: a ferry-rpc channel's window refuses
+    /// more).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=8))]
+    inflight: u64,
     /// CPU of the leader (node 1).
     #[arg(long, default_value_t = 0)]
     leader_cpu: usize,
@@ -92,7 +93,7 @@ pub struct Record {
     pub inflight: usize,
     /// Puts answered in the measured window.
     pub puts: u64,
-    /// Puts that failed (each one named on stderr).
+    /// Loops that stopped on a failed put (each failure named on stderr).
     pub errors: u64,
     /// Latency percentiles, in µs.
     pub p50_us: f64,
@@ -160,7 +161,7 @@ impl Benchmark for Raft<'_> {
             for system in self.systems() {
                 let cluster = Cluster::start(self, system, sync)?;
                 for &value_bytes in &self.sizes() {
-                    for inflight in [1, self.args.inflight] {
+                    for inflight in [1, self.args.inflight as usize] {
                         progress.start(format!(
                             "{} {} {value_bytes} B x{inflight}",
                             sync.name(),
@@ -464,9 +465,11 @@ fn measure(
                             let sent = Instant::now();
                             match encoder.put(&leader, key, &value).await {
                                 Ok(()) => hist.borrow_mut().record_duration(sent.elapsed()),
+                                // Not retried: the loop stops (a leader change ends a run).
                                 Err(e) => {
                                     eprintln!("raft bench: {} put failed: {e}", system.name());
                                     *errors.borrow_mut() += 1;
+                                    break;
                                 }
                             }
                             n += 1;
