@@ -22,6 +22,7 @@ pub mod harness;
 pub mod kv;
 pub mod offload;
 pub mod plot;
+pub mod raft;
 pub mod redis;
 pub mod rpc;
 pub mod shapes;

@@ -27,7 +27,7 @@
 //! The harness (pinning, CPU time, histograms, JSON records, plots) lives in `ferry-bench`;
 //! this module only parses the command line and calls it.
 
-use ferry_bench::{BoxError, datapath, flatbuffers, kv, offload, redis, rpc, shm};
+use ferry_bench::{BoxError, datapath, flatbuffers, kv, offload, raft, redis, rpc, shm};
 
 /// Options of `ferry bench`.
 #[derive(clap::Args)]
@@ -96,6 +96,13 @@ enum BenchCommand {
     /// messages served by a tonic host, through the offload engine to a Ferry host, and by the
     /// null serializer: requests per second and host CPU per request).
     Offload(offload::Args),
+    /// The zFlatBuffers paper's Table III: PUTs (256 B key; 1 KiB and 64 KiB values) replicated
+    /// by three `ferry kv serve` processes, carried as raw bytes, prost, FlatBuffers,
+    /// zFlatBuffers and Ferry; p50, p99 and puts/s at 1 and `--inflight` in flight, with
+    /// `--sync none` and `always`.
+    ///
+    /// About 2 min; `--quick`: 0.3 s per run, about 30 s. `--plot`: p50 and puts/s per system.
+    Raft(raft::Args),
 }
 
 /// Runs the chosen benchmark.
@@ -107,6 +114,10 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         BenchCommand::Kv(args) => kv::run(args),
         BenchCommand::Flatbuffers(args) => flatbuffers::run(args),
         BenchCommand::Offload(args) => offload::run(args),
+        BenchCommand::Raft(args) => {
+            let exe = std::env::current_exe().map_err(|e| format!("locating the ferry binary: {e}"))?;
+            raft::run(args, exe)
+        }
         BenchCommand::Redis(args) => {
             let exe = std::env::current_exe().map_err(|e| format!("locating the ferry binary: {e}"))?;
             redis::run(args, redis::ServerCmd::ferry(exe)).map(drop)

@@ -199,6 +199,12 @@ struct ServeArgs {
     /// needs it.
     #[arg(long, default_value_t = 0)]
     idle_timeout_ms: u64,
+    /// A benchmark knob (`ferry bench raft`): also take puts serialized as raw, prost,
+    /// flatbuffers or zflatbuffers on a raw method, replicated and applied as received. Every
+    /// node of the cluster needs the same one.
+    #[cfg(feature = "bench")]
+    #[arg(long, value_parser = ferry_bench::raft::decoder)]
+    encoding: Option<std::sync::Arc<dyn ferry_kv::raft::PutDecoder>>,
 }
 
 fn failed(e: ClientError) -> CliError {
@@ -247,6 +253,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                     max_connections: a.max_connections,
                     idle_timeout: (a.idle_timeout_ms > 0).then(|| Duration::from_millis(a.idle_timeout_ms)),
                 },
+                #[cfg(feature = "bench")]
+                encoding: a.encoding.clone(),
                 ..NodeConfig::new(a.id, a.listen.clone(), a.data.clone())
             };
             raft::run(config, |addr| {

@@ -74,6 +74,8 @@ pub enum Op {
     Append = 2,
     /// A `ferry.kv.Keys` whose keys are deleted.
     Delete = 3,
+    /// A put in a benchmark's encoding, decoded by the node's [`PutDecoder`] (`ferry bench raft`).
+    Encoded = 4,
 }
 
 impl Op {
@@ -82,6 +84,7 @@ impl Op {
             1 => Some(Op::Put),
             2 => Some(Op::Append),
             3 => Some(Op::Delete),
+            4 => Some(Op::Encoded),
             _ => None,
         }
     }
@@ -106,6 +109,21 @@ impl fmt::Display for Command {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self, f)
     }
+}
+
+/// The raw method a node serving a [`PutDecoder`] takes its encoded puts on.
+pub const ENCODED_PUT: &str = "/ferry.raft.Bench/Put";
+
+/// Another serialization's put (`ferry bench raft`'s raw bytes, prost and FlatBuffers; a
+/// benchmark knob, `ferry kv serve --encoding`): the one seam that lets the replicated path
+/// carry it. A node given one (`NodeConfig::encoding`) takes such puts as raw payloads on
+/// [`ENCODED_PUT`], checks them with it, logs and replicates them as received
+/// ([`Op::Encoded`]), and decodes them with it again to apply, on every node.
+pub trait PutDecoder: fmt::Debug + Send + std::marker::Sync {
+    /// Decodes a put and hands its key and value to `put`, or says why it does not decode. A
+    /// value read in place (a slice of `msg`) of 16 KiB or more is stored by reference, as
+    /// Ferry's are; any other is copied into the store.
+    fn decode(&self, msg: &SharedBuf, put: &mut dyn FnMut(&[u8], &[u8])) -> Result<(), String>;
 }
 
 /// What applying a [`Command`] gave: the count the `Kv` method returns, or the store's refusal

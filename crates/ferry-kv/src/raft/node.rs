@@ -16,9 +16,9 @@ use ferry_buf::{Pool, PoolConfig, PoolError};
 use openraft::{BasicNode, SnapshotPolicy};
 
 use super::network::Peers;
-use super::service::{ClusterAdmin, RaftPeer, ReplicatedKv, Shared};
+use super::service::{ClusterAdmin, EncodedPuts, RaftPeer, ReplicatedKv, Shared};
 use super::storage::{Db, LogStore, OpenError, StateMachine};
-use super::{Copies, NodeId, Raft, Sync, parse_members};
+use super::{Copies, NodeId, PutDecoder, Raft, Sync, parse_members};
 use crate::proto::ferry::kv::AsyncKvServer;
 use crate::proto::ferry::raft::{AsyncClusterServer, AsyncRaftServer};
 use crate::{Store, StoreConfig};
@@ -55,6 +55,10 @@ pub struct NodeConfig {
     /// `--max-connections` and `--idle-timeout-ms`: the server's connection limits (peers'
     /// and clients' connections alike).
     pub connections: ConnLimits,
+    /// `--encoding` (a benchmark knob, `ferry bench raft`): puts in another serialization are
+    /// taken on [`ENCODED_PUT`](super::ENCODED_PUT) and decoded with it. Every node of a
+    /// cluster must be given the same one.
+    pub encoding: Option<Arc<dyn PutDecoder>>,
 }
 
 impl NodeConfig {
@@ -72,6 +76,7 @@ impl NodeConfig {
             tls_client: None,
             metrics: None,
             connections: ConnLimits::default(),
+            encoding: None,
         }
     }
 }
@@ -153,7 +158,7 @@ pub async fn serve(
     let store = Arc::new(Store::new(pool, config.store.clone()));
     let copies = Arc::new(Copies::default());
     let log = LogStore::open(db.clone(), &store, copies.clone())?;
-    let sm = StateMachine::open(db.clone(), store.clone(), copies.clone())?;
+    let sm = StateMachine::open(db.clone(), store.clone(), copies.clone(), config.encoding.clone())?;
     let cluster = Rc::new(Cell::new(db.cluster().map_err(|e| OpenError::Db {
         path: config.data.display().to_string(),
         source: e,
@@ -189,10 +194,13 @@ pub async fn serve(
         copies,
         peers: peers.clone(),
     });
-    let services = AsyncServices::new()
+    let mut services = AsyncServices::new()
         .service(AsyncKvServer::new(ReplicatedKv(shared.clone())))?
         .service(AsyncRaftServer::new(RaftPeer(shared.clone())))?
         .service(AsyncClusterServer::new(ClusterAdmin(shared.clone())))?;
+    if let Some(decoder) = &config.encoding {
+        services = services.service(EncodedPuts(shared.clone(), decoder.clone()))?;
+    }
     let serve_err = |source| NodeError::Serve {
         listen: config.listen.clone(),
         source,

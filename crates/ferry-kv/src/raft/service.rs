@@ -8,8 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry::rpc::tokio::{AsyncCall, AsyncRequest};
+use ferry::rpc::tokio::{AsyncService, LocalBoxFuture};
 use ferry::rpc::{Code, Encoded, Metadata, Status};
+use ferry::rpc::{MethodInfo, Mode, Shape};
 use ferry::wire::{Context, Message};
+use ferry_buf::SharedBuf;
 use openraft::error::{ChangeMembershipError, ClientWriteError, ForwardToLeader, InitializeError, RaftError};
 use openraft::raft::ClientWriteResponse;
 use openraft::{BasicNode, ChangeMembers, ServerState};
@@ -17,8 +20,8 @@ use openraft::{BasicNode, ChangeMembers, ServerState};
 use super::codec::{self, CodecError};
 use super::storage::{Db, REFERENCE_MIN};
 use super::{
-    Applied, CLUSTER_HEADER, Command, Copies, LEADER_TRAILER, NodeId, Op, Raft, TypeConfig, format_members,
-    parse_members,
+    Applied, CLUSTER_HEADER, Command, Copies, ENCODED_PUT, LEADER_TRAILER, NodeId, Op, PutDecoder, Raft,
+    TypeConfig, format_members, parse_members,
 };
 use crate::Store;
 use crate::proto::ferry::kv::{Append, AsyncKv, Key, Keys, ListIndex, Put};
@@ -110,12 +113,18 @@ impl Shared {
             Copies::add(&self.copies.received, len);
         }
         // TCP: the request's own pool buffer, referenced.
-        let mut msg = request.frame().shared().cloned().ok_or_else(|| {
+        let msg = request.frame().shared().cloned().ok_or_else(|| {
             Status::new(
                 Code::Internal,
                 "the request could not be copied out of shared memory",
             )
         })?;
+        self.write(op, msg, copied).await
+    }
+
+    /// Proposes the command `msg` (`copied`: already a buffer of its own) and waits for it
+    /// to be applied.
+    async fn write(&self, op: Op, mut msg: SharedBuf, copied: bool) -> Result<u64, Status> {
         if !copied && msg.len() < REFERENCE_MIN {
             // A small request shares its receive buffer (256 KiB) with the frames read with it,
             // and the log holds its command until the next purge: thousands of small writes
@@ -316,6 +325,39 @@ impl AsyncKv for ReplicatedKv {
         kv::check_keys(&self.0.store, request.view()?)?;
         let n = self.0.propose(Op::Delete, &call, request).await?;
         count(call.ctx(), n)
+    }
+}
+
+/// Puts in a benchmark's encoding (`--encoding`): one raw method, [`ENCODED_PUT`]. The payload
+/// is decoded once to check it, then proposed as received ([`Op::Encoded`]); the answer is a
+/// `Count`, as `Put`'s.
+pub(crate) struct EncodedPuts(pub(crate) Rc<Shared>, pub(crate) Arc<dyn PutDecoder>);
+
+impl AsyncService for EncodedPuts {
+    fn methods(&self) -> Vec<MethodInfo> {
+        vec![MethodInfo {
+            path: ENCODED_PUT,
+            id: ferry::transport::method_id(ENCODED_PUT),
+            request: None,
+            mode: Mode::Foreground,
+            shape: Shape::Unary,
+        }]
+    }
+
+    fn call(&self, call: AsyncCall, request: AsyncRequest<()>) -> LocalBoxFuture<Result<Encoded, Status>> {
+        let (shared, decoder) = (self.0.clone(), self.1.clone());
+        Box::pin(async move {
+            shared.check_caller(&call)?;
+            let msg =
+                request.frame().shared().cloned().ok_or_else(|| {
+                    Status::new(Code::Unimplemented, "encoded puts are taken over TCP only")
+                })?;
+            decoder
+                .decode(&msg, &mut |_, _| {})
+                .map_err(|e| Status::new(Code::InvalidArgument, format!("an encoded put: {e}")))?;
+            let n = shared.write(Op::Encoded, msg, false).await?;
+            count(call.ctx(), n)
+        })
     }
 }
 

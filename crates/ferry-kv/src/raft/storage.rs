@@ -30,7 +30,7 @@ use openraft::{
 use redb::{Database, Durability, ReadableTable, TableDefinition};
 
 use super::codec::{self, CodecError};
-use super::{Applied, Command, Copies, NodeId, Op, Sync, TypeConfig};
+use super::{Applied, Command, Copies, NodeId, Op, PutDecoder, Sync, TypeConfig};
 use crate::proto::ferry::kv::{Append, Keys, Put};
 use crate::{Store, Value};
 
@@ -423,6 +423,8 @@ pub(crate) struct StateMachine {
     db: Rc<Db>,
     state: Rc<RefCell<AppliedState>>,
     copies: Arc<Copies>,
+    /// Decodes [`Op::Encoded`] puts (`--encoding`).
+    encoding: Option<Arc<dyn PutDecoder>>,
 }
 
 impl StateMachine {
@@ -431,12 +433,14 @@ impl StateMachine {
         db: Rc<Db>,
         store: Arc<Store>,
         copies: Arc<Copies>,
+        encoding: Option<Arc<dyn PutDecoder>>,
     ) -> Result<StateMachine, OpenError> {
         let sm = StateMachine {
             store,
             db,
             state: Rc::default(),
             copies,
+            encoding,
         };
         let db_err = |e: redb::Error| OpenError::Db {
             path: sm.db.path.clone(),
@@ -494,35 +498,24 @@ impl StateMachine {
         }
     }
 
-    fn try_execute(&self, c: &Command) -> Result<Result<u64, crate::StoreError>, ferry::wire::DecodeError> {
+    fn try_execute(&self, c: &Command) -> Result<Result<u64, crate::StoreError>, Box<dyn std::error::Error>> {
         let copied = |n: usize| Copies::add(&self.copies.applied, n);
         Ok(match c.op {
             Op::Put => {
                 let v = Put::decode_shared(&c.msg)?;
-                let key = v.key()?;
                 let parts: Vec<&[u8]> = v.values().iter().collect();
-                let n = parts.len() as u64;
-                // Large values stay where the command holds them: counted references into its
-                // buffer, no copy. Small ones are copied, so that a small value does not keep a
-                // whole receive buffer (a leader's may hold many small frames) alive.
-                let referenced: Option<Vec<SharedBuf>> = match parts.iter().all(|p| p.len() >= REFERENCE_MIN)
-                {
-                    true => parts.iter().map(|p| c.msg.slice_ref(p)).collect(),
-                    false => None,
-                };
-                match referenced {
-                    Some(mut bufs) => {
-                        let value = match bufs.len() {
-                            1 => Value::Single(bufs.pop().expect("one buffer")),
-                            _ => Value::Vector(bufs.into_boxed_slice()),
-                        };
-                        self.store.put_value(key.as_bytes(), value).map(|()| n)
-                    }
-                    None => {
-                        parts.iter().for_each(|p| copied(p.len()));
-                        self.store.put(key.as_bytes(), &parts).map(|()| n)
-                    }
-                }
+                self.put(&c.msg, v.key()?.as_bytes(), &parts)
+            }
+            Op::Encoded => {
+                let decoder = self
+                    .encoding
+                    .as_deref()
+                    .ok_or("a put in a benchmark's encoding, and this node serves none (--encoding)")?;
+                let mut applied = Ok(0);
+                decoder.decode(&c.msg, &mut |key, value| {
+                    applied = self.put(&c.msg, key, &[value])
+                })?;
+                applied
             }
             Op::Append => {
                 let v = Append::decode_shared(&c.msg)?;
@@ -539,6 +532,33 @@ impl StateMachine {
                 Ok(n)
             }
         })
+    }
+
+    /// Stores `parts` under `key`. Large values stay where the command `msg` holds them:
+    /// counted references into its buffer, no copy. Small ones (and values not read in place)
+    /// are copied, so that a small value does not keep a whole receive buffer (a leader's may
+    /// hold many small frames) alive.
+    fn put(&self, msg: &SharedBuf, key: &[u8], parts: &[&[u8]]) -> Result<u64, crate::StoreError> {
+        let n = parts.len() as u64;
+        let referenced: Option<Vec<SharedBuf>> = match parts.iter().all(|p| p.len() >= REFERENCE_MIN) {
+            true => parts.iter().map(|p| msg.slice_ref(p)).collect(),
+            false => None,
+        };
+        match referenced {
+            Some(mut bufs) => {
+                let value = match bufs.len() {
+                    1 => Value::Single(bufs.pop().expect("one buffer")),
+                    _ => Value::Vector(bufs.into_boxed_slice()),
+                };
+                self.store.put_value(key, value).map(|()| n)
+            }
+            None => {
+                parts
+                    .iter()
+                    .for_each(|p| Copies::add(&self.copies.applied, p.len()));
+                self.store.put(key, parts).map(|()| n)
+            }
+        }
     }
 
     /// The store's contents, as a snapshot holds them.
@@ -699,7 +719,7 @@ mod tests {
             ));
             let copies = Arc::new(Copies::default());
             let log = LogStore::open(db.clone(), &store, copies.clone()).map_err(open)?;
-            let sm = StateMachine::open(db, store, copies).map_err(open)?;
+            let sm = StateMachine::open(db, store, copies, None).map_err(open)?;
             Ok((Scratch(dir), log, sm))
         }
     }
