@@ -70,8 +70,10 @@ enum BenchCommand {
     /// load, per transport.
     Kv(kv::Args),
     /// Ferry's Redis-protocol server (`ferry redis`) against redis-server: GET 4 KiB, MGET of
-    /// 2 x 2 KiB, LRANGE 0 1 of 2 x 2 KiB, SET 4 KiB, GET/SET 64 B at pipeline 1 and 16 over
-    /// 100,000 keys, driven by redis-benchmark (Debian: redis-server, redis-tools on PATH).
+    /// 2 x 2 KiB, LRANGE 0 1 of 2 x 2 KiB, HGETALL of 8 x 1 KiB, SMEMBERS of 16 x 512 B, ZRANGE
+    /// of 10 x 1 KiB, SET 4 KiB (also with the AOF on, `appendfsync everysec`), GET/SET 64 B at
+    /// pipeline 1 and 16 over 100,000 keys, driven by redis-benchmark (Debian: redis-server,
+    /// redis-tools on PATH).
     ///
     /// Each server runs alone, pinned to --server-cpu, redis-benchmark on --client-cpu; per
     /// test: requests/s, p50/p99 and the server's CPU time per request (/proc), Ferry's

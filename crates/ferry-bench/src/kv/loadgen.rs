@@ -534,12 +534,11 @@ mod tests {
     fn every_response_is_checked_and_a_wrong_value_fails_the_run() {
         for system in [System::Ferry, System::Prost] {
             let point = run_at(system, None).expect("a run against the right values");
-            assert!(
-                point.outcome.answered > 0 && point.server_requests > 0,
-                "{} answered, the server served {}",
-                point.outcome.answered,
-                point.server_requests
-            );
+            // Answers were checked: in the window, or during the drain when a busy machine
+            // kept the server from running in the 100 ms window (then the window's own
+            // readings are 0, which is the accounting's business, not this test's).
+            let checked = point.outcome.answered + point.outcome.late;
+            assert!(checked > 0, "{}: no answer was checked", system.name());
             // Every key is read (4 keys, Zipf, about 200 requests): the corrupted one too.
             let err = run_at(system, Some(0)).expect_err("a wrong value went unnoticed");
             assert!(

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use ferry_buf::{Pool, PoolConfig};
 use ferry_launch::Server;
 use ferry_rpc::tokio::AsyncChannel;
+use ferry_rpc::{Code, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -43,6 +44,9 @@ const KEY_BYTES: usize = 256;
 const KEYS: usize = 64;
 /// How long a cluster may take to start and elect node 1.
 const SETTLE: Duration = Duration::from_secs(30);
+/// How long one put may wait for its answer before its loop stops with an error: a lost
+/// answer must end the run, not hang it (one did, on 29 Nov 2026; not explained yet).
+const PUT_DEADLINE: Duration = Duration::from_secs(10);
 
 /// `--sync`, as the nodes are started with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -463,7 +467,16 @@ fn measure(
                         while Instant::now() < until && per_task.is_none_or(|p| n < p) {
                             let key = &keys[(t + n as usize * inflight) % KEYS];
                             let sent = Instant::now();
-                            match encoder.put(&leader, key, &value).await {
+                            let answer =
+                                tokio::time::timeout(PUT_DEADLINE, encoder.put(&leader, key, &value))
+                                    .await
+                                    .unwrap_or_else(|_| {
+                                        Err(Status::new(
+                                            Code::DeadlineExceeded,
+                                            format!("no answer within {PUT_DEADLINE:?}"),
+                                        ))
+                                    });
+                            match answer {
                                 Ok(()) => hist.borrow_mut().record_duration(sent.elapsed()),
                                 // Not retried: the loop stops (a leader change ends a run).
                                 Err(e) => {
