@@ -7,13 +7,15 @@ use std::rc::Rc;
 
 use ferry::rpc::tokio::AsyncChannel;
 use ferry::rpc::{ChannelConfig, Code, Status};
-use openraft::BasicNode;
-use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
+use openraft::error::{
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, Unreachable,
+};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
+use openraft::{BasicNode, EntryPayload};
 
 use super::codec::{self, CodecError};
 use super::{NodeId, TypeConfig};
@@ -42,6 +44,20 @@ pub(crate) struct Peers {
     pub(crate) cluster: Rc<Cell<u64>>,
     /// What peers are dialled with (the TLS roots and client certificate for `tls://` peers).
     pub(crate) channel: ChannelConfig,
+    /// The most command bytes one AppendEntries carries ([`append_budget`]).
+    pub(crate) append_budget: usize,
+}
+
+/// Room left in a frame for an AppendEntries' body (votes, log ids, each entry's header) and
+/// the framing of its commands: openraft sends at most 300 entries, each under 100 bytes of it.
+const APPEND_SLACK: usize = 64 << 10;
+
+/// The most command bytes one AppendEntries to a peer dialled with `channel` carries: a frame
+/// of the peer's transport less [`APPEND_SLACK`]. A longer run of entries goes out in several
+/// (openraft resends fewer on [`PayloadTooLarge`]), and a node refuses a command longer than
+/// this, so that every entry fits one AppendEntries alone.
+pub(crate) fn append_budget(channel: &ChannelConfig) -> usize {
+    channel.conn.tcp.max_frame_len.saturating_sub(APPEND_SLACK)
 }
 
 impl RaftNetworkFactory<TypeConfig> for Peers {
@@ -53,6 +69,7 @@ impl RaftNetworkFactory<TypeConfig> for Peers {
             addr: node.addr.clone(),
             cluster: self.cluster.clone(),
             channel: self.channel.clone(),
+            append_budget: self.append_budget,
             conn: Conn::Closed,
         }
     }
@@ -74,6 +91,7 @@ pub(crate) struct Peer {
     addr: String,
     cluster: Rc<Cell<u64>>,
     channel: ChannelConfig,
+    append_budget: usize,
     conn: Conn,
 }
 
@@ -173,6 +191,9 @@ impl RaftNetwork<TypeConfig> for Peer {
         rpc: AppendEntriesRequest<TypeConfig>,
         _option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<NodeId>> {
+        if let Some(fit) = entries_that_fit(&rpc, self.append_budget) {
+            return Err(RPCError::PayloadTooLarge(PayloadTooLarge::new_entries_hint(fit)));
+        }
         let (body, commands) = codec::encode_append(&rpc);
         let method = crate::proto::ferry::raft::raft_service::APPEND_ENTRIES;
         let reply = self.call(body, commands, method).await?;
@@ -212,4 +233,21 @@ impl RaftNetwork<TypeConfig> for Peer {
         let reply = self.call(body, Vec::new(), method).await?;
         codec::decode_vote_response(&reply).map_err(|e| self.bad_answer(e))
     }
+}
+
+/// How many of `rpc`'s first entries fit `budget` command bytes (at least one), when not all of
+/// them do: openraft then resends that many (64 KiB puts, 300 to an AppendEntries, made frames of
+/// 19 MB that the transport refused for ever, and the entries never committed).
+fn entries_that_fit(rpc: &AppendEntriesRequest<TypeConfig>, budget: usize) -> Option<u64> {
+    let mut total = 0usize;
+    for (i, e) in rpc.entries.iter().enumerate() {
+        if let EntryPayload::Normal(c) = &e.payload {
+            total += c.msg.len();
+        }
+        if total > budget {
+            // One entry alone is sent as it is (a node refuses a command past the budget).
+            return (rpc.entries.len() > 1).then_some(i.max(1) as u64);
+        }
+    }
+    None
 }

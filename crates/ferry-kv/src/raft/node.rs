@@ -178,9 +178,11 @@ pub async fn serve(
     .map_err(|e| NodeError::Config(e.to_string()))?;
     let mut channel = ChannelConfig::default();
     channel.conn.tls_client = config.tls_client.clone();
+    let append_budget = super::network::append_budget(&channel);
     let network = Peers {
         cluster: cluster.clone(),
         channel,
+        append_budget,
     };
     let raft = Raft::new(config.id, Arc::new(raft_config), network, log, sm)
         .await
@@ -193,6 +195,7 @@ pub async fn serve(
         cluster,
         copies,
         peers: peers.clone(),
+        max_command: append_budget,
     });
     let mut services = AsyncServices::new()
         .service(AsyncKvServer::new(ReplicatedKv(shared.clone())))?

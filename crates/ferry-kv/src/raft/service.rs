@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub(crate) copies: Arc<Copies>,
     /// `--peers`: the members `init` forms the cluster of when it names none.
     pub(crate) peers: Option<BTreeMap<NodeId, BasicNode>>,
+    /// The longest command a write may propose: one that fits an AppendEntries alone.
+    pub(crate) max_command: usize,
 }
 
 /// The refusal of a call that needs the leader: `FAILED_PRECONDITION` naming it, with the
@@ -125,6 +127,16 @@ impl Shared {
     /// Proposes the command `msg` (`copied`: already a buffer of its own) and waits for it
     /// to be applied.
     async fn write(&self, op: Op, mut msg: SharedBuf, copied: bool) -> Result<u64, Status> {
+        if msg.len() > self.max_command {
+            return Err(Status::new(
+                Code::ResourceExhausted,
+                format!(
+                    "a write of {} bytes is longer than the {} bytes the log replicates in one message",
+                    msg.len(),
+                    self.max_command
+                ),
+            ));
+        }
         if !copied && msg.len() < REFERENCE_MIN {
             // A small request shares its receive buffer (256 KiB) with the frames read with it,
             // and the log holds its command until the next purge: thousands of small writes

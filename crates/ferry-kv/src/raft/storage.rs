@@ -141,7 +141,10 @@ impl Db {
         f: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>,
     ) -> Result<(), redb::Error> {
         let mut tx = self.db.begin_write()?;
-        let durable = durable && self.sync != Sync::None;
+        // In memory (`--sync none`) every commit is "durable": it costs no fsync there, and
+        // redb frees a transaction's pages only at a durable commit, so a log that was purged
+        // would otherwise keep every page it ever had.
+        let durable = durable || self.sync == Sync::None;
         tx.set_durability(if durable {
             Durability::Immediate
         } else {
@@ -767,6 +770,45 @@ mod tests {
         assert!(child.status.success(), "the child failed: {child:?}");
         let read = block_on(log_store(&dir.0).read_committed()).expect("read");
         assert_eq!(read, committed, "the commit index saved before the crash");
+    }
+
+    /// With `--sync none` the database lives in memory and no commit is made durable, and redb
+    /// frees a transaction's pages only at a durable commit: a purged log's pages were never
+    /// reused, the in-memory file grew by every entry ever appended, and its copies on growth
+    /// stalled the node for seconds, long enough to lose its leadership (issue 27, `ferry bench
+    /// raft` at 64 KiB). Entries appended and purged in a loop must leave the pages bounded by
+    /// what the log still holds.
+    #[test]
+    fn a_purged_log_gives_its_pages_back_in_memory() {
+        let db = Db::open(Path::new("/nonexistent"), 1, Sync::None).expect("in memory");
+        let entry = vec![5u8; 32 << 10];
+        let (rounds, per_round, kept) = (6u64, 32u64, 8u64);
+        for i in 0..rounds * per_round {
+            db.write(true, |tx| {
+                tx.open_table(LOG)?.insert(i, entry.as_slice())?;
+                Ok(())
+            })
+            .expect("append");
+            if i % per_round == per_round - 1 {
+                db.write(true, |tx| {
+                    tx.open_table(LOG)?.retain_in(..=i - kept, |_, _| false)?;
+                    Ok(())
+                })
+                .expect("purge");
+            }
+        }
+        let tx = db.db.begin_write().expect("a transaction");
+        let stats = tx.stats().expect("stats");
+        let allocated = stats.allocated_pages() * stats.page_size() as u64;
+        let appended = rounds * per_round * entry.len() as u64;
+        // What the log holds is `kept` entries (a page per entry is twice its size); the rest
+        // allows for the pages of the last round, which redb frees a commit or two later.
+        let bound = 4 * (per_round + kept) * entry.len() as u64;
+        assert!(
+            allocated <= bound,
+            "{allocated} bytes of pages allocated after {appended} bytes appended and all but \
+             {kept} entries purged (at most {bound})"
+        );
     }
 
     /// openraft's own conformance suite for log stores and state machines: votes, appends,
