@@ -179,6 +179,11 @@ struct ServeArgs {
     /// A snapshot after this many log entries since the last one; the log before it is purged.
     #[arg(long, default_value_t = 5000)]
     snapshot_every: u64,
+    /// Serve reads at the leader for 300 ms after a quorum confirmed it leads, without asking
+    /// the quorum again for each read (a lease: half the shortest election timeout, so it holds
+    /// while the nodes' clocks run at rates within a factor of two).
+    #[arg(long)]
+    read_lease: bool,
     /// Serve `/metrics` over HTTP on HOST:PORT (OpenMetrics text): the node's term, leader,
     /// commit and applied index, writes applied and bytes copied for them, and the server's
     /// connections.
@@ -246,6 +251,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 peers: a.peers.clone(),
                 sync: a.sync,
                 snapshot_every: a.snapshot_every,
+                read_lease: a.read_lease,
                 tls_server: a.tls.server(Duration::from_millis(a.tls_handshake_timeout_ms))?,
                 tls_client: a.tls.client()?,
                 metrics: a.metrics.clone(),

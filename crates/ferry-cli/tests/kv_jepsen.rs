@@ -25,6 +25,8 @@
 //! skips with the reason (fails under FERRY_REQUIRE_KERNEL_FEATURES); without
 //! `ferry-linearizability` on PATH it skips (fails under FERRY_REQUIRE_TOOLS).
 
+mod common;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -38,10 +40,27 @@ use ferry_testkit::tools::{require_tool, skip};
 use ferry_testkit::{ChildProc, Rng};
 use serde_json::json;
 
-const TEST: &str = "ferry_kv_stays_linearizable_under_faults";
-/// Servers are Lan nodes 0, 1 and 2; the clients and the test's own calls run in node 3.
-const NODES: usize = 3;
-const CLIENT_NODE: usize = NODES;
+/// A cluster under test: servers are Lan nodes `0..nodes`; the clients and the test's own
+/// calls run in Lan node `nodes`.
+#[derive(Clone, Copy)]
+struct Setup {
+    nodes: usize,
+    /// What every `ferry kv serve` is given beside its id, address, peers and data.
+    args: &'static [&'static str],
+}
+
+/// Three nodes, reads confirmed by a quorum each (read-index).
+const THREE: Setup = Setup {
+    nodes: 3,
+    args: &["--sync", "always"],
+};
+
+/// Five nodes, reads served under the leader's lease.
+const FIVE_LEASED: Setup = Setup {
+    nodes: 5,
+    args: &["--sync", "always", "--read-lease"],
+};
+
 const CLIENTS: usize = 4;
 /// Few keys, so that operations collide.
 const KEYS: [&str; 3] = ["x", "y", "z"];
@@ -50,6 +69,8 @@ const KEYS: [&str; 3] = ["x", "y", "z"];
 /// an operation of unknown outcome (open to the end of the history) weighs on one key's only.
 const KEY_SECONDS: u64 = 10;
 const PORT: u16 = 7400;
+/// Each node's `/metrics`, on its own address.
+const METRICS_PORT: u16 = 7401;
 /// How long a cluster may take to elect a leader after a fault is undone, at most.
 const SETTLE: Duration = Duration::from_secs(40);
 /// What each node logs into its `nodeN.log` (`RUST_LOG` of `ferry kv serve`).
@@ -107,6 +128,11 @@ struct Node {
     /// Its stderr (openraft's log and its own), across restarts, with the test's notes.
     log: PathBuf,
     peers: String,
+    /// `HOST:PORT` of its `/metrics`.
+    metrics: String,
+    /// The reads it served before its restarts, confirmed by a quorum and under a lease.
+    reads: [f64; 2],
+    args: &'static [&'static str],
     proc: Option<ChildProc>,
     paused: bool,
 }
@@ -136,7 +162,9 @@ impl Node {
             "--listen",
             &self.addr,
         ])
-        .args(["--peers", &self.peers, "--sync", "always"])
+        .args(["--peers", &self.peers])
+        .args(["--metrics", &self.metrics])
+        .args(self.args)
         .arg("--data")
         .arg(&self.data)
         .stdin(Stdio::piped())
@@ -149,6 +177,9 @@ impl Node {
 
     fn kill9(&mut self) {
         if let Some(mut p) = self.proc.take() {
+            if !self.paused {
+                self.count_reads();
+            }
             p.kill();
             self.note("killed -9");
         }
@@ -160,6 +191,15 @@ impl Node {
         run("kill", &[sig, &pid]).expect("signal the node");
         self.note(&format!("kill {sig}"));
         self.paused = sig == "-STOP";
+    }
+
+    /// Adds the reads it served since its start (`/metrics`) to [`Node::reads`]: done before
+    /// each kill, whose restart sets its counters back to zero.
+    fn count_reads(&mut self) {
+        let m = common::scrape(&self.metrics);
+        for (n, by) in self.reads.iter_mut().zip(["quorum", "lease"]) {
+            *n += m[&format!("ferry_kv_reads_total{{by=\"{by}\"}}")];
+        }
     }
 
     /// A line of the test's own in the node's log, to read it against the faults.
@@ -322,7 +362,7 @@ fn invoke(
 }
 
 /// A client's loop until `until`: random operations on random keys through a random node.
-fn client(ns: &Netns, id: usize, seed: u64, clock: Instant, until: Instant) -> Vec<Record> {
+fn client(ns: &Netns, nodes: usize, id: usize, seed: u64, clock: Instant, until: Instant) -> Vec<Record> {
     ns.enter().expect("enter the clients' namespace");
     let mut rng = Rng::new(seed ^ (id as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut conn: Option<Client> = None;
@@ -330,7 +370,7 @@ fn client(ns: &Netns, id: usize, seed: u64, clock: Instant, until: Instant) -> V
     let mut n = 0;
     while Instant::now() < until {
         if conn.is_none() {
-            let addr = node_addr(rng.below(NODES as u64) as usize);
+            let addr = node_addr(rng.below(nodes as u64) as usize);
             // A node that is down refuses the connect (nothing was invoked); try another.
             conn = Client::connect(&addr).ok();
             continue;
@@ -358,11 +398,12 @@ fn node_addr(i: usize) -> String {
 /// a leader before the next; what it did goes into `faults`.
 fn nemesis(lan: &Lan, nodes: &mut [Node], rng: &mut Rng, until: Instant, faults: &mut Vec<String>) {
     let mut k = rng.below(5);
+    let n = nodes.len();
     while Instant::now() < until {
         // Faults last 2 to 6 s (a schedule, not an ordering: nothing waits on them).
         let hold = Duration::from_millis(2000 + rng.below(4000));
         let leader = wait_for_leader(nodes, faults);
-        let follower = (leader + 1 + rng.below(NODES as u64 - 1) as usize) % NODES;
+        let follower = (leader + 1 + rng.below(n as u64 - 1) as usize) % n;
         let what = match k % 5 {
             0 => {
                 nodes[leader].kill9();
@@ -377,18 +418,20 @@ fn nemesis(lan: &Lan, nodes: &mut [Node], rng: &mut Rng, until: Instant, faults:
                 format!("kill -9 follower {}", follower + 1)
             }
             2 => {
-                let i = rng.below(NODES as u64) as usize;
+                let i = rng.below(n as u64) as usize;
                 nodes[i].signal("-STOP");
                 thread::sleep(hold);
                 nodes[i].signal("-CONT");
                 format!("SIGSTOP/SIGCONT node {}", i + 1)
             }
             3 => {
-                let others: Vec<usize> = (0..=NODES).filter(|&i| i != leader).collect();
-                lan.partition(&[&[leader], &others]).expect("partition");
+                // The leader on the minority's side: alone of three, with one follower of five.
+                let minority: Vec<usize> = (0..(n - 1) / 2).map(|j| (leader + j) % n).collect();
+                let others: Vec<usize> = (0..=n).filter(|i| !minority.contains(i)).collect();
+                lan.partition(&[&minority, &others]).expect("partition");
                 thread::sleep(hold);
                 lan.heal().expect("heal");
-                format!("partition leader {} alone", leader + 1)
+                format!("partition leader {} into the minority {minority:?}", leader + 1)
             }
             _ => {
                 lan.set_loss(follower, 20).expect("set loss");
@@ -403,16 +446,19 @@ fn nemesis(lan: &Lan, nodes: &mut [Node], rng: &mut Rng, until: Instant, faults:
 }
 
 /// Runs the workload for `seconds` and checks the history.
-fn jepsen(test: &str, tag: &str, seconds: u64) {
+fn jepsen(test: &str, tag: &str, seconds: u64, setup: Setup) {
+    // One run at a time: each is a cluster under faults whose timeouts must hold.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(checker) = require_tool("ferry-linearizability") else {
         return;
     };
-    let lan = match Lan::new(tag, NODES + 1) {
+    let lan = match Lan::new(tag, setup.nodes + 1) {
         Ok(lan) => lan,
         Err(reason) => return skip(test, &format!("no network namespaces: {reason}")),
     };
     // A connect to a cut node gives up after ~7 s (2 SYN retries), not the default ~2 min.
-    for i in 0..=NODES {
+    for i in 0..=setup.nodes {
         lan.node(i)
             .exec("sh", &["-c", "echo 2 > /proc/sys/net/ipv4/tcp_syn_retries"])
             .expect("set tcp_syn_retries");
@@ -424,22 +470,22 @@ fn jepsen(test: &str, tag: &str, seconds: u64) {
     let seed = ferry_testkit::seed("FERRY_JEPSEN_SEED", 27);
     thread::scope(|s| {
         s.spawn(|| {
-            lan.node(CLIENT_NODE)
+            lan.node(setup.nodes)
                 .enter()
                 .expect("enter the clients' namespace");
-            workload(&lan, &dir, seed, seconds, &checker);
+            workload(&lan, &dir, seed, seconds, &checker, setup);
         })
         .join()
         .expect("the workload failed");
     });
 }
 
-fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
-    let peers = (0..NODES)
+fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path, setup: Setup) {
+    let peers = (0..setup.nodes)
         .map(|i| format!("{}={}", i + 1, node_addr(i)))
         .collect::<Vec<_>>()
         .join(",");
-    let mut nodes: Vec<Node> = (0..NODES)
+    let mut nodes: Vec<Node> = (0..setup.nodes)
         .map(|i| Node {
             id: i as u64 + 1,
             ns: lan.node(i).name.clone(),
@@ -447,6 +493,9 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
             data: dir.join(format!("node{}", i + 1)),
             log: dir.join(format!("node{}.log", i + 1)),
             peers: peers.clone(),
+            metrics: format!("{}:{METRICS_PORT}", Lan::addr(i)),
+            reads: [0.0; 2],
+            args: setup.args,
             proc: None,
             paused: false,
         })
@@ -465,7 +514,7 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
     let mut faults = Vec::new();
     let mut history: Vec<Record> = thread::scope(|s| {
         let clients: Vec<_> = (0..CLIENTS)
-            .map(|c| s.spawn(move || client(lan.node(CLIENT_NODE), c, seed, clock, until)))
+            .map(|c| s.spawn(move || client(lan.node(setup.nodes), setup.nodes, c, seed, clock, until)))
             .collect();
         nemesis(lan, &mut nodes, &mut Rng::new(seed), until, &mut faults);
         clients
@@ -475,12 +524,14 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
     });
 
     // Every fault undone; then every node killed at once and restarted: what was acknowledged
-    // must still be read.
+    // must still be read (a kill first counts the reads the node served).
     lan.heal().expect("heal");
     for (i, n) in nodes.iter_mut().enumerate() {
         lan.set_loss(i, 0).expect("clear loss");
         n.kill9();
     }
+    let served = |k: usize| nodes.iter().map(|n| n.reads[k]).sum::<f64>();
+    let (quorum, leased) = (served(0), served(1));
     for n in &mut nodes {
         n.start();
     }
@@ -514,7 +565,16 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path) {
         String::from_utf8_lossy(&out.stdout).trim(),
         String::from_utf8_lossy(&out.stderr).trim(),
     );
-    eprintln!("{report}");
+    eprintln!(
+        "{report}\nreads since each node's last start: {quorum} confirmed by a quorum, {leased} under a lease"
+    );
+    // A run with leases served reads under them; one without, none.
+    let leases = setup.args.contains(&"--read-lease");
+    assert_eq!(
+        leased > 0.0,
+        leases,
+        "{leased} reads under a lease (--read-lease: {leases})\n{report}"
+    );
     // The nemesis goes round the five kinds: five faults are one of each.
     assert!(
         faults.len() >= 5,
@@ -578,20 +638,30 @@ fn check(checker: &Path, history: &[Record], path: &Path, html: &Path) -> std::p
         .expect("run ferry-linearizability")
 }
 
+/// The workload's length: `FERRY_JEPSEN_SECONDS`, or `default`.
+fn seconds(default: u64) -> u64 {
+    std::env::var("FERRY_JEPSEN_SECONDS")
+        .map(|s| s.parse().expect("FERRY_JEPSEN_SECONDS is a number of seconds"))
+        .unwrap_or(default)
+}
+
 #[test]
 fn ferry_kv_stays_linearizable_under_faults() {
-    let seconds = std::env::var("FERRY_JEPSEN_SECONDS")
-        .map(|s| s.parse().expect("FERRY_JEPSEN_SECONDS is a number of seconds"))
-        .unwrap_or(60);
-    jepsen(TEST, "jepsen", seconds);
+    let test = "ferry_kv_stays_linearizable_under_faults";
+    jepsen(test, "jepsen", seconds(45), THREE);
+}
+
+/// Five nodes, reads under the leader's lease (`--read-lease`): a leader paused (SIGSTOP) or
+/// cut off past its lease must not answer a read from a stale state.
+#[test]
+fn five_nodes_with_leased_reads_stay_linearizable_under_faults() {
+    let test = "five_nodes_with_leased_reads_stay_linearizable_under_faults";
+    jepsen(test, "jepsen5", seconds(45), FIVE_LEASED);
 }
 
 #[test]
 #[ignore = "ten minutes: cargo test -p ferry-cli --test kv_jepsen -- --ignored"]
 fn ferry_kv_stays_linearizable_under_faults_for_ten_minutes() {
-    jepsen(
-        "ferry_kv_stays_linearizable_under_faults_for_ten_minutes",
-        "jepsen10",
-        600,
-    );
+    let test = "ferry_kv_stays_linearizable_under_faults_for_ten_minutes";
+    jepsen(test, "jepsen10", 600, THREE);
 }

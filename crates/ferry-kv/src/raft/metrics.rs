@@ -9,6 +9,7 @@
 //! | `ferry_kv_applied_index` | gauge | |
 //! | `ferry_kv_commands_applied_total` | counter: normal entries applied | |
 //! | `ferry_kv_copied_bytes_total` | counter: bytes copied in user space for them | `stage` (`received`, `logged`, `applied`) |
+//! | `ferry_kv_reads_total` | counter: linearizable reads this node served | `by` (`quorum`: confirmed by a heartbeat round; `lease`: under `--read-lease`) |
 //!
 //! The server's own families (`ferry_rpc_*`: calls, connections and why they were closed,
 //! pools) come first on the same endpoint.
@@ -33,6 +34,16 @@ struct NodeCollector {
     /// openraft's metrics do not carry the commit index: [`watch_commits`] keeps it here.
     committed: Arc<AtomicU64>,
     copies: Arc<Copies>,
+    reads: Arc<Reads>,
+}
+
+/// The reads a node served, by how it knew it still led.
+#[derive(Debug, Default)]
+pub(crate) struct Reads {
+    /// After a heartbeat round a quorum answered (read-index).
+    pub(crate) quorum: AtomicU64,
+    /// Under the lease an earlier round gave (`--read-lease`).
+    pub(crate) lease: AtomicU64,
 }
 
 impl Collector for NodeCollector {
@@ -89,13 +100,24 @@ impl Collector for NodeCollector {
                 .encode_family(&[("stage", stage)])?
                 .encode_counter::<NoLabelSet, _, u64>(&bytes.load(Relaxed), None)?;
         }
+        let mut reads = encoder.encode_descriptor(
+            "ferry_kv_reads",
+            "Linearizable reads served, by how the leader knew it still led",
+            None,
+            MetricType::Counter,
+        )?;
+        for (by, n) in [("quorum", &self.reads.quorum), ("lease", &self.reads.lease)] {
+            reads
+                .encode_family(&[("by", by)])?
+                .encode_counter::<NoLabelSet, _, u64>(&n.load(Relaxed), None)?;
+        }
         Ok(())
     }
 }
 
 /// The node's families, for [`Metrics::extend`](ferry::rpc::Metrics::extend). Spawns (on the
 /// current `LocalSet`) the task that follows the commit index.
-pub(crate) fn registry(raft: &Raft, copies: Arc<Copies>) -> Registry {
+pub(crate) fn registry(raft: &Raft, copies: Arc<Copies>, reads: Arc<Reads>) -> Registry {
     let committed = Arc::new(AtomicU64::new(0));
     tokio::task::spawn_local(watch_commits(raft.clone(), committed.clone()));
     let mut registry = Registry::default();
@@ -103,6 +125,7 @@ pub(crate) fn registry(raft: &Raft, copies: Arc<Copies>) -> Registry {
         raft: raft.metrics(),
         committed,
         copies,
+        reads,
     }));
     registry
 }

@@ -51,7 +51,7 @@ use ferry_buf::SharedBuf;
 use openraft::BasicNode;
 
 pub use client::{Client, ClientError};
-pub use node::{NodeConfig, NodeError, run, serve};
+pub use node::{NodeConfig, NodeError, READ_LEASE, run, serve};
 
 /// A node's id in a cluster (`--id`).
 pub type NodeId = u64;

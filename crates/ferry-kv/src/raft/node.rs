@@ -23,6 +23,14 @@ use crate::proto::ferry::kv::AsyncKvServer;
 use crate::proto::ferry::raft::{AsyncClusterServer, AsyncRaftServer};
 use crate::{Store, StoreConfig};
 
+/// A follower starts an election after this long without hearing from a leader (at least;
+/// openraft draws each timeout between it and twice it).
+const ELECTION_TIMEOUT_MIN: Duration = Duration::from_millis(600);
+
+/// How long a leader serves reads after a quorum confirmed it leads, with `--read-lease`: half
+/// the shortest election timeout, a margin for clocks that run at different rates.
+pub const READ_LEASE: Duration = Duration::from_millis(300);
+
 /// How a node is started (`ferry kv serve`).
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
@@ -41,6 +49,10 @@ pub struct NodeConfig {
     /// `--snapshot-every`: a snapshot after this many entries since the last one (the log
     /// before it is then purged).
     pub snapshot_every: u64,
+    /// `--read-lease`: a leader whose leadership a quorum confirmed serves reads for
+    /// [`READ_LEASE`] after it without confirming again (the default, `false`, confirms for
+    /// every read).
+    pub read_lease: bool,
     /// The store's limits.
     pub store: StoreConfig,
     /// What a `tls://` `--listen` serves with (`--tls-cert`, `--tls-key`; with `--tls-ca`,
@@ -71,6 +83,7 @@ impl NodeConfig {
             peers: None,
             sync: Sync::Always,
             snapshot_every: 5000,
+            read_lease: false,
             store: StoreConfig::default(),
             tls_server: None,
             tls_client: None,
@@ -168,7 +181,7 @@ pub async fn serve(
         // openraft times each AppendEntries out after a heartbeat interval: 150 ms leaves room
         // for a follower's fsync on a busy machine.
         heartbeat_interval: 150,
-        election_timeout_min: 600,
+        election_timeout_min: ELECTION_TIMEOUT_MIN.as_millis() as u64,
         election_timeout_max: 1200,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(config.snapshot_every.max(1)),
         max_in_snapshot_log_to_keep: config.snapshot_every / 2,
@@ -196,6 +209,9 @@ pub async fn serve(
         copies,
         peers: peers.clone(),
         max_command: append_budget,
+        read_lease: config.read_lease.then_some(READ_LEASE),
+        lease: Cell::new(None),
+        reads: Arc::default(),
     });
     let mut services = AsyncServices::new()
         .service(AsyncKvServer::new(ReplicatedKv(shared.clone())))?
@@ -224,9 +240,11 @@ pub async fn serve(
                 source,
             };
             let listener = std::net::TcpListener::bind(at).map_err(failed)?;
-            server
-                .metrics()
-                .extend(super::metrics::registry(&raft, shared.copies.clone()));
+            server.metrics().extend(super::metrics::registry(
+                &raft,
+                shared.copies.clone(),
+                shared.reads.clone(),
+            ));
             Some(MetricsEndpoint::start(listener, server.metrics().clone()).map_err(failed)?)
         }
         None => None,

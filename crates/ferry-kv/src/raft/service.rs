@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
 
 use ferry::rpc::tokio::{AsyncCall, AsyncRequest};
 use ferry::rpc::tokio::{AsyncService, LocalBoxFuture};
@@ -18,6 +19,7 @@ use openraft::raft::ClientWriteResponse;
 use openraft::{BasicNode, ChangeMembers, ServerState};
 
 use super::codec::{self, CodecError};
+use super::metrics::Reads;
 use super::storage::{Db, REFERENCE_MIN};
 use super::{
     Applied, CLUSTER_HEADER, Command, Copies, ENCODED_PUT, LEADER_TRAILER, NodeId, Op, PutDecoder, Raft,
@@ -40,6 +42,13 @@ pub(crate) struct Shared {
     pub(crate) peers: Option<BTreeMap<NodeId, BasicNode>>,
     /// The longest command a write may propose: one that fits an AppendEntries alone.
     pub(crate) max_command: usize,
+    /// `--read-lease`: how long after a quorum confirmed this node leads it serves reads
+    /// without asking again.
+    pub(crate) read_lease: Option<Duration>,
+    /// The lease the last confirmation gave: its term, and when it ends.
+    pub(crate) lease: Cell<Option<(u64, Instant)>>,
+    /// The reads served, by how (`/metrics`).
+    pub(crate) reads: Arc<Reads>,
 }
 
 /// The refusal of a call that needs the leader: `FAILED_PRECONDITION` naming it, with the
@@ -150,11 +159,14 @@ impl Shared {
                 .copy_from(&msg)
                 .map_err(|e| Status::new(Code::ResourceExhausted, format!("copying the request: {e}")))?;
         }
+        let (start, term) = (Instant::now(), self.raft.metrics().borrow().current_term);
         let resp = self
             .raft
             .client_write(Command { op, msg })
             .await
             .map_err(|e| write_error(e, self.cluster.get()))?;
+        // Committed by a quorum that heard from this leader after `start`.
+        self.renew_lease(term, start);
         let Applied(result) = resp.data;
         result.map_err(|e| e.status())
     }
@@ -188,7 +200,61 @@ impl Shared {
 
     /// Waits until this node may serve a linearizable read (read-index: the leader confirms
     /// it still leads, and its state machine has applied what was committed when the read came).
+    ///
+    /// With `--read-lease`, a confirmation (or a committed write) is good for the lease: a read
+    /// within it, while this node still leads in the same term, waits only for what is
+    /// committed to be applied. The lease starts before the confirmation's heartbeats (or the
+    /// write's appends) are sent, so a pause of this process only shortens it, and it is half
+    /// the shortest election timeout: a follower that answered them votes for no other node
+    /// before its election timeout has passed.
     async fn read_index(&self) -> Result<(), Status> {
+        // Only `--read-lease` sets a lease.
+        if let Some((term, until)) = self.lease.get() {
+            if Instant::now() < until {
+                let (now_term, leading, committed) = self
+                    .raft
+                    .with_raft_state(|st| {
+                        let leading = st.server_state == ServerState::Leader;
+                        (
+                            st.vote_ref().leader_id().term,
+                            leading,
+                            st.committed.map(|c| c.index),
+                        )
+                    })
+                    .await
+                    .map_err(stopped)?;
+                if leading && now_term == term {
+                    self.raft
+                        .wait(Some(Duration::from_secs(10)))
+                        .applied_index_at_least(committed, "a read under the lease")
+                        .await
+                        .map_err(|e| retry(e.to_string()))?;
+                    self.reads.lease.fetch_add(1, Relaxed);
+                    return Ok(());
+                }
+            }
+        }
+        let (start, term) = (Instant::now(), self.raft.metrics().borrow().current_term);
+        self.confirm_leadership().await?;
+        self.reads.quorum.fetch_add(1, Relaxed);
+        self.renew_lease(term, start);
+        Ok(())
+    }
+
+    /// With `--read-lease`, a quorum has answered this node's heartbeats or appends, sent after
+    /// `start` in `term` (read before `start`): the lease runs from `start`. Kept only when the
+    /// term did not change meanwhile, so that the term confirmed is `term`.
+    fn renew_lease(&self, term: u64, start: Instant) {
+        if let Some(lease) = self.read_lease {
+            if self.raft.metrics().borrow().current_term == term {
+                self.lease.set(Some((term, start + lease)));
+            }
+        }
+    }
+
+    /// openraft's read-index: a heartbeat round confirms this node leads, then its state
+    /// machine applies what was committed when the read came.
+    async fn confirm_leadership(&self) -> Result<(), Status> {
         self.raft
             .ensure_linearizable()
             .await
