@@ -15,11 +15,13 @@
 //! the test prints; on a failure so do the nodes' data and their logs (`nodeN.log`: openraft's
 //! log and the test's own notes of each start, kill and signal), whose last lines are printed.
 //!
-//! The clients live in a fourth namespace on the segment, not in the nodes' own: killing a
-//! node then leaves them running, and a partition puts them on the majority's side, as clients
-//! of a real cluster would be, so their calls to the isolated leader stall and time out.
+//! The clients live in two namespaces of their own on the segment, half in each, not in the
+//! nodes' own: killing a node then leaves them running. A partition puts one half on the old
+//! leader's (minority) side and the other on the majority's, as clients of a real cluster
+//! would be: the first can reach only the old leader, which must not answer them from its old
+//! state (a read under a lease past its term, say) while the others write through the new one.
 //!
-//! `FERRY_JEPSEN_SECONDS` sets how long the workload runs (default 60);
+//! `FERRY_JEPSEN_SECONDS` sets how long the workload runs (default 45);
 //! `cargo test -p ferry-cli --test kv_jepsen -- --ignored` runs it for ten minutes.
 //! `FERRY_JEPSEN_SEED` reproduces a run's choices. Without network namespaces (root) the test
 //! skips with the reason (fails under FERRY_REQUIRE_KERNEL_FEATURES); without
@@ -40,8 +42,8 @@ use ferry_testkit::tools::{require_tool, skip};
 use ferry_testkit::{ChildProc, Rng};
 use serde_json::json;
 
-/// A cluster under test: servers are Lan nodes `0..nodes`; the clients and the test's own
-/// calls run in Lan node `nodes`.
+/// A cluster under test: servers are Lan nodes `0..nodes`; the clients run in Lan nodes
+/// `nodes` (half of them, and the test's own calls) and `nodes + 1` (the other half).
 #[derive(Clone, Copy)]
 struct Setup {
     nodes: usize,
@@ -425,13 +427,17 @@ fn nemesis(lan: &Lan, nodes: &mut [Node], rng: &mut Rng, until: Instant, faults:
                 format!("SIGSTOP/SIGCONT node {}", i + 1)
             }
             3 => {
-                // The leader on the minority's side: alone of three, with one follower of five.
-                let minority: Vec<usize> = (0..(n - 1) / 2).map(|j| (leader + j) % n).collect();
-                let others: Vec<usize> = (0..=n).filter(|i| !minority.contains(i)).collect();
+                // The leader on the minority's side (alone of three, with one follower of five)
+                // with half the clients: they can reach only the old leader while the others
+                // write through the new one.
+                let servers: Vec<usize> = (0..(n - 1) / 2).map(|j| (leader + j) % n).collect();
+                let minority: Vec<usize> = servers.iter().copied().chain([n]).collect();
+                let others: Vec<usize> = (0..=n + 1).filter(|i| !minority.contains(i)).collect();
                 lan.partition(&[&minority, &others]).expect("partition");
                 thread::sleep(hold);
                 lan.heal().expect("heal");
-                format!("partition leader {} into the minority {minority:?}", leader + 1)
+                let ids: Vec<usize> = servers.iter().map(|i| i + 1).collect();
+                format!("partition nodes {ids:?} (the leader first) and half the clients")
             }
             _ => {
                 lan.set_loss(follower, 20).expect("set loss");
@@ -453,12 +459,12 @@ fn jepsen(test: &str, tag: &str, seconds: u64, setup: Setup) {
     let Some(checker) = require_tool("ferry-linearizability") else {
         return;
     };
-    let lan = match Lan::new(tag, setup.nodes + 1) {
+    let lan = match Lan::new(tag, setup.nodes + 2) {
         Ok(lan) => lan,
         Err(reason) => return skip(test, &format!("no network namespaces: {reason}")),
     };
     // A connect to a cut node gives up after ~7 s (2 SYN retries), not the default ~2 min.
-    for i in 0..=setup.nodes {
+    for i in 0..setup.nodes + 2 {
         lan.node(i)
             .exec("sh", &["-c", "echo 2 > /proc/sys/net/ipv4/tcp_syn_retries"])
             .expect("set tcp_syn_retries");
@@ -514,7 +520,10 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path, setu
     let mut faults = Vec::new();
     let mut history: Vec<Record> = thread::scope(|s| {
         let clients: Vec<_> = (0..CLIENTS)
-            .map(|c| s.spawn(move || client(lan.node(setup.nodes), setup.nodes, c, seed, clock, until)))
+            .map(|c| {
+                let ns = lan.node(setup.nodes + c % 2);
+                s.spawn(move || client(ns, setup.nodes, c, seed, clock, until))
+            })
             .collect();
         nemesis(lan, &mut nodes, &mut Rng::new(seed), until, &mut faults);
         clients
