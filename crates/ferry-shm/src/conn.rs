@@ -135,7 +135,7 @@ pub struct ShmFrame {
     offset: usize,
     len: usize,
     mapping: Rc<Mapping>,
-    _hold: Rc<Hold>,
+    _hold: Hold,
 }
 
 impl ShmFrame {

@@ -67,11 +67,33 @@ pub struct Setup {
 }
 
 /// Keeps a received block unacknowledged while a message of it is alive: every
-/// [`Incoming`] holds one, shared by the messages of its block.
+/// [`Incoming`] holds one, and so does the block's queue entry until its last message is
+/// handed out. The block's entry in [`Releases`] counts its holds (a clone adds one, a drop
+/// takes one away), so receiving a block allocates nothing.
 #[derive(Debug)]
 pub struct Hold {
     seq: u64,
     releases: Rc<RefCell<Releases>>,
+}
+
+impl Hold {
+    fn new(seq: u64, releases: &Rc<RefCell<Releases>>) -> Hold {
+        releases.borrow_mut().live.push_back(1);
+        Hold {
+            seq,
+            releases: Rc::clone(releases),
+        }
+    }
+}
+
+impl Clone for Hold {
+    fn clone(&self) -> Hold {
+        self.releases.borrow_mut().hold(self.seq);
+        Hold {
+            seq: self.seq,
+            releases: Rc::clone(&self.releases),
+        }
+    }
 }
 
 impl Drop for Hold {
@@ -80,24 +102,31 @@ impl Drop for Hold {
     }
 }
 
-/// Received blocks, in order, and which of them are released. Acknowledgements cover the
+/// Received blocks, in order, and how many holds each has left. Acknowledgements cover the
 /// released prefix: a block is acknowledged only when it and every earlier block have no live
 /// message, so the sender reclaims in order.
 #[derive(Debug, Default)]
 struct Releases {
     /// Sequence number of `live[0]`.
     first: u64,
-    /// Per received block: whether any message of it is alive.
-    live: VecDeque<bool>,
+    /// Per received block: its live [`Hold`]s (0: released, not yet acknowledged in order).
+    live: VecDeque<u32>,
     /// Released blocks not yet acknowledged to the peer.
     pending: u32,
 }
 
 impl Releases {
+    fn hold(&mut self, seq: u64) {
+        let n = &mut self.live[(seq - self.first) as usize];
+        // At most the messages a block holds plus the frames cloned from them: a count this
+        // high is a bug (as an `Rc`'s overflow would be).
+        *n = n.checked_add(1).expect("holds of a block overflowed");
+    }
+
     fn release(&mut self, seq: u64) {
         let i = (seq - self.first) as usize;
-        self.live[i] = false;
-        while self.live.front() == Some(&false) {
+        self.live[i] -= 1;
+        while self.live.front() == Some(&0) {
             self.live.pop_front();
             self.first += 1;
             self.pending += 1;
@@ -118,13 +147,13 @@ pub struct Incoming {
     /// Bytes of the payload (a Ferry message's header segment).
     pub len: usize,
     /// Keeps the block unacknowledged until dropped.
-    pub hold: Rc<Hold>,
+    pub hold: Hold,
 }
 
 /// A received block whose messages are handed out one at a time.
 #[derive(Debug)]
 struct Pending {
-    hold: Rc<Hold>,
+    hold: Hold,
     /// Next message header.
     pos: usize,
     end: usize,
@@ -575,11 +604,7 @@ impl Endpoint {
         let seq = self.blocks_seen;
         self.blocks_seen += 1;
         self.stats.blocks_received += 1;
-        self.releases.borrow_mut().live.push_back(true);
-        let hold = Rc::new(Hold {
-            seq,
-            releases: Rc::clone(&self.releases),
-        });
+        let hold = Hold::new(seq, &self.releases);
         if pre.count > 0 {
             // Messages are parsed as they are handed out: queued work stays bounded by the
             // credits, whatever counts the peer writes.
@@ -626,7 +651,7 @@ impl Endpoint {
         let hold = if p.left == 0 {
             self.queue.pop_front().expect("the front").hold
         } else {
-            Rc::clone(&p.hold)
+            p.hold.clone()
         };
         let implicit = self.recv_seq;
         self.recv_seq += 1;
