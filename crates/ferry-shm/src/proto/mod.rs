@@ -180,6 +180,11 @@ pub struct Endpoint {
     filling: Option<Filling>,
     ready: VecDeque<Filling>,
     in_flight: VecDeque<(SharedBuf, Vec<SharedBuf>)>,
+    /// The last acknowledged block and an emptied list of held values, kept for the next
+    /// block to be filled: one block in flight at a time then costs no pool allocation and
+    /// no release, and its values' list no heap allocation.
+    spare: Option<BufMut>,
+    spare_held: Vec<SharedBuf>,
     send_seq: u64,
     wake: bool,
     /// Whether this side's sleep announcement is up (its `sleeping` word is 1).
@@ -225,6 +230,8 @@ impl Endpoint {
             filling: None,
             ready: VecDeque::new(),
             in_flight: VecDeque::new(),
+            spare: None,
+            spare_held: Vec::new(),
             send_seq: 0,
             wake: false,
             announced: false,
@@ -306,6 +313,7 @@ impl Endpoint {
         self.filling = None;
         self.ready.clear();
         self.in_flight.clear();
+        self.spare = None;
         e
     }
 
@@ -330,14 +338,16 @@ impl Endpoint {
             self.ready.extend(self.filling.take().filter(|f| f.count > 0));
         }
         if self.filling.is_none() {
-            let mut block = self
-                .pool
-                .alloc((PREAMBLE_LEN + need).max(self.setup.block_size))?;
+            let size = (PREAMBLE_LEN + need).max(self.setup.block_size);
+            let mut block = match self.spare.take() {
+                Some(block) if block.capacity() >= size => block,
+                _ => self.pool.alloc(size)?,
+            };
             block.set_len(PREAMBLE_LEN);
             self.filling = Some(Filling {
                 block,
                 count: 0,
-                held: Vec::new(),
+                held: std::mem::take(&mut self.spare_held),
             });
         }
         Ok(self.filling.as_mut().expect("just made"))
@@ -530,7 +540,15 @@ impl Endpoint {
         if n as usize > self.in_flight.len() {
             return Err(protocol("acknowledgement of blocks never sent", at));
         }
-        self.in_flight.drain(..n as usize);
+        for (block, mut held) in self.in_flight.drain(..n as usize) {
+            held.clear();
+            if self.spare_held.capacity() < held.capacity() {
+                self.spare_held = held;
+            }
+            if self.spare.is_none() {
+                self.spare = block.try_into_mut().ok();
+            }
+        }
         self.credits += n;
         Ok(())
     }
