@@ -3,9 +3,12 @@
 //!
 //! ```sh
 //! CARGO_PROFILE_RELEASE_DEBUG=true cargo build --release -p ferry-shm --example callpath
-//! valgrind --tool=callgrind --callgrind-out-file=/tmp/cp.out target/release/examples/callpath 64 20000
+//! valgrind --tool=callgrind --callgrind-out-file=/tmp/cp.out target/release/examples/callpath 64 20000 [BATCH]
 //! callgrind_annotate --inclusive=yes /tmp/cp.out | grep step_
 //! ```
+//!
+//! `BATCH` (default 1) messages are queued and published together each way, as one block (at
+//! most 16, the default `block_messages`): the pipelined case, publishing shared by the batch.
 //!
 //! The two sides run on two threads, as in the benchmark, but in lock step: a side receives
 //! only after the other has published (a barrier between them), so every `poll_recv` finds the
@@ -82,23 +85,39 @@ fn step_validate(frame: ShmFrame, id: u64, payload: usize) -> u64 {
     u64::from(field[0]) + u64::from(field[payload - 1])
 }
 
-fn side(mut conn: ShmConnection, pool: &Pool, payload: usize, rounds: u64, turn: &Barrier, client: bool) {
+/// One side: `rounds` times, `batch` messages queued and published together (one block), then
+/// the peer's `batch` answers taken.
+fn side(
+    mut conn: ShmConnection,
+    pool: &Pool,
+    payload: usize,
+    rounds: u64,
+    batch: u64,
+    turn: &Barrier,
+    client: bool,
+) {
     let ctx = Context::new(pool.clone());
     let value = pool.copy_from(&vec![0x5a; payload]).expect("value");
     let mut acc = 0;
-    for id in 0..rounds {
+    let take = |conn: &mut ShmConnection, round: u64, acc: &mut u64| {
+        for id in round * batch..(round + 1) * batch {
+            *acc += step_validate(step_receive(conn), id, payload);
+        }
+    };
+    for round in 0..rounds {
         if !client {
             turn.wait();
-            acc += step_validate(step_receive(&mut conn), id, payload);
+            take(&mut conn, round, &mut acc);
         }
-        let rec = step_build(&ctx, &value);
-        step_queue(&mut conn, id, &rec);
-        drop(rec);
+        for id in round * batch..(round + 1) * batch {
+            let rec = step_build(&ctx, &value);
+            step_queue(&mut conn, id, &rec);
+        }
         step_publish(&mut conn);
         turn.wait();
         if client {
             turn.wait();
-            acc += step_validate(step_receive(&mut conn), id, payload);
+            take(&mut conn, round, &mut acc);
         }
     }
     black_box(acc);
@@ -107,9 +126,14 @@ fn side(mut conn: ShmConnection, pool: &Pool, payload: usize, rounds: u64, turn:
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (payload, rounds) = match &args[1..] {
-        [p, r] => (p.parse().expect("payload"), r.parse().expect("rounds")),
-        _ => (64, 20_000),
+    let (payload, rounds, batch) = match &args[1..] {
+        [p, r] => (p.parse().expect("payload"), r.parse().expect("rounds"), 1),
+        [p, r, b] => (
+            p.parse().expect("payload"),
+            r.parse().expect("rounds"),
+            b.parse().expect("batch"),
+        ),
+        _ => (64, 20_000, 1),
     };
     let path = std::env::temp_dir().join(format!("ferry-shm-callpath-{}", std::process::id()));
     let listener = ShmListener::bind(&path).expect("bind");
@@ -119,12 +143,12 @@ fn main() {
         thread::spawn(move || {
             let pool = pool();
             let conn = listener.accept(&pool, &config()).expect("accept");
-            side(conn, &pool, payload, rounds, &turn, false);
+            side(conn, &pool, payload, rounds, batch, &turn, false);
         })
     };
     let pool = pool();
     let conn = ShmConnection::connect(&path, &pool, &config()).expect("connect");
-    side(conn, &pool, payload, rounds, &turn, true);
+    side(conn, &pool, payload, rounds, batch, &turn, true);
     server.join().expect("server");
     let _ = std::fs::remove_file(&path);
 }

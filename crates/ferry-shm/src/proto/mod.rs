@@ -22,7 +22,7 @@ mod loom;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
@@ -67,28 +67,22 @@ pub struct Setup {
 }
 
 /// Keeps a received block unacknowledged while a message of it is alive: every
-/// [`Incoming`] holds one, and so does the block's queue entry until its last message is
-/// handed out. The block's entry in [`Releases`] counts its holds (a clone adds one, a drop
-/// takes one away), so receiving a block allocates nothing.
+/// [`Incoming`] holds one. The block's slot in [`Releases`] counts its holds: set to the
+/// block's message count when it arrives (each message handed out takes one), one more per
+/// clone, one less per drop; so receiving a block allocates nothing, and a message costs a
+/// counter, not a reference count and an allocation per block.
 #[derive(Debug)]
 pub struct Hold {
     seq: u64,
-    releases: Rc<RefCell<Releases>>,
-}
-
-impl Hold {
-    fn new(seq: u64, releases: &Rc<RefCell<Releases>>) -> Hold {
-        releases.borrow_mut().live.push_back(1);
-        Hold {
-            seq,
-            releases: Rc::clone(releases),
-        }
-    }
+    releases: Rc<Releases>,
 }
 
 impl Clone for Hold {
     fn clone(&self) -> Hold {
-        self.releases.borrow_mut().hold(self.seq);
+        let n = self.releases.slot(self.seq);
+        // At most the messages a block holds plus the frames cloned from them: a count this
+        // high is a bug (as an `Rc`'s overflow would be).
+        n.set(n.get().checked_add(1).expect("holds of a block overflowed"));
         Hold {
             seq: self.seq,
             releases: Rc::clone(&self.releases),
@@ -98,38 +92,61 @@ impl Clone for Hold {
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        self.releases.borrow_mut().release(self.seq);
+        self.releases.release(self.seq);
     }
 }
 
 /// Received blocks, in order, and how many holds each has left. Acknowledgements cover the
 /// released prefix: a block is acknowledged only when it and every earlier block have no live
 /// message, so the sender reclaims in order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Releases {
-    /// Sequence number of `live[0]`.
-    first: u64,
-    /// Per received block: its live [`Hold`]s (0: released, not yet acknowledged in order).
-    live: VecDeque<u32>,
+    /// Sequence number of the oldest block not yet released in order.
+    first: Cell<u64>,
+    /// Sequence number of the next block to arrive.
+    end: Cell<u64>,
+    /// Live holds per block in `first..end`, at its sequence number modulo the length: a
+    /// power of two above the credits, since the peer may have at most `credits` blocks
+    /// unacknowledged (checked before a block is added) and a block leaves once released.
+    live: Box<[Cell<u32>]>,
     /// Released blocks not yet acknowledged to the peer.
-    pending: u32,
+    pending: Cell<u32>,
 }
 
 impl Releases {
-    fn hold(&mut self, seq: u64) {
-        let n = &mut self.live[(seq - self.first) as usize];
-        // At most the messages a block holds plus the frames cloned from them: a count this
-        // high is a bug (as an `Rc`'s overflow would be).
-        *n = n.checked_add(1).expect("holds of a block overflowed");
+    fn new(credits: u32) -> Releases {
+        let len = (credits as usize + 1).next_power_of_two();
+        Releases {
+            first: Cell::new(0),
+            end: Cell::new(0),
+            live: (0..len).map(|_| Cell::new(0)).collect(),
+            pending: Cell::new(0),
+        }
     }
 
-    fn release(&mut self, seq: u64) {
-        let i = (seq - self.first) as usize;
-        self.live[i] -= 1;
-        while self.live.front() == Some(&0) {
-            self.live.pop_front();
-            self.first += 1;
-            self.pending += 1;
+    fn slot(&self, seq: u64) -> &Cell<u32> {
+        &self.live[seq as usize & (self.live.len() - 1)]
+    }
+
+    /// Adds the next block with `holds` (at least 1); returns its sequence number.
+    fn add(&self, holds: u32) -> u64 {
+        let seq = self.end.get();
+        debug_assert!(((seq - self.first.get()) as usize) < self.live.len());
+        self.slot(seq).set(holds);
+        self.end.set(seq + 1);
+        seq
+    }
+
+    fn release(&self, seq: u64) {
+        let n = self.slot(seq);
+        n.set(n.get() - 1);
+        if n.get() == 0 && seq == self.first.get() {
+            let (mut first, end) = (seq, self.end.get());
+            while first < end && self.slot(first).get() == 0 {
+                first += 1;
+            }
+            self.pending.set(self.pending.get() + (first - seq) as u32);
+            self.first.set(first);
         }
     }
 }
@@ -153,7 +170,8 @@ pub struct Incoming {
 /// A received block whose messages are handed out one at a time.
 #[derive(Debug)]
 struct Pending {
-    hold: Hold,
+    /// The block's sequence number (its holds are counted in `Releases`).
+    seq: u64,
     /// Next message header.
     pos: usize,
     end: usize,
@@ -191,10 +209,9 @@ pub struct Endpoint {
     announced: bool,
     // Receiving.
     recv_seq: u64,
-    blocks_seen: u64,
     peer_unacked: u32,
     queue: VecDeque<Pending>,
-    releases: Rc<RefCell<Releases>>,
+    releases: Rc<Releases>,
     failed: bool,
     stats: ShmStats,
 }
@@ -236,10 +253,9 @@ impl Endpoint {
             wake: false,
             announced: false,
             recv_seq: 0,
-            blocks_seen: 0,
             peer_unacked: 0,
             queue: VecDeque::new(),
-            releases: Rc::default(),
+            releases: Rc::new(Releases::new(setup.credits)),
             failed: false,
             stats: ShmStats::default(),
         })
@@ -277,7 +293,7 @@ impl Endpoint {
 
     /// Whether acknowledgements are owed to the peer.
     pub fn owes_acks(&self) -> bool {
-        self.releases.borrow().pending > 0
+        self.releases.pending.get() > 0
     }
 
     /// Bytes sent and not yet acknowledged: published blocks and the values they reference.
@@ -475,7 +491,7 @@ impl Endpoint {
     }
 
     fn take_acks(&mut self) -> u32 {
-        let acks = std::mem::take(&mut self.releases.borrow_mut().pending);
+        let acks = self.releases.pending.replace(0);
         self.peer_unacked -= acks;
         acks
     }
@@ -619,22 +635,22 @@ impl Endpoint {
             return Err(protocol("the peer sent beyond its credits", at));
         }
         self.acked(pre.acks, at)?;
-        let seq = self.blocks_seen;
-        self.blocks_seen += 1;
         self.stats.blocks_received += 1;
-        let hold = Hold::new(seq, &self.releases);
-        if pre.count > 0 {
+        // One hold per message; the block is released when the last of them (or, with no
+        // message, at once) goes.
+        let seq = self.releases.add(pre.count.max(1));
+        if pre.count == 0 {
+            self.releases.release(seq);
+        } else {
             // Messages are parsed as they are handed out: queued work stays bounded by the
             // credits, whatever counts the peer writes.
             self.queue.push_back(Pending {
-                hold,
+                seq,
                 pos: at + PREAMBLE_LEN,
                 end: at + len,
                 left: pre.count,
             });
         }
-        // Messages share the hold; the block is released when the last of them (or, with no
-        // message, the hold itself) goes.
         Ok(())
     }
 
@@ -666,11 +682,14 @@ impl Endpoint {
         }
         p.pos += space;
         p.left -= 1;
-        let hold = if p.left == 0 {
-            self.queue.pop_front().expect("the front").hold
-        } else {
-            p.hold.clone()
+        // This message's hold, counted when the block arrived.
+        let hold = Hold {
+            seq: p.seq,
+            releases: Rc::clone(&self.releases),
         };
+        if p.left == 0 {
+            self.queue.pop_front();
+        }
         let implicit = self.recv_seq;
         self.recv_seq += 1;
         self.stats.messages_received += 1;
