@@ -556,7 +556,8 @@ impl Endpoint {
         if n as usize > self.in_flight.len() {
             return Err(protocol("acknowledgement of blocks never sent", at));
         }
-        for (block, mut held) in self.in_flight.drain(..n as usize) {
+        for _ in 0..n {
+            let (block, mut held) = self.in_flight.pop_front().expect("checked against the length");
             held.clear();
             if self.spare_held.capacity() < held.capacity() {
                 self.spare_held = held;
