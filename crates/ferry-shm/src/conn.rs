@@ -135,7 +135,7 @@ pub struct ShmFrame {
     offset: usize,
     len: usize,
     mapping: Rc<Mapping>,
-    _hold: Rc<Hold>,
+    _hold: Hold,
 }
 
 impl ShmFrame {
@@ -788,14 +788,16 @@ impl ShmConnection {
     /// peer is noticed).
     fn wait(&mut self, since: &mut Option<Instant>) -> Result<(), TransportError> {
         self.spins = self.spins.wrapping_add(1);
-        // Never sleeping (`Duration::MAX`): no clock at all. Else the clock is first read when
-        // a wait begins, not on every send or receive, then every 64 spins (it cost a quarter
-        // of a busy-polling profile).
+        // Never sleeping (`Duration::MAX`): no clock at all. Else the clock is read once every
+        // 64 spins (it cost a quarter of a busy-polling profile), the first reading starting
+        // the wait's count: a wait that ends within 64 spins, as a busy call's usually does,
+        // reads none, and the spin lasts at most 64 spins longer than configured.
         let spinning = self.spin == Duration::MAX
-            || (!self.spin.is_zero() && {
-                let since = *since.get_or_insert_with(Instant::now);
-                self.spins % 64 != 0 || since.elapsed() < self.spin
-            });
+            || (!self.spin.is_zero()
+                && (self.spins % 64 != 0 || {
+                    let since = *since.get_or_insert_with(Instant::now);
+                    since.elapsed() < self.spin
+                }));
         if spinning {
             std::hint::spin_loop();
             // A peer that dies sets no flag: look at the socket now and then, even when

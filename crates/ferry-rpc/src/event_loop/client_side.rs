@@ -76,11 +76,13 @@ impl EventLoop {
         send: impl FnOnce(&mut Conn, Meta) -> Result<(), TransportError>,
         then: Continuation,
     ) -> Result<CallId, Status> {
-        let now = Instant::now();
+        let last_work = self.last_work;
         let session = self.get_mut(id).ok_or_else(gone)?;
         let Role::Client(client) = &mut session.role else {
             return Err(Status::new(Code::FailedPrecondition, "not a client session"));
         };
+        // `now` matters only to a call with a deadline: a call without one reads no clock.
+        let now = client.timeout.map_or(last_work, |_| Instant::now());
         let start = client.core.start(method, client.timeout, now)?;
         if let Some((meta, budget)) = start.deadline {
             if let Err(e) = session

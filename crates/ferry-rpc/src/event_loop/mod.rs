@@ -212,6 +212,9 @@ pub struct EventLoop {
     shm_pools: Option<pools::ShmPools>,
     /// The slots of the sessions each turn looks at (see the module docs), each once.
     hot: Vec<u32>,
+    /// What the last wait found ready, kept so that its lists are reused (no allocation per
+    /// turn).
+    ready: Ready,
     /// When every session is next looked at for its idle time.
     idle_scan: Instant,
     last_work: Instant,
@@ -266,6 +269,7 @@ impl EventLoop {
             readiness,
             shm_pools: None,
             hot: Vec::new(),
+            ready: Ready::default(),
             idle_scan: Instant::now(),
             last_work: Instant::now(),
             stats: LoopStats::default(),
@@ -360,8 +364,10 @@ impl EventLoop {
     /// frame, a connection, a background answer or the next deadline.
     pub fn turn(&mut self) -> bool {
         self.stats.turns += 1;
-        let now = Instant::now();
-        let sleep = now.duration_since(self.last_work) >= self.config.spin;
+        let mut now = Instant::now();
+        // A loop that never sleeps (`spin: Duration::MAX`) skips the subtraction too.
+        let sleep =
+            self.config.spin != Duration::MAX && now.duration_since(self.last_work) >= self.config.spin;
         let mut work = false;
         if sleep {
             work |= self.arm();
@@ -374,16 +380,20 @@ impl EventLoop {
         // While busy-polling shared memory alone, the system call that looks at the listeners
         // and the waker is made only every 64th turn: shared-memory sessions are read from
         // memory, background answers from their queue.
-        let ready = if sleep || self.tcp_sessions > 0 || !self.setups.is_empty() || self.stats.turns % 64 == 0
-        {
-            self.poll(timeout, sleep && !work)
-        } else {
-            Ready::default()
-        };
-        let now = Instant::now();
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        if sleep || self.tcp_sessions > 0 || !self.setups.is_empty() || self.stats.turns % 64 == 0 {
+            self.poll(&mut ready, timeout, sleep && !work);
+        }
+        // One clock reading for a turn that did not sleep (its poll did not wait): a busy
+        // turn's deadlines and idle times are measured from its start.
+        if sleep {
+            now = Instant::now();
+        }
         work |= self.accept(&ready);
         work |= self.step_setups(&ready, now);
         work |= self.read(&ready, now);
+        self.ready = ready;
         work |= self.completions(now);
         work |= self.expire(now);
         for &i in &self.hot {

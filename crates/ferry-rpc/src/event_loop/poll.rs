@@ -75,10 +75,10 @@ impl EventLoop {
         work
     }
 
-    /// Waits on the loop's readiness set (at most `timeout`); returns what is ready:
+    /// Waits on the loop's readiness set (at most `timeout`); adds what is ready to `ready`:
     /// listeners, setups and sessions. Before waiting, each TCP session's interest in
     /// writability is brought up to date (wanted while it has something to write).
-    pub(super) fn poll(&mut self, timeout: Option<Duration>, sleeping: bool) -> Ready {
+    pub(super) fn poll(&mut self, ready: &mut Ready, timeout: Option<Duration>, sleeping: bool) {
         for &i in &self.hot {
             let i = i as usize;
             let Some(s) = &mut self.slots[i].session else {
@@ -107,7 +107,6 @@ impl EventLoop {
                 timeout = Some(Duration::ZERO);
             }
         }
-        let mut ready = Ready::default();
         if let Ok(events) = self.readiness.wait(timeout) {
             for event in events {
                 match Token::from(event.token) {
@@ -125,7 +124,6 @@ impl EventLoop {
         if sleeping {
             self.waker.awake();
         }
-        ready
     }
 
     /// Accepts what waits on the ready listeners, each under the connection limit: over it, a
@@ -340,6 +338,15 @@ pub(super) struct Ready {
     /// Shared-memory setups by descriptor, in increasing order.
     pub(super) setups: Vec<RawFd>,
     pub(super) sessions: Vec<usize>,
+}
+
+impl Ready {
+    /// Empties the lists, keeping their memory.
+    pub(super) fn clear(&mut self) {
+        self.listeners.clear();
+        self.setups.clear();
+        self.sessions.clear();
+    }
 }
 
 /// What a descriptor in the loop's readiness set is: its token's top 32 bits say which kind,

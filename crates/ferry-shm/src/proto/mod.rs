@@ -22,7 +22,7 @@ mod loom;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
@@ -67,40 +67,86 @@ pub struct Setup {
 }
 
 /// Keeps a received block unacknowledged while a message of it is alive: every
-/// [`Incoming`] holds one, shared by the messages of its block.
+/// [`Incoming`] holds one. The block's slot in [`Releases`] counts its holds: set to the
+/// block's message count when it arrives (each message handed out takes one), one more per
+/// clone, one less per drop; so receiving a block allocates nothing, and a message costs a
+/// counter, not a reference count and an allocation per block.
 #[derive(Debug)]
 pub struct Hold {
     seq: u64,
-    releases: Rc<RefCell<Releases>>,
+    releases: Rc<Releases>,
+}
+
+impl Clone for Hold {
+    fn clone(&self) -> Hold {
+        let n = self.releases.slot(self.seq);
+        // At most the messages a block holds plus the frames cloned from them: a count this
+        // high is a bug (as an `Rc`'s overflow would be).
+        n.set(n.get().checked_add(1).expect("holds of a block overflowed"));
+        Hold {
+            seq: self.seq,
+            releases: Rc::clone(&self.releases),
+        }
+    }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        self.releases.borrow_mut().release(self.seq);
+        self.releases.release(self.seq);
     }
 }
 
-/// Received blocks, in order, and which of them are released. Acknowledgements cover the
+/// Received blocks, in order, and how many holds each has left. Acknowledgements cover the
 /// released prefix: a block is acknowledged only when it and every earlier block have no live
 /// message, so the sender reclaims in order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Releases {
-    /// Sequence number of `live[0]`.
-    first: u64,
-    /// Per received block: whether any message of it is alive.
-    live: VecDeque<bool>,
+    /// Sequence number of the oldest block not yet released in order.
+    first: Cell<u64>,
+    /// Sequence number of the next block to arrive.
+    end: Cell<u64>,
+    /// Live holds per block in `first..end`, at its sequence number modulo the length: a
+    /// power of two above the credits, since the peer may have at most `credits` blocks
+    /// unacknowledged (checked before a block is added) and a block leaves once released.
+    live: Box<[Cell<u32>]>,
     /// Released blocks not yet acknowledged to the peer.
-    pending: u32,
+    pending: Cell<u32>,
 }
 
 impl Releases {
-    fn release(&mut self, seq: u64) {
-        let i = (seq - self.first) as usize;
-        self.live[i] = false;
-        while self.live.front() == Some(&false) {
-            self.live.pop_front();
-            self.first += 1;
-            self.pending += 1;
+    fn new(credits: u32) -> Releases {
+        let len = (credits as usize + 1).next_power_of_two();
+        Releases {
+            first: Cell::new(0),
+            end: Cell::new(0),
+            live: (0..len).map(|_| Cell::new(0)).collect(),
+            pending: Cell::new(0),
+        }
+    }
+
+    fn slot(&self, seq: u64) -> &Cell<u32> {
+        &self.live[seq as usize & (self.live.len() - 1)]
+    }
+
+    /// Adds the next block with `holds` (at least 1); returns its sequence number.
+    fn add(&self, holds: u32) -> u64 {
+        let seq = self.end.get();
+        debug_assert!(((seq - self.first.get()) as usize) < self.live.len());
+        self.slot(seq).set(holds);
+        self.end.set(seq + 1);
+        seq
+    }
+
+    fn release(&self, seq: u64) {
+        let n = self.slot(seq);
+        n.set(n.get() - 1);
+        if n.get() == 0 && seq == self.first.get() {
+            let (mut first, end) = (seq, self.end.get());
+            while first < end && self.slot(first).get() == 0 {
+                first += 1;
+            }
+            self.pending.set(self.pending.get() + (first - seq) as u32);
+            self.first.set(first);
         }
     }
 }
@@ -118,13 +164,14 @@ pub struct Incoming {
     /// Bytes of the payload (a Ferry message's header segment).
     pub len: usize,
     /// Keeps the block unacknowledged until dropped.
-    pub hold: Rc<Hold>,
+    pub hold: Hold,
 }
 
 /// A received block whose messages are handed out one at a time.
 #[derive(Debug)]
 struct Pending {
-    hold: Rc<Hold>,
+    /// The block's sequence number (its holds are counted in `Releases`).
+    seq: u64,
     /// Next message header.
     pos: usize,
     end: usize,
@@ -151,16 +198,20 @@ pub struct Endpoint {
     filling: Option<Filling>,
     ready: VecDeque<Filling>,
     in_flight: VecDeque<(SharedBuf, Vec<SharedBuf>)>,
+    /// The last acknowledged block and an emptied list of held values, kept for the next
+    /// block to be filled: one block in flight at a time then costs no pool allocation and
+    /// no release, and its values' list no heap allocation.
+    spare: Option<BufMut>,
+    spare_held: Vec<SharedBuf>,
     send_seq: u64,
     wake: bool,
     /// Whether this side's sleep announcement is up (its `sleeping` word is 1).
     announced: bool,
     // Receiving.
     recv_seq: u64,
-    blocks_seen: u64,
     peer_unacked: u32,
     queue: VecDeque<Pending>,
-    releases: Rc<RefCell<Releases>>,
+    releases: Rc<Releases>,
     failed: bool,
     stats: ShmStats,
 }
@@ -196,14 +247,15 @@ impl Endpoint {
             filling: None,
             ready: VecDeque::new(),
             in_flight: VecDeque::new(),
+            spare: None,
+            spare_held: Vec::new(),
             send_seq: 0,
             wake: false,
             announced: false,
             recv_seq: 0,
-            blocks_seen: 0,
             peer_unacked: 0,
             queue: VecDeque::new(),
-            releases: Rc::default(),
+            releases: Rc::new(Releases::new(setup.credits)),
             failed: false,
             stats: ShmStats::default(),
         })
@@ -241,7 +293,7 @@ impl Endpoint {
 
     /// Whether acknowledgements are owed to the peer.
     pub fn owes_acks(&self) -> bool {
-        self.releases.borrow().pending > 0
+        self.releases.pending.get() > 0
     }
 
     /// Bytes sent and not yet acknowledged: published blocks and the values they reference.
@@ -277,6 +329,7 @@ impl Endpoint {
         self.filling = None;
         self.ready.clear();
         self.in_flight.clear();
+        self.spare = None;
         e
     }
 
@@ -301,14 +354,16 @@ impl Endpoint {
             self.ready.extend(self.filling.take().filter(|f| f.count > 0));
         }
         if self.filling.is_none() {
-            let mut block = self
-                .pool
-                .alloc((PREAMBLE_LEN + need).max(self.setup.block_size))?;
+            let size = (PREAMBLE_LEN + need).max(self.setup.block_size);
+            let mut block = match self.spare.take() {
+                Some(block) if block.capacity() >= size => block,
+                _ => self.pool.alloc(size)?,
+            };
             block.set_len(PREAMBLE_LEN);
             self.filling = Some(Filling {
                 block,
                 count: 0,
-                held: Vec::new(),
+                held: std::mem::take(&mut self.spare_held),
             });
         }
         Ok(self.filling.as_mut().expect("just made"))
@@ -436,7 +491,7 @@ impl Endpoint {
     }
 
     fn take_acks(&mut self) -> u32 {
-        let acks = std::mem::take(&mut self.releases.borrow_mut().pending);
+        let acks = self.releases.pending.replace(0);
         self.peer_unacked -= acks;
         acks
     }
@@ -501,7 +556,16 @@ impl Endpoint {
         if n as usize > self.in_flight.len() {
             return Err(protocol("acknowledgement of blocks never sent", at));
         }
-        self.in_flight.drain(..n as usize);
+        for _ in 0..n {
+            let (block, mut held) = self.in_flight.pop_front().expect("checked against the length");
+            held.clear();
+            if self.spare_held.capacity() < held.capacity() {
+                self.spare_held = held;
+            }
+            if self.spare.is_none() {
+                self.spare = block.try_into_mut().ok();
+            }
+        }
         self.credits += n;
         Ok(())
     }
@@ -572,26 +636,22 @@ impl Endpoint {
             return Err(protocol("the peer sent beyond its credits", at));
         }
         self.acked(pre.acks, at)?;
-        let seq = self.blocks_seen;
-        self.blocks_seen += 1;
         self.stats.blocks_received += 1;
-        self.releases.borrow_mut().live.push_back(true);
-        let hold = Rc::new(Hold {
-            seq,
-            releases: Rc::clone(&self.releases),
-        });
-        if pre.count > 0 {
+        // One hold per message; the block is released when the last of them (or, with no
+        // message, at once) goes.
+        let seq = self.releases.add(pre.count.max(1));
+        if pre.count == 0 {
+            self.releases.release(seq);
+        } else {
             // Messages are parsed as they are handed out: queued work stays bounded by the
             // credits, whatever counts the peer writes.
             self.queue.push_back(Pending {
-                hold,
+                seq,
                 pos: at + PREAMBLE_LEN,
                 end: at + len,
                 left: pre.count,
             });
         }
-        // Messages share the hold; the block is released when the last of them (or, with no
-        // message, the hold itself) goes.
         Ok(())
     }
 
@@ -623,11 +683,14 @@ impl Endpoint {
         }
         p.pos += space;
         p.left -= 1;
-        let hold = if p.left == 0 {
-            self.queue.pop_front().expect("the front").hold
-        } else {
-            Rc::clone(&p.hold)
+        // This message's hold, counted when the block arrived.
+        let hold = Hold {
+            seq: p.seq,
+            releases: Rc::clone(&self.releases),
         };
+        if p.left == 0 {
+            self.queue.pop_front();
+        }
         let implicit = self.recv_seq;
         self.recv_seq += 1;
         self.stats.messages_received += 1;
