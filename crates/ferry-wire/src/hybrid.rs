@@ -168,14 +168,20 @@ impl<'a> HybridBytes<'a> {
         }
     }
 
-    /// The bytes and whether they are sent by reference, in one match (what an encoder needs
-    /// of each value).
+    /// The bytes and whether they are sent by reference (what an encoder needs of each value).
     #[inline]
     pub fn parts(&self) -> (&[u8], bool) {
-        // The common case first: one compare instead of a jump table.
-        if let Repr::Borrowed(s) = &self.0 {
-            return (s, false);
+        // The common case, a borrowed value to copy, is one compare and two loads; the rest is
+        // out of line, so that the encoders' loops carry no jump table.
+        match &self.0 {
+            Repr::Borrowed(s) => (s, false),
+            _ => self.other_parts(),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn other_parts(&self) -> (&[u8], bool) {
         match &self.0 {
             Repr::Borrowed(s) => (s, false),
             Repr::Lent { data, .. } => (data, true),
@@ -187,11 +193,7 @@ impl<'a> HybridBytes<'a> {
     /// The bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        match &self.0 {
-            Repr::Borrowed(s) | Repr::Lent { data: s, .. } => s,
-            Repr::Owned(v) => v,
-            Repr::Shared { buf, .. } => buf,
-        }
+        self.parts().0
     }
 
     /// Length in bytes.
