@@ -80,11 +80,12 @@ impl Context {
 
 #[derive(Clone)]
 enum Repr<'a> {
-    Borrowed(&'a [u8]),
-    /// Borrowed pool memory, sent by reference; the borrow keeps it alive.
-    Lent {
+    /// Borrowed bytes: sent by reference when `lender` names the pool they lie in (the borrow
+    /// keeps them alive), else copied at serialization. One variant for both, so that the
+    /// encoders' common case is one compare.
+    Slice {
         data: &'a [u8],
-        pool: &'a Pool,
+        lender: Option<&'a Pool>,
     },
     Owned(Vec<u8>),
     Shared {
@@ -99,24 +100,30 @@ pub struct HybridBytes<'a>(Repr<'a>);
 
 impl<'a> HybridBytes<'a> {
     /// The empty value.
-    pub const EMPTY: HybridBytes<'static> = HybridBytes(Repr::Borrowed(&[]));
+    pub const EMPTY: HybridBytes<'static> = HybridBytes(Repr::Slice {
+        data: &[],
+        lender: None,
+    });
 
     /// From any slice: a zero-copy reference when it is long enough and lies in the pool
     /// (an O(1) lookup, no refcount: the borrow keeps it alive), otherwise borrowed and copied
     /// once, at serialization.
     #[inline]
     pub fn new(data: &'a [u8], ctx: &'a Context) -> Self {
-        match ctx.lender(data) {
-            Some(pool) => HybridBytes(Repr::Lent { data, pool }),
-            None => HybridBytes(Repr::Borrowed(data)),
-        }
+        HybridBytes(Repr::Slice {
+            data,
+            lender: ctx.lender(data),
+        })
     }
 
     /// From transient data: a zero-copy reference when eligible, else copied now into `arena`.
     pub fn copy_in(data: &[u8], arena: &'a Arena, ctx: &Context) -> Self {
         match ctx.reference(data) {
             Some(buf) => HybridBytes(Repr::Shared { buf, zero_copy: true }),
-            None => HybridBytes(Repr::Borrowed(arena.alloc_slice_copy(data))),
+            None => HybridBytes(Repr::Slice {
+                data: arena.alloc_slice_copy(data),
+                lender: None,
+            }),
         }
     }
 
@@ -154,7 +161,7 @@ impl<'a> HybridBytes<'a> {
     /// Whether this value is sent by reference.
     #[inline]
     pub fn is_zero_copy(&self) -> bool {
-        matches!(self.0, Repr::Lent { .. } | Repr::Shared { zero_copy: true, .. })
+        self.parts().1
     }
 
     /// A counted reference to a zero-copy value's memory (refcount + 1), for a send that must
@@ -163,22 +170,30 @@ impl<'a> HybridBytes<'a> {
         match &self.0 {
             Repr::Shared { buf, zero_copy: true } => Some(buf.clone()),
             // A borrowed shared slot stays shared while borrowed, so this cannot fail.
-            Repr::Lent { data, pool } => pool.recover(data),
+            Repr::Slice {
+                data,
+                lender: Some(pool),
+            } => pool.recover(data),
             _ => None,
         }
     }
 
-    /// The bytes and whether they are sent by reference, in one match (what an encoder needs
-    /// of each value).
+    /// The bytes and whether they are sent by reference (what an encoder needs of each value).
     #[inline]
     pub fn parts(&self) -> (&[u8], bool) {
-        // The common case first: one compare instead of a jump table.
-        if let Repr::Borrowed(s) = &self.0 {
-            return (s, false);
-        }
+        // The common case, a borrowed value, is one compare; the owning forms are out of line,
+        // so that the encoders' loops carry no jump table.
         match &self.0 {
-            Repr::Borrowed(s) => (s, false),
-            Repr::Lent { data, .. } => (data, true),
+            Repr::Slice { data, lender } => (data, lender.is_some()),
+            _ => self.owned_parts(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn owned_parts(&self) -> (&[u8], bool) {
+        match &self.0 {
+            Repr::Slice { data, lender } => (data, lender.is_some()),
             Repr::Owned(v) => (v, false),
             Repr::Shared { buf, zero_copy } => (buf, *zero_copy),
         }
@@ -187,11 +202,7 @@ impl<'a> HybridBytes<'a> {
     /// The bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        match &self.0 {
-            Repr::Borrowed(s) | Repr::Lent { data: s, .. } => s,
-            Repr::Owned(v) => v,
-            Repr::Shared { buf, .. } => buf,
-        }
+        self.parts().0
     }
 
     /// Length in bytes.

@@ -114,7 +114,7 @@ impl<'a> Encode<'a> for Record<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn size_into(&self, s: &mut crate::Sizes) -> crate::Shape {
         let mut h = crate::Header::<1>::new();
         if !self.key.is_empty() {

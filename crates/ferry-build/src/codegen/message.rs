@@ -1553,7 +1553,7 @@ fn direct_encoder(w: &TokenStream, ops: &[EncodeOp]) -> TokenStream {
     let groups = groups.iter().map(|&x| Literal::u32_unsuffixed(x));
     let m = if any { quote!(mut) } else { quote!() };
     quote! {
-        #[inline]
+        #[inline(always)]
         fn size_into(&self, s: &mut #w::Sizes) -> #w::Shape {
             let #m h = #w::Header::<#g>::new();
             #(#sizes)*

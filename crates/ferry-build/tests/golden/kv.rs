@@ -131,7 +131,7 @@ pub mod ferry {
                         v.scalar(3, self.version);
                     }
                 }
-                #[inline]
+                #[inline(always)]
                 fn size_into(
                     &self,
                     s: &mut ::ferry::wire::Sizes,
@@ -308,7 +308,7 @@ pub mod ferry {
                         v.bytes_list(1, &self.keys);
                     }
                 }
-                #[inline]
+                #[inline(always)]
                 fn size_into(
                     &self,
                     s: &mut ::ferry::wire::Sizes,
@@ -460,7 +460,7 @@ pub mod ferry {
                         v.messages(1, self.pairs.iter());
                     }
                 }
-                #[inline]
+                #[inline(always)]
                 fn size_into(
                     &self,
                     s: &mut ::ferry::wire::Sizes,

@@ -347,7 +347,7 @@ pub mod ferry {
                         v.scalars(9, &self.palette);
                     }
                 }
-                #[inline]
+                #[inline(always)]
                 fn size_into(
                     &self,
                     s: &mut ::ferry::wire::Sizes,
@@ -667,7 +667,7 @@ pub mod ferry {
                             v.scalar(1, self.radius);
                         }
                     }
-                    #[inline]
+                    #[inline(always)]
                     fn size_into(
                         &self,
                         s: &mut ::ferry::wire::Sizes,
@@ -816,7 +816,7 @@ pub mod ferry {
                             v.scalar(2, self.height);
                         }
                     }
-                    #[inline]
+                    #[inline(always)]
                     fn size_into(
                         &self,
                         s: &mut ::ferry::wire::Sizes,

@@ -453,7 +453,7 @@ pub mod ferry {
                     }
                     ::core::option::Option::None
                 }
-                #[inline]
+                #[inline(always)]
                 fn size_into(
                     &self,
                     s: &mut ::ferry::wire::Sizes,
@@ -1002,7 +1002,7 @@ pub mod ferry {
                         v.scalar(2, x);
                     }
                 }
-                #[inline]
+                #[inline(always)]
                 fn size_into(
                     &self,
                     s: &mut ::ferry::wire::Sizes,
@@ -1203,7 +1203,7 @@ pub mod ferry {
                         v.message(2, x);
                     }
                 }
-                #[inline]
+                #[inline(always)]
                 fn size_into(
                     &self,
                     s: &mut ::ferry::wire::Sizes,
