@@ -159,14 +159,14 @@ impl Shared {
                 .copy_from(&msg)
                 .map_err(|e| Status::new(Code::ResourceExhausted, format!("copying the request: {e}")))?;
         }
-        let (start, term) = (Instant::now(), self.raft.metrics().borrow().current_term);
+        let lease = self.lease_start();
         let resp = self
             .raft
             .client_write(Command { op, msg })
             .await
             .map_err(|e| write_error(e, self.cluster.get()))?;
-        // Committed by a quorum that heard from this leader after `start`.
-        self.renew_lease(term, start);
+        // Committed by a quorum that heard from this leader after the lease's start.
+        self.renew_lease(lease);
         let Applied(result) = resp.data;
         result.map_err(|e| e.status())
     }
@@ -234,18 +234,25 @@ impl Shared {
                 }
             }
         }
-        let (start, term) = (Instant::now(), self.raft.metrics().borrow().current_term);
+        let lease = self.lease_start();
         self.confirm_leadership().await?;
         self.reads.quorum.fetch_add(1, Relaxed);
-        self.renew_lease(term, start);
+        self.renew_lease(lease);
         Ok(())
     }
 
-    /// With `--read-lease`, a quorum has answered this node's heartbeats or appends, sent after
-    /// `start` in `term` (read before `start`): the lease runs from `start`. Kept only when the
-    /// term did not change meanwhile, so that the term confirmed is `term`.
-    fn renew_lease(&self, term: u64, start: Instant) {
-        if let Some(lease) = self.read_lease {
+    /// With `--read-lease`, the term and the time before a heartbeat round or a write's appends
+    /// that may renew the lease.
+    fn lease_start(&self) -> Option<(u64, Instant)> {
+        self.read_lease
+            .map(|_| (self.raft.metrics().borrow().current_term, Instant::now()))
+    }
+
+    /// A quorum has answered this node's heartbeats or appends, sent after `start` in `term`
+    /// (read before `start`): the lease runs from `start`. Kept only when the term did not
+    /// change meanwhile, so that the term confirmed is `term`.
+    fn renew_lease(&self, start: Option<(u64, Instant)>) {
+        if let (Some((term, start)), Some(lease)) = (start, self.read_lease) {
             if self.raft.metrics().borrow().current_term == term {
                 self.lease.set(Some((term, start + lease)));
             }
