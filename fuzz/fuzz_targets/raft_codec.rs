@@ -17,7 +17,11 @@ fn copy_in(b: &[u8]) -> Result<ferry_buf::SharedBuf, String> {
 }
 
 /// `encode(decode(bytes))`, if it decodes, checked to be a fixed point.
-fn canonical<T>(bytes: &[u8], decode: impl Fn(&[u8]) -> Result<T, codec::CodecError>, encode: impl Fn(&T) -> Vec<u8>) {
+fn canonical<T>(
+    bytes: &[u8],
+    decode: impl Fn(&[u8]) -> Result<T, codec::CodecError>,
+    encode: impl Fn(&T) -> Vec<u8>,
+) {
     let Ok(v) = decode(bytes) else { return };
     let once = encode(&v);
     let again = decode(&once).expect("what was encoded decodes");
@@ -25,7 +29,9 @@ fn canonical<T>(bytes: &[u8], decode: impl Fn(&[u8]) -> Result<T, codec::CodecEr
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, bytes)) = data.split_first() else { return };
+    let Some((&pick, bytes)) = data.split_first() else {
+        return;
+    };
     let copy: CopyIn<'_> = &copy_in;
     match pick % 10 {
         0 => {
@@ -41,11 +47,19 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(codec::encode_append(&again).0, body, "the encoding is canonical");
             }
         }
-        1 => canonical(bytes, codec::decode_append_response, codec::encode_append_response),
+        1 => canonical(
+            bytes,
+            codec::decode_append_response,
+            codec::encode_append_response,
+        ),
         2 => canonical(bytes, codec::decode_vote_request, codec::encode_vote_request),
         3 => canonical(bytes, codec::decode_vote_response, codec::encode_vote_response),
         4 => canonical(bytes, codec::decode_snapshot_chunk, codec::encode_snapshot_chunk),
-        5 => canonical(bytes, codec::decode_snapshot_response, codec::encode_snapshot_response),
+        5 => canonical(
+            bytes,
+            codec::decode_snapshot_response,
+            codec::encode_snapshot_response,
+        ),
         6 => canonical(bytes, |b| codec::decode_entry(b, copy), codec::encode_entry),
         7 => canonical(bytes, codec::decode_vote, codec::encode_vote),
         8 => canonical(bytes, codec::decode_log_id, codec::encode_log_id),
