@@ -574,9 +574,7 @@ fn workload(lan: &Lan, dir: &Path, seed: u64, seconds: u64, checker: &Path, setu
         String::from_utf8_lossy(&out.stdout).trim(),
         String::from_utf8_lossy(&out.stderr).trim(),
     );
-    eprintln!(
-        "{report}\nreads since each node's last start: {quorum} confirmed by a quorum, {leased} under a lease"
-    );
+    eprintln!("{report}\nreads served: {quorum} confirmed by a quorum, {leased} under a lease");
     // A run with leases served reads under them; one without, none.
     let leases = setup.args.contains(&"--read-lease");
     assert_eq!(
