@@ -174,9 +174,9 @@ pub fn read_until_closed(mut s: impl Read) {
     }
 }
 
-/// A series sampled once a second, and whether it is flat: the least-squares slope per
-/// sample with its 95 % confidence interval (the t quantile of 2.0, for thirty samples or
-/// more), and the growth that slope makes over the series.
+/// A series sampled once a second, and whether it grows: the least-squares slope per sample
+/// with its 95 % confidence interval (the t quantile of 2.0, for thirty samples or more), and
+/// the growth that slope makes over the series.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Trend {
     /// Units per sample.
@@ -217,11 +217,12 @@ impl Trend {
         }
     }
 
-    /// Flat within noise: the confidence interval holds zero (no trend the noise cannot
-    /// explain), or the growth over the series is under `bound` (a trend too small to matter
-    /// at this length, stated by the caller).
-    pub fn flat(&self, bound: f64) -> bool {
-        self.slope.abs() <= self.half_width || self.growth.abs() < bound
+    /// Does not grow beyond noise: the slope is not above zero by more than its confidence
+    /// interval (no rise the noise cannot explain), or the growth over the series is under
+    /// `bound` (a rise too small to matter at this length, stated by the caller). A series
+    /// that falls does not grow: a heap that settles, or buffers given back, are not a leak.
+    pub fn does_not_grow(&self, bound: f64) -> bool {
+        self.slope <= self.half_width || self.growth < bound
     }
 }
 
@@ -299,7 +300,7 @@ mod tests {
     fn trends_flat_and_growing() {
         let noise = [3.0, 5.0, 4.0, 6.0, 3.0, 5.0, 4.0, 6.0, 3.0, 5.0];
         let flat = Trend::of(&noise);
-        assert!(flat.flat(0.0), "{flat:?}");
+        assert!(flat.does_not_grow(0.0), "{flat:?}");
         let leak: Vec<f64> = noise
             .iter()
             .enumerate()
@@ -307,8 +308,17 @@ mod tests {
             .collect();
         let leak = Trend::of(&leak);
         assert!((leak.slope - 10.0).abs() < 1.0, "{leak:?}");
-        assert!(!leak.flat(50.0), "{leak:?}");
-        assert!(leak.flat(200.0), "under a bound it is allowed");
+        assert!(!leak.does_not_grow(50.0), "{leak:?}");
+        assert!(leak.does_not_grow(200.0), "under a bound it is allowed");
+        // A fall is not growth, however steep: the test's bound of 0 admits no rise at all.
+        let fall: Vec<f64> = noise
+            .iter()
+            .enumerate()
+            .map(|(i, y)| y - 10.0 * i as f64)
+            .collect();
+        let fall = Trend::of(&fall);
+        assert!(fall.slope < -fall.half_width, "{fall:?}");
+        assert!(fall.does_not_grow(0.0), "{fall:?}");
     }
 
     #[test]

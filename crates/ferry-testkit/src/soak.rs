@@ -1,11 +1,11 @@
 //! A soak (issue 28): a server driven for `FERRY_SOAK_SECONDS` (default 60, what CI runs; the
 //! documented long run is 600) at 80 % of the capacity each client measured first, every
 //! reply checked by the client. Once a second the server's resident set, pool bytes in use
-//! and open descriptors are sampled; over the last 80 % of the run each must be flat within
-//! noise ([`Trend::flat`]): its slope's 95 % confidence interval holds zero, or the growth the
-//! slope makes over the window is under the bound the caller states (far below what a leak of
-//! anything per request would make: at 80 % of capacity a soak makes hundreds of thousands of
-//! calls).
+//! and open descriptors are sampled; over the last 80 % of the run none may grow beyond noise
+//! ([`Trend::does_not_grow`]): its slope is not above zero by more than its 95 % confidence
+//! interval, or the growth the slope makes over the window is under the bound the caller
+//! states (far below what a leak of anything per request would make: at 80 % of capacity a
+//! soak makes thousands to hundreds of thousands of calls).
 //!
 //! The figures are printed, and appended to the file `FERRY_HOSTILE_REPORT` names (as the
 //! hostile tests' rows are); `docs/reliability.md` keeps them.
@@ -48,7 +48,7 @@ pub fn seconds() -> u64 {
 
 /// Runs the soak of `server` (its name in the report) with `clients`, sampling `sample()`
 /// (resident set, pool bytes in use, open descriptors) once a second; panics unless every
-/// series is flat within `bounds` and calls were made.
+/// series stays within `bounds` and calls were made.
 pub fn run(server: &str, clients: Vec<MakeClient>, mut sample: impl FnMut() -> [f64; 3], bounds: Bounds) {
     let seconds = seconds();
     let stop = Arc::new(AtomicBool::new(false));
@@ -126,7 +126,10 @@ pub fn run(server: &str, clients: Vec<MakeClient>, mut sample: impl FnMut() -> [
     }
     assert!(total > 0, "the soak made no call");
     for (what, t, bound) in trends {
-        assert!(t.flat(bound), "{server}: {what} grows: {t:?} (bound {bound})");
+        assert!(
+            t.does_not_grow(bound),
+            "{server}: {what} grows: {t:?} (bound {bound})"
+        );
     }
 }
 
