@@ -1,6 +1,6 @@
 //! Fuzz target `raft_codec`: untrusted bytes through ferry-kv's Raft codec, as a node reads its
-//! peers' messages (AppendEntries with its commands, votes, snapshot chunks and every answer)
-//! and its own stored records (log entries, votes, log ids, snapshots).
+//! peers' messages (AppendEntries with its commands, votes, a snapshot stream's header and
+//! every answer) and its own stored records (log entries, votes, log ids, snapshots).
 //!
 //! The first byte picks the decoder (and, for AppendEntries, how many commands come beside the
 //! body); the rest is the input. Nothing may panic, and whatever decodes re-encodes to bytes
@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
         ),
         2 => canonical(bytes, codec::decode_vote_request, codec::encode_vote_request),
         3 => canonical(bytes, codec::decode_vote_response, codec::encode_vote_response),
-        4 => canonical(bytes, codec::decode_snapshot_chunk, codec::encode_snapshot_chunk),
+        4 => canonical(bytes, codec::decode_snapshot_header, codec::encode_snapshot_header),
         5 => canonical(
             bytes,
             codec::decode_snapshot_response,

@@ -374,6 +374,14 @@ fn three_nodes_replicate_over_shared_memory() {
     }
 }
 
+/// A value of 160 KiB, each key's its own: 24 of them make a snapshot of 3.75 MiB, which
+/// streams to a follower in several frames of 1 MiB.
+fn big_value_of(i: usize) -> Vec<u8> {
+    let mut v = vec![i as u8; 160 << 10];
+    v.extend_from_slice(&value_of(i));
+    v
+}
+
 #[test]
 fn a_node_added_catches_up_from_a_snapshot_and_the_others_can_be_removed() {
     let _turn = one_at_a_time();
@@ -382,6 +390,9 @@ fn a_node_added_catches_up_from_a_snapshot_and_the_others_can_be_removed() {
     let addr = nodes[0].addr.clone();
     for i in 0..30 {
         put(&addr, &format!("k{i}"), &value_of(i));
+    }
+    for i in 0..24 {
+        put(&addr, &format!("big{i}"), &big_value_of(i));
     }
     let mut fourth = Node::new("kv-members", 4, None);
     fourth.peers = Some(peers_of(&[&fourth]));
@@ -434,6 +445,79 @@ fn a_node_added_catches_up_from_a_snapshot_and_the_others_can_be_removed() {
             "k{i} on the added node"
         );
     }
+    for i in 0..24 {
+        assert!(
+            get(&fourth.addr, &format!("big{i}")) == big_value_of(i),
+            "big{i} on the added node"
+        );
+    }
+}
+
+/// A snapshot stream is the peer's word until checked: one without its header, one whose
+/// header does not decode, one longer than a node keeps, one that sends more or less than its
+/// header declared, and one that stalls are each refused with a status that says so, before
+/// anything is installed; the node serves on.
+#[test]
+fn snapshot_streams_that_lie_or_stall_are_refused_and_the_node_serves_on() {
+    use ferry::rpc::Code;
+    use ferry_kv::proto::ferry::raft::{RaftClient, RaftFrame};
+    use ferry_kv::raft::codec::{SnapshotHeader, encode_snapshot_header};
+    use openraft::{SnapshotMeta, Vote};
+
+    let _turn = one_at_a_time();
+    let mut node = Node::new("kv-snapshot-lies", 1, None);
+    node.start();
+    put(&node.addr, "before", b"1");
+    let client = RaftClient::new(ferry::rpc::Channel::connect(&node.addr).unwrap());
+    let header = |len: u64| {
+        encode_snapshot_header(&SnapshotHeader {
+            vote: Vote::new_committed(1, 1),
+            meta: SnapshotMeta {
+                last_log_id: None,
+                last_membership: Default::default(),
+                snapshot_id: "a-lie".into(),
+            },
+            len,
+        })
+    };
+    // Sends `bodies` as one stream's frames, ends it and expects `code` with `why`.
+    let refused = |bodies: &[Vec<u8>], end: bool, code: Code, why: &str| {
+        let mut stream = client.install_snapshot().unwrap();
+        for body in bodies {
+            let mut f = RaftFrame::new(stream.context());
+            f.set_body(body.as_slice());
+            stream.send(&f).unwrap();
+        }
+        if end {
+            stream.end().unwrap();
+        }
+        let err = match stream.recv() {
+            Some(Err(e)) => e,
+            other => panic!("expected {code:?} ({why}), got {other:?}"),
+        };
+        assert_eq!(err.code, code, "{err}");
+        assert!(err.message.contains(why), "expected `{why}` in: {err}");
+    };
+    refused(&[], true, Code::InvalidArgument, "without its header");
+    refused(&[vec![9u8; 40]], true, Code::InvalidArgument, "does not decode");
+    refused(&[header(4 << 30)], true, Code::ResourceExhausted, "longer than");
+    refused(
+        &[header(10), vec![1u8; 11]],
+        true,
+        Code::InvalidArgument,
+        "more data",
+    );
+    refused(
+        &[header(100), vec![1u8; 50]],
+        true,
+        Code::InvalidArgument,
+        "ended after 50",
+    );
+    // The header, then nothing, the stream left open: given up after the frame wait (10 s).
+    refused(&[header(100)], false, Code::DeadlineExceeded, "no frame");
+    assert_eq!(get(&node.addr, "before"), b"1");
+    put(&node.addr, "after", b"2");
+    assert_eq!(get(&node.addr, "after"), b"2");
 }
 
 #[test]

@@ -10,14 +10,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ferry_buf::SharedBuf;
-use openraft::error::SnapshotMismatch;
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
 use openraft::{
-    BasicNode, CommittedLeaderId, Entry, EntryPayload, LogId, Membership, SnapshotMeta, SnapshotSegmentId,
-    StoredMembership, Vote,
+    BasicNode, CommittedLeaderId, Entry, EntryPayload, LogId, Membership, SnapshotMeta, StoredMembership,
+    Vote,
 };
 
 use super::{Command, NodeId, Op, TypeConfig};
@@ -481,72 +479,52 @@ pub fn decode_vote_response(bytes: &[u8]) -> Result<VoteResponse<NodeId>, CodecE
     Ok(v)
 }
 
-/// An InstallSnapshot request (one chunk).
-pub fn encode_snapshot_chunk(rpc: &InstallSnapshotRequest<TypeConfig>) -> Vec<u8> {
+/// The first frame of a streamed snapshot: the leader's vote, the snapshot's metadata and the
+/// length of its data, which the frames after it carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotHeader {
+    /// The leader's vote: the follower installs the snapshot only under it.
+    pub vote: Vote<NodeId>,
+    /// The snapshot's metadata.
+    pub meta: SnapshotMeta<NodeId, BasicNode>,
+    /// Bytes of data that follow.
+    pub len: u64,
+}
+
+/// A streamed snapshot's first frame.
+pub fn encode_snapshot_header(h: &SnapshotHeader) -> Vec<u8> {
     let mut w = Writer::new();
-    w.vote(&rpc.vote);
-    w.snapshot_meta(&rpc.meta);
-    w.u64(rpc.offset);
-    w.bytes(&rpc.data);
-    w.u8(u8::from(rpc.done));
+    w.vote(&h.vote);
+    w.snapshot_meta(&h.meta);
+    w.u64(h.len);
     w.finish()
 }
 
-/// An InstallSnapshot request from a peer.
-pub fn decode_snapshot_chunk(bytes: &[u8]) -> Result<InstallSnapshotRequest<TypeConfig>, CodecError> {
-    let mut r = Reader::new(bytes, "InstallSnapshot");
-    let v = InstallSnapshotRequest {
+/// A streamed snapshot's first frame, from a peer.
+pub fn decode_snapshot_header(bytes: &[u8]) -> Result<SnapshotHeader, CodecError> {
+    let mut r = Reader::new(bytes, "InstallSnapshot header");
+    let h = SnapshotHeader {
         vote: r.vote()?,
         meta: r.snapshot_meta()?,
-        offset: r.u64()?,
-        data: r.bytes()?.to_vec(),
-        done: r.flag()?,
+        len: r.u64()?,
     };
     r.end()?;
-    Ok(v)
+    Ok(h)
 }
 
-/// An InstallSnapshot answer: the follower's vote, or the chunk it expected instead.
-pub fn encode_snapshot_response(resp: &Result<InstallSnapshotResponse<NodeId>, SnapshotMismatch>) -> Vec<u8> {
+/// An InstallSnapshot answer: the follower's vote.
+pub fn encode_snapshot_response(resp: &SnapshotResponse<NodeId>) -> Vec<u8> {
     let mut w = Writer::new();
-    match resp {
-        Ok(r) => {
-            w.u8(0);
-            w.vote(&r.vote);
-        }
-        Err(m) => {
-            w.u8(1);
-            for seg in [&m.expect, &m.got] {
-                w.bytes(seg.id.as_bytes());
-                w.u64(seg.offset);
-            }
-        }
-    }
+    w.vote(&resp.vote);
     w.finish()
 }
 
 /// An InstallSnapshot answer from a peer.
-pub fn decode_snapshot_response(
-    bytes: &[u8],
-) -> Result<Result<InstallSnapshotResponse<NodeId>, SnapshotMismatch>, CodecError> {
+pub fn decode_snapshot_response(bytes: &[u8]) -> Result<SnapshotResponse<NodeId>, CodecError> {
     let mut r = Reader::new(bytes, "InstallSnapshot response");
-    let out = match r.u8()? {
-        0 => Ok(InstallSnapshotResponse { vote: r.vote()? }),
-        1 => {
-            let mut seg = || -> Result<SnapshotSegmentId, CodecError> {
-                Ok(SnapshotSegmentId {
-                    id: r.string()?,
-                    offset: r.u64()?,
-                })
-            };
-            let expect = seg()?;
-            let got = seg()?;
-            Err(SnapshotMismatch { expect, got })
-        }
-        k => return Err(r.err(format!("answer kind {k}"))),
-    };
+    let v = SnapshotResponse { vote: r.vote()? };
     r.end()?;
-    Ok(out)
+    Ok(v)
 }
 
 /// The store's contents as a snapshot writes them: `(key, kind, parts)` records.
@@ -662,6 +640,31 @@ mod tests {
             let err = decode_entry(&bytes[..n], &copy).unwrap_err();
             assert_eq!(err.what, "log entry");
         }
+    }
+
+    #[test]
+    fn a_snapshot_header_round_trips_and_every_truncation_is_an_error() {
+        let h = SnapshotHeader {
+            vote: Vote::new_committed(4, 2),
+            meta: SnapshotMeta {
+                last_log_id: Some(LogId::new(CommittedLeaderId::new(4, 2), 900)),
+                last_membership: StoredMembership::new(
+                    Some(LogId::new(CommittedLeaderId::new(1, 1), 1)),
+                    membership(),
+                ),
+                snapshot_id: "4-2-900-1".into(),
+            },
+            len: 3 << 20,
+        };
+        let bytes = encode_snapshot_header(&h);
+        assert_eq!(decode_snapshot_header(&bytes).unwrap(), h);
+        for n in 0..bytes.len() {
+            let err = decode_snapshot_header(&bytes[..n]).unwrap_err();
+            assert_eq!(err.what, "InstallSnapshot header");
+        }
+        let mut long = bytes.clone();
+        long.push(0);
+        assert!(decode_snapshot_header(&long).is_err(), "a byte past the end");
     }
 
     #[test]

@@ -3,23 +3,29 @@
 //! use and again after a failure.
 
 use std::cell::Cell;
+use std::future::Future;
 use std::rc::Rc;
+use std::time::Duration;
 
 use ferry::rpc::tokio::AsyncChannel;
 use ferry::rpc::{ChannelConfig, Code, Status};
 use openraft::error::{
-    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, Unreachable,
+    Fatal, InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, ReplicationClosed,
+    StreamingError, Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
+    SnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, EntryPayload};
+use openraft::{BasicNode, EntryPayload, OptionalSend, Snapshot, Vote};
 
-use super::codec::{self, CodecError};
+use super::codec::{self, CodecError, SnapshotHeader};
 use super::{NodeId, TypeConfig};
 use crate::proto::ferry::raft::{RaftClient, RaftFrame};
+
+/// Bytes of snapshot data in one frame of the `InstallSnapshot` stream.
+pub(crate) const SNAPSHOT_CHUNK: usize = 1 << 20;
 
 /// Why a call to a peer failed.
 #[derive(Debug, thiserror::Error)]
@@ -98,25 +104,29 @@ pub(crate) struct Peer {
 type RpcResult<T, E = openraft::error::Infallible> =
     Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
 
+type SnapshotResult = Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, Fatal<NodeId>>>;
+
 impl Peer {
+    fn status_error(&self, status: Status) -> Unreachable {
+        Unreachable::new(&PeerError::Status {
+            target: self.target,
+            addr: self.addr.clone(),
+            status,
+        })
+    }
+
     fn unreachable<E: std::error::Error>(
         &self,
         status: Status,
     ) -> RPCError<NodeId, BasicNode, RaftError<NodeId, E>> {
-        RPCError::Unreachable(Unreachable::new(&PeerError::Status {
-            target: self.target,
-            addr: self.addr.clone(),
-            status,
-        }))
+        RPCError::Unreachable(self.status_error(status))
     }
 
-    /// The open connection, opening it first if need be.
-    async fn client<E: std::error::Error>(
-        &mut self,
-    ) -> Result<&RaftClient<AsyncChannel>, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+    /// Opens the connection if it is not open.
+    async fn connect(&mut self) -> Result<(), Status> {
         loop {
             match &mut self.conn {
-                Conn::Open(_) => break,
+                Conn::Open(_) => return Ok(()),
                 Conn::Closed => {
                     let addr = self.addr.clone();
                     let channel = self.channel.clone();
@@ -129,15 +139,31 @@ impl Peer {
                     self.conn = Conn::Closed;
                     match opened {
                         Ok(Ok(ch)) => self.conn = Conn::Open(RaftClient::new(ch)),
-                        Ok(Err(status)) => return Err(self.unreachable(status)),
-                        Err(e) => return Err(self.unreachable(Status::new(Code::Internal, e.to_string()))),
+                        Ok(Err(status)) => return Err(status),
+                        Err(e) => return Err(Status::new(Code::Internal, e.to_string())),
                     }
                 }
             }
         }
+    }
+
+    /// The open connection, opening it first if need be.
+    async fn client<E: std::error::Error>(
+        &mut self,
+    ) -> Result<&RaftClient<AsyncChannel>, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+        if let Err(status) = self.connect().await {
+            return Err(self.unreachable(status));
+        }
         match &self.conn {
             Conn::Open(c) => Ok(c),
             _ => unreachable!("opened above"),
+        }
+    }
+
+    /// A call failed with `status`: a broken connection is opened again next time.
+    fn failed(&mut self, status: &Status) {
+        if matches!(status.code, Code::Unavailable | Code::Internal | Code::Unknown) {
+            self.conn = Conn::Closed;
         }
     }
 
@@ -162,10 +188,7 @@ impl Peer {
         let reply = match client.inner().call::<RaftFrame<'static>>(method, &frame).await {
             Ok(r) => r,
             Err(status) => {
-                // A broken connection is opened again next time.
-                if matches!(status.code, Code::Unavailable | Code::Internal | Code::Unknown) {
-                    self.conn = Conn::Closed;
-                }
+                self.failed(&status);
                 return Err(self.unreachable(status));
             }
         };
@@ -173,15 +196,81 @@ impl Peer {
         Ok(view.body().to_vec())
     }
 
+    /// [`RaftNetwork::full_snapshot`]'s transfer.
+    async fn stream_snapshot(
+        &mut self,
+        vote: Vote<NodeId>,
+        snapshot: Snapshot<TypeConfig>,
+        ttl: Duration,
+    ) -> SnapshotResult {
+        let unreachable = |peer: &Self, status| StreamingError::Unreachable(peer.status_error(status));
+        if let Err(status) = self.connect().await {
+            return Err(unreachable(self, status));
+        }
+        let Conn::Open(client) = &self.conn else {
+            unreachable!("opened above")
+        };
+        let ctx = client.inner().context().clone();
+        let data = snapshot.snapshot.into_inner();
+        let header = codec::encode_snapshot_header(&SnapshotHeader {
+            vote,
+            meta: snapshot.meta,
+            len: data.len() as u64,
+        });
+        let sent = async {
+            let (mut frames, mut answers) = client.install_snapshot()?;
+            let timed_out = |what: &str| {
+                Status::new(
+                    Code::DeadlineExceeded,
+                    format!("a snapshot's {what} took longer than {ttl:?}"),
+                )
+            };
+            let mut frame = RaftFrame::new(&ctx);
+            frame.set_cluster(self.cluster.get());
+            frame.set_body(header);
+            tokio::time::timeout(ttl, frames.send(&frame))
+                .await
+                .map_err(|_| timed_out("header"))??;
+            for chunk in data.chunks(SNAPSHOT_CHUNK) {
+                let mut frame = RaftFrame::new(&ctx);
+                frame.set_body(chunk);
+                tokio::time::timeout(ttl, frames.send(&frame))
+                    .await
+                    .map_err(|_| timed_out("frame"))??;
+            }
+            frames.end().await?;
+            let answer = tokio::time::timeout(ttl, answers.message())
+                .await
+                .map_err(|_| timed_out("answer (the follower installing it)"))??
+                .ok_or_else(|| {
+                    Status::new(Code::Internal, "the follower ended the stream without an answer")
+                })?;
+            let view = answer.view()?;
+            Ok::<_, Status>(codec::decode_snapshot_response(view.body()))
+        };
+        match sent.await {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(e)) => Err(StreamingError::Network(self.codec_error(e))),
+            Err(status) => {
+                self.failed(&status);
+                Err(unreachable(self, status))
+            }
+        }
+    }
+
+    fn codec_error(&self, source: CodecError) -> NetworkError {
+        NetworkError::new(&PeerError::Codec {
+            target: self.target,
+            addr: self.addr.clone(),
+            source,
+        })
+    }
+
     fn bad_answer<E: std::error::Error>(
         &self,
         source: CodecError,
     ) -> RPCError<NodeId, BasicNode, RaftError<NodeId, E>> {
-        RPCError::Network(NetworkError::new(&PeerError::Codec {
-            target: self.target,
-            addr: self.addr.clone(),
-            source,
-        }))
+        RPCError::Network(self.codec_error(source))
     }
 }
 
@@ -200,26 +289,33 @@ impl RaftNetwork<TypeConfig> for Peer {
         codec::decode_append_response(&reply).map_err(|e| self.bad_answer(e))
     }
 
+    /// Never called: [`full_snapshot`](Self::full_snapshot) streams the whole snapshot, and
+    /// openraft's chunked transfer, which calls this, is not used.
     async fn install_snapshot(
         &mut self,
-        rpc: InstallSnapshotRequest<TypeConfig>,
+        _rpc: InstallSnapshotRequest<TypeConfig>,
         _option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
-        let body = codec::encode_snapshot_chunk(&rpc);
-        let method = crate::proto::ferry::raft::raft_service::INSTALL_SNAPSHOT;
-        let reply = self.call(body, Vec::new(), method).await?;
-        match codec::decode_snapshot_response(&reply) {
-            Ok(Ok(resp)) => Ok(resp),
-            Ok(Err(mismatch)) => Err(RPCError::RemoteError(
-                openraft::error::RemoteError::new_with_node(
-                    self.target,
-                    BasicNode {
-                        addr: self.addr.clone(),
-                    },
-                    RaftError::APIError(InstallSnapshotError::SnapshotMismatch(mismatch)),
-                ),
-            )),
-            Err(e) => Err(self.bad_answer(e)),
+        Err(RPCError::Network(NetworkError::new(&std::io::Error::other(
+            "snapshots are streamed whole (full_snapshot), not sent in chunks",
+        ))))
+    }
+
+    /// Streams the snapshot to the follower (`InstallSnapshot`): its header, then its data
+    /// [`SNAPSHOT_CHUNK`] bytes a frame, then the follower's answer once it installed it. Each
+    /// frame, and the answer, must come within `option`'s hard TTL
+    /// (`install_snapshot_timeout`); `cancel` ends the transfer when replication to this peer
+    /// stops.
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote<NodeId>,
+        snapshot: Snapshot<TypeConfig>,
+        cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
+        option: RPCOption,
+    ) -> SnapshotResult {
+        tokio::select! {
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            sent = self.stream_snapshot(vote, snapshot, option.hard_ttl()) => sent,
         }
     }
 

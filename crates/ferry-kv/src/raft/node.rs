@@ -185,6 +185,10 @@ pub async fn serve(
         election_timeout_max: 1200,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(config.snapshot_every.max(1)),
         max_in_snapshot_log_to_keep: config.snapshot_every / 2,
+        // A snapshot streams to a follower (`network::Peer::full_snapshot`): each frame, and the
+        // follower's answer after it installed the whole (decode, apply, write, fsync), must
+        // come within this. openraft's 200 ms is short for a large snapshot on a busy machine.
+        install_snapshot_timeout: 5_000,
         ..Default::default()
     }
     .validate()

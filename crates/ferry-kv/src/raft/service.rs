@@ -3,12 +3,13 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::io::Cursor;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use ferry::rpc::tokio::{AsyncCall, AsyncRequest};
+use ferry::rpc::tokio::{AsyncCall, AsyncRequest, RequestStream, ResponseSink};
 use ferry::rpc::tokio::{AsyncService, LocalBoxFuture};
 use ferry::rpc::{Code, Encoded, Metadata, Status};
 use ferry::rpc::{MethodInfo, Mode, Shape};
@@ -16,7 +17,7 @@ use ferry::wire::{Context, Message};
 use ferry_buf::SharedBuf;
 use openraft::error::{ChangeMembershipError, ClientWriteError, ForwardToLeader, InitializeError, RaftError};
 use openraft::raft::ClientWriteResponse;
-use openraft::{BasicNode, ChangeMembers, ServerState};
+use openraft::{BasicNode, ChangeMembers, ServerState, Snapshot};
 
 use super::codec::{self, CodecError};
 use super::metrics::Reads;
@@ -484,23 +485,96 @@ impl AsyncRaft for RaftPeer {
         reply(call.ctx(), codec::encode_vote_response(&resp))
     }
 
+    /// A streamed snapshot (see the proto): the header checked (cluster, encoding, length at
+    /// most [`MAX_SNAPSHOT`]), the data gathered up to exactly the length it declared, each
+    /// frame within [`SNAPSHOT_FRAME_WAIT`] of the one before, then installed under the leader's
+    /// vote.
     async fn install_snapshot(
         &self,
         call: AsyncCall,
-        request: AsyncRequest<RaftFrame<'static>>,
-    ) -> Result<Encoded, Status> {
-        let rpc = {
-            let view = request.view()?;
+        mut requests: RequestStream<RaftFrame<'static>>,
+        mut responses: ResponseSink,
+    ) -> Result<(), Status> {
+        let header = {
+            let first = next_snapshot_frame(&mut requests)
+                .await?
+                .ok_or_else(|| Status::new(Code::InvalidArgument, "a snapshot stream without its header"))?;
+            let view = first.view()?;
             self.0.check_cluster(view.cluster())?;
-            codec::decode_snapshot_chunk(view.body()).map_err(undecodable)?
+            codec::decode_snapshot_header(view.body()).map_err(undecodable)?
         };
-        let resp = match self.0.raft.install_snapshot(rpc).await {
-            Ok(r) => Ok(r),
-            Err(RaftError::APIError(openraft::error::InstallSnapshotError::SnapshotMismatch(m))) => Err(m),
-            Err(RaftError::Fatal(f)) => return Err(stopped(f)),
+        let len = header.len;
+        if len > MAX_SNAPSHOT {
+            return Err(Status::new(
+                Code::ResourceExhausted,
+                format!("a snapshot of {len} bytes is longer than the {MAX_SNAPSHOT} bytes a node keeps"),
+            ));
+        }
+        let mut data = Vec::with_capacity(len.min(SNAPSHOT_RESERVE) as usize);
+        while let Some(frame) = next_snapshot_frame(&mut requests).await? {
+            let view = frame.view()?;
+            let piece = view.body();
+            if (data.len() + piece.len()) as u64 > len {
+                return Err(Status::new(
+                    Code::InvalidArgument,
+                    format!(
+                        "snapshot {}: more data than the {len} bytes its header declared",
+                        header.meta.snapshot_id
+                    ),
+                ));
+            }
+            data.extend_from_slice(piece);
+        }
+        if data.len() as u64 != len {
+            return Err(Status::new(
+                Code::InvalidArgument,
+                format!(
+                    "snapshot {}: the stream ended after {} of the {len} bytes its header declared",
+                    header.meta.snapshot_id,
+                    data.len()
+                ),
+            ));
+        }
+        let snapshot = Snapshot {
+            meta: header.meta,
+            snapshot: Box::new(Cursor::new(data)),
         };
-        reply(call.ctx(), codec::encode_snapshot_response(&resp))
+        let resp = self
+            .0
+            .raft
+            .install_full_snapshot(header.vote, snapshot)
+            .await
+            .map_err(stopped)?;
+        let mut answer = RaftFrame::new(call.ctx());
+        answer.set_body(codec::encode_snapshot_response(&resp));
+        responses.send(&answer).await
     }
+}
+
+/// The longest snapshot a node takes from a peer: what one redb value holds (a node keeps its
+/// snapshot as one), 3 GiB.
+const MAX_SNAPSHOT: u64 = 3 << 30;
+
+/// The most a node sets aside for a snapshot before its data arrives: a header's length is
+/// the peer's word, so memory beyond this is taken only as the data comes.
+const SNAPSHOT_RESERVE: u64 = 64 << 20;
+
+/// How long a node waits for a snapshot stream's next frame before giving the stream up (and
+/// the memory it took): a leader that stopped, or a peer that stalls on purpose.
+const SNAPSHOT_FRAME_WAIT: Duration = Duration::from_secs(10);
+
+/// The next frame of a snapshot stream, `None` at its end.
+async fn next_snapshot_frame(
+    requests: &mut RequestStream<RaftFrame<'static>>,
+) -> Result<Option<AsyncRequest<RaftFrame<'static>>>, Status> {
+    tokio::time::timeout(SNAPSHOT_FRAME_WAIT, requests.message())
+        .await
+        .map_err(|_| {
+            Status::new(
+                Code::DeadlineExceeded,
+                format!("no frame of the snapshot stream for {SNAPSHOT_FRAME_WAIT:?}"),
+            )
+        })?
 }
 
 /// The `Cluster` service operators call.
