@@ -25,7 +25,7 @@ use super::{NodeId, TypeConfig};
 use crate::proto::ferry::raft::{RaftClient, RaftFrame};
 
 /// Bytes of snapshot data in one frame of the `InstallSnapshot` stream.
-pub(crate) const SNAPSHOT_CHUNK: usize = 1 << 20;
+const SNAPSHOT_CHUNK: usize = 1 << 20;
 
 /// Why a call to a peer failed.
 #[derive(Debug, thiserror::Error)]
