@@ -4,6 +4,16 @@
 
 #![forbid(unsafe_code)]
 
+mod config;
+mod endpoint;
+mod event;
 pub mod packet;
+mod rtt;
+mod session;
+mod stats;
 
-pub use packet::{Body, DataHeader, Header, Limits, Packet, PacketError, PacketType, SessionId};
+pub use config::{Config, ConfigError, MAX_CREDITS};
+pub use endpoint::Endpoint;
+pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
+pub use packet::{Packet, PacketError, SessionId};
+pub use stats::{Dropped, Drops, SessionStats, Stats};

@@ -1,0 +1,174 @@
+//! Two endpoints over a simulated lossy network: every message arrives exactly once, intact
+//! and in order, within credits and window, and credits come back when idle.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Faults, Net};
+use ferry_dgram::{Config, Event, MAX_CREDITS, SendError, SessionId};
+use ferry_testkit::Rng;
+use ferry_transport::Meta;
+use proptest::prelude::*;
+
+/// Lossy runs need patience: a session is given up only after many timeouts in a row. The
+/// test pool's largest buffer is 1 MiB.
+fn config() -> Config {
+    Config {
+        max_timeouts: 60,
+        max_message_len: 1 << 20,
+        ..Config::default()
+    }
+}
+
+fn body(dir: u64, i: usize, len: usize) -> Vec<u8> {
+    Rng::new(dir << 32 | i as u64).bytes(len)
+}
+
+/// Sends `sizes[0]`, `sizes[1]`, ... from node 0 to 1 and the reverse list from 1 to 0 over
+/// `faults`, sending whenever the window allows, and checks every invariant at every step.
+fn exchange(seed: u64, faults: Faults, sizes: &[usize], back: &[usize]) -> Net {
+    let mut net = Net::new(seed, faults);
+    net.audit = Some((MAX_CREDITS, 8));
+    let (a, b) = (net.add(config(), seed ^ 1), net.add(config(), seed ^ 2));
+    let b_addr = net.nodes[b].addr;
+    let sa = net.nodes[a].ep.connect(b_addr).unwrap();
+    net.run_until("handshake", 100_000, |n| {
+        n.nodes[b]
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Connected { .. }))
+    });
+    let Some(Event::Connected { session: sb, peer }) = net.nodes[b].events.pop() else {
+        panic!("expected Connected, got {:?}", net.nodes[b].events)
+    };
+    assert_eq!(peer, net.nodes[a].addr);
+    let plan = [(a, sa, sizes, b), (b, sb, back, a)];
+    let mut next = [0usize; 2];
+    let config = config();
+    let done = |n: &Net, next: &[usize; 2]| {
+        let idle = |i: usize, s: SessionId| {
+            let st = n.nodes[i].ep.session_stats(s).expect("session alive");
+            st.unacked == 0 && st.messages_in_flight == 0
+        };
+        next[0] == sizes.len()
+            && next[1] == back.len()
+            && idle(a, sa)
+            && idle(b, sb)
+            && received(&n.nodes[b].events).len() == sizes.len()
+            && received(&n.nodes[a].events).len() == back.len()
+    };
+    for _ in 0..2_000_000 {
+        if done(&net, &next) {
+            break;
+        }
+        for (dir, &(from, s, list, _)) in plan.iter().enumerate() {
+            while next[dir] < list.len() {
+                let i = next[dir];
+                let meta = Meta::new(dir as u16, i as u64);
+                match net.nodes[from]
+                    .ep
+                    .send_copy(s, meta, &body(dir as u64, i, list[i]))
+                {
+                    Ok(()) => next[dir] += 1,
+                    Err(SendError::WindowFull { window }) => {
+                        // Refused only when the window is really full.
+                        let acked = net.nodes[from].audit.messages_acked();
+                        assert_eq!((window, next[dir] - acked), (config.window, config.window));
+                        break;
+                    }
+                    Err(e) => panic!("send: {e}"),
+                }
+            }
+            let st = net.nodes[from].ep.session_stats(s).expect("session alive");
+            assert!(st.unacked <= config.credits, "{st:?}");
+            assert!((1..=config.credits).contains(&st.cwnd), "{st:?}");
+        }
+        assert!(net.step() || done(&net, &next), "the network went quiet first");
+    }
+    assert!(done(&net, &next), "not done after the step bound");
+    for &(from, s, list, to) in &plan {
+        let got = received(&net.nodes[to].events);
+        for (i, (meta, data)) in got.iter().enumerate() {
+            let dir = u64::from(meta.kind);
+            assert_eq!(meta.request_id, i as u64, "in send order, each once");
+            assert_eq!(data, &body(dir, i, list[i]), "message {i} intact");
+        }
+        let st = net.nodes[from].ep.session_stats(s).unwrap();
+        assert_eq!(st.credits, config.credits, "credits back to full when idle");
+        let audit = &net.nodes[from].audit;
+        assert_eq!(audit.acked, audit.sent_end, "every packet sent was acknowledged");
+        assert_eq!(audit.messages_acked(), list.len());
+    }
+    for n in &net.nodes {
+        let stats = n.ep.stats();
+        // Duplicates, and data that overtook the Accept (the server sends as soon as it accepts).
+        let d = stats.drops;
+        assert_eq!(d.total(), d.duplicate + d.not_connected, "{stats:?}");
+        assert!(
+            n.events
+                .iter()
+                .all(|e| matches!(e, Event::Message { .. } | Event::Connected { .. }))
+        );
+    }
+    net
+}
+
+fn received(events: &[Event]) -> Vec<(Meta, Vec<u8>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message { meta, data, .. } => Some((*meta, data.to_vec())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn size() -> impl Strategy<Value = usize> {
+    let seg = Config::default().segment_size();
+    prop_oneof![
+        4 => 0..64usize,
+        4 => 0..4 * seg,
+        1 => 0..=256usize << 10,
+    ]
+}
+
+proptest! {
+    #[test]
+    fn every_message_once_intact_in_order(
+        seed in any::<u64>(),
+        loss in 0u64..=30,
+        dup in 0u64..=10,
+        jitter_us in 0u64..2_000,
+        sizes in proptest::collection::vec(size(), 0..14),
+        back in proptest::collection::vec(size(), 0..6),
+    ) {
+        let faults = Faults { loss, dup, jitter: Duration::from_micros(jitter_us) };
+        exchange(seed, faults, &sizes, &back);
+    }
+}
+
+#[test]
+fn clean_network_needs_no_retransmission() {
+    let sizes = [0, 1, 1415, 1416, 100_000, 256 << 10, 3, 7, 9, 11];
+    let net = exchange(1, Faults::default(), &sizes, &sizes);
+    for n in &net.nodes {
+        let stats = n.ep.stats();
+        assert_eq!(
+            (stats.retransmits, stats.timeouts, stats.drops.total()),
+            (0, 0, 0),
+            "{stats:?}"
+        );
+        assert!(stats.rtt.is_some());
+    }
+}
+
+#[test]
+fn heavy_loss_reorder_and_duplication() {
+    let faults = Faults {
+        loss: 30,
+        dup: 10,
+        jitter: Duration::from_millis(3),
+    };
+    exchange(7, faults, &[256 << 10, 0, 5000, 256 << 10, 1], &[70_000, 2]);
+}
