@@ -2,6 +2,7 @@
 //! delay (so packets reorder), lost or duplicated at random; time is a fake `now` that jumps
 //! to the next delivery or timer. No sockets, no sleeps.
 
+// Each test file uses part of it.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -60,9 +61,6 @@ pub struct Net {
     /// (delivery time, sequence) -> (from, to, bytes).
     wire: BTreeMap<(Instant, u64), (SocketAddr, SocketAddr, Vec<u8>)>,
     next: u64,
-    /// Every datagram put on the wire, for tests that look at them.
-    pub sent_log: Vec<(SocketAddr, SocketAddr, Vec<u8>)>,
-    pub log_sent: bool,
     /// Check every data packet against the credits and window (nets with one session per node).
     pub audit: Option<(u32, usize)>,
 }
@@ -85,8 +83,6 @@ impl Net {
             rng: Rng::new(seed),
             wire: BTreeMap::new(),
             next: 0,
-            sent_log: Vec::new(),
-            log_sent: false,
             audit: None,
         }
     }
@@ -111,9 +107,6 @@ impl Net {
 
     /// Puts a datagram on the wire from `from` to `to`, through the faults.
     pub fn inject(&mut self, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
-        if self.log_sent {
-            self.sent_log.push((from, to, bytes.clone()));
-        }
         if self.rng.chance(self.faults.loss, 100) {
             return;
         }
