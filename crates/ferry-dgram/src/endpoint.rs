@@ -284,21 +284,20 @@ impl Endpoint {
     /// The next datagram to send, if any. Call until `None` after every input (packets,
     /// sends, timeouts). Sessions take turns.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        let t = self.resets.pop_front().or_else(|| {
-            let after = self
-                .sessions
-                .range((Bound::Excluded(self.cursor), Bound::Unbounded));
-            let ids: Vec<SessionId> = after
-                .map(|(id, _)| *id)
-                .chain(self.sessions.range(..=self.cursor).map(|(id, _)| *id))
-                .collect();
-            ids.into_iter().find_map(|id| {
-                let s = self.sessions.get_mut(&id)?;
-                let t = s.poll_transmit(now, self.epoch, &mut self.stats)?;
+        let t = match self.resets.pop_front() {
+            Some(t) => t,
+            None => {
+                let (epoch, stats, cursor) = (self.epoch, &mut self.stats, self.cursor);
+                let mut poll = |(id, s): (&SessionId, &mut Session)| {
+                    s.poll_transmit(now, epoch, stats).map(|t| (*id, t))
+                };
+                let after = (Bound::Excluded(cursor), Bound::Unbounded);
+                let found = self.sessions.range_mut(after).find_map(&mut poll);
+                let (id, t) = found.or_else(|| self.sessions.range_mut(..=cursor).find_map(&mut poll))?;
                 self.cursor = id;
-                Some(t)
-            })
-        })?;
+                t
+            }
+        };
         self.stats.packets_sent += 1;
         Some(t)
     }

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Faults, Net, addr};
+use common::{Faults, Net, addr, messages};
 use ferry_dgram::packet::{Body, DataHeader, Header, Limits, Packet};
 use ferry_dgram::{
     Config, ConfigError, ConnectError, Dropped, Event, PacketError, SendError, SessionError, SessionId,
@@ -40,16 +40,6 @@ fn pair(faults: Faults) -> (Net, SessionId, SessionId) {
     };
     net.nodes[0].events.clear();
     (net, sa, sb)
-}
-
-fn messages(events: &[Event]) -> Vec<(Meta, Vec<u8>)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Message { meta, data, .. } => Some((*meta, data.to_vec())),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Faults, Net};
+use common::{Faults, Net, messages};
 use ferry_dgram::{Config, Event, MAX_CREDITS, SendError, SessionId};
 use ferry_testkit::Rng;
 use ferry_transport::Meta;
@@ -55,8 +55,8 @@ fn exchange(seed: u64, faults: Faults, sizes: &[usize], back: &[usize]) -> Net {
             && next[1] == back.len()
             && idle(a, sa)
             && idle(b, sb)
-            && received(&n.nodes[b].events).len() == sizes.len()
-            && received(&n.nodes[a].events).len() == back.len()
+            && messages(&n.nodes[b].events).len() == sizes.len()
+            && messages(&n.nodes[a].events).len() == back.len()
     };
     for _ in 0..2_000_000 {
         if done(&net, &next) {
@@ -88,7 +88,7 @@ fn exchange(seed: u64, faults: Faults, sizes: &[usize], back: &[usize]) -> Net {
     }
     assert!(done(&net, &next), "not done after the step bound");
     for &(from, s, list, to) in &plan {
-        let got = received(&net.nodes[to].events);
+        let got = messages(&net.nodes[to].events);
         for (i, (meta, data)) in got.iter().enumerate() {
             let dir = u64::from(meta.kind);
             assert_eq!(meta.request_id, i as u64, "in send order, each once");
@@ -112,16 +112,6 @@ fn exchange(seed: u64, faults: Faults, sizes: &[usize], back: &[usize]) -> Net {
         );
     }
     net
-}
-
-fn received(events: &[Event]) -> Vec<(Meta, Vec<u8>)> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Message { meta, data, .. } => Some((*meta, data.to_vec())),
-            _ => None,
-        })
-        .collect()
 }
 
 fn size() -> impl Strategy<Value = usize> {

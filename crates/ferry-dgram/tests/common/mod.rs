@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use ferry_dgram::packet::{Body, Limits, Packet};
 use ferry_dgram::{Config, Endpoint, Event};
 use ferry_testkit::Rng;
+use ferry_transport::Meta;
 
 /// What the network does to packets.
 #[derive(Debug, Clone, Copy, Default)]
@@ -69,6 +70,17 @@ const LIMITS: Limits = Limits {
     max_datagram: 1 << 16,
     max_message_len: u32::MAX,
 };
+
+/// The messages among `events`, in order.
+pub fn messages(events: &[Event]) -> Vec<(Meta, Vec<u8>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message { meta, data, .. } => Some((*meta, data.to_vec())),
+            _ => None,
+        })
+        .collect()
+}
 
 pub fn addr(i: usize) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, i as u8 + 1], 7000))
