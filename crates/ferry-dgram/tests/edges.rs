@@ -476,3 +476,58 @@ proptest! {
         prop_assert_eq!(after.drops.total() - before.drops.total() + used, inputs.len() as u64);
     }
 }
+
+/// An Ack from the peer, as bytes.
+fn ack(from: SessionId, to: SessionId, epoch: u64, cum: u64, sack: u32) -> Vec<u8> {
+    let h = Header {
+        dst: to,
+        src: from,
+        epoch,
+        body: Body::Ack { cum, sack },
+    };
+    let mut b = vec![0; h.encoded_len()];
+    h.encode(&mut b).unwrap();
+    b
+}
+
+/// Regression (found by `heavy_loss_reorder_and_duplication`): a reordered, stale Ack whose
+/// bitmap lies far below the packets in flight shifted a 32-bit mask by 32 or more.
+#[test]
+fn a_stale_ack_far_below_the_packets_in_flight() {
+    let (mut net, sa, sb) = pair(Faults::default());
+    net.nodes[0]
+        .ep
+        .send_copy(sa, Meta::new(0, 0), &[1; 40 * 1415])
+        .unwrap();
+    net.run_until("acknowledged", 10_000, |n| {
+        n.nodes[0].ep.session_stats(sa).unwrap().messages_in_flight == 0
+    });
+    // Packets 40..72 in flight, none delivered.
+    net.nodes[0]
+        .ep
+        .send_copy(sa, Meta::new(0, 1), &[2; 40 * 1415])
+        .unwrap();
+    while net.nodes[0].ep.poll_transmit(net.now).is_some() {}
+    assert_eq!(net.nodes[0].ep.session_stats(sa).unwrap().unacked, 32);
+    let epoch = net.nodes[1].ep.epoch();
+    let stale = ack(sb, sa, epoch, 0, 1);
+    assert_eq!(
+        net.nodes[0].ep.handle_packet(net.now, addr(1), &stale),
+        Err(Dropped::Duplicate)
+    );
+}
+
+/// Regression: an Ack's cumulative number near `u64::MAX` overflowed the check of its bitmap.
+#[test]
+fn an_ack_beyond_every_packet_number() {
+    let (mut net, sa, sb) = pair(Faults::default());
+    let epoch = net.nodes[1].ep.epoch();
+    for (cum, sack) in [(u64::MAX, u32::MAX), (u64::MAX - 3, 1), (1, 0), (0, 1)] {
+        let bytes = ack(sb, sa, epoch, cum, sack);
+        assert_eq!(
+            net.nodes[0].ep.handle_packet(net.now, addr(1), &bytes),
+            Err(Dropped::OutOfWindow),
+            "cum {cum} sack {sack:#x}"
+        );
+    }
+}
