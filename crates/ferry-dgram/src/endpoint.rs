@@ -174,7 +174,7 @@ impl Endpoint {
                 if seg > self.config.segment_size() || seg < self.config.min_segment() {
                     return Err(Dropped::Handshake);
                 }
-                s.establish(h.src, h.epoch, seg);
+                s.on_accept(now, h.src, h.epoch, seg, &mut self.stats);
                 self.events.push_back(Event::Connected {
                     session: h.dst,
                     peer: from,

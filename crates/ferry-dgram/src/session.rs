@@ -58,6 +58,8 @@ pub(crate) struct Session {
     pub(crate) connected: bool,
     /// A Connect (client, not connected) or Accept (server) is to be sent.
     handshake_due: bool,
+    /// When the last Connect left.
+    connect_sent: Option<Instant>,
     /// The message bytes per data packet (this side's until the handshake agrees on one).
     seg: usize,
     credits: u32,
@@ -105,6 +107,7 @@ impl Session {
             peer_epoch: 0,
             connected: false,
             handshake_due: true,
+            connect_sent: None,
             seg: config.segment_size(),
             credits: config.credits,
             window: config.window,
@@ -138,10 +141,26 @@ impl Session {
         self.timer = None;
         self.timeouts = 0;
         self.rtt.reset_backoff();
-        let queued: Vec<usize> = (0..self.out.len()).collect();
-        for i in queued {
+        for i in 0..self.out.len() {
             self.number(i);
         }
+    }
+
+    /// The client's side of [`establish`](Self::establish): the Accept arrived. A Connect
+    /// sent once gives the first RTT sample (Karn: none if it was sent again).
+    pub(crate) fn on_accept(
+        &mut self,
+        now: Instant,
+        peer_session: SessionId,
+        peer_epoch: u64,
+        seg: usize,
+        stats: &mut Stats,
+    ) {
+        if let (Some(at), 0) = (self.connect_sent, self.timeouts) {
+            self.rtt.sample(now.saturating_duration_since(at));
+            stats.rtt = self.rtt.srtt();
+        }
+        self.establish(peer_session, peer_epoch, seg);
     }
 
     /// Assigns message `i`'s packet numbers (messages queued before the handshake wait for
@@ -216,6 +235,7 @@ impl Session {
                 header(self.peer_session, Body::Accept { seg })
             } else {
                 self.timer.get_or_insert(now + self.rtt.rto());
+                self.connect_sent = Some(now);
                 header(SessionId::NONE, Body::Connect { seg })
             };
             return Some(Transmit::new(self.peer, &h, None));
@@ -231,11 +251,12 @@ impl Session {
             };
             return Some(Transmit::new(self.peer, &header(self.peer_session, body), None));
         }
-        let pipe = self.sent.iter().filter(|s| !s.acked && !s.lost).count();
-        if pipe >= self.cwnd as usize {
-            return None;
-        }
+        // The congestion window bounds the packets in flight; the credits bound new packets.
+        let cwnd_open = self.sent.iter().filter(|s| !s.acked && !s.lost).count() < self.cwnd as usize;
         let pkt = if let Some(i) = self.sent.iter().position(|s| s.lost && !s.acked) {
+            if !cwnd_open {
+                return None;
+            }
             let s = &mut self.sent[i];
             (s.lost, s.retransmitted, s.at) = (false, true, now);
             stats.retransmits += 1;
@@ -246,6 +267,9 @@ impl Session {
                     self.stalled = true;
                     stats.credits_stalled += 1;
                 }
+                return None;
+            }
+            if !cwnd_open {
                 return None;
             }
             self.stalled = false;

@@ -149,7 +149,10 @@ fn clean_network_needs_no_retransmission() {
             (0, 0, 0),
             "{stats:?}"
         );
-        assert!(stats.rtt.is_some());
+        // 256 KiB is 186 packets: the sender waits for credits.
+        assert!(stats.credits_stalled > 0, "{stats:?}");
+        // One way takes 100 µs on the simulated wire.
+        assert_eq!(stats.rtt, Some(Duration::from_micros(200)));
     }
 }
 
@@ -160,5 +163,10 @@ fn heavy_loss_reorder_and_duplication() {
         dup: 10,
         jitter: Duration::from_millis(3),
     };
-    exchange(7, faults, &[256 << 10, 0, 5000, 256 << 10, 1], &[70_000, 2]);
+    let net = exchange(7, faults, &[256 << 10, 0, 5000, 256 << 10, 1], &[70_000, 2]);
+    let stats = net.nodes[0].ep.stats();
+    assert!(
+        stats.retransmits > 0 && stats.timeouts > 0 && stats.drops.duplicate > 0,
+        "{stats:?}"
+    );
 }
