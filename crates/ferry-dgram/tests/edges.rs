@@ -531,3 +531,102 @@ fn an_ack_beyond_every_packet_number() {
         );
     }
 }
+
+#[test]
+fn many_sessions_share_a_server_each_in_order() {
+    let mut net = Net::new(
+        12,
+        Faults {
+            loss: 10,
+            dup: 5,
+            jitter: Duration::from_millis(1),
+        },
+    );
+    net.add(config(), 100);
+    for seed in 1..=3 {
+        net.add(config(), seed);
+    }
+    // Node 1 opens two sessions: the same peer and epoch, so neither resets the other.
+    let mut sessions = Vec::new();
+    for node in [1, 1, 2, 3] {
+        sessions.push((node, net.nodes[node].ep.connect(addr(0)).unwrap()));
+    }
+    let mut sent = vec![0u64; sessions.len()];
+    let per_session = 20;
+    for _ in 0..100_000 {
+        for (k, &(node, s)) in sessions.iter().enumerate() {
+            while sent[k] < per_session {
+                let meta = Meta::new(k as u16, sent[k]);
+                match net.nodes[node].ep.send_copy(s, meta, &[k as u8; 3000]) {
+                    Ok(()) => sent[k] += 1,
+                    Err(SendError::WindowFull { .. }) => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        if messages(&net.nodes[0].events).len() == sessions.len() * per_session as usize {
+            break;
+        }
+        assert!(net.step(), "the network went quiet first");
+    }
+    let got = messages(&net.nodes[0].events);
+    assert_eq!(got.len(), sessions.len() * per_session as usize);
+    for k in 0..sessions.len() {
+        let ids: Vec<u64> = got
+            .iter()
+            .filter(|(m, _)| m.kind == k as u16)
+            .map(|(m, _)| m.request_id)
+            .collect();
+        assert_eq!(
+            ids,
+            (0..per_session).collect::<Vec<_>>(),
+            "session {k} in order, each once"
+        );
+    }
+    assert!(got.iter().all(|(m, d)| d == &vec![m.kind as u8; 3000]));
+    let connected = net.nodes[0]
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Connected { .. }))
+        .count();
+    assert_eq!(connected, 4);
+    assert!(
+        !net.nodes[0]
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::SessionReset { .. }))
+    );
+}
+
+/// AIMD: loss halves the congestion window; a clean network grows it back, one packet per
+/// window of acknowledgements, up to the credits.
+#[test]
+fn the_congestion_window_halves_on_loss_and_grows_back() {
+    let (mut net, sa, _) = pair(Faults {
+        loss: 20,
+        ..Faults::default()
+    });
+    net.nodes[0]
+        .ep
+        .send_copy(sa, Meta::new(0, 0), &[0; 200 * 1415])
+        .unwrap();
+    let mut lowest = u32::MAX;
+    net.run_until("delivered under loss", 1_000_000, |n| {
+        lowest = lowest.min(n.nodes[0].ep.session_stats(sa).unwrap().cwnd);
+        n.nodes[0].ep.session_stats(sa).unwrap().messages_in_flight == 0
+    });
+    assert!(lowest <= 16, "a loss halves the window from 32: lowest {lowest}");
+    net.faults = Faults::default();
+    let mut i = 1;
+    net.run_until("grown back", 1_000_000, |n| {
+        let st = n.nodes[0].ep.session_stats(sa).unwrap();
+        if st.messages_in_flight == 0 {
+            n.nodes[0]
+                .ep
+                .send_copy(sa, Meta::new(0, i), &[0; 64 * 1415])
+                .unwrap();
+            i += 1;
+        }
+        st.cwnd == 32
+    });
+}
