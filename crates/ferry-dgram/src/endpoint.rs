@@ -140,6 +140,26 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Closes `session` at once: it is removed, a Reset tells the peer (which then sees
+    /// [`Event::SessionReset`] with [`SessionError::PeerReset`]), and the metas of its messages
+    /// not wholly acknowledged are returned (they may or may not have been delivered).
+    pub fn close(&mut self, session: SessionId) -> Result<Vec<Meta>, SendError> {
+        let s = self
+            .sessions
+            .remove(&session)
+            .ok_or(SendError::UnknownSession(session))?;
+        if s.connected {
+            let reset = Header {
+                dst: s.peer_session,
+                src: session,
+                epoch: self.epoch,
+                body: Body::Reset,
+            };
+            self.resets.push_back(Transmit::new(s.peer, &reset, None));
+        }
+        Ok(s.pending())
+    }
+
     /// A datagram from `from`. Whatever it is, nothing panics: a packet that cannot be used is
     /// dropped, counted in [`Stats::drops`], and returned as the reason.
     pub fn handle_packet(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> Result<(), Dropped> {

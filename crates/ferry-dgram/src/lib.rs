@@ -52,7 +52,11 @@
 //! [`Event::SessionReset`] and [`SessionError::PeerRestarted`], listing the metas of their
 //! unacknowledged messages as failed. A packet for an unknown session is answered by a Reset
 //! (at most [`Config::max_pending_resets`] queued), so a peer that restarted as a server is
-//! found out on its old client's next packet.
+//! found out on its old client's next packet. [`Endpoint::close`] ends a session at once and
+//! tells the peer with a Reset. There is no idle timeout and no keepalive: a peer that vanishes
+//! while nothing is in flight keeps its session here until it connects again with a new epoch
+//! or the application closes it (a session with messages in flight is closed after
+//! [`Config::max_timeouts`]).
 //!
 //! # Credits, window, acknowledgements and recovery
 //!

@@ -630,3 +630,28 @@ fn the_congestion_window_halves_on_loss_and_grows_back() {
         st.cwnd == 32
     });
 }
+
+#[test]
+fn a_closed_session_is_reset_at_the_peer() {
+    let (mut net, sa, sb) = pair(Faults::default());
+    net.nodes[0]
+        .ep
+        .send_copy(sa, Meta::new(1, 7), b"unacknowledged")
+        .unwrap();
+    assert_eq!(net.nodes[0].ep.close(sa), Ok(vec![Meta::new(1, 7)]));
+    assert_eq!(net.nodes[0].ep.close(sa), Err(SendError::UnknownSession(sa)));
+    net.run_until("reset", 10_000, |n| !n.nodes[1].events.is_empty());
+    match &net.nodes[1].events[..] {
+        [
+            Event::SessionReset {
+                session,
+                error,
+                failed,
+            },
+        ] => {
+            assert_eq!((*session, *error, failed.len()), (sb, SessionError::PeerReset, 0));
+        }
+        other => panic!("expected SessionReset, got {other:?}"),
+    }
+    assert!(net.nodes[1].ep.session_stats(sb).is_none());
+}
