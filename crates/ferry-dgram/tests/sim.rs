@@ -111,6 +111,17 @@ fn exchange(seed: u64, faults: Faults, sizes: &[usize], back: &[usize]) -> Net {
                 .all(|e| matches!(e, Event::Message { .. } | Event::Connected { .. }))
         );
     }
+    for n in &mut net.nodes {
+        // Delivered messages are the node's pool buffers; once the application drops them
+        // and everything is acknowledged, no buffer is left outstanding.
+        for e in &n.events {
+            if let Event::Message { data, .. } = e {
+                assert!(n.pool.contains(data), "reassembled in the endpoint's pool");
+            }
+        }
+        n.events.clear();
+        assert_eq!(n.pool.stats().buffers_outstanding(), 0, "no buffer leaked");
+    }
     net
 }
 

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use ferry_buf::Pool;
 use ferry_dgram::packet::{Body, Limits, Packet};
 use ferry_dgram::{Config, Endpoint, Event};
 use ferry_testkit::Rng;
@@ -28,6 +29,8 @@ pub struct Faults {
 pub struct Node {
     pub addr: SocketAddr,
     pub ep: Endpoint,
+    /// The pool the endpoint receives (and `send_copy` copies) into.
+    pub pool: Pool,
     pub events: Vec<Event>,
     pub audit: Audit,
 }
@@ -101,10 +104,12 @@ impl Net {
 
     /// Adds an endpoint with `config`, started with `seed`; returns its index.
     pub fn add(&mut self, config: Config, seed: u64) -> usize {
-        let ep = Endpoint::new(config, ferry_testkit::pool(), seed).expect("endpoint");
+        let pool = ferry_testkit::pool();
+        let ep = Endpoint::new(config, pool.clone(), seed).expect("endpoint");
         self.nodes.push(Node {
             addr: addr(self.nodes.len()),
             ep,
+            pool,
             events: Vec::new(),
             audit: Audit::default(),
         });
@@ -113,7 +118,9 @@ impl Net {
 
     /// Replaces node `i` by a fresh endpoint at the same address (a restart).
     pub fn restart(&mut self, i: usize, config: Config, seed: u64) {
-        self.nodes[i].ep = Endpoint::new(config, ferry_testkit::pool(), seed).expect("endpoint");
+        let pool = ferry_testkit::pool();
+        self.nodes[i].ep = Endpoint::new(config, pool.clone(), seed).expect("endpoint");
+        self.nodes[i].pool = pool;
         self.nodes[i].events.clear();
     }
 
