@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::Timely;
 use crate::packet::MAX_HEADER_LEN;
 
 /// The largest credit count: the selective-acknowledgement bitmap covers 32 packets.
@@ -12,7 +13,7 @@ pub const MAX_CREDITS: u32 = 32;
 /// Endpoint configuration. Both ends of a session should use the same `credits`, `window` and
 /// `max_message_len`: a receiver drops (and counts) what exceeds its own, and the sender then
 /// recovers by retransmission or, for a message the receiver cannot take, gives the session up.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// The largest datagram this endpoint sends or accepts (the UDP payload: header and data).
     /// Default 1472, what a 1500-byte Ethernet MTU leaves after the IPv4 (20) and UDP (8)
@@ -41,6 +42,9 @@ pub struct Config {
     /// Consecutive timeouts without progress after which the peer is given up and the session
     /// closed ([`Event::SessionClosed`](crate::Event::SessionClosed)). Default 10.
     pub max_timeouts: u32,
+    /// Congestion control by the RTT gradient (Timely-style) instead of additive increase;
+    /// loss still halves the window. Default `None`: AIMD alone.
+    pub timely: Option<Timely>,
     /// Reset packets queued at once (answers to packets for unknown sessions); more are dropped
     /// and counted, so a flood of forged packets cannot make this endpoint a reflector. Default 64.
     pub max_pending_resets: usize,
@@ -59,6 +63,7 @@ impl Default for Config {
             rto_max: Duration::from_millis(500),
             max_timeouts: 10,
             max_pending_resets: 64,
+            timely: None,
         }
     }
 }
@@ -102,6 +107,11 @@ impl Config {
         }
         if self.rto_min.is_zero() || self.rto_min > self.rto_max {
             return Err(ConfigError("rto_min must be positive and at most rto_max"));
+        }
+        if let Some(t) = self.timely
+            && !(t.t_low <= t.t_high && t.beta > 0.0 && t.beta <= 1.0)
+        {
+            return Err(ConfigError("timely needs t_low <= t_high and beta in (0, 1]"));
         }
         if !(self.rto_min..=self.rto_max).contains(&self.rto_initial) {
             return Err(ConfigError("rto_initial must lie between rto_min and rto_max"));

@@ -84,8 +84,14 @@
 //!   as lost), capped by the credits: +1 packet per window's worth of acknowledged packets,
 //!   halved (at least 1) on a loss event, whether found by the selective acknowledgements or
 //!   by a timeout, once per window of data (losses of packets sent before the decrease belong
-//!   to it). It starts at the credits, as eRPC starts at line rate. Timely (RTT-gradient
-//!   control) is not implemented.
+//!   to it). It starts at the credits, as eRPC starts at line rate.
+//! - **Timely-style control** ([`Config::timely`], off by default) replaces the additive
+//!   increase with Timely's rules (SIGCOMM'15) applied to the window once per RTT: +1 below
+//!   `t_low`, `× (1 - β(1 - t_high/rtt))` above `t_high`, and between them +1 if the smoothed
+//!   RTT difference is falling, else `× (1 - β · gradient)` (the difference over the lowest
+//!   RTT seen). Loss still halves the window. A window, not Timely's paced rate: no pacing
+//!   here (a driver may add it). The tests show it keeping a bottleneck queue below `t_high`
+//!   where AIMD, seeing no loss, keeps it at a full window.
 //!
 //! # Limits
 //!
@@ -145,6 +151,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod congestion;
 mod endpoint;
 mod event;
 pub mod packet;
@@ -153,6 +160,7 @@ mod session;
 mod stats;
 
 pub use config::{Config, ConfigError, MAX_CREDITS};
+pub use congestion::Timely;
 pub use endpoint::Endpoint;
 pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
 pub use packet::{Packet, PacketError, SessionId};

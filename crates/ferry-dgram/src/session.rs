@@ -11,6 +11,7 @@ use ferry_buf::{BufMut, Pool, SharedBuf};
 use ferry_transport::Meta;
 
 use crate::Config;
+use crate::congestion::Congestion;
 use crate::event::{Event, Transmit};
 use crate::packet::{Body, DataHeader, Header, SessionId};
 use crate::rtt::Rtt;
@@ -76,11 +77,7 @@ pub(crate) struct Session {
     snd_nxt: u64,
     /// One entry per packet in `snd_una..snd_nxt`.
     sent: VecDeque<Sent>,
-    cwnd: u32,
-    /// Packets acknowledged since `cwnd` last grew (additive increase: +1 per `cwnd` of them).
-    acked_since_growth: u32,
-    /// Losses of packets below this belong to the loss event already answered.
-    recovery_until: u64,
+    congestion: Congestion,
     rtt: Rtt,
     timer: Option<Instant>,
     timeouts: u32,
@@ -117,9 +114,7 @@ impl Session {
             snd_una: 0,
             snd_nxt: 0,
             sent: VecDeque::new(),
-            cwnd: config.credits,
-            acked_since_growth: 0,
-            recovery_until: 0,
+            congestion: Congestion::new(config.credits, config.timely),
             rtt: Rtt::new(config),
             timer: None,
             timeouts: 0,
@@ -207,7 +202,7 @@ impl Session {
             connected: self.connected,
             unacked,
             credits: self.credits - unacked,
-            cwnd: self.cwnd,
+            cwnd: self.congestion.window(),
             messages_in_flight: self.out.len(),
             srtt: self.rtt.srtt(),
             rto: self.rtt.rto(),
@@ -252,7 +247,8 @@ impl Session {
             return Some(Transmit::new(self.peer, &header(self.peer_session, body), None));
         }
         // The congestion window bounds the packets in flight; the credits bound new packets.
-        let cwnd_open = self.sent.iter().filter(|s| !s.acked && !s.lost).count() < self.cwnd as usize;
+        let cwnd_open =
+            self.sent.iter().filter(|s| !s.acked && !s.lost).count() < self.congestion.window() as usize;
         let pkt = if let Some(i) = self.sent.iter().position(|s| s.lost && !s.acked) {
             if !cwnd_open {
                 return None;
@@ -436,12 +432,7 @@ impl Session {
         }
         self.rtt.reset_backoff();
         self.timeouts = 0;
-        // Additive increase: one packet per window of acknowledged packets.
-        self.acked_since_growth += newly;
-        if self.acked_since_growth >= self.cwnd {
-            self.acked_since_growth = 0;
-            self.cwnd = (self.cwnd + 1).min(self.credits);
-        }
+        self.congestion.on_acked(now, newly, sample);
         while self.sent.front().is_some_and(|s| s.acked) {
             self.sent.pop_front();
             self.snd_una += 1;
@@ -465,20 +456,10 @@ impl Session {
             }
         }
         if let Some(pkt) = lost {
-            self.loss_event(pkt);
+            self.congestion.on_loss(pkt, self.snd_nxt);
         }
         self.timer = (!self.sent.is_empty()).then(|| now + self.rtt.rto());
         Ok(())
-    }
-
-    /// Multiplicative decrease, once per loss event (losses among the packets sent before the
-    /// last decrease belong to it).
-    fn loss_event(&mut self, pkt: u64) {
-        if pkt >= self.recovery_until {
-            self.cwnd = (self.cwnd / 2).max(1);
-            self.acked_since_growth = 0;
-            self.recovery_until = self.snd_nxt;
-        }
     }
 
     /// The retransmission timer fired. `false`: the peer is given up.
@@ -497,7 +478,7 @@ impl Session {
             for s in self.sent.iter_mut().filter(|s| !s.acked) {
                 s.lost = true;
             }
-            self.loss_event(self.snd_una);
+            self.congestion.on_loss(self.snd_una, self.snd_nxt);
         } else {
             self.handshake_due = true;
         }

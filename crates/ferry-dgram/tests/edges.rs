@@ -540,6 +540,7 @@ fn many_sessions_share_a_server_each_in_order() {
             loss: 10,
             dup: 5,
             jitter: Duration::from_millis(1),
+            ..Faults::default()
         },
     );
     net.add(config(), 100);

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Faults, Net, messages};
-use ferry_dgram::{Config, Event, MAX_CREDITS, SendError, SessionId};
+use ferry_dgram::{Config, Event, MAX_CREDITS, SendError, SessionId, Timely};
 use ferry_testkit::Rng;
 use ferry_transport::Meta;
 use proptest::prelude::*;
@@ -27,10 +27,14 @@ fn body(dir: u64, i: usize, len: usize) -> Vec<u8> {
 
 /// Sends `sizes[0]`, `sizes[1]`, ... from node 0 to 1 and the reverse list from 1 to 0 over
 /// `faults`, sending whenever the window allows, and checks every invariant at every step.
-fn exchange(seed: u64, faults: Faults, sizes: &[usize], back: &[usize]) -> Net {
+fn exchange(seed: u64, faults: Faults, timely: Option<Timely>, sizes: &[usize], back: &[usize]) -> Net {
     let mut net = Net::new(seed, faults);
     net.audit = Some((MAX_CREDITS, 8));
-    let (a, b) = (net.add(config(), seed ^ 1), net.add(config(), seed ^ 2));
+    let config = Config { timely, ..config() };
+    let (a, b) = (
+        net.add(config.clone(), seed ^ 1),
+        net.add(config.clone(), seed ^ 2),
+    );
     let b_addr = net.nodes[b].addr;
     let sa = net.nodes[a].ep.connect(b_addr).unwrap();
     net.run_until("handshake", 100_000, |n| {
@@ -45,7 +49,6 @@ fn exchange(seed: u64, faults: Faults, sizes: &[usize], back: &[usize]) -> Net {
     assert_eq!(peer, net.nodes[a].addr);
     let plan = [(a, sa, sizes, b), (b, sb, back, a)];
     let mut next = [0usize; 2];
-    let config = config();
     let done = |n: &Net, next: &[usize; 2]| {
         let idle = |i: usize, s: SessionId| {
             let st = n.nodes[i].ep.session_stats(s).expect("session alive");
@@ -143,16 +146,17 @@ proptest! {
         jitter_us in 0u64..2_000,
         sizes in proptest::collection::vec(size(), 0..14),
         back in proptest::collection::vec(size(), 0..6),
+        timely in any::<bool>(),
     ) {
-        let faults = Faults { loss, dup, jitter: Duration::from_micros(jitter_us) };
-        exchange(seed, faults, &sizes, &back);
+        let faults = Faults { loss, dup, jitter: Duration::from_micros(jitter_us), ..Faults::default() };
+        exchange(seed, faults, timely.then(Timely::default), &sizes, &back);
     }
 }
 
 #[test]
 fn clean_network_needs_no_retransmission() {
     let sizes = [0, 1, 1415, 1416, 100_000, 256 << 10, 3, 7, 9, 11];
-    let net = exchange(1, Faults::default(), &sizes, &sizes);
+    let net = exchange(1, Faults::default(), None, &sizes, &sizes);
     for n in &net.nodes {
         let stats = n.ep.stats();
         assert_eq!(
@@ -173,11 +177,66 @@ fn heavy_loss_reorder_and_duplication() {
         loss: 30,
         dup: 10,
         jitter: Duration::from_millis(3),
+        ..Faults::default()
     };
-    let net = exchange(7, faults, &[256 << 10, 0, 5000, 256 << 10, 1], &[70_000, 2]);
+    let net = exchange(7, faults, None, &[256 << 10, 0, 5000, 256 << 10, 1], &[70_000, 2]);
     let stats = net.nodes[0].ep.stats();
     assert!(
         stats.retransmits > 0 && stats.timeouts > 0 && stats.drops.duplicate > 0,
         "{stats:?}"
+    );
+}
+
+/// Through a bottleneck with an unbounded queue, AIMD never sees a loss and keeps the window
+/// at the credits, so the queue (and the RTT) stays long; Timely-style control shrinks the
+/// window when the RTT rises. Both deliver everything.
+#[test]
+fn timely_keeps_the_bottleneck_queue_shorter_than_aimd() {
+    let run = |timely: Option<Timely>| {
+        let faults = Faults {
+            per_packet: Duration::from_micros(20),
+            ..Faults::default()
+        };
+        let mut net = Net::new(5, faults);
+        let c = Config { timely, ..config() };
+        net.add(c.clone(), 1);
+        net.add(c, 2);
+        let s = net.nodes[0].ep.connect(common::addr(1)).unwrap();
+        let mut sent = 0;
+        let mut rtts = Vec::new();
+        net.run_until("all delivered", 1_000_000, |n| {
+            while sent < 60
+                && n.nodes[0]
+                    .ep
+                    .send_copy(s, Meta::new(0, sent), &[1; 20_000])
+                    .is_ok()
+            {
+                sent += 1;
+            }
+            if let Some(st) = n.nodes[0].ep.session_stats(s) {
+                rtts.extend(st.srtt);
+            }
+            messages(&n.nodes[1].events).len() == 60
+        });
+        let st = net.nodes[0].ep.session_stats(s).unwrap();
+        // The RTT over the second half of the run, once each control has settled.
+        let tail = &rtts[rtts.len() / 2..];
+        (tail.iter().max().copied().unwrap(), st.cwnd)
+    };
+    let (aimd_rtt, aimd_cwnd) = run(None);
+    let timely = Timely {
+        t_low: Duration::from_micros(220),
+        t_high: Duration::from_micros(300),
+        beta: 0.8,
+    };
+    let (timely_rtt, timely_cwnd) = run(Some(timely));
+    assert_eq!(aimd_cwnd, MAX_CREDITS, "no loss: AIMD stays at the credits");
+    // A full window queues at the bottleneck: up to 32 packets at 20 µs each.
+    assert!(aimd_rtt >= Duration::from_micros(600), "AIMD: {aimd_rtt:?}");
+    // Timely shrinks the window until the RTT is back under t_high.
+    assert!(timely_cwnd < MAX_CREDITS, "Timely: window {timely_cwnd}");
+    assert!(
+        timely_rtt <= timely.t_high,
+        "Timely: {timely_rtt:?}, AIMD: {aimd_rtt:?}"
     );
 }

@@ -24,6 +24,9 @@ pub struct Faults {
     pub dup: u64,
     /// Extra random delay up to this, over a 100 µs base: packets reorder.
     pub jitter: Duration,
+    /// A bottleneck: each receiver's link takes this long per packet, and packets queue for it
+    /// (without limit, so the queue shows as delay, not loss). Zero: no bottleneck.
+    pub per_packet: Duration,
 }
 
 pub struct Node {
@@ -65,6 +68,8 @@ pub struct Net {
     /// (delivery time, sequence) -> (from, to, bytes).
     wire: BTreeMap<(Instant, u64), (SocketAddr, SocketAddr, Vec<u8>)>,
     next: u64,
+    /// When each receiver's link is free again.
+    link_free: BTreeMap<SocketAddr, Instant>,
     /// Check every data packet against the credits and window (nets with one session per node).
     pub audit: Option<(u32, usize)>,
 }
@@ -98,6 +103,7 @@ impl Net {
             rng: Rng::new(seed),
             wire: BTreeMap::new(),
             next: 0,
+            link_free: BTreeMap::new(),
             audit: None,
         }
     }
@@ -136,7 +142,9 @@ impl Net {
         };
         for _ in 0..copies {
             let jitter = self.rng.below(self.faults.jitter.as_nanos() as u64 + 1);
-            let at = self.now + Duration::from_micros(100) + Duration::from_nanos(jitter);
+            let free = self.link_free.entry(to).or_insert(self.now);
+            *free = (*free).max(self.now) + self.faults.per_packet;
+            let at = *free + Duration::from_micros(100) + Duration::from_nanos(jitter);
             self.wire.insert((at, self.next), (from, to, bytes.clone()));
             self.next += 1;
         }
