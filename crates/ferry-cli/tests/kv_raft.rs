@@ -521,7 +521,7 @@ fn snapshot_streams_that_lie_or_stall_are_refused_and_the_node_serves_on() {
 }
 
 #[test]
-fn garbage_and_other_clusters_are_refused_and_the_cluster_keeps_serving() {
+fn garbage_forged_terms_and_other_clusters_are_refused_or_survived_and_the_cluster_keeps_serving() {
     let _turn = one_at_a_time();
     use std::io::Write;
     let mut nodes = cluster("kv-bad", 3, &[]);
@@ -550,6 +550,48 @@ fn garbage_and_other_clusters_are_refused_and_the_cluster_keeps_serving() {
         let err = client.vote(&f).unwrap_err();
         assert_eq!(err.code, ferry::rpc::Code::FailedPrecondition, "{err}");
         assert!(err.message.contains("cluster"), "{err}");
+    }
+
+    // A forged term: a vote request and an AppendEntries of term 1000 from node 99, no member,
+    // to every node. Raft survives crashes, not lies (between machines, `--tls-ca` keeps such a
+    // sender out): each is answered as Raft answers it, which may depose the leader, and the
+    // cluster elects one again and serves every acknowledged write.
+    {
+        use ferry_kv::proto::ferry::raft::{RaftClient, RaftFrame};
+        use ferry_kv::raft::{TypeConfig, codec};
+        use openraft::raft::{AppendEntriesRequest, VoteRequest};
+        use openraft::{CommittedLeaderId, LogId, Vote};
+        let term_before = nodes[0].status()["term"].as_u64().unwrap();
+        for n in &nodes {
+            let client = RaftClient::new(ferry::rpc::Channel::connect(&n.addr).unwrap());
+            let ctx = client.inner().context().clone();
+            let mut f = RaftFrame::new(&ctx);
+            f.set_body(codec::encode_vote_request(&VoteRequest {
+                vote: Vote::new(1000, 99),
+                last_log_id: Some(LogId::new(CommittedLeaderId::new(1000, 99), 1 << 40)),
+            }));
+            let answer = client.vote(&f).expect("a forged vote request is answered");
+            codec::decode_vote_response(answer.view().unwrap().body()).expect("a vote answer");
+            let (body, _) = codec::encode_append(&AppendEntriesRequest::<TypeConfig> {
+                vote: Vote::new_committed(1000, 99),
+                prev_log_id: None,
+                leader_commit: None,
+                entries: Vec::new(),
+            });
+            let mut f = RaftFrame::new(&ctx);
+            f.set_body(body);
+            let answer = client
+                .append_entries(&f)
+                .expect("a forged AppendEntries is answered");
+            codec::decode_append_response(answer.view().unwrap().body()).expect("an AppendEntries answer");
+        }
+        put(&addr, "after-forgery", b"3");
+        for n in &nodes {
+            assert_eq!(get(&n.addr, "before"), b"1", "node {}", n.id);
+            assert_eq!(get(&n.addr, "after-forgery"), b"3", "node {}", n.id);
+        }
+        let term_after = nodes[0].status()["term"].as_u64().unwrap();
+        println!("forged term 1000: the cluster's term went from {term_before} to {term_after}");
     }
 
     // A data directory of another node: refused at start, naming both ids.

@@ -25,7 +25,7 @@ use super::{NodeId, TypeConfig};
 use crate::proto::ferry::raft::{RaftClient, RaftFrame};
 
 /// Bytes of snapshot data in one frame of the `InstallSnapshot` stream.
-pub(crate) const SNAPSHOT_CHUNK: usize = 1 << 20;
+const SNAPSHOT_CHUNK: usize = 1 << 20;
 
 /// Why a call to a peer failed.
 #[derive(Debug, thiserror::Error)]
@@ -219,29 +219,18 @@ impl Peer {
         });
         let sent = async {
             let (mut frames, mut answers) = client.install_snapshot()?;
-            let timed_out = |what: &str| {
-                Status::new(
-                    Code::DeadlineExceeded,
-                    format!("a snapshot's {what} took longer than {ttl:?}"),
-                )
-            };
             let mut frame = RaftFrame::new(&ctx);
             frame.set_cluster(self.cluster.get());
             frame.set_body(header);
-            tokio::time::timeout(ttl, frames.send(&frame))
-                .await
-                .map_err(|_| timed_out("header"))??;
+            within(ttl, "header", frames.send(&frame)).await?;
             for chunk in data.chunks(SNAPSHOT_CHUNK) {
                 let mut frame = RaftFrame::new(&ctx);
                 frame.set_body(chunk);
-                tokio::time::timeout(ttl, frames.send(&frame))
-                    .await
-                    .map_err(|_| timed_out("frame"))??;
+                within(ttl, "frame", frames.send(&frame)).await?;
             }
-            frames.end().await?;
-            let answer = tokio::time::timeout(ttl, answers.message())
-                .await
-                .map_err(|_| timed_out("answer (the follower installing it)"))??
+            within(ttl, "end", frames.end()).await?;
+            let answer = within(ttl, "answer (the follower installing it)", answers.message())
+                .await?
                 .ok_or_else(|| {
                     Status::new(Code::Internal, "the follower ended the stream without an answer")
                 })?;
@@ -329,6 +318,20 @@ impl RaftNetwork<TypeConfig> for Peer {
         let reply = self.call(body, Vec::new(), method).await?;
         codec::decode_vote_response(&reply).map_err(|e| self.bad_answer(e))
     }
+}
+
+/// `step` of a snapshot's transfer, given up with `DEADLINE_EXCEEDED` after `ttl`.
+async fn within<T>(
+    ttl: Duration,
+    step: &str,
+    f: impl Future<Output = Result<T, Status>>,
+) -> Result<T, Status> {
+    tokio::time::timeout(ttl, f).await.unwrap_or_else(|_| {
+        Err(Status::new(
+            Code::DeadlineExceeded,
+            format!("a snapshot's {step} took longer than {ttl:?}"),
+        ))
+    })
 }
 
 /// How many of `rpc`'s first entries fit `budget` command bytes (at least one), when not all of
