@@ -1,0 +1,167 @@
+//! Ferry's datagram protocol core, modelled on eRPC (NSDI'19): sessions over unreliable
+//! datagrams, messages cut into MTU-sized packets and reassembled in place into pool buffers,
+//! per-session credits and a request window, loss recovery and congestion control.
+//!
+//! **What it is:** a sans-IO state machine in the style of `quinn-proto`. An [`Endpoint`] is
+//! fed datagrams ([`Endpoint::handle_packet`]) and the time ([`Endpoint::handle_timeout`] at
+//! [`Endpoint::poll_timeout`]), and returns what to send ([`Endpoint::poll_transmit`]) and what
+//! happened ([`Endpoint::poll_event`]). Every input takes `now`; nothing here reads a clock,
+//! touches a socket or sleeps, so the tests drive two endpoints through a simulated network
+//! with loss, reordering and duplication deterministically.
+//!
+//! **What it is not:** a driver. The UDP driver (`sendmmsg`/`recvmmsg`, GSO/GRO) and the AF_XDP
+//! driver own the socket and the clock and move bytes; they, and the
+//! `ferry_transport::Transport` implementation over this core, are not written yet. Nor is
+//! it secure against an on-path attacker: ids and epochs stop blind forgery and stale
+//! packets, not a peer that sees the traffic (no encryption, no authentication).
+//!
+//! # Messages and buffers
+//!
+//! A message is a [`Meta`](ferry_transport::Meta) plus bytes, as on every Ferry transport. A
+//! session is a reliable, ordered message stream (ferry-rpc's streams rely on order): each
+//! message is delivered once, whole, in send order.
+//!
+//! ```text
+//! sender                                        receiver
+//! SharedBuf (the application's pool buffer)     Pool::alloc(msg_len) on the message's first packet seen
+//!   │ held by the session until acknowledged      ▲ each packet's payload written once, at index * seg
+//!   ▼                                             │
+//! Transmit { header bytes, payload = a slice }  handle_packet(bytes): the driver's receive buffer,
+//!   the driver gathers both (no payload copy)     read only during the call
+//!                                               Event::Message { data: SharedBuf } ─► application
+//! ```
+//!
+//! # Packets
+//!
+//! The format is in [`packet`]: a 20-byte common header (magic, version, type, the receiver's
+//! and the sender's session ids, the sender's epoch), then Connect/Accept (segment size),
+//! Data (message sequence number, session-wide packet number, index and count in the message,
+//! message length, payload length, the [`Meta`](ferry_transport::Meta) on the first packet),
+//! Ack (cumulative packet number and a 32-bit selective bitmap) or Reset. [`Packet::decode`]
+//! is the only door for a peer's bytes: it checks every field before any is used and names
+//! what is wrong and where.
+//!
+//! # Sessions
+//!
+//! A client's [`Endpoint::connect`] sends Connect with its segment size; the server answers
+//! Accept with the smaller of both sizes and its own session id (a random nonzero `u32`). A
+//! lost Connect is sent again on the retransmission timeout; a duplicate Connect gets the
+//! Accept again. Messages sent before the Accept wait for it. Each endpoint has an epoch, a
+//! random nonce per start (from the seed the driver gives [`Endpoint::new`]): a Connect from
+//! the same address with a new epoch means the peer restarted, and its old sessions end with
+//! [`Event::SessionReset`] and [`SessionError::PeerRestarted`], listing the metas of their
+//! unacknowledged messages as failed. A packet for an unknown session is answered by a Reset
+//! (at most [`Config::max_pending_resets`] queued), so a peer that restarted as a server is
+//! found out on its old client's next packet. [`Endpoint::close`] ends a session at once and
+//! tells the peer with a Reset. There is no idle timeout and no keepalive: a peer that vanishes
+//! while nothing is in flight keeps its session here until it connects again with a new epoch
+//! or the application closes it (a session with messages in flight is closed after
+//! [`Config::max_timeouts`]).
+//!
+//! # Credits, window, acknowledgements and recovery
+//!
+//! - **Credits** (eRPC: 32): a session sends packet `p` only while `p < snd_una + credits`,
+//!   where `snd_una` is the lowest unacknowledged packet. So at most 32 packets are
+//!   unacknowledged, and the receiver refuses (drops and counts) packets beyond its window.
+//! - **Window** (eRPC: 8): at most 8 messages in flight per session;
+//!   [`Endpoint::send`] returns [`SendError::WindowFull`] beyond.
+//! - **Acknowledgements**, cumulative + selective: every data packet carries a session-wide
+//!   packet number (consecutive across messages). The receiver acknowledges with the lowest
+//!   packet number it has not received (`cum`) and a 32-bit bitmap of the packets above it
+//!   that it has; with the credit rule, that covers everything in flight. One Ack per session
+//!   per [`poll_transmit`](Endpoint::poll_transmit) round acknowledges everything received
+//!   since the last (so a driver that drains its socket before polling coalesces them), and a
+//!   duplicate is acknowledged again, so a lost Ack is repaired.
+//! - **Loss recovery: selective repeat.** A packet with 3 packets acknowledged above it is
+//!   lost and sent again once (fast retransmit); on the retransmission timeout every
+//!   unacknowledged packet is sent again. The timeout follows RFC 6298 (smoothed RTT plus four
+//!   deviations, Karn's rule: no sample from a retransmitted packet; doubled per timeout, between
+//!   [`Config::rto_min`] and [`Config::rto_max`]); after [`Config::max_timeouts`] timeouts in a
+//!   row without progress the session is closed ([`Event::SessionClosed`]).
+//! - **Duplicates** are suppressed by packet number (below `cum` or already in the bitmap):
+//!   a payload is written, and a message delivered, once.
+//! - **Congestion control: AIMD** on the packets in flight (sent, not acknowledged, not taken
+//!   as lost), capped by the credits: +1 packet per window's worth of acknowledged packets,
+//!   halved (at least 1) on a loss event, whether found by the selective acknowledgements or
+//!   by a timeout, once per window of data (losses of packets sent before the decrease belong
+//!   to it). It starts at the credits, as eRPC starts at line rate.
+//! - **Timely-style control** ([`Config::timely`], off by default) replaces the additive
+//!   increase with Timely's rules (SIGCOMM'15) applied to the window once per RTT: +1 below
+//!   `t_low`, `× (1 - β(1 - t_high/rtt))` above `t_high`, and between them +1 if the smoothed
+//!   RTT difference is falling, else `× (1 - β · gradient)` (the difference over the lowest
+//!   RTT seen). Loss still halves the window. A window, not Timely's paced rate: no pacing
+//!   here (a driver may add it). The tests show it keeping a bottleneck queue below `t_high`
+//!   where AIMD, seeing no loss, keeps it at a full window.
+//!
+//! # Limits
+//!
+//! Every one is in [`Config`] and checked: the MTU (default 1472: a 1500-byte IPv4 frame less
+//! 28 bytes of IP and UDP; 1415 bytes of message per packet after the largest, 57-byte header),
+//! the longest message (default 4 MiB, at most the pool's largest buffer and 65535 packets),
+//! credits (1 to 32), window, sessions, pending resets. A receiver allocates at most `window`
+//! reassembly buffers per session, each of a length the decoder has bounded. Whatever a peer
+//! sends, nothing panics: a packet that cannot be used is dropped, returned as a [`Dropped`]
+//! and counted in [`Stats::drops`].
+//!
+//! # Addresses
+//!
+//! Peers are [`SocketAddr`](std::net::SocketAddr)s, not a type parameter: both planned drivers
+//! address peers by IP and port (UDP directly; AF_XDP builds its Ethernet/IP/UDP headers from
+//! them and a neighbour lookup), and one concrete type keeps the API and its errors simple.
+//!
+//! # Example
+//!
+//! Two endpoints, bytes moved by hand (what a driver does with a socket):
+//!
+//! ```
+//! use std::time::Instant;
+//! use ferry_buf::{Pool, PoolConfig};
+//! use ferry_dgram::{Config, Endpoint, Event};
+//! use ferry_transport::Meta;
+//!
+//! let pool = Pool::new(PoolConfig { region_size: 1 << 20, max_bytes: 16 << 20, ..Default::default() })?;
+//! let config = Config { max_message_len: 1 << 20, ..Config::default() };
+//! let (a_addr, b_addr) = ("10.0.0.1:7000".parse()?, "10.0.0.2:7000".parse()?);
+//! let mut a = Endpoint::new(config.clone(), pool.clone(), 1)?;
+//! let mut b = Endpoint::new(config, pool, 2)?;
+//! let session = a.connect(b_addr)?;
+//! a.send_copy(session, Meta::new(1, 42), &[7; 5000])?;
+//!
+//! let now = Instant::now();
+//! let mut delivered = None;
+//! for _ in 0..10 {
+//!     while let Some(t) = a.poll_transmit(now) {
+//!         let _ = b.handle_packet(now, a_addr, &[t.header(), t.payload()].concat());
+//!     }
+//!     while let Some(t) = b.poll_transmit(now) {
+//!         let _ = a.handle_packet(now, b_addr, &[t.header(), t.payload()].concat());
+//!     }
+//!     while let Some(e) = b.poll_event() {
+//!         if let Event::Message { meta, data, .. } = e {
+//!             delivered = Some((meta, data));
+//!         }
+//!     }
+//! }
+//! let (meta, data) = delivered.expect("delivered");
+//! assert_eq!((meta, data.len()), (Meta::new(1, 42), 5000));
+//! assert_eq!(a.session_stats(session).unwrap().credits, 32, "all acknowledged");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod config;
+mod congestion;
+mod endpoint;
+mod event;
+pub mod packet;
+mod rtt;
+mod session;
+mod stats;
+
+pub use config::{Config, ConfigError, MAX_CREDITS};
+pub use congestion::Timely;
+pub use endpoint::Endpoint;
+pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
+pub use packet::{Packet, PacketError, SessionId};
+pub use stats::{Dropped, Drops, SessionStats, Stats};
