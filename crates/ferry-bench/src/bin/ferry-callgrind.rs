@@ -60,7 +60,9 @@ fn main() -> ExitCode {
                 }
             };
         }
-        ["kv", how, shape, iterations] => kv(how, shape, iterations).map_err(|e| BenchError::Ferry(e.to_string())),
+        ["kv", how, shape, iterations] => {
+            kv(how, shape, iterations).map_err(|e| BenchError::Ferry(e.to_string()))
+        }
         [op, system, shape, iterations] => match iterations.parse::<u64>() {
             Ok(iterations) => run(op, system, shape, iterations),
             Err(_) => {
@@ -176,7 +178,9 @@ fn kv(how: &str, shape: &str, iterations: &str) -> Result<(), BoxError> {
         let layout = out.layout();
         head.resize(layout.head_len, 0);
         gather.clear();
-        out.write_head_gather(&layout, &mut head, &mut |b| gather.push((b.as_ptr() as usize, b.len())))?;
+        out.write_head_gather(&layout, &mut head, &mut |b| {
+            gather.push((b.as_ptr() as usize, b.len()))
+        })?;
         black_box((&head, &gather));
     }
     Ok(())
