@@ -182,6 +182,17 @@ impl Metrics {
         self.table.method(id)
     }
 
+    /// Where method `id`'s metrics are, for [`method_at`](Self::method_at); `None` for an id
+    /// [`Metrics::new`] was not given.
+    pub(crate) fn method_index(&self, id: u16) -> Option<usize> {
+        self.table.index(id)
+    }
+
+    /// The metrics at `index`, from [`method_index`](Self::method_index): no search per call.
+    pub(crate) fn method_at(&self, index: usize) -> &MethodMetrics {
+        &self.table.methods[index]
+    }
+
     /// Calls being handled now (gauge `ferry_rpc_in_flight`): `inc()` when a call starts,
     /// `dec()` when it ends.
     pub fn in_flight(&self) -> &Gauge {
@@ -430,11 +441,14 @@ impl Table {
     }
 
     fn method(&self, id: u16) -> &MethodMetrics {
-        self.index
-            .binary_search_by_key(&id, |&(id, _)| id)
-            .ok()
-            .and_then(|at| self.methods.get(self.index[at].1))
+        self.index(id)
+            .and_then(|at| self.methods.get(at))
             .unwrap_or(&self.unknown)
+    }
+
+    fn index(&self, id: u16) -> Option<usize> {
+        let at = self.index.binary_search_by_key(&id, |&(id, _)| id).ok()?;
+        Some(self.index[at].1)
     }
 
     /// Every method, then `unknown`: the order of the exposition.

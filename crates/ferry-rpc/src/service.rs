@@ -107,9 +107,8 @@ pub struct Call<'a> {
     pub(crate) cancelled: Option<&'a AtomicBool>,
     /// What the client sent before the request.
     pub(crate) metadata: Metadata,
-    /// What goes with the answer (a lock, not a `RefCell`, so that `Call` stays `Sync`;
-    /// never contended: the handler sets it, then the driver takes it, on one thread).
-    pub(crate) response_metadata: Mutex<ResponseMetadata>,
+    /// What goes with the answer.
+    pub(crate) response_metadata: ResponseSlot,
     /// The client's certificate identity (TLS with client certificates).
     pub(crate) peer: Option<Arc<PeerIdentity>>,
 }
@@ -130,7 +129,7 @@ impl<'a> Call<'a> {
             ctx,
             cancelled,
             metadata,
-            response_metadata: Mutex::new(ResponseMetadata::default()),
+            response_metadata: ResponseSlot::default(),
             peer: None,
         }
     }
@@ -185,25 +184,19 @@ impl<'a> Call<'a> {
     /// they go out, in one frame, before the answer. Set them before answering
     /// (`reply.send`): once the answer is sent, they are dropped.
     pub fn set_headers(&self, metadata: Metadata) {
-        self.response_metadata
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .headers = metadata;
+        self.response_metadata.set(|m| m.headers = metadata);
     }
 
     /// Sets the response trailers, replacing what was set before: they go out, in one frame,
     /// with the answer, a response or a failure status alike. A handler that fails with a
     /// [`Status`] carrying metadata sends that as its trailers instead.
     pub fn set_trailers(&self, metadata: Metadata) {
-        self.response_metadata
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .trailers = metadata;
+        self.response_metadata.set(|m| m.trailers = metadata);
     }
 
     /// Takes the response metadata (what is left is empty).
     pub(crate) fn take_response_metadata(&self) -> ResponseMetadata {
-        take_metadata(&self.response_metadata)
+        self.response_metadata.take()
     }
 }
 
@@ -214,9 +207,28 @@ pub(crate) struct ResponseMetadata {
     pub(crate) trailers: Metadata,
 }
 
-/// Takes what a response-metadata slot holds.
-pub(crate) fn take_metadata(slot: &Mutex<ResponseMetadata>) -> ResponseMetadata {
-    std::mem::take(&mut *slot.lock().unwrap_or_else(PoisonError::into_inner))
+/// Where a handler's response metadata waits for the answer: a lock, not a `RefCell`, so
+/// that `Call` stays `Sync` (never contended: the handler sets it, then the driver takes it,
+/// on one thread), and a flag, so that a call whose handler set none (most) takes no lock.
+#[derive(Debug, Default)]
+pub(crate) struct ResponseSlot {
+    set: AtomicBool,
+    metadata: Mutex<ResponseMetadata>,
+}
+
+impl ResponseSlot {
+    fn set(&self, f: impl FnOnce(&mut ResponseMetadata)) {
+        f(&mut self.metadata.lock().unwrap_or_else(PoisonError::into_inner));
+        self.set.store(true, Ordering::Release);
+    }
+
+    /// Takes what the slot holds.
+    pub(crate) fn take(&self) -> ResponseMetadata {
+        if !self.set.load(Ordering::Acquire) {
+            return ResponseMetadata::default();
+        }
+        std::mem::take(&mut *self.metadata.lock().unwrap_or_else(PoisonError::into_inner))
+    }
 }
 
 /// A received request or response, borrowed for the duration of a handler or continuation.

@@ -30,6 +30,9 @@ pub enum ServicesError {
 pub(crate) struct Entry {
     pub(crate) service: Arc<dyn Service>,
     pub(crate) info: MethodInfo,
+    /// Where the method's metrics are ([`Metrics::method_at`]): found once, when the services
+    /// are built, not per call.
+    pub(crate) metrics: usize,
 }
 
 pub(crate) struct Inner {
@@ -54,7 +57,7 @@ impl std::fmt::Debug for Services {
 
 /// Builds [`Services`].
 pub struct ServicesBuilder {
-    methods: IdMap<u16, Entry>,
+    methods: IdMap<u16, (Arc<dyn Service>, MethodInfo)>,
     workers: usize,
 }
 
@@ -104,20 +107,14 @@ impl ServicesBuilder {
     pub fn service(mut self, service: impl Service) -> Result<ServicesBuilder, ServicesError> {
         let service: Arc<dyn Service> = Arc::new(service);
         for info in service.methods() {
-            if let Some(other) = self.methods.get(&info.id) {
+            if let Some((_, other)) = self.methods.get(&info.id) {
                 return Err(ServicesError::DuplicateMethod {
                     path: info.path,
-                    other: other.info.path,
+                    other: other.path,
                     id: info.id,
                 });
             }
-            self.methods.insert(
-                info.id,
-                Entry {
-                    service: Arc::clone(&service),
-                    info,
-                },
-            );
+            self.methods.insert(info.id, (Arc::clone(&service), info));
         }
         Ok(self)
     }
@@ -131,17 +128,40 @@ impl ServicesBuilder {
 
     /// The services, with their worker pool started.
     pub fn build(self) -> Result<Services, ServicesError> {
-        let background = self.methods.values().any(|e| e.info.mode == Mode::Background);
+        let background = self
+            .methods
+            .values()
+            .any(|(_, info)| info.mode == Mode::Background);
         let workers = if background && self.workers > 0 {
             Some(Workers::new(self.workers).map_err(ServicesError::Workers)?)
         } else {
             None
         };
-        let mut paths: Vec<(&str, u16)> = self.methods.values().map(|e| (e.info.path, e.info.id)).collect();
+        let mut paths: Vec<(&str, u16)> = self
+            .methods
+            .values()
+            .map(|(_, info)| (info.path, info.id))
+            .collect();
         paths.sort_unstable();
+        let metrics = Arc::new(Metrics::new(&paths));
+        let methods = self
+            .methods
+            .into_iter()
+            .map(|(id, (service, info))| {
+                let metrics = metrics.method_index(id).expect("every method has its metrics");
+                (
+                    id,
+                    Entry {
+                        service,
+                        info,
+                        metrics,
+                    },
+                )
+            })
+            .collect();
         Ok(Services(Arc::new(Inner {
-            metrics: Arc::new(Metrics::new(&paths)),
-            methods: self.methods,
+            metrics,
+            methods,
             workers,
         })))
     }

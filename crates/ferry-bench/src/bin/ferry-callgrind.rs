@@ -4,6 +4,7 @@
 //! ferry-callgrind list
 //! ferry-callgrind <serialize|decode> <system> <shape> <iterations>
 //! ferry-callgrind rpc <system> <tcp|shm|tls> <fields>x<bytes> <in-flight> <calls>
+//! ferry-callgrind kv <shared|borrowed> <values>x<bytes> <iterations>
 //! ```
 //!
 //! `rpc` runs `calls` echo calls of one `ferry bench rpc` configuration (plus a tenth of them
@@ -12,6 +13,14 @@
 //! and prints the number of echo calls the server answered. Run it under
 //! `valgrind --tool=callgrind --separate-threads=yes` with two call counts and subtract: the
 //! server thread's instructions per call (`rpc-callgrind.sh`).
+//!
+//! `kv` builds and serializes, `iterations` times, the answer `ferry kv` gives a `GetM`
+//! (`ferry_kv`'s `Values`, built as its service builds it: a fresh message per answer, the
+//! count reserved, each stored value appended), into a reused header segment and gather list,
+//! as the `ferry` serializer does. `shared` appends each value as the store hands it out, a
+//! counted `SharedBuf` clone (an owning value); `borrowed` appends a slice of the same pool
+//! buffer. The values lie in the context's pool, so those at or above its threshold (512 B)
+//! are referenced either way. Difference two iteration counts as `run-callgrind.sh` does.
 //!
 //! `list` prints every case the Criterion benches run, one `op system shape` per line.
 //! A case does its setup (shape buffers, a fresh system instance, one untimed call that
@@ -28,7 +37,8 @@ use ferry_bench::{BenchError, BoxError, Shape, Sink, rpc};
 
 const USAGE: &str = "usage: ferry-callgrind list\n       \
                      ferry-callgrind <serialize|decode> <system> <shape> <iterations>\n       \
-                     ferry-callgrind rpc <system> <tcp|shm|tls> <fields>x<bytes> <in-flight> <calls>";
+                     ferry-callgrind rpc <system> <tcp|shm|tls> <fields>x<bytes> <in-flight> <calls>\n       \
+                     ferry-callgrind kv <shared|borrowed> <values>x<bytes> <iterations>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -49,6 +59,9 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             };
+        }
+        ["kv", how, shape, iterations] => {
+            kv(how, shape, iterations).map_err(|e| BenchError::Ferry(e.to_string()))
         }
         [op, system, shape, iterations] => match iterations.parse::<u64>() {
             Ok(iterations) => run(op, system, shape, iterations),
@@ -124,6 +137,55 @@ fn run(op: &str, system: &str, shape: &str, iterations: u64) -> Result<(), Bench
     Ok(())
 }
 
+/// `<count>x<len>`, e.g. `2x2048`.
+fn fields(shape: &str) -> Result<(usize, usize), BoxError> {
+    Ok(shape
+        .split_once('x')
+        .and_then(|(n, len)| Some((n.parse().ok()?, len.parse().ok()?)))
+        .ok_or_else(|| format!("shape {shape:?}: expected <fields>x<bytes>, e.g. 2x2048"))?)
+}
+
+/// `kv <shared|borrowed> <values>x<bytes> <iterations>`: `ferry kv`'s `GetM` answer, serialized.
+fn kv(how: &str, shape: &str, iterations: &str) -> Result<(), BoxError> {
+    use ferry::wire::{Context, Outgoing};
+    use ferry_kv::proto::ferry::kv::Values;
+
+    let shared = match how {
+        "shared" => true,
+        "borrowed" => false,
+        _ => return Err(format!("kv {how:?}: expected shared or borrowed").into()),
+    };
+    let (count, len) = fields(shape)?;
+    let iterations: u64 = iterations.parse()?;
+    let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig::default())?;
+    let ctx = Context::new(pool.clone());
+    let stored = (0..count)
+        .map(|i| pool.copy_from(&vec![i as u8; len]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut head = Vec::new();
+    let mut gather: Vec<(usize, usize)> = Vec::new();
+    // One untimed answer first, which sizes the reused buffers.
+    for _ in 0..=iterations {
+        let mut out = Values::new(&ctx);
+        out.init_values(count);
+        for value in &stored {
+            if shared {
+                out.append_values(value.clone());
+            } else {
+                out.append_values(&value[..]);
+            }
+        }
+        let layout = out.layout();
+        head.resize(layout.head_len, 0);
+        gather.clear();
+        out.write_head_gather(&layout, &mut head, &mut |b| {
+            gather.push((b.as_ptr() as usize, b.len()))
+        })?;
+        black_box((&head, &gather));
+    }
+    Ok(())
+}
+
 /// `rpc <system> <tcp|shm> <fields>x<bytes> <in-flight> <calls>`: one profiled RPC run.
 fn rpc(system: &str, transport: &str, shape: &str, in_flight: &str, calls: &str) -> Result<u64, BoxError> {
     use clap::ValueEnum;
@@ -133,10 +195,7 @@ fn rpc(system: &str, transport: &str, shape: &str, in_flight: &str, calls: &str)
         "tls" => (rpc::Transport::Tcp, Link::Tls),
         t => (rpc::Transport::from_str(t, true)?, Link::Plain),
     };
-    let (count, len) = shape
-        .split_once('x')
-        .and_then(|(n, len)| Some((n.parse().ok()?, len.parse().ok()?)))
-        .ok_or_else(|| format!("shape {shape:?}: expected <fields>x<bytes>, e.g. 2x2048"))?;
+    let (count, len) = fields(shape)?;
     let point = rpc::Point {
         system,
         transport,

@@ -186,7 +186,7 @@ impl EventLoop {
             Ok(()) => Code::Ok,
             Err(status) => status.code,
         };
-        metrics.method(method).record(code, now.elapsed());
+        metrics.method_at(entry.metrics).record(code, now.elapsed());
         if let Err(status) = outcome {
             let Some(s) = &mut self.slots[i].session else {
                 return;

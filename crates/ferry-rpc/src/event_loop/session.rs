@@ -2,8 +2,8 @@
 //! waiting for the transport.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 
 use ferry_transport::{Meta, Payload, Transport, TransportError};
 use ferry_wire::Context;
@@ -12,7 +12,7 @@ use crate::conn::TransportKind;
 use crate::conn::frame_alone;
 use crate::dispatch::{end_call, end_stream};
 use crate::id::IdMap;
-use crate::service::{Encoded, Outbox, ResponseMetadata, take_metadata};
+use crate::service::{Encoded, Outbox, ResponseMetadata, ResponseSlot};
 use crate::session::{Client, Server};
 use crate::status::{Status, unsent_response};
 use crate::{CallId, Conn};
@@ -198,7 +198,7 @@ pub(crate) struct SessionOutbox<'s> {
     pub(crate) dead: &'s mut Option<TransportError>,
     pub(crate) id: CallId,
     /// The call's response metadata, as the handler set it.
-    pub(crate) metadata: &'s Mutex<ResponseMetadata>,
+    pub(crate) metadata: &'s ResponseSlot,
 }
 
 impl Outbox for SessionOutbox<'_> {
@@ -210,7 +210,7 @@ impl Outbox for SessionOutbox<'_> {
         let Some(meta) = self.core.response_meta(self.id) else {
             return Ok(false);
         };
-        let set = take_metadata(self.metadata);
+        let set = self.metadata.take();
         let headers = self.core.headers(self.id, &set.headers);
         let trailers = self.core.trailers(self.id, &set.trailers);
         for (md_meta, payload) in headers.into_iter().chain(trailers) {

@@ -2,6 +2,7 @@
 //! sides keep; and a stream's flow control, which both sides keep per streaming call.
 
 use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
 use std::time::Instant;
 
 use crate::CallId;
@@ -193,6 +194,21 @@ impl Calls {
     /// Ends a call: `None` if it is not in progress.
     pub(crate) fn end(&mut self, id: CallId) -> Option<Call> {
         let call = self.calls.remove(&id)?;
+        if let Some(at) = call.deadline {
+            self.deadlines.remove(&(at, id));
+        }
+        Some(call)
+    }
+
+    /// Ends a unary call (one look-up): `None` if it is not in progress or is a stream.
+    pub(crate) fn end_unary(&mut self, id: CallId) -> Option<Call> {
+        let Entry::Occupied(entry) = self.calls.entry(id) else {
+            return None;
+        };
+        if entry.get().stream.is_some() {
+            return None;
+        }
+        let call = entry.remove();
         if let Some(at) = call.deadline {
             self.deadlines.remove(&(at, id));
         }

@@ -224,8 +224,11 @@ impl Server {
         if self.calls.get(id).is_some() {
             return Err(RpcError::DuplicateId { id: wire_id });
         }
-        let budget = self.budgets.remove(&id);
-        // Most calls carry none: no lookup then.
+        // Most calls carry neither a budget nor metadata: no lookup then.
+        let budget = match self.budgets.is_empty() {
+            true => None,
+            false => self.budgets.remove(&id),
+        };
         let metadata = match self.metadata.is_empty() {
             true => Metadata::new(),
             false => self.metadata.remove(&id).unwrap_or_default(),
@@ -367,10 +370,7 @@ impl Server {
     /// or `None` if the call is no longer in progress (cancelled, expired) or is a stream
     /// (end those with [`finish`](Self::finish)): send nothing.
     pub fn respond(&mut self, id: CallId) -> Option<Meta> {
-        if self.calls.get(id)?.stream.is_some() {
-            return None;
-        }
-        let call = self.calls.end(id)?;
+        let call = self.calls.end_unary(id)?;
         Some(Meta {
             kind: call.method,
             flags: wire::RESPONSE,
