@@ -148,7 +148,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod config;
 mod congestion;
@@ -158,6 +158,7 @@ pub mod packet;
 mod rtt;
 mod session;
 mod stats;
+mod udp;
 
 pub use config::{Config, ConfigError, MAX_CREDITS};
 pub use congestion::Timely;
@@ -165,3 +166,4 @@ pub use endpoint::Endpoint;
 pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
 pub use packet::{Packet, PacketError, SessionId};
 pub use stats::{Dropped, Drops, SessionStats, Stats};
+pub use udp::{BindError, UdpConfig, UdpEndpoint, UdpStats};

@@ -1,0 +1,289 @@
+//! The UDP driver over real loopback sockets: an echo server on its own thread, a client on
+//! the test's, messages of 0 B to 256 KiB each answered exactly once and intact, with GSO and
+//! GRO each on and forced off; batching counted; a stranger's garbage dropped and counted.
+//! A kernel without GSO or GRO skips those cases with the reason (and fails under
+//! `FERRY_REQUIRE_KERNEL_FEATURES`).
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferry_dgram::{Config, Event, SendError, SessionId, UdpConfig, UdpEndpoint, UdpStats};
+use ferry_testkit::tools::skip;
+use ferry_testkit::{DEADLINE, Guarded, Rng, pool, wait_until};
+use ferry_transport::Meta;
+
+/// Message sizes around the segment boundaries (1415 bytes per packet at the default MTU)
+/// up to 256 KiB (186 packets).
+const SIZES: [usize; 11] = [0, 1, 64, 1414, 1415, 1416, 2830, 4096, 65_536, 100_000, 256 << 10];
+
+/// How long a blocking `drive` waits at most: a loop's tick, not a timing assumption (every
+/// wait ends early on a datagram).
+const TICK: Duration = Duration::from_millis(20);
+
+fn localhost() -> SocketAddr {
+    (Ipv4Addr::LOCALHOST, 0).into()
+}
+
+fn udp_config(gso: bool, gro: bool) -> UdpConfig {
+    UdpConfig {
+        endpoint: Config {
+            max_message_len: 1 << 20,
+            ..Config::default()
+        },
+        gso,
+        gro,
+        ..UdpConfig::default()
+    }
+}
+
+/// Binds an endpoint; `None` (after a printed skip) if the kernel lacks an offload asked for.
+fn bind(test: &str, gso: bool, gro: bool) -> Option<UdpEndpoint> {
+    let ep = UdpEndpoint::bind(localhost(), udp_config(gso, gro), pool()).expect("bind");
+    let s = ep.stats();
+    if gso && !s.gso {
+        skip(test, "the kernel refused a UDP_SEGMENT send (no UDP GSO)");
+        return None;
+    }
+    if gro && !s.gro {
+        skip(test, "the kernel refused the UDP_GRO socket option (no UDP GRO)");
+        return None;
+    }
+    assert_eq!((s.gso, s.gro), (gso, gro), "a forced fallback is used");
+    Some(ep)
+}
+
+/// An echo server on its own thread: every message is sent back on its session, the received
+/// pool buffer itself (no copy). Publishes its counters after every step; stops when told.
+struct Server {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    stats: Arc<Mutex<UdpStats>>,
+    thread: Guarded<UdpStats>,
+}
+
+impl Server {
+    fn start(mut ep: UdpEndpoint) -> Server {
+        let addr = ep.local_addr().expect("local addr");
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(Mutex::new(ep.stats()));
+        let (stop2, stats2) = (stop.clone(), stats.clone());
+        let thread = ferry_testkit::spawn("echo server", move || {
+            let mut replies = VecDeque::new();
+            while !stop2.load(Ordering::Relaxed) {
+                while let Some(e) = ep.poll_event() {
+                    match e {
+                        Event::Message { session, meta, data } => replies.push_back((session, meta, data)),
+                        Event::Connected { .. } => {}
+                        other => panic!("server: unexpected {other:?}"),
+                    }
+                }
+                // Replies beyond the session's window wait for acknowledgements.
+                while let Some((session, meta, data)) = replies.pop_front() {
+                    match ep.send(session, meta, data.clone()) {
+                        Ok(()) => {}
+                        Err(SendError::WindowFull { .. }) => {
+                            replies.push_front((session, meta, data));
+                            break;
+                        }
+                        Err(e) => panic!("server: reply: {e}"),
+                    }
+                }
+                ep.drive(TICK).expect("server drive");
+                *stats2.lock().unwrap() = ep.stats();
+            }
+            ep.stats()
+        });
+        Server {
+            addr,
+            stop,
+            stats,
+            thread,
+        }
+    }
+
+    fn stats(&self) -> UdpStats {
+        *self.stats.lock().unwrap()
+    }
+
+    fn stop(self) -> UdpStats {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join()
+    }
+}
+
+/// Sends one message of each size on `session` (at most the window in flight) and checks
+/// every answer arrives exactly once, with the bytes sent.
+fn echo(client: &mut UdpEndpoint, session: SessionId, sizes: &[usize], rng: &mut Rng) {
+    let window = Config::default().window;
+    let messages: Vec<Vec<u8>> = sizes.iter().map(|&n| rng.bytes(n)).collect();
+    let mut answered = vec![false; messages.len()];
+    let (mut next, mut in_flight, mut done) = (0, 0, 0);
+    let deadline = Instant::now() + DEADLINE;
+    while done < messages.len() {
+        assert!(
+            Instant::now() < deadline,
+            "{done} of {} answered within {DEADLINE:?}; stats {:?}",
+            messages.len(),
+            client.stats()
+        );
+        while next < messages.len() && in_flight < window {
+            let data = pool().copy_from(&messages[next]).expect("pool");
+            client
+                .send(session, Meta::new(7, next as u64), data)
+                .expect("send within the window");
+            (next, in_flight) = (next + 1, in_flight + 1);
+        }
+        client.drive(TICK).expect("client drive");
+        while let Some(e) = client.poll_event() {
+            match e {
+                Event::Message {
+                    session: s,
+                    meta,
+                    data,
+                } => {
+                    assert_eq!(s, session);
+                    let i = meta.request_id as usize;
+                    assert!(
+                        i < messages.len() && !answered[i],
+                        "answer {i} unexpected or twice"
+                    );
+                    assert_eq!(meta.kind, 7);
+                    assert!(
+                        data[..] == messages[i][..],
+                        "answer {i} ({} B) differs",
+                        messages[i].len()
+                    );
+                    answered[i] = true;
+                    (in_flight, done) = (in_flight - 1, done + 1);
+                }
+                Event::Connected { .. } => {}
+                other => panic!("client: unexpected {other:?}"),
+            }
+        }
+    }
+}
+
+/// The whole echo with GSO and GRO as given: every size answered once and intact; the
+/// offload counters show which path ran.
+fn echo_with(test: &str, gso: bool, gro: bool) {
+    let (Some(server), Some(mut client)) = (bind(test, gso, gro), bind(test, gso, gro)) else {
+        return;
+    };
+    let server = Server::start(server);
+    let session = client.connect(server.addr).expect("connect");
+    let mut rng = Rng::new(ferry_testkit::seed("FERRY_UDP_SEED", 33));
+    echo(&mut client, session, &SIZES, &mut rng);
+    let s = server.stop();
+    let c = client.stats();
+    eprintln!("{test}: client {c:?}\nserver {s:?}");
+    assert_eq!(c.endpoint.messages_received, SIZES.len() as u64);
+    assert_eq!(s.endpoint.messages_received, SIZES.len() as u64);
+    assert_eq!((c.truncated, s.truncated), (0, 0));
+    for st in [c, s] {
+        assert_eq!(st.gso_entries > 0, gso, "GSO entries sent iff GSO is on: {st:?}");
+        if !gro {
+            assert_eq!(st.gro_buffers, 0, "no coalesced buffers without GRO");
+        }
+    }
+    if gso && gro {
+        // On loopback a GSO send reaches a GRO socket whole: the receiver splits it.
+        assert!(
+            c.gro_buffers > 0 && s.gro_buffers > 0,
+            "GRO buffers split: {c:?} {s:?}"
+        );
+    }
+}
+
+#[test]
+fn echo_gso_on_gro_on() {
+    echo_with("echo_gso_on_gro_on", true, true);
+}
+
+#[test]
+fn echo_gso_on_gro_off() {
+    echo_with("echo_gso_on_gro_off", true, false);
+}
+
+#[test]
+fn echo_gso_off_gro_on() {
+    echo_with("echo_gso_off_gro_on", false, true);
+}
+
+#[test]
+fn echo_gso_off_gro_off() {
+    echo_with("echo_gso_off_gro_off", false, false);
+}
+
+/// Without GSO, one `sendmmsg` carries many datagrams: a 256 KiB message's first 32 packets
+/// (the credits) leave in one call.
+#[test]
+fn sendmmsg_batches_several_datagrams_per_call() {
+    let test = "sendmmsg_batches_several_datagrams_per_call";
+    let (Some(server), Some(mut client)) = (bind(test, false, false), bind(test, false, false)) else {
+        return;
+    };
+    let server = Server::start(server);
+    let session = client.connect(server.addr).expect("connect");
+    echo(&mut client, session, &[256 << 10], &mut Rng::new(1));
+    let s = server.stop();
+    let c = client.stats();
+    eprintln!(
+        "datagrams per sendmmsg: client {:.1}, server {:.1}; per recvmmsg: client {:.1}, server {:.1}",
+        c.datagrams_per_send(),
+        s.datagrams_per_send(),
+        c.datagrams_per_recv(),
+        s.datagrams_per_recv()
+    );
+    assert_eq!(c.gso_entries + s.gso_entries, 0);
+    // 186 data packets each way, and the handshake and acknowledgements besides.
+    assert!(c.datagrams_sent >= 187 && s.datagrams_sent >= 186);
+    assert!(c.send_calls < c.datagrams_sent, "client batches: {c:?}");
+    assert!(s.send_calls < s.datagrams_sent, "server batches: {s:?}");
+}
+
+/// Datagrams from a third socket that are not packets are dropped and counted; the session
+/// goes on.
+#[test]
+fn garbage_from_a_stranger_is_dropped_and_counted() {
+    let test = "garbage_from_a_stranger_is_dropped_and_counted";
+    let (Some(server), Some(mut client)) = (bind(test, false, false), bind(test, false, false)) else {
+        return;
+    };
+    let server = Server::start(server);
+    let session = client.connect(server.addr).expect("connect");
+    let mut rng = Rng::new(2);
+    echo(&mut client, session, &SIZES[..6], &mut rng);
+
+    let stranger = UdpSocket::bind(localhost()).expect("stranger");
+    stranger
+        .send_to(b"not a ferry packet", server.addr)
+        .expect("garbage");
+    stranger.send_to(&[], server.addr).expect("empty datagram");
+    wait_until("the server to count the garbage", DEADLINE, || {
+        server.stats().endpoint.drops.malformed == 2
+    });
+
+    echo(&mut client, session, &SIZES[6..], &mut rng);
+    let s = server.stop();
+    assert_eq!(s.endpoint.drops.malformed, 2, "{s:?}");
+    assert_eq!(s.endpoint.messages_received, SIZES.len() as u64);
+    assert_eq!(client.stats().endpoint.messages_received, SIZES.len() as u64);
+}
+
+/// The configuration's batch is checked.
+#[test]
+fn batch_out_of_range_is_refused() {
+    for batch in [0, 65] {
+        let config = UdpConfig {
+            batch,
+            ..UdpConfig::default()
+        };
+        let err = UdpEndpoint::bind(localhost(), config, pool())
+            .err()
+            .expect("refused");
+        assert!(err.to_string().contains("batch"), "{err}");
+    }
+}
