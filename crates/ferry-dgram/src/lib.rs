@@ -9,11 +9,14 @@
 //! touches a socket or sleeps, so the tests drive two endpoints through a simulated network
 //! with loss, reordering and duplication deterministically.
 //!
-//! **What it is not:** a driver. The UDP driver (`sendmmsg`/`recvmmsg`, GSO/GRO) and the AF_XDP
-//! driver own the socket and the clock and move bytes; they, and the
-//! `ferry_transport::Transport` implementation over this core, are not written yet. Nor is
-//! it secure against an on-path attacker: ids and epochs stop blind forgery and stale
-//! packets, not a peer that sees the traffic (no encryption, no authentication).
+//! One driver sits beside it: [`UdpEndpoint`] (the `udp` module) owns a UDP socket and the
+//! clock and moves the core's datagrams with `sendmmsg`/`recvmmsg`, GSO and GRO (see
+//! [The UDP driver](#the-udp-driver)).
+//!
+//! **What it is not (yet):** a `ferry_transport::Transport` (so ferry-rpc cannot call over
+//! `udp://` yet), nor an AF_XDP driver. Nor is it secure against an on-path attacker: ids and
+//! epochs stop blind forgery and stale packets, not a peer that sees the traffic (no
+//! encryption, no authentication).
 //!
 //! # Messages and buffers
 //!
@@ -108,6 +111,50 @@
 //! Peers are [`SocketAddr`](std::net::SocketAddr)s, not a type parameter: both planned drivers
 //! address peers by IP and port (UDP directly; AF_XDP builds its Ethernet/IP/UDP headers from
 //! them and a neighbour lookup), and one concrete type keeps the API and its errors simple.
+//!
+//! # The UDP driver
+//!
+//! [`UdpEndpoint::bind`] makes a non-blocking socket, an [`Endpoint`] seeded from the kernel's
+//! random numbers (`getrandom`), and a receive ring. [`UdpEndpoint::drive`] is one step of
+//! an event loop: wait (up to the caller's limit and the core's next timer, never when given
+//! zero) for the socket, receive everything there, run due timers, send everything the core
+//! has. The socket is `AsFd`, and [`UdpEndpoint::deadline`] and
+//! [`UdpEndpoint::wants_write`] say what an outer loop should wait for.
+//!
+//! ```text
+//! send:  Transmit { header, payload: slice of the message's SharedBuf }
+//!          ─► iovecs (header, payload) straight into sendmmsg: no copy in user space; the
+//!             transmit (and so the buffer) is held until the kernel has taken it
+//!          GSO: a run of equal-sized datagrams to one peer is one sendmmsg entry with
+//!             UDP_SEGMENT; the kernel (or the NIC) cuts it
+//! recv:  recvmmsg into `batch` plain buffers (MTU-sized, or 64 KiB with GRO) ─► each datagram
+//!          (a GRO buffer split by its UDP_GRO segment size) to Endpoint::handle_packet, which
+//!          copies the payload once, into the message's pool buffer
+//! ```
+//!
+//! **Probes and fallbacks.** GSO: at bind, a throwaway loopback socket sends two one-byte
+//! datagrams as one `UDP_SEGMENT` send; any error means no GSO, and every datagram is then its
+//! own `sendmmsg` entry. A GSO send later refused with `EIO` (a device without checksum
+//! offload) or `EINVAL` (a route with a smaller MTU) turns GSO off for good. GRO: the
+//! `UDP_GRO` socket option; refused means MTU-sized receive buffers. [`UdpConfig`] can force
+//! either off; [`UdpStats`] says which path runs and counts syscalls, datagrams per syscall,
+//! GSO entries and GRO buffers beside the core's [`Stats`]. On loopback a GSO send reaches a
+//! GRO socket unsplit; without GSO on the sending side loopback never coalesces.
+//!
+//! **Errors.** A datagram the kernel refuses to send (other than for a full buffer) is
+//! dropped and counted, and the core sends it again; a datagram longer than a receive buffer
+//! is dropped and counted ([`UdpStats::truncated`]); everything else a peer sends goes to the
+//! core, which drops and counts what it cannot use.
+//!
+//! **Unsafe code.** The crate denies `unsafe_code` rather than forbidding it: the driver's
+//! syscalls and control messages (`sendmmsg`, `recvmmsg`, `UDP_SEGMENT`, `UDP_GRO`, `poll`,
+//! `getrandom`) are the one module allowed it, `udp/sys.rs`, whose functions are all safe to
+//! call (memory is lent to the kernel for the call only; headers, addresses and control
+//! buffers live on its stack). The protocol core has none.
+//!
+//! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
+//! whichever address the kernel picks), ECN, the `ferry_transport::Transport` impl, and an
+//! event loop of several endpoints.
 //!
 //! # Example
 //!
