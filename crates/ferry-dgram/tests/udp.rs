@@ -5,7 +5,7 @@
 //! `FERRY_REQUIRE_KERNEL_FEATURES`).
 
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,9 +39,14 @@ fn udp_config(gso: bool, gro: bool) -> UdpConfig {
     }
 }
 
-/// Binds an endpoint; `None` (after a printed skip) if the kernel lacks an offload asked for.
+/// Binds an endpoint on 127.0.0.1; `None` (after a printed skip) if the kernel lacks an
+/// offload asked for.
 fn bind(test: &str, gso: bool, gro: bool) -> Option<UdpEndpoint> {
-    let ep = UdpEndpoint::bind(localhost(), udp_config(gso, gro), pool()).expect("bind");
+    bind_at(test, localhost(), gso, gro)
+}
+
+fn bind_at(test: &str, addr: SocketAddr, gso: bool, gro: bool) -> Option<UdpEndpoint> {
+    let ep = UdpEndpoint::bind(addr, udp_config(gso, gro), pool()).expect("bind");
     let s = ep.stats();
     if gso && !s.gso {
         skip(test, "the kernel refused a UDP_SEGMENT send (no UDP GSO)");
@@ -217,6 +222,30 @@ fn echo_gso_off_gro_on() {
 #[test]
 fn echo_gso_off_gro_off() {
     echo_with("echo_gso_off_gro_off", false, false);
+}
+
+/// The same over IPv6 loopback (the other socket address layout the syscalls convert).
+#[test]
+fn echo_over_ipv6() {
+    let test = "echo_over_ipv6";
+    let addr: SocketAddr = (Ipv6Addr::LOCALHOST, 0).into();
+    if UdpSocket::bind(addr).is_err() {
+        skip(test, "no IPv6 loopback address");
+        return;
+    }
+    let (Some(server), Some(mut client)) = (bind_at(test, addr, true, true), bind_at(test, addr, true, true))
+    else {
+        return;
+    };
+    let server = Server::start(server);
+    let session = client.connect(server.addr).expect("connect");
+    echo(&mut client, session, &SIZES, &mut Rng::new(6));
+    let s = server.stop();
+    assert_eq!(s.endpoint.messages_received, SIZES.len() as u64);
+    assert_eq!(
+        s.endpoint.drops.total() + client.stats().endpoint.drops.total(),
+        0
+    );
 }
 
 /// Without GSO, one `sendmmsg` carries many datagrams: a 256 KiB message's first 32 packets

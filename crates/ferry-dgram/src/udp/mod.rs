@@ -414,3 +414,66 @@ fn probe_gso(addr: SocketAddr) -> bool {
     };
     matches!(sys::sendmmsg(probe.as_fd(), &[msg]), Ok(1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Body, Header};
+
+    /// Transmits of the given datagram lengths (a 20-byte Reset header and a payload) to the
+    /// given ports.
+    fn queue(specs: &[(u16, usize)]) -> VecDeque<Transmit> {
+        let pool = Pool::new(ferry_buf::PoolConfig {
+            region_size: 1 << 20,
+            max_bytes: 8 << 20,
+            ..Default::default()
+        })
+        .expect("pool");
+        let header = Header {
+            dst: SessionId(1),
+            src: SessionId(2),
+            epoch: 3,
+            body: Body::Reset,
+        };
+        specs
+            .iter()
+            .map(|&(port, len)| {
+                let payload = pool.copy_from(&vec![0; len - 20]).expect("payload");
+                let t = Transmit::new((Ipv4Addr::LOCALHOST, port).into(), &header, Some(payload));
+                assert_eq!(t.len(), len);
+                t
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_gso_every_transmit_is_an_entry_up_to_the_batch() {
+        let q = queue(&[(1, 100); 5]);
+        assert_eq!(group(&q, 3, false), [1, 1, 1]);
+        assert_eq!(group(&q, 8, false), [1; 5]);
+    }
+
+    #[test]
+    fn gso_joins_equal_lengths_and_one_shorter_last() {
+        let q = queue(&[(1, 100), (1, 100), (1, 100), (1, 60), (1, 100)]);
+        assert_eq!(group(&q, 8, true), [4, 1]);
+    }
+
+    #[test]
+    fn gso_never_joins_a_longer_datagram_or_another_peer() {
+        let q = queue(&[(1, 100), (1, 120), (1, 120), (2, 120), (2, 50), (2, 50)]);
+        assert_eq!(group(&q, 8, true), [1, 2, 2, 1]);
+    }
+
+    #[test]
+    fn gso_entries_stay_within_the_kernels_limits() {
+        let q = queue(&[(1, 100); 70]);
+        assert_eq!(group(&q, 8, true), [MAX_SEGMENTS, 6]);
+        let q = queue(&[(1, 1472); 50]);
+        assert_eq!(
+            group(&q, 8, true),
+            [MAX_GSO_BYTES / 1472, 50 - MAX_GSO_BYTES / 1472]
+        );
+        assert_eq!(group(&q, 1, true), [MAX_GSO_BYTES / 1472]);
+    }
+}
