@@ -100,6 +100,8 @@ pub struct UdpStats {
     pub gro_buffers: u64,
     /// Datagrams longer than a receive buffer (so longer than the MTU), dropped.
     pub truncated: u64,
+    /// `poll` calls ([`UdpEndpoint::drive`]'s waits).
+    pub poll_calls: u64,
     /// The protocol core's counters.
     pub endpoint: Stats,
 }
@@ -114,19 +116,28 @@ impl UdpStats {
     pub fn datagrams_per_recv(&self) -> f64 {
         self.datagrams_received as f64 / self.recv_calls.max(1) as f64
     }
+
+    /// Every syscall counted: `sendmmsg`, `recvmmsg` and `poll`.
+    pub fn syscalls(&self) -> u64 {
+        self.send_calls + self.recv_calls + self.poll_calls
+    }
 }
 
 /// An [`Endpoint`] on a UDP socket. Single-threaded and never blocking unless asked:
 /// [`drive`](Self::drive) does the I/O and runs the timers, [`poll_event`](Self::poll_event)
 /// returns what happened. For an event loop: the socket is [`AsFd`]; wait for it to be
 /// readable (and writable while [`wants_write`](Self::wants_write)) or until
-/// [`deadline`](Self::deadline), then call `drive(Duration::ZERO)`.
+/// [`deadline`](Self::deadline), then call `drive(Duration::ZERO)`, take the events, and
+/// call `drive(Duration::ZERO)` again if there were any (their answers and
+/// acknowledgements leave then, together).
 pub struct UdpEndpoint {
     socket: UdpSocket,
     endpoint: Endpoint,
     batch: usize,
     /// Transmits polled from the core and not yet taken by the kernel (it said `EAGAIN`).
     queue: VecDeque<Transmit>,
+    /// Events taken from the core by the last [`drive`](Self::drive), for the application.
+    events: VecDeque<Event>,
     /// Set when the kernel's send buffer is full; cleared by the next send that goes through.
     blocked: bool,
     /// The receive ring: `batch` buffers of `rx_len` bytes.
@@ -156,6 +167,7 @@ impl UdpEndpoint {
             endpoint,
             batch: config.batch,
             queue: VecDeque::new(),
+            events: VecDeque::new(),
             blocked: false,
             rx: vec![0; rx_len * config.batch],
             rx_len,
@@ -202,10 +214,9 @@ impl UdpEndpoint {
         self.endpoint.close(session)
     }
 
-    /// The next event ([`Endpoint::poll_event`]). Take them all before a blocking
-    /// [`drive`](Self::drive).
+    /// The next event: what the last [`drive`](Self::drive) received ([`Endpoint::poll_event`]).
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.endpoint.poll_event()
+        self.events.pop_front()
     }
 
     /// When the next timer is due: an event loop's wait ends there at the latest.
@@ -219,20 +230,30 @@ impl UdpEndpoint {
         self.blocked
     }
 
-    /// One step: waits up to `timeout` (not at all if zero) for a datagram, the next timer
-    /// or, while [`wants_write`](Self::wants_write), room to send; then receives what is
-    /// there, runs the timers that are due, and sends what the core has. Errors are the
-    /// socket's (receive errors, and `poll`'s); a datagram the kernel refuses to send is
-    /// dropped and counted instead, and the core sends it again.
+    /// One step: sends what the core has (the application's messages, acknowledgements);
+    /// waits up to `timeout` for a datagram, the next timer or, while
+    /// [`wants_write`](Self::wants_write), room to send (not at all if `timeout` is zero or
+    /// events wait to be taken); receives what is there and runs the timers that are due.
+    /// Then, if that made events, it returns, so that what the application sends in answer
+    /// leaves on the next `drive` in one `sendmmsg` with the acknowledgements; else it sends
+    /// what the core has. So an application calls `drive` again after taking the events.
+    ///
+    /// Errors are the socket's (receive errors, and `poll`'s); a datagram the kernel refuses
+    /// to send is dropped and counted instead, and the core sends it again.
     pub fn drive(&mut self, timeout: Duration) -> io::Result<()> {
         let now = Instant::now();
         self.flush(now);
-        let mut wait = timeout;
+        let mut wait = if self.events.is_empty() {
+            timeout
+        } else {
+            Duration::ZERO
+        };
         if let Some(at) = self.endpoint.poll_timeout() {
             wait = wait.min(at.saturating_duration_since(now));
         }
         if !wait.is_zero() {
             let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+            self.stats.poll_calls += 1;
             sys::poll(self.socket.as_fd(), self.blocked, ms)?;
         }
         let now = Instant::now();
@@ -240,7 +261,11 @@ impl UdpEndpoint {
         if self.endpoint.poll_timeout().is_some_and(|at| at <= now) {
             self.endpoint.handle_timeout(now);
         }
-        self.flush(now);
+        self.events
+            .extend(std::iter::from_fn(|| self.endpoint.poll_event()));
+        if self.events.is_empty() {
+            self.flush(now);
+        }
         Ok(())
     }
 
