@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferry_dgram::{Config, Event, SendError, SessionId, UdpConfig, UdpEndpoint, UdpStats};
+use ferry_dgram::{Config, Event, SendError, SessionError, SessionId, UdpConfig, UdpEndpoint, UdpStats};
 use ferry_testkit::tools::skip;
 use ferry_testkit::{DEADLINE, Guarded, Rng, pool, wait_until};
 use ferry_transport::Meta;
@@ -324,4 +324,50 @@ fn batch_out_of_range_is_refused() {
             .expect("refused");
         assert!(err.to_string().contains("batch"), "{err}");
     }
+}
+
+/// `drive(Duration::ZERO)` never waits: on an endpoint with nothing to do it looks at the
+/// socket once and returns.
+#[test]
+fn drive_with_zero_timeout_never_waits() {
+    ferry_testkit::within("drive(ZERO) on an idle endpoint", || {
+        let mut ep = UdpEndpoint::bind(localhost(), udp_config(false, false), pool()).expect("bind");
+        for _ in 0..3 {
+            ep.drive(Duration::ZERO).expect("drive");
+        }
+        let s = ep.stats();
+        assert_eq!((s.poll_calls, s.recv_calls, s.send_calls), (0, 3, 0), "{s:?}");
+        assert!(ep.poll_event().is_none());
+    });
+}
+
+/// A blocking `drive` wakes for the core's timers: a Connect to a socket that never answers
+/// is sent again on each retransmission timeout and the session given up after
+/// `max_timeouts`, though every `drive` was allowed an hour.
+#[test]
+fn a_blocking_drive_wakes_for_the_retransmission_timer() {
+    ferry_testkit::within("drive against a silent peer", || {
+        let silent = UdpSocket::bind(localhost()).expect("silent peer");
+        let mut config = udp_config(false, false);
+        config.endpoint.max_timeouts = 2;
+        config.endpoint.rto_initial = Duration::from_millis(10);
+        let mut ep = UdpEndpoint::bind(localhost(), config, pool()).expect("bind");
+        let session = ep.connect(silent.local_addr().expect("addr")).expect("connect");
+        let event = loop {
+            ep.drive(Duration::from_secs(3600)).expect("drive");
+            if let Some(e) = ep.poll_event() {
+                break e;
+            }
+        };
+        assert!(
+            matches!(event, Event::SessionClosed { session: s, error: SessionError::Unresponsive, .. } if s == session),
+            "{event:?}"
+        );
+        assert_eq!(ep.stats().endpoint.timeouts, 3);
+        // The first Connect and one per timeout but the last, all already on the socket.
+        silent.set_nonblocking(true).expect("nonblocking");
+        let mut buf = [0; 2048];
+        let connects = std::iter::from_fn(|| silent.recv_from(&mut buf).ok()).count();
+        assert_eq!(connects, 3);
+    });
 }
