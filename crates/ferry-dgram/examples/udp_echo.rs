@@ -139,6 +139,8 @@ fn run(in_flight: usize, duration: Duration) -> Run {
             recv_calls: c.recv_calls - client_before.recv_calls,
             poll_calls: c.poll_calls - client_before.poll_calls,
             datagrams_sent: c.datagrams_sent - client_before.datagrams_sent,
+            datagrams_received: c.datagrams_received - client_before.datagrams_received,
+            gso_entries: c.gso_entries - client_before.gso_entries,
             ..c
         },
         // The server's warm-up (one call) and its last wait are in its counts.
@@ -165,7 +167,8 @@ fn main() {
         let (c, s) = (r.client, r.server);
         println!(
             "{in_flight:>2} in flight: {:>8.0} calls/s; syscalls per call: client {:.2} (sendmmsg {:.2}, recvmmsg {:.2}, poll {:.2}), \
-             server {:.2} (sendmmsg {:.2}, recvmmsg {:.2}, poll {:.2}); datagrams per sendmmsg: client {:.2}, server {:.2}; gso {} gro {}",
+             server {:.2} (sendmmsg {:.2}, recvmmsg {:.2}, poll {:.2}); datagrams per sendmmsg: client {:.2}, server {:.2}; \
+             client: datagrams per recvmmsg {:.2}, GSO entries per sendmmsg {:.2}; gso {} gro {}",
             r.calls as f64 / r.elapsed.as_secs_f64(),
             per_call(c.syscalls(), r.calls),
             per_call(c.send_calls, r.calls),
@@ -177,6 +180,8 @@ fn main() {
             per_call(s.poll_calls, r.calls),
             c.datagrams_per_send(),
             s.datagrams_per_send(),
+            c.datagrams_per_recv(),
+            per_call(c.gso_entries, c.send_calls),
             c.gso,
             c.gro,
         );

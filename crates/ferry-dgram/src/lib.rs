@@ -154,14 +154,14 @@
 //!
 //! **A first measurement**, not a benchmark: `cargo run --release -p ferry-dgram --example
 //! udp_echo 5`, a 64-byte echo over loopback, one thread per side blocking in `poll`, on a
-//! 2-core machine busy with other builds and tests (load average 6 to 8). Three runs (one of
+//! 2-core machine busy with other builds and tests (load average 6 to 8). Four runs (two of
 //! 3 s per case, two of 5 s) gave:
-//! - 1 in flight: 9,000 to 14,000 calls/s; 4.0 syscalls per call on each side: one
+//! - 1 in flight: 9,000 to 16,000 calls/s; 4.0 syscalls per call on each side: one
 //!   `sendmmsg` carrying the answer and the acknowledgement together, 1.5 `recvmmsg` and 1.5
-//!   `poll` (the second datagram of a pair often lands after the receiver woke for the first).
-//! - 16 in flight: 131,000 to 177,000 calls/s; 0.24 syscalls per call on each side, 17
-//!   datagrams per `sendmmsg` (the 16 equal-sized messages as one GSO entry, plus an
-//!   acknowledgement).
+//!   `poll` (1.3 datagrams per `recvmmsg`: the pair sent in one call is often received in two).
+//! - 16 in flight: 131,000 to 196,000 calls/s; 0.24 syscalls per call on each side; 17
+//!   datagrams per `sendmmsg`, as two entries: the 16 equal-sized messages as one GSO entry,
+//!   and an acknowledgement.
 //!
 //! No TCP ran beside it, so there is no same-run ratio yet (`ferry bench rpc` will make it).
 //!
