@@ -334,8 +334,11 @@ impl UdpEndpoint {
             let mut msgs = Vec::with_capacity(groups.len());
             let (mut at_t, mut at_iov) = (0, 0);
             for &count in &groups {
-                let ts = self.queue.range(at_t..at_t + count);
-                let slices: usize = ts.clone().map(|t| 1 + usize::from(!t.payload().is_empty())).sum();
+                let slices: usize = self
+                    .queue
+                    .range(at_t..at_t + count)
+                    .map(|t| 1 + usize::from(!t.payload().is_empty()))
+                    .sum();
                 let first = &self.queue[at_t];
                 msgs.push(OutMsg {
                     destination: first.destination,
