@@ -135,7 +135,8 @@
 //! **Probes and fallbacks.** GSO: at bind, a throwaway loopback socket sends two one-byte
 //! datagrams as one `UDP_SEGMENT` send; any error means no GSO, and every datagram is then its
 //! own `sendmmsg` entry. A GSO send later refused with `EIO` (a device without checksum
-//! offload) or `EINVAL` (a route with a smaller MTU) turns GSO off for good. GRO: the
+//! offload) or `EMSGSIZE` or `EINVAL` (a route whose MTU is below the segment: the probe's
+//! one-byte segments pass it) turns GSO off for good. GRO: the
 //! `UDP_GRO` socket option; refused means MTU-sized receive buffers. [`UdpConfig`] can force
 //! either off; [`UdpStats`] says which path runs and counts syscalls, datagrams per syscall,
 //! GSO entries and GRO buffers beside the core's [`Stats`]. On loopback a GSO send reaches a

@@ -165,7 +165,7 @@ fn echo(client: &mut UdpEndpoint, session: SessionId, sizes: &[usize], rng: &mut
                     (in_flight, done) = (in_flight - 1, done + 1);
                 }
                 Event::Connected { .. } => {}
-                other => panic!("client: unexpected {other:?}"),
+                other => panic!("client: unexpected {other:?}; {:?}", client.stats()),
             }
         }
     }
@@ -409,4 +409,38 @@ fn kernel_drops_at_a_small_receive_buffer_are_recovered() {
         }
         assert_eq!(s.endpoint.messages_received, 4);
     }
+}
+
+/// A GSO send the kernel refuses at run time falls back for good: in a network namespace
+/// whose loopback has a 1280-byte MTU, datagrams of 1472 bytes pass the bind-time probe
+/// (one-byte segments) but not a real `UDP_SEGMENT` send (the segment exceeds the route's
+/// MTU: `EMSGSIZE` on Linux 6.18). The driver gives GSO up and sends them one by one (the kernel fragments
+/// them); every message is answered once, and nothing was dropped on the way.
+#[test]
+fn gso_refused_at_run_time_falls_back_to_one_datagram_per_entry() {
+    let test = "gso_refused_at_run_time_falls_back_to_one_datagram_per_entry";
+    let ns = match ferry_testkit::netns::Netns::create("dgram-mtu") {
+        Ok(ns) => ns,
+        Err(e) => return skip(test, &format!("no network namespace: {e}")),
+    };
+    if let Err(e) = ns.exec("ip", &["link", "set", "lo", "mtu", "1280", "up"]) {
+        return skip(test, &format!("cannot set up the namespace's loopback: {e}"));
+    }
+    ferry_testkit::within(test, move || {
+        ns.enter().expect("enter the namespace");
+        let (Some(server), Some(mut client)) = (bind(test, true, false), bind(test, true, false)) else {
+            return;
+        };
+        let server = Server::start(server);
+        let session = client.connect(server.addr).expect("connect");
+        echo(&mut client, session, &[5000, 64, 100_000], &mut Rng::new(5));
+        let s = server.stop();
+        let c = client.stats();
+        eprintln!("client {c:?}\nserver {s:?}");
+        assert!(!c.gso && !s.gso, "GSO given up on both sides");
+        assert_eq!((c.gso_entries, s.gso_entries), (0, 0));
+        assert_eq!((c.send_errors, s.send_errors), (0, 0));
+        assert_eq!(s.endpoint.messages_received, 3);
+        drop(ns);
+    });
 }

@@ -368,9 +368,13 @@ impl UdpEndpoint {
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // A device without checksum offload refuses GSO with EIO (quinn-udp's
-                // experience), a route whose MTU is below the segment with EINVAL: give GSO
-                // up and send the same datagrams one by one.
-                Err(e) if groups[0] > 1 && matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL)) => {
+                // experience), a route whose MTU is below the segment with EMSGSIZE (EINVAL
+                // on older kernels): give GSO up and send the same datagrams one by one (the
+                // kernel may fragment those).
+                Err(e)
+                    if groups[0] > 1
+                        && matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::EMSGSIZE)) =>
+                {
                     self.stats.gso = false;
                     return self.flush(now);
                 }
