@@ -60,6 +60,15 @@ fn bind_at(test: &str, addr: SocketAddr, gso: bool, gro: bool) -> Option<UdpEndp
     Some(ep)
 }
 
+/// An echo server at `addr` and a client with a session to it; `None` (after a printed skip)
+/// if the kernel lacks an offload asked for.
+fn pair(test: &str, addr: SocketAddr, gso: bool, gro: bool) -> Option<(Server, UdpEndpoint, SessionId)> {
+    let server = Server::start(bind_at(test, addr, gso, gro)?);
+    let mut client = bind_at(test, addr, gso, gro)?;
+    let session = client.connect(server.addr).expect("connect");
+    Some((server, client, session))
+}
+
 /// An echo server on its own thread: every message is sent back on its session, the received
 /// pool buffer itself (no copy). Publishes its counters after every step; stops when told.
 struct Server {
@@ -174,11 +183,9 @@ fn echo(client: &mut UdpEndpoint, session: SessionId, sizes: &[usize], rng: &mut
 /// The whole echo with GSO and GRO as given: every size answered once and intact; the
 /// offload counters show which path ran.
 fn echo_with(test: &str, gso: bool, gro: bool) {
-    let (Some(server), Some(mut client)) = (bind(test, gso, gro), bind(test, gso, gro)) else {
+    let Some((server, mut client, session)) = pair(test, localhost(), gso, gro) else {
         return;
     };
-    let server = Server::start(server);
-    let session = client.connect(server.addr).expect("connect");
     let mut rng = Rng::new(ferry_testkit::seed("FERRY_UDP_SEED", 33));
     echo(&mut client, session, &SIZES, &mut rng);
     let s = server.stop();
@@ -233,12 +240,9 @@ fn echo_over_ipv6() {
         skip(test, "no IPv6 loopback address");
         return;
     }
-    let (Some(server), Some(mut client)) = (bind_at(test, addr, true, true), bind_at(test, addr, true, true))
-    else {
+    let Some((server, mut client, session)) = pair(test, addr, true, true) else {
         return;
     };
-    let server = Server::start(server);
-    let session = client.connect(server.addr).expect("connect");
     echo(&mut client, session, &SIZES, &mut Rng::new(6));
     let s = server.stop();
     assert_eq!(s.endpoint.messages_received, SIZES.len() as u64);
@@ -255,11 +259,9 @@ fn echo_over_ipv6() {
 #[test]
 fn sendmmsg_batches_several_datagrams_per_call() {
     let test = "sendmmsg_batches_several_datagrams_per_call";
-    let (Some(server), Some(mut client)) = (bind(test, false, false), bind(test, false, false)) else {
+    let Some((server, mut client, session)) = pair(test, localhost(), false, false) else {
         return;
     };
-    let server = Server::start(server);
-    let session = client.connect(server.addr).expect("connect");
     echo(&mut client, session, &[256 << 10], &mut Rng::new(1));
     let s = server.stop();
     let c = client.stats();
@@ -282,11 +284,9 @@ fn sendmmsg_batches_several_datagrams_per_call() {
 #[test]
 fn garbage_from_a_stranger_is_dropped_and_counted() {
     let test = "garbage_from_a_stranger_is_dropped_and_counted";
-    let (Some(server), Some(mut client)) = (bind(test, false, false), bind(test, false, false)) else {
+    let Some((server, mut client, session)) = pair(test, localhost(), false, false) else {
         return;
     };
-    let server = Server::start(server);
-    let session = client.connect(server.addr).expect("connect");
     let mut rng = Rng::new(2);
     echo(&mut client, session, &SIZES[..6], &mut rng);
 
@@ -428,11 +428,9 @@ fn gso_refused_at_run_time_falls_back_to_one_datagram_per_entry() {
     }
     ferry_testkit::within(test, move || {
         ns.enter().expect("enter the namespace");
-        let (Some(server), Some(mut client)) = (bind(test, true, false), bind(test, true, false)) else {
+        let Some((server, mut client, session)) = pair(test, localhost(), true, false) else {
             return;
         };
-        let server = Server::start(server);
-        let session = client.connect(server.addr).expect("connect");
         echo(&mut client, session, &[5000, 64, 100_000], &mut Rng::new(5));
         let s = server.stop();
         let c = client.stats();
