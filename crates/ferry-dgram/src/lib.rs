@@ -1,15 +1,16 @@
 //! Ferry's datagram protocol core, modelled on eRPC (NSDI'19): sessions over unreliable
 //! datagrams, messages cut into MTU-sized packets and reassembled in place into pool buffers,
-//! per-session credits and a request window, loss recovery and congestion control.
+//! per-session credits and a request window, loss recovery and congestion control; and its
+//! UDP driver.
 //!
 //! **What it is:** a sans-IO state machine in the style of `quinn-proto`. An [`Endpoint`] is
 //! fed datagrams ([`Endpoint::handle_packet`]) and the time ([`Endpoint::handle_timeout`] at
 //! [`Endpoint::poll_timeout`]), and returns what to send ([`Endpoint::poll_transmit`]) and what
-//! happened ([`Endpoint::poll_event`]). Every input takes `now`; nothing here reads a clock,
-//! touches a socket or sleeps, so the tests drive two endpoints through a simulated network
+//! happened ([`Endpoint::poll_event`]). Every input takes `now`; nothing in the core reads a
+//! clock, touches a socket or sleeps, so the tests drive two endpoints through a simulated network
 //! with loss, reordering and duplication deterministically.
 //!
-//! One driver sits beside it: [`UdpEndpoint`] (the `udp` module) owns a UDP socket and the
+//! One driver sits beside it: [`UdpEndpoint`] (`src/udp/`) owns a UDP socket and the
 //! clock and moves the core's datagrams with `sendmmsg`/`recvmmsg`, GSO and GRO (see
 //! [The UDP driver](#the-udp-driver)).
 //!
@@ -116,9 +117,11 @@
 //!
 //! [`UdpEndpoint::bind`] makes a non-blocking socket, an [`Endpoint`] seeded from the kernel's
 //! random numbers (`getrandom`), and a receive ring. [`UdpEndpoint::drive`] is one step of
-//! an event loop: wait (up to the caller's limit and the core's next timer, never when given
-//! zero) for the socket, receive everything there, run due timers, send everything the core
-//! has. The socket is `AsFd`, and [`UdpEndpoint::deadline`] and
+//! an event loop: send everything the core has; wait (up to the caller's limit and the core's
+//! next timer, never when given zero or when events wait) for the socket; receive everything
+//! there; run due timers; and send again, unless the step made events: then the
+//! application's answers and the acknowledgements leave together, in one `sendmmsg`, on the
+//! next `drive`. The socket is `AsFd`, and [`UdpEndpoint::deadline`] and
 //! [`UdpEndpoint::wants_write`] say what an outer loop should wait for.
 //!
 //! ```text
