@@ -223,6 +223,7 @@ mod rtt;
 mod session;
 mod stats;
 mod udp;
+mod xdp;
 
 pub use config::{Config, ConfigError, MAX_CREDITS};
 pub use congestion::Timely;
@@ -231,3 +232,4 @@ pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
 pub use packet::{Packet, PacketError, SessionId};
 pub use stats::{Dropped, Drops, SessionStats, Stats};
 pub use udp::{BindError, UdpConfig, UdpEndpoint, UdpStats};
+pub use xdp::{XdpConfig, XdpEndpoint, XdpError, XdpStats, frame};
