@@ -1,10 +1,15 @@
-//! The AF_XDP driver across a veth pair between two network namespaces this test creates,
-//! with native XDP on both ends: messages of 0 B to 64 KiB echoed, each answered exactly once
-//! and intact. One thread per endpoint, each moved into its namespace (`setns`); the
-//! namespaces (and so the veth pair) are deleted afterwards, also when the test fails. Without
-//! root, `ip`, AF_XDP or XDP the test prints SKIPPED (or fails, with
-//! `FERRY_REQUIRE_KERNEL_FEATURES` set).
+//! The AF_XDP driver between two network namespaces this test creates, with native XDP on
+//! both ends: messages of 0 B to 64 KiB echoed, each answered exactly once and intact, and
+//! every datagram to an endpoint's port taken by its socket (none reaches the kernel's UDP
+//! stack). Once over a bare veth pair, once through a third namespace that bridges the two and
+//! drops packets at random (nftables `numgen random` in the bridge's forward hook: XDP runs
+//! before netfilter on the endpoints, and this kernel has no netem).
+//!
+//! One thread per endpoint, each moved into its namespace (`setns`); the namespaces (and so
+//! the veths) are deleted afterwards, also when the test fails. Without root, `ip`, AF_XDP or
+//! XDP the test prints SKIPPED (or fails, with `FERRY_REQUIRE_KERNEL_FEATURES` set).
 
+use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -13,38 +18,119 @@ use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_dgram::frame::Mac;
-use ferry_dgram::{Config, Event, SendError, XdpConfig, XdpEndpoint, XdpStats};
+use ferry_dgram::{Config, Event, SendError, SessionId, XdpConfig, XdpEndpoint, XdpStats};
 use ferry_testkit::netns::{Netns, ip};
 use ferry_testkit::tools::skip;
 use ferry_testkit::{Rng, seed};
 use ferry_transport::Meta;
 
-const TEST: &str = "xdp_echo_between_namespaces";
 const CLIENT: &str = "10.252.0.1:7600";
 const SERVER: &str = "10.252.0.2:7601";
 const CLIENT_MAC: Mac = [0x02, 0xfe, 0, 0, 0, 1];
 const SERVER_MAC: Mac = [0x02, 0xfe, 0, 0, 0, 2];
-/// The whole test's bound: every loop below gives up (and fails) at it.
+/// Each run's bound: every loop below gives up (and fails) at it.
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// Two namespaces joined by a veth pair (MACs set, addressed, up): the namespaces and the
-/// interface names.
-fn setup() -> Result<(Netns, Netns, String, String), String> {
-    let a = Netns::create("xdpa")?;
-    let b = Netns::create("xdpb")?;
+/// The namespaces of one run: the client's, the server's, and (for loss) the bridge's.
+struct Net {
+    client: Netns,
+    server: Netns,
+    _bridge: Option<Netns>,
+    client_if: String,
+    server_if: String,
+}
+
+/// The client's and the server's namespaces joined by a veth pair, or, with `loss`, each by a
+/// veth to a bridge in a third namespace that drops `loss` percent of what it forwards. MACs
+/// set, addressed, up.
+fn setup(tag: &str, loss: Option<u8>) -> Result<Net, String> {
+    let client = Netns::create(&format!("{tag}c"))?;
+    let server = Netns::create(&format!("{tag}s"))?;
     let pid = std::process::id();
-    let (va, vb) = (format!("fxa{pid}"), format!("fxb{pid}"));
-    ip(&[
-        "link", "add", &va, "netns", &a.name, "type", "veth", "peer", "name", &vb, "netns", &b.name,
-    ])?;
-    for (ns, dev, addr, mac) in [(&a, &va, CLIENT, CLIENT_MAC), (&b, &vb, SERVER, SERVER_MAC)] {
+    let (client_if, server_if) = (format!("{tag}c{pid}"), format!("{tag}s{pid}"));
+    let bridge = match loss {
+        None => {
+            ip(&[
+                "link",
+                "add",
+                &client_if,
+                "netns",
+                &client.name,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &server_if,
+                "netns",
+                &server.name,
+            ])?;
+            None
+        }
+        Some(percent) => {
+            let bridge = Netns::create(&format!("{tag}b"))?;
+            bridge.exec("ip", &["link", "add", "br0", "type", "bridge"])?;
+            bridge.exec("ip", &["link", "set", "br0", "up"])?;
+            for (ns, dev, port) in [(&client, &client_if, "pc"), (&server, &server_if, "ps")] {
+                ip(&[
+                    "link",
+                    "add",
+                    dev,
+                    "netns",
+                    &ns.name,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    port,
+                    "netns",
+                    &bridge.name,
+                ])?;
+                bridge.exec("ip", &["link", "set", port, "master", "br0"])?;
+                bridge.exec("ip", &["link", "set", port, "up"])?;
+            }
+            let rules = format!(
+                "add table bridge ferry_loss; \
+                 add chain bridge ferry_loss forward {{ type filter hook forward priority 0; policy accept; }}; \
+                 add rule bridge ferry_loss forward numgen random mod 100 < {percent} counter drop"
+            );
+            bridge.exec("nft", &[&rules])?;
+            Some(bridge)
+        }
+    };
+    for (ns, dev, addr, mac) in [
+        (&client, &client_if, CLIENT, CLIENT_MAC),
+        (&server, &server_if, SERVER, SERVER_MAC),
+    ] {
         let mac = mac.map(|b| format!("{b:02x}")).join(":");
         let ip_only = addr.split(':').next().expect("ip:port");
         ns.exec("ip", &["link", "set", dev, "address", &mac])?;
         ns.exec("ip", &["addr", "add", &format!("{ip_only}/24"), "dev", dev])?;
         ns.exec("ip", &["link", "set", dev, "up"])?;
     }
-    Ok((a, b, va, vb))
+    Ok(Net {
+        client,
+        server,
+        _bridge: bridge,
+        client_if,
+        server_if,
+    })
+}
+
+/// The kernel's count of UDP datagrams to a port without a socket, in `ns`.
+fn udp_no_ports(ns: &Netns) -> u64 {
+    let snmp = ns.exec("cat", &["/proc/net/snmp"]).expect("/proc/net/snmp");
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
+    let (names, values) = (udp.next().expect("Udp names"), udp.next().expect("Udp values"));
+    let at = names
+        .split_whitespace()
+        .position(|n| n == "NoPorts")
+        .expect("NoPorts");
+    values
+        .split_whitespace()
+        .nth(at)
+        .expect("value")
+        .parse()
+        .expect("a number")
 }
 
 fn pool() -> Pool {
@@ -67,27 +153,67 @@ fn bind(ifname: &str, local: &str, mac: Mac, pool: Pool) -> Result<XdpEndpoint, 
     XdpEndpoint::bind(config, pool).map_err(|e| e.to_string())
 }
 
-/// Echoes every message until `stop`; its counters at the end.
-fn serve(mut ep: XdpEndpoint, stop: &AtomicBool, deadline: Instant) -> XdpStats {
+/// Echoes every message (in order; those beyond the session's window wait) until `stop`;
+/// sets `acked` once `expected` echoes are all acknowledged (so the client may go). Its
+/// counters at the end.
+fn serve(
+    mut ep: XdpEndpoint,
+    expected: usize,
+    acked: &AtomicBool,
+    stop: &AtomicBool,
+    deadline: Instant,
+) -> XdpStats {
+    let mut session: Option<SessionId> = None;
+    let mut waiting = VecDeque::new();
+    let mut echoed = 0;
     while !stop.load(Ordering::Relaxed) {
         assert!(Instant::now() < deadline, "server: still running at the limit");
         ep.drive(Duration::from_millis(20)).expect("server drive");
         while let Some(event) = ep.poll_event() {
-            if let Event::Message { session, meta, data } = event {
-                ep.send(session, meta, data).expect("echo");
+            if let Event::Message {
+                session: s,
+                meta,
+                data,
+            } = event
+            {
+                session = Some(s);
+                waiting.push_back((meta, data));
             }
+        }
+        while let (Some(s), Some((meta, data))) = (session, waiting.pop_front()) {
+            match ep.send(s, meta, data.clone()) {
+                Ok(()) => echoed += 1,
+                Err(SendError::WindowFull { .. }) => {
+                    waiting.push_front((meta, data));
+                    break;
+                }
+                Err(e) => panic!("echo: {e}"),
+            }
+        }
+        let idle = session
+            .and_then(|s| ep.endpoint().session_stats(s))
+            .is_some_and(|s| s.unacked == 0 && s.messages_in_flight == 0);
+        if echoed == expected && idle {
+            acked.store(true, Ordering::Relaxed);
         }
     }
     ep.stats()
 }
 
-/// Sends every message (at most 8 waiting for their echo), checks every echo; its counters.
-fn call(mut ep: XdpEndpoint, pool: &Pool, messages: &[Vec<u8>], deadline: Instant) -> XdpStats {
+/// Sends every message (at most 8 waiting for their echo), checks every echo, and goes on
+/// until the server has its echoes acknowledged. Its counters.
+fn call(
+    mut ep: XdpEndpoint,
+    pool: &Pool,
+    messages: &[Vec<u8>],
+    acked: &AtomicBool,
+    deadline: Instant,
+) -> XdpStats {
     let server: SocketAddrV4 = SERVER.parse().expect("address");
     let session = ep.connect(server, SERVER_MAC).expect("connect");
     let mut answers = vec![0u32; messages.len()];
     let (mut next, mut done) = (0, 0);
-    while done < messages.len() {
+    while done < messages.len() || !acked.load(Ordering::Relaxed) {
         assert!(
             Instant::now() < deadline,
             "client: {done} of {} echoes by the limit; {:?}",
@@ -125,28 +251,26 @@ fn call(mut ep: XdpEndpoint, pool: &Pool, messages: &[Vec<u8>], deadline: Instan
     ep.stats()
 }
 
-/// See the file's docs.
-#[test]
-fn xdp_echo_between_namespaces() {
-    let (a, b, va, vb) = match setup() {
-        Ok(x) => x,
-        Err(reason) => return skip(TEST, &format!("no network namespaces: {reason}")),
-    };
-    let mut rng = Rng::new(seed("FERRY_XDP_SEED", 0x0d9));
+/// One run: the echo, then the checks both sides share. The client's and the server's
+/// counters, or why AF_XDP or XDP cannot run here.
+fn echo(net: &Net, seed_value: u64) -> Result<(XdpStats, XdpStats), String> {
+    let mut rng = Rng::new(seed_value);
     let mut sizes = vec![0, 1, 1414, 1415, 1416, 2047, 4096, 10_000, 65_535, 65_536];
     sizes.extend((0..40).map(|_| rng.range(0, 65_537)));
     let messages: Vec<Vec<u8>> = sizes.iter().map(|&n| rng.bytes(n)).collect();
     let deadline = Instant::now() + LIMIT;
-    let stop = AtomicBool::new(false);
+    let (acked, stop) = (AtomicBool::new(false), AtomicBool::new(false));
     let (ready_tx, ready) = mpsc::channel();
-    let outcome = thread::scope(|s| {
+    let (client, server) = thread::scope(|s| {
         let server = s.spawn(|| {
-            // Stop the client's wait whatever happens here.
-            let bound = b.enter().and_then(|()| bind(&vb, SERVER, SERVER_MAC, pool()));
+            let bound = net
+                .server
+                .enter()
+                .and_then(|()| bind(&net.server_if, SERVER, SERVER_MAC, pool()));
             match bound {
                 Ok(ep) => {
                     let _ = ready_tx.send(Ok(()));
-                    Some(serve(ep, &stop, deadline))
+                    Some(serve(ep, messages.len(), &acked, &stop, deadline))
                 }
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -163,42 +287,66 @@ fn xdp_echo_between_namespaces() {
             return Err(reason);
         }
         let client = s.spawn(|| {
-            a.enter().expect("enter namespace a");
+            net.client.enter().expect("enter the client's namespace");
             let pool = pool();
-            let ep = bind(&va, CLIENT, CLIENT_MAC, pool.clone()).expect("client bind (the server's worked)");
-            call(ep, &pool, &messages, deadline)
+            let ep = bind(&net.client_if, CLIENT, CLIENT_MAC, pool.clone())
+                .expect("client bind (the server's worked)");
+            call(ep, &pool, &messages, &acked, deadline)
         });
         let client = client.join();
         stop.store(true, Ordering::Relaxed);
-        let server = server.join();
-        match (client, server) {
+        match (client, server.join()) {
             (Ok(c), Ok(Some(s))) => Ok((c, s)),
             (Err(p), _) | (_, Err(p)) => std::panic::resume_unwind(p),
             (Ok(_), Ok(None)) => unreachable!("the server bound"),
         }
-    });
-    let (client, server) = match outcome {
-        Ok(stats) => stats,
-        Err(reason) => return skip(TEST, &format!("AF_XDP or XDP unavailable: {reason}")),
-    };
+    })?;
     eprintln!("client: {client:?}\nserver: {server:?}");
-    for (who, s) in [("client", &client), ("server", &server)] {
+    for (who, s, ns) in [("client", &client, &net.client), ("server", &server, &net.server)] {
         eprintln!(
             "{who}: {} mode, XDP {}",
             if s.zero_copy { "zero-copy" } else { "copy" },
             if s.native { "native (DRV)" } else { "generic (SKB)" }
         );
         assert!(s.native, "{who}: native XDP on veth");
-        assert!(
-            s.frames_sent > 0 && s.frames_received > 0,
-            "{who}: frames both ways"
-        );
+        assert_eq!(s.endpoint.messages_received, messages.len() as u64, "{who}");
         assert_eq!(
             s.frames_refused, 0,
             "{who}: only our own frames are steered to the socket"
         );
+        assert_eq!(
+            udp_no_ports(ns),
+            0,
+            "{who}: a datagram to our port reached the kernel's UDP stack"
+        );
     }
-    assert_eq!(server.endpoint.messages_received, messages.len() as u64);
-    assert_eq!(client.endpoint.messages_received, messages.len() as u64);
-    drop((a, b));
+    Ok((client, server))
+}
+
+#[test]
+fn xdp_echo_between_namespaces() {
+    const TEST: &str = "xdp_echo_between_namespaces";
+    let net = match setup("xe", None) {
+        Ok(net) => net,
+        Err(reason) => return skip(TEST, &format!("no network namespaces: {reason}")),
+    };
+    if let Err(reason) = echo(&net, seed("FERRY_XDP_SEED", 0x0d9)) {
+        skip(TEST, &format!("AF_XDP or XDP unavailable: {reason}"));
+    }
+}
+
+#[test]
+fn xdp_echo_under_loss() {
+    const TEST: &str = "xdp_echo_under_loss";
+    let net = match setup("xl", Some(5)) {
+        Ok(net) => net,
+        Err(reason) => return skip(TEST, &format!("no network namespaces or nftables: {reason}")),
+    };
+    match echo(&net, seed("FERRY_XDP_SEED", 0x1055)) {
+        Ok((client, server)) => assert!(
+            client.endpoint.retransmits + server.endpoint.retransmits > 0,
+            "5 % loss over about 2,000 packets and nothing sent again"
+        ),
+        Err(reason) => skip(TEST, &format!("AF_XDP or XDP unavailable: {reason}")),
+    }
 }

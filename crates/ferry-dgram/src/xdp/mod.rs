@@ -140,8 +140,10 @@ pub struct XdpStats {
     pub poll_calls: u64,
     /// The kernel's count of packets that found the fill ring empty.
     pub fill_ring_empty: u64,
-    /// The kernel's count of packets dropped (RX ring full, or otherwise).
+    /// The kernel's count of packets dropped for want of a frame (or too long for one).
     pub rx_dropped: u64,
+    /// The kernel's count of packets dropped because the RX ring was full.
+    pub rx_ring_full: u64,
     /// The protocol core's counters.
     pub endpoint: Stats,
 }
@@ -240,6 +242,7 @@ impl XdpEndpoint {
             frames_in_use: self.xsk.frames_in_use(),
             fill_ring_empty: kernel.fill_ring_empty,
             rx_dropped: kernel.rx_dropped,
+            rx_ring_full: kernel.rx_ring_full,
             endpoint: self.endpoint.stats(),
             ..self.stats
         }
