@@ -173,6 +173,45 @@
 //! whichever address the kernel picks), ECN, the `ferry_transport::Transport` impl, and an
 //! event loop of several endpoints.
 //!
+//! # The AF_XDP driver
+//!
+//! [`XdpEndpoint::bind`] opens an AF_XDP socket on one queue of one interface (`xdp/`), whose
+//! UMEM is one region of the application's pool: every slot of a fresh region of the 4096-byte
+//! (or 2048-byte) class, held by the driver, slot `i` being UMEM frame `i` (the pool's
+//! `on_region` hook finds the region). Zero-copy mode is tried first and copy mode taken if the
+//! driver refuses (veth does); [`XdpStats`] says which ran. The rings are written by hand with
+//! `libc` (`xdp/sys.rs`, the module's only unsafe code), not through xsk-rs, so that the UMEM
+//! is pool memory and every step is in view. Who owns a frame when:
+//!
+//! ```text
+//! receive (a fixed set of frames): fill ring ─► kernel writes a packet ─► RX ring ─► parsed
+//!   (frame::parse), the payload handed to Endpoint::handle_packet (which copies it into the
+//!   message's pool buffer) ─► back to the fill ring at once
+//! send (the other frames): free list ─► Ethernet+IPv4+UDP headers (frame::write_headers), the
+//!   core's header and payload copied in ─► TX ring ─► sendto kick ─► kernel (copies it out;
+//!   a zero-copy NIC reads it) ─► completion ring ─► free list
+//! ```
+//!
+//! So user space copies each payload once each way, as the UDP driver's kernel does; on a NIC
+//! with zero-copy AF_XDP the kernel's copy goes. Frames carry UDP checksum 0 (allowed over
+//! IPv4; a non-zero one received is verified) and no IP options; [`frame::parse`] checks every
+//! field of a received frame (a pure function, ready for a fuzz target).
+//!
+//! **The XDP program** (`xdp-prog/redirect.c`) redirects IPv4 UDP packets to the endpoint's
+//! port into the socket's XSKMAP slot (its queue) and passes everything else (ARP included)
+//! to the kernel. It is built with clang (`xdp-prog/build.sh`; Debian: `clang libbpf-dev`) and
+//! the object, `redirect.o`, is committed, so building the crate needs no clang. aya loads it
+//! and attaches it in native (driver) mode, or generic (SKB) mode if the driver refuses; it is
+//! detached when the endpoint drops. No map is pinned, so bpffs is not needed.
+//!
+//! **Peers** are IPv4 addresses and ports with a MAC: [`XdpEndpoint::connect`] takes the
+//! peer's, and a server learns its clients' from their frames (no ARP; at most
+//! [`Config::max_sessions`] entries). **Not yet:** frames over one page (multi-buffer; the core
+//! cuts messages into MTU-sized packets, so one packet is one frame), IPv6, several queues
+//! per endpoint, the `ferry_transport::Transport` impl. `tests/xdp.rs` runs an echo of 0 B to
+//! 64 KiB between two namespaces over veth with native XDP at both ends (copy mode), and again
+//! through a bridge dropping 5 % of packets.
+//!
 //! # Example
 //!
 //! Two endpoints, bytes moved by hand (what a driver does with a socket):

@@ -1,7 +1,7 @@
 //! The AF_XDP driver between two network namespaces this test creates, with native XDP on
 //! both ends: messages of 0 B to 64 KiB echoed, each answered exactly once and intact, and
 //! every datagram to an endpoint's port taken by its socket (none reaches the kernel's UDP
-//! stack). Once over a bare veth pair, once through a third namespace that bridges the two and
+//! stack). Once over a bare veth pair (and again with the program in generic mode), once through a third namespace that bridges the two and
 //! drops packets at random (nftables `numgen random` in the bridge's forward hook: XDP runs
 //! before netfilter on the endpoints, and this kernel has no netem).
 //!
@@ -144,8 +144,9 @@ fn pool() -> Pool {
     .expect("a pool")
 }
 
-fn bind(ifname: &str, local: &str, mac: Mac, pool: Pool) -> Result<XdpEndpoint, String> {
+fn bind(ifname: &str, local: &str, mac: Mac, native: bool, pool: Pool) -> Result<XdpEndpoint, String> {
     let mut config = XdpConfig::new(ifname, 0, local.parse().expect("address"), mac);
+    config.native = native;
     config.endpoint = Config {
         max_message_len: 1 << 20,
         ..Config::default()
@@ -251,9 +252,10 @@ fn call(
     ep.stats()
 }
 
-/// One run: the echo, then the checks both sides share. The client's and the server's
-/// counters, or why AF_XDP or XDP cannot run here.
-fn echo(net: &Net, seed_value: u64) -> Result<(XdpStats, XdpStats), String> {
+/// One run, with the XDP program in native mode (else generic): the echo, then the checks
+/// both sides share. The client's and the server's counters, or why AF_XDP or XDP cannot run
+/// here.
+fn echo(net: &Net, seed_value: u64, native: bool) -> Result<(XdpStats, XdpStats), String> {
     let mut rng = Rng::new(seed_value);
     let mut sizes = vec![0, 1, 1414, 1415, 1416, 2047, 4096, 10_000, 65_535, 65_536];
     sizes.extend((0..40).map(|_| rng.range(0, 65_537)));
@@ -266,7 +268,7 @@ fn echo(net: &Net, seed_value: u64) -> Result<(XdpStats, XdpStats), String> {
             let bound = net
                 .server
                 .enter()
-                .and_then(|()| bind(&net.server_if, SERVER, SERVER_MAC, pool()));
+                .and_then(|()| bind(&net.server_if, SERVER, SERVER_MAC, native, pool()));
             match bound {
                 Ok(ep) => {
                     let _ = ready_tx.send(Ok(()));
@@ -289,7 +291,7 @@ fn echo(net: &Net, seed_value: u64) -> Result<(XdpStats, XdpStats), String> {
         let client = s.spawn(|| {
             net.client.enter().expect("enter the client's namespace");
             let pool = pool();
-            let ep = bind(&net.client_if, CLIENT, CLIENT_MAC, pool.clone())
+            let ep = bind(&net.client_if, CLIENT, CLIENT_MAC, native, pool.clone())
                 .expect("client bind (the server's worked)");
             call(ep, &pool, &messages, &acked, deadline)
         });
@@ -308,7 +310,7 @@ fn echo(net: &Net, seed_value: u64) -> Result<(XdpStats, XdpStats), String> {
             if s.zero_copy { "zero-copy" } else { "copy" },
             if s.native { "native (DRV)" } else { "generic (SKB)" }
         );
-        assert!(s.native, "{who}: native XDP on veth");
+        assert_eq!(s.native, native, "{who}: native XDP on veth, or generic if asked");
         assert_eq!(s.endpoint.messages_received, messages.len() as u64, "{who}");
         assert_eq!(
             s.frames_refused, 0,
@@ -330,8 +332,21 @@ fn xdp_echo_between_namespaces() {
         Ok(net) => net,
         Err(reason) => return skip(TEST, &format!("no network namespaces: {reason}")),
     };
-    if let Err(reason) = echo(&net, seed("FERRY_XDP_SEED", 0x0d9)) {
+    if let Err(reason) = echo(&net, seed("FERRY_XDP_SEED", 0x0d9), true) {
         skip(TEST, &format!("AF_XDP or XDP unavailable: {reason}"));
+    }
+}
+
+/// The fallback a driver without native XDP gets: the program in the generic (SKB) path.
+#[test]
+fn xdp_echo_in_generic_mode() {
+    const TEST: &str = "xdp_echo_in_generic_mode";
+    let net = match setup("xg", None) {
+        Ok(net) => net,
+        Err(reason) => return skip(TEST, &format!("no network namespaces: {reason}")),
+    };
+    if let Err(reason) = echo(&net, seed("FERRY_XDP_SEED", 0x6e7), false) {
+        skip(TEST, &format!("AF_XDP or generic XDP unavailable: {reason}"));
     }
 }
 
@@ -342,7 +357,7 @@ fn xdp_echo_under_loss() {
         Ok(net) => net,
         Err(reason) => return skip(TEST, &format!("no network namespaces or nftables: {reason}")),
     };
-    match echo(&net, seed("FERRY_XDP_SEED", 0x1055)) {
+    match echo(&net, seed("FERRY_XDP_SEED", 0x1055), true) {
         Ok((client, server)) => assert!(
             client.endpoint.retransmits + server.endpoint.retransmits > 0,
             "5 % loss over about 2,000 packets and nothing sent again"
