@@ -327,11 +327,12 @@ impl XdpEndpoint {
         let n = xsk.recv(MAX_RECV, |bytes| match frame::parse(bytes) {
             Ok(d) if d.addresses.dst == *local => {
                 let src = d.addresses.src;
-                if neighbours.len() < *max_neighbours || neighbours.contains_key(src.ip()) {
+                // A packet the core cannot use is dropped and counted there, and teaches
+                // nothing: only a peer the core accepts is answered.
+                let accepted = endpoint.handle_packet(now, src.into(), d.payload).is_ok();
+                if accepted && (neighbours.len() < *max_neighbours || neighbours.contains_key(src.ip())) {
                     neighbours.insert(*src.ip(), d.addresses.src_mac);
                 }
-                // A packet the core cannot use is dropped and counted there.
-                let _ = endpoint.handle_packet(now, src.into(), d.payload);
             }
             _ => stats.frames_refused += 1,
         });
@@ -430,4 +431,85 @@ fn umem_frames(pool: &Pool, frame: usize) -> Result<(RegionInfo, Vec<BufMut>), X
         )));
     }
     Ok((region, frames))
+}
+
+#[cfg(test)]
+mod tests {
+    use ferry_buf::PoolConfig;
+
+    use super::*;
+
+    fn pool() -> Pool {
+        Pool::new(PoolConfig {
+            region_size: 1 << 20,
+            max_bytes: 16 << 20,
+            huge_pages: false,
+            ..PoolConfig::default()
+        })
+        .expect("pool")
+    }
+
+    #[test]
+    fn the_umem_is_every_slot_of_one_fresh_region() {
+        let pool = pool();
+        let (region, mut frames) = umem_frames(&pool, 4096).expect("umem");
+        assert_eq!((region.class, region.len, frames.len()), (4096, 1 << 20, 256));
+        assert_eq!(sys::check_tiling(&mut frames, &region), Ok(()));
+        assert_eq!(frames[0].as_ptr(), region.addr);
+        // The class's later buffers come from another region, never from the UMEM.
+        let other = pool.alloc(4096).expect("alloc");
+        assert!(!(region.addr.addr()..region.addr.addr() + region.len).contains(&other.as_ptr().addr()));
+    }
+
+    #[test]
+    fn a_class_already_in_use_is_refused() {
+        let pool = pool();
+        let _taken = pool.alloc(2048).expect("alloc");
+        assert!(matches!(umem_frames(&pool, 2048), Err(XdpError::Umem(_))));
+        assert!(umem_frames(&pool, 4096).is_ok(), "another class is fresh");
+    }
+
+    #[test]
+    fn frames_that_do_not_tile_the_region_are_refused() {
+        let pool = pool();
+        let (region, mut frames) = umem_frames(&pool, 4096).expect("umem");
+        let last = frames.pop().expect("a frame");
+        assert!(sys::check_tiling(&mut frames, &region).is_err());
+        // `last` is still held: the class's next slot is in a new region.
+        frames.push(pool.alloc(4096).expect("a slot of another region"));
+        assert!(sys::check_tiling(&mut frames, &region).is_err());
+        frames.pop();
+        frames.push(last);
+        assert_eq!(sys::check_tiling(&mut frames, &region), Ok(()));
+    }
+
+    #[test]
+    fn bind_checks_the_frame_size_and_the_interface() {
+        let local = "10.0.0.1:7000".parse().unwrap();
+        let mut config = XdpConfig::new("lo", 0, local, [2, 0, 0, 0, 0, 1]);
+        config.frame_size = 3000;
+        assert!(matches!(
+            XdpEndpoint::bind(config.clone(), pool()),
+            Err(XdpError::FrameSize { .. })
+        ));
+        config.frame_size = 2048;
+        config.endpoint.mtu = 2048 - HEADERS_LEN + 1;
+        assert!(matches!(
+            XdpEndpoint::bind(config.clone(), pool()),
+            Err(XdpError::FrameSize { .. })
+        ));
+        config.endpoint.mtu = 1472;
+        config.ifname = "ferry-no-such0".into();
+        match XdpEndpoint::bind(config, pool()) {
+            Err(XdpError::Socket { source, .. }) => assert_eq!(source.raw_os_error(), Some(libc::ENODEV)),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("bound to an interface that is not there"),
+        }
+    }
+
+    #[test]
+    fn the_endpoint_is_send() {
+        fn send<T: Send>() {}
+        send::<XdpEndpoint>();
+    }
 }
