@@ -202,14 +202,14 @@ fn serve(
 }
 
 /// Sends every message (at most 8 waiting for their echo), checks every echo, and goes on
-/// until the server has its echoes acknowledged. Its counters.
+/// until the server has its echoes acknowledged. The endpoint, still open.
 fn call(
     mut ep: XdpEndpoint,
     pool: &Pool,
     messages: &[Vec<u8>],
     acked: &AtomicBool,
     deadline: Instant,
-) -> XdpStats {
+) -> XdpEndpoint {
     let server: SocketAddrV4 = SERVER.parse().expect("address");
     let session = ep.connect(server, SERVER_MAC).expect("connect");
     let mut answers = vec![0u32; messages.len()];
@@ -249,7 +249,7 @@ fn call(
             }
         }
     }
-    ep.stats()
+    ep
 }
 
 /// One run, with the XDP program in native mode (else generic): the echo, then the checks
@@ -263,7 +263,7 @@ fn echo(net: &Net, seed_value: u64, native: bool) -> Result<(XdpStats, XdpStats)
     let deadline = Instant::now() + LIMIT;
     let (acked, stop) = (AtomicBool::new(false), AtomicBool::new(false));
     let (ready_tx, ready) = mpsc::channel();
-    let (client, server) = thread::scope(|s| {
+    let (client, server, no_ports) = thread::scope(|s| {
         let server = s.spawn(|| {
             let bound = net
                 .server
@@ -296,15 +296,18 @@ fn echo(net: &Net, seed_value: u64, native: bool) -> Result<(XdpStats, XdpStats)
             call(ep, &pool, &messages, &acked, deadline)
         });
         let client = client.join();
+        // Both sockets still open: no datagram to either port may have reached a kernel's UDP
+        // stack (after one closes, the other's late acknowledgements would).
+        let no_ports = [udp_no_ports(&net.client), udp_no_ports(&net.server)];
         stop.store(true, Ordering::Relaxed);
         match (client, server.join()) {
-            (Ok(c), Ok(Some(s))) => Ok((c, s)),
+            (Ok(c), Ok(Some(s))) => Ok((c.stats(), s, no_ports)),
             (Err(p), _) | (_, Err(p)) => std::panic::resume_unwind(p),
             (Ok(_), Ok(None)) => unreachable!("the server bound"),
         }
     })?;
     eprintln!("client: {client:?}\nserver: {server:?}");
-    for (who, s, ns) in [("client", &client, &net.client), ("server", &server, &net.server)] {
+    for (who, s, no_ports) in [("client", &client, no_ports[0]), ("server", &server, no_ports[1])] {
         eprintln!(
             "{who}: {} mode, XDP {}",
             if s.zero_copy { "zero-copy" } else { "copy" },
@@ -317,8 +320,7 @@ fn echo(net: &Net, seed_value: u64, native: bool) -> Result<(XdpStats, XdpStats)
             "{who}: only our own frames are steered to the socket"
         );
         assert_eq!(
-            udp_no_ports(ns),
-            0,
+            no_ports, 0,
             "{who}: a datagram to our port reached the kernel's UDP stack"
         );
     }
