@@ -206,11 +206,14 @@
 //!
 //! **Peers** are IPv4 addresses and ports with a MAC: [`XdpEndpoint::connect`] takes the
 //! peer's, and a server learns its clients' from their frames (no ARP; at most
-//! [`Config::max_sessions`] entries). **Not yet:** frames over one page (multi-buffer; the core
-//! cuts messages into MTU-sized packets, so one packet is one frame), IPv6, several queues
-//! per endpoint, the `ferry_transport::Transport` impl. `tests/xdp.rs` runs an echo of 0 B to
-//! 64 KiB between two namespaces over veth with native XDP at both ends (copy mode), and again
-//! through a bridge dropping 5 % of packets.
+//! [`Config::max_sessions`] entries). **Multi-buffer:** with an MTU over a frame (jumbo
+//! frames), a packet spans up to 17 frames (`XDP_USE_SG`, all but the last marked
+//! `XDP_PKT_CONTD`; the program is `xdp.frags`); a received one is gathered into one buffer
+//! (one more copy) for the parser. **Not yet:** IPv6, several queues per endpoint, the
+//! `ferry_transport::Transport` impl. `tests/xdp.rs` runs an echo of 0 B to 64 KiB between two
+//! namespaces over veth with native XDP at both ends (copy mode), again with the program in
+//! generic mode, with MTU 9000 (three frames a packet), and through a bridge dropping 5 % of
+//! packets.
 //!
 //! **A first measurement**, not a benchmark: `cargo run --release -p ferry-dgram --example
 //! xdp_echo 5` (root), a 64-byte echo over veth between two namespaces, UDP and AF_XDP in

@@ -2,6 +2,8 @@
 // Ferry's AF_XDP receive program: an IPv4 UDP packet to the port in `ports[0]` goes to the
 // AF_XDP socket bound to the queue it arrived on (`xsks`, keyed by queue index); everything
 // else (ARP, other ports, IPv6, fragments, a queue without a socket) passes to the kernel.
+// "xdp.frags": it takes packets over one page (multi-buffer) and reads only the headers, which
+// are in the first buffer.
 // Rebuild with ./build.sh (clang -target bpf); the object is committed so builds need no clang.
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -26,7 +28,7 @@ struct {
 	__type(value, __u16);
 } ports SEC(".maps");
 
-SEC("xdp")
+SEC("xdp.frags")
 int ferry_redirect(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;

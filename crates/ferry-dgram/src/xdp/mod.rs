@@ -2,7 +2,7 @@
 //! interface, whose UMEM is one region of the application's pool, and a small XDP program
 //! that steers the endpoint's UDP port to it.
 //!
-//! Sending: each [`Transmit`] is written into a free UMEM frame behind Ethernet, IPv4 and UDP
+//! Sending: each [`Transmit`](crate::Transmit) is written into a free UMEM frame behind Ethernet, IPv4 and UDP
 //! headers ([`frame::write_headers`]), put on the TX ring, and the kernel is kicked with
 //! `sendto`. Receiving: the XDP program redirects the port's packets into the socket's RX
 //! ring; each frame is parsed ([`frame::parse`]), handed to the core, and goes straight back to
@@ -19,7 +19,7 @@ use ferry_buf::{BufMut, Pool, RegionInfo, SharedBuf};
 use ferry_transport::Meta;
 use thiserror::Error;
 
-use crate::{Config, ConfigError, ConnectError, Endpoint, Event, SendError, SessionId, Stats, Transmit};
+use crate::{Config, ConfigError, ConnectError, Endpoint, Event, SendError, SessionId, Stats};
 
 pub mod frame;
 mod program;
@@ -32,6 +32,8 @@ use frame::{Addresses, HEADERS_LEN, Mac};
 const MAX_RECV: u32 = 1024;
 /// The most rings' entries (the fill ring's frames are as many).
 const MAX_RING: usize = 2048;
+/// The most frames one packet may span (the kernel's `MAX_SKB_FRAGS` + 1 is 18).
+const MAX_FRAGS: usize = 17;
 /// How long a wait lasts at most while the device refuses frames (it wakes no one when it
 /// takes them again): the driver then retries.
 const BUSY_RETRY: Duration = Duration::from_millis(1);
@@ -39,8 +41,9 @@ const BUSY_RETRY: Duration = Duration::from_millis(1);
 /// The driver's configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct XdpConfig {
-    /// The protocol core's. Its MTU (the UDP payload) plus 42 bytes of headers must fit a
-    /// frame, and the link's MTU must be at least the MTU plus 28.
+    /// The protocol core's. Its MTU (the UDP payload) plus 42 bytes of headers is the longest
+    /// frame: over one UMEM frame, a packet spans several (multi-buffer, `XDP_USE_SG`, at
+    /// most 17). The link's MTU must be at least the MTU plus 28.
     pub endpoint: Config,
     /// The interface to bind to.
     pub ifname: String,
@@ -102,9 +105,9 @@ pub enum XdpError {
     /// The protocol core's configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The MTU does not fit a frame, or the frame size is not 2048 or 4096.
+    /// The MTU does not fit 17 frames, or the frame size is not 2048 or 4096.
     #[error(
-        "frame size {frame} cannot hold an MTU of {mtu} plus {HEADERS_LEN} bytes of headers (frame size must be 2048 or 4096)"
+        "{MAX_FRAGS} frames of {frame} bytes cannot hold an MTU of {mtu} plus {HEADERS_LEN} bytes of headers (frame size must be 2048 or 4096)"
     )]
     FrameSize {
         /// The frame size asked for.
@@ -126,12 +129,13 @@ pub struct XdpStats {
     pub umem_frames: usize,
     /// UMEM frames the kernel holds (fill, RX, TX and completion rings) when counted.
     pub frames_in_use: usize,
-    /// Frames put on the TX ring.
-    pub frames_sent: u64,
-    /// Frames taken from the RX ring.
-    pub frames_received: u64,
-    /// Received frames that were not a well-formed IPv4 UDP datagram to this address and port.
-    pub frames_refused: u64,
+    /// Packets put on the TX ring (one or, multi-buffer, several frames each).
+    pub packets_sent: u64,
+    /// Packets taken from the RX ring (one or, multi-buffer, several frames each).
+    pub packets_received: u64,
+    /// Received packets that were not a well-formed IPv4 UDP datagram to this address and
+    /// port, or longer than the MTU allows.
+    pub packets_refused: u64,
     /// Transmits dropped because the peer's MAC is not known (the core retransmits data).
     pub no_neighbour: u64,
     /// `sendto` kicks.
@@ -181,7 +185,8 @@ impl XdpEndpoint {
     /// `pool`, seeded from the kernel's random numbers.
     pub fn bind(config: XdpConfig, pool: Pool) -> Result<XdpEndpoint, XdpError> {
         let mtu = config.endpoint.mtu;
-        if !matches!(config.frame_size, 2048 | 4096) || HEADERS_LEN + mtu > config.frame_size {
+        let max_packet = HEADERS_LEN + mtu;
+        if !matches!(config.frame_size, 2048 | 4096) || max_packet > config.frame_size * MAX_FRAGS {
             return Err(XdpError::FrameSize {
                 frame: config.frame_size,
                 mtu,
@@ -193,10 +198,24 @@ impl XdpEndpoint {
             source,
         };
         let (region, frames) = umem_frames(&pool, config.frame_size)?;
-        let ring = (frames.len() / 2).min(MAX_RING) as u32;
+        let ring = (frames.len() / 2).min(MAX_RING);
+        if ring < max_packet.div_ceil(config.frame_size) {
+            return Err(XdpError::Umem(format!(
+                "{} frames: too few for two rings of packets of {max_packet} bytes (use a larger region)",
+                frames.len()
+            )));
+        }
         let ifindex = sys::ifindex(&config.ifname).map_err(socket_error)?;
-        let xsk = sys::Xsk::open(ifindex, config.queue, frames, &region, ring, config.zero_copy)
-            .map_err(socket_error)?;
+        let xsk = sys::Xsk::open(
+            ifindex,
+            config.queue,
+            frames,
+            &region,
+            ring as u32,
+            config.zero_copy,
+            max_packet,
+        )
+        .map_err(socket_error)?;
         let program = program::Program::attach(
             &config.ifname,
             config.queue,
@@ -324,7 +343,7 @@ impl XdpEndpoint {
             stats,
             ..
         } = self;
-        let n = xsk.recv(MAX_RECV, |bytes| match frame::parse(bytes) {
+        let (n, dropped) = xsk.recv(MAX_RECV, |bytes| match frame::parse(bytes) {
             Ok(d) if d.addresses.dst == *local => {
                 let src = d.addresses.src;
                 // A packet the core cannot use is dropped and counted there, and teaches
@@ -334,9 +353,10 @@ impl XdpEndpoint {
                     neighbours.insert(*src.ip(), d.addresses.src_mac);
                 }
             }
-            _ => stats.frames_refused += 1,
+            _ => stats.packets_refused += 1,
         });
-        self.stats.frames_received += u64::from(n);
+        self.stats.packets_received += u64::from(n);
+        self.stats.packets_refused += u64::from(dropped);
     }
 
     /// Writes what the core has into free frames, then kicks the kernel.
@@ -364,8 +384,12 @@ impl XdpEndpoint {
                 src: self.local,
                 dst,
             };
-            if self.xsk.send(|buf| write_frame(buf, &addresses, &t)) {
-                self.stats.frames_sent += 1;
+            let mut headers = [0; HEADERS_LEN];
+            // Neither fails: bind checked that the MTU and the headers fit the frames.
+            let sent = frame::write_headers(&mut headers, &addresses, t.len()).is_ok()
+                && self.xsk.send(&[&headers, t.header(), t.payload()]);
+            if sent {
+                self.stats.packets_sent += 1;
                 wrote = true;
             }
         }
@@ -377,19 +401,6 @@ impl XdpEndpoint {
         }
         Ok(())
     }
-}
-
-/// Writes `t` behind its headers into `buf` (a frame); returns the frame's length, or `None`
-/// if it does not fit (never: [`XdpEndpoint::bind`] checks that the MTU and the headers fit a
-/// frame).
-fn write_frame(buf: &mut [u8], addresses: &Addresses, t: &Transmit) -> Option<usize> {
-    let (header, payload) = (t.header(), t.payload());
-    let len = HEADERS_LEN + header.len() + payload.len();
-    let (headers, rest) = buf.get_mut(..len)?.split_first_chunk_mut::<HEADERS_LEN>()?;
-    frame::write_headers(headers, addresses, t.len()).ok()?;
-    rest[..header.len()].copy_from_slice(header);
-    rest[header.len()..].copy_from_slice(payload);
-    Some(len)
 }
 
 impl AsFd for XdpEndpoint {
@@ -493,10 +504,28 @@ mod tests {
             Err(XdpError::FrameSize { .. })
         ));
         config.frame_size = 2048;
-        config.endpoint.mtu = 2048 - HEADERS_LEN + 1;
+        config.endpoint.mtu = 2048 * MAX_FRAGS - HEADERS_LEN + 1;
         assert!(matches!(
             XdpEndpoint::bind(config.clone(), pool()),
             Err(XdpError::FrameSize { .. })
+        ));
+        // Packets of 17 frames each: a 1 MiB region of 2 KiB frames has room for 256 / 2.
+        config.endpoint.mtu = 2048 * MAX_FRAGS - HEADERS_LEN;
+        config.ifname = "ferry-no-such0".into();
+        assert!(matches!(
+            XdpEndpoint::bind(config.clone(), pool()),
+            Err(XdpError::Socket { .. })
+        ));
+        let small = Pool::new(PoolConfig {
+            region_size: 64 << 10,
+            max_bytes: 16 << 20,
+            huge_pages: false,
+            ..PoolConfig::default()
+        })
+        .expect("pool");
+        assert!(matches!(
+            XdpEndpoint::bind(config.clone(), small),
+            Err(XdpError::Umem(_))
         ));
         config.endpoint.mtu = 1472;
         config.ifname = "ferry-no-such0".into();

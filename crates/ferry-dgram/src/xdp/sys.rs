@@ -14,7 +14,8 @@
 //! ```text
 //! rx frames (ring_size of them, a fixed set):
 //!   fill ring ─► kernel copies a packet in ─► RX ring ─► recv() lends it read-only to the
-//!   caller for one call ─► straight back to the fill ring
+//!   caller for one call (a packet spanning frames: a copy gathered from them) ─► straight
+//!   back to the fill ring
 //! tx frames (the rest):
 //!   free list ─► send() lends it to the caller to write ─► TX ring ─► kernel (copies it
 //!   out, or the NIC reads it in zero-copy mode) ─► completion ring ─► reclaim() ─► free list
@@ -186,6 +187,13 @@ pub(crate) struct Xsk {
     /// TX frames we own (not in the TX or completion ring), as frame numbers.
     free: Vec<u32>,
     zero_copy: bool,
+    /// The longest packet taken, and whether it may span frames (`XDP_USE_SG`).
+    max_packet: usize,
+    /// A packet spanning frames, gathered so far (its frames are already back on the fill
+    /// ring).
+    gather: Vec<u8>,
+    /// Its fragments are being dropped: it grew beyond `max_packet`.
+    gather_dropped: bool,
 }
 
 // SAFETY: the raw pointers are into this socket's own mappings, used only through `&mut self`
@@ -213,8 +221,9 @@ pub(crate) fn check_tiling(frames: &mut [BufMut], region: &RegionInfo) -> Result
 impl Xsk {
     /// Opens a socket on `ifindex`'s queue `queue` with `frames` (every slot of `region`, see
     /// [`check_tiling`]) as its UMEM and rings of `ring_size` entries (a power of two; the fill
-    /// ring starts full, the rest of the frames are for sending). Zero-copy if `zero_copy`
-    /// and the driver takes it, else copy mode (a fresh socket).
+    /// ring starts full, the rest of the frames are for sending), for packets of up to
+    /// `max_packet` bytes (over one frame: multi-buffer, `XDP_USE_SG`). Zero-copy if
+    /// `zero_copy` and the driver takes it, else copy mode (a fresh socket).
     pub(crate) fn open(
         ifindex: u32,
         queue: u32,
@@ -222,6 +231,7 @@ impl Xsk {
         region: &RegionInfo,
         ring_size: u32,
         zero_copy: bool,
+        max_packet: usize,
     ) -> io::Result<Xsk> {
         check_tiling(&mut frames, region).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         if !ring_size.is_power_of_two() || ring_size as usize >= frames.len() {
@@ -232,15 +242,17 @@ impl Xsk {
         }
         let frame = region.class;
         let total = frames.len() as u32;
+        let sg = if max_packet > frame { libc::XDP_USE_SG } else { 0 };
         let mut xsk = match zero_copy
-            .then(|| Xsk::socket(ifindex, queue, &frames, frame, ring_size, libc::XDP_ZEROCOPY))
+            .then(|| Xsk::socket(ifindex, queue, &frames, frame, ring_size, libc::XDP_ZEROCOPY | sg))
         {
             Some(Ok(parts)) => Xsk::from_parts(parts, frames, frame, true),
             _ => {
-                let parts = Xsk::socket(ifindex, queue, &frames, frame, ring_size, libc::XDP_COPY)?;
+                let parts = Xsk::socket(ifindex, queue, &frames, frame, ring_size, libc::XDP_COPY | sg)?;
                 Xsk::from_parts(parts, frames, frame, false)
             }
         };
+        xsk.max_packet = max_packet;
         for i in 0..ring_size {
             xsk.fill.write(u64::from(i) * frame as u64);
         }
@@ -261,10 +273,14 @@ impl Xsk {
             frame,
             free: Vec::new(),
             zero_copy,
+            max_packet: frame,
+            gather: Vec::new(),
+            gather_dropped: false,
         }
     }
 
-    /// Makes, sets up and binds one socket (`mode`: `XDP_COPY` or `XDP_ZEROCOPY`).
+    /// Makes, sets up and binds one socket (`mode`: `XDP_COPY` or `XDP_ZEROCOPY`, and
+    /// `XDP_USE_SG` for packets over one frame).
     fn socket(
         ifindex: u32,
         queue: u32,
@@ -349,29 +365,53 @@ impl Xsk {
         self.frames.len() - self.free.len()
     }
 
-    /// Receives up to `max` packets: each is lent to `handle` (its bytes, read-only, for the
-    /// call) and its frame goes straight back to the fill ring. Returns how many there were.
-    /// A descriptor outside the UMEM (a kernel bug) is skipped.
-    pub(crate) fn recv(&mut self, max: u32, mut handle: impl FnMut(&[u8])) -> u32 {
+    /// Receives up to `max` descriptors: each packet is lent to `handle` (its bytes,
+    /// read-only, for the call: the frame itself, or for a packet spanning frames a copy
+    /// gathered from them) and its frames go straight back to the fill ring. A packet longer
+    /// than `max_packet` is dropped and counted in the result's second number, as is a
+    /// descriptor outside the UMEM (a kernel bug). Returns the packets handed over and dropped.
+    pub(crate) fn recv(&mut self, max: u32, mut handle: impl FnMut(&[u8])) -> (u32, u32) {
         let n = self.rx.available().min(max);
         let frame = self.frame as u64;
+        let (mut packets, mut dropped) = (0, 0);
         for _ in 0..n {
             let desc = self.rx.read();
+            let more = desc.options & libc::XDP_PKT_CONTD != 0;
             let (index, offset) = ((desc.addr / frame) as usize, (desc.addr % frame) as usize);
-            if let Some(f) = self.frames.get_mut(index) {
-                if let Some(bytes) = f.capacity_mut().get(offset..offset + desc.len as usize) {
+            let Some(f) = self.frames.get_mut(index) else {
+                dropped += 1;
+                continue;
+            };
+            let bytes = f.capacity_mut().get(offset..offset + desc.len as usize);
+            match bytes {
+                // A whole packet in one frame: lent as it is.
+                Some(bytes) if !more && self.gather.is_empty() && !self.gather_dropped => {
                     handle(bytes);
+                    packets += 1;
                 }
-                // The fill ring has room: the RX frames are a fixed set of ring_size, and
-                // this one just left the RX ring.
-                self.fill.write(index as u64 * frame);
+                Some(bytes) if !self.gather_dropped && self.gather.len() + bytes.len() <= self.max_packet => {
+                    self.gather.extend_from_slice(bytes);
+                    if !more {
+                        handle(&self.gather);
+                        self.gather.clear();
+                        packets += 1;
+                    }
+                }
+                _ => {
+                    self.gather.clear();
+                    self.gather_dropped = more;
+                    dropped += u32::from(!more);
+                }
             }
+            // The fill ring has room: the RX frames are a fixed set of ring_size, and this
+            // one just left the RX ring.
+            self.fill.write(index as u64 * frame);
         }
         if n > 0 {
             self.rx.release();
             self.fill.publish();
         }
-        n
+        (packets, dropped)
     }
 
     /// Moves sent frames from the completion ring to the free list.
@@ -386,31 +426,44 @@ impl Xsk {
         }
     }
 
-    /// Whether a frame and a TX slot are free for [`send`](Self::send).
+    /// Whether frames and TX slots are free for [`send`](Self::send)ing a packet of
+    /// `max_packet` bytes.
     pub(crate) fn can_send(&self) -> bool {
-        !self.free.is_empty() && self.tx.room() > 0
+        let need = self.max_packet.div_ceil(self.frame);
+        self.free.len() >= need && self.tx.room() as usize >= need
     }
 
-    /// Lends a free frame to `write`, which fills it and returns the length (at most the
-    /// frame's; `None` keeps the frame free), and puts it on the TX ring (unpublished until
-    /// [`kick`](Self::kick)). Whether a frame went on the ring: not without
-    /// [`can_send`](Self::can_send).
-    pub(crate) fn send(&mut self, write: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
-        if self.tx.room() == 0 {
+    /// Copies the packet `parts` (gathered in order) into free frames, one after the other,
+    /// and puts them on the TX ring (unpublished until [`kick`](Self::kick); all but the last
+    /// marked `XDP_PKT_CONTD`). False, and nothing sent, if it is longer than `max_packet` or
+    /// there is no room (never after [`can_send`](Self::can_send)).
+    pub(crate) fn send(&mut self, parts: &[&[u8]]) -> bool {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let need = len.div_ceil(self.frame).max(1);
+        if len > self.max_packet || self.free.len() < need || (self.tx.room() as usize) < need {
             return false;
         }
-        let Some(index) = self.free.pop() else {
-            return false;
-        };
-        let Some(len) = write(self.frames[index as usize].capacity_mut()).filter(|&n| n <= self.frame) else {
-            self.free.push(index);
-            return false;
-        };
-        self.tx.write(libc::xdp_desc {
-            addr: u64::from(index) * self.frame as u64,
-            len: len as u32,
-            options: 0,
-        });
+        // A cursor over `parts`: the part, and the offset in it.
+        let (mut part, mut at) = (0, 0);
+        for i in 0..need {
+            let index = self.free.pop().expect("checked: enough free frames");
+            let buf = self.frames[index as usize].capacity_mut();
+            let mut n = 0;
+            while n < buf.len() && part < parts.len() {
+                let src = &parts[part][at..];
+                let k = src.len().min(buf.len() - n);
+                buf[n..n + k].copy_from_slice(&src[..k]);
+                (n, at) = (n + k, at + k);
+                if at == parts[part].len() {
+                    (part, at) = (part + 1, 0);
+                }
+            }
+            self.tx.write(libc::xdp_desc {
+                addr: u64::from(index) * self.frame as u64,
+                len: n as u32,
+                options: if i + 1 < need { libc::XDP_PKT_CONTD } else { 0 },
+            });
+        }
         true
     }
 
