@@ -412,10 +412,11 @@ impl AsFd for XdpEndpoint {
 /// Every slot of one fresh region of `pool`'s `frame` class, and the region: the UMEM.
 fn umem_frames(pool: &Pool, frame: usize) -> Result<(RegionInfo, Vec<BufMut>), XdpError> {
     let seen: Arc<Mutex<Vec<RegionInfo>>> = Arc::default();
-    let hook_seen = Arc::clone(&seen);
+    // The hook stays with the pool for ever; it records only while this function runs.
+    let hook_seen = Arc::downgrade(&seen);
     pool.on_region(move |r| {
-        if r.class == frame {
-            hook_seen.lock().unwrap_or_else(PoisonError::into_inner).push(*r);
+        if let Some(seen) = hook_seen.upgrade().filter(|_| r.class == frame) {
+            seen.lock().unwrap_or_else(PoisonError::into_inner).push(*r);
         }
     });
     let regions = || seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
