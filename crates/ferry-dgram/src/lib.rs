@@ -215,14 +215,19 @@
 //! generic mode, with MTU 9000 (three frames a packet), and through a bridge dropping 5 % of
 //! packets.
 //!
+//! **Syscalls.** The socket is bound with `XDP_USE_NEED_WAKEUP`: a `drive` that waits sends
+//! with its `poll` (the kernel's poll transmits the TX ring first, up to 32 packets in copy
+//! mode), so one syscall both sends and waits; a `drive` that does not wait, or has more to
+//! send, kicks with `sendto`. Receiving takes no syscall (the RX ring is read in place).
+//!
 //! **A first measurement**, not a benchmark: `cargo run --release -p ferry-dgram --example
 //! xdp_echo 5` (root), a 64-byte echo over veth between two namespaces, UDP and AF_XDP in
-//! the same run, on this 2-core machine with a load average of 8. Two runs (3 s and 5 s per
-//! case) gave, AF_XDP against UDP: at 1 in flight 2.00 syscalls per call on each side (one
-//! `sendto` kick, one `poll`) against 4.0 to 4.2, a ratio of 0.48 to 0.50, and 1.8 to 2.5 times
-//! the calls per second (16,800 to 17,400 against 6,800 to 9,900); at 16 in flight 0.13
-//! against 0.26 to 0.47 (ratio 0.27 to 0.49), 1.9 to 3.3 times the calls per second. Copy mode:
-//! the kernel copies each frame once more than zero-copy mode would.
+//! the same run, on this 2-core machine with a load average of 4 to 6. Two runs (3 s and 5 s
+//! per case) gave, AF_XDP against UDP: at 1 in flight 1.00 syscall per call on each side (the
+//! `poll`) against 4.0, a ratio of 0.25, and 1.9 to 2.3 times the calls per second (19,700 to
+//! 21,800 against 9,700 to 10,600); at 16 in flight 0.06 against 0.24 to 0.25 (ratio 0.25 to
+//! 0.26), 2.5 to 2.6 times the calls per second (92,900 to 110,300 against 37,600 to 42,900).
+//! Copy mode: the kernel copies each frame once more than zero-copy mode would.
 //!
 //! # Example
 //!

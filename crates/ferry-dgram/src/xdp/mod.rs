@@ -34,6 +34,9 @@ const MAX_RECV: u32 = 1024;
 const MAX_RING: usize = 2048;
 /// The most frames one packet may span (the kernel's `MAX_SKB_FRAGS` + 1 is 18).
 const MAX_FRAGS: usize = 17;
+/// Packets the kernel's poll sends at most before it waits (`TX_BATCH_SIZE` in copy mode):
+/// with more in the TX ring, a `sendto` kick goes first.
+const POLL_SENDS: u32 = 32;
 /// How long a wait lasts at most while the device refuses frames (it wakes no one when it
 /// takes them again): the driver then retries.
 const BUSY_RETRY: Duration = Duration::from_millis(1);
@@ -174,6 +177,8 @@ pub struct XdpEndpoint {
     neighbours: HashMap<Ipv4Addr, Mac>,
     max_neighbours: usize,
     events: VecDeque<Event>,
+    /// The last kick left packets in the TX ring (the device refused them for now).
+    tx_busy: bool,
     stats: XdpStats,
 }
 
@@ -241,6 +246,7 @@ impl XdpEndpoint {
             neighbours: HashMap::new(),
             max_neighbours,
             events: VecDeque::new(),
+            tx_busy: false,
         })
     }
 
@@ -300,9 +306,13 @@ impl XdpEndpoint {
     /// receives what is there and runs the timers that are due; then sends again, unless that
     /// made events (the application's answers then leave with the acknowledgements on the
     /// next `drive`).
+    ///
+    /// A step that waits sends with its `poll` (the kernel's poll transmits the TX ring first,
+    /// up to 32 packets in copy mode): one syscall both sends and waits. Otherwise a `sendto`
+    /// kicks the kernel.
     pub fn drive(&mut self, timeout: Duration) -> io::Result<()> {
         let now = Instant::now();
-        self.flush(now)?;
+        self.write(now);
         let mut wait = if self.events.is_empty() {
             timeout
         } else {
@@ -311,14 +321,20 @@ impl XdpEndpoint {
         if let Some(at) = self.endpoint.poll_timeout() {
             wait = wait.min(at.saturating_duration_since(now));
         }
-        if self.xsk.tx_pending() {
+        let poll_sends = !wait.is_zero() && !self.tx_busy && self.xsk.tx_outstanding() <= POLL_SENDS;
+        if !poll_sends {
+            self.kick()?;
+        }
+        if self.tx_busy {
             wait = wait.min(BUSY_RETRY);
         }
         if !wait.is_zero() {
-            let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
             self.stats.poll_calls += 1;
+            let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
             self.xsk.poll(ms)?;
         }
+        // What the poll left (a busy device): a kick says whether the device is busy.
+        self.kick()?;
         let now = Instant::now();
         self.receive(now);
         if self.endpoint.poll_timeout().is_some_and(|at| at <= now) {
@@ -327,9 +343,19 @@ impl XdpEndpoint {
         self.events
             .extend(std::iter::from_fn(|| self.endpoint.poll_event()));
         if self.events.is_empty() {
-            self.flush(now)?;
+            self.write(now);
+            self.kick()?;
         }
         Ok(())
+    }
+
+    /// Sends the TX ring's published packets with `sendto` (none if it is empty), and notes
+    /// whether the device left some (`tx_busy`).
+    fn kick(&mut self) -> io::Result<()> {
+        let (calls, result) = self.xsk.kick();
+        self.stats.kicks += calls;
+        self.tx_busy = self.xsk.tx_pending();
+        result
     }
 
     /// Hands every frame in the RX ring (up to [`MAX_RECV`]) to the core.
@@ -359,10 +385,10 @@ impl XdpEndpoint {
         self.stats.packets_refused += u64::from(dropped);
     }
 
-    /// Writes what the core has into free frames, then kicks the kernel.
-    fn flush(&mut self, now: Instant) -> io::Result<()> {
+    /// Writes what the core has into free frames and publishes them on the TX ring (they
+    /// leave on the next kick or poll).
+    fn write(&mut self, now: Instant) {
         self.xsk.reclaim();
-        let mut wrote = false;
         while self.xsk.can_send() {
             let Some(t) = self.endpoint.poll_transmit(now) else {
                 break;
@@ -388,18 +414,10 @@ impl XdpEndpoint {
             // Neither fails: bind checked that the MTU and the headers fit the frames.
             let sent = frame::write_headers(&mut headers, &addresses, t.len()).is_ok()
                 && self.xsk.send(&[&headers, t.header(), t.payload()]);
-            if sent {
-                self.stats.packets_sent += 1;
-                wrote = true;
-            }
+            self.stats.packets_sent += u64::from(sent);
         }
         // With no free frame or TX slot, what the core has waits in it for the next round.
-        if wrote || self.xsk.tx_pending() {
-            let (calls, result) = self.xsk.kick();
-            self.stats.kicks += calls;
-            result?;
-        }
-        Ok(())
+        self.xsk.publish_tx();
     }
 }
 

@@ -243,12 +243,26 @@ impl Xsk {
         let frame = region.class;
         let total = frames.len() as u32;
         let sg = if max_packet > frame { libc::XDP_USE_SG } else { 0 };
-        let mut xsk = match zero_copy
-            .then(|| Xsk::socket(ifindex, queue, &frames, frame, ring_size, libc::XDP_ZEROCOPY | sg))
-        {
+        let mut xsk = match zero_copy.then(|| {
+            Xsk::socket(
+                ifindex,
+                queue,
+                &frames,
+                frame,
+                ring_size,
+                libc::XDP_ZEROCOPY | libc::XDP_USE_NEED_WAKEUP | sg,
+            )
+        }) {
             Some(Ok(parts)) => Xsk::from_parts(parts, frames, frame, true),
             _ => {
-                let parts = Xsk::socket(ifindex, queue, &frames, frame, ring_size, libc::XDP_COPY | sg)?;
+                let parts = Xsk::socket(
+                    ifindex,
+                    queue,
+                    &frames,
+                    frame,
+                    ring_size,
+                    libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP | sg,
+                )?;
                 Xsk::from_parts(parts, frames, frame, false)
             }
         };
@@ -467,15 +481,23 @@ impl Xsk {
         true
     }
 
-    /// Publishes the written TX slots and asks the kernel to send them (`sendto`; in copy mode
-    /// the kernel sends up to 32 per call and says `EAGAIN` while more wait). Returns the
-    /// `sendto` calls made; stops when the ring is empty, or when a call made no progress
-    /// (the device is busy: [`tx_pending`](Self::tx_pending) says so, and the next call goes on).
-    pub(crate) fn kick(&mut self) -> (u64, io::Result<()>) {
+    /// Hands the TX slots written by [`send`](Self::send) to the kernel (which sends them
+    /// on the next [`kick`](Self::kick) or [`poll`](Self::poll)).
+    pub(crate) fn publish_tx(&self) {
         self.tx.publish();
+    }
+
+    /// Asks the kernel to send the published TX slots (`sendto`; in copy mode the kernel sends
+    /// up to 32 per call and says `EAGAIN` while more wait). Returns the `sendto` calls made;
+    /// stops when the ring is empty, or when a call made no progress (the device is busy:
+    /// [`tx_pending`](Self::tx_pending) says so, and the next call goes on).
+    pub(crate) fn kick(&mut self) -> (u64, io::Result<()>) {
         let mut calls = 0;
-        while self.tx.outstanding() > 0 {
+        loop {
             let before = self.tx.outstanding();
+            if before == 0 {
+                return (calls, Ok(()));
+            }
             calls += 1;
             // SAFETY: `sendto` with no buffer and no address: the kernel reads the TX ring.
             let rc = unsafe {
@@ -491,24 +513,31 @@ impl Xsk {
             if rc < 0 {
                 let e = io::Error::last_os_error();
                 match e.raw_os_error() {
-                    Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS) if self.tx.outstanding() < before => {
-                        continue;
-                    }
-                    Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS) => return (calls, Ok(())),
                     Some(libc::EINTR) => continue,
+                    Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS) => {}
                     _ => return (calls, Err(e)),
                 }
             }
+            if self.tx.outstanding() >= before {
+                return (calls, Ok(()));
+            }
         }
-        (calls, Ok(()))
     }
 
-    /// TX descriptors published and not yet taken by the kernel.
+    /// TX descriptors published (or written) and not yet taken by the kernel.
+    pub(crate) fn tx_outstanding(&self) -> u32 {
+        self.tx.outstanding()
+    }
+
+    /// Whether TX descriptors wait for the kernel.
     pub(crate) fn tx_pending(&self) -> bool {
         self.tx.outstanding() > 0
     }
 
-    /// Waits up to `timeout_ms` for a packet in the RX ring.
+    /// Waits up to `timeout_ms` for a packet in the RX ring. The socket is bound with
+    /// `XDP_USE_NEED_WAKEUP`, so the kernel's poll first sends the published TX slots (up to
+    /// 32 in copy mode; it wakes the driver in zero-copy mode): a poll that waits needs no
+    /// [`kick`](Self::kick) of its own.
     pub(crate) fn poll(&self, timeout_ms: i32) -> io::Result<()> {
         let mut pfd = libc::pollfd {
             fd: self.fd.as_raw_fd(),
