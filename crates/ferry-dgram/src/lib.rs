@@ -219,6 +219,8 @@
 //! with its `poll` (the kernel's poll transmits the TX ring first, up to 32 packets in copy
 //! mode), so one syscall both sends and waits; a `drive` that does not wait, or has more to
 //! send, kicks with `sendto`. Receiving takes no syscall (the RX ring is read in place).
+//! `XDP_USE_NEED_WAKEUP` needs Linux 5.4 or later, multi-buffer 6.6 or later (this machine
+//! runs 6.18).
 //!
 //! **A first measurement**, not a benchmark: `cargo run --release -p ferry-dgram --example
 //! xdp_echo 5` (root), a 64-byte echo over veth between two namespaces, UDP and AF_XDP in
