@@ -1,7 +1,7 @@
 //! The AF_XDP driver between two network namespaces this test creates, with native XDP on
 //! both ends: messages of 0 B to 64 KiB echoed, each answered exactly once and intact, and
 //! every datagram to an endpoint's port taken by its socket (none reaches the kernel's UDP
-//! stack). Once over a bare veth pair (and again with the program in generic mode), once through a third namespace that bridges the two and
+//! stack), while everything else (ARP, a datagram to another port) still reaches the kernel. Once over a bare veth pair (and again with the program in generic mode), once through a third namespace that bridges the two and
 //! drops packets at random (nftables `numgen random` in the bridge's forward hook: XDP runs
 //! before netfilter on the endpoints, and this kernel has no netem).
 //!
@@ -10,7 +10,7 @@
 //! XDP the test prints SKIPPED (or fails, with `FERRY_REQUIRE_KERNEL_FEATURES` set).
 
 use std::collections::VecDeque;
-use std::net::SocketAddrV4;
+use std::net::{SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
@@ -24,6 +24,8 @@ use ferry_testkit::tools::skip;
 use ferry_testkit::{Rng, seed};
 use ferry_transport::Meta;
 
+const CLIENT_IP: &str = "10.252.0.1";
+const SERVER_IP: &str = "10.252.0.2";
 const CLIENT: &str = "10.252.0.1:7600";
 const SERVER: &str = "10.252.0.2:7601";
 const CLIENT_MAC: Mac = [0x02, 0xfe, 0, 0, 0, 1];
@@ -132,6 +134,27 @@ fn udp_no_ports(ns: &Netns) -> u64 {
         .expect("value")
         .parse()
         .expect("a number")
+}
+
+/// A datagram from the client's kernel to a kernel socket in the server's namespace, on
+/// another port than the endpoints': it needs ARP both ways and the server's program to pass
+/// it. Sent again every 200 ms (a lossy link may drop one) until it arrives, at most 50 times.
+fn kernel_datagram_passes(net: &Net) {
+    net.server.enter().expect("enter the server's namespace");
+    let rx = UdpSocket::bind((SERVER_IP, 7699)).expect("a kernel socket");
+    rx.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    net.client.enter().expect("enter the client's namespace");
+    let tx = UdpSocket::bind((CLIENT_IP, 0)).expect("a kernel socket");
+    let mut buf = [0; 16];
+    for _ in 0..50 {
+        tx.send_to(b"kernel", (SERVER_IP, 7699)).expect("send");
+        if let Ok((n, _)) = rx.recv_from(&mut buf) {
+            assert_eq!(&buf[..n], b"kernel");
+            return;
+        }
+    }
+    panic!("a datagram to another port never reached the server's kernel: the program does not pass it");
 }
 
 fn pool() -> Pool {
@@ -315,9 +338,14 @@ fn echo(net: &Net, seed_value: u64, case: Case) -> Result<(XdpStats, XdpStats), 
         // Both sockets still open: no datagram to either port may have reached a kernel's UDP
         // stack (after one closes, the other's late acknowledgements would).
         let no_ports = [udp_no_ports(&net.client), udp_no_ports(&net.server)];
+        // The programs pass everything else to the kernel: ARP, and UDP to another port.
+        let passed = s.spawn(|| kernel_datagram_passes(net)).join();
         stop.store(true, Ordering::Relaxed);
         match (client, server.join()) {
-            (Ok(c), Ok(Some(s))) => Ok((c.stats(), s, no_ports)),
+            (Ok(c), Ok(Some(s))) => {
+                passed.unwrap_or_else(|p| std::panic::resume_unwind(p));
+                Ok((c.stats(), s, no_ports))
+            }
             (Err(p), _) | (_, Err(p)) => std::panic::resume_unwind(p),
             (Ok(_), Ok(None)) => unreachable!("the server bound"),
         }
