@@ -209,8 +209,9 @@
 //! [`Config::max_sessions`] entries). **Multi-buffer:** with an MTU over a frame (jumbo
 //! frames), a packet spans up to 17 frames (`XDP_USE_SG`, all but the last marked
 //! `XDP_PKT_CONTD`; the program is `xdp.frags`); a received one is gathered into one buffer
-//! (one more copy) for the parser. **Not yet:** IPv6, several queues per endpoint, the
-//! `ferry_transport::Transport` impl. `tests/xdp.rs` runs an echo of 0 B to 64 KiB between two
+//! (one more copy) for the parser. **Not yet:** IPv6, several queues per endpoint, several
+//! endpoints per interface (each attaches its own program, and an interface runs one XDP
+//! program without libxdp's dispatcher), the `ferry_transport::Transport` impl. `tests/xdp.rs` runs an echo of 0 B to 64 KiB between two
 //! namespaces over veth with native XDP at both ends (copy mode), again with the program in
 //! generic mode, with MTU 9000 (three frames a packet), and through a bridge dropping 5 % of
 //! packets.
