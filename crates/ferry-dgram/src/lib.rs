@@ -12,10 +12,11 @@
 //!
 //! One driver sits beside it: [`UdpEndpoint`] (`src/udp/`) owns a UDP socket and the
 //! clock and moves the core's datagrams with `sendmmsg`/`recvmmsg`, GSO and GRO (see
-//! [The UDP driver](#the-udp-driver)).
+//! [The UDP driver](#the-udp-driver)); on it, [`UdpConnection`] and [`UdpListener`] make
+//! a `ferry_transport::Transport` of one session per connected socket, which ferry-rpc
+//! serves and calls over as `udp://host:port` (see [The transport](#the-transport)).
 //!
-//! **What it is not (yet):** a `ferry_transport::Transport` (so ferry-rpc cannot call over
-//! `udp://` yet), nor an AF_XDP driver. Nor is it secure against an on-path attacker: ids and
+//! **What it is not (yet):** an AF_XDP driver. Nor is it secure against an on-path attacker: ids and
 //! epochs stop blind forgery and stale packets, not a peer that sees the traffic (no
 //! encryption, no authentication).
 //!
@@ -170,8 +171,48 @@
 //! No TCP ran beside it, so there is no same-run ratio yet (`ferry bench rpc` will make it).
 //!
 //! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
-//! whichever address the kernel picks), ECN, the `ferry_transport::Transport` impl, and an
-//! event loop of several endpoints.
+//! whichever address the kernel picks), ECN, and an event loop of several endpoints.
+//!
+//! # The transport
+//!
+//! [`UdpConnection`] is one session with one peer on a socket of its own, `connect(2)`ed to
+//! the peer, so that an RPC event loop polls each connection's descriptor as it polls a TCP
+//! connection's.
+//!
+//! ```text
+//! client: UdpConnection::connect(server)        server: UdpListener::bind(addr)
+//!   ephemeral socket, connect(2) to the server    socket on addr, SO_REUSEADDR + SO_REUSEPORT
+//!   Connect ────────────────────────────────────► listener: a Connect from a new peer
+//!                                                   new socket, same options, bound to addr,
+//!                                                   connect(2) to the peer; its own Endpoint
+//!   ◄────────────────────────────────────────────── takes the Connect and sends the Accept
+//!   Data, Acks ◄────────────────────────────────► the connected socket (Linux prefers it for
+//!                                                   that peer; SO_REUSEPORT never picks it
+//!                                                   for another)
+//! ```
+//!
+//! - **Accepting.** Datagrams from an accepted peer that still reach the listener (sent
+//!   before its socket was connected, or a retransmitted Connect) are dropped and counted
+//!   ([`UdpListenerStats::from_accepted`]): retransmission covers them, and no second session
+//!   is made. A packet for no session from anyone else is answered by a Reset carrying the
+//!   listener's own epoch, so the client of a server that restarted on the port learns it on
+//!   its next packet ([`SessionError::PeerRestarted`]); garbage is dropped and counted.
+//! - **Buffers.** A received message is the pool buffer it was reassembled in, read in place
+//!   ([`UdpFrame`]: `bytes`, `view`). `send` serializes a Ferry message into one pool buffer
+//!   (zero-copy values copied behind its header segment: this transport's one user-space
+//!   copy; the kernel copies again into the socket buffer, as for any UDP send), and the
+//!   packets reference slices of it until acknowledged; `in_flight` is the bytes so held,
+//!   with the messages waiting beyond the window (they queue in the connection: a send
+//!   never blocks).
+//! - **Readiness.** The descriptor is an `epoll` set of the socket and a `timerfd` armed at
+//!   the core's next timer, so a loop polling it wakes to retransmit too. `try_recv` never
+//!   waits; `recv` waits in `poll` up to the next timer, running the timers meanwhile;
+//!   `flush` only sends (what arrives stays in the socket, which stays readable).
+//! - **Errors.** The session's end fails the next call with `TransportError::Io` of kind
+//!   `ConnectionReset` (the peer restarted or closed: dropping a connection sends a Reset, as
+//!   a TCP close sends a FIN) or `TimedOut` ([`Config::max_timeouts`] timeouts without
+//!   progress), the [`SessionError`] inside; a handshake without an Accept within
+//!   [`UdpConnConfig::handshake_timeout`] fails with `TimedOut` and a [`HandshakeTimeout`].
 //!
 //! # Example
 //!
@@ -230,4 +271,7 @@ pub use endpoint::Endpoint;
 pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
 pub use packet::{Packet, PacketError, SessionId};
 pub use stats::{Dropped, Drops, SessionStats, Stats};
-pub use udp::{BindError, UdpConfig, UdpEndpoint, UdpStats};
+pub use udp::{
+    BindError, HandshakeTimeout, UdpConfig, UdpConnConfig, UdpConnection, UdpEndpoint, UdpFrame, UdpListener,
+    UdpListenerStats, UdpStats,
+};
