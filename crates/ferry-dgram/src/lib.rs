@@ -55,7 +55,9 @@
 //! random nonce per start (from the seed the driver gives [`Endpoint::new`]): a Connect from
 //! the same address with a new epoch means the peer restarted, and its old sessions end with
 //! [`Event::SessionReset`] and [`SessionError::PeerRestarted`], listing the metas of their
-//! unacknowledged messages as failed. A packet for an unknown session is answered by a Reset
+//! unacknowledged messages as failed. A server that will not take a session (over its
+//! limit) answers the Connect with a Reset: the client's session ends with
+//! [`SessionError::PeerReset`]. A packet for an unknown session is answered by a Reset
 //! (at most [`Config::max_pending_resets`] queued), so a peer that restarted as a server is
 //! found out on its old client's next packet. [`Endpoint::close`] ends a session at once and
 //! tells the peer with a Reset. There is no idle timeout and no keepalive: a peer that vanishes

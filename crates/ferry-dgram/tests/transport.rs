@@ -5,7 +5,7 @@
 //! makes one session, garbage is dropped and counted on either socket, a packet for no
 //! session is answered by a Reset, and a server restarted on the port reports itself by a
 //! new epoch; a closed connection fails its peer with a typed reset; a silent server fails
-//! the handshake with a typed timeout.
+//! the handshake with a typed timeout, and a refused Connect with a typed reset.
 
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -331,4 +331,24 @@ fn a_silent_server_fails_the_handshake_with_a_typed_timeout() {
         .and_then(|e| e.downcast_ref::<HandshakeTimeout>())
         .expect("a HandshakeTimeout");
     assert!(timeout.connects >= 1, "{timeout}");
+}
+
+#[test]
+fn a_refused_connect_fails_the_handshake_with_a_typed_reset() {
+    let listener = UdpListener::bind(localhost(), UdpConnConfig::default()).expect("bind");
+    let addr = listener.local_addr();
+    let server = spawn("refusing server", move || {
+        while !listener.try_refuse().expect("refuse") {
+            wait_readable(&listener);
+        }
+        listener.stats()
+    });
+    let e = UdpConnection::connect(addr, &pool(), &UdpConnConfig::default()).expect_err("refused");
+    let TransportError::Io { source, .. } = &e else {
+        panic!("{e}");
+    };
+    assert_eq!(source.kind(), ErrorKind::ConnectionReset, "{e}");
+    let inner = source.get_ref().and_then(|e| e.downcast_ref::<SessionError>());
+    assert_eq!(inner, Some(&SessionError::PeerReset), "{e}");
+    assert_eq!(server.join().refused, 1);
 }

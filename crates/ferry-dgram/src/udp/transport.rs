@@ -259,6 +259,12 @@ impl UdpConnection {
         self.driver.stats()
     }
 
+    /// Whether datagrams wait for room in the kernel's send buffer (they leave on a later
+    /// `flush` or `try_recv`; the descriptor polls readable once there is room).
+    pub fn has_unsent(&self) -> bool {
+        self.driver.wants_write()
+    }
+
     /// Records why the connection cannot go on (the first cause wins).
     fn fail(&mut self, e: TransportError) {
         if !self.dead {
@@ -540,6 +546,49 @@ impl UdpListener {
     pub fn try_accept(&self, pool: &Pool) -> Result<Option<UdpConnection>, TransportError> {
         let mut guard = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let st = &mut *guard;
+        while let Some((from, n)) = self.next_connect(st)? {
+            let socket =
+                udp_socket(self.local, Some(from), true).map_err(|e| TransportError::io("udp accept", e))?;
+            let mut conn = UdpConnection::new(socket, from, pool, &self.config)?;
+            let now = Instant::now();
+            let _ = conn.driver.endpoint.handle_packet(now, from, &st.buf[..n]);
+            let Some(Event::Connected { session, .. }) = conn.driver.endpoint.poll_event() else {
+                st.stats.refused += 1;
+                continue;
+            };
+            conn.session = session;
+            // The Accept leaves now.
+            conn.driver.flush(now);
+            conn.update_wake()?;
+            st.accepted.retain(|_, w| w.strong_count() > 0);
+            st.accepted.insert(from, Arc::downgrade(&conn.alive));
+            st.stats.accepted += 1;
+            return Ok(Some(conn));
+        }
+        Ok(None)
+    }
+
+    /// Reads what waits until a Connect from a new peer and refuses it with a Reset (the
+    /// client's handshake fails with `ConnectionReset`); `false` once the socket is empty.
+    pub fn try_refuse(&self) -> Result<bool, TransportError> {
+        let mut guard = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let st = &mut *guard;
+        let Some((from, n)) = self.next_connect(st)? else {
+            return Ok(false);
+        };
+        if let Ok(Packet { header, .. }) = Packet::decode(&st.buf[..n], &self.limits) {
+            // A Reset must name a sender's session: this listener's stand-in.
+            let src = SessionId((self.epoch as u32) | 1);
+            self.send_reset(from, header.src, src);
+        }
+        st.stats.refused += 1;
+        Ok(true)
+    }
+
+    /// Reads datagrams until a Connect from a peer without a live connection, whose length in
+    /// `st.buf` it returns with the peer; `None` once the socket is empty. What else comes is
+    /// dropped and counted, or answered by a Reset if it names a session.
+    fn next_connect(&self, st: &mut ListenerState) -> Result<Option<(SocketAddr, usize)>, TransportError> {
         let mut resets = 0;
         loop {
             let (n, from) = match self.socket.recv_from(&mut st.buf) {
@@ -558,51 +607,25 @@ impl UdpListener {
                 continue;
             }
             match header.body {
-                Body::Connect { .. } => {
-                    let socket = udp_socket(self.local, Some(from), true)
-                        .map_err(|e| TransportError::io("udp accept", e))?;
-                    let mut conn = UdpConnection::new(socket, from, pool, &self.config)?;
-                    let now = Instant::now();
-                    if conn
-                        .driver
-                        .endpoint
-                        .handle_packet(now, from, &st.buf[..n])
-                        .is_err()
-                    {
-                        st.stats.refused += 1;
-                        continue;
-                    }
-                    let Some(Event::Connected { session, .. }) = conn.driver.endpoint.poll_event() else {
-                        st.stats.refused += 1;
-                        continue;
-                    };
-                    conn.session = session;
-                    // The Accept leaves now.
-                    conn.driver.flush(now);
-                    conn.update_wake()?;
-                    st.accepted.retain(|_, w| w.strong_count() > 0);
-                    st.accepted.insert(from, Arc::downgrade(&conn.alive));
-                    st.stats.accepted += 1;
-                    return Ok(Some(conn));
-                }
+                Body::Connect { .. } => return Ok(Some((from, n))),
                 Body::Reset => st.stats.resets_suppressed += 1,
                 _ if resets >= self.config.udp.endpoint.max_pending_resets => {
                     st.stats.resets_suppressed += 1;
                 }
                 _ => {
                     resets += 1;
-                    self.answer_reset(from, &header);
+                    self.send_reset(from, header.src, header.dst);
                     st.stats.resets_sent += 1;
                 }
             }
         }
     }
 
-    /// Tells the sender of a packet for a session this server does not have that it has none.
-    fn answer_reset(&self, to: SocketAddr, h: &Header) {
+    /// Tells `to` that this server has no session `src` for its session `dst`.
+    fn send_reset(&self, to: SocketAddr, dst: SessionId, src: SessionId) {
         let reset = Header {
-            dst: h.src,
-            src: h.dst,
+            dst,
+            src,
             epoch: self.epoch,
             body: Body::Reset,
         };
