@@ -75,12 +75,13 @@ fn connections_echo_messages_up_to_256_kib_in_order() {
                 .expect("send");
             conn.flush().expect("flush");
         }
-        // Until the client has every answer acknowledged.
+        // Until the client has every answer acknowledged; the connection lives on (dropping
+        // it would reset the client's session) until the client has checked its own end.
         wait_until("the answers acknowledged", DEADLINE, || {
-            let _ = conn.try_recv();
+            assert!(conn.try_recv().expect("try_recv").is_none(), "nothing more");
             conn.in_flight() == 0
         });
-        (listener.stats(), conn.stats())
+        (listener.stats(), conn)
     });
 
     let pool = pool();
@@ -104,13 +105,13 @@ fn connections_echo_messages_up_to_256_kib_in_order() {
         );
     }
     wait_until("the requests acknowledged", DEADLINE, || {
-        let _ = client.try_recv();
+        assert!(client.try_recv().expect("try_recv").is_none(), "nothing more");
         client.in_flight() == 0
     });
+    let (listener_stats, conn) = server.join();
     assert!(client.try_recv().expect("try_recv").is_none(), "nothing more");
-    let (listener_stats, server_stats) = server.join();
     assert_eq!(listener_stats.accepted, 1);
-    assert_eq!(server_stats.endpoint.messages_received, SIZES.len() as u64 * 2);
+    assert_eq!(conn.stats().endpoint.messages_received, SIZES.len() as u64 * 2);
     assert_eq!(client.stats().endpoint.messages_received, SIZES.len() as u64 * 2);
 }
 

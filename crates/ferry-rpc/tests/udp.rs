@@ -3,6 +3,7 @@
 //!
 //! - Ferry messages and raw payloads of 0 B to 256 KiB, each answered once and intact, from
 //!   several clients at once, and 16 calls in flight on one tokio channel.
+//! - The tokio server (`AsyncServer`) over `udp://` too: 16 calls in flight, every size.
 //! - A server-streaming call: ten windows of messages, in order (the session is ordered).
 //! - Loss, for real: the server and the client in two network namespaces joined through a
 //!   bridge (`ferry_testkit::netns::Lan`), nftables dropping 10 % of the packets each one
@@ -19,6 +20,7 @@
 //!   test's.)
 
 mod common;
+mod tokio_support;
 
 use std::net::UdpSocket;
 use std::rc::Rc;
@@ -221,6 +223,41 @@ fn a_service_answers_0_to_256_kib_from_several_clients_and_16_in_flight() {
         3 * SIZES.len() + 64
     );
     server.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn the_tokio_server_answers_16_in_flight_over_udp() {
+    let server = tokio_support::ServerThread::start_at("udp://127.0.0.1:0", Duration::ZERO, None);
+    let addr = server.addr.clone();
+    assert!(addr.starts_with("udp://"), "{addr}");
+    spawn("16 in flight to the tokio server", move || {
+        tokio_support::local_runtime(async move {
+            let mut config = ChannelConfig::default();
+            config.client.window = 16;
+            let chan = Rc::new(AsyncChannel::connect_with(&addr, config).await.expect("connect"));
+            // 16 tasks of two calls each: 16 in flight, every size.
+            let tasks: Vec<_> = (0..16)
+                .map(|i| {
+                    let chan = Rc::clone(&chan);
+                    tokio::task::spawn_local(async move {
+                        for k in [i, i + 16] {
+                            let bytes = payload(k, SIZES[k % SIZES.len()]);
+                            let resp = chan
+                                .call_payload(tokio_support::ECHO, Payload::Bytes(&bytes))
+                                .await
+                                .expect("call");
+                            assert_eq!(resp.frame().bytes(), Some(&bytes[..]), "call {k}");
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.expect("call task");
+            }
+        });
+    })
+    .join();
+    server.stop();
 }
 
 #[test]
