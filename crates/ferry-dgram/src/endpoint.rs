@@ -203,10 +203,9 @@ impl Endpoint {
             }
             Body::Reset => {
                 let s = lookup(&mut self.sessions, from, &h)?;
-                if !s.connected {
-                    return Err(Dropped::Forged);
-                }
-                let error = if h.epoch == s.peer_epoch {
+                // Before the Accept, a Reset from the server's address naming this session
+                // (an id only the Connect carried) is the server refusing it.
+                let error = if !s.connected || h.epoch == s.peer_epoch {
                     SessionError::PeerReset
                 } else {
                     SessionError::PeerRestarted

@@ -10,12 +10,15 @@
 //! clock, touches a socket or sleeps, so the tests drive two endpoints through a simulated network
 //! with loss, reordering and duplication deterministically.
 //!
-//! One driver sits beside it: [`UdpEndpoint`] (`src/udp/`) owns a UDP socket and the
+//! Two drivers sit beside it. [`UdpEndpoint`] (`src/udp/`) owns a UDP socket and the
 //! clock and moves the core's datagrams with `sendmmsg`/`recvmmsg`, GSO and GRO (see
-//! [The UDP driver](#the-udp-driver)).
+//! [The UDP driver](#the-udp-driver)); on it, [`UdpConnection`] and [`UdpListener`] make
+//! a `ferry_transport::Transport` of one session per connected socket, which ferry-rpc
+//! serves and calls over as `udp://host:port` (see [The transport](#the-transport)).
+//! [`XdpEndpoint`] (`src/xdp/`) moves them through an AF_XDP socket whose UMEM is one region
+//! of the pool (see [The AF_XDP driver](#the-af_xdp-driver)).
 //!
-//! **What it is not (yet):** a `ferry_transport::Transport` (so ferry-rpc cannot call over
-//! `udp://` yet), nor an AF_XDP driver. Nor is it secure against an on-path attacker: ids and
+//! **What it is not (yet):** a `Transport` over AF_XDP (no `xdp://`). Nor is it secure against an on-path attacker: ids and
 //! epochs stop blind forgery and stale packets, not a peer that sees the traffic (no
 //! encryption, no authentication).
 //!
@@ -54,7 +57,9 @@
 //! random nonce per start (from the seed the driver gives [`Endpoint::new`]): a Connect from
 //! the same address with a new epoch means the peer restarted, and its old sessions end with
 //! [`Event::SessionReset`] and [`SessionError::PeerRestarted`], listing the metas of their
-//! unacknowledged messages as failed. A packet for an unknown session is answered by a Reset
+//! unacknowledged messages as failed. A server that will not take a session (over its
+//! limit) answers the Connect with a Reset: the client's session ends with
+//! [`SessionError::PeerReset`]. A packet for an unknown session is answered by a Reset
 //! (at most [`Config::max_pending_resets`] queued), so a peer that restarted as a server is
 //! found out on its old client's next packet. [`Endpoint::close`] ends a session at once and
 //! tells the peer with a Reset. There is no idle timeout and no keepalive: a peer that vanishes
@@ -170,8 +175,48 @@
 //! No TCP ran beside it, so there is no same-run ratio yet (`ferry bench rpc` will make it).
 //!
 //! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
-//! whichever address the kernel picks), ECN, the `ferry_transport::Transport` impl, and an
-//! event loop of several endpoints.
+//! whichever address the kernel picks), ECN, and an event loop of several endpoints.
+//!
+//! # The transport
+//!
+//! [`UdpConnection`] is one session with one peer on a socket of its own, `connect(2)`ed to
+//! the peer, so that an RPC event loop polls each connection's descriptor as it polls a TCP
+//! connection's.
+//!
+//! ```text
+//! client: UdpConnection::connect(server)        server: UdpListener::bind(addr)
+//!   ephemeral socket, connect(2) to the server    socket on addr, SO_REUSEADDR + SO_REUSEPORT
+//!   Connect ────────────────────────────────────► listener: a Connect from a new peer
+//!                                                   new socket, same options, bound to addr,
+//!                                                   connect(2) to the peer; its own Endpoint
+//!   ◄────────────────────────────────────────────── takes the Connect and sends the Accept
+//!   Data, Acks ◄────────────────────────────────► the connected socket (Linux prefers it for
+//!                                                   that peer; SO_REUSEPORT never picks it
+//!                                                   for another)
+//! ```
+//!
+//! - **Accepting.** Datagrams from an accepted peer that still reach the listener (sent
+//!   before its socket was connected, or a retransmitted Connect) are dropped and counted
+//!   ([`UdpListenerStats::from_accepted`]): retransmission covers them, and no second session
+//!   is made. A packet for no session from anyone else is answered by a Reset carrying the
+//!   listener's own epoch, so the client of a server that restarted on the port learns it on
+//!   its next packet ([`SessionError::PeerRestarted`]); garbage is dropped and counted.
+//! - **Buffers.** A received message is the pool buffer it was reassembled in, read in place
+//!   ([`UdpFrame`]: `bytes`, `view`). `send` serializes a Ferry message into one pool buffer
+//!   (zero-copy values copied behind its header segment: this transport's one user-space
+//!   copy; the kernel copies again into the socket buffer, as for any UDP send), and the
+//!   packets reference slices of it until acknowledged; `in_flight` is the bytes so held,
+//!   with the messages waiting beyond the window (they queue in the connection: a send
+//!   never blocks).
+//! - **Readiness.** The descriptor is an `epoll` set of the socket and a `timerfd` armed at
+//!   the core's next timer, so a loop polling it wakes to retransmit too. `try_recv` never
+//!   waits; `recv` waits in `poll` up to the next timer, running the timers meanwhile;
+//!   `flush` only sends (what arrives stays in the socket, which stays readable).
+//! - **Errors.** The session's end fails the next call with `TransportError::Io` of kind
+//!   `ConnectionReset` (the peer restarted or closed: dropping a connection sends a Reset, as
+//!   a TCP close sends a FIN) or `TimedOut` ([`Config::max_timeouts`] timeouts without
+//!   progress), the [`SessionError`] inside; a handshake without an Accept within
+//!   [`UdpConnConfig::handshake_timeout`] fails with `TimedOut` and a [`HandshakeTimeout`].
 //!
 //! # The AF_XDP driver
 //!
@@ -211,7 +256,7 @@
 //! `XDP_PKT_CONTD`; the program is `xdp.frags`); a received one is gathered into one buffer
 //! (one more copy) for the parser. **Not yet:** IPv6, several queues per endpoint, several
 //! endpoints per interface (each attaches its own program, and an interface runs one XDP
-//! program without libxdp's dispatcher), the `ferry_transport::Transport` impl. `tests/xdp.rs` runs an echo of 0 B to 64 KiB between two
+//! program without libxdp's dispatcher), a `ferry_transport::Transport` over it (so no `xdp://` yet). `tests/xdp.rs` runs an echo of 0 B to 64 KiB between two
 //! namespaces over veth with native XDP at both ends (copy mode), again with the program in
 //! generic mode, with MTU 9000 (three frames a packet), and through a bridge dropping 5 % of
 //! packets.
@@ -290,5 +335,8 @@ pub use endpoint::Endpoint;
 pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
 pub use packet::{Packet, PacketError, SessionId};
 pub use stats::{Dropped, Drops, SessionStats, Stats};
-pub use udp::{BindError, UdpConfig, UdpEndpoint, UdpStats};
+pub use udp::{
+    BindError, HandshakeTimeout, UdpConfig, UdpConnConfig, UdpConnection, UdpEndpoint, UdpFrame, UdpListener,
+    UdpListenerStats, UdpStats,
+};
 pub use xdp::{XdpConfig, XdpEndpoint, XdpError, XdpStats, frame};

@@ -204,6 +204,7 @@ impl Session {
             credits: self.credits - unacked,
             cwnd: self.congestion.window(),
             messages_in_flight: self.out.len(),
+            bytes_in_flight: self.out.iter().map(|m| m.data.len()).sum(),
             srtt: self.rtt.srtt(),
             rto: self.rtt.rto(),
         }

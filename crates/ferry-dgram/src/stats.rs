@@ -133,6 +133,8 @@ pub struct SessionStats {
     pub cwnd: u32,
     /// Messages in flight (at most `window`).
     pub messages_in_flight: usize,
+    /// Their bytes: what the session holds until the peer acknowledges them.
+    pub bytes_in_flight: usize,
     /// The smoothed RTT, once sampled.
     pub srtt: Option<Duration>,
     /// The current retransmission timeout (with backoff).

@@ -59,6 +59,42 @@ fn handshake_then_messages_both_ways() {
     assert_eq!(messages(&net.nodes[0].events), [(Meta::new(3, 4), vec![])]);
 }
 
+/// A server that will not take a session answers the Connect with a Reset (a `UdpListener`
+/// over its connection limit): the session ends with `PeerReset`, its queued message failed.
+/// The same Reset from another address is forged.
+#[test]
+fn a_reset_answering_the_connect_refuses_the_session() {
+    let mut client = ferry_dgram::Endpoint::new(config(), ferry_testkit::pool(), 1).unwrap();
+    let session = client.connect(addr(1)).unwrap();
+    client.send_copy(session, Meta::new(1, 2), b"early").unwrap();
+    let reset = Header {
+        dst: session,
+        src: SessionId(9),
+        epoch: 7,
+        body: Body::Reset,
+    };
+    let mut bytes = vec![0; reset.encoded_len()];
+    reset.encode(&mut bytes).unwrap();
+    let now = std::time::Instant::now();
+    assert_eq!(client.handle_packet(now, addr(2), &bytes), Err(Dropped::Forged));
+    assert!(client.poll_event().is_none());
+    assert_eq!(client.handle_packet(now, addr(1), &bytes), Ok(()));
+    match client.poll_event() {
+        Some(Event::SessionReset {
+            session: s,
+            error,
+            failed,
+        }) => {
+            assert_eq!(
+                (s, error, failed),
+                (session, SessionError::PeerReset, vec![Meta::new(1, 2)])
+            );
+        }
+        other => panic!("expected SessionReset, got {other:?}"),
+    }
+    assert!(client.session_stats(session).is_none());
+}
+
 #[test]
 fn messages_sent_before_the_accept_leave_after_it() {
     let mut net = Net::new(4, Faults::default());

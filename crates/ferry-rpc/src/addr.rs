@@ -1,4 +1,5 @@
-//! Addresses: `tcp://host:port`, `tls://host:port` or `shm:///path/of/the/rendezvous.sock`.
+//! Addresses: `tcp://host:port`, `tls://host:port`, `udp://host:port` or
+//! `shm:///path/of/the/rendezvous.sock`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -16,11 +17,15 @@ pub enum Addr {
     Tls(String),
     /// Shared memory (`ferry-shm`) through a Unix-socket rendezvous: `shm:///run/kv.sock`.
     Shm(PathBuf),
+    /// Datagrams (`ferry-dgram`'s sessions over UDP): `udp://127.0.0.1:7000`.
+    Udp(String),
 }
 
 /// An address that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("address `{addr}`: {reason} (expected tcp://host:port, tls://host:port or shm:///path)")]
+#[error(
+    "address `{addr}`: {reason} (expected tcp://host:port, tls://host:port, udp://host:port or shm:///path)"
+)]
 pub struct AddrError {
     addr: String,
     reason: &'static str,
@@ -47,6 +52,8 @@ impl FromStr for Addr {
             host_port(rest).map(Addr::Tcp)
         } else if let Some(rest) = s.strip_prefix("tls://") {
             host_port(rest).map(Addr::Tls)
+        } else if let Some(rest) = s.strip_prefix("udp://") {
+            host_port(rest).map(Addr::Udp)
         } else if let Some(rest) = s.strip_prefix("shm://") {
             if !rest.starts_with('/') {
                 return Err(bad("the path must be absolute (shm:///path)"));
@@ -64,6 +71,7 @@ impl fmt::Display for Addr {
             Addr::Tcp(a) => write!(f, "tcp://{a}"),
             Addr::Tls(a) => write!(f, "tls://{a}"),
             Addr::Shm(p) => write!(f, "shm://{}", p.display()),
+            Addr::Udp(a) => write!(f, "udp://{a}"),
         }
     }
 }
@@ -86,12 +94,19 @@ mod tests {
             Ok(Addr::Tls("localhost:7443".into()))
         );
         assert_eq!(Addr::Tls("[::1]:1".into()).to_string(), "tls://[::1]:1");
+        assert_eq!(
+            "udp://127.0.0.1:7000".parse(),
+            Ok(Addr::Udp("127.0.0.1:7000".into()))
+        );
+        assert_eq!(Addr::Udp("[::1]:1".into()).to_string(), "udp://[::1]:1");
     }
 
     #[test]
     fn rejects_what_it_cannot_use() {
         for bad in [
-            "udp://x:1",
+            "udp://x",
+            "udp://:1",
+            "quic://x:1",
             "tcp://host",
             "tcp://:80",
             "tcp://h:99999",

@@ -1,12 +1,13 @@
-//! One connection of either transport, chosen by address: what the drivers hold. Every call
-//! forwards to `ferry-net` or `ferry-shm`; nothing here knows the RPC protocol.
+//! One connection of any transport, chosen by address: what the drivers hold. Every call
+//! forwards to `ferry-net`, `ferry-shm` or `ferry-dgram`; nothing here knows the RPC protocol.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
+use ferry_dgram::{UdpConnConfig, UdpConnection, UdpFrame, UdpListener};
 use ferry_net::{Connection, Handshake, PeerIdentity, TlsClient, TlsServer};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmHandshake, ShmListener, ShmStep};
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
@@ -34,17 +35,20 @@ pub enum TransportKind {
     Tcp,
     /// Shared memory (`ferry-shm`).
     Shm,
+    /// Datagrams over UDP (`ferry-dgram`).
+    Udp,
 }
 
 impl TransportKind {
     /// Every kind, each at the index `kind as usize`.
-    pub(crate) const ALL: [TransportKind; 2] = [TransportKind::Tcp, TransportKind::Shm];
+    pub(crate) const ALL: [TransportKind; 3] = [TransportKind::Tcp, TransportKind::Shm, TransportKind::Udp];
 
-    /// `"tcp"` or `"shm"` (the `transport` label of the metrics).
+    /// `"tcp"`, `"shm"` or `"udp"` (the `transport` label of the metrics).
     pub const fn label(self) -> &'static str {
         match self {
             TransportKind::Tcp => "tcp",
             TransportKind::Shm => "shm",
+            TransportKind::Udp => "udp",
         }
     }
 }
@@ -56,6 +60,8 @@ pub struct ConnConfig {
     pub tcp: ferry_net::Config,
     /// Shared-memory settings (block size, credits, spinning).
     pub shm: ShmConfig,
+    /// UDP settings (the datagram protocol's limits, batching, offloads, handshake timeout).
+    pub udp: UdpConnConfig,
     /// The pool each shared-memory connection gets for itself (it must be `shared`): the peer
     /// maps it, so no two sessions share one and a peer sees only its own session's memory.
     /// Unused when [`shared_pool`](Self::shared_pool) is set.
@@ -82,6 +88,7 @@ impl Default for ConnConfig {
         ConnConfig {
             tcp: ferry_net::Config::default(),
             shm: ShmConfig::default(),
+            udp: UdpConnConfig::default(),
             shm_pool: PoolConfig {
                 shared: true,
                 region_size: 2 << 20,
@@ -113,11 +120,12 @@ impl ConnConfig {
 
     /// What messages of a session over `conn` are built with: the pool its values must lie in
     /// to be sent by reference (the shared-memory connection's own, else `tcp_pool`) and the
-    /// transport's threshold.
+    /// transport's threshold (UDP takes TCP's: both are sockets, and a UDP send copies every
+    /// value into the message's buffer whatever the threshold).
     pub(crate) fn context(&self, conn: &Conn, tcp_pool: &Pool) -> Context {
         match conn {
             Conn::Shm(c) => Context::new(c.pool().clone()).with_threshold(self.thresholds.shm),
-            Conn::Tcp(_) => Context::new(tcp_pool.clone()).with_threshold(self.thresholds.tcp),
+            Conn::Tcp(_) | Conn::Udp(_) => Context::new(tcp_pool.clone()).with_threshold(self.thresholds.tcp),
         }
     }
 
@@ -139,25 +147,43 @@ pub enum Conn {
     Tcp(Connection),
     /// Shared memory.
     Shm(ShmConnection),
+    /// UDP: one datagram session.
+    Udp(UdpConnection),
 }
 
-/// A frame received on a [`Conn`]: a pool sub-buffer (TCP, `Send`) or a range of the peer's
-/// shared memory (`!Send`).
+/// A frame received on a [`Conn`]: a pool sub-buffer (TCP, `Send`), a range of the peer's
+/// shared memory (`!Send`), or the pool buffer a UDP message was reassembled in (`Send`).
 #[derive(Debug, Clone)]
 pub enum Frame {
     /// From TCP.
     Tcp(ferry_net::Frame),
     /// From shared memory.
     Shm(ShmFrame),
+    /// From UDP.
+    Udp(UdpFrame),
+}
+
+/// The first socket address `a` (`host:port`) resolves to.
+fn resolve(a: &str) -> Result<SocketAddr, TransportError> {
+    let mut addrs = a
+        .to_socket_addrs()
+        .map_err(|e| TransportError::io("resolve", e))?;
+    addrs.next().ok_or_else(|| {
+        TransportError::io(
+            "resolve",
+            std::io::Error::new(std::io::ErrorKind::NotFound, format!("{a} has no address")),
+        )
+    })
 }
 
 impl Conn {
     /// The sender's count of [`Frame::window_len`]: what `msg`, sent with `send`, will count
     /// against a stream's byte window at the receiver (its encoded length over TCP, nothing
-    /// over shared memory). A raw payload counts its length on either transport.
+    /// over shared memory, as over TCP over UDP). A raw payload counts its length on every
+    /// transport.
     pub fn window_len<M: Outgoing + ?Sized>(&self, msg: &M) -> usize {
         match self {
-            Conn::Tcp(_) => msg.layout().total_len(),
+            Conn::Tcp(_) | Conn::Udp(_) => msg.layout().total_len(),
             Conn::Shm(_) => 0,
         }
     }
@@ -171,6 +197,7 @@ impl Conn {
                 Connection::connect_tls(a, pool, &config.tcp, config.client_tls()?).map(Conn::Tcp)
             }
             Addr::Shm(path) => ShmConnection::connect(path, &config.shm_pool()?, &config.shm).map(Conn::Shm),
+            Addr::Udp(a) => UdpConnection::connect(resolve(a)?, pool, &config.udp).map(Conn::Udp),
         }
     }
 
@@ -179,7 +206,7 @@ impl Conn {
     pub fn peer_identity(&self) -> Option<Arc<PeerIdentity>> {
         match self {
             Conn::Tcp(c) => c.peer_identity(),
-            Conn::Shm(_) => None,
+            Conn::Shm(_) | Conn::Udp(_) => None,
         }
     }
 
@@ -188,7 +215,7 @@ impl Conn {
     pub fn handshake_step(&mut self) -> Result<Handshake, TransportError> {
         match self {
             Conn::Tcp(c) => c.handshake_step(),
-            Conn::Shm(_) => Ok(Handshake::Done),
+            Conn::Shm(_) | Conn::Udp(_) => Ok(Handshake::Done),
         }
     }
 
@@ -196,7 +223,7 @@ impl Conn {
     pub fn handshake_deadline(&self) -> Option<Instant> {
         match self {
             Conn::Tcp(c) => c.handshake_deadline(),
-            Conn::Shm(_) => None,
+            Conn::Shm(_) | Conn::Udp(_) => None,
         }
     }
 
@@ -205,15 +232,19 @@ impl Conn {
         match self {
             Conn::Tcp(_) => TransportKind::Tcp,
             Conn::Shm(_) => TransportKind::Shm,
+            Conn::Udp(_) => TransportKind::Udp,
         }
     }
 
     /// Sends and flushes return [`TransportError::WouldBlock`] instead of waiting for the
     /// socket (TCP) or for credits (shared memory); what could not be taken is not queued.
+    /// UDP sends never wait (what the window or the socket will not take yet waits in the
+    /// connection).
     pub fn set_nonblocking(&mut self, yes: bool) {
         match self {
             Conn::Tcp(c) => c.set_nonblocking(yes),
             Conn::Shm(c) => c.set_nonblocking(yes),
+            Conn::Udp(_) => {}
         }
     }
 
@@ -222,6 +253,7 @@ impl Conn {
         match self {
             Conn::Tcp(c) => c.sender().has_pending(),
             Conn::Shm(c) => c.has_unsent(),
+            Conn::Udp(c) => c.has_unsent(),
         }
     }
 
@@ -230,8 +262,8 @@ impl Conn {
     /// over TCP it is [`try_recv`](Transport::try_recv). Call `try_recv` before sleeping.
     pub fn poll_recv(&mut self) -> Result<Option<Frame>, TransportError> {
         match self {
-            Conn::Tcp(c) => Ok(c.try_recv()?.map(Frame::Tcp)),
             Conn::Shm(c) => Ok(c.poll_recv()?.map(Frame::Shm)),
+            other => other.try_recv(),
         }
     }
 
@@ -241,7 +273,7 @@ impl Conn {
     /// returned `None` (which arms it).
     pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<(), TransportError> {
         let timeout = match self {
-            Conn::Tcp(_) => timeout,
+            Conn::Tcp(_) | Conn::Udp(_) => timeout,
             Conn::Shm(_) => Some(timeout.map_or(SHM_CHECK, |t| t.min(SHM_CHECK))),
         };
         crate::sys::wait_readable(self.as_fd(), timeout).map_err(|e| TransportError::io("poll", e))
@@ -253,6 +285,7 @@ impl AsFd for Conn {
         match self {
             Conn::Tcp(c) => c.as_fd(),
             Conn::Shm(c) => c.as_fd(),
+            Conn::Udp(c) => c.as_fd(),
         }
     }
 }
@@ -264,6 +297,7 @@ impl Transport for Conn {
         match self {
             Conn::Tcp(c) => c.send(meta, msg),
             Conn::Shm(c) => c.send(meta, msg),
+            Conn::Udp(c) => c.send(meta, msg),
         }
     }
 
@@ -271,6 +305,7 @@ impl Transport for Conn {
         match self {
             Conn::Tcp(c) => c.send_payload(meta, payload),
             Conn::Shm(c) => c.send_payload(meta, payload),
+            Conn::Udp(c) => c.send_payload(meta, payload),
         }
     }
 
@@ -278,6 +313,7 @@ impl Transport for Conn {
         match self {
             Conn::Tcp(c) => c.flush(),
             Conn::Shm(c) => c.flush(),
+            Conn::Udp(c) => c.flush(),
         }
     }
 
@@ -285,6 +321,7 @@ impl Transport for Conn {
         match self {
             Conn::Tcp(c) => c.recv().map(Frame::Tcp),
             Conn::Shm(c) => c.recv().map(Frame::Shm),
+            Conn::Udp(c) => c.recv().map(Frame::Udp),
         }
     }
 
@@ -292,6 +329,7 @@ impl Transport for Conn {
         match self {
             Conn::Tcp(c) => Ok(c.try_recv()?.map(Frame::Tcp)),
             Conn::Shm(c) => Ok(c.try_recv()?.map(Frame::Shm)),
+            Conn::Udp(c) => Ok(c.try_recv()?.map(Frame::Udp)),
         }
     }
 
@@ -299,6 +337,7 @@ impl Transport for Conn {
         match self {
             Conn::Tcp(c) => c.in_flight(),
             Conn::Shm(c) => c.in_flight(),
+            Conn::Udp(c) => c.in_flight(),
         }
     }
 }
@@ -307,12 +346,13 @@ impl Frame {
     /// What this frame counts against a stream's byte window: the payload bytes it holds in
     /// this side's memory. Over TCP that is the whole payload; over shared memory a raw
     /// payload's length, and nothing for a Ferry message, whose bytes stay in the sender's
-    /// pool (bounded by the transport's own credits). [`Conn::window_len`] is the sender's
-    /// count of the same.
+    /// pool (bounded by the transport's own credits). UDP counts as TCP does.
+    /// [`Conn::window_len`] is the sender's count of the same.
     pub fn window_len(&self) -> usize {
         match self {
             Frame::Tcp(f) => f.payload().len(),
             Frame::Shm(f) => f.bytes().map_or(0, <[u8]>::len),
+            Frame::Udp(f) => f.payload().len(),
         }
     }
 
@@ -320,6 +360,7 @@ impl Frame {
     pub fn shared(&self) -> Option<&SharedBuf> {
         match self {
             Frame::Tcp(f) => Some(f.payload()),
+            Frame::Udp(f) => Some(f.payload()),
             Frame::Shm(_) => None,
         }
     }
@@ -358,6 +399,7 @@ impl Received for Frame {
         match self {
             Frame::Tcp(f) => f.meta(),
             Frame::Shm(f) => f.meta(),
+            Frame::Udp(f) => f.meta(),
         }
     }
 
@@ -365,6 +407,7 @@ impl Received for Frame {
         match self {
             Frame::Tcp(f) => Some(f.payload()),
             Frame::Shm(f) => f.bytes(),
+            Frame::Udp(f) => f.bytes(),
         }
     }
 
@@ -372,6 +415,7 @@ impl Received for Frame {
         match self {
             Frame::Tcp(f) => f.view(desc, limits),
             Frame::Shm(f) => f.view(desc, limits),
+            Frame::Udp(f) => f.view(desc, limits),
         }
     }
 }
@@ -385,6 +429,9 @@ pub enum Listener {
     Tls(TcpListener, TlsServer),
     /// The Unix-socket rendezvous of shared-memory connections.
     Shm(ShmListener),
+    /// A UDP socket whose peers' sessions each get a connected socket of their own (boxed: it
+    /// carries its connections' configuration, and a listener is made once).
+    Udp(Box<UdpListener>),
 }
 
 impl Listener {
@@ -409,6 +456,9 @@ impl Listener {
                 Ok(Listener::Tls(tcp(a)?, tls))
             }
             Addr::Shm(path) => ShmListener::bind(path).map(Listener::Shm),
+            Addr::Udp(a) => {
+                UdpListener::bind(resolve(a)?, config.udp.clone()).map(|l| Listener::Udp(Box::new(l)))
+            }
         }
     }
 
@@ -423,6 +473,7 @@ impl Listener {
             Listener::Tcp(l) => port(l).map(Addr::Tcp),
             Listener::Tls(l, _) => port(l).map(Addr::Tls),
             Listener::Shm(l) => Ok(Addr::Shm(l.path().to_path_buf())),
+            Listener::Udp(l) => Ok(Addr::Udp(l.local_addr().to_string())),
         }
     }
 
@@ -459,6 +510,10 @@ impl Listener {
                 Some(setup) => Accepted::Shm(setup),
                 None => return Ok(None),
             },
+            Listener::Udp(l) => match l.try_accept(pool)? {
+                Some(conn) => Accepted::Conn(Conn::Udp(conn)),
+                None => return Ok(None),
+            },
         };
         Ok(Some(accepted))
     }
@@ -469,6 +524,7 @@ impl Listener {
         match self {
             Listener::Tcp(l) | Listener::Tls(l, _) => Ok(accept(l)?.is_some()),
             Listener::Shm(l) => l.try_refuse(),
+            Listener::Udp(l) => l.try_refuse(),
         }
     }
 }
@@ -534,6 +590,7 @@ impl AsFd for Listener {
         match self {
             Listener::Tcp(l) | Listener::Tls(l, _) => l.as_fd(),
             Listener::Shm(l) => l.as_fd(),
+            Listener::Udp(l) => l.as_fd(),
         }
     }
 }

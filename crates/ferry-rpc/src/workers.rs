@@ -61,6 +61,11 @@ impl SendFrame {
     ) -> Result<SendFrame, Status> {
         match frame {
             Frame::Tcp(f) => Ok(SendFrame::Tcp(f)),
+            // A pool buffer already: taken as it is, not copied.
+            Frame::Udp(f) => Ok(SendFrame::Copied {
+                meta: f.meta(),
+                buf: f.payload().clone(),
+            }),
             Frame::Shm(f) => {
                 let meta = f.meta();
                 let copy = |bytes: &[u8]| -> Result<SharedBuf, Status> {

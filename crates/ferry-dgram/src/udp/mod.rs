@@ -22,6 +22,12 @@ use crate::{Config, ConfigError, ConnectError, Endpoint, Event, SendError, Sessi
 
 #[allow(unsafe_code)]
 mod sys;
+mod transport;
+mod wake;
+
+pub use transport::{
+    HandshakeTimeout, UdpConnConfig, UdpConnection, UdpFrame, UdpListener, UdpListenerStats,
+};
 
 use sys::{InMsg, MAX_BATCH, OutMsg};
 
@@ -151,12 +157,23 @@ impl UdpEndpoint {
     /// Binds a socket to `addr`, probes GSO and GRO (as far as `config` asks for them), and
     /// starts an endpoint receiving into `pool`, seeded from the kernel's random numbers.
     pub fn bind(addr: SocketAddr, config: UdpConfig, pool: Pool) -> Result<UdpEndpoint, BindError> {
+        let socket = UdpSocket::bind(addr)?;
+        UdpEndpoint::on_socket(socket, config, pool)
+    }
+
+    /// [`bind`](Self::bind) on a socket made elsewhere (bound, perhaps connected: the
+    /// transport's per-peer sockets).
+    pub(crate) fn on_socket(
+        socket: UdpSocket,
+        config: UdpConfig,
+        pool: Pool,
+    ) -> Result<UdpEndpoint, BindError> {
         if !(1..=MAX_BATCH).contains(&config.batch) {
             return Err(BindError::Batch(config.batch));
         }
+        let addr = socket.local_addr()?;
         let mtu = config.endpoint.mtu;
         let endpoint = Endpoint::new(config.endpoint, pool, sys::random_u64()?)?;
-        let socket = UdpSocket::bind(addr)?;
         socket.set_nonblocking(true)?;
         sys::set_buffers(socket.as_fd(), config.socket_buffer)?;
         let gso = config.gso && probe_gso(addr);

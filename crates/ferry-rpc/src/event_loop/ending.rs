@@ -127,7 +127,7 @@ impl EventLoop {
             // Out of the set before its descriptor closes (a descriptor the transport shares
             // would otherwise stay registered).
             let _ = self.readiness.remove(&s.conn);
-            if s.conn.kind() == TransportKind::Tcp {
+            if s.conn.kind() != TransportKind::Shm {
                 self.tcp_sessions -= 1;
             }
             match &mut s.role {

@@ -200,7 +200,7 @@ pub struct EventLoop {
     /// Background calls handed out and not yet back.
     outstanding: usize,
     draining: bool,
-    /// Open TCP sessions (their readiness needs a look at the set on every turn).
+    /// Open TCP and UDP sessions (their readiness needs a look at the set on every turn).
     tcp_sessions: usize,
     /// Shared-memory setups in progress (their sockets are looked at on every turn too).
     setups: Vec<Setup>,
@@ -433,7 +433,7 @@ impl EventLoop {
         if matches!(role, Role::Server(_)) {
             self.services.metrics().sessions(conn.kind()).inc();
         }
-        if conn.kind() == TransportKind::Tcp {
+        if conn.kind() != TransportKind::Shm {
             self.tcp_sessions += 1;
         }
         let index = match self.free.pop() {

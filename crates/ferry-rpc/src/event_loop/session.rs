@@ -148,11 +148,12 @@ impl Session {
         }
     }
 
-    /// Nothing for the loop to do until the descriptor reports readiness: a TCP session with
-    /// nothing to read, write or time (no call, stream or handshake in progress). A quiet
-    /// session leaves the loop's hot list, so that idle sessions cost a turn nothing.
+    /// Nothing for the loop to do until the descriptor reports readiness: a TCP or UDP session
+    /// with nothing to read, write or time (no call, stream or handshake in progress; a UDP
+    /// descriptor also reports the transport's own timers). A quiet session leaves the loop's
+    /// hot list, so that idle sessions cost a turn nothing.
     pub(crate) fn quiet(&mut self) -> bool {
-        self.conn.kind() == TransportKind::Tcp
+        self.conn.kind() != TransportKind::Shm
             && self.dead.is_none()
             && !(self.dirty || self.more || self.readable || self.watch_write)
             && self.backlog.is_empty()

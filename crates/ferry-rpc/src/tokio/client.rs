@@ -249,7 +249,9 @@ impl AsyncChannel {
                     .map(Conn::Tcp)
                     .map_err(|e| unreachable_server(&addr, &e))?
             }
-            Addr::Shm(_) => {
+            // A UDP handshake blocks the thread, as a shared-memory setup does (bounded by
+            // `UdpConnConfig::handshake_timeout`).
+            Addr::Shm(_) | Addr::Udp(_) => {
                 Conn::connect(&addr, &pool, &config.conn).map_err(|e| unreachable_server(&addr, &e))?
             }
         };
@@ -959,6 +961,8 @@ impl Inner {
                     again = true;
                 }
             }
+            // Its descriptor is readable for datagrams, due timers and room to send alike.
+            TransportKind::Udp => {}
         }
         if let Some(e) = failed {
             self.lose(&e);
@@ -999,11 +1003,12 @@ fn stream_of(
 }
 
 /// Registers a duplicate of the connection's descriptor with the reactor: a TCP socket for
-/// reading and writing, a shared-memory doorbell (an eventfd, always writable) for reading.
+/// reading and writing, a shared-memory doorbell (an eventfd, always writable) or a UDP
+/// connection's epoll set for reading.
 pub(super) fn register(conn: &Conn) -> std::io::Result<AsyncFd<OwnedFd>> {
     let interest = match conn.kind() {
         TransportKind::Tcp => Interest::READABLE | Interest::WRITABLE,
-        TransportKind::Shm => Interest::READABLE,
+        TransportKind::Shm | TransportKind::Udp => Interest::READABLE,
     };
     super::register_fd(conn.as_fd().try_clone_to_owned()?, interest)
 }

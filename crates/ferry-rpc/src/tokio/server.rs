@@ -552,7 +552,8 @@ impl Session {
                 Poll::Ready(Err(_)) => return Err(Closed),
                 Poll::Pending => {}
             },
-            TransportKind::Tcp => {}
+            // UDP: its descriptor is readable for datagrams, due timers and room to send alike.
+            TransportKind::Tcp | TransportKind::Udp => {}
             TransportKind::Shm => {
                 let every = if waiting { SHM_RETRY } else { SHM_CHECK };
                 let at = ::tokio::time::Instant::now() + every;

@@ -1,0 +1,524 @@
+//! ferry-rpc over `udp://` (`ferry-dgram`'s sessions on real UDP sockets): the event-loop server
+//! and the blocking and tokio clients, with the service every driver test serves.
+//!
+//! - Ferry messages and raw payloads of 0 B to 256 KiB, each answered once and intact, from
+//!   several clients at once, and 16 calls in flight on one tokio channel.
+//! - The tokio server (`AsyncServer`) over `udp://` too: 16 calls in flight, every size.
+//! - A server-streaming call: ten windows of messages, in order (the session is ordered).
+//! - Loss, for real: the server and the client in two network namespaces joined through a
+//!   bridge (`ferry_testkit::netns::Lan`), nftables dropping 10 % of the packets each one
+//!   receives (`numgen random`, counted: the test checks that packets were dropped; this
+//!   kernel has no netem, so no delay or reordering: the
+//!   protocol's tests in `ferry-dgram` cover those with a simulated network). Every call is
+//!   answered, and handled exactly once (the handler counts). Skipped, with the reason, where
+//!   namespaces or `nft` are not available.
+//! - A server restarted on the same port: the client's next call fails with `UNAVAILABLE`
+//!   naming the UDP session's reset, and a new connection works.
+//! - Garbage and a forged packet for no session sent to the server's port: the service serves
+//!   on. (The counts of what was dropped, and garbage reaching an accepted session's own
+//!   socket, are checked in `ferry-dgram`'s `tests/transport.rs`, where the sockets are the
+//!   test's.)
+
+mod common;
+mod tokio_support;
+
+use std::net::UdpSocket;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+use common::*;
+use ferry_rpc::tokio::AsyncChannel;
+use ferry_rpc::wire::STREAM_WINDOW_MESSAGES;
+use ferry_rpc::{
+    Call, CallOptions, Channel, ChannelConfig, Code, MethodInfo, Mode, Raw, Reply, Request, Server, Service,
+    Services, Shape, Status, StreamHandler, StreamOut, Unsent,
+};
+use ferry_testkit::netns::Lan;
+use ferry_testkit::tools::skip;
+use ferry_testkit::{DEADLINE, spawn};
+use ferry_transport::{Payload, Received, method_id};
+use ferry_wire::sample::Record;
+
+/// Payload sizes around the datagram segment (1415 bytes at the default MTU) up to 256 KiB.
+const SIZES: [usize; 9] = [0, 1, 64, 1415, 1416, 4096, 65_536, 100_000, 256 << 10];
+
+/// Server-streaming, raw: the request is a u32 LE count; answers that many messages, each its
+/// index (u32 LE).
+const COUNT: u16 = method_id("/ferry.test.UdpStreams/Count");
+
+#[derive(Debug, Clone, Default)]
+struct Streams;
+
+impl Service for Streams {
+    fn methods(&self) -> Vec<MethodInfo> {
+        vec![MethodInfo {
+            path: "/ferry.test.UdpStreams/Count",
+            id: COUNT,
+            request: None,
+            mode: Mode::Foreground,
+            shape: Shape::ServerStreaming,
+        }]
+    }
+
+    fn call<'a>(&self, _: &Call<'a>, _: Request<'a>, _: &mut Reply<'_>) -> Result<(), Status> {
+        Err(Status::new(Code::Unimplemented, "streams only"))
+    }
+
+    fn open(&self, _: &Call<'_>) -> Result<Box<dyn StreamHandler>, Status> {
+        Ok(Box::new(Count { next: 0, total: None }))
+    }
+}
+
+struct Count {
+    next: u32,
+    total: Option<u32>,
+}
+
+impl Count {
+    /// Sends until the count is reached (then finishes) or the window is spent.
+    fn pump(&mut self, out: &mut StreamOut<'_>) -> Result<(), Status> {
+        let Some(total) = self.total else { return Ok(()) };
+        while self.next < total {
+            match out.send_payload(Payload::Bytes(&self.next.to_le_bytes())) {
+                Ok(()) => self.next += 1,
+                Err(Unsent::Full) => return Ok(()),
+                Err(Unsent::Ended) => return Err(Status::new(Code::Internal, "ended under the handler")),
+            }
+        }
+        out.finish();
+        Ok(())
+    }
+}
+
+impl StreamHandler for Count {
+    fn on_message(&mut self, request: Request<'_>, out: &mut StreamOut<'_>) -> Result<(), Status> {
+        let bytes = request.incoming().bytes().unwrap_or_default();
+        let n = <[u8; 4]>::try_from(bytes).map_err(|_| Status::new(Code::InvalidArgument, "not a u32"))?;
+        self.total = Some(u32::from_le_bytes(n));
+        self.pump(out)
+    }
+
+    fn on_half_close(&mut self, _: &mut StreamOut<'_>) -> Result<(), Status> {
+        Ok(())
+    }
+
+    fn on_window(&mut self, out: &mut StreamOut<'_>) -> Result<(), Status> {
+        self.pump(out)
+    }
+}
+
+/// A server of the test service and the streams on `addr` (`udp://host:port`), two loops.
+fn serve_udp(service: TestService, addr: &str) -> Server {
+    let services = Services::builder()
+        .service(service)
+        .expect("add")
+        .service(Streams)
+        .expect("add")
+        .workers(2)
+        .build()
+        .expect("services");
+    Server::builder(services)
+        .listen(addr)
+        .loops(2)
+        .start()
+        .expect("server starts")
+}
+
+fn channel(addr: &str) -> Channel {
+    let config = ChannelConfig {
+        timeout: Some(DEADLINE),
+        ..ChannelConfig::default()
+    };
+    Channel::connect_with(addr, config).expect("connect")
+}
+
+/// Raw bytes for call `i` of `len` bytes.
+fn payload(i: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|k| (k * 13 + i) as u8).collect()
+}
+
+/// Every size as a Ferry message (echoed by reference on the server) and as a raw payload.
+fn echo_every_size(ch: &Channel, client: usize) {
+    for (i, &len) in SIZES.iter().enumerate() {
+        let key = format!("c{client}-{i}");
+        let req = record(ch.context(), key.as_bytes(), &[len, 3]);
+        let resp = ch.call::<Record<'static>>(ECHO, &req).expect("echo");
+        check_record(&resp.view().expect("view"), key.as_bytes(), &[len, 3]);
+        let bytes = payload(client + i, len);
+        let raw = ch.call_payload(RAW, Payload::Bytes(&bytes)).expect("raw");
+        assert_eq!(
+            raw.frame().bytes(),
+            Some(&bytes[..]),
+            "raw call {i} of client {client}"
+        );
+    }
+}
+
+#[test]
+fn a_service_answers_0_to_256_kib_from_several_clients_and_16_in_flight() {
+    let service = TestService::default();
+    let server = serve_udp(service.clone(), "udp://127.0.0.1:0");
+    let addr = server.addrs()[0].to_string();
+    assert!(addr.starts_with("udp://127.0.0.1:"), "{addr}");
+    let clients: Vec<_> = (0..3)
+        .map(|c| {
+            let addr = addr.clone();
+            spawn(&format!("client {c}"), move || {
+                echo_every_size(&channel(&addr), c)
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join();
+    }
+    // Each raw request reached the handler once, as the pool buffer it was reassembled in.
+    assert_eq!(service.seen.raw_shared.load(Ordering::SeqCst), 3 * SIZES.len());
+    assert_eq!(service.seen.raw_not_shared.load(Ordering::SeqCst), 0);
+
+    // 16 calls in flight on one tokio channel, each with its own answer.
+    let tokio_addr = addr.clone();
+    spawn("16 in flight", move || {
+        let local = tokio::task::LocalSet::new();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        local.block_on(&rt, async move {
+            let mut config = ChannelConfig::default();
+            config.client.window = 16;
+            let chan = Rc::new(
+                AsyncChannel::connect_with(&tokio_addr, config)
+                    .await
+                    .expect("connect"),
+            );
+            for round in 0..4 {
+                let tasks: Vec<_> = (0..16)
+                    .map(|i| {
+                        let chan = Rc::clone(&chan);
+                        tokio::task::spawn_local(async move {
+                            let bytes = payload(round * 16 + i, SIZES[i % SIZES.len()]);
+                            let resp = chan
+                                .call_payload(RAW, Payload::Bytes(&bytes))
+                                .await
+                                .expect("call");
+                            assert_eq!(
+                                resp.frame().bytes(),
+                                Some(&bytes[..]),
+                                "call {i} of round {round}"
+                            );
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.expect("call task");
+                }
+            }
+        });
+    })
+    .join();
+    assert_eq!(
+        service.seen.raw_shared.load(Ordering::SeqCst),
+        3 * SIZES.len() + 64
+    );
+    server.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn the_tokio_server_answers_16_in_flight_over_udp() {
+    let server = tokio_support::ServerThread::start_at("udp://127.0.0.1:0", Duration::ZERO, None);
+    let addr = server.addr.clone();
+    assert!(addr.starts_with("udp://"), "{addr}");
+    spawn("16 in flight to the tokio server", move || {
+        tokio_support::local_runtime(async move {
+            let mut config = ChannelConfig::default();
+            config.client.window = 16;
+            let chan = Rc::new(AsyncChannel::connect_with(&addr, config).await.expect("connect"));
+            // 16 tasks of two calls each: 16 in flight, every size.
+            let tasks: Vec<_> = (0..16)
+                .map(|i| {
+                    let chan = Rc::clone(&chan);
+                    tokio::task::spawn_local(async move {
+                        for k in [i, i + 16] {
+                            let bytes = payload(k, SIZES[k % SIZES.len()]);
+                            let resp = chan
+                                .call_payload(tokio_support::ECHO, Payload::Bytes(&bytes))
+                                .await
+                                .expect("call");
+                            assert_eq!(resp.frame().bytes(), Some(&bytes[..]), "call {k}");
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.expect("call task");
+            }
+        });
+    })
+    .join();
+    server.stop();
+}
+
+#[test]
+fn a_server_stream_arrives_whole_and_in_order() {
+    let server = serve_udp(TestService::default(), "udp://127.0.0.1:0");
+    let ch = channel(&server.addrs()[0].to_string());
+    let mut s = ch.open::<Raw>(COUNT, &CallOptions::default()).expect("open");
+    let n = 10 * STREAM_WINDOW_MESSAGES;
+    s.send_payload(Payload::Bytes(&n.to_le_bytes())).expect("send");
+    s.end().expect("end");
+    let got: Vec<u32> = s
+        .by_ref()
+        .map(|r| {
+            let r = r.expect("message");
+            u32::from_le_bytes(r.frame().bytes().expect("raw").try_into().expect("u32"))
+        })
+        .collect();
+    assert_eq!(got, (0..n).collect::<Vec<_>>());
+    server.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn every_call_is_answered_exactly_once_under_packet_loss() {
+    const TEST: &str = "every_call_is_answered_exactly_once_under_packet_loss";
+    let lan = match Lan::new("udprpc", 2) {
+        Ok(lan) => lan,
+        Err(e) => return skip(TEST, &format!("no network namespaces: {e}")),
+    };
+    for i in 0..2 {
+        // `Lan::set_loss`'s rule, with a counter: the test checks that the loss happened.
+        let rules = "add table inet udp_loss; \
+             add chain inet udp_loss input { type filter hook input priority 0; policy accept; }; \
+             add rule inet udp_loss input iifname \"veth0\" numgen random mod 100 < 10 counter drop";
+        if let Err(e) = lan.node(i).exec("nft", &[rules]) {
+            return skip(TEST, &format!("no nftables: {e}"));
+        }
+    }
+    let lan = Arc::new(lan);
+    let service = TestService::default();
+    // The server lives on a thread inside node 0 (its loops, spawned there, too).
+    let (addr_tx, addr_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let server_lan = Arc::clone(&lan);
+    let server_service = service.clone();
+    let server = spawn("server in node 0", move || {
+        server_lan.node(0).enter().expect("enter node 0");
+        let server = serve_udp(server_service, &format!("udp://{}:0", Lan::addr(0)));
+        addr_tx
+            .send(server.addrs()[0].to_string())
+            .expect("send the address");
+        let _ = stop_rx.recv_timeout(3 * DEADLINE);
+        server.shutdown(Duration::from_secs(1));
+    });
+    let addr = addr_rx.recv_timeout(DEADLINE).expect("the server's address");
+    const CLIENTS: usize = 2;
+    const CALLS: usize = 40;
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (addr, lan) = (addr.clone(), Arc::clone(&lan));
+            spawn(&format!("client {c} in node 1"), move || {
+                lan.node(1).enter().expect("enter node 1");
+                let ch = channel(&addr);
+                for i in 0..CALLS {
+                    // Single packets and messages of up to 47 packets (a lost one among them
+                    // is the usual case at 10 %).
+                    let bytes = payload(c * CALLS + i, [64, 3000, 65_536][i % 3]);
+                    let raw = ch
+                        .call_payload(RAW, Payload::Bytes(&bytes))
+                        .expect("raw under loss");
+                    assert_eq!(raw.frame().bytes(), Some(&bytes[..]), "call {i} of client {c}");
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join();
+    }
+    // Exactly once: the handler ran once per call, retransmissions and all.
+    assert_eq!(service.seen.raw_shared.load(Ordering::SeqCst), CLIENTS * CALLS);
+    // And the loss was real: each node's rule dropped packets.
+    for i in 0..2 {
+        let table = lan
+            .node(i)
+            .exec("nft", &["list", "table", "inet", "udp_loss"])
+            .expect("nft");
+        assert!(dropped(&table) > 0, "node {i} dropped no packet: {table}");
+    }
+    let _ = stop_tx.send(());
+    server.join();
+}
+
+/// The packets an nftables listing's `counter` counted.
+fn dropped(table: &str) -> u64 {
+    let after = table.split("counter packets ").nth(1).expect("a counter");
+    after
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count")
+}
+
+#[test]
+fn a_restarted_server_fails_the_next_call_with_a_reset_and_a_new_connection_works() {
+    let server = serve_udp(TestService::default(), "udp://127.0.0.1:0");
+    let addr = server.addrs()[0].to_string();
+    let mut ch = channel(&addr);
+    ch.call_payload(RAW, Payload::Bytes(b"1")).expect("first call");
+    server.shutdown(Duration::from_secs(1));
+    let server = serve_udp(TestService::default(), &addr);
+    let err = ch
+        .call_payload(RAW, Payload::Bytes(b"2"))
+        .expect_err("the session is gone");
+    assert_eq!(err.code, Code::Unavailable, "{err}");
+    assert!(
+        err.message.contains("udp session")
+            && (err.message.contains("reset") || err.message.contains("restarted")),
+        "{err}"
+    );
+    assert!(ch.is_closed());
+    ch.reconnect().expect("reconnect");
+    let resp = ch.call_payload(RAW, Payload::Bytes(b"3")).expect("a new session");
+    assert_eq!(resp.frame().bytes(), Some(&b"3"[..]));
+    let fresh = channel(&addr);
+    fresh
+        .call_payload(RAW, Payload::Bytes(b"4"))
+        .expect("a new connection");
+    server.shutdown(Duration::from_secs(1));
+}
+
+#[test]
+fn garbage_and_forged_packets_leave_the_service_serving() {
+    let server = serve_udp(TestService::default(), "udp://127.0.0.1:0");
+    let addr = server.addrs()[0].to_string();
+    let ch = channel(&addr);
+    ch.call_payload(RAW, Payload::Bytes(b"before")).expect("call");
+    let port: std::net::SocketAddr = addr.trim_start_matches("udp://").parse().expect("address");
+    let stranger = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    // Not a packet; a header for a session the server does not have (answered by a Reset);
+    // a Connect cut short.
+    let forged = {
+        let h = ferry_dgram::packet::Header {
+            dst: ferry_dgram::SessionId(77),
+            src: ferry_dgram::SessionId(78),
+            epoch: 1,
+            body: ferry_dgram::packet::Body::Ack { cum: 0, sack: 0 },
+        };
+        let mut b = vec![0; h.encoded_len()];
+        h.encode(&mut b).expect("encode");
+        b
+    };
+    for bytes in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        &forged,
+        &forged[..5],
+        &[0xff; 1472],
+    ] {
+        stranger.send_to(bytes, port).expect("send");
+    }
+    stranger.set_read_timeout(Some(DEADLINE)).expect("timeout");
+    let mut reset = [0u8; 64];
+    let n = stranger
+        .recv(&mut reset)
+        .expect("the Reset answering the forged packet");
+    assert_eq!(n, ferry_dgram::packet::RESET_LEN);
+    for i in 0..10u8 {
+        let resp = ch
+            .call_payload(RAW, Payload::Bytes(&[i; 2000]))
+            .expect("still serving");
+        assert_eq!(resp.frame().bytes(), Some(&[i; 2000][..]));
+    }
+    channel(&addr)
+        .call_payload(RAW, Payload::Bytes(b"new"))
+        .expect("a new connection after the garbage");
+    server.shutdown(Duration::from_secs(1));
+}
+
+/// Calls of 64 B raw echo completed in `secs` seconds over `addr` with `in_flight` calls at
+/// once (1: the blocking channel; more: tasks on one tokio channel).
+fn echo_rate(addr: &str, in_flight: usize, secs: f64) -> f64 {
+    let run = Duration::from_secs_f64(secs);
+    let payload = [7u8; 64];
+    if in_flight == 1 {
+        let ch = channel(addr);
+        let start = std::time::Instant::now();
+        let mut calls = 0u64;
+        while start.elapsed() < run {
+            ch.call_payload(RAW, Payload::Bytes(&payload)).expect("call");
+            calls += 1;
+        }
+        return calls as f64 / start.elapsed().as_secs_f64();
+    }
+    let local = tokio::task::LocalSet::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let addr = addr.to_string();
+    local.block_on(&rt, async move {
+        let mut config = ChannelConfig::default();
+        config.client.window = in_flight;
+        let chan = Rc::new(AsyncChannel::connect_with(&addr, config).await.expect("connect"));
+        let start = std::time::Instant::now();
+        let tasks: Vec<_> = (0..in_flight)
+            .map(|_| {
+                let chan = Rc::clone(&chan);
+                tokio::task::spawn_local(async move {
+                    let mut calls = 0u64;
+                    while start.elapsed() < run {
+                        chan.call_payload(RAW, Payload::Bytes(&payload))
+                            .await
+                            .expect("call");
+                        calls += 1;
+                    }
+                    calls
+                })
+            })
+            .collect();
+        let mut calls = 0;
+        for t in tasks {
+            calls += t.await.expect("task");
+        }
+        calls as f64 / start.elapsed().as_secs_f64()
+    })
+}
+
+/// A first measurement, not a benchmark (`ferry bench rpc` will be): 64 B raw echo over
+/// `udp://` and `tcp://` on loopback, one server loop, at 1 and 16 calls in flight, the two
+/// transports alternating in one run. Prints calls/s and the UDP/TCP ratio; asserts nothing
+/// about speed. `FERRY_UDP_MEASURE_SECS` sets each point's time (default 3).
+#[test]
+#[ignore = "a measurement: cargo test --release -p ferry-rpc --test udp -- --ignored --nocapture"]
+fn measure_64_byte_echo_udp_against_tcp() {
+    let secs: f64 = std::env::var("FERRY_UDP_MEASURE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0);
+    let services = Services::builder()
+        .service(TestService::default())
+        .expect("add")
+        .build()
+        .expect("services");
+    let server = Server::builder(services)
+        .listen("tcp://127.0.0.1:0")
+        .listen("udp://127.0.0.1:0")
+        .loops(1)
+        .start()
+        .expect("server starts");
+    let [tcp, udp] = [0, 1].map(|i| server.addrs()[i].to_string());
+    for in_flight in [1, 16] {
+        let (mut t, mut u) = (Vec::new(), Vec::new());
+        for _ in 0..2 {
+            t.push(echo_rate(&tcp, in_flight, secs));
+            u.push(echo_rate(&udp, in_flight, secs));
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        println!(
+            "64 B echo, {in_flight:>2} in flight: tcp {:>9.0} calls/s {t:.0?}, udp {:>9.0} calls/s {u:.0?}, udp/tcp {:.2}",
+            mean(&t),
+            mean(&u),
+            mean(&u) / mean(&t)
+        );
+    }
+    server.shutdown(Duration::from_secs(1));
+}
