@@ -205,7 +205,7 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
         return Vec::new();
     }
     let systems = or_all(&args.systems, System::value_variants());
-    let transports = or_all(&args.transports, Transport::value_variants());
+    let transports = or_all(&args.transports, &Transport::DEFAULT);
     let in_flight = crate::harness::sorted(
         or_all(&args.in_flight, &IN_FLIGHT)
             .into_iter()
@@ -265,7 +265,7 @@ pub(super) fn stream_plan(args: &Args) -> Vec<StreamConfig> {
     }
     stream::plan(
         &or_all(&args.systems, System::value_variants()),
-        &or_all(&args.transports, Transport::value_variants()),
+        &or_all(&args.transports, &Transport::DEFAULT),
         args.common.quick,
         args.common.count,
     )

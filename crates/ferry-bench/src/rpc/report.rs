@@ -104,8 +104,14 @@ fn loop_points(all: &[Record]) -> Vec<(Transport, Fields, usize)> {
             .filter(|r| r.point.system.on_loop())
             .map(|r| r.point.in_flight),
     );
+    // The default transports always (what was not run shows as such), others if they ran.
+    let transports = sorted(
+        Transport::DEFAULT
+            .into_iter()
+            .chain(all.iter().map(|r| r.point.transport)),
+    );
     let mut out = Vec::new();
-    for transport in Transport::ALL {
+    for transport in transports {
         for fields in [ECHO, ONE_KIB] {
             out.extend(counts.iter().map(|&n| (transport, fields, n)));
         }
