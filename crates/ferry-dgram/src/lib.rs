@@ -225,19 +225,25 @@
 //!   the core's next timer, so a loop polling it wakes to retransmit too. `try_recv` never
 //!   waits; `recv` waits in `poll` up to the next timer, running the timers meanwhile;
 //!   `flush` only sends (what arrives stays in the socket, which stays readable).
+//! - **Acknowledgements.** `recv`, and `try_recv` on a client's connection, acknowledge what
+//!   they received before returning it: the caller (a blocking channel) may not call again
+//!   for a while. On a served connection `try_recv` leaves them for its next drive, which its
+//!   caller (the event loop, the tokio server) makes when it drains `try_recv` to `None`, so
+//!   they leave with the answers in one `sendmmsg`.
 //! - **Errors.** The session's end fails the next call with `TransportError::Io` of kind
 //!   `ConnectionReset` (the peer restarted or closed: dropping a connection sends a Reset, as
 //!   a TCP close sends a FIN) or `TimedOut` ([`Config::max_timeouts`] timeouts without
 //!   progress), the [`SessionError`] inside; a handshake without an Accept within
 //!   [`UdpConnConfig::handshake_timeout`] fails with `TimedOut` and a [`HandshakeTimeout`].
 //! - **A caller that does not call.** The protocol runs only inside the connection's calls:
-//!   `recv` acknowledges a message before returning it, but if that acknowledgement is lost
-//!   while the caller (a blocking client between calls) makes no call, the peer's
-//!   retransmissions go unanswered, and after [`Config::max_timeouts`] timeouts (about 1.5 s
-//!   on loopback: 2 ms doubling to the 500 ms cap) the peer gives the session up. The next
-//!   call then fails with a reset, and a new connection works. An event loop or tokio driver
-//!   polls the descriptor and never meets this. Keepalives or a driver thread would remove it;
-//!   neither is here yet.
+//!   messages that come while the caller makes none (a blocking client between calls, a
+//!   stream it does not read, an idle tokio channel), and what an acknowledgement of its that
+//!   was lost should have covered, are acknowledged only at its next call. Meanwhile the peer retransmits, and after
+//!   [`Config::max_timeouts`] timeouts without progress it gives the session up: with
+//!   [`UdpConnConfig`]'s defaults (16 timeouts, capped at 1 s) about 8 s on loopback. The
+//!   caller's next call then fails with a reset, and a new connection works. The event-loop
+//!   server and client, and the tokio server, poll every connection and never meet this.
+//!   Keepalives or a driver thread would remove it; neither is here yet.
 //!
 //! # Example
 //!
