@@ -178,14 +178,20 @@
 //! by default): a 64-byte raw echo through one event-loop server thread listening on both
 //! `tcp://` and `udp://` on loopback, the two alternating in one run, 1 in flight from the
 //! blocking `Channel`, 16 from one tokio `AsyncChannel`. On the same busy 2-core machine
-//! (load average 4 to 6: another helper's builds and a CI run), four runs gave UDP at
-//! **0.40 to 0.53×** TCP's calls/s at 1 in flight (6,750 to 8,350 against 15,250 to 19,050)
-//! and **0.58 to 0.93×** at 16 (18,500 to 25,900 against 26,000 to 36,800): the UDP path
-//! is slower here, target or not. Counted with `strace -c` over one run, a UDP call took about
-//! 8 syscalls on the two sides together (2.5 `sendmmsg`, 3.8 `recvmmsg`, 0.85 `poll`, 0.6
-//! `timerfd_settime`, and the server's `epoll_wait`) where a TCP call took about 5.6 (2
-//! `sendmsg`, 3.6 `readv`): a blocking client acknowledges each answer in a datagram of its
-//! own (it cannot wait to piggyback it, see below), which wakes the server once more per call.
+//! (load average 6: another helper's builds and a CI run), two runs gave UDP at **0.52 and
+//! 0.40×** TCP's calls/s at 1 in flight (6,720 and 6,470 against 12,800 and 16,170) and
+//! **0.70 and 0.68×** at 16 (23,500 and 22,800 against 33,500 and 33,400): the UDP path is
+//! slower here, target or not. Counted with `strace -f -c` over one run, a UDP call made about
+//! 5.8 syscalls on the two sides together (1.8 `sendmmsg`, 2.7 `recvmmsg`, 0.75 `poll`, 0.5
+//! `timerfd_settime`) and a TCP call about 5.5 (1.95 `sendmsg`, 3.6 `readv`), each plus its
+//! share of the server's `epoll_wait`: a blocking client acknowledges each answer in a
+//! datagram of its own (it cannot wait to piggyback it, see below), which wakes the server
+//! once more per call, and a UDP session's descriptor is an `epoll` set inside the loop's.
+//! Under this load the retransmission timer also fires spuriously (no datagram lost: the
+//! sides' sent and received counts match, and the kernel's `RcvbufErrors` stay flat) when a
+//! thread waits for a core longer than `rto_min` (2 ms), and the congestion window's
+//! halvings then slow a 256 KiB message: ferry-rpc's `tests/udp.rs` first test takes 0.15 s in most
+//! release runs and 0.6 to 1 s in some.
 //!
 //! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
 //! whichever address the kernel picks), ECN, and an event loop of several endpoints.
