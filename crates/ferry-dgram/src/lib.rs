@@ -16,8 +16,8 @@
 //! a `ferry_transport::Transport` of one session per connected socket, which ferry-rpc
 //! serves and calls over as `udp://host:port` (see [The transport](#the-transport)).
 //!
-//! **What it is not (yet):** an AF_XDP driver. Nor is it secure against an on-path attacker: ids and
-//! epochs stop blind forgery and stale packets, not a peer that sees the traffic (no
+//! **What it is not (yet):** an AF_XDP driver. Nor is it secure against an on-path attacker:
+//! ids and epochs stop blind forgery and stale packets, not a peer that sees the traffic (no
 //! encryption, no authentication).
 //!
 //! # Messages and buffers
@@ -190,8 +190,8 @@
 //! Under this load the retransmission timer also fires spuriously (no datagram lost: the
 //! sides' sent and received counts match, and the kernel's `RcvbufErrors` stay flat) when a
 //! thread waits for a core longer than `rto_min` (2 ms), and the congestion window's
-//! halvings then slow a 256 KiB message: ferry-rpc's `tests/udp.rs` first test takes 0.15 s in most
-//! release runs and 0.6 to 1 s in some.
+//! halvings then slow a 256 KiB message: ferry-rpc's `tests/udp.rs` first test takes 0.15 s
+//! in most release runs and 0.6 to 1 s in some.
 //!
 //! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
 //! whichever address the kernel picks), ECN, and an event loop of several endpoints.
@@ -244,12 +244,12 @@
 //! - **A caller that does not call.** The protocol runs only inside the connection's calls:
 //!   messages that come while the caller makes none (a blocking client between calls, a
 //!   stream it does not read, an idle tokio channel), and what an acknowledgement of its that
-//!   was lost should have covered, are acknowledged only at its next call. Meanwhile the peer retransmits, and after
-//!   [`Config::max_timeouts`] timeouts without progress it gives the session up: with
-//!   [`UdpConnConfig`]'s defaults (16 timeouts, capped at 1 s) about 8 s on loopback. The
-//!   caller's next call then fails with a reset, and a new connection works. The event-loop
-//!   server and client, and the tokio server, poll every connection and never meet this.
-//!   Keepalives or a driver thread would remove it; neither is here yet.
+//!   was lost should have covered, are acknowledged only at its next call. Meanwhile the
+//!   peer retransmits, and after [`Config::max_timeouts`] timeouts without progress it gives
+//!   the session up: with [`UdpConnConfig`]'s defaults (16 timeouts, capped at 1 s) about
+//!   8 s on loopback. The caller's next call then fails with a reset, and a new connection
+//!   works. The event-loop server and client, and the tokio server, poll every connection and
+//!   never meet this. Keepalives or a driver thread would remove it; neither is here yet.
 //!
 //! # Example
 //!
