@@ -248,17 +248,11 @@ impl UdpConnection {
             c.driver
                 .drive(deadline - now)
                 .map_err(|e| TransportError::io("udp handshake", e))?;
-            let mut connected = false;
-            while let Some(event) = c.driver.poll_event() {
-                match event {
-                    Event::Connected { .. } => connected = true,
-                    Event::SessionReset { error, .. } | Event::SessionClosed { error, .. } => {
-                        return Err(session_ended(error));
-                    }
-                    _ => {}
-                }
-            }
-            if connected {
+            // A refusal fails the connection; a message that came with the Accept is kept.
+            c.take_events();
+            c.check()?;
+            let connected = c.driver.endpoint().session_stats(c.session).map(|s| s.connected);
+            if connected == Some(true) {
                 c.update_wake()?;
                 return Ok(c);
             }
