@@ -860,7 +860,14 @@ mod tests {
         }
         .to_bytes()
         .to_vec();
-        out.extend((0..len).map(|i| (i * 7 + kind as usize) as u8));
+        // Byte i is (7 i + kind) mod 256, a pattern of period 256: built once and repeated (a
+        // byte-at-a-time loop made the large-frame property tests take minutes in debug builds).
+        let period: Vec<u8> = (0..256).map(|i| (i * 7 + kind as usize) as u8).collect();
+        out.reserve(len);
+        for _ in 0..len / 256 {
+            out.extend_from_slice(&period);
+        }
+        out.extend_from_slice(&period[..len % 256]);
         out
     }
 
@@ -1208,11 +1215,7 @@ mod tests {
     fn uniform_large_frames_are_copied_at_most_once() {
         let pool = pool();
         let lens = vec![(64 << 10) + 40; 200];
-        let stream: Vec<u8> = lens
-            .iter()
-            .enumerate()
-            .flat_map(|(k, &l)| frame(k as u16, l))
-            .collect();
+        let stream = stream_of(&lens);
         let t = feed_traced(&Config::default(), &pool, &stream, &[256 << 10]);
         check_bytes(&t.frames, &lens).unwrap();
         let c = t.reader.counters();
@@ -1230,11 +1233,7 @@ mod tests {
         let pool = pool();
         let mut lens = vec![20 << 10; 3];
         lens.extend(vec![100; 1000]);
-        let stream: Vec<u8> = lens
-            .iter()
-            .enumerate()
-            .flat_map(|(k, &l)| frame(k as u16, l))
-            .collect();
+        let stream = stream_of(&lens);
         let t = feed_traced(&Config::default(), &pool, &stream, &[usize::MAX]);
         check_bytes(&t.frames, &lens).unwrap();
         assert!(!t.reader.is_exact());
@@ -1249,10 +1248,11 @@ mod tests {
     }
 
     fn stream_of(lens: &[usize]) -> Vec<u8> {
-        lens.iter()
-            .enumerate()
-            .flat_map(|(k, &l)| frame(k as u16, l))
-            .collect()
+        let mut stream = Vec::with_capacity(lens.iter().map(|l| l + HEADER_LEN).sum());
+        for (k, &l) in lens.iter().enumerate() {
+            stream.extend_from_slice(&frame(k as u16, l));
+        }
+        stream
     }
 
     /// Uniform large frames read in whole read buffers: after the first reads, each read fills
@@ -1390,7 +1390,7 @@ mod tests {
         ) {
             let pool = pool();
             let config = Config { read_buf, ..Config::default() };
-            let stream: Vec<u8> = lens.iter().enumerate().flat_map(|(k, &l)| frame(k as u16, l)).collect();
+            let stream = stream_of(&lens);
             let t = feed_traced(&config, &pool, &stream, &chunks);
             check_bytes(&t.frames, &lens)?;
             let mispredicted = t.reader.counters().mispredicted as usize;
@@ -1422,7 +1422,7 @@ mod tests {
         ) {
             let pool = pool();
             let lens: Vec<usize> = rounds.iter().flat_map(|(s, l)| s.iter().chain(l).copied()).collect();
-            let stream: Vec<u8> = lens.iter().enumerate().flat_map(|(k, &l)| frame(k as u16, l)).collect();
+            let stream = stream_of(&lens);
             let t = feed_traced(&Config::default(), &pool, &stream, &chunks);
             check_bytes(&t.frames, &lens)?;
             let small = lens.iter().filter(|&&l| l < 16 << 10).count();
@@ -1448,7 +1448,7 @@ mod tests {
         ) {
             let pool = pool();
             let config = Config { read_buf, exact_read_min, ..Config::default() };
-            let stream: Vec<u8> = lens.iter().enumerate().flat_map(|(k, &l)| frame(k as u16, l)).collect();
+            let stream = stream_of(&lens);
             let (frames, r) = feed(&config, &pool, &stream, &chunks);
             prop_assert_eq!(frames.len(), lens.len());
             for (k, f) in frames.iter().enumerate() {

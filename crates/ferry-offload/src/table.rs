@@ -23,6 +23,11 @@ pub const MAX_DESCRIPTORS: usize = 16 << 20;
 pub const MAX_SERVICES: usize = 256;
 /// Most methods a table may list.
 pub const MAX_METHODS: usize = 4096;
+/// Most files a descriptor set may hold.
+pub const MAX_FILES: usize = 4096;
+/// Most imports a descriptor set's public imports may stand for, counted over its files (each
+/// file sees, besides its own imports, what they publicly import: see `flatten_imports`).
+pub const MAX_FLATTENED_IMPORTS: usize = 1 << 16;
 
 /// What is wrong with a host's description table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -219,7 +224,7 @@ impl Table {
 /// the files before that one is added; found by the `offload_table` fuzz target).
 pub(crate) fn decode_descriptors(bytes: &[u8]) -> Result<DescriptorPool, TableError> {
     use prost::Message as _;
-    let set =
+    let mut set =
         prost_types::FileDescriptorSet::decode(bytes).map_err(|e| TableError::Descriptors(e.to_string()))?;
     for file in &set.file {
         if let Some(syntax) = file
@@ -233,7 +238,131 @@ pub(crate) fn decode_descriptors(bytes: &[u8]) -> Result<DescriptorPool, TableEr
             )));
         }
     }
+    flatten_imports(&mut set)?;
     DescriptorPool::from_file_descriptor_set(set).map_err(|e| TableError::Descriptors(e.to_string()))
+}
+
+/// Checks the files' imports and makes every public import a direct one, before `prost-reflect`
+/// sees them.
+///
+/// `prost-reflect` 0.16 walks public imports recursively, descending into the files it has
+/// already seen rather than the new ones: a cycle of public imports (a file that publicly
+/// imports itself will do) overflows the stack, and layers of files that publicly import each
+/// other take time exponential in their depth (both found by the `offload_table` fuzz target
+/// and its regression tests). So import cycles are refused, as protoc refuses them, and each
+/// file is given as direct imports the files it sees through public ones (found here by a walk
+/// that visits each file once), with no public import left for that walk. Which names a file
+/// can use is unchanged; the bytes the host sent (what reflection serves) are not touched.
+fn flatten_imports(set: &mut prost_types::FileDescriptorSet) -> Result<(), TableError> {
+    let files = &mut set.file;
+    limit("files in the descriptor set", files.len(), MAX_FILES)?;
+    let mut index = HashMap::with_capacity(files.len());
+    for (i, f) in files.iter().enumerate() {
+        if index.insert(f.name(), i).is_some() {
+            return Err(TableError::Descriptors(format!(
+                "file {:?} is listed twice",
+                f.name()
+            )));
+        }
+    }
+    // Each file's imports (and public imports) as indices; imports of files not in the set are
+    // left to prost-reflect, which names them.
+    let mut imports = Vec::with_capacity(files.len());
+    let mut public = Vec::with_capacity(files.len());
+    for f in files.iter() {
+        imports.push(
+            f.dependency
+                .iter()
+                .filter_map(|d| index.get(d.as_str()).copied())
+                .collect::<Vec<_>>(),
+        );
+        let mut p = Vec::with_capacity(f.public_dependency.len());
+        for &i in &f.public_dependency {
+            let name = usize::try_from(i)
+                .ok()
+                .and_then(|i| f.dependency.get(i))
+                .ok_or_else(|| {
+                    TableError::Descriptors(format!(
+                        "file {:?}: public import {i} is not one of its imports",
+                        f.name()
+                    ))
+                })?;
+            p.extend(index.get(name.as_str()).copied());
+        }
+        public.push(p);
+    }
+    if let Some(f) = find_cycle(&imports) {
+        return Err(TableError::Descriptors(format!(
+            "file {:?} imports itself (an import cycle)",
+            files[f].name()
+        )));
+    }
+    let mut added: Vec<Vec<usize>> = vec![Vec::new(); files.len()];
+    let mut total = 0;
+    for (f, direct) in imports.iter().enumerate() {
+        let mut seen: std::collections::HashSet<usize> = direct.iter().copied().chain([f]).collect();
+        let mut stack = direct.clone();
+        while let Some(d) = stack.pop() {
+            for &p in &public[d] {
+                if seen.insert(p) {
+                    added[f].push(p);
+                    stack.push(p);
+                }
+            }
+        }
+        total += added[f].len();
+        limit(
+            "imports made direct from public ones",
+            total,
+            MAX_FLATTENED_IMPORTS,
+        )?;
+    }
+    let names: Vec<String> = files.iter().map(|f| f.name().to_owned()).collect();
+    for (f, added) in files.iter_mut().zip(added) {
+        f.dependency.extend(added.into_iter().map(|i| names[i].clone()));
+        f.public_dependency.clear();
+    }
+    Ok(())
+}
+
+/// A file on a cycle of `imports` (each file's imports, by index), if there is one: an
+/// iterative depth-first search (a peer's graph may be deep).
+fn find_cycle(imports: &[Vec<usize>]) -> Option<usize> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    let mut mark = vec![Mark::New; imports.len()];
+    for root in 0..imports.len() {
+        if mark[root] != Mark::New {
+            continue;
+        }
+        mark[root] = Mark::OnPath;
+        let mut path = vec![(root, 0)];
+        while let Some((f, next)) = path.last_mut() {
+            let f = *f;
+            match imports[f].get(*next) {
+                Some(&d) => {
+                    *next += 1;
+                    match mark[d] {
+                        Mark::OnPath => return Some(d),
+                        Mark::New => {
+                            mark[d] = Mark::OnPath;
+                            path.push((d, 0));
+                        }
+                        Mark::Done => {}
+                    }
+                }
+                None => {
+                    mark[f] = Mark::Done;
+                    path.pop();
+                }
+            }
+        }
+    }
+    None
 }
 
 fn limit(what: &'static str, found: usize, max: usize) -> Result<(), TableError> {

@@ -143,6 +143,78 @@ fn a_file_of_unknown_syntax_is_refused_not_a_panic() {
     }
 }
 
+/// A file: its name, its imports, and which of them (by index) are public.
+type File<'a> = (&'a str, &'a [&'a str], &'a [i32]);
+
+/// A descriptor set of `files`.
+fn imports(files: &[File<'_>]) -> Vec<u8> {
+    use prost::Message as _;
+    let file = files
+        .iter()
+        .map(|(name, deps, public)| prost_types::FileDescriptorProto {
+            name: Some((*name).into()),
+            dependency: deps.iter().map(|d| (*d).into()).collect(),
+            public_dependency: public.to_vec(),
+            ..Default::default()
+        })
+        .collect();
+    prost_types::FileDescriptorSet { file }.encode_to_vec()
+}
+
+/// Regression (found by the `offload_table` fuzz target, as a SIGSEGV after 5 M executions): a
+/// file that publicly imports itself, or files whose public imports form a cycle, sent
+/// `prost-reflect` 0.16 into unbounded recursion (its walk of public imports recurses into the
+/// files it has already seen), which overflowed the stack. protoc refuses import cycles; so does
+/// the table, by name.
+#[test]
+fn import_cycles_are_refused_not_a_stack_overflow() {
+    let cases: [&[File<'_>]; 3] = [
+        &[("a.proto", &["a.proto"], &[0])],
+        &[("a.proto", &["b.proto"], &[0]), ("b.proto", &["a.proto"], &[0])],
+        &[
+            ("a.proto", &["b.proto"], &[]),
+            ("b.proto", &["c.proto"], &[]),
+            ("c.proto", &["a.proto"], &[]),
+        ],
+    ];
+    for files in cases {
+        match Table::new(imports(files), vec![], &[]) {
+            Err(TableError::Descriptors(why)) => assert!(why.contains("imports itself"), "{files:?}: {why}"),
+            other => panic!("{files:?}: {other:?}"),
+        }
+    }
+}
+
+/// Regression: public imports that form no cycle but many paths (each of 40 layers of two files
+/// publicly imports both files of the next) made the same walk take time exponential in the
+/// depth (2^40 steps). The table's own walk visits each file once.
+#[test]
+fn layered_public_imports_resolve_in_linear_time() {
+    let names: Vec<[String; 2]> = (0..40)
+        .map(|i| [format!("{i}a.proto"), format!("{i}b.proto")])
+        .collect();
+    let next: Vec<[&str; 2]> = names
+        .iter()
+        .skip(1)
+        .map(|[a, b]| [a.as_str(), b.as_str()])
+        .collect();
+    let mut files: Vec<File<'_>> = Vec::new();
+    for (i, [a, b]) in names.iter().enumerate() {
+        let deps: &[&str] = next.get(i).map_or(&[], |n| n.as_slice());
+        let public: &[i32] = if deps.is_empty() { &[] } else { &[0, 1] };
+        files.push((a, deps, public));
+        files.push((b, deps, public));
+    }
+    // The root imports every file, deepest first: the order that made the walk revisit them all.
+    let all: Vec<&str> = names
+        .iter()
+        .rev()
+        .flat_map(|[a, b]| [a.as_str(), b.as_str()])
+        .collect();
+    files.push(("root.proto", &all, &[]));
+    assert!(Table::new(imports(&files), vec![], &[]).is_ok());
+}
+
 /// Writes the fuzz target's seed: the demo's description (form byte 0, then the message).
 /// `cargo test -p ferry-offload --test table write_fuzz_seed -- --ignored`
 #[test]
