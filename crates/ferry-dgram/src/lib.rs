@@ -189,11 +189,15 @@
 //! share of the server's `epoll_wait`: a blocking client acknowledges each answer in a
 //! datagram of its own (it cannot wait to piggyback it, see below), which wakes the server
 //! once more per call, and a UDP session's descriptor is an `epoll` set inside the loop's.
-//! Under this load the retransmission timer also fires spuriously (no datagram lost: the
-//! sides' sent and received counts match, and the kernel's `RcvbufErrors` stay flat) when a
-//! thread waits for a core longer than `rto_min` (2 ms), and the congestion window's
-//! halvings then slow a 256 KiB message: ferry-rpc's `tests/udp.rs` first test takes 0.15 s
-//! in most release runs and 0.6 to 1 s in some.
+//!
+//! **Not explained yet: stalls.** ferry-rpc's `tests/udp.rs` first test takes 0.15 s in most
+//! release runs and 0.5 to 1.1 s in some. In those, a server loop leaves a readable UDP
+//! session unread for 0.1 to 0.45 s: `strace -f -T` shows the loops in `epoll_wait` ending on
+//! their 100 ms timeout with no event while the clients retransmit to the session (nothing is
+//! lost: both sides' datagram counts match and the kernel's `RcvbufErrors` stay flat). With
+//! the socket itself as the connection's descriptor (no `epoll` set inside the loop's, and so
+//! no timer) the stalls were fewer and shorter, not gone; with one loop or two, and with UDP
+//! sessions kept on the loop's hot list, they stayed.
 //!
 //! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
 //! whichever address the kernel picks), ECN, and an event loop of several endpoints.
