@@ -191,13 +191,14 @@
 //! once more per call, and a UDP session's descriptor is an `epoll` set inside the loop's.
 //!
 //! **Not explained yet: stalls.** ferry-rpc's `tests/udp.rs` first test takes 0.15 s in most
-//! release runs and 0.5 to 1.1 s in some. In those, a server loop leaves a readable UDP
-//! session unread for 0.1 to 0.45 s: `strace -f -T` shows the loops in `epoll_wait` ending on
-//! their 100 ms timeout with no event while the clients retransmit to the session (nothing is
-//! lost: both sides' datagram counts match and the kernel's `RcvbufErrors` stay flat). With
-//! the socket itself as the connection's descriptor (no `epoll` set inside the loop's, and so
-//! no timer) the stalls were fewer and shorter, not gone; with one loop or two, and with UDP
-//! sessions kept on the loop's hot list, they stayed.
+//! release runs and 0.5 to 1.1 s in some. Instrumented (not committed), those runs show a
+//! server's connection not read for 0.1 to 0.45 s and then finding up to 80 datagrams (more
+//! than the 32 credits: the client's retransmissions) while its client, calling every few
+//! milliseconds on its timer, received nothing; nothing was lost (both sides' datagram counts
+//! match and the kernel's `RcvbufErrors` stay flat). With the socket itself as the
+//! connection's descriptor (no `epoll` set inside the loop's, and so no timer) the stalls were
+//! fewer and shorter, not gone; with one loop or two, and with UDP sessions kept on the
+//! loop's hot list, they stayed. A lost wakeup of the nested `epoll` set is the first suspect.
 //!
 //! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
 //! whichever address the kernel picks), ECN, and an event loop of several endpoints.
