@@ -204,7 +204,7 @@ fn builders(args: &Args) -> Vec<Builder> {
 /// size, prebuilt and every builder back to back; then the thread sweep likewise.
 fn rpc_plan(args: &Args) -> Vec<RpcPoint> {
     let sends: Vec<Builder> = std::iter::once(Builder::Prebuilt).chain(builders(args)).collect();
-    let transports = harness::or_all(&args.transports, &Transport::ALL);
+    let transports = harness::or_all(&args.transports, &Transport::DEFAULT);
     // 256 B .. 128 KiB in powers of 2 (`--quick`: of 4, and 128 KiB).
     let sizes: Vec<usize> = if args.common.quick {
         (8..=16).step_by(2).chain([17]).map(|i| 1 << i).collect()
@@ -439,6 +439,7 @@ impl Benchmark for Bench<'_> {
 
 /// Runs `ferry bench flatbuffers`.
 pub fn run(args: &Args) -> Result<(), BoxError> {
+    Transport::tcp_or_shm(&args.transports, "flatbuffers")?;
     lifecycle::main(&Bench::new(args), &args.common)?;
     Ok(())
 }
@@ -565,7 +566,7 @@ mod tests {
 
     #[test]
     fn a_short_run_of_each_transport_answers_every_builder() {
-        let points: Vec<RpcPoint> = Transport::ALL
+        let points: Vec<RpcPoint> = Transport::DEFAULT
             .into_iter()
             .flat_map(|transport| {
                 Builder::SENDS.map(move |builder| RpcPoint {

@@ -322,7 +322,7 @@ impl Records {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        for transport in Transport::ALL {
+        for transport in Transport::DEFAULT {
             for (ours, what) in PAIRS {
                 let ratios = self.rpc_ratios(ours, transport);
                 if ratios.is_empty() {
@@ -361,7 +361,7 @@ impl Records {
                 .into_iter()
                 .chain(counts.iter().map(|n| format!("{n} threads"))),
         );
-        for transport in Transport::ALL {
+        for transport in Transport::DEFAULT {
             for b in Builder::SENDS {
                 let row: Vec<String> = counts
                     .iter()
@@ -445,7 +445,7 @@ impl Records {
                 ),
             });
         }
-        for transport in Transport::ALL {
+        for transport in Transport::DEFAULT {
             for (ours, what) in PAIRS {
                 let ratios = self.rpc_ratios(ours, transport);
                 if ratios.is_empty() {
@@ -527,7 +527,7 @@ impl Records {
         ];
         let sized = |r: &&RpcRun| r.point.sweep == Sweep::Size;
         let rpc_name = |r: &&RpcRun| format!("{} {}", r.point.builder.label(), r.point.transport.name());
-        for transport in Transport::ALL {
+        for transport in Transport::DEFAULT {
             panels.push(bytes(
                 &format!(
                     "Figures 11(a)/12(a): ping-pong over {}, requests/s",
@@ -551,7 +551,7 @@ impl Records {
             }),
         ));
         let mut normalized = Vec::new();
-        for transport in Transport::ALL {
+        for transport in Transport::DEFAULT {
             for (ours, what, ratio) in [
                 (Builder::ZflatbuffersReused, "z reused / fb reused", 1),
                 (Builder::ZflatbuffersFresh, "z fresh / fb fresh", 1),

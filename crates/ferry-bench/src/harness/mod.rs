@@ -27,7 +27,7 @@ pub mod window;
 
 pub use cpu::thread_cpu_time;
 
-/// What carries a benchmark's requests (`tcp` or `shm`, on the command line and in the
+/// What carries a benchmark's requests (`tcp`, `shm` or `udp`, on the command line and in the
 /// results).
 #[derive(
     clap::ValueEnum,
@@ -48,11 +48,25 @@ pub enum Transport {
     Tcp,
     /// Shared memory (`ferry-shm`).
     Shm,
+    /// UDP loopback (`ferry-dgram`: sessions, credits and retransmission over datagrams).
+    /// `ferry bench rpc` only, and only when `--transports` names it.
+    Udp,
 }
 
 impl Transport {
-    /// Both, TCP first.
-    pub const ALL: [Transport; 2] = [Transport::Tcp, Transport::Shm];
+    /// What runs unless `--transports` says otherwise: TCP, then shared memory.
+    pub const DEFAULT: [Transport; 2] = [Transport::Tcp, Transport::Shm];
+
+    /// `chosen`, or [`DEFAULT`](Self::DEFAULT) if none: for the benchmarks that run over TCP
+    /// and shared memory only (`ferry bench kv`, `calibrate`, `flatbuffers`), which refuse UDP.
+    pub fn tcp_or_shm(chosen: &[Transport], bench: &str) -> Result<Vec<Transport>, String> {
+        if chosen.contains(&Transport::Udp) {
+            return Err(format!(
+                "`ferry bench {bench}` runs over tcp and shm; udp runs in `ferry bench rpc --transports ...,udp`"
+            ));
+        }
+        Ok(crate::harness::or_all(chosen, &Transport::DEFAULT))
+    }
 }
 
 /// How a client reaches a server over TCP: plaintext, or TLS (`ferry bench redis --tls`,

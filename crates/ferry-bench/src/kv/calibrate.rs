@@ -124,7 +124,7 @@ impl Calibrate<'_> {
             (&[64, 128, 256, 512, 1024, 2048, 4096, 8192], &[1, 2, 4, 8])
         };
         let chosen = |given: &[u32], default: &[u32]| harness::sorted(harness::or_all(given, default));
-        let transports = harness::or_all(&args.transport, &Transport::ALL);
+        let transports = harness::or_all(&args.transport, &Transport::DEFAULT);
         (
             chosen(&args.sizes, sizes),
             chosen(&args.buffers, counts),
@@ -304,6 +304,8 @@ fn thresholds(cells: &[Cell]) -> Thresholds {
         match t {
             Transport::Tcp => thresholds.tcp = value,
             Transport::Shm => thresholds.shm = value,
+            // Refused by `tcp_or_shm`: no cell is ever measured over UDP.
+            Transport::Udp => {}
         }
     }
     thresholds
@@ -311,6 +313,7 @@ fn thresholds(cells: &[Cell]) -> Thresholds {
 
 /// `ferry calibrate`: measures (or reads `--from`), prints, draws, then writes the thresholds.
 pub fn run(args: &Args) -> Result<(), BoxError> {
+    Transport::tcp_or_shm(&args.transport, "calibrate")?;
     let common = Common {
         quick: args.quick,
         json: args.json.clone(),

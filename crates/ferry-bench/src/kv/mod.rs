@@ -530,7 +530,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     };
     let bench = Kv {
         systems: systems_of(&args.system),
-        transports: harness::or_all(&args.transport, &Transport::ALL),
+        transports: Transport::tcp_or_shm(&args.transport, "kv")?,
         spec: args.workload.clone(),
         seed: args.seed,
         sweep: Sweep {
@@ -600,7 +600,7 @@ pub fn demo(plot: &Path, quick: bool) -> Result<(), BoxError> {
     );
     let demo = Kv {
         systems: vec![System::Ferry, System::Prost],
-        transports: Transport::ALL.to_vec(),
+        transports: Transport::DEFAULT.to_vec(),
         spec,
         seed: SEED,
         sweep,

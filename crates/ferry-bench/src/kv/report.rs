@@ -99,7 +99,8 @@ impl From<Records> for Summary {
 fn copied(system: System, transport: Transport, sizes: &[u32]) -> u64 {
     let thresholds = ferry_rpc::Thresholds::load();
     let threshold = match transport {
-        Transport::Tcp => thresholds.tcp,
+        // ferry-rpc's UDP connections take TCP's threshold.
+        Transport::Tcp | Transport::Udp => thresholds.tcp,
         Transport::Shm => thresholds.shm,
     };
     let sum = |f: &dyn Fn(u32) -> bool| {
@@ -132,7 +133,7 @@ pub(super) fn copies(mut workload: Workload, systems: &[System]) -> Vec<(System,
         sizes_of.push(expected.into_iter().map(|(_, _, len)| len).collect::<Vec<u32>>());
     }
     let mut out = Vec::new();
-    for &t in &Transport::ALL {
+    for &t in &Transport::DEFAULT {
         for &s in systems {
             let total: u64 = sizes_of.iter().map(|sz| copied(s, t, sz)).sum();
             out.push((s, t, round(total as f64 / COPY_SAMPLE as f64, 1)));
@@ -187,7 +188,7 @@ impl Summary {
     }
 
     fn transports(&self) -> Vec<Transport> {
-        Transport::ALL
+        Transport::DEFAULT
             .into_iter()
             .filter(|t| self.points.iter().any(|m| m.transport == *t))
             .collect()

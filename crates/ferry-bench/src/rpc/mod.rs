@@ -156,7 +156,11 @@ fn run_loop_points(
         true => tls_config()?,
         false => loop_config(),
     };
-    let server = service::start(&Transport::ALL, Some(cpus.1), config.clone())?;
+    let server = service::start(
+        &harness::sorted(points.iter().map(|p| p.transport)),
+        Some(cpus.1),
+        config.clone(),
+    )?;
     harness::on_cpu("rpc-client", cpus.0, || {
         let mut lp = EventLoop::new(config)?;
         let mut out = Vec::with_capacity(points.len());
@@ -364,7 +368,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
 /// server loop, one repetition of `budget` each, printed as the benchmark's table.
 pub fn demo(budget: Budget) -> Result<(), BoxError> {
     let cpus = if harness::cpus() > 1 { (0, 1) } else { (0, 0) };
-    let points: Vec<Point> = Transport::ALL
+    let points: Vec<Point> = Transport::DEFAULT
         .into_iter()
         .flat_map(|transport| {
             [System::Raw, System::FerryHybrid, System::Prost].map(|system| Point {

@@ -205,7 +205,7 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
         return Vec::new();
     }
     let systems = or_all(&args.systems, System::value_variants());
-    let transports = or_all(&args.transports, Transport::value_variants());
+    let transports = or_all(&args.transports, &Transport::DEFAULT);
     let in_flight = crate::harness::sorted(
         or_all(&args.in_flight, &IN_FLIGHT)
             .into_iter()
@@ -243,6 +243,16 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
             }
         }
     }
+    // The datagram transport's comparison (issue 33): the 64 B echo over TCP and UDP, when
+    // UDP is chosen.
+    if transports.contains(&Transport::Udp) {
+        for &t in transports.iter().filter(|&&t| t != Transport::Shm) {
+            for &n in &in_flight {
+                let small = [System::Raw, System::FerryHybrid].into_iter().filter(|&s| has(s));
+                points.extend(small.map(|s| p(s, t, SMALL, n)));
+            }
+        }
+    }
     if has(System::FerryHybrid) && transports.contains(&Transport::Shm) {
         points.extend(
             in_flight
@@ -265,7 +275,7 @@ pub(super) fn stream_plan(args: &Args) -> Vec<StreamConfig> {
     }
     stream::plan(
         &or_all(&args.systems, System::value_variants()),
-        &or_all(&args.transports, Transport::value_variants()),
+        &or_all(&args.transports, &Transport::DEFAULT),
         args.common.quick,
         args.common.count,
     )
@@ -310,6 +320,41 @@ mod tests {
             "4",
         ]));
         assert_eq!(only.len(), 2 + 1);
+    }
+
+    /// UDP runs only when named, and brings the 64 B echo over TCP and UDP (issue 33's
+    /// comparison) for raw and ferry-hybrid.
+    #[test]
+    fn udp_runs_when_named_with_the_64_byte_echo_over_tcp_and_udp() {
+        assert!(plan(&args(&[])).iter().all(|p| p.transport != Transport::Udp));
+        let points = plan(&args(&[
+            "--systems",
+            "raw,ferry-hybrid",
+            "--transports",
+            "tcp,udp",
+            "--in-flight",
+            "1,128",
+        ]));
+        // 2 systems x 2 transports x (2 payloads + 64 B) x 2 counts.
+        assert_eq!(points.len(), 2 * 2 * 3 * 2);
+        let small: Vec<(System, Transport, usize)> = points
+            .iter()
+            .filter(|p| p.fields == SMALL)
+            .map(|p| (p.system, p.transport, p.in_flight))
+            .collect();
+        assert_eq!(
+            small,
+            [
+                (System::Raw, Transport::Tcp, 1),
+                (System::FerryHybrid, Transport::Tcp, 1),
+                (System::Raw, Transport::Tcp, 128),
+                (System::FerryHybrid, Transport::Tcp, 128),
+                (System::Raw, Transport::Udp, 1),
+                (System::FerryHybrid, Transport::Udp, 1),
+                (System::Raw, Transport::Udp, 128),
+                (System::FerryHybrid, Transport::Udp, 128),
+            ]
+        );
     }
 
     #[test]

@@ -104,8 +104,14 @@ fn loop_points(all: &[Record]) -> Vec<(Transport, Fields, usize)> {
             .filter(|r| r.point.system.on_loop())
             .map(|r| r.point.in_flight),
     );
+    // The default transports always (what was not run shows as such), others if they ran.
+    let transports = sorted(
+        Transport::DEFAULT
+            .into_iter()
+            .chain(all.iter().map(|r| r.point.transport)),
+    );
     let mut out = Vec::new();
-    for transport in Transport::ALL {
+    for transport in transports {
         for fields in [ECHO, ONE_KIB] {
             out.extend(counts.iter().map(|&n| (transport, fields, n)));
         }
@@ -296,6 +302,29 @@ pub(super) fn targets(all: &[Record]) -> Vec<Target> {
     for (what, ratio) in pairs {
         let what = format!("ferry-hybrid / raw calls/s, {what}");
         targets.push(Target::ratio(what, ratio, true, 0.9));
+    }
+    // Issue 33: UDP against TCP for the 64 B echo at 128 in flight, when UDP ran.
+    if let Some(udp) = hybrid(Transport::Udp, SMALL, SMALL_RATE_IN_FLIGHT) {
+        let tcp = hybrid(Transport::Tcp, SMALL, SMALL_RATE_IN_FLIGHT);
+        let what = |of: &str| {
+            format!(
+                "ferry-hybrid udp / tcp {of}, {}, {SMALL_RATE_IN_FLIGHT} in flight",
+                SMALL.label()
+            )
+        };
+        targets.push(Target::ratio(
+            what("calls/s"),
+            tcp.map(|t| rate_ratio(udp, t)),
+            true,
+            1.5,
+        ));
+        let cpu = |r: &Record| r.server_cpu_ns_per_call + r.client_cpu_ns_per_call;
+        targets.push(Target::ratio(
+            what("CPU per call (both sides)"),
+            tcp.map(|t| cpu(udp) / cpu(t)),
+            false,
+            1.0,
+        ));
     }
     let ping = all.iter().find(|r| r.point.system == System::PingPong);
     targets.push(Target::ratio(

@@ -190,6 +190,7 @@ pub(super) fn start(
         builder = builder.listen(&match t {
             Transport::Tcp => "tcp://127.0.0.1:0".to_owned(),
             Transport::Shm => format!("shm://{}", socket.display()),
+            Transport::Udp => "udp://127.0.0.1:0".to_owned(),
         });
     }
     if tls {
@@ -213,6 +214,7 @@ impl Running {
             (Transport::Tcp, Link::Plain) => matches!(a, Addr::Tcp(_)),
             (Transport::Tcp, Link::Tls) => matches!(a, Addr::Tls(_)),
             (Transport::Shm, _) => matches!(a, Addr::Shm(_)),
+            (Transport::Udp, _) => matches!(a, Addr::Udp(_)),
         };
         Ok(addrs
             .iter()

@@ -55,6 +55,7 @@ pub(crate) fn run(point: &StreamPoint, transport: Transport, cpus: Cpus) -> Resu
     let listen = match transport {
         Transport::Tcp => "tcp://127.0.0.1:0".to_owned(),
         Transport::Shm => format!("shm://{}", socket.display()),
+        Transport::Udp => "udp://127.0.0.1:0".to_owned(),
     };
     let _ = std::fs::remove_file(&socket);
     let (stop, stopped) = watch::channel(false);

@@ -147,7 +147,13 @@ pub(in crate::rpc) fn targets(all: &[Record]) -> Vec<Target> {
             out.push(Target::ratio(what, ratio, true, goal));
         }
     }
-    for transport in Transport::ALL {
+    // The default transports always (what was not run shows as such), others if they ran.
+    let transports = crate::harness::sorted(
+        Transport::DEFAULT
+            .into_iter()
+            .chain(all.iter().map(|r| r.config.transport)),
+    );
+    for transport in transports {
         for size in PING_SIZES {
             let ratio = find(all, System::FerryHybrid, transport, Shape::PingPong, size)
                 .filter(|r| !r.unary_p50_ns_reps.is_empty())
