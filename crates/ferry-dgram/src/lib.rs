@@ -18,9 +18,9 @@
 //! [`XdpEndpoint`] (`src/xdp/`) moves them through an AF_XDP socket whose UMEM is one region
 //! of the pool (see [The AF_XDP driver](#the-af_xdp-driver)).
 //!
-//! **What it is not (yet):** a `Transport` over AF_XDP (no `xdp://`). Nor is it secure against an on-path attacker: ids and
-//! epochs stop blind forgery and stale packets, not a peer that sees the traffic (no
-//! encryption, no authentication).
+//! **What it is not (yet):** a `Transport` over AF_XDP (no `xdp://`). Nor is it secure
+//! against an on-path attacker: ids and epochs stop blind forgery and stale packets, not a
+//! peer that sees the traffic (no encryption, no authentication).
 //!
 //! # Messages and buffers
 //!
@@ -172,7 +172,33 @@
 //!   datagrams per `sendmmsg`, as two entries: the 16 equal-sized messages as one GSO entry,
 //!   and an acknowledgement.
 //!
-//! No TCP ran beside it, so there is no same-run ratio yet (`ferry bench rpc` will make it).
+//! No TCP ran beside it, so there is no same-run ratio there.
+//!
+//! **Over ferry-rpc**, also a first measurement and not the benchmark (`ferry bench rpc` will
+//! be): `cargo test --release -p ferry-rpc --test udp -- --ignored --nocapture` (the test
+//! `measure_64_byte_echo_udp_against_tcp`; `FERRY_UDP_MEASURE_SECS` sets each point's time, 3 s
+//! by default): a 64-byte raw echo through one event-loop server thread listening on both
+//! `tcp://` and `udp://` on loopback, the two alternating in one run, 1 in flight from the
+//! blocking `Channel`, 16 from one tokio `AsyncChannel`. On the same busy 2-core machine
+//! (load average 6: another helper's builds and a CI run), two runs gave UDP at **0.52 and
+//! 0.40×** TCP's calls/s at 1 in flight (6,720 and 6,470 against 12,800 and 16,170) and
+//! **0.70 and 0.68×** at 16 (23,500 and 22,800 against 33,500 and 33,400): the UDP path is
+//! slower here, target or not. Counted with `strace -f -c` over one run, a UDP call made about
+//! 5.8 syscalls on the two sides together (1.8 `sendmmsg`, 2.7 `recvmmsg`, 0.75 `poll`, 0.5
+//! `timerfd_settime`) and a TCP call about 5.5 (1.95 `sendmsg`, 3.6 `readv`), each plus its
+//! share of the server's `epoll_wait`: a blocking client acknowledges each answer in a
+//! datagram of its own (it cannot wait to piggyback it, see below), which wakes the server
+//! once more per call, and a UDP session's descriptor is an `epoll` set inside the loop's.
+//!
+//! **Not explained yet: stalls.** ferry-rpc's `tests/udp.rs` first test takes 0.15 s in most
+//! release runs and 0.5 to 1.1 s in some. Instrumented (not committed), those runs show a
+//! server's connection not read for 0.1 to 0.45 s and then finding up to 80 datagrams (more
+//! than the 32 credits: the client's retransmissions) while its client, calling every few
+//! milliseconds on its timer, received nothing; nothing was lost (both sides' datagram counts
+//! match and the kernel's `RcvbufErrors` stay flat). With the socket itself as the
+//! connection's descriptor (no `epoll` set inside the loop's, and so no timer) the stalls were
+//! fewer and shorter, not gone; with one loop or two, and with UDP sessions kept on the
+//! loop's hot list, they stayed. A lost wakeup of the nested `epoll` set is the first suspect.
 //!
 //! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
 //! whichever address the kernel picks), ECN, and an event loop of several endpoints.
@@ -212,11 +238,25 @@
 //!   the core's next timer, so a loop polling it wakes to retransmit too. `try_recv` never
 //!   waits; `recv` waits in `poll` up to the next timer, running the timers meanwhile;
 //!   `flush` only sends (what arrives stays in the socket, which stays readable).
+//! - **Acknowledgements.** `recv`, and `try_recv` on a client's connection, acknowledge what
+//!   they received before returning it: the caller (a blocking channel) may not call again
+//!   for a while. On a served connection `try_recv` leaves them for its next drive, which its
+//!   caller (the event loop, the tokio server) makes when it drains `try_recv` to `None`, so
+//!   they leave with the answers in one `sendmmsg`.
 //! - **Errors.** The session's end fails the next call with `TransportError::Io` of kind
 //!   `ConnectionReset` (the peer restarted or closed: dropping a connection sends a Reset, as
 //!   a TCP close sends a FIN) or `TimedOut` ([`Config::max_timeouts`] timeouts without
 //!   progress), the [`SessionError`] inside; a handshake without an Accept within
 //!   [`UdpConnConfig::handshake_timeout`] fails with `TimedOut` and a [`HandshakeTimeout`].
+//! - **A caller that does not call.** The protocol runs only inside the connection's calls:
+//!   messages that come while the caller makes none (a blocking client between calls, a
+//!   stream it does not read, an idle tokio channel), and what an acknowledgement of its that
+//!   was lost should have covered, are acknowledged only at its next call. Meanwhile the
+//!   peer retransmits, and after [`Config::max_timeouts`] timeouts without progress it gives
+//!   the session up: with [`UdpConnConfig`]'s defaults (16 timeouts, capped at 1 s) about
+//!   8 s on loopback. The caller's next call then fails with a reset, and a new connection
+//!   works. The event-loop server and client, and the tokio server, poll every connection and
+//!   never meet this. Keepalives or a driver thread would remove it; neither is here yet.
 //!
 //! # The AF_XDP driver
 //!

@@ -5,7 +5,8 @@
 //! makes one session, garbage is dropped and counted on either socket, a packet for no
 //! session is answered by a Reset, and a server restarted on the port reports itself by a
 //! new epoch; a closed connection fails its peer with a typed reset; a silent server fails
-//! the handshake with a typed timeout, and a refused Connect with a typed reset.
+//! the handshake with a typed timeout, and a refused Connect with a typed reset; a caller that
+//! makes no call outlasts the core's default give-up.
 
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -352,4 +353,36 @@ fn a_refused_connect_fails_the_handshake_with_a_typed_reset() {
     let inner = source.get_ref().and_then(|e| e.downcast_ref::<SessionError>());
     assert_eq!(inner, Some(&SessionError::PeerReset), "{e}");
     assert_eq!(server.join().refused, 1);
+}
+
+#[test]
+fn a_caller_may_leave_its_connection_alone_past_the_cores_default_give_up() {
+    // The connections' give-up count, on fast timers (the defaults' 1 s cap would make this
+    // test take seconds).
+    let defaults = UdpConnConfig::default();
+    let core_limit = u64::from(Config::default().max_timeouts);
+    assert!(u64::from(defaults.udp.endpoint.max_timeouts) > core_limit + 1);
+    let mut config = defaults.clone();
+    config.udp.endpoint.rto_initial = Duration::from_millis(2);
+    config.udp.endpoint.rto_min = Duration::from_millis(2);
+    config.udp.endpoint.rto_max = Duration::from_millis(10);
+    let listener = UdpListener::bind(localhost(), config.clone()).expect("bind");
+    let addr = listener.local_addr();
+    let server = spawn("server", move || accept(&listener));
+    let mut client = UdpConnection::connect(addr, &pool(), &config).expect("connect");
+    let mut conn = server.join();
+    conn.send_payload(Meta::new(1, 1), Payload::Bytes(b"while you were out"))
+        .expect("send");
+    conn.flush().expect("flush");
+    // The client makes no call: the server retransmits, past the core's default limit.
+    wait_until("timeouts past the core's default limit", DEADLINE, || {
+        assert!(conn.try_recv().expect("the session lives on").is_none());
+        conn.stats().endpoint.timeouts > core_limit
+    });
+    let frame = next_frame(&mut client);
+    assert_eq!(frame.bytes(), Some(&b"while you were out"[..]));
+    wait_until("the message acknowledged", DEADLINE, || {
+        assert!(conn.try_recv().expect("the session lives on").is_none());
+        conn.in_flight() == 0
+    });
 }

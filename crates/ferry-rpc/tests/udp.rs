@@ -25,7 +25,7 @@ mod tokio_support;
 use std::net::UdpSocket;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, mpsc};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
@@ -295,46 +295,50 @@ fn every_call_is_answered_exactly_once_under_packet_loss() {
             return skip(TEST, &format!("no nftables: {e}"));
         }
     }
-    let lan = Arc::new(lan);
     let service = TestService::default();
-    // The server lives on a thread inside node 0 (its loops, spawned there, too).
-    let (addr_tx, addr_rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = mpsc::channel::<()>();
-    let server_lan = Arc::clone(&lan);
-    let server_service = service.clone();
-    let server = spawn("server in node 0", move || {
-        server_lan.node(0).enter().expect("enter node 0");
-        let server = serve_udp(server_service, &format!("udp://{}:0", Lan::addr(0)));
-        addr_tx
-            .send(server.addrs()[0].to_string())
-            .expect("send the address");
-        let _ = stop_rx.recv_timeout(3 * DEADLINE);
-        server.shutdown(Duration::from_secs(1));
-    });
-    let addr = addr_rx.recv_timeout(DEADLINE).expect("the server's address");
     const CLIENTS: usize = 2;
     const CALLS: usize = 40;
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|c| {
-            let (addr, lan) = (addr.clone(), Arc::clone(&lan));
-            spawn(&format!("client {c} in node 1"), move || {
-                lan.node(1).enter().expect("enter node 1");
-                let ch = channel(&addr);
-                for i in 0..CALLS {
-                    // Single packets and messages of up to 47 packets (a lost one among them
-                    // is the usual case at 10 %).
-                    let bytes = payload(c * CALLS + i, [64, 3000, 65_536][i % 3]);
-                    let raw = ch
-                        .call_payload(RAW, Payload::Bytes(&bytes))
-                        .expect("raw under loss");
-                    assert_eq!(raw.frame().bytes(), Some(&bytes[..]), "call {i} of client {c}");
-                }
+    // Scoped threads borrow the namespaces, so that they are deleted whatever fails: a panic
+    // drops `stop`, which ends the server, before the scope joins.
+    std::thread::scope(|scope| {
+        let (addr_tx, addr_rx) = mpsc::channel();
+        let (stop, stopped) = mpsc::channel::<()>();
+        // The server lives on a thread inside node 0 (its loops, spawned there, too).
+        let (lan, service) = (&lan, &service);
+        let server = scope.spawn(move || {
+            lan.node(0).enter().expect("enter node 0");
+            let server = serve_udp(service.clone(), &format!("udp://{}:0", Lan::addr(0)));
+            addr_tx
+                .send(server.addrs()[0].to_string())
+                .expect("send the address");
+            let _ = stopped.recv();
+            server.shutdown(Duration::from_secs(1));
+        });
+        let addr = addr_rx.recv_timeout(DEADLINE).expect("the server's address");
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let addr = addr.clone();
+                scope.spawn(move || {
+                    lan.node(1).enter().expect("enter node 1");
+                    let ch = channel(&addr);
+                    for i in 0..CALLS {
+                        // Single packets and messages of up to 47 packets (a lost one among
+                        // them is the usual case at 10 %).
+                        let bytes = payload(c * CALLS + i, [64, 3000, 65_536][i % 3]);
+                        let raw = ch
+                            .call_payload(RAW, Payload::Bytes(&bytes))
+                            .expect("raw under loss");
+                        assert_eq!(raw.frame().bytes(), Some(&bytes[..]), "call {i} of client {c}");
+                    }
+                })
             })
-        })
-        .collect();
-    for c in clients {
-        c.join();
-    }
+            .collect();
+        for c in clients {
+            c.join().expect("a client");
+        }
+        drop(stop);
+        server.join().expect("the server");
+    });
     // Exactly once: the handler ran once per call, retransmissions and all.
     assert_eq!(service.seen.raw_shared.load(Ordering::SeqCst), CLIENTS * CALLS);
     // And the loss was real: each node's rule dropped packets.
@@ -345,8 +349,6 @@ fn every_call_is_answered_exactly_once_under_packet_loss() {
             .expect("nft");
         assert!(dropped(&table) > 0, "node {i} dropped no packet: {table}");
     }
-    let _ = stop_tx.send(());
-    server.join();
 }
 
 /// The packets an nftables listing's `counter` counted.

@@ -44,13 +44,19 @@ use thiserror::Error;
 use super::wake::Wake;
 use super::{BindError, UdpConfig, UdpEndpoint, UdpStats, sys};
 use crate::packet::{Body, Header, Limits, Packet, RESET_LEN};
-use crate::{Event, SessionError, SessionId};
+use crate::{Config, Event, SessionError, SessionId};
 
 /// How UDP connections are made.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UdpConnConfig {
     /// The driver's and the protocol core's settings. The core's `max_message_len` is
-    /// lowered to what the connection's pool holds.
+    /// lowered to what the connection's pool holds. Default: [`UdpConfig::default`] but
+    /// - no GRO, whose 64 KiB receive buffers would cost every connection 2 MiB (32 of them)
+    ///   where MTU-sized ones cost 46 KiB (GSO stays on);
+    /// - a peer given up after 16 timeouts with the timeout capped at 1 s (the core's
+    ///   defaults: 10 and 500 ms), about 8 s on loopback instead of 1.5 s: a blocking caller
+    ///   acknowledges only inside its calls, so this is how long it may leave a connection
+    ///   alone while messages come to it (see the crate docs).
     pub udp: UdpConfig,
     /// How long [`UdpConnection::connect`] waits for the server's Accept. Default 5 s.
     pub handshake_timeout: Duration,
@@ -59,7 +65,15 @@ pub struct UdpConnConfig {
 impl Default for UdpConnConfig {
     fn default() -> Self {
         UdpConnConfig {
-            udp: UdpConfig::default(),
+            udp: UdpConfig {
+                endpoint: Config {
+                    max_timeouts: 16,
+                    rto_max: Duration::from_secs(1),
+                    ..Config::default()
+                },
+                gro: false,
+                ..UdpConfig::default()
+            },
             handshake_timeout: Duration::from_secs(5),
         }
     }
@@ -154,6 +168,11 @@ pub struct UdpConnection {
     frames: VecDeque<UdpFrame>,
     /// Messages sent beyond the session's window, in order.
     backlog: VecDeque<(Meta, SharedBuf)>,
+    /// Whether `try_recv` acknowledges what it receives before returning it: on a client's
+    /// connection, whose caller (a blocking channel) may not call again for a while; a served
+    /// connection's caller (the event loop, the tokio server) drains `try_recv` until `None`,
+    /// whose drive sends the acknowledgements with the answers.
+    ack_at_once: bool,
     /// Why the connection ended, until reported once.
     failure: Option<TransportError>,
     dead: bool,
@@ -183,6 +202,7 @@ impl UdpConnection {
             max_len,
             frames: VecDeque::new(),
             backlog: VecDeque::new(),
+            ack_at_once: false,
             failure: None,
             dead: false,
             alive: Arc::new(()),
@@ -206,6 +226,7 @@ impl UdpConnection {
         let socket =
             udp_socket(local, Some(peer), false).map_err(|e| TransportError::io("udp connect", e))?;
         let mut c = UdpConnection::new(socket, peer, pool, config)?;
+        c.ack_at_once = true;
         c.session = c
             .driver
             .connect(peer)
@@ -227,17 +248,11 @@ impl UdpConnection {
             c.driver
                 .drive(deadline - now)
                 .map_err(|e| TransportError::io("udp handshake", e))?;
-            let mut connected = false;
-            while let Some(event) = c.driver.poll_event() {
-                match event {
-                    Event::Connected { .. } => connected = true,
-                    Event::SessionReset { error, .. } | Event::SessionClosed { error, .. } => {
-                        return Err(session_ended(error));
-                    }
-                    _ => {}
-                }
-            }
-            if connected {
+            // A refusal fails the connection; a message that came with the Accept is kept.
+            c.take_events();
+            c.check()?;
+            let connected = c.driver.endpoint().session_stats(c.session).map(|s| s.connected);
+            if connected == Some(true) {
                 c.update_wake()?;
                 return Ok(c);
             }
@@ -340,6 +355,29 @@ impl UdpConnection {
         self.feed();
         Ok(())
     }
+
+    /// [`Transport::try_recv`]: the next message without waiting. With `ack_now`, messages
+    /// just received are acknowledged before the first is returned; without it, their
+    /// acknowledgements wait for the next send or call (so they leave with the answers).
+    fn next_frame(&mut self, ack_now: bool) -> Result<Option<UdpFrame>, TransportError> {
+        if let Some(frame) = self.frames.pop_front() {
+            return Ok(Some(frame));
+        }
+        self.check()?;
+        // Sends what waits, receives what came, runs due timers.
+        if let Err(e) = self.driver.drive(Duration::ZERO) {
+            self.fail(TransportError::io("udp receive", e));
+        }
+        self.take_events();
+        if self.feed() || (ack_now && !self.frames.is_empty()) {
+            self.driver.flush(Instant::now());
+        }
+        self.update_wake()?;
+        match self.frames.pop_front() {
+            Some(frame) => Ok(Some(frame)),
+            None => self.check().map(|()| None),
+        }
+    }
 }
 
 impl Drop for UdpConnection {
@@ -418,34 +456,26 @@ impl Transport for UdpConnection {
 
     fn recv(&mut self) -> Result<UdpFrame, TransportError> {
         loop {
-            if let Some(frame) = self.try_recv()? {
+            if let Some(frame) = self.next_frame(true)? {
                 return Ok(frame);
             }
-            // Waits for a datagram or the core's next timer; try_recv takes what it brought.
+            // Waits for a datagram or the core's next timer.
             if let Err(e) = self.driver.drive(Duration::MAX) {
                 self.fail(TransportError::io("udp receive", e));
+            }
+            // What the wait brought is returned at once, its acknowledgement sent first.
+            self.take_events();
+            if let Some(frame) = self.frames.pop_front() {
+                self.feed();
+                self.driver.flush(Instant::now());
+                self.update_wake()?;
+                return Ok(frame);
             }
         }
     }
 
     fn try_recv(&mut self) -> Result<Option<UdpFrame>, TransportError> {
-        if let Some(frame) = self.frames.pop_front() {
-            return Ok(Some(frame));
-        }
-        self.check()?;
-        // Sends what waits, receives what came, runs due timers.
-        if let Err(e) = self.driver.drive(Duration::ZERO) {
-            self.fail(TransportError::io("udp receive", e));
-        }
-        self.take_events();
-        if self.feed() {
-            self.driver.flush(Instant::now());
-        }
-        self.update_wake()?;
-        match self.frames.pop_front() {
-            Some(frame) => Ok(Some(frame)),
-            None => self.check().map(|()| None),
-        }
+        self.next_frame(self.ack_at_once)
     }
 
     fn in_flight(&self) -> usize {
