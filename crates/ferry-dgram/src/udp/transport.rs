@@ -51,6 +51,10 @@ use crate::{Config, Event, SessionError, SessionId};
 pub struct UdpConnConfig {
     /// The driver's and the protocol core's settings. The core's `max_message_len` is
     /// lowered to what the connection's pool holds. Default: [`UdpConfig::default`] but
+    /// - a window of [`MAX_CREDITS`](crate::MAX_CREDITS) messages, not eRPC's 8: a connection
+    ///   is one session carrying all of an RPC session's calls, where eRPC gives a client
+    ///   many sessions, so the credits (packets unacknowledged) are its flow control; with 8,
+    ///   128 calls in flight moved 8 a round trip;
     /// - no GRO, whose 64 KiB receive buffers would cost every connection 2 MiB (32 of them)
     ///   where MTU-sized ones cost 46 KiB (GSO stays on);
     /// - a peer given up after 16 timeouts with the timeout capped at 1 s (the core's
@@ -67,6 +71,7 @@ impl Default for UdpConnConfig {
         UdpConnConfig {
             udp: UdpConfig {
                 endpoint: Config {
+                    window: crate::MAX_CREDITS as usize,
                     max_timeouts: 16,
                     rto_max: Duration::from_secs(1),
                     ..Config::default()
