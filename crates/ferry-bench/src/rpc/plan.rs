@@ -424,10 +424,16 @@ mod tests {
         let veth = args(&["--net", "veth"]);
         check(&veth).expect("the defaults run on veth");
         let points = plan(&veth);
-        assert!(points.iter().all(|p| p.system.on_loop()), "no tonic, no ping-pong");
+        assert!(
+            points.iter().all(|p| p.system.on_loop()),
+            "no tonic, no ping-pong"
+        );
         let mut transports: Vec<Transport> = points.iter().map(|p| p.transport).collect();
         transports.dedup();
-        assert_eq!(crate::harness::sorted(transports), [Transport::Tcp, Transport::Udp]);
+        assert_eq!(
+            crate::harness::sorted(transports),
+            [Transport::Tcp, Transport::Udp]
+        );
         assert!(stream_plan(&veth).is_empty());
         for refused in [
             &["--net", "veth", "--transports", "tcp,shm"][..],
