@@ -360,6 +360,7 @@
 
 mod config;
 mod congestion;
+mod conn;
 mod endpoint;
 mod event;
 pub mod packet;
@@ -371,6 +372,7 @@ mod xdp;
 
 pub use config::{Config, ConfigError, MAX_CREDITS};
 pub use congestion::Timely;
+pub use conn::DgramFrame;
 pub use endpoint::Endpoint;
 pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
 pub use packet::{Packet, PacketError, SessionId};
@@ -379,4 +381,6 @@ pub use udp::{
     BindError, HandshakeTimeout, UdpConfig, UdpConnConfig, UdpConnection, UdpEndpoint, UdpFrame, UdpListener,
     UdpListenerStats, UdpStats,
 };
-pub use xdp::{XdpConfig, XdpEndpoint, XdpError, XdpStats, frame};
+pub use xdp::{
+    NoNeighbour, XdpConfig, XdpConnConfig, XdpConnection, XdpEndpoint, XdpError, XdpListener, XdpStats, frame,
+};

@@ -220,7 +220,7 @@ fn echo(net: &VethPair, seed_value: u64, case: Case) -> Result<(XdpStats, XdpSta
     let (client, server, no_ports) = thread::scope(|s| {
         let server = s.spawn(|| {
             let bound = net
-                .server
+                .b
                 .enter()
                 .and_then(|()| bind(&net.b_if, SERVER, SERVER_MAC, case, pool()));
             match bound {

@@ -23,7 +23,7 @@ use crate::{Config, ConfigError, ConnectError, Endpoint, Event, SendError, Sessi
 #[allow(unsafe_code)]
 mod sys;
 mod transport;
-mod wake;
+pub(crate) mod wake;
 
 pub use transport::{
     HandshakeTimeout, UdpConnConfig, UdpConnection, UdpFrame, UdpListener, UdpListenerStats,
