@@ -290,6 +290,128 @@ fn garbage_to_the_port_is_dropped_and_counted_and_the_service_serves_on() {
     });
 }
 
+/// Calls of 64 B raw echo completed per second over `addr` for `secs` seconds with
+/// `in_flight` calls at once (1: the blocking channel; more: tasks on one tokio channel).
+fn echo_rate(addr: &str, in_flight: usize, secs: f64) -> f64 {
+    let run = std::time::Duration::from_secs_f64(secs);
+    let payload = [7u8; 64];
+    if in_flight == 1 {
+        let ch = channel(addr);
+        let start = Instant::now();
+        let mut calls = 0u64;
+        while start.elapsed() < run {
+            ch.call_payload(RAW, Payload::Bytes(&payload)).expect("call");
+            calls += 1;
+        }
+        return calls as f64 / start.elapsed().as_secs_f64();
+    }
+    let local = tokio::task::LocalSet::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let addr = addr.to_owned();
+    local.block_on(&rt, async move {
+        let mut config = ChannelConfig {
+            timeout: Some(DEADLINE),
+            ..ChannelConfig::default()
+        };
+        config.client.window = in_flight;
+        let chan = Rc::new(AsyncChannel::connect_with(&addr, config).await.expect("connect"));
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..in_flight)
+            .map(|_| {
+                let chan = Rc::clone(&chan);
+                tokio::task::spawn_local(async move {
+                    let mut calls = 0u64;
+                    while start.elapsed() < run {
+                        chan.call_payload(RAW, Payload::Bytes(&payload))
+                            .await
+                            .expect("call");
+                        calls += 1;
+                    }
+                    calls
+                })
+            })
+            .collect();
+        let mut calls = 0;
+        for t in tasks {
+            calls += t.await.expect("task");
+        }
+        calls as f64 / start.elapsed().as_secs_f64()
+    })
+}
+
+/// A first measurement, not a benchmark (`ferry bench rpc` will be): 64 B raw echo over
+/// `xdp://` and `udp://` between the two namespaces (bare veth), one server loop listening on
+/// both, at 1 and 16 calls in flight, the two transports alternating in one run. Prints
+/// calls/s, the XDP/UDP ratio and the server endpoint's syscalls per call; asserts nothing
+/// about speed. `FERRY_XDP_MEASURE_SECS` sets each point's time (default 3).
+#[test]
+#[ignore = "a measurement: cargo test --release -p ferry-rpc --test xdp -- --ignored --nocapture"]
+fn measure_64_byte_echo_xdp_against_udp() {
+    const TEST: &str = "measure_64_byte_echo_xdp_against_udp";
+    let secs: f64 = std::env::var("FERRY_XDP_MEASURE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0);
+    let Some(net) = pair(TEST, "xb", None) else { return };
+    let service = TestService::default();
+    let udp_server = format!("udp://{}:7701", VethPair::B_IP);
+    let (udp_server, net_ref) = (&udp_server, &net);
+    let stats = with_server(TEST, &net, &service, |xdp, listener| {
+        let Listener::Xdp(l) = &**listener else {
+            panic!("not an AF_XDP listener")
+        };
+        // The UDP server: a second loop in namespace b (spawned there, so it lives there).
+        let (tx, rx) = mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            let udp_loop = scope.spawn(move || {
+                net_ref.b.enter().expect("enter namespace b");
+                let services = Services::builder()
+                    .service(TestService::default())
+                    .expect("add")
+                    .build()
+                    .expect("services");
+                let server = ferry_rpc::Server::builder(services)
+                    .listen(udp_server)
+                    .loops(1)
+                    .start()
+                    .expect("the UDP server");
+                let _ = rx.recv();
+                server.shutdown(std::time::Duration::from_secs(1));
+            });
+            for in_flight in [1, 16] {
+                let (mut x, mut u, mut sys) = (Vec::new(), Vec::new(), Vec::new());
+                for _ in 0..2 {
+                    let before = l.stats();
+                    let rate = echo_rate(xdp, in_flight, secs);
+                    let after = l.stats();
+                    let calls = rate * secs;
+                    sys.push((after.syscalls() - before.syscalls()) as f64 / calls);
+                    x.push(rate);
+                    u.push(echo_rate(udp_server, in_flight, secs));
+                }
+                let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+                println!(
+                    "64 B echo, {in_flight:>2} in flight: xdp {:>9.0} calls/s {x:.0?}, udp {:>9.0} calls/s {u:.0?}, xdp/udp {:.2}; xdp server syscalls/call {sys:.2?}",
+                    mean(&x),
+                    mean(&u),
+                    mean(&x) / mean(&u),
+                );
+            }
+            drop(tx);
+            udp_loop.join().expect("the UDP server");
+        });
+    });
+    if let Some(stats) = stats {
+        println!(
+            "xdp server endpoint: zero_copy {}, native {}, {stats:?}",
+            stats.zero_copy, stats.native
+        );
+    }
+}
+
 /// `SO_NO_CHECK`, which no safe wrapper offers.
 #[allow(unsafe_code)]
 mod no_checksum {
