@@ -8,6 +8,7 @@
 //!   calls in flight on one tokio channel, each with its own answer.
 //! - The same through a bridge dropping 5 % of the packets (nftables, counted): every call
 //!   handled exactly once (the handler counts), retransmissions seen.
+//! - The tokio server (`AsyncServer`) over `xdp://` too: 16 calls in flight, every size.
 //! - Garbage and a forged packet for no session sent to the server's port from a kernel
 //!   socket: dropped and counted by the server's endpoint, the forged one answered by a Reset,
 //!   and the service serves on.
@@ -17,6 +18,7 @@
 //! the rest by `DEADLINE`.
 
 mod common;
+mod tokio_support;
 
 use std::net::UdpSocket;
 use std::rc::Rc;
@@ -131,6 +133,15 @@ fn with_server(
     })
 }
 
+/// Runs `f` to its end on a current-thread runtime, tasks spawned locally.
+fn on_tokio<F: std::future::Future>(f: F) -> F::Output {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    tokio::task::LocalSet::new().block_on(&rt, f)
+}
+
 /// Every size as a Ferry message (echoed by reference) and as a raw payload, on a blocking
 /// channel; then 16 raw calls in flight on a tokio channel, four rounds. Returns the raw
 /// calls made.
@@ -151,13 +162,8 @@ fn calls(addr: &str) -> usize {
     }
     // The blocking channel's endpoint is gone (an interface runs one XDP program): the tokio
     // channel binds its own.
-    let local = tokio::task::LocalSet::new();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
     let addr = addr.to_owned();
-    raw + local.block_on(&rt, async move {
+    raw + on_tokio(async move {
         let mut config = ChannelConfig {
             timeout: Some(DEADLINE),
             ..ChannelConfig::default()
@@ -234,6 +240,71 @@ fn every_call_is_answered_exactly_once_under_5_percent_loss() {
 }
 
 #[test]
+fn the_tokio_server_answers_16_in_flight_over_xdp() {
+    const TEST: &str = "the_tokio_server_answers_16_in_flight_over_xdp";
+    let Some(net) = pair(TEST, "xt", None) else { return };
+    let server = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                net.b.enter().expect("enter namespace b");
+                let addr = server_addr(&net.b_if);
+                // The server's thread, spawned here, lives in namespace b too.
+                let config = ferry_rpc::ConnConfig::default();
+                // A probe, dropped before the server binds (which retries the queue until
+                // the kernel has released it).
+                let probe = Listener::bind(&addr.parse::<Addr>().expect("address"), &config);
+                if let Err(e) = probe {
+                    skip(TEST, &format!("no AF_XDP: {e}"));
+                    return None;
+                }
+                drop(probe);
+                Some(tokio_support::ServerThread::start_at(
+                    &addr,
+                    std::time::Duration::ZERO,
+                    None,
+                ))
+            })
+            .join()
+            .expect("the server starts")
+    });
+    let Some(server) = server else { return };
+    let addr = server_addr(&net.a_if);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            net.a.enter().expect("enter namespace a");
+            on_tokio(async move {
+                let mut config = ChannelConfig {
+                    timeout: Some(DEADLINE),
+                    ..ChannelConfig::default()
+                };
+                config.client.window = 16;
+                let chan = Rc::new(AsyncChannel::connect_with(&addr, config).await.expect("connect"));
+                // 16 tasks of two calls each: 16 in flight, every size.
+                let tasks: Vec<_> = (0..16)
+                    .map(|i| {
+                        let chan = Rc::clone(&chan);
+                        tokio::task::spawn_local(async move {
+                            for k in [i, i + 16] {
+                                let bytes = payload(k, SIZES[k % SIZES.len()]);
+                                let resp = chan
+                                    .call_payload(tokio_support::ECHO, Payload::Bytes(&bytes))
+                                    .await
+                                    .expect("call");
+                                assert_eq!(resp.frame().bytes(), Some(&bytes[..]), "call {k}");
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.expect("call task");
+                }
+            });
+        });
+    });
+    server.stop();
+}
+
+#[test]
 fn garbage_to_the_port_is_dropped_and_counted_and_the_service_serves_on() {
     const TEST: &str = "garbage_to_the_port_is_dropped_and_counted_and_the_service_serves_on";
     let Some(net) = pair(TEST, "xg", None) else { return };
@@ -305,13 +376,8 @@ fn echo_rate(addr: &str, in_flight: usize, secs: f64) -> f64 {
         }
         return calls as f64 / start.elapsed().as_secs_f64();
     }
-    let local = tokio::task::LocalSet::new();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
     let addr = addr.to_owned();
-    local.block_on(&rt, async move {
+    on_tokio(async move {
         let mut config = ChannelConfig {
             timeout: Some(DEADLINE),
             ..ChannelConfig::default()
