@@ -9,6 +9,8 @@
 //! - The same through a bridge dropping 5 % of the packets (nftables, counted): every call
 //!   handled exactly once (the handler counts), retransmissions seen.
 //! - The tokio server (`AsyncServer`) over `xdp://` too: 16 calls in flight, every size.
+//! - A client whose peer has no MAC (nobody at the address) or no server fails with a typed
+//!   `TimedOut` (`NoNeighbour`, `HandshakeTimeout`).
 //! - Garbage and a forged packet for no session sent to the server's port from a kernel
 //!   socket: dropped and counted by the server's endpoint, the forged one answered by a Reset,
 //!   and the service serves on.
@@ -302,6 +304,58 @@ fn the_tokio_server_answers_16_in_flight_over_xdp() {
         });
     });
     server.stop();
+}
+
+#[test]
+fn a_client_without_a_neighbour_or_a_server_fails_typed() {
+    const TEST: &str = "a_client_without_a_neighbour_or_a_server_fails_typed";
+    let Some(net) = pair(TEST, "xn", None) else { return };
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                net.a.enter().expect("enter namespace a");
+                let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig::default()).expect("pool");
+                let config = ferry_dgram::XdpConnConfig {
+                    handshake_timeout: std::time::Duration::from_millis(300),
+                    ..ferry_dgram::XdpConnConfig::default()
+                };
+                let connect = |peer: &str| {
+                    ferry_dgram::XdpConnection::connect(
+                        &net.a_if,
+                        0,
+                        peer.parse().expect("peer"),
+                        &pool,
+                        &config,
+                    )
+                };
+                let inner = |e: ferry_transport::TransportError| match e {
+                    ferry_transport::TransportError::Io { source, .. } => {
+                        assert_eq!(source.kind(), std::io::ErrorKind::TimedOut, "{source}");
+                        source.into_inner().expect("an inner error")
+                    }
+                    other => panic!("not a timeout: {other}"),
+                };
+                // Nobody has this address: ARP never completes.
+                let e = inner(connect("10.252.0.9:7700").expect_err("no neighbour"));
+                assert!(e.downcast_ref::<ferry_dgram::NoNeighbour>().is_some(), "{e}");
+                // Host b is there, but nothing serves the port.
+                match connect(&format!("{}:{PORT}", VethPair::B_IP)) {
+                    Err(ferry_transport::TransportError::Io {
+                        op: "xdp socket",
+                        source,
+                    }) => {
+                        skip(TEST, &format!("no AF_XDP: {source}"));
+                    }
+                    Err(e) => {
+                        let e = inner(e);
+                        assert!(e.downcast_ref::<ferry_dgram::HandshakeTimeout>().is_some(), "{e}");
+                    }
+                    Ok(_) => panic!("a handshake with no server"),
+                }
+            })
+            .join()
+            .expect("the client");
+    });
 }
 
 #[test]
