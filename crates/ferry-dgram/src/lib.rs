@@ -361,11 +361,13 @@
 //! --ignored --nocapture` (`measure_64_byte_echo_xdp_against_udp`), 64 B raw echo over
 //! `xdp://` and `udp://` between two namespaces on a bare veth pair (native XDP, copy mode),
 //! one event-loop server thread per transport, the blocking channel at 1 in flight and one
-//! tokio channel at 16, on this 2-core machine shared with other builds. One run (3 s a point,
-//! two points each): XDP at 1.53x UDP's calls/s at 1 in flight (12,080 against 7,920) and
-//! 1.85x at 16 (30,490 against 16,500). The server endpoint's own syscalls (kicks and polls:
-//! the loop's `epoll_wait`, eventfd and timerfd calls not counted) were 1.0 to 1.9 per call at
-//! 1 in flight and 0.07 at 16.
+//! tokio channel at 16, on this 2-core machine shared with other builds (load average 5 to
+//! 6.5). Two runs (3 s a point, two points each): XDP at 1.53 and 2.41x UDP's calls/s at 1 in
+//! flight (12,080 and 13,240 against 7,920 and 5,500) and 1.85 and 1.88x at 16 (30,490 and
+//! 30,700 against 16,500 and 16,340). The server endpoint's own syscalls (kicks and polls: the
+//! loop's `epoll_wait`, eventfd and timerfd calls not counted) were 1.0 to 1.9 per call at 1
+//! in flight and 0.07 to 0.10 at 16. With no loss the server still counted a few hundred
+//! timeouts over a run (the 2 ms minimum timeout against a machine this busy).
 //!
 //! # Example
 //!
