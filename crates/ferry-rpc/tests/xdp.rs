@@ -74,7 +74,7 @@ fn payload(i: usize, len: usize) -> Vec<u8> {
 /// What the client side saw of the server: its listener (to read its endpoint's counters).
 type Serving = Arc<Listener>;
 
-/// Runs `service` on one event loop inside namespace `b` at [`server_addr`] while `client`
+/// Runs `service` on two event loops inside namespace `b` at [`server_addr`] while `client`
 /// runs on a thread inside namespace `a` (given the address to call); returns the server endpoint's counters at the end.
 /// `None` if AF_XDP cannot be bound here (the test has skipped).
 fn with_server(
@@ -104,11 +104,20 @@ fn with_server(
                     return None;
                 }
             };
-            let mut lp = EventLoop::with_services(config, services).expect("loop");
-            lp.add_listener(Arc::clone(&listener)).expect("listen");
-            ready_tx.send(Ok(Arc::clone(&listener))).expect("ready");
+            // Two loops share the listener, as a `Server`'s do: a session's messages may be
+            // filed by the other loop's thread.
             let deadline = Instant::now() + 4 * DEADLINE;
-            lp.run_until(|_| stop.load(Ordering::Relaxed) || Instant::now() > deadline);
+            let run = |config: LoopConfig, services: Services| {
+                let mut lp = EventLoop::with_services(config, services).expect("loop");
+                lp.add_listener(Arc::clone(&listener)).expect("listen");
+                lp.run_until(|_| stop.load(Ordering::Relaxed) || Instant::now() > deadline);
+            };
+            ready_tx.send(Ok(Arc::clone(&listener))).expect("ready");
+            std::thread::scope(|loops| {
+                let second = (config.clone(), services.clone());
+                loops.spawn(|| run(second.0, second.1));
+                run(config, services);
+            });
             match &*listener {
                 Listener::Xdp(l) => Some(l.stats()),
                 other => panic!("not an AF_XDP listener: {other:?}"),
