@@ -9,6 +9,8 @@
 //! - The same through a bridge dropping 5 % of the packets (nftables, counted): every call
 //!   handled exactly once (the handler counts), retransmissions seen.
 //! - The tokio server (`AsyncServer`) over `xdp://` too: 16 calls in flight, every size.
+//! - A bare `XdpConnection` (ferry-dgram's transport, no channel) makes a raw call with the
+//!   blocking `recv` and reports its endpoint's counters: copy mode, native XDP, the UMEM.
 //! - A client whose peer has no MAC (nobody at the address) or no server fails with a typed
 //!   `TimedOut` (`NoNeighbour`, `HandshakeTimeout`).
 //! - Garbage and a forged packet for no session sent to the server's port from a kernel
@@ -313,6 +315,44 @@ fn the_tokio_server_answers_16_in_flight_over_xdp() {
         });
     });
     server.stop();
+}
+
+#[test]
+fn a_bare_connection_calls_and_reports_its_endpoint() {
+    const TEST: &str = "a_bare_connection_calls_and_reports_its_endpoint";
+    let Some(net) = pair(TEST, "xc", None) else { return };
+    let service = TestService::default();
+    with_server(TEST, &net, &service, |_, _| {
+        use ferry_transport::{Meta, Transport};
+        let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig::default()).expect("pool");
+        let server = std::net::SocketAddrV4::new(VethPair::B_IP, PORT);
+        let mut conn = ferry_dgram::XdpConnection::connect(
+            &net.a_if,
+            0,
+            server,
+            &pool,
+            &ferry_dgram::XdpConnConfig::default(),
+        )
+        .expect("connect");
+        assert_eq!((conn.peer(), *conn.local_addr().ip()), (server, VethPair::A_IP));
+        let bytes = payload(7, 3000);
+        conn.send_payload(Meta::new(RAW, 7), Payload::Bytes(&bytes))
+            .expect("send");
+        conn.flush().expect("flush");
+        let answer = conn.recv().expect("the answer");
+        assert_eq!(answer.meta().request_id, 7);
+        assert_eq!(answer.bytes(), Some(&bytes[..]));
+        let stats = conn.stats();
+        assert!(
+            !stats.zero_copy && stats.native,
+            "veth: copy mode, native XDP: {stats:?}"
+        );
+        // A 2 MiB region of 4 KiB frames; the fill ring's half is the kernel's at least.
+        assert_eq!(stats.umem_frames, 512, "{stats:?}");
+        assert!(stats.frames_in_use >= 256, "{stats:?}");
+        assert!(stats.syscalls() > 0, "{stats:?}");
+        assert!(stats.endpoint.messages_received >= 1, "{stats:?}");
+    });
 }
 
 #[test]
