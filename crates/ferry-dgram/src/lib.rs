@@ -298,8 +298,8 @@
 //! `XDP_PKT_CONTD`; the program is `xdp.frags`); a received one is gathered into one buffer
 //! (one more copy) for the parser. **Not yet:** IPv6, several queues per endpoint, several
 //! endpoints per interface (each attaches its own program, and an interface runs one XDP
-//! program without libxdp's dispatcher: so one client or one listener per interface in a
-//! process). `tests/xdp.rs` runs an echo of 0 B to 64 KiB between two
+//! program without libxdp's dispatcher: so one `xdp://` client or listener at a time on an
+//! interface). `tests/xdp.rs` runs an echo of 0 B to 64 KiB between two
 //! namespaces over veth with native XDP at both ends (copy mode), again with the program in
 //! generic mode, with MTU 9000 (three frames a packet), and through a bridge dropping 5 % of
 //! packets.
