@@ -327,7 +327,7 @@ impl XdpConnection {
     /// an error of kind `TimedOut` with a [`NoNeighbour`] inside); then the handshake, as long
     /// again (then `TimedOut` with a [`HandshakeTimeout`](crate::HandshakeTimeout)). The
     /// connection binds an endpoint of its own (an interface runs one XDP program: one client
-    /// or one listener per interface in a process). Messages are serialized into `pool`.
+    /// or one listener at a time on an interface). Messages are serialized into `pool`.
     pub fn connect(
         ifname: &str,
         queue: u32,
