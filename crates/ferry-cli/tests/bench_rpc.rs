@@ -213,12 +213,13 @@ fn rpc_rejects_an_unknown_system() {
     assert!(!json.exists());
 }
 
-/// `--net veth --loss 5`: the echo over TCP and UDP between two namespaces through a bridge
-/// dropping 5 % of packets. Every configuration has a record with calls, the settings name
-/// the path, and the bridge dropped packets (a run that lost none was not under loss).
+/// `--net veth --loss 5`: the echo over TCP, UDP and AF_XDP between two namespaces through
+/// a bridge dropping 5 % of packets. Every configuration has a record with calls, the
+/// datagram transports' with syscalls per call counted on both sides, the settings name the
+/// path, and the bridge dropped packets (a run that lost none was not under loss).
 #[test]
-fn rpc_over_veth_with_loss_runs_tcp_and_udp_between_namespaces() {
-    const TEST: &str = "rpc_over_veth_with_loss_runs_tcp_and_udp_between_namespaces";
+fn rpc_over_veth_with_loss_runs_tcp_udp_and_xdp_between_namespaces() {
+    const TEST: &str = "rpc_over_veth_with_loss_runs_tcp_udp_and_xdp_between_namespaces";
     let json = common::scratch("bench-rpc-veth-test", "rpc.json");
     let _ = std::fs::remove_file(&json);
     let args = [
@@ -241,7 +242,11 @@ fn rpc_over_veth_with_loss_runs_tcp_and_udp_between_namespaces() {
     if !out.status.success() && stderr(&out).contains("making two namespaces") {
         return ferry_testkit::tools::skip(TEST, &stderr(&out));
     }
-    success(&out, "ferry bench rpc --net veth");
+    let stdout = success(&out, "ferry bench rpc --net veth");
+    assert!(
+        stdout.contains("Syscalls per call"),
+        "no syscall table:\n{stdout}"
+    );
     let doc = common::results(&json, "rpc");
     let net = &doc["settings"]["net"];
     assert_eq!(
@@ -255,7 +260,7 @@ fn rpc_over_veth_with_loss_runs_tcp_and_udp_between_namespaces() {
     );
     let records = doc["records"].as_array().unwrap();
     let mut expect = BTreeSet::new();
-    for t in ["tcp", "udp"] {
+    for t in ["tcp", "udp", "xdp"] {
         for len in [2048u64, 1024, 64] {
             expect.insert((t.to_owned(), len));
         }
@@ -268,5 +273,9 @@ fn rpc_over_veth_with_loss_runs_tcp_and_udp_between_namespaces() {
     });
     for r in records {
         assert!(number(r, "calls_per_sec") > 0.0, "{r}");
+        // Every call makes at least one syscall on each side or the other: a count of zero
+        // on both would be a counter that does not count.
+        let syscalls = number(r, "server_syscalls_per_call") + number(r, "client_syscalls_per_call");
+        assert!(syscalls > 0.0, "{r}");
     }
 }

@@ -22,6 +22,7 @@ pub mod progress;
 pub mod report;
 #[allow(unsafe_code)]
 mod sys;
+pub mod syscalls;
 pub mod table;
 pub mod window;
 
@@ -48,9 +49,12 @@ pub enum Transport {
     Tcp,
     /// Shared memory (`ferry-shm`).
     Shm,
-    /// UDP loopback (`ferry-dgram`: sessions, credits and retransmission over datagrams).
-    /// `ferry bench rpc` only, and only when `--transports` names it.
+    /// UDP (`ferry-dgram`: sessions, credits and retransmission over datagrams). `ferry bench
+    /// rpc` only, and only when `--transports` names it (or `--net veth`).
     Udp,
+    /// The same datagram sessions over AF_XDP sockets (`ferry-dgram`'s XDP driver): `ferry
+    /// bench rpc --net veth` only, where each host has an interface of its own.
+    Xdp,
 }
 
 impl Transport {
@@ -58,11 +62,17 @@ impl Transport {
     pub const DEFAULT: [Transport; 2] = [Transport::Tcp, Transport::Shm];
 
     /// `chosen`, or [`DEFAULT`](Self::DEFAULT) if none: for the benchmarks that run over TCP
-    /// and shared memory only (`ferry bench kv`, `calibrate`, `flatbuffers`), which refuse UDP.
+    /// and shared memory only (`ferry bench kv`, `calibrate`, `flatbuffers`), which refuse UDP
+    /// and AF_XDP.
     pub fn tcp_or_shm(chosen: &[Transport], bench: &str) -> Result<Vec<Transport>, String> {
-        if chosen.contains(&Transport::Udp) {
+        if let Some(t) = chosen
+            .iter()
+            .find(|t| matches!(t, Transport::Udp | Transport::Xdp))
+        {
             return Err(format!(
-                "`ferry bench {bench}` runs over tcp and shm; udp runs in `ferry bench rpc --transports ...,udp`"
+                "`ferry bench {bench}` runs over tcp and shm; {} runs in `ferry bench rpc --transports ...,{}`",
+                t.name(),
+                t.name()
             ));
         }
         Ok(crate::harness::or_all(chosen, &Transport::DEFAULT))

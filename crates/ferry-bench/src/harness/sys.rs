@@ -1,5 +1,5 @@
-//! The system call the harness needs that `std` does not wrap: per-thread CPU time. The only
-//! unsafe code in `ferry-bench`.
+//! The system calls the harness needs that `std` does not wrap: per-thread CPU time and the
+//! thread's id. The only unsafe code in `ferry-bench`.
 
 use std::io;
 use std::time::Duration;
@@ -18,4 +18,12 @@ pub(super) fn thread_cpu_time() -> io::Result<Duration> {
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Ok(tv(usage.ru_utime) + tv(usage.ru_stime))
+}
+
+/// The calling thread's id as the kernel numbers it (`gettid`): what the syscall counter's
+/// program keys its counts by.
+pub(super) fn thread_id() -> u32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    tid as u32
 }

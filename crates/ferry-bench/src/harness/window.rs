@@ -53,6 +53,8 @@ pub struct Reading {
     pub busy: Duration,
     /// Requests counted on the thread so far ([`count_request`]).
     pub served: u64,
+    /// Syscalls the thread has entered, if the run counts them ([`super::syscalls`]).
+    pub syscalls: Option<u64>,
 }
 
 impl Reading {
@@ -62,6 +64,7 @@ impl Reading {
             cpu: thread_cpu_time(),
             busy: ferry_rpc::thread_busy_time(),
             served: SERVED.get(),
+            syscalls: super::syscalls::thread_syscalls(),
         }
     }
 }
@@ -75,6 +78,8 @@ pub struct Span {
     pub busy: Duration,
     /// Requests served.
     pub served: u64,
+    /// Syscalls entered, if counted at both words.
+    pub syscalls: Option<u64>,
 }
 
 impl Span {
@@ -112,6 +117,7 @@ impl Readings {
             cpu: end.cpu.saturating_sub(mark.cpu),
             busy: end.busy.saturating_sub(mark.busy),
             served: end.served.saturating_sub(mark.served),
+            syscalls: end.syscalls.zip(mark.syscalls).map(|(e, m)| e.saturating_sub(m)),
         })
     }
 }
@@ -221,6 +227,7 @@ mod tests {
             cpu: Duration::from_millis(ms),
             busy: Duration::from_millis(ms / 2),
             served,
+            syscalls: Some(served * 3),
         };
         assert!(r.record(MARK, at(10, 5)));
         assert_eq!(r.take(), None, "no end yet");
@@ -234,8 +241,19 @@ mod tests {
                 cpu: Duration::from_millis(20),
                 busy: Duration::from_millis(10),
                 served: 20,
+                syscalls: Some(60),
             }
         );
+        // A side without a count at either word has none.
+        assert!(r.record(
+            MARK,
+            Reading {
+                syscalls: None,
+                ..at(0, 0)
+            }
+        ));
+        assert!(r.record(END, at(1, 1)));
+        assert_eq!(r.take().unwrap().syscalls, None);
         assert_eq!(span.cpu_per_request_ns(), 1e6);
         assert_eq!(r.take(), None);
     }

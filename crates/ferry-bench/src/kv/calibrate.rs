@@ -305,7 +305,7 @@ fn thresholds(cells: &[Cell]) -> Thresholds {
             Transport::Tcp => thresholds.tcp = value,
             Transport::Shm => thresholds.shm = value,
             // Refused by `tcp_or_shm`: no cell is ever measured over UDP.
-            Transport::Udp => {}
+            Transport::Udp | Transport::Xdp => {}
         }
     }
     thresholds

@@ -100,7 +100,7 @@ fn copied(system: System, transport: Transport, sizes: &[u32]) -> u64 {
     let thresholds = ferry_rpc::Thresholds::load();
     let threshold = match transport {
         // ferry-rpc's UDP connections take TCP's threshold.
-        Transport::Tcp | Transport::Udp => thresholds.tcp,
+        Transport::Tcp | Transport::Udp | Transport::Xdp => thresholds.tcp,
         Transport::Shm => thresholds.shm,
     };
     let sum = |f: &dyn Fn(u32) -> bool| {

@@ -22,6 +22,7 @@ use super::Measured;
 use super::plan::{Fields, Point, System};
 use super::service::{self, CONTROL};
 use crate::harness::closed::Phase;
+use crate::harness::syscalls::thread_syscalls;
 use crate::harness::window::{self, END, MARK, Readings};
 use crate::harness::{Budget, thread_cpu_time};
 use crate::systems::{CODECS, Codec, Input};
@@ -296,12 +297,13 @@ fn measure(
     let control = method_id(CONTROL);
     phase(lp, &d, budget.warmup())?;
     window::call_and_wait(lp, session, control, MARK)?;
-    let (t0, cpu0) = (Instant::now(), thread_cpu_time());
+    let (t0, cpu0, sys0) = (Instant::now(), thread_cpu_time(), thread_syscalls());
     let measured = phase(lp, &d, budget)?;
-    let (t1, cpu1) = (Instant::now(), thread_cpu_time());
+    let (t1, cpu1, sys1) = (Instant::now(), thread_cpu_time(), thread_syscalls());
     window::call_and_wait(lp, session, control, END)?;
     let server = readings
         .take()
         .ok_or("the server did not read its counters at the control calls")?;
-    Measured::new(measured, t1 - t0, cpu1.saturating_sub(cpu0), server)
+    let syscalls = sys1.zip(sys0).map(|(b, a)| b.saturating_sub(a));
+    Measured::new(measured, t1 - t0, (cpu1.saturating_sub(cpu0), syscalls), server)
 }

@@ -10,6 +10,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
+use ferry_rpc::Addr;
 use ferry_testkit::netns::VethPair;
 
 use super::plan::Net;
@@ -39,6 +40,27 @@ impl Hosts {
         match self {
             Hosts::Loopback => Ipv4Addr::LOCALHOST.into(),
             Hosts::Veth(_) => VethPair::B_IP.into(),
+        }
+    }
+
+    /// The server's AF_XDP address: queue 0 of its interface, a port it picks (veth only).
+    pub(super) fn xdp_listen(&self) -> Result<String, BoxError> {
+        match self {
+            Hosts::Loopback => Err("xdp needs --net veth".into()),
+            Hosts::Veth(pair) => Ok(format!("xdp://{}/0@{}:0", pair.b_if, VethPair::B_IP)),
+        }
+    }
+
+    /// How the client reaches the server at `addr`: the same address, but for AF_XDP, whose
+    /// address names the caller's own interface (queue 0 of the client's).
+    pub(super) fn client_view(&self, addr: &Addr) -> Addr {
+        match (self, addr) {
+            (Hosts::Veth(pair), Addr::Xdp { queue: _, addr, .. }) => Addr::Xdp {
+                ifname: pair.a_if.clone(),
+                queue: 0,
+                addr: *addr,
+            },
+            _ => addr.clone(),
         }
     }
 

@@ -82,16 +82,20 @@ struct Measured {
     client_cpu: Duration,
     /// The server (loop) thread's CPU time over the window.
     server_cpu: Duration,
+    /// Syscalls the client thread entered over the window, if counted.
+    client_syscalls: Option<u64>,
+    /// Syscalls the server (loop) thread entered over the window, if counted.
+    server_syscalls: Option<u64>,
 }
 
 impl Measured {
     /// The window's figures from the client's `phase` over `elapsed`, its thread's CPU time
-    /// `client_cpu` and the server's `span`: an error unless the server served exactly the
-    /// calls the client completed.
+    /// `client_cpu` and syscalls `client_syscalls`, and the server's `span`: an error unless
+    /// the server served exactly the calls the client completed.
     fn new(
         phase: harness::closed::Phase,
         elapsed: Duration,
-        client_cpu: Duration,
+        (client_cpu, client_syscalls): (Duration, Option<u64>),
         span: Span,
     ) -> Result<Measured, BoxError> {
         if span.served != phase.completed {
@@ -107,6 +111,8 @@ impl Measured {
             latency: phase.latency,
             client_cpu,
             server_cpu: span.cpu,
+            client_syscalls,
+            server_syscalls: span.syscalls,
         })
     }
 }
@@ -163,7 +169,7 @@ fn run_loop_points(
     let server = hosts.in_server(|| {
         service::start(
             &harness::sorted(points.iter().map(|p| p.transport)),
-            hosts.server_ip(),
+            hosts,
             Some(cpus.1),
             config.clone(),
         )
@@ -174,8 +180,8 @@ fn run_loop_points(
         let mut out = Vec::with_capacity(points.len());
         for point in points {
             progress.start(point.label());
-            let addr = server.addr(point.transport, point.link)?;
-            let m = client::run(&mut lp, addr, point, budget, &server.readings)
+            let addr = server.addr(point.transport, point.link, hosts)?;
+            let m = client::run(&mut lp, &addr, point, budget, &server.readings)
                 .map_err(|e| format!("{}: {e}", point.label()))?;
             progress.done();
             out.push(m);
@@ -193,6 +199,8 @@ fn run_ping_pong(budget: Budget, cpus: Cpus) -> Result<Measured, BoxError> {
         latency: r.hist,
         client_cpu: r.client_cpu,
         server_cpu: r.server_cpu,
+        client_syscalls: None,
+        server_syscalls: None,
     })
 }
 
@@ -225,6 +233,14 @@ impl Benchmark for Rpc {
         let started = Instant::now();
         let clock_ns = harness::clock_cost_ns();
         let hosts = Hosts::new(self.net.0, self.net.1)?;
+        // Syscalls per call are issue 33's figure: counted when a datagram transport runs.
+        let datagrams = points
+            .iter()
+            .any(|p| matches!(p.transport, Transport::Udp | Transport::Xdp));
+        let syscalls = match datagrams {
+            true => harness::syscalls::start().map_err(str::to_owned),
+            false => Err("no datagram transport in the run".to_owned()),
+        };
         progress.suspend(|| {
             if points.is_empty() {
                 return;
@@ -237,8 +253,14 @@ impl Benchmark for Rpc {
                 budget.describe("calls"),
             );
             println!(
-                "srv/cli ns/call: each thread's CPU time over the window per call (both busy-poll: wall time, not work; tonic's threads sleep when idle).\n"
+                "srv/cli ns/call: each thread's CPU time over the window per call (both busy-poll: wall time, not work; tonic's threads sleep when idle)."
             );
+            match &syscalls {
+                Ok(()) => println!(
+                    "syscalls: each thread's, counted by a BPF program on the raw tracepoint sys_enter, attached for the whole run (every syscall of the run pays its few tens of ns alike).\n"
+                ),
+                Err(why) => println!("syscalls: not counted ({why}).\n"),
+            }
         });
         let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); points.len()];
         let mut stream_runs: Vec<Vec<stream::StreamMeasured>> = vec![Vec::new(); self.streams.len()];
@@ -428,12 +450,7 @@ pub fn profile(point: &Point, calls: u64) -> Result<u64, BoxError> {
             Link::Plain => loop_config(),
         }
     };
-    let server = service::start(
-        &[point.transport],
-        Hosts::Loopback.server_ip(),
-        None,
-        idle.clone(),
-    )?;
+    let server = service::start(&[point.transport], &Hosts::Loopback, None, idle.clone())?;
     let mut lp = EventLoop::new(idle)?;
     let point = Point {
         in_flight: point.in_flight.clamp(1, MAX_IN_FLIGHT / 2),
@@ -442,7 +459,7 @@ pub fn profile(point: &Point, calls: u64) -> Result<u64, BoxError> {
     let budget = Budget::Count(calls.max(1));
     let measured = client::run(
         &mut lp,
-        server.addr(point.transport, point.link)?,
+        &server.addr(point.transport, point.link, &Hosts::Loopback)?,
         &point,
         budget,
         &server.readings,

@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     systems: Vec<System>,
     /// Transports of the event-loop systems and of Ferry's streams, comma-separated (default:
-    /// tcp,shm).
+    /// tcp,shm; with --net veth tcp,udp,xdp).
     #[arg(long, value_delimiter = ',')]
     transports: Vec<Transport>,
     /// Calls in flight, comma-separated (default 1,16,128; tonic runs those up to 16).
@@ -59,8 +59,8 @@ pub struct Args {
     pub(super) tls: bool,
     /// Where client and server run: `loopback` (127.0.0.1), or `veth`: two network namespaces
     /// made for the run and joined by a veth pair (root), the client in one and the server in
-    /// the other. veth carries tcp and udp only (the default there), and the event-loop systems
-    /// (not tonic, the ping-pong or the streams).
+    /// the other. veth carries tcp, udp and xdp (all three by default there; xdp runs only
+    /// there), and the event-loop systems (not tonic, the ping-pong or the streams).
     #[arg(long, value_enum, default_value_t = Net::Loopback)]
     pub(super) net: Net,
     /// With `--net veth`: drop this percentage of packets between the two hosts, at random
@@ -90,15 +90,18 @@ impl Net {
     fn default_transports(self) -> &'static [Transport] {
         match self {
             Net::Loopback => &Transport::DEFAULT,
-            Net::Veth => &[Transport::Tcp, Transport::Udp],
+            Net::Veth => &[Transport::Tcp, Transport::Udp, Transport::Xdp],
         }
     }
 }
 
 /// Refuses what `--net` and `--loss` cannot run: shared memory, tonic, the ping-pong or the
-/// streams across veth (none of them crosses a network here), or loss on loopback.
+/// streams across veth (none of them crosses a network here); AF_XDP or loss on loopback.
 pub(super) fn check(args: &Args) -> Result<(), String> {
     if args.net == Net::Loopback {
+        if args.transports.contains(&Transport::Xdp) {
+            return Err("xdp needs --net veth (an AF_XDP socket binds to an interface of its own)".into());
+        }
         return match args.loss {
             Some(_) => Err("--loss needs --net veth (loopback cannot drop packets)".into()),
             None => Ok(()),
@@ -106,7 +109,7 @@ pub(super) fn check(args: &Args) -> Result<(), String> {
     }
     let refused = |what: &str| {
         Err(format!(
-            "--net veth runs tcp and udp between the event-loop systems; {what} does not cross a network here"
+            "--net veth runs tcp, udp and xdp between the event-loop systems; {what} does not cross a network here"
         ))
     };
     if args.transports.contains(&Transport::Shm) {
@@ -302,9 +305,12 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
             }
         }
     }
-    // The datagram transport's comparison (issue 33): the 64 B echo over TCP and UDP, when
-    // UDP is chosen.
-    if transports.contains(&Transport::Udp) {
+    // The datagram transports' comparison (issue 33): the 64 B echo over TCP, UDP and AF_XDP,
+    // when UDP or AF_XDP is chosen.
+    if transports
+        .iter()
+        .any(|t| matches!(t, Transport::Udp | Transport::Xdp))
+    {
         for &t in transports.iter().filter(|&&t| t != Transport::Shm) {
             for &n in &in_flight {
                 let small = [System::Raw, System::FerryHybrid].into_iter().filter(|&s| has(s));
@@ -417,10 +423,10 @@ mod tests {
         );
     }
 
-    /// `--net veth` runs the event-loop systems over TCP and UDP by default, no streams, and
-    /// refuses what does not cross a network; `--loss` needs veth.
+    /// `--net veth` runs the event-loop systems over TCP, UDP and AF_XDP by default, no
+    /// streams, and refuses what does not cross a network; AF_XDP and `--loss` need veth.
     #[test]
-    fn veth_runs_tcp_and_udp_between_loop_systems_and_refuses_the_rest() {
+    fn veth_runs_tcp_udp_and_xdp_between_loop_systems_and_refuses_the_rest() {
         let veth = args(&["--net", "veth"]);
         check(&veth).expect("the defaults run on veth");
         let points = plan(&veth);
@@ -432,7 +438,7 @@ mod tests {
         transports.dedup();
         assert_eq!(
             crate::harness::sorted(transports),
-            [Transport::Tcp, Transport::Udp]
+            [Transport::Tcp, Transport::Udp, Transport::Xdp]
         );
         assert!(stream_plan(&veth).is_empty());
         for refused in [
@@ -441,6 +447,7 @@ mod tests {
             &["--net", "veth", "--systems", "ping-pong"],
             &["--net", "veth", "--sections", "echo,streams"],
             &["--loss", "1"],
+            &["--transports", "tcp,xdp"],
         ] {
             assert!(check(&args(refused)).is_err(), "{refused:?} must be refused");
         }

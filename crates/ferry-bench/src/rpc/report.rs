@@ -53,6 +53,12 @@ pub(super) struct Record {
     calls_per_sec_reps: Vec<f64>,
     server_cpu_ns_per_call: f64,
     client_cpu_ns_per_call: f64,
+    /// Syscalls per call on each side, where the run counted them (issue 33's datagram
+    /// comparison; absent from records written before it and from runs without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server_syscalls_per_call: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_syscalls_per_call: Option<f64>,
 }
 
 /// `point`'s record from its repetitions `runs`.
@@ -78,7 +84,23 @@ pub(super) fn summarize(point: Point, runs: &[Measured]) -> Record {
         calls_per_sec_reps: runs.iter().map(|m| round(rate(m), 0)).collect(),
         server_cpu_ns_per_call: round(med(&|m| per_call(m.server_cpu, m)), 1),
         client_cpu_ns_per_call: round(med(&|m| per_call(m.client_cpu, m)), 1),
+        server_syscalls_per_call: syscalls_per_call(runs, |m| m.server_syscalls),
+        client_syscalls_per_call: syscalls_per_call(runs, |m| m.client_syscalls),
     }
+}
+
+/// The median over `runs` of one side's syscalls per call, if every run counted them.
+fn syscalls_per_call(runs: &[Measured], side: impl Fn(&Measured) -> Option<u64>) -> Option<f64> {
+    let per_call: Option<Vec<f64>> = runs
+        .iter()
+        .map(|m| side(m).map(|n| n as f64 / m.calls.max(1) as f64))
+        .collect();
+    median(&per_call?).map(|v| round(v, 3))
+}
+
+/// Both sides' syscalls per call, if counted.
+fn syscalls_both(r: &Record) -> Option<f64> {
+    Some(r.server_syscalls_per_call? + r.client_syscalls_per_call?)
 }
 
 /// Calls/s of `a` over `b`'s, [`paired`].
@@ -177,6 +199,7 @@ pub(super) fn table(all: &[Record]) {
         }
     }
     tls_table(all);
+    syscall_table(all);
     let small = find(all, System::FerryHybrid, Transport::Shm, SMALL, 1);
     let ping = all.iter().find(|r| r.point.system == System::PingPong);
     if let (Some(s), Some(p)) = (small, ping) {
@@ -236,6 +259,42 @@ fn tls_table(all: &[Record]) {
                 "{:.2}",
                 tls.server_cpu_ns_per_call / plain.server_cpu_ns_per_call.max(f64::MIN_POSITIVE)
             ),
+        ]);
+    }
+    t.print();
+}
+
+/// Where syscalls were counted (a run with a datagram transport): each configuration's
+/// syscalls per call on each side, beside its calls/s and CPU per call.
+fn syscall_table(all: &[Record]) {
+    let counted: Vec<&Record> = all.iter().filter(|r| syscalls_both(r).is_some()).collect();
+    if counted.is_empty() {
+        return;
+    }
+    println!("Syscalls per call (each thread's, counted by the kernel over the window; medians):");
+    let mut t = Table::new([
+        "system",
+        "trans",
+        "payload",
+        "inflight",
+        "calls/s",
+        "srv ns/call",
+        "cli ns/call",
+        "srv syscalls",
+        "cli syscalls",
+    ]);
+    for r in counted {
+        let count = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
+        t.row([
+            r.point.system.name(),
+            r.point.transport.name(),
+            r.point.fields.label(),
+            r.point.in_flight.to_string(),
+            ns(r.calls_per_sec),
+            ns(r.server_cpu_ns_per_call),
+            ns(r.client_cpu_ns_per_call),
+            count(r.server_syscalls_per_call),
+            count(r.client_syscalls_per_call),
         ]);
     }
     t.print();
@@ -324,6 +383,27 @@ pub(super) fn targets(all: &[Record]) -> Vec<Target> {
             tcp.map(|t| cpu(udp) / cpu(t)),
             false,
             1.0,
+        ));
+    }
+    // Issue 33: AF_XDP against UDP in syscalls per call (both sides), the 64 B echo at every
+    // in-flight count AF_XDP ran.
+    let xdp_counts = sorted(
+        all.iter()
+            .filter(|r| (r.point.transport, r.point.fields) == (Transport::Xdp, SMALL))
+            .map(|r| r.point.in_flight),
+    );
+    for n in xdp_counts {
+        let (Some(xdp), udp) = (hybrid(Transport::Xdp, SMALL, n), hybrid(Transport::Udp, SMALL, n)) else {
+            continue;
+        };
+        targets.push(Target::ratio(
+            format!(
+                "ferry-hybrid xdp / udp syscalls per call (both sides), {}, {n} in flight",
+                SMALL.label()
+            ),
+            udp.and_then(|u| Some(syscalls_both(xdp)? / syscalls_both(u)?.max(f64::MIN_POSITIVE))),
+            false,
+            0.5,
         ));
     }
     let ping = all.iter().find(|r| r.point.system == System::PingPong);
@@ -498,6 +578,8 @@ mod tests {
                 latency,
                 client_cpu: Duration::from_millis(ms),
                 server_cpu: Duration::from_millis(ms / 2),
+                client_syscalls: Some(calls * 2),
+                server_syscalls: None,
             }
         };
         let point = Point {
@@ -521,5 +603,10 @@ mod tests {
         // 10 ms over 100, 300 and 200 calls: 100,000, 33,333.3 and 50,000 ns a call.
         assert_eq!(r.client_cpu_ns_per_call, 50_000.0);
         assert_eq!(r.server_cpu_ns_per_call, 25_000.0);
+        // Two syscalls a call on the client; none counted on the server.
+        assert_eq!(
+            (r.client_syscalls_per_call, r.server_syscalls_per_call),
+            (Some(2.0), None)
+        );
     }
 }

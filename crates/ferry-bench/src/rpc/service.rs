@@ -13,7 +13,6 @@
 //! | `Prost`, `Flatbuf`, `Capnp` | that library's encoding | decoded and re-encoded with the library ([`Codec::echo`]), then copied into the transport |
 
 use std::cell::RefCell;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,6 +26,7 @@ use ferry_rpc::{
 };
 use ferry_transport::{Payload, method_id};
 
+use super::hosts::Hosts;
 use super::plan::{System, Transport};
 use crate::BoxError;
 use crate::harness::window::{Control, Counted, Readings};
@@ -164,11 +164,11 @@ pub(super) struct Running {
 static SERVERS: AtomicUsize = AtomicUsize::new(0);
 
 /// Starts the echo server: one loop with `config`, pinned to `cpu` if given, listening on
-/// each of `transports` (TCP and UDP on `ip`, shared memory on a socket in the temp
-/// directory).
+/// each of `transports` (TCP and UDP on the server's address of `hosts`, AF_XDP on its
+/// interface, shared memory on a socket in the temp directory).
 pub(super) fn start(
     transports: &[Transport],
-    ip: IpAddr,
+    hosts: &Hosts,
     cpu: Option<usize>,
     config: LoopConfig,
 ) -> Result<Running, BoxError> {
@@ -188,12 +188,14 @@ pub(super) fn start(
     let socket = std::env::temp_dir().join(format!("ferry-bench-rpc-{}-{n}.sock", std::process::id()));
     let _ = std::fs::remove_file(&socket);
     let tls = config.conn.tls_server.is_some() && transports.contains(&Transport::Tcp);
+    let ip = hosts.server_ip();
     let mut builder = Server::builder(services).loops(1).config(config);
     for t in transports {
         builder = builder.listen(&match t {
             Transport::Tcp => format!("tcp://{ip}:0"),
             Transport::Shm => format!("shm://{}", socket.display()),
             Transport::Udp => format!("udp://{ip}:0"),
+            Transport::Xdp => hosts.xdp_listen()?,
         });
     }
     if tls {
@@ -210,19 +212,22 @@ pub(super) fn start(
 }
 
 impl Running {
-    /// Its address on `transport` over `link` (TLS: TCP only, with a TLS config).
-    pub(super) fn addr(&self, transport: Transport, link: Link) -> Result<&Addr, BoxError> {
+    /// The address a client on `hosts` calls it at, on `transport` over `link` (TLS: TCP
+    /// only, with a TLS config).
+    pub(super) fn addr(&self, transport: Transport, link: Link, hosts: &Hosts) -> Result<Addr, BoxError> {
         let addrs = self.server.as_ref().map_or(&[][..], Server::addrs);
         let on = |a: &&Addr| match (transport, link) {
             (Transport::Tcp, Link::Plain) => matches!(a, Addr::Tcp(_)),
             (Transport::Tcp, Link::Tls) => matches!(a, Addr::Tls(_)),
             (Transport::Shm, _) => matches!(a, Addr::Shm(_)),
             (Transport::Udp, _) => matches!(a, Addr::Udp(_)),
+            (Transport::Xdp, _) => matches!(a, Addr::Xdp { .. }),
         };
-        Ok(addrs
+        let addr = addrs
             .iter()
             .find(on)
-            .ok_or_else(|| format!("the server has no {}{} address", transport.name(), link.suffix()))?)
+            .ok_or_else(|| format!("the server has no {}{} address", transport.name(), link.suffix()))?;
+        Ok(hosts.client_view(addr))
     }
 }
 

@@ -82,7 +82,7 @@ pub(super) fn run(point: &Point, budget: Budget, cpus: Cpus) -> Result<Measured,
         }
     };
     let (window, elapsed, client_cpu) = c;
-    Measured::new(window, elapsed, client_cpu, s)
+    Measured::new(window, elapsed, (client_cpu, None), s)
 }
 
 /// `e` and its sources, joined by ": " (tonic's transport errors say only "transport error"

@@ -56,6 +56,8 @@ pub(crate) fn run(point: &StreamPoint, transport: Transport, cpus: Cpus) -> Resu
         Transport::Tcp => "tcp://127.0.0.1:0".to_owned(),
         Transport::Shm => format!("shm://{}", socket.display()),
         Transport::Udp => "udp://127.0.0.1:0".to_owned(),
+        // `plan::check` refuses it: AF_XDP needs `--net veth`, which runs no streams.
+        Transport::Xdp => return Err("the streams do not run over xdp".into()),
     };
     let _ = std::fs::remove_file(&socket);
     let (stop, stopped) = watch::channel(false);
