@@ -190,15 +190,27 @@
 //! datagram of its own (it cannot wait to piggyback it, see below), which wakes the server
 //! once more per call, and a UDP session's descriptor is an `epoll` set inside the loop's.
 //!
-//! **Not explained yet: stalls.** ferry-rpc's `tests/udp.rs` first test takes 0.15 s in most
-//! release runs and 0.5 to 1.1 s in some. Instrumented (not committed), those runs show a
-//! server's connection not read for 0.1 to 0.45 s and then finding up to 80 datagrams (more
-//! than the 32 credits: the client's retransmissions) while its client, calling every few
-//! milliseconds on its timer, received nothing; nothing was lost (both sides' datagram counts
-//! match and the kernel's `RcvbufErrors` stay flat). With the socket itself as the
-//! connection's descriptor (no `epoll` set inside the loop's, and so no timer) the stalls were
-//! fewer and shorter, not gone; with one loop or two, and with UDP sessions kept on the
-//! loop's hot list, they stayed. A lost wakeup of the nested `epoll` set is the first suspect.
+//! **The stalls, explained: pool growth, not UDP.** ferry-rpc's `tests/udp.rs` first test
+//! took 0.15 s in most release runs and 0.5 to 1.1 s in some, a server's connection unread for
+//! 0.1 to 0.45 s meanwhile while its client retransmitted. Instrumented (not committed: the
+//! patch checked, at every wait of the server's loop, whether any UDP socket or its `epoll`
+//! set was readable and not reported, and traced every connection call with a timestamp):
+//! no wakeup was lost, ever; during a stall every thread of the process stopped at once (the
+//! three clients between two frames of one request, inside `send`'s pool allocation; the
+//! server's loop inside a reassembly's). Timing `ferry-buf`'s region growth (`Pool::grow`)
+//! found it: a new 8 MiB region, prefaulted and `mlock`ed (`MADV_HUGEPAGE`, with this
+//! machine's THP `defrag=madvise`), took 50 to 150 ms on this busy 2-core machine; a run
+//! makes 46 to 56 of them (each pool grows a region per size class the messages of 0 B to
+//! 256 KiB use: some 400 MiB prefaulted). Over ten runs the test's time followed the growth
+//! time: 0.11 to 0.17 s where the longest growth took 4 to 26 ms, 0.41 to 0.82 s where it took
+//! 121 to 152 ms (0.7 to 1.8 s of growth in all, across threads). With THP disabled for the
+//! process (`PR_SET_THP_DISABLE`), so 4 KiB pages, ten runs took 0.9 to 1.9 s (against 0.2
+//! to 2.2 s with THP in the same minutes): the prefaulting itself is the cost. The
+//! retransmissions meanwhile are the protocol doing its job. The fix belongs to `ferry-buf`
+//! (regions grown ahead of need or off the hot path, or smaller first regions per class) and
+//! is not in this crate. The
+//! counters that show such a pause on `/metrics` are ferry-rpc's `ferry_dgram_timeouts_total`
+//! and `ferry_dgram_retransmits_total` on a lossless path.
 //!
 //! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
 //! whichever address the kernel picks), ECN, and an event loop of several endpoints.
@@ -243,6 +255,10 @@
 //!   for a while. On a served connection `try_recv` leaves them for its next drive, which its
 //!   caller (the event loop, the tokio server) makes when it drains `try_recv` to `None`, so
 //!   they leave with the answers in one `sendmmsg`.
+//! - **Statistics.** [`UdpConnection::stats`] gives the driver's and the core's counters;
+//!   [`DriverStats`] (from them) is what every datagram driver reports, and what ferry-rpc's
+//!   `/metrics` sums per transport (`ferry_dgram_*`: packets, retransmits, timeouts, credits
+//!   stalled, drops by reason, syscalls, the smoothed RTT).
 //! - **Errors.** The session's end fails the next call with `TransportError::Io` of kind
 //!   `ConnectionReset` (the peer restarted or closed: dropping a connection sends a Reset, as
 //!   a TCP close sends a FIN) or `TimedOut` ([`Config::max_timeouts`] timeouts without
@@ -374,7 +390,7 @@ pub use congestion::Timely;
 pub use endpoint::Endpoint;
 pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
 pub use packet::{Packet, PacketError, SessionId};
-pub use stats::{Dropped, Drops, SessionStats, Stats};
+pub use stats::{DriverStats, Dropped, Drops, SessionStats, Stats};
 pub use udp::{
     BindError, HandshakeTimeout, UdpConfig, UdpConnConfig, UdpConnection, UdpEndpoint, UdpFrame, UdpListener,
     UdpListenerStats, UdpStats,

@@ -248,6 +248,15 @@ impl Conn {
         }
     }
 
+    /// A datagram connection's counters (its protocol core's, its driver's syscalls): what
+    /// the metrics' `ferry_dgram_*` series sum. `None` for TCP and shared memory.
+    pub fn datagram_stats(&self) -> Option<ferry_dgram::DriverStats> {
+        match self {
+            Conn::Tcp(_) | Conn::Shm(_) => None,
+            Conn::Udp(c) => Some(c.stats().into()),
+        }
+    }
+
     /// Whether queued frames (or shared-memory acknowledgements) wait to be written.
     pub fn has_unsent(&mut self) -> bool {
         match self {

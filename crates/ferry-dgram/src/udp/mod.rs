@@ -18,7 +18,9 @@ use ferry_buf::{Pool, SharedBuf};
 use ferry_transport::Meta;
 use thiserror::Error;
 
-use crate::{Config, ConfigError, ConnectError, Endpoint, Event, SendError, SessionId, Stats, Transmit};
+use crate::{
+    Config, ConfigError, ConnectError, DriverStats, Endpoint, Event, SendError, SessionId, Stats, Transmit,
+};
 
 #[allow(unsafe_code)]
 mod sys;
@@ -126,6 +128,16 @@ impl UdpStats {
     /// Every syscall counted: `sendmmsg`, `recvmmsg` and `poll`.
     pub fn syscalls(&self) -> u64 {
         self.send_calls + self.recv_calls + self.poll_calls
+    }
+}
+
+impl From<UdpStats> for DriverStats {
+    fn from(s: UdpStats) -> DriverStats {
+        DriverStats {
+            endpoint: s.endpoint,
+            syscalls: s.syscalls(),
+            umem_frames_in_use: None,
+        }
     }
 }
 
