@@ -113,7 +113,14 @@ fn connections_echo_messages_up_to_256_kib_in_order() {
     assert!(client.try_recv().expect("try_recv").is_none(), "nothing more");
     assert_eq!(listener_stats.accepted, 1);
     assert_eq!(conn.stats().endpoint.messages_received, SIZES.len() as u64 * 2);
-    assert_eq!(client.stats().endpoint.messages_received, SIZES.len() as u64 * 2);
+    let stats = client.stats();
+    assert_eq!(stats.endpoint.messages_received, SIZES.len() as u64 * 2);
+    // The retransmission timer was armed for the requests: its syscalls are counted.
+    assert!(stats.wake_calls > 0, "{stats:?}");
+    assert_eq!(
+        stats.syscalls(),
+        stats.send_calls + stats.recv_calls + stats.poll_calls + stats.wake_calls
+    );
 }
 
 /// A peer driven by hand: a plain socket and a protocol core.

@@ -110,6 +110,9 @@ pub struct UdpStats {
     pub truncated: u64,
     /// `poll` calls ([`UdpEndpoint::drive`]'s waits).
     pub poll_calls: u64,
+    /// A [`UdpConnection`]'s `timerfd_settime` and `epoll_ctl` calls on its descriptor (the
+    /// retransmission timer, the interest in writability); zero for a bare endpoint.
+    pub wake_calls: u64,
     /// The protocol core's counters.
     pub endpoint: Stats,
 }
@@ -125,9 +128,10 @@ impl UdpStats {
         self.datagrams_received as f64 / self.recv_calls.max(1) as f64
     }
 
-    /// Every syscall counted: `sendmmsg`, `recvmmsg` and `poll`.
+    /// Every syscall counted: `sendmmsg`, `recvmmsg`, `poll`, and a connection's
+    /// `timerfd_settime` and `epoll_ctl`.
     pub fn syscalls(&self) -> u64 {
-        self.send_calls + self.recv_calls + self.poll_calls
+        self.send_calls + self.recv_calls + self.poll_calls + self.wake_calls
     }
 }
 

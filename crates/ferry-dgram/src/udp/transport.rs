@@ -274,9 +274,12 @@ impl UdpConnection {
         self.driver.local_addr()
     }
 
-    /// The driver's and the core's counters.
+    /// The driver's and the core's counters, the descriptor's syscalls included.
     pub fn stats(&self) -> UdpStats {
-        self.driver.stats()
+        UdpStats {
+            wake_calls: self.wake.syscalls,
+            ..self.driver.stats()
+        }
     }
 
     /// Whether datagrams wait for room in the kernel's send buffer (they leave on a later
