@@ -454,19 +454,26 @@ fn series(text: &str, key: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.parse().ok())
 }
 
-#[test]
-fn the_metrics_show_the_udp_sessions_packets_syscalls_and_rtt() {
+/// A server of the test service alone on `addrs`, one loop, with its metrics endpoint.
+fn serve_with_metrics(addrs: &[&str]) -> Server {
     let services = Services::builder()
         .service(TestService::default())
         .expect("add")
         .build()
         .expect("services");
-    let server = Server::builder(services)
-        .listen("udp://127.0.0.1:0")
+    let builder = addrs
+        .iter()
+        .fold(Server::builder(services), |b, addr| b.listen(addr));
+    builder
         .metrics("127.0.0.1:0")
         .loops(1)
         .start()
-        .expect("server starts");
+        .expect("server starts")
+}
+
+#[test]
+fn the_metrics_show_the_udp_sessions_packets_syscalls_and_rtt() {
+    let server = serve_with_metrics(&["udp://127.0.0.1:0"]);
     let metrics = server.metrics_addr().expect("metrics endpoint");
     let ch = channel(&server.addrs()[0].to_string());
     const CALLS: usize = 20;
@@ -581,18 +588,7 @@ fn measure_64_byte_echo_udp_against_tcp() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3.0);
-    let services = Services::builder()
-        .service(TestService::default())
-        .expect("add")
-        .build()
-        .expect("services");
-    let server = Server::builder(services)
-        .listen("tcp://127.0.0.1:0")
-        .listen("udp://127.0.0.1:0")
-        .metrics("127.0.0.1:0")
-        .loops(1)
-        .start()
-        .expect("server starts");
+    let server = serve_with_metrics(&["tcp://127.0.0.1:0", "udp://127.0.0.1:0"]);
     let [tcp, udp] = [0, 1].map(|i| server.addrs()[i].to_string());
     let metrics = server.metrics_addr().expect("metrics endpoint");
     // The server's UDP counters: syscalls, packets sent, packets received (published every
@@ -600,8 +596,14 @@ fn measure_64_byte_echo_udp_against_tcp() {
     let counters = || {
         std::thread::sleep(Duration::from_millis(300));
         let text = scrape(metrics);
-        ["syscalls", "packets_sent", "packets_received"]
-            .map(|n| series(&text, &format!("ferry_dgram_{n}_total{{transport=\"udp\"}}")).unwrap_or(0.0))
+        [
+            "syscalls",
+            "packets_sent",
+            "packets_received",
+            "retransmits",
+            "timeouts",
+        ]
+        .map(|n| series(&text, &format!("ferry_dgram_{n}_total{{transport=\"udp\"}}")).unwrap_or(0.0))
     };
     // Calls/s and CPU µs per call of one point.
     let point = |addr: &str, in_flight: usize| {
@@ -612,10 +614,10 @@ fn measure_64_byte_echo_udp_against_tcp() {
         let per_call = (process_cpu() - cpu).as_secs_f64() * 1e6 / calls;
         if let Some(before) = before {
             let after = counters();
-            let [sys, sent, received] = [0, 1, 2].map(|i| (after[i] - before[i]) / calls);
+            let [sys, sent, received, rx, to] = [0, 1, 2, 3, 4].map(|i| (after[i] - before[i]) / calls);
             println!(
                 "  udp server, {in_flight:>3} in flight: {sys:.2} syscalls, {sent:.2} packets sent, \
-                 {received:.2} received per call"
+                 {received:.2} received per call; retx {rx:.3} timeouts {to:.3}"
             );
         }
         (rate, per_call)
