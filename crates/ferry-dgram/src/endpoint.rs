@@ -380,3 +380,63 @@ fn lookup_connected<'a>(
     }
     Ok(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Body, Limits, Packet};
+    use ferry_buf::PoolConfig;
+
+    /// Hands every datagram `from` has to `to`.
+    fn deliver(from: &mut Endpoint, from_addr: SocketAddr, to: &mut Endpoint, now: Instant) {
+        while let Some(t) = from.poll_transmit(now) {
+            let _ = to.handle_packet(now, from_addr, &[t.header(), t.payload()].concat());
+        }
+    }
+
+    #[test]
+    fn a_rounds_ack_leaves_after_its_data() {
+        let pool = Pool::new(PoolConfig {
+            region_size: 1 << 20,
+            max_bytes: 16 << 20,
+            ..Default::default()
+        })
+        .expect("pool");
+        let config = Config {
+            max_message_len: 1 << 20,
+            ..Config::default()
+        };
+        let limits = Limits {
+            max_datagram: config.mtu,
+            max_message_len: config.max_message_len,
+        };
+        let (a_addr, b_addr) = ("10.0.0.1:7000".parse().unwrap(), "10.0.0.2:7000".parse().unwrap());
+        let mut a = Endpoint::new(config.clone(), pool.clone(), 1).expect("a");
+        let mut b = Endpoint::new(config, pool, 2).expect("b");
+        let now = Instant::now();
+        let session = a.connect(b_addr).expect("connect");
+        a.send_copy(session, Meta::new(1, 1), b"request").expect("send");
+        deliver(&mut a, a_addr, &mut b, now);
+        deliver(&mut b, b_addr, &mut a, now);
+        deliver(&mut a, a_addr, &mut b, now);
+        let served = std::iter::from_fn(|| b.poll_event())
+            .find_map(|e| match e {
+                Event::Message { session, .. } => Some(session),
+                _ => None,
+            })
+            .expect("the request");
+        // The answer, then the acknowledgement of the request, in one round.
+        b.send_copy(served, Meta::new(1, 1), b"answer").expect("answer");
+        let bodies: Vec<&str> = std::iter::from_fn(|| b.poll_transmit(now))
+            .map(|t| {
+                let bytes = [t.header(), t.payload()].concat();
+                match Packet::decode(&bytes, &limits).expect("decodes").header.body {
+                    Body::Data(_) => "data",
+                    Body::Ack { .. } => "ack",
+                    _ => "other",
+                }
+            })
+            .collect();
+        assert_eq!(bodies, ["data", "ack"]);
+    }
+}
