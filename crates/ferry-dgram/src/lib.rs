@@ -80,10 +80,7 @@
 //!   that it has; with the credit rule, that covers everything in flight. One Ack per session
 //!   per [`poll_transmit`](Endpoint::poll_transmit) round acknowledges everything received
 //!   since the last (so a driver that drains its socket before polling coalesces them), and a
-//!   duplicate is acknowledged again, so a lost Ack is repaired. It comes after the round's
-//!   data: a send then ends with it (with GSO, in the data's entry), and a peer waiting for
-//!   an answer finds the answer first, with the Ack behind it, rather than waking for the
-//!   Ack alone.
+//!   duplicate is acknowledged again, so a lost Ack is repaired.
 //! - **Loss recovery: selective repeat.** A packet with 3 packets acknowledged above it is
 //!   lost and sent again once (fast retransmit); on the retransmission timeout every
 //!   unacknowledged packet is sent again. The timeout follows RFC 6298 (smoothed RTT plus four
@@ -212,19 +209,6 @@
 //!   on two busy cores (a flat profile: `epoll` in the loop and the nested set, the clock,
 //!   zeroing `recvmmsg`'s 64 headers and addresses per call, the core's per-packet scans), and
 //!   the credits: 32 packets unacknowledged per session, so 32 calls per round trip.
-//!
-//! Those runs sent a round's Ack before its data. With the Ack after the data (so that a
-//! blocking client's `recvmmsg` finds the answer first: 2.0 `recvmmsg` per call on the client
-//! instead of 2.8, counted at 1 in flight, and the server's answer and Ack one GSO entry),
-//! two runs right after, same command, 2 s per point, load average 4.4 to 5: 1 in flight
-//! **0.53 and 0.55×** TCP's calls/s at 1.87 and 1.79× the CPU per call; 16 in flight 0.84 and
-//! 0.88× at 1.19 and 1.24×; 128 in flight **1.21 and 1.20×** at **0.82 and 0.83×** the CPU
-//! per call (81,700 and 85,800 calls/s against 67,700 and 71,300). The server then made 2.3
-//! to 2.4 syscalls and received 3.0 packets per call at 1 in flight, 0.28 to 0.34 and 1.08 at
-//! 16, 0.13 and 1.03 at 128. Still short of 1.5×: at 1 in flight the rest is the extra
-//! packets (a blocking call is two messages, and its answer's Ack a datagram of its own;
-//! packing small messages into one packet, or Acks into data packets as eRPC piggybacks its
-//! credit returns, needs a packet format change), at 128 the CPU of both sides.
 //!
 //! **The stalls, explained: pool growth, not UDP.** ferry-rpc's `tests/udp.rs` first test
 //! took 0.15 s in most release runs and 0.5 to 1.1 s in some, a server's connection unread for

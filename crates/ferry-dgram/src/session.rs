@@ -215,17 +215,12 @@ impl Session {
         self.handshake_due = true;
     }
 
-    /// The next packet this session wants to send, if any: the handshake, a lost packet
-    /// again, a new packet within credits and the congestion window, then an
-    /// acknowledgement. The acknowledgement comes last so that it leaves behind the data of
-    /// the same round: a driver's send of the round then ends with it (with GSO, one entry of
-    /// equal-sized data and the shorter acknowledgement), and a peer waiting for the data
-    /// finds it with the acknowledgement, not after it.
+    /// The next packet this session wants to send, if any: the handshake, an acknowledgement,
+    /// a lost packet again, then a new packet within credits and the congestion window.
     pub(crate) fn poll_transmit(&mut self, now: Instant, epoch: u64, stats: &mut Stats) -> Option<Transmit> {
-        let src = self.id;
         let header = |dst, body| Header {
             dst,
-            src,
+            src: self.id,
             epoch,
             body,
         };
@@ -244,16 +239,47 @@ impl Session {
         if !self.connected {
             return None;
         }
-        let Some(pkt) = self.next_data(now, stats) else {
-            if !self.ack_due {
-                return None;
-            }
+        if self.ack_due {
             self.ack_due = false;
             let body = Body::Ack {
                 cum: self.rcv_cum,
                 sack: (self.rcv_bits >> 1) as u32,
             };
             return Some(Transmit::new(self.peer, &header(self.peer_session, body), None));
+        }
+        // The congestion window bounds the packets in flight; the credits bound new packets.
+        let cwnd_open =
+            self.sent.iter().filter(|s| !s.acked && !s.lost).count() < self.congestion.window() as usize;
+        let pkt = if let Some(i) = self.sent.iter().position(|s| s.lost && !s.acked) {
+            if !cwnd_open {
+                return None;
+            }
+            let s = &mut self.sent[i];
+            (s.lost, s.retransmitted, s.at) = (false, true, now);
+            stats.retransmits += 1;
+            self.snd_una + i as u64
+        } else if self.snd_nxt < self.next_pkt {
+            if self.snd_nxt - self.snd_una >= u64::from(self.credits) {
+                if !self.stalled {
+                    self.stalled = true;
+                    stats.credits_stalled += 1;
+                }
+                return None;
+            }
+            if !cwnd_open {
+                return None;
+            }
+            self.stalled = false;
+            self.sent.push_back(Sent {
+                at: now,
+                acked: false,
+                lost: false,
+                retransmitted: false,
+            });
+            self.snd_nxt += 1;
+            self.snd_nxt - 1
+        } else {
+            return None;
         };
         self.timer.get_or_insert(now + self.rtt.rto());
         let m = self
@@ -279,45 +305,6 @@ impl Session {
             &header(self.peer_session, Body::Data(d)),
             payload,
         ))
-    }
-
-    /// The number of the data packet to send next, if one may go now: a lost packet again,
-    /// else a new one within credits; either within the congestion window.
-    fn next_data(&mut self, now: Instant, stats: &mut Stats) -> Option<u64> {
-        // The congestion window bounds the packets in flight; the credits bound new packets.
-        let cwnd_open =
-            self.sent.iter().filter(|s| !s.acked && !s.lost).count() < self.congestion.window() as usize;
-        if let Some(i) = self.sent.iter().position(|s| s.lost && !s.acked) {
-            if !cwnd_open {
-                return None;
-            }
-            let s = &mut self.sent[i];
-            (s.lost, s.retransmitted, s.at) = (false, true, now);
-            stats.retransmits += 1;
-            return Some(self.snd_una + i as u64);
-        }
-        if self.snd_nxt >= self.next_pkt {
-            return None;
-        }
-        if self.snd_nxt - self.snd_una >= u64::from(self.credits) {
-            if !self.stalled {
-                self.stalled = true;
-                stats.credits_stalled += 1;
-            }
-            return None;
-        }
-        if !cwnd_open {
-            return None;
-        }
-        self.stalled = false;
-        self.sent.push_back(Sent {
-            at: now,
-            acked: false,
-            lost: false,
-            retransmitted: false,
-        });
-        self.snd_nxt += 1;
-        Some(self.snd_nxt - 1)
     }
 
     /// A data packet for this session (from its peer, checked by the endpoint).
