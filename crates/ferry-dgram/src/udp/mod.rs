@@ -162,6 +162,9 @@ pub struct UdpEndpoint {
     events: VecDeque<Event>,
     /// Set when the kernel's send buffer is full; cleared by the next send that goes through.
     blocked: bool,
+    /// Whether the last [`drive`](Self::drive)'s receiving stopped because the socket was
+    /// empty (not at [`MAX_RECV_ROUNDS`]).
+    drained: bool,
     /// The receive ring: `batch` buffers of `rx_len` bytes.
     rx: Vec<u8>,
     rx_len: usize,
@@ -202,6 +205,7 @@ impl UdpEndpoint {
             queue: VecDeque::new(),
             events: VecDeque::new(),
             blocked: false,
+            drained: false,
             rx: vec![0; rx_len * config.batch],
             rx_len,
             rx_msgs: Box::new([InMsg::EMPTY; MAX_BATCH]),
@@ -263,6 +267,12 @@ impl UdpEndpoint {
         self.blocked
     }
 
+    /// Whether the last [`drive`](Self::drive) received until the socket was empty (what came
+    /// after makes it readable again).
+    pub(crate) fn drained(&self) -> bool {
+        self.drained
+    }
+
     /// One step: sends what the core has (the application's messages, acknowledgements);
     /// waits up to `timeout` for a datagram, the next timer or, while
     /// [`wants_write`](Self::wants_write), room to send (not at all if `timeout` is zero or
@@ -305,6 +315,7 @@ impl UdpEndpoint {
     /// Receives until the socket is empty (or [`MAX_RECV_ROUNDS`] calls), handing every
     /// datagram to the core.
     fn receive(&mut self, now: Instant) -> io::Result<()> {
+        self.drained = true;
         let fd = self.socket.as_fd();
         for _ in 0..MAX_RECV_ROUNDS {
             self.stats.recv_calls += 1;
@@ -338,6 +349,7 @@ impl UdpEndpoint {
                 return Ok(());
             }
         }
+        self.drained = false;
         Ok(())
     }
 
