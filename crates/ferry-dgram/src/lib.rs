@@ -210,6 +210,27 @@
 //!   zeroing `recvmmsg`'s 64 headers and addresses per call, the core's per-packet scans), and
 //!   the credits: 32 packets unacknowledged per session, so 32 calls per round trip.
 //!
+//! Two changes tried after those runs, each measured with the same command (2 s points, load
+//! average 4 to 5):
+//! - **Kept:** the `try_recv` that drains the last queued message does not receive again
+//!   (see the transport's readiness below). The server's syscalls per call at 1 in flight
+//!   fell from 2.30 to 2.41 to 2.07 to 2.09; calls/s moved within the noise (UDP/TCP at 1,
+//!   16 and 128 in flight: 0.43 and 0.54×, 0.87 and 0.73×, 1.03 and 1.14× at 1.03 and
+//!   0.89× the CPU per call).
+//! - **Not kept:** a round's Ack sent after its data instead of before (so that a blocking
+//!   client's `recvmmsg` finds the answer, not the Ack alone, and the answer and the Ack are
+//!   one GSO entry): 2.0 `recvmmsg` per call on the client instead of 2.8, and UDP/TCP 0.53
+//!   and 0.55× at 1 in flight, 1.20 and 1.21× at 0.82 and 0.83× the CPU per call at 128 (two
+//!   runs). But a peer may then take an answer in one drive and the Ack of its request in
+//!   the next, and senders that count their window by answers (this crate's `tests/udp.rs`
+//!   echo until changed, the `udp_echo` and `xdp_echo` examples) find it full; reverted
+//!   until those handle `SendError::WindowFull`.
+//! - **Not changed, needs a packet format change:** at 1 in flight the server receives 3
+//!   packets per call and sends 2: a blocking call is two messages (deadline, request), each a
+//!   packet of its own, and the client's Ack of the answer is a datagram of its own. Several
+//!   small messages per packet, or the cumulative Ack carried in data packets (as eRPC
+//!   piggybacks credit returns on responses), would remove them.
+//!
 //! **The stalls, explained: pool growth, not UDP.** ferry-rpc's `tests/udp.rs` first test
 //! took 0.15 s in most release runs and 0.5 to 1.1 s in some, a server's connection unread for
 //! 0.1 to 0.45 s meanwhile while its client retransmitted. Instrumented (not committed: the
@@ -269,7 +290,10 @@
 //! - **Readiness.** The descriptor is an `epoll` set of the socket and a `timerfd` armed at
 //!   the core's next timer, so a loop polling it wakes to retransmit too. `try_recv` never
 //!   waits; `recv` waits in `poll` up to the next timer, running the timers meanwhile;
-//!   `flush` only sends (what arrives stays in the socket, which stays readable).
+//!   `flush` only sends (what arrives stays in the socket, which stays readable). When the
+//!   drive that queued messages emptied the socket, the `try_recv` that finds none left only
+//!   sends and returns `None`, without a `recvmmsg` that would mostly find nothing: what came
+//!   since makes the descriptor readable (due timers too: the `timerfd` is set again).
 //! - **Acknowledgements.** `recv`, and `try_recv` on a client's connection, acknowledge what
 //!   they received before returning it: the caller (a blocking channel) may not call again
 //!   for a while. On a served connection `try_recv` leaves them for its next drive, which its
