@@ -223,8 +223,8 @@
 //!   and 0.55× at 1 in flight, 1.20 and 1.21× at 0.82 and 0.83× the CPU per call at 128 (two
 //!   runs). But a peer may then take an answer in one drive and the Ack of its request in
 //!   the next, and senders that count their window by answers (this crate's `tests/udp.rs`
-//!   echo until changed, the `udp_echo` and `xdp_echo` examples) find it full; reverted
-//!   until those handle `SendError::WindowFull`.
+//!   echo, the `udp_echo` and `xdp_echo` examples) find it full; reverted until those handle
+//!   `SendError::WindowFull`.
 //! - **Not changed, needs a packet format change:** at 1 in flight the server receives 3
 //!   packets per call and sends 2: a blocking call is two messages (deadline, request), each a
 //!   packet of its own, and the client's Ack of the answer is a datagram of its own. Several
