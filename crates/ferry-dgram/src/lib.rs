@@ -207,7 +207,7 @@
 //!   to 0.59 syscalls and 1.03 to 1.20 packets each way per call: acknowledgements ride in
 //!   the `sendmmsg` of the answers and cover a batch. What remains is CPU shared by both sides
 //!   on two busy cores (a flat profile: `epoll` in the loop and the nested set, the clock,
-//!   zeroing `recvmmsg`'s 64 headers and addresses per call, the core's per-packet scans), and
+//!   zeroing 64 headers and addresses per `recvmmsg`, the core's per-packet scans), and
 //!   the credits: 32 packets unacknowledged per session, so 32 calls per round trip.
 //!
 //! Two changes tried after those runs, each measured with the same command (2 s points, load
