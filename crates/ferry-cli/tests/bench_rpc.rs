@@ -212,3 +212,61 @@ fn rpc_rejects_an_unknown_system() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(!json.exists());
 }
+
+/// `--net veth --loss 5`: the echo over TCP and UDP between two namespaces through a bridge
+/// dropping 5 % of packets. Every configuration has a record with calls, the settings name
+/// the path, and the bridge dropped packets (a run that lost none was not under loss).
+#[test]
+fn rpc_over_veth_with_loss_runs_tcp_and_udp_between_namespaces() {
+    const TEST: &str = "rpc_over_veth_with_loss_runs_tcp_and_udp_between_namespaces";
+    let json = common::scratch("bench-rpc-veth-test", "rpc.json");
+    let _ = std::fs::remove_file(&json);
+    let args = [
+        "bench",
+        "rpc",
+        "--quick",
+        "--net",
+        "veth",
+        "--loss",
+        "5",
+        "--sections",
+        "echo",
+        "--systems",
+        "raw",
+        "--in-flight",
+        "16",
+        "--json",
+    ];
+    let out = ferry(&[&args[..], &[json.to_str().unwrap()]].concat(), &[]);
+    if !out.status.success() && stderr(&out).contains("making two namespaces") {
+        return ferry_testkit::tools::skip(TEST, &stderr(&out));
+    }
+    success(&out, "ferry bench rpc --net veth");
+    let doc = common::results(&json, "rpc");
+    let net = &doc["settings"]["net"];
+    assert_eq!(
+        (net["hosts"].as_str(), net["loss_percent"].as_u64()),
+        (Some("veth"), Some(5)),
+        "{net}"
+    );
+    assert!(
+        number(net, "packets_dropped") > 0.0,
+        "5 % loss and nothing dropped: {net}"
+    );
+    let records = doc["records"].as_array().unwrap();
+    let mut expect = BTreeSet::new();
+    for t in ["tcp", "udp"] {
+        for len in [2048u64, 1024, 64] {
+            expect.insert((t.to_owned(), len));
+        }
+    }
+    assert_one_record_each(records, &expect, |r| {
+        (
+            r["transport"].as_str().unwrap().to_owned(),
+            r["field_len"].as_u64().unwrap(),
+        )
+    });
+    for r in records {
+        assert!(number(r, "calls_per_sec") > 0.0, "{r}");
+    }
+}

@@ -18,15 +18,16 @@ use std::time::{Duration, Instant};
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_dgram::frame::Mac;
 use ferry_dgram::{Config, Event, SendError, SessionId, UdpConfig, UdpEndpoint, XdpConfig, XdpEndpoint};
-use ferry_testkit::netns::{Netns, ip};
+use ferry_testkit::netns::{Netns, VethPair};
 use ferry_transport::Meta;
 
 const TICK: Duration = Duration::from_millis(50);
 const SIZE: usize = 64;
-const CLIENT: &str = "10.253.0.1:7700";
-const SERVER: &str = "10.253.0.2:7701";
-const CLIENT_MAC: Mac = [0x02, 0xfd, 0, 0, 0, 1];
-const SERVER_MAC: Mac = [0x02, 0xfd, 0, 0, 0, 2];
+// The client is host `a` of the pair, the server host `b`.
+const CLIENT: &str = "10.252.0.1:7700";
+const SERVER: &str = "10.252.0.2:7701";
+const CLIENT_MAC: Mac = VethPair::A_MAC;
+const SERVER_MAC: Mac = VethPair::B_MAC;
 
 fn pool() -> Pool {
     Pool::new(PoolConfig {
@@ -252,23 +253,7 @@ fn main() {
         .nth(1)
         .map(|s| s.parse().expect("seconds per case"))
         .unwrap_or(3);
-    let a = Netns::create("xdpecho-a").expect("namespace (root needed)");
-    let b = Netns::create("xdpecho-b").expect("namespace");
-    let pid = std::process::id();
-    let (va, vb) = (format!("xea{pid}"), format!("xeb{pid}"));
-    ip(&[
-        "link", "add", &va, "netns", &a.name, "type", "veth", "peer", "name", &vb, "netns", &b.name,
-    ])
-    .expect("veth");
-    for (ns, dev, addr, mac) in [(&a, &va, CLIENT, CLIENT_MAC), (&b, &vb, SERVER, SERVER_MAC)] {
-        let mac = mac.map(|b| format!("{b:02x}")).join(":");
-        let ip_only = addr.split(':').next().expect("ip:port");
-        ns.exec("ip", &["link", "set", dev, "address", &mac])
-            .expect("mac");
-        ns.exec("ip", &["addr", "add", &format!("{ip_only}/24"), "dev", dev])
-            .expect("addr");
-        ns.exec("ip", &["link", "set", dev, "up"]).expect("up");
-    }
+    let net = VethPair::new("xdpecho", None, 1500).expect("two namespaces joined by veth (root needed)");
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "echo, {SIZE} B, veth between two namespaces, {secs} s per case; load average at start: {}",
@@ -276,8 +261,8 @@ fn main() {
     );
     let duration = Duration::from_secs(secs);
     for in_flight in [1, 16] {
-        let udp = case(&a, &b, None, in_flight, duration);
-        let xdp = case(&a, &b, Some((&va, &vb)), in_flight, duration);
+        let udp = case(&net.a, &net.b, None, in_flight, duration);
+        let xdp = case(&net.a, &net.b, Some((&net.a_if, &net.b_if)), in_flight, duration);
         for (name, (rate, client, server, what)) in [("udp", &udp), ("xdp", &xdp)] {
             println!(
                 "{in_flight:>2} in flight, {name}: {rate:>8.0} calls/s; syscalls per call: client {client:.2}, server {server:.2} (server's: {what})"

@@ -19,105 +19,20 @@ use std::time::{Duration, Instant};
 use ferry_buf::{Pool, PoolConfig};
 use ferry_dgram::frame::Mac;
 use ferry_dgram::{Config, Event, SendError, SessionId, XdpConfig, XdpEndpoint, XdpStats};
-use ferry_testkit::netns::{Netns, ip};
+use ferry_testkit::netns::{Netns, VethPair};
 use ferry_testkit::tools::skip;
 use ferry_testkit::{Rng, seed};
 use ferry_transport::Meta;
 
+// The client is host `a` of the pair, the server host `b`.
 const CLIENT_IP: &str = "10.252.0.1";
 const SERVER_IP: &str = "10.252.0.2";
 const CLIENT: &str = "10.252.0.1:7600";
 const SERVER: &str = "10.252.0.2:7601";
-const CLIENT_MAC: Mac = [0x02, 0xfe, 0, 0, 0, 1];
-const SERVER_MAC: Mac = [0x02, 0xfe, 0, 0, 0, 2];
+const CLIENT_MAC: Mac = VethPair::A_MAC;
+const SERVER_MAC: Mac = VethPair::B_MAC;
 /// Each run's bound: every loop below gives up (and fails) at it.
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// The namespaces of one run: the client's, the server's, and (for loss) the bridge's.
-struct Net {
-    client: Netns,
-    server: Netns,
-    _bridge: Option<Netns>,
-    client_if: String,
-    server_if: String,
-}
-
-/// The client's and the server's namespaces joined by a veth pair, or, with `loss`, each by a
-/// veth to a bridge in a third namespace that drops `loss` percent of what it forwards. MACs
-/// set, addressed, up.
-fn setup(tag: &str, loss: Option<u8>, mtu: u32) -> Result<Net, String> {
-    let client = Netns::create(&format!("{tag}c"))?;
-    let server = Netns::create(&format!("{tag}s"))?;
-    let pid = std::process::id();
-    let (client_if, server_if) = (format!("{tag}c{pid}"), format!("{tag}s{pid}"));
-    let bridge = match loss {
-        None => {
-            ip(&[
-                "link",
-                "add",
-                &client_if,
-                "netns",
-                &client.name,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &server_if,
-                "netns",
-                &server.name,
-            ])?;
-            None
-        }
-        Some(percent) => {
-            let bridge = Netns::create(&format!("{tag}b"))?;
-            bridge.exec("ip", &["link", "add", "br0", "type", "bridge"])?;
-            bridge.exec("ip", &["link", "set", "br0", "up"])?;
-            for (ns, dev, port) in [(&client, &client_if, "pc"), (&server, &server_if, "ps")] {
-                ip(&[
-                    "link",
-                    "add",
-                    dev,
-                    "netns",
-                    &ns.name,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    port,
-                    "netns",
-                    &bridge.name,
-                ])?;
-                bridge.exec("ip", &["link", "set", port, "master", "br0"])?;
-                bridge.exec("ip", &["link", "set", port, "up"])?;
-            }
-            let rules = format!(
-                "add table bridge ferry_loss; \
-                 add chain bridge ferry_loss forward {{ type filter hook forward priority 0; policy accept; }}; \
-                 add rule bridge ferry_loss forward numgen random mod 100 < {percent} counter drop"
-            );
-            bridge.exec("nft", &[&rules])?;
-            Some(bridge)
-        }
-    };
-    for (ns, dev, addr, mac) in [
-        (&client, &client_if, CLIENT, CLIENT_MAC),
-        (&server, &server_if, SERVER, SERVER_MAC),
-    ] {
-        let mac = mac.map(|b| format!("{b:02x}")).join(":");
-        let ip_only = addr.split(':').next().expect("ip:port");
-        ns.exec("ip", &["link", "set", dev, "address", &mac])?;
-        ns.exec("ip", &["link", "set", dev, "mtu", &mtu.to_string()])?;
-        ns.exec("ip", &["addr", "add", &format!("{ip_only}/24"), "dev", dev])?;
-        ns.exec("ip", &["link", "set", dev, "up"])?;
-    }
-    Ok(Net {
-        client,
-        server,
-        _bridge: bridge,
-        client_if,
-        server_if,
-    })
-}
 
 /// The kernel's count of UDP datagrams to a port without a socket, in `ns`.
 fn udp_no_ports(ns: &Netns) -> u64 {
@@ -139,12 +54,12 @@ fn udp_no_ports(ns: &Netns) -> u64 {
 /// A datagram from the client's kernel to a kernel socket in the server's namespace, on
 /// another port than the endpoints': it needs ARP both ways and the server's program to pass
 /// it. Sent again every 200 ms (a lossy link may drop one) until it arrives, at most 50 times.
-fn kernel_datagram_passes(net: &Net) {
-    net.server.enter().expect("enter the server's namespace");
+fn kernel_datagram_passes(net: &VethPair) {
+    net.b.enter().expect("enter the server's namespace");
     let rx = UdpSocket::bind((SERVER_IP, 7699)).expect("a kernel socket");
     rx.set_read_timeout(Some(Duration::from_millis(200)))
         .expect("timeout");
-    net.client.enter().expect("enter the client's namespace");
+    net.a.enter().expect("enter the client's namespace");
     let tx = UdpSocket::bind((CLIENT_IP, 0)).expect("a kernel socket");
     let mut buf = [0; 16];
     for _ in 0..50 {
@@ -294,7 +209,7 @@ const NATIVE: Case = Case {
 
 /// One run: the echo, then the checks both sides share. The client's and the server's
 /// counters, or why AF_XDP or XDP cannot run here.
-fn echo(net: &Net, seed_value: u64, case: Case) -> Result<(XdpStats, XdpStats), String> {
+fn echo(net: &VethPair, seed_value: u64, case: Case) -> Result<(XdpStats, XdpStats), String> {
     let mut rng = Rng::new(seed_value);
     let mut sizes = vec![0, 1, 1414, 1415, 1416, 2047, 4096, 10_000, 65_535, 65_536];
     sizes.extend((0..40).map(|_| rng.range(0, 65_537)));
@@ -305,9 +220,9 @@ fn echo(net: &Net, seed_value: u64, case: Case) -> Result<(XdpStats, XdpStats), 
     let (client, server, no_ports) = thread::scope(|s| {
         let server = s.spawn(|| {
             let bound = net
-                .server
+                .b
                 .enter()
-                .and_then(|()| bind(&net.server_if, SERVER, SERVER_MAC, case, pool()));
+                .and_then(|()| bind(&net.b_if, SERVER, SERVER_MAC, case, pool()));
             match bound {
                 Ok(ep) => {
                     let _ = ready_tx.send(Ok(()));
@@ -328,16 +243,16 @@ fn echo(net: &Net, seed_value: u64, case: Case) -> Result<(XdpStats, XdpStats), 
             return Err(reason);
         }
         let client = s.spawn(|| {
-            net.client.enter().expect("enter the client's namespace");
+            net.a.enter().expect("enter the client's namespace");
             let pool = pool();
-            let ep = bind(&net.client_if, CLIENT, CLIENT_MAC, case, pool.clone())
+            let ep = bind(&net.a_if, CLIENT, CLIENT_MAC, case, pool.clone())
                 .expect("client bind (the server's worked)");
             call(ep, &pool, &messages, &acked, deadline)
         });
         let client = client.join();
         // Both sockets still open: no datagram to either port may have reached a kernel's UDP
         // stack (after one closes, the other's late acknowledgements would).
-        let no_ports = [udp_no_ports(&net.client), udp_no_ports(&net.server)];
+        let no_ports = [udp_no_ports(&net.a), udp_no_ports(&net.b)];
         // The programs pass everything else to the kernel: ARP, and UDP to another port.
         let passed = s.spawn(|| kernel_datagram_passes(net)).join();
         stop.store(true, Ordering::Relaxed);
@@ -377,7 +292,7 @@ fn echo(net: &Net, seed_value: u64, case: Case) -> Result<(XdpStats, XdpStats), 
 #[test]
 fn xdp_echo_between_namespaces() {
     const TEST: &str = "xdp_echo_between_namespaces";
-    let net = match setup("xe", None, NATIVE.mtu) {
+    let net = match VethPair::new("xe", None, NATIVE.mtu) {
         Ok(net) => net,
         Err(reason) => return skip(TEST, &format!("no network namespaces: {reason}")),
     };
@@ -390,7 +305,7 @@ fn xdp_echo_between_namespaces() {
 #[test]
 fn xdp_echo_in_generic_mode() {
     const TEST: &str = "xdp_echo_in_generic_mode";
-    let net = match setup("xg", None, NATIVE.mtu) {
+    let net = match VethPair::new("xg", None, NATIVE.mtu) {
         Ok(net) => net,
         Err(reason) => return skip(TEST, &format!("no network namespaces: {reason}")),
     };
@@ -412,7 +327,7 @@ fn xdp_echo_multi_buffer() {
         native: true,
         mtu: 9000,
     };
-    let net = match setup("xm", None, case.mtu) {
+    let net = match VethPair::new("xm", None, case.mtu) {
         Ok(net) => net,
         Err(reason) => return skip(TEST, &format!("no network namespaces: {reason}")),
     };
@@ -432,7 +347,7 @@ fn xdp_echo_multi_buffer() {
 #[test]
 fn xdp_echo_under_loss() {
     const TEST: &str = "xdp_echo_under_loss";
-    let net = match setup("xl", Some(5), NATIVE.mtu) {
+    let net = match VethPair::new("xl", Some(5), NATIVE.mtu) {
         Ok(net) => net,
         Err(reason) => return skip(TEST, &format!("no network namespaces or nftables: {reason}")),
     };

@@ -1,7 +1,8 @@
-//! Addresses: `tcp://host:port`, `tls://host:port`, `udp://host:port` or
-//! `shm:///path/of/the/rendezvous.sock`.
+//! Addresses: `tcp://host:port`, `tls://host:port`, `udp://host:port`,
+//! `xdp://IFNAME/QUEUE@IP:PORT` or `shm:///path/of/the/rendezvous.sock`.
 
 use std::fmt;
+use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -19,12 +20,24 @@ pub enum Addr {
     Shm(PathBuf),
     /// Datagrams (`ferry-dgram`'s sessions over UDP): `udp://127.0.0.1:7000`.
     Udp(String),
+    /// Datagrams (`ferry-dgram`'s sessions) over an AF_XDP socket on one interface queue:
+    /// `xdp://veth0/0@10.0.0.2:7000`. A server serves on `addr` (its own address on that
+    /// interface; port 0 picks one); a client connects to the server at `addr`, from the
+    /// interface's own address.
+    Xdp {
+        /// The interface.
+        ifname: String,
+        /// Its queue.
+        queue: u32,
+        /// The server's IPv4 address and port.
+        addr: SocketAddrV4,
+    },
 }
 
 /// An address that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "address `{addr}`: {reason} (expected tcp://host:port, tls://host:port, udp://host:port or shm:///path)"
+    "address `{addr}`: {reason} (expected tcp://host:port, tls://host:port, udp://host:port, xdp://IFNAME/QUEUE@IP:PORT or shm:///path)"
 )]
 pub struct AddrError {
     addr: String,
@@ -54,6 +67,17 @@ impl FromStr for Addr {
             host_port(rest).map(Addr::Tls)
         } else if let Some(rest) = s.strip_prefix("udp://") {
             host_port(rest).map(Addr::Udp)
+        } else if let Some(rest) = s.strip_prefix("xdp://") {
+            let (iface, addr) = rest.split_once('@').ok_or_else(|| bad("no @IP:PORT"))?;
+            let (ifname, queue) = iface.rsplit_once('/').ok_or_else(|| bad("no /QUEUE"))?;
+            if ifname.is_empty() || ifname.contains('/') {
+                return Err(bad("no interface name"));
+            }
+            Ok(Addr::Xdp {
+                ifname: ifname.to_string(),
+                queue: queue.parse().map_err(|_| bad("queue is not a number"))?,
+                addr: addr.parse().map_err(|_| bad("not an IPv4 address and port"))?,
+            })
         } else if let Some(rest) = s.strip_prefix("shm://") {
             if !rest.starts_with('/') {
                 return Err(bad("the path must be absolute (shm:///path)"));
@@ -72,6 +96,7 @@ impl fmt::Display for Addr {
             Addr::Tls(a) => write!(f, "tls://{a}"),
             Addr::Shm(p) => write!(f, "shm://{}", p.display()),
             Addr::Udp(a) => write!(f, "udp://{a}"),
+            Addr::Xdp { ifname, queue, addr } => write!(f, "xdp://{ifname}/{queue}@{addr}"),
         }
     }
 }
@@ -99,6 +124,13 @@ mod tests {
             Ok(Addr::Udp("127.0.0.1:7000".into()))
         );
         assert_eq!(Addr::Udp("[::1]:1".into()).to_string(), "udp://[::1]:1");
+        let xdp = Addr::Xdp {
+            ifname: "veth0".into(),
+            queue: 3,
+            addr: "10.0.0.2:7000".parse().unwrap(),
+        };
+        assert_eq!("xdp://veth0/3@10.0.0.2:7000".parse(), Ok(xdp.clone()));
+        assert_eq!(xdp.to_string(), "xdp://veth0/3@10.0.0.2:7000");
     }
 
     #[test]
@@ -106,6 +138,13 @@ mod tests {
         for bad in [
             "udp://x",
             "udp://:1",
+            "xdp://veth0@10.0.0.2:1",
+            "xdp://veth0/0",
+            "xdp:///0@10.0.0.2:1",
+            "xdp://veth0/q@10.0.0.2:1",
+            "xdp://veth0/0@host:1",
+            "xdp://veth0/0@[::1]:1",
+            "xdp://veth0/0@10.0.0.2",
             "quic://x:1",
             "tcp://host",
             "tcp://:80",

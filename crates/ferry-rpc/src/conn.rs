@@ -7,7 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
-use ferry_dgram::{UdpConnConfig, UdpConnection, UdpFrame, UdpListener};
+use ferry_dgram::{
+    DgramFrame, UdpConnConfig, UdpConnection, UdpFrame, UdpListener, XdpConnConfig, XdpConnection,
+    XdpListener,
+};
 use ferry_net::{Connection, Handshake, PeerIdentity, TlsClient, TlsServer};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmHandshake, ShmListener, ShmStep};
 use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
@@ -37,18 +40,26 @@ pub enum TransportKind {
     Shm,
     /// Datagrams over UDP (`ferry-dgram`).
     Udp,
+    /// Datagrams over AF_XDP (`ferry-dgram`).
+    Xdp,
 }
 
 impl TransportKind {
     /// Every kind, each at the index `kind as usize`.
-    pub(crate) const ALL: [TransportKind; 3] = [TransportKind::Tcp, TransportKind::Shm, TransportKind::Udp];
+    pub(crate) const ALL: [TransportKind; 4] = [
+        TransportKind::Tcp,
+        TransportKind::Shm,
+        TransportKind::Udp,
+        TransportKind::Xdp,
+    ];
 
-    /// `"tcp"`, `"shm"` or `"udp"` (the `transport` label of the metrics).
+    /// `"tcp"`, `"shm"`, `"udp"` or `"xdp"` (the `transport` label of the metrics).
     pub const fn label(self) -> &'static str {
         match self {
             TransportKind::Tcp => "tcp",
             TransportKind::Shm => "shm",
             TransportKind::Udp => "udp",
+            TransportKind::Xdp => "xdp",
         }
     }
 }
@@ -62,6 +73,9 @@ pub struct ConnConfig {
     pub shm: ShmConfig,
     /// UDP settings (the datagram protocol's limits, batching, offloads, handshake timeout).
     pub udp: UdpConnConfig,
+    /// AF_XDP settings (the datagram protocol's limits, the endpoint's pool and UMEM frames,
+    /// zero-copy and native XDP, handshake timeout).
+    pub xdp: XdpConnConfig,
     /// The pool each shared-memory connection gets for itself (it must be `shared`): the peer
     /// maps it, so no two sessions share one and a peer sees only its own session's memory.
     /// Unused when [`shared_pool`](Self::shared_pool) is set.
@@ -89,6 +103,7 @@ impl Default for ConnConfig {
             tcp: ferry_net::Config::default(),
             shm: ShmConfig::default(),
             udp: UdpConnConfig::default(),
+            xdp: XdpConnConfig::default(),
             shm_pool: PoolConfig {
                 shared: true,
                 region_size: 2 << 20,
@@ -125,7 +140,9 @@ impl ConnConfig {
     pub(crate) fn context(&self, conn: &Conn, tcp_pool: &Pool) -> Context {
         match conn {
             Conn::Shm(c) => Context::new(c.pool().clone()).with_threshold(self.thresholds.shm),
-            Conn::Tcp(_) | Conn::Udp(_) => Context::new(tcp_pool.clone()).with_threshold(self.thresholds.tcp),
+            Conn::Tcp(_) | Conn::Udp(_) | Conn::Xdp(_) => {
+                Context::new(tcp_pool.clone()).with_threshold(self.thresholds.tcp)
+            }
         }
     }
 
@@ -149,6 +166,8 @@ pub enum Conn {
     Shm(ShmConnection),
     /// UDP: one datagram session.
     Udp(UdpConnection),
+    /// AF_XDP: one datagram session.
+    Xdp(XdpConnection),
 }
 
 /// A frame received on a [`Conn`]: a pool sub-buffer (TCP, `Send`), a range of the peer's
@@ -161,6 +180,8 @@ pub enum Frame {
     Shm(ShmFrame),
     /// From UDP.
     Udp(UdpFrame),
+    /// From AF_XDP (as from UDP: the pool buffer the message was reassembled in).
+    Xdp(DgramFrame),
 }
 
 /// The first socket address `a` (`host:port`) resolves to.
@@ -183,7 +204,7 @@ impl Conn {
     /// transport.
     pub fn window_len<M: Outgoing + ?Sized>(&self, msg: &M) -> usize {
         match self {
-            Conn::Tcp(_) | Conn::Udp(_) => msg.layout().total_len(),
+            Conn::Tcp(_) | Conn::Udp(_) | Conn::Xdp(_) => msg.layout().total_len(),
             Conn::Shm(_) => 0,
         }
     }
@@ -198,6 +219,9 @@ impl Conn {
             }
             Addr::Shm(path) => ShmConnection::connect(path, &config.shm_pool()?, &config.shm).map(Conn::Shm),
             Addr::Udp(a) => UdpConnection::connect(resolve(a)?, pool, &config.udp).map(Conn::Udp),
+            Addr::Xdp { ifname, queue, addr } => {
+                XdpConnection::connect(ifname, *queue, *addr, pool, &config.xdp).map(Conn::Xdp)
+            }
         }
     }
 
@@ -206,7 +230,7 @@ impl Conn {
     pub fn peer_identity(&self) -> Option<Arc<PeerIdentity>> {
         match self {
             Conn::Tcp(c) => c.peer_identity(),
-            Conn::Shm(_) | Conn::Udp(_) => None,
+            Conn::Shm(_) | Conn::Udp(_) | Conn::Xdp(_) => None,
         }
     }
 
@@ -215,7 +239,7 @@ impl Conn {
     pub fn handshake_step(&mut self) -> Result<Handshake, TransportError> {
         match self {
             Conn::Tcp(c) => c.handshake_step(),
-            Conn::Shm(_) | Conn::Udp(_) => Ok(Handshake::Done),
+            Conn::Shm(_) | Conn::Udp(_) | Conn::Xdp(_) => Ok(Handshake::Done),
         }
     }
 
@@ -223,7 +247,7 @@ impl Conn {
     pub fn handshake_deadline(&self) -> Option<Instant> {
         match self {
             Conn::Tcp(c) => c.handshake_deadline(),
-            Conn::Shm(_) | Conn::Udp(_) => None,
+            Conn::Shm(_) | Conn::Udp(_) | Conn::Xdp(_) => None,
         }
     }
 
@@ -233,6 +257,7 @@ impl Conn {
             Conn::Tcp(_) => TransportKind::Tcp,
             Conn::Shm(_) => TransportKind::Shm,
             Conn::Udp(_) => TransportKind::Udp,
+            Conn::Xdp(_) => TransportKind::Xdp,
         }
     }
 
@@ -244,15 +269,17 @@ impl Conn {
         match self {
             Conn::Tcp(c) => c.set_nonblocking(yes),
             Conn::Shm(c) => c.set_nonblocking(yes),
-            Conn::Udp(_) => {}
+            Conn::Udp(_) | Conn::Xdp(_) => {}
         }
     }
 
     /// A datagram connection's counters (its protocol core's, its driver's syscalls): what
-    /// the metrics' `ferry_dgram_*` series sum. `None` for TCP and shared memory.
+    /// the metrics' `ferry_dgram_*` series sum. `None` for TCP and shared memory, and for now
+    /// for AF_XDP: an `XdpConnection`'s stats are its endpoint's, shared by every session on
+    /// the interface queue, so a sum over connections would count them once per session.
     pub fn datagram_stats(&self) -> Option<ferry_dgram::DriverStats> {
         match self {
-            Conn::Tcp(_) | Conn::Shm(_) => None,
+            Conn::Tcp(_) | Conn::Shm(_) | Conn::Xdp(_) => None,
             Conn::Udp(c) => Some(c.stats().into()),
         }
     }
@@ -263,6 +290,7 @@ impl Conn {
             Conn::Tcp(c) => c.sender().has_pending(),
             Conn::Shm(c) => c.has_unsent(),
             Conn::Udp(c) => c.has_unsent(),
+            Conn::Xdp(_) => false,
         }
     }
 
@@ -282,7 +310,7 @@ impl Conn {
     /// returned `None` (which arms it).
     pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<(), TransportError> {
         let timeout = match self {
-            Conn::Tcp(_) | Conn::Udp(_) => timeout,
+            Conn::Tcp(_) | Conn::Udp(_) | Conn::Xdp(_) => timeout,
             Conn::Shm(_) => Some(timeout.map_or(SHM_CHECK, |t| t.min(SHM_CHECK))),
         };
         crate::sys::wait_readable(self.as_fd(), timeout).map_err(|e| TransportError::io("poll", e))
@@ -295,6 +323,7 @@ impl AsFd for Conn {
             Conn::Tcp(c) => c.as_fd(),
             Conn::Shm(c) => c.as_fd(),
             Conn::Udp(c) => c.as_fd(),
+            Conn::Xdp(c) => c.as_fd(),
         }
     }
 }
@@ -307,6 +336,7 @@ impl Transport for Conn {
             Conn::Tcp(c) => c.send(meta, msg),
             Conn::Shm(c) => c.send(meta, msg),
             Conn::Udp(c) => c.send(meta, msg),
+            Conn::Xdp(c) => c.send(meta, msg),
         }
     }
 
@@ -315,6 +345,7 @@ impl Transport for Conn {
             Conn::Tcp(c) => c.send_payload(meta, payload),
             Conn::Shm(c) => c.send_payload(meta, payload),
             Conn::Udp(c) => c.send_payload(meta, payload),
+            Conn::Xdp(c) => c.send_payload(meta, payload),
         }
     }
 
@@ -323,6 +354,7 @@ impl Transport for Conn {
             Conn::Tcp(c) => c.flush(),
             Conn::Shm(c) => c.flush(),
             Conn::Udp(c) => c.flush(),
+            Conn::Xdp(c) => c.flush(),
         }
     }
 
@@ -331,6 +363,7 @@ impl Transport for Conn {
             Conn::Tcp(c) => c.recv().map(Frame::Tcp),
             Conn::Shm(c) => c.recv().map(Frame::Shm),
             Conn::Udp(c) => c.recv().map(Frame::Udp),
+            Conn::Xdp(c) => c.recv().map(Frame::Xdp),
         }
     }
 
@@ -339,6 +372,7 @@ impl Transport for Conn {
             Conn::Tcp(c) => Ok(c.try_recv()?.map(Frame::Tcp)),
             Conn::Shm(c) => Ok(c.try_recv()?.map(Frame::Shm)),
             Conn::Udp(c) => Ok(c.try_recv()?.map(Frame::Udp)),
+            Conn::Xdp(c) => Ok(c.try_recv()?.map(Frame::Xdp)),
         }
     }
 
@@ -347,6 +381,7 @@ impl Transport for Conn {
             Conn::Tcp(c) => c.in_flight(),
             Conn::Shm(c) => c.in_flight(),
             Conn::Udp(c) => c.in_flight(),
+            Conn::Xdp(c) => c.in_flight(),
         }
     }
 }
@@ -362,6 +397,7 @@ impl Frame {
             Frame::Tcp(f) => f.payload().len(),
             Frame::Shm(f) => f.bytes().map_or(0, <[u8]>::len),
             Frame::Udp(f) => f.payload().len(),
+            Frame::Xdp(f) => f.payload().len(),
         }
     }
 
@@ -370,6 +406,7 @@ impl Frame {
         match self {
             Frame::Tcp(f) => Some(f.payload()),
             Frame::Udp(f) => Some(f.payload()),
+            Frame::Xdp(f) => Some(f.payload()),
             Frame::Shm(_) => None,
         }
     }
@@ -409,6 +446,7 @@ impl Received for Frame {
             Frame::Tcp(f) => f.meta(),
             Frame::Shm(f) => f.meta(),
             Frame::Udp(f) => f.meta(),
+            Frame::Xdp(f) => f.meta(),
         }
     }
 
@@ -417,6 +455,7 @@ impl Received for Frame {
             Frame::Tcp(f) => Some(f.payload()),
             Frame::Shm(f) => f.bytes(),
             Frame::Udp(f) => f.bytes(),
+            Frame::Xdp(f) => f.bytes(),
         }
     }
 
@@ -425,6 +464,7 @@ impl Received for Frame {
             Frame::Tcp(f) => f.view(desc, limits),
             Frame::Shm(f) => f.view(desc, limits),
             Frame::Udp(f) => f.view(desc, limits),
+            Frame::Xdp(f) => f.view(desc, limits),
         }
     }
 }
@@ -441,6 +481,8 @@ pub enum Listener {
     /// A UDP socket whose peers' sessions each get a connected socket of their own (boxed: it
     /// carries its connections' configuration, and a listener is made once).
     Udp(Box<UdpListener>),
+    /// An AF_XDP socket on one interface queue, whose sessions share it (boxed, as UDP's).
+    Xdp(Box<XdpListener>),
 }
 
 impl Listener {
@@ -468,6 +510,9 @@ impl Listener {
             Addr::Udp(a) => {
                 UdpListener::bind(resolve(a)?, config.udp.clone()).map(|l| Listener::Udp(Box::new(l)))
             }
+            Addr::Xdp { ifname, queue, addr } => {
+                XdpListener::bind(ifname, *queue, *addr, &config.xdp).map(|l| Listener::Xdp(Box::new(l)))
+            }
         }
     }
 
@@ -483,6 +528,11 @@ impl Listener {
             Listener::Tls(l, _) => port(l).map(Addr::Tls),
             Listener::Shm(l) => Ok(Addr::Shm(l.path().to_path_buf())),
             Listener::Udp(l) => Ok(Addr::Udp(l.local_addr().to_string())),
+            Listener::Xdp(l) => Ok(Addr::Xdp {
+                ifname: l.ifname().to_owned(),
+                queue: l.queue(),
+                addr: l.local_addr(),
+            }),
         }
     }
 
@@ -523,6 +573,10 @@ impl Listener {
                 Some(conn) => Accepted::Conn(Conn::Udp(conn)),
                 None => return Ok(None),
             },
+            Listener::Xdp(l) => match l.try_accept(pool)? {
+                Some(conn) => Accepted::Conn(Conn::Xdp(conn)),
+                None => return Ok(None),
+            },
         };
         Ok(Some(accepted))
     }
@@ -534,6 +588,7 @@ impl Listener {
             Listener::Tcp(l) | Listener::Tls(l, _) => Ok(accept(l)?.is_some()),
             Listener::Shm(l) => l.try_refuse(),
             Listener::Udp(l) => l.try_refuse(),
+            Listener::Xdp(l) => l.try_refuse(),
         }
     }
 }
@@ -600,6 +655,7 @@ impl AsFd for Listener {
             Listener::Tcp(l) | Listener::Tls(l, _) => l.as_fd(),
             Listener::Shm(l) => l.as_fd(),
             Listener::Udp(l) => l.as_fd(),
+            Listener::Xdp(l) => l.as_fd(),
         }
     }
 }

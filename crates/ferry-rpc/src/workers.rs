@@ -66,6 +66,10 @@ impl SendFrame {
                 meta: f.meta(),
                 buf: f.payload().clone(),
             }),
+            Frame::Xdp(f) => Ok(SendFrame::Copied {
+                meta: f.meta(),
+                buf: f.payload().clone(),
+            }),
             Frame::Shm(f) => {
                 let meta = f.meta();
                 let copy = |bytes: &[u8]| -> Result<SharedBuf, Status> {

@@ -256,7 +256,7 @@ fn the_server_enforces_the_deadline_it_was_given() {
         let mut conn = Conn::connect(addr, &pool, &ConnConfig::default()).expect("connect");
         let ctx = match &conn {
             Conn::Shm(c) => ferry_wire::Context::new(c.pool().clone()),
-            Conn::Tcp(_) | Conn::Udp(_) => ferry_wire::Context::new(pool.clone()),
+            Conn::Tcp(_) | Conn::Udp(_) | Conn::Xdp(_) => ferry_wire::Context::new(pool.clone()),
         };
         let budget = wire::deadline_payload(Duration::from_millis(20));
         conn.send_payload(

@@ -1,6 +1,7 @@
-//! Network namespaces a test creates and removes ([`Netns`]), and [`Lan`]: nodes on one
-//! Ethernet segment, each in a namespace of its own, whose switch a test can split into
-//! partitions and join again, for tests of servers under network faults.
+//! Network namespaces a test creates and removes ([`Netns`]); [`VethPair`]: two hosts joined by
+//! one link, lossy if asked; and [`Lan`]: nodes on one Ethernet segment, each in a namespace of
+//! its own, whose switch a test can split into partitions and join again, for tests of servers
+//! under network faults.
 //!
 //! Everything here runs `ip` (iproute2), and `nft` for packet loss, as root; a test that cannot create a namespace skips
 //! with the reason ([`crate::tools::skip`]). Names carry the process id, so parallel tests and
@@ -231,5 +232,124 @@ impl Lan {
             self.switch.exec("ip", &["link", "set", &name, "up"])?;
         }
         Ok(())
+    }
+}
+
+/// Two hosts joined by one link: namespaces `a` and `b`, each with one interface (`a_if`,
+/// `b_if`, named with the process id) addressed `10.252.0.1/24` and `10.252.0.2/24`, with the
+/// fixed MACs [`VethPair::A_MAC`] and [`VethPair::B_MAC`] and the MTU asked for. Without loss
+/// the two interfaces are the ends of one veth pair (so XDP programs on them run in the
+/// driver, native mode); with loss each is a veth to a bridge in a third namespace that drops
+/// that percentage of what it forwards (nftables `numgen random` in the bridge's forward hook:
+/// it runs after any XDP program on the hosts, and this kernel has no netem qdisc). All
+/// deleted on drop.
+#[derive(Debug)]
+pub struct VethPair {
+    /// The first host's namespace.
+    pub a: Netns,
+    /// The second host's namespace.
+    pub b: Netns,
+    /// The first host's interface.
+    pub a_if: String,
+    /// The second host's interface.
+    pub b_if: String,
+    /// The lossy bridge's namespace, if any: dropped after the hosts'.
+    bridge: Option<Netns>,
+}
+
+impl VethPair {
+    /// The first host's address.
+    pub const A_IP: Ipv4Addr = Ipv4Addr::new(10, 252, 0, 1);
+    /// The second host's address.
+    pub const B_IP: Ipv4Addr = Ipv4Addr::new(10, 252, 0, 2);
+    /// The first host's MAC (locally administered).
+    pub const A_MAC: [u8; 6] = [0x02, 0xfe, 0, 0, 0, 1];
+    /// The second host's MAC.
+    pub const B_MAC: [u8; 6] = [0x02, 0xfe, 0, 0, 0, 2];
+
+    /// Makes the two hosts (`tag`: a few letters unique within the process), with `loss`
+    /// percent dropped between them if given, links of `mtu` bytes, addressed and up.
+    pub fn new(tag: &str, loss: Option<u8>, mtu: u32) -> Result<VethPair, String> {
+        if loss.is_some_and(|p| p > 100) {
+            return Err(format!("a loss of {} %", loss.unwrap_or_default()));
+        }
+        let a = Netns::create(&format!("{tag}a"))?;
+        let b = Netns::create(&format!("{tag}b"))?;
+        let pid = std::process::id();
+        let (a_if, b_if) = (format!("{tag}a{pid}"), format!("{tag}b{pid}"));
+        let veth = |dev: &str, ns: &Netns, peer: &str, peer_ns: &Netns| {
+            ip(&[
+                "link",
+                "add",
+                dev,
+                "netns",
+                &ns.name,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                peer,
+                "netns",
+                &peer_ns.name,
+            ])
+        };
+        let bridge = match loss {
+            None => {
+                veth(&a_if, &a, &b_if, &b)?;
+                None
+            }
+            Some(percent) => {
+                let bridge = Netns::create(&format!("{tag}x"))?;
+                bridge.exec("ip", &["link", "add", "br0", "type", "bridge"])?;
+                bridge.exec("ip", &["link", "set", "br0", "up"])?;
+                for (ns, dev, port) in [(&a, &a_if, "pa"), (&b, &b_if, "pb")] {
+                    veth(dev, ns, port, &bridge)?;
+                    bridge.exec(
+                        "ip",
+                        &["link", "set", port, "master", "br0", "mtu", &mtu.to_string()],
+                    )?;
+                    bridge.exec("ip", &["link", "set", port, "up"])?;
+                }
+                let rules = format!(
+                    "add table bridge ferry_loss; \
+                     add chain bridge ferry_loss forward {{ type filter hook forward priority 0; policy accept; }}; \
+                     add rule bridge ferry_loss forward numgen random mod 100 < {percent} counter drop"
+                );
+                bridge.exec("nft", &[&rules])?;
+                Some(bridge)
+            }
+        };
+        for (ns, dev, addr, mac) in [
+            (&a, &a_if, Self::A_IP, Self::A_MAC),
+            (&b, &b_if, Self::B_IP, Self::B_MAC),
+        ] {
+            let mac = mac.map(|b| format!("{b:02x}")).join(":");
+            ns.exec(
+                "ip",
+                &["link", "set", dev, "address", &mac, "mtu", &mtu.to_string()],
+            )?;
+            ns.exec("ip", &["addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            ns.exec("ip", &["link", "set", dev, "up"])?;
+            ns.exec("ip", &["link", "set", "lo", "up"])?;
+        }
+        Ok(VethPair {
+            a,
+            b,
+            a_if,
+            b_if,
+            bridge,
+        })
+    }
+
+    /// How many packets the bridge has dropped (0 without loss).
+    pub fn dropped(&self) -> Result<u64, String> {
+        let Some(bridge) = &self.bridge else { return Ok(0) };
+        let out = bridge.exec("nft", &["list", "table", "bridge", "ferry_loss"])?;
+        out.split_whitespace()
+            .skip_while(|w| *w != "packets")
+            .nth(1)
+            .ok_or_else(|| format!("no packet counter in the loss rule: {out}"))?
+            .parse()
+            .map_err(|e| format!("the loss rule's packet counter: {e}"))
     }
 }

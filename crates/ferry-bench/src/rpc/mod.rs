@@ -30,6 +30,7 @@
 //! runs after the echo in every repetition, its configurations interleaved the same way.
 
 mod client;
+mod hosts;
 mod plan;
 mod report;
 mod service;
@@ -51,7 +52,9 @@ use crate::harness::window::Span;
 use crate::harness::{self, Budget, Histogram, Link};
 use crate::{BoxError, shm};
 
-pub use plan::{Args, Fields, Point, Section, System, Transport};
+pub use plan::{Args, Fields, Net, Point, Section, System, Transport};
+
+use hosts::Hosts;
 
 use plan::{ECHO, MAX_IN_FLIGHT};
 use report::Records;
@@ -144,24 +147,29 @@ fn tls_config() -> Result<LoopConfig, BoxError> {
     Ok(config)
 }
 
-/// Runs the event-loop configurations `points` against a fresh server; returns their
-/// measurements in order.
+/// Runs the event-loop configurations `points` against a fresh server on `hosts`; returns
+/// their measurements in order.
 fn run_loop_points(
     points: &[Point],
     budget: Budget,
     cpus: Cpus,
+    hosts: &Hosts,
     progress: &Progress,
 ) -> Result<Vec<Measured>, BoxError> {
     let config = match points.iter().any(|p| p.link == Link::Tls) {
         true => tls_config()?,
         false => loop_config(),
     };
-    let server = service::start(
-        &harness::sorted(points.iter().map(|p| p.transport)),
-        Some(cpus.1),
-        config.clone(),
-    )?;
+    let server = hosts.in_server(|| {
+        service::start(
+            &harness::sorted(points.iter().map(|p| p.transport)),
+            hosts.server_ip(),
+            Some(cpus.1),
+            config.clone(),
+        )
+    })?;
     harness::on_cpu("rpc-client", cpus.0, || {
+        hosts.enter_client()?;
         let mut lp = EventLoop::new(config)?;
         let mut out = Vec::with_capacity(points.len());
         for point in points {
@@ -195,6 +203,8 @@ struct Rpc {
     budget: Budget,
     reps: usize,
     cpus: Cpus,
+    /// `--net` and `--loss`, for the settings.
+    net: (Net, Option<u8>),
 }
 
 impl Benchmark for Rpc {
@@ -214,6 +224,7 @@ impl Benchmark for Rpc {
         }
         let started = Instant::now();
         let clock_ns = harness::clock_cost_ns();
+        let hosts = Hosts::new(self.net.0, self.net.1)?;
         progress.suspend(|| {
             if points.is_empty() {
                 return;
@@ -246,7 +257,7 @@ impl Benchmark for Rpc {
                         measured.push(m.map_err(|e| format!("{}: {e}", point.label()))?);
                         progress.done();
                     }
-                    _ => measured.extend(run_loop_points(group, budget, cpus, progress)?),
+                    _ => measured.extend(run_loop_points(group, budget, cpus, &hosts, progress)?),
                 }
             }
             for (run, m) in runs.iter_mut().zip(measured) {
@@ -272,7 +283,16 @@ impl Benchmark for Rpc {
             .map(|(&c, r)| stream::summarize(c, r))
             .collect();
         streams.sort_by_key(|r| r.config.display_key());
-        let settings = settings(budget, self.reps, clock_ns, cpus, started.elapsed());
+        let mut settings = settings(budget, self.reps, clock_ns, cpus, started.elapsed());
+        settings["net"] = json!({
+            "hosts": self.net.0,
+            "loss_percent": self.net.1.unwrap_or(0),
+            "packets_dropped": hosts.dropped()?,
+            "path": match self.net.0 {
+                Net::Loopback => "client and server on one host, 127.0.0.1",
+                Net::Veth => "the client in one network namespace (10.252.0.1), the server in another (10.252.0.2), joined by a veth pair of MTU 1500, or with --loss by a veth each to a bridge in a third namespace dropping that percentage of what it forwards (nftables numgen random); both namespaces made for the run and deleted after",
+            },
+        });
         Ok((settings, Records { records, streams }))
     }
 
@@ -348,6 +368,7 @@ fn settings(budget: Budget, reps: usize, clock_ns: f64, cpus: Cpus, took: Durati
 /// `ferry bench rpc`: measures (or reads `--from`), prints the table and the targets, writes
 /// the JSON (and the plot).
 pub fn run(args: &Args) -> Result<(), BoxError> {
+    plan::check(args)?;
     let server_cpu = harness::server_cpu(args.client_cpu, args.server_cpu);
     let quick = args.common.quick;
     let bench = Rpc {
@@ -359,6 +380,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
             .unwrap_or(if quick { QUICK_REPS } else { FULL_REPS })
             .max(1),
         cpus: (args.client_cpu, server_cpu),
+        net: (args.net, args.loss),
     };
     lifecycle::main(&bench, &args.common).map(drop)
 }
@@ -381,7 +403,7 @@ pub fn demo(budget: Budget) -> Result<(), BoxError> {
         })
         .collect();
     let progress = Progress::new(points.len() as u64, "rpc");
-    let measured = run_loop_points(&points, budget, cpus, &progress)?;
+    let measured = run_loop_points(&points, budget, cpus, &Hosts::Loopback, &progress)?;
     progress.finish();
     let records: Vec<_> = points
         .iter()
@@ -406,7 +428,12 @@ pub fn profile(point: &Point, calls: u64) -> Result<u64, BoxError> {
             Link::Plain => loop_config(),
         }
     };
-    let server = service::start(&[point.transport], None, idle.clone())?;
+    let server = service::start(
+        &[point.transport],
+        Hosts::Loopback.server_ip(),
+        None,
+        idle.clone(),
+    )?;
     let mut lp = EventLoop::new(idle)?;
     let point = Point {
         in_flight: point.in_flight.clamp(1, MAX_IN_FLIGHT / 2),

@@ -57,12 +57,68 @@ pub struct Args {
     /// plaintext run: TLS's cost in calls/s and server CPU per call.
     #[arg(long)]
     pub(super) tls: bool,
+    /// Where client and server run: `loopback` (127.0.0.1), or `veth`: two network namespaces
+    /// made for the run and joined by a veth pair (root), the client in one and the server in
+    /// the other. veth carries tcp and udp only (the default there), and the event-loop systems
+    /// (not tonic, the ping-pong or the streams).
+    #[arg(long, value_enum, default_value_t = Net::Loopback)]
+    pub(super) net: Net,
+    /// With `--net veth`: drop this percentage of packets between the two hosts, at random
+    /// (nftables in a bridge between them; this kernel has no netem).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=50))]
+    pub(super) loss: Option<u8>,
     /// CPU of the client thread.
     #[arg(long, default_value_t = 0)]
     pub(super) client_cpu: usize,
     /// CPU of the server loop (the client's when only one is available).
     #[arg(long, default_value_t = 1)]
     pub(super) server_cpu: usize,
+}
+
+/// Where a run's client and server are (`--net`).
+#[derive(ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Net {
+    /// One host: 127.0.0.1.
+    Loopback,
+    /// Two network namespaces joined by a veth pair.
+    Veth,
+}
+
+impl Net {
+    /// The transports that run when `--transports` names none.
+    fn default_transports(self) -> &'static [Transport] {
+        match self {
+            Net::Loopback => &Transport::DEFAULT,
+            Net::Veth => &[Transport::Tcp, Transport::Udp],
+        }
+    }
+}
+
+/// Refuses what `--net` and `--loss` cannot run: shared memory, tonic, the ping-pong or the
+/// streams across veth (none of them crosses a network here), or loss on loopback.
+pub(super) fn check(args: &Args) -> Result<(), String> {
+    if args.net == Net::Loopback {
+        return match args.loss {
+            Some(_) => Err("--loss needs --net veth (loopback cannot drop packets)".into()),
+            None => Ok(()),
+        };
+    }
+    let refused = |what: &str| {
+        Err(format!(
+            "--net veth runs tcp and udp between the event-loop systems; {what} does not cross a network here"
+        ))
+    };
+    if args.transports.contains(&Transport::Shm) {
+        return refused("shm");
+    }
+    if let Some(s) = args.systems.iter().find(|s| !s.on_loop()) {
+        return refused(&s.name());
+    }
+    if args.sections.contains(&Section::Streams) {
+        return refused("the streams section");
+    }
+    Ok(())
 }
 
 /// A part of the benchmark.
@@ -204,8 +260,11 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
     if !or_all(&args.sections, Section::value_variants()).contains(&Section::Echo) {
         return Vec::new();
     }
-    let systems = or_all(&args.systems, System::value_variants());
-    let transports = or_all(&args.transports, &Transport::DEFAULT);
+    let systems = match args.net {
+        Net::Loopback => or_all(&args.systems, System::value_variants()),
+        Net::Veth => or_all(&args.systems, &System::on_loops().collect::<Vec<_>>()),
+    };
+    let transports = or_all(&args.transports, args.net.default_transports());
     let in_flight = crate::harness::sorted(
         or_all(&args.in_flight, &IN_FLIGHT)
             .into_iter()
@@ -270,7 +329,8 @@ pub(super) fn plan(args: &Args) -> Vec<Point> {
 /// The streaming section's configurations of one repetition ([`stream::plan`]), if it is
 /// chosen.
 pub(super) fn stream_plan(args: &Args) -> Vec<StreamConfig> {
-    if !or_all(&args.sections, Section::value_variants()).contains(&Section::Streams) {
+    if args.net == Net::Veth || !or_all(&args.sections, Section::value_variants()).contains(&Section::Streams)
+    {
         return Vec::new();
     }
     stream::plan(
@@ -355,6 +415,36 @@ mod tests {
                 (System::FerryHybrid, Transport::Udp, 128),
             ]
         );
+    }
+
+    /// `--net veth` runs the event-loop systems over TCP and UDP by default, no streams, and
+    /// refuses what does not cross a network; `--loss` needs veth.
+    #[test]
+    fn veth_runs_tcp_and_udp_between_loop_systems_and_refuses_the_rest() {
+        let veth = args(&["--net", "veth"]);
+        check(&veth).expect("the defaults run on veth");
+        let points = plan(&veth);
+        assert!(
+            points.iter().all(|p| p.system.on_loop()),
+            "no tonic, no ping-pong"
+        );
+        let mut transports: Vec<Transport> = points.iter().map(|p| p.transport).collect();
+        transports.dedup();
+        assert_eq!(
+            crate::harness::sorted(transports),
+            [Transport::Tcp, Transport::Udp]
+        );
+        assert!(stream_plan(&veth).is_empty());
+        for refused in [
+            &["--net", "veth", "--transports", "tcp,shm"][..],
+            &["--net", "veth", "--systems", "raw,tonic"],
+            &["--net", "veth", "--systems", "ping-pong"],
+            &["--net", "veth", "--sections", "echo,streams"],
+            &["--loss", "1"],
+        ] {
+            assert!(check(&args(refused)).is_err(), "{refused:?} must be refused");
+        }
+        check(&args(&["--net", "veth", "--loss", "1"])).expect("loss on veth");
     }
 
     #[test]

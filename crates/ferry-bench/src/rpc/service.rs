@@ -13,6 +13,7 @@
 //! | `Prost`, `Flatbuf`, `Capnp` | that library's encoding | decoded and re-encoded with the library ([`Codec::echo`]), then copied into the transport |
 
 use std::cell::RefCell;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -163,9 +164,11 @@ pub(super) struct Running {
 static SERVERS: AtomicUsize = AtomicUsize::new(0);
 
 /// Starts the echo server: one loop with `config`, pinned to `cpu` if given, listening on
-/// each of `transports` (TCP on loopback, shared memory on a socket in the temp directory).
+/// each of `transports` (TCP and UDP on `ip`, shared memory on a socket in the temp
+/// directory).
 pub(super) fn start(
     transports: &[Transport],
+    ip: IpAddr,
     cpu: Option<usize>,
     config: LoopConfig,
 ) -> Result<Running, BoxError> {
@@ -188,13 +191,13 @@ pub(super) fn start(
     let mut builder = Server::builder(services).loops(1).config(config);
     for t in transports {
         builder = builder.listen(&match t {
-            Transport::Tcp => "tcp://127.0.0.1:0".to_owned(),
+            Transport::Tcp => format!("tcp://{ip}:0"),
             Transport::Shm => format!("shm://{}", socket.display()),
-            Transport::Udp => "udp://127.0.0.1:0".to_owned(),
+            Transport::Udp => format!("udp://{ip}:0"),
         });
     }
     if tls {
-        builder = builder.listen("tls://127.0.0.1:0");
+        builder = builder.listen(&format!("tls://{ip}:0"));
     }
     if let Some(cpu) = cpu {
         builder = builder.pin(vec![cpu]);

@@ -25,7 +25,7 @@ use crate::{
 #[allow(unsafe_code)]
 mod sys;
 mod transport;
-mod wake;
+pub(crate) mod wake;
 
 pub use transport::{
     HandshakeTimeout, UdpConnConfig, UdpConnection, UdpFrame, UdpListener, UdpListenerStats,

@@ -25,6 +25,9 @@ pub mod frame;
 mod program;
 #[allow(unsafe_code)]
 mod sys;
+mod transport;
+
+pub use transport::{NoNeighbour, XdpConnConfig, XdpConnection, XdpListener};
 
 use frame::{Addresses, HEADERS_LEN, Mac};
 
@@ -347,6 +350,19 @@ impl XdpEndpoint {
             self.kick()?;
         }
         Ok(())
+    }
+
+    /// Sends what the core has now, without receiving (a `sendto` kick if anything is
+    /// queued): what arrives meanwhile stays in the RX ring, which keeps the socket readable.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.write(Instant::now());
+        self.kick()
+    }
+
+    /// Whether the device left frames in the TX ring at the last kick: an outer loop should
+    /// drive again within 1 ms (nothing wakes it when the device takes them).
+    pub fn busy(&self) -> bool {
+        self.tx_busy
     }
 
     /// Sends the TX ring's published packets with `sendto` (none if it is empty), and notes

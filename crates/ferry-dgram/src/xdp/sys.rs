@@ -645,6 +645,53 @@ pub(crate) fn ifindex(name: &str) -> io::Result<u32> {
     }
 }
 
+/// The IPv4 addresses and the MAC address of interface `name`, as the calling thread's
+/// network namespace sees it (`getifaddrs`).
+pub(crate) fn interface_addrs(name: &str) -> io::Result<(Vec<std::net::Ipv4Addr>, Option<[u8; 6]>)> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: `head` is writable; the list it receives is freed below, once.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let (mut ips, mut mac) = (Vec::new(), None);
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs made, not freed until below.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: a non-null `ifa_name` is a NUL-terminated string owned by the list.
+        let ifname = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        if ifname.to_bytes() != name.as_bytes() {
+            continue;
+        }
+        // SAFETY: a non-null `ifa_addr` points at a sockaddr, whose family field says which
+        // kind it is; each kind is read whole, unaligned reads making no assumption.
+        match i32::from(unsafe { (*ifa.ifa_addr).sa_family }) {
+            libc::AF_INET => {
+                // SAFETY: as above: an AF_INET address is a sockaddr_in.
+                let sin = unsafe { std::ptr::read_unaligned(ifa.ifa_addr.cast::<libc::sockaddr_in>()) };
+                ips.push(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+            }
+            libc::AF_PACKET => {
+                // SAFETY: as above: an AF_PACKET address is a sockaddr_ll.
+                let sll = unsafe { std::ptr::read_unaligned(ifa.ifa_addr.cast::<libc::sockaddr_ll>()) };
+                if sll.sll_halen == 6 {
+                    let mut m = [0; 6];
+                    m.copy_from_slice(&sll.sll_addr[..6]);
+                    mac = Some(m);
+                }
+            }
+            _ => {}
+        }
+    }
+    // SAFETY: the list getifaddrs made, freed once; no reference into it outlives this.
+    unsafe { libc::freeifaddrs(head) };
+    Ok((ips, mac))
+}
+
 /// Eight random bytes from the kernel (`getrandom`), for the endpoint's seed.
 pub(crate) fn random_u64() -> io::Result<u64> {
     let mut bytes = [0u8; 8];

@@ -249,9 +249,9 @@ impl AsyncChannel {
                     .map(Conn::Tcp)
                     .map_err(|e| unreachable_server(&addr, &e))?
             }
-            // A UDP handshake blocks the thread, as a shared-memory setup does (bounded by
+            // A UDP or AF_XDP handshake blocks the thread, as a shared-memory setup does (bounded by
             // `UdpConnConfig::handshake_timeout`).
-            Addr::Shm(_) | Addr::Udp(_) => {
+            Addr::Shm(_) | Addr::Udp(_) | Addr::Xdp { .. } => {
                 Conn::connect(&addr, &pool, &config.conn).map_err(|e| unreachable_server(&addr, &e))?
             }
         };
@@ -962,7 +962,7 @@ impl Inner {
                 }
             }
             // Its descriptor is readable for datagrams, due timers and room to send alike.
-            TransportKind::Udp => {}
+            TransportKind::Udp | TransportKind::Xdp => {}
         }
         if let Some(e) = failed {
             self.lose(&e);
@@ -1008,7 +1008,7 @@ fn stream_of(
 pub(super) fn register(conn: &Conn) -> std::io::Result<AsyncFd<OwnedFd>> {
     let interest = match conn.kind() {
         TransportKind::Tcp => Interest::READABLE | Interest::WRITABLE,
-        TransportKind::Shm | TransportKind::Udp => Interest::READABLE,
+        TransportKind::Shm | TransportKind::Udp | TransportKind::Xdp => Interest::READABLE,
     };
     super::register_fd(conn.as_fd().try_clone_to_owned()?, interest)
 }

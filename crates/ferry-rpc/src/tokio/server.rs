@@ -553,7 +553,7 @@ impl Session {
                 Poll::Pending => {}
             },
             // UDP: its descriptor is readable for datagrams, due timers and room to send alike.
-            TransportKind::Tcp | TransportKind::Udp => {}
+            TransportKind::Tcp | TransportKind::Udp | TransportKind::Xdp => {}
             TransportKind::Shm => {
                 let every = if waiting { SHM_RETRY } else { SHM_CHECK };
                 let at = ::tokio::time::Instant::now() + every;
