@@ -192,15 +192,68 @@
 //! datagram of its own (it cannot wait to piggyback it, see below), which wakes the server
 //! once more per call, and a UDP session's descriptor is an `epoll` set inside the loop's.
 //!
-//! **Not explained yet: stalls.** ferry-rpc's `tests/udp.rs` first test takes 0.15 s in most
-//! release runs and 0.5 to 1.1 s in some. Instrumented (not committed), those runs show a
-//! server's connection not read for 0.1 to 0.45 s and then finding up to 80 datagrams (more
-//! than the 32 credits: the client's retransmissions) while its client, calling every few
-//! milliseconds on its timer, received nothing; nothing was lost (both sides' datagram counts
-//! match and the kernel's `RcvbufErrors` stay flat). With the socket itself as the
-//! connection's descriptor (no `epoll` set inside the loop's, and so no timer) the stalls were
-//! fewer and shorter, not gone; with one loop or two, and with UDP sessions kept on the
-//! loop's hot list, they stayed. A lost wakeup of the nested `epoll` set is the first suspect.
+//! The same test now also runs 128 in flight (one tokio `AsyncChannel`, window 128), prints
+//! the CPU time per call (the process's: client and server together) and, from the server's
+//! `/metrics`, its UDP syscalls (`sendmmsg`, `recvmmsg`, `timerfd_settime`, `epoll_ctl`; not
+//! the loop's `epoll_wait`) and packets per call. Five runs (2 to 3 s per point, load average
+//! 4 to 7) gave UDP/TCP calls/s and CPU per call of:
+//! - 1 in flight: 0.30 to 0.45× the calls/s at 2.0 to 2.8× the CPU per call. The server
+//!   receives 3.0 packets per call (the blocking channel's deadline frame and its request are
+//!   two messages, so two packets; and the client's acknowledgement of the answer) and sends
+//!   2.0 to 3.0 (the answer, its acknowledgement of the request, and acknowledgements again
+//!   after spurious timeouts), in 2.4 to 6.1 syscalls.
+//! - 16 in flight: 0.62 to 1.06× at 1.0 to 1.5×; 1.1 to 1.7 packets each way and 0.25 to
+//!   2.0 syscalls per call on the server.
+//! - 128 in flight: **0.70 to 1.32× (median 1.04)** at 0.93 to 1.51× (median 0.99) the CPU
+//!   per call: issue 33's target, 1.5× at no more CPU, is missed here. The server makes 0.14
+//!   to 0.59 syscalls and 1.03 to 1.20 packets each way per call: acknowledgements ride in
+//!   the `sendmmsg` of the answers and cover a batch. What remains is CPU shared by both sides
+//!   on two busy cores (a flat profile: `epoll` in the loop and the nested set, the clock,
+//!   zeroing 64 headers and addresses per `recvmmsg`, the core's per-packet scans), and
+//!   the credits: 32 packets unacknowledged per session, so 32 calls per round trip.
+//!
+//! Two changes tried after those runs, each measured with the same command (2 s points, load
+//! average 4 to 5):
+//! - **Kept:** the `try_recv` that drains the last queued message does not receive again
+//!   (see the transport's readiness below). The server's syscalls per call at 1 in flight
+//!   fell from 2.30 to 2.41 to 2.07 to 2.09; calls/s moved within the noise (UDP/TCP at 1,
+//!   16 and 128 in flight: 0.43 and 0.54×, 0.87 and 0.73×, 1.03 and 1.14× at 1.03 and
+//!   0.89× the CPU per call).
+//! - **Not kept:** a round's Ack sent after its data instead of before (so that a blocking
+//!   client's `recvmmsg` finds the answer, not the Ack alone, and the answer and the Ack are
+//!   one GSO entry): 2.0 `recvmmsg` per call on the client instead of 2.8, and UDP/TCP 0.53
+//!   and 0.55× at 1 in flight, 1.20 and 1.21× at 0.82 and 0.83× the CPU per call at 128 (two
+//!   runs). But a peer may then take an answer in one drive and the Ack of its request in
+//!   the next, and senders that count their window by answers (this crate's `tests/udp.rs`
+//!   echo, the `udp_echo` and `xdp_echo` examples) find it full; reverted until those handle
+//!   `SendError::WindowFull`.
+//! - **Not changed, needs a packet format change:** at 1 in flight the server receives 3
+//!   packets per call and sends 2: a blocking call is two messages (deadline, request), each a
+//!   packet of its own, and the client's Ack of the answer is a datagram of its own. Several
+//!   small messages per packet, or the cumulative Ack carried in data packets (as eRPC
+//!   piggybacks credit returns on responses), would remove them.
+//!
+//! **The stalls, explained: pool growth, not UDP.** ferry-rpc's `tests/udp.rs` first test
+//! took 0.15 s in most release runs and 0.5 to 1.1 s in some, a server's connection unread for
+//! 0.1 to 0.45 s meanwhile while its client retransmitted. Instrumented (not committed: the
+//! patch checked, at every wait of the server's loop, whether any UDP socket or its `epoll`
+//! set was readable and not reported, and traced every connection call with a timestamp):
+//! no wakeup was lost, ever; during a stall every thread of the process stopped at once (the
+//! three clients between two frames of one request, inside `send`'s pool allocation; the
+//! server's loop inside a reassembly's). Timing `ferry-buf`'s region growth (`Pool::grow`)
+//! found it: a new 8 MiB region, prefaulted and `mlock`ed (`MADV_HUGEPAGE`, with this
+//! machine's THP `defrag=madvise`), took 50 to 150 ms on this busy 2-core machine; a run
+//! makes 46 to 56 of them (each pool grows a region per size class the messages of 0 B to
+//! 256 KiB use: some 400 MiB prefaulted). Over ten runs the test's time followed the growth
+//! time: 0.11 to 0.17 s where the longest growth took 4 to 26 ms, 0.41 to 0.82 s where it took
+//! 121 to 152 ms (0.7 to 1.8 s of growth in all, across threads). With THP disabled for the
+//! process (`PR_SET_THP_DISABLE`), so 4 KiB pages, ten runs took 0.9 to 1.9 s (against 0.2
+//! to 2.2 s with THP in the same minutes): the prefaulting itself is the cost. The
+//! retransmissions meanwhile are the protocol doing its job. The fix belongs to `ferry-buf`
+//! (regions grown ahead of need or off the hot path, or smaller first regions per class) and
+//! is not in this crate. The
+//! counters that show such a pause on `/metrics` are ferry-rpc's `ferry_dgram_timeouts_total`
+//! and `ferry_dgram_retransmits_total` on a lossless path.
 //!
 //! **Not yet:** pacing, `IP_PKTINFO` (a socket bound to a wildcard address answers from
 //! whichever address the kernel picks), ECN, and an event loop of several endpoints.
@@ -239,12 +292,19 @@
 //! - **Readiness.** The descriptor is an `epoll` set of the socket and a `timerfd` armed at
 //!   the core's next timer, so a loop polling it wakes to retransmit too. `try_recv` never
 //!   waits; `recv` waits in `poll` up to the next timer, running the timers meanwhile;
-//!   `flush` only sends (what arrives stays in the socket, which stays readable).
+//!   `flush` only sends (what arrives stays in the socket, which stays readable). When the
+//!   drive that queued messages emptied the socket, the `try_recv` that finds none left only
+//!   sends and returns `None`, without a `recvmmsg` that would mostly find nothing: what came
+//!   since makes the descriptor readable (due timers too: the `timerfd` is set again).
 //! - **Acknowledgements.** `recv`, and `try_recv` on a client's connection, acknowledge what
 //!   they received before returning it: the caller (a blocking channel) may not call again
 //!   for a while. On a served connection `try_recv` leaves them for its next drive, which its
 //!   caller (the event loop, the tokio server) makes when it drains `try_recv` to `None`, so
 //!   they leave with the answers in one `sendmmsg`.
+//! - **Statistics.** [`UdpConnection::stats`] gives the driver's and the core's counters;
+//!   [`DriverStats`] (from them) is what every datagram driver reports, and what ferry-rpc's
+//!   `/metrics` sums per transport (`ferry_dgram_*`: packets, retransmits, timeouts, credits
+//!   stalled, drops by reason, syscalls, the smoothed RTT).
 //! - **Errors.** The session's end fails the next call with `TransportError::Io` of kind
 //!   `ConnectionReset` (the peer restarted or closed: dropping a connection sends a Reset, as
 //!   a TCP close sends a FIN) or `TimedOut` ([`Config::max_timeouts`] timeouts without
@@ -428,7 +488,7 @@ pub use conn::DgramFrame;
 pub use endpoint::Endpoint;
 pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
 pub use packet::{Packet, PacketError, SessionId};
-pub use stats::{Dropped, Drops, SessionStats, Stats};
+pub use stats::{DriverStats, Dropped, Drops, SessionStats, Stats};
 pub use udp::{
     BindError, HandshakeTimeout, UdpConfig, UdpConnConfig, UdpConnection, UdpEndpoint, UdpFrame, UdpListener,
     UdpListenerStats, UdpStats,

@@ -84,6 +84,24 @@ impl Drops {
         *n += 1;
     }
 
+    /// Each reason's count under a short name (`malformed`, `unknown_session`, ...), in the
+    /// order of the fields: what a metrics exporter labels its series with.
+    pub fn by_reason(&self) -> [(&'static str, u64); 11] {
+        [
+            ("malformed", self.malformed),
+            ("unknown_session", self.unknown_session),
+            ("forged", self.forged),
+            ("not_connected", self.not_connected),
+            ("duplicate", self.duplicate),
+            ("out_of_window", self.out_of_window),
+            ("inconsistent", self.inconsistent),
+            ("session_limit", self.session_limit),
+            ("handshake", self.handshake),
+            ("pool_exhausted", self.pool_exhausted),
+            ("resets_suppressed", self.resets_suppressed),
+        ]
+    }
+
     /// All drops together.
     pub fn total(&self) -> u64 {
         self.malformed
@@ -118,6 +136,19 @@ pub struct Stats {
     pub rtt: Option<Duration>,
     /// Dropped packets by reason.
     pub drops: Drops,
+}
+
+/// What every datagram driver reports, whatever moves its packets: the protocol core's
+/// counters, the driver's syscalls, and the frames of shared memory the NIC owns (AF_XDP's
+/// UMEM; `None` for UDP). What ferry-rpc exports per datagram transport on its `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DriverStats {
+    /// The protocol core's counters.
+    pub endpoint: Stats,
+    /// The driver's syscalls (UDP: `sendmmsg`, `recvmmsg` and `poll`).
+    pub syscalls: u64,
+    /// UMEM frames in use (AF_XDP), `None` where there is no UMEM.
+    pub umem_frames_in_use: Option<u64>,
 }
 
 /// One session's state, for tests and metrics.

@@ -113,7 +113,14 @@ fn connections_echo_messages_up_to_256_kib_in_order() {
     assert!(client.try_recv().expect("try_recv").is_none(), "nothing more");
     assert_eq!(listener_stats.accepted, 1);
     assert_eq!(conn.stats().endpoint.messages_received, SIZES.len() as u64 * 2);
-    assert_eq!(client.stats().endpoint.messages_received, SIZES.len() as u64 * 2);
+    let stats = client.stats();
+    assert_eq!(stats.endpoint.messages_received, SIZES.len() as u64 * 2);
+    // The retransmission timer was armed for the requests: its syscalls are counted.
+    assert!(stats.wake_calls > 0, "{stats:?}");
+    assert_eq!(
+        stats.syscalls(),
+        stats.send_calls + stats.recv_calls + stats.poll_calls + stats.wake_calls
+    );
 }
 
 /// A peer driven by hand: a plain socket and a protocol core.
@@ -385,4 +392,39 @@ fn a_caller_may_leave_its_connection_alone_past_the_cores_default_give_up() {
         assert!(conn.try_recv().expect("the session lives on").is_none());
         conn.in_flight() == 0
     });
+}
+
+#[test]
+fn a_drain_receives_once_and_later_messages_still_wake_the_descriptor() {
+    let listener = UdpListener::bind(localhost(), UdpConnConfig::default()).expect("bind");
+    let addr = listener.local_addr();
+    let client = spawn("connect", move || {
+        UdpConnection::connect(addr, &pool(), &UdpConnConfig::default()).expect("connect")
+    });
+    let mut server = accept(&listener);
+    let mut client = client.join();
+    let send = |client: &mut UdpConnection, i: u64| {
+        client
+            .send_payload(Meta::new(1, i), Payload::Bytes(&[i as u8; 8]))
+            .expect("send");
+        client.flush().expect("flush");
+    };
+    for i in 0..3 {
+        send(&mut client, i);
+    }
+    // Each drain (try_recv until None, once the descriptor is readable) makes one recvmmsg:
+    // the call that finds no message left does not receive again.
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        wait_readable(&server);
+        let before = server.stats().recv_calls;
+        while let Some(frame) = server.try_recv().expect("try_recv") {
+            got.push(frame.meta().request_id);
+        }
+        assert_eq!(server.stats().recv_calls - before, 1, "one recvmmsg per drain");
+    }
+    assert_eq!(got, [0, 1, 2]);
+    // What comes after a drain still makes the descriptor readable.
+    send(&mut client, 3);
+    assert_eq!(next_frame(&mut server).meta().request_id, 3);
 }

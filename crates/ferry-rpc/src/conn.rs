@@ -273,6 +273,17 @@ impl Conn {
         }
     }
 
+    /// A datagram connection's counters (its protocol core's, its driver's syscalls): what
+    /// the metrics' `ferry_dgram_*` series sum. `None` for TCP and shared memory, and for now
+    /// for AF_XDP: an `XdpConnection`'s stats are its endpoint's, shared by every session on
+    /// the interface queue, so a sum over connections would count them once per session.
+    pub fn datagram_stats(&self) -> Option<ferry_dgram::DriverStats> {
+        match self {
+            Conn::Tcp(_) | Conn::Shm(_) | Conn::Xdp(_) => None,
+            Conn::Udp(c) => Some(c.stats().into()),
+        }
+    }
+
     /// Whether queued frames (or shared-memory acknowledgements) wait to be written.
     pub fn has_unsent(&mut self) -> bool {
         match self {

@@ -54,6 +54,18 @@ const UNKNOWN_METHOD: &str = "unknown";
 /// | `ferry_pool_buffers_outstanding` | gauge | `pool` |
 /// | `ferry_pool_bytes_outstanding` | gauge | `pool` |
 /// | `ferry_pool_mapped_bytes` | gauge | `pool` |
+/// | `ferry_dgram_packets_sent_total`, `ferry_dgram_packets_received_total` | counter: the served datagram sessions' packets (received: dropped ones included) | `transport` (`udp`) |
+/// | `ferry_dgram_retransmits_total`, `ferry_dgram_timeouts_total` | counter: data packets sent again, retransmission timeouts | `transport` |
+/// | `ferry_dgram_credits_stalled_total` | counter: times a session had packets to send and no credit left | `transport` |
+/// | `ferry_dgram_drops_total` | counter: packets dropped | `transport`, `reason` ([`ferry_dgram::Drops::by_reason`]) |
+/// | `ferry_dgram_syscalls_total` | counter: the drivers' syscalls | `transport` |
+/// | `ferry_dgram_rtt_seconds` | gauge: the smoothed RTT, averaged over the open sessions that have one | `transport` |
+/// | `ferry_dgram_umem_frames_in_use` | gauge: UMEM frames in use, for a driver that has a UMEM | `transport` |
+///
+/// The `ferry_dgram_*` series appear with a transport's first served session; their counters
+/// include closed sessions. Each event loop publishes its sessions' sums (from
+/// [`Conn::datagram_stats`](crate::Conn::datagram_stats)) at most every 100 ms, so a scrape
+/// sees them that late at most.
 ///
 /// A method's `OK` count and its histogram are there from the first scrape; its other codes
 /// appear with their first call (17 mostly-zero series per method would drown the ones that
@@ -100,6 +112,7 @@ pub struct Metrics {
     closed: [Counter; Closed::ALL.len()],
     pools: Arc<PoolCollector>,
     loops: Arc<LoopCollector>,
+    datagrams: Arc<DatagramCollector>,
     /// Built in [`Metrics::new`] and never changed after: a scrape needs no lock on it.
     registry: Registry,
     /// The application's own families ([`Metrics::extend`]), encoded after the server's.
@@ -162,6 +175,8 @@ impl Metrics {
         registry.register_collector(Box::new(pools.clone()));
         let loops = Arc::new(LoopCollector::default());
         registry.register_collector(Box::new(loops.clone()));
+        let datagrams = Arc::new(DatagramCollector::default());
+        registry.register_collector(Box::new(datagrams.clone()));
 
         Metrics {
             table,
@@ -171,6 +186,7 @@ impl Metrics {
             closed,
             pools,
             loops,
+            datagrams,
             registry,
             extra: Mutex::new(Vec::new()),
         }
@@ -261,6 +277,19 @@ impl Metrics {
     pub fn add_loop(&self) -> Arc<LoopCounters> {
         let counters = Arc::new(LoopCounters::default());
         self.loops
+            .loops
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(counters.clone());
+        counters
+    }
+
+    /// Adds an event loop's datagram sessions: what the loop publishes there
+    /// ([`DatagramCounters::publish`]) is summed over the loops at each scrape into the
+    /// `ferry_dgram_*` series.
+    pub(crate) fn add_datagram_loop(&self) -> Arc<DatagramCounters> {
+        let counters = Arc::new(DatagramCounters::default());
+        self.datagrams
             .loops
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -649,6 +678,195 @@ impl Collector for LoopCollector {
             counter.inc_by(value);
             let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             counter.encode(metric)?;
+        }
+        Ok(())
+    }
+}
+
+/// Drop reasons: [`Drops::by_reason`](ferry_dgram::Drops::by_reason)'s length.
+const DROP_REASONS: usize = 11;
+
+/// Datagram sessions' counters summed, for one transport ([`DatagramCounters::publish`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DatagramSum {
+    /// Whether any session was added (its series are then encoded).
+    seen: bool,
+    packets_sent: u64,
+    packets_received: u64,
+    retransmits: u64,
+    timeouts: u64,
+    credits_stalled: u64,
+    syscalls: u64,
+    drops: [u64; DROP_REASONS],
+    /// Smoothed RTTs of open sessions, summed, and how many.
+    rtt_sum: Duration,
+    rtt_sessions: u32,
+    umem_frames_in_use: Option<u64>,
+}
+
+impl DatagramSum {
+    /// Adds a session's counters; with `open`, its gauges (RTT, UMEM frames) too.
+    pub(crate) fn add(&mut self, stats: &ferry_dgram::DriverStats, open: bool) {
+        let e = &stats.endpoint;
+        self.seen = true;
+        self.packets_sent += e.packets_sent;
+        self.packets_received += e.packets_received;
+        self.retransmits += e.retransmits;
+        self.timeouts += e.timeouts;
+        self.credits_stalled += e.credits_stalled;
+        self.syscalls += stats.syscalls;
+        for (sum, (_, n)) in self.drops.iter_mut().zip(e.drops.by_reason()) {
+            *sum += n;
+        }
+        if !open {
+            return;
+        }
+        if let Some(rtt) = e.rtt {
+            self.rtt_sum += rtt;
+            self.rtt_sessions += 1;
+        }
+        if let Some(frames) = stats.umem_frames_in_use {
+            *self.umem_frames_in_use.get_or_insert(0) += frames;
+        }
+    }
+
+    /// The counters of both, and the gauges of both.
+    fn merge(&mut self, other: &DatagramSum) {
+        self.seen |= other.seen;
+        self.packets_sent += other.packets_sent;
+        self.packets_received += other.packets_received;
+        self.retransmits += other.retransmits;
+        self.timeouts += other.timeouts;
+        self.credits_stalled += other.credits_stalled;
+        self.syscalls += other.syscalls;
+        for (a, b) in self.drops.iter_mut().zip(other.drops) {
+            *a += b;
+        }
+        self.rtt_sum += other.rtt_sum;
+        self.rtt_sessions += other.rtt_sessions;
+        if let Some(frames) = other.umem_frames_in_use {
+            *self.umem_frames_in_use.get_or_insert(0) += frames;
+        }
+    }
+}
+
+/// One event loop's datagram sessions ([`Metrics::add_datagram_loop`]), by transport: the
+/// loop publishes its sums now and then, a scrape reads them.
+#[derive(Debug, Default)]
+pub(crate) struct DatagramCounters {
+    sums: Mutex<[DatagramSum; TransportKind::ALL.len()]>,
+}
+
+impl DatagramCounters {
+    /// Replaces the loop's sums, indexed by `TransportKind as usize`: its closed sessions'
+    /// counters plus its open sessions' counters and gauges.
+    pub(crate) fn publish(&self, sums: [DatagramSum; TransportKind::ALL.len()]) {
+        *self.sums.lock().unwrap_or_else(PoisonError::into_inner) = sums;
+    }
+}
+
+/// A `ferry_dgram_*` counter: its name, its help, and which sum it shows.
+type DatagramCounter = (&'static str, &'static str, fn(&DatagramSum) -> u64);
+
+#[derive(Debug, Default)]
+struct DatagramCollector {
+    loops: Mutex<Vec<Arc<DatagramCounters>>>,
+}
+
+impl Collector for DatagramCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let mut sums = [DatagramSum::default(); TransportKind::ALL.len()];
+        for counters in self.loops.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            let published = *counters.sums.lock().unwrap_or_else(PoisonError::into_inner);
+            for (sum, p) in sums.iter_mut().zip(&published) {
+                sum.merge(p);
+            }
+        }
+        let kinds: Vec<(&str, DatagramSum)> = TransportKind::ALL
+            .iter()
+            .zip(sums)
+            .filter(|(_, s)| s.seen)
+            .map(|(k, s)| (k.label(), s))
+            .collect();
+        if kinds.is_empty() {
+            return Ok(());
+        }
+        let counters: [DatagramCounter; 6] = [
+            ("ferry_dgram_packets_sent", "Datagram packets sent", |s| {
+                s.packets_sent
+            }),
+            (
+                "ferry_dgram_packets_received",
+                "Datagram packets received, dropped ones included",
+                |s| s.packets_received,
+            ),
+            ("ferry_dgram_retransmits", "Data packets sent again", |s| {
+                s.retransmits
+            }),
+            ("ferry_dgram_timeouts", "Retransmission timeouts", |s| s.timeouts),
+            (
+                "ferry_dgram_credits_stalled",
+                "Times a session had packets to send and no credit left",
+                |s| s.credits_stalled,
+            ),
+            ("ferry_dgram_syscalls", "Datagram drivers' syscalls", |s| {
+                s.syscalls
+            }),
+        ];
+        for (name, help, value) in counters {
+            let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (kind, sum) in &kinds {
+                metric
+                    .encode_family(&[("transport", *kind)])?
+                    .encode_counter::<NoLabelSet, _, u64>(&value(sum), None)?;
+            }
+        }
+        let mut metric = encoder.encode_descriptor(
+            "ferry_dgram_drops",
+            "Datagram packets dropped, by reason",
+            None,
+            MetricType::Counter,
+        )?;
+        for (kind, sum) in &kinds {
+            let reasons = ferry_dgram::Drops::default().by_reason();
+            for ((reason, _), n) in reasons.iter().zip(sum.drops) {
+                metric
+                    .encode_family(&[("transport", *kind), ("reason", *reason)])?
+                    .encode_counter::<NoLabelSet, _, u64>(&n, None)?;
+            }
+        }
+        let rtts: Vec<_> = kinds
+            .iter()
+            .filter(|(_, s)| s.rtt_sessions > 0)
+            .map(|(k, s)| (*k, (s.rtt_sum / s.rtt_sessions).as_secs_f64()))
+            .collect();
+        if !rtts.is_empty() {
+            let mut metric = encoder.encode_descriptor(
+                "ferry_dgram_rtt",
+                "Smoothed RTT, averaged over the open datagram sessions that have one",
+                Some(&Unit::Seconds),
+                MetricType::Gauge,
+            )?;
+            for (kind, rtt) in rtts {
+                metric.encode_family(&[("transport", kind)])?.encode_gauge(&rtt)?;
+            }
+        }
+        let umem: Vec<_> = kinds
+            .iter()
+            .filter_map(|(k, s)| Some((*k, s.umem_frames_in_use?)))
+            .collect();
+        if !umem.is_empty() {
+            let mut metric = encoder.encode_descriptor(
+                "ferry_dgram_umem_frames_in_use",
+                "UMEM frames in use",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (kind, frames) in umem {
+                metric
+                    .encode_family(&[("transport", kind)])?
+                    .encode_gauge(&frames)?;
+            }
         }
         Ok(())
     }

@@ -436,6 +436,87 @@ fn garbage_and_forged_packets_leave_the_service_serving() {
     server.shutdown(Duration::from_secs(1));
 }
 
+/// The server's metrics, scraped over HTTP.
+fn scrape(addr: std::net::SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to /metrics");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: ferry\r\n\r\n")
+        .expect("request");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).expect("answer");
+    text
+}
+
+/// The value of the series `key` (name and labels, as exposed) in `text`.
+fn series(text: &str, key: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// A server of the test service alone on `addrs`, one loop, with its metrics endpoint.
+fn serve_with_metrics(addrs: &[&str]) -> Server {
+    let services = Services::builder()
+        .service(TestService::default())
+        .expect("add")
+        .build()
+        .expect("services");
+    let builder = addrs
+        .iter()
+        .fold(Server::builder(services), |b, addr| b.listen(addr));
+    builder
+        .metrics("127.0.0.1:0")
+        .loops(1)
+        .start()
+        .expect("server starts")
+}
+
+#[test]
+fn the_metrics_show_the_udp_sessions_packets_syscalls_and_rtt() {
+    let server = serve_with_metrics(&["udp://127.0.0.1:0"]);
+    let metrics = server.metrics_addr().expect("metrics endpoint");
+    let ch = channel(&server.addrs()[0].to_string());
+    const CALLS: usize = 20;
+    for i in 0..CALLS {
+        let bytes = payload(i, 64);
+        let resp = ch.call_payload(RAW, Payload::Bytes(&bytes)).expect("call");
+        assert_eq!(resp.frame().bytes(), Some(&bytes[..]));
+    }
+    // The loop publishes its sessions' counters every 100 ms: wait for this session's.
+    let udp = |name: &str| format!("{name}{{transport=\"udp\"}}");
+    let mut text = String::new();
+    ferry_testkit::wait_until("the UDP session's packets on /metrics", DEADLINE, || {
+        text = scrape(metrics);
+        series(&text, &udp("ferry_dgram_packets_received_total")).is_some_and(|n| n >= CALLS as f64)
+    });
+    // Every request came in a packet and every answer left in one, each with its syscalls.
+    for name in ["ferry_dgram_packets_sent_total", "ferry_dgram_syscalls_total"] {
+        let n = series(&text, &udp(name)).unwrap_or_else(|| panic!("{name} in\n{text}"));
+        assert!(n >= CALLS as f64, "{name} = {n}");
+    }
+    let rtt = series(&text, &udp("ferry_dgram_rtt_seconds")).expect("the open session's RTT");
+    assert!(rtt > 0.0, "rtt {rtt}");
+    for name in [
+        "ferry_dgram_retransmits_total",
+        "ferry_dgram_timeouts_total",
+        "ferry_dgram_credits_stalled_total",
+    ] {
+        assert!(series(&text, &udp(name)).is_some(), "{name} in\n{text}");
+    }
+    for reason in ["malformed", "duplicate", "out_of_window", "pool_exhausted"] {
+        let key = format!("ferry_dgram_drops_total{{transport=\"udp\",reason=\"{reason}\"}}");
+        assert!(series(&text, &key).is_some(), "{key} in\n{text}");
+    }
+    // No UMEM on UDP, and no datagram series for a transport that served nothing.
+    assert!(!text.contains("ferry_dgram_umem_frames_in_use"), "{text}");
+    assert!(
+        !text.contains("ferry_dgram_packets_sent_total{transport=\"tcp\"}"),
+        "{text}"
+    );
+    drop(ch);
+    server.shutdown(Duration::from_secs(1));
+}
+
 /// Calls of 64 B raw echo completed in `secs` seconds over `addr` with `in_flight` calls at
 /// once (1: the blocking channel; more: tasks on one tokio channel).
 fn echo_rate(addr: &str, in_flight: usize, secs: f64) -> f64 {
@@ -485,10 +566,21 @@ fn echo_rate(addr: &str, in_flight: usize, secs: f64) -> f64 {
     })
 }
 
+/// The process's CPU time so far (user + system, from `/proc/self/stat`, in clock ticks of
+/// 10 ms): the server's and the client's together, since both run here.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The fields after the command name (which may hold spaces) start at its closing ')'.
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("comm") + 2..].split(' ').collect();
+    let ticks: u64 = fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_millis(ticks * 10)
+}
+
 /// A first measurement, not a benchmark (`ferry bench rpc` will be): 64 B raw echo over
-/// `udp://` and `tcp://` on loopback, one server loop, at 1 and 16 calls in flight, the two
-/// transports alternating in one run. Prints calls/s and the UDP/TCP ratio; asserts nothing
-/// about speed. `FERRY_UDP_MEASURE_SECS` sets each point's time (default 3).
+/// `udp://` and `tcp://` on loopback, one server loop, at 1, 16 and 128 calls in flight, the
+/// two transports alternating in one run. Prints calls/s, CPU per call (both sides: the
+/// process's CPU time over the calls) and the UDP/TCP ratios; asserts nothing about speed.
+/// `FERRY_UDP_MEASURE_SECS` sets each point's time (default 3).
 #[test]
 #[ignore = "a measurement: cargo test --release -p ferry-rpc --test udp -- --ignored --nocapture"]
 fn measure_64_byte_echo_udp_against_tcp() {
@@ -496,30 +588,55 @@ fn measure_64_byte_echo_udp_against_tcp() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3.0);
-    let services = Services::builder()
-        .service(TestService::default())
-        .expect("add")
-        .build()
-        .expect("services");
-    let server = Server::builder(services)
-        .listen("tcp://127.0.0.1:0")
-        .listen("udp://127.0.0.1:0")
-        .loops(1)
-        .start()
-        .expect("server starts");
+    let server = serve_with_metrics(&["tcp://127.0.0.1:0", "udp://127.0.0.1:0"]);
     let [tcp, udp] = [0, 1].map(|i| server.addrs()[i].to_string());
-    for in_flight in [1, 16] {
+    let metrics = server.metrics_addr().expect("metrics endpoint");
+    // The server's UDP counters: syscalls, packets sent, packets received (published every
+    // 100 ms, and the sessions closed by then: read after a pause that lets them settle).
+    let counters = || {
+        std::thread::sleep(Duration::from_millis(300));
+        let text = scrape(metrics);
+        [
+            "syscalls",
+            "packets_sent",
+            "packets_received",
+            "retransmits",
+            "timeouts",
+        ]
+        .map(|n| series(&text, &format!("ferry_dgram_{n}_total{{transport=\"udp\"}}")).unwrap_or(0.0))
+    };
+    // Calls/s and CPU µs per call of one point.
+    let point = |addr: &str, in_flight: usize| {
+        let before = (addr == udp).then(counters);
+        let cpu = process_cpu();
+        let rate = echo_rate(addr, in_flight, secs);
+        let calls = rate * secs;
+        let per_call = (process_cpu() - cpu).as_secs_f64() * 1e6 / calls;
+        if let Some(before) = before {
+            let after = counters();
+            let [sys, sent, received, rx, to] = [0, 1, 2, 3, 4].map(|i| (after[i] - before[i]) / calls);
+            println!(
+                "  udp server, {in_flight:>3} in flight: {sys:.2} syscalls, {sent:.2} packets sent, \
+                 {received:.2} received per call; retx {rx:.3} timeouts {to:.3}"
+            );
+        }
+        (rate, per_call)
+    };
+    for in_flight in [1, 16, 128] {
         let (mut t, mut u) = (Vec::new(), Vec::new());
         for _ in 0..2 {
-            t.push(echo_rate(&tcp, in_flight, secs));
-            u.push(echo_rate(&udp, in_flight, secs));
+            t.push(point(&tcp, in_flight));
+            u.push(point(&udp, in_flight));
         }
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let mean =
+            |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
+        let (tr, ur) = (mean(&t, |p| p.0), mean(&u, |p| p.0));
+        let (tc, uc) = (mean(&t, |p| p.1), mean(&u, |p| p.1));
         println!(
-            "64 B echo, {in_flight:>2} in flight: tcp {:>9.0} calls/s {t:.0?}, udp {:>9.0} calls/s {u:.0?}, udp/tcp {:.2}",
-            mean(&t),
-            mean(&u),
-            mean(&u) / mean(&t)
+            "64 B echo, {in_flight:>3} in flight: tcp {tr:>9.0} calls/s {tc:>5.1} µs CPU/call, \
+             udp {ur:>9.0} calls/s {uc:>5.1} µs CPU/call; udp/tcp {:.2} calls/s, {:.2} CPU/call",
+            ur / tr,
+            uc / tc
         );
     }
     server.shutdown(Duration::from_secs(1));

@@ -18,7 +18,9 @@ use ferry_buf::{Pool, SharedBuf};
 use ferry_transport::Meta;
 use thiserror::Error;
 
-use crate::{Config, ConfigError, ConnectError, Endpoint, Event, SendError, SessionId, Stats, Transmit};
+use crate::{
+    Config, ConfigError, ConnectError, DriverStats, Endpoint, Event, SendError, SessionId, Stats, Transmit,
+};
 
 #[allow(unsafe_code)]
 mod sys;
@@ -108,6 +110,9 @@ pub struct UdpStats {
     pub truncated: u64,
     /// `poll` calls ([`UdpEndpoint::drive`]'s waits).
     pub poll_calls: u64,
+    /// A [`UdpConnection`]'s `timerfd_settime` and `epoll_ctl` calls on its descriptor (the
+    /// retransmission timer, the interest in writability); zero for a bare endpoint.
+    pub wake_calls: u64,
     /// The protocol core's counters.
     pub endpoint: Stats,
 }
@@ -123,9 +128,20 @@ impl UdpStats {
         self.datagrams_received as f64 / self.recv_calls.max(1) as f64
     }
 
-    /// Every syscall counted: `sendmmsg`, `recvmmsg` and `poll`.
+    /// Every syscall counted: `sendmmsg`, `recvmmsg`, `poll`, and a connection's
+    /// `timerfd_settime` and `epoll_ctl`.
     pub fn syscalls(&self) -> u64 {
-        self.send_calls + self.recv_calls + self.poll_calls
+        self.send_calls + self.recv_calls + self.poll_calls + self.wake_calls
+    }
+}
+
+impl From<UdpStats> for DriverStats {
+    fn from(s: UdpStats) -> DriverStats {
+        DriverStats {
+            endpoint: s.endpoint,
+            syscalls: s.syscalls(),
+            umem_frames_in_use: None,
+        }
     }
 }
 
@@ -146,6 +162,9 @@ pub struct UdpEndpoint {
     events: VecDeque<Event>,
     /// Set when the kernel's send buffer is full; cleared by the next send that goes through.
     blocked: bool,
+    /// Whether the last [`drive`](Self::drive)'s receiving stopped because the socket was
+    /// empty (not at [`MAX_RECV_ROUNDS`]).
+    drained: bool,
     /// The receive ring: `batch` buffers of `rx_len` bytes.
     rx: Vec<u8>,
     rx_len: usize,
@@ -186,6 +205,7 @@ impl UdpEndpoint {
             queue: VecDeque::new(),
             events: VecDeque::new(),
             blocked: false,
+            drained: false,
             rx: vec![0; rx_len * config.batch],
             rx_len,
             rx_msgs: Box::new([InMsg::EMPTY; MAX_BATCH]),
@@ -247,6 +267,12 @@ impl UdpEndpoint {
         self.blocked
     }
 
+    /// Whether the last [`drive`](Self::drive) received until the socket was empty (what came
+    /// after makes it readable again).
+    pub(crate) fn drained(&self) -> bool {
+        self.drained
+    }
+
     /// One step: sends what the core has (the application's messages, acknowledgements);
     /// waits up to `timeout` for a datagram, the next timer or, while
     /// [`wants_write`](Self::wants_write), room to send (not at all if `timeout` is zero or
@@ -289,6 +315,7 @@ impl UdpEndpoint {
     /// Receives until the socket is empty (or [`MAX_RECV_ROUNDS`] calls), handing every
     /// datagram to the core.
     fn receive(&mut self, now: Instant) -> io::Result<()> {
+        self.drained = true;
         let fd = self.socket.as_fd();
         for _ in 0..MAX_RECV_ROUNDS {
             self.stats.recv_calls += 1;
@@ -322,6 +349,7 @@ impl UdpEndpoint {
                 return Ok(());
             }
         }
+        self.drained = false;
         Ok(())
     }
 

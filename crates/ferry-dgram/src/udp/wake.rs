@@ -21,6 +21,8 @@ pub(crate) struct Wake {
     armed: Option<Instant>,
     /// Whether the socket is watched for writability too.
     write: bool,
+    /// `timerfd_settime` and `epoll_ctl` calls made by [`update`](Self::update).
+    pub(crate) syscalls: u64,
 }
 
 impl Wake {
@@ -48,6 +50,7 @@ impl Wake {
             timer,
             armed: None,
             write: false,
+            syscalls: 0,
         })
     }
 
@@ -68,6 +71,7 @@ impl Wake {
             } else {
                 epoll::EventFlags::IN
             };
+            self.syscalls += 1;
             epoll::modify(&self.epoll, socket, epoll::EventData::new_u64(0), flags)?;
             self.write = write;
         }
@@ -100,6 +104,7 @@ impl Wake {
             it_value: value,
         };
         // Setting the timer also clears a past expiry, so it stops being readable.
+        self.syscalls += 1;
         timerfd_settime(&self.timer, TimerfdTimerFlags::empty(), &spec)?;
         self.armed = deadline;
         Ok(())

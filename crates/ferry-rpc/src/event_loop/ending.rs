@@ -101,6 +101,19 @@ impl EventLoop {
         work
     }
 
+    /// Publishes the served datagram sessions' counters to the metrics: the closed ones' and
+    /// the open ones'.
+    pub(super) fn publish_datagrams(&self) {
+        let mut sums = self.datagrams_closed;
+        let served = self.slots.iter().filter_map(|slot| slot.session.as_ref());
+        for s in served.filter(|s| matches!(s.role, Role::Server(_))) {
+            if let Some(stats) = s.conn.datagram_stats() {
+                sums[s.conn.kind() as usize].add(&stats, true);
+            }
+        }
+        self.datagrams.publish(sums);
+    }
+
     /// Removes dead sessions; fails their client calls with `UNAVAILABLE`.
     pub(super) fn reap(&mut self) -> bool {
         let mut lost: Vec<(Continuation, Status)> = Vec::new();
@@ -141,6 +154,9 @@ impl EventLoop {
                         self.services.metrics().closed(crate::limits::handshake_end(&why));
                     }
                     self.services.metrics().sessions(s.conn.kind()).dec();
+                    if let Some(stats) = s.conn.datagram_stats() {
+                        self.datagrams_closed[s.conn.kind() as usize].add(&stats, false);
+                    }
                     server.core.lost();
                     for flag in server.background.values() {
                         flag.store(true, Ordering::Relaxed);

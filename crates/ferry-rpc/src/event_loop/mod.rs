@@ -221,6 +221,12 @@ pub struct EventLoop {
     stats: LoopStats,
     /// [`LoopStats::work_turns`] and [`LoopStats::visited`], published to the metrics.
     counters: Arc<crate::metrics::LoopCounters>,
+    /// The served datagram sessions' counters, published to the metrics every
+    /// [`SHM_CHECK`](crate::conn::SHM_CHECK) (at `datagrams_due`): the closed sessions'
+    /// (summed here when they close) plus the open ones'.
+    datagrams: Arc<crate::metrics::DatagramCounters>,
+    datagrams_closed: [crate::metrics::DatagramSum; TransportKind::ALL.len()],
+    datagrams_due: Instant,
 }
 
 impl std::fmt::Debug for EventLoop {
@@ -245,6 +251,7 @@ impl EventLoop {
         let name = format!("loop-{}", LOOPS.fetch_add(1, Ordering::Relaxed));
         services.metrics().add_pool(&name, pool.clone());
         let counters = services.metrics().add_loop();
+        let datagrams = services.metrics().add_datagram_loop();
         let (done_tx, done_rx) = mpsc::channel();
         let waker = Waker::new().map_err(|e| TransportError::io("eventfd", e))?;
         let readiness = Readiness::new(1024).map_err(|e| TransportError::io("epoll_create", e))?;
@@ -274,6 +281,9 @@ impl EventLoop {
             last_work: Instant::now(),
             stats: LoopStats::default(),
             counters,
+            datagrams,
+            datagrams_closed: Default::default(),
+            datagrams_due: Instant::now(),
         })
     }
 
@@ -405,6 +415,10 @@ impl EventLoop {
             }
         }
         work |= self.reap();
+        if now >= self.datagrams_due {
+            self.publish_datagrams();
+            self.datagrams_due = now + crate::conn::SHM_CHECK;
+        }
         if work {
             self.stats.work_turns += 1;
             self.stats.visited += self.hot.len() as u64;
