@@ -1,8 +1,6 @@
-//! What a connection of either driver shares with the other: a received message
-//! ([`DgramFrame`]), an outgoing message serialized into one pool buffer, and the error a
-//! session's end becomes. The AF_XDP connection (`xdp/transport.rs`) uses these; the UDP
-//! connection (`udp/transport.rs`) still has its own copies of the same code (`UdpFrame`,
-//! its `send`), to be switched over once that file is free to change.
+//! What the connections of both drivers (`udp/transport.rs`, `xdp/transport.rs`) share: a
+//! received message ([`DgramFrame`]), an outgoing message serialized into one pool buffer, and
+//! the error a session's end becomes.
 
 use std::io;
 

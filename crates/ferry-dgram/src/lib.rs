@@ -283,7 +283,7 @@
 //!   listener's own epoch, so the client of a server that restarted on the port learns it on
 //!   its next packet ([`SessionError::PeerRestarted`]); garbage is dropped and counted.
 //! - **Buffers.** A received message is the pool buffer it was reassembled in, read in place
-//!   ([`UdpFrame`]: `bytes`, `view`). `send` serializes a Ferry message into one pool buffer
+//!   ([`DgramFrame`]: `bytes`, `view`). `send` serializes a Ferry message into one pool buffer
 //!   (zero-copy values copied behind its header segment: this transport's one user-space
 //!   copy; the kernel copies again into the socket buffer, as for any UDP send), and the
 //!   packets reference slices of it until acknowledged; `in_flight` is the bytes so held,
@@ -490,7 +490,7 @@ pub use event::{ConnectError, Event, SendError, SessionError, Transmit};
 pub use packet::{Packet, PacketError, SessionId};
 pub use stats::{DriverStats, Dropped, Drops, SessionStats, Stats};
 pub use udp::{
-    BindError, HandshakeTimeout, UdpConfig, UdpConnConfig, UdpConnection, UdpEndpoint, UdpFrame, UdpListener,
+    BindError, HandshakeTimeout, UdpConfig, UdpConnConfig, UdpConnection, UdpEndpoint, UdpListener,
     UdpListenerStats, UdpStats,
 };
 pub use xdp::{

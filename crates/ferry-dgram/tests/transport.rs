@@ -49,7 +49,7 @@ fn accept(listener: &UdpListener) -> UdpConnection {
 }
 
 /// The next frame, waiting on the descriptor as an event loop does.
-fn next_frame(conn: &mut UdpConnection) -> ferry_dgram::UdpFrame {
+fn next_frame(conn: &mut UdpConnection) -> ferry_dgram::DgramFrame {
     loop {
         if let Some(frame) = conn.try_recv().expect("try_recv") {
             return frame;

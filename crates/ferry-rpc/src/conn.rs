@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_dgram::{
-    DgramFrame, UdpConnConfig, UdpConnection, UdpFrame, UdpListener, XdpConnConfig, XdpConnection,
-    XdpListener,
+    DgramFrame, UdpConnConfig, UdpConnection, UdpListener, XdpConnConfig, XdpConnection, XdpListener,
 };
 use ferry_net::{Connection, Handshake, PeerIdentity, TlsClient, TlsServer};
 use ferry_shm::{ShmConfig, ShmConnection, ShmFrame, ShmHandshake, ShmListener, ShmStep};
@@ -178,10 +177,9 @@ pub enum Frame {
     Tcp(ferry_net::Frame),
     /// From shared memory.
     Shm(ShmFrame),
-    /// From UDP.
-    Udp(UdpFrame),
-    /// From AF_XDP (as from UDP: the pool buffer the message was reassembled in).
-    Xdp(DgramFrame),
+    /// From a datagram session, over UDP or AF_XDP: the pool buffer the message was
+    /// reassembled in.
+    Dgram(DgramFrame),
 }
 
 /// The first socket address `a` (`host:port`) resolves to.
@@ -362,8 +360,8 @@ impl Transport for Conn {
         match self {
             Conn::Tcp(c) => c.recv().map(Frame::Tcp),
             Conn::Shm(c) => c.recv().map(Frame::Shm),
-            Conn::Udp(c) => c.recv().map(Frame::Udp),
-            Conn::Xdp(c) => c.recv().map(Frame::Xdp),
+            Conn::Udp(c) => c.recv().map(Frame::Dgram),
+            Conn::Xdp(c) => c.recv().map(Frame::Dgram),
         }
     }
 
@@ -371,8 +369,8 @@ impl Transport for Conn {
         match self {
             Conn::Tcp(c) => Ok(c.try_recv()?.map(Frame::Tcp)),
             Conn::Shm(c) => Ok(c.try_recv()?.map(Frame::Shm)),
-            Conn::Udp(c) => Ok(c.try_recv()?.map(Frame::Udp)),
-            Conn::Xdp(c) => Ok(c.try_recv()?.map(Frame::Xdp)),
+            Conn::Udp(c) => Ok(c.try_recv()?.map(Frame::Dgram)),
+            Conn::Xdp(c) => Ok(c.try_recv()?.map(Frame::Dgram)),
         }
     }
 
@@ -396,8 +394,7 @@ impl Frame {
         match self {
             Frame::Tcp(f) => f.payload().len(),
             Frame::Shm(f) => f.bytes().map_or(0, <[u8]>::len),
-            Frame::Udp(f) => f.payload().len(),
-            Frame::Xdp(f) => f.payload().len(),
+            Frame::Dgram(f) => f.payload().len(),
         }
     }
 
@@ -405,8 +402,7 @@ impl Frame {
     pub fn shared(&self) -> Option<&SharedBuf> {
         match self {
             Frame::Tcp(f) => Some(f.payload()),
-            Frame::Udp(f) => Some(f.payload()),
-            Frame::Xdp(f) => Some(f.payload()),
+            Frame::Dgram(f) => Some(f.payload()),
             Frame::Shm(_) => None,
         }
     }
@@ -445,8 +441,7 @@ impl Received for Frame {
         match self {
             Frame::Tcp(f) => f.meta(),
             Frame::Shm(f) => f.meta(),
-            Frame::Udp(f) => f.meta(),
-            Frame::Xdp(f) => f.meta(),
+            Frame::Dgram(f) => f.meta(),
         }
     }
 
@@ -454,8 +449,7 @@ impl Received for Frame {
         match self {
             Frame::Tcp(f) => Some(f.payload()),
             Frame::Shm(f) => f.bytes(),
-            Frame::Udp(f) => f.bytes(),
-            Frame::Xdp(f) => f.bytes(),
+            Frame::Dgram(f) => f.bytes(),
         }
     }
 
@@ -463,8 +457,7 @@ impl Received for Frame {
         match self {
             Frame::Tcp(f) => f.view(desc, limits),
             Frame::Shm(f) => f.view(desc, limits),
-            Frame::Udp(f) => f.view(desc, limits),
-            Frame::Xdp(f) => f.view(desc, limits),
+            Frame::Dgram(f) => f.view(desc, limits),
         }
     }
 }

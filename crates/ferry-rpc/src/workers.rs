@@ -62,11 +62,7 @@ impl SendFrame {
         match frame {
             Frame::Tcp(f) => Ok(SendFrame::Tcp(f)),
             // A pool buffer already: taken as it is, not copied.
-            Frame::Udp(f) => Ok(SendFrame::Copied {
-                meta: f.meta(),
-                buf: f.payload().clone(),
-            }),
-            Frame::Xdp(f) => Ok(SendFrame::Copied {
+            Frame::Dgram(f) => Ok(SendFrame::Copied {
                 meta: f.meta(),
                 buf: f.payload().clone(),
             }),

@@ -27,9 +27,7 @@ mod sys;
 mod transport;
 pub(crate) mod wake;
 
-pub use transport::{
-    HandshakeTimeout, UdpConnConfig, UdpConnection, UdpFrame, UdpListener, UdpListenerStats,
-};
+pub use transport::{HandshakeTimeout, UdpConnConfig, UdpConnection, UdpListener, UdpListenerStats};
 
 use sys::{InMsg, MAX_BATCH, OutMsg};
 

@@ -36,15 +36,16 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, SharedBuf};
-use ferry_transport::{Meta, Payload, Received, Transport, TransportError};
-use ferry_wire::{DecodeError, Limits as WireLimits, MessageDesc, Outgoing, View};
+use ferry_transport::{Meta, Payload, Transport, TransportError};
+use ferry_wire::Outgoing;
 use socket2::{Domain, Protocol, Socket, Type};
 use thiserror::Error;
 
 use super::wake::Wake;
 use super::{BindError, UdpConfig, UdpEndpoint, UdpStats, sys};
+use crate::conn::{self, DgramFrame};
 use crate::packet::{Body, Header, Limits, Packet, RESET_LEN};
-use crate::{Config, Event, SessionError, SessionId};
+use crate::{Config, Event, SessionId};
 
 /// How UDP connections are made.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,19 +98,6 @@ pub struct HandshakeTimeout {
     pub connects: u64,
 }
 
-/// The error a session's end becomes: `ConnectionReset` (the peer restarted or reset it) or
-/// `TimedOut` (it stopped answering), the [`SessionError`] inside.
-fn session_ended(e: SessionError) -> TransportError {
-    let kind = match e {
-        SessionError::Unresponsive => io::ErrorKind::TimedOut,
-        SessionError::PeerRestarted | SessionError::PeerReset => io::ErrorKind::ConnectionReset,
-    };
-    TransportError::Io {
-        op: "udp session",
-        source: io::Error::new(kind, e),
-    }
-}
-
 fn bind_error(e: BindError) -> TransportError {
     match e {
         BindError::Io(e) => TransportError::io("udp socket", e),
@@ -133,34 +121,6 @@ fn udp_socket(local: SocketAddr, peer: Option<SocketAddr>, reuse: bool) -> io::R
     Ok(socket.into())
 }
 
-/// A received message: its meta and the pool buffer it was reassembled in. `Send`.
-#[derive(Debug, Clone)]
-pub struct UdpFrame {
-    meta: Meta,
-    data: SharedBuf,
-}
-
-impl UdpFrame {
-    /// The payload, as the pool buffer it arrived in.
-    pub fn payload(&self) -> &SharedBuf {
-        &self.data
-    }
-}
-
-impl Received for UdpFrame {
-    fn meta(&self) -> Meta {
-        self.meta
-    }
-
-    fn bytes(&self) -> Option<&[u8]> {
-        Some(&self.data)
-    }
-
-    fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &WireLimits) -> Result<View<'a>, DecodeError> {
-        View::decode_shared(&self.data, desc, limits)
-    }
-}
-
 /// One session with one peer over a connected UDP socket: a [`Transport`].
 pub struct UdpConnection {
     driver: UdpEndpoint,
@@ -170,7 +130,7 @@ pub struct UdpConnection {
     pool: Pool,
     max_len: usize,
     /// Messages received and not yet taken.
-    frames: VecDeque<UdpFrame>,
+    frames: VecDeque<DgramFrame>,
     /// Messages sent beyond the session's window, in order.
     backlog: VecDeque<(Meta, SharedBuf)>,
     /// Whether `try_recv` acknowledges what it receives before returning it: on a client's
@@ -318,11 +278,11 @@ impl UdpConnection {
             match event {
                 Event::Message {
                     session, meta, data, ..
-                } if session == self.session => self.frames.push_back(UdpFrame { meta, data }),
+                } if session == self.session => self.frames.push_back(DgramFrame::new(meta, data)),
                 Event::SessionReset { session, error, .. } | Event::SessionClosed { session, error, .. }
                     if session == self.session =>
                 {
-                    self.fail(session_ended(error));
+                    self.fail(conn::session_ended("udp session", error));
                 }
                 Event::Connected { session, .. } if session != self.session => {
                     let _ = self.driver.close(session);
@@ -353,16 +313,6 @@ impl UdpConnection {
             .map_err(|e| TransportError::io("timerfd_settime", e))
     }
 
-    fn check_len(&self, len: usize) -> Result<(), TransportError> {
-        if len > self.max_len {
-            return Err(TransportError::TooLong {
-                len,
-                max: self.max_len,
-            });
-        }
-        Ok(())
-    }
-
     fn queue(&mut self, meta: Meta, data: SharedBuf) -> Result<(), TransportError> {
         self.backlog.push_back((meta, data));
         self.feed();
@@ -372,7 +322,7 @@ impl UdpConnection {
     /// [`Transport::try_recv`]: the next message without waiting. With `ack_now`, messages
     /// just received are acknowledged before the first is returned; without it, their
     /// acknowledgements wait for the next send or call (so they leave with the answers).
-    fn next_frame(&mut self, ack_now: bool) -> Result<Option<UdpFrame>, TransportError> {
+    fn next_frame(&mut self, ack_now: bool) -> Result<Option<DgramFrame>, TransportError> {
         if let Some(frame) = self.frames.pop_front() {
             return Ok(Some(frame));
         }
@@ -431,39 +381,17 @@ impl AsFd for UdpConnection {
 }
 
 impl Transport for UdpConnection {
-    type Frame = UdpFrame;
+    type Frame = DgramFrame;
 
     fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         self.check()?;
-        let layout = msg.layout();
-        let len = layout.total_len();
-        self.check_len(len)?;
-        let mut buf = self.pool.alloc(len)?;
-        let (head, mut rest) = buf.capacity_mut()[..len].split_at_mut(layout.head_len);
-        // The values are copied behind the segment as the write reaches them.
-        msg.write_head_gather(&layout, head, &mut |value| {
-            let (dst, tail) = std::mem::take(&mut rest).split_at_mut(value.len());
-            dst.copy_from_slice(value);
-            rest = tail;
-        })?;
-        buf.set_len(len);
-        self.queue(meta, buf.freeze())
+        let buf = conn::serialize(&self.pool, msg, self.max_len)?;
+        self.queue(meta, buf)
     }
 
     fn send_payload(&mut self, meta: Meta, payload: Payload<'_>) -> Result<(), TransportError> {
         self.check()?;
-        self.check_len(payload.len())?;
-        let buf = match payload {
-            Payload::Bytes(bytes) => self.pool.copy_from(bytes)?,
-            Payload::Gather { head, parts } => {
-                let mut buf = self.pool.alloc(payload.len())?;
-                buf.extend_from_slice(head);
-                for part in parts {
-                    buf.extend_from_slice(part);
-                }
-                buf.freeze()
-            }
-        };
+        let buf = conn::gather(&self.pool, payload, self.max_len)?;
         self.queue(meta, buf)
     }
 
@@ -475,7 +403,7 @@ impl Transport for UdpConnection {
         self.update_wake()
     }
 
-    fn recv(&mut self) -> Result<UdpFrame, TransportError> {
+    fn recv(&mut self) -> Result<DgramFrame, TransportError> {
         loop {
             if let Some(frame) = self.next_frame(true)? {
                 return Ok(frame);
@@ -495,7 +423,7 @@ impl Transport for UdpConnection {
         }
     }
 
-    fn try_recv(&mut self) -> Result<Option<UdpFrame>, TransportError> {
+    fn try_recv(&mut self) -> Result<Option<DgramFrame>, TransportError> {
         self.next_frame(self.ack_at_once)
     }
 
