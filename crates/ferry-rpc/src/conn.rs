@@ -479,6 +479,15 @@ pub enum Listener {
 }
 
 impl Listener {
+    /// The statistics of an endpoint all its sessions share (AF_XDP: one socket per interface
+    /// queue), which their connections do not report; `None` for the others.
+    pub fn shared_endpoint_stats(&self) -> Option<ferry_dgram::DriverStats> {
+        match self {
+            Listener::Xdp(l) => Some(l.stats().into()),
+            Listener::Tcp(_) | Listener::Tls(..) | Listener::Shm(_) | Listener::Udp(_) => None,
+        }
+    }
+
     /// Listens on `addr` (`tcp://127.0.0.1:0` picks a free port; see
     /// [`local_addr`](Self::local_addr)); a `tls://` address serves with
     /// `config.tls_server`, and fails without it.

@@ -54,7 +54,7 @@ const UNKNOWN_METHOD: &str = "unknown";
 /// | `ferry_pool_buffers_outstanding` | gauge | `pool` |
 /// | `ferry_pool_bytes_outstanding` | gauge | `pool` |
 /// | `ferry_pool_mapped_bytes` | gauge | `pool` |
-/// | `ferry_dgram_packets_sent_total`, `ferry_dgram_packets_received_total` | counter: the served datagram sessions' packets (received: dropped ones included) | `transport` (`udp`) |
+/// | `ferry_dgram_packets_sent_total`, `ferry_dgram_packets_received_total` | counter: the served datagram sessions' packets (received: dropped ones included) | `transport` (`udp`, `xdp`) |
 /// | `ferry_dgram_retransmits_total`, `ferry_dgram_timeouts_total` | counter: data packets sent again, retransmission timeouts | `transport` |
 /// | `ferry_dgram_credits_stalled_total` | counter: times a session had packets to send and no credit left | `transport` |
 /// | `ferry_dgram_drops_total` | counter: packets dropped | `transport`, `reason` ([`ferry_dgram::Drops::by_reason`]) |
@@ -63,9 +63,11 @@ const UNKNOWN_METHOD: &str = "unknown";
 /// | `ferry_dgram_umem_frames_in_use` | gauge: UMEM frames in use, for a driver that has a UMEM | `transport` |
 ///
 /// The `ferry_dgram_*` series appear with a transport's first served session; their counters
-/// include closed sessions. Each event loop publishes its sessions' sums (from
+/// include closed sessions. Each event loop publishes its UDP sessions' sums (from
 /// [`Conn::datagram_stats`](crate::Conn::datagram_stats)) at most every 100 ms, so a scrape
-/// sees them that late at most.
+/// sees them that late at most. AF_XDP sessions share their listener's endpoint (one socket
+/// per interface queue): its counters (all its sessions together, and the handshakes and
+/// garbage it refused) are read at each scrape, and they appear with the listener.
 ///
 /// A method's `OK` count and its histogram are there from the first scrape; its other codes
 /// appear with their first call (17 mostly-zero series per method would drown the ones that
@@ -282,6 +284,17 @@ impl Metrics {
             .unwrap_or_else(PoisonError::into_inner)
             .push(counters.clone());
         counters
+    }
+
+    /// Adds an endpoint whose sessions share it (an AF_XDP listener's): `stats` is read at
+    /// each scrape and added to `kind`'s `ferry_dgram_*` series, once for all its sessions
+    /// (their connections report none, [`Conn::datagram_stats`](crate::Conn::datagram_stats)).
+    pub(crate) fn add_datagram_endpoint(&self, kind: TransportKind, stats: EndpointStats) {
+        self.datagrams
+            .endpoints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((kind, stats));
     }
 
     /// Adds an event loop's datagram sessions: what the loop publishes there
@@ -768,9 +781,19 @@ impl DatagramCounters {
 /// A `ferry_dgram_*` counter: its name, its help, and which sum it shows.
 type DatagramCounter = (&'static str, &'static str, fn(&DatagramSum) -> u64);
 
-#[derive(Debug, Default)]
+/// A shared endpoint's statistics, read at each scrape ([`Metrics::add_datagram_endpoint`]).
+pub(crate) type EndpointStats = Box<dyn Fn() -> ferry_dgram::DriverStats + Send + Sync>;
+
+#[derive(Default)]
 struct DatagramCollector {
     loops: Mutex<Vec<Arc<DatagramCounters>>>,
+    endpoints: Mutex<Vec<(TransportKind, EndpointStats)>>,
+}
+
+impl fmt::Debug for DatagramCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatagramCollector").finish_non_exhaustive()
+    }
 }
 
 impl Collector for DatagramCollector {
@@ -781,6 +804,14 @@ impl Collector for DatagramCollector {
             for (sum, p) in sums.iter_mut().zip(&published) {
                 sum.merge(p);
             }
+        }
+        for (kind, stats) in self
+            .endpoints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            sums[*kind as usize].add(&stats(), true);
         }
         let kinds: Vec<(&str, DatagramSum)> = TransportKind::ALL
             .iter()

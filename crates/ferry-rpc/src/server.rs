@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use ferry_transport::TransportError;
 
 use crate::Addr;
-use crate::conn::Listener;
+use crate::conn::{Listener, TransportKind};
 use crate::event_loop::{EventLoop, LoopConfig, LoopStats};
 use crate::metrics_http::MetricsEndpoint;
 use crate::services::Services;
@@ -176,9 +176,17 @@ impl ServerBuilder {
         let mut listeners = Vec::new();
         let mut addrs = Vec::new();
         for a in &self.addrs {
-            let listener = Listener::bind(&a.parse()?, &self.config.conn)?;
+            let listener = Arc::new(Listener::bind(&a.parse()?, &self.config.conn)?);
             addrs.push(listener.local_addr()?);
-            listeners.push(Arc::new(listener));
+            // An AF_XDP listener's sessions share its endpoint: /metrics reads it here.
+            if matches!(*listener, Listener::Xdp(_)) {
+                let l = Arc::clone(&listener);
+                let stats = move || l.shared_endpoint_stats().unwrap_or_default();
+                self.services
+                    .metrics()
+                    .add_datagram_endpoint(TransportKind::Xdp, Box::new(stats));
+            }
+            listeners.push(listener);
         }
         let metrics = match &self.metrics {
             Some(a) => {

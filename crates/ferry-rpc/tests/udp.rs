@@ -126,14 +126,6 @@ fn serve_udp(service: TestService, addr: &str) -> Server {
         .expect("server starts")
 }
 
-fn channel(addr: &str) -> Channel {
-    let config = ChannelConfig {
-        timeout: Some(DEADLINE),
-        ..ChannelConfig::default()
-    };
-    Channel::connect_with(addr, config).expect("connect")
-}
-
 /// Raw bytes for call `i` of `len` bytes.
 fn payload(i: usize, len: usize) -> Vec<u8> {
     (0..len).map(|k| (k * 13 + i) as u8).collect()
@@ -515,55 +507,6 @@ fn the_metrics_show_the_udp_sessions_packets_syscalls_and_rtt() {
     );
     drop(ch);
     server.shutdown(Duration::from_secs(1));
-}
-
-/// Calls of 64 B raw echo completed in `secs` seconds over `addr` with `in_flight` calls at
-/// once (1: the blocking channel; more: tasks on one tokio channel).
-fn echo_rate(addr: &str, in_flight: usize, secs: f64) -> f64 {
-    let run = Duration::from_secs_f64(secs);
-    let payload = [7u8; 64];
-    if in_flight == 1 {
-        let ch = channel(addr);
-        let start = std::time::Instant::now();
-        let mut calls = 0u64;
-        while start.elapsed() < run {
-            ch.call_payload(RAW, Payload::Bytes(&payload)).expect("call");
-            calls += 1;
-        }
-        return calls as f64 / start.elapsed().as_secs_f64();
-    }
-    let local = tokio::task::LocalSet::new();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let addr = addr.to_string();
-    local.block_on(&rt, async move {
-        let mut config = ChannelConfig::default();
-        config.client.window = in_flight;
-        let chan = Rc::new(AsyncChannel::connect_with(&addr, config).await.expect("connect"));
-        let start = std::time::Instant::now();
-        let tasks: Vec<_> = (0..in_flight)
-            .map(|_| {
-                let chan = Rc::clone(&chan);
-                tokio::task::spawn_local(async move {
-                    let mut calls = 0u64;
-                    while start.elapsed() < run {
-                        chan.call_payload(RAW, Payload::Bytes(&payload))
-                            .await
-                            .expect("call");
-                        calls += 1;
-                    }
-                    calls
-                })
-            })
-            .collect();
-        let mut calls = 0;
-        for t in tasks {
-            calls += t.await.expect("task");
-        }
-        calls as f64 / start.elapsed().as_secs_f64()
-    })
 }
 
 /// The process's CPU time so far (user + system, from `/proc/self/stat`, in clock ticks of

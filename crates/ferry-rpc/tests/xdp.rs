@@ -16,6 +16,7 @@
 //! - Garbage and a forged packet for no session sent to the server's port from a kernel
 //!   socket: dropped and counted by the server's endpoint, the forged one answered by a Reset,
 //!   and the service serves on.
+//! - A `Server`'s /metrics shows its AF_XDP listener's endpoint: packets, syscalls, UMEM.
 //!
 //! Without root, namespaces, nftables or AF_XDP each test prints SKIPPED (and fails with
 //! `FERRY_REQUIRE_KERNEL_FEATURES` set). Every wait is bounded: calls by the channel's deadline,
@@ -33,7 +34,7 @@ use std::time::Instant;
 use common::*;
 use ferry_dgram::XdpStats;
 use ferry_rpc::tokio::AsyncChannel;
-use ferry_rpc::{Addr, Channel, ChannelConfig, EventLoop, Listener, LoopConfig, Services};
+use ferry_rpc::{Addr, ChannelConfig, EventLoop, Listener, LoopConfig, Services};
 use ferry_testkit::DEADLINE;
 use ferry_testkit::netns::VethPair;
 use ferry_testkit::tools::skip;
@@ -59,14 +60,6 @@ fn pair(test: &str, tag: &str, loss: Option<u8>) -> Option<VethPair> {
 /// client `a`'s, through which it reaches the server.
 fn server_addr(ifname: &str) -> String {
     format!("xdp://{ifname}/0@{}:{PORT}", VethPair::B_IP)
-}
-
-fn channel(addr: &str) -> Channel {
-    let config = ChannelConfig {
-        timeout: Some(DEADLINE),
-        ..ChannelConfig::default()
-    };
-    Channel::connect_with(addr, config).expect("connect")
 }
 
 fn payload(i: usize, len: usize) -> Vec<u8> {
@@ -464,58 +457,64 @@ fn garbage_to_the_port_is_dropped_and_counted_and_the_service_serves_on() {
     });
 }
 
-/// Calls of 64 B raw echo completed per second over `addr` for `secs` seconds with
-/// `in_flight` calls at once (1: the blocking channel; more: tasks on one tokio channel).
-fn echo_rate(addr: &str, in_flight: usize, secs: f64) -> f64 {
-    let run = std::time::Duration::from_secs_f64(secs);
-    let payload = [7u8; 64];
-    if in_flight == 1 {
-        let ch = channel(addr);
-        let start = Instant::now();
-        let mut calls = 0u64;
-        while start.elapsed() < run {
-            ch.call_payload(RAW, Payload::Bytes(&payload)).expect("call");
-            calls += 1;
-        }
-        return calls as f64 / start.elapsed().as_secs_f64();
-    }
-    let addr = addr.to_owned();
-    on_tokio(async move {
-        let mut config = ChannelConfig {
-            timeout: Some(DEADLINE),
-            ..ChannelConfig::default()
-        };
-        config.client.window = in_flight;
-        let chan = Rc::new(AsyncChannel::connect_with(&addr, config).await.expect("connect"));
-        let start = Instant::now();
-        let tasks: Vec<_> = (0..in_flight)
-            .map(|_| {
-                let chan = Rc::clone(&chan);
-                tokio::task::spawn_local(async move {
-                    let mut calls = 0u64;
-                    while start.elapsed() < run {
-                        chan.call_payload(RAW, Payload::Bytes(&payload))
-                            .await
-                            .expect("call");
-                        calls += 1;
-                    }
-                    calls
-                })
-            })
-            .collect();
-        let mut calls = 0;
-        for t in tasks {
-            calls += t.await.expect("task");
-        }
-        calls as f64 / start.elapsed().as_secs_f64()
-    })
-}
-
 /// A first measurement, not a benchmark (`ferry bench rpc` will be): 64 B raw echo over
 /// `xdp://` and `udp://` between the two namespaces (bare veth), one server loop listening on
 /// both, at 1 and 16 calls in flight, the two transports alternating in one run. Prints
 /// calls/s, the XDP/UDP ratio and the server endpoint's syscalls per call; asserts nothing
 /// about speed. `FERRY_XDP_MEASURE_SECS` sets each point's time (default 3).
+/// A `Server` listening on `xdp://` puts its listener's endpoint on /metrics under
+/// `transport="xdp"`: every request received and every answer sent, the driver's syscalls,
+/// the UMEM frames in use (read at the scrape: all the listener's sessions together).
+#[test]
+fn the_metrics_show_the_xdp_listeners_endpoint() {
+    const TEST: &str = "the_metrics_show_the_xdp_listeners_endpoint";
+    const CALLS: usize = 20;
+    let Some(net) = pair(TEST, "xs", None) else { return };
+    std::thread::scope(|scope| {
+        let started = scope.spawn(|| {
+            net.b.enter().expect("enter namespace b");
+            let services = Services::builder()
+                .service(TestService::default())
+                .expect("add")
+                .build()
+                .expect("services");
+            // Its loop threads are spawned from here: they live in namespace b too.
+            ferry_rpc::Server::builder(services)
+                .listen(&server_addr(&net.b_if))
+                .loops(1)
+                .start()
+        });
+        let server = match started.join().expect("the server thread") {
+            Ok(server) => server,
+            Err(e) => return skip(TEST, &format!("AF_XDP unavailable: {e}")),
+        };
+        scope
+            .spawn(|| {
+                net.a.enter().expect("enter namespace a");
+                let ch = channel(&server_addr(&net.a_if));
+                for i in 0..CALLS {
+                    let bytes = payload(i, 64);
+                    let resp = ch.call_payload(RAW, Payload::Bytes(&bytes)).expect("call");
+                    assert_eq!(resp.frame().bytes(), Some(&bytes[..]));
+                }
+            })
+            .join()
+            .expect("the client");
+        let xdp = |name: &str| format!("{name}{{transport=\"xdp\"}}");
+        for name in [
+            "ferry_dgram_packets_received_total",
+            "ferry_dgram_packets_sent_total",
+        ] {
+            let n = metric(&server, &xdp(name));
+            assert!(n >= CALLS as u64, "{name} = {n} after {CALLS} calls");
+        }
+        assert!(metric(&server, &xdp("ferry_dgram_syscalls_total")) > 0);
+        // Present (metric fails the test if not): the fill ring holds frames at all times.
+        assert!(metric(&server, &xdp("ferry_dgram_umem_frames_in_use")) > 0);
+        server.shutdown(std::time::Duration::from_secs(1));
+    });
+}
+
 #[test]
 #[ignore = "a measurement: cargo test --release -p ferry-rpc --test xdp -- --ignored --nocapture"]
 fn measure_64_byte_echo_xdp_against_udp() {

@@ -19,7 +19,7 @@ use ferry_buf::{BufMut, Pool, RegionInfo, SharedBuf};
 use ferry_transport::Meta;
 use thiserror::Error;
 
-use crate::{Config, ConfigError, ConnectError, Endpoint, Event, SendError, SessionId, Stats};
+use crate::{Config, ConfigError, ConnectError, DriverStats, Endpoint, Event, SendError, SessionId, Stats};
 
 pub mod frame;
 mod program;
@@ -156,6 +156,16 @@ pub struct XdpStats {
     pub rx_ring_full: u64,
     /// The protocol core's counters.
     pub endpoint: Stats,
+}
+
+impl From<XdpStats> for DriverStats {
+    fn from(s: XdpStats) -> DriverStats {
+        DriverStats {
+            syscalls: s.syscalls(),
+            umem_frames_in_use: Some(s.frames_in_use as u64),
+            endpoint: s.endpoint,
+        }
+    }
 }
 
 impl XdpStats {

@@ -224,3 +224,71 @@ pub fn metric(server: &ferry_rpc::Server, series: &str) -> u64 {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {series} in {text}"))
 }
+
+/// A blocking channel to `addr` whose calls give up at [`ferry_testkit::DEADLINE`].
+pub fn channel(addr: &str) -> ferry_rpc::Channel {
+    let config = ferry_rpc::ChannelConfig {
+        timeout: Some(ferry_testkit::DEADLINE),
+        ..ferry_rpc::ChannelConfig::default()
+    };
+    ferry_rpc::Channel::connect_with(addr, config).expect("connect")
+}
+
+/// Calls of 64 B raw echo ([`RAW`]) completed per second over `addr` for `secs` seconds with
+/// `in_flight` calls at once (1: the blocking [`channel`]; more: tasks on one tokio channel):
+/// the datagram transports' first measurements.
+pub fn echo_rate(addr: &str, in_flight: usize, secs: f64) -> f64 {
+    use std::rc::Rc;
+    use std::time::Instant;
+    let run = Duration::from_secs_f64(secs);
+    let payload = [7u8; 64];
+    if in_flight == 1 {
+        let ch = channel(addr);
+        let start = Instant::now();
+        let mut calls = 0u64;
+        while start.elapsed() < run {
+            ch.call_payload(RAW, Payload::Bytes(&payload)).expect("call");
+            calls += 1;
+        }
+        return calls as f64 / start.elapsed().as_secs_f64();
+    }
+    let local = tokio::task::LocalSet::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let addr = addr.to_string();
+    local.block_on(&rt, async move {
+        let mut config = ferry_rpc::ChannelConfig {
+            timeout: Some(ferry_testkit::DEADLINE),
+            ..ferry_rpc::ChannelConfig::default()
+        };
+        config.client.window = in_flight;
+        let chan = Rc::new(
+            ferry_rpc::tokio::AsyncChannel::connect_with(&addr, config)
+                .await
+                .expect("connect"),
+        );
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..in_flight)
+            .map(|_| {
+                let chan = Rc::clone(&chan);
+                tokio::task::spawn_local(async move {
+                    let mut calls = 0u64;
+                    while start.elapsed() < run {
+                        chan.call_payload(RAW, Payload::Bytes(&payload))
+                            .await
+                            .expect("call");
+                        calls += 1;
+                    }
+                    calls
+                })
+            })
+            .collect();
+        let mut calls = 0;
+        for t in tasks {
+            calls += t.await.expect("task");
+        }
+        calls as f64 / start.elapsed().as_secs_f64()
+    })
+}
