@@ -348,6 +348,43 @@ fn a_bare_connection_calls_and_reports_its_endpoint() {
     });
 }
 
+/// 128 requests at once from a bare connection, four times the session's window of 32: the
+/// server's answers beyond its window wait in its connection's backlog until the client's
+/// acknowledgements free room. Those come in at the listener's endpoint, shared by every
+/// session, not through the connection's own descriptor (which only a new message rings);
+/// the backlog must move then, or the last answers are never sent (regression: `ferry bench
+/// rpc --net veth` stalled at 128 in flight, no call completing).
+#[test]
+fn answers_beyond_the_window_leave_when_acknowledgements_free_room() {
+    const TEST: &str = "answers_beyond_the_window_leave_when_acknowledgements_free_room";
+    const CALLS: u64 = 128;
+    let Some(net) = pair(TEST, "xw", None) else { return };
+    let service = TestService::default();
+    with_server(TEST, &net, &service, |_, _| {
+        use ferry_transport::{Meta, Transport};
+        let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig::default()).expect("pool");
+        let server = std::net::SocketAddrV4::new(VethPair::B_IP, PORT);
+        let config = ferry_dgram::XdpConnConfig::default();
+        let mut conn =
+            ferry_dgram::XdpConnection::connect(&net.a_if, 0, server, &pool, &config).expect("connect");
+        for id in 0..CALLS {
+            let bytes = payload(id as usize, 64);
+            conn.send_payload(Meta::new(RAW, id), Payload::Bytes(&bytes))
+                .expect("send");
+        }
+        conn.flush().expect("flush");
+        let mut answered = std::collections::BTreeSet::new();
+        ferry_testkit::wait_until("every answer", DEADLINE, || {
+            while let Some(answer) = conn.try_recv().expect("receive") {
+                let id = answer.meta().request_id;
+                assert_eq!(answer.bytes(), Some(&payload(id as usize, 64)[..]));
+                assert!(answered.insert(id), "answer {id} twice");
+            }
+            answered.len() == CALLS as usize
+        });
+    });
+}
+
 #[test]
 fn a_client_without_a_neighbour_or_a_server_fails_typed() {
     const TEST: &str = "a_client_without_a_neighbour_or_a_server_fails_typed";

@@ -9,7 +9,9 @@
 //!   connection's `try_recv`, `recv`, `flush`) drives the endpoint and files what came: a
 //!   message or a session's end into that session's mailbox, whose connection's eventfd it
 //!   writes (so an event loop polling that descriptor reads the connection), and a new
-//!   session into the listener's queue.
+//!   session into the listener's queue. Messages a connection sends beyond its session's
+//!   window wait in the hub too, beside its mailbox, and every drive moves them as
+//!   acknowledgements free room: those come in at the shared socket and ring no connection.
 //! - **Descriptors.** The hub's is an `epoll` set of the AF_XDP socket and a `timerfd` armed
 //!   at the core's next timer (`udp/wake.rs`), so a loop polling it wakes for packets and
 //!   retransmissions alike; it is the listener's, and a client connection's (the client owns
@@ -112,6 +114,10 @@ pub struct NoNeighbour {
 #[derive(Debug, Default)]
 struct Slot {
     frames: VecDeque<DgramFrame>,
+    /// Messages its connection sent beyond the session's window, in order: here, not in the
+    /// connection, so that whoever drives the endpoint moves them when acknowledgements
+    /// free room (those come in at the shared socket, and ring no connection).
+    backlog: VecDeque<(Meta, SharedBuf)>,
     /// How the session ended, until its connection reports it.
     ended: Option<SessionError>,
     /// The session is established (a client's, once the Accept came).
@@ -208,12 +214,33 @@ impl Hub {
         Ok((hub, max_len))
     }
 
-    /// One step of the endpoint (waiting up to `timeout`), its events filed, the timer set.
+    /// One step of the endpoint (waiting up to `timeout`), its events filed, the backlogs
+    /// moved as the windows allow (and sent), the timer set.
     fn drive(&mut self, timeout: Duration) -> io::Result<()> {
         let driven = self.driver.drive(timeout);
         self.file();
+        if self.feed() {
+            self.driver.flush()?;
+        }
         self.update_wake()?;
         driven
+    }
+
+    /// Moves every session's backlogged messages into it as its window allows; whether any
+    /// moved.
+    fn feed(&mut self) -> bool {
+        let mut fed = false;
+        for (&session, slot) in self.slots.iter_mut().filter(|(_, s)| !s.backlog.is_empty()) {
+            while let Some((meta, data)) = slot.backlog.pop_front() {
+                if self.driver.send(session, meta, data.clone()).is_err() {
+                    // The window is full (or the session is gone, which its mailbox reports).
+                    slot.backlog.push_front((meta, data));
+                    break;
+                }
+                fed = true;
+            }
+        }
+        fed
     }
 
     /// Files the endpoint's events into the mailboxes and the accept queue.
@@ -310,8 +337,6 @@ pub struct XdpConnection {
     local: SocketAddrV4,
     pool: Pool,
     max_len: usize,
-    /// Messages sent beyond the session's window, in order.
-    backlog: VecDeque<(Meta, SharedBuf)>,
     /// Whether `try_recv` acknowledges what it receives before returning it (a client's),
     /// as on [`UdpConnection`](crate::UdpConnection).
     ack_at_once: bool,
@@ -381,7 +406,6 @@ impl XdpConnection {
             local,
             pool: pool.clone(),
             max_len,
-            backlog: VecDeque::new(),
             ack_at_once: true,
             failure: None,
             dead: false,
@@ -421,20 +445,6 @@ impl XdpConnection {
         }
     }
 
-    /// Moves backlogged messages into the session as its window allows; whether any moved.
-    fn feed(&mut self, hub: &mut Hub) -> bool {
-        let mut fed = false;
-        while let Some((meta, data)) = self.backlog.pop_front() {
-            if hub.driver.send(self.session, meta, data.clone()).is_err() {
-                // The window is full (or the session is gone, which its mailbox reports).
-                self.backlog.push_front((meta, data));
-                break;
-            }
-            fed = true;
-        }
-        fed
-    }
-
     /// The next message in the mailbox, the eventfd brought up to date; the session's end
     /// becomes the connection's failure.
     fn take(&mut self, hub: &mut Hub) -> Option<DgramFrame> {
@@ -465,7 +475,8 @@ impl XdpConnection {
             self.fail(TransportError::io("xdp receive", e));
         }
         let frame = self.take(&mut hub);
-        if (self.feed(&mut hub) || (ack_now && frame.is_some()))
+        if ack_now
+            && frame.is_some()
             && let Err(e) = hub.flush()
         {
             self.fail(TransportError::io("xdp send", e));
@@ -477,9 +488,11 @@ impl XdpConnection {
     }
 
     fn queue(&mut self, meta: Meta, data: SharedBuf) -> Result<(), TransportError> {
-        self.backlog.push_back((meta, data));
-        let hub = Arc::clone(&self.hub);
-        self.feed(&mut lock(&hub));
+        let mut hub = lock(&self.hub);
+        // The slot goes only with the connection (its drop) or a refused session's.
+        let slot = hub.slots.get_mut(&self.session).ok_or(TransportError::Poisoned)?;
+        slot.backlog.push_back((meta, data));
+        hub.feed();
         Ok(())
     }
 }
@@ -501,7 +514,6 @@ impl std::fmt::Debug for XdpConnection {
             .field("session", &self.session)
             .field("peer", &self.peer)
             .field("local", &self.local)
-            .field("backlog", &self.backlog.len())
             .field("dead", &self.dead)
             .finish_non_exhaustive()
     }
@@ -533,9 +545,8 @@ impl Transport for XdpConnection {
 
     fn flush(&mut self) -> Result<(), TransportError> {
         self.check()?;
-        let hub = Arc::clone(&self.hub);
-        let mut hub = lock(&hub);
-        self.feed(&mut hub);
+        let mut hub = lock(&self.hub);
+        hub.feed();
         hub.flush().map_err(|e| TransportError::io("xdp send", e))
     }
 
@@ -562,8 +573,12 @@ impl Transport for XdpConnection {
     }
 
     fn in_flight(&self) -> usize {
-        let backlog: usize = self.backlog.iter().map(|(_, d)| d.len()).sum();
-        let session = lock(&self.hub)
+        let hub = lock(&self.hub);
+        let backlog: usize = hub
+            .slots
+            .get(&self.session)
+            .map_or(0, |s| s.backlog.iter().map(|(_, d)| d.len()).sum());
+        let session = hub
             .driver
             .endpoint()
             .session_stats(self.session)
@@ -659,7 +674,6 @@ impl XdpListener {
             local: self.local,
             pool: pool.clone(),
             max_len: self.max_len,
-            backlog: VecDeque::new(),
             ack_at_once: false,
             failure: None,
             dead: false,
