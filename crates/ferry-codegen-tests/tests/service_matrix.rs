@@ -1,7 +1,8 @@
 //! Every shape of a generated service, run: the event-loop server (`Echo`, foreground and
-//! background) and the tokio server (`AsyncEcho`), each over TCP and shared memory, called
-//! through the generated client over the blocking `Channel`, an `EventLoop` with
-//! continuations, and the tokio `AsyncChannel`.
+//! background) and the tokio server (`AsyncEcho`), each over TCP, shared memory and UDP,
+//! called through the generated client over the blocking `Channel`, an `EventLoop` with
+//! continuations, and the tokio `AsyncChannel`; and the event-loop server over AF_XDP
+//! (`xdp://`), between two network namespaces joined by veth, with every client.
 
 mod common;
 
@@ -217,7 +218,7 @@ fn all_clients(addrs: &[Addr], names: [&str; 2]) {
 }
 
 #[test]
-fn event_loop_server_with_every_client_over_both_transports() {
+fn event_loop_server_with_every_client_over_tcp_shm_and_udp() {
     let dir = scratch("matrix-loop");
     let services = Services::builder()
         .service(t::EchoServer::new(LoopEcho))
@@ -227,6 +228,7 @@ fn event_loop_server_with_every_client_over_both_transports() {
     let server = Server::builder(services)
         .listen("tcp://127.0.0.1:0")
         .listen(&format!("shm://{}/s.sock", dir.display()))
+        .listen("udp://127.0.0.1:0")
         .loops(1)
         .start()
         .expect("server");
@@ -236,12 +238,13 @@ fn event_loop_server_with_every_client_over_both_transports() {
 }
 
 #[test]
-fn tokio_server_with_every_client_over_both_transports() {
+fn tokio_server_with_every_client_over_tcp_shm_and_udp() {
     let dir = scratch("matrix-tokio");
     let (addrs, stop, thread) = tokio_server(
         vec![
             "tcp://127.0.0.1:0".into(),
             format!("shm://{}/s.sock", dir.display()),
+            "udp://127.0.0.1:0".into(),
         ],
         || {
             AsyncServices::new()
@@ -253,4 +256,60 @@ fn tokio_server_with_every_client_over_both_transports() {
     stop.send(()).unwrap();
     thread.join().unwrap();
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The event-loop server over `xdp://` on its end of a veth pair (namespace `b`, native XDP,
+/// copy mode), every client shape calling from namespace `a` through its own end. Without
+/// root, namespaces or AF_XDP the test prints SKIPPED (and fails with
+/// `FERRY_REQUIRE_KERNEL_FEATURES` set).
+#[test]
+fn event_loop_server_with_every_client_over_xdp() {
+    const TEST: &str = "event_loop_server_with_every_client_over_xdp";
+    let net = match ferry_testkit::netns::VethPair::new("cm", None, 1500) {
+        Ok(net) => net,
+        Err(e) => return ferry_testkit::tools::skip(TEST, &format!("no network namespaces: {e}")),
+    };
+    let started = std::thread::scope(|s| {
+        s.spawn(|| {
+            net.b.enter()?;
+            let services = Services::builder()
+                .service(t::EchoServer::new(LoopEcho))
+                .map_err(|e| e.to_string())?
+                .build()
+                .map_err(|e| e.to_string())?;
+            // Its loop threads are spawned from here: they live in namespace `b` too.
+            Server::builder(services)
+                .listen(&format!(
+                    "xdp://{}/0@{}:0",
+                    net.b_if,
+                    ferry_testkit::netns::VethPair::B_IP
+                ))
+                .loops(1)
+                .start()
+                .map_err(|e| e.to_string())
+        })
+        .join()
+        .expect("the server thread")
+    });
+    let server = match started {
+        Ok(server) => server,
+        Err(e) => return ferry_testkit::tools::skip(TEST, &format!("AF_XDP unavailable: {e}")),
+    };
+    let Addr::Xdp { addr, .. } = server.addrs()[0] else {
+        panic!("not an xdp:// address: {}", server.addrs()[0])
+    };
+    let client = Addr::Xdp {
+        ifname: net.a_if.clone(),
+        queue: 0,
+        addr,
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            net.a.enter().expect("enter namespace a");
+            all_clients(&[client], ["foreground", "background"]);
+        })
+        .join()
+        .expect("the clients");
+    });
+    server.shutdown(Duration::from_secs(1));
 }
