@@ -126,11 +126,6 @@ fn serve_udp(service: TestService, addr: &str) -> Server {
         .expect("server starts")
 }
 
-/// Raw bytes for call `i` of `len` bytes.
-fn payload(i: usize, len: usize) -> Vec<u8> {
-    (0..len).map(|k| (k * 13 + i) as u8).collect()
-}
-
 /// Every size as a Ferry message (echoed by reference on the server) and as a raw payload.
 fn echo_every_size(ch: &Channel, client: usize) {
     for (i, &len) in SIZES.iter().enumerate() {
@@ -227,25 +222,7 @@ fn the_tokio_server_answers_16_in_flight_over_udp() {
             let mut config = ChannelConfig::default();
             config.client.window = 16;
             let chan = Rc::new(AsyncChannel::connect_with(&addr, config).await.expect("connect"));
-            // 16 tasks of two calls each: 16 in flight, every size.
-            let tasks: Vec<_> = (0..16)
-                .map(|i| {
-                    let chan = Rc::clone(&chan);
-                    tokio::task::spawn_local(async move {
-                        for k in [i, i + 16] {
-                            let bytes = payload(k, SIZES[k % SIZES.len()]);
-                            let resp = chan
-                                .call_payload(tokio_support::ECHO, Payload::Bytes(&bytes))
-                                .await
-                                .expect("call");
-                            assert_eq!(resp.frame().bytes(), Some(&bytes[..]), "call {k}");
-                        }
-                    })
-                })
-                .collect();
-            for t in tasks {
-                t.await.expect("call task");
-            }
+            sixteen_in_flight(chan, tokio_support::ECHO, &SIZES).await;
         });
     })
     .join();

@@ -62,10 +62,6 @@ fn server_addr(ifname: &str) -> String {
     format!("xdp://{ifname}/0@{}:{PORT}", VethPair::B_IP)
 }
 
-fn payload(i: usize, len: usize) -> Vec<u8> {
-    (0..len).map(|k| (k * 13 + i) as u8).collect()
-}
-
 /// What the client side saw of the server: its listener (to read its endpoint's counters).
 type Serving = Arc<Listener>;
 
@@ -285,25 +281,7 @@ fn the_tokio_server_answers_16_in_flight_over_xdp() {
                 };
                 config.client.window = 16;
                 let chan = Rc::new(AsyncChannel::connect_with(&addr, config).await.expect("connect"));
-                // 16 tasks of two calls each: 16 in flight, every size.
-                let tasks: Vec<_> = (0..16)
-                    .map(|i| {
-                        let chan = Rc::clone(&chan);
-                        tokio::task::spawn_local(async move {
-                            for k in [i, i + 16] {
-                                let bytes = payload(k, SIZES[k % SIZES.len()]);
-                                let resp = chan
-                                    .call_payload(tokio_support::ECHO, Payload::Bytes(&bytes))
-                                    .await
-                                    .expect("call");
-                                assert_eq!(resp.frame().bytes(), Some(&bytes[..]), "call {k}");
-                            }
-                        })
-                    })
-                    .collect();
-                for t in tasks {
-                    t.await.expect("call task");
-                }
+                sixteen_in_flight(chan, tokio_support::ECHO, &SIZES).await;
             });
         });
     });

@@ -292,3 +292,39 @@ pub fn echo_rate(addr: &str, in_flight: usize, secs: f64) -> f64 {
         calls as f64 / start.elapsed().as_secs_f64()
     })
 }
+
+/// Raw bytes for call `i` of `len` bytes (every call's differ).
+pub fn payload(i: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|k| (k * 13 + i) as u8).collect()
+}
+
+/// 16 tasks of two calls each to `method` (an echo) on `chan`: 16 in flight, the payloads'
+/// sizes taken in turn from `sizes`, every answer checked. On a `LocalSet`.
+pub async fn sixteen_in_flight(
+    chan: std::rc::Rc<ferry_rpc::tokio::AsyncChannel>,
+    method: u16,
+    sizes: &'static [usize],
+) {
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let chan = std::rc::Rc::clone(&chan);
+            tokio::task::spawn_local(async move {
+                for k in [i, i + 16] {
+                    let bytes = payload(k, sizes[k % sizes.len()]);
+                    let resp = chan
+                        .call_payload(method, Payload::Bytes(&bytes))
+                        .await
+                        .expect("call");
+                    assert_eq!(
+                        ferry_transport::Received::bytes(resp.frame()),
+                        Some(&bytes[..]),
+                        "call {k}"
+                    );
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("call task");
+    }
+}
