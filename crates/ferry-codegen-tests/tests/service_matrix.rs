@@ -1,8 +1,9 @@
 //! Every shape of a generated service, run: the event-loop server (`Echo`, foreground and
 //! background) and the tokio server (`AsyncEcho`), each over TCP, shared memory and UDP,
 //! called through the generated client over the blocking `Channel`, an `EventLoop` with
-//! continuations, and the tokio `AsyncChannel`; and the event-loop server over AF_XDP
-//! (`xdp://`), between two network namespaces joined by veth, with every client.
+//! continuations, and the tokio `AsyncChannel`; and the event-loop server over UDP and AF_XDP
+//! (`xdp://`) between two network namespaces, through a bridge dropping 5 % of packets, with
+//! every client.
 
 mod common;
 
@@ -258,14 +259,15 @@ fn tokio_server_with_every_client_over_tcp_shm_and_udp() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// The event-loop server over `xdp://` on its end of a veth pair (namespace `b`, native XDP,
-/// copy mode), every client shape calling from namespace `a` through its own end. Without
-/// root, namespaces or AF_XDP the test prints SKIPPED (and fails with
-/// `FERRY_REQUIRE_KERNEL_FEATURES` set).
+/// The event-loop server over `udp://` and `xdp://` in namespace `b` (AF_XDP on its veth:
+/// native XDP, copy mode), every client shape calling from namespace `a`, through a bridge
+/// that drops 5 % of the packets (nftables): every call answered by the right handler, and
+/// packets were lost on the way. Without root, namespaces, nftables or AF_XDP the test prints
+/// SKIPPED (and fails with `FERRY_REQUIRE_KERNEL_FEATURES` set).
 #[test]
-fn event_loop_server_with_every_client_over_xdp() {
-    const TEST: &str = "event_loop_server_with_every_client_over_xdp";
-    let net = match ferry_testkit::netns::VethPair::new("cm", None, 1500) {
+fn event_loop_server_with_every_client_over_udp_and_xdp_under_loss() {
+    const TEST: &str = "event_loop_server_with_every_client_over_udp_and_xdp_under_loss";
+    let net = match ferry_testkit::netns::VethPair::new("cm", Some(5), 1500) {
         Ok(net) => net,
         Err(e) => return ferry_testkit::tools::skip(TEST, &format!("no network namespaces: {e}")),
     };
@@ -295,21 +297,28 @@ fn event_loop_server_with_every_client_over_xdp() {
         Ok(server) => server,
         Err(e) => return ferry_testkit::tools::skip(TEST, &format!("AF_XDP unavailable: {e}")),
     };
-    let Addr::Xdp { addr, .. } = server.addrs()[0] else {
-        panic!("not an xdp:// address: {}", server.addrs()[0])
-    };
-    let client = Addr::Xdp {
-        ifname: net.a_if.clone(),
-        queue: 0,
-        addr,
-    };
+    // The client reaches AF_XDP through its own interface.
+    let clients: Vec<Addr> = (server.addrs().iter())
+        .map(|a| match a {
+            Addr::Xdp { addr, .. } => Addr::Xdp {
+                ifname: net.a_if.clone(),
+                queue: 0,
+                addr: *addr,
+            },
+            other => other.clone(),
+        })
+        .collect();
     std::thread::scope(|s| {
         s.spawn(|| {
             net.a.enter().expect("enter namespace a");
-            all_clients(&[client], ["foreground", "background"]);
+            all_clients(&clients, ["foreground", "background"]);
         })
         .join()
         .expect("the clients");
     });
     server.shutdown(Duration::from_secs(1));
+    assert!(
+        net.dropped().expect("the bridge's counter") > 0,
+        "5 % loss and no packet dropped"
+    );
 }
