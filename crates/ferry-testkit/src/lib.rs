@@ -26,7 +26,7 @@ mod sockets;
 pub mod tools;
 
 pub use busy::{BusyLoops, wait_until};
-pub use child::{ChildProc, Killer, self_command};
+pub use child::{ChildProc, Killer, Output, run, self_command};
 pub use encoders::assert_encoders_agree;
 pub use scratch::Scratch;
 pub use sockets::{ESTABLISHED, LISTEN, TcpSocket, tcp_sockets};
