@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0)
 // ferry-bench's syscall counter: every syscall a watched thread enters adds one to its entry in
 // `counts` (key: the thread id, as the kernel numbers it). User space watches a thread by
-// inserting its id (at most 1,024 over a process's life); other threads cost a failed lookup. Attached to the tracepoint
-// the raw tracepoint sys_enter (no tracefs needed) by `harness::syscalls`.
+// inserting its id (at most 1,024 over a process's life); other threads cost a failed lookup.
+// Attached to the raw tracepoint sys_enter (no tracefs needed) by `harness::syscalls`.
 // Rebuild with ./build.sh (clang -target bpf); the object is committed so builds need no clang.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
