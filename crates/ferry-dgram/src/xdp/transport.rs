@@ -469,7 +469,7 @@ impl XdpConnection {
             )
         };
         // From here on, a failure drops the connection, which takes its slot and session out.
-        let mut conn = XdpConnection {
+        let conn = XdpConnection {
             hub,
             hub_fd,
             fd,
@@ -513,13 +513,14 @@ impl XdpConnection {
                     source: io::Error::new(io::ErrorKind::TimedOut, timeout),
                 });
             }
-            conn.wait(Some(deadline - now));
+            conn.wait(Some(deadline - now))
+                .map_err(|e| TransportError::io("poll", e))?;
         }
     }
 
-    /// Waits, unlocked, up to `timeout`, for this session's mailbox or the hub (a packet, a
-    /// timer); a failed `poll` becomes the connection's failure.
-    fn wait(&mut self, timeout: Option<Duration>) {
+    /// Waits, unlocked, up to `timeout` (`None`: no limit), for this session's mailbox or the
+    /// hub (a packet, a timer).
+    fn wait(&self, timeout: Option<Duration>) -> io::Result<()> {
         let timeout = timeout.map(|t| Timespec {
             tv_sec: t.as_secs().try_into().unwrap_or(i64::MAX),
             tv_nsec: t.subsec_nanos().into(),
@@ -529,8 +530,8 @@ impl XdpConnection {
             PollFd::new(&*self.hub_fd, PollFlags::IN),
         ];
         match rustix::event::poll(&mut fds, timeout.as_ref()) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => self.fail(TransportError::io("poll", e.into())),
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -677,7 +678,9 @@ impl Transport for XdpConnection {
             if let Some(frame) = self.next_frame(true)? {
                 return Ok(frame);
             }
-            self.wait(None);
+            if let Err(e) = self.wait(None) {
+                self.fail(TransportError::io("poll", e));
+            }
         }
     }
 
