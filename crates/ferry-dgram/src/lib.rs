@@ -358,8 +358,8 @@
 //! `XDP_PKT_CONTD`; the program is `xdp.frags`); a received one is gathered into one buffer
 //! (one more copy) for the parser. **Not yet:** IPv6, several queues per endpoint, several
 //! endpoints per interface (each attaches its own program, and an interface runs one XDP
-//! program without libxdp's dispatcher: so one `xdp://` client or listener at a time on an
-//! interface). `tests/xdp.rs` runs an echo of 0 B to 64 KiB between two
+//! program without libxdp's dispatcher: so one endpoint at a time on an interface, which a
+//! process's `xdp://` clients share, or its listener). `tests/xdp.rs` runs an echo of 0 B to 64 KiB between two
 //! namespaces over veth with native XDP at both ends (copy mode), again with the program in
 //! generic mode, with MTU 9000 (three frames a packet), and through a bridge dropping 5 % of
 //! packets.
@@ -385,20 +385,24 @@
 //! One AF_XDP socket (one [`XdpEndpoint`], one XDP program) serves every session on its
 //! interface queue, while an RPC event loop polls one descriptor per connection. So the
 //! endpoint and a mailbox per session are a *hub* that the [`XdpListener`] and every
-//! [`XdpConnection`] it accepted share (`Arc<Mutex<..>>`: ferry-rpc's server shares a listener
-//! between loop threads, so it must be `Sync`; uncontended, the lock is a few atomic
-//! operations per call):
+//! [`XdpConnection`] it accepted share, or a process's client connections on that queue
+//! (`Arc<Mutex<..>>`: ferry-rpc's server shares a listener between loop threads, so it must
+//! be `Sync`; uncontended, the lock is a few atomic operations per call):
 //!
 //! ```text
 //! XdpListener::bind(ifname, queue, ip:port)     XdpConnection::connect(ifname, queue, server)
 //!   hub: XdpEndpoint on the queue, a kernel       the interface's IPv4 address, a port the kernel
 //!   UDP socket holding the port, descriptor =     picks; the server's MAC from the kernel's ARP
 //!   epoll { AF_XDP socket, timerfd }              table (a datagram to its discard port first);
-//!                                                 a hub of its own (one session), handshake
+//!                                                 the process's client hub on the queue (found
+//!                                                 by namespace, interface and queue; bound by
+//!                                                 the first, released by the last), a session
+//!                                                 on it, handshake
 //! whoever calls first (try_accept, a connection's try_recv/recv/flush) drives the endpoint:
 //!   Message / end of session ─► that session's mailbox, its eventfd written
 //!   a new session ─► the accept queue, the timer set to fire at once (listener readable)
 //! accepted connection: descriptor = its eventfd, readable while its mailbox holds something
+//! client connection: descriptor = epoll { its eventfd, the hub's }, so one of them drives
 //! ```
 //!
 //! Frames, sends, acknowledgements, `in_flight` and errors are as on [`UdpConnection`]
@@ -407,7 +411,9 @@
 //! into the caller's pool and the driver copies each packet into a UMEM frame. A blocking
 //! `recv` waits unlocked in `poll` on its mailbox and the hub. [`XdpConnection::stats`] gives
 //! the endpoint's [`XdpStats`] (the core's counters, syscalls, copy or zero-copy mode, UMEM
-//! frames in use), shared by every session of a listener.
+//! frames in use), shared by every session of the hub. A client that joins a hub takes its
+//! address, pool and core settings as the first client bound them. A listener and clients on
+//! one interface in one process exclude each other: the second bind fails with `EBUSY`.
 //!
 //! **Limits and known gaps.** The peer must be on the interface's link (no routing: the MAC
 //! is the peer's own); IPv4 only. Closing a socket frees its queue only when the kernel's work

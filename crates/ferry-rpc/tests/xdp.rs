@@ -326,6 +326,106 @@ fn a_bare_connection_calls_and_reports_its_endpoint() {
     });
 }
 
+/// A raw call of `len` bytes (`i` picks the bytes) on a blocking channel, its answer checked.
+fn raw_call(ch: &ferry_rpc::Channel, i: usize, len: usize) {
+    let bytes = payload(i, len);
+    let answer = ch.call_payload(RAW, Payload::Bytes(&bytes)).expect("raw call");
+    assert_eq!(answer.frame().bytes(), Some(&bytes[..]), "raw call {i}");
+}
+
+/// Two blocking channels at once from one thread, through one interface queue: sessions on
+/// one client hub (regression: the second connect failed with `EBUSY`, each binding an
+/// AF_XDP socket of its own, so `ferry kv status --addr xdp://...` could not run). Calls
+/// interleave, every answer its own; with one dropped the other calls on; a third then
+/// connects.
+#[test]
+fn two_channels_from_one_thread_share_the_interface() {
+    const TEST: &str = "two_channels_from_one_thread_share_the_interface";
+    let Some(net) = pair(TEST, "xh", None) else { return };
+    let service = TestService::default();
+    let Some(stats) = with_server(TEST, &net, &service, |addr, _| {
+        let first = channel(addr);
+        let second = channel(addr);
+        for (i, &len) in SIZES.iter().enumerate() {
+            raw_call(&first, 2 * i, len);
+            raw_call(&second, 2 * i + 1, SIZES[SIZES.len() - 1 - i]);
+        }
+        drop(first);
+        for (i, &len) in SIZES.iter().enumerate() {
+            raw_call(&second, 100 + i, len);
+        }
+        let third = channel(addr);
+        for (i, &len) in SIZES.iter().enumerate() {
+            raw_call(&third, 200 + 2 * i, len);
+            raw_call(&second, 200 + 2 * i + 1, len);
+        }
+    }) else {
+        return;
+    };
+    assert_eq!(service.seen.raw_shared.load(Ordering::SeqCst), 5 * SIZES.len());
+    assert_eq!(stats.endpoint.drops.malformed, 0, "{stats:?}");
+}
+
+/// A tokio channel and a blocking channel at once on two threads of one namespace, one
+/// interface queue: whichever thread drives the shared endpoint files the other's answers
+/// (and a third channel's Accept, connecting meanwhile) and wakes it (its descriptor), and
+/// every call finishes.
+#[test]
+fn a_tokio_and_a_blocking_channel_share_the_interface_from_two_threads() {
+    const TEST: &str = "a_tokio_and_a_blocking_channel_share_the_interface_from_two_threads";
+    const ROUNDS: usize = 4;
+    let Some(net) = pair(TEST, "xm", None) else { return };
+    let service = TestService::default();
+    let Some(_) = with_server(TEST, &net, &service, |addr, _| {
+        // Both connected before either calls, both alive until both are done; a thread that
+        // panicked hangs up, and the other fails at once.
+        let (to_tokio, from_blocking) = mpsc::channel();
+        let (to_blocking, from_tokio) = mpsc::channel();
+        let meet = |tx: &mpsc::Sender<()>, rx: &mpsc::Receiver<()>| {
+            let _ = tx.send(());
+            rx.recv_timeout(DEADLINE).expect("the other channel's thread");
+        };
+        let a = &net.a;
+        std::thread::scope(|scope| {
+            let blocking = scope.spawn(move || {
+                a.enter().expect("enter namespace a");
+                let ch = channel(addr);
+                meet(&to_tokio, &from_tokio);
+                // A handshake while the tokio thread's calls drive the endpoint too: whichever
+                // files the Accept wakes this connect.
+                let late = channel(addr);
+                raw_call(&late, 999, 64);
+                for round in 0..ROUNDS {
+                    for (i, &len) in SIZES.iter().enumerate() {
+                        raw_call(&ch, 1000 + round * SIZES.len() + i, len);
+                    }
+                }
+                meet(&to_tokio, &from_tokio);
+            });
+            on_tokio(async move {
+                let mut config = ChannelConfig {
+                    timeout: Some(DEADLINE),
+                    ..ChannelConfig::default()
+                };
+                config.client.window = 16;
+                let chan = Rc::new(AsyncChannel::connect_with(addr, config).await.expect("connect"));
+                meet(&to_blocking, &from_blocking);
+                for _ in 0..ROUNDS {
+                    sixteen_in_flight(Rc::clone(&chan), RAW, &SIZES).await;
+                }
+                meet(&to_blocking, &from_blocking);
+            });
+            blocking.join().expect("the blocking channel");
+        });
+    }) else {
+        return;
+    };
+    assert_eq!(
+        service.seen.raw_shared.load(Ordering::SeqCst),
+        ROUNDS * (SIZES.len() + 32) + 1
+    );
+}
+
 /// 128 requests at once from a bare connection, four times the session's window of 32: the
 /// server's answers beyond its window wait in its connection's backlog until the client's
 /// acknowledgements free room. Those come in at the listener's endpoint, shared by every

@@ -1,9 +1,15 @@
 //! [`Transport`] over AF_XDP: one [`XdpConnection`] is one session with one peer, while one
 //! AF_XDP socket (one [`XdpEndpoint`], one XDP program) per interface queue carries every
 //! session on it. The endpoint and its sessions' mailboxes are the *hub*, shared by the
-//! listener and the connections it accepted (`Arc<Mutex<..>>`: ferry-rpc's server shares a
-//! listener between its loop threads, so it must be `Sync`; uncontended, the lock costs a few
-//! atomic operations per call).
+//! listener and the connections it accepted, or by a process's client connections on that
+//! queue (`Arc<Mutex<..>>`: ferry-rpc's server shares a listener between its loop threads, so
+//! it must be `Sync`; uncontended, the lock costs a few atomic operations per call).
+//!
+//! - **Client hubs** are found in a process-wide registry by network namespace, interface
+//!   and queue (`Weak` references): a `connect` opens a session on the live hub or binds one,
+//!   and the last connection's drop releases the socket and the program. A listener and
+//!   clients on one interface in one process exclude each other (the interface runs one
+//!   program): only clients share.
 //!
 //! - **Whoever runs first distributes.** Any caller ([`XdpListener::try_accept`], a
 //!   connection's `try_recv`, `recv`, `flush`) drives the endpoint and files what came: a
@@ -14,9 +20,11 @@
 //!   acknowledgements free room: those come in at the shared socket and ring no connection.
 //! - **Descriptors.** The hub's is an `epoll` set of the AF_XDP socket and a `timerfd` armed
 //!   at the core's next timer (`udp/wake.rs`), so a loop polling it wakes for packets and
-//!   retransmissions alike; it is the listener's, and a client connection's (the client owns
-//!   its hub alone). A session accepted by the listener has an eventfd of its own, readable
-//!   while its mailbox holds a message or its end. A new session that another caller filed
+//!   retransmissions alike; it is the listener's. Every session has an eventfd, readable
+//!   while its mailbox holds a message or its end (or, during a client's handshake, once the
+//!   Accept came): an accepted connection's descriptor. A client connection's is an `epoll`
+//!   set of its eventfd and the hub's descriptor, so that every client of a hub wakes for
+//!   packets and timers and one of them drives. A new session that another caller filed
 //!   arms the timer to fire at once, so the listener's descriptor turns readable.
 //! - **Ports and peers.** The hub holds a kernel UDP socket bound to its address (port 0
 //!   picks one), so no kernel socket takes the port the XDP program steers away. A client
@@ -33,13 +41,13 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use ferry_buf::{Pool, PoolConfig, SharedBuf};
 use ferry_transport::{Meta, Payload, Transport, TransportError};
 use ferry_wire::Outgoing;
-use rustix::event::{EventfdFlags, PollFd, PollFlags, eventfd};
+use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, epoll, eventfd};
 use thiserror::Error;
 
 use super::frame::Mac;
@@ -122,10 +130,13 @@ struct Slot {
     ended: Option<SessionError>,
     /// The session is established (a client's, once the Accept came).
     connected: bool,
+    /// A client's session whose `connect` has not seen the Accept yet: the eventfd is written
+    /// when it comes (whoever filed it), so that the waiting `connect` wakes.
+    handshake: bool,
     /// The peer, once connected.
     peer: Option<SocketAddrV4>,
-    /// The connection's eventfd, written while the mailbox is not empty (an accepted session's
-    /// only: a client's connection polls the hub itself).
+    /// The connection's eventfd, written while the mailbox is not empty (or the Accept of a
+    /// client's handshake waits).
     bell: Option<Arc<OwnedFd>>,
     rung: bool,
 }
@@ -134,7 +145,7 @@ impl Slot {
     /// Brings the eventfd up to date: readable while a message or the end waits.
     fn ring(&mut self) {
         let Some(bell) = &self.bell else { return };
-        let due = !self.frames.is_empty() || self.ended.is_some();
+        let due = !self.frames.is_empty() || self.ended.is_some() || (self.handshake && self.connected);
         if due && !self.rung {
             // Fails only if the counter would overflow: it is readable then anyway.
             let _ = rustix::io::write(&**bell, &1u64.to_ne_bytes());
@@ -154,6 +165,8 @@ struct Hub {
     /// Sessions a peer opened, not yet handed out (a listener's hub only).
     accepts: VecDeque<SessionId>,
     listening: bool,
+    /// The longest message, as the endpoint's pool allows.
+    max_len: usize,
     /// Holds the port against kernel sockets.
     _port: UdpSocket,
 }
@@ -166,7 +179,7 @@ impl Hub {
         local: SocketAddrV4,
         config: &XdpConnConfig,
         listening: bool,
-    ) -> Result<(Hub, usize), TransportError> {
+    ) -> Result<Hub, TransportError> {
         let port = UdpSocket::bind(local).map_err(|e| TransportError::io("xdp port", e))?;
         let local = match port.local_addr() {
             Ok(SocketAddr::V4(a)) => a,
@@ -203,15 +216,15 @@ impl Hub {
             }
         };
         let wake = Wake::new(driver.as_fd()).map_err(|e| TransportError::io("epoll_create", e))?;
-        let hub = Hub {
+        Ok(Hub {
             driver,
             wake,
             slots: HashMap::new(),
             accepts: VecDeque::new(),
             listening,
+            max_len,
             _port: port,
-        };
-        Ok((hub, max_len))
+        })
     }
 
     /// One step of the endpoint (waiting up to `timeout`), its events filed, the backlogs
@@ -248,7 +261,10 @@ impl Hub {
         while let Some(event) = self.driver.poll_event() {
             match event {
                 Event::Connected { session, peer } => match self.slots.get_mut(&session) {
-                    Some(slot) => slot.connected = true,
+                    Some(slot) => {
+                        slot.connected = true;
+                        slot.ring();
+                    }
                     None if self.listening => {
                         let peer = match peer {
                             SocketAddr::V4(a) => Some(a),
@@ -325,12 +341,70 @@ fn hub_fd(hub: &Hub) -> Result<Arc<OwnedFd>, TransportError> {
         .map_err(|e| TransportError::io("dup", e))
 }
 
+/// A session's eventfd, unwritten.
+fn bell() -> Result<Arc<OwnedFd>, TransportError> {
+    eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC)
+        .map(Arc::new)
+        .map_err(|e| TransportError::io("eventfd", e.into()))
+}
+
+/// Where a client hub is: the network namespace of the calling thread (its `nsfs` device and
+/// inode), the interface, the queue.
+type HubKey = ((u64, u64), String, u32);
+
+/// The process's client hubs, each live while a connection holds it: `connect` joins the one
+/// on its interface queue or binds it.
+static CLIENT_HUBS: Mutex<Vec<(HubKey, Weak<Mutex<Hub>>)>> = Mutex::new(Vec::new());
+
+/// The client hub on `ifname`/`queue` in the calling thread's namespace: the live one, or one
+/// bound now at `ip` (a port the kernel picks) with `config`.
+fn client_hub(
+    ifname: &str,
+    queue: u32,
+    ip: Ipv4Addr,
+    config: &XdpConnConfig,
+) -> Result<Arc<Mutex<Hub>>, TransportError> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = std::fs::metadata("/proc/thread-self/ns/net")
+        .map_err(|e| TransportError::io("reading /proc/thread-self/ns/net", e))?;
+    let key = ((ns.dev(), ns.ino()), ifname.to_owned(), queue);
+    let mut hubs = CLIENT_HUBS.lock().unwrap_or_else(PoisonError::into_inner);
+    hubs.retain(|(_, hub)| hub.strong_count() > 0);
+    if let Some(hub) = hubs
+        .iter()
+        .filter(|(k, _)| *k == key)
+        .find_map(|(_, hub)| hub.upgrade())
+    {
+        return Ok(hub);
+    }
+    // Bound under the registry's lock, so that two first connections bind one hub.
+    let hub = Arc::new(Mutex::new(Hub::bind(
+        ifname,
+        queue,
+        SocketAddrV4::new(ip, 0),
+        config,
+        false,
+    )?));
+    hubs.push((key, Arc::downgrade(&hub)));
+    Ok(hub)
+}
+
+/// A client connection's descriptor: an `epoll` set of its eventfd and the hub's descriptor,
+/// readable when its mailbox has something or the hub has work for whoever drives it.
+fn client_fd(bell: &OwnedFd, hub: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let set = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+    epoll::add(&set, bell, epoll::EventData::new_u64(0), epoll::EventFlags::IN)?;
+    epoll::add(&set, hub, epoll::EventData::new_u64(1), epoll::EventFlags::IN)?;
+    Ok(set)
+}
+
 /// One session with one peer over an AF_XDP socket: a [`Transport`].
 pub struct XdpConnection {
     hub: Arc<Mutex<Hub>>,
     /// The hub's descriptor (a blocking `recv` waits on it).
     hub_fd: Arc<OwnedFd>,
-    /// This connection's: its eventfd (accepted) or the hub's (a client's).
+    /// This connection's: its eventfd (accepted) or an epoll set of it and the hub's (a
+    /// client's).
     fd: Arc<OwnedFd>,
     session: SessionId,
     peer: SocketAddrV4,
@@ -350,9 +424,14 @@ impl XdpConnection {
     /// side's address is the interface's first IPv4 address and a port the kernel picks; the
     /// peer's MAC is the kernel's (a lookup waited for up to `config.handshake_timeout`, then
     /// an error of kind `TimedOut` with a [`NoNeighbour`] inside); then the handshake, as long
-    /// again (then `TimedOut` with a [`HandshakeTimeout`](crate::HandshakeTimeout)). The
-    /// connection binds an endpoint of its own (an interface runs one XDP program: one client
-    /// or one listener at a time on an interface). Messages are serialized into `pool`.
+    /// again (then `TimedOut` with a [`HandshakeTimeout`](crate::HandshakeTimeout)).
+    ///
+    /// The client connections of a process on one interface queue (in one network
+    /// namespace) share one endpoint, a session each: the first binds it with `config`, the
+    /// others join it (its address, pool and core settings are the first's), and the last
+    /// one's drop releases it. A listener on the same interface in the same process excludes
+    /// them (an interface runs one XDP program): the bind fails with `EBUSY`, after retrying
+    /// for `config.handshake_timeout`. Messages are serialized into `pool`.
     pub fn connect(
         ifname: &str,
         queue: u32,
@@ -365,41 +444,34 @@ impl XdpConnection {
             .first()
             .ok_or_else(|| TransportError::Config(format!("interface {ifname} has no IPv4 address")))?;
         let mac = neighbour(ifname, ip, *peer.ip(), config.handshake_timeout)?;
-        let (mut hub, max_len) = Hub::bind(ifname, queue, SocketAddrV4::new(ip, 0), config, false)?;
-        let session = hub
-            .driver
-            .connect(peer, mac)
-            .map_err(|e| TransportError::Config(e.to_string()))?;
-        hub.slots.insert(session, Slot::default());
-        let deadline = Instant::now() + config.handshake_timeout;
-        loop {
-            let slot = &hub.slots[&session];
-            if let Some(e) = slot.ended {
-                return Err(session_ended("xdp handshake", e));
-            }
-            if slot.connected {
-                break;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                let timeout = crate::HandshakeTimeout {
-                    peer: peer.into(),
-                    timeout: config.handshake_timeout,
-                    connects: hub.driver.stats().endpoint.packets_sent,
-                };
-                return Err(TransportError::Io {
-                    op: "xdp handshake",
-                    source: io::Error::new(io::ErrorKind::TimedOut, timeout),
-                });
-            }
-            hub.drive(deadline - now)
-                .map_err(|e| TransportError::io("xdp handshake", e))?;
-        }
-        let fd = hub_fd(&hub)?;
-        let local = hub.driver.local_addr();
-        Ok(XdpConnection {
-            hub: Arc::new(Mutex::new(hub)),
-            hub_fd: Arc::clone(&fd),
+        let hub = client_hub(ifname, queue, ip, config)?;
+        let bell = bell()?;
+        let (session, fd, hub_fd, local, max_len) = {
+            let mut hub = lock(&hub);
+            let hub_fd = hub_fd(&hub)?;
+            let fd = client_fd(&bell, hub.wake.as_fd()).map_err(|e| TransportError::io("epoll_create", e))?;
+            let session = hub
+                .driver
+                .connect(peer, mac)
+                .map_err(|e| TransportError::Config(e.to_string()))?;
+            let slot = Slot {
+                handshake: true,
+                bell: Some(bell),
+                ..Slot::default()
+            };
+            hub.slots.insert(session, slot);
+            (
+                session,
+                Arc::new(fd),
+                hub_fd,
+                hub.driver.local_addr(),
+                hub.max_len,
+            )
+        };
+        // From here on, a failure drops the connection, which takes its slot and session out.
+        let conn = XdpConnection {
+            hub,
+            hub_fd,
             fd,
             session,
             peer,
@@ -409,7 +481,58 @@ impl XdpConnection {
             ack_at_once: true,
             failure: None,
             dead: false,
-        })
+        };
+        let deadline = Instant::now() + config.handshake_timeout;
+        loop {
+            let connects = {
+                // A clone, so that `conn` can be returned from under the lock.
+                let hub = Arc::clone(&conn.hub);
+                let mut hub = lock(&hub);
+                hub.drive(Duration::ZERO)
+                    .map_err(|e| TransportError::io("xdp handshake", e))?;
+                let slot = hub.slots.get_mut(&session).ok_or(TransportError::Poisoned)?;
+                if let Some(e) = slot.ended {
+                    return Err(session_ended("xdp handshake", e));
+                }
+                if slot.connected {
+                    slot.handshake = false;
+                    slot.ring();
+                    return Ok(conn);
+                }
+                hub.driver.stats().endpoint.packets_sent
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                let timeout = crate::HandshakeTimeout {
+                    peer: peer.into(),
+                    timeout: config.handshake_timeout,
+                    connects,
+                };
+                return Err(TransportError::Io {
+                    op: "xdp handshake",
+                    source: io::Error::new(io::ErrorKind::TimedOut, timeout),
+                });
+            }
+            conn.wait(Some(deadline - now))
+                .map_err(|e| TransportError::io("poll", e))?;
+        }
+    }
+
+    /// Waits, unlocked, up to `timeout` (`None`: no limit), for this session's mailbox or the
+    /// hub (a packet, a timer).
+    fn wait(&self, timeout: Option<Duration>) -> io::Result<()> {
+        let timeout = timeout.map(|t| Timespec {
+            tv_sec: t.as_secs().try_into().unwrap_or(i64::MAX),
+            tv_nsec: t.subsec_nanos().into(),
+        });
+        let mut fds = [
+            PollFd::new(&*self.fd, PollFlags::IN),
+            PollFd::new(&*self.hub_fd, PollFlags::IN),
+        ];
+        match rustix::event::poll(&mut fds, timeout.as_ref()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The session's peer.
@@ -521,7 +644,7 @@ impl std::fmt::Debug for XdpConnection {
 
 impl AsFd for XdpConnection {
     /// Readable when a message or the session's end waits (an accepted connection's eventfd),
-    /// or, on a client's, when a packet came or a timer is due: call
+    /// or, on a client's, also when a packet came to its hub or a timer is due: call
     /// [`Transport::try_recv`] until `None` before waiting.
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
@@ -555,15 +678,8 @@ impl Transport for XdpConnection {
             if let Some(frame) = self.next_frame(true)? {
                 return Ok(frame);
             }
-            // Waits, unlocked, for this session's mailbox or the hub (a packet, a timer).
-            let mut fds = [
-                PollFd::new(&*self.fd, PollFlags::IN),
-                PollFd::new(&*self.hub_fd, PollFlags::IN),
-            ];
-            let n = if Arc::ptr_eq(&self.fd, &self.hub_fd) { 1 } else { 2 };
-            match rustix::event::poll(&mut fds[..n], None) {
-                Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                Err(e) => self.fail(TransportError::io("poll", e.into())),
+            if let Err(e) = self.wait(None) {
+                self.fail(TransportError::io("poll", e));
             }
         }
     }
@@ -608,15 +724,15 @@ impl XdpListener {
         local: SocketAddrV4,
         config: &XdpConnConfig,
     ) -> Result<XdpListener, TransportError> {
-        let (hub, max_len) = Hub::bind(ifname, queue, local, config, true)?;
+        let hub = Hub::bind(ifname, queue, local, config, true)?;
         let fd = hub_fd(&hub)?;
         Ok(XdpListener {
             local: hub.driver.local_addr(),
+            max_len: hub.max_len,
             hub: Arc::new(Mutex::new(hub)),
             fd,
             ifname: ifname.to_owned(),
             queue,
-            max_len,
         })
     }
 
@@ -648,10 +764,7 @@ impl XdpListener {
         let Some(session) = self.next_session(&mut hub)? else {
             return Ok(None);
         };
-        let bell = eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC)
-            .map(Arc::new)
-            .map_err(|e| TransportError::io("eventfd", e.into()));
-        let bell = match bell {
+        let bell = match bell() {
             Ok(bell) => bell,
             Err(e) => {
                 hub.slots.remove(&session);
