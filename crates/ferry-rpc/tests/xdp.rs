@@ -162,8 +162,7 @@ fn calls(addr: &str) -> usize {
             raw += 1;
         }
     }
-    // The blocking channel's endpoint is gone (an interface runs one XDP program): the tokio
-    // channel binds its own.
+    // The blocking channel is gone, and its hub with it: the tokio channel binds a new one.
     let addr = addr.to_owned();
     raw + on_tokio(async move {
         let mut config = ChannelConfig {
