@@ -2,6 +2,7 @@
 //! xdp://...`) in one network namespace, `ferry kv put` and `get` processes in another, the two
 //! joined through a bridge that drops 5 % of the packets (nftables; this kernel has no netem).
 //! Native XDP on both veths, copy mode. Every put is acknowledged, every get reads its value,
+//! `status` (two connections at once from one process) answers,
 //! the node applied each put exactly once (a retransmitted request applied again would show
 //! in `ferry_kv_commands_applied_total`), and packets were lost on the way. Without root,
 //! namespaces, nftables or AF_XDP the test prints SKIPPED (and fails with
@@ -16,8 +17,8 @@ use ferry_testkit::netns::{Netns, VethPair};
 use ferry_testkit::tools::skip;
 use ferry_testkit::{ChildProc, Output, run};
 
-/// Each `put` and `get` is a process of its own (about a second each here: an XDP program
-/// loaded and attached, a UMEM locked, a handshake).
+/// Each `put` and `get` is a process of its own (an XDP program loaded and attached, a UMEM
+/// locked, a neighbour lookup and a handshake each).
 const PUTS: usize = 8;
 /// Twelve packets at MTU 1500: with the handshakes, some 400 packets through the lossy bridge
 /// over the test (the chance that 5 % loss drops none is about 1e-9).
@@ -80,6 +81,10 @@ fn ferry_kv_serves_over_xdp_to_other_processes_under_loss() {
             out.stdout.len()
         );
     }
+    // `status` holds two connections at once through the client's interface: one shared
+    // AF_XDP endpoint (it failed with EBUSY while each connection bound its own).
+    let out = ferry_in(&net.a, &["kv", "status", "--addr", &addr], &[]);
+    assert!(out.status.success(), "status: {}", out.describe());
     // Read inside the node's namespace, from a thread that entered it.
     let applied = std::thread::scope(|s| {
         s.spawn(|| {
