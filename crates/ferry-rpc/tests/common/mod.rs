@@ -298,18 +298,21 @@ pub fn payload(i: usize, len: usize) -> Vec<u8> {
     (0..len).map(|k| (k * 13 + i) as u8).collect()
 }
 
-/// 16 tasks of two calls each to `method` (an echo) on `chan`: 16 in flight, the payloads'
-/// sizes taken in turn from `sizes`, every answer checked. On a `LocalSet`.
+/// `rounds` rounds of 16 calls at once to `method` (an echo) on `chan`: call `k` carries
+/// [`payload`]`(k, sizes[k % sizes.len()])`, every answer is checked, and a round starts when
+/// the last has been answered. The calls made. On a `LocalSet`.
 pub async fn sixteen_in_flight(
     chan: std::rc::Rc<ferry_rpc::tokio::AsyncChannel>,
     method: u16,
+    rounds: usize,
     sizes: &'static [usize],
-) {
-    let tasks: Vec<_> = (0..16)
-        .map(|i| {
-            let chan = std::rc::Rc::clone(&chan);
-            tokio::task::spawn_local(async move {
-                for k in [i, i + 16] {
+) -> usize {
+    for round in 0..rounds {
+        let tasks: Vec<_> = (0..16)
+            .map(|i| {
+                let chan = std::rc::Rc::clone(&chan);
+                let k = round * 16 + i;
+                tokio::task::spawn_local(async move {
                     let bytes = payload(k, sizes[k % sizes.len()]);
                     let resp = chan
                         .call_payload(method, Payload::Bytes(&bytes))
@@ -320,11 +323,12 @@ pub async fn sixteen_in_flight(
                         Some(&bytes[..]),
                         "call {k}"
                     );
-                }
+                })
             })
-        })
-        .collect();
-    for t in tasks {
-        t.await.expect("call task");
+            .collect();
+        for t in tasks {
+            t.await.expect("call task");
+        }
     }
+    rounds * 16
 }
