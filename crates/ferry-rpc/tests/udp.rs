@@ -347,17 +347,7 @@ fn garbage_and_forged_packets_leave_the_service_serving() {
     let stranger = UdpSocket::bind("127.0.0.1:0").expect("bind");
     // Not a packet; a header for a session the server does not have (answered by a Reset);
     // a Connect cut short.
-    let forged = {
-        let h = ferry_dgram::packet::Header {
-            dst: ferry_dgram::SessionId(77),
-            src: ferry_dgram::SessionId(78),
-            epoch: 1,
-            body: ferry_dgram::packet::Body::Ack { cum: 0, sack: 0 },
-        };
-        let mut b = vec![0; h.encoded_len()];
-        h.encode(&mut b).expect("encode");
-        b
-    };
+    let forged = forged_ack();
     for bytes in [
         &b"GET / HTTP/1.1\r\n\r\n"[..],
         &forged,

@@ -512,17 +512,7 @@ fn garbage_to_the_port_is_dropped_and_counted_and_the_service_serves_on() {
         // Checksum 0: else veth leaves the kernel's checksum to an offload that never runs,
         // and the server's driver refuses the frame before the protocol sees it.
         no_checksum::set(&stranger);
-        let forged = {
-            let h = ferry_dgram::packet::Header {
-                dst: ferry_dgram::SessionId(77),
-                src: ferry_dgram::SessionId(78),
-                epoch: 1,
-                body: ferry_dgram::packet::Body::Ack { cum: 0, sack: 0 },
-            };
-            let mut b = vec![0; h.encoded_len()];
-            h.encode(&mut b).expect("encode");
-            b
-        };
+        let forged = forged_ack();
         let garbage: [&[u8]; 3] = [b"GET / HTTP/1.1\r\n\r\n", &forged[..5], &[0xff; 1472]];
         for bytes in garbage.iter().copied().chain([&forged[..]]) {
             stranger.send_to(bytes, (VethPair::B_IP, PORT)).expect("send");

@@ -162,6 +162,9 @@ struct Hub {
     driver: XdpEndpoint,
     wake: Wake,
     slots: HashMap<SessionId, Slot>,
+    /// The sessions whose backlog is not empty: what [`Hub::feed`] visits (a drive runs per
+    /// call, and a scan of every slot per drive would cost what the sessions number).
+    backlogged: Vec<SessionId>,
     /// Sessions a peer opened, not yet handed out (a listener's hub only).
     accepts: VecDeque<SessionId>,
     listening: bool,
@@ -220,6 +223,7 @@ impl Hub {
             driver,
             wake,
             slots: HashMap::new(),
+            backlogged: Vec::new(),
             accepts: VecDeque::new(),
             listening,
             max_len,
@@ -239,20 +243,38 @@ impl Hub {
         driven
     }
 
-    /// Moves every session's backlogged messages into it as its window allows; whether any
+    /// Queues `data` behind `session`'s backlog, then feeds.
+    fn queue(&mut self, session: SessionId, meta: Meta, data: SharedBuf) -> Result<(), TransportError> {
+        // The slot goes only with the connection (its drop) or a refused session's.
+        let slot = self.slots.get_mut(&session).ok_or(TransportError::Poisoned)?;
+        if slot.backlog.is_empty() {
+            self.backlogged.push(session);
+        }
+        slot.backlog.push_back((meta, data));
+        self.feed();
+        Ok(())
+    }
+
+    /// Moves the backlogged sessions' messages into them as their windows allow; whether any
     /// moved.
     fn feed(&mut self) -> bool {
         let mut fed = false;
-        for (&session, slot) in self.slots.iter_mut().filter(|(_, s)| !s.backlog.is_empty()) {
+        let (slots, driver) = (&mut self.slots, &mut self.driver);
+        self.backlogged.retain(|session| {
+            // A session whose connection went takes its backlog with it.
+            let Some(slot) = slots.get_mut(session) else {
+                return false;
+            };
             while let Some((meta, data)) = slot.backlog.pop_front() {
-                if self.driver.send(session, meta, data.clone()).is_err() {
+                if driver.send(*session, meta, data.clone()).is_err() {
                     // The window is full (or the session is gone, which its mailbox reports).
                     slot.backlog.push_front((meta, data));
-                    break;
+                    return true;
                 }
                 fed = true;
             }
-        }
+            false
+        });
         fed
     }
 
@@ -611,12 +633,7 @@ impl XdpConnection {
     }
 
     fn queue(&mut self, meta: Meta, data: SharedBuf) -> Result<(), TransportError> {
-        let mut hub = lock(&self.hub);
-        // The slot goes only with the connection (its drop) or a refused session's.
-        let slot = hub.slots.get_mut(&self.session).ok_or(TransportError::Poisoned)?;
-        slot.backlog.push_back((meta, data));
-        hub.feed();
-        Ok(())
+        lock(&self.hub).queue(self.session, meta, data)
     }
 }
 

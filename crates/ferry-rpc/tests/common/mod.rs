@@ -332,3 +332,17 @@ pub async fn sixteen_in_flight(
     }
     rounds * 16
 }
+
+/// A well-formed datagram packet for a session no server has (an Ack from session 78 to 77):
+/// what a forger sends; a server answers it with a Reset.
+pub fn forged_ack() -> Vec<u8> {
+    let h = ferry_dgram::packet::Header {
+        dst: ferry_dgram::SessionId(77),
+        src: ferry_dgram::SessionId(78),
+        epoch: 1,
+        body: ferry_dgram::packet::Body::Ack { cum: 0, sack: 0 },
+    };
+    let mut b = vec![0; h.encoded_len()];
+    h.encode(&mut b).expect("encode");
+    b
+}
