@@ -1,5 +1,5 @@
 """Fixtures: the schemas of the shared vectors, the Rust programs the tests run (built with
-cargo on first use), and a Rust ferry-rpc server listening on TCP and shared memory."""
+cargo on first use), and a Rust ferry-rpc server listening on TCP, shared memory and UDP."""
 
 import json
 import os
@@ -40,20 +40,21 @@ def rust_programs():
 
 @pytest.fixture(scope="session")
 def server(rust_programs):
-    """A Rust server on `tcp://127.0.0.1:<free port>` and `shm:///<tmp>/s.sock`, serving
+    """A Rust server on `tcp://127.0.0.1:<free port>`, `shm:///<tmp>/s.sock` and
+    `udp://127.0.0.1:<free port>`, serving
     tests/vectors' `vectors.Everything` for EchoMessage: its addresses by transport. It serves
     until its standard input closes."""
     with tempfile.TemporaryDirectory(prefix="ferry-pytest-") as tmp:
         proc = subprocess.Popen(
             [rust_programs["test_server"], "--proto", str(SCHEMAS / "kinds.proto"),
              "--message", "vectors.Everything",
-             "tcp://127.0.0.1:0", f"shm://{tmp}/s.sock"],
+             "tcp://127.0.0.1:0", f"shm://{tmp}/s.sock", "udp://127.0.0.1:0"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
         addrs = {}
         try:
-            # Ready once it has printed both addresses (a line each, after it listens).
-            while len(addrs) < 2:
+            # Ready once it has printed every address (a line each, after it listens).
+            while len(addrs) < 3:
                 line = proc.stdout.readline()
                 assert line, f"the test server exited with {proc.wait()} before listening"
                 addr = line.split()[1]

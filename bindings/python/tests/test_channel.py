@@ -1,13 +1,14 @@
 """A Python client calls a Rust ferry-rpc server (examples/test_server.rs, a child process)
-over TCP and shared memory."""
+over TCP, shared memory and UDP."""
 
 import threading
+import time
 
 import pytest
 
 import ferry
 
-TRANSPORTS = ["tcp", "shm"]
+TRANSPORTS = ["tcp", "shm", "udp"]
 SVC = "/ferry.pytest.Test/"
 
 
@@ -41,9 +42,9 @@ def test_rust_reads_what_python_encoded(server, schema, transport):
     request = E.encode(text="from python", i64s=[1, -2], str_map={"k": {"raw": b"x" * 5000}})
     view = ch.call(SVC + "EchoMessage", request, response=E)
     assert E.encode(view) == request
-    # Without `response=`: the bytes over TCP; over shared memory the answer stays in the
-    # server's memory, where only a descriptor can read it.
-    if transport == "tcp":
+    # Without `response=`: the bytes over TCP and UDP; over shared memory the answer stays in
+    # the server's memory, where only a descriptor can read it.
+    if transport != "shm":
         assert ch.call(SVC + "EchoMessage", request) == request
     else:
         with pytest.raises(ferry.RpcError, match="pass response=") as e:
@@ -59,6 +60,11 @@ def test_a_deadline(server):
     with pytest.raises(ferry.RpcError) as e:
         ch.call(SVC + "Hold", b"", timeout=0.05)
     assert e.value.code_name == "DEADLINE_EXCEEDED"
+    # The deadline went with the call: the server's handler sees it pass and stops holding
+    # (else the next test would release this call instead of its own).
+    give_up = time.monotonic() + 30
+    while ch.call(SVC + "Held", b"") != b"0":
+        assert time.monotonic() < give_up, "the held call outlived its deadline by 30 s"
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -86,5 +92,6 @@ def test_the_gil_is_released_while_a_call_waits(server, transport):
 
 def test_bad_addresses():
     with pytest.raises(ferry.RpcError) as e:
-        ferry.Channel("udp://x:1")
+        ferry.Channel("sctp://127.0.0.1:1")
     assert e.value.code_name == "INVALID_ARGUMENT"
+    assert "sctp" in str(e.value)

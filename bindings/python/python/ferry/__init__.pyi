@@ -82,7 +82,8 @@ class View:
     def to_dict(self) -> dict[str, Any]: ...
 
 class Channel:
-    """A connection to a Ferry RPC server: `tcp://HOST:PORT` or `shm:///PATH`."""
+    """A connection to a Ferry RPC server: `tcp://HOST:PORT`, `shm:///PATH`, `udp://HOST:PORT`
+    or `xdp://IFNAME/QUEUE@IP:PORT`."""
 
     def __init__(self, addr: str) -> None: ...
     @overload
