@@ -178,10 +178,14 @@ struct Pending {
     left: u32,
 }
 
-/// A block being filled, or filled and waiting for a credit.
+/// A block being filled, filled and waiting for a credit, or published and waiting for its
+/// acknowledgement. It stays a `BufMut` throughout (never frozen): this side writes it only
+/// while filling it, and again only once the peer has acknowledged it.
 #[derive(Debug)]
 struct Filling {
     block: BufMut,
+    /// The block's offset in the pool's memory (its memfd), found once when it was taken.
+    offset: usize,
     count: u32,
     /// The values its messages reference, held until the block is acknowledged.
     held: Vec<SharedBuf>,
@@ -197,11 +201,12 @@ pub struct Endpoint {
     // Sending.
     filling: Option<Filling>,
     ready: VecDeque<Filling>,
-    in_flight: VecDeque<(SharedBuf, Vec<SharedBuf>)>,
-    /// The last acknowledged block and an emptied list of held values, kept for the next
-    /// block to be filled: one block in flight at a time then costs no pool allocation and
-    /// no release, and its values' list no heap allocation.
-    spare: Option<BufMut>,
+    in_flight: VecDeque<Filling>,
+    /// The last acknowledged block, its list of held values emptied, kept for the next block
+    /// to be filled: one block in flight at a time then costs no pool allocation and no
+    /// release, and its values' list no heap allocation. `spare_held`: an emptied list for a
+    /// block taken from the pool.
+    spare: Option<Filling>,
     spare_held: Vec<SharedBuf>,
     send_seq: u64,
     wake: bool,
@@ -300,7 +305,7 @@ impl Endpoint {
     pub fn in_flight(&self) -> usize {
         self.in_flight
             .iter()
-            .map(|(block, values)| block.len() + values.iter().map(SharedBuf::len).sum::<usize>())
+            .map(|f| f.block.len() + f.held.iter().map(SharedBuf::len).sum::<usize>())
             .sum()
     }
 
@@ -355,16 +360,20 @@ impl Endpoint {
         }
         if self.filling.is_none() {
             let size = (PREAMBLE_LEN + need).max(self.setup.block_size);
-            let mut block = match self.spare.take() {
-                Some(block) if block.capacity() >= size => block,
-                _ => self.pool.alloc(size)?,
+            let mut f = match self.spare.take() {
+                Some(f) if f.block.capacity() >= size => f,
+                spare => {
+                    let block = self.pool.alloc(size)?;
+                    Filling {
+                        offset: self.pool.offset_of(&block).expect("pool memory"),
+                        block,
+                        count: 0,
+                        held: spare.map_or_else(|| std::mem::take(&mut self.spare_held), |f| f.held),
+                    }
+                }
             };
-            block.set_len(PREAMBLE_LEN);
-            self.filling = Some(Filling {
-                block,
-                count: 0,
-                held: std::mem::take(&mut self.spare_held),
-            });
+            f.block.set_len(PREAMBLE_LEN);
+            self.filling = Some(f);
         }
         Ok(self.filling.as_mut().expect("just made"))
     }
@@ -409,9 +418,13 @@ impl Endpoint {
         let header = self.header(meta, layout.head_len, true);
         self.room(space)?;
         let pool = &self.pool;
-        let Filling { block, held, .. } = self.filling.as_mut().expect("room made it");
-        let at = block.len();
-        let block_offset = pool.offset_of(block).expect("pool memory");
+        let Filling {
+            block,
+            offset: block_offset,
+            held,
+            ..
+        } = self.filling.as_mut().expect("room made it");
+        let (at, block_offset) = (block.len(), *block_offset);
         let (mut referenced, mut copied) = (0u64, 0u64);
         let mut lost = None;
         let held_before = held.len();
@@ -508,22 +521,16 @@ impl Endpoint {
             if self.credits == 0 || !self.rings.has_space(mem)? {
                 return Ok(false);
             }
-            let Filling {
-                mut block,
-                count,
-                held,
-                ..
-            } = self.ready.pop_front().expect("not empty");
+            let mut f = self.ready.pop_front().expect("not empty");
             let preamble = Preamble {
-                count,
-                len: block.len() as u32,
+                count: f.count,
+                len: f.block.len() as u32,
                 acks: self.take_acks(),
             };
-            preamble.write(&mut block.capacity_mut()[..PREAMBLE_LEN]);
-            let block = block.freeze();
-            let bucket = (self.pool.offset_of(&block).expect("pool memory") / BLOCK_ALIGN) as u32;
+            preamble.write(&mut f.block.capacity_mut()[..PREAMBLE_LEN]);
+            let bucket = (f.offset / BLOCK_ALIGN) as u32;
             self.credits -= 1;
-            self.in_flight.push_back((block, held));
+            self.in_flight.push_back(f);
             self.stats.blocks_sent += 1;
             self.wake |= self
                 .rings
@@ -557,13 +564,13 @@ impl Endpoint {
             return Err(protocol("acknowledgement of blocks never sent", at));
         }
         for _ in 0..n {
-            let (block, mut held) = self.in_flight.pop_front().expect("checked against the length");
-            held.clear();
-            if self.spare_held.capacity() < held.capacity() {
-                self.spare_held = held;
-            }
+            let mut f = self.in_flight.pop_front().expect("checked against the length");
+            f.held.clear();
             if self.spare.is_none() {
-                self.spare = block.try_into_mut().ok();
+                f.count = 0;
+                self.spare = Some(f);
+            } else if self.spare_held.capacity() < f.held.capacity() {
+                self.spare_held = f.held;
             }
         }
         self.credits += n;
