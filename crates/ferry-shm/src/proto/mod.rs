@@ -350,13 +350,13 @@ impl Endpoint {
 
     /// The block being filled, with room for `need` more bytes (a full one becomes ready).
     fn room(&mut self, need: usize) -> Result<&mut Filling, TransportError> {
-        if self
+        // An empty block (left by a failed send) is dropped, not published.
+        if let Some(f) = self
             .filling
-            .as_ref()
-            .is_some_and(|f| f.block.capacity() - f.block.len() < need)
+            .take_if(|f| f.block.capacity() - f.block.len() < need)
+            && f.count > 0
         {
-            // An empty block (left by a failed send) is dropped, not published.
-            self.ready.extend(self.filling.take().filter(|f| f.count > 0));
+            self.ready.push_back(f);
         }
         if self.filling.is_none() {
             let size = (PREAMBLE_LEN + need).max(self.setup.block_size);
@@ -373,9 +373,9 @@ impl Endpoint {
                 }
             };
             f.block.set_len(PREAMBLE_LEN);
-            self.filling = Some(f);
+            return Ok(self.filling.insert(f));
         }
-        Ok(self.filling.as_mut().expect("just made"))
+        Ok(self.filling.as_mut().expect("not none"))
     }
 
     /// The header of the next message; `send_seq` advances only once it is queued.
@@ -398,7 +398,8 @@ impl Endpoint {
         self.send_seq += 1;
         self.stats.messages_sent += 1;
         if f.block.len() >= self.setup.block_size || f.count >= self.setup.block_messages {
-            self.ready.extend(self.filling.take());
+            let f = self.filling.take().expect("the message's block");
+            self.ready.push_back(f);
         }
     }
 
@@ -498,8 +499,8 @@ impl Endpoint {
 
     /// Makes the block being filled ready, if it holds a message.
     pub fn close_block(&mut self) {
-        if self.filling.as_ref().is_some_and(|f| f.count > 0) {
-            self.ready.extend(self.filling.take());
+        if let Some(f) = self.filling.take_if(|f| f.count > 0) {
+            self.ready.push_back(f);
         }
     }
 
