@@ -184,8 +184,13 @@ struct Pending {
 #[derive(Debug)]
 struct Filling {
     block: BufMut,
-    /// The block's offset in the pool's memory (its memfd), found once when it was taken.
+    /// The block's offset in the pool's memory (its memfd) and its capacity, found once when
+    /// it was taken.
     offset: usize,
+    capacity: usize,
+    /// Bytes in use: the preamble and the messages so far (the `BufMut`'s own length is not
+    /// kept: only this side reads it).
+    len: usize,
     count: u32,
     /// The values its messages reference, held until the block is acknowledged.
     held: Vec<SharedBuf>,
@@ -305,7 +310,7 @@ impl Endpoint {
     pub fn in_flight(&self) -> usize {
         self.in_flight
             .iter()
-            .map(|f| f.block.len() + f.held.iter().map(SharedBuf::len).sum::<usize>())
+            .map(|f| f.len + f.held.iter().map(SharedBuf::len).sum::<usize>())
             .sum()
     }
 
@@ -351,9 +356,7 @@ impl Endpoint {
     /// The block being filled, with room for `need` more bytes (a full one becomes ready).
     fn room(&mut self, need: usize) -> Result<&mut Filling, TransportError> {
         // An empty block (left by a failed send) is dropped, not published.
-        if let Some(f) = self
-            .filling
-            .take_if(|f| f.block.capacity() - f.block.len() < need)
+        if let Some(f) = self.filling.take_if(|f| f.capacity - f.len < need)
             && f.count > 0
         {
             self.ready.push_back(f);
@@ -361,18 +364,20 @@ impl Endpoint {
         if self.filling.is_none() {
             let size = (PREAMBLE_LEN + need).max(self.setup.block_size);
             let mut f = match self.spare.take() {
-                Some(f) if f.block.capacity() >= size => f,
+                Some(f) if f.capacity >= size => f,
                 spare => {
                     let block = self.pool.alloc(size)?;
                     Filling {
                         offset: self.pool.offset_of(&block).expect("pool memory"),
+                        capacity: block.capacity(),
+                        len: PREAMBLE_LEN,
                         block,
                         count: 0,
                         held: spare.map_or_else(|| std::mem::take(&mut self.spare_held), |f| f.held),
                     }
                 }
             };
-            f.block.set_len(PREAMBLE_LEN);
+            f.len = PREAMBLE_LEN;
             return Ok(self.filling.insert(f));
         }
         Ok(self.filling.as_mut().expect("not none"))
@@ -393,11 +398,11 @@ impl Endpoint {
     /// A message was written in the filling block at `space` bytes from its end.
     fn queued(&mut self, space: usize) {
         let f = self.filling.as_mut().expect("the message's block");
-        f.block.set_len(f.block.len() + space);
+        f.len += space;
         f.count += 1;
         self.send_seq += 1;
         self.stats.messages_sent += 1;
-        if f.block.len() >= self.setup.block_size || f.count >= self.setup.block_messages {
+        if f.len >= self.setup.block_size || f.count >= self.setup.block_messages {
             let f = self.filling.take().expect("the message's block");
             self.ready.push_back(f);
         }
@@ -422,10 +427,11 @@ impl Endpoint {
         let Filling {
             block,
             offset: block_offset,
+            len: at,
             held,
             ..
         } = self.filling.as_mut().expect("room made it");
-        let (at, block_offset) = (block.len(), *block_offset);
+        let (at, block_offset) = (*at, *block_offset);
         let (mut referenced, mut copied) = (0u64, 0u64);
         let mut lost = None;
         let held_before = held.len();
@@ -484,9 +490,9 @@ impl Endpoint {
         };
         let space = message_space(len);
         let header = self.header(meta, len, false);
-        let block = &mut self.room(space)?.block;
-        let at = block.len();
-        let out = &mut block.capacity_mut()[at..at + MSG_HEADER_LEN + len];
+        let f = self.room(space)?;
+        let at = f.len;
+        let out = &mut f.block.capacity_mut()[at..at + MSG_HEADER_LEN + len];
         header.write(out);
         let mut pos = MSG_HEADER_LEN;
         for part in std::iter::once(head).chain(parts.iter().map(|p| &p[..])) {
@@ -525,7 +531,7 @@ impl Endpoint {
             let mut f = self.ready.pop_front().expect("not empty");
             let preamble = Preamble {
                 count: f.count,
-                len: f.block.len() as u32,
+                len: f.len as u32,
                 acks: self.take_acks(),
             };
             preamble.write(&mut f.block.capacity_mut()[..PREAMBLE_LEN]);
