@@ -178,11 +178,12 @@ struct Pending {
     left: u32,
 }
 
-/// A block being filled, filled and waiting for a credit, or published and waiting for its
-/// acknowledgement. It stays a `BufMut` throughout (never frozen): this side writes it only
-/// while filling it, and again only once the peer has acknowledged it.
+/// A block this side sends: being filled, filled and waiting for a credit (ready), or
+/// published and waiting for its acknowledgement (in flight). It stays a `BufMut` throughout
+/// (never frozen): this side writes it only while filling it, and again only once the peer
+/// has acknowledged it.
 #[derive(Debug)]
-struct Filling {
+struct Block {
     block: BufMut,
     /// The block's offset in the pool's memory (its memfd) and its capacity, found once when
     /// it was taken.
@@ -204,14 +205,17 @@ pub struct Endpoint {
     rings: Rings,
     credits: u32,
     // Sending.
-    filling: Option<Filling>,
-    ready: VecDeque<Filling>,
-    in_flight: VecDeque<Filling>,
+    filling: Option<Block>,
+    /// The blocks sent and not yet acknowledged, oldest first: `published` of them in flight,
+    /// then the ready ones (closed, waiting for a credit or ring room). A block stays in its
+    /// place from its closing to its acknowledgement.
+    blocks: VecDeque<Block>,
+    published: usize,
     /// The last acknowledged block, its list of held values emptied, kept for the next block
     /// to be filled: one block in flight at a time then costs no pool allocation and no
     /// release, and its values' list no heap allocation. `spare_held`: an emptied list for a
     /// block taken from the pool.
-    spare: Option<Filling>,
+    spare: Option<Block>,
     spare_held: Vec<SharedBuf>,
     send_seq: u64,
     wake: bool,
@@ -255,8 +259,8 @@ impl Endpoint {
             rings: Rings::new(setup.ring, setup.peer_control),
             credits: setup.credits,
             filling: None,
-            ready: VecDeque::new(),
-            in_flight: VecDeque::new(),
+            blocks: VecDeque::new(),
+            published: 0,
             spare: None,
             spare_held: Vec::new(),
             send_seq: 0,
@@ -292,7 +296,7 @@ impl Endpoint {
 
     /// Whether blocks are ready and wait for a credit or ring room.
     pub fn has_ready(&self) -> bool {
-        !self.ready.is_empty()
+        self.blocks.len() > self.published
     }
 
     /// Whether something waits to be published: messages in the block being filled or in
@@ -308,15 +312,16 @@ impl Endpoint {
 
     /// Bytes sent and not yet acknowledged: published blocks and the values they reference.
     pub fn in_flight(&self) -> usize {
-        self.in_flight
+        self.blocks
             .iter()
+            .take(self.published)
             .map(|f| f.len + f.held.iter().map(SharedBuf::len).sum::<usize>())
             .sum()
     }
 
     /// Blocks published and not yet acknowledged (each holds a credit).
     pub fn blocks_in_flight(&self) -> usize {
-        self.in_flight.len()
+        self.published
     }
 
     /// The request id the next message gets implicitly (not written to shared memory).
@@ -337,8 +342,8 @@ impl Endpoint {
     pub fn fail(&mut self, e: TransportError) -> TransportError {
         self.failed = true;
         self.filling = None;
-        self.ready.clear();
-        self.in_flight.clear();
+        self.blocks.clear();
+        self.published = 0;
         self.spare = None;
         e
     }
@@ -354,12 +359,12 @@ impl Endpoint {
     }
 
     /// The block being filled, with room for `need` more bytes (a full one becomes ready).
-    fn room(&mut self, need: usize) -> Result<&mut Filling, TransportError> {
+    fn room(&mut self, need: usize) -> Result<&mut Block, TransportError> {
         // An empty block (left by a failed send) is dropped, not published.
         if let Some(f) = self.filling.take_if(|f| f.capacity - f.len < need)
             && f.count > 0
         {
-            self.ready.push_back(f);
+            self.blocks.push_back(f);
         }
         if self.filling.is_none() {
             let size = (PREAMBLE_LEN + need).max(self.setup.block_size);
@@ -367,7 +372,7 @@ impl Endpoint {
                 Some(f) if f.capacity >= size => f,
                 spare => {
                     let block = self.pool.alloc(size)?;
-                    Filling {
+                    Block {
                         offset: self.pool.offset_of(&block).expect("pool memory"),
                         capacity: block.capacity(),
                         len: PREAMBLE_LEN,
@@ -404,7 +409,7 @@ impl Endpoint {
         self.stats.messages_sent += 1;
         if f.len >= self.setup.block_size || f.count >= self.setup.block_messages {
             let f = self.filling.take().expect("the message's block");
-            self.ready.push_back(f);
+            self.blocks.push_back(f);
         }
     }
 
@@ -424,7 +429,7 @@ impl Endpoint {
         let header = self.header(meta, layout.head_len, true);
         self.room(space)?;
         let pool = &self.pool;
-        let Filling {
+        let Block {
             block,
             offset: block_offset,
             len: at,
@@ -506,7 +511,7 @@ impl Endpoint {
     /// Makes the block being filled ready, if it holds a message.
     pub fn close_block(&mut self) {
         if let Some(f) = self.filling.take_if(|f| f.count > 0) {
-            self.ready.push_back(f);
+            self.blocks.push_back(f);
         }
     }
 
@@ -524,20 +529,21 @@ impl Endpoint {
     }
 
     fn publish_inner(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
-        while !self.ready.is_empty() {
+        while self.has_ready() {
             if self.credits == 0 || !self.rings.has_space(mem)? {
                 return Ok(false);
             }
-            let mut f = self.ready.pop_front().expect("not empty");
-            let preamble = Preamble {
-                count: f.count,
-                len: f.len as u32,
-                acks: self.take_acks(),
-            };
-            preamble.write(&mut f.block.capacity_mut()[..PREAMBLE_LEN]);
-            let bucket = (f.offset / BLOCK_ALIGN) as u32;
+            let acks = self.take_acks();
+            let b = &mut self.blocks[self.published];
+            Preamble {
+                count: b.count,
+                len: b.len as u32,
+                acks,
+            }
+            .write(b.block.capacity_mut());
+            let bucket = (b.offset / BLOCK_ALIGN) as u32;
+            self.published += 1;
             self.credits -= 1;
-            self.in_flight.push_back(f);
             self.stats.blocks_sent += 1;
             self.wake |= self
                 .rings
@@ -567,11 +573,11 @@ impl Endpoint {
     }
 
     fn acked(&mut self, n: u32, at: usize) -> Result<(), TransportError> {
-        if n as usize > self.in_flight.len() {
+        if n as usize > self.published {
             return Err(protocol("acknowledgement of blocks never sent", at));
         }
         for _ in 0..n {
-            let mut f = self.in_flight.pop_front().expect("checked against the length");
+            let mut f = self.blocks.pop_front().expect("counted in flight");
             f.held.clear();
             if self.spare.is_none() {
                 f.count = 0;
@@ -580,6 +586,7 @@ impl Endpoint {
                 self.spare_held = f.held;
             }
         }
+        self.published -= n as usize;
         self.credits += n;
         Ok(())
     }
