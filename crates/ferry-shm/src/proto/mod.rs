@@ -522,8 +522,13 @@ impl Endpoint {
     }
 
     /// Publishes ready blocks while credits and ring room last; returns whether none is left.
+    #[inline]
     pub fn publish(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         self.check()?;
+        // Inlined: a caller that looks for work (every poll) finds none without a call.
+        if !self.has_ready() {
+            return Ok(true);
+        }
         let r = self.publish_inner(mem);
         self.guard(r)
     }
@@ -555,11 +560,16 @@ impl Endpoint {
     /// Sends the acknowledgements owed in an entry of their own (it costs no credit: two peers
     /// out of credits, each owing the other, would otherwise wait for ever). Returns whether
     /// none is left owed (false: the ring is full).
+    #[inline]
     pub fn publish_acks(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         self.check()?;
         if !self.owes_acks() {
             return Ok(true);
         }
+        self.publish_owed_acks(mem)
+    }
+
+    fn publish_owed_acks(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         let space = self.rings.has_space(mem);
         if !self.guard(space)? {
             return Ok(false);
@@ -677,16 +687,19 @@ impl Endpoint {
     }
 
     /// The next message of the oldest received block, its header validated.
+    #[inline]
     pub fn next(&mut self, mem: &impl Shared) -> Result<Option<Incoming>, TransportError> {
         self.check()?;
+        // Inlined: a caller that looks before polling (every receive) finds none without a call.
+        if self.queue.is_empty() {
+            return Ok(None);
+        }
         let r = self.next_inner(mem);
         self.guard(r)
     }
 
     fn next_inner(&mut self, mem: &impl Shared) -> Result<Option<Incoming>, TransportError> {
-        let Some(p) = self.queue.front_mut() else {
-            return Ok(None);
-        };
+        let p = self.queue.front_mut().expect("a received block");
         let pos = p.pos;
         if MSG_HEADER_LEN > p.end - pos {
             return Err(protocol("message header past the block", pos));
