@@ -58,6 +58,10 @@ pub(crate) struct Rings {
     head: u64,
     /// Entries of the peer's ring consumed.
     tail: u64,
+    /// `head % size` and `tail % size`, the slots they name, kept as they advance (a division
+    /// per entry cost more than the rest of taking it).
+    head_slot: usize,
+    tail_slot: usize,
     /// The peer's `peer_tail` when this side last read it (how far it had consumed this
     /// side's ring), and whether it has been read at all.
     known_tail: u64,
@@ -73,6 +77,8 @@ impl Rings {
             peer_control,
             head: 0,
             tail: 0,
+            head_slot: 0,
+            tail_slot: 0,
             known_tail: 0,
             tail_read: false,
             seen_head: 0,
@@ -118,11 +124,9 @@ impl Rings {
     /// the block to leave the store buffer (cache lines the peer last read), on every entry.
     /// A peer that declared so and sleeps anyway only delays itself (its sleeps are bounded).
     pub(crate) fn push(&mut self, mem: &mut impl Shared, entry: u64, never_sleeps: bool) -> bool {
-        mem.store(
-            RING_AT + 8 * (self.head % self.size) as usize,
-            tagged(entry, self.head),
-        );
+        mem.store(RING_AT + 8 * self.head_slot, tagged(entry, self.head));
         self.head += 1;
+        self.head_slot = self.next_slot(self.head_slot);
         mem.store(RING_HEAD, self.head);
         if never_sleeps {
             return false;
@@ -137,13 +141,23 @@ impl Rings {
     /// head's and then the slot's. Entries so taken are reported with
     /// [`consumed`](Self::consumed). When it returns `None`, [`idle`](Self::idle) says why.
     pub(crate) fn next_entry(&mut self, mem: &impl Shared) -> Option<(u64, usize)> {
-        let slot = self.peer_control + RING_AT + 8 * (self.tail % self.size) as usize;
+        let slot = self.peer_control + RING_AT + 8 * self.tail_slot;
         let e = mem.load(slot)?;
         if entry_tag(e) != tag(self.tail) {
             return None;
         }
         self.tail += 1;
+        self.tail_slot = self.next_slot(self.tail_slot);
         Some((e, slot))
+    }
+
+    /// The slot after `slot`.
+    fn next_slot(&self, slot: usize) -> usize {
+        if slot + 1 == self.size as usize {
+            0
+        } else {
+            slot + 1
+        }
     }
 
     /// After [`next_entry`](Self::next_entry) found nothing: `Err(Closed)` if the peer has
@@ -180,7 +194,7 @@ impl Rings {
         }
         // The head was stored after the entry: loaded (acquire) after the head, the slot
         // holds it, tagged, unless the peer lies.
-        let slot = self.peer_control + RING_AT + 8 * (self.tail % self.size) as usize;
+        let slot = self.peer_control + RING_AT + 8 * self.tail_slot;
         if mem.load(slot).map(entry_tag) != Some(tag(self.tail)) {
             return Err(protocol("ring entry without its sequence tag", slot));
         }
