@@ -205,17 +205,17 @@ pub struct Endpoint {
     rings: Rings,
     credits: u32,
     // Sending.
+    /// The block being filled. When a block is acknowledged and none is being filled, it
+    /// becomes this one, emptied: one block in flight at a time then costs no pool allocation
+    /// and no release, and its values' list no heap allocation.
     filling: Option<Block>,
     /// The blocks sent and not yet acknowledged, oldest first: `published` of them in flight,
     /// then the ready ones (closed, waiting for a credit or ring room). A block stays in its
     /// place from its closing to its acknowledgement.
     blocks: VecDeque<Block>,
     published: usize,
-    /// The last acknowledged block, its list of held values emptied, kept for the next block
-    /// to be filled: one block in flight at a time then costs no pool allocation and no
-    /// release, and its values' list no heap allocation. `spare_held`: an emptied list for a
-    /// block taken from the pool.
-    spare: Option<Block>,
+    /// An emptied list of held values (from an acknowledged block) for the next block taken
+    /// from the pool.
     spare_held: Vec<SharedBuf>,
     send_seq: u64,
     wake: bool,
@@ -261,7 +261,6 @@ impl Endpoint {
             filling: None,
             blocks: VecDeque::new(),
             published: 0,
-            spare: None,
             spare_held: Vec::new(),
             send_seq: 0,
             wake: false,
@@ -344,7 +343,6 @@ impl Endpoint {
         self.filling = None;
         self.blocks.clear();
         self.published = 0;
-        self.spare = None;
         e
     }
 
@@ -358,34 +356,36 @@ impl Endpoint {
         std::mem::take(&mut self.wake)
     }
 
-    /// The block being filled, with room for `need` more bytes (a full one becomes ready).
-    fn room(&mut self, need: usize) -> Result<&mut Block, TransportError> {
-        // An empty block (left by a failed send) is dropped, not published.
-        if let Some(f) = self.filling.take_if(|f| f.capacity - f.len < need)
+    /// Makes sure a block is being filled and has room for `need` more bytes (a full one
+    /// becomes ready).
+    #[inline]
+    fn room(&mut self, need: usize) -> Result<(), TransportError> {
+        if self.filling.as_ref().is_some_and(|f| f.capacity - f.len >= need) {
+            return Ok(());
+        }
+        self.new_block(need)
+    }
+
+    /// A new block to fill, from the pool, with room for `need` bytes; the one being filled,
+    /// if any, becomes ready (or, empty, as a failed send leaves it, goes back to the pool).
+    fn new_block(&mut self, need: usize) -> Result<(), TransportError> {
+        if let Some(f) = self.filling.take()
             && f.count > 0
         {
             self.blocks.push_back(f);
         }
-        if self.filling.is_none() {
-            let size = (PREAMBLE_LEN + need).max(self.setup.block_size);
-            let mut f = match self.spare.take() {
-                Some(f) if f.capacity >= size => f,
-                spare => {
-                    let block = self.pool.alloc(size)?;
-                    Block {
-                        offset: self.pool.offset_of(&block).expect("pool memory"),
-                        capacity: block.capacity(),
-                        len: PREAMBLE_LEN,
-                        block,
-                        count: 0,
-                        held: spare.map_or_else(|| std::mem::take(&mut self.spare_held), |f| f.held),
-                    }
-                }
-            };
-            f.len = PREAMBLE_LEN;
-            return Ok(self.filling.insert(f));
-        }
-        Ok(self.filling.as_mut().expect("not none"))
+        let block = self
+            .pool
+            .alloc((PREAMBLE_LEN + need).max(self.setup.block_size))?;
+        self.filling = Some(Block {
+            offset: self.pool.offset_of(&block).expect("pool memory"),
+            capacity: block.capacity(),
+            len: PREAMBLE_LEN,
+            block,
+            count: 0,
+            held: std::mem::take(&mut self.spare_held),
+        });
+        Ok(())
     }
 
     /// The header of the next message; `send_seq` advances only once it is queued.
@@ -495,7 +495,8 @@ impl Endpoint {
         };
         let space = message_space(len);
         let header = self.header(meta, len, false);
-        let f = self.room(space)?;
+        self.room(space)?;
+        let f = self.filling.as_mut().expect("room made it");
         let at = f.len;
         let out = &mut f.block.capacity_mut()[at..at + MSG_HEADER_LEN + len];
         header.write(out);
@@ -589,9 +590,10 @@ impl Endpoint {
         for _ in 0..n {
             let mut f = self.blocks.pop_front().expect("counted in flight");
             f.held.clear();
-            if self.spare.is_none() {
+            if self.filling.is_none() {
+                f.len = PREAMBLE_LEN;
                 f.count = 0;
-                self.spare = Some(f);
+                self.filling = Some(f);
             } else if self.spare_held.capacity() < f.held.capacity() {
                 self.spare_held = f.held;
             }
