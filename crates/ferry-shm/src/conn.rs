@@ -676,6 +676,7 @@ impl ShmConnection {
 
     /// Before queueing a message in non-blocking mode: `WouldBlock` (nothing queued) while
     /// ready blocks still wait for credits once what can go out has gone.
+    #[inline]
     fn make_room(&mut self) -> Result<(), TransportError> {
         if self.nonblocking && self.core.has_ready() && !self.push_ready()? {
             return Err(TransportError::WouldBlock);
@@ -685,6 +686,7 @@ impl ShmConnection {
 
     /// After queueing a message: publishes the blocks it made ready (waiting for credits in
     /// blocking mode; in non-blocking mode, what is left stays queued).
+    #[inline]
     fn queued(&mut self) -> Result<(), TransportError> {
         if self.core.has_ready() {
             if self.nonblocking {

@@ -401,6 +401,7 @@ impl Endpoint {
     }
 
     /// A message was written in the filling block at `space` bytes from its end.
+    #[inline]
     fn queued(&mut self, space: usize) {
         let f = self.filling.as_mut().expect("the message's block");
         f.len += space;
