@@ -15,7 +15,7 @@ use ferry_wire::{DecodeError, Limits, MessageDesc, Outgoing, View};
 
 use crate::layout::{BLOCK_ALIGN, RING, control_len};
 use crate::proto::{Endpoint, Hold, Incoming, Setup, Shared};
-use crate::sys::{self, Mapping, OwnWord};
+use crate::sys::{self, Mapping, OwnWords};
 
 /// Connection settings.
 #[derive(Debug, Clone)]
@@ -435,7 +435,7 @@ impl Half {
         let peer_control = u64::from_le_bytes(theirs[16..24].try_into().expect("8 bytes"));
         let peer_control = usize::try_from(peer_control).map_err(|_| bad("control area offset"))?;
         let mem = Memory {
-            control,
+            control: OwnWords::new(control),
             peer: Rc::new(peer),
         };
         let setup = Setup {
@@ -487,7 +487,7 @@ impl Drop for ShmListener {
 /// and the peer's whole region, mapped read-only.
 #[derive(Debug)]
 pub(crate) struct Memory {
-    control: BufMut,
+    control: OwnWords,
     peer: Rc<Mapping>,
 }
 
@@ -503,7 +503,7 @@ impl Memory {
         let peer = Mapping::map_readonly(peer.memfd().expect("a shared pool")).expect("mapping the peer");
         (
             Memory {
-                control,
+                control: OwnWords::new(control),
                 peer: Rc::new(peer),
             },
             offset,
@@ -534,7 +534,7 @@ impl Shared for Memory {
     }
 
     fn store(&mut self, offset: usize, value: u64) {
-        OwnWord::new(self.control.capacity_mut(), offset).store(value);
+        self.control.store(offset, value);
     }
 
     fn fence(&self) {

@@ -8,6 +8,8 @@ use std::os::unix::net::UnixStream;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use ferry_buf::BufMut;
+
 /// The peer's memfd, mapped read-only: everything the peer sends lies in it.
 ///
 /// The peer can write this memory at any time. Reads of protocol metadata go through
@@ -149,37 +151,49 @@ impl Drop for Mapping {
     }
 }
 
-/// A word of this process's own shared memory (in its pool's memfd) that the peer reads.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OwnWord {
-    ptr: NonNull<u64>,
+/// This side's control area: a buffer of its own shared memory (in its pool's memfd) that the
+/// peer reads, as the 8-byte words it is written in. Its address and length are taken once, so
+/// a store costs a range check, not a slice of the buffer and an alignment check.
+#[derive(Debug)]
+pub(crate) struct OwnWords {
+    /// Keeps the memory allocated; not accessed through after `new`.
+    _buf: BufMut,
+    base: NonNull<AtomicU64>,
+    words: usize,
 }
 
-// SAFETY: points into pool memory the connection keeps alive (it holds the buffer); accessed
-// atomically only.
-unsafe impl Send for OwnWord {}
-
-impl OwnWord {
-    /// The 8-byte word at `offset` of `area`.
+impl OwnWords {
+    /// The first `buf.len()` bytes of `buf` as words.
     ///
     /// # Panics
-    /// If the word is not inside `area` or not 8-aligned (a bug in this crate, not peer input).
-    pub(crate) fn new(area: &mut [u8], offset: usize) -> OwnWord {
-        let word = &mut area[offset..offset + 8];
-        assert_eq!(word.as_ptr().addr() % 8, 0, "shared words are 8-aligned");
-        OwnWord {
-            ptr: NonNull::from(word).cast(),
+    /// If `buf` is not 8-aligned (a bug in this crate, not peer input).
+    pub(crate) fn new(mut buf: BufMut) -> OwnWords {
+        let len = buf.len();
+        let area = &mut buf.capacity_mut()[..len];
+        assert_eq!(area.as_ptr().addr() % 8, 0, "shared words are 8-aligned");
+        let base = NonNull::from(area).cast();
+        OwnWords {
+            _buf: buf,
+            base,
+            words: len / 8,
         }
     }
 
-    fn atomic(&self) -> &AtomicU64 {
-        // SAFETY: 8-aligned, inside a pool buffer the connection owns for as long as it uses
-        // this word; only accessed atomically, here and by the peer.
-        unsafe { AtomicU64::from_ptr(self.ptr.as_ptr()) }
-    }
-
-    pub(crate) fn store(&self, value: u64) {
-        self.atomic().store(value, Ordering::Release);
+    /// Stores `value` with release ordering in the word at byte `offset`.
+    ///
+    /// # Panics
+    /// If `offset` is not 8-aligned or the word is outside the area (a bug in this crate, not
+    /// peer input).
+    pub(crate) fn store(&self, offset: usize, value: u64) {
+        let word = offset / 8;
+        assert!(
+            offset % 8 == 0 && word < self.words,
+            "a shared word outside the control area"
+        );
+        // SAFETY: `word` is inside the area (checked above), which `_buf` keeps allocated for
+        // the life of `self` and which nothing else accesses after `new` (the base is 8-aligned,
+        // checked there); it is only accessed atomically, here and by the peer.
+        unsafe { self.base.add(word).as_ref() }.store(value, Ordering::Release);
     }
 }
 
