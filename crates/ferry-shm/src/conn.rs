@@ -525,6 +525,10 @@ impl Shared for Memory {
         self.peer.copy_out(offset, out)
     }
 
+    fn load_words<const N: usize>(&self, offset: usize) -> Option<[u64; N]> {
+        self.peer.load_words(offset)
+    }
+
     fn peer_len(&self) -> usize {
         self.peer.bytes().len()
     }

@@ -78,13 +78,20 @@ impl Preamble {
         out[8..].copy_from_slice(&u64::from(self.acks).to_le_bytes());
     }
 
-    pub(crate) fn read(b: &[u8; PREAMBLE_LEN]) -> Preamble {
-        let u = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    /// The preamble in its two words (little-endian), as [`Shared::load_words`] reads them.
+    ///
+    /// [`Shared::load_words`]: crate::proto::Shared::load_words
+    pub(crate) fn from_words([first, second]: [u64; 2]) -> Preamble {
         Preamble {
-            count: u(0),
-            len: u(4),
-            acks: u(8),
+            count: first as u32,
+            len: (first >> 32) as u32,
+            acks: second as u32,
         }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn read(b: &[u8; PREAMBLE_LEN]) -> Preamble {
+        Preamble::from_words(words(b))
     }
 }
 
@@ -114,15 +121,29 @@ impl MsgHeader {
         out[16..].fill(0);
     }
 
-    pub(crate) fn read(b: &[u8; MSG_HEADER_LEN]) -> MsgHeader {
+    /// The header in its three words (little-endian), as [`Shared::load_words`] reads them.
+    ///
+    /// [`Shared::load_words`]: crate::proto::Shared::load_words
+    pub(crate) fn from_words([first, request_id, _]: [u64; 3]) -> MsgHeader {
         MsgHeader {
-            len: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-            kind: u16::from_le_bytes([b[4], b[5]]),
-            flags: b[6],
-            form: b[7],
-            request_id: u64::from_le_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]),
+            len: first as u32,
+            kind: (first >> 32) as u16,
+            flags: (first >> 48) as u8,
+            form: (first >> 56) as u8,
+            request_id,
         }
     }
+
+    #[cfg(test)]
+    pub(crate) fn read(b: &[u8; MSG_HEADER_LEN]) -> MsgHeader {
+        MsgHeader::from_words(words(b))
+    }
+}
+
+/// The little-endian words of `b`.
+#[cfg(test)]
+fn words<const N: usize>(b: &[u8]) -> [u64; N] {
+    std::array::from_fn(|i| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes")))
 }
 
 /// A ring entry without its tag ([`tagged`] adds it). `acks` above `u16::MAX` is cut to

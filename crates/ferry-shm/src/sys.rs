@@ -105,28 +105,31 @@ impl Mapping {
         }
     }
 
+    /// `N` 8-aligned words at `offset`, little-endian, each loaded once (preambles and message
+    /// headers: what is loaded is what gets validated). `None` if unaligned or outside.
+    pub(crate) fn load_words<const N: usize>(&self, offset: usize) -> Option<[u64; N]> {
+        if offset % 8 != 0 || !self.contains(offset, 8 * N) {
+            return None;
+        }
+        Some(std::array::from_fn(|i| {
+            // SAFETY: the 8 bytes are inside the mapping (range checked above) and 8-aligned
+            // (the mapping is page-aligned); volatile, since the peer may be writing them.
+            let word = unsafe {
+                self.base
+                    .as_ptr()
+                    .add(offset + 8 * i)
+                    .cast::<u64>()
+                    .read_volatile()
+            };
+            u64::from_le(word)
+        }))
+    }
+
     /// Copies `out.len()` bytes at `offset` out of the mapping (read once: the copy is what
     /// gets validated). `None` if the range is outside.
     pub(crate) fn copy_out(&self, offset: usize, out: &mut [u8]) -> Option<()> {
         if !self.contains(offset, out.len()) {
             return None;
-        }
-        if offset % 8 == 0 && out.len() % 8 == 0 {
-            // Preambles and message headers: whole aligned words, one load each.
-            for (i, w) in out.chunks_exact_mut(8).enumerate() {
-                // SAFETY: the 8 source bytes are inside the mapping (range checked above) and
-                // 8-aligned (the mapping is page-aligned); volatile, since the peer may be
-                // writing them.
-                let word = unsafe {
-                    self.base
-                        .as_ptr()
-                        .add(offset + 8 * i)
-                        .cast::<u64>()
-                        .read_volatile()
-                };
-                w.copy_from_slice(&word.to_ne_bytes());
-            }
-            return Some(());
         }
         for (i, b) in out.iter_mut().enumerate() {
             // SAFETY: the source byte is inside the mapping (range checked above); volatile,

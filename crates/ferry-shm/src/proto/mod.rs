@@ -654,10 +654,10 @@ impl Endpoint {
     }
 
     fn receive_block(&mut self, mem: &impl Shared, at: usize) -> Result<(), TransportError> {
-        let mut pre = [0u8; PREAMBLE_LEN];
-        mem.copy_out(at, &mut pre)
+        let pre = mem
+            .load_words(at)
             .ok_or_else(|| protocol("block outside the shared memory", at))?;
-        let pre = Preamble::read(&pre);
+        let pre = Preamble::from_words(pre);
         let len = pre.len as usize;
         if len < PREAMBLE_LEN || !mem.contains(at, len) {
             return Err(protocol("block length outside the shared memory", at));
@@ -707,10 +707,10 @@ impl Endpoint {
         if MSG_HEADER_LEN > p.end - pos {
             return Err(protocol("message header past the block", pos));
         }
-        let mut h = [0u8; MSG_HEADER_LEN];
-        mem.copy_out(pos, &mut h)
+        let h = mem
+            .load_words(pos)
             .ok_or_else(|| protocol("message header past the block", pos))?;
-        let h = MsgHeader::read(&h);
+        let h = MsgHeader::from_words(h);
         if h.form & !(FORM_FERRY | FORM_EXPLICIT_ID) != 0 {
             return Err(protocol("unknown message form", pos));
         }

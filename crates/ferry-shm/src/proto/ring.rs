@@ -20,6 +20,23 @@ pub trait Shared {
     /// Copies `out.len()` bytes of the peer's region at `offset`; `None` outside the region.
     fn copy_out(&self, offset: usize, out: &mut [u8]) -> Option<()>;
 
+    /// `N` words of the peer's region at `offset` (8-aligned), little-endian, each read once: a
+    /// preamble or a message header (the ring entry that named them was loaded with acquire).
+    /// `None` if unaligned or outside the region. By default, copied out with
+    /// [`copy_out`](Self::copy_out).
+    fn load_words<const N: usize>(&self, offset: usize) -> Option<[u64; N]> {
+        if offset % 8 != 0 {
+            return None;
+        }
+        let mut words = [0; N];
+        for (i, w) in words.iter_mut().enumerate() {
+            let mut b = [0; 8];
+            self.copy_out(offset.checked_add(8 * i)?, &mut b)?;
+            *w = u64::from_le_bytes(b);
+        }
+        Some(words)
+    }
+
     /// Bytes in the peer's region.
     fn peer_len(&self) -> usize;
 
