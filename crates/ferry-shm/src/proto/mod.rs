@@ -589,14 +589,19 @@ impl Endpoint {
             return Err(protocol("acknowledgement of blocks never sent", at));
         }
         for _ in 0..n {
-            let mut f = self.blocks.pop_front().expect("counted in flight");
-            f.held.clear();
             if self.filling.is_none() {
+                // Moved once, straight into place, then emptied there.
+                self.filling = self.blocks.pop_front();
+                let f = self.filling.as_mut().expect("counted in flight");
+                f.held.clear();
                 f.len = PREAMBLE_LEN;
                 f.count = 0;
-                self.filling = Some(f);
-            } else if self.spare_held.capacity() < f.held.capacity() {
-                self.spare_held = f.held;
+            } else {
+                let mut f = self.blocks.pop_front().expect("counted in flight");
+                f.held.clear();
+                if self.spare_held.capacity() < f.held.capacity() {
+                    self.spare_held = f.held;
+                }
             }
         }
         self.published -= n as usize;
