@@ -775,10 +775,14 @@ impl ShmConnection {
     }
 
     /// `flush` in blocking mode: waits for credits and ring room, whatever the mode.
+    #[inline]
     fn flush_blocking(&mut self) -> Result<(), TransportError> {
         self.core.check()?;
         self.core.close_block();
-        self.push_out()?;
+        // Out at once unless credits or ring room are short; only then the waiting loop.
+        if !self.core.publish(&mut self.mem)? {
+            self.push_out()?;
+        }
         let mut start = None;
         while !self.core.publish_acks(&mut self.mem)? {
             if !self.core.poll(&mut self.mem)? {
