@@ -141,7 +141,8 @@ impl Releases {
         let n = self.slot(seq);
         n.set(n.get() - 1);
         if n.get() == 0 && seq == self.first.get() {
-            let (mut first, end) = (seq, self.end.get());
+            // `seq` itself is released: look from the next one on.
+            let (mut first, end) = (seq + 1, self.end.get());
             while first < end && self.slot(first).get() == 0 {
                 first += 1;
             }
