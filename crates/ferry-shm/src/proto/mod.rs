@@ -418,6 +418,8 @@ impl Endpoint {
     /// Queues a Ferry message in the block being filled: its header segment is written there,
     /// its zero-copy values are referenced where they lie in the pool (values elsewhere are
     /// copied into the pool once). A failed send queues nothing and uses no request id.
+    // Inlined into the connection's `send`: one call layer less per message.
+    #[inline]
     pub fn send<M: Outgoing + ?Sized>(&mut self, meta: Meta, msg: &M) -> Result<(), TransportError> {
         self.check()?;
         let layout = msg.layout();
