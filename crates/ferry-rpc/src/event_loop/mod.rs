@@ -380,7 +380,7 @@ impl EventLoop {
             self.config.spin != Duration::MAX && now.duration_since(self.last_work) >= self.config.spin;
         let mut work = false;
         if sleep {
-            work |= self.arm();
+            work |= self.arm(now);
         }
         let timeout = if work || !sleep {
             Some(Duration::ZERO)
@@ -404,17 +404,23 @@ impl EventLoop {
         work |= self.step_setups(&ready, now);
         work |= self.read(&ready, now);
         self.ready = ready;
-        work |= self.completions(now);
+        work |= self.completions();
         work |= self.expire(now);
+        let mut dead = false;
         for &i in &self.hot {
             if let Some(s) = &mut self.slots[i as usize].session {
                 if !s.backlog.is_empty() {
                     s.drain_backlog();
                 }
                 s.flush();
+                dead |= s.dead.is_some();
             }
         }
-        work |= self.reap();
+        // Only a dead session has anything to reap (and every session that can die this turn
+        // is on the hot list).
+        if dead {
+            work |= self.reap();
+        }
         if now >= self.datagrams_due {
             self.publish_datagrams();
             self.datagrams_due = now + crate::conn::SHM_CHECK;

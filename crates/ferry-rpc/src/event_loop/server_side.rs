@@ -195,8 +195,11 @@ impl EventLoop {
         }
     }
 
-    /// Answers from the worker pool.
-    pub(super) fn completions(&mut self, _now: Instant) -> bool {
+    /// Answers from the worker pool (none to look for while no call is out with a worker).
+    pub(super) fn completions(&mut self) -> bool {
+        if self.outstanding == 0 {
+            return false;
+        }
         let mut work = false;
         while let Some(done) = self.early.take().or_else(|| self.done_rx.try_recv().ok()) {
             work = true;
