@@ -218,6 +218,10 @@ pub struct EventLoop {
     /// When every session is next looked at for its idle time.
     idle_scan: Instant,
     last_work: Instant,
+    /// The foreground calls this turn handled, their latency to record at its end: (the
+    /// method's metrics, the code). Their latency is the turn's, from its start (after the
+    /// poll) to its end, so that a turn reads the clock once after its work.
+    served: Vec<(usize, crate::status::Code)>,
     stats: LoopStats,
     /// [`LoopStats::work_turns`] and [`LoopStats::visited`], published to the metrics.
     counters: Arc<crate::metrics::LoopCounters>,
@@ -279,6 +283,7 @@ impl EventLoop {
             ready: Ready::default(),
             idle_scan: Instant::now(),
             last_work: Instant::now(),
+            served: Vec::new(),
             stats: LoopStats::default(),
             counters,
             datagrams,
@@ -395,9 +400,9 @@ impl EventLoop {
         if sleep || self.tcp_sessions > 0 || !self.setups.is_empty() || self.stats.turns % 64 == 0 {
             self.poll(&mut ready, timeout, sleep && !work);
         }
-        // One clock reading for a turn that did not sleep (its poll did not wait): a busy
-        // turn's deadlines and idle times are measured from its start.
-        if sleep {
+        // One clock reading for a turn whose poll did not wait (busy-polling, or arming found
+        // work): its deadlines, idle times and latencies are measured from its start.
+        if sleep && !work {
             now = Instant::now();
         }
         work |= self.accept(&ready);
@@ -437,6 +442,10 @@ impl EventLoop {
             self.stats.busy += busy;
             THREAD_BUSY.set(THREAD_BUSY.get() + busy);
             self.last_work = end;
+            let metrics = self.services.metrics();
+            for (method, code) in self.served.drain(..) {
+                metrics.method_at(method).record(code, busy);
+            }
         }
         work
     }

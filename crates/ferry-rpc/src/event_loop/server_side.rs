@@ -186,7 +186,8 @@ impl EventLoop {
             Ok(()) => Code::Ok,
             Err(status) => status.code,
         };
-        metrics.method_at(entry.metrics).record(code, now.elapsed());
+        // Recorded at the end of the turn, with the turn's clock reading.
+        self.served.push((entry.metrics, code));
         if let Err(status) = outcome {
             let Some(s) = &mut self.slots[i].session else {
                 return;
