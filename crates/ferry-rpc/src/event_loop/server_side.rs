@@ -168,7 +168,7 @@ impl EventLoop {
             ..
         } = s;
         let Role::Server(server) = role else { return };
-        let call = Call::new(method, id, deadline, ctx, None, metadata).with_peer(conn.peer_identity());
+        let call = Call::new(method, id, deadline, ctx, None, metadata, conn.peer_identity());
         let mut outbox = SessionOutbox {
             conn,
             core: &mut server.core,
@@ -179,8 +179,6 @@ impl EventLoop {
             metadata: &call.response_metadata,
         };
         let outcome = run_handler(&*entry.service, &info, &call, incoming, Sink::Conn(&mut outbox));
-        // What the handler set and was not sent with a response (it failed).
-        let response_metadata = call.take_response_metadata();
         metrics.in_flight().dec();
         let code = match &outcome {
             Ok(()) => Code::Ok,
@@ -189,6 +187,8 @@ impl EventLoop {
         // Recorded at the end of the turn, with the turn's clock reading.
         self.served.push((entry.metrics, code));
         if let Err(status) = outcome {
+            // What the handler set and was not sent with a response (it failed).
+            let response_metadata = call.take_response_metadata();
             let Some(s) = &mut self.slots[i].session else {
                 return;
             };
