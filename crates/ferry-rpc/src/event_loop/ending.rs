@@ -129,6 +129,7 @@ impl EventLoop {
             }
             let mut s = slot.session.take().expect("checked");
             slot.generation = slot.generation.wrapping_add(1);
+            self.reaped = true;
             self.free.push(index as u32);
             self.stats.closed += 1;
             work = true;
