@@ -74,6 +74,11 @@ const UNKNOWN_METHOD: &str = "unknown";
 /// matter). `method="unknown"` counts calls to ids the server does not know; it appears with
 /// the first such call.
 ///
+/// A call's latency, as an event loop records it: a foreground unary call's is its turn's,
+/// from the turn's start (after its poll) to its end, recorded there with the one clock
+/// reading the turn takes after its work; a background call's runs from its dispatch to its
+/// answer's arrival, a stream's from its open to its end.
+///
 /// # Cost on the hot path
 ///
 /// Everything is resolved at construction: [`Metrics::method`] is a binary search over the

@@ -121,6 +121,7 @@ impl<'a> Call<'a> {
         ctx: &'a Context,
         cancelled: Option<&'a AtomicBool>,
         metadata: Metadata,
+        peer: Option<Arc<PeerIdentity>>,
     ) -> Call<'a> {
         Call {
             method,
@@ -130,14 +131,8 @@ impl<'a> Call<'a> {
             cancelled,
             metadata,
             response_metadata: ResponseSlot::default(),
-            peer: None,
+            peer,
         }
-    }
-
-    /// The call, with the identity of the client (`conn.peer_identity()`).
-    pub(crate) fn with_peer(mut self, peer: Option<Arc<PeerIdentity>>) -> Call<'a> {
-        self.peer = peer;
-        self
     }
 
     /// The client's certificate subject and SANs, over TLS with client certificates (mTLS);
@@ -222,9 +217,14 @@ impl ResponseSlot {
         self.set.store(true, Ordering::Release);
     }
 
+    /// Whether the handler set any (a slot never set takes nothing: an empty default).
+    pub(crate) fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
     /// Takes what the slot holds.
     pub(crate) fn take(&self) -> ResponseMetadata {
-        if !self.set.load(Ordering::Acquire) {
+        if !self.is_set() {
             return ResponseMetadata::default();
         }
         std::mem::take(&mut *self.metadata.lock().unwrap_or_else(PoisonError::into_inner))

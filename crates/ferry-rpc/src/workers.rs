@@ -210,7 +210,7 @@ fn run(job: Job) {
         started,
         peer,
     } = job;
-    let call = Call::new(info.id, id, deadline, &ctx, Some(&cancelled), metadata).with_peer(peer);
+    let call = Call::new(info.id, id, deadline, &ctx, Some(&cancelled), metadata, peer);
     let result = if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
         Err(Status::new(Code::Cancelled, "cancelled before it ran"))
     } else {

@@ -90,7 +90,9 @@ impl EventLoop {
                 s.transmit(meta, encoded);
             }
         }
-        let work = !due.is_empty() || !streams.is_empty();
+        if due.is_empty() && streams.is_empty() {
+            return false;
+        }
         let why = Status::new(Code::DeadlineExceeded, "deadline exceeded (server)");
         for served in streams {
             self.cancel_served(served, &why);
@@ -98,7 +100,7 @@ impl EventLoop {
         for (then, status) in due {
             then(self, Err(status));
         }
-        work
+        true
     }
 
     /// Publishes the served datagram sessions' counters to the metrics: the closed ones' and
@@ -127,6 +129,7 @@ impl EventLoop {
             }
             let mut s = slot.session.take().expect("checked");
             slot.generation = slot.generation.wrapping_add(1);
+            self.reaped = true;
             self.free.push(index as u32);
             self.stats.closed += 1;
             work = true;

@@ -218,6 +218,17 @@ pub struct EventLoop {
     /// When every session is next looked at for its idle time.
     idle_scan: Instant,
     last_work: Instant,
+    /// When the loop stops busy-polling if no work comes: `last_work` + [`LoopConfig::spin`]
+    /// (`None`: never, a spin too long to represent), so that a turn compares two instants
+    /// instead of subtracting them.
+    sleep_at: Option<Instant>,
+    /// A session was removed since the last [`cool`](Self::cool): its slot may be on the hot
+    /// list.
+    reaped: bool,
+    /// The foreground calls this turn handled, their latency to record at its end: (the
+    /// method's metrics, the code). Their latency is the turn's, from its start (after the
+    /// poll) to its end, so that a turn reads the clock once after its work.
+    served: Vec<(usize, crate::status::Code)>,
     stats: LoopStats,
     /// [`LoopStats::work_turns`] and [`LoopStats::visited`], published to the metrics.
     counters: Arc<crate::metrics::LoopCounters>,
@@ -258,6 +269,7 @@ impl EventLoop {
         readiness
             .add(&waker, Token::Waker.into(), Interest::READ)
             .map_err(|e| TransportError::io("epoll_ctl", e))?;
+        let sleep_at = Instant::now().checked_add(config.spin);
         Ok(EventLoop {
             config,
             pool,
@@ -279,6 +291,9 @@ impl EventLoop {
             ready: Ready::default(),
             idle_scan: Instant::now(),
             last_work: Instant::now(),
+            sleep_at,
+            reaped: false,
+            served: Vec::new(),
             stats: LoopStats::default(),
             counters,
             datagrams,
@@ -375,12 +390,10 @@ impl EventLoop {
     pub fn turn(&mut self) -> bool {
         self.stats.turns += 1;
         let mut now = Instant::now();
-        // A loop that never sleeps (`spin: Duration::MAX`) skips the subtraction too.
-        let sleep =
-            self.config.spin != Duration::MAX && now.duration_since(self.last_work) >= self.config.spin;
+        let sleep = self.sleep_at.is_some_and(|at| now >= at);
         let mut work = false;
         if sleep {
-            work |= self.arm();
+            work |= self.arm(now);
         }
         let timeout = if work || !sleep {
             Some(Duration::ZERO)
@@ -395,26 +408,32 @@ impl EventLoop {
         if sleep || self.tcp_sessions > 0 || !self.setups.is_empty() || self.stats.turns % 64 == 0 {
             self.poll(&mut ready, timeout, sleep && !work);
         }
-        // One clock reading for a turn that did not sleep (its poll did not wait): a busy
-        // turn's deadlines and idle times are measured from its start.
-        if sleep {
+        // One clock reading for a turn whose poll did not wait (busy-polling, or arming found
+        // work): its deadlines, idle times and latencies are measured from its start.
+        if sleep && !work {
             now = Instant::now();
         }
         work |= self.accept(&ready);
         work |= self.step_setups(&ready, now);
         work |= self.read(&ready, now);
         self.ready = ready;
-        work |= self.completions(now);
+        work |= self.completions();
         work |= self.expire(now);
+        let mut dead = false;
         for &i in &self.hot {
             if let Some(s) = &mut self.slots[i as usize].session {
                 if !s.backlog.is_empty() {
                     s.drain_backlog();
                 }
                 s.flush();
+                dead |= s.dead.is_some();
             }
         }
-        work |= self.reap();
+        // Only a dead session has anything to reap (and every session that can die this turn
+        // is on the hot list).
+        if dead {
+            work |= self.reap();
+        }
         if now >= self.datagrams_due {
             self.publish_datagrams();
             self.datagrams_due = now + crate::conn::SHM_CHECK;
@@ -431,6 +450,11 @@ impl EventLoop {
             self.stats.busy += busy;
             THREAD_BUSY.set(THREAD_BUSY.get() + busy);
             self.last_work = end;
+            self.sleep_at = end.checked_add(self.config.spin);
+            let metrics = self.services.metrics();
+            for (method, code) in self.served.drain(..) {
+                metrics.method_at(method).record(code, busy);
+            }
         }
         work
     }
@@ -500,6 +524,11 @@ impl EventLoop {
     /// At the end of a turn: the hot list keeps the sessions that are not quiet (once each;
     /// a slot reused this turn may be on it twice).
     fn cool(&mut self) {
+        // Only a TCP or UDP session can be quiet, and only a removed session leaves its slot
+        // on the list: loops of shared-memory sessions that lost none keep the list as it is.
+        if self.tcp_sessions == 0 && !std::mem::take(&mut self.reaped) {
+            return;
+        }
         let hot = std::mem::take(&mut self.hot);
         for &i in &hot {
             if let Some(s) = &mut self.slots[i as usize].session {

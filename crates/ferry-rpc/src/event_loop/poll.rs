@@ -46,9 +46,9 @@ impl EventLoop {
         t
     }
 
-    /// Before sleeping: arms every shared-memory session (processing what arrives meanwhile).
-    pub(super) fn arm(&mut self) -> bool {
-        let now = Instant::now();
+    /// Before sleeping: arms every shared-memory session (processing what arrives meanwhile,
+    /// at the turn's `now`).
+    pub(super) fn arm(&mut self, now: Instant) -> bool {
         let mut work = false;
         // Every shared-memory session is hot.
         for k in 0..self.hot.len() {

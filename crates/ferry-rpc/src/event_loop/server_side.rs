@@ -168,7 +168,7 @@ impl EventLoop {
             ..
         } = s;
         let Role::Server(server) = role else { return };
-        let call = Call::new(method, id, deadline, ctx, None, metadata).with_peer(conn.peer_identity());
+        let call = Call::new(method, id, deadline, ctx, None, metadata, conn.peer_identity());
         let mut outbox = SessionOutbox {
             conn,
             core: &mut server.core,
@@ -179,15 +179,16 @@ impl EventLoop {
             metadata: &call.response_metadata,
         };
         let outcome = run_handler(&*entry.service, &info, &call, incoming, Sink::Conn(&mut outbox));
-        // What the handler set and was not sent with a response (it failed).
-        let response_metadata = call.take_response_metadata();
         metrics.in_flight().dec();
         let code = match &outcome {
             Ok(()) => Code::Ok,
             Err(status) => status.code,
         };
-        metrics.method_at(entry.metrics).record(code, now.elapsed());
+        // Recorded at the end of the turn, with the turn's clock reading.
+        self.served.push((entry.metrics, code));
         if let Err(status) = outcome {
+            // What the handler set and was not sent with a response (it failed).
+            let response_metadata = call.take_response_metadata();
             let Some(s) = &mut self.slots[i].session else {
                 return;
             };
@@ -195,8 +196,11 @@ impl EventLoop {
         }
     }
 
-    /// Answers from the worker pool.
-    pub(super) fn completions(&mut self, _now: Instant) -> bool {
+    /// Answers from the worker pool (none to look for while no call is out with a worker).
+    pub(super) fn completions(&mut self) -> bool {
+        if self.outstanding == 0 {
+            return false;
+        }
         let mut work = false;
         while let Some(done) = self.early.take().or_else(|| self.done_rx.try_recv().ok()) {
             work = true;

@@ -211,27 +211,30 @@ impl Outbox for SessionOutbox<'_> {
         let Some(meta) = self.core.response_meta(self.id) else {
             return Ok(false);
         };
-        let set = self.metadata.take();
-        let headers = self.core.headers(self.id, &set.headers);
-        let trailers = self.core.trailers(self.id, &set.trailers);
-        for (md_meta, payload) in headers.into_iter().chain(trailers) {
-            // Whatever happens to the response, the metadata goes first (a failure status
-            // follows it in the same order).
-            let queued = self.backlog.is_empty()
-                && match self.conn.send_payload(md_meta, Payload::Bytes(&payload)) {
-                    Ok(()) => true,
-                    Err(TransportError::WouldBlock) => false,
-                    Err(e) => {
-                        return Err(Status::new(
-                            crate::Code::Internal,
-                            format!("sending the response metadata: {e}"),
-                        ));
-                    }
-                };
-            if queued {
-                *self.dirty = true;
-            } else {
-                self.backlog.push_back((md_meta, Encoded::from_vec(payload)));
+        // Metadata the handler set goes first (none set, the common case: nothing to build).
+        if self.metadata.is_set() {
+            let set = self.metadata.take();
+            let headers = self.core.headers(self.id, &set.headers);
+            let trailers = self.core.trailers(self.id, &set.trailers);
+            for (md_meta, payload) in headers.into_iter().chain(trailers) {
+                // Whatever happens to the response, the metadata goes first (a failure status
+                // follows it in the same order).
+                let queued = self.backlog.is_empty()
+                    && match self.conn.send_payload(md_meta, Payload::Bytes(&payload)) {
+                        Ok(()) => true,
+                        Err(TransportError::WouldBlock) => false,
+                        Err(e) => {
+                            return Err(Status::new(
+                                crate::Code::Internal,
+                                format!("sending the response metadata: {e}"),
+                            ));
+                        }
+                    };
+                if queued {
+                    *self.dirty = true;
+                } else {
+                    self.backlog.push_back((md_meta, Encoded::from_vec(payload)));
+                }
             }
         }
         if !self.backlog.is_empty() {

@@ -291,8 +291,15 @@ impl EventLoop {
             }
         };
         let info = entry.info;
-        let call = crate::service::Call::new(method, id, deadline, &s.ctx, None, metadata)
-            .with_peer(s.conn.peer_identity());
+        let call = crate::service::Call::new(
+            method,
+            id,
+            deadline,
+            &s.ctx,
+            None,
+            metadata,
+            s.conn.peer_identity(),
+        );
         let opened = catch_unwind(AssertUnwindSafe(|| entry.service.open(&call)))
             .unwrap_or_else(|panic| Err(panicked(info.path, &*panic)));
         let set = call.take_response_metadata();

@@ -202,17 +202,28 @@ impl Calls {
 
     /// Ends a unary call (one look-up): `None` if it is not in progress or is a stream.
     pub(crate) fn end_unary(&mut self, id: CallId) -> Option<Call> {
+        self.end_unary_of(id, None).ok().flatten()
+    }
+
+    /// Ends a unary call of `method` (any method if `None`) with one look-up: `Ok(None)` if it
+    /// is not in progress or is a stream, `Err` with its method if that is another (either
+    /// way it stays as it was).
+    pub(crate) fn end_unary_of(&mut self, id: CallId, method: Option<u16>) -> Result<Option<Call>, u16> {
         let Entry::Occupied(entry) = self.calls.entry(id) else {
-            return None;
+            return Ok(None);
         };
-        if entry.get().stream.is_some() {
-            return None;
+        let call = entry.get();
+        if method.is_some_and(|m| m != call.method) {
+            return Err(call.method);
+        }
+        if call.stream.is_some() {
+            return Ok(None);
         }
         let call = entry.remove();
         if let Some(at) = call.deadline {
             self.deadlines.remove(&(at, id));
         }
-        Some(call)
+        Ok(Some(call))
     }
 
     /// The earliest deadline.

@@ -334,21 +334,32 @@ impl Client {
             Frame::Metadata { id, .. } => return Err(direction(id, "metadata")),
             Frame::Cancel { id } => return Err(direction(id, "cancel")),
         };
-        if !self.check_method(id, method)? {
-            return Ok(None);
-        }
-        let streaming = self.calls.get(id).is_some_and(|c| c.stream.is_some());
-        match (&status, streaming) {
-            // A unary call ends with a response or a failure; a stream with a status.
-            (None, true) => return Ok(Some(self.abort(id, "a unary response on a stream"))),
-            (Some(s), false) if s.code == Code::Ok => {
-                return Ok(Some(
-                    self.abort(id, "an OK status without a response on a unary call"),
-                ));
+        // A unary call ends with a response or a failure (one look-up); a stream with a status.
+        match self.calls.end_unary_of(id, Some(method)) {
+            Err(expected) => {
+                return Err(RpcError::Method {
+                    id: id.0,
+                    expected,
+                    got: method,
+                });
             }
-            _ => {}
+            Ok(Some(call)) => {
+                if status.as_ref().is_some_and(|s| s.code == Code::Ok) {
+                    let why = "an OK status without a response on a unary call";
+                    return Ok(Some(self.aborted(id, call, why)));
+                }
+            }
+            // Not in flight, or a stream.
+            Ok(None) => {
+                if !self.check_method(id, method)? {
+                    return Ok(None);
+                }
+                if status.is_none() {
+                    return Ok(Some(self.abort(id, "a unary response on a stream")));
+                }
+                self.calls.end(id);
+            }
         }
-        self.calls.end(id);
         let headers = self.take_metadata(id);
         let trailers = take(&mut self.trailers, id);
         Ok(Some(ClientEvent::Ended(match status {
@@ -393,6 +404,11 @@ impl Client {
     /// Ends call `id` (in flight) because the server broke the protocol of one call.
     fn abort(&mut self, id: CallId, why: &str) -> ClientEvent {
         let call = self.calls.end(id).expect("in flight");
+        self.aborted(id, call, why)
+    }
+
+    /// Call `id`, just ended, failed because the server broke the protocol of one call.
+    fn aborted(&mut self, id: CallId, call: Call, why: &str) -> ClientEvent {
         let headers = self.take_metadata(id);
         take(&mut self.trailers, id);
         let status = Status::new(Code::Internal, format!("the server broke the call: {why}"));
