@@ -77,7 +77,9 @@ const UNKNOWN_METHOD: &str = "unknown";
 /// A call's latency, as an event loop records it: a foreground unary call's is its turn's,
 /// from the turn's start (after its poll) to its end, recorded there with the one clock
 /// reading the turn takes after its work; a background call's runs from its dispatch to its
-/// answer's arrival, a stream's from its open to its end.
+/// answer's arrival, a stream's from its open to its end. A foreground call is therefore
+/// counted after its answer went out (as grpc-go's stats end after the status is written):
+/// a scrape taken the moment a client has its answer may not count that call yet.
 ///
 /// # Cost on the hot path
 ///
