@@ -448,8 +448,9 @@ impl Fault {
 
 /// `write_head`, `write_head_in` and `write_head_gather`: offsets are `base +` their place in
 /// the segment, and zero-copy values go where `refs` says. Inlined into its three callers: the
-/// call and the `Writer` on its stack cost about 40 instructions a message, a tenth of size-64's.
-#[inline]
+/// call and the `Writer` on its stack cost about 40 instructions a message, a tenth of size-64's
+/// (`always`: in the bench binary, with more callers, a plain `#[inline]` was not taken).
+#[inline(always)]
 fn write_head_with<'a, 'o, M: Encode<'a> + ?Sized>(
     m: &M,
     layout: &Layout,
