@@ -259,7 +259,7 @@ impl Writer<'_> {
     }
 
     /// A repeated `bytes` or `string`: its list, then each value; the list's range entry.
-    #[inline]
+    #[inline(always)]
     pub fn bytes_list<'a, B: AsHybrid<'a>>(&mut self, values: &[B]) -> u64 {
         let len = values.len() * ENTRY_LEN;
         let at = self.copy;
