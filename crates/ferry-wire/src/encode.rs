@@ -353,7 +353,7 @@ impl<'a, M: Encode<'a>> Outgoing for M {
     }
 
     fn write_head(&self, layout: &Layout, out: &mut [u8]) -> Result<(), EncodeError> {
-        write_head_with(self, layout, out, 0, None, None)
+        write_head_with(self, layout, out, 0, Refs::After)
     }
 
     fn write_head_in(
@@ -363,7 +363,7 @@ impl<'a, M: Encode<'a>> Outgoing for M {
         base: u64,
         locate: &mut dyn FnMut(&[u8]) -> Option<u64>,
     ) -> Result<(), EncodeError> {
-        write_head_with(self, layout, out, base, Some(locate), None)
+        write_head_with(self, layout, out, base, Refs::Located(locate))
     }
 
     fn write_head_gather(
@@ -372,11 +372,12 @@ impl<'a, M: Encode<'a>> Outgoing for M {
         out: &mut [u8],
         f: &mut dyn FnMut(&[u8]),
     ) -> Result<(), EncodeError> {
-        if layout.zero_copy_count == 0 {
-            write_head_with(self, layout, out, 0, None, None)
+        let refs = if layout.zero_copy_count == 0 {
+            Refs::After
         } else {
-            write_head_with(self, layout, out, 0, None, Some(f))
-        }
+            Refs::Listed(f)
+        };
+        write_head_with(self, layout, out, 0, refs)
     }
 
     fn for_each_zero_copy(&self, f: &mut dyn FnMut(&[u8])) {
@@ -403,16 +404,59 @@ type Locate<'l> = dyn FnMut(&[u8]) -> Option<u64> + 'l;
 /// Receives each zero-copy value as it is placed (`write_head_gather`).
 type List<'l> = dyn FnMut(&[u8]) + 'l;
 
+/// Where the writer puts zero-copy values.
+enum Refs<'o> {
+    /// After the segment, in walk order (`write_head`).
+    After,
+    /// After the segment, each also passed to the list (`write_head_gather`).
+    Listed(&'o mut List<'o>),
+    /// Where they are in a shared region (`write_head_in`).
+    Located(&'o mut Locate<'o>),
+}
+
+/// An error found while writing, kept until the tree is written. When several are found, the
+/// one of the lowest [`rank`](Self::rank) is reported (of one kind, the first found).
+enum Fault {
+    NotShared,
+    MissingRequired(String),
+    FieldOrder(u32),
+    TooManyChunks(usize),
+    /// Reported as [`EncodeError::OutputSize`] with the bytes the tree took.
+    OutputSize,
+}
+
+impl Fault {
+    fn rank(&self) -> u8 {
+        match self {
+            Fault::NotShared => 0,
+            Fault::MissingRequired(_) => 1,
+            Fault::FieldOrder(_) => 2,
+            Fault::TooManyChunks(_) => 3,
+            Fault::OutputSize => 4,
+        }
+    }
+
+    /// Records this fault in `slot`, kept if it ranks before the one already there.
+    #[cold]
+    #[inline(never)]
+    fn record(self, slot: &mut Option<Fault>) {
+        if slot.as_ref().is_none_or(|old| self.rank() < old.rank()) {
+            *slot = Some(self);
+        }
+    }
+}
+
 /// `write_head`, `write_head_in` and `write_head_gather`: offsets are `base +` their place in
-/// the segment, and zero-copy values go where `locate` says (or after the segment, in walk
-/// order, without it, each passed to `list` if given).
+/// the segment, and zero-copy values go where `refs` says. Inlined into its three callers: the
+/// call and the `Writer` on its stack cost about 40 instructions a message, a tenth of size-64's
+/// (`always`: in the bench binary, with more callers, a plain `#[inline]` was not taken).
+#[inline(always)]
 fn write_head_with<'a, 'o, M: Encode<'a> + ?Sized>(
     m: &M,
     layout: &Layout,
     out: &'o mut [u8],
     base: u64,
-    locate: Option<&'o mut Locate<'o>>,
-    list: Option<&'o mut List<'o>>,
+    refs: Refs<'o>,
 ) -> Result<(), EncodeError> {
     let total = layout.total_len() as u64;
     let end = base.saturating_add(layout.head_len as u64);
@@ -433,35 +477,26 @@ fn write_head_with<'a, 'o, M: Encode<'a> + ?Sized>(
         copy: 0,
         zc: layout.head_len,
         base: base as usize,
-        locate,
-        list,
+        refs,
         root: layout.root,
-        not_located: false,
-        failed: false,
-        too_many_chunks: None,
-        bad_field: None,
-        missing_required: None,
+        fault: None,
     };
     m.write_into(&mut w);
-    if w.not_located {
-        return Err(EncodeError::NotShared);
-    }
-    if let Some(field) = w.missing_required {
-        return Err(EncodeError::MissingRequired { field });
-    }
-    if let Some(field) = w.bad_field {
-        return Err(EncodeError::FieldOrder { field });
-    }
-    if let Some(chunks) = w.too_many_chunks {
-        return Err(EncodeError::TooManyChunks { chunks });
-    }
-    if w.failed || w.copy != layout.head_len {
-        return Err(EncodeError::OutputSize {
+    let fault = match w.fault {
+        None if w.copy == layout.head_len => return Ok(()),
+        None => Fault::OutputSize,
+        Some(fault) => fault,
+    };
+    Err(match fault {
+        Fault::NotShared => EncodeError::NotShared,
+        Fault::MissingRequired(field) => EncodeError::MissingRequired { field },
+        Fault::FieldOrder(field) => EncodeError::FieldOrder { field },
+        Fault::TooManyChunks(chunks) => EncodeError::TooManyChunks { chunks },
+        Fault::OutputSize => EncodeError::OutputSize {
             needed: w.copy,
             got: layout.head_len,
-        });
-    }
-    Ok(())
+        },
+    })
 }
 
 /// Counts chunks and entries of one message, without descending.
@@ -557,29 +592,21 @@ impl<'a> Visitor<'a> for Sizer<'_> {
 
 /// Writes the header segment of one message tree (what [`Encode::write_into`] is given).
 /// `copy` is the next free offset of the copied region, `zc` the offset the next zero-copy
-/// buffer will have. Out-of-range writes set `failed` instead of panicking (possible only if
-/// the message changed after its layout was taken); errors are reported once the tree is
-/// written.
+/// buffer will have. An out-of-range write or any other error records a fault instead
+/// of panicking (out of range is possible only if the message changed after its layout was
+/// taken); the fault is reported once the tree is written, so the hot path sets one field per
+/// message and tests it once.
 pub struct Writer<'o> {
     out: &'o mut [u8],
     copy: usize,
     zc: usize,
     /// Added to every offset written (the segment's place in a shared region).
     base: usize,
-    /// Where zero-copy values are, in a shared region (instead of after the segment).
-    locate: Option<&'o mut Locate<'o>>,
-    /// Receives each zero-copy value placed after the segment (`write_head_gather`).
-    list: Option<&'o mut List<'o>>,
+    /// Where zero-copy values go.
+    refs: Refs<'o>,
     /// The root's header shape, from its layout (the generic path then needs no presence walk).
     root: Shape,
-    /// `locate` could not place a value, or its offset did not fit.
-    not_located: bool,
-    failed: bool,
-    too_many_chunks: Option<usize>,
-    /// The first field number visited out of order or out of range.
-    bad_field: Option<u32>,
-    /// The first required field found unset.
-    missing_required: Option<String>,
+    fault: Option<Fault>,
 }
 
 /// The state of the header being written for one message.
@@ -598,11 +625,20 @@ struct HeaderCursor {
 }
 
 impl Writer<'_> {
+    fn fault(&mut self, fault: Fault) {
+        fault.record(&mut self.fault)
+    }
+
+    /// An out-of-range write, or a header whose presence does not match its layout.
+    fn fail(&mut self) {
+        Fault::OutputSize.record(&mut self.fault)
+    }
+
     #[inline]
     fn put(&mut self, at: usize, data: &[u8]) {
         match self.out.get_mut(at..at + data.len()) {
             Some(dst) => dst.copy_from_slice(data),
-            None => self.failed = true,
+            None => self.fail(),
         }
     }
 
@@ -626,7 +662,7 @@ impl Writer<'_> {
                 d[n - ALIGN..].copy_from_slice(&[0; ALIGN]);
             }
             Some(_) => {}
-            None => self.failed = true,
+            None => Fault::OutputSize.record(&mut self.fault),
         }
         (at, dst)
     }
@@ -638,8 +674,9 @@ impl Writer<'_> {
         layout::range_entry((self.base + at) as u32, len as u32)
     }
 
-    /// Places a bytes value and returns its range entry.
-    #[inline]
+    /// Places a bytes value and returns its range entry (always inlined: it runs once per
+    /// value, and the compiler stopped inlining it on its own when `reference` grew a match).
+    #[inline(always)]
     fn place(&mut self, b: &HybridBytes<'_>) -> u64 {
         let (data, zero_copy) = b.parts();
         if zero_copy {
@@ -652,17 +689,17 @@ impl Writer<'_> {
     #[inline]
     fn reference(&mut self, data: &[u8]) -> u64 {
         let len = data.len();
-        if let Some(locate) = self.locate.as_mut() {
-            let at = locate(data)
-                .filter(|&at| at.saturating_add(len as u64) <= layout::MAX_MESSAGE_LEN)
-                .unwrap_or_else(|| {
-                    self.not_located = true;
-                    0
-                });
-            return layout::range_entry(at as u32, len as u32);
-        }
-        if let Some(list) = self.list.as_mut() {
-            list(data);
+        match &mut self.refs {
+            Refs::After => {}
+            Refs::Listed(list) => list(data),
+            Refs::Located(locate) => {
+                let at = locate(data).filter(|&at| at.saturating_add(len as u64) <= layout::MAX_MESSAGE_LEN);
+                let Some(at) = at else {
+                    self.fault(Fault::NotShared);
+                    return layout::range_entry(0, len as u32);
+                };
+                return layout::range_entry(at as u32, len as u32);
+            }
         }
         let at = self.zc;
         self.zc += len;
@@ -689,7 +726,7 @@ impl Writer<'_> {
                     d.copy_from_slice(data);
                 }
             }
-            None => self.failed = true,
+            None => self.fail(),
         }
         self.range(at, len)
     }
@@ -714,11 +751,11 @@ impl Writer<'_> {
 
     /// Writes message `m` whose header starts at `at` (already reserved).
     fn write_message<'a, M: Encode<'a> + ?Sized>(&mut self, at: usize, m: &M, p: &Presence) {
-        if self.missing_required.is_none() {
-            self.missing_required = m.missing_required().map(str::to_owned);
+        if let Some(field) = m.missing_required() {
+            self.fault(Fault::MissingRequired(field.to_owned()));
         }
         if p.chunks > usize::from(u16::MAX) {
-            self.too_many_chunks = Some(p.chunks);
+            self.fault(Fault::TooManyChunks(p.chunks));
         }
         let mut h = HeaderWriter {
             w: self,
@@ -736,12 +773,9 @@ impl Writer<'_> {
         h.finish_chunk();
         // The presence given must be the message's own (the layout may be stale).
         if h.cur.rank as usize != p.entries || h.cur.chunk.map_or(0, |i| i + 1) != p.chunks {
-            self.failed = true;
+            self.fail();
         }
-        let mut pre = [0u8; 8];
-        pre[0..2].copy_from_slice(&(p.chunks as u16).to_le_bytes());
-        pre[4..8].copy_from_slice(&(p.entries as u32).to_le_bytes());
-        self.put(at, &pre);
+        self.put_u64(at, layout::preamble(p.chunks, p.entries));
     }
 }
 
@@ -756,9 +790,8 @@ impl HeaderWriter<'_, '_> {
             let at = self.cur.at + PREAMBLE_LEN + CHUNK_LEN * i;
             let c = &self.cur;
             let mut d = [0u8; CHUNK_LEN];
-            d[0..4].copy_from_slice(&c.group.to_le_bytes());
-            d[4..8].copy_from_slice(&(c.rank - c.bits.count_ones()).to_le_bytes());
-            d[8..16].copy_from_slice(&c.bits.to_le_bytes());
+            d[..8].copy_from_slice(&layout::chunk_word(c.group, c.rank - c.bits.count_ones()).to_le_bytes());
+            d[8..].copy_from_slice(&c.bits.to_le_bytes());
             self.w.put(at, &d);
         }
     }
@@ -770,7 +803,7 @@ impl HeaderWriter<'_, '_> {
         // gets an error, never silently misplaced entries.
         let ascending = self.cur.last.is_none_or(|last| field > last);
         if !ascending || field == 0 || field > layout::MAX_FIELD_NUMBER {
-            self.w.bad_field.get_or_insert(field);
+            self.w.fault(Fault::FieldOrder(field));
         }
         self.cur.last = Some(field);
         let g = layout::group_of(field);
@@ -832,7 +865,7 @@ impl<'a> Visitor<'a> for HeaderWriter<'_, '_> {
             count += 1;
         }
         if count != n {
-            self.w.failed = true; // an iterator that misreported its length
+            self.w.fail(); // an iterator that misreported its length
         }
         let e = self.w.range(at, len);
         self.entry(field, e)

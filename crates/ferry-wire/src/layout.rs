@@ -30,6 +30,18 @@ pub const fn header_len(chunks: usize, entries: usize) -> usize {
     PREAMBLE_LEN + CHUNK_LEN * chunks + ENTRY_LEN * entries
 }
 
+/// The preamble of a header with `chunks` chunk descriptors and `entries` entries, as one
+/// little-endian word: u16 chunk count, u16 flags (0), u32 entry count (each truncated to its
+/// width; the writer reports counts that do not fit).
+pub const fn preamble(chunks: usize, entries: usize) -> u64 {
+    chunks as u16 as u64 | (entries as u32 as u64) << 32
+}
+
+/// The first word of a chunk descriptor, little-endian: u32 group, u32 rank base.
+pub const fn chunk_word(group: u32, rank: u32) -> u64 {
+    group as u64 | (rank as u64) << 32
+}
+
 /// Rounds `n` up to a multiple of [`ALIGN`].
 pub const fn align(n: usize) -> usize {
     (n + ALIGN - 1) & !(ALIGN - 1)
@@ -87,6 +99,9 @@ mod tests {
     fn header_len_and_align() {
         assert_eq!(header_len(0, 0), 8);
         assert_eq!(header_len(1, 2), 8 + 16 + 16);
+        assert_eq!(preamble(3, 5).to_le_bytes(), [3, 0, 0, 0, 5, 0, 0, 0]);
+        assert_eq!(preamble(0x1_0003, 5).to_le_bytes(), [3, 0, 0, 0, 5, 0, 0, 0]);
+        assert_eq!(chunk_word(2, 7).to_le_bytes(), [2, 0, 0, 0, 7, 0, 0, 0]);
         assert_eq!(align(0), 0);
         assert_eq!(align(1), 8);
         assert_eq!(align(8), 8);

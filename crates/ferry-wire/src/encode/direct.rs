@@ -178,7 +178,7 @@ impl Writer<'_> {
     #[inline]
     pub fn reserve_header(&mut self, shape: Shape, missing_required: Option<&str>) -> usize {
         if let Some(field) = missing_required {
-            self.missing_required.get_or_insert_with(|| field.to_owned());
+            self.fault(super::Fault::MissingRequired(field.to_owned()));
         }
         let at = self.copy;
         let len = if at == 0 && shape != self.root {
@@ -195,7 +195,7 @@ impl Writer<'_> {
     #[cold]
     #[inline(never)]
     fn stale_root(&mut self) -> usize {
-        self.failed = true;
+        self.fail();
         self.root.header_len()
     }
 
@@ -213,7 +213,7 @@ impl Writer<'_> {
         let shape = header.shape();
         let len = shape.header_len();
         if shape.chunks > usize::from(u16::MAX) {
-            self.too_many_chunks = Some(shape.chunks);
+            self.fault(super::Fault::TooManyChunks(shape.chunks));
         }
         let (Some(e), Some(dst)) = (
             entries
@@ -222,13 +222,11 @@ impl Writer<'_> {
                 .filter(|e| e.len() == shape.entries),
             self.out.get_mut(at..at + len),
         ) else {
-            self.failed = true;
+            self.fail();
             return self.range(at, len);
         };
         let (pre, rest) = dst.split_at_mut(PREAMBLE_LEN);
-        pre[0..2].copy_from_slice(&(shape.chunks as u16).to_le_bytes());
-        pre[2..4].copy_from_slice(&[0, 0]);
-        pre[4..8].copy_from_slice(&(shape.entries as u32).to_le_bytes());
+        pre.copy_from_slice(&layout::preamble(shape.chunks, shape.entries).to_le_bytes());
         let (chunks, list) = rest.split_at_mut(CHUNK_LEN * shape.chunks);
         let mut rank = 0u32;
         let mut out = chunks.chunks_exact_mut(CHUNK_LEN);
@@ -237,9 +235,8 @@ impl Writer<'_> {
                 continue;
             }
             if let Some(d) = out.next() {
-                d[0..4].copy_from_slice(&group.to_le_bytes());
-                d[4..8].copy_from_slice(&rank.to_le_bytes());
-                d[8..16].copy_from_slice(&bits.to_le_bytes());
+                d[..8].copy_from_slice(&layout::chunk_word(group, rank).to_le_bytes());
+                d[8..].copy_from_slice(&bits.to_le_bytes());
             }
             rank += count;
         }
@@ -262,7 +259,7 @@ impl Writer<'_> {
     }
 
     /// A repeated `bytes` or `string`: its list, then each value; the list's range entry.
-    #[inline]
+    #[inline(always)]
     pub fn bytes_list<'a, B: AsHybrid<'a>>(&mut self, values: &[B]) -> u64 {
         let len = values.len() * ENTRY_LEN;
         let at = self.copy;
@@ -309,7 +306,7 @@ impl Writer<'_> {
             count += 1;
         }
         if count != n {
-            self.failed = true; // an iterator that misreported its length
+            self.fail(); // an iterator that misreported its length
         }
         self.range(at, len)
     }
