@@ -104,6 +104,24 @@ pub fn raise_fd_limit(want: u64) -> u64 {
     if raised.is_ok() { target } else { current }
 }
 
+/// Whether a thread of this process whose name starts with `name` is asleep (state `S` in
+/// `/proc/self/task/*/stat`: blocked in a system call, as an event loop waiting on `epoll`),
+/// `None` if no such thread runs. A loop that spins is never seen asleep.
+pub fn thread_asleep(name: &str) -> Option<bool> {
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let path = task.path();
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        if !comm.starts_with(name) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+        // `pid (comm) S ...`: the state follows the last `)`.
+        let state = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
+        return Some(state == 'S');
+    }
+    None
+}
+
 /// A hostile actor: threads that work until told to stop, counting what they did.
 #[derive(Debug)]
 pub struct Actor {

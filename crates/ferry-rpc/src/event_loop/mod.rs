@@ -135,6 +135,9 @@ struct Slot {
 struct Setup {
     accepted: Accepted,
     admitted: Admitted,
+    /// A handle on its pool, given to the reaper if the setup fails (else the pool's memory
+    /// would be unmapped on the loop's thread as the setup drops).
+    pool: Option<Pool>,
 }
 
 /// Counters of one loop.
@@ -166,6 +169,10 @@ pub struct LoopStats {
     pub held_copies: u64,
     /// Sessions closed for breaking the protocol.
     pub protocol_errors: u64,
+    /// Shared-memory session pools made on the loop's own thread (only when the maker thread
+    /// has stopped, having failed to make one; see `pools.rs`): zero while the maker runs,
+    /// however fast peers connect.
+    pub shm_pools_made: u64,
     /// Time spent in turns that did work, from the end of the readiness poll to the end of
     /// the turn: reading, handling, sending; not polling or sleeping. Over a window, divided
     /// by the requests served, it is the loop's work per request, even when it busy-polls.
@@ -210,6 +217,9 @@ pub struct EventLoop {
     /// Shared-memory session pools made and dropped on threads of their own (started with the
     /// first shared-memory listener, unless every session shares `ConnConfig::shared_pool`).
     shm_pools: Option<pools::ShmPools>,
+    /// Shared-memory listeners (by index) out of the readiness set until a made pool waits:
+    /// their peers wait in the backlog meanwhile, not the loop for a pool.
+    shm_waiting: Vec<usize>,
     /// The slots of the sessions each turn looks at (see the module docs), each once.
     hot: Vec<u32>,
     /// What the last wait found ready, kept so that its lists are reused (no allocation per
@@ -287,6 +297,7 @@ impl EventLoop {
             setups: Vec::new(),
             readiness,
             shm_pools: None,
+            shm_waiting: Vec::new(),
             hot: Vec::new(),
             ready: Ready::default(),
             idle_scan: Instant::now(),
@@ -315,7 +326,11 @@ impl EventLoop {
     pub fn add_listener(&mut self, listener: Arc<Listener>) -> Result<(), TransportError> {
         let c = &self.config.conn;
         if matches!(*listener, Listener::Shm(_)) && c.shared_pool.is_none() && self.shm_pools.is_none() {
-            self.shm_pools = Some(pools::ShmPools::start(c.shm_pool.clone(), c.shm.block_size)?);
+            self.shm_pools = Some(pools::ShmPools::start(
+                c.shm_pool.clone(),
+                c.shm.block_size,
+                Arc::clone(&self.waker),
+            )?);
         }
         let token = Token::Listener(self.listeners.len()).into();
         self.readiness
@@ -372,6 +387,7 @@ impl EventLoop {
     /// Drain with [`turn`](Self::turn) until [`in_progress`](Self::in_progress) is zero.
     pub fn drain(&mut self) {
         self.draining = true;
+        self.shm_waiting.clear();
         for l in self.listeners.drain(..) {
             let _ = self.readiness.remove(&*l);
         }
@@ -497,7 +513,7 @@ impl EventLoop {
             backlog: Default::default(),
             more: false,
             dirty: false,
-            watch_write: false,
+            watching: Interest::READ,
             hot: false,
             dead,
             readable: false,

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use ferry_transport::{Interest, Received, Transport, TransportError};
 
+use ferry_buf::Pool;
+
 use super::session::{Role, ServerSide};
 use super::{EventLoop, Setup};
-use crate::conn::Accepted;
-use crate::conn::{Frame, TransportKind};
+use crate::conn::{Accepted, Frame, Listener, TransportKind};
 use crate::limits::Admission;
 use crate::session::{ClientEvent, Event};
 
@@ -76,8 +77,10 @@ impl EventLoop {
     }
 
     /// Waits on the loop's readiness set (at most `timeout`); adds what is ready to `ready`:
-    /// listeners, setups and sessions. Before waiting, each TCP session's interest in
-    /// writability is brought up to date (wanted while it has something to write).
+    /// listeners, setups and sessions. Before waiting, each TCP session's interest is brought
+    /// up to date: writability while it has something to write, readability unless answers
+    /// wait in its backlog (a client that does not read its answers would otherwise keep its
+    /// unread requests reported ready on every wait, and the loop from ever sleeping).
     pub(super) fn poll(&mut self, ready: &mut Ready, timeout: Option<Duration>, sleeping: bool) {
         for &i in &self.hot {
             let i = i as usize;
@@ -85,11 +88,13 @@ impl EventLoop {
                 continue;
             };
             if s.conn.kind() == TransportKind::Tcp && s.dead.is_none() {
-                let write = s.dirty || !s.backlog.is_empty() || s.conn.has_unsent();
-                if write != s.watch_write {
-                    let interest = if write { Interest::BOTH } else { Interest::READ };
+                let interest = Interest {
+                    read: s.backlog.is_empty(),
+                    write: s.dirty || !s.backlog.is_empty() || s.conn.has_unsent(),
+                };
+                if interest != s.watching {
                     match self.readiness.modify(&s.conn, Token::Session(i).into(), interest) {
-                        Ok(()) => s.watch_write = write,
+                        Ok(()) => s.watching = interest,
                         Err(e) => s.fail(TransportError::io("epoll_ctl", e)),
                     }
                 }
@@ -106,6 +111,11 @@ impl EventLoop {
                 self.early = Some(done);
                 timeout = Some(Duration::ZERO);
             }
+        }
+        // So does a pool the maker made after the last look, for a listener waiting for one.
+        if sleeping && !self.shm_waiting.is_empty() && self.shm_pools.as_mut().is_some_and(|p| p.has_ready())
+        {
+            timeout = Some(Duration::ZERO);
         }
         if let Ok(events) = self.readiness.wait(timeout) {
             for event in events {
@@ -128,28 +138,59 @@ impl EventLoop {
 
     /// Accepts what waits on the ready listeners, each under the connection limit: over it, a
     /// peer is accepted and closed at once (counted). A shared-memory peer becomes a setup,
-    /// stepped when its socket polls readable ([`step_setups`](Self::step_setups)).
+    /// stepped when its socket polls readable ([`step_setups`](Self::step_setups)), and is
+    /// accepted only when a made pool waits for it (`pools.rs`): until then its listener is out
+    /// of the readiness set, and back (and accepted from) once the maker has made one.
     pub(super) fn accept(&mut self, ready: &Ready) -> bool {
         let mut work = false;
-        for &i in &ready.listeners {
+        let pool_ready =
+            !self.shm_waiting.is_empty() && self.shm_pools.as_mut().is_some_and(|p| p.has_ready());
+        let resumed = if pool_ready {
+            std::mem::take(&mut self.shm_waiting)
+        } else {
+            Vec::new()
+        };
+        for &i in &resumed {
+            if let Err(e) = self
+                .readiness
+                .add(&*self.listeners[i], Token::Listener(i).into(), Interest::READ)
+            {
+                eprintln!("ferry-rpc: a shared-memory listener could not be watched again (epoll_ctl): {e}");
+            }
+        }
+        for &i in ready.listeners.iter().chain(&resumed) {
             let Some(listener) = self.listeners.get(i).cloned() else {
                 continue;
             };
             loop {
+                if let (Listener::Shm(_), Some(pools)) = (&*listener, &mut self.shm_pools) {
+                    if !pools.has_ready() {
+                        // Out of the set (level-triggered, it would report the waiting peer
+                        // on every turn) until the maker rings.
+                        let _ = self.readiness.remove(&*listener);
+                        self.shm_waiting.push(i);
+                        break;
+                    }
+                }
                 let c = &self.config;
-                // A made pool when the maker has one ready (see `pools.rs`).
-                let shm_pool = || match &self.shm_pools {
-                    Some(pools) => pools.take(|| c.conn.shm_pool()),
-                    None => c.conn.shm_pool(),
+                let mut made = None;
+                let shm_pool = || {
+                    let pool = match &mut self.shm_pools {
+                        Some(pools) => pools.take(&mut self.stats.shm_pools_made, || c.conn.shm_pool()),
+                        None => c.conn.shm_pool(),
+                    }?;
+                    made = Some(pool.clone());
+                    Ok(pool)
                 };
-                match crate::limits::accept(
+                let accepted = crate::limits::accept(
                     &listener,
                     &self.pool,
                     &c.conn,
                     &c.connections,
                     self.services.metrics(),
                     shm_pool,
-                ) {
+                );
+                match accepted {
                     Ok(Some(Admission::Refused)) => work = true,
                     Ok(Some(Admission::Admitted(Accepted::Conn(conn), admitted))) => {
                         work = true;
@@ -163,12 +204,17 @@ impl EventLoop {
                     Ok(Some(Admission::Admitted(accepted, admitted))) => {
                         work = true;
                         self.stats.accepted += 1;
-                        self.add_setup(Setup { accepted, admitted });
+                        self.add_setup(Setup {
+                            accepted,
+                            admitted,
+                            pool: made,
+                        });
                     }
                     Ok(None) => break,
                     // A peer whose connection cannot be set up costs its own connection only;
                     // the reason is logged, since the peer sees only a closed socket.
                     Err(e) => {
+                        self.bury(made);
                         let at = listener
                             .local_addr()
                             .map_or_else(|_| "a listener".to_owned(), |a| a.to_string());
@@ -179,6 +225,13 @@ impl EventLoop {
             }
         }
         work
+    }
+
+    /// Gives a failed setup's pool handle (the last, once the setup is dropped) to the reaper.
+    fn bury(&self, pool: Option<Pool>) {
+        if let (Some(pool), Some(pools)) = (pool, &self.shm_pools) {
+            pools.bury(pool);
+        }
     }
 
     /// Steps the shared-memory setups whose sockets polled readable or whose deadline passed:
@@ -200,15 +253,24 @@ impl EventLoop {
             work = true;
             // Out of the set while it steps: done, its connection is registered as a session.
             let _ = self.readiness.remove(&setup.accepted);
-            let Setup { accepted, admitted } = setup;
+            let Setup {
+                accepted,
+                admitted,
+                pool,
+            } = setup;
             match accepted.step() {
                 Ok(Ok(conn)) => {
                     self.insert_admitted(conn, Role::Server(ServerSide::new(&self.config)), Some(admitted));
                 }
-                Ok(Err(accepted)) => self.add_setup(Setup { accepted, admitted }),
+                Ok(Err(accepted)) => self.add_setup(Setup {
+                    accepted,
+                    admitted,
+                    pool,
+                }),
                 Err(e) => {
                     self.stats.closed += 1;
                     self.services.metrics().closed(crate::limits::handshake_end(&e));
+                    self.bury(pool);
                 }
             }
         }
@@ -228,6 +290,9 @@ impl EventLoop {
                 eprintln!("ferry-rpc: a shared-memory setup could not be watched (epoll_ctl): {e}");
                 self.stats.closed += 1;
                 self.services.metrics().closed(crate::Closed::HandshakeFailed);
+                let Setup { accepted, pool, .. } = setup;
+                drop(accepted);
+                self.bury(pool);
             }
         }
     }

@@ -3,14 +3,20 @@
 //! (about 1.5 ms in a debug build), and a leaving session's pool is unmapped when its last
 //! handle drops (about 0.4 ms): done on the loop, a storm of connects stalled every session it
 //! serves for as long. Here a maker thread keeps [`READY`] pools made, their first region
-//! mapped, and a reaper thread drops the pools of sessions that left. The loop takes a made
-//! pool when one is ready, else makes one itself (a storm faster than the maker costs what it
-//! did before, never more).
+//! mapped, and rings the loop's waker for each; a reaper thread drops the pools of sessions
+//! that left and of setups that failed. The loop accepts a shared-memory peer only when a
+//! made pool waits (its listener leaves the loop's readiness set meanwhile, see
+//! `poll.rs`): a storm faster than the maker waits in the listener's backlog, never on the
+//! loop. Only if the maker has stopped (it could not make a pool) does the loop make its own,
+//! and see the error.
 
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError, channel, sync_channel};
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_transport::TransportError;
+
+use crate::sys::Waker;
 
 /// Pools kept made ahead of the sessions that will take them.
 const READY: usize = 2;
@@ -18,13 +24,20 @@ const READY: usize = 2;
 /// The loop's side of the maker and the reaper (their threads end when it drops).
 pub(super) struct ShmPools {
     ready: Receiver<Pool>,
+    /// A made pool taken off the channel by [`has_ready`](Self::has_ready), handed out next.
+    next: Option<Pool>,
     graveyard: Sender<Pool>,
 }
 
 impl ShmPools {
     /// Starts the threads that make pools of `config` (with the first region mapped by a
-    /// buffer of `first` bytes) and drop the ones given back.
-    pub(super) fn start(config: PoolConfig, first: usize) -> Result<ShmPools, TransportError> {
+    /// buffer of `first` bytes), waking the loop through `waker` for each, and drop the ones
+    /// given back.
+    pub(super) fn start(
+        config: PoolConfig,
+        first: usize,
+        waker: Arc<Waker>,
+    ) -> Result<ShmPools, TransportError> {
         let (made, ready): (SyncSender<Pool>, _) = sync_channel(READY);
         std::thread::Builder::new()
             .name("ferry-rpc-shm-pools".into())
@@ -36,7 +49,11 @@ impl ShmPools {
                     if made.send(pool).is_err() {
                         return;
                     }
+                    waker.wake();
                 }
+                // The loop may wait for a pool: it finds the channel closed.
+                drop(made);
+                waker.wake();
             })
             .map_err(|e| TransportError::io("spawning the shared-memory pool maker", e))?;
         let (graveyard, dead): (_, Receiver<Pool>) = channel();
@@ -44,22 +61,46 @@ impl ShmPools {
             .name("ferry-rpc-shm-reaper".into())
             .spawn(move || dead.into_iter().for_each(drop))
             .map_err(|e| TransportError::io("spawning the shared-memory pool reaper", e))?;
-        Ok(ShmPools { ready, graveyard })
+        Ok(ShmPools {
+            ready,
+            next: None,
+            graveyard,
+        })
     }
 
-    /// A made pool if one is ready, else `make`'s.
+    /// Whether [`take`](Self::take) would not make a pool on the caller's thread: a made pool
+    /// waits, or the maker has stopped (then `take` makes one, to see the maker's error).
+    pub(super) fn has_ready(&mut self) -> bool {
+        if self.next.is_none() {
+            match self.ready.try_recv() {
+                Ok(pool) => self.next = Some(pool),
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Disconnected) => {}
+            }
+        }
+        true
+    }
+
+    /// A made pool if one is ready, else `make`'s (counted in `made_here`).
     pub(super) fn take(
-        &self,
+        &mut self,
+        made_here: &mut u64,
         make: impl FnOnce() -> Result<Pool, TransportError>,
     ) -> Result<Pool, TransportError> {
+        if let Some(pool) = self.next.take() {
+            return Ok(pool);
+        }
         match self.ready.try_recv() {
             Ok(pool) => Ok(pool),
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => make(),
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => {
+                *made_here += 1;
+                make()
+            }
         }
     }
 
     /// Drops `pool` on the reaper's thread (call with the last handle the loop holds, after
-    /// the session that used it is gone).
+    /// the session or setup that used it is gone).
     pub(super) fn bury(&self, pool: Pool) {
         // The reaper ends only with the loop: a failed send drops the pool here.
         let _ = self.graveyard.send(pool);

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use ferry_transport::{Meta, Payload, Transport, TransportError};
+use ferry_transport::{Interest, Meta, Payload, Transport, TransportError};
 use ferry_wire::Context;
 
 use crate::conn::TransportKind;
@@ -67,8 +67,10 @@ pub(crate) struct Session {
     pub(crate) more: bool,
     /// Something was queued since the last flush.
     pub(crate) dirty: bool,
-    /// The descriptor is watched for writability too (TCP, while something waits to go).
-    pub(crate) watch_write: bool,
+    /// What the descriptor is watched for (TCP): writability while something waits to go,
+    /// readability unless answers wait in the backlog (its requests are not read then, and a
+    /// level-triggered readable socket would end every wait at once: the loop would spin).
+    pub(crate) watching: Interest,
     /// On the loop's hot list: looked at on every turn (see [`quiet`](Self::quiet)).
     pub(crate) hot: bool,
     /// The connection failed or the peer left: removed at the end of the turn.
@@ -155,7 +157,7 @@ impl Session {
     pub(crate) fn quiet(&mut self) -> bool {
         self.conn.kind() != TransportKind::Shm
             && self.dead.is_none()
-            && !(self.dirty || self.more || self.readable || self.watch_write)
+            && !(self.dirty || self.more || self.readable || self.watching.write)
             && self.backlog.is_empty()
             && self.conn.handshake_deadline().is_none()
             && !self.conn.has_unsent()
