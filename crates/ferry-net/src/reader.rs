@@ -817,6 +817,30 @@ impl FrameReader {
         }
     }
 
+    /// Bytes the stream must still bring before the frame in progress is whole: zero when no
+    /// byte of it has come. Never more than that, so a socket told to report readable only
+    /// once that many have come (`SO_RCVLOWAT`, see [`Receiver`](crate::Receiver)) reports
+    /// it by the end of the frame at the latest.
+    pub fn missing(&self) -> usize {
+        if self.ready.is_some() {
+            return 0;
+        }
+        if let Some((header, buf)) = &self.pending {
+            return (header.len as usize).saturating_sub(buf.len());
+        }
+        if let Some(next) = self.next.as_ref().filter(|n| !n.is_empty()) {
+            if next.len() < HEADER_LEN {
+                return HEADER_LEN - next.len();
+            }
+            let len = u32::from_le_bytes(next[4..8].try_into().expect("4 bytes")) as usize;
+            return (HEADER_LEN + len).saturating_sub(next.len());
+        }
+        if self.head_len > 0 {
+            return HEADER_LEN.saturating_sub(self.head_len);
+        }
+        0
+    }
+
     /// The socket had nothing to read: gives back the read buffer if no byte landed in it, so
     /// that a connection that waits holds no read buffer (2,000 idle connections would hold
     /// 2,000 of them). The next read takes one again from the pool.

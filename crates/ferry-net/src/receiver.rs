@@ -21,7 +21,17 @@ pub struct Receiver {
     /// The TLS session, shared with the sender; `None` for plain TCP.
     tls: Option<Shared>,
     tls_copied: u64,
+    /// The socket's `SO_RCVLOWAT` as last set (see [`LOW_WATER_MAX`]).
+    low_water: usize,
 }
+
+/// Most bytes a receiver asks its socket to hold before it polls readable. While a frame is in
+/// progress the socket's low-water mark (`SO_RCVLOWAT`) is the bytes it still needs, up to
+/// this: a peer that trickles a frame a byte at a time (slowloris) wakes its reader once per
+/// frame, or per this many bytes, not once per byte. An end of stream, an error or a
+/// receive window shrunk to a segment still report readable at once (Linux `tcp_poll`).
+/// Kept small so that it never makes the kernel grow the socket's buffer for it.
+const LOW_WATER_MAX: usize = 16 << 10;
 
 impl Receiver {
     pub(crate) fn new(stream: Arc<TcpStream>, pool: &Pool, config: &Config, tls: Option<Shared>) -> Receiver {
@@ -31,6 +41,7 @@ impl Receiver {
             failed: false,
             tls,
             tls_copied: 0,
+            low_water: 1,
         }
     }
 
@@ -103,6 +114,12 @@ impl Receiver {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.reader.idle();
+                    let want = self.reader.missing().clamp(1, LOW_WATER_MAX);
+                    if want != self.low_water {
+                        socket::set_recv_low_water(self.stream.as_fd(), want)
+                            .map_err(|e| TransportError::io("setsockopt(SO_RCVLOWAT)", e))?;
+                        self.low_water = want;
+                    }
                     return Ok(None);
                 }
                 Err(e) => return Err(TransportError::io("readv", e)),

@@ -201,6 +201,16 @@ pub(crate) fn set_recv_buffer(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()
     )
 }
 
+/// `SO_RCVLOWAT`: the socket polls readable once it holds `bytes` (or at an end of stream).
+pub(crate) fn set_recv_low_water(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
+    setsockopt(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_RCVLOWAT,
+        &(bytes.min(i32::MAX as usize) as i32),
+    )
+}
+
 /// `TCP_CONGESTION`: the congestion control algorithm, by name (`cubic`, `bbr`, `reno`).
 pub(crate) fn set_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
     // SAFETY: `name` is live for the call and its length is passed with it.
