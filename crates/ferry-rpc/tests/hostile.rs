@@ -192,7 +192,7 @@ fn header(len: u32, id: u64) -> [u8; 16] {
 /// to keep while it stays), then the report.
 fn case<T>(t: &Target, name: &str, start: impl FnOnce(&Target) -> T, end: impl FnOnce(&Target, T)) {
     let calls = env("FERRY_HOSTILE_CALLS", 2000);
-    let (conns, fds, pool) = (t.connections(), open_fds(), t.pool_bytes());
+    let (conns, fds, pool, kinds) = (t.connections(), open_fds(), t.pool_bytes(), fd_kinds());
     let good = Good::connect(t);
     let quiet = good.run(calls);
     let hostile = start(t);
@@ -207,11 +207,16 @@ fn case<T>(t: &Target, name: &str, start: impl FnOnce(&Target) -> T, end: impl F
         DEADLINE,
         || t.connections() == conns,
     );
-    wait_until(
-        &format!("{name}: descriptors back ({fds} before, {} now)", open_fds()),
-        DEADLINE,
-        || open_fds() == fds,
-    );
+    let stop = Instant::now() + DEADLINE;
+    while open_fds() != fds {
+        assert!(
+            Instant::now() < stop,
+            "{name}: descriptors not back within {DEADLINE:?}: {fds} before ({kinds:?}), {} now ({:?})",
+            open_fds(),
+            fd_kinds()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
     wait_until(
         &format!(
             "{name}: the loop's pool back ({pool} bytes before, {} now)",
@@ -233,6 +238,22 @@ fn case<T>(t: &Target, name: &str, start: impl FnOnce(&Target) -> T, end: impl F
         }
         .report();
     }
+}
+
+/// This process's descriptors by what they link to (numbers dropped), counted: to name what
+/// a failed descriptor check left open or closed.
+fn fd_kinds() -> std::collections::BTreeMap<String, usize> {
+    let mut kinds = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .flatten()
+    {
+        if let Ok(target) = std::fs::read_link(entry.path()) {
+            let kind = target.to_string_lossy().replace(|c: char| c.is_ascii_digit(), "");
+            *kinds.entry(kind).or_insert(0) += 1;
+        }
+    }
+    kinds
 }
 
 /// A stalled peer of each kind, closed at the timeout, before any baseline: what the process

@@ -183,7 +183,7 @@ impl EventLoop {
             }
             drop(s);
             if let (Some(pool), Some(pools)) = (pool, &self.shm_pools) {
-                pools.bury(pool);
+                pools.bury(pool, None);
             }
         }
         for (served, status) in streams {

@@ -14,6 +14,7 @@ use super::session::{Role, ServerSide};
 use super::{EventLoop, Setup};
 use crate::conn::{Accepted, Frame, Listener, TransportKind};
 use crate::limits::Admission;
+use crate::metrics::Admitted;
 use crate::session::{ClientEvent, Event};
 
 impl EventLoop {
@@ -214,7 +215,7 @@ impl EventLoop {
                     // A peer whose connection cannot be set up costs its own connection only;
                     // the reason is logged, since the peer sees only a closed socket.
                     Err(e) => {
-                        self.bury(made);
+                        self.bury(made, None);
                         let at = listener
                             .local_addr()
                             .map_or_else(|_| "a listener".to_owned(), |a| a.to_string());
@@ -227,10 +228,11 @@ impl EventLoop {
         work
     }
 
-    /// Gives a failed setup's pool handle (the last, once the setup is dropped) to the reaper.
-    fn bury(&self, pool: Option<Pool>) {
+    /// Gives a failed setup's pool handle (the last, once the setup is dropped) to the
+    /// reaper, and its place under the connection limit, given back once the pool is gone.
+    fn bury(&self, pool: Option<Pool>, place: Option<Admitted>) {
         if let (Some(pool), Some(pools)) = (pool, &self.shm_pools) {
-            pools.bury(pool);
+            pools.bury(pool, place);
         }
     }
 
@@ -270,7 +272,7 @@ impl EventLoop {
                 Err(e) => {
                     self.stats.closed += 1;
                     self.services.metrics().closed(crate::limits::handshake_end(&e));
-                    self.bury(pool);
+                    self.bury(pool, Some(admitted));
                 }
             }
         }
@@ -290,9 +292,13 @@ impl EventLoop {
                 eprintln!("ferry-rpc: a shared-memory setup could not be watched (epoll_ctl): {e}");
                 self.stats.closed += 1;
                 self.services.metrics().closed(crate::Closed::HandshakeFailed);
-                let Setup { accepted, pool, .. } = setup;
+                let Setup {
+                    accepted,
+                    admitted,
+                    pool,
+                } = setup;
                 drop(accepted);
-                self.bury(pool);
+                self.bury(pool, Some(admitted));
             }
         }
     }

@@ -16,6 +16,7 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError, channel, sync_
 use ferry_buf::{Pool, PoolConfig};
 use ferry_transport::TransportError;
 
+use crate::metrics::Admitted;
 use crate::sys::Waker;
 
 /// Pools kept made ahead of the sessions that will take them.
@@ -26,7 +27,7 @@ pub(super) struct ShmPools {
     ready: Receiver<Pool>,
     /// A made pool taken off the channel by [`has_ready`](Self::has_ready), handed out next.
     next: Option<Pool>,
-    graveyard: Sender<Pool>,
+    graveyard: Sender<(Pool, Option<Admitted>)>,
 }
 
 impl ShmPools {
@@ -56,7 +57,7 @@ impl ShmPools {
                 waker.wake();
             })
             .map_err(|e| TransportError::io("spawning the shared-memory pool maker", e))?;
-        let (graveyard, dead): (_, Receiver<Pool>) = channel();
+        let (graveyard, dead): (_, Receiver<(Pool, Option<Admitted>)>) = channel();
         std::thread::Builder::new()
             .name("ferry-rpc-shm-reaper".into())
             .spawn(move || dead.into_iter().for_each(drop))
@@ -100,9 +101,10 @@ impl ShmPools {
     }
 
     /// Drops `pool` on the reaper's thread (call with the last handle the loop holds, after
-    /// the session or setup that used it is gone).
-    pub(super) fn bury(&self, pool: Pool) {
-        // The reaper ends only with the loop: a failed send drops the pool here.
-        let _ = self.graveyard.send(pool);
+    /// the session or setup that used it is gone), then `place`, the connection's place
+    /// under the limit: a connection counted out has given its memory back.
+    pub(super) fn bury(&self, pool: Pool, place: Option<Admitted>) {
+        // The reaper ends only with the loop: a failed send drops them here.
+        let _ = self.graveyard.send((pool, place));
     }
 }
