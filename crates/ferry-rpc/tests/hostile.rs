@@ -566,6 +566,9 @@ fn reconnect_storm(t: &Target) {
     );
 }
 
+/// One case of the suite.
+type Case = fn(&Target);
+
 #[test]
 fn the_rpc_server_holds_under_hostile_load() {
     let scratch = Scratch::new("hostile");
@@ -575,7 +578,7 @@ fn the_rpc_server_holds_under_hostile_load() {
         REPORT_HEADER.replace('\n', "\nhostile [rpc] ")
     );
     warm_up(&t);
-    let cases: [(&str, fn(&Target)); 8] = [
+    let cases: [(&str, Case); 8] = [
         ("stalled", stalled_handshakes),
         ("idle", idle_connections),
         ("slowloris", slowloris),
