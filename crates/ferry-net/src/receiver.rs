@@ -21,6 +21,13 @@ pub struct Receiver {
     /// The TLS session, shared with the sender; `None` for plain TCP.
     tls: Option<Shared>,
     tls_copied: u64,
+    /// The last `readv` filled less than its targets, so the socket was empty when it
+    /// returned: the next look for a frame answers `Ok(None)` without a system call, once.
+    /// Every caller that gets `None` waits for readiness before it asks again (a level- or
+    /// edge-triggered wait; a byte that arrives after that `readv` makes the socket readable
+    /// and is an edge), so nothing waits unseen; what is saved is the `readv` that would
+    /// only have found `EAGAIN` after each frame.
+    drained: bool,
 }
 
 impl Receiver {
@@ -31,6 +38,7 @@ impl Receiver {
             failed: false,
             tls,
             tls_copied: 0,
+            drained: false,
         }
     }
 
@@ -95,11 +103,19 @@ impl Receiver {
             if let Some(frame) = self.reader.next_frame()? {
                 return Ok(Some(frame));
             }
+            if std::mem::take(&mut self.drained) {
+                self.reader.give_back_untouched();
+                return Ok(None);
+            }
             let mut targets = self.reader.read_targets()?;
             let (mut iov, count) = targets.io_slices();
+            let room: usize = iov[..count].iter().map(|slice| slice.len()).sum();
             match (&*self.stream).read_vectored(&mut iov[..count]) {
                 Ok(0) => return Err(self.reader.eof()),
-                Ok(n) => self.reader.filled(n),
+                Ok(n) => {
+                    self.drained = n < room;
+                    self.reader.filled(n);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.reader.idle();
