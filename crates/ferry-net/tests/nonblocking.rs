@@ -233,15 +233,7 @@ fn an_idle_connection_holds_no_read_buffer() {
         rec.set_key(&b"k"[..]);
         client.send(ferry_net::Meta::new(1, 1), &rec).unwrap();
         client.flush().unwrap();
-        let frame = loop {
-            match server.try_recv() {
-                Ok(Some(f)) => break f,
-                Ok(None) => {
-                    poll(&mut [pollfd(&server, libc::POLLIN)]);
-                }
-                Err(e) => panic!("recv: {e}"),
-            }
-        };
+        let frame = recv_waiting(&mut server);
         assert_eq!(frame.meta(), ferry_net::Meta::new(1, 1));
         drop(frame);
         assert!(matches!(server.try_recv(), Ok(None)), "one frame was sent");
@@ -273,15 +265,7 @@ fn the_look_after_a_short_read_makes_no_system_call() {
             rec.set_key(&b"k"[..]);
             client.send(ferry_net::Meta::new(1, n), &rec).unwrap();
             client.flush().unwrap();
-            let frame = loop {
-                match server.try_recv() {
-                    Ok(Some(f)) => break f,
-                    Ok(None) => {
-                        poll(&mut [pollfd(&server, libc::POLLIN)]);
-                    }
-                    Err(e) => panic!("recv: {e}"),
-                }
-            };
+            let frame = recv_waiting(&mut server);
             assert_eq!(frame.meta(), ferry_net::Meta::new(1, n));
             assert!(matches!(server.try_recv(), Ok(None)), "one frame was sent");
         }
@@ -298,4 +282,17 @@ fn the_look_after_a_short_read_makes_no_system_call() {
             "the look after a look that found nothing reads the socket"
         );
     });
+}
+
+/// The next frame of a non-blocking connection, waiting in `poll(2)` while none has come.
+fn recv_waiting(server: &mut ferry_net::Connection) -> ferry_net::Frame {
+    loop {
+        match server.try_recv() {
+            Ok(Some(frame)) => return frame,
+            Ok(None) => {
+                poll(&mut [pollfd(server, libc::POLLIN)]);
+            }
+            Err(e) => panic!("recv: {e}"),
+        }
+    }
 }
