@@ -135,6 +135,8 @@ pub struct RecvCounters {
     pub bytes: u64,
     /// Read calls that returned data.
     pub reads: u64,
+    /// Read calls that found nothing (`EAGAIN`).
+    pub empty_reads: u64,
     /// Frames cut by the end of a read whose already-read payload bytes were copied to a
     /// buffer of their own (a frame cut right after its header is not copied, not counted).
     pub straddled: u64,
@@ -845,6 +847,13 @@ impl FrameReader {
     /// that a connection that waits holds no read buffer (2,000 idle connections would hold
     /// 2,000 of them). The next read takes one again from the pool.
     pub fn idle(&mut self) {
+        self.counters.empty_reads += 1;
+        self.give_back_untouched();
+    }
+
+    /// Gives back the read buffer if no byte landed in it (see [`idle`](Self::idle)), without
+    /// counting a read: the last read already emptied the socket.
+    pub fn give_back_untouched(&mut self) {
         self.target_count = 0;
         if self.next.as_ref().is_some_and(|n| n.is_empty()) {
             self.next = None;

@@ -23,6 +23,13 @@ pub struct Receiver {
     tls_copied: u64,
     /// The socket's `SO_RCVLOWAT` as last set (see [`LOW_WATER_MAX`]).
     low_water: usize,
+    /// The last `readv` filled less than its targets, so the socket was empty when it
+    /// returned: the next look for a frame answers `Ok(None)` without a system call, once.
+    /// Every caller that gets `None` waits for readiness before it asks again (a level- or
+    /// edge-triggered wait; a byte that arrives after that `readv` makes the socket readable
+    /// and is an edge), so nothing waits unseen; what is saved is the `readv` that would
+    /// only have found `EAGAIN` after each frame.
+    drained: bool,
 }
 
 /// Most bytes a receiver asks its socket to hold before it polls readable. While a frame is in
@@ -42,6 +49,7 @@ impl Receiver {
             tls,
             tls_copied: 0,
             low_water: 1,
+            drained: false,
         }
     }
 
@@ -98,6 +106,18 @@ impl Receiver {
         e
     }
 
+    /// Before answering that no frame is whole: the socket's low-water mark becomes the
+    /// bytes the frame in progress still needs (see [`LOW_WATER_MAX`]), one between frames.
+    fn set_low_water(&mut self) -> Result<(), TransportError> {
+        let want = self.reader.missing().clamp(1, LOW_WATER_MAX);
+        if want != self.low_water {
+            socket::set_recv_low_water(self.stream.as_fd(), want)
+                .map_err(|e| TransportError::io("setsockopt(SO_RCVLOWAT)", e))?;
+            self.low_water = want;
+        }
+        Ok(())
+    }
+
     fn read_nowait(&mut self) -> Result<Option<Frame>, TransportError> {
         if let Some(tls) = &self.tls {
             return self.read_tls(&Arc::clone(tls));
@@ -106,20 +126,24 @@ impl Receiver {
             if let Some(frame) = self.reader.next_frame()? {
                 return Ok(Some(frame));
             }
+            if std::mem::take(&mut self.drained) {
+                self.reader.give_back_untouched();
+                self.set_low_water()?;
+                return Ok(None);
+            }
             let mut targets = self.reader.read_targets()?;
             let (mut iov, count) = targets.io_slices();
+            let room: usize = iov[..count].iter().map(|slice| slice.len()).sum();
             match (&*self.stream).read_vectored(&mut iov[..count]) {
                 Ok(0) => return Err(self.reader.eof()),
-                Ok(n) => self.reader.filled(n),
+                Ok(n) => {
+                    self.drained = n < room;
+                    self.reader.filled(n);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.reader.idle();
-                    let want = self.reader.missing().clamp(1, LOW_WATER_MAX);
-                    if want != self.low_water {
-                        socket::set_recv_low_water(self.stream.as_fd(), want)
-                            .map_err(|e| TransportError::io("setsockopt(SO_RCVLOWAT)", e))?;
-                        self.low_water = want;
-                    }
+                    self.set_low_water()?;
                     return Ok(None);
                 }
                 Err(e) => return Err(TransportError::io("readv", e)),

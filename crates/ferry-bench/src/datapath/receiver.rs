@@ -48,6 +48,7 @@ fn since(a: RecvCounters, b: RecvCounters) -> RecvCounters {
         frames: b.frames - a.frames,
         bytes: b.bytes - a.bytes,
         reads: b.reads - a.reads,
+        empty_reads: b.empty_reads - a.empty_reads,
         straddled: b.straddled - a.straddled,
         split_headers: b.split_headers - a.split_headers,
         copied: b.copied - a.copied,
