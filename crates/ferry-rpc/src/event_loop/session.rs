@@ -114,8 +114,12 @@ impl Session {
         }
     }
 
-    /// Writes what is queued, without waiting.
-    pub(crate) fn flush(&mut self) {
+    /// At the end of a turn: the backlog retried, then what is queued written, without
+    /// waiting.
+    pub(crate) fn send_queued(&mut self) {
+        if !self.backlog.is_empty() {
+            self.drain_backlog();
+        }
         if !self.dirty {
             return;
         }
