@@ -8,110 +8,96 @@ use std::time::{Duration, Instant};
 
 use ferry_transport::Meta;
 
-use super::session::{Role, Session};
+use super::session::Role;
 use super::streams::Served;
 use super::{Continuation, EventLoop};
+use crate::Closed;
 use crate::conn::{Conn, TransportKind};
-use crate::metrics::Metrics;
 use crate::service::Encoded;
 use crate::session::Outcome;
 use crate::status::{Code, Status};
-use crate::{Closed, ConnLimits};
-
-/// What a turn's deadlines ended, acted on once its pass over the sessions is done: the
-/// continuations of client calls that expired, with their status, and served streams past
-/// their deadline.
-#[derive(Default)]
-pub(super) struct Due {
-    calls: Vec<(Continuation, Status)>,
-    streams: Vec<Served>,
-}
-
-impl Due {
-    pub(super) fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.streams.is_empty()
-    }
-}
-
-/// Session `s`'s deadlines due at `now` (its TLS handshake's, its idle time's as a server,
-/// its calls'): the frames they end with are queued on it, what runs on the loop goes to
-/// `due`. The turn calls it for each hot session in its one pass over them.
-pub(super) fn expire(s: &mut Session, now: Instant, limits: &ConnLimits, metrics: &Metrics, due: &mut Due) {
-    // A TLS handshake past its deadline: the step names the timeout, and the session is
-    // removed with the dead ones (counted there). The peer cost its slot, never the loop's
-    // time.
-    if s.conn.handshake_deadline().is_some_and(|d| d <= now) {
-        if let Err(e) = s.conn.handshake_step() {
-            s.fail(e);
-        }
-        return;
-    }
-    if let (Some(at), Role::Server(_)) = (limits.idle_deadline(s.last_frame), &s.role) {
-        if s.dead.is_none() && s.busy() == 0 && at <= now {
-            metrics.closed(Closed::Idle);
-            s.fail(limits.idle_error());
-            return;
-        }
-    }
-    let mut out: Vec<(Meta, Encoded)> = Vec::new();
-    match &mut s.role {
-        Role::Server(server) => {
-            if server.core.next_deadline().is_none_or(|d| d > now) {
-                return;
-            }
-            for (id, meta, payload) in server.core.expire(now) {
-                if let Some(flag) = server.background.remove(&id) {
-                    flag.store(true, Ordering::Relaxed);
-                }
-                match server.streams.remove(&id) {
-                    Some(served) => due.streams.push(served),
-                    None => metrics
-                        .method(meta.kind)
-                        .record(Code::DeadlineExceeded, Duration::ZERO),
-                }
-                out.push((meta, Encoded::from_vec(payload)));
-            }
-        }
-        Role::Client(client) => {
-            if client.core.next_deadline().is_none_or(|d| d > now) {
-                return;
-            }
-            for (outcome, cancel) in client.core.expire(now) {
-                if let Outcome::Failed { status, value, .. } = outcome {
-                    due.calls.push((value, status));
-                }
-                out.push((cancel, Encoded::default()));
-            }
-        }
-    }
-    for (meta, encoded) in out {
-        s.transmit(meta, encoded);
-    }
-}
 
 impl EventLoop {
-    /// Every session is looked at for its idle time at most every
-    /// [`SHM_CHECK`](crate::conn::SHM_CHECK): idle sessions are quiet, off the hot list, so
-    /// this puts them all on it for the turn's pass.
-    pub(super) fn idle_sweep(&mut self, now: Instant) {
-        if self.config.connections.idle_timeout.is_some() && now >= self.idle_scan {
+    /// Deadlines due, on both sides.
+    pub(super) fn expire(&mut self, now: Instant) -> bool {
+        let mut due: Vec<(Continuation, Status)> = Vec::new();
+        let mut out: Vec<(Meta, Encoded)> = Vec::new();
+        let mut streams: Vec<Served> = Vec::new();
+        let limits = self.config.connections;
+        if limits.idle_timeout.is_some() && now >= self.idle_scan {
+            // Idle sessions are quiet, off the hot list: every session is looked at here.
             self.idle_scan = now + crate::conn::SHM_CHECK;
             for i in 0..self.slots.len() {
                 self.heat(i);
             }
         }
-    }
-
-    /// After the turn's pass: the continuations of the calls that expired run, the streams
-    /// that did are cancelled.
-    pub(super) fn run_due(&mut self, due: Due) {
+        for k in 0..self.hot.len() {
+            let Some(s) = &mut self.slots[self.hot[k] as usize].session else {
+                continue;
+            };
+            // A TLS handshake past its deadline: the step names the timeout, and the session
+            // is removed with the dead ones (counted there). The peer cost its slot, never the
+            // loop's time.
+            if s.conn.handshake_deadline().is_some_and(|d| d <= now) {
+                if let Err(e) = s.conn.handshake_step() {
+                    s.fail(e);
+                }
+                continue;
+            }
+            if let (Some(at), Role::Server(_)) = (limits.idle_deadline(s.last_frame), &s.role) {
+                if s.dead.is_none() && s.busy() == 0 && at <= now {
+                    self.services.metrics().closed(Closed::Idle);
+                    s.fail(limits.idle_error());
+                    continue;
+                }
+            }
+            match &mut s.role {
+                Role::Server(server) => {
+                    if server.core.next_deadline().is_none_or(|d| d > now) {
+                        continue;
+                    }
+                    for (id, meta, payload) in server.core.expire(now) {
+                        if let Some(flag) = server.background.remove(&id) {
+                            flag.store(true, Ordering::Relaxed);
+                        }
+                        match server.streams.remove(&id) {
+                            Some(served) => streams.push(served),
+                            None => self
+                                .services
+                                .metrics()
+                                .method(meta.kind)
+                                .record(Code::DeadlineExceeded, Duration::ZERO),
+                        }
+                        out.push((meta, Encoded::from_vec(payload)));
+                    }
+                }
+                Role::Client(client) => {
+                    if client.core.next_deadline().is_none_or(|d| d > now) {
+                        continue;
+                    }
+                    for (outcome, cancel) in client.core.expire(now) {
+                        if let Outcome::Failed { status, value, .. } = outcome {
+                            due.push((value, status));
+                        }
+                        out.push((cancel, Encoded::default()));
+                    }
+                }
+            }
+            for (meta, encoded) in out.drain(..) {
+                s.transmit(meta, encoded);
+            }
+        }
+        if due.is_empty() && streams.is_empty() {
+            return false;
+        }
         let why = Status::new(Code::DeadlineExceeded, "deadline exceeded (server)");
-        for served in due.streams {
+        for served in streams {
             self.cancel_served(served, &why);
         }
-        for (then, status) in due.calls {
+        for (then, status) in due {
             then(self, Err(status));
         }
+        true
     }
 
     /// Publishes the served datagram sessions' counters to the metrics: the closed ones' and

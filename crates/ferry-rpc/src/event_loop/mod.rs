@@ -13,9 +13,7 @@
 //!    deadline.
 //! 2. Accept what waits; drain each readable session (and every shared-memory session, by
 //!    memory reads alone, while busy), at most `frames_per_turn` frames each.
-//! 3. Answers from background workers; then one pass over the hot sessions: deadlines and
-//!    idle times due, backlogs retried, sessions flushed (what the deadlines ended runs after
-//!    it, and what that queued is flushed too).
+//! 3. Answers from background workers; deadlines due; backlogs retried; sessions flushed.
 //! 4. Dead sessions removed: their client calls fail with `UNAVAILABLE`.
 //!
 //! Steps 2 to 4 look at the *hot* sessions only: those the wait reported, those something was
@@ -397,55 +395,38 @@ impl EventLoop {
         if sleep {
             work |= self.arm(now);
         }
+        let timeout = if work || !sleep {
+            Some(Duration::ZERO)
+        } else {
+            Some(self.sleep_time(now))
+        };
         // While busy-polling shared memory alone, the system call that looks at the listeners
         // and the waker is made only every 64th turn: shared-memory sessions are read from
-        // memory, background answers from their queue. A turn that makes none has nothing to
-        // accept, step or mark readable.
+        // memory, background answers from their queue.
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
         if sleep || self.tcp_sessions > 0 || !self.setups.is_empty() || self.stats.turns % 64 == 0 {
-            let waits = sleep && !work;
-            let timeout = if waits {
-                self.sleep_time(now)
-            } else {
-                Duration::ZERO
-            };
-            let mut ready = std::mem::take(&mut self.ready);
-            ready.clear();
-            self.poll(&mut ready, Some(timeout), waits);
-            // One clock reading for a turn whose poll did not wait (busy-polling, or arming
-            // found work): its deadlines, idle times and latencies are measured from its
-            // start.
-            if waits {
-                now = Instant::now();
-            }
-            work |= self.accept(&ready);
-            work |= self.step_setups(&ready, now);
-            self.mark_readable(&ready);
-            self.ready = ready;
+            self.poll(&mut ready, timeout, sleep && !work);
         }
-        work |= self.read(now);
+        // One clock reading for a turn whose poll did not wait (busy-polling, or arming found
+        // work): its deadlines, idle times and latencies are measured from its start.
+        if sleep && !work {
+            now = Instant::now();
+        }
+        work |= self.accept(&ready);
+        work |= self.step_setups(&ready, now);
+        work |= self.read(&ready, now);
+        self.ready = ready;
         work |= self.completions();
-        // One pass over the hot sessions: their deadlines and idle times, then what they
-        // queued goes out (backlogs retried, sessions flushed).
-        self.idle_sweep(now);
-        let mut due = ending::Due::default();
+        work |= self.expire(now);
         let mut dead = false;
-        let (limits, metrics) = (&self.config.connections, self.services.metrics());
         for &i in &self.hot {
             if let Some(s) = &mut self.slots[i as usize].session {
-                ending::expire(s, now, limits, metrics, &mut due);
-                s.send_queued();
-                dead |= s.dead.is_some();
-            }
-        }
-        // What deadlines ended runs now, and what it queued goes out this turn too.
-        if !due.is_empty() {
-            work = true;
-            self.run_due(due);
-            for &i in &self.hot {
-                if let Some(s) = &mut self.slots[i as usize].session {
-                    s.send_queued();
-                    dead |= s.dead.is_some();
+                if !s.backlog.is_empty() {
+                    s.drain_backlog();
                 }
+                s.flush();
+                dead |= s.dead.is_some();
             }
         }
         // Only a dead session has anything to reap (and every session that can die this turn

@@ -232,18 +232,14 @@ impl EventLoop {
         }
     }
 
-    /// Marks the sessions the poll found ready: [`read`](Self::read) drains them.
-    pub(super) fn mark_readable(&mut self, ready: &Ready) {
+    /// Drains readable sessions (every shared-memory one while busy-polling).
+    pub(super) fn read(&mut self, ready: &Ready, now: Instant) -> bool {
+        let mut work = false;
         for &i in &ready.sessions {
             if let Some(s) = &mut self.slots[i].session {
                 s.readable = true;
             }
         }
-    }
-
-    /// Drains readable sessions (every shared-memory one while busy-polling).
-    pub(super) fn read(&mut self, now: Instant) -> bool {
-        let mut work = false;
         // The hot sessions (the ready ones among them); the list grows if a continuation acts
         // on another session.
         for k in 0..self.hot.len() {

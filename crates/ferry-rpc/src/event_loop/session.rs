@@ -114,12 +114,8 @@ impl Session {
         }
     }
 
-    /// At the end of a turn: the backlog retried, then what is queued written, without
-    /// waiting.
-    pub(crate) fn send_queued(&mut self) {
-        if !self.backlog.is_empty() {
-            self.drain_backlog();
-        }
+    /// Writes what is queued, without waiting.
+    pub(crate) fn flush(&mut self) {
         if !self.dirty {
             return;
         }
