@@ -26,8 +26,8 @@ fuzz_target!(|data: &[u8]| {
     let mut server = Server::new(ServerConfig { max_in_flight: 3 });
     for method in 0..3 {
         let timeout = (method == 1).then(|| Duration::from_millis(5));
-        client.start(method, timeout, now).expect("room in the window");
-        client.open(method, timeout, now).expect("room in the window");
+        client.start(method, timeout, now, ()).expect("room in the window");
+        client.open(method, timeout, now, ()).expect("room in the window");
     }
     let (mut client_open, mut server_open) = (true, true);
     let mut rest = data;

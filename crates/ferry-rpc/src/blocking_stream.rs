@@ -112,7 +112,7 @@ impl<'c, M> BlockingStream<'c, M> {
             Ok(()) => Ok(()),
             // Counted against the window and not sent: the stream cannot go on.
             Err(e) if frame_alone(&e) => {
-                if let Some(cancel) = inner.core.cancel(id) {
+                if let Some((cancel, ())) = inner.core.cancel(id) {
                     let _ = conn.send_payload(cancel, Payload::Bytes(&[]));
                 }
                 let status = unsent_request(&e);
@@ -221,7 +221,7 @@ impl<M> Drop for BlockingStream<'_, M> {
         };
         let inner = &mut *inner;
         inner.streams.remove(&self.id);
-        if let (Some(cancel), Some(conn)) = (inner.core.cancel(self.id), inner.conn.as_mut()) {
+        if let (Some((cancel, ())), Some(conn)) = (inner.core.cancel(self.id), inner.conn.as_mut()) {
             let sent = conn
                 .send_payload(cancel, Payload::Bytes(&[]))
                 .and_then(|()| conn.flush());

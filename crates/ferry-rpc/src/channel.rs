@@ -200,8 +200,8 @@ impl Inner {
         };
         let timeout = options.timeout.or(self.timeout);
         let start = match streaming {
-            true => self.core.open(method, timeout, Instant::now())?,
-            false => self.core.start(method, timeout, Instant::now())?,
+            true => self.core.open(method, timeout, Instant::now(), ())?,
+            false => self.core.start(method, timeout, Instant::now(), ())?,
         };
         let mut control_queued = false;
         let sent = (|| {
@@ -224,7 +224,7 @@ impl Inner {
                 Ok(start.id)
             }
             Err(e) if frame_alone(&e) => {
-                if let Some(cancel) = self.core.cancel(start.id)
+                if let Some((cancel, ())) = self.core.cancel(start.id)
                     && control_queued
                 {
                     let sent = conn
@@ -372,6 +372,7 @@ impl Inner {
                     method,
                     status: status.clone(),
                     headers,
+                    value: (),
                 },
                 other => other,
             };

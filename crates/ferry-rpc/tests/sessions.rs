@@ -60,7 +60,7 @@ impl Pair {
     }
 
     fn start(&mut self, method: u16, timeout: Option<Duration>) {
-        match self.client.start(method, timeout, self.now) {
+        match self.client.start(method, timeout, self.now, ()) {
             Ok(start) => {
                 if let Some((meta, budget)) = start.deadline {
                     self.c2s.push_back((meta, Some(budget.to_vec())));
@@ -151,7 +151,7 @@ impl Pair {
         }
         open.sort_unstable();
         let id = open[index % open.len()];
-        let meta = self.client.cancel(id).expect("in flight");
+        let (meta, ()) = self.client.cancel(id).expect("in flight");
         assert!(self.ended.insert(id));
         self.c2s.push_back((meta, Some(Vec::new())));
         assert!(self.client.cancel(id).is_none(), "cancelled once");
@@ -332,7 +332,7 @@ fn bad_frames_are_typed_errors() {
             "server accepted {meta:?} {raw:?}"
         );
     }
-    client.start(1, None, now).unwrap();
+    client.start(1, None, now, ()).unwrap();
     let status = |b: &'static [u8]| (m(wire::RESPONSE | wire::STATUS), Some(b));
     for (meta, raw) in [
         status(&[]),
@@ -369,7 +369,7 @@ fn metadata(entries: &[(&str, &[u8])]) -> Metadata {
 
 /// The frames the client sends to start a call with `md`, in order.
 fn start_frames(client: &mut Client, method: u16, timeout: Option<Duration>, md: &Metadata) -> Vec<Frame> {
-    let start = client.start(method, timeout, Instant::now()).expect("room");
+    let start = client.start(method, timeout, Instant::now(), ()).expect("room");
     let mut out: Vec<Frame> = Vec::new();
     if let Some((meta, budget)) = start.deadline {
         out.push((meta, Some(budget.to_vec())));
@@ -461,6 +461,7 @@ fn headers_and_trailers_come_with_the_outcome() {
             method: 4,
             metadata: headers.clone(),
             trailers: trailers.clone(),
+            value: (),
         })))
     );
     assert_eq!(client.on_frame(t1, Some(&pt1), 0), Ok(None));
@@ -475,7 +476,7 @@ fn headers_and_trailers_come_with_the_outcome() {
     // Metadata for a call that ended here is dropped, as its answer would be.
     assert_eq!(client.on_frame(h0, Some(&ph0), 0), Ok(None));
     // A second headers frame, or headers after trailers, breaks the protocol.
-    let id = client.start(4, None, now).unwrap().id;
+    let id = client.start(4, None, now, ()).unwrap().id;
     let h = Meta {
         request_id: id.0,
         ..h0
@@ -485,7 +486,7 @@ fn headers_and_trailers_come_with_the_outcome() {
         client.on_frame(h, Some(&ph0), 0),
         Err(RpcError::DuplicateMetadata { id: 2, .. })
     ));
-    let id = client.start(4, None, now).unwrap().id;
+    let id = client.start(4, None, now, ()).unwrap().id;
     let t = Meta {
         request_id: id.0,
         ..t0
@@ -546,7 +547,7 @@ fn duplicate_request_metadata_is_a_protocol_error() {
     assert_eq!(server.on_frame(meta, Some(&payload), 0, now), Ok(None));
     // The client never receives request metadata, nor the server response metadata.
     let mut client = Client::new(ClientConfig::default());
-    client.start(1, None, now).unwrap();
+    client.start(1, None, now, ()).unwrap();
     let (to_client, _) = wire::metadata_frame(1, 0, wire::METADATA, &md);
     assert!(matches!(
         client.on_frame(to_client, Some(&payload), 0),

@@ -65,7 +65,7 @@ impl Pair {
     }
 
     fn open(&mut self, timeout: Option<Duration>) {
-        let Ok(start) = self.client.open(METHOD, timeout, self.now) else {
+        let Ok(start) = self.client.open(METHOD, timeout, self.now, ()) else {
             assert_eq!(self.client.in_flight(), 3, "refused only when the window is full");
             return;
         };
@@ -124,7 +124,7 @@ impl Pair {
         let Some(id) = Self::pick(&self.clients, index) else {
             return;
         };
-        let meta = self.client.cancel(id).expect("in flight");
+        let (meta, ()) = self.client.cancel(id).expect("in flight");
         self.c2s.push_back((meta, Some(Vec::new()), None));
         self.client_end_call(id);
     }
@@ -439,8 +439,8 @@ fn a_message_past_the_window_aborts_its_stream_only() {
     let now = Instant::now();
     let mut client = Client::new(ClientConfig::default());
     let mut server = Server::new(ServerConfig::default());
-    let a = client.open(METHOD, None, now).unwrap();
-    let b = client.open(METHOD, None, now).unwrap();
+    let a = client.open(METHOD, None, now, ()).unwrap();
+    let b = client.open(METHOD, None, now, ()).unwrap();
     for start in [&a, &b] {
         assert!(matches!(
             server.on_frame(start.request, Some(&[]), 0, now),
@@ -486,7 +486,7 @@ fn stream_frames_on_the_wrong_kind_of_call_abort_it() {
     let now = Instant::now();
     let mut client = Client::new(ClientConfig::default());
     let mut server = Server::new(ServerConfig::default());
-    let unary = client.start(METHOD, None, now).unwrap();
+    let unary = client.start(METHOD, None, now, ()).unwrap();
     assert!(matches!(
         server.on_frame(unary.request, None, 0, now),
         Ok(Some(Event::Request { .. }))
@@ -500,7 +500,7 @@ fn stream_frames_on_the_wrong_kind_of_call_abort_it() {
         server.on_frame(end, Some(&[]), 0, now),
         Ok(Some(Event::Aborted { .. }))
     ));
-    let stream = client.open(METHOD, None, now).unwrap();
+    let stream = client.open(METHOD, None, now, ()).unwrap();
     let response = Meta {
         kind: METHOD,
         flags: wire::RESPONSE,

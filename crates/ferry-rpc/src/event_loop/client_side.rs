@@ -23,7 +23,6 @@ impl EventLoop {
             conn,
             Role::Client(ClientSide {
                 core: crate::session::Client::new(self.config.client.clone()),
-                pending: Default::default(),
                 timeout: None,
             }),
         ))
@@ -83,7 +82,7 @@ impl EventLoop {
         };
         // `now` matters only to a call with a deadline: a call without one reads no clock.
         let now = client.timeout.map_or(last_work, |_| Instant::now());
-        let start = client.core.start(method, client.timeout, now)?;
+        let start = client.core.start(method, client.timeout, now, then)?;
         if let Some((meta, budget)) = start.deadline {
             if let Err(e) = session
                 .conn
@@ -95,7 +94,7 @@ impl EventLoop {
         }
         if let Err(e) = send(&mut session.conn, start.request) {
             // The deadline frame (if any) went out: cancel tells the server to forget it.
-            if let Some(meta) = client.core.cancel(start.id) {
+            if let Some((meta, _)) = client.core.cancel(start.id) {
                 let _ = session
                     .conn
                     .send_payload(meta, ferry_transport::Payload::Bytes(&[]));
@@ -103,7 +102,6 @@ impl EventLoop {
             return Err(send_failed(&e));
         }
         session.dirty = true;
-        client.pending.insert(start.id, then);
         Ok(start.id)
     }
 
@@ -136,38 +134,29 @@ impl EventLoop {
         let Role::Client(client) = &mut session.role else {
             return;
         };
-        let Some(meta) = client.core.cancel(call) else {
+        let Some((meta, then)) = client.core.cancel(call) else {
             return;
         };
-        let then = client.pending.remove(&call);
         session.transmit(meta, Encoded::default());
-        if let Some(then) = then {
-            then(self, Err(Status::new(Code::Cancelled, "cancelled by the client")));
-        }
+        then(self, Err(Status::new(Code::Cancelled, "cancelled by the client")));
     }
 
     /// A client session's call ended with `outcome`: its continuation runs with the response
     /// `frame` (read in place) or the status.
-    pub(super) fn on_outcome(&mut self, i: usize, event: ClientEvent, frame: &Frame) {
-        let Some(s) = &mut self.slots[i].session else {
-            return;
-        };
-        let Role::Client(client) = &mut s.role else { return };
+    pub(super) fn on_outcome(&mut self, i: usize, event: ClientEvent<Continuation>, frame: &Frame) {
         let (then, status) = match event {
-            ClientEvent::Ended(Outcome::Response { id, .. }) => (client.pending.remove(&id), None),
-            ClientEvent::Ended(Outcome::Failed { id, status, .. }) => {
-                (client.pending.remove(&id), Some(status))
-            }
-            ClientEvent::Aborted(Outcome::Failed { id, status, .. }, cancel) => {
-                let then = client.pending.remove(&id);
-                s.transmit(cancel, Encoded::from_vec(Vec::new()));
-                (then, Some(status))
+            ClientEvent::Ended(Outcome::Response { value, .. }) => (value, None),
+            ClientEvent::Ended(Outcome::Failed { status, value, .. }) => (value, Some(status)),
+            ClientEvent::Aborted(Outcome::Failed { status, value, .. }, cancel) => {
+                if let Some(s) = &mut self.slots[i].session {
+                    s.transmit(cancel, Encoded::from_vec(Vec::new()));
+                }
+                (value, Some(status))
             }
             // This loop opens no streams, so no stream event can come (and an aborted call
             // always failed).
             _ => return,
         };
-        let Some(then) = then else { return };
         let limits = self.config.limits;
         match status {
             None => then(

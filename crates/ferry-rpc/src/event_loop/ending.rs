@@ -76,11 +76,8 @@ impl EventLoop {
                         continue;
                     }
                     for (outcome, cancel) in client.core.expire(now) {
-                        let Outcome::Failed { id, status, .. } = outcome else {
-                            continue;
-                        };
-                        if let Some(then) = client.pending.remove(&id) {
-                            due.push((then, status));
+                        if let Outcome::Failed { status, value, .. } = outcome {
+                            due.push((value, status));
                         }
                         out.push((cancel, Encoded::default()));
                     }
@@ -171,12 +168,9 @@ impl EventLoop {
                 }
                 Role::Client(client) => {
                     for outcome in client.core.lost() {
-                        let Outcome::Failed { id, .. } = outcome else {
-                            continue;
-                        };
-                        if let Some(then) = client.pending.remove(&id) {
+                        if let Outcome::Failed { value, .. } = outcome {
                             let status = Status::new(Code::Unavailable, format!("connection lost: {why}"));
-                            lost.push((then, status));
+                            lost.push((value, status));
                         }
                     }
                 }

@@ -456,6 +456,6 @@ impl From<u64> for Token {
 
 /// What a frame meant to the session's side of the protocol.
 enum Meaning {
-    Outcome(ClientEvent),
+    Outcome(ClientEvent<super::Continuation>),
     Event(Event),
 }

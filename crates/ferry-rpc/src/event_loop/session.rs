@@ -40,10 +40,9 @@ impl ServerSide {
     }
 }
 
-/// The client side of a session.
+/// The client side of a session: its calls, each with its continuation.
 pub(crate) struct ClientSide {
-    pub(crate) core: Client,
-    pub(crate) pending: IdMap<CallId, Continuation>,
+    pub(crate) core: Client<Continuation>,
     pub(crate) timeout: Option<std::time::Duration>,
 }
 
@@ -168,9 +167,7 @@ impl Session {
                         && s.background.is_empty()
                         && s.streams.is_empty()
                 }
-                Role::Client(c) => {
-                    c.pending.is_empty() && c.core.in_flight() == 0 && c.core.next_deadline().is_none()
-                }
+                Role::Client(c) => c.core.in_flight() == 0 && c.core.next_deadline().is_none(),
             }
     }
 

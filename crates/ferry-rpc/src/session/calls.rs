@@ -9,9 +9,10 @@ use crate::CallId;
 use crate::id::IdMap;
 use crate::wire::{STREAM_WINDOW_BYTES, STREAM_WINDOW_MESSAGES};
 
-/// A call in progress.
+/// A call in progress, with the value its driver keeps for it (`()` if none: the server's,
+/// the blocking and tokio clients'; an event loop's client keeps the call's continuation).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Call {
+pub(crate) struct Call<V = ()> {
     pub(crate) method: u16,
     pub(crate) deadline: Option<Instant>,
     /// The server's headers went out (server) or arrived (client), or can no longer: a message
@@ -21,16 +22,18 @@ pub(crate) struct Call {
     pub(crate) trailers_done: bool,
     /// `Some` for a streaming call.
     pub(crate) stream: Option<Stream>,
+    pub(crate) value: V,
 }
 
-impl Call {
-    pub(crate) fn new(method: u16, deadline: Option<Instant>, streaming: bool) -> Call {
+impl<V> Call<V> {
+    pub(crate) fn new(method: u16, deadline: Option<Instant>, streaming: bool, value: V) -> Call<V> {
         Call {
             method,
             deadline,
             headers_done: false,
             trailers_done: false,
             stream: streaming.then(Stream::new),
+            value,
         }
     }
 }
@@ -163,27 +166,36 @@ impl Stream {
     }
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Calls {
-    calls: IdMap<CallId, Call>,
+#[derive(Debug)]
+pub(crate) struct Calls<V = ()> {
+    calls: IdMap<CallId, Call<V>>,
     deadlines: BTreeSet<(Instant, CallId)>,
 }
 
-impl Calls {
+impl<V> Default for Calls<V> {
+    fn default() -> Calls<V> {
+        Calls {
+            calls: IdMap::default(),
+            deadlines: BTreeSet::new(),
+        }
+    }
+}
+
+impl<V> Calls<V> {
     pub(crate) fn len(&self) -> usize {
         self.calls.len()
     }
 
-    pub(crate) fn get(&self, id: CallId) -> Option<&Call> {
+    pub(crate) fn get(&self, id: CallId) -> Option<&Call<V>> {
         self.calls.get(&id)
     }
 
-    pub(crate) fn get_mut(&mut self, id: CallId) -> Option<&mut Call> {
+    pub(crate) fn get_mut(&mut self, id: CallId) -> Option<&mut Call<V>> {
         self.calls.get_mut(&id)
     }
 
     /// Adds a call (its id must not be in progress).
-    pub(crate) fn insert(&mut self, id: CallId, call: Call) {
+    pub(crate) fn insert(&mut self, id: CallId, call: Call<V>) {
         if let Some(at) = call.deadline {
             self.deadlines.insert((at, id));
         }
@@ -192,7 +204,7 @@ impl Calls {
     }
 
     /// Ends a call: `None` if it is not in progress.
-    pub(crate) fn end(&mut self, id: CallId) -> Option<Call> {
+    pub(crate) fn end(&mut self, id: CallId) -> Option<Call<V>> {
         let call = self.calls.remove(&id)?;
         if let Some(at) = call.deadline {
             self.deadlines.remove(&(at, id));
@@ -201,14 +213,14 @@ impl Calls {
     }
 
     /// Ends a unary call (one look-up): `None` if it is not in progress or is a stream.
-    pub(crate) fn end_unary(&mut self, id: CallId) -> Option<Call> {
+    pub(crate) fn end_unary(&mut self, id: CallId) -> Option<Call<V>> {
         self.end_unary_of(id, None).ok().flatten()
     }
 
     /// Ends a unary call of `method` (any method if `None`) with one look-up: `Ok(None)` if it
     /// is not in progress or is a stream, `Err` with its method if that is another (either
     /// way it stays as it was).
-    pub(crate) fn end_unary_of(&mut self, id: CallId, method: Option<u16>) -> Result<Option<Call>, u16> {
+    pub(crate) fn end_unary_of(&mut self, id: CallId, method: Option<u16>) -> Result<Option<Call<V>>, u16> {
         let Entry::Occupied(entry) = self.calls.entry(id) else {
             return Ok(None);
         };
@@ -232,7 +244,7 @@ impl Calls {
     }
 
     /// Ends the call with the earliest deadline if that is at or before `now`.
-    pub(crate) fn end_due(&mut self, now: Instant) -> Option<(CallId, Call)> {
+    pub(crate) fn end_due(&mut self, now: Instant) -> Option<(CallId, Call<V>)> {
         let &(at, id) = self.deadlines.first()?;
         if at > now {
             return None;
@@ -242,9 +254,9 @@ impl Calls {
     }
 
     /// Ends every call; returns them in id order.
-    pub(crate) fn end_all(&mut self) -> Vec<(CallId, Call)> {
+    pub(crate) fn end_all(&mut self) -> Vec<(CallId, Call<V>)> {
         self.deadlines.clear();
-        let mut all: Vec<(CallId, Call)> = self.calls.drain().collect();
+        let mut all: Vec<(CallId, Call<V>)> = self.calls.drain().collect();
         all.sort_unstable_by_key(|&(id, _)| id);
         all
     }

@@ -56,9 +56,9 @@ impl Start {
     }
 }
 
-/// How a call ended.
+/// How a call ended, with the value the driver gave it at its start (see [`Client`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Outcome<V = ()> {
     /// The response of a unary call arrived: its frame holds the message.
     Response {
         /// The call's id.
@@ -69,6 +69,8 @@ pub enum Outcome {
         metadata: Metadata,
         /// The trailers the server sent with it (empty if none).
         trailers: Metadata,
+        /// The driver's value.
+        value: V,
     },
     /// A stream ended with OK.
     Finished {
@@ -78,6 +80,8 @@ pub enum Outcome {
         method: u16,
         /// The trailers the server sent with its status (empty if none).
         trailers: Metadata,
+        /// The driver's value.
+        value: V,
     },
     /// The call failed: a status from the server (with its trailers in [`Status::metadata`]),
     /// its deadline, the session's refusal of a broken stream, or the connection's loss.
@@ -91,26 +95,28 @@ pub enum Outcome {
         /// The headers the server sent before it (empty if none; a stream's came as
         /// [`ClientEvent::Headers`]).
         headers: Metadata,
+        /// The driver's value.
+        value: V,
     },
 }
 
-impl Outcome {
+impl<V> Outcome<V> {
     /// The call's id.
     pub fn id(&self) -> CallId {
-        match *self {
-            Outcome::Response { id, .. } | Outcome::Finished { id, .. } | Outcome::Failed { id, .. } => id,
+        match self {
+            Outcome::Response { id, .. } | Outcome::Finished { id, .. } | Outcome::Failed { id, .. } => *id,
         }
     }
 }
 
 /// What a frame from the server means for the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClientEvent {
+pub enum ClientEvent<V = ()> {
     /// A call ended.
-    Ended(Outcome),
+    Ended(Outcome<V>),
     /// The server broke stream rules (a message past the window, a stream frame on a unary
     /// call): the call failed here. Send the cancel frame given, so the server stops too.
-    Aborted(Outcome, Meta),
+    Aborted(Outcome<V>, Meta),
     /// A stream's headers.
     Headers {
         /// The call's id.
@@ -135,11 +141,15 @@ pub enum ClientEvent {
 /// send and how calls ended). Every call it starts ends exactly once: by a frame
 /// ([`on_frame`](Self::on_frame)), its deadline ([`expire`](Self::expire)), the caller
 /// ([`cancel`](Self::cancel)) or the connection's loss ([`lost`](Self::lost)).
+///
+/// Each call keeps a value `V` of the driver's, given at its start and handed back with its
+/// end (in its [`Outcome`], or by [`cancel`](Self::cancel)): the event loop's continuation, so
+/// that a call is one entry in one table; `()` for a driver that keeps nothing per call.
 #[derive(Debug)]
-pub struct Client {
+pub struct Client<V = ()> {
     config: ClientConfig,
     next_id: u64,
-    calls: Calls,
+    calls: Calls<V>,
     /// Headers received for unary calls whose answer has not come yet (bounded by the calls in
     /// flight: metadata for a call not in flight is dropped).
     metadata: IdMap<CallId, Metadata>,
@@ -147,9 +157,9 @@ pub struct Client {
     trailers: IdMap<CallId, Metadata>,
 }
 
-impl Client {
+impl<V> Client<V> {
     /// A session with no call yet.
-    pub fn new(config: ClientConfig) -> Client {
+    pub fn new(config: ClientConfig) -> Client<V> {
         Client {
             config,
             next_id: 0,
@@ -164,17 +174,30 @@ impl Client {
         self.calls.len()
     }
 
-    /// Starts a unary call to `method`, to end `timeout` after `now` at the latest. Refused
-    /// with `RESOURCE_EXHAUSTED` when the window is full.
-    pub fn start(&mut self, method: u16, timeout: Option<Duration>, now: Instant) -> Result<Start, Status> {
-        self.begin(method, timeout, now, false)
+    /// Starts a unary call to `method`, to end `timeout` after `now` at the latest, keeping
+    /// `value` until it ends. Refused with `RESOURCE_EXHAUSTED` when the window is full
+    /// (`value` dropped).
+    pub fn start(
+        &mut self,
+        method: u16,
+        timeout: Option<Duration>,
+        now: Instant,
+        value: V,
+    ) -> Result<Start, Status> {
+        self.begin(method, timeout, now, false, value)
     }
 
     /// Opens a streaming call to `method`, to end `timeout` after `now` at the latest (the
-    /// deadline covers the whole stream). Refused with `RESOURCE_EXHAUSTED` when the window is
-    /// full.
-    pub fn open(&mut self, method: u16, timeout: Option<Duration>, now: Instant) -> Result<Start, Status> {
-        self.begin(method, timeout, now, true)
+    /// deadline covers the whole stream), keeping `value` until it ends. Refused with
+    /// `RESOURCE_EXHAUSTED` when the window is full (`value` dropped).
+    pub fn open(
+        &mut self,
+        method: u16,
+        timeout: Option<Duration>,
+        now: Instant,
+        value: V,
+    ) -> Result<Start, Status> {
+        self.begin(method, timeout, now, true, value)
     }
 
     fn begin(
@@ -183,6 +206,7 @@ impl Client {
         timeout: Option<Duration>,
         now: Instant,
         streaming: bool,
+        value: V,
     ) -> Result<Start, Status> {
         if self.calls.len() >= self.config.window {
             return Err(Status::new(
@@ -194,7 +218,8 @@ impl Client {
         self.next_id += 1;
         // A timeout too far away to represent is no deadline here (the budget is still sent).
         let deadline = timeout.and_then(|t| now.checked_add(t));
-        self.calls.insert(id, Call::new(method, deadline, streaming));
+        self.calls
+            .insert(id, Call::new(method, deadline, streaming, value));
         Ok(Start {
             id,
             deadline: timeout.map(|t| {
@@ -281,7 +306,7 @@ impl Client {
         meta: Meta,
         raw: Option<&[u8]>,
         len: usize,
-    ) -> Result<Option<ClientEvent>, RpcError> {
+    ) -> Result<Option<ClientEvent<V>>, RpcError> {
         let (method, id, status) = match wire::parse(meta, raw)? {
             Frame::Response { method, id } => (method, CallId(id), None),
             Frame::Status { method, id, status } => (method, CallId(id), Some(status)),
@@ -335,7 +360,7 @@ impl Client {
             Frame::Cancel { id } => return Err(direction(id, "cancel")),
         };
         // A unary call ends with a response or a failure (one look-up); a stream with a status.
-        match self.calls.end_unary_of(id, Some(method)) {
+        let call = match self.calls.end_unary_of(id, Some(method)) {
             Err(expected) => {
                 return Err(RpcError::Method {
                     id: id.0,
@@ -348,6 +373,7 @@ impl Client {
                     let why = "an OK status without a response on a unary call";
                     return Ok(Some(self.aborted(id, call, why)));
                 }
+                call
             }
             // Not in flight, or a stream.
             Ok(None) => {
@@ -357,24 +383,32 @@ impl Client {
                 if status.is_none() {
                     return Ok(Some(self.abort(id, "a unary response on a stream")));
                 }
-                self.calls.end(id);
+                self.calls.end(id).expect("in flight")
             }
-        }
+        };
         let headers = self.take_metadata(id);
         let trailers = take(&mut self.trailers, id);
+        let value = call.value;
         Ok(Some(ClientEvent::Ended(match status {
             None => Outcome::Response {
                 id,
                 method,
                 metadata: headers,
                 trailers,
+                value,
             },
-            Some(status) if status.code == Code::Ok => Outcome::Finished { id, method, trailers },
+            Some(status) if status.code == Code::Ok => Outcome::Finished {
+                id,
+                method,
+                trailers,
+                value,
+            },
             Some(status) => Outcome::Failed {
                 id,
                 method,
                 status: status.with_metadata(trailers),
                 headers,
+                value,
             },
         })))
     }
@@ -384,8 +418,8 @@ impl Client {
     fn stream_frame(
         &mut self,
         id: CallId,
-        apply: impl FnOnce(&mut Call, &mut Stream) -> Result<ClientEvent, Refusal>,
-    ) -> ClientEvent {
+        apply: impl FnOnce(&mut Call<V>, &mut Stream) -> Result<ClientEvent<V>, Refusal>,
+    ) -> ClientEvent<V> {
         let call = self.calls.get_mut(id).expect("in flight");
         let why = match call.stream {
             None => "a stream frame on a unary call",
@@ -402,13 +436,13 @@ impl Client {
     }
 
     /// Ends call `id` (in flight) because the server broke the protocol of one call.
-    fn abort(&mut self, id: CallId, why: &str) -> ClientEvent {
+    fn abort(&mut self, id: CallId, why: &str) -> ClientEvent<V> {
         let call = self.calls.end(id).expect("in flight");
         self.aborted(id, call, why)
     }
 
     /// Call `id`, just ended, failed because the server broke the protocol of one call.
-    fn aborted(&mut self, id: CallId, call: Call, why: &str) -> ClientEvent {
+    fn aborted(&mut self, id: CallId, call: Call<V>, why: &str) -> ClientEvent<V> {
         let headers = self.take_metadata(id);
         take(&mut self.trailers, id);
         let status = Status::new(Code::Internal, format!("the server broke the call: {why}"));
@@ -417,12 +451,13 @@ impl Client {
             method: call.method,
             status,
             headers,
+            value: call.value,
         };
         ClientEvent::Aborted(outcome, cancel_meta(call.method, id))
     }
 
     /// A call's headers: a stream's are delivered, a unary call's kept for its answer.
-    fn headers(&mut self, id: CallId, metadata: Metadata) -> Result<Option<ClientEvent>, RpcError> {
+    fn headers(&mut self, id: CallId, metadata: Metadata) -> Result<Option<ClientEvent<V>>, RpcError> {
         let call = self.calls.get_mut(id).expect("in flight");
         if std::mem::replace(&mut call.headers_done, true) {
             return Err(RpcError::DuplicateMetadata {
@@ -472,12 +507,13 @@ impl Client {
     }
 
     /// Gives up on call `id`: returns the cancel frame to send (the server stops working on
-    /// it), or `None` if the call already ended. Its answer, if one comes, is dropped.
-    pub fn cancel(&mut self, id: CallId) -> Option<Meta> {
+    /// it) and the call's value, or `None` if the call already ended. Its answer, if one
+    /// comes, is dropped.
+    pub fn cancel(&mut self, id: CallId) -> Option<(Meta, V)> {
         let call = self.calls.end(id)?;
         self.take_metadata(id);
         take(&mut self.trailers, id);
-        Some(cancel_meta(call.method, id))
+        Some((cancel_meta(call.method, id), call.value))
     }
 
     /// The earliest deadline of a call in flight: when to call [`expire`](Self::expire).
@@ -487,7 +523,7 @@ impl Client {
 
     /// Ends every call whose deadline is at or before `now` with `DEADLINE_EXCEEDED`; returns
     /// each outcome with the cancel frame to send (so the server stops too).
-    pub fn expire(&mut self, now: Instant) -> Vec<(Outcome, Meta)> {
+    pub fn expire(&mut self, now: Instant) -> Vec<(Outcome<V>, Meta)> {
         let mut out = Vec::new();
         while let Some((id, call)) = self.calls.end_due(now) {
             let headers = self.take_metadata(id);
@@ -499,6 +535,7 @@ impl Client {
                     method: call.method,
                     status,
                     headers,
+                    value: call.value,
                 },
                 cancel_meta(call.method, id),
             ));
@@ -507,7 +544,7 @@ impl Client {
     }
 
     /// The connection is gone: every call in flight fails with `UNAVAILABLE`, in id order.
-    pub fn lost(&mut self) -> Vec<Outcome> {
+    pub fn lost(&mut self) -> Vec<Outcome<V>> {
         self.metadata.clear();
         self.trailers.clear();
         self.calls
@@ -518,6 +555,7 @@ impl Client {
                 method: call.method,
                 status: Status::new(Code::Unavailable, "connection lost"),
                 headers: Metadata::new(),
+                value: call.value,
             })
             .collect()
     }

@@ -242,7 +242,7 @@ impl Server {
             return Ok(Event::Refused { id, meta, payload });
         }
         let deadline = budget.and_then(|b| now.checked_add(b));
-        self.calls.insert(id, Call::new(method, deadline, streaming));
+        self.calls.insert(id, Call::new(method, deadline, streaming, ()));
         Ok(match streaming {
             false => Event::Request {
                 id,

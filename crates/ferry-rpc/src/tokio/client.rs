@@ -356,7 +356,7 @@ impl AsyncChannel {
                 ));
             }
             let timeout = options.timeout.or(inner.timeout);
-            let start = inner.core.start(method, timeout, Instant::now())?;
+            let start = inner.core.start(method, timeout, Instant::now(), ())?;
             inner.pending.insert(start.id, Slot::default());
             start
         };
@@ -397,7 +397,7 @@ impl AsyncChannel {
             return Err(inner.lost_status());
         }
         let timeout = options.timeout.or(inner.timeout);
-        let start = inner.core.open(method, timeout, Instant::now())?;
+        let start = inner.core.open(method, timeout, Instant::now(), ())?;
         let stream = StreamSlot {
             handles: 2,
             ..StreamSlot::default()
@@ -538,7 +538,7 @@ impl CallState<'_> {
                 Err(TransportError::WouldBlock) => return Ok(true),
                 // About this frame alone: the connection stays usable with nothing queued.
                 Err(e) if frame_alone(&e) => {
-                    if let Some(cancel) = inner.core.cancel(self.id) {
+                    if let Some((cancel, ())) = inner.core.cancel(self.id) {
                         if self.sent_any {
                             inner.backlog.push_back((cancel, Encoded::default()));
                         }
@@ -565,7 +565,7 @@ impl Drop for CallState<'_> {
             return;
         };
         let inner = &mut *guard;
-        if let Some(cancel) = inner.core.cancel(self.id) {
+        if let Some((cancel, ())) = inner.core.cancel(self.id) {
             if self.sent_any && inner.conn.is_some() {
                 inner.push_control(cancel, Encoded::default());
             }
@@ -1477,7 +1477,7 @@ impl Inner {
     /// Ends stream `id` here, if it is in flight, with `status` (its handles see it), and tells
     /// the server.
     fn cancel(&mut self, id: CallId, status: Status) {
-        if let Some(cancel) = self.core.cancel(id) {
+        if let Some((cancel, ())) = self.core.cancel(id) {
             self.end(id, Err(status), Metadata::new());
             if self.conn.is_some() {
                 self.push_control(cancel, Encoded::default());
