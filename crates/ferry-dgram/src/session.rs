@@ -215,12 +215,15 @@ impl Session {
         self.handshake_due = true;
     }
 
-    /// The next packet this session wants to send, if any: the handshake, an acknowledgement,
-    /// a lost packet again, then a new packet within credits and the congestion window.
+    /// The next packet this session wants to send, if any: the handshake, a lost packet
+    /// again, a new packet within credits and the congestion window, each data packet
+    /// carrying this side's acknowledgement; and only when no data leaves, an acknowledgement
+    /// due in an Ack of its own.
     pub(crate) fn poll_transmit(&mut self, now: Instant, epoch: u64, stats: &mut Stats) -> Option<Transmit> {
+        let src = self.id;
         let header = |dst, body| Header {
             dst,
-            src: self.id,
+            src,
             epoch,
             body,
         };
@@ -239,14 +242,25 @@ impl Session {
         if !self.connected {
             return None;
         }
+        if let Some(t) = self.poll_data(now, epoch, stats) {
+            self.ack_due = false;
+            return Some(t);
+        }
         if self.ack_due {
             self.ack_due = false;
+            stats.lone_acks += 1;
             let body = Body::Ack {
                 cum: self.rcv_cum,
-                sack: (self.rcv_bits >> 1) as u32,
+                sack: self.rcv_bits >> 1,
             };
             return Some(Transmit::new(self.peer, &header(self.peer_session, body), None));
         }
+        None
+    }
+
+    /// The next data packet, if credits and the congestion window allow one: a lost packet
+    /// again, else a new one.
+    fn poll_data(&mut self, now: Instant, epoch: u64, stats: &mut Stats) -> Option<Transmit> {
         // The congestion window bounds the packets in flight; the credits bound new packets.
         let cwnd_open =
             self.sent.iter().filter(|s| !s.acked && !s.lost).count() < self.congestion.window() as usize;
@@ -297,14 +311,18 @@ impl Session {
             count: m.count,
             msg_len: m.data.len() as u32,
             payload_len: payload_len as u16,
+            cum: self.rcv_cum,
+            sack: self.rcv_bits >> 1,
             meta: (index == 0).then_some(m.meta),
         };
         let payload = (payload_len > 0).then(|| m.data.slice(offset..offset + payload_len));
-        Some(Transmit::new(
-            self.peer,
-            &header(self.peer_session, Body::Data(d)),
-            payload,
-        ))
+        let header = Header {
+            dst: self.peer_session,
+            src: self.id,
+            epoch,
+            body: Body::Data(d),
+        };
+        Some(Transmit::new(self.peer, &header, payload))
     }
 
     /// A data packet for this session (from its peer, checked by the endpoint).
@@ -396,26 +414,31 @@ impl Session {
         Ok(())
     }
 
-    /// An acknowledgement from the peer.
+    /// An acknowledgement from the peer: an Ack, or the one every data packet carries.
     pub(crate) fn on_ack(
         &mut self,
         now: Instant,
         cum: u64,
-        sack: u32,
+        sack: u64,
         stats: &mut Stats,
     ) -> Result<(), Dropped> {
         // Nothing at or above snd_nxt may be acknowledged (a peer's numbers: no overflow).
         if cum > self.snd_nxt {
             return Err(Dropped::OutOfWindow);
         }
-        if sack != 0 && u64::from(32 - sack.leading_zeros()) >= self.snd_nxt - cum {
+        if sack != 0 && u64::from(64 - sack.leading_zeros()) >= self.snd_nxt - cum {
             return Err(Dropped::OutOfWindow);
+        }
+        // Everything below snd_una is acknowledged already: nothing new (the common case of
+        // the acknowledgement in a data packet).
+        if sack == 0 && cum <= self.snd_una {
+            return Err(Dropped::Duplicate);
         }
         let mut newly = 0;
         let mut sample: Option<Duration> = None;
         for (i, s) in self.sent.iter_mut().enumerate() {
             let pkt = self.snd_una + i as u64;
-            let acked = pkt < cum || (pkt > cum && pkt - cum - 1 < 32 && sack & (1 << (pkt - cum - 1)) != 0);
+            let acked = pkt < cum || (pkt > cum && pkt - cum - 1 < 64 && sack & (1 << (pkt - cum - 1)) != 0);
             if acked && !s.acked {
                 s.acked = true;
                 newly += 1;
