@@ -169,7 +169,8 @@
 //! syscalls and control messages (`sendmmsg`, `recvmmsg`, `UDP_SEGMENT`, `UDP_GRO`, `poll`,
 //! `getrandom`) are the one module allowed it, `udp/sys.rs`, whose functions are all safe to
 //! call (memory is lent to the kernel for the call only; headers, addresses and control
-//! buffers live on its stack). The protocol core has none.
+//! buffers live in a scratch the driver keeps and lends to each call, zeroed once rather than
+//! per call). The protocol core has none.
 //!
 //! **A first measurement**, not a benchmark: `cargo run --release -p ferry-dgram --example
 //! udp_echo 5`, a 64-byte echo over loopback, one thread per side blocking in `poll`, on a
