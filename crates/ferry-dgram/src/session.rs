@@ -82,6 +82,8 @@ pub(crate) struct Session {
     timer: Option<Instant>,
     timeouts: u32,
     stalled: bool,
+    /// A packet may be marked lost and not yet sent again: only then is `sent` searched for one.
+    lost_waiting: bool,
 
     // Receiving.
     /// Every packet below it has arrived.
@@ -119,6 +121,7 @@ impl Session {
             timer: None,
             timeouts: 0,
             stalled: false,
+            lost_waiting: false,
             rcv_cum: 0,
             rcv_bits: 0,
             next_deliver: 0,
@@ -262,9 +265,18 @@ impl Session {
     /// again, else a new one.
     fn poll_data(&mut self, now: Instant, epoch: u64, stats: &mut Stats) -> Option<Transmit> {
         // The congestion window bounds the packets in flight; the credits bound new packets.
+        // Fewer packets unacknowledged than the window: open without counting them.
+        let window = self.congestion.window() as usize;
         let cwnd_open =
-            self.sent.iter().filter(|s| !s.acked && !s.lost).count() < self.congestion.window() as usize;
-        let pkt = if let Some(i) = self.sent.iter().position(|s| s.lost && !s.acked) {
+            self.sent.len() < window || self.sent.iter().filter(|s| !s.acked && !s.lost).count() < window;
+        let lost = if self.lost_waiting {
+            let lost = self.sent.iter().position(|s| s.lost && !s.acked);
+            self.lost_waiting = lost.is_some();
+            lost
+        } else {
+            None
+        };
+        let pkt = if let Some(i) = lost {
             if !cwnd_open {
                 return None;
             }
@@ -296,10 +308,14 @@ impl Session {
             return None;
         };
         self.timer.get_or_insert(now + self.rtt.rto());
+        // Connected, every queued message is numbered, in order: the first ending above `pkt`.
+        let at = self
+            .out
+            .partition_point(|m| m.first_pkt + u64::from(m.count) <= pkt);
         let m = self
             .out
-            .iter()
-            .find(|m| m.first_pkt <= pkt && pkt < m.first_pkt + u64::from(m.count))
+            .get(at)
+            .filter(|m| m.first_pkt <= pkt)
             .expect("every packet below next_pkt belongs to a queued message");
         let index = (pkt - m.first_pkt) as usize;
         let offset = index * self.seg;
@@ -480,6 +496,7 @@ impl Session {
             }
         }
         if let Some(pkt) = lost {
+            self.lost_waiting = true;
             self.congestion.on_loss(pkt, self.snd_nxt);
         }
         self.timer = (!self.sent.is_empty()).then(|| now + self.rtt.rto());
@@ -502,6 +519,7 @@ impl Session {
             for s in self.sent.iter_mut().filter(|s| !s.acked) {
                 s.lost = true;
             }
+            self.lost_waiting = true;
             self.congestion.on_loss(self.snd_una, self.snd_nxt);
         } else {
             self.handshake_due = true;
