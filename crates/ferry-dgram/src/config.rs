@@ -7,8 +7,8 @@ use thiserror::Error;
 use crate::Timely;
 use crate::packet::MAX_HEADER_LEN;
 
-/// The largest credit count: the selective-acknowledgement bitmap covers 32 packets.
-pub const MAX_CREDITS: u32 = 32;
+/// The largest credit count: the selective-acknowledgement bitmap covers 64 packets.
+pub const MAX_CREDITS: u32 = 64;
 
 /// Endpoint configuration. Both ends of a session should use the same `credits`, `window` and
 /// `max_message_len`: a receiver drops (and counts) what exceeds its own, and the sender then
@@ -17,12 +17,12 @@ pub const MAX_CREDITS: u32 = 32;
 pub struct Config {
     /// The largest datagram this endpoint sends or accepts (the UDP payload: header and data).
     /// Default 1472, what a 1500-byte Ethernet MTU leaves after the IPv4 (20) and UDP (8)
-    /// headers. A data packet carries `mtu - 57` bytes of message (the largest header,
-    /// [`MAX_HEADER_LEN`], is a message's first packet): 1415 by default. The two ends of a
+    /// headers. A data packet carries `mtu - 73` bytes of message (the largest header,
+    /// [`MAX_HEADER_LEN`], is a message's first packet): 1399 by default. The two ends of a
     /// session agree on the smaller of their sizes in the handshake.
     pub mtu: usize,
     /// Packets a session may have sent but not yet acknowledged (eRPC: 32), the cap of the
-    /// congestion window too. 1 to [`MAX_CREDITS`].
+    /// congestion window too. 1 to [`MAX_CREDITS`]; default 32.
     pub credits: u32,
     /// Messages a session may have in flight (sent, not yet wholly acknowledged) (eRPC: 8).
     /// [`Endpoint::send`](crate::Endpoint::send) refuses more. At least 1.
@@ -54,7 +54,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             mtu: 1472,
-            credits: MAX_CREDITS,
+            credits: 32,
             window: 8,
             max_message_len: 4 << 20,
             max_sessions: 1024,
@@ -91,7 +91,7 @@ impl Config {
         let seg = self.segment_size();
         if seg == 0 || seg > usize::from(u16::MAX) {
             return Err(ConfigError(
-                "mtu must leave 1 to 65535 bytes of payload after the 57-byte header",
+                "mtu must leave 1 to 65535 bytes of payload after the 73-byte header",
             ));
         }
         if seg < self.min_segment() {
@@ -100,7 +100,7 @@ impl Config {
             ));
         }
         if !(1..=MAX_CREDITS).contains(&self.credits) {
-            return Err(ConfigError("credits must be 1 to 32"));
+            return Err(ConfigError("credits must be 1 to 64"));
         }
         if self.window == 0 || self.max_sessions == 0 {
             return Err(ConfigError("window and max_sessions must be at least 1"));

@@ -215,6 +215,13 @@ impl Endpoint {
             }
             Body::Data(d) => {
                 let s = lookup_connected(&mut self.sessions, from, &h)?;
+                // The acknowledgement it carries first: a data packet acknowledging nothing
+                // new is the rule, not a duplicate; one acknowledging packets never sent is
+                // dropped whole.
+                match s.on_ack(now, d.cum, d.sack, &mut self.stats) {
+                    Ok(()) | Err(Dropped::Duplicate) => {}
+                    Err(e) => return Err(e),
+                }
                 s.on_data(&d, payload, &self.pool, &mut self.events, &mut self.stats)
             }
             Body::Ack { cum, sack } => {

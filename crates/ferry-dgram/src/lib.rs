@@ -45,8 +45,10 @@
 //! The format is in [`packet`]: a 20-byte common header (magic, version, type, the receiver's
 //! and the sender's session ids, the sender's epoch), then Connect/Accept (segment size),
 //! Data (message sequence number, session-wide packet number, index and count in the message,
-//! message length, payload length, the [`Meta`](ferry_transport::Meta) on the first packet),
-//! Ack (cumulative packet number and a 32-bit selective bitmap) or Reset. [`Packet::decode`]
+//! message length, payload length, the sender's acknowledgement, the
+//! [`Meta`](ferry_transport::Meta) on the first packet), Ack (cumulative packet number and a
+//! 64-bit selective bitmap) or Reset. Version 2 (issue 33) put the acknowledgement in every
+//! data packet and widened the bitmap; a version 1 peer's packets are refused. [`Packet::decode`]
 //! is the only door for a peer's bytes: it checks every field before any is used and names
 //! what is wrong and where.
 //!
@@ -71,18 +73,24 @@
 //!
 //! # Credits, window, acknowledgements and recovery
 //!
-//! - **Credits** (eRPC: 32): a session sends packet `p` only while `p < snd_una + credits`,
-//!   where `snd_una` is the lowest unacknowledged packet. So at most 32 packets are
-//!   unacknowledged, and the receiver refuses (drops and counts) packets beyond its window.
+//! - **Credits** (eRPC: 32, the default; at most 64): a session sends packet `p` only while
+//!   `p < snd_una + credits`, where `snd_una` is the lowest unacknowledged packet. So at most
+//!   `credits` packets are unacknowledged, and the receiver refuses (drops and counts) packets
+//!   beyond its window.
 //! - **Window** (eRPC: 8): at most 8 messages in flight per session;
 //!   [`Endpoint::send`] returns [`SendError::WindowFull`] beyond.
 //! - **Acknowledgements**, cumulative + selective: every data packet carries a session-wide
 //!   packet number (consecutive across messages). The receiver acknowledges with the lowest
-//!   packet number it has not received (`cum`) and a 32-bit bitmap of the packets above it
-//!   that it has; with the credit rule, that covers everything in flight. One Ack per session
-//!   per [`poll_transmit`](Endpoint::poll_transmit) round acknowledges everything received
-//!   since the last (so a driver that drains its socket before polling coalesces them), and a
-//!   duplicate is acknowledged again, so a lost Ack is repaired.
+//!   packet number it has not received (`cum`) and a 64-bit bitmap of the packets above it
+//!   that it has; with the credit rule, that covers everything in flight. **The
+//!   acknowledgement rides on data:** every data packet carries its sender's current `cum`
+//!   and bitmap (as eRPC returns credits on its responses), so an Ack goes alone only when a
+//!   [`poll_transmit`](Endpoint::poll_transmit) round has one due and no data packet of the
+//!   session leaves ([`Stats::lone_acks`] counts them). The short delay before a lone Ack is the
+//!   driver's: the UDP driver sends nothing in a step that made events, so the application's
+//!   answers leave in the next with the acknowledgements in them. One acknowledgement per
+//!   round covers everything received since the last, and a duplicate is acknowledged again,
+//!   so a lost one is repaired.
 //! - **Loss recovery: selective repeat.** A packet with 3 packets acknowledged above it is
 //!   lost and sent again once (fast retransmit); on the retransmission timeout every
 //!   unacknowledged packet is sent again. The timeout follows RFC 6298 (smoothed RTT plus four
@@ -107,9 +115,9 @@
 //! # Limits
 //!
 //! Every one is in [`Config`] and checked: the MTU (default 1472: a 1500-byte IPv4 frame less
-//! 28 bytes of IP and UDP; 1415 bytes of message per packet after the largest, 57-byte header),
+//! 28 bytes of IP and UDP; 1399 bytes of message per packet after the largest, 73-byte header),
 //! the longest message (default 4 MiB, at most the pool's largest buffer and 65535 packets),
-//! credits (1 to 32), window, sessions, pending resets. A receiver allocates at most `window`
+//! credits (1 to 64), window, sessions, pending resets. A receiver allocates at most `window`
 //! reassembly buffers per session, each of a length the decoder has bounded. Whatever a peer
 //! sends, nothing panics: a packet that cannot be used is dropped, returned as a [`Dropped`]
 //! and counted in [`Stats::drops`].
@@ -161,7 +169,8 @@
 //! syscalls and control messages (`sendmmsg`, `recvmmsg`, `UDP_SEGMENT`, `UDP_GRO`, `poll`,
 //! `getrandom`) are the one module allowed it, `udp/sys.rs`, whose functions are all safe to
 //! call (memory is lent to the kernel for the call only; headers, addresses and control
-//! buffers live on its stack). The protocol core has none.
+//! buffers live in a scratch the driver keeps and lends to each call, zeroed once rather than
+//! per call). The protocol core has none.
 //!
 //! **A first measurement**, not a benchmark: `cargo run --release -p ferry-dgram --example
 //! udp_echo 5`, a 64-byte echo over loopback, one thread per side blocking in `poll`, on a
@@ -227,11 +236,15 @@
 //!   the next, and senders that count their window by answers (this crate's `tests/udp.rs`
 //!   echo, the `udp_echo` and `xdp_echo` examples) find it full; reverted until those handle
 //!   `SendError::WindowFull`.
-//! - **Not changed, needs a packet format change:** at 1 in flight the server receives 3
-//!   packets per call and sends 2: a blocking call is two messages (deadline, request), each a
-//!   packet of its own, and the client's Ack of the answer is a datagram of its own. Several
-//!   small messages per packet, or the cumulative Ack carried in data packets (as eRPC
-//!   piggybacks credit returns on responses), would remove them.
+//! - **Changed with the packet format (version 2, issue 33):** at 1 in flight the server
+//!   received 3 packets per call and sent 2: a blocking call is two messages (deadline,
+//!   request), each a packet of its own, and each side's Ack was a datagram of its own. The
+//!   acknowledgement now rides in every data packet (as eRPC piggybacks credit returns on
+//!   responses), so the server's Ack leaves inside its answer; a blocking client still
+//!   acknowledges an answer alone (it may not call again). Connections have 64 credits and a
+//!   window of 64 (the bitmap is 64 bits wide). The profile behind it, and what remains (a
+//!   datagram per message: several small messages per packet would cut it; not done), is in
+//!   `docs/benchmarks/datagram.md`, "Issue 33, the packet format".
 //!
 //! **The stalls, explained: pool growth, not UDP.** ferry-rpc's `tests/udp.rs` first test
 //! took 0.15 s in most release runs and 0.5 to 1.1 s in some, a server's connection unread for

@@ -18,13 +18,18 @@
 //! Data     20 seq (8): message sequence number   28 pkt (8): session-wide packet number
 //!          36 index (2)  38 count (2): the packet's place in its message
 //!          40 msg_len (4): the whole message's length   44 payload_len (2)
-//!          [46 meta, on index 0 only: kind (2), flags (1), request id (8)]   payload
-//! Ack      20 cum (8): every packet below it arrived   28 sack (4): bit i = packet cum+1+i arrived
+//!          46 cum (8)  54 sack (8): the sender's acknowledgement, as in Ack
+//!          [62 meta, on index 0 only: kind (2), flags (1), request id (8)]   payload
+//! Ack      20 cum (8): every packet below it arrived   28 sack (8): bit i = packet cum+1+i arrived
 //! Reset    (nothing more)
 //! ```
 //!
 //! Control packets have exactly their length; a data packet is its header, its meta on the
 //! first packet, and exactly `payload_len` bytes. So what decodes re-encodes byte for byte.
+//!
+//! Version 2 (this one) added the acknowledgement to every data packet, so that it rides on
+//! the data a session sends anyway (eRPC returns credits on its responses), and widened the
+//! selective bitmap to 64 bits (64 credits). Version 1 peers are refused ([`PacketError::BadVersion`]).
 
 use ferry_transport::Meta;
 use thiserror::Error;
@@ -32,11 +37,11 @@ use thiserror::Error;
 /// The first two bytes of every packet.
 pub const MAGIC: [u8; 2] = *b"Fd";
 /// The format version this crate speaks.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Bytes of the header part every packet has.
 pub const COMMON_LEN: usize = 20;
 /// Bytes of a data packet's header without its meta.
-pub const DATA_HEADER_LEN: usize = COMMON_LEN + 26;
+pub const DATA_HEADER_LEN: usize = COMMON_LEN + 42;
 /// Bytes of the meta on a message's first packet.
 pub const META_LEN: usize = 11;
 /// The largest header: a message's first data packet.
@@ -44,7 +49,7 @@ pub const MAX_HEADER_LEN: usize = DATA_HEADER_LEN + META_LEN;
 /// Bytes of a Connect or Accept packet.
 pub const HANDSHAKE_LEN: usize = COMMON_LEN + 2;
 /// Bytes of an Ack packet.
-pub const ACK_LEN: usize = COMMON_LEN + 12;
+pub const ACK_LEN: usize = COMMON_LEN + 16;
 /// Bytes of a Reset packet.
 pub const RESET_LEN: usize = COMMON_LEN;
 
@@ -115,11 +120,12 @@ pub enum Body {
     /// A segment of a message.
     Data(DataHeader),
     /// Every packet below `cum` arrived; bit `i` of `sack` says packet `cum + 1 + i` arrived.
+    /// Sent alone only when no data packet of the session leaves to carry it.
     Ack {
         /// The cumulative acknowledgement: the lowest packet number not yet received.
         cum: u64,
         /// The selective bitmap above `cum`.
-        sack: u32,
+        sack: u64,
     },
     /// The sender has no session `src`: the receiver drops its session `dst`.
     Reset,
@@ -140,6 +146,10 @@ pub struct DataHeader {
     pub msg_len: u32,
     /// This packet's payload length.
     pub payload_len: u16,
+    /// The sender's cumulative acknowledgement of the packets it received, as in [`Body::Ack`].
+    pub cum: u64,
+    /// The sender's selective bitmap above `cum`, as in [`Body::Ack`].
+    pub sack: u64,
     /// The message's meta: `Some` exactly on index 0.
     pub meta: Option<Meta>,
 }
@@ -196,6 +206,8 @@ impl Header {
                 w.put(&d.count.to_be_bytes());
                 w.put(&d.msg_len.to_be_bytes());
                 w.put(&d.payload_len.to_be_bytes());
+                w.put(&d.cum.to_be_bytes());
+                w.put(&d.sack.to_be_bytes());
                 if let Some(m) = d.meta {
                     w.put(&m.kind.to_be_bytes());
                     w.put(&[m.flags]);
@@ -431,7 +443,7 @@ impl<'a> Packet<'a> {
             }
             PacketType::Ack => Body::Ack {
                 cum: r.u64(20),
-                sack: r.u32(28),
+                sack: r.u64(28),
             },
             PacketType::Reset => Body::Reset,
             PacketType::Data => {
@@ -506,9 +518,9 @@ fn decode_data<'a>(
             });
         }
         let meta = Meta {
-            kind: r.u16(46),
-            flags: bytes[48],
-            request_id: r.u64(49),
+            kind: r.u16(62),
+            flags: bytes[64],
+            request_id: r.u64(65),
         };
         (Some(meta), MAX_HEADER_LEN)
     } else {
@@ -529,6 +541,8 @@ fn decode_data<'a>(
         count,
         msg_len,
         payload_len,
+        cum: r.u64(46),
+        sack: r.u64(54),
         meta,
     };
     Ok((d, &bytes[head..]))
@@ -562,6 +576,8 @@ mod tests {
                 count,
                 msg_len,
                 payload_len,
+                cum: 0x1112_1314_1516_1718,
+                sack: 0x8000_0000_0000_0001,
                 meta: (index == 0).then_some(Meta {
                     kind: 0xabcd,
                     flags: 5,
@@ -579,18 +595,18 @@ mod tests {
             epoch: 3,
             body: Body::Ack {
                 cum: 4,
-                sack: 0x8000_0001,
+                sack: 0x8000_0000_0000_0001,
             },
         };
         let bytes = encode(&h, &[]);
         let want: Vec<u8> = [
             &b"Fd"[..],
-            &[1, 4],
+            &[2, 4],
             &[0, 0, 0, 1],
             &[0, 0, 0, 2],
             &[0, 0, 0, 0, 0, 0, 0, 3],
             &[0, 0, 0, 0, 0, 0, 0, 4],
-            &[0x80, 0, 0, 1],
+            &[0x80, 0, 0, 0, 0, 0, 0, 1],
         ]
         .concat();
         assert_eq!(bytes, want);
@@ -606,7 +622,9 @@ mod tests {
         assert_eq!(bytes.len(), MAX_HEADER_LEN + 3);
         assert_eq!(&bytes[20..28], &3u64.to_be_bytes());
         assert_eq!(&bytes[36..46], &[0, 0, 0, 2, 0, 0, 0, 5, 0, 3]);
-        assert_eq!(&bytes[46..57], &[0xab, 0xcd, 5, 0, 0, 0, 0, 0, 0, 0, 77]);
+        assert_eq!(&bytes[46..54], &[0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18]);
+        assert_eq!(&bytes[54..62], &[0x80, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(&bytes[62..73], &[0xab, 0xcd, 5, 0, 0, 0, 0, 0, 0, 0, 77]);
         let p = Packet::decode(&bytes, &LIMITS).unwrap();
         assert_eq!((p.header, p.payload), (h, &b"abc"[..]));
     }
@@ -621,7 +639,7 @@ mod tests {
             Packet::decode(&v, &LIMITS).unwrap_err()
         };
         assert_eq!(with(0, b"X"), PacketError::BadMagic { found: *b"Xd" });
-        assert_eq!(with(2, &[2]), PacketError::BadVersion { found: 2 });
+        assert_eq!(with(2, &[1]), PacketError::BadVersion { found: 1 });
         assert_eq!(with(3, &[9]), PacketError::BadType { found: 9 });
         let field_of = |e: PacketError| match e {
             PacketError::Field { field, offset, .. } => (field, offset),
@@ -650,10 +668,10 @@ mod tests {
         );
         // A first packet too short for its meta.
         assert_eq!(
-            Packet::decode(&encode(&data(0, 2, 5, 0), &[])[..50], &LIMITS).unwrap_err(),
+            Packet::decode(&encode(&data(0, 2, 5, 0), &[])[..66], &LIMITS).unwrap_err(),
             PacketError::TooShort {
                 need: MAX_HEADER_LEN,
-                have: 50
+                have: 66
             }
         );
         // Every truncation is refused, none panics.
@@ -726,7 +744,7 @@ mod tests {
             ..h
         };
         assert_eq!(
-            h.encode(&mut [0; 64]),
+            h.encode(&mut [0; MAX_HEADER_LEN]),
             Err(EncodeError::MetaPlacement { index: 1 })
         );
     }
@@ -740,7 +758,7 @@ mod tests {
             let body = prop_oneof![
                 (1u16..).prop_map(|seg| (Body::Connect { seg }, vec![])),
                 (1u16..).prop_map(|seg| (Body::Accept { seg }, vec![])),
-                (any::<u64>(), any::<u32>()).prop_map(|(cum, sack)| (Body::Ack { cum, sack }, vec![])),
+                (any::<u64>(), any::<u64>()).prop_map(|(cum, sack)| (Body::Ack { cum, sack }, vec![])),
                 Just((Body::Reset, vec![])),
                 (
                     any::<u64>(),
@@ -749,10 +767,11 @@ mod tests {
                     any::<u16>(),
                     0u32..1 << 20,
                     proptest::collection::vec(any::<u8>(), 0..1400),
-                    any::<(u16, u8, u64)>()
+                    any::<(u16, u8, u64)>(),
+                    any::<(u64, u64)>()
                 )
                     .prop_map(
-                        |(seq, pkt, count, index, extra, payload, (kind, flags, request_id))| {
+                        |(seq, pkt, count, index, extra, payload, (kind, flags, request_id), (cum, sack))| {
                             let index = index % count;
                             let payload_len = payload.len() as u32;
                             let msg_len = if count == 1 {
@@ -767,6 +786,8 @@ mod tests {
                                 count,
                                 msg_len,
                                 payload_len: payload_len as u16,
+                                cum,
+                                sack,
                                 meta: (index == 0).then_some(Meta {
                                     kind,
                                     flags,

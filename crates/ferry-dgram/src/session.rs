@@ -82,6 +82,8 @@ pub(crate) struct Session {
     timer: Option<Instant>,
     timeouts: u32,
     stalled: bool,
+    /// A packet may be marked lost and not yet sent again: only then is `sent` searched for one.
+    lost_waiting: bool,
 
     // Receiving.
     /// Every packet below it has arrived.
@@ -119,6 +121,7 @@ impl Session {
             timer: None,
             timeouts: 0,
             stalled: false,
+            lost_waiting: false,
             rcv_cum: 0,
             rcv_bits: 0,
             next_deliver: 0,
@@ -215,12 +218,15 @@ impl Session {
         self.handshake_due = true;
     }
 
-    /// The next packet this session wants to send, if any: the handshake, an acknowledgement,
-    /// a lost packet again, then a new packet within credits and the congestion window.
+    /// The next packet this session wants to send, if any: the handshake, a lost packet
+    /// again, a new packet within credits and the congestion window, each data packet
+    /// carrying this side's acknowledgement; and only when no data leaves, an acknowledgement
+    /// due in an Ack of its own.
     pub(crate) fn poll_transmit(&mut self, now: Instant, epoch: u64, stats: &mut Stats) -> Option<Transmit> {
+        let src = self.id;
         let header = |dst, body| Header {
             dst,
-            src: self.id,
+            src,
             epoch,
             body,
         };
@@ -239,18 +245,38 @@ impl Session {
         if !self.connected {
             return None;
         }
+        if let Some(t) = self.poll_data(now, epoch, stats) {
+            self.ack_due = false;
+            return Some(t);
+        }
         if self.ack_due {
             self.ack_due = false;
+            stats.lone_acks += 1;
             let body = Body::Ack {
                 cum: self.rcv_cum,
-                sack: (self.rcv_bits >> 1) as u32,
+                sack: self.rcv_bits >> 1,
             };
             return Some(Transmit::new(self.peer, &header(self.peer_session, body), None));
         }
+        None
+    }
+
+    /// The next data packet, if credits and the congestion window allow one: a lost packet
+    /// again, else a new one.
+    fn poll_data(&mut self, now: Instant, epoch: u64, stats: &mut Stats) -> Option<Transmit> {
         // The congestion window bounds the packets in flight; the credits bound new packets.
+        // Fewer packets unacknowledged than the window: open without counting them.
+        let window = self.congestion.window() as usize;
         let cwnd_open =
-            self.sent.iter().filter(|s| !s.acked && !s.lost).count() < self.congestion.window() as usize;
-        let pkt = if let Some(i) = self.sent.iter().position(|s| s.lost && !s.acked) {
+            self.sent.len() < window || self.sent.iter().filter(|s| !s.acked && !s.lost).count() < window;
+        let lost = if self.lost_waiting {
+            let lost = self.sent.iter().position(|s| s.lost && !s.acked);
+            self.lost_waiting = lost.is_some();
+            lost
+        } else {
+            None
+        };
+        let pkt = if let Some(i) = lost {
             if !cwnd_open {
                 return None;
             }
@@ -282,10 +308,14 @@ impl Session {
             return None;
         };
         self.timer.get_or_insert(now + self.rtt.rto());
+        // Connected, every queued message is numbered, in order: the first ending above `pkt`.
+        let at = self
+            .out
+            .partition_point(|m| m.first_pkt + u64::from(m.count) <= pkt);
         let m = self
             .out
-            .iter()
-            .find(|m| m.first_pkt <= pkt && pkt < m.first_pkt + u64::from(m.count))
+            .get(at)
+            .filter(|m| m.first_pkt <= pkt)
             .expect("every packet below next_pkt belongs to a queued message");
         let index = (pkt - m.first_pkt) as usize;
         let offset = index * self.seg;
@@ -297,14 +327,18 @@ impl Session {
             count: m.count,
             msg_len: m.data.len() as u32,
             payload_len: payload_len as u16,
+            cum: self.rcv_cum,
+            sack: self.rcv_bits >> 1,
             meta: (index == 0).then_some(m.meta),
         };
         let payload = (payload_len > 0).then(|| m.data.slice(offset..offset + payload_len));
-        Some(Transmit::new(
-            self.peer,
-            &header(self.peer_session, Body::Data(d)),
-            payload,
-        ))
+        let header = Header {
+            dst: self.peer_session,
+            src: self.id,
+            epoch,
+            body: Body::Data(d),
+        };
+        Some(Transmit::new(self.peer, &header, payload))
     }
 
     /// A data packet for this session (from its peer, checked by the endpoint).
@@ -396,26 +430,31 @@ impl Session {
         Ok(())
     }
 
-    /// An acknowledgement from the peer.
+    /// An acknowledgement from the peer: an Ack, or the one every data packet carries.
     pub(crate) fn on_ack(
         &mut self,
         now: Instant,
         cum: u64,
-        sack: u32,
+        sack: u64,
         stats: &mut Stats,
     ) -> Result<(), Dropped> {
         // Nothing at or above snd_nxt may be acknowledged (a peer's numbers: no overflow).
         if cum > self.snd_nxt {
             return Err(Dropped::OutOfWindow);
         }
-        if sack != 0 && u64::from(32 - sack.leading_zeros()) >= self.snd_nxt - cum {
+        if sack != 0 && u64::from(64 - sack.leading_zeros()) >= self.snd_nxt - cum {
             return Err(Dropped::OutOfWindow);
+        }
+        // Everything below snd_una is acknowledged already: nothing new (the common case of
+        // the acknowledgement in a data packet).
+        if sack == 0 && cum <= self.snd_una {
+            return Err(Dropped::Duplicate);
         }
         let mut newly = 0;
         let mut sample: Option<Duration> = None;
         for (i, s) in self.sent.iter_mut().enumerate() {
             let pkt = self.snd_una + i as u64;
-            let acked = pkt < cum || (pkt > cum && pkt - cum - 1 < 32 && sack & (1 << (pkt - cum - 1)) != 0);
+            let acked = pkt < cum || (pkt > cum && pkt - cum - 1 < 64 && sack & (1 << (pkt - cum - 1)) != 0);
             if acked && !s.acked {
                 s.acked = true;
                 newly += 1;
@@ -457,6 +496,7 @@ impl Session {
             }
         }
         if let Some(pkt) = lost {
+            self.lost_waiting = true;
             self.congestion.on_loss(pkt, self.snd_nxt);
         }
         self.timer = (!self.sent.is_empty()).then(|| now + self.rtt.rto());
@@ -479,6 +519,7 @@ impl Session {
             for s in self.sent.iter_mut().filter(|s| !s.acked) {
                 s.lost = true;
             }
+            self.lost_waiting = true;
             self.congestion.on_loss(self.snd_una, self.snd_nxt);
         } else {
             self.handshake_due = true;

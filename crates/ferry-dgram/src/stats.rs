@@ -126,6 +126,9 @@ pub struct Stats {
     pub packets_received: u64,
     /// Data packets sent again (after a timeout or a gap).
     pub retransmits: u64,
+    /// Acknowledgements sent in a datagram of their own (Ack packets), because no data packet
+    /// of the session left to carry them. Included in `packets_sent`.
+    pub lone_acks: u64,
     /// Retransmission timeouts that fired.
     pub timeouts: u64,
     /// Times a session had packets to send and no credit left (counted once per stall).

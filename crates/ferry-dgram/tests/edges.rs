@@ -22,9 +22,13 @@ fn config() -> Config {
 
 /// Nodes 0 (client) and 1 (server), connected: (net, client's session, server's session).
 fn pair(faults: Faults) -> (Net, SessionId, SessionId) {
+    pair_with(config(), faults)
+}
+
+fn pair_with(config: Config, faults: Faults) -> (Net, SessionId, SessionId) {
     let mut net = Net::new(3, faults);
-    net.add(config(), 10);
-    net.add(config(), 20);
+    net.add(config.clone(), 10);
+    net.add(config, 20);
     let sa = net.nodes[0].ep.connect(addr(1)).unwrap();
     net.run_until("handshake", 10_000, |n| {
         n.nodes
@@ -232,6 +236,8 @@ fn data_packet(from_session: SessionId, to: SessionId, epoch: u64, pkt: u64) -> 
             count: 1,
             msg_len: 1,
             payload_len: 1,
+            cum: 0,
+            sack: 0,
             meta: Some(Meta::default()),
         }),
     };
@@ -406,7 +412,7 @@ fn config_is_validated() {
     assert!(bad(Config { mtu: 57, ..config() }).is_some());
     assert!(
         bad(Config {
-            credits: 33,
+            credits: 65,
             ..config()
         })
         .is_some()
@@ -480,8 +486,8 @@ proptest! {
         let mut used = 0;
         for (kind, a, b, bytes) in &inputs {
             let body = match kind % 4 {
-                0 => Body::Ack { cum: *a, sack: *b },
-                1 => Body::Ack { cum: a % 16, sack: *b },
+                0 => Body::Ack { cum: *a, sack: u64::from(*b) },
+                1 => Body::Ack { cum: a % 16, sack: u64::from(*b) },
                 2 => Body::Data(DataHeader {
                     seq: a % 10,
                     pkt: a % 40 + 1,
@@ -489,6 +495,8 @@ proptest! {
                     count: (b % 8) as u16 + 2,
                     msg_len: b % 20_000 + bytes.len() as u32,
                     payload_len: bytes.len() as u16,
+                    cum: a % 16,
+                    sack: u64::from(*b) >> (a % 32),
                     meta: None,
                 }),
                 _ => Body::Reset,
@@ -514,7 +522,7 @@ proptest! {
 }
 
 /// An Ack from the peer, as bytes.
-fn ack(from: SessionId, to: SessionId, epoch: u64, cum: u64, sack: u32) -> Vec<u8> {
+fn ack(from: SessionId, to: SessionId, epoch: u64, cum: u64, sack: u64) -> Vec<u8> {
     let h = Header {
         dst: to,
         src: from,
@@ -533,7 +541,7 @@ fn a_stale_ack_far_below_the_packets_in_flight() {
     let (mut net, sa, sb) = pair(Faults::default());
     net.nodes[0]
         .ep
-        .send_copy(sa, Meta::new(0, 0), &[1; 40 * 1415])
+        .send_copy(sa, Meta::new(0, 0), &[1; 40 * 1399])
         .unwrap();
     net.run_until("acknowledged", 10_000, |n| {
         n.nodes[0].ep.session_stats(sa).unwrap().messages_in_flight == 0
@@ -541,7 +549,7 @@ fn a_stale_ack_far_below_the_packets_in_flight() {
     // Packets 40..72 in flight, none delivered.
     net.nodes[0]
         .ep
-        .send_copy(sa, Meta::new(0, 1), &[2; 40 * 1415])
+        .send_copy(sa, Meta::new(0, 1), &[2; 40 * 1399])
         .unwrap();
     while net.nodes[0].ep.poll_transmit(net.now).is_some() {}
     assert_eq!(net.nodes[0].ep.session_stats(sa).unwrap().unacked, 32);
@@ -558,7 +566,7 @@ fn a_stale_ack_far_below_the_packets_in_flight() {
 fn an_ack_beyond_every_packet_number() {
     let (mut net, sa, sb) = pair(Faults::default());
     let epoch = net.nodes[1].ep.epoch();
-    for (cum, sack) in [(u64::MAX, u32::MAX), (u64::MAX - 3, 1), (1, 0), (0, 1)] {
+    for (cum, sack) in [(u64::MAX, u64::MAX), (u64::MAX - 3, 1), (1, 0), (0, 1)] {
         let bytes = ack(sb, sa, epoch, cum, sack);
         assert_eq!(
             net.nodes[0].ep.handle_packet(net.now, addr(1), &bytes),
@@ -645,7 +653,7 @@ fn the_congestion_window_halves_on_loss_and_grows_back() {
     });
     net.nodes[0]
         .ep
-        .send_copy(sa, Meta::new(0, 0), &[0; 200 * 1415])
+        .send_copy(sa, Meta::new(0, 0), &[0; 200 * 1399])
         .unwrap();
     let mut lowest = u32::MAX;
     net.run_until("delivered under loss", 1_000_000, |n| {
@@ -660,7 +668,7 @@ fn the_congestion_window_halves_on_loss_and_grows_back() {
         if st.messages_in_flight == 0 {
             n.nodes[0]
                 .ep
-                .send_copy(sa, Meta::new(0, i), &[0; 64 * 1415])
+                .send_copy(sa, Meta::new(0, i), &[0; 64 * 1399])
                 .unwrap();
             i += 1;
         }
@@ -691,4 +699,63 @@ fn a_closed_session_is_reset_at_the_peer() {
         other => panic!("expected SessionReset, got {other:?}"),
     }
     assert!(net.nodes[1].ep.session_stats(sb).is_none());
+}
+
+/// Issue 33, in the simulation: an acknowledgement rides on the data that leaves anyway. A
+/// server answering 16 requests in flight as they come sends no Ack of its own; the client's
+/// next requests carry its acknowledgements, so it sends Acks alone only for the last
+/// answers, when no request is left to send.
+#[test]
+fn acknowledgements_ride_on_data_packets() {
+    const CALLS: u64 = 400;
+    const IN_FLIGHT: u64 = 16;
+    let (mut net, sa, sb) = pair_with(
+        Config {
+            window: 16,
+            ..config()
+        },
+        Faults::default(),
+    );
+    let (client_before, server_before) = (net.nodes[0].ep.stats(), net.nodes[1].ep.stats());
+    let (mut sent, mut answered) = (0, 0);
+    net.run_until("every call answered", 100_000, |n| {
+        let server = &mut n.nodes[1];
+        for e in server.events.drain(..) {
+            if let Event::Message { meta, data, .. } = e {
+                server.ep.send_copy(sb, meta, &data).unwrap();
+            }
+        }
+        let client = &mut n.nodes[0];
+        for e in client.events.drain(..) {
+            if let Event::Message { meta, .. } = e {
+                assert_eq!(meta, Meta::new(0, answered), "in order, once");
+                answered += 1;
+            }
+        }
+        while sent < CALLS && sent - answered < IN_FLIGHT {
+            client.ep.send_copy(sa, Meta::new(0, sent), &[7; 64]).unwrap();
+            sent += 1;
+        }
+        answered == CALLS
+    });
+    net.run_until("the last answers acknowledged", 10_000, |n| {
+        n.nodes[1].ep.session_stats(sb).unwrap().unacked == 0
+    });
+    let (client, server) = (net.nodes[0].ep.stats(), net.nodes[1].ep.stats());
+    assert_eq!(server.lone_acks - server_before.lone_acks, 0, "{server:?}");
+    assert_eq!(
+        server.packets_sent - server_before.packets_sent,
+        CALLS,
+        "one packet per answer"
+    );
+    let client_lone = client.lone_acks - client_before.lone_acks;
+    assert!(
+        (1..=IN_FLIGHT).contains(&client_lone),
+        "client: {client_lone} lone Acks"
+    );
+    assert_eq!(
+        client.packets_sent - client_before.packets_sent,
+        CALLS + client_lone,
+        "one packet per request, and the last Acks"
+    );
 }

@@ -27,10 +27,21 @@ fn body(dir: u64, i: usize, len: usize) -> Vec<u8> {
 
 /// Sends `sizes[0]`, `sizes[1]`, ... from node 0 to 1 and the reverse list from 1 to 0 over
 /// `faults`, sending whenever the window allows, and checks every invariant at every step.
-fn exchange(seed: u64, faults: Faults, timely: Option<Timely>, sizes: &[usize], back: &[usize]) -> Net {
+fn exchange(
+    seed: u64,
+    faults: Faults,
+    credits: u32,
+    timely: Option<Timely>,
+    sizes: &[usize],
+    back: &[usize],
+) -> Net {
     let mut net = Net::new(seed, faults);
-    net.audit = Some((MAX_CREDITS, 8));
-    let config = Config { timely, ..config() };
+    let config = Config {
+        credits,
+        timely,
+        ..config()
+    };
+    net.audit = Some((credits, config.window));
     let (a, b) = (
         net.add(config.clone(), seed ^ 1),
         net.add(config.clone(), seed ^ 2),
@@ -147,16 +158,19 @@ proptest! {
         sizes in proptest::collection::vec(size(), 0..14),
         back in proptest::collection::vec(size(), 0..6),
         timely in any::<bool>(),
+        wide in any::<bool>(),
     ) {
         let faults = Faults { loss, dup, jitter: Duration::from_micros(jitter_us), ..Faults::default() };
-        exchange(seed, faults, timely.then(Timely::default), &sizes, &back);
+        let credits = if wide { MAX_CREDITS } else { config().credits };
+        exchange(seed, faults, credits, timely.then(Timely::default), &sizes, &back);
     }
 }
 
 #[test]
 fn clean_network_needs_no_retransmission() {
-    let sizes = [0, 1, 1415, 1416, 100_000, 256 << 10, 3, 7, 9, 11];
-    let net = exchange(1, Faults::default(), None, &sizes, &sizes);
+    let seg = config().segment_size();
+    let sizes = [0, 1, seg, seg + 1, 100_000, 256 << 10, 3, 7, 9, 11];
+    let net = exchange(1, Faults::default(), config().credits, None, &sizes, &sizes);
     for n in &net.nodes {
         let stats = n.ep.stats();
         assert_eq!(
@@ -164,7 +178,7 @@ fn clean_network_needs_no_retransmission() {
             (0, 0, 0),
             "{stats:?}"
         );
-        // 256 KiB is 186 packets: the sender waits for credits.
+        // 256 KiB is 188 packets: the sender waits for credits.
         assert!(stats.credits_stalled > 0, "{stats:?}");
         // One way takes 100 µs on the simulated wire.
         assert_eq!(stats.rtt, Some(Duration::from_micros(200)));
@@ -179,7 +193,15 @@ fn heavy_loss_reorder_and_duplication() {
         jitter: Duration::from_millis(3),
         ..Faults::default()
     };
-    let net = exchange(7, faults, None, &[256 << 10, 0, 5000, 256 << 10, 1], &[70_000, 2]);
+    // 64 credits: the 64-bit selective bitmap under loss.
+    let net = exchange(
+        7,
+        faults,
+        MAX_CREDITS,
+        None,
+        &[256 << 10, 0, 5000, 256 << 10, 1],
+        &[70_000, 2],
+    );
     let stats = net.nodes[0].ep.stats();
     assert!(
         stats.retransmits > 0 && stats.timeouts > 0 && stats.drops.duplicate > 0,
@@ -230,11 +252,11 @@ fn timely_keeps_the_bottleneck_queue_shorter_than_aimd() {
         beta: 0.8,
     };
     let (timely_rtt, timely_cwnd) = run(Some(timely));
-    assert_eq!(aimd_cwnd, MAX_CREDITS, "no loss: AIMD stays at the credits");
+    assert_eq!(aimd_cwnd, config().credits, "no loss: AIMD stays at the credits");
     // A full window queues at the bottleneck: up to 32 packets at 20 µs each.
     assert!(aimd_rtt >= Duration::from_micros(600), "AIMD: {aimd_rtt:?}");
     // Timely shrinks the window until the RTT is back under t_high.
-    assert!(timely_cwnd < MAX_CREDITS, "Timely: window {timely_cwnd}");
+    assert!(timely_cwnd < config().credits, "Timely: window {timely_cwnd}");
     assert!(
         timely_rtt <= timely.t_high,
         "Timely: {timely_rtt:?}, AIMD: {aimd_rtt:?}"

@@ -66,7 +66,7 @@ fn message(i: usize, len: usize) -> Vec<u8> {
 fn connections_echo_messages_up_to_256_kib_in_order() {
     let listener = UdpListener::bind(localhost(), UdpConnConfig::default()).expect("bind");
     let addr = listener.local_addr();
-    const SIZES: [usize; 9] = [0, 1, 64, 1415, 1416, 4096, 65_536, 100_000, 256 << 10];
+    const SIZES: [usize; 9] = [0, 1, 64, 1399, 1400, 4096, 65_536, 100_000, 256 << 10];
     let server = spawn("echo server", move || {
         let mut conn = accept(&listener);
         for _ in 0..SIZES.len() * 2 {
@@ -427,4 +427,69 @@ fn a_drain_receives_once_and_later_messages_still_wake_the_descriptor() {
     // What comes after a drain still makes the descriptor readable.
     send(&mut client, 3);
     assert_eq!(next_frame(&mut server).meta().request_id, 3);
+}
+
+/// Issue 33: an acknowledgement rides on the data that leaves anyway (as eRPC returns
+/// credits on its responses). A served connection answering 16 requests in flight sends no
+/// Ack datagram of its own, but to repair a duplicate (a retransmission: none is expected
+/// here, on a lossless loopback with the timeout at 1 s). A count, not a timing.
+#[test]
+fn acknowledgements_ride_on_the_answers_at_16_in_flight() {
+    const CALLS: u64 = 2_000;
+    const IN_FLIGHT: u64 = 16;
+    let mut config = UdpConnConfig::default();
+    let core = &mut config.udp.endpoint;
+    (core.rto_initial, core.rto_min, core.rto_max) = (
+        Duration::from_secs(1),
+        Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    let listener = UdpListener::bind(localhost(), config.clone()).expect("bind");
+    let addr = listener.local_addr();
+    let server = spawn("echo server", move || {
+        let mut conn = accept(&listener);
+        for _ in 0..CALLS {
+            // As an event loop: each frame answered as it is taken; the answers leave with
+            // the acknowledgements in the `try_recv` that finds no frame left.
+            let frame = next_frame(&mut conn);
+            let bytes = frame.bytes().expect("bytes").to_vec();
+            conn.send_payload(frame.meta(), Payload::Bytes(&bytes))
+                .expect("send");
+        }
+        wait_until("the answers acknowledged", DEADLINE, || {
+            assert!(conn.try_recv().expect("try_recv").is_none(), "nothing more");
+            conn.in_flight() == 0
+        });
+        conn
+    });
+
+    let pool = pool();
+    let mut client = UdpConnection::connect(addr, &pool, &config).expect("connect");
+    let (mut sent, mut answered) = (0, 0);
+    while answered < CALLS {
+        while sent < CALLS && sent - answered < IN_FLIGHT {
+            client
+                .send_payload(Meta::new(1, sent), Payload::Bytes(&message(sent as usize, 64)))
+                .expect("send");
+            sent += 1;
+        }
+        client.flush().expect("flush");
+        let frame = next_frame(&mut client);
+        assert_eq!(frame.meta(), Meta::new(1, answered), "in order, once");
+        answered += 1;
+    }
+    wait_until("the requests acknowledged", DEADLINE, || {
+        assert!(client.try_recv().expect("try_recv").is_none(), "nothing more");
+        client.in_flight() == 0
+    });
+    let conn = server.join();
+    let served = conn.stats().endpoint;
+    assert_eq!(served.messages_received, CALLS);
+    // Every answer carried the acknowledgements due; an Ack alone repairs a duplicate only.
+    assert!(
+        served.lone_acks <= served.drops.duplicate,
+        "served connection: {} lone Acks for {CALLS} calls, {} duplicates received: {served:?}",
+        served.lone_acks,
+        served.drops.duplicate
+    );
 }

@@ -15,9 +15,9 @@ use ferry_testkit::tools::skip;
 use ferry_testkit::{DEADLINE, Guarded, Rng, pool, wait_until};
 use ferry_transport::Meta;
 
-/// Message sizes around the segment boundaries (1415 bytes per packet at the default MTU)
-/// up to 256 KiB (186 packets).
-const SIZES: [usize; 11] = [0, 1, 64, 1414, 1415, 1416, 2830, 4096, 65_536, 100_000, 256 << 10];
+/// Message sizes around the segment boundaries (1399 bytes per packet at the default MTU)
+/// up to 256 KiB (188 packets).
+const SIZES: [usize; 11] = [0, 1, 64, 1398, 1399, 1400, 2798, 4096, 65_536, 100_000, 256 << 10];
 
 /// How long a blocking `drive` waits at most: a loop's tick, not a timing assumption (every
 /// wait ends early on a datagram).

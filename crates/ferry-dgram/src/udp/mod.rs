@@ -29,7 +29,7 @@ pub(crate) mod wake;
 
 pub use transport::{HandshakeTimeout, UdpConnConfig, UdpConnection, UdpListener, UdpListenerStats};
 
-use sys::{InMsg, MAX_BATCH, OutMsg};
+use sys::{InMsg, MAX_BATCH, OutMsg, Scratch};
 
 /// The most datagrams in one GSO entry (the kernel's `UDP_MAX_SEGMENTS` is 64 on older kernels).
 const MAX_SEGMENTS: usize = 64;
@@ -167,6 +167,8 @@ pub struct UdpEndpoint {
     rx: Vec<u8>,
     rx_len: usize,
     rx_msgs: Box<[InMsg; MAX_BATCH]>,
+    /// The syscalls' headers and addresses, lent to each `sendmmsg` and `recvmmsg`.
+    scratch: Box<Scratch>,
     stats: UdpStats,
 }
 
@@ -207,6 +209,7 @@ impl UdpEndpoint {
             rx: vec![0; rx_len * config.batch],
             rx_len,
             rx_msgs: Box::new([InMsg::EMPTY; MAX_BATCH]),
+            scratch: Scratch::new(),
             stats: UdpStats {
                 gso,
                 gro,
@@ -317,7 +320,13 @@ impl UdpEndpoint {
         let fd = self.socket.as_fd();
         for _ in 0..MAX_RECV_ROUNDS {
             self.stats.recv_calls += 1;
-            let n = match sys::recvmmsg(fd, &mut self.rx, self.rx_len, &mut self.rx_msgs) {
+            let n = match sys::recvmmsg(
+                fd,
+                &mut self.rx,
+                self.rx_len,
+                &mut self.rx_msgs,
+                &mut self.scratch,
+            ) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -393,7 +402,7 @@ impl UdpEndpoint {
                 at_iov += slices;
             }
             self.stats.send_calls += 1;
-            let result = sys::sendmmsg(fd, &msgs);
+            let result = sys::sendmmsg(fd, &msgs, &mut self.scratch);
             drop(msgs);
             drop(iov);
             match result {
@@ -487,7 +496,7 @@ fn probe_gso(addr: SocketAddr) -> bool {
         iov: &iov,
         segment: Some(1),
     };
-    matches!(sys::sendmmsg(probe.as_fd(), &[msg]), Ok(1))
+    matches!(sys::sendmmsg(probe.as_fd(), &[msg], &mut Scratch::new()), Ok(1))
 }
 
 #[cfg(test)]

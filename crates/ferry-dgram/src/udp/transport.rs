@@ -52,10 +52,11 @@ use crate::{Config, Event, SessionId};
 pub struct UdpConnConfig {
     /// The driver's and the protocol core's settings. The core's `max_message_len` is
     /// lowered to what the connection's pool holds. Default: [`UdpConfig::default`] but
-    /// - a window of [`MAX_CREDITS`](crate::MAX_CREDITS) messages, not eRPC's 8: a connection
-    ///   is one session carrying all of an RPC session's calls, where eRPC gives a client
-    ///   many sessions, so the credits (packets unacknowledged) are its flow control; with 8,
-    ///   128 calls in flight moved 8 a round trip;
+    /// - [`MAX_CREDITS`](crate::MAX_CREDITS) (64) credits, not eRPC's 32, and a window of as
+    ///   many messages, not eRPC's 8: a connection is one session carrying all of an RPC
+    ///   session's calls, where eRPC gives a client many sessions, so the credits (packets
+    ///   unacknowledged) are its flow control; with a window of 8, 128 calls in flight moved 8
+    ///   a round trip, with 32 credits 32;
     /// - no GRO, whose 64 KiB receive buffers would cost every connection 2 MiB (32 of them)
     ///   where MTU-sized ones cost 46 KiB (GSO stays on);
     /// - a peer given up after 16 timeouts with the timeout capped at 1 s (the core's
@@ -72,6 +73,7 @@ impl Default for UdpConnConfig {
         UdpConnConfig {
             udp: UdpConfig {
                 endpoint: Config {
+                    credits: crate::MAX_CREDITS,
                     window: crate::MAX_CREDITS as usize,
                     max_timeouts: 16,
                     rto_max: Duration::from_secs(1),

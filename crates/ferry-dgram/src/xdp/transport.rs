@@ -68,7 +68,7 @@ const LOOKUP_ROUND: Duration = Duration::from_millis(50);
 #[derive(Debug, Clone)]
 pub struct XdpConnConfig {
     /// The protocol core's settings; its `max_message_len` is lowered to what the pools hold.
-    /// Default: [`UdpConnConfig`](crate::UdpConnConfig)'s (a window of 32 messages, a peer
+    /// Default: [`UdpConnConfig`](crate::UdpConnConfig)'s (64 credits and a window of 64 messages, a peer
     /// given up after 16 timeouts capped at 1 s), for the same reasons.
     pub endpoint: Config,
     /// The endpoint's own pool: one region of its `frame_size` class is the UMEM, the rest

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use ferry_buf::Pool;
-use ferry_dgram::packet::{Body, Limits, Packet};
+use ferry_dgram::packet::{Body, DataHeader, Limits, Packet};
 use ferry_dgram::{Config, Endpoint, Event};
 use ferry_testkit::Rng;
 use ferry_transport::Meta;
@@ -181,8 +181,9 @@ impl Net {
             }
             let (from, to, bytes) = entry.remove();
             if let Some(n) = self.nodes.iter_mut().find(|n| n.addr == to) {
+                // Acknowledgements come alone and in data packets.
                 if let Ok(Packet { header: h, .. }) = Packet::decode(&bytes, &LIMITS)
-                    && let Body::Ack { cum, .. } = h.body
+                    && let Body::Ack { cum, .. } | Body::Data(DataHeader { cum, .. }) = h.body
                 {
                     n.audit.acked = n.audit.acked.max(cum);
                 }
