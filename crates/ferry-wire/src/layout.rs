@@ -42,6 +42,16 @@ pub const fn chunk_word(group: u32, rank: u32) -> u64 {
     group as u64 | (rank as u64) << 32
 }
 
+/// Splits a preamble word (little-endian) into chunk count, flags and entry count.
+pub const fn split_preamble(word: u64) -> (u16, u16, u32) {
+    (word as u16, (word >> 16) as u16, (word >> 32) as u32)
+}
+
+/// Splits a chunk descriptor, read as one little-endian `u128`, into group, rank base and bits.
+pub const fn split_chunk(word: u128) -> (u32, u32, u64) {
+    (word as u32, (word >> 32) as u32, (word >> 64) as u64)
+}
+
 /// Rounds `n` up to a multiple of [`ALIGN`].
 pub const fn align(n: usize) -> usize {
     (n + ALIGN - 1) & !(ALIGN - 1)
@@ -102,6 +112,9 @@ mod tests {
         assert_eq!(preamble(3, 5).to_le_bytes(), [3, 0, 0, 0, 5, 0, 0, 0]);
         assert_eq!(preamble(0x1_0003, 5).to_le_bytes(), [3, 0, 0, 0, 5, 0, 0, 0]);
         assert_eq!(chunk_word(2, 7).to_le_bytes(), [2, 0, 0, 0, 7, 0, 0, 0]);
+        assert_eq!(split_preamble(preamble(3, 5) | 0x9 << 16), (3, 9, 5));
+        let chunk = u128::from(chunk_word(2, 7)) | u128::from(0x8000_0000_0000_0001u64) << 64;
+        assert_eq!(split_chunk(chunk), (2, 7, 0x8000_0000_0000_0001));
         assert_eq!(align(0), 0);
         assert_eq!(align(1), 8);
         assert_eq!(align(8), 8);

@@ -8,9 +8,7 @@ use ferry_buf::SharedBuf;
 use super::error::{DecodeError, DecodeErrorKind as K};
 use crate::desc::{Kind, Label, MessageDesc};
 use crate::hybrid::{Context, HybridBytes};
-use crate::layout::{
-    self, CHUNK_LEN, ENTRY_LEN, MAX_FIELD_NUMBER, PREAMBLE_LEN, read_u16, read_u32, read_u64,
-};
+use crate::layout::{self, CHUNK_LEN, ENTRY_LEN, MAX_FIELD_NUMBER, PREAMBLE_LEN, read_u16, read_u64};
 use crate::scalar::Scalar;
 
 /// Limits applied while validating peer bytes.
@@ -166,29 +164,32 @@ impl<'b> View<'b> {
         self.at + PREAMBLE_LEN + CHUNK_LEN * self.chunks
     }
 
+    /// The chunk descriptors of this view's header.
+    #[inline]
+    fn table(&self) -> &'b [[u8; CHUNK_LEN]] {
+        chunk_table(self.root, self.at, self.chunks)
+    }
+
+    /// The entries of this view's header (and, unused, the 8-byte words after them).
+    #[inline]
+    fn entries(&self) -> &'b [[u8; ENTRY_LEN]] {
+        self.root
+            .get(self.entries_at()..)
+            .unwrap_or_default()
+            .as_chunks()
+            .0
+    }
+
     /// The entry of `field` and its offset, if present.
     #[inline]
     fn entry_at(&self, field: u32) -> Option<(usize, u64)> {
         let group = layout::group_of(field);
-        let bit = layout::bit_of(field);
-        let base = self.at + PREAMBLE_LEN;
-        for i in 0..self.chunks {
-            let c = base + CHUNK_LEN * i;
-            let g = read_u32(self.root, c)?;
-            if g == group {
-                let bits = read_u64(self.root, c + 8)?;
-                if bits & bit == 0 {
-                    return None;
-                }
-                let rank = read_u32(self.root, c + 4)? as usize + (bits & (bit - 1)).count_ones() as usize;
-                let at = self.entries_at() + ENTRY_LEN * rank;
-                return Some((at, read_u64(self.root, at)?));
-            }
-            if g > group {
-                return None;
-            }
-        }
-        None
+        let chunk = self
+            .table()
+            .iter()
+            .map(|c| layout::split_chunk(u128::from_le_bytes(*c)))
+            .find(|c| c.0 >= group)?;
+        entry_in(chunk, self.entries(), self.entries_at(), field)
     }
 
     /// The raw 8-byte entry of `field`, if present.
@@ -341,17 +342,118 @@ impl<'b> View<'b> {
 
     /// Present field numbers, ascending (known and unknown).
     pub fn present_fields(&self) -> impl Iterator<Item = u32> + use<'b> {
-        let root = self.root;
-        let base = self.at + PREAMBLE_LEN;
-        (0..self.chunks).flat_map(move |i| {
-            let c = base + CHUNK_LEN * i;
-            let g = read_u32(root, c).unwrap_or(0);
-            let bits = read_u64(root, c + 8).unwrap_or(0);
+        self.table().iter().flat_map(|c| {
+            let (g, _, bits) = layout::split_chunk(u128::from_le_bytes(*c));
             (0..64u32)
                 .filter(move |b| bits & (1 << b) != 0)
                 .filter_map(move |b| g.checked_mul(64)?.checked_add(b))
         })
     }
+}
+
+/// A chunk descriptor as (group, rank base, bits).
+type Chunk = (u32, u32, u64);
+
+/// The chunk descriptors of the header at `at` with `chunks` chunks (empty if they are not all
+/// in `root`).
+#[inline]
+fn chunk_table(root: &[u8], at: usize, chunks: usize) -> &[[u8; CHUNK_LEN]] {
+    let start = at + PREAMBLE_LEN;
+    root.get(start..start + CHUNK_LEN * chunks)
+        .unwrap_or_default()
+        .as_chunks()
+        .0
+}
+
+/// The present fields of a validated header, walked once in ascending order.
+struct Present<'b> {
+    chunks: core::slice::Iter<'b, [u8; CHUNK_LEN]>,
+    /// The number of field 0 of the current chunk (64 times its group).
+    first: u32,
+    /// The current chunk's bits not yet passed; the lowest is the next present field.
+    bits: u64,
+    /// The entry index of that field.
+    rank: usize,
+}
+
+impl<'b> Present<'b> {
+    #[inline]
+    fn new(table: &'b [[u8; CHUNK_LEN]]) -> Self {
+        Present {
+            chunks: table.iter(),
+            first: 0,
+            bits: 0,
+            rank: 0,
+        }
+    }
+
+    /// The entry index of `field` if it is present. Calls must ask for ascending numbers:
+    /// the present fields below `field` are passed for good.
+    #[inline]
+    fn find(&mut self, field: u32) -> Option<usize> {
+        loop {
+            if self.bits == 0 {
+                // The rank carries over: each chunk's rank base counts the bits before it.
+                let (group, _, bits) = layout::split_chunk(u128::from_le_bytes(*self.chunks.next()?));
+                self.first = group * layout::CHUNK_FIELDS;
+                self.bits = bits;
+                continue;
+            }
+            let number = self.first + self.bits.trailing_zeros();
+            if number >= field {
+                return (number == field).then_some(self.rank);
+            }
+            self.bits &= self.bits - 1;
+            self.rank += 1;
+        }
+    }
+}
+
+/// The entry of `field` and its offset, if `chunk` (the first of its header's chunks whose
+/// group is not below the field's) says it is present.
+#[inline]
+fn entry_in(
+    chunk: Chunk,
+    entries: &[[u8; ENTRY_LEN]],
+    entries_at: usize,
+    field: u32,
+) -> Option<(usize, u64)> {
+    let (group, base, bits) = chunk;
+    let bit = layout::bit_of(field);
+    if group != layout::group_of(field) || bits & bit == 0 {
+        return None;
+    }
+    let rank = base as usize + (bits & (bit - 1)).count_ones() as usize;
+    let e = entries.get(rank)?;
+    Some((entries_at + ENTRY_LEN * rank, u64::from_le_bytes(*e)))
+}
+
+/// The error of chunk `i` of the header at `header`, which broke one of the rules (checked in
+/// the order of section 8.1, H6).
+#[cold]
+#[inline(never)]
+fn chunk_error(
+    header: usize,
+    i: usize,
+    group: u32,
+    base: u32,
+    bits: u64,
+    next_group: u64,
+    rank: u32,
+) -> DecodeError {
+    let chunk = i as u32;
+    let kind = if u64::from(group) < next_group {
+        K::ChunkOrder { chunk }
+    } else if bits == 0 || (group == 0 && bits & 1 != 0) || group > layout::group_of(MAX_FIELD_NUMBER) {
+        K::BadChunk { chunk }
+    } else {
+        K::RankMismatch {
+            chunk,
+            found: base,
+            expected: rank,
+        }
+    };
+    DecodeError::new(kind, (header + PREAMBLE_LEN + CHUNK_LEN * i) as u64)
 }
 
 /// A packed list of scalars, read in place.
@@ -556,23 +658,21 @@ impl<'b> Validator<'b, '_> {
     }
 
     /// Checks the header at `at`; returns its chunk count.
+    #[inline]
     fn header(&mut self, at: usize, declared: Option<u64>) -> Result<usize, DecodeError> {
         let err = |kind| Err(DecodeError::new(kind, at as u64));
         let available = (self.root.len() as u64).saturating_sub(at as u64);
-        let (Some(chunks), Some(flags), Some(entries)) = (
-            read_u16(self.root, at),
-            read_u16(self.root, at + 2),
-            read_u32(self.root, at + 4),
-        ) else {
+        let Some(preamble) = read_u64(self.root, at) else {
             return err(K::HeaderOutOfBounds {
                 needed: PREAMBLE_LEN as u64,
                 available,
             });
         };
+        let (chunks, flags, entries) = layout::split_preamble(preamble);
         if flags != 0 {
             return err(K::UnknownFlags(flags));
         }
-        let (chunks, entries) = (chunks as usize, entries as u64);
+        let (chunks, entries) = (chunks as usize, u64::from(entries));
         let needed = (PREAMBLE_LEN + CHUNK_LEN * chunks) as u64 + ENTRY_LEN as u64 * entries;
         if needed > available {
             return err(K::HeaderOutOfBounds { needed, available });
@@ -587,31 +687,23 @@ impl<'b> Validator<'b, '_> {
         }
         self.spend(entries, at)?;
         self.cursor = at + needed as usize;
+        // In bounds: the whole header was checked above. One test per chunk; which rule a
+        // chunk breaks is worked out only on the error path.
+        let table = chunk_table(self.root, at, chunks);
         let mut rank = 0u32;
-        let mut last: Option<u32> = None;
-        for i in 0..chunks {
-            let c = at + PREAMBLE_LEN + CHUNK_LEN * i;
-            let chunk_err = |kind| Err(DecodeError::new(kind, c as u64));
-            // In bounds: the whole header was checked above.
-            let g = read_u32(self.root, c).unwrap_or(u32::MAX);
-            let base = read_u32(self.root, c + 4).unwrap_or(u32::MAX);
-            let bits = read_u64(self.root, c + 8).unwrap_or(0);
-            let chunk = i as u32;
-            if last.is_some_and(|l| l >= g) {
-                return chunk_err(K::ChunkOrder { chunk });
-            }
-            if bits == 0 || (g == 0 && bits & 1 != 0) || g > layout::group_of(MAX_FIELD_NUMBER) {
-                return chunk_err(K::BadChunk { chunk });
-            }
-            if base != rank {
-                return chunk_err(K::RankMismatch {
-                    chunk,
-                    found: base,
-                    expected: rank,
-                });
+        let mut next_group = 0u64;
+        for (i, c) in table.iter().enumerate() {
+            let (group, base, bits) = layout::split_chunk(u128::from_le_bytes(*c));
+            let bad = u64::from(group) < next_group
+                || bits == 0
+                || bits & u64::from(group == 0) != 0
+                || group > layout::group_of(MAX_FIELD_NUMBER)
+                || base != rank;
+            if bad {
+                return Err(chunk_error(at, i, group, base, bits, next_group, rank));
             }
             rank += bits.count_ones();
-            last = Some(g);
+            next_group = u64::from(group) + 1;
         }
         if u64::from(rank) != entries {
             return err(K::EntryCount {
@@ -652,12 +744,20 @@ impl<'b> Validator<'b, '_> {
         Ok(())
     }
 
-    /// Validates every known field of `view`; unknown fields are skipped.
+    /// Validates every known field of `view`; unknown fields are skipped. The schema's fields
+    /// and the header's present fields are both in ascending order: one walk over both finds
+    /// every entry, each present field's rank counted on the way (no lookup per field).
     fn message(&mut self, view: &View<'b>, depth: u32) -> Result<(), DecodeError> {
         let desc = view.desc;
+        let entries = view.entries();
+        let entries_at = view.entries_at();
+        let mut present = Present::new(view.table());
         let mut oneofs_seen = 0u64;
         for (i, f) in desc.fields().iter().enumerate() {
-            let Some((at, e)) = view.entry_at(f.number) else {
+            let rank = present.find(f.number);
+            let Some((at, e)) =
+                rank.and_then(|r| Some((entries_at + ENTRY_LEN * r, u64::from_le_bytes(*entries.get(r)?))))
+            else {
                 if f.label == Label::Required {
                     return Err(
                         DecodeError::new(K::MissingRequired, view.at as u64).within(desc.name, f.name)
@@ -687,6 +787,7 @@ impl<'b> Validator<'b, '_> {
         Ok(())
     }
 
+    #[inline]
     fn field(
         &mut self,
         view: &View<'b>,
@@ -717,31 +818,74 @@ impl<'b> Validator<'b, '_> {
         if n > 0 {
             self.claim(at, off, len)?;
         }
-        if kind.packed_width().is_some() {
-            return Ok(());
+        match kind {
+            Kind::Message(d) => self.messages(view, off, n, d, depth),
+            Kind::String | Kind::Bytes => self.ranges(off, len),
+            _ => Ok(()),
         }
+    }
+
+    /// The pointers of a `bytes`/`string` list at `off` (`len` bytes, in the message): each a
+    /// range inside it. One pass sums the lengths and tests every range with no early exit;
+    /// only a list that fails is walked again, pointer by pointer, to name the first culprit.
+    #[inline]
+    fn ranges(&mut self, off: usize, len: usize) -> Result<(), DecodeError> {
+        let ptrs = self
+            .root
+            .get(off..off + len)
+            .unwrap_or_default()
+            .as_chunks::<ENTRY_LEN>()
+            .0;
+        let message_len = self.root.len() as u64;
+        let mut outside = false;
+        let mut total = 0u64;
+        for p in ptrs {
+            let (o, l) = layout::split_range(u64::from_le_bytes(*p));
+            outside |= u64::from(o) + u64::from(l) > message_len;
+            total += u64::from(l);
+        }
+        // `referenced <= max_referenced` holds after every successful `reference`.
+        if outside || total > self.max_referenced - self.referenced {
+            return self.ranges_one_by_one(off, ptrs.len());
+        }
+        self.referenced += total;
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn ranges_one_by_one(&mut self, off: usize, n: usize) -> Result<(), DecodeError> {
+        for i in 0..n {
+            let p = off + ENTRY_LEN * i;
+            self.range(p, read_u64(self.root, p).unwrap_or(0))?;
+        }
+        Ok(())
+    }
+
+    /// The pointers of a list of `n` messages (or map entries) at `off`: each a nested header.
+    fn messages(
+        &mut self,
+        view: &View<'b>,
+        off: usize,
+        n: usize,
+        d: &'b MessageDesc<'b>,
+        depth: u32,
+    ) -> Result<(), DecodeError> {
         let mut previous_key = None;
         for i in 0..n {
             let p = off + ENTRY_LEN * i;
             let pe = read_u64(self.root, p).unwrap_or(0);
-            match kind {
-                Kind::Message(d) => {
-                    self.nested(view, p, pe, d, depth)?;
-                    if d.map_entry {
-                        // Keys strictly ascending: no duplicates, one order (section 4.6).
-                        let key = view
-                            .child(layout::split_range(pe).0 as usize, d)
-                            .and_then(|e| map_key(&e));
-                        if key.is_some() && previous_key.is_some() && key <= previous_key {
-                            let kind = K::MapKeyOrder { index: i as u32 };
-                            return Err(DecodeError::new(kind, p as u64));
-                        }
-                        previous_key = key;
-                    }
+            self.nested(view, p, pe, d, depth)?;
+            if d.map_entry {
+                // Keys strictly ascending: no duplicates, one order (section 4.6).
+                let key = view
+                    .child(layout::split_range(pe).0 as usize, d)
+                    .and_then(|e| map_key(&e));
+                if key.is_some() && previous_key.is_some() && key <= previous_key {
+                    let kind = K::MapKeyOrder { index: i as u32 };
+                    return Err(DecodeError::new(kind, p as u64));
                 }
-                _ => {
-                    self.range(p, pe)?;
-                }
+                previous_key = key;
             }
         }
         Ok(())
