@@ -6,7 +6,7 @@ use core::marker::PhantomData;
 use ferry_buf::SharedBuf;
 
 use super::error::{DecodeError, DecodeErrorKind as K};
-use crate::desc::{Kind, Label, MessageDesc};
+use crate::desc::{FieldDesc, Kind, Label, MessageDesc};
 use crate::hybrid::{Context, HybridBytes};
 use crate::layout::{self, CHUNK_LEN, ENTRY_LEN, MAX_FIELD_NUMBER, PREAMBLE_LEN, read_u16, read_u64};
 use crate::scalar::Scalar;
@@ -130,18 +130,22 @@ impl<'b> View<'b> {
             } else {
                 u64::MAX
             },
+            error: None,
         };
-        let chunks = v.header(at, None)?;
-        v.reference(at, (v.cursor - at) as u64)?;
-        let view = View {
-            root,
-            owner,
-            desc,
-            at,
-            chunks,
+        let mut validate = || {
+            let chunks = v.header(at, None)?;
+            v.reference(at, (v.cursor - at) as u64)?;
+            let view = View {
+                root,
+                owner,
+                desc,
+                at,
+                chunks,
+            };
+            v.message(&view, 0)?;
+            Ok(view)
         };
-        v.message(&view, 0)?;
-        Ok(view)
+        validate().map_err(|Failed| v.error.take().expect("a failed check records its error"))
     }
 
     /// The message's descriptor.
@@ -603,12 +607,6 @@ impl fmt::Debug for MessageList<'_> {
     }
 }
 
-/// Whole-message validation, run once by [`View::decode`].
-///
-/// Headers, pointer arrays and packed arrays ("structures") must lie at increasing,
-/// non-overlapping offsets in walk order (`cursor` is the end of the last one). Without this
-/// rule, many pointers could name one nested header and a small message would unfold into an
-/// exponential tree; with it, decoded structure is bounded by the message length.
 /// What `Limits::max_message_len` bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Extent {
@@ -618,6 +616,15 @@ enum Extent {
     Referenced,
 }
 
+/// Whole-message validation, run once by [`View::decode`].
+///
+/// Headers, pointer arrays and packed arrays ("structures") must lie at increasing,
+/// non-overlapping offsets in walk order (`cursor` is the end of the last one). Without this
+/// rule, many pointers could name one nested header and a small message would unfold into an
+/// exponential tree; with it, decoded structure is bounded by the message length.
+///
+/// A failed check records its error in `error` and returns [`Failed`], so that the checks'
+/// results stay a register wide on the path that does not fail.
 struct Validator<'b, 'l> {
     root: &'b [u8],
     limits: &'l Limits,
@@ -626,32 +633,59 @@ struct Validator<'b, 'l> {
     /// Bytes referenced so far (root header included), against `max_referenced`.
     referenced: u64,
     max_referenced: u64,
+    /// Why validation stopped, once a check returned [`Failed`].
+    error: Option<DecodeError>,
 }
 
+/// A check failed; the error is in [`Validator::error`].
+struct Failed;
+
+/// What a check returns.
+type Checked<T = ()> = Result<T, Failed>;
+
 impl<'b> Validator<'b, '_> {
-    fn spend(&mut self, n: u64, at: usize) -> Result<(), DecodeError> {
+    /// Records `kind` at offset `at` as the reason validation stops.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, kind: K, at: usize) -> Failed {
+        self.failed(DecodeError::new(kind, at as u64))
+    }
+
+    #[cold]
+    fn failed(&mut self, err: DecodeError) -> Failed {
+        self.error = Some(err);
+        Failed
+    }
+
+    /// Adds field `field` of `desc` to the recorded error's path (while unwinding).
+    #[cold]
+    #[inline(never)]
+    fn within(&mut self, desc: &MessageDesc<'_>, field: &FieldDesc<'_>) -> Failed {
+        self.error = self.error.take().map(|e| e.within(desc.name, field.name));
+        Failed
+    }
+
+    fn spend(&mut self, n: u64, at: usize) -> Checked {
         match self.budget.checked_sub(n) {
             Some(left) => {
                 self.budget = left;
                 Ok(())
             }
-            None => Err(DecodeError::new(
-                K::TooManyElements {
-                    max: self.limits.max_elements,
-                },
-                at as u64,
-            )),
+            None => {
+                let max = self.limits.max_elements;
+                Err(self.fail(K::TooManyElements { max }, at))
+            }
         }
     }
 
     /// Claims `[start, start + len)` as the next structure in walk order.
-    fn claim(&mut self, entry_at: usize, start: usize, len: usize) -> Result<(), DecodeError> {
+    fn claim(&mut self, entry_at: usize, start: usize, len: usize) -> Checked {
         if start < self.cursor {
             let kind = K::StructureOverlap {
                 start: start as u64,
                 previous_end: self.cursor as u64,
             };
-            return Err(DecodeError::new(kind, entry_at as u64));
+            return Err(self.fail(kind, entry_at));
         }
         self.cursor = start + len;
         Ok(())
@@ -659,30 +693,31 @@ impl<'b> Validator<'b, '_> {
 
     /// Checks the header at `at`; returns its chunk count.
     #[inline]
-    fn header(&mut self, at: usize, declared: Option<u64>) -> Result<usize, DecodeError> {
-        let err = |kind| Err(DecodeError::new(kind, at as u64));
+    fn header(&mut self, at: usize, declared: Option<u64>) -> Checked<usize> {
         let available = (self.root.len() as u64).saturating_sub(at as u64);
         let Some(preamble) = read_u64(self.root, at) else {
-            return err(K::HeaderOutOfBounds {
+            let kind = K::HeaderOutOfBounds {
                 needed: PREAMBLE_LEN as u64,
                 available,
-            });
+            };
+            return Err(self.fail(kind, at));
         };
         let (chunks, flags, entries) = layout::split_preamble(preamble);
         if flags != 0 {
-            return err(K::UnknownFlags(flags));
+            return Err(self.fail(K::UnknownFlags(flags), at));
         }
         let (chunks, entries) = (chunks as usize, u64::from(entries));
         let needed = (PREAMBLE_LEN + CHUNK_LEN * chunks) as u64 + ENTRY_LEN as u64 * entries;
         if needed > available {
-            return err(K::HeaderOutOfBounds { needed, available });
+            return Err(self.fail(K::HeaderOutOfBounds { needed, available }, at));
         }
         if let Some(declared) = declared {
             if declared != needed {
-                return err(K::HeaderLength {
+                let kind = K::HeaderLength {
                     declared,
                     actual: needed,
-                });
+                };
+                return Err(self.fail(kind, at));
             }
         }
         self.spend(entries, at)?;
@@ -700,46 +735,45 @@ impl<'b> Validator<'b, '_> {
                 || group > layout::group_of(MAX_FIELD_NUMBER)
                 || base != rank;
             if bad {
-                return Err(chunk_error(at, i, group, base, bits, next_group, rank));
+                return Err(self.failed(chunk_error(at, i, group, base, bits, next_group, rank)));
             }
             rank += bits.count_ones();
             next_group = u64::from(group) + 1;
         }
         if u64::from(rank) != entries {
-            return err(K::EntryCount {
+            let kind = K::EntryCount {
                 found: entries as u32,
                 expected: rank,
-            });
+            };
+            return Err(self.fail(kind, at));
         }
         Ok(chunks)
     }
 
-    fn range(&mut self, at: usize, e: u64) -> Result<(usize, usize), DecodeError> {
+    fn range(&mut self, at: usize, e: u64) -> Checked<(usize, usize)> {
         let (off, len) = layout::split_range(e);
         let message_len = self.root.len() as u64;
         if u64::from(off) + u64::from(len) > message_len {
-            return Err(DecodeError::new(
-                K::RangeOutOfBounds {
-                    offset: off,
-                    len,
-                    message_len,
-                },
-                at as u64,
-            ));
+            let kind = K::RangeOutOfBounds {
+                offset: off,
+                len,
+                message_len,
+            };
+            return Err(self.fail(kind, at));
         }
         self.reference(at, u64::from(len))?;
         Ok((off as usize, len as usize))
     }
 
     /// Counts `len` referenced bytes against the message-size limit (`decode_at` only).
-    fn reference(&mut self, at: usize, len: u64) -> Result<(), DecodeError> {
+    fn reference(&mut self, at: usize, len: u64) -> Checked {
         self.referenced += len;
         if self.referenced > self.max_referenced {
             let kind = K::MessageTooLarge {
                 len: self.referenced,
                 max: self.max_referenced,
             };
-            return Err(DecodeError::new(kind, at as u64));
+            return Err(self.fail(kind, at));
         }
         Ok(())
     }
@@ -747,7 +781,7 @@ impl<'b> Validator<'b, '_> {
     /// Validates every known field of `view`; unknown fields are skipped. The schema's fields
     /// and the header's present fields are both in ascending order: one walk over both finds
     /// every entry, each present field's rank counted on the way (no lookup per field).
-    fn message(&mut self, view: &View<'b>, depth: u32) -> Result<(), DecodeError> {
+    fn message(&mut self, view: &View<'b>, depth: u32) -> Checked {
         let desc = view.desc;
         let entries = view.entries();
         let entries_at = view.entries_at();
@@ -759,9 +793,8 @@ impl<'b> Validator<'b, '_> {
                 rank.and_then(|r| Some((entries_at + ENTRY_LEN * r, u64::from_le_bytes(*entries.get(r)?))))
             else {
                 if f.label == Label::Required {
-                    return Err(
-                        DecodeError::new(K::MissingRequired, view.at as u64).within(desc.name, f.name)
-                    );
+                    self.fail(K::MissingRequired, view.at);
+                    return Err(self.within(desc, f));
                 }
                 continue;
             };
@@ -776,13 +809,15 @@ impl<'b> Validator<'b, '_> {
                             first: first.number,
                             second: f.number,
                         };
-                        return Err(DecodeError::new(kind, at as u64).within(desc.name, f.name));
+                        self.fail(kind, at);
+                        return Err(self.within(desc, f));
                     }
                 }
                 oneofs_seen |= mask;
             }
-            self.field(view, f.kind, f.label, at, e, depth)
-                .map_err(|err| err.within(desc.name, f.name))?;
+            if let Err(Failed) = self.field(view, f.kind, f.label, at, e, depth) {
+                return Err(self.within(desc, f));
+            }
         }
         Ok(())
     }
@@ -796,7 +831,7 @@ impl<'b> Validator<'b, '_> {
         at: usize,
         e: u64,
         depth: u32,
-    ) -> Result<(), DecodeError> {
+    ) -> Checked {
         if label != Label::Repeated {
             return match kind {
                 Kind::String | Kind::Bytes => self.range(at, e).map(|_| ()),
@@ -811,7 +846,7 @@ impl<'b> Validator<'b, '_> {
                 len: len as u32,
                 width: width as u32,
             };
-            return Err(DecodeError::new(kind, at as u64));
+            return Err(self.fail(kind, at));
         }
         let n = len / width;
         self.spend(n as u64, at)?;
@@ -829,7 +864,7 @@ impl<'b> Validator<'b, '_> {
     /// range inside it. One pass sums the lengths and tests every range with no early exit;
     /// only a list that fails is walked again, pointer by pointer, to name the first culprit.
     #[inline]
-    fn ranges(&mut self, off: usize, len: usize) -> Result<(), DecodeError> {
+    fn ranges(&mut self, off: usize, len: usize) -> Checked {
         let ptrs = self
             .root
             .get(off..off + len)
@@ -854,7 +889,7 @@ impl<'b> Validator<'b, '_> {
 
     #[cold]
     #[inline(never)]
-    fn ranges_one_by_one(&mut self, off: usize, n: usize) -> Result<(), DecodeError> {
+    fn ranges_one_by_one(&mut self, off: usize, n: usize) -> Checked {
         for i in 0..n {
             let p = off + ENTRY_LEN * i;
             self.range(p, read_u64(self.root, p).unwrap_or(0))?;
@@ -870,7 +905,7 @@ impl<'b> Validator<'b, '_> {
         n: usize,
         d: &'b MessageDesc<'b>,
         depth: u32,
-    ) -> Result<(), DecodeError> {
+    ) -> Checked {
         let mut previous_key = None;
         for i in 0..n {
             let p = off + ENTRY_LEN * i;
@@ -883,7 +918,7 @@ impl<'b> Validator<'b, '_> {
                     .and_then(|e| map_key(&e));
                 if key.is_some() && previous_key.is_some() && key <= previous_key {
                     let kind = K::MapKeyOrder { index: i as u32 };
-                    return Err(DecodeError::new(kind, p as u64));
+                    return Err(self.fail(kind, p));
                 }
                 previous_key = key;
             }
@@ -898,15 +933,11 @@ impl<'b> Validator<'b, '_> {
         e: u64,
         desc: &'b MessageDesc<'b>,
         depth: u32,
-    ) -> Result<(), DecodeError> {
+    ) -> Checked {
         let (off, len) = self.range(at, e)?;
         if depth + 1 > self.limits.max_depth {
-            return Err(DecodeError::new(
-                K::TooDeep {
-                    max: self.limits.max_depth,
-                },
-                at as u64,
-            ));
+            let max = self.limits.max_depth;
+            return Err(self.fail(K::TooDeep { max }, at));
         }
         self.claim(at, off, len)?;
         let chunks = self.header(off, Some(len as u64))?;
