@@ -66,6 +66,7 @@ impl<'b> View<'b> {
     /// Validates `buf` as a `desc` message and returns its view. The view borrows both: a
     /// generated type's `&'static` descriptor, or one that a run-time schema owns (the view
     /// then cannot outlive the schema).
+    #[inline]
     pub fn decode(buf: &'b [u8], desc: &'b MessageDesc<'b>, limits: &Limits) -> Result<Self, DecodeError> {
         Self::decode_inner(buf, 0, None, Extent::Buffer, desc, limits)
     }
@@ -77,6 +78,7 @@ impl<'b> View<'b> {
     /// in the region. `limits.max_message_len` bounds the message, not the region: the bytes
     /// of its root header and of every range it references (each reference counted, so
     /// overlapping references count again).
+    #[inline]
     pub fn decode_at(
         region: &'b [u8],
         at: usize,
@@ -87,6 +89,7 @@ impl<'b> View<'b> {
     }
 
     /// Like [`View::decode`]; `bytes` fields can then be taken as shared sub-buffers of `buf`.
+    #[inline]
     pub fn decode_shared(
         buf: &'b SharedBuf,
         desc: &'b MessageDesc<'b>,
@@ -692,7 +695,7 @@ impl<'b> Validator<'b, '_> {
     }
 
     /// Checks the header at `at`; returns its chunk count.
-    #[inline]
+    #[inline(always)]
     fn header(&mut self, at: usize, declared: Option<u64>) -> Checked<usize> {
         let available = (self.root.len() as u64).saturating_sub(at as u64);
         let Some(preamble) = read_u64(self.root, at) else {
@@ -822,7 +825,7 @@ impl<'b> Validator<'b, '_> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn field(
         &mut self,
         view: &View<'b>,
