@@ -519,21 +519,21 @@ impl<'b> BytesList<'b> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    fn at(&self, ptr: &[u8]) -> &'b [u8] {
-        let e = read_u64(ptr, 0).unwrap_or(0);
-        let (off, len) = layout::split_range(e);
+    fn at(&self, ptr: &[u8; ENTRY_LEN]) -> &'b [u8] {
+        let (off, len) = layout::split_range(u64::from_le_bytes(*ptr));
         let start = off as usize;
         start
             .checked_add(len as usize)
             .and_then(|end| self.root.get(start..end))
             .unwrap_or_default()
     }
+    /// The pointers, whole 8-byte words (a validated list has no partial one).
+    fn pointers(&self) -> &'b [[u8; ENTRY_LEN]] {
+        self.ptrs.as_chunks().0
+    }
     /// Element `i`.
     pub fn get(&self, i: usize) -> Option<&'b [u8]> {
-        let start = i.checked_mul(ENTRY_LEN)?;
-        self.ptrs
-            .get(start..start.checked_add(ENTRY_LEN)?)
-            .map(|p| self.at(p))
+        self.pointers().get(i).map(|p| self.at(p))
     }
     /// Element `i` as an outgoing value; see [`View::hybrid`].
     pub fn hybrid(&self, i: usize, ctx: &'b Context) -> Option<HybridBytes<'b>> {
@@ -547,7 +547,7 @@ impl<'b> BytesList<'b> {
     /// The elements.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &'b [u8]> + use<'b> {
         let me = *self;
-        self.ptrs.chunks_exact(ENTRY_LEN).map(move |p| me.at(p))
+        self.pointers().iter().map(move |p| me.at(p))
     }
     /// The elements as text, each UTF-8 checked.
     pub fn strs(&self) -> impl ExactSizeIterator<Item = Result<&'b str, core::str::Utf8Error>> + use<'b> {
@@ -578,14 +578,17 @@ impl<'b> MessageList<'b> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    fn at(&self, ptr: &[u8]) -> Option<View<'b>> {
-        let e = read_u64(ptr, 0)?;
-        self.parent.child(layout::split_range(e).0 as usize, self.desc)
+    fn at(&self, ptr: &[u8; ENTRY_LEN]) -> Option<View<'b>> {
+        let (off, _) = layout::split_range(u64::from_le_bytes(*ptr));
+        self.parent.child(off as usize, self.desc)
+    }
+    /// The pointers, whole 8-byte words (a validated list has no partial one).
+    fn pointers(&self) -> &'b [[u8; ENTRY_LEN]] {
+        self.ptrs.as_chunks().0
     }
     /// Element `i`.
     pub fn get(&self, i: usize) -> Option<View<'b>> {
-        let start = i.checked_mul(ENTRY_LEN)?;
-        self.at(self.ptrs.get(start..start.checked_add(ENTRY_LEN)?)?)
+        self.at(self.pointers().get(i)?)
     }
     /// The elements.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = View<'b>> + use<'b> {
@@ -598,9 +601,7 @@ impl<'b> MessageList<'b> {
             at: 0,
             chunks: 0,
         };
-        self.ptrs
-            .chunks_exact(ENTRY_LEN)
-            .map(move |p| me.at(p).unwrap_or(empty))
+        self.pointers().iter().map(move |p| me.at(p).unwrap_or(empty))
     }
 }
 
