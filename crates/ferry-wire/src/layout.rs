@@ -101,6 +101,43 @@ pub fn read_u16(buf: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(bytes))
 }
 
+/// The whole `N`-byte words of `bytes`, in order (a partial word at the end is left out): how
+/// the decoder walks chunk descriptors, entries and pointer arrays without a length check per
+/// word (`<[u8]>::as_chunks`, which needs Rust 1.88).
+#[inline]
+pub fn words<const N: usize>(bytes: &[u8]) -> Words<'_, N> {
+    Words(bytes)
+}
+
+/// Word `i` of `bytes` as in [`words`], if it is whole.
+#[inline]
+pub fn word<const N: usize>(bytes: &[u8], i: usize) -> Option<&[u8; N]> {
+    bytes.get(i.checked_mul(N)?..)?.first_chunk()
+}
+
+/// The iterator of [`words`].
+#[derive(Debug, Clone)]
+pub struct Words<'b, const N: usize>(&'b [u8]);
+
+impl<'b, const N: usize> Iterator for Words<'b, N> {
+    type Item = &'b [u8; N];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'b [u8; N]> {
+        let (word, rest) = self.0.split_first_chunk()?;
+        self.0 = rest;
+        Some(word)
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.0.len() / N;
+        (n, Some(n))
+    }
+}
+
+impl<const N: usize> ExactSizeIterator for Words<'_, N> {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +173,17 @@ mod tests {
         let e = range_entry(0x1234_5678, 0x9abc_def0);
         assert_eq!(e.to_le_bytes(), [0x78, 0x56, 0x34, 0x12, 0xf0, 0xde, 0xbc, 0x9a]);
         assert_eq!(split_range(e), (0x1234_5678, 0x9abc_def0));
+    }
+
+    #[test]
+    fn words_are_whole() {
+        let b = [1u8, 2, 3, 4, 5, 6, 7];
+        let w: Vec<&[u8; 2]> = words::<2>(&b).collect();
+        assert_eq!(w, [&[1, 2], &[3, 4], &[5, 6]]);
+        assert_eq!(words::<2>(&b).len(), 3);
+        assert_eq!(word::<2>(&b, 2), Some(&[5, 6]));
+        assert_eq!(word::<2>(&b, 3), None);
+        assert_eq!(word::<2>(&b, usize::MAX), None);
     }
 
     #[test]

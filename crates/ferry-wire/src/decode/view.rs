@@ -173,18 +173,14 @@ impl<'b> View<'b> {
 
     /// The chunk descriptors of this view's header.
     #[inline]
-    fn table(&self) -> &'b [[u8; CHUNK_LEN]] {
+    fn table(&self) -> layout::Words<'b, CHUNK_LEN> {
         chunk_table(self.root, self.at, self.chunks)
     }
 
-    /// The entries of this view's header (and, unused, the 8-byte words after them).
+    /// The bytes from this view's entries on (its entries, then whatever follows them).
     #[inline]
-    fn entries(&self) -> &'b [[u8; ENTRY_LEN]] {
-        self.root
-            .get(self.entries_at()..)
-            .unwrap_or_default()
-            .as_chunks()
-            .0
+    fn entries(&self) -> &'b [u8] {
+        self.root.get(self.entries_at()..).unwrap_or_default()
     }
 
     /// The entry of `field` and its offset, if present.
@@ -193,7 +189,6 @@ impl<'b> View<'b> {
         let group = layout::group_of(field);
         let chunk = self
             .table()
-            .iter()
             .map(|c| layout::split_chunk(u128::from_le_bytes(*c)))
             .find(|c| c.0 >= group)?;
         entry_in(chunk, self.entries(), self.entries_at(), field)
@@ -349,7 +344,7 @@ impl<'b> View<'b> {
 
     /// Present field numbers, ascending (known and unknown).
     pub fn present_fields(&self) -> impl Iterator<Item = u32> + use<'b> {
-        self.table().iter().flat_map(|c| {
+        self.table().flat_map(|c| {
             let (g, _, bits) = layout::split_chunk(u128::from_le_bytes(*c));
             (0..64u32)
                 .filter(move |b| bits & (1 << b) != 0)
@@ -364,17 +359,14 @@ type Chunk = (u32, u32, u64);
 /// The chunk descriptors of the header at `at` with `chunks` chunks (empty if they are not all
 /// in `root`).
 #[inline]
-fn chunk_table(root: &[u8], at: usize, chunks: usize) -> &[[u8; CHUNK_LEN]] {
+fn chunk_table(root: &[u8], at: usize, chunks: usize) -> layout::Words<'_, CHUNK_LEN> {
     let start = at + PREAMBLE_LEN;
-    root.get(start..start + CHUNK_LEN * chunks)
-        .unwrap_or_default()
-        .as_chunks()
-        .0
+    layout::words(root.get(start..start + CHUNK_LEN * chunks).unwrap_or_default())
 }
 
 /// The present fields of a validated header, walked once in ascending order.
 struct Present<'b> {
-    chunks: core::slice::Iter<'b, [u8; CHUNK_LEN]>,
+    chunks: layout::Words<'b, CHUNK_LEN>,
     /// The number of field 0 of the current chunk (64 times its group).
     first: u32,
     /// The current chunk's bits not yet passed; the lowest is the next present field.
@@ -385,9 +377,9 @@ struct Present<'b> {
 
 impl<'b> Present<'b> {
     #[inline]
-    fn new(table: &'b [[u8; CHUNK_LEN]]) -> Self {
+    fn new(table: layout::Words<'b, CHUNK_LEN>) -> Self {
         Present {
-            chunks: table.iter(),
+            chunks: table,
             first: 0,
             bits: 0,
             rank: 0,
@@ -419,19 +411,14 @@ impl<'b> Present<'b> {
 /// The entry of `field` and its offset, if `chunk` (the first of its header's chunks whose
 /// group is not below the field's) says it is present.
 #[inline]
-fn entry_in(
-    chunk: Chunk,
-    entries: &[[u8; ENTRY_LEN]],
-    entries_at: usize,
-    field: u32,
-) -> Option<(usize, u64)> {
+fn entry_in(chunk: Chunk, entries: &[u8], entries_at: usize, field: u32) -> Option<(usize, u64)> {
     let (group, base, bits) = chunk;
     let bit = layout::bit_of(field);
     if group != layout::group_of(field) || bits & bit == 0 {
         return None;
     }
     let rank = base as usize + (bits & (bit - 1)).count_ones() as usize;
-    let e = entries.get(rank)?;
+    let e = layout::word::<ENTRY_LEN>(entries, rank)?;
     Some((entries_at + ENTRY_LEN * rank, u64::from_le_bytes(*e)))
 }
 
@@ -527,13 +514,9 @@ impl<'b> BytesList<'b> {
             .and_then(|end| self.root.get(start..end))
             .unwrap_or_default()
     }
-    /// The pointers, whole 8-byte words (a validated list has no partial one).
-    fn pointers(&self) -> &'b [[u8; ENTRY_LEN]] {
-        self.ptrs.as_chunks().0
-    }
     /// Element `i`.
     pub fn get(&self, i: usize) -> Option<&'b [u8]> {
-        self.pointers().get(i).map(|p| self.at(p))
+        layout::word(self.ptrs, i).map(|p| self.at(p))
     }
     /// Element `i` as an outgoing value; see [`View::hybrid`].
     pub fn hybrid(&self, i: usize, ctx: &'b Context) -> Option<HybridBytes<'b>> {
@@ -547,7 +530,7 @@ impl<'b> BytesList<'b> {
     /// The elements.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &'b [u8]> + use<'b> {
         let me = *self;
-        self.pointers().iter().map(move |p| me.at(p))
+        layout::words(self.ptrs).map(move |p| me.at(p))
     }
     /// The elements as text, each UTF-8 checked.
     pub fn strs(&self) -> impl ExactSizeIterator<Item = Result<&'b str, core::str::Utf8Error>> + use<'b> {
@@ -582,13 +565,9 @@ impl<'b> MessageList<'b> {
         let (off, _) = layout::split_range(u64::from_le_bytes(*ptr));
         self.parent.child(off as usize, self.desc)
     }
-    /// The pointers, whole 8-byte words (a validated list has no partial one).
-    fn pointers(&self) -> &'b [[u8; ENTRY_LEN]] {
-        self.ptrs.as_chunks().0
-    }
     /// Element `i`.
     pub fn get(&self, i: usize) -> Option<View<'b>> {
-        self.at(self.pointers().get(i)?)
+        self.at(layout::word(self.ptrs, i)?)
     }
     /// The elements.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = View<'b>> + use<'b> {
@@ -601,7 +580,7 @@ impl<'b> MessageList<'b> {
             at: 0,
             chunks: 0,
         };
-        self.pointers().iter().map(move |p| me.at(p).unwrap_or(empty))
+        layout::words(self.ptrs).map(move |p| me.at(p).unwrap_or(empty))
     }
 }
 
@@ -731,7 +710,7 @@ impl<'b> Validator<'b, '_> {
         let table = chunk_table(self.root, at, chunks);
         let mut rank = 0u32;
         let mut next_group = 0u64;
-        for (i, c) in table.iter().enumerate() {
+        for (i, c) in table.enumerate() {
             let (group, base, bits) = layout::split_chunk(u128::from_le_bytes(*c));
             let bad = u64::from(group) < next_group
                 || bits == 0
@@ -793,9 +772,12 @@ impl<'b> Validator<'b, '_> {
         let mut oneofs_seen = 0u64;
         for (i, f) in desc.fields().iter().enumerate() {
             let rank = present.find(f.number);
-            let Some((at, e)) =
-                rank.and_then(|r| Some((entries_at + ENTRY_LEN * r, u64::from_le_bytes(*entries.get(r)?))))
-            else {
+            let Some((at, e)) = rank.and_then(|r| {
+                Some((
+                    entries_at + ENTRY_LEN * r,
+                    u64::from_le_bytes(*layout::word::<ENTRY_LEN>(entries, r)?),
+                ))
+            }) else {
                 if f.label == Label::Required {
                     self.fail(K::MissingRequired, view.at);
                     return Err(self.within(desc, f));
@@ -869,12 +851,7 @@ impl<'b> Validator<'b, '_> {
     /// only a list that fails is walked again, pointer by pointer, to name the first culprit.
     #[inline]
     fn ranges(&mut self, off: usize, len: usize) -> Checked {
-        let ptrs = self
-            .root
-            .get(off..off + len)
-            .unwrap_or_default()
-            .as_chunks::<ENTRY_LEN>()
-            .0;
+        let ptrs = layout::words::<ENTRY_LEN>(self.root.get(off..off + len).unwrap_or_default());
         let message_len = self.root.len() as u64;
         let mut outside = false;
         let mut total = 0u64;
@@ -885,7 +862,7 @@ impl<'b> Validator<'b, '_> {
         }
         // `referenced <= max_referenced` holds after every successful `reference`.
         if outside || total > self.max_referenced - self.referenced {
-            return self.ranges_one_by_one(off, ptrs.len());
+            return self.ranges_one_by_one(off, len / ENTRY_LEN);
         }
         self.referenced += total;
         Ok(())
