@@ -243,8 +243,15 @@ impl<'d> MessageDesc<'d> {
     }
 
     /// The field with this number.
+    #[inline]
     pub fn field(&self, number: u32) -> Option<&'d FieldDesc<'d>> {
         let fields = self.fields();
+        // Most schemas number their fields 1, 2, 3, ...: then field n is the n-th.
+        if let Some(f) = fields.get((number as usize).wrapping_sub(1)) {
+            if f.number == number {
+                return Some(f);
+            }
+        }
         let i = fields.binary_search_by_key(&number, |f| f.number).ok()?;
         fields.get(i)
     }

@@ -42,6 +42,16 @@ pub const fn chunk_word(group: u32, rank: u32) -> u64 {
     group as u64 | (rank as u64) << 32
 }
 
+/// Splits a preamble word (little-endian) into chunk count, flags and entry count.
+pub const fn split_preamble(word: u64) -> (u16, u16, u32) {
+    (word as u16, (word >> 16) as u16, (word >> 32) as u32)
+}
+
+/// Splits a chunk descriptor, read as one little-endian `u128`, into group, rank base and bits.
+pub const fn split_chunk(word: u128) -> (u32, u32, u64) {
+    (word as u32, (word >> 32) as u32, (word >> 64) as u64)
+}
+
 /// Rounds `n` up to a multiple of [`ALIGN`].
 pub const fn align(n: usize) -> usize {
     (n + ALIGN - 1) & !(ALIGN - 1)
@@ -91,6 +101,43 @@ pub fn read_u16(buf: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(bytes))
 }
 
+/// The whole `N`-byte words of `bytes`, in order (a partial word at the end is left out): how
+/// the decoder walks chunk descriptors, entries and pointer arrays without a length check per
+/// word (`<[u8]>::as_chunks`, which needs Rust 1.88).
+#[inline]
+pub fn words<const N: usize>(bytes: &[u8]) -> Words<'_, N> {
+    Words(bytes)
+}
+
+/// Word `i` of `bytes` as in [`words`], if it is whole.
+#[inline]
+pub fn word<const N: usize>(bytes: &[u8], i: usize) -> Option<&[u8; N]> {
+    bytes.get(i.checked_mul(N)?..)?.first_chunk()
+}
+
+/// The iterator of [`words`].
+#[derive(Debug, Clone)]
+pub struct Words<'b, const N: usize>(&'b [u8]);
+
+impl<'b, const N: usize> Iterator for Words<'b, N> {
+    type Item = &'b [u8; N];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'b [u8; N]> {
+        let (word, rest) = self.0.split_first_chunk()?;
+        self.0 = rest;
+        Some(word)
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.0.len() / N;
+        (n, Some(n))
+    }
+}
+
+impl<const N: usize> ExactSizeIterator for Words<'_, N> {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +149,9 @@ mod tests {
         assert_eq!(preamble(3, 5).to_le_bytes(), [3, 0, 0, 0, 5, 0, 0, 0]);
         assert_eq!(preamble(0x1_0003, 5).to_le_bytes(), [3, 0, 0, 0, 5, 0, 0, 0]);
         assert_eq!(chunk_word(2, 7).to_le_bytes(), [2, 0, 0, 0, 7, 0, 0, 0]);
+        assert_eq!(split_preamble(preamble(3, 5) | 0x9 << 16), (3, 9, 5));
+        let chunk = u128::from(chunk_word(2, 7)) | u128::from(0x8000_0000_0000_0001u64) << 64;
+        assert_eq!(split_chunk(chunk), (2, 7, 0x8000_0000_0000_0001));
         assert_eq!(align(0), 0);
         assert_eq!(align(1), 8);
         assert_eq!(align(8), 8);
@@ -123,6 +173,17 @@ mod tests {
         let e = range_entry(0x1234_5678, 0x9abc_def0);
         assert_eq!(e.to_le_bytes(), [0x78, 0x56, 0x34, 0x12, 0xf0, 0xde, 0xbc, 0x9a]);
         assert_eq!(split_range(e), (0x1234_5678, 0x9abc_def0));
+    }
+
+    #[test]
+    fn words_are_whole() {
+        let b = [1u8, 2, 3, 4, 5, 6, 7];
+        let w: Vec<&[u8; 2]> = words::<2>(&b).collect();
+        assert_eq!(w, [&[1, 2], &[3, 4], &[5, 6]]);
+        assert_eq!(words::<2>(&b).len(), 3);
+        assert_eq!(word::<2>(&b, 2), Some(&[5, 6]));
+        assert_eq!(word::<2>(&b, 3), None);
+        assert_eq!(word::<2>(&b, usize::MAX), None);
     }
 
     #[test]

@@ -6,11 +6,9 @@ use core::marker::PhantomData;
 use ferry_buf::SharedBuf;
 
 use super::error::{DecodeError, DecodeErrorKind as K};
-use crate::desc::{Kind, Label, MessageDesc};
+use crate::desc::{FieldDesc, Kind, Label, MessageDesc};
 use crate::hybrid::{Context, HybridBytes};
-use crate::layout::{
-    self, CHUNK_LEN, ENTRY_LEN, MAX_FIELD_NUMBER, PREAMBLE_LEN, read_u16, read_u32, read_u64,
-};
+use crate::layout::{self, CHUNK_LEN, ENTRY_LEN, MAX_FIELD_NUMBER, PREAMBLE_LEN, read_u16, read_u64};
 use crate::scalar::Scalar;
 
 /// Limits applied while validating peer bytes.
@@ -68,6 +66,7 @@ impl<'b> View<'b> {
     /// Validates `buf` as a `desc` message and returns its view. The view borrows both: a
     /// generated type's `&'static` descriptor, or one that a run-time schema owns (the view
     /// then cannot outlive the schema).
+    #[inline]
     pub fn decode(buf: &'b [u8], desc: &'b MessageDesc<'b>, limits: &Limits) -> Result<Self, DecodeError> {
         Self::decode_inner(buf, 0, None, Extent::Buffer, desc, limits)
     }
@@ -79,6 +78,7 @@ impl<'b> View<'b> {
     /// in the region. `limits.max_message_len` bounds the message, not the region: the bytes
     /// of its root header and of every range it references (each reference counted, so
     /// overlapping references count again).
+    #[inline]
     pub fn decode_at(
         region: &'b [u8],
         at: usize,
@@ -89,6 +89,7 @@ impl<'b> View<'b> {
     }
 
     /// Like [`View::decode`]; `bytes` fields can then be taken as shared sub-buffers of `buf`.
+    #[inline]
     pub fn decode_shared(
         buf: &'b SharedBuf,
         desc: &'b MessageDesc<'b>,
@@ -132,18 +133,22 @@ impl<'b> View<'b> {
             } else {
                 u64::MAX
             },
+            error: None,
         };
-        let chunks = v.header(at, None)?;
-        v.reference(at, (v.cursor - at) as u64)?;
-        let view = View {
-            root,
-            owner,
-            desc,
-            at,
-            chunks,
+        let mut validate = || {
+            let chunks = v.header(at, None)?;
+            v.reference(at, (v.cursor - at) as u64)?;
+            let view = View {
+                root,
+                owner,
+                desc,
+                at,
+                chunks,
+            };
+            v.message(&view, 0)?;
+            Ok(view)
         };
-        v.message(&view, 0)?;
-        Ok(view)
+        validate().map_err(|Failed| v.error.take().expect("a failed check records its error"))
     }
 
     /// The message's descriptor.
@@ -166,29 +171,27 @@ impl<'b> View<'b> {
         self.at + PREAMBLE_LEN + CHUNK_LEN * self.chunks
     }
 
+    /// The chunk descriptors of this view's header.
+    #[inline]
+    fn table(&self) -> layout::Words<'b, CHUNK_LEN> {
+        chunk_table(self.root, self.at, self.chunks)
+    }
+
+    /// The bytes from this view's entries on (its entries, then whatever follows them).
+    #[inline]
+    fn entries(&self) -> &'b [u8] {
+        self.root.get(self.entries_at()..).unwrap_or_default()
+    }
+
     /// The entry of `field` and its offset, if present.
     #[inline]
     fn entry_at(&self, field: u32) -> Option<(usize, u64)> {
         let group = layout::group_of(field);
-        let bit = layout::bit_of(field);
-        let base = self.at + PREAMBLE_LEN;
-        for i in 0..self.chunks {
-            let c = base + CHUNK_LEN * i;
-            let g = read_u32(self.root, c)?;
-            if g == group {
-                let bits = read_u64(self.root, c + 8)?;
-                if bits & bit == 0 {
-                    return None;
-                }
-                let rank = read_u32(self.root, c + 4)? as usize + (bits & (bit - 1)).count_ones() as usize;
-                let at = self.entries_at() + ENTRY_LEN * rank;
-                return Some((at, read_u64(self.root, at)?));
-            }
-            if g > group {
-                return None;
-            }
-        }
-        None
+        let chunk = self
+            .table()
+            .map(|c| layout::split_chunk(u128::from_le_bytes(*c)))
+            .find(|c| c.0 >= group)?;
+        entry_in(chunk, self.entries(), self.entries_at(), field)
     }
 
     /// The raw 8-byte entry of `field`, if present.
@@ -341,17 +344,110 @@ impl<'b> View<'b> {
 
     /// Present field numbers, ascending (known and unknown).
     pub fn present_fields(&self) -> impl Iterator<Item = u32> + use<'b> {
-        let root = self.root;
-        let base = self.at + PREAMBLE_LEN;
-        (0..self.chunks).flat_map(move |i| {
-            let c = base + CHUNK_LEN * i;
-            let g = read_u32(root, c).unwrap_or(0);
-            let bits = read_u64(root, c + 8).unwrap_or(0);
+        self.table().flat_map(|c| {
+            let (g, _, bits) = layout::split_chunk(u128::from_le_bytes(*c));
             (0..64u32)
                 .filter(move |b| bits & (1 << b) != 0)
                 .filter_map(move |b| g.checked_mul(64)?.checked_add(b))
         })
     }
+}
+
+/// A chunk descriptor as (group, rank base, bits).
+type Chunk = (u32, u32, u64);
+
+/// The chunk descriptors of the header at `at` with `chunks` chunks (empty if they are not all
+/// in `root`).
+#[inline]
+fn chunk_table(root: &[u8], at: usize, chunks: usize) -> layout::Words<'_, CHUNK_LEN> {
+    let start = at + PREAMBLE_LEN;
+    layout::words(root.get(start..start + CHUNK_LEN * chunks).unwrap_or_default())
+}
+
+/// The present fields of a validated header, walked once in ascending order.
+struct Present<'b> {
+    chunks: layout::Words<'b, CHUNK_LEN>,
+    /// The number of field 0 of the current chunk (64 times its group).
+    first: u32,
+    /// The current chunk's bits not yet passed; the lowest is the next present field.
+    bits: u64,
+    /// The entry index of that field.
+    rank: usize,
+}
+
+impl<'b> Present<'b> {
+    #[inline]
+    fn new(table: layout::Words<'b, CHUNK_LEN>) -> Self {
+        Present {
+            chunks: table,
+            first: 0,
+            bits: 0,
+            rank: 0,
+        }
+    }
+
+    /// The entry index of `field` if it is present. Calls must ask for ascending numbers:
+    /// the present fields below `field` are passed for good.
+    #[inline]
+    fn find(&mut self, field: u32) -> Option<usize> {
+        loop {
+            if self.bits == 0 {
+                // The rank carries over: each chunk's rank base counts the bits before it.
+                let (group, _, bits) = layout::split_chunk(u128::from_le_bytes(*self.chunks.next()?));
+                self.first = group * layout::CHUNK_FIELDS;
+                self.bits = bits;
+                continue;
+            }
+            let number = self.first + self.bits.trailing_zeros();
+            if number >= field {
+                return (number == field).then_some(self.rank);
+            }
+            self.bits &= self.bits - 1;
+            self.rank += 1;
+        }
+    }
+}
+
+/// The entry of `field` and its offset, if `chunk` (the first of its header's chunks whose
+/// group is not below the field's) says it is present.
+#[inline]
+fn entry_in(chunk: Chunk, entries: &[u8], entries_at: usize, field: u32) -> Option<(usize, u64)> {
+    let (group, base, bits) = chunk;
+    let bit = layout::bit_of(field);
+    if group != layout::group_of(field) || bits & bit == 0 {
+        return None;
+    }
+    let rank = base as usize + (bits & (bit - 1)).count_ones() as usize;
+    let e = layout::word::<ENTRY_LEN>(entries, rank)?;
+    Some((entries_at + ENTRY_LEN * rank, u64::from_le_bytes(*e)))
+}
+
+/// The error of chunk `i` of the header at `header`, which broke one of the rules (checked in
+/// the order of section 8.1, H6).
+#[cold]
+#[inline(never)]
+fn chunk_error(
+    header: usize,
+    i: usize,
+    group: u32,
+    base: u32,
+    bits: u64,
+    next_group: u64,
+    rank: u32,
+) -> DecodeError {
+    let chunk = i as u32;
+    let kind = if u64::from(group) < next_group {
+        K::ChunkOrder { chunk }
+    } else if bits == 0 || (group == 0 && bits & 1 != 0) || group > layout::group_of(MAX_FIELD_NUMBER) {
+        K::BadChunk { chunk }
+    } else {
+        K::RankMismatch {
+            chunk,
+            found: base,
+            expected: rank,
+        }
+    };
+    DecodeError::new(kind, (header + PREAMBLE_LEN + CHUNK_LEN * i) as u64)
 }
 
 /// A packed list of scalars, read in place.
@@ -410,9 +506,8 @@ impl<'b> BytesList<'b> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    fn at(&self, ptr: &[u8]) -> &'b [u8] {
-        let e = read_u64(ptr, 0).unwrap_or(0);
-        let (off, len) = layout::split_range(e);
+    fn at(&self, ptr: &[u8; ENTRY_LEN]) -> &'b [u8] {
+        let (off, len) = layout::split_range(u64::from_le_bytes(*ptr));
         let start = off as usize;
         start
             .checked_add(len as usize)
@@ -421,10 +516,7 @@ impl<'b> BytesList<'b> {
     }
     /// Element `i`.
     pub fn get(&self, i: usize) -> Option<&'b [u8]> {
-        let start = i.checked_mul(ENTRY_LEN)?;
-        self.ptrs
-            .get(start..start.checked_add(ENTRY_LEN)?)
-            .map(|p| self.at(p))
+        layout::word(self.ptrs, i).map(|p| self.at(p))
     }
     /// Element `i` as an outgoing value; see [`View::hybrid`].
     pub fn hybrid(&self, i: usize, ctx: &'b Context) -> Option<HybridBytes<'b>> {
@@ -438,7 +530,7 @@ impl<'b> BytesList<'b> {
     /// The elements.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &'b [u8]> + use<'b> {
         let me = *self;
-        self.ptrs.chunks_exact(ENTRY_LEN).map(move |p| me.at(p))
+        layout::words(self.ptrs).map(move |p| me.at(p))
     }
     /// The elements as text, each UTF-8 checked.
     pub fn strs(&self) -> impl ExactSizeIterator<Item = Result<&'b str, core::str::Utf8Error>> + use<'b> {
@@ -469,14 +561,13 @@ impl<'b> MessageList<'b> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    fn at(&self, ptr: &[u8]) -> Option<View<'b>> {
-        let e = read_u64(ptr, 0)?;
-        self.parent.child(layout::split_range(e).0 as usize, self.desc)
+    fn at(&self, ptr: &[u8; ENTRY_LEN]) -> Option<View<'b>> {
+        let (off, _) = layout::split_range(u64::from_le_bytes(*ptr));
+        self.parent.child(off as usize, self.desc)
     }
     /// Element `i`.
     pub fn get(&self, i: usize) -> Option<View<'b>> {
-        let start = i.checked_mul(ENTRY_LEN)?;
-        self.at(self.ptrs.get(start..start.checked_add(ENTRY_LEN)?)?)
+        self.at(layout::word(self.ptrs, i)?)
     }
     /// The elements.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = View<'b>> + use<'b> {
@@ -489,9 +580,7 @@ impl<'b> MessageList<'b> {
             at: 0,
             chunks: 0,
         };
-        self.ptrs
-            .chunks_exact(ENTRY_LEN)
-            .map(move |p| me.at(p).unwrap_or(empty))
+        layout::words(self.ptrs).map(move |p| me.at(p).unwrap_or(empty))
     }
 }
 
@@ -501,12 +590,6 @@ impl fmt::Debug for MessageList<'_> {
     }
 }
 
-/// Whole-message validation, run once by [`View::decode`].
-///
-/// Headers, pointer arrays and packed arrays ("structures") must lie at increasing,
-/// non-overlapping offsets in walk order (`cursor` is the end of the last one). Without this
-/// rule, many pointers could name one nested header and a small message would unfold into an
-/// exponential tree; with it, decoded structure is bounded by the message length.
 /// What `Limits::max_message_len` bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Extent {
@@ -516,6 +599,15 @@ enum Extent {
     Referenced,
 }
 
+/// Whole-message validation, run once by [`View::decode`].
+///
+/// Headers, pointer arrays and packed arrays ("structures") must lie at increasing,
+/// non-overlapping offsets in walk order (`cursor` is the end of the last one). Without this
+/// rule, many pointers could name one nested header and a small message would unfold into an
+/// exponential tree; with it, decoded structure is bounded by the message length.
+///
+/// A failed check records its error in `error` and returns [`Failed`], so that the checks'
+/// results stay a register wide on the path that does not fail.
 struct Validator<'b, 'l> {
     root: &'b [u8],
     limits: &'l Limits,
@@ -524,144 +616,171 @@ struct Validator<'b, 'l> {
     /// Bytes referenced so far (root header included), against `max_referenced`.
     referenced: u64,
     max_referenced: u64,
+    /// Why validation stopped, once a check returned [`Failed`].
+    error: Option<DecodeError>,
 }
 
+/// A check failed; the error is in [`Validator::error`].
+struct Failed;
+
+/// What a check returns.
+type Checked<T = ()> = Result<T, Failed>;
+
 impl<'b> Validator<'b, '_> {
-    fn spend(&mut self, n: u64, at: usize) -> Result<(), DecodeError> {
+    /// Records `kind` at offset `at` as the reason validation stops.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, kind: K, at: usize) -> Failed {
+        self.failed(DecodeError::new(kind, at as u64))
+    }
+
+    #[cold]
+    fn failed(&mut self, err: DecodeError) -> Failed {
+        self.error = Some(err);
+        Failed
+    }
+
+    /// Adds field `field` of `desc` to the recorded error's path (while unwinding).
+    #[cold]
+    #[inline(never)]
+    fn within(&mut self, desc: &MessageDesc<'_>, field: &FieldDesc<'_>) -> Failed {
+        self.error = self.error.take().map(|e| e.within(desc.name, field.name));
+        Failed
+    }
+
+    fn spend(&mut self, n: u64, at: usize) -> Checked {
         match self.budget.checked_sub(n) {
             Some(left) => {
                 self.budget = left;
                 Ok(())
             }
-            None => Err(DecodeError::new(
-                K::TooManyElements {
-                    max: self.limits.max_elements,
-                },
-                at as u64,
-            )),
+            None => {
+                let max = self.limits.max_elements;
+                Err(self.fail(K::TooManyElements { max }, at))
+            }
         }
     }
 
     /// Claims `[start, start + len)` as the next structure in walk order.
-    fn claim(&mut self, entry_at: usize, start: usize, len: usize) -> Result<(), DecodeError> {
+    fn claim(&mut self, entry_at: usize, start: usize, len: usize) -> Checked {
         if start < self.cursor {
             let kind = K::StructureOverlap {
                 start: start as u64,
                 previous_end: self.cursor as u64,
             };
-            return Err(DecodeError::new(kind, entry_at as u64));
+            return Err(self.fail(kind, entry_at));
         }
         self.cursor = start + len;
         Ok(())
     }
 
     /// Checks the header at `at`; returns its chunk count.
-    fn header(&mut self, at: usize, declared: Option<u64>) -> Result<usize, DecodeError> {
-        let err = |kind| Err(DecodeError::new(kind, at as u64));
+    #[inline(always)]
+    fn header(&mut self, at: usize, declared: Option<u64>) -> Checked<usize> {
         let available = (self.root.len() as u64).saturating_sub(at as u64);
-        let (Some(chunks), Some(flags), Some(entries)) = (
-            read_u16(self.root, at),
-            read_u16(self.root, at + 2),
-            read_u32(self.root, at + 4),
-        ) else {
-            return err(K::HeaderOutOfBounds {
+        let Some(preamble) = read_u64(self.root, at) else {
+            let kind = K::HeaderOutOfBounds {
                 needed: PREAMBLE_LEN as u64,
                 available,
-            });
+            };
+            return Err(self.fail(kind, at));
         };
+        let (chunks, flags, entries) = layout::split_preamble(preamble);
         if flags != 0 {
-            return err(K::UnknownFlags(flags));
+            return Err(self.fail(K::UnknownFlags(flags), at));
         }
-        let (chunks, entries) = (chunks as usize, entries as u64);
+        let (chunks, entries) = (chunks as usize, u64::from(entries));
         let needed = (PREAMBLE_LEN + CHUNK_LEN * chunks) as u64 + ENTRY_LEN as u64 * entries;
         if needed > available {
-            return err(K::HeaderOutOfBounds { needed, available });
+            return Err(self.fail(K::HeaderOutOfBounds { needed, available }, at));
         }
         if let Some(declared) = declared {
             if declared != needed {
-                return err(K::HeaderLength {
+                let kind = K::HeaderLength {
                     declared,
                     actual: needed,
-                });
+                };
+                return Err(self.fail(kind, at));
             }
         }
         self.spend(entries, at)?;
         self.cursor = at + needed as usize;
+        // In bounds: the whole header was checked above. One test per chunk; which rule a
+        // chunk breaks is worked out only on the error path.
+        let table = chunk_table(self.root, at, chunks);
         let mut rank = 0u32;
-        let mut last: Option<u32> = None;
-        for i in 0..chunks {
-            let c = at + PREAMBLE_LEN + CHUNK_LEN * i;
-            let chunk_err = |kind| Err(DecodeError::new(kind, c as u64));
-            // In bounds: the whole header was checked above.
-            let g = read_u32(self.root, c).unwrap_or(u32::MAX);
-            let base = read_u32(self.root, c + 4).unwrap_or(u32::MAX);
-            let bits = read_u64(self.root, c + 8).unwrap_or(0);
-            let chunk = i as u32;
-            if last.is_some_and(|l| l >= g) {
-                return chunk_err(K::ChunkOrder { chunk });
-            }
-            if bits == 0 || (g == 0 && bits & 1 != 0) || g > layout::group_of(MAX_FIELD_NUMBER) {
-                return chunk_err(K::BadChunk { chunk });
-            }
-            if base != rank {
-                return chunk_err(K::RankMismatch {
-                    chunk,
-                    found: base,
-                    expected: rank,
-                });
+        let mut next_group = 0u64;
+        for (i, c) in table.enumerate() {
+            let (group, base, bits) = layout::split_chunk(u128::from_le_bytes(*c));
+            let bad = u64::from(group) < next_group
+                || bits == 0
+                || bits & u64::from(group == 0) != 0
+                || group > layout::group_of(MAX_FIELD_NUMBER)
+                || base != rank;
+            if bad {
+                return Err(self.failed(chunk_error(at, i, group, base, bits, next_group, rank)));
             }
             rank += bits.count_ones();
-            last = Some(g);
+            next_group = u64::from(group) + 1;
         }
         if u64::from(rank) != entries {
-            return err(K::EntryCount {
+            let kind = K::EntryCount {
                 found: entries as u32,
                 expected: rank,
-            });
+            };
+            return Err(self.fail(kind, at));
         }
         Ok(chunks)
     }
 
-    fn range(&mut self, at: usize, e: u64) -> Result<(usize, usize), DecodeError> {
+    fn range(&mut self, at: usize, e: u64) -> Checked<(usize, usize)> {
         let (off, len) = layout::split_range(e);
         let message_len = self.root.len() as u64;
         if u64::from(off) + u64::from(len) > message_len {
-            return Err(DecodeError::new(
-                K::RangeOutOfBounds {
-                    offset: off,
-                    len,
-                    message_len,
-                },
-                at as u64,
-            ));
+            let kind = K::RangeOutOfBounds {
+                offset: off,
+                len,
+                message_len,
+            };
+            return Err(self.fail(kind, at));
         }
         self.reference(at, u64::from(len))?;
         Ok((off as usize, len as usize))
     }
 
     /// Counts `len` referenced bytes against the message-size limit (`decode_at` only).
-    fn reference(&mut self, at: usize, len: u64) -> Result<(), DecodeError> {
+    fn reference(&mut self, at: usize, len: u64) -> Checked {
         self.referenced += len;
         if self.referenced > self.max_referenced {
             let kind = K::MessageTooLarge {
                 len: self.referenced,
                 max: self.max_referenced,
             };
-            return Err(DecodeError::new(kind, at as u64));
+            return Err(self.fail(kind, at));
         }
         Ok(())
     }
 
-    /// Validates every known field of `view`; unknown fields are skipped.
-    fn message(&mut self, view: &View<'b>, depth: u32) -> Result<(), DecodeError> {
+    /// Validates every known field of `view`; unknown fields are skipped. The schema's fields
+    /// and the header's present fields are both in ascending order: one walk over both finds
+    /// every entry, each present field's rank counted on the way (no lookup per field).
+    fn message(&mut self, view: &View<'b>, depth: u32) -> Checked {
         let desc = view.desc;
+        let entries = view.entries();
+        let entries_at = view.entries_at();
+        let mut present = Present::new(view.table());
         let mut oneofs_seen = 0u64;
         for (i, f) in desc.fields().iter().enumerate() {
-            let Some((at, e)) = view.entry_at(f.number) else {
+            let rank = present.find(f.number);
+            let Some((at, e)) = rank.and_then(|r| {
+                Some((
+                    entries_at + ENTRY_LEN * r,
+                    u64::from_le_bytes(*layout::word::<ENTRY_LEN>(entries, r)?),
+                ))
+            }) else {
                 if f.label == Label::Required {
-                    return Err(
-                        DecodeError::new(K::MissingRequired, view.at as u64).within(desc.name, f.name)
-                    );
+                    self.fail(K::MissingRequired, view.at);
+                    return Err(self.within(desc, f));
                 }
                 continue;
             };
@@ -676,17 +795,20 @@ impl<'b> Validator<'b, '_> {
                             first: first.number,
                             second: f.number,
                         };
-                        return Err(DecodeError::new(kind, at as u64).within(desc.name, f.name));
+                        self.fail(kind, at);
+                        return Err(self.within(desc, f));
                     }
                 }
                 oneofs_seen |= mask;
             }
-            self.field(view, f.kind, f.label, at, e, depth)
-                .map_err(|err| err.within(desc.name, f.name))?;
+            if let Err(Failed) = self.field(view, f.kind, f.label, at, e, depth) {
+                return Err(self.within(desc, f));
+            }
         }
         Ok(())
     }
 
+    #[inline(always)]
     fn field(
         &mut self,
         view: &View<'b>,
@@ -695,7 +817,7 @@ impl<'b> Validator<'b, '_> {
         at: usize,
         e: u64,
         depth: u32,
-    ) -> Result<(), DecodeError> {
+    ) -> Checked {
         if label != Label::Repeated {
             return match kind {
                 Kind::String | Kind::Bytes => self.range(at, e).map(|_| ()),
@@ -710,38 +832,76 @@ impl<'b> Validator<'b, '_> {
                 len: len as u32,
                 width: width as u32,
             };
-            return Err(DecodeError::new(kind, at as u64));
+            return Err(self.fail(kind, at));
         }
         let n = len / width;
         self.spend(n as u64, at)?;
         if n > 0 {
             self.claim(at, off, len)?;
         }
-        if kind.packed_width().is_some() {
-            return Ok(());
+        match kind {
+            Kind::Message(d) => self.messages(view, off, n, d, depth),
+            Kind::String | Kind::Bytes => self.ranges(off, len),
+            _ => Ok(()),
         }
+    }
+
+    /// The pointers of a `bytes`/`string` list at `off` (`len` bytes, in the message): each a
+    /// range inside it. One pass sums the lengths and tests every range with no early exit;
+    /// only a list that fails is walked again, pointer by pointer, to name the first culprit.
+    #[inline]
+    fn ranges(&mut self, off: usize, len: usize) -> Checked {
+        let ptrs = layout::words::<ENTRY_LEN>(self.root.get(off..off + len).unwrap_or_default());
+        let message_len = self.root.len() as u64;
+        let mut outside = false;
+        let mut total = 0u64;
+        for p in ptrs {
+            let (o, l) = layout::split_range(u64::from_le_bytes(*p));
+            outside |= u64::from(o) + u64::from(l) > message_len;
+            total += u64::from(l);
+        }
+        // `referenced <= max_referenced` holds after every successful `reference`.
+        if outside || total > self.max_referenced - self.referenced {
+            return self.ranges_one_by_one(off, len / ENTRY_LEN);
+        }
+        self.referenced += total;
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn ranges_one_by_one(&mut self, off: usize, n: usize) -> Checked {
+        for i in 0..n {
+            let p = off + ENTRY_LEN * i;
+            self.range(p, read_u64(self.root, p).unwrap_or(0))?;
+        }
+        Ok(())
+    }
+
+    /// The pointers of a list of `n` messages (or map entries) at `off`: each a nested header.
+    fn messages(
+        &mut self,
+        view: &View<'b>,
+        off: usize,
+        n: usize,
+        d: &'b MessageDesc<'b>,
+        depth: u32,
+    ) -> Checked {
         let mut previous_key = None;
         for i in 0..n {
             let p = off + ENTRY_LEN * i;
             let pe = read_u64(self.root, p).unwrap_or(0);
-            match kind {
-                Kind::Message(d) => {
-                    self.nested(view, p, pe, d, depth)?;
-                    if d.map_entry {
-                        // Keys strictly ascending: no duplicates, one order (section 4.6).
-                        let key = view
-                            .child(layout::split_range(pe).0 as usize, d)
-                            .and_then(|e| map_key(&e));
-                        if key.is_some() && previous_key.is_some() && key <= previous_key {
-                            let kind = K::MapKeyOrder { index: i as u32 };
-                            return Err(DecodeError::new(kind, p as u64));
-                        }
-                        previous_key = key;
-                    }
+            self.nested(view, p, pe, d, depth)?;
+            if d.map_entry {
+                // Keys strictly ascending: no duplicates, one order (section 4.6).
+                let key = view
+                    .child(layout::split_range(pe).0 as usize, d)
+                    .and_then(|e| map_key(&e));
+                if key.is_some() && previous_key.is_some() && key <= previous_key {
+                    let kind = K::MapKeyOrder { index: i as u32 };
+                    return Err(self.fail(kind, p));
                 }
-                _ => {
-                    self.range(p, pe)?;
-                }
+                previous_key = key;
             }
         }
         Ok(())
@@ -754,15 +914,11 @@ impl<'b> Validator<'b, '_> {
         e: u64,
         desc: &'b MessageDesc<'b>,
         depth: u32,
-    ) -> Result<(), DecodeError> {
+    ) -> Checked {
         let (off, len) = self.range(at, e)?;
         if depth + 1 > self.limits.max_depth {
-            return Err(DecodeError::new(
-                K::TooDeep {
-                    max: self.limits.max_depth,
-                },
-                at as u64,
-            ));
+            let max = self.limits.max_depth;
+            return Err(self.fail(K::TooDeep { max }, at));
         }
         self.claim(at, off, len)?;
         let chunks = self.header(off, Some(len as u64))?;
