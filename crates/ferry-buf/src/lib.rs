@@ -7,9 +7,11 @@
 //! serialization and transports pass around:
 //!
 //! - [`Pool`] reserves one virtual range of `max_bytes` up front and maps regions of
-//!   `region_size` inside it as it grows: 2 MiB hugetlb pages if free, else transparent huge
-//!   pages, else 4 KiB pages; each region prefaulted and (best effort) `mlock`ed. Transports
-//!   learn about every region through [`Pool::on_region`] to register it.
+//!   `region_size` inside it as it grows, each (best effort) `mlock`ed. A size class's first
+//!   region is 4 KiB pages faulted on first touch, so a new pool costs a few system calls and
+//!   the pages its buffers use, not a region's zeroing; a class's later regions are 2 MiB
+//!   hugetlb pages if free, else transparent huge pages, else 4 KiB pages, prefaulted.
+//!   Transports learn about every region through [`Pool::on_region`] to register it.
 //! - Each region serves one power-of-two size class ([`MIN_CLASS`] up to `region_size`).
 //!   Allocation and free are O(1) and lock-free (a per-class Treiber stack); only adding a
 //!   region takes a lock. [`PoolError::Exhausted`] when `max_bytes` is reached, never a heap

@@ -358,9 +358,16 @@ impl PoolInner {
         self.region_shift
     }
 
-    pub(crate) fn map_options(&self) -> MapOptions {
+    /// How to map a new region for class `class`. The class's first region: base pages,
+    /// faulted on first touch, so that a new pool costs a few system calls and the pages its
+    /// first buffers use, not a region's zeroing (a storm of short-lived connections makes a
+    /// pool each). A later one, for a class that has filled a region: huge pages if
+    /// configured, prefaulted.
+    pub(crate) fn map_options(&self, class: usize) -> MapOptions {
+        let demanded = self.class_states[class].regions.load(Ordering::Relaxed) > 0;
         MapOptions {
-            huge_pages: self.config.huge_pages,
+            huge_pages: self.config.huge_pages && demanded,
+            prefault: demanded,
             mlock: self.config.mlock,
         }
     }

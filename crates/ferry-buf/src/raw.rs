@@ -48,7 +48,7 @@ impl Region {
     /// Maps the next unused region of `pool` for class `class_index`, stores it in the pool's
     /// table and returns it; `None` if the reservation is used up.
     pub(crate) fn add(pool: &Arc<PoolInner>, class_index: usize) -> Result<Option<&Region>, PoolError> {
-        let Some(mapped) = pool.reservation().map_next(pool.map_options())? else {
+        let Some(mapped) = pool.reservation().map_next(pool.map_options(class_index))? else {
             return Ok(None);
         };
         let class_shift = MIN_SHIFT + class_index as u32;

@@ -1,6 +1,7 @@
-//! Page backing of real regions (Linux, not Miri): hugetlb when free 2 MiB pages exist, else
-//! transparent huge pages, else base pages. A missing kernel feature skips its check with a
-//! printed reason.
+//! Page backing of real regions (Linux, not Miri): a size class's first region in base pages
+//! faulted on first touch; its later ones hugetlb when free 2 MiB pages exist, else
+//! transparent huge pages, else base pages, prefaulted. A missing kernel feature skips its
+//! check with a printed reason.
 #![cfg(all(target_os = "linux", not(miri)))]
 
 use std::sync::{Arc, Mutex};
@@ -9,18 +10,48 @@ use ferry_buf::{PageKind, Pool, PoolConfig, RegionInfo};
 
 const REGION: usize = 2 << 20;
 
-fn first_region(config: PoolConfig) -> (Pool, RegionInfo) {
+/// A pool of `config`, and the regions its hook has seen so far.
+fn watched(config: PoolConfig) -> (Pool, Arc<Mutex<Vec<RegionInfo>>>) {
     let pool = Pool::new(config).unwrap();
     let seen: Arc<Mutex<Vec<RegionInfo>>> = Arc::default();
     let hook = seen.clone();
     pool.on_region(move |info| hook.lock().unwrap().push(*info));
-    let mut buf = pool.alloc(REGION).unwrap();
-    // The whole region is mapped, writable and zeroed.
-    assert!(buf.capacity_mut().iter().all(|&b| b == 0));
-    buf.capacity_mut().fill(1);
-    drop(buf);
-    let info = seen.lock().unwrap()[0];
+    (pool, seen)
+}
+
+/// The second region of the largest class (whose buffers fill a region each): the first of
+/// the class is always base pages faulted on first touch.
+fn second_region(config: PoolConfig) -> (Pool, RegionInfo) {
+    let (pool, seen) = watched(config);
+    let bufs: Vec<_> = (0..2)
+        .map(|_| {
+            let mut buf = pool.alloc(REGION).unwrap();
+            // The whole region is mapped, writable and zeroed.
+            assert!(buf.capacity_mut().iter().all(|&b| b == 0));
+            buf.capacity_mut().fill(1);
+            buf
+        })
+        .collect();
+    drop(bufs);
+    let info = seen.lock().unwrap()[1];
     (pool, info)
+}
+
+/// Resident bytes of `addr..addr + len` (the present bits of `/proc/self/pagemap`).
+fn resident(addr: *const u8, len: usize) -> usize {
+    use std::io::{Read, Seek, SeekFrom};
+    const PAGE: usize = 4096;
+    let mut pagemap = std::fs::File::open("/proc/self/pagemap").unwrap();
+    pagemap
+        .seek(SeekFrom::Start((addr.addr() / PAGE * 8) as u64))
+        .unwrap();
+    let mut entries = vec![0; len / PAGE * 8];
+    pagemap.read_exact(&mut entries).unwrap();
+    let present = entries
+        .chunks_exact(8)
+        .filter(|e| u64::from_ne_bytes((*e).try_into().unwrap()) >> 63 == 1)
+        .count();
+    present * PAGE
 }
 
 fn sysfs(path: &str) -> Option<String> {
@@ -48,7 +79,7 @@ fn huge_pages_when_available() {
         ..Default::default()
     };
     let free = free_huge_pages();
-    let (_pool, info) = first_region(config);
+    let (_pool, info) = second_region(config);
     assert_eq!(info.len, REGION);
     assert_eq!(info.addr.addr() % REGION, 0);
     if free > 0 {
@@ -70,7 +101,7 @@ fn base_pages_when_huge_pages_are_off() {
         huge_pages: false,
         ..Default::default()
     };
-    let (_pool, info) = first_region(config);
+    let (_pool, info) = second_region(config);
     assert_eq!(info.pages, PageKind::Base);
 }
 
@@ -83,4 +114,39 @@ fn default_config_reserves_without_committing() {
     assert_eq!(pool.stats().mapped_bytes, 8 << 20);
     assert_eq!(pool.max_class(), 8 << 20);
     drop(buf);
+}
+
+/// The regression of the reconnect storm (issue 28): every connection makes a pool, and each
+/// pool's first buffer of a class zeroed the class's whole region (8 MiB by default, a huge
+/// page at a time) on the connecting thread.
+#[test]
+fn a_new_pools_first_buffer_faults_its_pages_not_its_region() {
+    let (pool, seen) = watched(PoolConfig::default());
+    let buf = pool.copy_from(b"first").unwrap();
+    let info = seen.lock().unwrap()[0];
+    assert_eq!(info.pages, PageKind::Base);
+    assert_eq!(info.len, 8 << 20);
+    assert_eq!(
+        resident(info.addr, info.len),
+        4096,
+        "one page of {} resident",
+        info.len
+    );
+    drop(buf);
+
+    // The class's second region is prefaulted: its class has shown it needs more than one.
+    let whole: Vec<_> = (0..2).map(|_| pool.alloc(8 << 20).unwrap()).collect();
+    let infos = seen.lock().unwrap().clone();
+    assert_eq!(infos.len(), 3);
+    assert_eq!(
+        resident(infos[1].addr, infos[1].len),
+        0,
+        "the class's first region, untouched"
+    );
+    assert_eq!(
+        resident(infos[2].addr, infos[2].len),
+        8 << 20,
+        "its second, prefaulted"
+    );
+    drop(whole);
 }

@@ -1,9 +1,12 @@
 //! Linux backend: `mmap` a `PROT_NONE` reservation, then map regions over it with `MAP_FIXED`.
 //!
-//! Page choice per region, in order: hugetlbfs 2 MiB pages if enough are free, transparent
-//! huge pages if THP is not disabled, else 4 KiB pages. Every region is prefaulted before
-//! it is handed out, so the hot path never takes a page fault, and `mlock`ed if asked
-//! (best effort).
+//! Page choice per region (when huge pages are asked for), in order: hugetlbfs 2 MiB pages if
+//! enough are free, transparent huge pages if THP is not disabled, else 4 KiB pages. A region
+//! is prefaulted before it is handed out if asked, else each page is faulted on first touch;
+//! `mlock`ed if asked (best effort; `MLOCK_ONFAULT` for a region not prefaulted, so locking
+//! does not fault it in). Memory not yet touched is still valid: an anonymous page reads as
+//! zero, a memfd's pages exist up to its sealed size (the peer's mapping reads zeroes), and
+//! hugetlb pages were reserved when mapped.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -180,12 +183,17 @@ impl Reservation {
                 }
             }
         };
-        // SAFETY: `ptr..ptr + len` is mapped read-write just above and not yet shared.
-        unsafe { prefault(ptr, len) };
+        if options.prefault {
+            // SAFETY: `ptr..ptr + len` is mapped read-write just above and not yet shared.
+            unsafe { prefault(ptr, len) };
+        }
 
         let (locked, mlock_error) = if options.mlock {
+            // Locking a range faults it in unless `MLOCK_ONFAULT`: then pages are locked as they
+            // are touched.
+            let flags = if options.prefault { 0 } else { libc::MLOCK_ONFAULT };
             // SAFETY: locks our own mapping; no memory is read or written.
-            match unsafe { libc::mlock(ptr.as_ptr().cast(), len) } {
+            match unsafe { libc::mlock2(ptr.as_ptr().cast(), len, flags) } {
                 0 => (true, None),
                 _ => (false, Some(io::Error::last_os_error().to_string())),
             }

@@ -1,7 +1,8 @@
 //! Operating-system memory: one reserved virtual range, and regions mapped inside it.
 //!
 //! [`Reservation`] owns the range for the pool's life; [`Reservation::map_next`] hands out each
-//! region at most once, mapped read-write, prefaulted and zeroed, as a [`Mapped`]. Two
+//! region at most once, mapped read-write and reading as zeroes (prefaulted if asked, else
+//! each page faulted on first touch), as a [`Mapped`]. Two
 //! backends with the same interface:
 //! - `mmap.rs` (Linux): `mmap`, `madvise`, `mlock`;
 //! - `heap.rs` (Miri and other targets): one `std::alloc` allocation, so the pool and
@@ -28,6 +29,8 @@ pub(crate) use heap::Reservation;
 pub(crate) struct MapOptions {
     /// Try 2 MiB pages (hugetlbfs, then THP).
     pub(crate) huge_pages: bool,
+    /// Touch every page now; otherwise each page is faulted (and zeroed) on first touch.
+    pub(crate) prefault: bool,
     /// `mlock` the region.
     pub(crate) mlock: bool,
 }
