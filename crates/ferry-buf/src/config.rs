@@ -48,9 +48,10 @@ pub struct PoolConfig {
     /// committed). Default 1 GiB.
     pub max_bytes: usize,
     /// Back regions with 2 MiB pages when possible: hugetlbfs pages if the system has enough
-    /// free ones, else transparent huge pages. Needs `region_size >= 2 MiB`, and applies to a
-    /// size class's regions after its first (the first is 4 KiB pages faulted on first touch,
-    /// so that a pool that stays small stays cheap). `false` gives ordinary 4 KiB pages.
+    /// free ones, else transparent huge pages. Needs `region_size >= 2 MiB`, and applies to the
+    /// regions the grower thread maps ahead (a region mapped on demand, by the allocating
+    /// thread, is 4 KiB pages faulted on first touch, so that a pool that stays small stays
+    /// cheap and no allocating thread zeroes a huge page). `false` gives ordinary 4 KiB pages.
     /// Default true.
     pub huge_pages: bool,
     /// `mlock` regions (best effort; a failure is reported once on stderr, in

@@ -7,10 +7,12 @@
 //! serialization and transports pass around:
 //!
 //! - [`Pool`] reserves one virtual range of `max_bytes` up front and maps regions of
-//!   `region_size` inside it as it grows, each (best effort) `mlock`ed. A size class's first
-//!   region is 4 KiB pages faulted on first touch, so a new pool costs a few system calls and
-//!   the pages its buffers use, not a region's zeroing; a class's later regions are 2 MiB
-//!   hugetlb pages if free, else transparent huge pages, else 4 KiB pages, prefaulted.
+//!   `region_size` inside it as it grows, each (best effort) `mlock`ed. No allocating thread
+//!   zeroes a region: a region it maps on demand is 4 KiB pages faulted as buffers touch them,
+//!   so a new pool costs a few system calls and the pages its buffers use. Once a class needs
+//!   a second region, a background grower thread (one per process, lowest priority) maps the
+//!   pool's next region ahead of need, 2 MiB hugetlb pages if free, else transparent huge
+//!   pages, else 4 KiB pages, prefaulted, and the next growth takes it ready.
 //!   Transports learn about every region through [`Pool::on_region`] to register it.
 //! - Each region serves one power-of-two size class ([`MIN_CLASS`] up to `region_size`).
 //!   Allocation and free are O(1) and lock-free (a per-class Treiber stack); only adding a
@@ -58,7 +60,9 @@
 //!
 //! - [`Pool`] is `Send + Sync` and cheap to clone; any thread may allocate, recover and read
 //!   statistics concurrently. Allocation and free are lock-free; growing the pool and
-//!   [`Pool::on_region`] serialize on one mutex, and hooks run under it.
+//!   [`Pool::on_region`] serialize on one mutex, and hooks run under it (on the thread that
+//!   grows the pool, never the grower). Nothing under that mutex zeroes pages; it waits for
+//!   the grower only when the pool's last region is the one being mapped ahead.
 //! - [`BufMut`] is `Send + Sync`: it can be filled on one thread and moved to another;
 //!   writing needs `&mut`.
 //! - [`SharedBuf`] is `Send + Sync`. Counts are atomic (`Relaxed` increments; `Release`
@@ -67,7 +71,8 @@
 //!   exceeding it aborts the process, like `Arc`.
 //! - [`Pool::recover`] increments with a compare-exchange loop that refuses a count of zero:
 //!   a slot freed concurrently is never resurrected, and a [`BufMut`]'s slot is never shared.
-//! - The free list and the refcount are model-checked with loom (every interleaving of a few
+//! - The free list, the refcount and the hand-off of the region mapped ahead are
+//!   model-checked with loom (every interleaving of a few
 //!   threads; `--cfg loom`, see `.ci/run`), and the crate's tests run under Miri with strict
 //!   provenance.
 //!
@@ -93,11 +98,13 @@
 //! ```
 #![deny(unsafe_code)]
 
+mod ahead;
 mod buf_mut;
 mod class;
 mod config;
 mod error;
 mod free_list;
+mod grower;
 mod pool;
 #[allow(unsafe_code)]
 mod raw;

@@ -5,11 +5,13 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use crate::ahead::Ahead;
 use crate::class::{Classes, SlotId};
 use crate::free_list::FreeList;
+use crate::grower;
 use crate::raw::{RawMut, RawShared, Region};
 use crate::sync::AtomicU32;
-use crate::sys::{MapOptions, Reservation};
+use crate::sys::{MapOptions, Mapped, Reservation};
 use crate::{BufMut, ClassStats, PoolConfig, PoolError, PoolStats, RegionInfo, SharedBuf};
 
 type RegionHook = Box<dyn Fn(&RegionInfo) + Send + Sync>;
@@ -53,7 +55,10 @@ pub(crate) struct PoolInner {
     class_states: Box<[ClassState]>,
     /// Held while adding a region or a hook (the rare path).
     growth: Mutex<Growth>,
+    /// The region the grower maps ahead of need, once a class has needed a second region.
+    ahead: Ahead<Mapped>,
     regions_added: AtomicUsize,
+    regions_taken_ahead: AtomicUsize,
     mlock_failures: AtomicUsize,
     /// Declared last so it is dropped (unmapped) after everything that describes it.
     reservation: Reservation,
@@ -102,7 +107,9 @@ impl Pool {
                 hooks: Vec::new(),
                 mlock_reported: false,
             }),
+            ahead: Ahead::new(),
             regions_added: AtomicUsize::new(0),
+            regions_taken_ahead: AtomicUsize::new(0),
             mlock_failures: AtomicUsize::new(0),
             config,
         };
@@ -214,6 +221,8 @@ impl Pool {
         PoolStats {
             classes,
             regions,
+            regions_taken_ahead: inner.regions_taken_ahead.load(Ordering::Relaxed),
+            regions_ready_ahead: usize::from(inner.ahead.is_ready()),
             mapped_bytes: regions * inner.config.region_size,
             mlock_failures: inner.mlock_failures.load(Ordering::Relaxed),
         }
@@ -261,6 +270,12 @@ impl PoolInner {
 
     /// Adds a region for class `class`, announces it to the hooks, keeps its first slot for
     /// the caller and pushes the others onto the free list.
+    ///
+    /// The region is the one mapped ahead if it is ready, else one mapped here on demand:
+    /// base pages faulted as buffers touch them, so that neither this thread nor another one
+    /// waiting for the growth lock waits for a region's zeroing (and a pool that stays small
+    /// costs the pages it uses). Once a class needs a second region, the grower maps and
+    /// prefaults the next one ahead, off this thread.
     #[cold]
     fn grow(self: &Arc<Self>, class: usize) -> Result<RawMut, PoolError> {
         let mut growth = self.lock_growth();
@@ -272,9 +287,30 @@ impl PoolInner {
             class: self.classes.size(class),
             max_bytes: self.config.max_bytes,
         };
-        let region = Region::add(self, class)?.ok_or_else(exhausted)?;
-        self.regions_added.fetch_add(1, Ordering::Relaxed);
+        let mapped = match self.ahead.take() {
+            Some(mapped) => {
+                self.regions_taken_ahead.fetch_add(1, Ordering::Relaxed);
+                mapped
+            }
+            None => {
+                let on_demand = MapOptions {
+                    huge_pages: false,
+                    prefault: false,
+                    mlock: self.config.mlock,
+                };
+                match self.reservation.map_next(on_demand)? {
+                    Some(mapped) => mapped,
+                    // The last region may be the one being mapped ahead.
+                    None => self.ahead.wait_take().ok_or_else(exhausted)?,
+                }
+            }
+        };
         let state = &self.class_states[class];
+        if state.regions.load(Ordering::Relaxed) > 0 && self.ahead.ask() {
+            grower::request(Arc::downgrade(self));
+        }
+        let region = Region::add(self, class, mapped);
+        self.regions_added.fetch_add(1, Ordering::Relaxed);
         state.regions.fetch_add(1, Ordering::Relaxed);
         if let Some(error) = region.mlock_error() {
             self.mlock_failures.fetch_add(1, Ordering::Relaxed);
@@ -358,18 +394,22 @@ impl PoolInner {
         self.region_shift
     }
 
-    /// How to map a new region for class `class`. The class's first region: base pages,
-    /// faulted on first touch, so that a new pool costs a few system calls and the pages its
-    /// first buffers use, not a region's zeroing (a storm of short-lived connections makes a
-    /// pool each). A later one, for a class that has filled a region: huge pages if
-    /// configured, prefaulted.
-    pub(crate) fn map_options(&self, class: usize) -> MapOptions {
-        let demanded = self.class_states[class].regions.load(Ordering::Relaxed) > 0;
-        MapOptions {
-            huge_pages: self.config.huge_pages && demanded,
-            prefault: demanded,
+    /// The grower's work: maps the next region, huge pages if configured, prefaulted, and
+    /// offers it for the pool's next growth (nothing if the reservation is used up or mapping
+    /// failed: growth on demand then sees it).
+    pub(crate) fn map_ahead(&self) {
+        let ahead = MapOptions {
+            huge_pages: self.config.huge_pages,
+            prefault: true,
             mlock: self.config.mlock,
-        }
+        };
+        self.ahead.offer(self.reservation.map_next(ahead).ok().flatten());
+    }
+
+    /// Answers a request for a region ahead that no grower will serve.
+    #[cfg_attr(miri, allow(dead_code))]
+    pub(crate) fn refuse_ahead(&self) {
+        self.ahead.offer(None);
     }
 }
 

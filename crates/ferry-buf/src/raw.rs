@@ -2,8 +2,8 @@
 //!
 //! Invariants everything here relies on (and establishes):
 //!
-//! 1. A [`Region`] is only created by [`Region::add`], which maps it from its pool's own
-//!    reservation and stores it in that pool's region table, where it stays, unmoved, until
+//! 1. A [`Region`] is only created by [`Region::add`], from a region mapped from its pool's own
+//!    reservation (on demand or ahead), and stored in that pool's region table, where it stays, unmoved, until
 //!    the pool (`PoolInner`) is dropped. `region.pool` points to that pool.
 //! 2. Every slot whose count is not `FREE` owns one strong count of its pool's `Arc`, taken in
 //!    [`RawMut::claim`] and given back in `free_slot` when the slot returns to the free list.
@@ -20,7 +20,8 @@ use std::sync::Arc;
 use crate::class::{MIN_SHIFT, SlotId};
 use crate::pool::PoolInner;
 use crate::slot::SlotMeta;
-use crate::{PageKind, PoolError, RegionInfo};
+use crate::sys::Mapped;
+use crate::{PageKind, RegionInfo};
 
 /// Side metadata of one mapped region, serving one size class.
 #[derive(Debug)]
@@ -45,12 +46,9 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    /// Maps the next unused region of `pool` for class `class_index`, stores it in the pool's
-    /// table and returns it; `None` if the reservation is used up.
-    pub(crate) fn add(pool: &Arc<PoolInner>, class_index: usize) -> Result<Option<&Region>, PoolError> {
-        let Some(mapped) = pool.reservation().map_next(pool.map_options(class_index))? else {
-            return Ok(None);
-        };
+    /// Makes `mapped`, a region of `pool`'s own reservation, serve class `class_index`:
+    /// stores it in the pool's table and returns it.
+    pub(crate) fn add(pool: &Arc<PoolInner>, class_index: usize, mapped: Mapped) -> &Region {
         let class_shift = MIN_SHIFT + class_index as u32;
         let slots = (0..mapped.len() >> class_shift)
             .map(|_| SlotMeta::new())
@@ -72,7 +70,8 @@ impl Region {
         if cell.set(region).is_err() {
             unreachable!("the reservation hands out region {} once", mapped.index());
         }
-        Ok(cell.get())
+        cell.get()
+            .unwrap_or_else(|| unreachable!("region {} was just set", mapped.index()))
     }
 
     /// Index of the size class this region serves.

@@ -20,9 +20,16 @@ pub struct ClassStats {
 pub struct PoolStats {
     /// One entry per size class, smallest first.
     pub classes: Vec<ClassStats>,
-    /// Regions mapped so far (regions are never unmapped before the pool is dropped).
+    /// Regions serving a size class so far (regions are never unmapped before the pool is
+    /// dropped).
     pub regions: usize,
-    /// Bytes of all mapped regions.
+    /// Of `regions`, those the grower thread had mapped and prefaulted ahead of need (the
+    /// others were mapped by the allocating thread, their pages faulted as buffers touch them).
+    pub regions_taken_ahead: usize,
+    /// Regions mapped and prefaulted ahead, waiting for the pool to grow (0 or 1).
+    pub regions_ready_ahead: usize,
+    /// Bytes of the regions serving a size class (`regions * region_size`; a region ready
+    /// ahead maps `region_size` more).
     pub mapped_bytes: usize,
     /// Regions whose `mlock` failed (the first failure is also printed on stderr).
     pub mlock_failures: usize,

@@ -5,6 +5,7 @@
 #![cfg(all(target_os = "linux", not(miri)))]
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use ferry_buf::{PageKind, Pool, PoolConfig, RegionInfo};
 
@@ -19,21 +20,37 @@ fn watched(config: PoolConfig) -> (Pool, Arc<Mutex<Vec<RegionInfo>>>) {
     (pool, seen)
 }
 
-/// The second region of the largest class (whose buffers fill a region each): the first of
-/// the class is always base pages faulted on first touch.
-fn second_region(config: PoolConfig) -> (Pool, RegionInfo) {
+/// Waits until the grower has a region ready ahead for `pool` (a condition, polled).
+fn wait_ready_ahead(pool: &Pool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pool.stats().regions_ready_ahead == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no region ready ahead: {:?}",
+            pool.stats()
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// A region the grower mapped ahead: the third of the largest class (whose buffers fill a
+/// region each). The class's first two are mapped on demand, in base pages faulted on
+/// touch; needing the second asks the grower for the next.
+fn region_ahead(config: PoolConfig) -> (Pool, RegionInfo) {
     let (pool, seen) = watched(config);
-    let bufs: Vec<_> = (0..2)
-        .map(|_| {
-            let mut buf = pool.alloc(REGION).unwrap();
-            // The whole region is mapped, writable and zeroed.
-            assert!(buf.capacity_mut().iter().all(|&b| b == 0));
-            buf.capacity_mut().fill(1);
-            buf
-        })
-        .collect();
+    let fill = |pool: &Pool| {
+        let mut buf = pool.alloc(REGION).unwrap();
+        // The whole region is mapped, writable and zeroed.
+        assert!(buf.capacity_mut().iter().all(|&b| b == 0));
+        buf.capacity_mut().fill(1);
+        buf
+    };
+    let mut bufs = vec![fill(&pool), fill(&pool)];
+    wait_ready_ahead(&pool);
+    bufs.push(fill(&pool));
+    assert_eq!(pool.stats().regions_taken_ahead, 1);
     drop(bufs);
-    let info = seen.lock().unwrap()[1];
+    let info = seen.lock().unwrap()[2];
     (pool, info)
 }
 
@@ -79,7 +96,7 @@ fn huge_pages_when_available() {
         ..Default::default()
     };
     let free = free_huge_pages();
-    let (_pool, info) = second_region(config);
+    let (_pool, info) = region_ahead(config);
     assert_eq!(info.len, REGION);
     assert_eq!(info.addr.addr() % REGION, 0);
     if free > 0 {
@@ -97,11 +114,11 @@ fn huge_pages_when_available() {
 fn base_pages_when_huge_pages_are_off() {
     let config = PoolConfig {
         region_size: REGION,
-        max_bytes: 2 * REGION,
+        max_bytes: 4 * REGION,
         huge_pages: false,
         ..Default::default()
     };
-    let (_pool, info) = second_region(config);
+    let (_pool, info) = region_ahead(config);
     assert_eq!(info.pages, PageKind::Base);
 }
 
@@ -134,19 +151,26 @@ fn a_new_pools_first_buffer_faults_its_pages_not_its_region() {
     );
     drop(buf);
 
-    // The class's second region is prefaulted: its class has shown it needs more than one.
-    let whole: Vec<_> = (0..2).map(|_| pool.alloc(8 << 20).unwrap()).collect();
+    // The class's second region is mapped on demand too, and asks the grower for the next:
+    // the third is ready, prefaulted, before it is needed.
+    let mut whole: Vec<_> = (0..2).map(|_| pool.alloc(8 << 20).unwrap()).collect();
+    wait_ready_ahead(&pool);
+    whole.push(pool.alloc(8 << 20).unwrap());
     let infos = seen.lock().unwrap().clone();
-    assert_eq!(infos.len(), 3);
+    assert_eq!(infos.len(), 4);
+    for on_demand in &infos[1..3] {
+        assert_eq!(
+            resident(on_demand.addr, on_demand.len),
+            0,
+            "{on_demand:?}, untouched"
+        );
+    }
     assert_eq!(
-        resident(infos[1].addr, infos[1].len),
-        0,
-        "the class's first region, untouched"
-    );
-    assert_eq!(
-        resident(infos[2].addr, infos[2].len),
+        resident(infos[3].addr, infos[3].len),
         8 << 20,
-        "its second, prefaulted"
+        "the region ahead, prefaulted"
     );
+    let stats = pool.stats();
+    assert_eq!((stats.regions, stats.regions_taken_ahead), (4, 1));
     drop(whole);
 }

@@ -88,3 +88,7 @@ impl Drop for Reservation {
         unsafe { dealloc(self.base.as_ptr(), self.layout) }
     }
 }
+
+/// Scheduling priority is not lowered here (the grower thread is not used under Miri).
+#[cfg(not(miri))]
+pub(crate) fn lower_priority() {}

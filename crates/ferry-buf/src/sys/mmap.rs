@@ -349,6 +349,14 @@ unsafe fn prefault(ptr: NonNull<u8>, len: usize) {
     }
 }
 
+/// Gives the calling thread the lowest scheduling priority (nice 19), best effort: the
+/// grower's zeroing then waits for every other runnable thread.
+pub(crate) fn lower_priority() {
+    // SAFETY: a plain system call on the calling thread (on Linux, `who == 0` with
+    // `PRIO_PROCESS` is the calling thread); it touches no memory.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+}
+
 /// Free 2 MiB hugetlb pages not already promised to another mapping.
 fn hugetlb_pages_available() -> usize {
     let read = |name: &str| -> usize {

@@ -16,12 +16,14 @@ use crate::PageKind;
 #[cfg(all(target_os = "linux", not(miri)))]
 mod mmap;
 #[cfg(all(target_os = "linux", not(miri)))]
-pub(crate) use mmap::Reservation;
+pub(crate) use mmap::{Reservation, lower_priority};
 
 #[cfg(any(miri, not(target_os = "linux")))]
 mod heap;
 #[cfg(any(miri, not(target_os = "linux")))]
 pub(crate) use heap::Reservation;
+#[cfg(all(not(miri), not(target_os = "linux")))]
+pub(crate) use heap::lower_priority;
 
 /// How to map a region (the heap fallback has no pages or locks to choose).
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +48,11 @@ pub(crate) struct Mapped {
     locked: bool,
     mlock_error: Option<String>,
 }
+
+// SAFETY: a `Mapped` describes a region its reservation handed out once, that nothing reads
+// or writes yet; moving it to another thread (from the grower to the pool's allocating thread)
+// moves that sole right to use the region. It is never shared (`Sync` is not implemented).
+unsafe impl Send for Mapped {}
 
 impl Mapped {
     /// Region index within the reservation.
