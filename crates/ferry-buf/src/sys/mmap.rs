@@ -179,6 +179,13 @@ impl Reservation {
                 if thp {
                     PageKind::Transparent
                 } else {
+                    if !huge {
+                        // Base pages even where THP is `always`: a region faulted on demand
+                        // must not zero a huge page on the thread that touches it first.
+                        // Advice only: a failure leaves the system's default.
+                        // SAFETY: as above; advice on our own mapping, no memory accessed.
+                        unsafe { libc::madvise(ptr.as_ptr().cast(), len, libc::MADV_NOHUGEPAGE) };
+                    }
                     PageKind::Base
                 }
             }
