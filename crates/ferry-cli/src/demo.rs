@@ -229,7 +229,7 @@ pub fn run(args: &Args) -> Result<(), Box<dyn Error>> {
         let store = Store::new(&pool, &w)?;
         for (mode, ctx) in [("copy-only", copy), ("hybrid", &hybrid)] {
             verify(&store, ctx)?;
-            // Warm up: the first allocation of a size class maps and prefaults its region.
+            // Warm up: the first allocations of a size class map its region and fault its pages in.
             measure(&pool, &store, ctx, args.messages / 10 + 1)?;
             let m = measure(&pool, &store, ctx, args.messages)?;
             println!(

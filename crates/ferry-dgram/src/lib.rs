@@ -262,9 +262,9 @@
 //! 121 to 152 ms (0.7 to 1.8 s of growth in all, across threads). With THP disabled for the
 //! process (`PR_SET_THP_DISABLE`), so 4 KiB pages, ten runs took 0.9 to 1.9 s (against 0.2
 //! to 2.2 s with THP in the same minutes): the prefaulting itself is the cost. The
-//! retransmissions meanwhile are the protocol doing its job. The fix belongs to `ferry-buf`
-//! (regions grown ahead of need or off the hot path, or smaller first regions per class) and
-//! is not in this crate. The
+//! retransmissions meanwhile are the protocol doing its job. `ferry-buf` has since stopped
+//! prefaulting on the allocating thread: a region mapped on demand faults its pages as they
+//! are used, and later regions are mapped and prefaulted ahead by a grower thread. The
 //! counters that show such a pause on `/metrics` are ferry-rpc's `ferry_dgram_timeouts_total`
 //! and `ferry_dgram_retransmits_total` on a lossless path.
 //!

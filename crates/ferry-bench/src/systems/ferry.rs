@@ -17,7 +17,7 @@ use ferry::{Context, Outgoing, Pool, PoolConfig, SharedBuf};
 use crate::systems::{Decoder, Serializer, Sink};
 use crate::{BenchError, Shape};
 
-/// One pool per process for every Ferry instance: regions are prefaulted once.
+/// One pool per process for every Ferry instance: its regions are mapped and faulted in once.
 fn pool() -> &'static Pool {
     static POOL: std::sync::OnceLock<Pool> = std::sync::OnceLock::new();
     POOL.get_or_init(|| Pool::new(PoolConfig::default()).expect("bench pool"))
