@@ -514,83 +514,71 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let r = w
-                        .reserve_header(
-                            ::ferry::wire::Encode::missing_required(self),
-                            || {
-                                let mut h = ::ferry::wire::Header::<1>::new();
-                                if self.name.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(1));
-                                }
-                                if self.weight.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(2));
-                                }
-                                if self.scale.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(3));
-                                }
-                                if self.visible.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(4));
-                                }
-                                if self.tag.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(5));
-                                }
-                                if self.label.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(6));
-                                }
-                                if self.parent.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(7));
-                                }
-                                if !self.children.is_empty() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(8));
-                                }
-                                if !self.by_name.is_empty() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(9));
-                                }
-                                if !self.blobs.is_empty() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(10));
-                                }
-                                if !self.flags.is_empty() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(11));
-                                }
-                                h.shape()
-                            },
-                        );
                     let mut h = ::ferry::wire::Header::<1>::new();
-                    let mut e = ::ferry::wire::Entries::<11>::new();
-                    if let ::core::option::Option::Some(x) = &self.name {
+                    if self.name.is_some() {
                         h.set(0, ::ferry::wire::layout::bit_of(1));
-                        e.push(w.bytes(x.as_bytes()));
                     }
-                    if let ::core::option::Option::Some(x) = self.weight {
+                    if self.weight.is_some() {
                         h.set(0, ::ferry::wire::layout::bit_of(2));
-                        e.push(w.scalar(x));
                     }
-                    if let ::core::option::Option::Some(x) = self.scale {
+                    if self.scale.is_some() {
                         h.set(0, ::ferry::wire::layout::bit_of(3));
-                        e.push(w.scalar(x));
                     }
-                    if let ::core::option::Option::Some(x) = self.visible {
+                    if self.visible.is_some() {
                         h.set(0, ::ferry::wire::layout::bit_of(4));
-                        e.push(w.scalar(x));
                     }
-                    if let ::core::option::Option::Some(x) = &self.tag {
+                    if self.tag.is_some() {
                         h.set(0, ::ferry::wire::layout::bit_of(5));
-                        e.push(w.bytes(x));
                     }
-                    if let ::core::option::Option::Some(x) = &self.label {
+                    if self.label.is_some() {
                         h.set(0, ::ferry::wire::layout::bit_of(6));
-                        e.push(w.bytes(x.as_bytes()));
                     }
-                    if let ::core::option::Option::Some(x) = &self.parent {
+                    if self.parent.is_some() {
                         h.set(0, ::ferry::wire::layout::bit_of(7));
-                        e.push(w.message(x));
                     }
                     if !self.children.is_empty() {
                         h.set(0, ::ferry::wire::layout::bit_of(8));
-                        e.push(w.messages(self.children.iter()));
                     }
                     if !self.by_name.is_empty() {
                         h.set(0, ::ferry::wire::layout::bit_of(9));
+                    }
+                    if !self.blobs.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(10));
+                    }
+                    if !self.flags.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(11));
+                    }
+                    let at = w
+                        .reserve_header(
+                            h.shape(),
+                            ::ferry::wire::Encode::missing_required(self),
+                        );
+                    let mut e = ::ferry::wire::Entries::<11>::new();
+                    if let ::core::option::Option::Some(x) = &self.name {
+                        e.push(w.bytes(x.as_bytes()));
+                    }
+                    if let ::core::option::Option::Some(x) = self.weight {
+                        e.push(w.scalar(x));
+                    }
+                    if let ::core::option::Option::Some(x) = self.scale {
+                        e.push(w.scalar(x));
+                    }
+                    if let ::core::option::Option::Some(x) = self.visible {
+                        e.push(w.scalar(x));
+                    }
+                    if let ::core::option::Option::Some(x) = &self.tag {
+                        e.push(w.bytes(x));
+                    }
+                    if let ::core::option::Option::Some(x) = &self.label {
+                        e.push(w.bytes(x.as_bytes()));
+                    }
+                    if let ::core::option::Option::Some(x) = &self.parent {
+                        e.push(w.message(x));
+                    }
+                    if !self.children.is_empty() {
+                        e.push(w.messages(self.children.iter()));
+                    }
+                    if !self.by_name.is_empty() {
                         e.push(
                             w
                                 .messages(
@@ -602,7 +590,6 @@ pub mod ferry {
                         );
                     }
                     if !self.blobs.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(10));
                         e.push(
                             w
                                 .messages(
@@ -614,7 +601,6 @@ pub mod ferry {
                         );
                     }
                     if !self.flags.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(11));
                         e.push(
                             w
                                 .messages(
@@ -625,7 +611,7 @@ pub mod ferry {
                                 ),
                         );
                     }
-                    w.header(r, &GROUPS, &h, &e)
+                    w.header(at, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Node<'a> {
@@ -1034,31 +1020,26 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let r = w
-                        .reserve_header(
-                            ::ferry::wire::Encode::missing_required(self),
-                            || {
-                                let mut h = ::ferry::wire::Header::<1>::new();
-                                if self.forest.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(1));
-                                }
-                                if self.id.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(2));
-                                }
-                                h.shape()
-                            },
-                        );
                     let mut h = ::ferry::wire::Header::<1>::new();
+                    if self.forest.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                    }
+                    if self.id.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                    }
+                    let at = w
+                        .reserve_header(
+                            h.shape(),
+                            ::ferry::wire::Encode::missing_required(self),
+                        );
                     let mut e = ::ferry::wire::Entries::<2>::new();
                     if let ::core::option::Option::Some(x) = &self.forest {
-                        h.set(0, ::ferry::wire::layout::bit_of(1));
                         e.push(w.message(x));
                     }
                     if let ::core::option::Option::Some(x) = self.id {
-                        h.set(0, ::ferry::wire::layout::bit_of(2));
                         e.push(w.scalar(x));
                     }
-                    w.header(r, &GROUPS, &h, &e)
+                    w.header(at, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Leaf<'a> {
@@ -1241,31 +1222,26 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let r = w
-                        .reserve_header(
-                            ::ferry::wire::Encode::missing_required(self),
-                            || {
-                                let mut h = ::ferry::wire::Header::<1>::new();
-                                if !self.roots.is_empty() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(1));
-                                }
-                                if self.first.is_some() {
-                                    h.set(0, ::ferry::wire::layout::bit_of(2));
-                                }
-                                h.shape()
-                            },
-                        );
                     let mut h = ::ferry::wire::Header::<1>::new();
-                    let mut e = ::ferry::wire::Entries::<2>::new();
                     if !self.roots.is_empty() {
                         h.set(0, ::ferry::wire::layout::bit_of(1));
+                    }
+                    if self.first.is_some() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                    }
+                    let at = w
+                        .reserve_header(
+                            h.shape(),
+                            ::ferry::wire::Encode::missing_required(self),
+                        );
+                    let mut e = ::ferry::wire::Entries::<2>::new();
+                    if !self.roots.is_empty() {
                         e.push(w.messages(self.roots.iter()));
                     }
                     if let ::core::option::Option::Some(x) = &self.first {
-                        h.set(0, ::ferry::wire::layout::bit_of(2));
                         e.push(w.message(x));
                     }
-                    w.header(r, &GROUPS, &h, &e)
+                    w.header(at, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Forest<'a> {
