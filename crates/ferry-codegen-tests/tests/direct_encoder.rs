@@ -166,3 +166,20 @@ fn both_paths_refuse_a_stale_layout_alike() {
     assert!(matches!(fast, Err(EncodeError::OutputSize { .. })), "{fast:?}");
     assert_eq!(fast, VisitorPath(&r).write_head(&layout, &mut out));
 }
+
+/// A root changed after its layout to as many fields in more presence chunks is refused by
+/// both paths alike (a header writer that checked only the entry count would drop a chunk).
+#[test]
+fn both_paths_refuse_a_stale_layout_with_more_chunks_alike() {
+    let ctx = Context::copy_only();
+    let mut m = t::AllKinds::new(ctx);
+    m.set_f_int32(1);
+    m.set_f_fixed64(2);
+    let layout = m.layout();
+    m.clear_f_fixed64();
+    m.set_far(3);
+    let mut out = vec![0; layout.head_len];
+    let fast = m.write_head(&layout, &mut out);
+    assert!(matches!(fast, Err(EncodeError::OutputSize { .. })), "{fast:?}");
+    assert_eq!(fast, VisitorPath(&m).write_head(&layout, &mut out));
+}

@@ -180,9 +180,7 @@ impl<'b> MessageView<'b> for RecordView<'b> {
     fn to_message(&self, ctx: &'b Context) -> Result<Record<'b>, DecodeError> {
         let mut r = Record::new(ctx);
         r.key = self.0.hybrid(1, ctx).unwrap_or_default();
-        let list = self.fields();
-        r.fields
-            .extend((0..list.len()).filter_map(|i| list.hybrid(i, ctx)));
+        r.fields = self.fields().hybrids(ctx).collect();
         Ok(r)
     }
 }

@@ -858,8 +858,7 @@ impl Gen<'_, '_> {
                     pub fn #fid(&self) -> #w::BytesList<'b> { self.0.bytes_list(#n) }
                 });
                 to_msg.push(quote! {
-                    let l = self.0.bytes_list(#n);
-                    m.#fid = (0..l.len()).filter_map(|i| l.hybrid(i, ctx)).collect();
+                    m.#fid = self.0.bytes_list(#n).hybrids(ctx).collect();
                 });
             }
             Ty::Str => {

@@ -523,6 +523,13 @@ impl<'b> BytesList<'b> {
         Some(HybridBytes::received(self.get(i)?, self.owner, ctx))
     }
 
+    /// The elements as outgoing values, each as [`hybrid`](Self::hybrid) makes it (exact
+    /// size: collected into one allocation of the right length).
+    pub fn hybrids(&self, ctx: &'b Context) -> impl ExactSizeIterator<Item = HybridBytes<'b>> + use<'b> {
+        let owner = self.owner;
+        self.iter().map(move |b| HybridBytes::received(b, owner, ctx))
+    }
+
     /// Element `i` as a shared sub-buffer (views from [`View::decode_shared`] only).
     pub fn shared(&self, i: usize) -> Option<SharedBuf> {
         self.owner?.slice_ref(self.get(i)?)
