@@ -161,12 +161,12 @@ impl Input {
     }
 
     /// The size of the buffer for an incomplete command of which `len` bytes arrived: twice
-    /// those (at least a read buffer), never more than the command needs, and within the query
-    /// buffer limit.
+    /// those, at least a read buffer (room for what a pipelining client sends after it), never
+    /// more than that or the command's length, and within the query buffer limit.
     fn grown(&self, len: usize) -> Result<usize, InputError> {
         let step = len.saturating_mul(2).max(self.read_buf);
         let want = if self.need > len {
-            step.min(self.need)
+            step.min(self.need.max(self.read_buf))
         } else {
             step
         };
