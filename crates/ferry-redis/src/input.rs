@@ -9,10 +9,10 @@
 //! [`SharedBuf`], so that a handler may keep a large value as a slice of it (a `SET` value that
 //! arrived whole is stored where it was read). A command that outgrows its buffer moves to one
 //! twice the bytes that arrived (at least a read buffer), and never larger than the parser's
-//! lower bound of the command's length: a length the peer announces buys no memory before
-//! its bytes come (a peer announcing a bulk of `proto-max-bulk-len` and sending 10 bytes holds
-//! one read buffer), the last buffer is sized for the command, and the bytes copied on the way
-//! are fewer than twice the command's. A buffer larger than a read buffer is reserved from the
+//! lower bound of the command's length when that is more than a read buffer: a length the peer
+//! announces buys no memory before its bytes come (a peer announcing a bulk of
+//! `proto-max-bulk-len` and sending 10 bytes holds one read buffer), the last buffer is sized
+//! for the command, and the bytes copied on the way are fewer than twice the command's. A buffer larger than a read buffer is reserved from the
 //! loop's budget for requests in progress ([`Input::with_budget`], `ferry-net`'s
 //! [`FrameBudget`]) until its command is whole: a request that would pass it disconnects its
 //! client.
