@@ -141,8 +141,18 @@ impl Replica<'_> {
             .strip_prefix('$')
             .and_then(|n| n.parse().ok())
             .ok_or_else(|| protocol(format!("SYNC answered {header}")))?;
-        let mut bytes = vec![0; len];
-        input.read_exact(&mut bytes).map_err(io_err)?;
+        // Read as it arrives: the announced length buys no memory before its bytes come.
+        let mut bytes = Vec::new();
+        (&mut input)
+            .take(len as u64)
+            .read_to_end(&mut bytes)
+            .map_err(io_err)?;
+        if bytes.len() < len {
+            return Err(protocol(format!(
+                "the RDB payload ended after {} of {len} bytes",
+                bytes.len()
+            )));
+        }
         self.load(&bytes).map_err(|source| LinkError::Rdb {
             master: master.to_string(),
             source,

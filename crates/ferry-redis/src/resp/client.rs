@@ -350,8 +350,10 @@ impl<R: Read> ReplyReader<R> {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
-            if self.buf.len() < self.need.max(self.end + 4096) {
-                let len = self.need.max(self.buf.len() * 2);
+            // Room for a read, doubling as bytes arrive: a length the peer announced buys no
+            // memory before its bytes come.
+            if self.buf.len() < self.end + 4096 {
+                let len = self.buf.len() * 2;
                 self.buf.resize(len, 0);
             }
             match self.inner.read(&mut self.buf[self.end..])? {
@@ -624,6 +626,16 @@ mod tests {
         assert_eq!(r.reply().unwrap(), Reply::Int(7));
         let mut bad = ReplyReader::new(&b"?\r\n"[..]);
         assert_eq!(bad.reply().unwrap_err().kind(), io::ErrorKind::InvalidData);
+    }
+
+    /// Regression: a bulk's announced length sized the buffer (zeroed) before its bytes came,
+    /// so a peer announcing 512 MiB and sending 10 bytes cost the reader 512 MiB.
+    #[test]
+    fn an_announced_length_buys_no_memory_before_its_bytes() {
+        let bytes = [format!("${MAX_BULK}\r\n").into_bytes(), vec![b'x'; 10]].concat();
+        let mut r = ReplyReader::new(&bytes[..]);
+        assert_eq!(r.reply().unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(r.buf.len(), 64 << 10);
     }
 
     #[test]
