@@ -227,6 +227,9 @@ pub struct EventLoop {
     ready: Ready,
     /// When every session is next looked at for its idle time.
     idle_scan: Instant,
+    /// When [`expire`](Self::expire) next has anything to do (see [`Due`]): turns before it
+    /// skip its pass over the hot sessions.
+    due: Due,
     last_work: Instant,
     /// When the loop stops busy-polling if no work comes: `last_work` + [`LoopConfig::spin`]
     /// (`None`: never, a spin too long to represent), so that a turn compares two instants
@@ -301,6 +304,7 @@ impl EventLoop {
             hot: Vec::new(),
             ready: Ready::default(),
             idle_scan: Instant::now(),
+            due: Due::Now,
             last_work: Instant::now(),
             sleep_at,
             reaped: false,
@@ -434,7 +438,9 @@ impl EventLoop {
         work |= self.read(&ready, now);
         self.ready = ready;
         work |= self.completions();
-        work |= self.expire(now);
+        if self.due.passed(now) {
+            work |= self.expire(now);
+        }
         let mut dead = false;
         for &i in &self.hot {
             if let Some(s) = &mut self.slots[i as usize].session {
@@ -490,6 +496,8 @@ impl EventLoop {
         if conn.kind() != TransportKind::Shm {
             self.tcp_sessions += 1;
         }
+        // Its handshake deadline and idle time are looked at on the next turn.
+        self.due = Due::Now;
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -528,11 +536,18 @@ impl EventLoop {
     }
 
     /// Puts session `i` (if any) on the hot list: something is to be done with it this turn.
+    /// A session off the list had nothing due but its idle time (a quiet one: no call, no
+    /// handshake), which [`due`](Self::due) now counts.
     fn heat(&mut self, i: usize) {
         if let Some(s) = self.slots.get_mut(i).and_then(|slot| slot.session.as_mut()) {
             if !s.hot {
                 s.hot = true;
                 self.hot.push(i as u32);
+                if let (Some(at), Role::Server(_)) =
+                    (self.config.connections.idle_deadline(s.last_frame), &s.role)
+                {
+                    self.due.by(at);
+                }
             }
         }
     }
@@ -575,6 +590,38 @@ impl EventLoop {
         }
         self.heat(id.index as usize);
         self.slots[id.index as usize].session.as_mut()
+    }
+}
+
+/// When a loop's [`expire`](EventLoop::expire) next has anything to do: the earliest call
+/// deadline, handshake deadline and idle expiry of its hot sessions, and its next idle scan,
+/// as of the last pass, lowered as calls with deadlines start and sessions join the hot list.
+/// It may be early (a call ended, a frame came since), never late.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    /// On the next turn (a session came whose handshake and idle time were not looked at).
+    Now,
+    At(Instant),
+    /// Nothing is due.
+    Never,
+}
+
+impl Due {
+    fn passed(self, now: Instant) -> bool {
+        match self {
+            Due::Now => true,
+            Due::At(at) => now >= at,
+            Due::Never => false,
+        }
+    }
+
+    /// Something is due at `at`.
+    fn by(&mut self, at: Instant) {
+        *self = match *self {
+            Due::Now => Due::Now,
+            Due::At(d) => Due::At(d.min(at)),
+            Due::Never => Due::At(at),
+        };
     }
 }
 
