@@ -174,8 +174,10 @@ pub struct LoopStats {
     /// however fast peers connect.
     pub shm_pools_made: u64,
     /// Time spent in turns that did work, from the end of the readiness poll to the end of
-    /// the turn: reading, handling, sending; not polling or sleeping. Over a window, divided
-    /// by the requests served, it is the loop's work per request, even when it busy-polls.
+    /// the turn: reading, handling, sending; not sleeping. Over a window, divided by the
+    /// requests served, it is the loop's work per request, even when it busy-polls. A turn
+    /// right after one that did work starts at that turn's end (one clock reading per turn),
+    /// so the caller's code between the two counts too.
     pub busy: Duration,
 }
 
@@ -227,6 +229,9 @@ pub struct EventLoop {
     ready: Ready,
     /// When every session is next looked at for its idle time.
     idle_scan: Instant,
+    /// The end of the last turn, if it did work: the next turn's start, which then reads no
+    /// clock of its own.
+    clock: Option<Instant>,
     /// When [`expire`](Self::expire) next has anything to do (see [`Due`]): turns before it
     /// skip its pass over the hot sessions.
     due: Due,
@@ -304,6 +309,7 @@ impl EventLoop {
             hot: Vec::new(),
             ready: Ready::default(),
             idle_scan: Instant::now(),
+            clock: None,
             due: Due::Now,
             last_work: Instant::now(),
             sleep_at,
@@ -409,7 +415,7 @@ impl EventLoop {
     /// frame, a connection, a background answer or the next deadline.
     pub fn turn(&mut self) -> bool {
         self.stats.turns += 1;
-        let mut now = Instant::now();
+        let mut now = self.clock.take().unwrap_or_else(Instant::now);
         let sleep = self.sleep_at.is_some_and(|at| now >= at);
         let mut work = false;
         if sleep {
@@ -473,6 +479,7 @@ impl EventLoop {
             THREAD_BUSY.set(THREAD_BUSY.get() + busy);
             self.last_work = end;
             self.sleep_at = end.checked_add(self.config.spin);
+            self.clock = Some(end);
             let metrics = self.services.metrics();
             for (method, code) in self.served.drain(..) {
                 metrics.method_at(method).record(code, busy);
