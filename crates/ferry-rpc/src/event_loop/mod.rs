@@ -545,6 +545,7 @@ impl EventLoop {
     /// Puts session `i` (if any) on the hot list: something is to be done with it this turn.
     /// A session off the list had nothing due but its idle time (a quiet one: no call, no
     /// handshake), which [`due`](Self::due) now counts.
+    #[inline]
     fn heat(&mut self, i: usize) {
         if let Some(s) = self.slots.get_mut(i).and_then(|slot| slot.session.as_mut()) {
             if !s.hot {
