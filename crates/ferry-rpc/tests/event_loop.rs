@@ -282,6 +282,91 @@ fn the_server_enforces_the_deadline_it_was_given() {
     server.shutdown(Duration::from_secs(1));
 }
 
+/// The loop skips its deadline pass until the earliest deadline it knows of: a call started
+/// with a shorter deadline than one already waiting must still end at its own (the peer never
+/// answers, so only the client's expiry can end it; a missed one would wait for the first
+/// call's hour and trip the hang guard).
+#[test]
+fn a_later_call_with_a_nearer_deadline_expires_first_on_the_client() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr: Addr = format!("tcp://{}", listener.local_addr().unwrap())
+        .parse()
+        .expect("addr");
+    let mut lp = EventLoop::new(LoopConfig::default()).expect("loop");
+    let id = lp.connect(&addr).expect("connect");
+    let (_peer, _) = listener.accept().expect("accept");
+    let out: Results = Default::default();
+    let far = LoopSession {
+        id,
+        timeout: Some(Duration::from_secs(3600)),
+    };
+    echo(&mut lp, far, ECHO, b"", &[8], 0, &out).expect("far call");
+    // Turns with the far call alone: the loop knows its deadline as the next one due.
+    let turns = lp.stats().turns + 8;
+    while lp.stats().turns < turns {
+        lp.turn();
+    }
+    let near = LoopSession {
+        id,
+        timeout: Some(Duration::from_millis(20)),
+    };
+    echo(&mut lp, near, ECHO, b"", &[8], 1, &out).expect("near call");
+    run_until(&mut lp, || !out.borrow().is_empty());
+    let out = out.borrow();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].0, 1, "the near call ended first: {out:?}");
+    assert!(
+        matches!(&out[0].1, Err(s) if s.code == Code::DeadlineExceeded),
+        "{out:?}"
+    );
+}
+
+/// The server side of the same: a request with a nearer deadline than one in progress is
+/// answered `DEADLINE_EXCEEDED` at its own deadline, not after the first one's handler (3 s).
+#[test]
+fn a_later_request_with_a_nearer_deadline_expires_first_on_the_server() {
+    use ferry_rpc::{Conn, ConnConfig, wire};
+    use ferry_transport::{Meta, Payload, Received, Transport};
+    let scratch = Scratch::new("sdue");
+    let server = server_with(&scratch, LoopConfig::default());
+    for addr in server.addrs() {
+        let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig {
+            max_bytes: 64 << 20,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut conn = Conn::connect(addr, &pool, &ConnConfig::default()).expect("connect");
+        let ctx = match &conn {
+            Conn::Shm(c) => ferry_wire::Context::new(c.pool().clone()),
+            Conn::Tcp(_) | Conn::Udp(_) | Conn::Xdp(_) => ferry_wire::Context::new(pool.clone()),
+        };
+        for (request_id, budget) in [(0, Duration::from_secs(3600)), (1, Duration::from_millis(20))] {
+            let budget = wire::deadline_payload(budget);
+            let flags = wire::DEADLINE;
+            conn.send_payload(
+                Meta {
+                    kind: SLOW,
+                    flags,
+                    request_id,
+                },
+                Payload::Bytes(&budget),
+            )
+            .unwrap();
+            conn.send(Meta::new(SLOW, request_id), &record(&ctx, b"3000", &[]))
+                .unwrap();
+            conn.flush().unwrap();
+        }
+        let frame = conn.recv().expect("an answer");
+        assert_eq!(frame.meta().request_id, 1, "the near call is answered first");
+        let parsed = wire::parse(frame.meta(), frame.bytes()).expect("valid frame");
+        match parsed {
+            wire::Frame::Status { status, .. } => assert_eq!(status.code, Code::DeadlineExceeded, "{status}"),
+            other => panic!("expected a status, got {other:?}"),
+        }
+    }
+    server.shutdown(Duration::from_secs(1));
+}
+
 #[test]
 fn a_thousand_sessions_against_one_loop() {
     let scratch = Scratch::new("thousand");

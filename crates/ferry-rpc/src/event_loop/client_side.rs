@@ -82,6 +82,7 @@ impl EventLoop {
         };
         // `now` matters only to a call with a deadline: a call without one reads no clock.
         let now = client.timeout.map_or(last_work, |_| Instant::now());
+        let deadline = client.timeout.and_then(|t| now.checked_add(t));
         let start = client.core.start(method, client.timeout, now, then)?;
         if let Some((meta, budget)) = start.deadline {
             if let Err(e) = session
@@ -102,6 +103,9 @@ impl EventLoop {
             return Err(send_failed(&e));
         }
         session.dirty = true;
+        if let Some(at) = deadline {
+            self.due.by(at);
+        }
         Ok(start.id)
     }
 

@@ -10,7 +10,7 @@ use ferry_transport::Meta;
 
 use super::session::Role;
 use super::streams::Served;
-use super::{Continuation, EventLoop};
+use super::{Continuation, Due, EventLoop};
 use crate::Closed;
 use crate::conn::{Conn, TransportKind};
 use crate::service::Encoded;
@@ -18,18 +18,23 @@ use crate::session::Outcome;
 use crate::status::{Code, Status};
 
 impl EventLoop {
-    /// Deadlines due, on both sides.
+    /// Deadlines due, on both sides; what is due next kept in [`due`](EventLoop::due) (turns
+    /// before it do not call this).
     pub(super) fn expire(&mut self, now: Instant) -> bool {
         let mut due: Vec<(Continuation, Status)> = Vec::new();
         let mut out: Vec<(Meta, Encoded)> = Vec::new();
         let mut streams: Vec<Served> = Vec::new();
         let limits = self.config.connections;
-        if limits.idle_timeout.is_some() && now >= self.idle_scan {
-            // Idle sessions are quiet, off the hot list: every session is looked at here.
-            self.idle_scan = now + crate::conn::SHM_CHECK;
-            for i in 0..self.slots.len() {
-                self.heat(i);
+        let mut next = Due::Never;
+        if limits.idle_timeout.is_some() {
+            if now >= self.idle_scan {
+                // Idle sessions are quiet, off the hot list: every session is looked at here.
+                self.idle_scan = now + crate::conn::SHM_CHECK;
+                for i in 0..self.slots.len() {
+                    self.heat(i);
+                }
             }
+            next.by(self.idle_scan);
         }
         for k in 0..self.hot.len() {
             let Some(s) = &mut self.slots[self.hot[k] as usize].session else {
@@ -38,11 +43,16 @@ impl EventLoop {
             // A TLS handshake past its deadline: the step names the timeout, and the session
             // is removed with the dead ones (counted there). The peer cost its slot, never the
             // loop's time.
-            if s.conn.handshake_deadline().is_some_and(|d| d <= now) {
-                if let Err(e) = s.conn.handshake_step() {
-                    s.fail(e);
+            match s.conn.handshake_deadline() {
+                Some(d) if d <= now => {
+                    if let Err(e) = s.conn.handshake_step() {
+                        s.fail(e);
+                    }
+                    next = Due::Now;
+                    continue;
                 }
-                continue;
+                Some(d) => next.by(d),
+                None => {}
             }
             if let (Some(at), Role::Server(_)) = (limits.idle_deadline(s.last_frame), &s.role) {
                 if s.dead.is_none() && s.busy() == 0 && at <= now {
@@ -50,11 +60,18 @@ impl EventLoop {
                     s.fail(limits.idle_error());
                     continue;
                 }
+                // A busy session past it is looked at again on every turn until it is not.
+                next.by(at);
             }
             match &mut s.role {
                 Role::Server(server) => {
-                    if server.core.next_deadline().is_none_or(|d| d > now) {
-                        continue;
+                    match server.core.next_deadline() {
+                        None => continue,
+                        Some(d) if d > now => {
+                            next.by(d);
+                            continue;
+                        }
+                        Some(_) => {}
                     }
                     for (id, meta, payload) in server.core.expire(now) {
                         if let Some(flag) = server.background.remove(&id) {
@@ -70,10 +87,18 @@ impl EventLoop {
                         }
                         out.push((meta, Encoded::from_vec(payload)));
                     }
+                    if let Some(d) = server.core.next_deadline() {
+                        next.by(d);
+                    }
                 }
                 Role::Client(client) => {
-                    if client.core.next_deadline().is_none_or(|d| d > now) {
-                        continue;
+                    match client.core.next_deadline() {
+                        None => continue,
+                        Some(d) if d > now => {
+                            next.by(d);
+                            continue;
+                        }
+                        Some(_) => {}
                     }
                     for (outcome, cancel) in client.core.expire(now) {
                         if let Outcome::Failed { status, value, .. } = outcome {
@@ -81,12 +106,17 @@ impl EventLoop {
                         }
                         out.push((cancel, Encoded::default()));
                     }
+                    if let Some(d) = client.core.next_deadline() {
+                        next.by(d);
+                    }
                 }
             }
             for (meta, encoded) in out.drain(..) {
                 s.transmit(meta, encoded);
             }
         }
+        // Before the continuations: the calls they start lower it.
+        self.due = next;
         if due.is_empty() && streams.is_empty() {
             return false;
         }

@@ -174,8 +174,10 @@ pub struct LoopStats {
     /// however fast peers connect.
     pub shm_pools_made: u64,
     /// Time spent in turns that did work, from the end of the readiness poll to the end of
-    /// the turn: reading, handling, sending; not polling or sleeping. Over a window, divided
-    /// by the requests served, it is the loop's work per request, even when it busy-polls.
+    /// the turn: reading, handling, sending; not sleeping. Over a window, divided by the
+    /// requests served, it is the loop's work per request, even when it busy-polls. A turn
+    /// right after one that did work starts at that turn's end (one clock reading per turn),
+    /// so the caller's code between the two counts too.
     pub busy: Duration,
 }
 
@@ -227,6 +229,12 @@ pub struct EventLoop {
     ready: Ready,
     /// When every session is next looked at for its idle time.
     idle_scan: Instant,
+    /// The end of the last turn, if it did work: the next turn's start, which then reads no
+    /// clock of its own.
+    clock: Option<Instant>,
+    /// When [`expire`](Self::expire) next has anything to do (see [`Due`]): turns before it
+    /// skip its pass over the hot sessions.
+    due: Due,
     last_work: Instant,
     /// When the loop stops busy-polling if no work comes: `last_work` + [`LoopConfig::spin`]
     /// (`None`: never, a spin too long to represent), so that a turn compares two instants
@@ -301,6 +309,8 @@ impl EventLoop {
             hot: Vec::new(),
             ready: Ready::default(),
             idle_scan: Instant::now(),
+            clock: None,
+            due: Due::Now,
             last_work: Instant::now(),
             sleep_at,
             reaped: false,
@@ -405,7 +415,7 @@ impl EventLoop {
     /// frame, a connection, a background answer or the next deadline.
     pub fn turn(&mut self) -> bool {
         self.stats.turns += 1;
-        let mut now = Instant::now();
+        let mut now = self.clock.take().unwrap_or_else(Instant::now);
         let sleep = self.sleep_at.is_some_and(|at| now >= at);
         let mut work = false;
         if sleep {
@@ -434,7 +444,9 @@ impl EventLoop {
         work |= self.read(&ready, now);
         self.ready = ready;
         work |= self.completions();
-        work |= self.expire(now);
+        if self.due.passed(now) {
+            work |= self.expire(now);
+        }
         let mut dead = false;
         for &i in &self.hot {
             if let Some(s) = &mut self.slots[i as usize].session {
@@ -467,6 +479,7 @@ impl EventLoop {
             THREAD_BUSY.set(THREAD_BUSY.get() + busy);
             self.last_work = end;
             self.sleep_at = end.checked_add(self.config.spin);
+            self.clock = Some(end);
             let metrics = self.services.metrics();
             for (method, code) in self.served.drain(..) {
                 metrics.method_at(method).record(code, busy);
@@ -490,6 +503,8 @@ impl EventLoop {
         if conn.kind() != TransportKind::Shm {
             self.tcp_sessions += 1;
         }
+        // Its handshake deadline and idle time are looked at on the next turn.
+        self.due = Due::Now;
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -528,11 +543,19 @@ impl EventLoop {
     }
 
     /// Puts session `i` (if any) on the hot list: something is to be done with it this turn.
+    /// A session off the list had nothing due but its idle time (a quiet one: no call, no
+    /// handshake), which [`due`](Self::due) now counts.
+    #[inline]
     fn heat(&mut self, i: usize) {
         if let Some(s) = self.slots.get_mut(i).and_then(|slot| slot.session.as_mut()) {
             if !s.hot {
                 s.hot = true;
                 self.hot.push(i as u32);
+                if let (Some(at), Role::Server(_)) =
+                    (self.config.connections.idle_deadline(s.last_frame), &s.role)
+                {
+                    self.due.by(at);
+                }
             }
         }
     }
@@ -575,6 +598,38 @@ impl EventLoop {
         }
         self.heat(id.index as usize);
         self.slots[id.index as usize].session.as_mut()
+    }
+}
+
+/// When a loop's [`expire`](EventLoop::expire) next has anything to do: the earliest call
+/// deadline, handshake deadline and idle expiry of its hot sessions, and its next idle scan,
+/// as of the last pass, lowered as calls with deadlines start and sessions join the hot list.
+/// It may be early (a call ended, a frame came since), never late.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    /// On the next turn (a session came whose handshake and idle time were not looked at).
+    Now,
+    At(Instant),
+    /// Nothing is due.
+    Never,
+}
+
+impl Due {
+    fn passed(self, now: Instant) -> bool {
+        match self {
+            Due::Now => true,
+            Due::At(at) => now >= at,
+            Due::Never => false,
+        }
+    }
+
+    /// Something is due at `at`.
+    fn by(&mut self, at: Instant) {
+        *self = match *self {
+            Due::Now => Due::Now,
+            Due::At(d) => Due::At(d.min(at)),
+            Due::Never => Due::At(at),
+        };
     }
 }
 

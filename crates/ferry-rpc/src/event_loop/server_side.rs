@@ -27,6 +27,15 @@ impl EventLoop {
             return;
         };
         let Role::Server(server) = &mut s.role else { return };
+        if let Event::Request {
+            deadline: Some(at), ..
+        }
+        | Event::Open {
+            deadline: Some(at), ..
+        } = event
+        {
+            self.due.by(at);
+        }
         match event {
             Event::Refused { meta, payload, .. } => {
                 self.services
