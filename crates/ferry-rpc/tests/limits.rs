@@ -9,7 +9,7 @@ mod tls_support;
 use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{RAW, Scratch, TestService};
 use ferry_rpc::{Channel, ChannelConfig, Closed, ConnConfig, ConnLimits, LoopConfig, Server, Services};
@@ -107,26 +107,48 @@ fn the_connection_past_max_connections_is_closed_and_counted() {
 /// more often than it stays open.
 #[test]
 fn a_session_idle_past_the_idle_timeout_is_closed_and_counted() {
+    const IDLE: Duration = Duration::from_millis(300);
     let scratch = Scratch::new("limits-idle");
     let limits = ConnLimits {
-        idle_timeout: Some(Duration::from_millis(300)),
+        idle_timeout: Some(IDLE),
         ..ConnLimits::default()
     };
     let s = server(&scratch, limits, Duration::from_secs(10));
     let metrics = s.services().metrics();
     let mut idle = TcpStream::connect(addr(&s, 0).trim_start_matches("tcp://")).expect("connect");
     idle.set_read_timeout(Some(DEADLINE)).expect("timeout");
-    let busy = channel(&addr(&s, 0));
-    // The busy session calls until the idle one is closed: each call is sooner after the last
-    // than the timeout is long, whatever the machine's speed, since the idle one is closed
-    // only after a whole timeout of silence, which the loop below never leaves the busy one.
+    // The busy session calls until the idle one is closed. A session is closed only after a
+    // whole timeout of silence, so a call answered as closed must come at least a timeout
+    // after the client last sent (or connected): on a busy machine this thread can be kept off
+    // a core that long, and then it reconnects. A session closed while it called (a timer
+    // its calls did not reset) fails the assertion.
+    let connect = || (Instant::now(), channel(&addr(&s, 0)));
+    let mut busy = connect();
+    let mut call = |busy: &mut (Instant, Channel)| {
+        let sent = Instant::now();
+        match busy.1.call_payload(RAW, Payload::Bytes(b"limit")) {
+            Ok(r) => {
+                assert_eq!(r.frame().bytes(), Some(&b"limit"[..]));
+                busy.0 = sent;
+            }
+            Err(status) => {
+                let silent = busy.0.elapsed();
+                assert!(
+                    silent >= IDLE,
+                    "the busy session closed {silent:?} after it last sent: {status:?}"
+                );
+                eprintln!("the busy client was off a core for {silent:?}: reconnecting");
+                *busy = connect();
+            }
+        }
+    };
     let watcher = std::thread::spawn(move || read_until_closed(&mut idle));
     while !watcher.is_finished() {
-        echo(&busy);
+        call(&mut busy);
     }
     watcher.join().expect("closed");
     assert!(closed(&s, Closed::Idle) >= 1);
-    echo(&busy);
+    call(&mut busy);
     wait_until("the idle session counted out", DEADLINE, || {
         metrics.connections() == 1
     });
