@@ -121,8 +121,20 @@ fn growth_adds_regions_and_calls_hooks() {
     let small = pool.alloc(1000).unwrap();
     assert_eq!(pool.stats().regions, 4);
 
+    // Which index each region gets depends on the grower: once a class has a region, the
+    // next one is mapped ahead by the grower thread, and a growth that comes first maps its
+    // own past it. So: four distinct regions, at most one index left to the one ahead.
     let infos = early.lock().unwrap().clone();
-    assert_eq!(infos.iter().map(|i| i.index).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    let sorted = |v: &[usize]| {
+        let mut v = v.to_vec();
+        v.sort_unstable();
+        v
+    };
+    let first = sorted(&infos.iter().map(|i| i.index).collect::<Vec<_>>());
+    assert!(
+        first.windows(2).all(|w| w[0] < w[1]) && first[3] <= 4,
+        "four regions: {first:?}"
+    );
     assert_eq!(
         infos.iter().map(|i| i.class).collect::<Vec<_>>(),
         [REGION, REGION, REGION, 1024]
@@ -155,10 +167,18 @@ fn growth_adds_regions_and_calls_hooks() {
     let late: Arc<Mutex<Vec<usize>>> = Arc::default();
     let seen = late.clone();
     pool.on_region(move |info| seen.lock().unwrap().push(info.index));
-    assert_eq!(*late.lock().unwrap(), [0, 1, 2, 3]);
+    assert_eq!(sorted(&late.lock().unwrap()), first);
     let more = pool.alloc(64).unwrap();
-    assert_eq!(*late.lock().unwrap(), [0, 1, 2, 3, 4]);
-    assert_eq!(early.lock().unwrap().len(), 5);
+    // Both hooks saw the same new region, once.
+    let added = early.lock().unwrap()[4..]
+        .iter()
+        .map(|i| i.index)
+        .collect::<Vec<_>>();
+    assert!(
+        added.len() == 1 && !first.contains(&added[0]),
+        "one new region: {added:?}"
+    );
+    assert_eq!(late.lock().unwrap()[4..], added);
 
     drop((bufs, small, more));
     assert_no_leaks(&pool);
