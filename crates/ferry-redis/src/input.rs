@@ -237,15 +237,17 @@ impl Input {
                 }
             };
         let Some(buf) = &self.buf else { return Ok(()) };
-        // Nothing whole yet: keep reading into the same buffer, unfrozen.
+        // Nothing whole (or to skip) yet: keep reading into the same buffer, unfrozen.
         let first = parse(buf, authenticated, &mut self.args, &mut self.scratch)?;
         if let Parsed::Incomplete { need } = first {
             self.need = need;
             return Ok(());
         }
         let buf = self.buf.take().expect("checked above");
-        // It holds a whole command now: no longer a request in progress.
+        // It holds a whole command (or bytes to skip) now: no longer a request in progress,
+        // and nothing known of the next one's length.
         self.reserved = None;
+        self.need = 0;
         let held = buf.capacity();
         let shared = buf.freeze();
         let mut pos = 0;
@@ -286,7 +288,6 @@ impl Input {
                         )
                     };
                     pos += consumed;
-                    self.need = 0;
                     match next {
                         Next::Go(a) => authenticated = a,
                         Next::Pause => break Ok(()),
@@ -431,6 +432,20 @@ mod tests {
         let cmd = set("k", &[9u8; 4096]);
         let seen = feed(&mut input, &[&cmd]);
         assert!(!seen[0].1, "a 4 KiB value would pin a 16 KiB buffer");
+    }
+
+    /// Regression (the `resp_input` fuzz target): a request that carries no command (here an
+    /// inline line of spaces) whose last bytes ended a read left `need` at its length, so a
+    /// shorter command after it waited for bytes that never came. Redis runs the `PING`.
+    #[test]
+    fn a_skipped_request_leaves_no_need_for_the_next_command() {
+        let pool = pool();
+        let mut input = Input::new(&pool, LIMITS, 256, 1 << 20);
+        let blank = [b' '; 20];
+        let seen = feed(&mut input, &[&blank, b"\r\n", b"PING\r\n"]);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].0, vec![b"PING".to_vec()]);
+        assert_eq!(input.pending(), 0);
     }
 
     /// Feeds `bytes` as reads as large as the targets, none completing a command.
