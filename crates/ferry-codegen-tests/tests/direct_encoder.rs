@@ -167,8 +167,9 @@ fn both_paths_refuse_a_stale_layout_alike() {
     assert_eq!(fast, VisitorPath(&r).write_head(&layout, &mut out));
 }
 
-/// A root changed after its layout to as many fields in more presence chunks is refused by
-/// both paths alike (a header writer that checked only the entry count would drop a chunk).
+/// The root's header is reserved with its layout's shape and the fields found present while
+/// writing must fill it: a root changed after its layout to as many fields in more presence
+/// chunks is refused by both paths alike (the generated one would otherwise drop a chunk).
 #[test]
 fn both_paths_refuse_a_stale_layout_with_more_chunks_alike() {
     let ctx = Context::copy_only();

@@ -28,7 +28,7 @@ use crate::scalar::Scalar;
 
 mod direct;
 
-pub use direct::{Entries, Header, Shape, Sizes};
+pub use direct::{Entries, Header, Reserved, Shape, Sizes};
 
 /// Receives the present fields of a message, in ascending field-number order.
 ///

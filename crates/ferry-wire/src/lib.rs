@@ -39,8 +39,8 @@ pub use decode::{BytesList, DecodeError, DecodeErrorKind, Limits, MessageList, S
 pub use desc::{FieldDesc, FieldsCell, FieldsError, Kind, Label, MessageDesc};
 pub use dynamic::{DynamicMessage, List, TypeMismatch, Value};
 pub use encode::{
-    Encode, EncodeError, Entries, FieldValue, Header, Layout, MapEntry, Outgoing, Shape, Sizes, Visitor,
-    VisitorPath, Writer, iovecs, visit_map,
+    Encode, EncodeError, Entries, FieldValue, Header, Layout, MapEntry, Outgoing, Reserved, Shape, Sizes,
+    Visitor, VisitorPath, Writer, iovecs, visit_map,
 };
 pub use hybrid::{
     Arena, AsHybrid, Context, DEFAULT_THRESHOLD, HybridBytes, HybridStr, IntoHybrid, IntoHybridStr,

@@ -131,22 +131,27 @@ impl<'a> Encode<'a> for Record<'a> {
     #[inline]
     fn write_into(&self, w: &mut crate::Writer<'_>) -> u64 {
         const GROUPS: [u32; 1] = [0];
+        let r = w.reserve_header(Encode::missing_required(self), || {
+            let mut h = crate::Header::<1>::new();
+            if !self.key.is_empty() {
+                h.set(0, crate::layout::bit_of(1));
+            }
+            if !self.fields.is_empty() {
+                h.set(0, crate::layout::bit_of(2));
+            }
+            h.shape()
+        });
         let mut h = crate::Header::<1>::new();
-        if !self.key.is_empty() {
-            h.set(0, crate::layout::bit_of(1));
-        }
-        if !self.fields.is_empty() {
-            h.set(0, crate::layout::bit_of(2));
-        }
-        let at = w.reserve_header(h.shape(), Encode::missing_required(self));
         let mut e = crate::Entries::<2>::new();
         if !self.key.is_empty() {
+            h.set(0, crate::layout::bit_of(1));
             e.push(w.bytes(&self.key));
         }
         if !self.fields.is_empty() {
+            h.set(0, crate::layout::bit_of(2));
             e.push(w.bytes_list(&self.fields));
         }
-        w.header(at, &GROUPS, &h, &e)
+        w.header(r, &GROUPS, &h, &e)
     }
 }
 

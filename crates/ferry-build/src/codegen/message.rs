@@ -1545,9 +1545,9 @@ fn direct_encoder(w: &TokenStream, ops: &[EncodeOp]) -> TokenStream {
         let present = &e.present;
         quote!(if #present { #set })
     });
-    let writes = ops.iter().map(|e| {
+    let writes = ops.iter().zip(&sets).map(|(e, set)| {
         let EncodeOp { guard, write, .. } = e;
-        quote!(#guard { e.push(#write); })
+        quote!(#guard { #set e.push(#write); })
     });
     let groups = groups.iter().map(|&x| Literal::u32_unsuffixed(x));
     let m = if any { quote!(mut) } else { quote!() };
@@ -1562,12 +1562,15 @@ fn direct_encoder(w: &TokenStream, ops: &[EncodeOp]) -> TokenStream {
         #[inline]
         fn write_into(&self, w: &mut #w::Writer<'_>) -> u64 {
             const GROUPS: [u32; #g] = [#(#groups),*];
+            let r = w.reserve_header(#w::Encode::missing_required(self), || {
+                let #m h = #w::Header::<#g>::new();
+                #(#presence)*
+                h.shape()
+            });
             let #m h = #w::Header::<#g>::new();
-            #(#presence)*
-            let at = w.reserve_header(h.shape(), #w::Encode::missing_required(self));
             let #m e = #w::Entries::<#n>::new();
             #(#writes)*
-            w.header(at, &GROUPS, &h, &e)
+            w.header(r, &GROUPS, &h, &e)
         }
     }
 }

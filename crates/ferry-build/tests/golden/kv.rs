@@ -153,32 +153,38 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let mut h = ::ferry::wire::Header::<1>::new();
-                    if !self.key.as_str().is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(1));
-                    }
-                    if !self.value.as_slice().is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(2));
-                    }
-                    if self.version != 0 {
-                        h.set(0, ::ferry::wire::layout::bit_of(3));
-                    }
-                    let at = w
+                    let r = w
                         .reserve_header(
-                            h.shape(),
                             ::ferry::wire::Encode::missing_required(self),
+                            || {
+                                let mut h = ::ferry::wire::Header::<1>::new();
+                                if !self.key.as_str().is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(1));
+                                }
+                                if !self.value.as_slice().is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(2));
+                                }
+                                if self.version != 0 {
+                                    h.set(0, ::ferry::wire::layout::bit_of(3));
+                                }
+                                h.shape()
+                            },
                         );
+                    let mut h = ::ferry::wire::Header::<1>::new();
                     let mut e = ::ferry::wire::Entries::<3>::new();
                     if !self.key.as_str().is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
                         e.push(w.bytes(self.key.as_bytes()));
                     }
                     if !self.value.as_slice().is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
                         e.push(w.bytes(&self.value));
                     }
                     if self.version != 0 {
+                        h.set(0, ::ferry::wire::layout::bit_of(3));
                         e.push(w.scalar(self.version));
                     }
-                    w.header(at, &GROUPS, &h, &e)
+                    w.header(r, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for KvPair<'a> {
@@ -323,20 +329,24 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let mut h = ::ferry::wire::Header::<1>::new();
-                    if !self.keys.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(1));
-                    }
-                    let at = w
+                    let r = w
                         .reserve_header(
-                            h.shape(),
                             ::ferry::wire::Encode::missing_required(self),
+                            || {
+                                let mut h = ::ferry::wire::Header::<1>::new();
+                                if !self.keys.is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(1));
+                                }
+                                h.shape()
+                            },
                         );
+                    let mut h = ::ferry::wire::Header::<1>::new();
                     let mut e = ::ferry::wire::Entries::<1>::new();
                     if !self.keys.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
                         e.push(w.bytes_list(&self.keys));
                     }
-                    w.header(at, &GROUPS, &h, &e)
+                    w.header(r, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for GetRequest<'a> {
@@ -475,20 +485,24 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let mut h = ::ferry::wire::Header::<1>::new();
-                    if !self.pairs.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(1));
-                    }
-                    let at = w
+                    let r = w
                         .reserve_header(
-                            h.shape(),
                             ::ferry::wire::Encode::missing_required(self),
+                            || {
+                                let mut h = ::ferry::wire::Header::<1>::new();
+                                if !self.pairs.is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(1));
+                                }
+                                h.shape()
+                            },
                         );
+                    let mut h = ::ferry::wire::Header::<1>::new();
                     let mut e = ::ferry::wire::Entries::<1>::new();
                     if !self.pairs.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
                         e.push(w.messages(self.pairs.iter()));
                     }
-                    w.header(at, &GROUPS, &h, &e)
+                    w.header(r, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for GetResponse<'a> {

@@ -398,84 +398,100 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let mut h = ::ferry::wire::Header::<1>::new();
-                    if !self.name.as_str().is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(1));
-                    }
-                    if ::core::matches!(
-                        & self.kind, ::core::option::Option::Some(shape::Kind::Circle(_))
-                    ) {
-                        h.set(0, ::ferry::wire::layout::bit_of(2));
-                    }
-                    if ::core::matches!(
-                        & self.kind, ::core::option::Option::Some(shape::Kind::Rect(_))
-                    ) {
-                        h.set(0, ::ferry::wire::layout::bit_of(3));
-                    }
-                    if self.color != 0 {
-                        h.set(0, ::ferry::wire::layout::bit_of(4));
-                    }
-                    if ::core::matches!(
-                        & self.kind, ::core::option::Option::Some(shape::Kind::Other(_))
-                    ) {
-                        h.set(0, ::ferry::wire::layout::bit_of(5));
-                    }
-                    if ::core::matches!(
-                        & self.kind, ::core::option::Option::Some(shape::Kind::Code(_))
-                    ) {
-                        h.set(0, ::ferry::wire::layout::bit_of(6));
-                    }
-                    if self.fill != 0 {
-                        h.set(0, ::ferry::wire::layout::bit_of(7));
-                    }
-                    if self.z_order.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(8));
-                    }
-                    if !self.palette.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(9));
-                    }
-                    let at = w
+                    let r = w
                         .reserve_header(
-                            h.shape(),
                             ::ferry::wire::Encode::missing_required(self),
+                            || {
+                                let mut h = ::ferry::wire::Header::<1>::new();
+                                if !self.name.as_str().is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(1));
+                                }
+                                if ::core::matches!(
+                                    & self.kind,
+                                    ::core::option::Option::Some(shape::Kind::Circle(_))
+                                ) {
+                                    h.set(0, ::ferry::wire::layout::bit_of(2));
+                                }
+                                if ::core::matches!(
+                                    & self.kind,
+                                    ::core::option::Option::Some(shape::Kind::Rect(_))
+                                ) {
+                                    h.set(0, ::ferry::wire::layout::bit_of(3));
+                                }
+                                if self.color != 0 {
+                                    h.set(0, ::ferry::wire::layout::bit_of(4));
+                                }
+                                if ::core::matches!(
+                                    & self.kind,
+                                    ::core::option::Option::Some(shape::Kind::Other(_))
+                                ) {
+                                    h.set(0, ::ferry::wire::layout::bit_of(5));
+                                }
+                                if ::core::matches!(
+                                    & self.kind,
+                                    ::core::option::Option::Some(shape::Kind::Code(_))
+                                ) {
+                                    h.set(0, ::ferry::wire::layout::bit_of(6));
+                                }
+                                if self.fill != 0 {
+                                    h.set(0, ::ferry::wire::layout::bit_of(7));
+                                }
+                                if self.z_order.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(8));
+                                }
+                                if !self.palette.is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(9));
+                                }
+                                h.shape()
+                            },
                         );
+                    let mut h = ::ferry::wire::Header::<1>::new();
                     let mut e = ::ferry::wire::Entries::<9>::new();
                     if !self.name.as_str().is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
                         e.push(w.bytes(self.name.as_bytes()));
                     }
                     if let ::core::option::Option::Some(shape::Kind::Circle(x)) = &self
                         .kind
                     {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
                         e.push(w.message(x));
                     }
                     if let ::core::option::Option::Some(shape::Kind::Rect(x)) = &self
                         .kind
                     {
+                        h.set(0, ::ferry::wire::layout::bit_of(3));
                         e.push(w.message(x));
                     }
                     if self.color != 0 {
+                        h.set(0, ::ferry::wire::layout::bit_of(4));
                         e.push(w.scalar(self.color));
                     }
                     if let ::core::option::Option::Some(shape::Kind::Other(x)) = &self
                         .kind
                     {
+                        h.set(0, ::ferry::wire::layout::bit_of(5));
                         e.push(w.bytes(x.as_bytes()));
                     }
                     if let ::core::option::Option::Some(shape::Kind::Code(x)) = &self
                         .kind
                     {
+                        h.set(0, ::ferry::wire::layout::bit_of(6));
                         e.push(w.scalar(*x));
                     }
                     if self.fill != 0 {
+                        h.set(0, ::ferry::wire::layout::bit_of(7));
                         e.push(w.scalar(self.fill));
                     }
                     if let ::core::option::Option::Some(x) = self.z_order {
+                        h.set(0, ::ferry::wire::layout::bit_of(8));
                         e.push(w.scalar(x));
                     }
                     if !self.palette.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(9));
                         e.push(w.scalars(&self.palette));
                     }
-                    w.header(at, &GROUPS, &h, &e)
+                    w.header(r, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Shape<'a> {
@@ -681,20 +697,24 @@ pub mod ferry {
                     #[inline]
                     fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                         const GROUPS: [u32; 1] = [0];
-                        let mut h = ::ferry::wire::Header::<1>::new();
-                        if self.radius.to_bits() != 0 {
-                            h.set(0, ::ferry::wire::layout::bit_of(1));
-                        }
-                        let at = w
+                        let r = w
                             .reserve_header(
-                                h.shape(),
                                 ::ferry::wire::Encode::missing_required(self),
+                                || {
+                                    let mut h = ::ferry::wire::Header::<1>::new();
+                                    if self.radius.to_bits() != 0 {
+                                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                                    }
+                                    h.shape()
+                                },
                             );
+                        let mut h = ::ferry::wire::Header::<1>::new();
                         let mut e = ::ferry::wire::Entries::<1>::new();
                         if self.radius.to_bits() != 0 {
+                            h.set(0, ::ferry::wire::layout::bit_of(1));
                             e.push(w.scalar(self.radius));
                         }
-                        w.header(at, &GROUPS, &h, &e)
+                        w.header(r, &GROUPS, &h, &e)
                     }
                 }
                 impl<'a> ::ferry::wire::FieldValue<'a> for Circle<'a> {
@@ -833,26 +853,31 @@ pub mod ferry {
                     #[inline]
                     fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                         const GROUPS: [u32; 1] = [0];
-                        let mut h = ::ferry::wire::Header::<1>::new();
-                        if self.width.to_bits() != 0 {
-                            h.set(0, ::ferry::wire::layout::bit_of(1));
-                        }
-                        if self.height.to_bits() != 0 {
-                            h.set(0, ::ferry::wire::layout::bit_of(2));
-                        }
-                        let at = w
+                        let r = w
                             .reserve_header(
-                                h.shape(),
                                 ::ferry::wire::Encode::missing_required(self),
+                                || {
+                                    let mut h = ::ferry::wire::Header::<1>::new();
+                                    if self.width.to_bits() != 0 {
+                                        h.set(0, ::ferry::wire::layout::bit_of(1));
+                                    }
+                                    if self.height.to_bits() != 0 {
+                                        h.set(0, ::ferry::wire::layout::bit_of(2));
+                                    }
+                                    h.shape()
+                                },
                             );
+                        let mut h = ::ferry::wire::Header::<1>::new();
                         let mut e = ::ferry::wire::Entries::<2>::new();
                         if self.width.to_bits() != 0 {
+                            h.set(0, ::ferry::wire::layout::bit_of(1));
                             e.push(w.scalar(self.width));
                         }
                         if self.height.to_bits() != 0 {
+                            h.set(0, ::ferry::wire::layout::bit_of(2));
                             e.push(w.scalar(self.height));
                         }
-                        w.header(at, &GROUPS, &h, &e)
+                        w.header(r, &GROUPS, &h, &e)
                     }
                 }
                 impl<'a> ::ferry::wire::FieldValue<'a> for Rect<'a> {

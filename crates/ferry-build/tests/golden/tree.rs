@@ -514,71 +514,83 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let mut h = ::ferry::wire::Header::<1>::new();
-                    if self.name.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(1));
-                    }
-                    if self.weight.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(2));
-                    }
-                    if self.scale.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(3));
-                    }
-                    if self.visible.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(4));
-                    }
-                    if self.tag.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(5));
-                    }
-                    if self.label.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(6));
-                    }
-                    if self.parent.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(7));
-                    }
-                    if !self.children.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(8));
-                    }
-                    if !self.by_name.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(9));
-                    }
-                    if !self.blobs.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(10));
-                    }
-                    if !self.flags.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(11));
-                    }
-                    let at = w
+                    let r = w
                         .reserve_header(
-                            h.shape(),
                             ::ferry::wire::Encode::missing_required(self),
+                            || {
+                                let mut h = ::ferry::wire::Header::<1>::new();
+                                if self.name.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(1));
+                                }
+                                if self.weight.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(2));
+                                }
+                                if self.scale.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(3));
+                                }
+                                if self.visible.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(4));
+                                }
+                                if self.tag.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(5));
+                                }
+                                if self.label.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(6));
+                                }
+                                if self.parent.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(7));
+                                }
+                                if !self.children.is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(8));
+                                }
+                                if !self.by_name.is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(9));
+                                }
+                                if !self.blobs.is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(10));
+                                }
+                                if !self.flags.is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(11));
+                                }
+                                h.shape()
+                            },
                         );
+                    let mut h = ::ferry::wire::Header::<1>::new();
                     let mut e = ::ferry::wire::Entries::<11>::new();
                     if let ::core::option::Option::Some(x) = &self.name {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
                         e.push(w.bytes(x.as_bytes()));
                     }
                     if let ::core::option::Option::Some(x) = self.weight {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
                         e.push(w.scalar(x));
                     }
                     if let ::core::option::Option::Some(x) = self.scale {
+                        h.set(0, ::ferry::wire::layout::bit_of(3));
                         e.push(w.scalar(x));
                     }
                     if let ::core::option::Option::Some(x) = self.visible {
+                        h.set(0, ::ferry::wire::layout::bit_of(4));
                         e.push(w.scalar(x));
                     }
                     if let ::core::option::Option::Some(x) = &self.tag {
+                        h.set(0, ::ferry::wire::layout::bit_of(5));
                         e.push(w.bytes(x));
                     }
                     if let ::core::option::Option::Some(x) = &self.label {
+                        h.set(0, ::ferry::wire::layout::bit_of(6));
                         e.push(w.bytes(x.as_bytes()));
                     }
                     if let ::core::option::Option::Some(x) = &self.parent {
+                        h.set(0, ::ferry::wire::layout::bit_of(7));
                         e.push(w.message(x));
                     }
                     if !self.children.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(8));
                         e.push(w.messages(self.children.iter()));
                     }
                     if !self.by_name.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(9));
                         e.push(
                             w
                                 .messages(
@@ -590,6 +602,7 @@ pub mod ferry {
                         );
                     }
                     if !self.blobs.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(10));
                         e.push(
                             w
                                 .messages(
@@ -601,6 +614,7 @@ pub mod ferry {
                         );
                     }
                     if !self.flags.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(11));
                         e.push(
                             w
                                 .messages(
@@ -611,7 +625,7 @@ pub mod ferry {
                                 ),
                         );
                     }
-                    w.header(at, &GROUPS, &h, &e)
+                    w.header(r, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Node<'a> {
@@ -1020,26 +1034,31 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let mut h = ::ferry::wire::Header::<1>::new();
-                    if self.forest.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(1));
-                    }
-                    if self.id.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(2));
-                    }
-                    let at = w
+                    let r = w
                         .reserve_header(
-                            h.shape(),
                             ::ferry::wire::Encode::missing_required(self),
+                            || {
+                                let mut h = ::ferry::wire::Header::<1>::new();
+                                if self.forest.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(1));
+                                }
+                                if self.id.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(2));
+                                }
+                                h.shape()
+                            },
                         );
+                    let mut h = ::ferry::wire::Header::<1>::new();
                     let mut e = ::ferry::wire::Entries::<2>::new();
                     if let ::core::option::Option::Some(x) = &self.forest {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
                         e.push(w.message(x));
                     }
                     if let ::core::option::Option::Some(x) = self.id {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
                         e.push(w.scalar(x));
                     }
-                    w.header(at, &GROUPS, &h, &e)
+                    w.header(r, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Leaf<'a> {
@@ -1222,26 +1241,31 @@ pub mod ferry {
                 #[inline]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
-                    let mut h = ::ferry::wire::Header::<1>::new();
-                    if !self.roots.is_empty() {
-                        h.set(0, ::ferry::wire::layout::bit_of(1));
-                    }
-                    if self.first.is_some() {
-                        h.set(0, ::ferry::wire::layout::bit_of(2));
-                    }
-                    let at = w
+                    let r = w
                         .reserve_header(
-                            h.shape(),
                             ::ferry::wire::Encode::missing_required(self),
+                            || {
+                                let mut h = ::ferry::wire::Header::<1>::new();
+                                if !self.roots.is_empty() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(1));
+                                }
+                                if self.first.is_some() {
+                                    h.set(0, ::ferry::wire::layout::bit_of(2));
+                                }
+                                h.shape()
+                            },
                         );
+                    let mut h = ::ferry::wire::Header::<1>::new();
                     let mut e = ::ferry::wire::Entries::<2>::new();
                     if !self.roots.is_empty() {
+                        h.set(0, ::ferry::wire::layout::bit_of(1));
                         e.push(w.messages(self.roots.iter()));
                     }
                     if let ::core::option::Option::Some(x) = &self.first {
+                        h.set(0, ::ferry::wire::layout::bit_of(2));
                         e.push(w.message(x));
                     }
-                    w.header(at, &GROUPS, &h, &e)
+                    w.header(r, &GROUPS, &h, &e)
                 }
             }
             impl<'a> ::ferry::wire::FieldValue<'a> for Forest<'a> {
