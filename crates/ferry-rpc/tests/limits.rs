@@ -124,7 +124,7 @@ fn a_session_idle_past_the_idle_timeout_is_closed_and_counted() {
     // its calls did not reset) fails the assertion.
     let connect = || (Instant::now(), channel(&addr(&s, 0)));
     let mut busy = connect();
-    let mut call = |busy: &mut (Instant, Channel)| {
+    let call = |busy: &mut (Instant, Channel)| {
         let sent = Instant::now();
         match busy.1.call_payload(RAW, Payload::Bytes(b"limit")) {
             Ok(r) => {
