@@ -239,25 +239,33 @@ fn a_lost_connection_fails_every_pending_call_and_the_client_reconnects() {
     }
 }
 
+/// A raw connection to `addr` (no RPC client, no clock of its own) and the context its
+/// messages are built in: the shared-memory pool, or a pool of this process's.
+fn raw_conn(addr: &Addr) -> (ferry_rpc::Conn, ferry_wire::Context) {
+    use ferry_rpc::{Conn, ConnConfig};
+    let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig {
+        max_bytes: 64 << 20,
+        ..Default::default()
+    })
+    .unwrap();
+    let conn = Conn::connect(addr, &pool, &ConnConfig::default()).expect("connect");
+    let ctx = match &conn {
+        Conn::Shm(c) => ferry_wire::Context::new(c.pool().clone()),
+        Conn::Tcp(_) | Conn::Udp(_) | Conn::Xdp(_) => ferry_wire::Context::new(pool),
+    };
+    (conn, ctx)
+}
+
 #[test]
 fn the_server_enforces_the_deadline_it_was_given() {
-    use ferry_rpc::{Conn, ConnConfig, wire};
+    use ferry_rpc::wire;
     use ferry_transport::{Meta, Payload, Received, Transport};
     let scratch = Scratch::new("sdeadline");
     let server = server_with(&scratch, LoopConfig::default());
     for addr in server.addrs() {
         // A client with no clock of its own: a raw connection sends a 20 ms budget and a slow
         // request, and waits for whatever the server says.
-        let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig {
-            max_bytes: 64 << 20,
-            ..Default::default()
-        })
-        .unwrap();
-        let mut conn = Conn::connect(addr, &pool, &ConnConfig::default()).expect("connect");
-        let ctx = match &conn {
-            Conn::Shm(c) => ferry_wire::Context::new(c.pool().clone()),
-            Conn::Tcp(_) | Conn::Udp(_) | Conn::Xdp(_) => ferry_wire::Context::new(pool.clone()),
-        };
+        let (mut conn, ctx) = raw_conn(addr);
         let budget = wire::deadline_payload(Duration::from_millis(20));
         conn.send_payload(
             Meta {
@@ -325,21 +333,12 @@ fn a_later_call_with_a_nearer_deadline_expires_first_on_the_client() {
 /// answered `DEADLINE_EXCEEDED` at its own deadline, not after the first one's handler (3 s).
 #[test]
 fn a_later_request_with_a_nearer_deadline_expires_first_on_the_server() {
-    use ferry_rpc::{Conn, ConnConfig, wire};
+    use ferry_rpc::wire;
     use ferry_transport::{Meta, Payload, Received, Transport};
     let scratch = Scratch::new("sdue");
     let server = server_with(&scratch, LoopConfig::default());
     for addr in server.addrs() {
-        let pool = ferry_buf::Pool::new(ferry_buf::PoolConfig {
-            max_bytes: 64 << 20,
-            ..Default::default()
-        })
-        .unwrap();
-        let mut conn = Conn::connect(addr, &pool, &ConnConfig::default()).expect("connect");
-        let ctx = match &conn {
-            Conn::Shm(c) => ferry_wire::Context::new(c.pool().clone()),
-            Conn::Tcp(_) | Conn::Udp(_) | Conn::Xdp(_) => ferry_wire::Context::new(pool.clone()),
-        };
+        let (mut conn, ctx) = raw_conn(addr);
         for (request_id, budget) in [(0, Duration::from_secs(3600)), (1, Duration::from_millis(20))] {
             let budget = wire::deadline_payload(budget);
             let flags = wire::DEADLINE;
