@@ -12,10 +12,10 @@
 //! lower bound of the command's length when that is more than a read buffer: a length the peer
 //! announces buys no memory before its bytes come (a peer announcing a bulk of
 //! `proto-max-bulk-len` and sending 10 bytes holds one read buffer), the last buffer is sized
-//! for the command, and the bytes copied on the way are fewer than twice the command's. A buffer larger than a read buffer is reserved from the
-//! loop's budget for requests in progress ([`Input::with_budget`], `ferry-net`'s
-//! [`FrameBudget`]) until its command is whole: a request that would pass it disconnects its
-//! client.
+//! for the command, and the bytes copied on the way are fewer than twice the command's. A
+//! buffer larger than a read buffer is reserved from the loop's budget for requests in
+//! progress ([`Input::with_budget`], `ferry-net`'s [`FrameBudget`]) until its command is
+//! whole: a request that would pass it disconnects its client.
 
 use std::ops::Range;
 
