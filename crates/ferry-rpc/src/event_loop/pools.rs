@@ -1,9 +1,10 @@
 //! Shared-memory session pools made and dropped off the loop's thread. A new session's pool
-//! is a memory file whose first region is mapped and touched at the session's first block
-//! (about 1.5 ms in a debug build), and a leaving session's pool is unmapped when its last
-//! handle drops (about 0.4 ms): done on the loop, a storm of connects stalled every session it
-//! serves for as long. Here a maker thread keeps [`READY`] pools made, their first region
-//! mapped, and rings the loop's waker for each; a reaper thread drops the pools of sessions
+//! is a memory file whose first region is mapped at the session's first buffer (about 1.5 ms
+//! in a debug build), and a leaving session's pool is unmapped when its last handle drops
+//! (about 0.4 ms): done on the loop, a storm of connects stalled every session it serves for
+//! as long. Here a maker thread keeps [`READY`] pools made, their first region mapped and the
+//! pages of the buffers a session takes first (its control area, then its first block)
+//! faulted in, and rings the loop's waker for each; a reaper thread drops the pools of sessions
 //! that left and of setups that failed. The loop accepts a shared-memory peer only when a
 //! made pool waits (its listener leaves the loop's readiness set meanwhile, see
 //! `poll.rs`): a storm faster than the maker waits in the listener's backlog, never on the
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError, channel, sync_channel};
 
 use ferry_buf::{Pool, PoolConfig};
+use ferry_shm::layout::CONTROL_LEN;
 use ferry_transport::TransportError;
 
 use crate::metrics::Admitted;
@@ -30,13 +32,31 @@ pub(super) struct ShmPools {
     graveyard: Sender<(Pool, Option<Admitted>)>,
 }
 
+/// A session's pool: made, with the buffers a shared-memory setup takes first (its control
+/// area, then its first block of `block` bytes) taken, their pages faulted in by writing
+/// them, and given back so that the session takes those same slots (a class's free list hands
+/// out the slot freed last first). Else the loop faulted them, page by page (each a memory
+/// file page allocated and zeroed), as it cleared the control area and wrote the first block:
+/// 4 faults per setup of the garbage case's peers (issue 28).
+fn make(config: &PoolConfig, block: usize) -> Result<Pool, ferry_buf::PoolError> {
+    let pool = Pool::new(config.clone())?;
+    let mut first = [CONTROL_LEN, block].map(|len| pool.alloc(len).ok());
+    for buf in first.iter_mut().flatten() {
+        buf.capacity_mut().fill(0);
+    }
+    // The block back first, the control area last: the next take of their class is the
+    // control area's slot.
+    first.reverse();
+    drop(first);
+    Ok(pool)
+}
+
 impl ShmPools {
-    /// Starts the threads that make pools of `config` (with the first region mapped by a
-    /// buffer of `first` bytes), waking the loop through `waker` for each, and drop the ones
-    /// given back.
+    /// Starts the threads that make pools of `config` (see [`make`]; a session's blocks are
+    /// `block` bytes), waking the loop through `waker` for each, and drop the ones given back.
     pub(super) fn start(
         config: PoolConfig,
-        first: usize,
+        block: usize,
         waker: Arc<Waker>,
     ) -> Result<ShmPools, TransportError> {
         let (made, ready): (SyncSender<Pool>, _) = sync_channel(READY);
@@ -45,8 +65,7 @@ impl ShmPools {
             .spawn(move || {
                 // Ends when the loop is gone (the send fails) or a pool cannot be made (the
                 // loop then makes its own, and sees the error itself).
-                while let Ok(pool) = Pool::new(config.clone()) {
-                    drop(pool.alloc(first));
+                while let Ok(pool) = make(&config, block) {
                     if made.send(pool).is_err() {
                         return;
                     }
@@ -106,5 +125,54 @@ impl ShmPools {
     pub(super) fn bury(&self, pool: Pool, place: Option<Admitted>) {
         // The reaper ends only with the loop: a failed send drops them here.
         let _ = self.graveyard.send((pool, place));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::ConnConfig;
+
+    /// Minor page faults of the calling thread so far (`/proc/thread-self/stat`, field 10).
+    fn thread_faults() -> u64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("/proc/thread-self/stat");
+        // The fields after the command name (which may hold spaces): state is field 3.
+        let after = &stat[stat.rfind(')').expect("comm") + 2..];
+        after.split(' ').nth(7).expect("minflt").parse().expect("a count")
+    }
+
+    /// The regression of the garbage and storm rows over shared memory (issue 28): the loop
+    /// faulted the pages of a made pool's control area (16 KiB, 4 memory-file pages) as it
+    /// cleared it at every setup, and those of the session's first block as it wrote it.
+    #[test]
+    fn a_made_pools_control_area_and_first_block_fault_nothing_on_the_loop() {
+        let config = ConnConfig::default();
+        let block = config.shm.block_size;
+        let mut pools = ShmPools::start(config.shm_pool, block, Arc::new(Waker::new().expect("waker")))
+            .expect("maker started");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !pools.has_ready() {
+            assert!(Instant::now() < deadline, "no pool made in 30 s");
+            std::thread::yield_now();
+        }
+        let mut made_here = 0;
+        let pool = pools
+            .take(&mut made_here, || unreachable!("a made pool waits"))
+            .expect("a pool");
+        // Reading the count allocates: once first, so that the reads around the loop's work
+        // fault nothing themselves.
+        let before = (thread_faults(), thread_faults()).1;
+        // What the loop does with it: the setup clears its control area, then the session
+        // writes its first block.
+        let mut control = pool.alloc(CONTROL_LEN).expect("control");
+        control.capacity_mut().fill(0);
+        let mut first = pool.alloc(block).expect("block");
+        first.capacity_mut().fill(7);
+        let faults = thread_faults() - before;
+        assert_eq!(faults, 0, "pages the loop faulted in a made pool");
+        drop((control, first));
+        pools.bury(pool, None);
     }
 }
