@@ -2,13 +2,13 @@
 
 use std::fmt;
 use std::os::fd::BorrowedFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::ahead::Ahead;
 use crate::class::{Classes, SlotId};
 use crate::free_list::FreeList;
-use crate::grower;
+use crate::grower::{self, Job};
 use crate::raw::{RawMut, RawShared, Region};
 use crate::sync::AtomicU32;
 use crate::sys::{MapOptions, Mapped, Reservation};
@@ -57,6 +57,8 @@ pub(crate) struct PoolInner {
     growth: Mutex<Growth>,
     /// The region the grower maps ahead of need, once a class has needed a second region.
     ahead: Ahead<Mapped>,
+    /// Set by [`Pool::keep_warm`]: regions mapped on demand are prefaulted by the grower.
+    warm: AtomicBool,
     regions_added: AtomicUsize,
     regions_taken_ahead: AtomicUsize,
     mlock_failures: AtomicUsize,
@@ -108,6 +110,7 @@ impl Pool {
                 mlock_reported: false,
             }),
             ahead: Ahead::new(),
+            warm: AtomicBool::new(false),
             regions_added: AtomicUsize::new(0),
             regions_taken_ahead: AtomicUsize::new(0),
             mlock_failures: AtomicUsize::new(0),
@@ -199,6 +202,29 @@ impl Pool {
         growth.hooks.push(Box::new(hook));
     }
 
+    /// Marks the pool as serving one owner for long, on a thread whose stalls others wait for
+    /// (an event loop's pool): each region mapped on demand (a size class's first two, and
+    /// any the grower had not mapped ahead in time), those mapped so far and those mapped
+    /// later, has its pages faulted in by the grower thread right after it is mapped, without
+    /// changing its contents. The owner then faults no page of the pool once the grower is
+    /// done (a page it touches first, it still faults itself). Costs each such region's
+    /// memory and zeroing at once, at the grower's low priority; a short-lived pool (a client
+    /// connection's, a shared-memory session's) is left cold and pays only for the pages its
+    /// buffers touch. Needs Linux 5.14 (`MADV_POPULATE_WRITE`); without it the pages are
+    /// faulted as they are touched, reported once on stderr.
+    pub fn keep_warm(&self) {
+        // Under the growth lock: a region is either mapped before (prefaulted here) or after
+        // (by `grow`, which then sees the flag).
+        let _growth = self.inner.lock_growth();
+        if self.inner.warm.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        // Those already prefaulted (mapped ahead) cost the grower a walk of present pages.
+        for region in self.inner.regions.iter().filter_map(OnceLock::get) {
+            grower::request(Arc::downgrade(&self.inner), Job::Prefault(region.info().index));
+        }
+    }
+
     /// A snapshot of the pool's counters.
     pub fn stats(&self) -> PoolStats {
         let inner = &self.inner;
@@ -274,8 +300,9 @@ impl PoolInner {
     /// The region is the one mapped ahead if it is ready, else one mapped here on demand:
     /// base pages faulted as buffers touch them, so that neither this thread nor another one
     /// waiting for the growth lock waits for a region's zeroing (and a pool that stays small
-    /// costs the pages it uses). Once a class needs a second region, the grower maps and
-    /// prefaults the next one ahead, off this thread.
+    /// costs the pages it uses). A [warm](Pool::keep_warm) pool has the grower
+    /// fault in the rest of such a region right away, off this thread. Once a class needs a
+    /// second region, the grower maps and prefaults the next one ahead.
     #[cold]
     fn grow(self: &Arc<Self>, class: usize) -> Result<RawMut, PoolError> {
         let mut growth = self.lock_growth();
@@ -287,10 +314,10 @@ impl PoolInner {
             class: self.classes.size(class),
             max_bytes: self.config.max_bytes,
         };
-        let mapped = match self.ahead.take() {
+        let (mapped, on_demand) = match self.ahead.take() {
             Some(mapped) => {
                 self.regions_taken_ahead.fetch_add(1, Ordering::Relaxed);
-                mapped
+                (mapped, false)
             }
             None => {
                 let on_demand = MapOptions {
@@ -299,15 +326,18 @@ impl PoolInner {
                     mlock: self.config.mlock,
                 };
                 match self.reservation.map_next(on_demand)? {
-                    Some(mapped) => mapped,
+                    Some(mapped) => (mapped, true),
                     // The last region may be the one being mapped ahead.
-                    None => self.ahead.wait_take().ok_or_else(exhausted)?,
+                    None => (self.ahead.wait_take().ok_or_else(exhausted)?, false),
                 }
             }
         };
+        if on_demand && self.warm.load(Ordering::Relaxed) {
+            grower::request(Arc::downgrade(self), Job::Prefault(mapped.index()));
+        }
         let state = &self.class_states[class];
         if state.regions.load(Ordering::Relaxed) > 0 && self.ahead.ask() {
-            grower::request(Arc::downgrade(self));
+            grower::request(Arc::downgrade(self), Job::Ahead);
         }
         let region = Region::add(self, class, mapped);
         self.regions_added.fetch_add(1, Ordering::Relaxed);
@@ -394,16 +424,26 @@ impl PoolInner {
         self.region_shift
     }
 
-    /// The grower's work: maps the next region, huge pages if configured, prefaulted, and
-    /// offers it for the pool's next growth (nothing if the reservation is used up or mapping
-    /// failed: growth on demand then sees it).
-    pub(crate) fn map_ahead(&self) {
-        let ahead = MapOptions {
-            huge_pages: self.config.huge_pages,
-            prefault: true,
-            mlock: self.config.mlock,
-        };
-        self.ahead.offer(self.reservation.map_next(ahead).ok().flatten());
+    /// The grower's work.
+    ///
+    /// [`Job::Ahead`]: maps the next region, huge pages if configured, prefaulted, and offers
+    /// it for the pool's next growth (nothing if the reservation is used up or mapping failed:
+    /// growth on demand then sees it).
+    ///
+    /// [`Job::Prefault`]: faults in the pages of a region mapped on demand that buffers are
+    /// already using, leaving its bytes as they are (see [`Reservation::prefault`]).
+    pub(crate) fn work(&self, job: Job) {
+        match job {
+            Job::Ahead => {
+                let ahead = MapOptions {
+                    huge_pages: self.config.huge_pages,
+                    prefault: true,
+                    mlock: self.config.mlock,
+                };
+                self.ahead.offer(self.reservation.map_next(ahead).ok().flatten());
+            }
+            Job::Prefault(index) => self.reservation.prefault(index),
+        }
     }
 
     /// Answers a request for a region ahead that no grower will serve.

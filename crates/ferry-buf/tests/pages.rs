@@ -174,3 +174,51 @@ fn a_new_pools_first_buffer_faults_its_pages_not_its_region() {
     assert_eq!((stats.regions, stats.regions_taken_ahead), (4, 1));
     drop(whole);
 }
+
+/// Minor page faults of the calling thread so far (`/proc/thread-self/stat`, field 10).
+fn thread_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    // The fields after the command name (which may hold spaces): state is field 3.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(7).unwrap().parse().unwrap()
+}
+
+/// The regression of the never-read row (issue 28): an event loop's pool maps each class's
+/// first regions on demand, and the loop faulted their pages one by one (each a 4 KiB page
+/// zeroed) as it received frames into new buffers. A warm pool's region is faulted in by the
+/// grower instead: once it is done, the owner writes its next buffers without a fault.
+#[test]
+fn a_warm_pools_owner_faults_no_page_of_its_next_buffers() {
+    const CLASS: usize = 16 << 10;
+    const BUFFERS: usize = 64;
+    let (pool, seen) = watched(PoolConfig::default());
+    pool.keep_warm();
+    let first = pool.alloc(CLASS).unwrap();
+    let info = seen.lock().unwrap()[0];
+    assert_eq!(info.pages, PageKind::Base, "mapped on demand");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while resident(info.addr, info.len) < info.len {
+        assert!(
+            Instant::now() < deadline,
+            "the grower did not fault in the region mapped on demand: {} of {} bytes resident",
+            resident(info.addr, info.len),
+            info.len
+        );
+        std::thread::yield_now();
+    }
+    let mut bufs = Vec::with_capacity(BUFFERS);
+    // Reading the count allocates: once first, so that the reads around the writes fault
+    // nothing themselves.
+    let before = (thread_faults(), thread_faults()).1;
+    for _ in 0..BUFFERS {
+        let mut buf = pool.alloc(CLASS).unwrap();
+        buf.capacity_mut().fill(1);
+        bufs.push(buf);
+    }
+    let faults = thread_faults() - before;
+    assert_eq!(
+        faults, 0,
+        "pages the owner faulted writing {BUFFERS} buffers of {CLASS} bytes"
+    );
+    drop((first, bufs));
+}

@@ -82,6 +82,11 @@ impl Reservation {
     }
 }
 
+impl Reservation {
+    /// Nothing to fault in: heap regions are written whole (zeroed) when handed out.
+    pub(crate) fn prefault(&self, _index: usize) {}
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         // SAFETY: `base` came from `alloc(self.layout)` and is freed only here.

@@ -218,6 +218,37 @@ impl Reservation {
     }
 }
 
+impl Reservation {
+    /// Faults in every page of region `index` for writing, without reading or writing its
+    /// bytes (`MADV_POPULATE_WRITE`): safe while buffers in the region are in use on other
+    /// threads, whose data stays as it is. Best effort: if the kernel lacks it (before 5.14) or
+    /// the pages cannot be had, the region's pages are faulted as they are touched, and the
+    /// first failure is reported on stderr.
+    pub(crate) fn prefault(&self, index: usize) {
+        if index >= self.len / self.region_size {
+            return;
+        }
+        // SAFETY: `index` is inside the reservation (checked), so the range is ours; the
+        // advice only populates page tables, it never changes the memory's contents.
+        let populated = unsafe {
+            libc::madvise(
+                self.base.as_ptr().add(index * self.region_size).cast(),
+                self.region_size,
+                libc::MADV_POPULATE_WRITE,
+            )
+        } == 0;
+        if !populated {
+            static REPORTED: std::sync::Once = std::sync::Once::new();
+            let error = io::Error::last_os_error();
+            REPORTED.call_once(|| {
+                eprintln!(
+                    "ferry-buf: prefaulting a region of a long-lived pool off its thread failed                      ({error}); its pages are faulted as buffers touch them"
+                );
+            });
+        }
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the range `new` kept; the pool drops the reservation only once
