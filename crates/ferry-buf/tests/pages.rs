@@ -175,6 +175,19 @@ fn a_new_pools_first_buffer_faults_its_pages_not_its_region() {
     drop(whole);
 }
 
+/// Waits until the grower has faulted in all of `region` (a condition, polled).
+fn wait_faulted_in(region: &RegionInfo) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while resident(region.addr, region.len) < region.len {
+        assert!(
+            Instant::now() < deadline,
+            "the grower did not fault in {region:?}: {} bytes resident",
+            resident(region.addr, region.len)
+        );
+        std::thread::yield_now();
+    }
+}
+
 /// Minor page faults of the calling thread so far (`/proc/thread-self/stat`, field 10).
 fn thread_faults() -> u64 {
     let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
@@ -196,16 +209,7 @@ fn a_warm_pools_owner_faults_no_page_of_its_next_buffers() {
     let first = pool.alloc(CLASS).unwrap();
     let info = seen.lock().unwrap()[0];
     assert_eq!(info.pages, PageKind::Base, "mapped on demand");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while resident(info.addr, info.len) < info.len {
-        assert!(
-            Instant::now() < deadline,
-            "the grower did not fault in the region mapped on demand: {} of {} bytes resident",
-            resident(info.addr, info.len),
-            info.len
-        );
-        std::thread::yield_now();
-    }
+    wait_faulted_in(&info);
     let mut bufs = Vec::with_capacity(BUFFERS);
     // Reading the count allocates: once first, so that the reads around the writes fault
     // nothing themselves.
@@ -221,4 +225,19 @@ fn a_warm_pools_owner_faults_no_page_of_its_next_buffers() {
         "pages the owner faulted writing {BUFFERS} buffers of {CLASS} bytes"
     );
     drop((first, bufs));
+}
+
+/// Keeping a pool warm after it is in use faults in the regions it already has, and the
+/// grower's prefault leaves the bytes of buffers in use as they were.
+#[test]
+fn keeping_a_used_pool_warm_keeps_its_buffers_bytes() {
+    let (pool, seen) = watched(PoolConfig::default());
+    let mut buf = pool.alloc(64 << 10).unwrap();
+    let pattern: Vec<u8> = (0..buf.capacity()).map(|i| (i % 251) as u8).collect();
+    buf.capacity_mut().copy_from_slice(&pattern);
+    let info = seen.lock().unwrap()[0];
+    assert_eq!(resident(info.addr, info.len), 64 << 10, "only the buffer's pages");
+    pool.keep_warm();
+    wait_faulted_in(&info);
+    assert!(buf.capacity_mut() == &pattern[..], "the buffer's bytes changed");
 }
