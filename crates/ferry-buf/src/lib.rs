@@ -13,9 +13,10 @@
 //!   a second region, a background grower thread (one per process, lowest priority) maps the
 //!   pool's next region ahead of need, 2 MiB hugetlb pages if free, else transparent huge
 //!   pages, else 4 KiB pages, prefaulted, and the next growth takes it ready. A pool kept
-//!   warm ([`Pool::keep_warm`]: an event loop's, whose thread every session waits for) has the
-//!   grower fault in each region mapped on demand as soon as it is mapped (contents
-//!   untouched, so buffers already in use keep theirs), and its owner stops faulting pages.
+//!   warm ([`Pool::keep_warm`]: an event loop's, whose thread every session waits for) always
+//!   has a region ahead, so a class's first region is a ready one too, and has the grower
+//!   fault in each region it still maps on demand as soon as it is mapped (contents
+//!   untouched, so buffers already in use keep theirs): its owner stops faulting pages.
 //!   Transports learn about every region through [`Pool::on_region`] to register it.
 //! - Each region serves one power-of-two size class ([`MIN_CLASS`] up to `region_size`).
 //!   Allocation and free are O(1) and lock-free (a per-class Treiber stack); only adding a

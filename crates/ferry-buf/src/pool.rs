@@ -55,7 +55,8 @@ pub(crate) struct PoolInner {
     class_states: Box<[ClassState]>,
     /// Held while adding a region or a hook (the rare path).
     growth: Mutex<Growth>,
-    /// The region the grower maps ahead of need, once a class has needed a second region.
+    /// The region the grower maps ahead of need, once a class has needed a second region (a
+    /// warm pool: always).
     ahead: Ahead<Mapped>,
     /// Set by [`Pool::keep_warm`]: regions mapped on demand are prefaulted by the grower.
     warm: AtomicBool,
@@ -203,15 +204,17 @@ impl Pool {
     }
 
     /// Marks the pool as serving one owner for long, on a thread whose stalls others wait for
-    /// (an event loop's pool): each region mapped on demand (a size class's first two, and
-    /// any the grower had not mapped ahead in time), those mapped so far and those mapped
-    /// later, has its pages faulted in by the grower thread right after it is mapped, without
+    /// (an event loop's pool). From now on the grower keeps one region mapped ahead for it
+    /// (huge pages, prefaulted), so that whichever class next needs a region, its first
+    /// included, takes it ready; and each region the pool maps on demand (when none was ready,
+    /// and those it mapped before) has its pages faulted in by the grower right after, without
     /// changing its contents. The owner then faults no page of the pool once the grower is
-    /// done (a page it touches first, it still faults itself). Costs each such region's
-    /// memory and zeroing at once, at the grower's low priority; a short-lived pool (a client
-    /// connection's, a shared-memory session's) is left cold and pays only for the pages its
-    /// buffers touch. Needs Linux 5.14 (`MADV_POPULATE_WRITE`); without it the pages are
-    /// faulted as they are touched, reported once on stderr.
+    /// done (a page it touches first, it still faults itself). Costs a region's memory ahead
+    /// and each region's whole memory and zeroing at once, at the grower's low priority; a
+    /// short-lived pool (a client connection's, a shared-memory session's) is left cold and
+    /// pays only for the pages its buffers touch. Needs Linux 5.14 (`MADV_POPULATE_WRITE`)
+    /// for regions mapped on demand; without it their pages are faulted as they are touched,
+    /// reported once on stderr.
     pub fn keep_warm(&self) {
         // Under the growth lock: a region is either mapped before (prefaulted here) or after
         // (by `grow`, which then sees the flag).
@@ -222,6 +225,9 @@ impl Pool {
         // Those already prefaulted (mapped ahead) cost the grower a walk of present pages.
         for region in self.inner.regions.iter().filter_map(OnceLock::get) {
             grower::request(Arc::downgrade(&self.inner), Job::Prefault(region.info().index));
+        }
+        if self.inner.ahead.ask() {
+            grower::request(Arc::downgrade(&self.inner), Job::Ahead);
         }
     }
 
@@ -300,9 +306,9 @@ impl PoolInner {
     /// The region is the one mapped ahead if it is ready, else one mapped here on demand:
     /// base pages faulted as buffers touch them, so that neither this thread nor another one
     /// waiting for the growth lock waits for a region's zeroing (and a pool that stays small
-    /// costs the pages it uses). A [warm](Pool::keep_warm) pool has the grower
-    /// fault in the rest of such a region right away, off this thread. Once a class needs a
-    /// second region, the grower maps and prefaults the next one ahead.
+    /// costs the pages it uses). A [warm](Pool::keep_warm) pool has the grower fault in the
+    /// rest of such a region right away, off this thread. Once a class needs a second region
+    /// (a warm pool: at every growth), the grower maps and prefaults the next one ahead.
     #[cold]
     fn grow(self: &Arc<Self>, class: usize) -> Result<RawMut, PoolError> {
         let mut growth = self.lock_growth();
@@ -332,11 +338,14 @@ impl PoolInner {
                 }
             }
         };
-        if on_demand && self.warm.load(Ordering::Relaxed) {
+        let state = &self.class_states[class];
+        let warm = self.warm.load(Ordering::Relaxed);
+        if on_demand && warm {
             grower::request(Arc::downgrade(self), Job::Prefault(mapped.index()));
         }
-        let state = &self.class_states[class];
-        if state.regions.load(Ordering::Relaxed) > 0 && self.ahead.ask() {
+        // A warm pool keeps a region ahead from its first growth on, so that the next class
+        // to need one takes it ready (huge pages) rather than mapped on demand.
+        if (warm || state.regions.load(Ordering::Relaxed) > 0) && self.ahead.ask() {
             grower::request(Arc::downgrade(self), Job::Ahead);
         }
         let region = Region::add(self, class, mapped);

@@ -198,8 +198,9 @@ fn thread_faults() -> u64 {
 
 /// The regression of the never-read row (issue 28): an event loop's pool maps each class's
 /// first regions on demand, and the loop faulted their pages one by one (each a 4 KiB page
-/// zeroed) as it received frames into new buffers. A warm pool's region is faulted in by the
-/// grower instead: once it is done, the owner writes its next buffers without a fault.
+/// zeroed) as it received frames into new buffers. A warm pool's region is the one the
+/// grower mapped ahead, or one mapped on demand that the grower then faults in: either way,
+/// once the grower is done, the owner writes its next buffers without a fault.
 #[test]
 fn a_warm_pools_owner_faults_no_page_of_its_next_buffers() {
     const CLASS: usize = 16 << 10;
@@ -208,7 +209,6 @@ fn a_warm_pools_owner_faults_no_page_of_its_next_buffers() {
     pool.keep_warm();
     let first = pool.alloc(CLASS).unwrap();
     let info = seen.lock().unwrap()[0];
-    assert_eq!(info.pages, PageKind::Base, "mapped on demand");
     wait_faulted_in(&info);
     let mut bufs = Vec::with_capacity(BUFFERS);
     // Reading the count allocates: once first, so that the reads around the writes fault
@@ -240,4 +240,24 @@ fn keeping_a_used_pool_warm_keeps_its_buffers_bytes() {
     pool.keep_warm();
     wait_faulted_in(&info);
     assert!(buf.capacity_mut() == &pattern[..], "the buffer's bytes changed");
+}
+
+/// A warm pool has a region ready ahead before its first buffer, and asks for the next as it
+/// takes it: a class's first region is a prefaulted one (huge pages where there are), not one
+/// its owner faults page by page.
+#[test]
+fn a_warm_pools_first_region_is_the_one_mapped_ahead() {
+    let (pool, seen) = watched(PoolConfig {
+        region_size: REGION,
+        max_bytes: 8 * REGION,
+        ..Default::default()
+    });
+    pool.keep_warm();
+    wait_ready_ahead(&pool);
+    let buf = pool.alloc(64).unwrap();
+    let info = seen.lock().unwrap()[0];
+    assert_eq!(pool.stats().regions_taken_ahead, 1);
+    assert_eq!(resident(info.addr, info.len), info.len, "{info:?}, prefaulted");
+    wait_ready_ahead(&pool);
+    drop(buf);
 }
