@@ -350,3 +350,28 @@ fn shared_pools_created_concurrently_never_clobber_each_other() {
         t.join().unwrap();
     }
 }
+
+/// A warm pool serves buffers as a cold one does, whether its regions come ahead or on demand
+/// (under Miri the grower's work runs on the asking thread, so both paths run there too), and
+/// its last region may be the one the grower maps ahead.
+#[test]
+fn a_warm_pool_serves_buffers_as_a_cold_one() {
+    let pool = Pool::new(PoolConfig {
+        max_bytes: 4 * REGION,
+        ..small_config()
+    })
+    .unwrap();
+    let before = pool.copy_from(b"before").unwrap();
+    pool.keep_warm();
+    // A region each, the pool's three others.
+    let whole: Vec<_> = (0..3u8)
+        .map(|i| pool.copy_from(&[i; REGION]).unwrap())
+        .collect();
+    assert_eq!(&*before, b"before");
+    for (i, buf) in whole.iter().enumerate() {
+        assert!(buf.iter().all(|&b| usize::from(b) == i), "buffer {i}");
+    }
+    assert_eq!(pool.stats().regions, 4);
+    drop((before, whole));
+    assert_eq!(pool.stats().buffers_outstanding(), 0);
+}
