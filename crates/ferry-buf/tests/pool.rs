@@ -364,9 +364,7 @@ fn a_warm_pool_serves_buffers_as_a_cold_one() {
     let before = pool.copy_from(b"before").unwrap();
     pool.keep_warm();
     // A region each, the pool's three others.
-    let whole: Vec<_> = (0..3u8)
-        .map(|i| pool.copy_from(&[i; REGION]).unwrap())
-        .collect();
+    let whole: Vec<_> = (0..3u8).map(|i| pool.copy_from(&[i; REGION]).unwrap()).collect();
     assert_eq!(&*before, b"before");
     for (i, buf) in whole.iter().enumerate() {
         assert!(buf.iter().all(|&b| usize::from(b) == i), "buffer {i}");
