@@ -276,8 +276,8 @@ impl EventLoop {
     /// A loop that serves `services` on the listeners it is given.
     pub fn with_services(config: LoopConfig, services: Services) -> Result<EventLoop, TransportError> {
         let pool = config.conn.loop_pool(&config.pool)?;
-        // The loop's thread must not fault its pool's pages in its hot path: the grower
-        // faults them in as regions are mapped (issue 28's never-read row).
+        // The loop's thread must not fault its pool's pages in its hot path: the grower keeps
+        // a region ready ahead and faults in any mapped on demand (issue 28's never-read row).
         pool.keep_warm();
         static LOOPS: AtomicUsize = AtomicUsize::new(0);
         let name = format!("loop-{}", LOOPS.fetch_add(1, Ordering::Relaxed));
