@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferry_buf::{PageKind, Pool, PoolConfig, RegionInfo};
+use ferry_buf::{BufMut, PageKind, Pool, PoolConfig, RegionInfo};
 
 const REGION: usize = 2 << 20;
 
@@ -210,14 +210,15 @@ fn a_warm_pools_owner_faults_no_page_of_its_next_buffers() {
     let first = pool.alloc(CLASS).unwrap();
     let info = seen.lock().unwrap()[0];
     wait_faulted_in(&info);
-    let mut bufs = Vec::with_capacity(BUFFERS);
+    // Written now, so that storing the buffers faults no page of the vector's.
+    let mut bufs: Vec<Option<BufMut>> = (0..BUFFERS).map(|_| None).collect();
     // Reading the count allocates: once first, so that the reads around the writes fault
     // nothing themselves.
     let before = (thread_faults(), thread_faults()).1;
-    for _ in 0..BUFFERS {
+    for slot in &mut bufs {
         let mut buf = pool.alloc(CLASS).unwrap();
         buf.capacity_mut().fill(1);
-        bufs.push(buf);
+        *slot = Some(buf);
     }
     let faults = thread_faults() - before;
     assert_eq!(
