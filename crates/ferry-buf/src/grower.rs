@@ -1,7 +1,7 @@
 //! The grower: one thread per process, at the lowest scheduling priority, that maps and
 //! prefaults the region a pool asked to have ready ahead of need ([`Ahead`](crate::ahead)),
-//! and prefaults in place the regions a [long-lived](crate::PoolConfig::long_lived) pool
-//! mapped on demand.
+//! and prefaults in place the regions a [warm](crate::Pool::keep_warm) pool mapped on
+//! demand.
 //!
 //! Zeroing a region (8 MiB by default) takes a core for milliseconds. Done by the thread that
 //! needed a buffer, it stalled that thread (an event loop, and every session it serves) and,
