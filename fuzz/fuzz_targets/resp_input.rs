@@ -3,8 +3,9 @@
 //! any size, as `ferry redis`'s loop feeds it.
 //!
 //! The first byte chooses the read buffer's size and the size of the reads; the rest is the
-//! stream. Nothing may panic; the commands must be the same as when the stream arrives in one
-//! read; and a buffer must never be larger than the pool's class for twice the bytes that
+//! stream. Nothing may panic; the commands, and the protocol error that ends them if one does,
+//! must be the same as when the stream arrives in one read (a malformed line is refused once
+//! it has arrived, however the request was cut); and a buffer must never be larger than the pool's class for twice the bytes that
 //! arrived (at least a read buffer): a length the peer announces buys no memory before its
 //! bytes come.
 #![no_main]
@@ -13,7 +14,7 @@ use std::sync::OnceLock;
 
 use ferry_buf::{Pool, PoolConfig};
 use ferry_net::FrameBudget;
-use ferry_redis::input::{Input, Next};
+use ferry_redis::input::{Input, InputError, Next};
 use ferry_redis::resp::ParseLimits;
 use libfuzzer_sys::fuzz_target;
 
@@ -23,14 +24,25 @@ const LIMITS: ParseLimits = ParseLimits {
     max_inline_len: 64 << 10,
 };
 
+/// What a stream came to: its commands, and the error that ended them (a protocol error's
+/// reply text; any other error as one kind, since buffer sizes differ between the two reads).
+type Outcome = (Vec<Vec<Vec<u8>>>, Option<String>);
+
 /// The commands of `stream` read in reads of at most `cut` bytes, until the first error.
-fn commands(pool: &Pool, read_buf: usize, cut: usize, stream: &[u8]) -> Vec<Vec<Vec<u8>>> {
+fn commands(pool: &Pool, read_buf: usize, cut: usize, stream: &[u8]) -> Outcome {
     let mut input = Input::new(pool, LIMITS, read_buf, 1 << 20).with_budget(FrameBudget::new(64 << 20));
     let mut seen = Vec::new();
     let mut rest = stream;
+    let mut end = None;
     while !rest.is_empty() {
         let arrived = input.pending();
-        let Ok(target) = input.read_target() else { break };
+        let target = match input.read_target() {
+            Ok(target) => target,
+            Err(e) => {
+                end = Some(ended(&e));
+                break;
+            }
+        };
         let n = target.len().min(cut).min(rest.len());
         target[..n].copy_from_slice(&rest[..n]);
         let bound = read_buf.max(2 * arrived).next_power_of_two();
@@ -45,11 +57,19 @@ fn commands(pool: &Pool, read_buf: usize, cut: usize, stream: &[u8]) -> Vec<Vec<
             seen.push(args.iter_from(0).map(<[u8]>::to_vec).collect());
             Next::Go(true)
         });
-        if ran.is_err() {
+        if let Err(e) = ran {
+            end = Some(ended(&e));
             break;
         }
     }
-    seen
+    (seen, end)
+}
+
+fn ended(e: &InputError) -> String {
+    match e {
+        InputError::Protocol(e) => e.to_string(),
+        _ => "a limit".to_owned(),
+    }
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -23,7 +23,7 @@ use ferry_buf::{BufMut, Pool, PoolError};
 use ferry_net::{FrameBudget, Reservation};
 
 use crate::cmd::Args;
-use crate::resp::{ParseLimits, Parsed, ProtocolError, parse_command, parse_command_unauthenticated};
+use crate::resp::{ParseLimits, Parsed, ProtocolError, Resume, resume_command};
 
 /// Why a client's input cannot be taken any further (the client is disconnected).
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +81,8 @@ pub struct Input {
     buf: Option<BufMut>,
     /// A lower bound on the length of the incomplete command at the front of `buf`.
     need: usize,
+    /// Where its parse stopped (its elements so far in `args`).
+    resume: Resume,
     /// What buffers larger than a read buffer are reserved from, and the current one's
     /// reservation (until its command is whole).
     budget: Option<FrameBudget>,
@@ -115,6 +117,7 @@ impl Input {
             query_limit: query_limit.min(pool.max_class()),
             buf: None,
             need: 0,
+            resume: Resume::default(),
             budget: None,
             reserved: None,
             args: Vec::new(),
@@ -223,22 +226,30 @@ impl Input {
         mut authenticated: bool,
         mut run: impl FnMut(&Args<'_>, usize) -> Next,
     ) -> Result<(), InputError> {
-        // The command at the front is known to need more bytes than are here: parsing it again
-        // would only walk the same arguments (quadratic for a client that trickles them).
-        if self.pending() < self.need {
+        // The command at the front cannot be parsed any further with the bytes here (its line
+        // has not ended, or an element's payload is arriving): nothing to do. Otherwise the
+        // parse goes on from where it stopped, so a client that trickles a request's arguments
+        // has each parsed once, and a malformed line is refused as soon as it has arrived.
+        if self.pending() < self.resume.until() {
             return Ok(());
         }
-        let parse =
-            |input: &[u8], authenticated: bool, args: &mut Vec<Range<usize>>, scratch: &mut Vec<u8>| {
-                if authenticated {
-                    parse_command(input, &self.limits, args, scratch)
-                } else {
-                    parse_command_unauthenticated(input, &self.limits, args, scratch)
-                }
-            };
+        let limits = self.limits;
+        let parse = |input: &[u8],
+                     authenticated: bool,
+                     args: &mut Vec<Range<usize>>,
+                     scratch: &mut Vec<u8>,
+                     resume: &mut Resume| {
+            resume_command(input, &limits, authenticated, args, scratch, resume)
+        };
         let Some(buf) = &self.buf else { return Ok(()) };
         // Nothing whole (or to skip) yet: keep reading into the same buffer, unfrozen.
-        let first = parse(buf, authenticated, &mut self.args, &mut self.scratch)?;
+        let first = parse(
+            buf,
+            authenticated,
+            &mut self.args,
+            &mut self.scratch,
+            &mut self.resume,
+        )?;
         if let Parsed::Incomplete { need } = first {
             self.need = need;
             return Ok(());
@@ -256,7 +267,13 @@ impl Input {
             let step = match parsed.take() {
                 Some(p) => Ok(p),
                 None if pos == shared.len() => break Ok(()),
-                None => parse(&shared[pos..], authenticated, &mut self.args, &mut self.scratch),
+                None => parse(
+                    &shared[pos..],
+                    authenticated,
+                    &mut self.args,
+                    &mut self.scratch,
+                    &mut self.resume,
+                ),
             };
             match step {
                 Err(e) => {
@@ -313,6 +330,8 @@ impl Input {
     pub fn clear(&mut self) {
         self.buf = None;
         self.reserved = None;
+        self.need = 0;
+        self.resume = Resume::default();
         self.args = Vec::new();
         self.scratch = Vec::new();
     }
@@ -432,6 +451,32 @@ mod tests {
         let cmd = set("k", &[9u8; 4096]);
         let seen = feed(&mut input, &[&cmd]);
         assert!(!seen[0].1, "a 4 KiB value would pin a 16 KiB buffer");
+    }
+
+    /// Regression: a malformed line of a multibulk request that arrived in pieces was refused
+    /// only once the parser's lower bound of the request's length had arrived (here 6,000
+    /// bytes: never, for a client waiting for its answer). Redis refuses it as soon as the
+    /// line is there, and so does the parse that goes on from where it stopped.
+    #[test]
+    fn a_malformed_line_arriving_in_pieces_is_refused_as_it_arrives() {
+        let pool = pool();
+        let mut input = Input::new(&pool, LIMITS, 256, 1 << 20);
+        let mut read = |chunk: &[u8]| {
+            let target = input.read_target().unwrap();
+            target[..chunk.len()].copy_from_slice(chunk);
+            input.filled(chunk.len());
+            input.commands(true, |_, _| Next::Go(true))
+        };
+        // 1,000 elements announced: at least 6,000 bytes to come.
+        read(b"*1000\r\n").unwrap();
+        read(b"$3\r\nGET\r\n").unwrap();
+        match read(b"?\r\n") {
+            Err(InputError::Protocol(e)) => {
+                assert_eq!(e.what, ProtocolError::EXPECTED_DOLLAR);
+                assert_eq!(e.offset, 16);
+            }
+            other => panic!("a malformed element line not refused: {other:?}"),
+        }
     }
 
     /// Regression (the `resp_input` fuzz target): a request that carries no command (here an

@@ -5,5 +5,7 @@ pub mod client;
 pub mod parse;
 pub mod reply;
 
-pub use parse::{ParseLimits, Parsed, ProtocolError, parse_command, parse_command_unauthenticated};
+pub use parse::{
+    ParseLimits, Parsed, ProtocolError, Resume, parse_command, parse_command_unauthenticated, resume_command,
+};
 pub use reply::{Proto, ReplyBuf};

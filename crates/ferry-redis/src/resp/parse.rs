@@ -6,8 +6,11 @@
 //! `args`; bytes that carry no command ([`Parsed::Skip`]); not enough bytes yet
 //! ([`Parsed::Incomplete`], with a lower bound on the command's length, to size the next
 //! read); or a [`ProtocolError`], after which Redis replies `-ERR <the error>` and closes the
-//! connection. It keeps no state between calls: the caller calls it again, from the start of
-//! the command, once more bytes have arrived (and can wait until `need` bytes are there).
+//! connection. It keeps no state between calls: the caller calls it again once more bytes
+//! have arrived, from the start of the command, or, with [`resume_command`], from where an
+//! incomplete multibulk request stopped (the [`Resume`] it left), so that a request trickled
+//! in many reads is parsed once in all (not once a read) and its first malformed line is
+//! found as soon as that line has arrived.
 //!
 //! It accepts and rejects what Redis 7.0 does (`processMultibulkBuffer`,
 //! `processInlineBuffer` and `sdssplitargs` in Redis's sources), with the same error texts:
@@ -69,6 +72,29 @@ pub enum Parsed {
         /// A lower bound on the whole command's length (for sizing the next read buffer).
         need: usize,
     },
+}
+
+/// Where the parse of an incomplete request stopped, for [`resume_command`] to go on from
+/// once more of the same request's bytes have arrived. [`Resume::default`] is the request's
+/// start. The ranges already found are kept in `args` meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Resume {
+    /// Offset of the multibulk element to parse next (0: the request's start).
+    at: usize,
+    /// Elements still to come from `at` on.
+    left: usize,
+    /// Input length below which parsing again tells nothing new.
+    until: usize,
+}
+
+impl Resume {
+    /// How many bytes the request's input must hold before parsing it again can tell anything
+    /// new: one more than it held when the stopped line had not ended, or all of an element
+    /// whose payload was arriving. Unlike [`Parsed::Incomplete`]'s `need` (a bound on the
+    /// whole request, for sizing buffers), nothing that could be malformed lies before it.
+    pub fn until(&self) -> usize {
+        self.until
+    }
 }
 
 /// A malformed request. The client is sent `-ERR ` followed by the error's [`Display`]
@@ -164,8 +190,9 @@ const MAX_ARGS_RESERVE: usize = 1024;
 /// Parses the command at the start of `input`.
 ///
 /// `args` is cleared, then holds one range per argument when the result is
-/// [`Parsed::Command`] (ranges of `input`, or of `scratch` when `inline_scratch` is true), and
-/// nothing otherwise. `scratch` is cleared and refilled only for inline commands with quotes.
+/// [`Parsed::Command`] (ranges of `input`, or of `scratch` when `inline_scratch` is true), those
+/// of the elements found so far when it is an incomplete multibulk request (which
+/// [`resume_command`] goes on from), and nothing otherwise. `scratch` is cleared and refilled only for inline commands with quotes.
 ///
 /// ```
 /// use ferry_redis::resp::{ParseLimits, Parsed, parse_command};
@@ -188,7 +215,7 @@ pub fn parse_command(
     args: &mut Vec<Range<usize>>,
     scratch: &mut Vec<u8>,
 ) -> Result<Parsed, ProtocolError> {
-    parse(input, limits, false, args, scratch)
+    parse(input, limits, false, args, scratch, &mut Resume::default())
 }
 
 /// [`parse_command`] for a client that must authenticate first: as Redis does then, a
@@ -203,7 +230,25 @@ pub fn parse_command_unauthenticated(
     args: &mut Vec<Range<usize>>,
     scratch: &mut Vec<u8>,
 ) -> Result<Parsed, ProtocolError> {
-    parse(input, limits, true, args, scratch)
+    parse(input, limits, true, args, scratch, &mut Resume::default())
+}
+
+/// [`parse_command`] (or, not `authenticated`, [`parse_command_unauthenticated`]) of a
+/// request arriving in reads: `resume` is where the last call on the same request's bytes
+/// stopped ([`Resume::default`] for a new request), and `args` must hold what that call left
+/// in it. On [`Parsed::Incomplete`] it is set to where this call stopped, with the elements
+/// found so far in `args`; on any other result it is reset. The result is the one
+/// [`parse_command`] gives for the same bytes (a property test checks it), at the cost of the
+/// new bytes only. A `Resume` of other bytes gives a wrong result, never a panic.
+pub fn resume_command(
+    input: &[u8],
+    limits: &ParseLimits,
+    authenticated: bool,
+    args: &mut Vec<Range<usize>>,
+    scratch: &mut Vec<u8>,
+    resume: &mut Resume,
+) -> Result<Parsed, ProtocolError> {
+    parse(input, limits, !authenticated, args, scratch, resume)
 }
 
 fn parse(
@@ -212,15 +257,32 @@ fn parse(
     unauthenticated: bool,
     args: &mut Vec<Range<usize>>,
     scratch: &mut Vec<u8>,
+    resume: &mut Resume,
 ) -> Result<Parsed, ProtocolError> {
-    args.clear();
-    let parsed = match input.first() {
-        None => return Ok(Parsed::Incomplete { need: 1 }),
-        Some(b'*') => multibulk(input, limits, unauthenticated, args),
-        Some(_) => inline(input, limits, args, scratch),
-    };
-    if !matches!(parsed, Ok(Parsed::Command { .. })) {
+    let from = std::mem::take(resume);
+    let parsed = if from.at > 0 && from.at <= input.len() {
+        elements(input, limits, unauthenticated, args, from.at, from.left, resume)
+    } else {
         args.clear();
+        match input.first() {
+            None => {
+                resume.until = 1;
+                return Ok(Parsed::Incomplete { need: 1 });
+            }
+            Some(b'*') => multibulk(input, limits, unauthenticated, args, resume),
+            Some(_) => inline(input, limits, args, scratch, resume),
+        }
+    };
+    match parsed {
+        Ok(Parsed::Command { .. }) => {}
+        // Kept for the next call to go on from.
+        Ok(Parsed::Incomplete { .. }) if resume.at > 0 => {}
+        _ => {
+            args.clear();
+            if !matches!(parsed, Ok(Parsed::Incomplete { .. })) {
+                *resume = Resume::default();
+            }
+        }
     }
     parsed
 }
@@ -231,6 +293,7 @@ fn multibulk(
     limits: &ParseLimits,
     unauthenticated: bool,
     args: &mut Vec<Range<usize>>,
+    resume: &mut Resume,
 ) -> Result<Parsed, ProtocolError> {
     let Some(cr) = line_end(
         input,
@@ -239,6 +302,7 @@ fn multibulk(
         ProtocolError::TOO_BIG_MBULK_COUNT,
     )?
     else {
+        resume.until = input.len().saturating_add(1);
         return Ok(Parsed::Incomplete {
             need: input.len().saturating_add(1),
         });
@@ -263,8 +327,21 @@ fn multibulk(
     };
 
     args.reserve(count.min(MAX_ARGS_RESERVE));
-    let mut at = after_count;
-    for left in (1..=count).rev() {
+    elements(input, limits, unauthenticated, args, after_count, count, resume)
+}
+
+/// The `left` elements of a multibulk request from offset `at` on (the ranges of those before
+/// it already in `args`).
+fn elements(
+    input: &[u8],
+    limits: &ParseLimits,
+    unauthenticated: bool,
+    args: &mut Vec<Range<usize>>,
+    mut at: usize,
+    left: usize,
+    resume: &mut Resume,
+) -> Result<Parsed, ProtocolError> {
+    for left in (1..=left).rev() {
         // Every element still to come takes at least MIN_ELEMENT_LEN bytes.
         let Some(cr) = line_end(
             input,
@@ -274,6 +351,11 @@ fn multibulk(
         )?
         else {
             let need = at.saturating_add(MIN_ELEMENT_LEN.saturating_mul(left));
+            *resume = Resume {
+                at,
+                left,
+                until: input.len().saturating_add(1),
+            };
             return Ok(Parsed::Incomplete {
                 need: need.max(input.len().saturating_add(1)),
             });
@@ -300,10 +382,14 @@ fn multibulk(
         let start = cr + 2;
         let available = input.len() - start;
         if available < 2 || available - 2 < len {
-            let need = start
-                .saturating_add(len)
-                .saturating_add(2)
-                .saturating_add(MIN_ELEMENT_LEN.saturating_mul(left - 1));
+            let element_end = start.saturating_add(len).saturating_add(2);
+            // The `$` line is parsed again on resuming (at most 22 bytes, already valid).
+            *resume = Resume {
+                at,
+                left,
+                until: element_end,
+            };
+            let need = element_end.saturating_add(MIN_ELEMENT_LEN.saturating_mul(left - 1));
             return Ok(Parsed::Incomplete { need });
         }
         args.push(start..start + len);
@@ -371,11 +457,13 @@ fn inline(
     limits: &ParseLimits,
     args: &mut Vec<Range<usize>>,
     scratch: &mut Vec<u8>,
+    resume: &mut Resume,
 ) -> Result<Parsed, ProtocolError> {
     let Some(newline) = input.iter().position(|&b| b == b'\n') else {
         if input.len() > limits.max_inline_len {
             return Err(ProtocolError::new(ProtocolError::TOO_BIG_INLINE, 0));
         }
+        resume.until = input.len().saturating_add(1);
         return Ok(Parsed::Incomplete {
             need: input.len().saturating_add(1),
         });
@@ -577,7 +665,7 @@ mod tests {
             } => &scratch,
             _ => input,
         };
-        if !matches!(parsed, Parsed::Command { .. }) {
+        if matches!(parsed, Parsed::Skip { .. }) {
             assert!(args.is_empty(), "args cleared for {parsed:?}");
         }
         Ok((parsed, args.iter().map(|r| base[r.clone()].to_vec()).collect()))
@@ -1273,6 +1361,56 @@ mod tests {
                 }
                 (Ok(Parsed::Incomplete { need }), _) => prop_assert!(*need > cut),
                 (Err(_), _) => {}
+            }
+        }
+
+        /// Parsing a request as its bytes arrive, going on from where each call stopped, gives
+        /// at every step what parsing the bytes so far from the start gives (the same error as
+        /// soon as the malformed line is there), and bytes short of `until` are still incomplete.
+        #[test]
+        fn resuming_is_parsing_from_the_start(
+            pieces in prop::collection::vec(prop::sample::select(PIECES), 0..40),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 1..8),
+            small in any::<bool>(),
+            authenticated in any::<bool>(),
+        ) {
+            let input = pieces.concat();
+            let limits = if small { SMALL } else { LIMITS };
+            let mut ends: Vec<usize> = cuts.iter().map(|c| c.index(input.len() + 1)).collect();
+            ends.push(input.len());
+            ends.sort_unstable();
+            let (mut args, mut scratch, mut resume) = (Vec::new(), Vec::new(), Resume::default());
+            for end in ends {
+                let prefix = &input[..end];
+                let before = resume;
+                let skippable = end < before.until();
+                let resumed = resume_command(prefix, &limits, authenticated, &mut args, &mut scratch, &mut resume);
+                let (mut fresh_args, mut fresh_scratch) = (Vec::new(), Vec::new());
+                let fresh = if authenticated {
+                    parse_command(prefix, &limits, &mut fresh_args, &mut fresh_scratch)
+                } else {
+                    parse_command_unauthenticated(prefix, &limits, &mut fresh_args, &mut fresh_scratch)
+                };
+                prop_assert_eq!(&resumed, &fresh, "{:?} after {:?}", prefix, before);
+                // What `Input` relies on to skip a parse.
+                if skippable {
+                    prop_assert!(matches!(fresh, Ok(Parsed::Incomplete { .. })), "{:?} before {}", prefix, before.until());
+                }
+                if matches!(resumed, Ok(Parsed::Command { inline_scratch: true, .. })) {
+                    prop_assert_eq!(&scratch, &fresh_scratch);
+                } else {
+                    prop_assert_eq!(&args, &fresh_args);
+                }
+                match resumed {
+                    Ok(Parsed::Incomplete { need }) => {
+                        prop_assert!(resume.until() > end && resume.until() <= need);
+                    }
+                    // A new request would start here: this test follows one.
+                    _ => {
+                        prop_assert_eq!(resume, Resume::default());
+                        break;
+                    }
+                }
             }
         }
     }
