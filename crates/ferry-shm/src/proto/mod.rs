@@ -591,24 +591,27 @@ impl Endpoint {
         if n as usize > self.published {
             return Err(protocol("acknowledgement of blocks never sent", at));
         }
-        for _ in 0..n {
-            if self.filling.is_none() {
-                // Moved once, straight into place, then emptied there.
-                self.filling = self.blocks.pop_front();
-                let f = self.filling.as_mut().expect("counted in flight");
-                f.held.clear();
-                f.len = PREAMBLE_LEN;
-                f.count = 0;
-            } else {
-                let mut f = self.blocks.pop_front().expect("counted in flight");
-                f.held.clear();
-                if self.spare_held.capacity() < f.held.capacity() {
-                    self.spare_held = f.held;
-                }
-            }
-        }
         self.published -= n as usize;
         self.credits += n;
+        let mut left = n;
+        // The first block acknowledged is the next to fill if none is being filled: moved once,
+        // straight into place, then emptied there. Apart from the loop below, which a block
+        // at a time (one in flight) never enters.
+        if left > 0 && self.filling.is_none() {
+            self.filling = self.blocks.pop_front();
+            let f = self.filling.as_mut().expect("counted in flight");
+            f.held.clear();
+            f.len = PREAMBLE_LEN;
+            f.count = 0;
+            left -= 1;
+        }
+        for _ in 0..left {
+            let mut f = self.blocks.pop_front().expect("counted in flight");
+            f.held.clear();
+            if self.spare_held.capacity() < f.held.capacity() {
+                self.spare_held = f.held;
+            }
+        }
         Ok(())
     }
 
