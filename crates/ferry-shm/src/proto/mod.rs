@@ -587,6 +587,7 @@ impl Endpoint {
         Ok(true)
     }
 
+    #[inline(always)]
     fn acked(&mut self, n: u32, at: usize) -> Result<(), TransportError> {
         if n as usize > self.published {
             return Err(protocol("acknowledgement of blocks never sent", at));
@@ -595,8 +596,8 @@ impl Endpoint {
         self.credits += n;
         let mut left = n;
         // The first block acknowledged is the next to fill if none is being filled: moved once,
-        // straight into place, then emptied there. Apart from the loop below, which a block
-        // at a time (one in flight) never enters.
+        // straight into place, then emptied there. The others go back to the pool, out of line
+        // (a block at a time, as with one in flight, has none).
         if left > 0 && self.filling.is_none() {
             self.filling = self.blocks.pop_front();
             let f = self.filling.as_mut().expect("counted in flight");
@@ -605,14 +606,22 @@ impl Endpoint {
             f.count = 0;
             left -= 1;
         }
-        for _ in 0..left {
+        if left > 0 {
+            self.release_acked(left);
+        }
+        Ok(())
+    }
+
+    /// Gives `n` acknowledged blocks back to the pool, oldest first (a block is being filled);
+    /// keeps the largest emptied list of held values for the next block taken.
+    fn release_acked(&mut self, n: u32) {
+        for _ in 0..n {
             let mut f = self.blocks.pop_front().expect("counted in flight");
             f.held.clear();
             if self.spare_held.capacity() < f.held.capacity() {
                 self.spare_held = f.held;
             }
         }
-        Ok(())
     }
 
     /// Consumes every entry the peer has published: acknowledgements free blocks and return
