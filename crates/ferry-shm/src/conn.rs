@@ -774,8 +774,9 @@ impl ShmConnection {
         }
     }
 
-    /// `flush` in blocking mode: waits for credits and ring room, whatever the mode.
-    #[inline]
+    /// `flush` in blocking mode: waits for credits and ring room, whatever the mode. Inlined
+    /// into `flush`, its caller per call (one call frame less).
+    #[inline(always)]
     fn flush_blocking(&mut self) -> Result<(), TransportError> {
         self.core.check()?;
         self.core.close_block();
