@@ -14,7 +14,7 @@ use ferry_transport::{Meta, Payload, TransportError};
 use ferry_wire::{DecodeError, Limits, MessageDesc, Outgoing, View};
 
 use crate::layout::{BLOCK_ALIGN, RING, control_len};
-use crate::proto::{Endpoint, Hold, Incoming, Setup, Shared};
+use crate::proto::{Endpoint, Hold, Incoming, MAX_CREDITS, Setup, Shared};
 use crate::sys::{self, Mapping, OwnWords};
 
 /// Connection settings.
@@ -374,7 +374,7 @@ impl Half {
         control.set_len(control_len(RING));
         let control_offset = pool.offset_of(&control).expect("pool memory");
         let doorbell = sys::eventfd().map_err(|e| TransportError::io("eventfd", e))?;
-        let credits = config.credits.clamp(1, (RING / 2) as u32);
+        let credits = config.credits.clamp(1, ((RING / 2) as u32).min(MAX_CREDITS));
 
         let mut hello = [0u8; HELLO_LEN];
         hello[..8].copy_from_slice(&MAGIC);

@@ -42,6 +42,11 @@ use crate::layout::{
 /// lines, a small message's preamble, header and header segment.
 const PREFETCH_LEN: usize = 256;
 
+/// The most credits a side may give: its table of received blocks ([`Releases`]) has a slot for
+/// each block the peer may have unacknowledged, a fixed power of two above this many.
+pub const MAX_CREDITS: u32 = 512;
+const RELEASE_SLOTS: usize = 2 * MAX_CREDITS as usize;
+
 /// What the two sides agreed at setup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Setup {
@@ -53,7 +58,8 @@ pub struct Setup {
     /// through one this side fills the next, instead of the two taking turns on one big
     /// block (a sender-side choice; the receiver takes any count its block holds).
     pub block_messages: u32,
-    /// Blocks each side may have unacknowledged: between 1 and half the ring.
+    /// Blocks each side may have unacknowledged: between 1 and half the ring, at most
+    /// [`MAX_CREDITS`].
     pub credits: u32,
     /// Entries in each side's ring (the same on both sides).
     pub ring: usize,
@@ -108,24 +114,24 @@ struct Releases {
     /// Live holds per block in `first..end`, at its sequence number modulo the length: a
     /// power of two above the credits, since the peer may have at most `credits` blocks
     /// unacknowledged (checked before a block is added) and a block leaves once released.
-    live: Box<[Cell<u32>]>,
+    /// Fixed, so that a slot is found with a constant mask and no bounds check.
+    live: Box<[Cell<u32>; RELEASE_SLOTS]>,
     /// Released blocks not yet acknowledged to the peer.
     pending: Cell<u32>,
 }
 
 impl Releases {
-    fn new(credits: u32) -> Releases {
-        let len = (credits as usize + 1).next_power_of_two();
+    fn new() -> Releases {
         Releases {
             first: Cell::new(0),
             end: Cell::new(0),
-            live: (0..len).map(|_| Cell::new(0)).collect(),
+            live: Box::new(std::array::from_fn(|_| Cell::new(0))),
             pending: Cell::new(0),
         }
     }
 
     fn slot(&self, seq: u64) -> &Cell<u32> {
-        &self.live[seq as usize & (self.live.len() - 1)]
+        &self.live[seq as usize % RELEASE_SLOTS]
     }
 
     /// Adds the next block with `holds` (at least 1); returns its sequence number.
@@ -245,9 +251,13 @@ impl Endpoint {
         if setup.block_messages == 0 {
             return config("block_messages must be at least 1".into());
         }
-        if setup.ring < 2 || setup.credits == 0 || setup.credits as usize > setup.ring / 2 {
+        if setup.ring < 2
+            || setup.credits == 0
+            || setup.credits as usize > setup.ring / 2
+            || setup.credits > MAX_CREDITS
+        {
             return config(format!(
-                "credits ({}) must be between 1 and half the ring ({})",
+                "credits ({}) must be between 1 and half the ring ({}), at most {MAX_CREDITS}",
                 setup.credits, setup.ring
             ));
         }
@@ -269,7 +279,7 @@ impl Endpoint {
             recv_seq: 0,
             peer_unacked: 0,
             queue: VecDeque::new(),
-            releases: Rc::new(Releases::new(setup.credits)),
+            releases: Rc::new(Releases::new()),
             failed: false,
             stats: ShmStats::default(),
         })
