@@ -97,6 +97,7 @@ impl Clone for Hold {
 }
 
 impl Drop for Hold {
+    #[inline]
     fn drop(&mut self) {
         self.releases.release(self.seq);
     }
