@@ -165,6 +165,8 @@ impl ShmFrame {
     /// its values must lie inside the payload. Either way nothing is copied, and, as over TCP,
     /// any frame can be viewed: raw bytes that are not a message of `desc` are a
     /// `DecodeError`, never a panic.
+    // Inlined into the caller's crate: a wrapper, once per message.
+    #[inline]
     pub fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &Limits) -> Result<View<'a>, DecodeError> {
         match self.bytes() {
             Some(bytes) => View::decode(bytes, desc, limits),
