@@ -193,13 +193,16 @@ struct Pending {
 #[derive(Debug)]
 struct Block {
     block: BufMut,
-    /// The block's offset in the pool's memory (its memfd) and its capacity, found once when
-    /// it was taken.
-    offset: usize,
-    capacity: usize,
+    /// The block's bucket (its offset in the pool's memory, its memfd, over [`BLOCK_ALIGN`])
+    /// and its capacity, found once when it was taken. 32 bits each, as the bucket of a ring
+    /// entry and a pool buffer's size are, so that a block is 64 bytes (with ferry-buf's
+    /// 24-byte `BufMut`) rather than 80: it moves twice a round trip (into the queue when
+    /// closed, back to being filled when acknowledged).
+    bucket: u32,
+    capacity: u32,
     /// Bytes in use: the preamble and the messages so far (the `BufMut`'s own length is not
     /// kept: only this side reads it).
-    len: usize,
+    len: u32,
     count: u32,
     /// The values its messages reference, held until the block is acknowledged.
     held: Vec<SharedBuf>,
@@ -326,7 +329,7 @@ impl Endpoint {
         self.blocks
             .iter()
             .take(self.published)
-            .map(|f| f.len + f.held.iter().map(SharedBuf::len).sum::<usize>())
+            .map(|f| f.len as usize + f.held.iter().map(SharedBuf::len).sum::<usize>())
             .sum()
     }
 
@@ -372,7 +375,11 @@ impl Endpoint {
     /// becomes ready).
     #[inline]
     fn room(&mut self, need: usize) -> Result<(), TransportError> {
-        if self.filling.as_ref().is_some_and(|f| f.capacity - f.len >= need) {
+        if self
+            .filling
+            .as_ref()
+            .is_some_and(|f| (f.capacity - f.len) as usize >= need)
+        {
             return Ok(());
         }
         self.new_block(need)
@@ -390,9 +397,10 @@ impl Endpoint {
             .pool
             .alloc((PREAMBLE_LEN + need).max(self.setup.block_size))?;
         self.filling = Some(Block {
-            offset: self.pool.offset_of(&block).expect("pool memory"),
-            capacity: block.capacity(),
-            len: PREAMBLE_LEN,
+            bucket: (self.pool.offset_of(&block).expect("pool memory") / BLOCK_ALIGN) as u32,
+            // A pool buffer's size is below 2^32 (ferry-buf's regions are).
+            capacity: block.capacity() as u32,
+            len: PREAMBLE_LEN as u32,
             block,
             count: 0,
             held: std::mem::take(&mut self.spare_held),
@@ -416,11 +424,12 @@ impl Endpoint {
     #[inline]
     fn queued(&mut self, space: usize) {
         let f = self.filling.as_mut().expect("the message's block");
-        f.len += space;
+        // At most the room checked, below the capacity.
+        f.len += space as u32;
         f.count += 1;
         self.send_seq += 1;
         self.stats.messages_sent += 1;
-        if f.len >= self.setup.block_size || f.count >= self.setup.block_messages {
+        if f.len as usize >= self.setup.block_size || f.count >= self.setup.block_messages {
             let f = self.filling.take().expect("the message's block");
             self.blocks.push_back(f);
         }
@@ -446,12 +455,12 @@ impl Endpoint {
         let pool = &self.pool;
         let Block {
             block,
-            offset: block_offset,
+            bucket,
             len: at,
             held,
             ..
         } = self.filling.as_mut().expect("room made it");
-        let (at, block_offset) = (*at, *block_offset);
+        let (at, block_offset) = (*at as usize, *bucket as usize * BLOCK_ALIGN);
         let (mut referenced, mut copied) = (0u64, 0u64);
         let mut lost = None;
         let held_before = held.len();
@@ -512,7 +521,7 @@ impl Endpoint {
         let header = self.header(meta, len, false);
         self.room(space)?;
         let f = self.filling.as_mut().expect("room made it");
-        let at = f.len;
+        let at = f.len as usize;
         let out = &mut f.block.capacity_mut()[at..at + MSG_HEADER_LEN + len];
         header.write(out);
         let mut pos = MSG_HEADER_LEN;
@@ -558,11 +567,11 @@ impl Endpoint {
             let b = &mut self.blocks[self.published];
             Preamble {
                 count: b.count,
-                len: b.len as u32,
+                len: b.len,
                 acks,
             }
             .write(b.block.capacity_mut());
-            let bucket = (b.offset / BLOCK_ALIGN) as u32;
+            let bucket = b.bucket;
             self.published += 1;
             self.credits -= 1;
             self.stats.blocks_sent += 1;
@@ -613,7 +622,7 @@ impl Endpoint {
             self.filling = self.blocks.pop_front();
             let f = self.filling.as_mut().expect("counted in flight");
             f.held.clear();
-            f.len = PREAMBLE_LEN;
+            f.len = PREAMBLE_LEN as u32;
             f.count = 0;
             left -= 1;
         }
