@@ -783,14 +783,15 @@ impl ShmConnection {
     /// into `flush`, its caller per call (one call frame less).
     #[inline(always)]
     fn flush_blocking(&mut self) -> Result<(), TransportError> {
+        // Checked once: a failure below returns at once.
         self.core.check()?;
         self.core.close_block();
         // Out at once unless credits or ring room are short; only then the waiting loop.
-        if !self.core.publish(&mut self.mem)? {
+        if !self.core.publish_unchecked(&mut self.mem)? {
             self.push_out()?;
         }
         let mut start = None;
-        while !self.core.publish_acks(&mut self.mem)? {
+        while !self.core.publish_acks_unchecked(&mut self.mem)? {
             if !self.core.poll(&mut self.mem)? {
                 self.wait(&mut start)?;
             }
@@ -974,19 +975,20 @@ impl ShmConnection {
             self.core.withdraw(&mut self.mem);
             sys::drain(self.doorbell.as_fd());
         }
+        // Checked above: a failure below returns at once.
         loop {
-            if let Some(m) = self.core.next(&self.mem)? {
+            if let Some(m) = self.core.next_unchecked(&self.mem)? {
                 return Ok(Some(self.frame(m)));
             }
             if self.core.credits() > 0 {
                 self.core.close_block();
             }
-            self.core.publish(&mut self.mem)?;
-            self.core.publish_acks(&mut self.mem)?;
+            self.core.publish_unchecked(&mut self.mem)?;
+            self.core.publish_acks_unchecked(&mut self.mem)?;
             self.wake();
             // Acknowledgements alone (credits back) may let more out: publish and look again.
             // The peer's next ring slot only: its head and closed word below, now and then.
-            if !self.core.poll_spinning(&mut self.mem, false)? {
+            if !self.core.poll_spinning_unchecked(&mut self.mem, false)? {
                 break;
             }
         }

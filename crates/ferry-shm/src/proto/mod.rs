@@ -550,6 +550,14 @@ impl Endpoint {
     #[inline]
     pub fn publish(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         self.check()?;
+        self.publish_unchecked(mem)
+    }
+
+    /// [`publish`](Self::publish) without the poisoned check, for a driver that made it
+    /// ([`check`](Self::check)) earlier in the same operation (nothing since has failed, or
+    /// the operation would have returned): a receive passes through four such layers.
+    #[inline]
+    pub(crate) fn publish_unchecked(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         // Inlined: a caller that looks for work (every poll) finds none without a call.
         if !self.has_ready() {
             return Ok(true);
@@ -588,6 +596,13 @@ impl Endpoint {
     #[inline]
     pub fn publish_acks(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         self.check()?;
+        self.publish_acks_unchecked(mem)
+    }
+
+    /// [`publish_acks`](Self::publish_acks) without the poisoned check (see
+    /// [`publish_unchecked`](Self::publish_unchecked)).
+    #[inline]
+    pub(crate) fn publish_acks_unchecked(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         if !self.owes_acks() {
             return Ok(true);
         }
@@ -660,6 +675,17 @@ impl Endpoint {
     /// time the peer publishes. A close is then seen at the next `look`.
     pub fn poll_spinning(&mut self, mem: &mut impl Shared, look: bool) -> Result<bool, TransportError> {
         self.check()?;
+        self.poll_spinning_unchecked(mem, look)
+    }
+
+    /// [`poll_spinning`](Self::poll_spinning) without the poisoned check (see
+    /// [`publish_unchecked`](Self::publish_unchecked)).
+    #[inline]
+    pub(crate) fn poll_spinning_unchecked(
+        &mut self,
+        mem: &mut impl Shared,
+        look: bool,
+    ) -> Result<bool, TransportError> {
         let r = self.poll_inner(mem, look);
         self.guard(r)
     }
@@ -733,6 +759,13 @@ impl Endpoint {
     #[inline]
     pub fn next(&mut self, mem: &impl Shared) -> Result<Option<Incoming>, TransportError> {
         self.check()?;
+        self.next_unchecked(mem)
+    }
+
+    /// [`next`](Self::next) without the poisoned check (see
+    /// [`publish_unchecked`](Self::publish_unchecked)).
+    #[inline]
+    pub(crate) fn next_unchecked(&mut self, mem: &impl Shared) -> Result<Option<Incoming>, TransportError> {
         // Inlined: a caller that looks before polling (every receive) finds none without a call.
         if self.queue.is_empty() {
             return Ok(None);
