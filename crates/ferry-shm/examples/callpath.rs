@@ -3,12 +3,14 @@
 //!
 //! ```sh
 //! CARGO_PROFILE_RELEASE_DEBUG=true cargo build --release -p ferry-shm --example callpath
-//! valgrind --tool=callgrind --callgrind-out-file=/tmp/cp.out target/release/examples/callpath 64 20000 [BATCH]
+//! valgrind --tool=callgrind --callgrind-out-file=/tmp/cp.out target/release/examples/callpath 64 20000 [BATCH [EMPTY]]
 //! callgrind_annotate --inclusive=yes /tmp/cp.out | grep step_
 //! ```
 //!
 //! `BATCH` (default 1) messages are queued and published together each way, as one block (at
 //! most 16, the default `block_messages`): the pipelined case, publishing shared by the batch.
+//! `EMPTY` (default 0) calls of `poll_recv` that find nothing follow each publication (the peer
+//! is held at the barrier): what a busy-polling side pays while it waits (`step_poll_empty`).
 //!
 //! The two sides run on two threads, as in the benchmark, but in lock step: a side receives
 //! only after the other has published (a barrier between them), so every `poll_recv` finds the
@@ -74,6 +76,12 @@ fn step_receive(conn: &mut ShmConnection) -> ShmFrame {
         .expect("published before the barrier")
 }
 
+/// Polls and finds nothing (the peer has not published).
+#[inline(never)]
+fn step_poll_empty(conn: &mut ShmConnection) {
+    assert!(conn.poll_recv().expect("poll_recv").is_none());
+}
+
 /// Validates it in place, checks its field, drops the frame.
 #[inline(never)]
 fn step_validate(frame: ShmFrame, id: u64, payload: usize) -> u64 {
@@ -85,17 +93,24 @@ fn step_validate(frame: ShmFrame, id: u64, payload: usize) -> u64 {
     u64::from(field[0]) + u64::from(field[payload - 1])
 }
 
-/// One side: `rounds` times, `batch` messages queued and published together (one block), then
-/// the peer's `batch` answers taken.
-fn side(
-    mut conn: ShmConnection,
-    pool: &Pool,
+/// The command line: payload bytes, round trips, messages per block, empty polls per wait.
+#[derive(Clone, Copy)]
+struct Shape {
     payload: usize,
     rounds: u64,
     batch: u64,
-    turn: &Barrier,
-    client: bool,
-) {
+    empty: u64,
+}
+
+/// One side: `rounds` times, `batch` messages queued and published together (one block), then
+/// the peer's `batch` answers taken.
+fn side(mut conn: ShmConnection, pool: &Pool, shape: Shape, turn: &Barrier, client: bool) {
+    let Shape {
+        payload,
+        rounds,
+        batch,
+        empty,
+    } = shape;
     let ctx = Context::new(pool.clone());
     let value = pool.copy_from(&vec![0x5a; payload]).expect("value");
     let mut acc = 0;
@@ -114,6 +129,9 @@ fn side(
             step_queue(&mut conn, id, &rec);
         }
         step_publish(&mut conn);
+        for _ in 0..empty {
+            step_poll_empty(&mut conn);
+        }
         turn.wait();
         if client {
             turn.wait();
@@ -126,14 +144,12 @@ fn side(
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (payload, rounds, batch) = match &args[1..] {
-        [p, r] => (p.parse().expect("payload"), r.parse().expect("rounds"), 1),
-        [p, r, b] => (
-            p.parse().expect("payload"),
-            r.parse().expect("rounds"),
-            b.parse().expect("batch"),
-        ),
-        _ => (64, 20_000, 1),
+    let arg = |i: usize, default: u64| args.get(i).map_or(default, |a| a.parse().expect("a count"));
+    let shape = Shape {
+        payload: arg(1, 64) as usize,
+        rounds: arg(2, 20_000),
+        batch: arg(3, 1),
+        empty: arg(4, 0),
     };
     let path = std::env::temp_dir().join(format!("ferry-shm-callpath-{}", std::process::id()));
     let listener = ShmListener::bind(&path).expect("bind");
@@ -143,12 +159,12 @@ fn main() {
         thread::spawn(move || {
             let pool = pool();
             let conn = listener.accept(&pool, &config()).expect("accept");
-            side(conn, &pool, payload, rounds, batch, &turn, false);
+            side(conn, &pool, shape, &turn, false);
         })
     };
     let pool = pool();
     let conn = ShmConnection::connect(&path, &pool, &config()).expect("connect");
-    side(conn, &pool, payload, rounds, batch, &turn, true);
+    side(conn, &pool, shape, &turn, true);
     server.join().expect("server");
     let _ = std::fs::remove_file(&path);
 }

@@ -14,7 +14,7 @@ use ferry_transport::{Meta, Payload, TransportError};
 use ferry_wire::{DecodeError, Limits, MessageDesc, Outgoing, View};
 
 use crate::layout::{BLOCK_ALIGN, RING, control_len};
-use crate::proto::{Endpoint, Hold, Incoming, Setup, Shared};
+use crate::proto::{Endpoint, Hold, Incoming, MAX_CREDITS, Setup, Shared};
 use crate::sys::{self, Mapping, OwnWords};
 
 /// Connection settings.
@@ -98,7 +98,10 @@ const HELLO_LEN: usize = 32;
 /// The setup message's flags word (bytes 28..32): this side never sleeps on its doorbell.
 const NEVER_SLEEPS: u32 = 1;
 /// [`ShmConnection::recv`], busy-polling, reads the peer's ring head and closed word once per
-/// this many polls (the rest read the next ring slot only).
+/// this many polls, and [`ShmConnection::poll_recv`] once per this many calls that found
+/// nothing (the rest read the next ring slot only). The peer writes its head at every
+/// publication: read on every empty poll, its line moved to this side once per message, and a
+/// poll that missed on it (just written) saw the entry written before it one miss later.
 const SPINS_PER_LOOK: u32 = 64;
 /// [`ShmConnection::poll_recv`] looks at the socket for a hang-up once per this many calls
 /// that found nothing (a dead peer sets no word in shared memory).
@@ -165,6 +168,8 @@ impl ShmFrame {
     /// its values must lie inside the payload. Either way nothing is copied, and, as over TCP,
     /// any frame can be viewed: raw bytes that are not a message of `desc` are a
     /// `DecodeError`, never a panic.
+    // Inlined into the caller's crate: a wrapper, once per message.
+    #[inline]
     pub fn view<'a>(&'a self, desc: &'a MessageDesc<'a>, limits: &Limits) -> Result<View<'a>, DecodeError> {
         match self.bytes() {
             Some(bytes) => View::decode(bytes, desc, limits),
@@ -374,7 +379,7 @@ impl Half {
         control.set_len(control_len(RING));
         let control_offset = pool.offset_of(&control).expect("pool memory");
         let doorbell = sys::eventfd().map_err(|e| TransportError::io("eventfd", e))?;
-        let credits = config.credits.clamp(1, (RING / 2) as u32);
+        let credits = config.credits.clamp(1, ((RING / 2) as u32).min(MAX_CREDITS));
 
         let mut hello = [0u8; HELLO_LEN];
         hello[..8].copy_from_slice(&MAGIC);
@@ -774,17 +779,19 @@ impl ShmConnection {
         }
     }
 
-    /// `flush` in blocking mode: waits for credits and ring room, whatever the mode.
-    #[inline]
+    /// `flush` in blocking mode: waits for credits and ring room, whatever the mode. Inlined
+    /// into `flush`, its caller per call (one call frame less).
+    #[inline(always)]
     fn flush_blocking(&mut self) -> Result<(), TransportError> {
+        // Checked once: a failure below returns at once.
         self.core.check()?;
         self.core.close_block();
         // Out at once unless credits or ring room are short; only then the waiting loop.
-        if !self.core.publish(&mut self.mem)? {
+        if !self.core.publish_unchecked(&mut self.mem)? {
             self.push_out()?;
         }
         let mut start = None;
-        while !self.core.publish_acks(&mut self.mem)? {
+        while !self.core.publish_acks_unchecked(&mut self.mem)? {
             if !self.core.poll(&mut self.mem)? {
                 self.wait(&mut start)?;
             }
@@ -950,7 +957,9 @@ impl ShmConnection {
     /// The next message if one has arrived, never waiting and never arming the doorbell: for
     /// a loop that busy-polls its connections. Like [`try_recv`](Self::try_recv), it publishes
     /// the block being filled (and acknowledgements owed) as far as credits and ring room
-    /// allow, and fails the same way when the peer has closed or gone.
+    /// allow, and fails the same way when the peer has closed or gone: within 64 calls that
+    /// find nothing (they read the peer's closed word and ring head once per 64, and its next
+    /// ring slot every time).
     ///
     /// Unlike `try_recv`, returning `Ok(None)` announces nothing: the peer never writes the
     /// eventfd on this side's behalf, so publishing costs it no system call, and a loop that
@@ -966,22 +975,31 @@ impl ShmConnection {
             self.core.withdraw(&mut self.mem);
             sys::drain(self.doorbell.as_fd());
         }
+        // Checked above: a failure below returns at once.
         loop {
-            if let Some(m) = self.core.next(&self.mem)? {
+            if let Some(m) = self.core.next_unchecked(&self.mem)? {
                 return Ok(Some(self.frame(m)));
             }
             if self.core.credits() > 0 {
                 self.core.close_block();
             }
-            self.core.publish(&mut self.mem)?;
-            self.core.publish_acks(&mut self.mem)?;
+            self.core.publish_unchecked(&mut self.mem)?;
+            self.core.publish_acks_unchecked(&mut self.mem)?;
             self.wake();
             // Acknowledgements alone (credits back) may let more out: publish and look again.
-            if !self.core.poll(&mut self.mem)? {
+            // The peer's next ring slot only: its head and closed word below, now and then.
+            if !self.core.poll_spinning_unchecked(&mut self.mem, false)? {
                 break;
             }
         }
         self.idle_polls = self.idle_polls.wrapping_add(1);
+        // The peer's head and closed word once per SPINS_PER_LOOK calls that find nothing, as
+        // `recv` does (a close, or a lying head, is seen then); what arrived meanwhile is taken.
+        if self.idle_polls % SPINS_PER_LOOK == 0 && self.core.poll(&mut self.mem)? {
+            if let Some(m) = self.core.next(&self.mem)? {
+                return Ok(Some(self.frame(m)));
+            }
+        }
         if self.idle_polls % POLLS_PER_HANG_UP_CHECK == 0 && sys::hung_up(self.sock.as_fd()) {
             // As in `try_recv`: take what was published before the socket closed, then fail.
             if self.core.poll(&mut self.mem)? {

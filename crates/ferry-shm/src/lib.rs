@@ -26,8 +26,8 @@
 //!   sender holds each block and the values its messages reference until acknowledged, and
 //!   keeps the last acknowledged block for the next one it fills (no pool round trip per
 //!   block when one is in flight at a time). Receiving a block allocates nothing either: its
-//!   frames' holds are counted in a fixed table indexed by block sequence number (sized
-//!   above the credits).
+//!   frames' holds are counted in a fixed table indexed by block sequence number (1024
+//!   slots, above the most credits a side may give, `proto::MAX_CREDITS`).
 //! - **Credits and implicit acknowledgements.** Each block costs a credit; the receiver
 //!   acknowledges a block once every frame of it (and of every earlier block) is dropped, in the
 //!   preamble of its next block, or in an acknowledgement-only ring entry if it has none.

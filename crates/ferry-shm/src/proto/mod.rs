@@ -42,6 +42,11 @@ use crate::layout::{
 /// lines, a small message's preamble, header and header segment.
 const PREFETCH_LEN: usize = 256;
 
+/// The most credits a side may give: its table of received blocks ([`Releases`]) has a slot for
+/// each block the peer may have unacknowledged, a fixed power of two above this many.
+pub const MAX_CREDITS: u32 = 512;
+const RELEASE_SLOTS: usize = 2 * MAX_CREDITS as usize;
+
 /// What the two sides agreed at setup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Setup {
@@ -53,7 +58,8 @@ pub struct Setup {
     /// through one this side fills the next, instead of the two taking turns on one big
     /// block (a sender-side choice; the receiver takes any count its block holds).
     pub block_messages: u32,
-    /// Blocks each side may have unacknowledged: between 1 and half the ring.
+    /// Blocks each side may have unacknowledged: between 1 and half the ring, at most
+    /// [`MAX_CREDITS`].
     pub credits: u32,
     /// Entries in each side's ring (the same on both sides).
     pub ring: usize,
@@ -91,6 +97,7 @@ impl Clone for Hold {
 }
 
 impl Drop for Hold {
+    #[inline]
     fn drop(&mut self) {
         self.releases.release(self.seq);
     }
@@ -108,24 +115,24 @@ struct Releases {
     /// Live holds per block in `first..end`, at its sequence number modulo the length: a
     /// power of two above the credits, since the peer may have at most `credits` blocks
     /// unacknowledged (checked before a block is added) and a block leaves once released.
-    live: Box<[Cell<u32>]>,
+    /// Fixed, so that a slot is found with a constant mask and no bounds check.
+    live: Box<[Cell<u32>; RELEASE_SLOTS]>,
     /// Released blocks not yet acknowledged to the peer.
     pending: Cell<u32>,
 }
 
 impl Releases {
-    fn new(credits: u32) -> Releases {
-        let len = (credits as usize + 1).next_power_of_two();
+    fn new() -> Releases {
         Releases {
             first: Cell::new(0),
             end: Cell::new(0),
-            live: (0..len).map(|_| Cell::new(0)).collect(),
+            live: Box::new(std::array::from_fn(|_| Cell::new(0))),
             pending: Cell::new(0),
         }
     }
 
     fn slot(&self, seq: u64) -> &Cell<u32> {
-        &self.live[seq as usize & (self.live.len() - 1)]
+        &self.live[seq as usize % RELEASE_SLOTS]
     }
 
     /// Adds the next block with `holds` (at least 1); returns its sequence number.
@@ -186,13 +193,16 @@ struct Pending {
 #[derive(Debug)]
 struct Block {
     block: BufMut,
-    /// The block's offset in the pool's memory (its memfd) and its capacity, found once when
-    /// it was taken.
-    offset: usize,
-    capacity: usize,
+    /// The block's bucket (its offset in the pool's memory, its memfd, over [`BLOCK_ALIGN`])
+    /// and its capacity, found once when it was taken. 32 bits each, as the bucket of a ring
+    /// entry and a pool buffer's size are, so that a block is 64 bytes (with ferry-buf's
+    /// 24-byte `BufMut`) rather than 80: it moves twice a round trip (into the queue when
+    /// closed, back to being filled when acknowledged).
+    bucket: u32,
+    capacity: u32,
     /// Bytes in use: the preamble and the messages so far (the `BufMut`'s own length is not
     /// kept: only this side reads it).
-    len: usize,
+    len: u32,
     count: u32,
     /// The values its messages reference, held until the block is acknowledged.
     held: Vec<SharedBuf>,
@@ -245,9 +255,13 @@ impl Endpoint {
         if setup.block_messages == 0 {
             return config("block_messages must be at least 1".into());
         }
-        if setup.ring < 2 || setup.credits == 0 || setup.credits as usize > setup.ring / 2 {
+        if setup.ring < 2
+            || setup.credits == 0
+            || setup.credits as usize > setup.ring / 2
+            || setup.credits > MAX_CREDITS
+        {
             return config(format!(
-                "credits ({}) must be between 1 and half the ring ({})",
+                "credits ({}) must be between 1 and half the ring ({}), at most {MAX_CREDITS}",
                 setup.credits, setup.ring
             ));
         }
@@ -269,7 +283,7 @@ impl Endpoint {
             recv_seq: 0,
             peer_unacked: 0,
             queue: VecDeque::new(),
-            releases: Rc::new(Releases::new(setup.credits)),
+            releases: Rc::new(Releases::new()),
             failed: false,
             stats: ShmStats::default(),
         })
@@ -315,7 +329,7 @@ impl Endpoint {
         self.blocks
             .iter()
             .take(self.published)
-            .map(|f| f.len + f.held.iter().map(SharedBuf::len).sum::<usize>())
+            .map(|f| f.len as usize + f.held.iter().map(SharedBuf::len).sum::<usize>())
             .sum()
     }
 
@@ -361,7 +375,11 @@ impl Endpoint {
     /// becomes ready).
     #[inline]
     fn room(&mut self, need: usize) -> Result<(), TransportError> {
-        if self.filling.as_ref().is_some_and(|f| f.capacity - f.len >= need) {
+        if self
+            .filling
+            .as_ref()
+            .is_some_and(|f| (f.capacity - f.len) as usize >= need)
+        {
             return Ok(());
         }
         self.new_block(need)
@@ -379,9 +397,10 @@ impl Endpoint {
             .pool
             .alloc((PREAMBLE_LEN + need).max(self.setup.block_size))?;
         self.filling = Some(Block {
-            offset: self.pool.offset_of(&block).expect("pool memory"),
-            capacity: block.capacity(),
-            len: PREAMBLE_LEN,
+            bucket: (self.pool.offset_of(&block).expect("pool memory") / BLOCK_ALIGN) as u32,
+            // A pool buffer's size is below 2^32 (ferry-buf's regions are).
+            capacity: block.capacity() as u32,
+            len: PREAMBLE_LEN as u32,
             block,
             count: 0,
             held: std::mem::take(&mut self.spare_held),
@@ -405,11 +424,12 @@ impl Endpoint {
     #[inline]
     fn queued(&mut self, space: usize) {
         let f = self.filling.as_mut().expect("the message's block");
-        f.len += space;
+        // At most the room checked, below the capacity.
+        f.len += space as u32;
         f.count += 1;
         self.send_seq += 1;
         self.stats.messages_sent += 1;
-        if f.len >= self.setup.block_size || f.count >= self.setup.block_messages {
+        if f.len as usize >= self.setup.block_size || f.count >= self.setup.block_messages {
             let f = self.filling.take().expect("the message's block");
             self.blocks.push_back(f);
         }
@@ -435,12 +455,12 @@ impl Endpoint {
         let pool = &self.pool;
         let Block {
             block,
-            offset: block_offset,
+            bucket,
             len: at,
             held,
             ..
         } = self.filling.as_mut().expect("room made it");
-        let (at, block_offset) = (*at, *block_offset);
+        let (at, block_offset) = (*at as usize, *bucket as usize * BLOCK_ALIGN);
         let (mut referenced, mut copied) = (0u64, 0u64);
         let mut lost = None;
         let held_before = held.len();
@@ -501,7 +521,7 @@ impl Endpoint {
         let header = self.header(meta, len, false);
         self.room(space)?;
         let f = self.filling.as_mut().expect("room made it");
-        let at = f.len;
+        let at = f.len as usize;
         let out = &mut f.block.capacity_mut()[at..at + MSG_HEADER_LEN + len];
         header.write(out);
         let mut pos = MSG_HEADER_LEN;
@@ -530,6 +550,14 @@ impl Endpoint {
     #[inline]
     pub fn publish(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         self.check()?;
+        self.publish_unchecked(mem)
+    }
+
+    /// [`publish`](Self::publish) without the poisoned check, for a driver that made it
+    /// ([`check`](Self::check)) earlier in the same operation (nothing since has failed, or
+    /// the operation would have returned): a receive passes through four such layers.
+    #[inline]
+    pub(crate) fn publish_unchecked(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         // Inlined: a caller that looks for work (every poll) finds none without a call.
         if !self.has_ready() {
             return Ok(true);
@@ -547,11 +575,11 @@ impl Endpoint {
             let b = &mut self.blocks[self.published];
             Preamble {
                 count: b.count,
-                len: b.len as u32,
+                len: b.len,
                 acks,
             }
             .write(b.block.capacity_mut());
-            let bucket = (b.offset / BLOCK_ALIGN) as u32;
+            let bucket = b.bucket;
             self.published += 1;
             self.credits -= 1;
             self.stats.blocks_sent += 1;
@@ -568,6 +596,13 @@ impl Endpoint {
     #[inline]
     pub fn publish_acks(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         self.check()?;
+        self.publish_acks_unchecked(mem)
+    }
+
+    /// [`publish_acks`](Self::publish_acks) without the poisoned check (see
+    /// [`publish_unchecked`](Self::publish_unchecked)).
+    #[inline]
+    pub(crate) fn publish_acks_unchecked(&mut self, mem: &mut impl Shared) -> Result<bool, TransportError> {
         if !self.owes_acks() {
             return Ok(true);
         }
@@ -587,29 +622,41 @@ impl Endpoint {
         Ok(true)
     }
 
+    #[inline(always)]
     fn acked(&mut self, n: u32, at: usize) -> Result<(), TransportError> {
         if n as usize > self.published {
             return Err(protocol("acknowledgement of blocks never sent", at));
         }
-        for _ in 0..n {
-            if self.filling.is_none() {
-                // Moved once, straight into place, then emptied there.
-                self.filling = self.blocks.pop_front();
-                let f = self.filling.as_mut().expect("counted in flight");
-                f.held.clear();
-                f.len = PREAMBLE_LEN;
-                f.count = 0;
-            } else {
-                let mut f = self.blocks.pop_front().expect("counted in flight");
-                f.held.clear();
-                if self.spare_held.capacity() < f.held.capacity() {
-                    self.spare_held = f.held;
-                }
-            }
-        }
         self.published -= n as usize;
         self.credits += n;
+        let mut left = n;
+        // The first block acknowledged is the next to fill if none is being filled: moved once,
+        // straight into place, then emptied there. The others go back to the pool, out of line
+        // (a block at a time, as with one in flight, has none).
+        if left > 0 && self.filling.is_none() {
+            self.filling = self.blocks.pop_front();
+            let f = self.filling.as_mut().expect("counted in flight");
+            f.held.clear();
+            f.len = PREAMBLE_LEN as u32;
+            f.count = 0;
+            left -= 1;
+        }
+        if left > 0 {
+            self.release_acked(left);
+        }
         Ok(())
+    }
+
+    /// Gives `n` acknowledged blocks back to the pool, oldest first (a block is being filled);
+    /// keeps the largest emptied list of held values for the next block taken.
+    fn release_acked(&mut self, n: u32) {
+        for _ in 0..n {
+            let mut f = self.blocks.pop_front().expect("counted in flight");
+            f.held.clear();
+            if self.spare_held.capacity() < f.held.capacity() {
+                self.spare_held = f.held;
+            }
+        }
     }
 
     /// Consumes every entry the peer has published: acknowledgements free blocks and return
@@ -628,6 +675,17 @@ impl Endpoint {
     /// time the peer publishes. A close is then seen at the next `look`.
     pub fn poll_spinning(&mut self, mem: &mut impl Shared, look: bool) -> Result<bool, TransportError> {
         self.check()?;
+        self.poll_spinning_unchecked(mem, look)
+    }
+
+    /// [`poll_spinning`](Self::poll_spinning) without the poisoned check (see
+    /// [`publish_unchecked`](Self::publish_unchecked)).
+    #[inline]
+    pub(crate) fn poll_spinning_unchecked(
+        &mut self,
+        mem: &mut impl Shared,
+        look: bool,
+    ) -> Result<bool, TransportError> {
         let r = self.poll_inner(mem, look);
         self.guard(r)
     }
@@ -701,6 +759,13 @@ impl Endpoint {
     #[inline]
     pub fn next(&mut self, mem: &impl Shared) -> Result<Option<Incoming>, TransportError> {
         self.check()?;
+        self.next_unchecked(mem)
+    }
+
+    /// [`next`](Self::next) without the poisoned check (see
+    /// [`publish_unchecked`](Self::publish_unchecked)).
+    #[inline]
+    pub(crate) fn next_unchecked(&mut self, mem: &impl Shared) -> Result<Option<Incoming>, TransportError> {
         // Inlined: a caller that looks before polling (every receive) finds none without a call.
         if self.queue.is_empty() {
             return Ok(None);

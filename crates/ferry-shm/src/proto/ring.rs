@@ -58,6 +58,11 @@ pub trait Shared {
     }
 }
 
+/// The error of a peer that broke the protocol: `what`, at `offset` of its region. Cold and
+/// out of line: inlined, its values were built ahead on the hot path (a loop that might fail
+/// had its messages' lengths set up on every call).
+#[cold]
+#[inline(never)]
 pub(crate) fn protocol(what: &'static str, offset: usize) -> TransportError {
     TransportError::Frame {
         offset: offset as u64,

@@ -274,6 +274,30 @@ fn blocks_are_cut_at_block_messages() {
     pair.drain();
 }
 
+/// The received blocks' hold table has a fixed 1024 slots, at least one per block the peer
+/// may have unacknowledged: a setup with more credits than `MAX_CREDITS` is refused, whatever
+/// the ring (half of a longer ring was accepted before: past 1024 credits, it would overrun
+/// the table).
+#[test]
+fn credits_above_the_hold_table_are_refused() {
+    let (own, peer) = (shared_pool(), shared_pool());
+    let ring = 4 * super::MAX_CREDITS as usize;
+    let (mem, control) = Memory::in_process(&own, &peer, ring);
+    let setup = |credits| Setup {
+        block_size: BLOCK_ALIGN,
+        block_messages: 4,
+        credits,
+        ring,
+        peer_control: control,
+        peer_never_sleeps: false,
+    };
+    assert!(Endpoint::new(&own, setup(super::MAX_CREDITS), &mem).is_ok());
+    match Endpoint::new(&own, setup(super::MAX_CREDITS + 1), &mem) {
+        Err(TransportError::Config(what)) => assert!(what.contains("at most 512"), "{what}"),
+        other => panic!("{} credits accepted: {other:?}", super::MAX_CREDITS + 1),
+    }
+}
+
 #[test]
 fn a_closed_peer_is_seen_after_what_it_published() {
     let mut pair = Pair::new(2, 4);
