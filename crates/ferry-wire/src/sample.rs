@@ -128,7 +128,7 @@ impl<'a> Encode<'a> for Record<'a> {
         s.header(h.shape())
     }
 
-    #[inline]
+    #[inline(always)]
     fn write_into(&self, w: &mut crate::Writer<'_>) -> u64 {
         const GROUPS: [u32; 1] = [0];
         let r = w.reserve_header(Encode::missing_required(self), || {

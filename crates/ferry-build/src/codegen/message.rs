@@ -1559,7 +1559,7 @@ fn direct_encoder(w: &TokenStream, ops: &[EncodeOp]) -> TokenStream {
             s.header(h.shape())
         }
 
-        #[inline]
+        #[inline(always)]
         fn write_into(&self, w: &mut #w::Writer<'_>) -> u64 {
             const GROUPS: [u32; #g] = [#(#groups),*];
             let r = w.reserve_header(#w::Encode::missing_required(self), || {

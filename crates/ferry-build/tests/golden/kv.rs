@@ -150,7 +150,7 @@ pub mod ferry {
                     }
                     s.header(h.shape())
                 }
-                #[inline]
+                #[inline(always)]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
                     let r = w
@@ -326,7 +326,7 @@ pub mod ferry {
                     }
                     s.header(h.shape())
                 }
-                #[inline]
+                #[inline(always)]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
                     let r = w
@@ -482,7 +482,7 @@ pub mod ferry {
                     }
                     s.header(h.shape())
                 }
-                #[inline]
+                #[inline(always)]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
                     let r = w

@@ -395,7 +395,7 @@ pub mod ferry {
                     }
                     s.header(h.shape())
                 }
-                #[inline]
+                #[inline(always)]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
                     let r = w
@@ -694,7 +694,7 @@ pub mod ferry {
                         }
                         s.header(h.shape())
                     }
-                    #[inline]
+                    #[inline(always)]
                     fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                         const GROUPS: [u32; 1] = [0];
                         let r = w
@@ -850,7 +850,7 @@ pub mod ferry {
                         }
                         s.header(h.shape())
                     }
-                    #[inline]
+                    #[inline(always)]
                     fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                         const GROUPS: [u32; 1] = [0];
                         let r = w

@@ -511,7 +511,7 @@ pub mod ferry {
                     }
                     s.header(h.shape())
                 }
-                #[inline]
+                #[inline(always)]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
                     let r = w
@@ -1031,7 +1031,7 @@ pub mod ferry {
                     }
                     s.header(h.shape())
                 }
-                #[inline]
+                #[inline(always)]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
                     let r = w
@@ -1238,7 +1238,7 @@ pub mod ferry {
                     }
                     s.header(h.shape())
                 }
-                #[inline]
+                #[inline(always)]
                 fn write_into(&self, w: &mut ::ferry::wire::Writer<'_>) -> u64 {
                     const GROUPS: [u32; 1] = [0];
                     let r = w
