@@ -7,7 +7,9 @@
 //! (`/proc/PID/fd`) back to where they were, its pools' bytes in use back to their baseline,
 //! and its resident set under [`RSS_BOUND`]. The good client's p50/p99, quiet and loaded, are
 //! printed and recorded (`FERRY_HOSTILE_REPORT`, see `docs/reliability.md`), not asserted.
-//! The node's soak (`ferry_testkit::soak`) is here too.
+//! The node's soak (`ferry_testkit::soak`) is here too. The node fsyncs every write
+//! (`--sync always`, the default); `FERRY_KV_SYNC=none` (or `batch`) starts it with that
+//! `--sync` instead, to measure the hostile cases without the disk in the good call.
 
 mod common;
 
@@ -89,6 +91,7 @@ impl Node {
             &metrics,
         ])
         .args(["--snapshot-every", &SNAPSHOT_EVERY.to_string()])
+        .args(["--sync", &std::env::var("FERRY_KV_SYNC").unwrap_or_else(|_| "always".into())])
         .arg("--data")
         .arg(&data)
         .args(extra)
