@@ -71,9 +71,15 @@ impl Waker {
         self.sleeping.store(true, Ordering::SeqCst);
     }
 
-    /// The loop is awake; drains the counter.
+    /// The loop is awake (its wakers make no more system calls).
     pub(crate) fn awake(&self) {
         self.sleeping.store(false, Ordering::SeqCst);
+    }
+
+    /// Empties the counter: called when a wait reported the eventfd readable (else it would
+    /// end every later wait at once), and only then, so that a wake-up by anything else costs
+    /// no `read(2)`.
+    pub(crate) fn drain(&self) {
         let mut b = [0u8; 8];
         let _ = rustix::io::read(&self.fd, &mut b);
     }

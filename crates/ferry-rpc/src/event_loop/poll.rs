@@ -121,7 +121,7 @@ impl EventLoop {
         if let Ok(events) = self.readiness.wait(timeout) {
             for event in events {
                 match Token::from(event.token) {
-                    Token::Waker => {}
+                    Token::Waker => self.waker.drain(),
                     Token::Listener(i) => ready.listeners.push(i),
                     Token::Setup(fd) => ready.setups.push(fd),
                     Token::Session(i) => ready.sessions.push(i),

@@ -207,11 +207,11 @@ impl Outbox for SessionOutbox<'_> {
         send: &mut dyn FnMut(&mut Conn, Meta) -> Result<(), TransportError>,
         encode: &mut dyn FnMut() -> Result<Encoded, Status>,
     ) -> Result<bool, Status> {
-        let Some(meta) = self.core.response_meta(self.id) else {
-            return Ok(false);
-        };
         // Metadata the handler set goes first (none set, the common case: nothing to build).
         if self.metadata.is_set() {
+            if self.core.response_meta(self.id).is_none() {
+                return Ok(false);
+            }
             let set = self.metadata.take();
             let headers = self.core.headers(self.id, &set.headers);
             let trailers = self.core.trailers(self.id, &set.trailers);
@@ -236,28 +236,35 @@ impl Outbox for SessionOutbox<'_> {
                 }
             }
         }
-        if !self.backlog.is_empty() {
-            let encoded = encode()?;
-            self.core.respond(self.id);
-            self.backlog.push_back((meta, encoded));
-            return Ok(true);
-        }
-        match send(self.conn, meta) {
-            Ok(()) => *self.dirty = true,
-            Err(TransportError::WouldBlock) => {
-                let encoded = encode()?;
-                self.backlog.push_back((meta, encoded));
+        let SessionOutbox {
+            conn,
+            core,
+            backlog,
+            dirty,
+            dead,
+            id,
+            ..
+        } = self;
+        // The call ends once its response is sent or queued (one look-up in its table).
+        let sent = core.respond_with(*id, |meta| {
+            if !backlog.is_empty() {
+                backlog.push_back((meta, encode()?));
+                return Ok(());
             }
-            // Errors about this one frame leave the connection usable with nothing queued:
-            // the call is still in progress and fails with the status.
-            Err(e) if frame_alone(&e) => return Err(unsent_response(&e)),
-            Err(e) => {
-                if self.dead.is_none() {
-                    *self.dead = Some(e);
+            match send(conn, meta) {
+                Ok(()) => **dirty = true,
+                Err(TransportError::WouldBlock) => backlog.push_back((meta, encode()?)),
+                // Errors about this one frame leave the connection usable with nothing
+                // queued: the call is still in progress and fails with the status.
+                Err(e) if frame_alone(&e) => return Err(unsent_response(&e)),
+                Err(e) => {
+                    if dead.is_none() {
+                        **dead = Some(e);
+                    }
                 }
             }
-        }
-        self.core.respond(self.id);
-        Ok(true)
+            Ok(())
+        });
+        sent.map_or(Ok(false), |r| r.map(|()| true))
     }
 }

@@ -166,6 +166,15 @@ impl Stream {
     }
 }
 
+/// Why [`Calls::insert_new`] added no call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unadded {
+    /// A call with its id is in progress.
+    InProgress,
+    /// The table holds its maximum.
+    Full,
+}
+
 #[derive(Debug)]
 pub(crate) struct Calls<V = ()> {
     calls: IdMap<CallId, Call<V>>,
@@ -203,6 +212,22 @@ impl<V> Calls<V> {
         debug_assert!(old.is_none(), "{id} was in progress");
     }
 
+    /// Adds a call unless its id is in progress or `max` calls are, with one look-up.
+    pub(crate) fn insert_new(&mut self, id: CallId, call: Call<V>, max: usize) -> Result<(), Unadded> {
+        let len = self.calls.len();
+        let Entry::Vacant(slot) = self.calls.entry(id) else {
+            return Err(Unadded::InProgress);
+        };
+        if len >= max {
+            return Err(Unadded::Full);
+        }
+        if let Some(at) = call.deadline {
+            self.deadlines.insert((at, id));
+        }
+        slot.insert(call);
+        Ok(())
+    }
+
     /// Ends a call: `None` if it is not in progress.
     pub(crate) fn end(&mut self, id: CallId) -> Option<Call<V>> {
         let call = self.calls.remove(&id)?;
@@ -236,6 +261,30 @@ impl<V> Calls<V> {
             self.deadlines.remove(&(at, id));
         }
         Ok(Some(call))
+    }
+
+    /// Ends unary call `id` once `f`, given the call, succeeds, with one look-up: `None` (`f`
+    /// not called) if it is not in progress or is a stream; an error from `f` leaves it in
+    /// progress.
+    pub(crate) fn end_unary_with<R, E>(
+        &mut self,
+        id: CallId,
+        f: impl FnOnce(&Call<V>) -> Result<R, E>,
+    ) -> Option<Result<R, E>> {
+        let Entry::Occupied(entry) = self.calls.entry(id) else {
+            return None;
+        };
+        if entry.get().stream.is_some() {
+            return None;
+        }
+        let r = match f(entry.get()) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        if let Some(at) = entry.remove().deadline {
+            self.deadlines.remove(&(at, id));
+        }
+        Some(Ok(r))
     }
 
     /// The earliest deadline.

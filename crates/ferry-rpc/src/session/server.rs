@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use ferry_transport::Meta;
 
 use super::Blocked;
-use super::calls::{Call, Calls, Refusal};
+use super::calls::{Call, Calls, Refusal, Unadded};
 use crate::CallId;
 use crate::id::IdMap;
 use crate::metadata::Metadata;
@@ -221,10 +221,8 @@ impl Server {
     /// is refused past the bound.
     fn begin(&mut self, method: u16, wire_id: u64, streaming: bool, now: Instant) -> Result<Event, RpcError> {
         let id = CallId(wire_id);
-        if self.calls.get(id).is_some() {
-            return Err(RpcError::DuplicateId { id: wire_id });
-        }
-        // Most calls carry neither a budget nor metadata: no lookup then.
+        // Most calls carry neither a budget nor metadata: no lookup then. (A duplicate id
+        // breaks the protocol: what it takes from these tables goes with the connection.)
         let budget = match self.budgets.is_empty() {
             true => None,
             false => self.budgets.remove(&id),
@@ -233,16 +231,20 @@ impl Server {
             true => Metadata::new(),
             false => self.metadata.remove(&id).unwrap_or_default(),
         };
-        if self.calls.len() >= self.config.max_in_flight {
-            let status = Status::new(
-                Code::ResourceExhausted,
-                format!("server busy ({} calls in progress)", self.config.max_in_flight),
-            );
-            let (meta, payload) = status_frame(method, id, &status);
-            return Ok(Event::Refused { id, meta, payload });
-        }
         let deadline = budget.and_then(|b| now.checked_add(b));
-        self.calls.insert(id, Call::new(method, deadline, streaming, ()));
+        let call = Call::new(method, deadline, streaming, ());
+        match self.calls.insert_new(id, call, self.config.max_in_flight) {
+            Ok(()) => {}
+            Err(Unadded::InProgress) => return Err(RpcError::DuplicateId { id: wire_id }),
+            Err(Unadded::Full) => {
+                let status = Status::new(
+                    Code::ResourceExhausted,
+                    format!("server busy ({} calls in progress)", self.config.max_in_flight),
+                );
+                let (meta, payload) = status_frame(method, id, &status);
+                return Ok(Event::Refused { id, meta, payload });
+            }
+        }
         Ok(match streaming {
             false => Event::Request {
                 id,
@@ -375,6 +377,23 @@ impl Server {
             kind: call.method,
             flags: wire::RESPONSE,
             request_id: id.0,
+        })
+    }
+
+    /// Ends unary call `id` with a response that `send`, given the metadata to send it with,
+    /// queues, with one look-up: `None` if the call is no longer in progress or is a stream
+    /// (`send` not called); an error from `send` leaves the call in progress.
+    pub(crate) fn respond_with<E>(
+        &mut self,
+        id: CallId,
+        send: impl FnOnce(Meta) -> Result<(), E>,
+    ) -> Option<Result<(), E>> {
+        self.calls.end_unary_with(id, |call| {
+            send(Meta {
+                kind: call.method,
+                flags: wire::RESPONSE,
+                request_id: id.0,
+            })
         })
     }
 
