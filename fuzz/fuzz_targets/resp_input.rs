@@ -25,8 +25,14 @@ const LIMITS: ParseLimits = ParseLimits {
 };
 
 /// What a stream came to: its commands, and the error that ended them (a protocol error's
-/// reply text; any other error as one kind, since buffer sizes differ between the two reads).
+/// reply text, or `LIMIT` for any other).
 type Outcome = (Vec<Vec<Vec<u8>>>, Option<String>);
+
+/// The end of a stream stopped by a limit (query buffer, budget, pool). Its moment depends on
+/// the buffers (a command announced past the query buffer limit is refused at the next read
+/// or when its bytes move to a new buffer, which reads of other sizes reach at other bytes),
+/// so such an end is not compared.
+const LIMIT: &str = "a limit";
 
 /// The commands of `stream` read in reads of at most `cut` bytes, until the first error.
 fn commands(pool: &Pool, read_buf: usize, cut: usize, stream: &[u8]) -> Outcome {
@@ -68,7 +74,7 @@ fn commands(pool: &Pool, read_buf: usize, cut: usize, stream: &[u8]) -> Outcome 
 fn ended(e: &InputError) -> String {
     match e {
         InputError::Protocol(e) => e.to_string(),
-        _ => "a limit".to_owned(),
+        _ => LIMIT.to_owned(),
     }
 }
 
@@ -91,5 +97,10 @@ fuzz_target!(|data: &[u8]| {
     let cut = [1, 3, 17, 100, 4096, usize::MAX][usize::from(config >> 2) % 6];
     let whole = commands(pool, 1 << 20, usize::MAX, stream);
     let cut_up = commands(pool, read_buf, cut, stream);
-    assert_eq!(cut_up, whole, "read_buf {read_buf}, reads of {cut}");
+    let limited = |end: &Option<String>| end.as_deref() == Some(LIMIT);
+    if limited(&whole.1) || limited(&cut_up.1) {
+        assert_eq!(cut_up.0, whole.0, "read_buf {read_buf}, reads of {cut}");
+    } else {
+        assert_eq!(cut_up, whole, "read_buf {read_buf}, reads of {cut}");
+    }
 });

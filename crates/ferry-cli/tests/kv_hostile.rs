@@ -91,7 +91,10 @@ impl Node {
             &metrics,
         ])
         .args(["--snapshot-every", &SNAPSHOT_EVERY.to_string()])
-        .args(["--sync", &std::env::var("FERRY_KV_SYNC").unwrap_or_else(|_| "always".into())])
+        .args([
+            "--sync",
+            &std::env::var("FERRY_KV_SYNC").unwrap_or_else(|_| "always".into()),
+        ])
         .arg("--data")
         .arg(&data)
         .args(extra)

@@ -190,9 +190,8 @@ const MAX_ARGS_RESERVE: usize = 1024;
 /// Parses the command at the start of `input`.
 ///
 /// `args` is cleared, then holds one range per argument when the result is
-/// [`Parsed::Command`] (ranges of `input`, or of `scratch` when `inline_scratch` is true), those
-/// of the elements found so far when it is an incomplete multibulk request (which
-/// [`resume_command`] goes on from), and nothing otherwise. `scratch` is cleared and refilled only for inline commands with quotes.
+/// [`Parsed::Command`] (ranges of `input`, or of `scratch` when `inline_scratch` is true), and
+/// nothing otherwise. `scratch` is cleared and refilled only for inline commands with quotes.
 ///
 /// ```
 /// use ferry_redis::resp::{ParseLimits, Parsed, parse_command};
@@ -215,7 +214,7 @@ pub fn parse_command(
     args: &mut Vec<Range<usize>>,
     scratch: &mut Vec<u8>,
 ) -> Result<Parsed, ProtocolError> {
-    parse(input, limits, false, args, scratch, &mut Resume::default())
+    from_the_start(input, limits, false, args, scratch)
 }
 
 /// [`parse_command`] for a client that must authenticate first: as Redis does then, a
@@ -230,7 +229,29 @@ pub fn parse_command_unauthenticated(
     args: &mut Vec<Range<usize>>,
     scratch: &mut Vec<u8>,
 ) -> Result<Parsed, ProtocolError> {
-    parse(input, limits, true, args, scratch, &mut Resume::default())
+    from_the_start(input, limits, true, args, scratch)
+}
+
+/// One parse with nothing to go on from: `args` holds nothing unless it is a command.
+fn from_the_start(
+    input: &[u8],
+    limits: &ParseLimits,
+    unauthenticated: bool,
+    args: &mut Vec<Range<usize>>,
+    scratch: &mut Vec<u8>,
+) -> Result<Parsed, ProtocolError> {
+    let parsed = parse(
+        input,
+        limits,
+        unauthenticated,
+        args,
+        scratch,
+        &mut Resume::default(),
+    );
+    if matches!(parsed, Ok(Parsed::Incomplete { .. })) {
+        args.clear();
+    }
+    parsed
 }
 
 /// [`parse_command`] (or, not `authenticated`, [`parse_command_unauthenticated`]) of a
@@ -665,7 +686,7 @@ mod tests {
             } => &scratch,
             _ => input,
         };
-        if matches!(parsed, Parsed::Skip { .. }) {
+        if !matches!(parsed, Parsed::Command { .. }) {
             assert!(args.is_empty(), "args cleared for {parsed:?}");
         }
         Ok((parsed, args.iter().map(|r| base[r.clone()].to_vec()).collect()))
@@ -1386,11 +1407,14 @@ mod tests {
                 let skippable = end < before.until();
                 let resumed = resume_command(prefix, &limits, authenticated, &mut args, &mut scratch, &mut resume);
                 let (mut fresh_args, mut fresh_scratch) = (Vec::new(), Vec::new());
-                let fresh = if authenticated {
-                    parse_command(prefix, &limits, &mut fresh_args, &mut fresh_scratch)
-                } else {
-                    parse_command_unauthenticated(prefix, &limits, &mut fresh_args, &mut fresh_scratch)
-                };
+                let fresh = resume_command(
+                    prefix,
+                    &limits,
+                    authenticated,
+                    &mut fresh_args,
+                    &mut fresh_scratch,
+                    &mut Resume::default(),
+                );
                 prop_assert_eq!(&resumed, &fresh, "{:?} after {:?}", prefix, before);
                 // What `Input` relies on to skip a parse.
                 if skippable {
