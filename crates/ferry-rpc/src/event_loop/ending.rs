@@ -65,13 +65,8 @@ impl EventLoop {
             }
             match &mut s.role {
                 Role::Server(server) => {
-                    match server.core.next_deadline() {
-                        None => continue,
-                        Some(d) if d > now => {
-                            next.by(d);
-                            continue;
-                        }
-                        Some(_) => {}
+                    if !next.reached(server.core.next_deadline(), now) {
+                        continue;
                     }
                     for (id, meta, payload) in server.core.expire(now) {
                         if let Some(flag) = server.background.remove(&id) {
@@ -92,13 +87,8 @@ impl EventLoop {
                     }
                 }
                 Role::Client(client) => {
-                    match client.core.next_deadline() {
-                        None => continue,
-                        Some(d) if d > now => {
-                            next.by(d);
-                            continue;
-                        }
-                        Some(_) => {}
+                    if !next.reached(client.core.next_deadline(), now) {
+                        continue;
                     }
                     for (outcome, cancel) in client.core.expire(now) {
                         if let Outcome::Failed { status, value, .. } = outcome {

@@ -634,6 +634,18 @@ impl Due {
             Due::Never => Due::At(at),
         };
     }
+
+    /// Whether `deadline` has passed at `now`; one still to come is noted as due.
+    fn reached(&mut self, deadline: Option<Instant>, now: Instant) -> bool {
+        match deadline {
+            None => false,
+            Some(d) if d > now => {
+                self.by(d);
+                false
+            }
+            Some(_) => true,
+        }
+    }
 }
 
 /// Dropping the loop closes its sessions: background handlers still running for them are
