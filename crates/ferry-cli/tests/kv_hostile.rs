@@ -5,8 +5,10 @@
 //! it back, checking every answer, quiet and then while each case runs. After each case, read
 //! from the node: its open connections (`ferry_rpc_connections` on `/metrics`) and descriptors
 //! (`/proc/PID/fd`) back to where they were, its pools' bytes in use back to their baseline,
-//! and its resident set under [`RSS_BOUND`]. The good client's p50/p99, quiet and loaded, are
-//! printed and recorded (`FERRY_HOSTILE_REPORT`, see `docs/reliability.md`), not asserted.
+//! and its resident set under [`RSS_BOUND`]. Then a control half: the good client again, beside
+//! a burner taking the CPU the case's actor threads took, with no I/O to the node. The good
+//! client's p50/p99, quiet, loaded and control, and the actors' and burner's CPU, are printed
+//! and recorded (`FERRY_HOSTILE_REPORT`, see `docs/reliability.md`), not asserted.
 //! The node's soak (`ferry_testkit::soak`) is here too. The node fsyncs every write
 //! (`--sync always`, the default); `FERRY_KV_SYNC=none` (or `batch`) starts it with that
 //! `--sync` instead, to measure the hostile cases without the disk in the good call.
@@ -25,7 +27,8 @@ use ferry_kv::raft::Client;
 use ferry_net::tls::test_certs::TestCa;
 use ferry_net::{FrameHeader, Meta};
 use ferry_testkit::load::{
-    Actor, CaseReport, Latencies, raise_fd_limit, read_until_closed, rss_bytes_of, trickle,
+    Actor, Burner, CaseReport, Latencies, actors_started_by, raise_fd_limit, read_until_closed, rss_bytes_of,
+    trickle,
 };
 use ferry_testkit::soak::{self, Bounds, Client as SoakClient, MakeClient};
 use ferry_testkit::{ChildProc, DEADLINE, Rng, wait_until};
@@ -197,47 +200,81 @@ fn good_calls(client: &mut Client, rng: &mut Rng, n: u64) -> Latencies {
 
 /// Runs one case (`start` returns what `end` tears down once the good client is done and
 /// gone), then the checks against the node's state before the good client came, then the
-/// report.
+/// control half (the good client again, beside a burner taking the CPU the case's actors
+/// took), then the report.
 fn case<T>(node: &Node, name: &str, start: impl FnOnce(&Node) -> T, end: impl FnOnce(&Node, T)) {
     let calls = env("FERRY_HOSTILE_CALLS", 500);
-    let (conns, fds, pool) = (node.connections(), node.fds(), node.pool_bytes());
+    let before = Baseline::now(node);
     let mut rng = Rng::new(calls);
     let mut good = Client::connect(&node.addr).expect("the good client connects");
     let quiet = good_calls(&mut good, &mut rng, calls);
-    let hostile = start(node);
+    let (hostile, actors) = actors_started_by(|| start(node));
     let loaded = good_calls(&mut good, &mut rng, calls);
+    let actors = actors.read();
     drop(good);
     end(node, hostile);
-    wait_until(
-        &format!("{name}: every connection closed ({conns} open before)"),
-        DEADLINE,
-        || node.connections() == conns,
-    );
-    wait_until(
-        &format!("{name}: the node's descriptors back ({fds})"),
-        DEADLINE,
-        || node.fds() == fds,
-    );
-    // The good client's values and the log's entries stay (see [`HELD`]).
-    wait_until(
-        &format!("{name}: the node's pools back ({pool} bytes before)"),
-        DEADLINE,
-        || node.pool_bytes() <= pool + HELD,
-    );
+    before.wait_back(node, name);
     let rss = node.rss();
     assert!(
         rss < RSS_BOUND,
         "{name}: the node's resident set is {} MiB",
         rss >> 20
     );
+    let burner = Burner::start(&actors.shares());
+    let mut good = Client::connect(&node.addr).expect("the good client connects");
+    let control = good_calls(&mut good, &mut rng, calls);
+    drop(good);
+    let burner = burner.stop();
+    before.wait_back(node, &format!("{name} (control)"));
     CaseReport {
         server: "kv",
         case: name,
         quiet: &quiet,
         loaded: &loaded,
+        control: &control,
+        actors: &actors,
+        burner: &burner,
         rss,
     }
     .report();
+}
+
+/// The node's open connections, descriptors and pool bytes with no client.
+struct Baseline {
+    conns: i64,
+    fds: usize,
+    pool: u64,
+}
+
+impl Baseline {
+    fn now(node: &Node) -> Baseline {
+        Baseline {
+            conns: node.connections(),
+            fds: node.fds(),
+            pool: node.pool_bytes(),
+        }
+    }
+
+    /// Waits for every connection closed, the node's descriptors and pools back.
+    fn wait_back(&self, node: &Node, name: &str) {
+        let Baseline { conns, fds, pool } = *self;
+        wait_until(
+            &format!("{name}: every connection closed ({conns} open before)"),
+            DEADLINE,
+            || node.connections() == conns,
+        );
+        wait_until(
+            &format!("{name}: the node's descriptors back ({fds})"),
+            DEADLINE,
+            || node.fds() == fds,
+        );
+        // The good client's values and the log's entries stay (see [`HELD`]).
+        wait_until(
+            &format!("{name}: the node's pools back ({pool} bytes before)"),
+            DEADLINE,
+            || node.pool_bytes() <= pool + HELD,
+        );
+    }
 }
 
 fn idle_connections(node: &Node) {

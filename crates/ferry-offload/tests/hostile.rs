@@ -2,10 +2,13 @@
 //! and one over TLS for the TLS cases), and for each case a good tonic client calling `Echo`
 //! and checking every answer while the case runs. After each: every call answered, every
 //! hostile connection closed (`Engine::connections().open` and this process's descriptors back
-//! where they were), the resident set under [`RSS_BOUND`]. The good client's p50/p99, quiet
-//! and loaded, are printed and recorded (not asserted) in the file `FERRY_HOSTILE_REPORT`
-//! names; see `docs/reliability.md`. `FERRY_HOSTILE_CALLS` and `FERRY_TRICKLE_MS` as in
-//! ferry-rpc's `tests/hostile.rs`.
+//! where they were), the resident set under [`RSS_BOUND`]. Then a control half: the good client
+//! again, beside a burner taking the CPU the case's actor threads took, with no I/O to the
+//! server (the storm's connections that the runtime's workers drive are not the actors' CPU).
+//! The good client's p50/p99, quiet, loaded and control, and the actors' and burner's CPU, are
+//! printed and recorded (not asserted) in the file `FERRY_HOSTILE_REPORT` names; see
+//! `docs/reliability.md`. `FERRY_HOSTILE_CALLS` and `FERRY_TRICKLE_MS` as in ferry-rpc's
+//! `tests/hostile.rs`.
 
 mod common;
 
@@ -17,7 +20,8 @@ use std::time::{Duration, Instant};
 use common::{Host, TlsFiles, call_raw, channel, dir, engine_with, framed, pb};
 use ferry_offload::engine::{ConnStats, Engine, GatewayLimits};
 use ferry_testkit::load::{
-    Actor, CaseReport, Latencies, REPORT_HEADER, open_fds, raise_fd_limit, read_until_closed, rss_bytes,
+    Actor, Burner, CaseReport, Latencies, REPORT_HEADER, actors_started_by, open_fds, raise_fd_limit,
+    read_until_closed, rss_bytes,
 };
 use ferry_testkit::{DEADLINE, Rng, wait_until};
 use prost::Message as _;
@@ -70,8 +74,9 @@ async fn good_run(addr: SocketAddr, n: u64, seed: u64) -> Latencies {
 }
 
 /// Runs one case against `engine`: the good client quiet, then during the case (`start`
-/// returns what `end` tears down once the good client is done), then the checks and the
-/// report.
+/// returns what `end` tears down once the good client is done), then the checks, then the
+/// control half (the good client again, beside a burner taking the CPU the case's actors
+/// took), then the report.
 async fn case<T>(engine: &Engine, name: &str, start: impl FnOnce(SocketAddr) -> T, end: impl FnOnce(T)) {
     let calls = env("FERRY_HOSTILE_CALLS", 2000);
     let addr = engine.local_addr();
@@ -79,33 +84,43 @@ async fn case<T>(engine: &Engine, name: &str, start: impl FnOnce(SocketAddr) -> 
     wait_until(&format!("{name}: nothing open before"), DEADLINE, || {
         engine.connections().open == 0
     });
-    let (open, fds) = (0, open_fds());
+    let fds = open_fds();
     let quiet = good_run(addr, calls, 1).await;
-    let hostile = start(addr);
+    let (hostile, actors) = actors_started_by(|| start(addr));
     let loaded = good_run(addr, calls, 2).await;
+    let actors = actors.read();
     end(hostile);
-    wait_until(
-        &format!(
-            "{name}: every connection closed ({open} before, {:?} now)",
-            engine.connections()
-        ),
-        DEADLINE,
-        || engine.connections().open == open,
-    );
-    wait_until(&format!("{name}: descriptors back"), DEADLINE, || {
-        open_fds() == fds
-    });
+    wait_back(engine, name, fds);
     let rss = rss_bytes();
     assert!(rss < RSS_BOUND, "{name}: resident set {} MiB", rss >> 20);
     assert_eq!(loaded.len() as u64, calls, "{name}: every good call answered");
+    let burner = Burner::start(&actors.shares());
+    let control = good_run(addr, calls, 3).await;
+    let burner = burner.stop();
+    wait_back(engine, &format!("{name} (control)"), fds);
     CaseReport {
         server: "gateway",
         case: name,
         quiet: &quiet,
         loaded: &loaded,
+        control: &control,
+        actors: &actors,
+        burner: &burner,
         rss,
     }
     .report();
+}
+
+/// Waits for every connection to `engine` closed and this process's descriptors back to `fds`.
+fn wait_back(engine: &Engine, name: &str, fds: usize) {
+    wait_until(
+        &format!("{name}: every connection closed ({:?} now)", engine.connections()),
+        DEADLINE,
+        || engine.connections().open == 0,
+    );
+    wait_until(&format!("{name}: descriptors back"), DEADLINE, || {
+        open_fds() == fds
+    });
 }
 
 /// A raw HTTP/2 frame: length, type, flags, stream id, payload.

@@ -2,7 +2,9 @@
 //! client that sets and gets random values and checks every reply while the case runs. After
 //! each case: every hostile connection closed (`connected_clients` and this process's
 //! descriptors back to where they were), the pool's bytes back to their baseline, the
-//! resident set under [`RSS_BOUND`]. The good client's p50/p99, quiet and loaded, are printed
+//! resident set under [`RSS_BOUND`]. Then a control half: the good client again, beside a
+//! burner taking the CPU the case's actor threads took, with no I/O to the server. The good
+//! client's p50/p99, quiet, loaded and control, and the actors' and burner's CPU, are printed
 //! and recorded (not asserted) in the file `FERRY_HOSTILE_REPORT` names; see
 //! `docs/reliability.md` for the command.
 //!
@@ -23,7 +25,8 @@ use common::{config, encode, start};
 use ferry_redis::resp::client::{Reply, ReplyReader};
 use ferry_redis::{Config, ServerHandle};
 use ferry_testkit::load::{
-    Actor, CaseReport, Latencies, REPORT_HEADER, open_fds, raise_fd_limit, read_until_closed, rss_bytes,
+    Actor, Burner, CaseReport, Latencies, REPORT_HEADER, actors_started_by, open_fds, raise_fd_limit,
+    read_until_closed, rss_bytes,
 };
 use ferry_testkit::{DEADLINE, Rng, wait_until};
 
@@ -116,7 +119,8 @@ impl Good {
 
 /// Runs one case: the good client runs quiet, then while the case runs (`start` returns what
 /// `end` tears down once the good client is done and gone), then the checks against the
-/// state before the good client came, then the report.
+/// state before the good client came, then the control half (the good client again, beside a
+/// burner taking the CPU the case's actors took), then the report.
 fn case<T>(
     s: &ServerHandle,
     name: &str,
@@ -124,45 +128,76 @@ fn case<T>(
     end: impl FnOnce(&ServerHandle, T),
 ) {
     let calls = env("FERRY_HOSTILE_CALLS", 1000);
-    let (clients, fds, pool) = (connected(s), open_fds(), pool_bytes(s));
+    let before = Baseline::now(s);
     let mut good = Good::connect(s.addr());
     let quiet = good.run(calls);
-    let hostile = start(s);
+    let (hostile, actors) = actors_started_by(|| start(s));
     let loaded = good.run(calls);
+    let actors = actors.read();
     drop(good);
     end(s, hostile);
-    wait_until(
-        &format!(
-            "{name}: every connection closed ({clients} before, {} now)",
-            connected(s)
-        ),
-        DEADLINE,
-        || connected(s) == clients,
-    );
-    wait_until(&format!("{name}: descriptors back"), DEADLINE, || {
-        open_fds() == fds
-    });
-    // The good client's values stay stored (64 keys, overwritten in place).
-    let stored = 64 * VALUE.next_power_of_two() * 2;
-    wait_until(
-        &format!(
-            "{name}: the pool back ({pool} bytes before, {} now)",
-            pool_bytes(s)
-        ),
-        DEADLINE,
-        || pool_bytes(s) <= pool + stored,
-    );
+    before.wait_back(s, name);
     let rss = rss_bytes();
     assert!(rss < RSS_BOUND, "{name}: resident set {} MiB", rss >> 20);
     assert_eq!(loaded.len() as u64, calls, "{name}: every good call answered");
+    let burner = Burner::start(&actors.shares());
+    let control = Good::connect(s.addr()).run(calls);
+    let burner = burner.stop();
+    before.wait_back(s, &format!("{name} (control)"));
     CaseReport {
         server: "redis",
         case: name,
         quiet: &quiet,
         loaded: &loaded,
+        control: &control,
+        actors: &actors,
+        burner: &burner,
         rss,
     }
     .report();
+}
+
+/// The server's clients, this process's descriptors and the pool's bytes with no client.
+struct Baseline {
+    clients: u64,
+    fds: usize,
+    pool: usize,
+}
+
+impl Baseline {
+    fn now(s: &ServerHandle) -> Baseline {
+        Baseline {
+            clients: connected(s),
+            fds: open_fds(),
+            pool: pool_bytes(s),
+        }
+    }
+
+    /// Waits for every connection closed, the descriptors and the pool back.
+    fn wait_back(&self, s: &ServerHandle, name: &str) {
+        let Baseline { clients, fds, pool } = *self;
+        wait_until(
+            &format!(
+                "{name}: every connection closed ({clients} before, {} now)",
+                connected(s)
+            ),
+            DEADLINE,
+            || connected(s) == clients,
+        );
+        wait_until(&format!("{name}: descriptors back"), DEADLINE, || {
+            open_fds() == fds
+        });
+        // The good client's values stay stored (64 keys, overwritten in place).
+        let stored = 64 * VALUE.next_power_of_two() * 2;
+        wait_until(
+            &format!(
+                "{name}: the pool back ({pool} bytes before, {} now)",
+                pool_bytes(s)
+            ),
+            DEADLINE,
+            || pool_bytes(s) <= pool + stored,
+        );
+    }
 }
 
 /// 1,000 connections that open and idle (the descriptor limit raised for both ends).

@@ -3,7 +3,9 @@
 //! reply while the case runs. After each case: every call answered, every hostile connection
 //! closed (the server's open-connection gauge and this process's descriptors back to where
 //! they were), the loop's pool back to its baseline, and the resident set under
-//! [`RSS_BOUND`]. The good client's p50/p99, quiet and loaded, are printed and recorded (not
+//! [`RSS_BOUND`]. Then a control half: the good client again, beside a burner taking the CPU
+//! the case's actor threads took, with no I/O to the server. The good client's p50/p99, quiet,
+//! loaded and control, and the actors' and burner's CPU, are printed and recorded (not
 //! asserted: a loaded machine would fail them) in the file `FERRY_HOSTILE_REPORT` names; see
 //! `docs/reliability.md` for the command.
 //!
@@ -27,8 +29,8 @@ use common::{RAW, Scratch, TestService};
 use ferry_net::FrameHeader;
 use ferry_rpc::{Channel, ChannelConfig, Closed, ConnConfig, ConnLimits, LoopConfig, Server, Services};
 use ferry_testkit::load::{
-    Actor, CaseReport, Latencies, REPORT_HEADER, open_fds, raise_fd_limit, read_until_closed, rss_bytes,
-    thread_asleep, trickle,
+    Actor, Burner, CaseReport, Latencies, REPORT_HEADER, actors_started_by, open_fds, raise_fd_limit,
+    read_until_closed, rss_bytes, thread_asleep, trickle,
 };
 use ferry_testkit::{DEADLINE, Rng, wait_until};
 use ferry_transport::{Meta, Payload, Received};
@@ -189,54 +191,95 @@ fn header(len: u32, id: u64) -> [u8; 16] {
 /// Runs one case: the good client connects and runs quiet, then during the case (`start`
 /// returns what `end` tears down once the good client is done and gone), then the checks
 /// (against the state before the good client came: its sessions' buffers are the server's
-/// to keep while it stays), then the report.
+/// to keep while it stays), then the control half (the good client again, beside a burner
+/// taking the CPU the case's actors took), then the report.
 fn case<T>(t: &Target, name: &str, start: impl FnOnce(&Target) -> T, end: impl FnOnce(&Target, T)) {
     let calls = env("FERRY_HOSTILE_CALLS", 2000);
-    let (conns, fds, pool, kinds) = (t.connections(), open_fds(), t.pool_bytes(), fd_kinds());
+    let before = Baseline::now(t);
     let good = Good::connect(t);
     let quiet = good.run(calls);
-    let hostile = start(t);
+    let (hostile, actors) = actors_started_by(|| start(t));
     let loaded = good.run(calls);
+    let actors = actors.read();
     drop(good);
     end(t, hostile);
-    wait_until(
-        &format!(
-            "{name}: every hostile connection closed ({conns} open before, {} now)",
-            t.connections()
-        ),
-        DEADLINE,
-        || t.connections() == conns,
-    );
-    let stop = Instant::now() + DEADLINE;
-    while open_fds() != fds {
-        assert!(
-            Instant::now() < stop,
-            "{name}: descriptors not back within {DEADLINE:?}: {fds} before ({kinds:?}), {} now ({:?})",
-            open_fds(),
-            fd_kinds()
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    wait_until(
-        &format!(
-            "{name}: the loop's pool back ({pool} bytes before, {} now)",
-            t.pool_bytes()
-        ),
-        DEADLINE,
-        || t.pool_bytes() == pool,
-    );
+    before.wait_back(t, name);
     let rss = rss_bytes();
     assert!(rss < RSS_BOUND, "{name}: resident set {} MiB", rss >> 20);
-    for (transport, q, l) in [("tcp", &quiet[0], &loaded[0]), ("shm", &quiet[1], &loaded[1])] {
-        assert_eq!(l.len() as u64, calls, "{name}: every good call answered");
+    let burner = Burner::start(&actors.shares());
+    let good = Good::connect(t);
+    let control = good.run(calls);
+    drop(good);
+    let burner = burner.stop();
+    before.wait_back(t, &format!("{name} (control)"));
+    for (i, transport) in ["tcp", "shm"].into_iter().enumerate() {
+        assert_eq!(loaded[i].len() as u64, calls, "{name}: every good call answered");
         CaseReport {
             server: "rpc",
             case: &format!("{name} ({transport})"),
-            quiet: q,
-            loaded: l,
+            quiet: &quiet[i],
+            loaded: &loaded[i],
+            control: &control[i],
+            actors: &actors,
+            burner: &burner,
             rss,
         }
         .report();
+    }
+}
+
+/// What the process and the server hold with no client: what a case leaves must return to it.
+struct Baseline {
+    conns: i64,
+    fds: usize,
+    pool: u64,
+    kinds: std::collections::BTreeMap<String, usize>,
+}
+
+impl Baseline {
+    fn now(t: &Target) -> Baseline {
+        Baseline {
+            conns: t.connections(),
+            fds: open_fds(),
+            pool: t.pool_bytes(),
+            kinds: fd_kinds(),
+        }
+    }
+
+    /// Waits for every connection closed, the descriptors and the loop's pool back.
+    fn wait_back(&self, t: &Target, name: &str) {
+        let Baseline {
+            conns,
+            fds,
+            pool,
+            kinds,
+        } = self;
+        wait_until(
+            &format!(
+                "{name}: every hostile connection closed ({conns} open before, {} now)",
+                t.connections()
+            ),
+            DEADLINE,
+            || t.connections() == *conns,
+        );
+        let stop = Instant::now() + DEADLINE;
+        while open_fds() != *fds {
+            assert!(
+                Instant::now() < stop,
+                "{name}: descriptors not back within {DEADLINE:?}: {fds} before ({kinds:?}), {} now ({:?})",
+                open_fds(),
+                fd_kinds()
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        wait_until(
+            &format!(
+                "{name}: the loop's pool back ({pool} bytes before, {} now)",
+                t.pool_bytes()
+            ),
+            DEADLINE,
+            || t.pool_bytes() == *pool,
+        );
     }
 }
 

@@ -6,7 +6,8 @@
 //! [`assert_encoders_agree`] (a generated encoder against the generic visitor path), and a busy
 //! machine on demand ([`BusyLoops`]) with [`wait_until`], the wait a fixed sleep stands for, and
 //! the kernel's view of TCP sockets ([`tcp_sockets`]) for conditions only a socket shows, and
-//! what hostile-load tests measure ([`load`]: latencies, resident memory, open descriptors), and
+//! what hostile-load tests measure ([`load`]: latencies, resident memory, open descriptors, the
+//! CPU of the hostile actors' threads and a burner of as much for a control half), and
 //! network namespaces ([`netns`]: one made for a test, or nodes on a segment a test can
 //! partition).
 //!

@@ -1,14 +1,17 @@
 //! What a test under hostile load measures and checks: a good client's latencies (p50, p99),
 //! this process's resident memory and open descriptors, the descriptor limit raised for
-//! thousands of connections, and a report line per case (printed, and appended to the file
+//! thousands of connections, hostile actors' threads and the CPU they use, a burner of as much
+//! CPU for a case's control half, and a report line per case (printed, and appended to the file
 //! `FERRY_HOSTILE_REPORT` names, for `docs/reliability.md`). Nothing here asserts on time:
 //! the ratios are recorded, not checked.
 
 use std::io::{Read, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread::JoinHandle;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+mod threads;
+
+pub use threads::{Actor, Burner, CpuUse, CpuWindow, actors_started_by};
 
 /// Latencies of a good client's calls.
 #[derive(Debug, Clone, Default)]
@@ -122,39 +125,6 @@ pub fn thread_asleep(name: &str) -> Option<bool> {
     None
 }
 
-/// A hostile actor: threads that work until told to stop, counting what they did.
-#[derive(Debug)]
-pub struct Actor {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-    count: Arc<AtomicU64>,
-}
-
-impl Actor {
-    /// Starts `threads` threads running `f(stop, count)`; `f` returns once `stop` is set.
-    pub fn spawn(threads: usize, f: impl Fn(&AtomicBool, &AtomicU64) + Send + Sync + 'static) -> Actor {
-        let stop = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU64::new(0));
-        let f = Arc::new(f);
-        let threads = (0..threads)
-            .map(|_| {
-                let (stop, count, f) = (Arc::clone(&stop), Arc::clone(&count), Arc::clone(&f));
-                std::thread::spawn(move || f(&stop, &count))
-            })
-            .collect();
-        Actor { stop, threads, count }
-    }
-
-    /// Stops it and joins its threads (a panic in one is this call's); returns its count.
-    pub fn stop(self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads {
-            t.join().expect("a hostile actor panicked");
-        }
-        self.count.load(Ordering::Relaxed)
-    }
-}
-
 /// Slowloris: `conns` connections to `addr` (`HOST:PORT`), each sent `request` one byte per
 /// `every` (from its start again once whole) until the actor is stopped; it counts the bytes.
 pub fn trickle(addr: String, request: Vec<u8>, conns: usize, every: Duration) -> Actor {
@@ -244,8 +214,10 @@ impl Trend {
     }
 }
 
-/// One hostile-load case's figures: the good client's quiet and loaded latencies and the
-/// process's peak resident set. [`report`](Self::report) prints them as a Markdown table row.
+/// One hostile-load case's figures: the good client's latencies quiet, loaded (while the case
+/// runs) and in the control half (after the case, while a [`Burner`] takes the CPU the case's
+/// actors took, with no I/O to the server), the CPU of both, and the process's resident set.
+/// [`report`](Self::report) prints them as a Markdown table row.
 #[derive(Debug, Clone)]
 pub struct CaseReport<'a> {
     /// The server (a section of `docs/reliability.md`).
@@ -256,24 +228,37 @@ pub struct CaseReport<'a> {
     pub quiet: &'a Latencies,
     /// The same calls during the case.
     pub loaded: &'a Latencies,
+    /// The same calls after the case, beside the burner.
+    pub control: &'a Latencies,
+    /// The case's actors' threads during the loaded half ([`actors_started_by`]).
+    pub actors: &'a CpuUse,
+    /// The burner's threads during the control half.
+    pub burner: &'a CpuUse,
     /// The resident set after the case, in bytes.
     pub rss: u64,
 }
 
 impl CaseReport<'_> {
-    /// The row: case, calls, quiet p50/p99, loaded p50/p99, the p99 ratio, RSS in MiB.
+    /// The row: case, calls, quiet p50/p99, loaded p50/p99, the p99 ratio (loaded over
+    /// quiet), control p50/p99, the cores the actors and the burner kept busy, the loaded p99
+    /// over the control's, RSS in MiB.
     pub fn row(&self) -> String {
         let us = |d: Duration| d.as_secs_f64() * 1e6;
-        let ratio = us(self.loaded.p99()) / us(self.quiet.p99()).max(f64::MIN_POSITIVE);
+        let ratio = |a: &Latencies, b: &Latencies| us(a.p99()) / us(b.p99()).max(f64::MIN_POSITIVE);
         format!(
-            "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {:.2} | {:.0} |",
+            "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {:.2} | {:.0} / {:.0} | {:.2} / {:.2} | {:.2} | {:.0} |",
             self.case,
             self.loaded.len(),
             us(self.quiet.p50()),
             us(self.quiet.p99()),
             us(self.loaded.p50()),
             us(self.loaded.p99()),
-            ratio,
+            ratio(self.loaded, self.quiet),
+            us(self.control.p50()),
+            us(self.control.p99()),
+            self.actors.cores(),
+            self.burner.cores(),
+            ratio(self.loaded, self.control),
             self.rss as f64 / (1 << 20) as f64,
         )
     }
@@ -295,7 +280,9 @@ impl CaseReport<'_> {
 }
 
 /// The table header of [`CaseReport::row`].
-pub const REPORT_HEADER: &str = "| case | calls | quiet p50 / p99 (µs) | loaded p50 / p99 (µs) | p99 ratio | RSS (MiB) |\n|---|---|---|---|---|---|";
+pub const REPORT_HEADER: &str = "| case | calls | quiet p50 / p99 (µs) | loaded p50 / p99 (µs) | p99 ratio | \
+     control p50 / p99 (µs) | CPU of actors / burner (cores) | loaded / control p99 | RSS (MiB) |\n\
+     |---|---|---|---|---|---|---|---|---|";
 
 #[cfg(test)]
 mod tests {
@@ -340,13 +327,66 @@ mod tests {
     }
 
     #[test]
+    fn a_row_fills_the_headers_columns() {
+        let lat = |us: u64| {
+            let mut l = Latencies::new();
+            (0..100).for_each(|_| l.record(Duration::from_micros(us)));
+            l
+        };
+        let (quiet, loaded, control) = (lat(10), lat(40), lat(20));
+        let cpu = |ms: &[u64]| CpuUse {
+            cpu: ms.iter().map(|&m| Duration::from_millis(m)).collect(),
+            wall: Duration::from_millis(100),
+        };
+        let (actors, burner) = (cpu(&[90, 80]), cpu(&[85, 80]));
+        let row = CaseReport {
+            server: "s",
+            case: "c",
+            quiet: &quiet,
+            loaded: &loaded,
+            control: &control,
+            actors: &actors,
+            burner: &burner,
+            rss: 3 << 20,
+        }
+        .row();
+        assert_eq!(
+            row,
+            "| c | 100 | 10 / 10 | 40 / 40 | 4.00 | 20 / 20 | 1.70 / 1.65 | 2.00 | 3 |"
+        );
+        let columns = |line: &str| line.matches('|').count();
+        for line in REPORT_HEADER.lines() {
+            assert_eq!(columns(line), columns(&row), "{line}");
+        }
+    }
+
+    #[test]
+    fn no_threads_use_zero_cores_not_minus_zero() {
+        // The first run printed "-0.00 / -0.00" for the cases without actor threads.
+        let none = CpuUse {
+            cpu: Vec::new(),
+            wall: Duration::from_millis(100),
+        };
+        assert_eq!(format!("{:.2}", none.cores()), "0.00");
+    }
+
+    #[test]
     fn this_process_has_memory_and_descriptors() {
         assert!(rss_bytes() > 0);
-        let before = open_fds();
-        let f = std::fs::File::open("/proc/self/status").unwrap();
-        assert_eq!(open_fds(), before + 1);
-        drop(f);
-        assert_eq!(open_fds(), before);
+        // The other tests of this binary open files of their own meanwhile (the threads'
+        // tests read `/proc` in a loop): a count they moved is tried again, a hundred times at
+        // most, and a count that is wrong fails every try.
+        let counted = (0..100).any(|_| {
+            let before = open_fds();
+            let f = std::fs::File::open("/proc/self/status").unwrap();
+            let open = open_fds();
+            drop(f);
+            open == before + 1 && open_fds() == before
+        });
+        assert!(
+            counted,
+            "open_fds never counted one more file open, then one less"
+        );
         assert!(raise_fd_limit(64) >= 64);
     }
 }
