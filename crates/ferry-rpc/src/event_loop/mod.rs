@@ -568,25 +568,35 @@ impl EventLoop {
     fn cool(&mut self) {
         // Only a TCP or UDP session can be quiet, and only a removed session leaves its slot
         // on the list: loops of shared-memory sessions that lost none keep the list as it is.
-        if self.tcp_sessions == 0 && !std::mem::take(&mut self.reaped) {
+        let reaped = std::mem::take(&mut self.reaped);
+        if self.tcp_sessions == 0 && !reaped {
             return;
         }
-        let hot = std::mem::take(&mut self.hot);
-        for &i in &hot {
-            if let Some(s) = &mut self.slots[i as usize].session {
-                s.hot = false;
+        let slots = &mut self.slots;
+        if reaped {
+            // The removed sessions' entries go, and a reused slot's second entry: each flag
+            // is cleared, then set again by the first entry of its session.
+            for &i in &self.hot {
+                if let Some(s) = &mut slots[i as usize].session {
+                    s.hot = false;
+                }
             }
+            self.hot.retain(|&i| match &mut slots[i as usize].session {
+                Some(s) if !s.hot => {
+                    s.hot = true;
+                    true
+                }
+                _ => false,
+            });
         }
-        let mut keep = hot;
-        keep.retain(|&i| {
-            let Some(s) = &mut self.slots[i as usize].session else {
+        // Each session on the list once, flagged hot: one pass.
+        self.hot.retain(|&i| {
+            let Some(s) = &mut slots[i as usize].session else {
                 return false;
             };
-            let keep = !s.hot && !s.quiet();
-            s.hot |= keep;
-            keep
+            s.hot = !s.quiet();
+            s.hot
         });
-        self.hot = keep;
     }
 
     fn get(&self, id: SessionId) -> Option<&Session> {
