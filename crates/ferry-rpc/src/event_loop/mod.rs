@@ -224,8 +224,8 @@ pub struct EventLoop {
     shm_waiting: Vec<usize>,
     /// The slots of the sessions each turn looks at (see the module docs), each once.
     hot: Vec<u32>,
-    /// What the last wait found ready, kept so that its lists are reused (no allocation per
-    /// turn).
+    /// What this turn's wait found ready (cleared at the turn's start, its lists reused: no
+    /// allocation per turn).
     ready: Ready,
     /// When every session is next looked at for its idle time.
     idle_scan: Instant,
@@ -432,20 +432,18 @@ impl EventLoop {
         // While busy-polling shared memory alone, the system call that looks at the listeners
         // and the waker is made only every 64th turn: shared-memory sessions are read from
         // memory, background answers from their queue.
-        let mut ready = std::mem::take(&mut self.ready);
-        ready.clear();
+        self.ready.clear();
         if sleep || self.tcp_sessions > 0 || !self.setups.is_empty() || self.stats.turns % 64 == 0 {
-            self.poll(&mut ready, timeout, sleep && !work);
+            self.poll(timeout, sleep && !work);
         }
         // One clock reading for a turn whose poll did not wait (busy-polling, or arming found
         // work): its deadlines, idle times and latencies are measured from its start.
         if sleep && !work {
             now = Instant::now();
         }
-        work |= self.accept(&ready);
-        work |= self.step_setups(&ready, now);
-        work |= self.read(&ready, now);
-        self.ready = ready;
+        work |= self.accept();
+        work |= self.step_setups(now);
+        work |= self.read(now);
         work |= self.completions();
         if self.due.passed(now) {
             work |= self.expire(now);
@@ -483,9 +481,11 @@ impl EventLoop {
             self.last_work = end;
             self.sleep_at = end.checked_add(self.config.spin);
             self.clock = Some(end);
-            let metrics = self.services.metrics();
-            for (method, code) in self.served.drain(..) {
-                metrics.method_at(method).record(code, busy);
+            if !self.served.is_empty() {
+                let metrics = self.services.metrics();
+                for (method, code) in self.served.drain(..) {
+                    metrics.method_at(method).record(code, busy);
+                }
             }
         }
         work
