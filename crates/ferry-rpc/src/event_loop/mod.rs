@@ -224,8 +224,8 @@ pub struct EventLoop {
     shm_waiting: Vec<usize>,
     /// The slots of the sessions each turn looks at (see the module docs), each once.
     hot: Vec<u32>,
-    /// What the last wait found ready, kept so that its lists are reused (no allocation per
-    /// turn).
+    /// What this turn's wait found ready (cleared at the turn's start, its lists reused: no
+    /// allocation per turn).
     ready: Ready,
     /// When every session is next looked at for its idle time.
     idle_scan: Instant,
@@ -432,20 +432,18 @@ impl EventLoop {
         // While busy-polling shared memory alone, the system call that looks at the listeners
         // and the waker is made only every 64th turn: shared-memory sessions are read from
         // memory, background answers from their queue.
-        let mut ready = std::mem::take(&mut self.ready);
-        ready.clear();
+        self.ready.clear();
         if sleep || self.tcp_sessions > 0 || !self.setups.is_empty() || self.stats.turns % 64 == 0 {
-            self.poll(&mut ready, timeout, sleep && !work);
+            self.poll(timeout, sleep && !work);
         }
         // One clock reading for a turn whose poll did not wait (busy-polling, or arming found
         // work): its deadlines, idle times and latencies are measured from its start.
         if sleep && !work {
             now = Instant::now();
         }
-        work |= self.accept(&ready);
-        work |= self.step_setups(&ready, now);
-        work |= self.read(&ready, now);
-        self.ready = ready;
+        work |= self.accept();
+        work |= self.step_setups(now);
+        work |= self.read(now);
         work |= self.completions();
         if self.due.passed(now) {
             work |= self.expire(now);
@@ -483,9 +481,11 @@ impl EventLoop {
             self.last_work = end;
             self.sleep_at = end.checked_add(self.config.spin);
             self.clock = Some(end);
-            let metrics = self.services.metrics();
-            for (method, code) in self.served.drain(..) {
-                metrics.method_at(method).record(code, busy);
+            if !self.served.is_empty() {
+                let metrics = self.services.metrics();
+                for (method, code) in self.served.drain(..) {
+                    metrics.method_at(method).record(code, busy);
+                }
             }
         }
         work
@@ -568,25 +568,35 @@ impl EventLoop {
     fn cool(&mut self) {
         // Only a TCP or UDP session can be quiet, and only a removed session leaves its slot
         // on the list: loops of shared-memory sessions that lost none keep the list as it is.
-        if self.tcp_sessions == 0 && !std::mem::take(&mut self.reaped) {
+        let reaped = std::mem::take(&mut self.reaped);
+        if self.tcp_sessions == 0 && !reaped {
             return;
         }
-        let hot = std::mem::take(&mut self.hot);
-        for &i in &hot {
-            if let Some(s) = &mut self.slots[i as usize].session {
-                s.hot = false;
+        let slots = &mut self.slots;
+        if reaped {
+            // The removed sessions' entries go, and a reused slot's second entry: each flag
+            // is cleared, then set again by the first entry of its session.
+            for &i in &self.hot {
+                if let Some(s) = &mut slots[i as usize].session {
+                    s.hot = false;
+                }
             }
+            self.hot.retain(|&i| match &mut slots[i as usize].session {
+                Some(s) if !s.hot => {
+                    s.hot = true;
+                    true
+                }
+                _ => false,
+            });
         }
-        let mut keep = hot;
-        keep.retain(|&i| {
-            let Some(s) = &mut self.slots[i as usize].session else {
+        // Each session on the list once, flagged hot: one pass.
+        self.hot.retain(|&i| {
+            let Some(s) = &mut slots[i as usize].session else {
                 return false;
             };
-            let keep = !s.hot && !s.quiet();
-            s.hot |= keep;
-            keep
+            s.hot = !s.quiet();
+            s.hot
         });
-        self.hot = keep;
     }
 
     fn get(&self, id: SessionId) -> Option<&Session> {

@@ -77,12 +77,12 @@ impl EventLoop {
         work
     }
 
-    /// Waits on the loop's readiness set (at most `timeout`); adds what is ready to `ready`:
-    /// listeners, setups and sessions. Before waiting, each TCP session's interest is brought
+    /// Waits on the loop's readiness set (at most `timeout`); adds what is ready to the turn's
+    /// [`Ready`] lists: listeners, setups and sessions. Before waiting, each TCP session's interest is brought
     /// up to date: writability while it has something to write, readability unless answers
     /// wait in its backlog (a client that does not read its answers would otherwise keep its
     /// unread requests reported ready on every wait, and the loop from ever sleeping).
-    pub(super) fn poll(&mut self, ready: &mut Ready, timeout: Option<Duration>, sleeping: bool) {
+    pub(super) fn poll(&mut self, timeout: Option<Duration>, sleeping: bool) {
         for &i in &self.hot {
             let i = i as usize;
             let Some(s) = &mut self.slots[i].session else {
@@ -122,16 +122,16 @@ impl EventLoop {
             for event in events {
                 match Token::from(event.token) {
                     Token::Waker => self.waker.drain(),
-                    Token::Listener(i) => ready.listeners.push(i),
-                    Token::Setup(fd) => ready.setups.push(fd),
-                    Token::Session(i) => ready.sessions.push(i),
+                    Token::Listener(i) => self.ready.listeners.push(i),
+                    Token::Setup(fd) => self.ready.setups.push(fd),
+                    Token::Session(i) => self.ready.sessions.push(i),
                 }
             }
         }
-        for k in 0..ready.sessions.len() {
-            self.heat(ready.sessions[k]);
+        for k in 0..self.ready.sessions.len() {
+            self.heat(self.ready.sessions[k]);
         }
-        ready.setups.sort_unstable();
+        self.ready.setups.sort_unstable();
         if sleeping {
             self.waker.awake();
         }
@@ -142,10 +142,15 @@ impl EventLoop {
     /// stepped when its socket polls readable ([`step_setups`](Self::step_setups)), and is
     /// accepted only when a made pool waits for it (`pools.rs`): until then its listener is out
     /// of the readiness set, and back (and accepted from) once the maker has made one.
-    pub(super) fn accept(&mut self, ready: &Ready) -> bool {
-        let mut work = false;
+    pub(super) fn accept(&mut self) -> bool {
         let pool_ready =
             !self.shm_waiting.is_empty() && self.shm_pools.as_mut().is_some_and(|p| p.has_ready());
+        if self.ready.listeners.is_empty() && !pool_ready {
+            return false;
+        }
+        let mut work = false;
+        // Taken while their peers are accepted (and put back: the list is reused).
+        let ready = std::mem::take(&mut self.ready.listeners);
         let resumed = if pool_ready {
             std::mem::take(&mut self.shm_waiting)
         } else {
@@ -159,7 +164,7 @@ impl EventLoop {
                 eprintln!("ferry-rpc: a shared-memory listener could not be watched again (epoll_ctl): {e}");
             }
         }
-        for &i in ready.listeners.iter().chain(&resumed) {
+        for &i in ready.iter().chain(&resumed) {
             let Some(listener) = self.listeners.get(i).cloned() else {
                 continue;
             };
@@ -225,6 +230,7 @@ impl EventLoop {
                 }
             }
         }
+        self.ready.listeners = ready;
         work
     }
 
@@ -239,7 +245,7 @@ impl EventLoop {
     /// Steps the shared-memory setups whose sockets polled readable or whose deadline passed:
     /// done, a session; failed or late, closed and counted. A peer that says nothing costs its
     /// setup's place, never the loop's time.
-    pub(super) fn step_setups(&mut self, ready: &Ready, now: Instant) -> bool {
+    pub(super) fn step_setups(&mut self, now: Instant) -> bool {
         if self.setups.is_empty() {
             return false;
         }
@@ -248,7 +254,7 @@ impl EventLoop {
         for setup in setups {
             let due = setup.accepted.deadline().is_some_and(|d| d <= now);
             let fd = setup.accepted.as_fd().as_raw_fd();
-            if !due && ready.setups.binary_search(&fd).is_err() {
+            if !due && self.ready.setups.binary_search(&fd).is_err() {
                 self.setups.push(setup);
                 continue;
             }
@@ -304,9 +310,9 @@ impl EventLoop {
     }
 
     /// Drains readable sessions (every shared-memory one while busy-polling).
-    pub(super) fn read(&mut self, ready: &Ready, now: Instant) -> bool {
+    pub(super) fn read(&mut self, now: Instant) -> bool {
         let mut work = false;
-        for &i in &ready.sessions {
+        for &i in &self.ready.sessions {
             if let Some(s) = &mut self.slots[i].session {
                 s.readable = true;
             }

@@ -253,6 +253,10 @@ pub(super) fn admit(
     opened: bool,
 ) -> Result<&Entry, Status> {
     let entry = services.method(method);
+    // Admitted (a known method, called as its shape says) without building a refusal first.
+    if let Some(entry) = entry.filter(|e| !draining && opened == e.info.shape.is_streaming()) {
+        return Ok(entry);
+    }
     if let Some(status) = refusal(draining, entry.is_some(), method) {
         return Err(status);
     }

@@ -158,8 +158,8 @@ impl Session {
             && self.dead.is_none()
             && !(self.dirty || self.more || self.readable || self.watching.write)
             && self.backlog.is_empty()
-            && self.conn.handshake_deadline().is_none()
-            && !self.conn.has_unsent()
+            // Calls first: a client waiting for its answer is not quiet, whatever its
+            // connection holds.
             && match &self.role {
                 Role::Server(s) => {
                     s.core.in_flight() == 0
@@ -169,6 +169,8 @@ impl Session {
                 }
                 Role::Client(c) => c.core.in_flight() == 0 && c.core.next_deadline().is_none(),
             }
+            && self.conn.handshake_deadline().is_none()
+            && !self.conn.has_unsent()
     }
 
     pub(crate) fn fail(&mut self, e: TransportError) {

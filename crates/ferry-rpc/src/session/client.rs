@@ -307,57 +307,63 @@ impl<V> Client<V> {
         raw: Option<&[u8]>,
         len: usize,
     ) -> Result<Option<ClientEvent<V>>, RpcError> {
-        let (method, id, status) = match wire::parse(meta, raw)? {
-            Frame::Response { method, id } => (method, CallId(id), None),
-            Frame::Status { method, id, status } => (method, CallId(id), Some(status)),
-            Frame::Headers { method, id, metadata } => {
-                if !self.check_method(CallId(id), method)? {
-                    return Ok(None);
+        // The frame a unary call ends with is read without the general parse: it has no
+        // payload to check, and no parsed frame to drop.
+        let (method, id, status) = if meta.flags == wire::RESPONSE {
+            (meta.kind, CallId(meta.request_id), None)
+        } else {
+            match wire::parse(meta, raw)? {
+                Frame::Response { method, id } => (method, CallId(id), None),
+                Frame::Status { method, id, status } => (method, CallId(id), Some(status)),
+                Frame::Headers { method, id, metadata } => {
+                    if !self.check_method(CallId(id), method)? {
+                        return Ok(None);
+                    }
+                    return self.headers(CallId(id), metadata);
                 }
-                return self.headers(CallId(id), metadata);
-            }
-            Frame::Trailers { method, id, metadata } => {
-                if !self.check_method(CallId(id), method)? {
-                    return Ok(None);
+                Frame::Trailers { method, id, metadata } => {
+                    if !self.check_method(CallId(id), method)? {
+                        return Ok(None);
+                    }
+                    return self.keep_trailers(CallId(id), metadata).map(|()| None);
                 }
-                return self.keep_trailers(CallId(id), metadata).map(|()| None);
-            }
-            Frame::Message {
-                method,
-                id,
-                response: true,
-            } => {
-                if !self.check_method(CallId(id), method)? {
-                    return Ok(None);
+                Frame::Message {
+                    method,
+                    id,
+                    response: true,
+                } => {
+                    if !self.check_method(CallId(id), method)? {
+                        return Ok(None);
+                    }
+                    return Ok(Some(self.stream_frame(CallId(id), |call, s| {
+                        s.received(len, false)?;
+                        call.headers_done = true;
+                        Ok(ClientEvent::Message { id: CallId(id) })
+                    })));
                 }
-                return Ok(Some(self.stream_frame(CallId(id), |call, s| {
-                    s.received(len, false)?;
-                    call.headers_done = true;
-                    Ok(ClientEvent::Message { id: CallId(id) })
-                })));
-            }
-            Frame::Window {
-                id,
-                response: true,
-                messages,
-                bytes,
-            } => {
-                if self.calls.get(CallId(id)).is_none() {
-                    return Ok(None);
+                Frame::Window {
+                    id,
+                    response: true,
+                    messages,
+                    bytes,
+                } => {
+                    if self.calls.get(CallId(id)).is_none() {
+                        return Ok(None);
+                    }
+                    return Ok(Some(self.stream_frame(CallId(id), |_, s| {
+                        s.granted(messages, bytes);
+                        Ok(ClientEvent::Window { id: CallId(id) })
+                    })));
                 }
-                return Ok(Some(self.stream_frame(CallId(id), |_, s| {
-                    s.granted(messages, bytes);
-                    Ok(ClientEvent::Window { id: CallId(id) })
-                })));
+                Frame::Request { id, .. } => return Err(direction(id, "request")),
+                Frame::Open { id, .. } => return Err(direction(id, "open")),
+                Frame::Message { id, .. } => return Err(direction(id, "message")),
+                Frame::End { id } => return Err(direction(id, "end")),
+                Frame::Window { id, .. } => return Err(direction(id, "window")),
+                Frame::Deadline { id, .. } => return Err(direction(id, "deadline")),
+                Frame::Metadata { id, .. } => return Err(direction(id, "metadata")),
+                Frame::Cancel { id } => return Err(direction(id, "cancel")),
             }
-            Frame::Request { id, .. } => return Err(direction(id, "request")),
-            Frame::Open { id, .. } => return Err(direction(id, "open")),
-            Frame::Message { id, .. } => return Err(direction(id, "message")),
-            Frame::End { id } => return Err(direction(id, "end")),
-            Frame::Window { id, .. } => return Err(direction(id, "window")),
-            Frame::Deadline { id, .. } => return Err(direction(id, "deadline")),
-            Frame::Metadata { id, .. } => return Err(direction(id, "metadata")),
-            Frame::Cancel { id } => return Err(direction(id, "cancel")),
         };
         // A unary call ends with a response or a failure (one look-up); a stream with a status.
         let call = match self.calls.end_unary_of(id, Some(method)) {

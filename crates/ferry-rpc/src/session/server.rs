@@ -136,6 +136,11 @@ impl Server {
         len: usize,
         now: Instant,
     ) -> Result<Option<Event>, RpcError> {
+        // A request (no flag), the frame every unary call begins with, is read without the
+        // general parse: it has no payload to check, and no parsed frame to drop.
+        if meta.flags == 0 {
+            return self.begin(meta.kind, meta.request_id, false, now).map(Some);
+        }
         match wire::parse(meta, raw)? {
             Frame::Deadline { id: wire_id, budget } => {
                 let id = CallId(wire_id);
