@@ -1,8 +1,10 @@
-//! Diagnostics of the one-in-flight shm round trip: where its time goes ([`breakdown`]), and
+//! Diagnostics of the one-in-flight shm round trip: where its time goes ([`breakdown`]), once
+//! as it runs and once with each phase waiting for its stores to reach their cache lines, and
 //! what a dependent cross-core cache miss costs on this machine (the raw ping-pong with
 //! chained lines).
 
 use std::hint::black_box;
+use std::sync::atomic::{Ordering, fence};
 use std::time::Instant;
 
 use ferry::Context;
@@ -15,7 +17,7 @@ use super::wire::{END, REQUEST_FILL, RESPONSE_FILL, check_response, exchange, se
 use super::{Notify, Point, Spec, TransportKind};
 use crate::BoxError;
 use crate::harness::table::Table;
-use crate::harness::{Budget, median};
+use crate::harness::{Budget, joined, median};
 use crate::plot::bytes_label;
 
 /// The phases of a one-in-flight shm round trip that [`breakdown`] times. Each includes one
@@ -45,6 +47,17 @@ struct Breakdown {
     rounds: usize,
     phases: Vec<String>,
     by_payload: Vec<Column>,
+    /// The same round trips with a sequentially consistent fence before each clock reading:
+    /// a phase then ends only once its stores own their cache lines, so its excess over
+    /// `by_payload` is what its stores wait for lines the peer holds (absent in results
+    /// files written before it was measured).
+    #[serde(default)]
+    fenced: Vec<Column>,
+    /// One clock reading (`Instant::now`), ns: the median of back-to-back pairs on the
+    /// client's thread, the part of each phase that is the reading itself (0 in results files
+    /// written before it was measured).
+    #[serde(default)]
+    clock_ns: f64,
 }
 
 /// Each phase's median in ns, at one payload.
@@ -69,8 +82,17 @@ struct Depth {
 
 /// Times the phases of `rounds` one-in-flight shm round trips (busy-poll) with timestamps on
 /// both threads (one monotonic clock, so the crossings can be subtracted too); returns each
-/// phase's median in ns, the first tenth of the rounds left out as warm-up.
-fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<f64>, BoxError> {
+/// phase's median in ns, the first tenth of the rounds left out as warm-up. With `fenced`, a
+/// sequentially consistent fence precedes each reading: a phase's stores have then reached
+/// their cache lines before it ends (on x86-64 the fence waits for the store buffer to drain,
+/// so a store to a line the peer holds costs the phase that line's transfer).
+fn breakdown(
+    spec: &Spec,
+    pools: &Pools,
+    seq: u64,
+    rounds: usize,
+    fenced: bool,
+) -> Result<Vec<f64>, BoxError> {
     let link = shm_link(pools, seq, shm_config(Notify::Spin))?;
     let payload = spec.point.payload;
     let (cv, sv) = (
@@ -79,6 +101,12 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
     );
     let base = Instant::now();
     let ns = |t: Instant| (t - base).as_nanos() as i64;
+    let now = || {
+        if fenced {
+            fence(Ordering::SeqCst);
+        }
+        Instant::now()
+    };
     let (c, s) = on_two_cores(
         spec,
         link,
@@ -87,7 +115,7 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
             let mut times = Vec::with_capacity(rounds);
             loop {
                 let frame = conn.recv()?;
-                let s0 = Instant::now();
+                let s0 = now();
                 let meta = frame.meta();
                 if meta.kind == END {
                     drop(frame);
@@ -97,28 +125,28 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
                 }
                 black_box(touch(&frame, payload, REQUEST_FILL)?);
                 drop(frame);
-                let s1 = Instant::now();
+                let s1 = now();
                 send_record(conn, &ctx, meta.request_id, &sv)?;
-                let s2 = Instant::now();
+                let s2 = now();
                 conn.flush()?;
-                times.push([ns(s0), ns(s1), ns(s2), ns(Instant::now())]);
+                times.push([ns(s0), ns(s1), ns(s2), ns(now())]);
             }
         },
         |conn| -> Result<Vec<[i64; 5]>, BoxError> {
             let ctx = Context::new(pools.shm.0.clone());
             let mut times = Vec::with_capacity(rounds);
             for id in 0..rounds as u64 {
-                let t0 = Instant::now();
+                let t0 = now();
                 send_record(conn, &ctx, id, &cv)?;
-                let t1 = Instant::now();
+                let t1 = now();
                 conn.flush()?;
-                let t2 = Instant::now();
+                let t2 = now();
                 let frame = conn.recv()?;
-                let t3 = Instant::now();
+                let t3 = now();
                 check_response(&frame, id)?;
                 black_box(touch(&frame, payload, RESPONSE_FILL)?);
                 drop(frame);
-                times.push([ns(t0), ns(t1), ns(t2), ns(t3), ns(Instant::now())]);
+                times.push([ns(t0), ns(t1), ns(t2), ns(t3), ns(now())]);
             }
             exchange(conn, false, END, &mut (rounds as u64))?;
             Ok(times)
@@ -164,18 +192,21 @@ pub fn measure(
         Budget::Time(d) => Budget::Time(d / 2),
         count => count,
     };
-    let mut by_payload = Vec::new();
+    let (mut by_payload, mut fenced) = (Vec::new(), Vec::new());
     for &payload in payloads {
-        *seq += 1;
         let point = Point {
             transport: TransportKind::Shm,
             notify: Notify::Spin,
             payload,
             in_flight: 1,
         };
-        let ns = breakdown(&Spec { point, budget, cpus }, pools, *seq, rounds)?;
-        by_payload.push(Column { payload, ns });
+        for (with_fence, out) in [(false, &mut by_payload), (true, &mut fenced)] {
+            *seq += 1;
+            let ns = breakdown(&Spec { point, budget, cpus }, pools, *seq, rounds, with_fence)?;
+            out.push(Column { payload, ns });
+        }
     }
+    let clock_ns = clock_reading(cpus.0)?;
     let mut p50_ns = Vec::new();
     for depth in 0..=3usize {
         let r = run_raw(budget, cpus, depth)?;
@@ -190,6 +221,8 @@ pub fn measure(
             rounds,
             phases: PHASES.map(str::to_owned).to_vec(),
             by_payload,
+            fenced,
+            clock_ns,
         },
         raw_chain: RawChain {
             what: "raw ping-pong whose every direction also reads `depth` cache lines written by the peer, one after another, each address computed from the line read before; p50 round trip in ns".to_owned(),
@@ -198,17 +231,29 @@ pub fn measure(
     })
 }
 
-/// Prints the diagnostics.
-pub fn print(d: &Diagnostics) {
-    println!(
-        "Where a one-in-flight shm round trip goes (shm spin, {} round trips, medians in ns; each phase includes one clock reading):",
-        d.breakdown.rounds
-    );
-    let columns = &d.breakdown.by_payload;
+/// The median of `n` back-to-back clock readings' differences on a thread pinned to `cpu`, in
+/// ns: what one reading adds to each phase of the breakdown.
+fn clock_reading(cpu: usize) -> Result<f64, BoxError> {
+    let reading = std::thread::spawn(move || -> Result<f64, BoxError> {
+        crate::harness::pin_current_thread(cpu)?;
+        let n = 100_000;
+        let v: Vec<f64> = (0..n)
+            .map(|_| {
+                let a = Instant::now();
+                (Instant::now() - a).as_nanos() as f64
+            })
+            .collect();
+        Ok(median(&v[n / 10..]).unwrap_or(0.0))
+    });
+    joined("clock reading", reading.join())
+}
+
+/// Prints one breakdown table: a row per phase, a column per payload.
+fn print_phases(phases: &[String], columns: &[Column]) {
     let mut t = Table::new(
         std::iter::once("phase".to_owned()).chain(columns.iter().map(|c| bytes_label(c.payload as f64))),
     );
-    for (i, name) in d.breakdown.phases.iter().enumerate() {
+    for (i, name) in phases.iter().enumerate() {
         t.row(
             std::iter::once(name.clone()).chain(
                 columns
@@ -218,6 +263,22 @@ pub fn print(d: &Diagnostics) {
         );
     }
     t.print();
+}
+
+/// Prints the diagnostics.
+pub fn print(d: &Diagnostics) {
+    let b = &d.breakdown;
+    println!(
+        "Where a one-in-flight shm round trip goes (shm spin, {} round trips, medians in ns; each phase includes one clock reading, {:.0} ns):",
+        b.rounds, b.clock_ns
+    );
+    print_phases(&b.phases, &b.by_payload);
+    if !b.fenced.is_empty() {
+        println!(
+            "The same with a fence before each clock reading (a phase ends once its stores own their cache lines: its excess over the table above is what they wait for lines the peer holds):"
+        );
+        print_phases(&b.phases, &b.fenced);
+    }
     println!(
         "Raw ping-pong with chained lines: each direction also reads `depth` lines one after another, each address taken from the line before (p50 round trip, ns):"
     );
