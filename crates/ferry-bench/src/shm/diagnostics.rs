@@ -65,6 +65,11 @@ struct Breakdown {
 struct Column {
     payload: usize,
     ns: Vec<f64>,
+    /// [`core_probe`] on the client's and the server's thread of that connection, before its
+    /// round trips: whether a side's slow phases come with a slow core (empty in results files
+    /// written before it was measured).
+    #[serde(default)]
+    probe_ns: Vec<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,13 +91,7 @@ struct Depth {
 /// sequentially consistent fence precedes each reading: a phase's stores have then reached
 /// their cache lines before it ends (on x86-64 the fence waits for the store buffer to drain,
 /// so a store to a line the peer holds costs the phase that line's transfer).
-fn breakdown(
-    spec: &Spec,
-    pools: &Pools,
-    seq: u64,
-    rounds: usize,
-    fenced: bool,
-) -> Result<Vec<f64>, BoxError> {
+fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize, fenced: bool) -> Result<Column, BoxError> {
     let link = shm_link(pools, seq, shm_config(Notify::Spin))?;
     let payload = spec.point.payload;
     let (cv, sv) = (
@@ -110,8 +109,9 @@ fn breakdown(
     let (c, s) = on_two_cores(
         spec,
         link,
-        |conn| -> Result<Vec<[i64; 4]>, BoxError> {
+        |conn| -> Result<(f64, Vec<[i64; 4]>), BoxError> {
             let ctx = Context::new(pools.shm.1.clone());
+            let probe = core_probe();
             let mut times = Vec::with_capacity(rounds);
             loop {
                 let frame = conn.recv()?;
@@ -121,7 +121,7 @@ fn breakdown(
                     drop(frame);
                     conn.send_payload(meta, Payload::Bytes(&[]))?;
                     conn.flush()?;
-                    return Ok(times);
+                    return Ok((probe, times));
                 }
                 black_box(touch(&frame, payload, REQUEST_FILL)?);
                 drop(frame);
@@ -132,8 +132,9 @@ fn breakdown(
                 times.push([ns(s0), ns(s1), ns(s2), ns(now())]);
             }
         },
-        |conn| -> Result<Vec<[i64; 5]>, BoxError> {
+        |conn| -> Result<(f64, Vec<[i64; 5]>), BoxError> {
             let ctx = Context::new(pools.shm.0.clone());
+            let probe = core_probe();
             let mut times = Vec::with_capacity(rounds);
             for id in 0..rounds as u64 {
                 let t0 = now();
@@ -149,9 +150,10 @@ fn breakdown(
                 times.push([ns(t0), ns(t1), ns(t2), ns(t3), ns(now())]);
             }
             exchange(conn, false, END, &mut (rounds as u64))?;
-            Ok(times)
+            Ok((probe, times))
         },
     )?;
+    let ((client_probe, c), (server_probe, s)) = (c, s);
     if c.len() != s.len() {
         return Err(format!("{} requests, {} served", c.len(), s.len()).into());
     }
@@ -164,7 +166,7 @@ fn breakdown(
             .collect();
         median(&v).unwrap_or(0.0)
     };
-    Ok(vec![
+    let ns = vec![
         phase(|c, _| c[1] - c[0]),
         phase(|c, _| c[2] - c[1]),
         phase(|c, s| s[0] - c[2]),
@@ -174,7 +176,33 @@ fn breakdown(
         phase(|c, s| c[3] - s[3]),
         phase(|c, _| c[4] - c[3]),
         phase(|c, _| c[4] - c[0]),
-    ])
+    ];
+    Ok(Column {
+        payload,
+        ns,
+        probe_ns: vec![client_probe, server_probe],
+    })
+}
+
+/// The time of a chain of dependent multiply-adds on this thread, ns (the median of 100
+/// tries; the compiler folds the 10,000 steps eight to one, leaving 1,250 multiplications and
+/// additions in a row, about 5,000 cycles): how fast its core's clock runs, with no memory the
+/// other side touches.
+fn core_probe() -> f64 {
+    let tries: Vec<f64> = (0..100)
+        .map(|_| {
+            let start = Instant::now();
+            let mut x = black_box(1u64);
+            for _ in 0..black_box(10_000) {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+            }
+            black_box(x);
+            start.elapsed().as_nanos() as f64
+        })
+        .collect();
+    median(&tries).unwrap_or(0.0)
 }
 
 /// Measures the diagnostics: the breakdown at each of `payloads` over `rounds` round trips,
@@ -202,8 +230,13 @@ pub fn measure(
         };
         for (with_fence, out) in [(false, &mut by_payload), (true, &mut fenced)] {
             *seq += 1;
-            let ns = breakdown(&Spec { point, budget, cpus }, pools, *seq, rounds, with_fence)?;
-            out.push(Column { payload, ns });
+            out.push(breakdown(
+                &Spec { point, budget, cpus },
+                pools,
+                *seq,
+                rounds,
+                with_fence,
+            )?);
         }
     }
     let clock_ns = clock_reading(cpus.0)?;
@@ -259,6 +292,16 @@ fn print_phases(phases: &[String], columns: &[Column]) {
                 columns
                     .iter()
                     .map(|c| c.ns.get(i).map_or("-".to_owned(), |v| format!("{v:.0}"))),
+            ),
+        );
+    }
+    if columns.iter().any(|c| c.probe_ns.len() == 2) {
+        t.row(
+            std::iter::once("core probe (dependent multiply-adds), client / server thread".to_owned()).chain(
+                columns.iter().map(|c| match c.probe_ns[..] {
+                    [client, server] => format!("{client:.0} / {server:.0}"),
+                    _ => "-".to_owned(),
+                }),
             ),
         );
     }
