@@ -51,13 +51,19 @@ struct Breakdown {
     /// a phase then ends only once its stores own their cache lines, so its excess over
     /// `by_payload` is what its stores wait for lines the peer holds (absent in results
     /// files written before it was measured).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     fenced: Vec<Column>,
     /// One clock reading (`Instant::now`), ns: the median of back-to-back pairs on the
     /// client's thread, the part of each phase that is the reading itself (0 in results files
     /// written before it was measured).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "unmeasured")]
     clock_ns: f64,
+}
+
+/// Whether a figure is the 0 that a results file written before it was measured reads as (kept
+/// out of such a file when it is written back, so that it reads back the same).
+fn unmeasured(ns: &f64) -> bool {
+    *ns == 0.0
 }
 
 /// Each phase's median in ns, at one payload.
@@ -68,7 +74,7 @@ struct Column {
     /// [`core_probe`] on the client's and the server's thread of that connection, before its
     /// round trips: whether a side's slow phases come with a slow core (empty in results files
     /// written before it was measured).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     probe_ns: Vec<f64>,
 }
 
@@ -87,7 +93,8 @@ struct Depth {
 
 /// Times the phases of `rounds` one-in-flight shm round trips (busy-poll) with timestamps on
 /// both threads (one monotonic clock, so the crossings can be subtracted too); returns each
-/// phase's median in ns, the first tenth of the rounds left out as warm-up. With `fenced`, a
+/// phase's median in ns, the first tenth of the rounds left out as warm-up, and both threads'
+/// [`core_probe`]. With `fenced`, a
 /// sequentially consistent fence precedes each reading: a phase's stores have then reached
 /// their cache lines before it ends (on x86-64 the fence waits for the store buffer to drain,
 /// so a store to a line the peer holds costs the phase that line's transfer).
