@@ -25,7 +25,9 @@
 //! - **Blocks** come from the pool's free lists, so they survive out-of-order completion; the
 //!   sender holds each block and the values its messages reference until acknowledged, and
 //!   keeps the last acknowledged block for the next one it fills (no pool round trip per
-//!   block when one is in flight at a time). Receiving a block allocates nothing either: its
+//!   block when one is in flight at a time), taking back for writing (`prefetchw`) the lines
+//!   of it the peer read as soon as the acknowledgement arrives, so that the next send's
+//!   stores do not wait for them. Receiving a block allocates nothing either: its
 //!   frames' holds are counted in a fixed table indexed by block sequence number (1024
 //!   slots, above the most credits a side may give, `proto::MAX_CREDITS`).
 //! - **Credits and implicit acknowledgements.** Each block costs a credit; the receiver
@@ -55,7 +57,8 @@
 //!
 //! The protocol itself is [`proto`]: a sans-IO core that reads and writes shared memory
 //! through a trait and never waits; [`ShmConnection`] drives it (setup over the Unix socket,
-//! busy-polling, the eventfd doorbell), and `sys` holds the unsafe mapping and syscalls.
+//! busy-polling, the eventfd doorbell), and `sys` holds the unsafe mapping, syscalls and write
+//! prefetch.
 //!
 //! What it is not: a cross-host transport (RDMA could replace the shared-memory writes without
 //! changing the protocol), or thread-safe (`ShmFrame` is `!Send`; one connection per thread):

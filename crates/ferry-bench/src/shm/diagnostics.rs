@@ -1,8 +1,10 @@
-//! Diagnostics of the one-in-flight shm round trip: where its time goes ([`breakdown`]), and
+//! Diagnostics of the one-in-flight shm round trip: where its time goes ([`breakdown`]), once
+//! as it runs and once with each phase waiting for its stores to reach their cache lines, and
 //! what a dependent cross-core cache miss costs on this machine (the raw ping-pong with
 //! chained lines).
 
 use std::hint::black_box;
+use std::sync::atomic::{Ordering, fence};
 use std::time::Instant;
 
 use ferry::Context;
@@ -15,7 +17,7 @@ use super::wire::{END, REQUEST_FILL, RESPONSE_FILL, check_response, exchange, se
 use super::{Notify, Point, Spec, TransportKind};
 use crate::BoxError;
 use crate::harness::table::Table;
-use crate::harness::{Budget, median};
+use crate::harness::{Budget, joined, median};
 use crate::plot::bytes_label;
 
 /// The phases of a one-in-flight shm round trip that [`breakdown`] times. Each includes one
@@ -45,6 +47,23 @@ struct Breakdown {
     rounds: usize,
     phases: Vec<String>,
     by_payload: Vec<Column>,
+    /// The same round trips with a sequentially consistent fence before each clock reading:
+    /// a phase then ends only once its stores own their cache lines, so its excess over
+    /// `by_payload` is what its stores wait for lines the peer holds (absent in results
+    /// files written before it was measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    fenced: Vec<Column>,
+    /// One clock reading (`Instant::now`), ns: the median of back-to-back pairs on the
+    /// client's thread, the part of each phase that is the reading itself (0 in results files
+    /// written before it was measured).
+    #[serde(default, skip_serializing_if = "unmeasured")]
+    clock_ns: f64,
+}
+
+/// Whether a figure is the 0 that a results file written before it was measured reads as (kept
+/// out of such a file when it is written back, so that it reads back the same).
+fn unmeasured(ns: &f64) -> bool {
+    *ns == 0.0
 }
 
 /// Each phase's median in ns, at one payload.
@@ -52,6 +71,11 @@ struct Breakdown {
 struct Column {
     payload: usize,
     ns: Vec<f64>,
+    /// [`core_probe`] on the client's and the server's thread of that connection, before its
+    /// round trips: whether a side's slow phases come with a slow core (empty in results files
+    /// written before it was measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    probe_ns: Vec<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,8 +93,12 @@ struct Depth {
 
 /// Times the phases of `rounds` one-in-flight shm round trips (busy-poll) with timestamps on
 /// both threads (one monotonic clock, so the crossings can be subtracted too); returns each
-/// phase's median in ns, the first tenth of the rounds left out as warm-up.
-fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<f64>, BoxError> {
+/// phase's median in ns, the first tenth of the rounds left out as warm-up, and both threads'
+/// [`core_probe`]. With `fenced`, a
+/// sequentially consistent fence precedes each reading: a phase's stores have then reached
+/// their cache lines before it ends (on x86-64 the fence waits for the store buffer to drain,
+/// so a store to a line the peer holds costs the phase that line's transfer).
+fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize, fenced: bool) -> Result<Column, BoxError> {
     let link = shm_link(pools, seq, shm_config(Notify::Spin))?;
     let payload = spec.point.payload;
     let (cv, sv) = (
@@ -79,51 +107,60 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
     );
     let base = Instant::now();
     let ns = |t: Instant| (t - base).as_nanos() as i64;
+    let now = || {
+        if fenced {
+            fence(Ordering::SeqCst);
+        }
+        Instant::now()
+    };
     let (c, s) = on_two_cores(
         spec,
         link,
-        |conn| -> Result<Vec<[i64; 4]>, BoxError> {
+        |conn| -> Result<(f64, Vec<[i64; 4]>), BoxError> {
             let ctx = Context::new(pools.shm.1.clone());
+            let probe = core_probe();
             let mut times = Vec::with_capacity(rounds);
             loop {
                 let frame = conn.recv()?;
-                let s0 = Instant::now();
+                let s0 = now();
                 let meta = frame.meta();
                 if meta.kind == END {
                     drop(frame);
                     conn.send_payload(meta, Payload::Bytes(&[]))?;
                     conn.flush()?;
-                    return Ok(times);
+                    return Ok((probe, times));
                 }
                 black_box(touch(&frame, payload, REQUEST_FILL)?);
                 drop(frame);
-                let s1 = Instant::now();
+                let s1 = now();
                 send_record(conn, &ctx, meta.request_id, &sv)?;
-                let s2 = Instant::now();
+                let s2 = now();
                 conn.flush()?;
-                times.push([ns(s0), ns(s1), ns(s2), ns(Instant::now())]);
+                times.push([ns(s0), ns(s1), ns(s2), ns(now())]);
             }
         },
-        |conn| -> Result<Vec<[i64; 5]>, BoxError> {
+        |conn| -> Result<(f64, Vec<[i64; 5]>), BoxError> {
             let ctx = Context::new(pools.shm.0.clone());
+            let probe = core_probe();
             let mut times = Vec::with_capacity(rounds);
             for id in 0..rounds as u64 {
-                let t0 = Instant::now();
+                let t0 = now();
                 send_record(conn, &ctx, id, &cv)?;
-                let t1 = Instant::now();
+                let t1 = now();
                 conn.flush()?;
-                let t2 = Instant::now();
+                let t2 = now();
                 let frame = conn.recv()?;
-                let t3 = Instant::now();
+                let t3 = now();
                 check_response(&frame, id)?;
                 black_box(touch(&frame, payload, RESPONSE_FILL)?);
                 drop(frame);
-                times.push([ns(t0), ns(t1), ns(t2), ns(t3), ns(Instant::now())]);
+                times.push([ns(t0), ns(t1), ns(t2), ns(t3), ns(now())]);
             }
             exchange(conn, false, END, &mut (rounds as u64))?;
-            Ok(times)
+            Ok((probe, times))
         },
     )?;
+    let ((client_probe, c), (server_probe, s)) = (c, s);
     if c.len() != s.len() {
         return Err(format!("{} requests, {} served", c.len(), s.len()).into());
     }
@@ -136,7 +173,7 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
             .collect();
         median(&v).unwrap_or(0.0)
     };
-    Ok(vec![
+    let ns = vec![
         phase(|c, _| c[1] - c[0]),
         phase(|c, _| c[2] - c[1]),
         phase(|c, s| s[0] - c[2]),
@@ -146,7 +183,33 @@ fn breakdown(spec: &Spec, pools: &Pools, seq: u64, rounds: usize) -> Result<Vec<
         phase(|c, s| c[3] - s[3]),
         phase(|c, _| c[4] - c[3]),
         phase(|c, _| c[4] - c[0]),
-    ])
+    ];
+    Ok(Column {
+        payload,
+        ns,
+        probe_ns: vec![client_probe, server_probe],
+    })
+}
+
+/// The time of a chain of dependent multiply-adds on this thread, ns (the median of 100
+/// tries; the compiler folds the 10,000 steps eight to one, leaving 1,250 multiplications and
+/// additions in a row, about 5,000 cycles): how fast its core's clock runs, with no memory the
+/// other side touches.
+fn core_probe() -> f64 {
+    let tries: Vec<f64> = (0..100)
+        .map(|_| {
+            let start = Instant::now();
+            let mut x = black_box(1u64);
+            for _ in 0..black_box(10_000) {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+            }
+            black_box(x);
+            start.elapsed().as_nanos() as f64
+        })
+        .collect();
+    median(&tries).unwrap_or(0.0)
 }
 
 /// Measures the diagnostics: the breakdown at each of `payloads` over `rounds` round trips,
@@ -164,18 +227,26 @@ pub fn measure(
         Budget::Time(d) => Budget::Time(d / 2),
         count => count,
     };
-    let mut by_payload = Vec::new();
+    let (mut by_payload, mut fenced) = (Vec::new(), Vec::new());
     for &payload in payloads {
-        *seq += 1;
         let point = Point {
             transport: TransportKind::Shm,
             notify: Notify::Spin,
             payload,
             in_flight: 1,
         };
-        let ns = breakdown(&Spec { point, budget, cpus }, pools, *seq, rounds)?;
-        by_payload.push(Column { payload, ns });
+        for (with_fence, out) in [(false, &mut by_payload), (true, &mut fenced)] {
+            *seq += 1;
+            out.push(breakdown(
+                &Spec { point, budget, cpus },
+                pools,
+                *seq,
+                rounds,
+                with_fence,
+            )?);
+        }
     }
+    let clock_ns = clock_reading(cpus.0)?;
     let mut p50_ns = Vec::new();
     for depth in 0..=3usize {
         let r = run_raw(budget, cpus, depth)?;
@@ -190,6 +261,8 @@ pub fn measure(
             rounds,
             phases: PHASES.map(str::to_owned).to_vec(),
             by_payload,
+            fenced,
+            clock_ns,
         },
         raw_chain: RawChain {
             what: "raw ping-pong whose every direction also reads `depth` cache lines written by the peer, one after another, each address computed from the line read before; p50 round trip in ns".to_owned(),
@@ -198,17 +271,29 @@ pub fn measure(
     })
 }
 
-/// Prints the diagnostics.
-pub fn print(d: &Diagnostics) {
-    println!(
-        "Where a one-in-flight shm round trip goes (shm spin, {} round trips, medians in ns; each phase includes one clock reading):",
-        d.breakdown.rounds
-    );
-    let columns = &d.breakdown.by_payload;
+/// The median of `n` back-to-back clock readings' differences on a thread pinned to `cpu`, in
+/// ns: what one reading adds to each phase of the breakdown.
+fn clock_reading(cpu: usize) -> Result<f64, BoxError> {
+    let reading = std::thread::spawn(move || -> Result<f64, BoxError> {
+        crate::harness::pin_current_thread(cpu)?;
+        let n = 100_000;
+        let v: Vec<f64> = (0..n)
+            .map(|_| {
+                let a = Instant::now();
+                (Instant::now() - a).as_nanos() as f64
+            })
+            .collect();
+        Ok(median(&v[n / 10..]).unwrap_or(0.0))
+    });
+    joined("clock reading", reading.join())
+}
+
+/// Prints one breakdown table: a row per phase, a column per payload.
+fn print_phases(phases: &[String], columns: &[Column]) {
     let mut t = Table::new(
         std::iter::once("phase".to_owned()).chain(columns.iter().map(|c| bytes_label(c.payload as f64))),
     );
-    for (i, name) in d.breakdown.phases.iter().enumerate() {
+    for (i, name) in phases.iter().enumerate() {
         t.row(
             std::iter::once(name.clone()).chain(
                 columns
@@ -217,7 +302,33 @@ pub fn print(d: &Diagnostics) {
             ),
         );
     }
+    if columns.iter().any(|c| c.probe_ns.len() == 2) {
+        t.row(
+            std::iter::once("core probe (dependent multiply-adds), client / server thread".to_owned()).chain(
+                columns.iter().map(|c| match c.probe_ns[..] {
+                    [client, server] => format!("{client:.0} / {server:.0}"),
+                    _ => "-".to_owned(),
+                }),
+            ),
+        );
+    }
     t.print();
+}
+
+/// Prints the diagnostics.
+pub fn print(d: &Diagnostics) {
+    let b = &d.breakdown;
+    println!(
+        "Where a one-in-flight shm round trip goes (shm spin, {} round trips, medians in ns; each phase includes one clock reading, {:.0} ns):",
+        b.rounds, b.clock_ns
+    );
+    print_phases(&b.phases, &b.by_payload);
+    if !b.fenced.is_empty() {
+        println!(
+            "The same with a fence before each clock reading (a phase ends once its stores own their cache lines: its excess over the table above is what they wait for lines the peer holds):"
+        );
+        print_phases(&b.phases, &b.fenced);
+    }
     println!(
         "Raw ping-pong with chained lines: each direction also reads `depth` lines one after another, each address taken from the line before (p50 round trip, ns):"
     );

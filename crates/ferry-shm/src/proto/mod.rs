@@ -637,6 +637,11 @@ impl Endpoint {
             self.filling = self.blocks.pop_front();
             let f = self.filling.as_mut().expect("counted in flight");
             f.held.clear();
+            // The lines its messages filled, which the peer has read since (it loads the
+            // first `PREFETCH_LEN` bytes of every block): taken back for writing now, while
+            // this side still has the peer's messages to read, not by the next send's stores.
+            let used = (f.len as usize).min(PREFETCH_LEN);
+            crate::sys::prefetch_write(&mut f.block.capacity_mut()[..used]);
             f.len = PREAMBLE_LEN as u32;
             f.count = 0;
             left -= 1;
