@@ -1372,14 +1372,14 @@ mod tests {
         }
     }
 
-    /// The checks of `changing_lengths_are_received_intact` on one input: runs of (payload
-    /// length, count), fed in reads of `chunks`, with read buffers of `read_buf` bytes.
-    fn check_changing_lengths(
+    /// Runs of frames ((payload length, count) each) fed in reads of `chunks`, with read buffers
+    /// of `read_buf` bytes: the frames' lengths and the trace.
+    fn feed_runs(
+        pool: &Pool,
         runs: &[(usize, usize)],
         chunks: &[usize],
         read_buf: usize,
-    ) -> Result<(), TestCaseError> {
-        let pool = pool();
+    ) -> (Vec<usize>, Trace) {
         let config = Config {
             read_buf,
             ..Config::default()
@@ -1388,8 +1388,19 @@ mod tests {
             .iter()
             .flat_map(|&(len, n)| std::iter::repeat_n(len, n))
             .collect();
-        let stream = stream_of(&lens);
-        let t = feed_traced(&config, &pool, &stream, chunks);
+        let t = feed_traced(&config, pool, &stream_of(&lens), chunks);
+        (lens, t)
+    }
+
+    /// The checks of `changing_lengths_are_received_intact` on one input: runs of (payload
+    /// length, count), fed in reads of `chunks`, with read buffers of `read_buf` bytes.
+    fn check_changing_lengths(
+        runs: &[(usize, usize)],
+        chunks: &[usize],
+        read_buf: usize,
+    ) -> Result<(), TestCaseError> {
+        let pool = pool();
+        let (lens, t) = feed_runs(&pool, runs, chunks, read_buf);
         check_bytes(&t.frames, &lens)?;
         for k in 0..lens.len() {
             if t.predicted[k] > 0 {
@@ -1421,15 +1432,7 @@ mod tests {
     fn a_predicted_frame_whose_header_was_split_is_not_copied() {
         let (runs, chunks, read_buf) = ([(630, 5), (42_414, 3)], [88_091], 256 << 10);
         let pool = pool();
-        let config = Config {
-            read_buf,
-            ..Config::default()
-        };
-        let lens: Vec<usize> = runs
-            .iter()
-            .flat_map(|&(len, n)| std::iter::repeat_n(len, n))
-            .collect();
-        let t = feed_traced(&config, &pool, &stream_of(&lens), &chunks);
+        let (_, t) = feed_runs(&pool, &runs, &chunks, read_buf);
         let c = t.reader.counters();
         assert_eq!(
             (
