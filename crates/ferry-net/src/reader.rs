@@ -44,12 +44,14 @@
 //!   not made. So peers that announce long frames and send nothing hold at most the budget
 //!   between them, whatever their number.
 //!
-//! Which frames can still be copied: those whose header arrived in a batched read and which
-//! that read ended inside (small frames, and at most one large frame each time reads turn
-//! exact: the one the last batched read ended inside), and, when a prediction fails, the
-//! mispredicted frame and the bytes read past it (at most two large frames copied per
+//! Which payloads can still be copied: those of frames whose header arrived in a batched read
+//! and which that read ended inside (small frames, and at most one large frame each time reads
+//! turn exact: the one the last batched read ended inside), and, when a prediction fails, the
+//! mispredicted frame's and the bytes read past it (at most two large frames copied per
 //! misprediction). A frame whose header arrives in an exact read is otherwise never copied,
-//! however short the reads, and a frame read into a predicted buffer never is.
+//! however short the reads, and the payload of a frame read into a predicted buffer never is.
+//! Besides payloads, only split headers are copied: a header that the end of a batched read
+//! cut has its first bytes (at most 15) carried, whatever its frame, predicted or not.
 //!
 //! [`FrameReader`] is public so that other drivers (and the `frame_reader` fuzz target) can
 //! feed it: peer bytes go in through [`read_targets`](FrameReader::read_targets) and
@@ -147,7 +149,7 @@ pub struct RecvCounters {
     /// misprediction moved. Nothing else is ever copied.
     pub copied: u64,
     /// Frames whose payload was read into a buffer sized by a prediction that held (exact
-    /// reads of uniform large frames): never copied.
+    /// reads of uniform large frames): their payloads are never copied.
     pub predicted: u64,
     /// Frames whose length differed from the prediction after bytes had been read past their
     /// header into predicted buffers (those bytes were moved, counted in `copied`, unless the
@@ -938,7 +940,11 @@ mod tests {
     struct Trace {
         frames: Vec<Frame>,
         reader: FrameReader,
+        /// Per frame: bytes copied for it, its payload's and its header's.
         copied: Vec<u64>,
+        /// Per frame: of those, the first bytes of its header (at most 15) carried from the end
+        /// of a read (a split header), which a frame whose payload was read in place can have.
+        carried: Vec<u64>,
         straddled: Vec<u64>,
         /// Per frame: read into a buffer sized by a prediction that held (1) or not (0).
         predicted: Vec<u64>,
@@ -965,30 +971,49 @@ mod tests {
         fn turned_exact(&self) -> usize {
             self.reads.windows(2).filter(|w| !w[0].2 && w[1].2).count()
         }
+
+        /// Bytes of frame `k`'s payload copied (its copies but its carried header bytes).
+        fn payload_copied(&self, k: usize) -> u64 {
+            self.copied[k] - self.carried[k]
+        }
     }
 
     /// [`feed`], tracing copies per frame (the copies made between handing out frame `k - 1`
-    /// and frame `k` are frame `k`'s: its payload, or its split header) and reads.
+    /// and frame `k` are frame `k`'s: its payload, or its split header) and reads. A split
+    /// header is told apart by `split_headers`: the `next_frame` call that carries one ends
+    /// with it (nothing is left of its read buffer), so what that call copied is the carry.
     fn feed_traced(config: &Config, pool: &Pool, stream: &[u8], chunks: &[usize]) -> Trace {
         let mut t = Trace {
             frames: Vec::new(),
             reader: FrameReader::new(pool, config),
             copied: Vec::new(),
+            carried: Vec::new(),
             straddled: Vec::new(),
             predicted: Vec::new(),
             announced_exact: Vec::new(),
             reads: Vec::new(),
         };
         let mut last = RecvCounters::default();
-        let mut drain = |t: &mut Trace| {
-            while let Some(f) = t.reader.next_frame().unwrap() {
-                let c = t.reader.counters();
-                t.copied.push(c.copied - last.copied);
-                t.straddled.push(c.straddled - last.straddled);
-                t.predicted.push(c.predicted - last.predicted);
-                last = c;
-                t.frames.push(f);
+        let mut carried = 0;
+        let mut drain = |t: &mut Trace| loop {
+            let before = t.reader.counters();
+            let f = t.reader.next_frame().unwrap();
+            let c = t.reader.counters();
+            if c.split_headers > before.split_headers {
+                let bytes = c.copied - before.copied;
+                assert!(
+                    f.is_none() && c.split_headers == before.split_headers + 1 && bytes < HEADER_LEN as u64,
+                    "a split header's carry is all its call copies: {before:?} -> {c:?}"
+                );
+                carried += bytes;
             }
+            let Some(f) = f else { break };
+            t.copied.push(c.copied - last.copied);
+            t.carried.push(std::mem::take(&mut carried));
+            t.straddled.push(c.straddled - last.straddled);
+            t.predicted.push(c.predicted - last.predicted);
+            last = c;
+            t.frames.push(f);
         };
         let mut at = 0;
         let mut chunks = chunks.iter().cycle();
@@ -1339,12 +1364,150 @@ mod tests {
             assert!((1..=2).contains(&c.mispredicted), "{a} then {b}: {c:?}");
             for k in 0..lens.len() {
                 if t.predicted[k] > 0 {
-                    assert_eq!(t.copied[k], 0, "frame {k}");
+                    assert_eq!(t.payload_copied(k), 0, "frame {k}");
                 }
             }
             drop(t);
             assert_eq!(pool.stats().buffers_outstanding(), 0);
         }
+    }
+
+    /// Runs of frames ((payload length, count) each) fed in reads of `chunks`, with read buffers
+    /// of `read_buf` bytes: the frames' lengths and the trace.
+    fn feed_runs(
+        pool: &Pool,
+        runs: &[(usize, usize)],
+        chunks: &[usize],
+        read_buf: usize,
+    ) -> (Vec<usize>, Trace) {
+        let config = Config {
+            read_buf,
+            ..Config::default()
+        };
+        let lens: Vec<usize> = runs
+            .iter()
+            .flat_map(|&(len, n)| std::iter::repeat_n(len, n))
+            .collect();
+        let t = feed_traced(&config, pool, &stream_of(&lens), chunks);
+        (lens, t)
+    }
+
+    /// The checks of `changing_lengths_are_received_intact` on one input: runs of (payload
+    /// length, count), fed in reads of `chunks`, with read buffers of `read_buf` bytes.
+    fn check_changing_lengths(
+        runs: &[(usize, usize)],
+        chunks: &[usize],
+        read_buf: usize,
+    ) -> Result<(), TestCaseError> {
+        let pool = pool();
+        let (lens, t) = feed_runs(&pool, runs, chunks, read_buf);
+        check_bytes(&t.frames, &lens)?;
+        for k in 0..lens.len() {
+            if t.predicted[k] > 0 {
+                prop_assert_eq!(t.payload_copied(k), 0, "predicted frame {} copied", k);
+            }
+        }
+        let mispredicted = t.reader.counters().mispredicted as usize;
+        let large_copied = (0..lens.len())
+            .filter(|&k| lens[k] >= 16 << 10 && t.straddled[k] > 0)
+            .count();
+        prop_assert!(
+            large_copied <= t.turned_exact() + 1 + 2 * mispredicted,
+            "{} large frames copied, {} mispredicted",
+            large_copied,
+            mispredicted
+        );
+        prop_assert!(matches!(t.reader.eof(), TransportError::Closed));
+        drop(t);
+        prop_assert_eq!(pool.stats().buffers_outstanding(), 0);
+        Ok(())
+    }
+
+    /// Regression (proptest, `changing_lengths_are_received_intact`): five 630-byte frames,
+    /// then three of 42,414 bytes, in reads of 88,091 bytes. The first (batched) read ends one
+    /// byte into frame 7's header, carried to the header array (a split header, the stream's
+    /// only copy); frame 7's payload is then read into a predicted buffer, in place. The trace
+    /// counted the carried byte as a copy of the predicted frame's payload.
+    #[test]
+    fn a_predicted_frame_whose_header_was_split_is_not_copied() {
+        let (runs, chunks, read_buf) = ([(630, 5), (42_414, 3)], [88_091], 256 << 10);
+        let pool = pool();
+        let (_, t) = feed_runs(&pool, &runs, &chunks, read_buf);
+        let c = t.reader.counters();
+        assert_eq!(
+            (
+                c.copied,
+                c.split_headers,
+                c.straddled,
+                c.predicted,
+                c.mispredicted
+            ),
+            (1, 1, 0, 1, 0),
+            "{c:?}"
+        );
+        assert_eq!((t.predicted[7], t.copied[7], t.carried[7]), (1, 1, 1));
+        assert_eq!(t.payload_copied(7), 0);
+        drop(t);
+        check_changing_lengths(&runs, &chunks, read_buf).unwrap();
+    }
+
+    /// The checks of `small_frames_stay_batched_between_large_ones` on one input: rounds of
+    /// (small lengths, large lengths), fed in reads of `chunks`.
+    fn check_small_frames_between_large(
+        rounds: &[(Vec<usize>, Vec<usize>)],
+        chunks: &[usize],
+    ) -> Result<(), TestCaseError> {
+        let pool = pool();
+        let lens: Vec<usize> = rounds
+            .iter()
+            .flat_map(|(s, l)| s.iter().chain(l).copied())
+            .collect();
+        let stream = stream_of(&lens);
+        let t = feed_traced(&Config::default(), &pool, &stream, chunks);
+        check_bytes(&t.frames, &lens)?;
+        let small = lens.iter().filter(|&&l| l < 16 << 10).count();
+        let small_reads = t.small_only_reads(&lens, 16 << 10);
+        prop_assert!(
+            (small_reads as f64) < 0.3 * small as f64,
+            "{} reads for {} small frames",
+            small_reads,
+            small
+        );
+        let large_copied = (0..lens.len())
+            .filter(|&k| lens[k] >= 16 << 10 && t.payload_copied(k) > 0)
+            .count();
+        let mispredicted = t.reader.counters().mispredicted as usize;
+        prop_assert!(
+            large_copied <= rounds.len() + 2 * mispredicted,
+            "{} large frames copied in {} bursts",
+            large_copied,
+            rounds.len()
+        );
+        Ok(())
+    }
+
+    /// Regression (proptest, `small_frames_stay_batched_between_large_ones`, same cause as
+    /// [`a_predicted_frame_whose_header_was_split_is_not_copied`]): 100 small frames, then
+    /// large frames A and B. The first (batched) read ends one byte into A's header, carried to
+    /// the front of the next read buffer; the second holds all of A (handed out in place) and
+    /// ends one byte into B's header, carried to the header array. No payload is copied, but
+    /// the check counted both carried bytes: two large frames copied in one burst.
+    #[test]
+    fn split_headers_of_large_frames_are_not_copied_frames() {
+        let rounds = [(vec![100; 100], vec![20_000, 30_000])];
+        let a = 100 * (HEADER_LEN + 100);
+        let chunks = [a + 1, HEADER_LEN + 20_000, 4096];
+        let pool = pool();
+        let lens: Vec<usize> = rounds
+            .iter()
+            .flat_map(|(s, l)| s.iter().chain(l).copied())
+            .collect();
+        let t = feed_traced(&Config::default(), &pool, &stream_of(&lens), &chunks);
+        let c = t.reader.counters();
+        assert_eq!((c.copied, c.split_headers, c.straddled), (2, 2, 0), "{c:?}");
+        assert_eq!((t.carried[100], t.carried[101]), (1, 1));
+        drop(t);
+        check_small_frames_between_large(&rounds, &chunks).unwrap();
     }
 
     proptest! {
@@ -1380,8 +1543,8 @@ mod tests {
         }
 
         /// Runs of equal large lengths that change (and small frames between), any chunking:
-        /// bytes identical, predicted frames never copied, large copies bounded by the
-        /// mispredictions, nothing leaks.
+        /// bytes identical, predicted frames' payloads never copied, large copies bounded by
+        /// the mispredictions, nothing leaks.
         #[test]
         fn changing_lengths_are_received_intact(
             runs in proptest::collection::vec(
@@ -1389,29 +1552,10 @@ mod tests {
             chunks in proptest::collection::vec(1usize..600_000, 1..8),
             read_buf in prop_oneof![Just(256usize << 10), 4096usize..300_000],
         ) {
-            let pool = pool();
-            let config = Config { read_buf, ..Config::default() };
-            let lens: Vec<usize> = runs.iter().flat_map(|&(len, n)| std::iter::repeat_n(len, n)).collect();
-            let stream = stream_of(&lens);
-            let t = feed_traced(&config, &pool, &stream, &chunks);
-            check_bytes(&t.frames, &lens)?;
-            for k in 0..lens.len() {
-                if t.predicted[k] > 0 {
-                    prop_assert_eq!(t.copied[k], 0, "predicted frame {} copied", k);
-                }
-            }
-            let mispredicted = t.reader.counters().mispredicted as usize;
-            let large_copied = (0..lens.len()).filter(|&k| lens[k] >= 16 << 10 && t.straddled[k] > 0).count();
-            prop_assert!(
-                large_copied <= t.turned_exact() + 1 + 2 * mispredicted,
-                "{} large frames copied, {} mispredicted", large_copied, mispredicted
-            );
-            prop_assert!(matches!(t.reader.eof(), TransportError::Closed));
-            drop(t);
-            prop_assert_eq!(pool.stats().buffers_outstanding(), 0);
+            check_changing_lengths(&runs, &chunks, read_buf)?;
         }
 
-        /// Mixed small and large frames, any chunking: bytes identical; no frame read into a
+        /// Mixed small and large frames, any chunking: bytes identical; no payload read into a
         /// predicted buffer is copied; without mispredictions, no frame whose header began in an
         /// exact read is copied at all (large or small); at most one large frame is copied each
         /// time reads turn exact, and two per misprediction; and nothing leaks.
@@ -1428,7 +1572,10 @@ mod tests {
             check_bytes(&t.frames, &lens)?;
             let mispredicted = t.reader.counters().mispredicted as usize;
             for (k, &len) in lens.iter().enumerate() {
-                if t.predicted[k] > 0 || (t.announced_exact[k] && mispredicted == 0) {
+                if t.predicted[k] > 0 {
+                    prop_assert_eq!(t.payload_copied(k), 0, "predicted frame {} ({} B) copied", k, len);
+                }
+                if t.announced_exact[k] && mispredicted == 0 {
                     prop_assert_eq!(t.copied[k], 0, "frame {} ({} B) announced in an exact read", k, len);
                 }
             }
@@ -1444,7 +1591,8 @@ mod tests {
 
         /// Runs of small frames between bursts of large ones, reads of 4 KiB and more: small
         /// frames arrive many per read (reads that carry only small frames, per small frame,
-        /// well below 1), and only the first large frame of a burst can be copied.
+        /// well below 1), and only the first large frame of a burst can have its payload copied
+        /// (split headers carried aside).
         #[test]
         fn small_frames_stay_batched_between_large_ones(
             rounds in proptest::collection::vec(
@@ -1453,23 +1601,7 @@ mod tests {
                 1..5),
             chunks in proptest::collection::vec(4096usize..300_000, 1..8),
         ) {
-            let pool = pool();
-            let lens: Vec<usize> = rounds.iter().flat_map(|(s, l)| s.iter().chain(l).copied()).collect();
-            let stream = stream_of(&lens);
-            let t = feed_traced(&Config::default(), &pool, &stream, &chunks);
-            check_bytes(&t.frames, &lens)?;
-            let small = lens.iter().filter(|&&l| l < 16 << 10).count();
-            let small_reads = t.small_only_reads(&lens, 16 << 10);
-            prop_assert!(
-                (small_reads as f64) < 0.3 * small as f64,
-                "{} reads for {} small frames", small_reads, small
-            );
-            let large_copied = (0..lens.len()).filter(|&k| lens[k] >= 16 << 10 && t.copied[k] > 0).count();
-            let mispredicted = t.reader.counters().mispredicted as usize;
-            prop_assert!(
-                large_copied <= rounds.len() + 2 * mispredicted,
-                "{} large frames copied in {} bursts", large_copied, rounds.len()
-            );
+            check_small_frames_between_large(&rounds, &chunks)?;
         }
 
         #[test]
