@@ -337,9 +337,23 @@ fn stalled_handshakes(t: &Target) {
                     s
                 })
                 .collect();
-            (shm, tls)
+            (shm, tls, t.loop_counters())
         },
-        |t, (shm, tls)| {
+        |t, (shm, tls, (turns, visited))| {
+            // The regression of TLS handshakes kept on the hot list: each stalled one was looked
+            // at on every turn the good client's calls took.
+            let (turns_after, visited_after) = t.loop_counters();
+            let (turns, visited) = (turns_after - turns, visited_after - visited);
+            assert!(turns > 0, "the good client's calls took no working turn");
+            let per_turn = visited as f64 / turns as f64;
+            println!(
+                "hostile: beside {STALLED} stalled TLS handshakes, {per_turn:.2} sessions per working turn"
+            );
+            assert!(
+                per_turn <= VISITED_PER_TURN,
+                "stalled TLS handshakes: the loop looked at {per_turn:.1} sessions per working turn \
+                 ({visited} in {turns} turns, bound {VISITED_PER_TURN}): a stalled peer costs it turns"
+            );
             // Closed by the server at the timeout, each counted.
             shm.into_iter().for_each(read_until_closed);
             tls.into_iter().for_each(read_until_closed);

@@ -36,6 +36,24 @@ impl EventLoop {
             }
             next.by(self.idle_scan);
         }
+        // Handshakes waiting off the hot list: once the earliest deadline passes, every
+        // session still in its handshake is looked at below (and those not yet due go back).
+        if let Some(at) = self.handshake_scan {
+            if at <= now {
+                self.handshake_scan = None;
+                for i in 0..self.slots.len() {
+                    let handshaking = self.slots[i]
+                        .session
+                        .as_ref()
+                        .is_some_and(|s| s.conn.handshake_deadline().is_some());
+                    if handshaking {
+                        self.heat(i);
+                    }
+                }
+            } else {
+                next.by(at);
+            }
+        }
         for k in 0..self.hot.len() {
             let Some(s) = &mut self.slots[self.hot[k] as usize].session else {
                 continue;

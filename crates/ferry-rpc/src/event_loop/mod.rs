@@ -211,8 +211,12 @@ pub struct EventLoop {
     draining: bool,
     /// Open TCP and UDP sessions (their readiness needs a look at the set on every turn).
     tcp_sessions: usize,
-    /// Shared-memory setups in progress (their sockets are looked at on every turn too).
+    /// Shared-memory setups in progress: stepped when their sockets poll readable (looked at
+    /// with the listeners) or their deadline passes.
     setups: Vec<Setup>,
+    /// The earliest deadline of `setups`: until it passes, a turn whose wait found no setup
+    /// ready does not look at them (a peer that stalls costs no turn).
+    setup_due: Option<Instant>,
     /// What the loop waits on: the waker, listeners, setups and sessions, each registered
     /// with its [`Token`](poll::Token).
     readiness: Readiness,
@@ -229,6 +233,9 @@ pub struct EventLoop {
     ready: Ready,
     /// When every session is next looked at for its idle time.
     idle_scan: Instant,
+    /// The earliest handshake deadline of a session off the hot list (a TLS peer that stalls
+    /// waits there, costing no turn): when it passes, those sessions are looked at again.
+    handshake_scan: Option<Instant>,
     /// The end of the last turn, if it did work: the next turn's start, which then reads no
     /// clock of its own.
     clock: Option<Instant>,
@@ -306,12 +313,14 @@ impl EventLoop {
             draining: false,
             tcp_sessions: 0,
             setups: Vec::new(),
+            setup_due: None,
             readiness,
             shm_pools: None,
             shm_waiting: Vec::new(),
             hot: Vec::new(),
             ready: Ready::default(),
             idle_scan: Instant::now(),
+            handshake_scan: None,
             clock: None,
             due: Due::Now,
             last_work: Instant::now(),
@@ -429,11 +438,11 @@ impl EventLoop {
         } else {
             Some(self.sleep_time(now))
         };
-        // While busy-polling shared memory alone, the system call that looks at the listeners
-        // and the waker is made only every 64th turn: shared-memory sessions are read from
-        // memory, background answers from their queue.
+        // While busy-polling shared memory alone, the system call that looks at the listeners,
+        // the setups' sockets and the waker is made only every 64th turn: shared-memory
+        // sessions are read from memory, background answers from their queue.
         self.ready.clear();
-        if sleep || self.tcp_sessions > 0 || !self.setups.is_empty() || self.stats.turns % 64 == 0 {
+        if sleep || self.tcp_sessions > 0 || self.stats.turns % 64 == 0 {
             self.poll(timeout, sleep && !work);
         }
         // One clock reading for a turn whose poll did not wait (busy-polling, or arming found
@@ -589,14 +598,25 @@ impl EventLoop {
                 _ => false,
             });
         }
-        // Each session on the list once, flagged hot: one pass.
+        // Each session on the list once, flagged hot: one pass. A quiet session still in its
+        // TLS handshake leaves too; its deadline is kept for `expire`.
+        let mut handshake = None::<Instant>;
         self.hot.retain(|&i| {
             let Some(s) = &mut slots[i as usize].session else {
                 return false;
             };
             s.hot = !s.quiet();
+            if !s.hot {
+                if let Some(d) = s.conn.handshake_deadline() {
+                    handshake = Some(handshake.map_or(d, |h| h.min(d)));
+                }
+            }
             s.hot
         });
+        if let Some(d) = handshake {
+            self.handshake_scan = Some(self.handshake_scan.map_or(d, |h| h.min(d)));
+            self.due.by(d);
+        }
     }
 
     fn get(&self, id: SessionId) -> Option<&Session> {

@@ -22,7 +22,11 @@ impl EventLoop {
     /// shared-memory peer is noticed by a later call, not by its doorbell).
     pub(super) fn sleep_time(&self, now: Instant) -> Duration {
         let mut t = crate::conn::SHM_CHECK;
-        // Every session with a deadline is hot.
+        // Every session with a deadline is hot, but for handshakes waiting off the list (the
+        // earliest kept in `handshake_scan`) and setups (`setup_due`).
+        for at in self.handshake_scan.into_iter().chain(self.setup_due) {
+            t = t.min(at.saturating_duration_since(now));
+        }
         let hot = self
             .hot
             .iter()
@@ -38,11 +42,6 @@ impl EventLoop {
             if !s.backlog.is_empty() && s.conn.kind() == TransportKind::Shm {
                 // Credits come back as acknowledgements; look again soon.
                 t = t.min(Duration::from_millis(1));
-            }
-        }
-        for setup in &self.setups {
-            if let Some(at) = setup.accepted.deadline() {
-                t = t.min(at.saturating_duration_since(now));
             }
         }
         t
@@ -246,15 +245,18 @@ impl EventLoop {
     /// done, a session; failed or late, closed and counted. A peer that says nothing costs its
     /// setup's place, never the loop's time.
     pub(super) fn step_setups(&mut self, now: Instant) -> bool {
-        if self.setups.is_empty() {
+        if self.ready.setups.is_empty() && self.setup_due.is_none_or(|d| d > now) {
             return false;
         }
         let mut work = false;
         let setups = std::mem::take(&mut self.setups);
+        self.setup_due = None;
         for setup in setups {
-            let due = setup.accepted.deadline().is_some_and(|d| d <= now);
+            let deadline = setup.accepted.deadline();
+            let due = deadline.is_some_and(|d| d <= now);
             let fd = setup.accepted.as_fd().as_raw_fd();
             if !due && self.ready.setups.binary_search(&fd).is_err() {
+                self.note_setup_deadline(deadline);
                 self.setups.push(setup);
                 continue;
             }
@@ -293,7 +295,10 @@ impl EventLoop {
             .readiness
             .add(&setup.accepted, Token::Setup(fd).into(), Interest::READ)
         {
-            Ok(()) => self.setups.push(setup),
+            Ok(()) => {
+                self.note_setup_deadline(setup.accepted.deadline());
+                self.setups.push(setup);
+            }
             Err(e) => {
                 eprintln!("ferry-rpc: a shared-memory setup could not be watched (epoll_ctl): {e}");
                 self.stats.closed += 1;
@@ -306,6 +311,13 @@ impl EventLoop {
                 drop(accepted);
                 self.bury(pool, Some(admitted));
             }
+        }
+    }
+
+    /// Keeps `deadline` (a setup's) if it is the earliest.
+    fn note_setup_deadline(&mut self, deadline: Option<Instant>) {
+        if let Some(d) = deadline {
+            self.setup_due = Some(self.setup_due.map_or(d, |e| e.min(d)));
         }
     }
 

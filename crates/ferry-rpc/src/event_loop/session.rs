@@ -150,9 +150,10 @@ impl Session {
     }
 
     /// Nothing for the loop to do until the descriptor reports readiness: a TCP or UDP session
-    /// with nothing to read, write or time (no call, stream or handshake in progress; a UDP
-    /// descriptor also reports the transport's own timers). A quiet session leaves the loop's
-    /// hot list, so that idle sessions cost a turn nothing.
+    /// with nothing to read, write or time (no call or stream in progress; a UDP descriptor
+    /// also reports the transport's own timers). A TLS handshake waiting for its peer is quiet
+    /// too: the loop keeps its deadline (`handshake_scan`). A quiet session leaves the loop's
+    /// hot list, so that idle sessions and stalled handshakes cost a turn nothing.
     pub(crate) fn quiet(&mut self) -> bool {
         self.conn.kind() != TransportKind::Shm
             && self.dead.is_none()
@@ -169,7 +170,6 @@ impl Session {
                 }
                 Role::Client(c) => c.core.in_flight() == 0 && c.core.next_deadline().is_none(),
             }
-            && self.conn.handshake_deadline().is_none()
             && !self.conn.has_unsent()
     }
 
