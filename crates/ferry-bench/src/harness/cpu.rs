@@ -381,7 +381,6 @@ mod tests {
     #[test]
     fn reads_this_process() {
         let pid = std::process::id();
-        let before = cpu(pid).expect("/proc/self");
         // Spin until this thread has used 20 ms of CPU (not 20 ms of a busy machine's wall
         // time: regression, it once got 5 ms of CPU in 30 ms of wall time under load).
         let start = thread_cpu_time();
@@ -389,9 +388,16 @@ mod tests {
         while thread_cpu_time() - start < Duration::from_millis(20) {
             x = std::hint::black_box(x.wrapping_add(1));
         }
-        let after = cpu(pid).expect("/proc/self");
-        let (ns, _) = after.since(before);
-        assert!(ns >= 10_000_000, "{before:?} -> {after:?}");
+        let mine = std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|t| parse_schedstat(&t))
+            .expect("/proc/thread-self/schedstat");
+        let reading = cpu(pid).expect("/proc/self");
+        // The process's sum holds this thread's time. (Not a difference of two sums: other
+        // tests' threads that exit between two readings leave the later sum, so a difference
+        // fell short of this thread's 20 ms when they ran beside it.)
+        assert!(mine >= 10_000_000, "this thread's schedstat: {mine} ns");
+        assert!(reading.sched_ns.is_some_and(|sum| sum >= mine), "{reading:?} against this thread's {mine} ns");
         assert!(cpus_allowed(pid).is_some());
         // The process's state is its main thread's, which may be waiting for this test.
         assert!(stat(pid).is_ok());
