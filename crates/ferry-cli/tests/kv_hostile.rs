@@ -27,8 +27,8 @@ use ferry_kv::raft::Client;
 use ferry_net::tls::test_certs::TestCa;
 use ferry_net::{FrameHeader, Meta};
 use ferry_testkit::load::{
-    Actor, Burner, CaseReport, Latencies, actors_started_by, raise_fd_limit, read_until_closed, rss_bytes_of,
-    trickle,
+    Actor, Burner, CaseReport, Latencies, actors_started_by, fd_kinds_of, raise_fd_limit, read_until_closed,
+    rss_bytes_of, trickle,
 };
 use ferry_testkit::soak::{self, Bounds, Client as SoakClient, MakeClient};
 use ferry_testkit::{ChildProc, DEADLINE, Rng, wait_until};
@@ -243,6 +243,8 @@ fn case<T>(node: &Node, name: &str, start: impl FnOnce(&Node) -> T, end: impl Fn
 struct Baseline {
     conns: i64,
     fds: usize,
+    /// The node's descriptors by kind, to name what a failed check found.
+    kinds: std::collections::BTreeMap<String, usize>,
     pool: u64,
 }
 
@@ -251,23 +253,34 @@ impl Baseline {
         Baseline {
             conns: node.connections(),
             fds: node.fds(),
+            kinds: fd_kinds_of(&node.proc.id().to_string()),
             pool: node.pool_bytes(),
         }
     }
 
     /// Waits for every connection closed, the node's descriptors and pools back.
     fn wait_back(&self, node: &Node, name: &str) {
-        let Baseline { conns, fds, pool } = *self;
+        let Baseline {
+            conns,
+            fds,
+            ref kinds,
+            pool,
+        } = *self;
         wait_until(
             &format!("{name}: every connection closed ({conns} open before)"),
             DEADLINE,
             || node.connections() == conns,
         );
-        wait_until(
-            &format!("{name}: the node's descriptors back ({fds})"),
-            DEADLINE,
-            || node.fds() == fds,
-        );
+        let stop = std::time::Instant::now() + DEADLINE;
+        while node.fds() != fds {
+            assert!(
+                std::time::Instant::now() < stop,
+                "{name}: the node's descriptors not back within {DEADLINE:?}: {fds} before ({kinds:?}), {} now ({:?})",
+                node.fds(),
+                fd_kinds_of(&node.proc.id().to_string())
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         // The good client's values and the log's entries stay (see [`HELD`]).
         wait_until(
             &format!("{name}: the node's pools back ({pool} bytes before)"),

@@ -29,8 +29,8 @@ use common::{RAW, Scratch, TestService};
 use ferry_net::FrameHeader;
 use ferry_rpc::{Channel, ChannelConfig, Closed, ConnConfig, ConnLimits, LoopConfig, Server, Services};
 use ferry_testkit::load::{
-    Actor, Burner, CaseReport, Latencies, REPORT_HEADER, actors_started_by, open_fds, raise_fd_limit,
-    read_until_closed, rss_bytes, thread_asleep, trickle,
+    Actor, Burner, CaseReport, Latencies, REPORT_HEADER, actors_started_by, fd_kinds_of, open_fds,
+    raise_fd_limit, read_until_closed, rss_bytes, thread_asleep, trickle,
 };
 use ferry_testkit::{DEADLINE, Rng, wait_until};
 use ferry_transport::{Meta, Payload, Received};
@@ -242,7 +242,7 @@ impl Baseline {
             conns: t.connections(),
             fds: open_fds(),
             pool: t.pool_bytes(),
-            kinds: fd_kinds(),
+            kinds: fd_kinds_of("self"),
         }
     }
 
@@ -268,7 +268,7 @@ impl Baseline {
                 Instant::now() < stop,
                 "{name}: descriptors not back within {DEADLINE:?}: {fds} before ({kinds:?}), {} now ({:?})",
                 open_fds(),
-                fd_kinds()
+                fd_kinds_of("self")
             );
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -281,22 +281,6 @@ impl Baseline {
             || t.pool_bytes() == *pool,
         );
     }
-}
-
-/// This process's descriptors by what they link to (numbers dropped), counted: to name what
-/// a failed descriptor check left open or closed.
-fn fd_kinds() -> std::collections::BTreeMap<String, usize> {
-    let mut kinds = std::collections::BTreeMap::new();
-    for entry in std::fs::read_dir("/proc/self/fd")
-        .expect("/proc/self/fd")
-        .flatten()
-    {
-        if let Ok(target) = std::fs::read_link(entry.path()) {
-            let kind = target.to_string_lossy().replace(|c: char| c.is_ascii_digit(), "");
-            *kinds.entry(kind).or_insert(0) += 1;
-        }
-    }
-    kinds
 }
 
 /// A stalled peer of each kind, closed at the timeout, before any baseline: what the process

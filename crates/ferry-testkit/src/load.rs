@@ -79,6 +79,24 @@ pub fn rss_bytes_of(pid: &str) -> u64 {
     kib * 1024
 }
 
+/// The descriptors of process `pid` (a number, or `self`) by what they link to, digits
+/// dropped (`socket:[]`, `anon_inode:[eventfd]`, a file's path), counted: to name what a
+/// failed descriptor check found left open or closed.
+pub fn fd_kinds_of(pid: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut kinds = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(target) = std::fs::read_link(entry.path()) {
+            let kind = target.to_string_lossy().replace(|c: char| c.is_ascii_digit(), "");
+            *kinds.entry(kind).or_insert(0) += 1;
+        }
+    }
+    kinds
+}
+
 /// This process's open descriptors (entries of `/proc/self/fd`, less the one listing them).
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd")

@@ -397,7 +397,10 @@ mod tests {
         // tests' threads that exit between two readings leave the later sum, so a difference
         // fell short of this thread's 20 ms when they ran beside it.)
         assert!(mine >= 10_000_000, "this thread's schedstat: {mine} ns");
-        assert!(reading.sched_ns.is_some_and(|sum| sum >= mine), "{reading:?} against this thread's {mine} ns");
+        assert!(
+            reading.sched_ns.is_some_and(|sum| sum >= mine),
+            "{reading:?} against this thread's {mine} ns"
+        );
         assert!(cpus_allowed(pid).is_some());
         // The process's state is its main thread's, which may be waiting for this test.
         assert!(stat(pid).is_ok());
