@@ -354,6 +354,10 @@ fn stalled_handshakes(t: &Target) {
 /// on a busy machine.
 const VISITED_PER_TURN: f64 = 8.0;
 
+/// The same beside 20 clients that never read: the good client's sessions and some slack
+/// (1.5 measured), below the 7.5 of the loop that kept their full sockets on the hot list.
+const NEVER_READ_VISITED_PER_TURN: f64 = 4.0;
+
 /// 2,000 connections that open and idle (the descriptor limit raised for them and their
 /// server ends). The regression of the `poll(2)` loop: while the good client calls beside them,
 /// the loop's working turns look at its sessions, not at the idle ones
@@ -419,7 +423,7 @@ fn never_read(t: &Target) {
         "20 clients that never read",
         |t| {
             let pool = ferry_testkit::pool();
-            (0..20)
+            let clients = (0..20)
                 .map(|_| {
                     let config = ferry_net::Config {
                         max_frame_len: (64 << 10) - 16,
@@ -437,9 +441,23 @@ fn never_read(t: &Target) {
                     }
                     c
                 })
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>();
+            (clients, t.loop_counters())
         },
-        |_, clients| {
+        |t, (clients, (turns, visited))| {
+            // The regression of sessions whose full sockets were tried on every turn: each
+            // stayed on the hot list, one refused `sendmsg` a turn each (166,655 in the case,
+            // by strace). They now wait off the list for their socket's report.
+            let (turns_after, visited_after) = t.loop_counters();
+            let (turns, visited) = (turns_after - turns, visited_after - visited);
+            assert!(turns > 0, "the good client's calls took no working turn");
+            let per_turn = visited as f64 / turns as f64;
+            println!("hostile: beside 20 clients that never read, {per_turn:.2} sessions per working turn");
+            assert!(
+                per_turn <= NEVER_READ_VISITED_PER_TURN,
+                "20 clients that never read: the loop looked at {per_turn:.1} sessions per working turn \
+                 ({visited} in {turns} turns, bound {NEVER_READ_VISITED_PER_TURN}): a full socket costs it turns"
+            );
             // The regression: their unread requests kept their sockets readable, so every
             // wait on the loop's (level-triggered) set returned at once and the loop never
             // slept. A session whose answers wait is now watched for writability alone.

@@ -460,10 +460,17 @@ impl EventLoop {
         let mut dead = false;
         for &i in &self.hot {
             if let Some(s) = &mut self.slots[i as usize].session {
-                if !s.backlog.is_empty() {
-                    s.drain_backlog();
+                if !s.blocked {
+                    if !s.backlog.is_empty() {
+                        s.drain_backlog();
+                    }
+                    s.flush();
+                    // A backlog the transport still refuses once its queue was written: the
+                    // socket is full (a peer that does not read).
+                    if !s.backlog.is_empty() {
+                        s.block();
+                    }
                 }
-                s.flush();
                 dead |= s.dead.is_some();
             }
         }
@@ -540,6 +547,7 @@ impl EventLoop {
             backlog: Default::default(),
             more: false,
             dirty: false,
+            blocked: false,
             watching: Interest::READ,
             hot: false,
             dead,

@@ -128,7 +128,12 @@ impl EventLoop {
             }
         }
         for k in 0..self.ready.sessions.len() {
-            self.heat(self.ready.sessions[k]);
+            let i = self.ready.sessions[k];
+            if let Some(s) = &mut self.slots[i].session {
+                // Reported ready: a socket that refused a write may take it now.
+                s.blocked = false;
+            }
+            self.heat(i);
         }
         self.ready.setups.sort_unstable();
         if sleeping {

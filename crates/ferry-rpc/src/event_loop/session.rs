@@ -66,6 +66,10 @@ pub(crate) struct Session {
     pub(crate) more: bool,
     /// Something was queued since the last flush.
     pub(crate) dirty: bool,
+    /// A TCP socket refused the last write (its send buffer full: a peer that does not
+    /// read): the backlog and queue are not tried again until the descriptor reports ready,
+    /// so that such a peer costs no system call per turn.
+    pub(crate) blocked: bool,
     /// What the descriptor is watched for (TCP): writability while something waits to go,
     /// readability unless answers wait in the backlog (its requests are not read then, and a
     /// level-triggered readable socket would end every wait at once: the loop would spin).
@@ -123,9 +127,16 @@ impl Session {
         }
         match self.conn.flush() {
             Ok(()) => self.dirty = false,
-            Err(TransportError::WouldBlock) => {}
+            Err(TransportError::WouldBlock) => self.block(),
             Err(e) => self.fail(e),
         }
+    }
+
+    /// The transport took no more: a TCP session waits for its descriptor to report ready
+    /// (watched for writability, and not for reading while answers wait in the backlog)
+    /// before it tries again.
+    pub(crate) fn block(&mut self) {
+        self.blocked = self.conn.kind() == TransportKind::Tcp;
     }
 
     /// Ends server call `id` with `result` (see [`end_call`]): sends its frames, or nothing
@@ -157,8 +168,7 @@ impl Session {
     pub(crate) fn quiet(&mut self) -> bool {
         self.conn.kind() != TransportKind::Shm
             && self.dead.is_none()
-            && !(self.dirty || self.more || self.readable || self.watching.write)
-            && self.backlog.is_empty()
+            && !(self.more || self.readable)
             // Calls first: a client waiting for its answer is not quiet, whatever its
             // connection holds.
             && match &self.role {
@@ -170,7 +180,14 @@ impl Session {
                 }
                 Role::Client(c) => c.core.in_flight() == 0 && c.core.next_deadline().is_none(),
             }
-            && !self.conn.has_unsent()
+            // Output a full socket refused waits off the list for the descriptor's report,
+            // once it is watched as it should be (for writing; for reading only while no
+            // answer waits in the backlog, lest unread requests report it on every wait).
+            && if self.blocked {
+                self.watching == (Interest { read: self.backlog.is_empty(), write: true })
+            } else {
+                !self.watching.write && !self.dirty && self.backlog.is_empty() && !self.conn.has_unsent()
+            }
     }
 
     pub(crate) fn fail(&mut self, e: TransportError) {
