@@ -129,6 +129,21 @@ impl Target {
         )
     }
 
+    /// Checks that the loop's working turns since `before` (its `loop_counters`) looked at no
+    /// more than `bound` sessions on average beside `what`: a count, not a time.
+    fn check_visits(&self, before: (u64, u64), what: &str, bound: f64) {
+        let (turns, visited) = self.loop_counters();
+        let (turns, visited) = (turns - before.0, visited - before.1);
+        assert!(turns > 0, "the good client's calls took no working turn");
+        let per_turn = visited as f64 / turns as f64;
+        println!("hostile: beside {what}, {per_turn:.2} sessions per working turn");
+        assert!(
+            per_turn <= bound,
+            "{what}: the loop looked at {per_turn:.1} sessions per working turn ({visited} in \
+             {turns} turns, bound {bound}): they cost it turns"
+        );
+    }
+
     /// Bytes outstanding in the server's pools (the loop's), from its metrics.
     fn pool_bytes(&self) -> u64 {
         self.server.services().metrics().pool_bytes()
@@ -323,20 +338,13 @@ fn stalled_handshakes(t: &Target) {
                 .collect();
             (shm, tls, t.loop_counters())
         },
-        |t, (shm, tls, (turns, visited))| {
+        |t, (shm, tls, counters)| {
             // The regression of TLS handshakes kept on the hot list: each stalled one was looked
             // at on every turn the good client's calls took.
-            let (turns_after, visited_after) = t.loop_counters();
-            let (turns, visited) = (turns_after - turns, visited_after - visited);
-            assert!(turns > 0, "the good client's calls took no working turn");
-            let per_turn = visited as f64 / turns as f64;
-            println!(
-                "hostile: beside {STALLED} stalled TLS handshakes, {per_turn:.2} sessions per working turn"
-            );
-            assert!(
-                per_turn <= VISITED_PER_TURN,
-                "stalled TLS handshakes: the loop looked at {per_turn:.1} sessions per working turn \
-                 ({visited} in {turns} turns, bound {VISITED_PER_TURN}): a stalled peer costs it turns"
+            t.check_visits(
+                counters,
+                &format!("{STALLED} stalled TLS handshakes"),
+                VISITED_PER_TURN,
             );
             // Closed by the server at the timeout, each counted.
             shm.into_iter().for_each(read_until_closed);
@@ -380,17 +388,8 @@ fn idle_connections(t: &Target) {
             });
             (idle, t.loop_counters())
         },
-        |t, (idle, (turns, visited))| {
-            let (turns_after, visited_after) = t.loop_counters();
-            let (turns, visited) = (turns_after - turns, visited_after - visited);
-            assert!(turns > 0, "the good client's calls took no working turn");
-            let per_turn = visited as f64 / turns as f64;
-            println!("hostile: beside {IDLE} idle connections, {per_turn:.2} sessions per working turn");
-            assert!(
-                per_turn <= VISITED_PER_TURN,
-                "2,000 idle connections: the loop looked at {per_turn:.1} sessions per working turn \
-                 ({visited} in {turns} turns, bound {VISITED_PER_TURN}): idle sessions cost it turns"
-            );
+        |t, (idle, counters)| {
+            t.check_visits(counters, &format!("{IDLE} idle connections"), VISITED_PER_TURN);
             drop(idle);
         },
     );
@@ -444,19 +443,14 @@ fn never_read(t: &Target) {
                 .collect::<Vec<_>>();
             (clients, t.loop_counters())
         },
-        |t, (clients, (turns, visited))| {
+        |t, (clients, counters)| {
             // The regression of sessions whose full sockets were tried on every turn: each
             // stayed on the hot list, one refused `sendmsg` a turn each (166,655 in the case,
             // by strace). They now wait off the list for their socket's report.
-            let (turns_after, visited_after) = t.loop_counters();
-            let (turns, visited) = (turns_after - turns, visited_after - visited);
-            assert!(turns > 0, "the good client's calls took no working turn");
-            let per_turn = visited as f64 / turns as f64;
-            println!("hostile: beside 20 clients that never read, {per_turn:.2} sessions per working turn");
-            assert!(
-                per_turn <= NEVER_READ_VISITED_PER_TURN,
-                "20 clients that never read: the loop looked at {per_turn:.1} sessions per working turn \
-                 ({visited} in {turns} turns, bound {NEVER_READ_VISITED_PER_TURN}): a full socket costs it turns"
+            t.check_visits(
+                counters,
+                "20 clients that never read",
+                NEVER_READ_VISITED_PER_TURN,
             );
             // The regression: their unread requests kept their sockets readable, so every
             // wait on the loop's (level-triggered) set returned at once and the loop never
