@@ -62,12 +62,13 @@ impl Threads {
         let (tx, rx) = mpsc::channel();
         let handles: Vec<JoinHandle<()>> = args
             .into_iter()
-            .map(|arg| {
+            .enumerate()
+            .map(|(k, arg)| {
                 let (stop, f, tx) = (Arc::clone(&stop), Arc::clone(&f), tx.clone());
                 std::thread::Builder::new()
                     .name(name.to_owned())
                     .spawn(move || {
-                        tx.send(Tid::current()).expect("the spawner waits for the id");
+                        tx.send((k, Tid::current())).expect("the spawner waits for the id");
                         let done = catch_unwind(AssertUnwindSafe(|| f(arg, &stop)));
                         while !stop.load(Ordering::Acquire) {
                             std::thread::park();
@@ -80,10 +81,12 @@ impl Threads {
             })
             .collect();
         drop(tx);
-        let tids = handles
-            .iter()
-            .map(|_| rx.recv().expect("a thread records its id as it starts"))
-            .collect();
+        // In the order of `args`, whatever order the threads started in.
+        let mut tids = vec![Tid(0); handles.len()];
+        for _ in 0..handles.len() {
+            let (k, tid) = rx.recv().expect("a thread records its id as it starts");
+            tids[k] = tid;
+        }
         Threads { stop, handles, tids }
     }
 
@@ -241,15 +244,17 @@ impl Burner {
 
 /// A burner thread's duty cycle until `stop`: spin `share` of each [`PERIOD`] by the thread's
 /// CPU clock (what the kernel gave it, not the time that passed), then sleep the rest of the
-/// period. Under a real-time policy (a suite run under `chrt -f`), a thread that spins keeps its
+/// period's length, however long the spin took: on a busy machine, where a spin takes longer
+/// than its CPU time, the thread then uses at most its share, where sleeping only what was
+/// left of the period made it spin throughout. Under a real-time policy (a suite run under `chrt -f`), a thread that spins keeps its
 /// core from every thread of its priority until it sleeps, which an actor blocking in its
 /// system calls does not: there it yields between clock readings.
 fn burn(share: f64, stop: &AtomicBool) {
     let share = share.clamp(0.0, 1.0);
-    let spin = PERIOD.mul_f64(share);
+    let (spin, rest) = (PERIOD.mul_f64(share), PERIOD.mul_f64(1.0 - share));
     let realtime = realtime_policy();
     while !stop.load(Ordering::Relaxed) {
-        let (period, cpu) = (Instant::now(), own_cpu());
+        let cpu = own_cpu();
         while own_cpu().saturating_sub(cpu) < spin {
             if realtime {
                 std::thread::yield_now();
@@ -257,7 +262,7 @@ fn burn(share: f64, stop: &AtomicBool) {
         }
         if share < SPIN_ONLY {
             // The pacing of a load (the rest of the period), not a wait for an event.
-            std::thread::sleep(PERIOD.saturating_sub(period.elapsed()));
+            std::thread::sleep(rest);
         }
     }
 }
