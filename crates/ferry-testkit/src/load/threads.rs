@@ -68,7 +68,8 @@ impl Threads {
                 std::thread::Builder::new()
                     .name(name.to_owned())
                     .spawn(move || {
-                        tx.send((k, Tid::current())).expect("the spawner waits for the id");
+                        tx.send((k, Tid::current()))
+                            .expect("the spawner waits for the id");
                         let done = catch_unwind(AssertUnwindSafe(|| f(arg, &stop)));
                         while !stop.load(Ordering::Acquire) {
                             std::thread::park();
